@@ -1,0 +1,49 @@
+//===- GraphBase.td - the mp graph dialect and its type constraints -------===//
+#ifndef MIXPREC_GRAPH_BASE
+#define MIXPREC_GRAPH_BASE
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Graph_Dialect : Dialect {
+  let name = "mp";
+  let cppNamespace = "::mixprec::graph";
+  let summary = "Tensor graph ops with per-op storage and accumulator precision";
+  let description = [{
+    The `mp` dialect holds a model as a graph of tensor ops on ranked,
+    statically shaped tensors. A tensor's element type is its storage dtype
+    (`f32`, `bf16`, `f16`, `f8E4M3FN`, `f8E5M2`); ops that accumulate carry
+    an optional `acc_type` (absent means `f32`). Graph inputs and outputs are
+    the arguments and results of a `func.func`, named by `mp.name`
+    argument/result attributes; ops keep their source node name as a
+    `NameLoc`. The precision passes record why an op got its dtype in the
+    discardable string attribute `mp.reason`.
+
+    FP8 tensors travel with an FP32 scale: `mp.quantize` takes it,
+    `mp.dequantize` gives it back, `mp.amax` measures what scales need.
+  }];
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute names understood by the dialect.
+    static constexpr ::llvm::StringLiteral kNameAttr = "mp.name";
+    static constexpr ::llvm::StringLiteral kReasonAttr = "mp.reason";
+  }];
+}
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, traits>;
+
+// Storage dtypes a float tensor may have (tf32 is a compute type only).
+def MP_StorageFloat : AnyTypeOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>;
+def MP_FloatTensor : RankedTensorOf<[MP_StorageFloat]>;
+def MP_F32Tensor : RankedTensorOf<[F32]>;
+def MP_FP8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
+def MP_NonFP8FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def MP_IndexTensor : RankedTensorOf<[I32, I64]>;
+def MP_BoolTensor : RankedTensorOf<[I1]>;
+def MP_AnyTensor : RankedTensorOf<[MP_StorageFloat, I1, I8, I32, I64]>;
+
+// The accumulator type of an op that sums or normalizes.
+def MP_AccTypeAttr : OptionalAttr<TypeAttr>;
+
+#endif // MIXPREC_GRAPH_BASE

@@ -1,0 +1,367 @@
+//===- GraphOps.cpp - verifiers and folders of mp ops ----------------------===//
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+
+namespace mixprec::graph {
+namespace {
+
+/// Returns the shape of a ranked tensor value.
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+/// Returns the element type of a ranked tensor value.
+Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
+/// Fails with the shape function's reason, or when the result shape differs.
+LogicalResult verifyInferredShape(Operation *op, const ShapeOrError &inferred,
+                                  Value result) {
+  if (!inferred.ok())
+    return op->emitOpError() << inferred.error;
+  if (shapeOf(result) != ArrayRef<int64_t>(inferred.shape))
+    return op->emitOpError() << "result shape " << formatShape(shapeOf(result))
+                             << " does not match the inferred shape "
+                             << formatShape(inferred.shape);
+  return success();
+}
+
+/// Fails unless `actual` is `expected`, naming the value by `what`.
+LogicalResult verifySameElementType(Operation *op, StringRef what, Type actual,
+                                    Type expected) {
+  if (actual != expected)
+    return op->emitOpError() << what << " element type must be " << expected << ", got "
+                             << actual;
+  return success();
+}
+
+bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// The accumulator type must be f32, or f16 when every float operand is f16.
+LogicalResult verifyAccType(Operation *op, std::optional<Type> accType) {
+  if (!accType)
+    return success();
+  if (accType->isF32())
+    return success();
+  if (!accType->isF16())
+    return op->emitOpError() << "acc_type must be f32 or f16, got " << *accType;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (isa<FloatType>(elementTypeOf(operand)) && !elementTypeOf(operand).isF16())
+      return op->emitOpError() << "operand #" << i << " must be f16 when acc_type = f16, got "
+                               << elementTypeOf(operand);
+  return success();
+}
+
+/// GEMM operands share one element type, except the FP8 pairs cuBLASLt runs.
+LogicalResult verifyGemmOperandTypes(Operation *op, Type lhs, Type rhs) {
+  if (lhs == rhs && !(lhs.isFloat8E5M2()))
+    return success();
+  if (isFP8(lhs) && isFP8(rhs) && !(lhs.isFloat8E5M2() && rhs.isFloat8E5M2()))
+    return success();
+  if (lhs.isFloat8E5M2() && rhs.isFloat8E5M2())
+    return op->emitOpError() << "FP8 operands cannot both be f8E5M2";
+  return op->emitOpError() << "operand element types must match (or be an FP8 pair), got "
+                           << lhs << " and " << rhs;
+}
+
+/// Checks a normalization axis and that a parameter has the normalized shape.
+LogicalResult verifyNormParam(Operation *op, StringRef what, Value param,
+                              ArrayRef<int64_t> normalized) {
+  if (!param)
+    return success();
+  if (shapeOf(param) != normalized)
+    return op->emitOpError() << what << " shape " << formatShape(shapeOf(param))
+                             << " must equal the normalized shape " << formatShape(normalized);
+  return success();
+}
+
+/// Fails unless 0 <= axis < rank.
+LogicalResult verifyAxis(Operation *op, int64_t axis, size_t rank) {
+  if (axis < 0 || axis >= static_cast<int64_t>(rank))
+    return op->emitOpError() << "axis " << axis << " is out of range [0, " << rank << ")";
+  return success();
+}
+
+/// Fails unless the result has the input's shape.
+LogicalResult verifySameShape(Operation *op, Value input, Value result) {
+  if (shapeOf(input) != shapeOf(result))
+    return op->emitOpError() << "result shape " << formatShape(shapeOf(result))
+                             << " must equal the input shape " << formatShape(shapeOf(input));
+  return success();
+}
+
+/// Shared checks of element-wise binary ops.
+LogicalResult verifyBinary(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1), out = op->getResult(0);
+  if (failed(verifySameElementType(op, "rhs", elementTypeOf(rhs), elementTypeOf(lhs))) ||
+      failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(lhs))))
+    return failure();
+  return verifyInferredShape(op, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), out);
+}
+
+/// Shared checks of mp.softmax and mp.log_softmax.
+LogicalResult verifySoftmaxLike(Operation *op, int64_t axis, std::optional<Type> acc) {
+  Value in = op->getOperand(0);
+  if (failed(verifyAxis(op, axis, shapeOf(in).size())) ||
+      failed(verifySameShape(op, in, op->getResult(0))))
+    return failure();
+  return verifyAccType(op, acc);
+}
+
+/// Shared checks of reductions.
+LogicalResult verifyReduce(Operation *op, ArrayRef<int64_t> axes, bool keepDims,
+                           std::optional<Type> acc) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  if (failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(in))) ||
+      failed(verifyInferredShape(op, reduceShape(shapeOf(in), axes, keepDims), out)))
+    return failure();
+  return verifyAccType(op, acc);
+}
+
+/// Shared checks of pooling ops.
+LogicalResult verifyPool(Operation *op, ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                         ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, bool ceilMode) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  if (failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(in))))
+    return failure();
+  return verifyInferredShape(
+      op, pool2dShape(shapeOf(in), kernel, strides, pads, dilations, ceilMode), out);
+}
+
+/// A scale operand is a rank-0 f32 tensor (per-tensor scaling).
+LogicalResult verifyScale(Operation *op, Value scale) {
+  if (!shapeOf(scale).empty())
+    return op->emitOpError() << "scale must be a rank-0 tensor<f32> (per-tensor scaling), got "
+                             << scale.getType();
+  return success();
+}
+
+} // namespace
+} // namespace mixprec::graph
+
+#define GET_OP_CLASSES
+#include "dialects/Graph/IR/GraphOps.cpp.inc"
+
+namespace mixprec::graph {
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult CastOp::verify() { return verifySameShape(*this, getInput(), getOutput()); }
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getLhs()), elementTypeOf(getRhs()))))
+    return failure();
+  if (failed(verifyInferredShape(*this, matmulShape(shapeOf(getLhs()), shapeOf(getRhs())),
+                                 getOutput())))
+    return failure();
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult LinearOp::verify() {
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
+                                    elementTypeOf(getWeight()))))
+    return failure();
+  ShapeOrError inferred =
+      linearShape(shapeOf(getInput()), shapeOf(getWeight()), getTransposeWeight());
+  if (failed(verifyInferredShape(*this, inferred, getOutput())))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
+                                     elementTypeOf(getOutput()))))
+      return failure();
+    ShapeOrError withBias = broadcastShapes(inferred.shape, shapeOf(bias));
+    if (!withBias.ok() || ArrayRef<int64_t>(withBias.shape) != ArrayRef<int64_t>(inferred.shape))
+      return emitOpError() << "bias shape " << formatShape(shapeOf(bias))
+                           << " must broadcast to the output shape "
+                           << formatShape(inferred.shape);
+  }
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult Conv2dOp::verify() {
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
+                                    elementTypeOf(getWeight()))))
+    return failure();
+  ShapeOrError inferred = conv2dShape(shapeOf(getInput()), shapeOf(getWeight()), getStrides(),
+                                      getPads(), getDilations(), getGroups());
+  if (failed(verifyInferredShape(*this, inferred, getOutput())))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
+                                     elementTypeOf(getOutput()))))
+      return failure();
+    if (shapeOf(bias) != ArrayRef<int64_t>{shapeOf(getWeight())[0]})
+      return emitOpError() << "bias shape " << formatShape(shapeOf(bias)) << " must be ["
+                           << shapeOf(getWeight())[0] << "] (one per output channel)";
+  }
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult AddOp::verify() { return verifyBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBinary(*this); }
+LogicalResult PowOp::verify() { return verifyBinary(*this); }
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError() << "approximate must be \"none\" or \"tanh\", got \""
+                         << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult WhereOp::verify() {
+  if (failed(verifySameElementType(*this, "rhs", elementTypeOf(getRhs()),
+                                   elementTypeOf(getLhs()))) ||
+      failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getLhs()))))
+    return failure();
+  ShapeOrError values = broadcastShapes(shapeOf(getLhs()), shapeOf(getRhs()));
+  if (!values.ok())
+    return emitOpError() << values.error;
+  return verifyInferredShape(*this, broadcastShapes(shapeOf(getCondition()), values.shape),
+                             getOutput());
+}
+
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxLike(*this, getAxis(), getAccType()); }
+LogicalResult LogSoftmaxOp::verify() {
+  return verifySoftmaxLike(*this, getAxis(), getAccType());
+}
+
+LogicalResult LayerNormOp::verify() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  if (failed(verifyAxis(*this, getAxis(), shape.size())) ||
+      failed(verifySameShape(*this, getInput(), getOutput())))
+    return failure();
+  if (getEpsilon().convertToFloat() <= 0.0f)
+    return emitOpError() << "epsilon must be positive";
+  ArrayRef<int64_t> normalized = shape.drop_front(getAxis());
+  if (failed(verifyNormParam(*this, "scale", getScale(), normalized)) ||
+      failed(verifyNormParam(*this, "bias", getBias(), normalized)))
+    return failure();
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult RmsNormOp::verify() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  if (failed(verifyAxis(*this, getAxis(), shape.size())) ||
+      failed(verifySameShape(*this, getInput(), getOutput())))
+    return failure();
+  if (getEpsilon().convertToFloat() <= 0.0f)
+    return emitOpError() << "epsilon must be positive";
+  if (failed(verifyNormParam(*this, "scale", getScale(), shape.drop_front(getAxis()))))
+    return failure();
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult BatchNormOp::verify() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  if (shape.size() < 2)
+    return emitOpError() << "input must have rank >= 2 (N, C, ...), got "
+                         << formatShape(shape);
+  if (failed(verifySameShape(*this, getInput(), getOutput())))
+    return failure();
+  if (getEpsilon().convertToFloat() < 0.0f)
+    return emitOpError() << "epsilon must be non-negative";
+  int64_t channels = shape[1];
+  for (auto [name, v] : {std::pair<StringRef, Value>{"scale", getScale()},
+                         {"bias", getBias()},
+                         {"mean", getMean()},
+                         {"variance", getVariance()}})
+    if (shapeOf(v) != ArrayRef<int64_t>{channels})
+      return emitOpError() << name << " shape " << formatShape(shapeOf(v)) << " must be ["
+                           << channels << "] (one per channel)";
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduce(*this, getAxes(), getKeepdims(), getAccType());
+}
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduce(*this, getAxes(), getKeepdims(), getAccType());
+}
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduce(*this, getAxes(), getKeepdims(), getAccType());
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  int64_t in = numElements(shapeOf(getInput())), out = numElements(shapeOf(getOutput()));
+  if (in != out)
+    return emitOpError() << "result has " << out << " elements, input has " << in;
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  return verifyInferredShape(*this, transposeShape(shapeOf(getInput()), getPerm()),
+                             getOutput());
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    if (elementTypeOf(v) != elementTypeOf(getOutput()))
+      return emitOpError() << "input #" << i << " element type must be "
+                           << elementTypeOf(getOutput()) << ", got " << elementTypeOf(v);
+    shapes.emplace_back(shapeOf(v));
+  }
+  return verifyInferredShape(*this, concatShape(shapes, getAxis()), getOutput());
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  if (shapeOf(getOutput()).size() != shapeOf(getInput()).size())
+    return emitOpError() << "result rank must equal the input rank "
+                         << shapeOf(getInput()).size();
+  std::string error =
+      checkSliceBounds(shapeOf(getInput()), getStarts(), getSteps(), shapeOf(getOutput()));
+  if (!error.empty())
+    return emitOpError() << error;
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getData()))))
+    return failure();
+  return verifyInferredShape(
+      *this, gatherShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()), getOutput());
+}
+
+LogicalResult MaxPool2dOp::verify() {
+  ArrayRef<int64_t> dilations;
+  if (auto d = getDilations())
+    dilations = *d;
+  return verifyPool(*this, getKernelShape(), getStrides(), getPads(), dilations,
+                    getCeilMode());
+}
+
+LogicalResult AvgPool2dOp::verify() {
+  return verifyPool(*this, getKernelShape(), getStrides(), getPads(), {}, getCeilMode());
+}
+
+LogicalResult QuantizeOp::verify() {
+  if (failed(verifySameShape(*this, getInput(), getOutput())))
+    return failure();
+  return verifyScale(*this, getScale());
+}
+
+LogicalResult DequantizeOp::verify() {
+  if (failed(verifySameShape(*this, getInput(), getOutput())))
+    return failure();
+  return verifyScale(*this, getScale());
+}
+
+} // namespace mixprec::graph

@@ -1,0 +1,498 @@
+//===- GraphOps.td - ops of the mp graph dialect ---------------------------===//
+//
+// Every op verifies shapes and element types in C++ (GraphOps.cpp) with the
+// shape functions of ShapeInference.h, which the ONNX importer also uses to
+// infer result types. No op has a folder or canonicalizer yet, except
+// `mp.constant`, which folds to its value.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_GRAPH_OPS
+#define MIXPREC_GRAPH_OPS
+
+include "dialects/Graph/IR/GraphBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def Graph_ConstantOp : Graph_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+  let summary = "A constant tensor (weights, biases, masks)";
+  let description = [{
+    Holds a dense tensor. Weights that the precision passes assign a low
+    precision are stored in that dtype (the cast is hoisted to compile time).
+    ```mlir
+    %w = mp.constant dense<0.5> : tensor<64x64xf32>
+    ```
+    Has a folder; no verifier beyond the type match.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Graph_CastOp : Graph_Op<"cast", [Pure]> {
+  let summary = "Converts the element type, rounding to nearest even";
+  let description = [{
+    Rounds each element to the result element type, round-to-nearest-even.
+    Casts to FP8 saturate to the largest finite value; NaN stays NaN.
+    Float to integer truncates toward zero (ONNX Cast).
+    ```mlir
+    %1 = mp.cast %0 : tensor<8x64xf32> -> tensor<8x64xbf16>
+    ```
+    Verifier: operand and result shapes are equal.
+  }];
+  let arguments = (ins MP_AnyTensor:$input);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM-class ops (lowp in the default policy)
+//===----------------------------------------------------------------------===//
+
+def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
+  let summary = "Batched matrix product with NumPy broadcasting";
+  let description = [{
+    `numpy.matmul` semantics: 1-D operands are promoted and the added
+    dimension dropped; leading (batch) dimensions broadcast. Operands share
+    one element type, except FP8 pairs (E4M3xE4M3, E4M3xE5M2, E5M2xE4M3).
+    The result may have any float type: an FP8 GEMM writes BF16 or FP32.
+    ```mlir
+    %s = mp.matmul %q, %k {acc_type = f32}
+        : (tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16>) -> tensor<2x4x16x16xbf16>
+    ```
+    Verifier: shapes, operand element types, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$lhs, MP_FloatTensor:$rhs,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
+  let summary = "Fully connected layer: input times weight, plus bias";
+  let description = [{
+    `output[..., n] = sum_k input[..., k] * W[k, n] + bias[n]` where `W` is
+    `weight` ([K, N]) or its transpose when `transpose_weight` is set
+    (`weight` is [N, K], the PyTorch layout). `bias` is optional and
+    broadcasts to the output. Maps onto a cuBLASLt GEMM with a bias epilogue.
+    ```mlir
+    %y = mp.linear %x, %w, %b {transpose_weight = true}
+        : (tensor<8x64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    ```
+    Verifier: shapes, element types as for `mp.matmul`, bias element type
+    equal to the output's, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$input, MP_FloatTensor:$weight,
+                       Optional<MP_FloatTensor>:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weight,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure]> {
+  let summary = "2-D convolution, NCHW input and OIHW weight";
+  let description = [{
+    ONNX `Conv` for 4-D tensors. `pads` is [top, left, bottom, right];
+    `weight` is [M, C / groups, kH, kW]; `bias` is optional, [M].
+    ```mlir
+    %y = mp.conv2d %x, %w, %b {strides = array<i64: 1, 1>,
+        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+        : (tensor<2x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x16x16xf32>
+    ```
+    Verifier: ranks, channel and group arithmetic, output size, element
+    types, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$input, MP_FloatTensor:$weight,
+                       Optional<MP_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops (follow in the default policy, but for the fp32 class)
+//===----------------------------------------------------------------------===//
+
+class Graph_BinaryOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "Element-wise " # desc # " with NumPy broadcasting";
+  let description = [{
+    Operands broadcast to the result shape (NumPy rules) and share its
+    element type.
+    ```mlir
+    %c = mp.}] # mnemonic # [{ %a, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+    ```
+    Verifier: broadcast-compatible shapes, result shape, one element type.
+  }];
+  let arguments = (ins MP_FloatTensor:$lhs, MP_FloatTensor:$rhs);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add", "addition">;
+def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication">;
+def Graph_DivOp : Graph_BinaryOp<"div", "division">;
+def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)">;
+
+class Graph_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = "Element-wise " # desc;
+  let description = [{
+    Same shape and element type in and out.
+    ```mlir
+    %y = mp.}] # mnemonic # [{ %x : tensor<8x64xf32>
+    ```
+    No verifier beyond the type constraints.
+  }];
+  let arguments = (ins MP_FloatTensor:$input);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Graph_NegOp : Graph_UnaryOp<"neg", "negation">;
+def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)">;
+def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent">;
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential">;
+def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm">;
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root">;
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root">;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "error function">;
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x">;
+
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Element-wise GELU, exact (erf) or tanh approximation";
+  let description = [{
+    `approximate = "none"`: 0.5 x (1 + erf(x / sqrt 2));
+    `approximate = "tanh"`: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+    ```mlir
+    %y = mp.gelu %x {approximate = "tanh"} : tensor<8x64xf32>
+    ```
+    Verifier: `approximate` is "none" or "tanh".
+  }];
+  let arguments = (ins MP_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_WhereOp : Graph_Op<"where", [Pure]> {
+  let summary = "Element-wise select with NumPy broadcasting";
+  let description = [{
+    `output = condition ? lhs : rhs`; all three broadcast to the result.
+    ```mlir
+    %y = mp.where %mask, %s, %fill
+        : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+    ```
+    Verifier: shapes broadcast to the result; lhs, rhs and result share an
+    element type.
+  }];
+  let arguments = (ins MP_BoolTensor:$condition, MP_FloatTensor:$lhs,
+                       MP_FloatTensor:$rhs);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations (fp32 class: they accumulate)
+//===----------------------------------------------------------------------===//
+
+class Graph_SoftmaxLikeOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+  let summary = desc # " along one axis";
+  let description = [{
+    Normalizes along `axis` (0 <= axis < rank; the importer normalizes
+    negative axes), subtracting the maximum first. The result keeps the
+    input shape; its element type may differ from the input's (autocast
+    forces an FP32 output for softmax).
+    ```mlir
+    %p = mp.}] # mnemonic # [{ %x {axis = 1 : i64} : tensor<8x10xf32> -> tensor<8x10xf32>
+    ```
+    Verifier: axis range, shapes, `acc_type`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, I64Attr:$axis,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax", "Softmax">;
+def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Layer normalization over the trailing dimensions from `axis`";
+  let description = [{
+    ONNX `LayerNormalization`: mean and (population) variance over dims
+    [axis, rank), `(x - mean) / sqrt(var + epsilon) * scale + bias`.
+    `scale` and `bias` are optional and shaped like the normalized dims.
+    ```mlir
+    %y = mp.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+    Verifier: axis range, parameter shapes, epsilon > 0, `acc_type`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input,
+                       Optional<MP_NonFP8FloatTensor>:$scale,
+                       Optional<MP_NonFP8FloatTensor>:$bias,
+                       I64Attr:$axis, F32Attr:$epsilon, MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = [{
+    $input (`,` $scale^)? (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure]> {
+  let summary = "RMS normalization over the trailing dimensions from `axis`";
+  let description = [{
+    `x / sqrt(mean(x^2 over dims [axis, rank)) + epsilon) * scale`, `scale`
+    optional and shaped like the normalized dims.
+    ```mlir
+    %y = mp.rms_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-06 : f32}
+        : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+    ```
+    Verifier: axis range, scale shape, epsilon > 0, `acc_type`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input,
+                       Optional<MP_NonFP8FloatTensor>:$scale,
+                       I64Attr:$axis, F32Attr:$epsilon, MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = [{
+    $input (`,` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
+  let summary = "Batch normalization with running statistics (inference)";
+  let description = [{
+    `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]` with the
+    channel on dimension 1.
+    ```mlir
+    %y = mp.batch_norm %x, %g, %b, %m, %v {epsilon = 1.0e-05 : f32}
+        : (tensor<2x8x16x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+        -> tensor<2x8x16x16xf32>
+    ```
+    Verifier: rank >= 2, every parameter [C], epsilon >= 0, `acc_type`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, MP_NonFP8FloatTensor:$scale,
+                       MP_NonFP8FloatTensor:$bias, MP_NonFP8FloatTensor:$mean,
+                       MP_NonFP8FloatTensor:$variance, F32Attr:$epsilon,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Graph_ReduceOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+  let summary = "Reduces with " # desc # " over `axes`";
+  let description = [{
+    `axes` are non-negative, strictly increasing and not empty (the importer
+    spells "all axes" out). With `keepdims` the reduced dims stay as 1.
+    ```mlir
+    %s = mp.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = true}
+        : tensor<8x64xf32> -> tensor<8x1xf32>
+    ```
+    Verifier: axes, result shape, `acc_type`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "a sum">;
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "a mean">;
+def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "the maximum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement (follow class)
+//===----------------------------------------------------------------------===//
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets the shape, same elements in row-major order";
+  let description = [{
+    ```mlir
+    %y = mp.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+    Verifier: same element type and element count.
+  }];
+  let arguments = (ins MP_AnyTensor:$input);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
+  let summary = "Permutes dimensions";
+  let description = [{
+    `output.shape[i] = input.shape[perm[i]]`.
+    ```mlir
+    %y = mp.transpose %x {perm = array<i64: 0, 2, 1, 3>}
+        : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+    ```
+    Verifier: perm is a permutation of the rank; result shape; element type.
+  }];
+  let arguments = (ins MP_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+  let summary = "Joins tensors along one axis";
+  let description = [{
+    ```mlir
+    %y = mp.concat %a, %b {axis = 1 : i64}
+        : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+    Verifier: at least one input, equal ranks and element types, equal dims
+    off the axis, result dim on the axis is the sum.
+  }];
+  let arguments = (ins Variadic<MP_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+  let summary = "Strided slice, static per dimension";
+  let description = [{
+    Along each dim d, takes `output.shape[d]` elements starting at
+    `starts[d]` with stride `steps[d]` (non-zero, may be negative). The
+    importer resolves ONNX's clamped, negative and partial-axes forms into
+    this one.
+    ```mlir
+    %y = mp.slice %x {starts = array<i64: 0, 64>, steps = array<i64: 1, 1>}
+        : tensor<16x192xf32> -> tensor<16x64xf32>
+    ```
+    Verifier: one start and step per dim, every index read in bounds.
+  }];
+  let arguments = (ins MP_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
+  let summary = "Takes slices of `data` along `axis` at integer indices";
+  let description = [{
+    ONNX `Gather`: `output.shape = data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. Negative indices count from the end; an index out
+    of range is a run-time error.
+    ```mlir
+    %e = mp.gather %table, %ids {axis = 0 : i64}
+        : (tensor<100x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+    Verifier: axis range, result shape and element type.
+  }];
+  let arguments = (ins MP_AnyTensor:$data, MP_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
+    : Graph_Op<mnemonic, [Pure]> {
+  let summary = desc # " pooling over 2-D windows (NCHW)";
+  let description = [{
+    ONNX pooling for 4-D inputs; `pads` is [top, left, bottom, right];
+    with `ceil_mode` the output size rounds up (a window must still start
+    inside the input or its leading padding).
+    ```mlir
+    %y = mp.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+        pads = array<i64: 0, 0, 0, 0>} : tensor<2x8x16x16xf32> -> tensor<2x8x8x8xf32>
+    ```
+    Verifier: rank 4, attribute lengths and signs, result shape.
+  }];
+  let arguments = !con((ins MP_NonFP8FloatTensor:$input,
+                            DenseI64ArrayAttr:$kernel_shape,
+                            DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
+                       extraArgs);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_MaxPool2dOp : Graph_Pool2dOp<"max_pool2d", "Max",
+    (ins OptionalAttr<DenseI64ArrayAttr>:$dilations)>;
+def Graph_AvgPool2dOp : Graph_Pool2dOp<"avg_pool2d", "Average",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad)>;
+
+//===----------------------------------------------------------------------===//
+// FP8 scaling
+//===----------------------------------------------------------------------===//
+
+def Graph_QuantizeOp : Graph_Op<"quantize", [Pure]> {
+  let summary = "Scales a tensor and rounds it to FP8, saturating";
+  let description = [{
+    `output = fp8_satfinite(input * scale)` with `scale` a rank-0 FP32
+    tensor (per-tensor scaling).
+    ```mlir
+    %q = mp.quantize %x, %s : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
+    ```
+    Verifier: same shape, FP8 result, rank-0 scale.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, MP_F32Tensor:$scale);
+  let results = (outs MP_FP8Tensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure]> {
+  let summary = "Divides an FP8 tensor by its scale into a wider float";
+  let description = [{
+    `output = input / scale`, the inverse of `mp.quantize` with the same
+    scale, rounded to the result element type.
+    ```mlir
+    %x = mp.dequantize %q, %s : (tensor<8x64xf8E4M3FN>, tensor<f32>) -> tensor<8x64xf32>
+    ```
+    Verifier: same shape, rank-0 scale.
+  }];
+  let arguments = (ins MP_FP8Tensor:$input, MP_F32Tensor:$scale);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_AmaxOp : Graph_Op<"amax", [Pure]> {
+  let summary = "The largest absolute value of a tensor, as a rank-0 f32";
+  let description = [{
+    Feeds FP8 scale computation. NaN inputs make the result NaN.
+    ```mlir
+    %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
+    ```
+    No verifier beyond the type constraints.
+  }];
+  let arguments = (ins MP_FloatTensor:$input);
+  let results = (outs 0DTensorOf<[F32]>:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+}
+
+#endif // MIXPREC_GRAPH_OPS

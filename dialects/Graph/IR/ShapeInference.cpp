@@ -1,0 +1,269 @@
+//===- ShapeInference.cpp - result shapes of mp ops ------------------------===//
+#include "dialects/Graph/IR/ShapeInference.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <limits>
+
+namespace mixprec::graph {
+
+std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+int64_t numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+ShapeOrError broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return ShapeOrError::failure("shapes " + formatShape(a) + " and " + formatShape(b) +
+                                   " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return {out, ""};
+}
+
+ShapeOrError matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs) {
+  if (lhs.empty() || rhs.empty())
+    return ShapeOrError::failure("matmul operands must have rank >= 1");
+  Shape a(lhs.begin(), lhs.end()), b(rhs.begin(), rhs.end());
+  bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
+  if (lhsVector)
+    a.insert(a.begin(), 1);
+  if (rhsVector)
+    b.push_back(1);
+  int64_t m = a[a.size() - 2], k = a.back(), k2 = b[b.size() - 2], n = b.back();
+  if (k != k2)
+    return ShapeOrError::failure("contracting dimensions differ: " + formatShape(lhs) +
+                                 " x " + formatShape(rhs));
+  ShapeOrError batch = broadcastShapes(llvm::ArrayRef(a).drop_back(2),
+                                       llvm::ArrayRef(b).drop_back(2));
+  if (!batch.ok())
+    return ShapeOrError::failure("batch dimensions: " + batch.error);
+  Shape out = batch.shape;
+  if (!lhsVector)
+    out.push_back(m);
+  if (!rhsVector)
+    out.push_back(n);
+  return {out, ""};
+}
+
+ShapeOrError linearShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                         bool transposeWeight) {
+  if (input.empty())
+    return ShapeOrError::failure("input must have rank >= 1");
+  if (weight.size() != 2)
+    return ShapeOrError::failure("weight must have rank 2, got " + formatShape(weight));
+  int64_t k = transposeWeight ? weight[1] : weight[0];
+  int64_t n = transposeWeight ? weight[0] : weight[1];
+  if (input.back() != k)
+    return ShapeOrError::failure("input features " + std::to_string(input.back()) +
+                                 " do not match weight " + formatShape(weight) +
+                                 (transposeWeight ? " (transposed)" : ""));
+  Shape out(input.begin(), input.end());
+  out.back() = n;
+  return {out, ""};
+}
+
+int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                   int64_t padEnd, int64_t dilation, bool ceilMode) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  int64_t span = in + padBegin + padEnd - effective;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // With ceil_mode, a window that would start in the trailing padding is
+  // dropped (ONNX and PyTorch agree on this).
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+static std::string checkWindowAttrs(llvm::ArrayRef<int64_t> strides,
+                                    llvm::ArrayRef<int64_t> pads,
+                                    llvm::ArrayRef<int64_t> dilations) {
+  if (strides.size() != 2)
+    return "strides must have 2 values, got " + std::to_string(strides.size());
+  if (pads.size() != 4)
+    return "pads must have 4 values [top, left, bottom, right], got " +
+           std::to_string(pads.size());
+  if (!dilations.empty() && dilations.size() != 2)
+    return "dilations must have 2 values, got " + std::to_string(dilations.size());
+  if (llvm::any_of(strides, [](int64_t s) { return s <= 0; }))
+    return "strides must be positive, got " + formatShape(strides);
+  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return "pads must be non-negative, got " + formatShape(pads);
+  if (llvm::any_of(dilations, [](int64_t d) { return d <= 0; }))
+    return "dilations must be positive, got " + formatShape(dilations);
+  return "";
+}
+
+ShapeOrError conv2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                         llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                         llvm::ArrayRef<int64_t> dilations, int64_t groups) {
+  if (input.size() != 4)
+    return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
+  if (weight.size() != 4)
+    return ShapeOrError::failure("weight must be OIHW (rank 4), got " + formatShape(weight));
+  if (dilations.size() != 2)
+    return ShapeOrError::failure("dilations must have 2 values");
+  if (std::string e = checkWindowAttrs(strides, pads, dilations); !e.empty())
+    return ShapeOrError::failure(e);
+  if (groups <= 0)
+    return ShapeOrError::failure("groups must be positive, got " + std::to_string(groups));
+  if (input[1] % groups != 0 || weight[0] % groups != 0)
+    return ShapeOrError::failure("input channels " + std::to_string(input[1]) +
+                                 " and output channels " + std::to_string(weight[0]) +
+                                 " must both divide by groups " + std::to_string(groups));
+  if (weight[1] * groups != input[1])
+    return ShapeOrError::failure("weight " + formatShape(weight) + " expects " +
+                                 std::to_string(weight[1] * groups) +
+                                 " input channels, got " + std::to_string(input[1]));
+  Shape out{input[0], weight[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    out[2 + i] = pooledSize(input[2 + i], weight[2 + i], strides[i], pads[i], pads[2 + i],
+                            dilations[i], /*ceilMode=*/false);
+    if (out[2 + i] <= 0)
+      return ShapeOrError::failure("kernel " + formatShape(weight.drop_front(2)) +
+                                   " does not fit the padded input " + formatShape(input));
+  }
+  return {out, ""};
+}
+
+ShapeOrError pool2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
+                         llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                         llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
+  if (input.size() != 4)
+    return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
+  if (kernel.size() != 2 || llvm::any_of(kernel, [](int64_t k) { return k <= 0; }))
+    return ShapeOrError::failure("kernel_shape must be 2 positive values, got " +
+                                 formatShape(kernel));
+  if (std::string e = checkWindowAttrs(strides, pads, dilations); !e.empty())
+    return ShapeOrError::failure(e);
+  Shape out{input[0], input[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (pads[i] >= kernel[i] || pads[2 + i] >= kernel[i])
+      return ShapeOrError::failure("pads " + formatShape(pads) +
+                                   " must be smaller than kernel_shape " + formatShape(kernel));
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    out[2 + i] = pooledSize(input[2 + i], kernel[i], strides[i], pads[i], pads[2 + i],
+                            dilation, ceilMode);
+    if (out[2 + i] <= 0)
+      return ShapeOrError::failure("window " + formatShape(kernel) +
+                                   " does not fit the padded input " + formatShape(input));
+  }
+  return {out, ""};
+}
+
+ShapeOrError reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
+                         bool keepDims) {
+  if (axes.empty())
+    return ShapeOrError::failure("axes must not be empty");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(input.size()))
+      return ShapeOrError::failure("axis " + std::to_string(axes[i]) +
+                                   " is out of range for rank " +
+                                   std::to_string(input.size()));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      return ShapeOrError::failure("axes must be strictly increasing, got " +
+                                   formatShape(axes));
+  }
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(input.size()); ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    if (!reduced)
+      out.push_back(input[d]);
+    else if (keepDims)
+      out.push_back(1);
+  }
+  return {out, ""};
+}
+
+ShapeOrError transposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> perm) {
+  if (perm.size() != input.size())
+    return ShapeOrError::failure("perm has " + std::to_string(perm.size()) +
+                                 " entries for rank " + std::to_string(input.size()));
+  llvm::SmallVector<bool, 8> seen(input.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p])
+      return ShapeOrError::failure("perm " + formatShape(perm) + " is not a permutation");
+    seen[p] = true;
+    out.push_back(input[p]);
+  }
+  return {out, ""};
+}
+
+ShapeOrError concatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs, int64_t axis) {
+  if (inputs.empty())
+    return ShapeOrError::failure("needs at least one input");
+  const auto &first = inputs.front();
+  if (axis < 0 || axis >= static_cast<int64_t>(first.size()))
+    return ShapeOrError::failure("axis " + std::to_string(axis) +
+                                 " is out of range for rank " + std::to_string(first.size()));
+  Shape out(first.begin(), first.end());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const auto &s = inputs[i];
+    bool compatible = s.size() == first.size();
+    for (size_t d = 0; compatible && d < s.size(); ++d)
+      compatible = static_cast<int64_t>(d) == axis || s[d] == first[d];
+    if (!compatible)
+      return ShapeOrError::failure("input #" + std::to_string(i) + " " + formatShape(s) +
+                                   " does not match " + formatShape(first) +
+                                   " off axis " + std::to_string(axis));
+    out[axis] += s[axis];
+  }
+  return {out, ""};
+}
+
+ShapeOrError gatherShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
+                         int64_t axis) {
+  if (axis < 0 || axis >= static_cast<int64_t>(data.size()))
+    return ShapeOrError::failure("axis " + std::to_string(axis) +
+                                 " is out of range for rank " + std::to_string(data.size()));
+  Shape out(data.begin(), data.begin() + axis);
+  out.append(indices.begin(), indices.end());
+  out.append(data.begin() + axis + 1, data.end());
+  return {out, ""};
+}
+
+std::string checkSliceBounds(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> starts,
+                             llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts) {
+  if (starts.size() != input.size() || steps.size() != input.size())
+    return "starts and steps need one value per dimension (" +
+           std::to_string(input.size()) + ")";
+  for (size_t d = 0; d < input.size(); ++d) {
+    if (steps[d] == 0)
+      return "step of dimension " + std::to_string(d) + " is zero";
+    if (counts[d] == 0)
+      continue;
+    int64_t last = starts[d] + (counts[d] - 1) * steps[d];
+    if (starts[d] < 0 || starts[d] >= input[d] || last < 0 || last >= input[d])
+      return "dimension " + std::to_string(d) + " reads indices " +
+             std::to_string(starts[d]) + " to " + std::to_string(last) +
+             " outside [0, " + std::to_string(input[d]) + ")";
+  }
+  return "";
+}
+
+} // namespace mixprec::graph

@@ -1,0 +1,17 @@
+//===- Gemm.h - SGEMM wrapper shared by the kernels (internal) --*- C++ -*-===//
+#ifndef MIXPREC_RUNTIME_CPU_GEMM_H
+#define MIXPREC_RUNTIME_CPU_GEMM_H
+
+#include <cstdint>
+
+namespace mixprec::runtime::cpu::detail {
+
+/// Row-major C[M,N] = A[M,K] * op(B) + beta * C with op(B) = B[K,N], or
+/// B[N,K]^T when transB. Any of M, N, K may be zero.
+void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+           float beta);
+
+} // namespace mixprec::runtime::cpu::detail
+
+#endif // MIXPREC_RUNTIME_CPU_GEMM_H

@@ -1,0 +1,285 @@
+//===- Kernels.h - FP32 CPU reference kernels -------------------*- C++ -*-===//
+//
+// Reference kernels for the standalone runtime: the MLIR interpreter and the
+// compiled-module CPU backend both call these. Semantics follow ONNX (results
+// are checked against onnxruntime FP32), so every deviation from the ONNX
+// definition would show up as a numerical mismatch downstream.
+//
+// Conventions:
+//  * Buffers are dense, row-major (C order). Shapes are std::vector<int64_t>;
+//    an empty shape is a scalar with one element.
+//  * The caller (graph verifier / interpreter) validates shapes. Kernels assert
+//    consistency in debug builds and, for consistent shapes, never read or
+//    write outside the buffers their shapes describe.
+//  * No exceptions (the project builds with -fno-exceptions); the few kernels
+//    that can fail on data (gather) return bool.
+//  * Output buffers must not alias inputs unless a function says otherwise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CPU_KERNELS_H
+#define MIXPREC_RUNTIME_CPU_KERNELS_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace mixprec::runtime::cpu {
+
+using Shape = std::vector<int64_t>;
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+/// Product of the dims; 1 for a scalar (empty shape).
+int64_t numElements(const Shape &s);
+
+/// Row-major element strides of a dense tensor of shape `s`.
+std::vector<int64_t> contiguousStrides(const Shape &s);
+
+/// Numpy/ONNX multidirectional broadcasting. On failure *ok is false and the
+/// returned shape is empty. `ok` may be null when the caller knows it works.
+Shape broadcastShapes(const Shape &a, const Shape &b, bool *ok);
+
+/// Normalizes a possibly negative axis against `rank`; returns -1 when out of
+/// range [-rank, rank).
+int64_t normalizeAxis(int64_t axis, int64_t rank);
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// Max/Min propagate NaN (numpy.maximum / onnxruntime >= 1.15 behaviour).
+enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min };
+
+/// out = a (op) b with numpy broadcasting; `outShape` must equal
+/// broadcastShapes(as, bs). `out` may alias `a` or `b` when that operand has
+/// the output shape (in-place update).
+void binary(BinaryOp op, const float *a, const Shape &as, const float *b,
+            const Shape &bs, float *out, const Shape &outShape);
+
+enum class UnaryOp {
+  Neg,
+  Abs,
+  Relu,
+  GeluErf,  // 0.5 x (1 + erf(x / sqrt 2))
+  GeluTanh, // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  Tanh,
+  Sigmoid,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Erf,
+  Reciprocal,
+};
+
+/// out[i] = op(in[i]); `out` may alias `in`.
+void unary(UnaryOp op, const float *in, float *out, int64_t n);
+
+/// out = cond ? a : b, all three broadcast to `os` (cond bytes: nonzero=true).
+void where(const uint8_t *cond, const Shape &cs, const float *a,
+           const Shape &as, const float *b, const Shape &bs, float *out,
+           const Shape &os);
+
+//===----------------------------------------------------------------------===//
+// Linear algebra (OpenBLAS)
+//===----------------------------------------------------------------------===//
+
+/// Output shape of numpy matmul, or empty + *ok=false when incompatible.
+Shape matmulShape(const Shape &as, const Shape &bs, bool *ok);
+
+/// numpy.matmul / ONNX MatMul: both operands rank >= 1; a 1-D `a` is promoted
+/// to [1,K] and a 1-D `b` to [K,1], with the promoted dim removed from the
+/// result; batch dims broadcast. `os` must equal matmulShape(as, bs).
+void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
+            float *out, const Shape &os);
+
+/// y = x * (transposeW ? W^T : W) + bias.
+/// x: [..., K] (leading dims flattened into M); W: [N,K] if transposeW else
+/// [K,N]; os = x.shape[:-1] + [N]. `bias` may be null; otherwise biasShape
+/// must broadcast (numpy rules) to `os` or to the 2-D view [M,N] (so [N],
+/// [1,N], [M,N], [M,1] and scalars all work even when x has batch dims).
+void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
+            bool transposeW, const float *bias, const Shape &biasShape,
+            float *out, const Shape &os);
+
+//===----------------------------------------------------------------------===//
+// Normalization / softmax
+//===----------------------------------------------------------------------===//
+
+/// Softmax over one axis (opset-13 semantics), max-subtracted. Negative axes
+/// are allowed. `out` may alias `in`.
+void softmax(const float *in, const Shape &s, int64_t axis, float *out);
+void logSoftmax(const float *in, const Shape &s, int64_t axis, float *out);
+
+/// ONNX LayerNormalization: normalizes over dims [axis, rank) with population
+/// variance and eps inside the sqrt. scale/bias have numElements equal to the
+/// product of the normalized dims; bias may be null. Negative axes allowed.
+void layerNorm(const float *in, const Shape &s, int64_t axis,
+               const float *scale, const float *bias, float eps, float *out);
+
+/// y = x / sqrt(mean(x^2 over [axis, rank)) + eps) * scale; scale may be null.
+void rmsNorm(const float *in, const Shape &s, int64_t axis, const float *scale,
+             float eps, float *out);
+
+/// ONNX BatchNormalization (inference): s = [N, C, spatial...]; per-channel
+/// scale/bias/mean/var of length C.
+void batchNormInference(const float *in, const Shape &s, const float *scale,
+                        const float *bias, const float *mean, const float *var,
+                        float eps, float *out);
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// L1 = sum|x|, L2 = sqrt(sum x^2), LogSum = log(sum x),
+/// LogSumExp = log(sum exp x) (max-shifted). Reductions over an empty set
+/// give the identity: Sum 0, Prod 1, Max -inf, Min +inf, Mean NaN.
+enum class ReduceOp {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
+  SumSquare,
+  L1,
+  L2,
+  LogSum,
+  LogSumExp,
+};
+
+/// Output shape of a reduction (axes normalized; empty = all dims).
+Shape reducedShape(const Shape &s, const std::vector<int64_t> &axes,
+                   bool keepDims);
+
+/// Reduces `axes` (normalized, sorted, unique; empty = all) of `in`.
+/// Sum-like reductions accumulate in double, so the result is the correctly
+/// rounded float of a double-precision sum for any realistic length; Max/Min
+/// are exact. `keepDims` only changes the logical output shape, not the
+/// memory layout, and is accepted for the caller's readability/asserts.
+void reduce(ReduceOp op, const float *in, const Shape &s,
+            const std::vector<int64_t> &axes, bool keepDims, float *out);
+
+//===----------------------------------------------------------------------===//
+// Data movement (any trivially copyable element type)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+void transposeRaw(const void *in, const Shape &s,
+                  const std::vector<int64_t> &perm, void *out,
+                  size_t elemSize);
+void concatRaw(const std::vector<const void *> &ins,
+               const std::vector<Shape> &shapes, int64_t axis, void *out,
+               size_t elemSize);
+void sliceRaw(const void *in, const Shape &s,
+              const std::vector<int64_t> &starts,
+              const std::vector<int64_t> &steps, const Shape &outShape,
+              void *out, size_t elemSize);
+bool gatherRaw(const void *data, const Shape &ds, const int64_t *idx,
+               const Shape &is, int64_t axis, void *out, size_t elemSize);
+void expandRaw(const void *in, const Shape &s, void *out, const Shape &os,
+               size_t elemSize);
+} // namespace detail
+
+/// out = in.transpose(perm); out shape is s[perm[i]].
+template <typename T>
+void transpose(const T *in, const Shape &s, const std::vector<int64_t> &perm,
+               T *out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  detail::transposeRaw(in, s, perm, out, sizeof(T));
+}
+
+/// Concatenation along `axis` (normalized or negative).
+template <typename T>
+void concat(const std::vector<const T *> &ins, const std::vector<Shape> &shapes,
+            int64_t axis, T *out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<const void *> raw(ins.begin(), ins.end());
+  detail::concatRaw(raw, shapes, axis, out, sizeof(T));
+}
+
+/// out[i_0..] = in[starts[d] + i_d * steps[d] ...]. starts are already
+/// normalized/clamped (ONNX Slice preprocessing), steps are nonzero and may be
+/// negative, and outShape gives the element count per axis. Every touched
+/// index must lie inside `s` (asserted).
+template <typename T>
+void slice(const T *in, const Shape &s, const std::vector<int64_t> &starts,
+           const std::vector<int64_t> &steps, const Shape &outShape, T *out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  detail::sliceRaw(in, s, starts, steps, outShape, out, sizeof(T));
+}
+
+/// ONNX Gather: out shape = ds[:axis] + is + ds[axis+1:]. Negative indices
+/// wrap once; any index outside [-ds[axis], ds[axis]) makes it return false
+/// without writing `out`.
+template <typename T>
+[[nodiscard]] bool gather(const T *data, const Shape &ds, const int64_t *idx,
+                          const Shape &is, int64_t axis, T *out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return detail::gatherRaw(data, ds, idx, is, axis, out, sizeof(T));
+}
+
+/// ONNX Expand / numpy broadcast_to: copies `in` broadcast to `os`.
+template <typename T>
+void expand(const T *in, const Shape &s, T *out, const Shape &os) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  detail::expandRaw(in, s, out, os, sizeof(T));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution / pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+/// ONNX output size along one spatial dim:
+///   floor-or-ceil((in + padBegin + padEnd - ((kernel-1)*dilation + 1)) /
+///   stride) + 1,
+/// and with ceilMode the last window must start inside the input or the
+/// begin padding (otherwise it is dropped). Returns a value <= 0 when the
+/// (dilated) kernel does not fit; the caller reports that.
+int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride,
+                   int64_t padBegin, int64_t padEnd, int64_t dilation,
+                   bool ceilMode);
+
+/// ONNX auto_pad SAME_UPPER / SAME_LOWER pads for one spatial dim (output size
+/// ceil(in / stride)); the odd pad goes to the end for SAME_UPPER.
+void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+              bool upper, int64_t *padBegin, int64_t *padEnd);
+
+/// ONNX Conv, 2-D: in [N,C,H,W], w [M, C/groups, kH, kW], bias [M] or null,
+/// pads {top, left, bottom, right}, out [N,M,OH,OW] (os as computed by
+/// pooledSize with ceilMode=false). im2col + cblas_sgemm per image and group.
+void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
+            const float *bias, const std::array<int64_t, 2> &strides,
+            const std::array<int64_t, 4> &pads,
+            const std::array<int64_t, 2> &dilations, int64_t groups,
+            float *out, const Shape &os);
+
+/// ONNX MaxPool, 2-D. Padding never wins: only in-bounds elements take part
+/// (a window with none yields -inf). NaN propagates.
+void maxPool2d(const float *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads,
+               const std::array<int64_t, 2> &dilations, float *out,
+               const Shape &os);
+
+/// ONNX AveragePool, 2-D. With countIncludePad the divisor counts the window
+/// clipped to the padded extent [-padBegin, in + padEnd) (so the ceil_mode
+/// overhang beyond the end pad is not counted); otherwise only in-bounds
+/// elements.
+void avgPool2d(const float *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads, bool countIncludePad,
+               float *out, const Shape &os);
+
+/// ONNX GlobalAveragePool / GlobalMaxPool over all dims after [N, C].
+void globalAvgPool(const float *in, const Shape &is, float *out);
+void globalMaxPool(const float *in, const Shape &is, float *out);
+
+} // namespace mixprec::runtime::cpu
+
+#endif // MIXPREC_RUNTIME_CPU_KERNELS_H

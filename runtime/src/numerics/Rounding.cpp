@@ -1,0 +1,587 @@
+//===- Rounding.cpp - Exact float32 <-> F16/BF16/FP8 conversion -----------===//
+//
+// Implementation notes
+// --------------------
+// Encoding is integer-only so the result cannot depend on the FP
+// environment: a process linked with -ffast-math sets FTZ/DAZ in MXCSR at
+// startup, which would silently break the usual "add a magic float" trick
+// for target subnormals (and would make BF16 from float32 subnormals wrong).
+//
+// Every narrow encoder computes both the normal-range and the
+// subnormal-range result for every element and selects with ternaries; the
+// loops have no data-dependent branches, so GCC/Clang vectorise them. The
+// subnormal path needs per-lane variable shifts, which x86 only has from
+// AVX2 on (vpsrlvd), so the array kernels are compiled twice with
+// target_clones ("avx2" and the baseline) and the loader picks one through
+// an ifunc. Both clones run the same C++ and give the same bits.
+//
+// FP8 decoding uses 256-entry tables computed at compile time; F16 decoding
+// is arithmetic (a 256 KiB table would not stay in L1/L2).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/src/numerics/Rounding.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__GNUC__)
+#define MIXPREC_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MIXPREC_ALWAYS_INLINE inline
+#endif
+
+// Function multiversioning needs GNU ifunc (ELF + glibc) and x86-64.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&            \
+    !defined(MIXPREC_NUMERICS_NO_MULTIVERSION) &&                              \
+    !defined(__SANITIZE_ADDRESS__)
+#define MIXPREC_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define MIXPREC_MULTIVERSION
+#endif
+
+namespace mixprec {
+namespace numerics {
+namespace {
+
+MIXPREC_ALWAYS_INLINE uint32_t bitsOf(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+MIXPREC_ALWAYS_INLINE float floatOf(uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+constexpr uint32_t kF32Inf = 0x7f800000u;
+constexpr uint32_t kF32MinNormal = 0x00800000u;
+
+// ---- Format descriptions ---------------------------------------------------
+// E/M: exponent and mantissa widths; Bias: exponent bias; HasInf: IEEE-style
+// top exponent (inf + NaNs) vs. E4M3FN's "only S.1111.111 is NaN".
+template <unsigned E_, unsigned M_, unsigned Bias_, bool HasInf_, uint32_t SatNaN_,
+          typename Storage_>
+struct NarrowSpec {
+  static constexpr unsigned E = E_, M = M_, Bias = Bias_;
+  static constexpr bool HasInf = HasInf_;
+  using Storage = Storage_;
+  static constexpr unsigned Shift = 23 - M; // float32 mantissa bits dropped
+  static constexpr uint32_t MantMask = (1u << M) - 1u;
+  static constexpr uint32_t SignShift = E + M; // sign bit position
+  static constexpr uint32_t InfEnc = ((1u << E) - 1u) << M;
+  // Largest finite encoding: top exponent with all-ones mantissa is NaN in
+  // E4M3FN, so its max has mantissa 110; IEEE formats lose the top exponent.
+  static constexpr uint32_t MaxEnc = HasInf ? InfEnc - 1u : InfEnc | (MantMask - 1u);
+  static constexpr uint32_t MaxExp = MaxEnc >> M, MaxMant = MaxEnc & MantMask;
+  // Target min normal as float32 bits: inputs below use the subnormal path.
+  static constexpr uint32_t MinNormalBits = (127u - Bias + 1u) << 23;
+  // First float32 (magnitude bits) that rounds beyond MaxEnc: max + half an
+  // ulp is a tie, which goes up only if max's mantissa is odd.
+  static constexpr uint32_t MaxBits32 = ((MaxExp + 127u - Bias) << 23) | (MaxMant << Shift);
+  static constexpr uint32_t OvfBits = MaxBits32 + (1u << (Shift - 1)) + ((MaxMant & 1u) ? 0u : 1u);
+  // What overflow (and +-inf) gives without saturation (APFloat): inf, or
+  // NaN where the format has no inf.
+  static constexpr uint32_t OvfEnc = HasInf ? InfEnc : InfEnc | MantMask;
+  static constexpr uint32_t QuietBit = 1u << (M - 1);
+  static constexpr uint32_t SatNaN = SatNaN_; // CUDA's canonical NaN
+};
+
+using F16 = NarrowSpec<5, 10, 15, true, 0x7fffu, uint16_t>;
+using E5M2 = NarrowSpec<5, 2, 15, true, 0x7fu, uint8_t>;
+using E4M3FN = NarrowSpec<4, 3, 7, false, 0x7fu, uint8_t>;
+
+// The constants every test keys on, spelled out once.
+static_assert(F16::MaxEnc == 0x7bffu && F16::OvfBits == 0x477ff000u, "65504, 65520");
+static_assert(E5M2::MaxEnc == 0x7bu && E5M2::OvfBits == 0x47700000u, "57344, 61440");
+static_assert(E4M3FN::MaxEnc == 0x7eu && E4M3FN::OvfBits == 0x43e80001u, "448, >464");
+static_assert(E4M3FN::OvfEnc == 0x7fu && E4M3FN::MinNormalBits == 0x3c800000u, "");
+
+// ---- Encoders ----------------------------------------------------------------
+
+/// float32 bits -> F16/FP8 bits, round to nearest even.
+template <class F, bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE uint32_t encodeNarrow(uint32_t bits) {
+  constexpr unsigned S = F::Shift;
+  const uint32_t sign = bits >> 31;
+  uint32_t a = bits & 0x7fffffffu;
+  if (Ftz) // DAZ: float32 subnormal inputs count as zero.
+    a = a < kF32MinNormal ? 0u : a;
+
+  // Normal range: rebias the exponent in place, then round the combined
+  // exponent|mantissa integer. A mantissa carry bumps the exponent, which is
+  // exactly the right next value (and max+carry is the inf encoding).
+  const uint32_t t = a - ((127u - F::Bias) << 23);
+  const uint32_t nrm = (t + ((1u << (S - 1)) - 1u) + ((t >> S) & 1u)) >> S;
+
+  // Subnormal range: shift the significand (with its implicit bit) right by
+  // S plus the exponent deficit, with RNE on the bits shifted out. The shift
+  // is clamped to [S+1, 31]; lanes outside this range are discarded by the
+  // select below (float32 subnormals have a > 31 deficit and give 0 anyway).
+  int32_t d = int32_t(128u - F::Bias) - int32_t(a >> 23);
+  d = d < 1 ? 1 : d;
+  int32_t sh = int32_t(S) + d;
+  sh = sh < 31 ? sh : 31;
+  const int32_t m = int32_t((a & 0x007fffffu) | 0x00800000u);
+  int32_t r = m >> sh;
+  const int32_t rem = m & int32_t((1u << sh) - 1u);
+  const int32_t half = int32_t(1u << (sh - 1));
+  r += int32_t(rem > half) | (int32_t(rem == half) & r & 1);
+
+  uint32_t mag = a < F::MinNormalBits ? uint32_t(r) : nrm;
+  if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
+    mag = mag < (1u << F::M) ? 0u : mag;
+  // Overflow, including +-inf (0x7f800000 >= OvfBits).
+  mag = a >= F::OvfBits ? (Sat ? F::MaxEnc : F::OvfEnc) : mag;
+  const bool nan = a > kF32Inf;
+  // APFloat: keep the top payload bits and set the quiet bit; E4M3FN has a
+  // single NaN. CUDA satfinite: one positive canonical NaN.
+  const uint32_t nanEnc =
+      Sat ? F::SatNaN
+          : (F::HasInf ? (F::InfEnc | F::QuietBit | ((a >> S) & F::MantMask))
+                       : (F::InfEnc | F::MantMask));
+  mag = nan ? nanEnc : mag;
+  const uint32_t sgn = (Sat && nan) ? 0u : (sign << F::SignShift);
+  return mag | sgn;
+}
+
+/// float32 bits -> BF16 bits. BF16 shares float32's exponent, so rounding
+/// the top 16 bits covers normals, subnormals and overflow to inf at once.
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE uint32_t encodeBF16(uint32_t bits) {
+  const uint32_t sign = bits & 0x80000000u;
+  uint32_t a = bits & 0x7fffffffu;
+  if (Ftz)
+    a = a < kF32MinNormal ? 0u : a;
+  uint32_t mag = (a + 0x7fffu + ((a >> 16) & 1u)) >> 16;
+  if (Ftz)
+    mag = mag < 0x80u ? 0u : mag;
+  if (Sat) // 0x7f7f8000 is the tie max/inf; 0x7f7f is odd so it goes up.
+    mag = a >= 0x7f7f8000u ? 0x7f7fu : mag;
+  const bool nan = a > kF32Inf;
+  mag = nan ? (Sat ? 0x7fffu : ((a >> 16) | 0x0040u)) : mag;
+  const uint32_t sgn = (Sat && nan) ? 0u : (sign >> 16);
+  return mag | sgn;
+}
+
+MIXPREC_ALWAYS_INLINE uint32_t flushF32(uint32_t bits) {
+  return (bits & 0x7fffffffu) < kF32MinNormal ? (bits & 0x80000000u) : bits;
+}
+
+// ---- Decoders ----------------------------------------------------------------
+
+// Decoded NaNs are made quiet (payload kept, quiet bit set) because that is
+// what APFloat (and x86's vcvtph2ps) do when widening a signalling NaN; the
+// compiler folds constants with APFloat and must agree with the runtime.
+constexpr uint32_t kF32QuietBit = 0x00400000u;
+
+/// F16 bits -> float32 bits. Normal/inf/NaN by rebiasing; subnormals through
+/// an exact int -> float conversion and power-of-two scaling (inputs and
+/// results are normal float32 values, so FTZ/DAZ cannot touch them).
+MIXPREC_ALWAYS_INLINE uint32_t decodeF16Bits(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t a = h & 0x7fffu;
+  const uint32_t e = a >> 10;
+  uint32_t nrm = (a << 13) + (e == 31u ? (224u << 23) : (112u << 23));
+  nrm |= a > 0x7c00u ? kF32QuietBit : 0u;
+  const uint32_t sub = bitsOf(float(int32_t(a)) * 0x1p-24f);
+  return (e == 0u ? sub : nrm) | sign;
+}
+
+/// BF16 bits -> float32 bits: the top half of a float32, NaNs quietened.
+MIXPREC_ALWAYS_INLINE uint32_t decodeBF16Bits(uint32_t b) {
+  return (b << 16) | ((b & 0x7fffu) > 0x7f80u ? kF32QuietBit : 0u);
+}
+
+/// Generic exact decode for the small formats, usable in constant
+/// expressions (C++17 has no constexpr bit_cast): builds the float32 bits
+/// directly, normalising subnormals by hand.
+constexpr uint32_t decodeSmallBits(uint32_t b, unsigned E, unsigned M, unsigned Bias,
+                                   bool hasInf) {
+  const uint32_t sign = (b >> (E + M)) & 1u;
+  const uint32_t e = (b >> M) & ((1u << E) - 1u);
+  const uint32_t m = b & ((1u << M) - 1u);
+  const uint32_t topE = (1u << E) - 1u;
+  uint32_t out = 0;
+  if (e == topE && (hasInf || m == (1u << M) - 1u)) {
+    out = 0x7f800000u | (m << (23 - M)); // inf or NaN, payload widened
+    out |= m != 0 ? kF32QuietBit : 0u;
+  } else if (e != 0) {
+    out = ((e + 127u - Bias) << 23) | (m << (23 - M));
+  } else if (m != 0) {
+    unsigned p = 0; // position of the leading one
+    while ((m >> (p + 1)) != 0)
+      ++p;
+    // value = m * 2^(1 - Bias - M) = 1.f * 2^(p + 1 - Bias - M)
+    out = ((p + 1u - Bias - M + 127u) << 23) | ((m - (1u << p)) << (23 - p));
+  }
+  return out | (sign << 31);
+}
+
+struct Fp8Table {
+  uint32_t bits[256];
+};
+constexpr Fp8Table makeFp8Table(unsigned E, unsigned M, unsigned Bias, bool hasInf) {
+  Fp8Table t{};
+  for (uint32_t b = 0; b < 256; ++b)
+    t.bits[b] = decodeSmallBits(b, E, M, Bias, hasInf);
+  return t;
+}
+constexpr Fp8Table kE4M3FNTable = makeFp8Table(4, 3, 7, false);
+constexpr Fp8Table kE5M2Table = makeFp8Table(5, 2, 15, true);
+static_assert(kE4M3FNTable.bits[0x7e] == 0x43e00000u, "448");
+static_assert(kE4M3FNTable.bits[0x01] == 0x3b000000u, "2^-9");
+static_assert(kE5M2Table.bits[0x7b] == 0x47600000u, "57344");
+static_assert(kE5M2Table.bits[0x83] == 0xb8400000u, "-3 * 2^-16");
+
+// ---- Array kernels ---------------------------------------------------------
+// One loop per (format, saturate, flushToZero) so the options are constants
+// inside the loop. The out pointers have a different type than float, but we
+// still say __restrict: encode/decode buffers must not overlap.
+
+template <class F, bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void encodeNarrowLoop(const float *__restrict in,
+                                            typename F::Storage *__restrict out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = typename F::Storage(encodeNarrow<F, Sat, Ftz>(bitsOf(in[i])));
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void encodeBF16Loop(const float *__restrict in, uint16_t *__restrict out,
+                                          size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = uint16_t(encodeBF16<Sat, Ftz>(bitsOf(in[i])));
+}
+
+// roundArray allows in == out, so no __restrict: element i is read before
+// it is written and no other element is involved, which the vectoriser's
+// runtime alias check accepts (distance 0).
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundF16Loop(const float *in, float *out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(decodeF16Bits(encodeNarrow<F16, Sat, Ftz>(bitsOf(in[i]))));
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundE5M2Loop(const float *in, float *out, size_t n) {
+  // E5M2 is the top byte of an F16, so the arithmetic F16 decoder applies
+  // and keeps the loop free of table lookups.
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(decodeF16Bits(encodeNarrow<E5M2, Sat, Ftz>(bitsOf(in[i])) << 8));
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundBF16Loop(const float *in, float *out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(decodeBF16Bits(encodeBF16<Sat, Ftz>(bitsOf(in[i]))));
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundE4M3FNLoop(const float *in, float *out, size_t n) {
+  // Arithmetic decode of E4M3FN (the table lookup would stop vectorisation):
+  // rebias normals, scale subnormals, and map 0x7f to the NaN APFloat gives.
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t b = encodeNarrow<E4M3FN, Sat, Ftz>(bitsOf(in[i]));
+    const uint32_t a = b & 0x7fu;
+    const uint32_t nrm = (a << 20) + (120u << 23);
+    const uint32_t sub = bitsOf(float(int32_t(a)) * 0x1p-9f);
+    uint32_t v = (a >> 3) == 0u ? sub : nrm;
+    v = a == 0x7fu ? kE4M3FNTable.bits[0x7f] : v;
+    out[i] = floatOf(v | ((b & 0x80u) << 24));
+  }
+}
+
+#define MIXPREC_DISPATCH_OPTS(LOOP, ...)                                        \
+  do {                                                                         \
+    if (sat) {                                                                 \
+      if (ftz)                                                                 \
+        LOOP<true, true>(__VA_ARGS__);                                         \
+      else                                                                     \
+        LOOP<true, false>(__VA_ARGS__);                                        \
+    } else {                                                                   \
+      if (ftz)                                                                 \
+        LOOP<false, true>(__VA_ARGS__);                                        \
+      else                                                                     \
+        LOOP<false, false>(__VA_ARGS__);                                       \
+    }                                                                          \
+  } while (0)
+
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void encodeF16Loop(const float *in, uint16_t *out, size_t n) {
+  encodeNarrowLoop<F16, Sat, Ftz>(in, out, n);
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void encodeE4M3FNLoop(const float *in, uint8_t *out, size_t n) {
+  encodeNarrowLoop<E4M3FN, Sat, Ftz>(in, out, n);
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void encodeE5M2Loop(const float *in, uint8_t *out, size_t n) {
+  encodeNarrowLoop<E5M2, Sat, Ftz>(in, out, n);
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void flushF32Loop(const float *in, float *out, size_t n) {
+  (void)Sat;
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(Ftz ? flushF32(bitsOf(in[i])) : bitsOf(in[i]));
+}
+
+MIXPREC_MULTIVERSION void encodeF16Array(const float *in, uint16_t *out, size_t n, bool sat,
+                                         bool ftz) {
+  MIXPREC_DISPATCH_OPTS(encodeF16Loop, in, out, n);
+}
+MIXPREC_MULTIVERSION void encodeBF16Array(const float *in, uint16_t *out, size_t n, bool sat,
+                                          bool ftz) {
+  MIXPREC_DISPATCH_OPTS(encodeBF16Loop, in, out, n);
+}
+MIXPREC_MULTIVERSION void encodeE4M3FNArray(const float *in, uint8_t *out, size_t n, bool sat,
+                                            bool ftz) {
+  MIXPREC_DISPATCH_OPTS(encodeE4M3FNLoop, in, out, n);
+}
+MIXPREC_MULTIVERSION void encodeE5M2Array(const float *in, uint8_t *out, size_t n, bool sat,
+                                          bool ftz) {
+  MIXPREC_DISPATCH_OPTS(encodeE5M2Loop, in, out, n);
+}
+
+MIXPREC_MULTIVERSION void roundF16Array(const float *in, float *out, size_t n, bool sat,
+                                        bool ftz) {
+  MIXPREC_DISPATCH_OPTS(roundF16Loop, in, out, n);
+}
+MIXPREC_MULTIVERSION void roundBF16Array(const float *in, float *out, size_t n, bool sat,
+                                         bool ftz) {
+  MIXPREC_DISPATCH_OPTS(roundBF16Loop, in, out, n);
+}
+MIXPREC_MULTIVERSION void roundE4M3FNArray(const float *in, float *out, size_t n, bool sat,
+                                           bool ftz) {
+  MIXPREC_DISPATCH_OPTS(roundE4M3FNLoop, in, out, n);
+}
+MIXPREC_MULTIVERSION void roundE5M2Array(const float *in, float *out, size_t n, bool sat,
+                                         bool ftz) {
+  MIXPREC_DISPATCH_OPTS(roundE5M2Loop, in, out, n);
+}
+MIXPREC_MULTIVERSION void roundF32Array(const float *in, float *out, size_t n, bool sat,
+                                        bool ftz) {
+  MIXPREC_DISPATCH_OPTS(flushF32Loop, in, out, n);
+}
+
+MIXPREC_MULTIVERSION void decodeF16Array(const uint16_t *__restrict in, float *__restrict out,
+                                         size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(decodeF16Bits(in[i]));
+}
+MIXPREC_MULTIVERSION void decodeBF16Array(const uint16_t *__restrict in, float *__restrict out,
+                                          size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(decodeBF16Bits(in[i]));
+}
+void decodeFp8Array(const Fp8Table &table, const uint8_t *__restrict in, float *__restrict out,
+                    size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(table.bits[in[i]]);
+}
+
+#undef MIXPREC_DISPATCH_OPTS
+
+template <bool Sat, bool Ftz> uint32_t encodeScalar(Format f, uint32_t bits) {
+  switch (f) {
+  case Format::F16:
+    return encodeNarrow<F16, Sat, Ftz>(bits);
+  case Format::BF16:
+    return encodeBF16<Sat, Ftz>(bits);
+  case Format::F8E4M3FN:
+    return encodeNarrow<E4M3FN, Sat, Ftz>(bits);
+  case Format::F8E5M2:
+    return encodeNarrow<E5M2, Sat, Ftz>(bits);
+  case Format::F32:
+    break;
+  }
+  return Ftz ? flushF32(bits) : bits;
+}
+
+} // namespace
+
+// ---- Public scalar API -------------------------------------------------------
+
+uint32_t encode(Format f, float x, RoundOptions o) {
+  const uint32_t b = bitsOf(x);
+  if (o.saturate)
+    return o.flushToZero ? encodeScalar<true, true>(f, b) : encodeScalar<true, false>(f, b);
+  return o.flushToZero ? encodeScalar<false, true>(f, b) : encodeScalar<false, false>(f, b);
+}
+
+float decode(Format f, uint32_t bits) {
+  switch (f) {
+  case Format::F16:
+    return floatOf(decodeF16Bits(bits & 0xffffu));
+  case Format::BF16:
+    return floatOf(decodeBF16Bits(bits & 0xffffu));
+  case Format::F8E4M3FN:
+    return floatOf(kE4M3FNTable.bits[bits & 0xffu]);
+  case Format::F8E5M2:
+    return floatOf(kE5M2Table.bits[bits & 0xffu]);
+  case Format::F32:
+    break;
+  }
+  return floatOf(bits);
+}
+
+float roundTo(Format f, float x, RoundOptions o) { return decode(f, encode(f, x, o)); }
+
+uint16_t floatToF16(float x, RoundOptions o) { return uint16_t(encode(Format::F16, x, o)); }
+uint16_t floatToBF16(float x, RoundOptions o) { return uint16_t(encode(Format::BF16, x, o)); }
+uint8_t floatToE4M3FN(float x, RoundOptions o) { return uint8_t(encode(Format::F8E4M3FN, x, o)); }
+uint8_t floatToE5M2(float x, RoundOptions o) { return uint8_t(encode(Format::F8E5M2, x, o)); }
+float f16ToFloat(uint16_t b) { return floatOf(decodeF16Bits(b)); }
+float bf16ToFloat(uint16_t b) { return floatOf(decodeBF16Bits(b)); }
+float e4m3fnToFloat(uint8_t b) { return floatOf(kE4M3FNTable.bits[b]); }
+float e5m2ToFloat(uint8_t b) { return floatOf(kE5M2Table.bits[b]); }
+
+// ---- Public array API --------------------------------------------------------
+
+void roundArray(Format f, const float *in, float *out, size_t n, RoundOptions o) {
+  const bool sat = o.saturate, ftz = o.flushToZero;
+  switch (f) {
+  case Format::F16:
+    return roundF16Array(in, out, n, sat, ftz);
+  case Format::BF16:
+    return roundBF16Array(in, out, n, sat, ftz);
+  case Format::F8E4M3FN:
+    return roundE4M3FNArray(in, out, n, sat, ftz);
+  case Format::F8E5M2:
+    return roundE5M2Array(in, out, n, sat, ftz);
+  case Format::F32:
+    break;
+  }
+  if (!ftz) {
+    if (in != out)
+      std::memmove(out, in, n * sizeof(float));
+    return;
+  }
+  roundF32Array(in, out, n, sat, ftz);
+}
+
+void encodeArray(Format f, const float *in, void *out, size_t n, RoundOptions o) {
+  const bool sat = o.saturate, ftz = o.flushToZero;
+  switch (f) {
+  case Format::F16:
+    return encodeF16Array(in, static_cast<uint16_t *>(out), n, sat, ftz);
+  case Format::BF16:
+    return encodeBF16Array(in, static_cast<uint16_t *>(out), n, sat, ftz);
+  case Format::F8E4M3FN:
+    return encodeE4M3FNArray(in, static_cast<uint8_t *>(out), n, sat, ftz);
+  case Format::F8E5M2:
+    return encodeE5M2Array(in, static_cast<uint8_t *>(out), n, sat, ftz);
+  case Format::F32:
+    break;
+  }
+  if (!ftz) {
+    std::memcpy(out, in, n * sizeof(float));
+    return;
+  }
+  roundF32Array(in, static_cast<float *>(out), n, sat, ftz);
+}
+
+void decodeArray(Format f, const void *in, float *out, size_t n) {
+  switch (f) {
+  case Format::F16:
+    return decodeF16Array(static_cast<const uint16_t *>(in), out, n);
+  case Format::BF16:
+    return decodeBF16Array(static_cast<const uint16_t *>(in), out, n);
+  case Format::F8E4M3FN:
+    return decodeFp8Array(kE4M3FNTable, static_cast<const uint8_t *>(in), out, n);
+  case Format::F8E5M2:
+    return decodeFp8Array(kE5M2Table, static_cast<const uint8_t *>(in), out, n);
+  case Format::F32:
+    break;
+  }
+  std::memcpy(out, in, n * sizeof(float));
+}
+
+// ---- Format facts ------------------------------------------------------------
+
+size_t formatBytes(Format f) {
+  switch (f) {
+  case Format::F32:
+    return 4;
+  case Format::F16:
+  case Format::BF16:
+    return 2;
+  case Format::F8E4M3FN:
+  case Format::F8E5M2:
+    return 1;
+  }
+  return 0;
+}
+
+double formatMaxFinite(Format f) {
+  switch (f) {
+  case Format::F32:
+    return 0x1.fffffep127;
+  case Format::F16:
+    return 65504.0;
+  case Format::BF16:
+    return 0x1.fep127;
+  case Format::F8E4M3FN:
+    return 448.0;
+  case Format::F8E5M2:
+    return 57344.0;
+  }
+  return 0.0;
+}
+
+double formatMinNormal(Format f) {
+  switch (f) {
+  case Format::F32:
+  case Format::BF16:
+    return 0x1p-126;
+  case Format::F16:
+  case Format::F8E5M2:
+    return 0x1p-14;
+  case Format::F8E4M3FN:
+    return 0x1p-6;
+  }
+  return 0.0;
+}
+
+double formatMinSubnormal(Format f) {
+  switch (f) {
+  case Format::F32:
+    return 0x1p-149;
+  case Format::BF16:
+    return 0x1p-133;
+  case Format::F16:
+    return 0x1p-24;
+  case Format::F8E5M2:
+    return 0x1p-16;
+  case Format::F8E4M3FN:
+    return 0x1p-9;
+  }
+  return 0.0;
+}
+
+bool formatHasInf(Format f) { return f != Format::F8E4M3FN; }
+
+const char *formatName(Format f) {
+  switch (f) {
+  case Format::F32:
+    return "f32";
+  case Format::F16:
+    return "f16";
+  case Format::BF16:
+    return "bf16";
+  case Format::F8E4M3FN:
+    return "f8E4M3FN";
+  case Format::F8E5M2:
+    return "f8E5M2";
+  }
+  return "?";
+}
+
+bool parseFormat(std::string_view name, Format &out) {
+  for (Format f : {Format::F32, Format::F16, Format::BF16, Format::F8E4M3FN, Format::F8E5M2}) {
+    if (name == formatName(f)) {
+      out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace numerics
+} // namespace mixprec

@@ -1,0 +1,233 @@
+// RUN: mixprec-opt --split-input-file %s | FileCheck %s
+// RUN: mixprec-opt --split-input-file %s | mixprec-opt --split-input-file | FileCheck %s
+// RUN: mixprec-opt --split-input-file --mlir-print-op-generic %s | mixprec-opt --split-input-file | FileCheck %s
+
+// Every mp op prints and parses back to itself.
+
+// CHECK-LABEL: func.func @constant$dense
+func.func @constant$dense() -> tensor<2x2xf32> {
+  // CHECK: mp.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+  %0 = mp.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @constant$int_and_bool
+func.func @constant$int_and_bool() -> (tensor<3xi64>, tensor<2x2xi1>) {
+  // CHECK: mp.constant dense<[0, 5, 2]> : tensor<3xi64>
+  %0 = mp.constant dense<[0, 5, 2]> : tensor<3xi64>
+  // CHECK: mp.constant dense<{{\[}}[true, false], [true, true]]> : tensor<2x2xi1>
+  %1 = mp.constant dense<[[true, false], [true, true]]> : tensor<2x2xi1>
+  return %0, %1 : tensor<3xi64>, tensor<2x2xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cast$all_dtypes
+func.func @cast$all_dtypes(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: mp.cast %{{.*}} : tensor<4xf32> -> tensor<4xbf16>
+  %0 = mp.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  // CHECK: mp.cast %{{.*}} : tensor<4xbf16> -> tensor<4xf16>
+  %1 = mp.cast %0 : tensor<4xbf16> -> tensor<4xf16>
+  // CHECK: mp.cast %{{.*}} : tensor<4xf16> -> tensor<4xf8E4M3FN>
+  %2 = mp.cast %1 : tensor<4xf16> -> tensor<4xf8E4M3FN>
+  // CHECK: mp.cast %{{.*}} : tensor<4xf8E4M3FN> -> tensor<4xf8E5M2>
+  %3 = mp.cast %2 : tensor<4xf8E4M3FN> -> tensor<4xf8E5M2>
+  // CHECK: mp.cast %{{.*}} : tensor<4xf8E5M2> -> tensor<4xi64>
+  %4 = mp.cast %3 : tensor<4xf8E5M2> -> tensor<4xi64>
+  // CHECK: mp.cast %{{.*}} : tensor<4xi64> -> tensor<4xf32>
+  %5 = mp.cast %4 : tensor<4xi64> -> tensor<4xf32>
+  return %5 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul$batched_broadcast
+func.func @matmul$batched_broadcast(%a: tensor<2x4x16x8xbf16>, %b: tensor<8x32xbf16>) -> tensor<2x4x16x32xf32> {
+  // CHECK: mp.matmul %{{.*}}, %{{.*}} {acc_type = f32} : (tensor<2x4x16x8xbf16>, tensor<8x32xbf16>) -> tensor<2x4x16x32xf32>
+  %0 = mp.matmul %a, %b {acc_type = f32} : (tensor<2x4x16x8xbf16>, tensor<8x32xbf16>) -> tensor<2x4x16x32xf32>
+  return %0 : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul$vectors_and_fp8
+func.func @matmul$vectors_and_fp8(%v: tensor<8xf32>, %m: tensor<3x8x5xf32>, %a: tensor<16x32xf8E4M3FN>, %b: tensor<32x8xf8E5M2>) -> (tensor<3x5xf32>, tensor<16x8xbf16>) {
+  // CHECK: mp.matmul {{.*}} : (tensor<8xf32>, tensor<3x8x5xf32>) -> tensor<3x5xf32>
+  %0 = mp.matmul %v, %m : (tensor<8xf32>, tensor<3x8x5xf32>) -> tensor<3x5xf32>
+  // CHECK: mp.matmul {{.*}} : (tensor<16x32xf8E4M3FN>, tensor<32x8xf8E5M2>) -> tensor<16x8xbf16>
+  %1 = mp.matmul %a, %b : (tensor<16x32xf8E4M3FN>, tensor<32x8xf8E5M2>) -> tensor<16x8xbf16>
+  return %0, %1 : tensor<3x5xf32>, tensor<16x8xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linear$bias_and_no_bias
+func.func @linear$bias_and_no_bias(%x: tensor<2x8x64xf16>, %w: tensor<32x64xf16>, %b: tensor<32xf16>, %w2: tensor<64x16xf16>) -> (tensor<2x8x32xf16>, tensor<2x8x16xf16>) {
+  // CHECK: mp.linear %{{.*}}, %{{.*}}, %{{.*}} {acc_type = f16, transpose_weight = true} : (tensor<2x8x64xf16>, tensor<32x64xf16>, tensor<32xf16>) -> tensor<2x8x32xf16>
+  %0 = mp.linear %x, %w, %b {transpose_weight = true, acc_type = f16} : (tensor<2x8x64xf16>, tensor<32x64xf16>, tensor<32xf16>) -> tensor<2x8x32xf16>
+  // CHECK: mp.linear %{{.*}}, %{{.*}} : (tensor<2x8x64xf16>, tensor<64x16xf16>) -> tensor<2x8x16xf16>
+  %1 = mp.linear %x, %w2 : (tensor<2x8x64xf16>, tensor<64x16xf16>) -> tensor<2x8x16xf16>
+  return %0, %1 : tensor<2x8x32xf16>, tensor<2x8x16xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d$grouped_padded
+func.func @conv2d$grouped_padded(%x: tensor<2x4x16x16xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<8xf32>) -> tensor<2x8x8x8xf32> {
+  // CHECK: mp.conv2d %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+  %0 = mp.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x4x16x16xf32>, tensor<8x2x3x3xf32>, tensor<8xf32>) -> tensor<2x8x8x8xf32>
+  return %0 : tensor<2x8x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @binary$broadcast
+func.func @binary$broadcast(%a: tensor<8x64xf32>, %b: tensor<64xf32>, %s: tensor<f32>) -> tensor<8x64xf32> {
+  // CHECK: mp.add %{{.*}}, %{{.*}} : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  %0 = mp.add %a, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  // CHECK: mp.sub {{.*}} : tensor<64xf32>, tensor<8x64xf32> -> tensor<8x64xf32>
+  %1 = mp.sub %b, %0 : tensor<64xf32>, tensor<8x64xf32> -> tensor<8x64xf32>
+  // CHECK: mp.mul {{.*}} : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32>
+  %2 = mp.mul %1, %s : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32>
+  // CHECK: mp.div
+  %3 = mp.div %2, %a : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32>
+  // CHECK: mp.pow
+  %4 = mp.pow %3, %s : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32>
+  return %4 : tensor<8x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unary$all
+func.func @unary$all(%x: tensor<4x4xbf16>) -> tensor<4x4xbf16> {
+  // CHECK: mp.neg %{{.*}} : tensor<4x4xbf16>
+  %0 = mp.neg %x : tensor<4x4xbf16>
+  // CHECK: mp.relu
+  %1 = mp.relu %0 : tensor<4x4xbf16>
+  // CHECK: mp.gelu %{{.*}} : tensor<4x4xbf16>
+  %2 = mp.gelu %1 : tensor<4x4xbf16>
+  // CHECK: mp.gelu %{{.*}} {approximate = "tanh"} : tensor<4x4xbf16>
+  %3 = mp.gelu %2 {approximate = "tanh"} : tensor<4x4xbf16>
+  // CHECK: mp.tanh
+  %4 = mp.tanh %3 : tensor<4x4xbf16>
+  // CHECK: mp.sigmoid
+  %5 = mp.sigmoid %4 : tensor<4x4xbf16>
+  // CHECK: mp.exp
+  %6 = mp.exp %5 : tensor<4x4xbf16>
+  // CHECK: mp.log
+  %7 = mp.log %6 : tensor<4x4xbf16>
+  // CHECK: mp.sqrt
+  %8 = mp.sqrt %7 : tensor<4x4xbf16>
+  // CHECK: mp.rsqrt
+  %9 = mp.rsqrt %8 : tensor<4x4xbf16>
+  // CHECK: mp.erf
+  %10 = mp.erf %9 : tensor<4x4xbf16>
+  // CHECK: mp.reciprocal
+  %11 = mp.reciprocal %10 : tensor<4x4xbf16>
+  return %11 : tensor<4x4xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @where$mask
+func.func @where$mask(%m: tensor<16x16xi1>, %s: tensor<2x4x16x16xf32>, %fill: tensor<f32>) -> tensor<2x4x16x16xf32> {
+  // CHECK: mp.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+  %0 = mp.where %m, %s, %fill : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+  return %0 : tensor<2x4x16x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax$f32_output
+func.func @softmax$f32_output(%x: tensor<8x10xbf16>) -> (tensor<8x10xf32>, tensor<8x10xbf16>) {
+  // CHECK: mp.softmax %{{.*}} {acc_type = f32, axis = 1 : i64} : tensor<8x10xbf16> -> tensor<8x10xf32>
+  %0 = mp.softmax %x {axis = 1 : i64, acc_type = f32} : tensor<8x10xbf16> -> tensor<8x10xf32>
+  // CHECK: mp.log_softmax %{{.*}} {axis = 0 : i64} : tensor<8x10xbf16> -> tensor<8x10xbf16>
+  %1 = mp.log_softmax %x {axis = 0 : i64} : tensor<8x10xbf16> -> tensor<8x10xbf16>
+  return %0, %1 : tensor<8x10xf32>, tensor<8x10xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @norms$all
+func.func @norms$all(%x: tensor<2x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>, %g2: tensor<16x64xf32>,
+                     %img: tensor<2x8x4x4xf32>, %c: tensor<8xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x8x4x4xf32>) {
+  // CHECK: mp.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %0 = mp.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: mp.layer_norm %{{.*}}, %{{.*}} {axis = 1 : i64
+  %1 = mp.layer_norm %x, %g2 {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x16x64xf32>, tensor<16x64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: mp.rms_norm %{{.*}}, %{{.*}} {axis = 2 : i64
+  %2 = mp.rms_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-06 : f32} : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: mp.rms_norm %{{.*}} {axis = 2 : i64
+  %3 = mp.rms_norm %x {axis = 2 : i64, epsilon = 1.0e-06 : f32} : (tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+  // CHECK: mp.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32}
+  %4 = mp.batch_norm %img, %c, %c, %c, %c {epsilon = 1.0e-05 : f32} : (tensor<2x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8x4x4xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce$keepdims_and_not
+func.func @reduce$keepdims_and_not(%x: tensor<2x8x64xf32>) -> (tensor<2x8x1xf32>, tensor<8xf32>, tensor<1x1x1xf32>) {
+  // CHECK: mp.reduce_sum %{{.*}} {axes = array<i64: 2>} : tensor<2x8x64xf32> -> tensor<2x8x1xf32>
+  %0 = mp.reduce_sum %x {axes = array<i64: 2>} : tensor<2x8x64xf32> -> tensor<2x8x1xf32>
+  // CHECK: mp.reduce_mean %{{.*}} {axes = array<i64: 0, 2>, keepdims = false} : tensor<2x8x64xf32> -> tensor<8xf32>
+  %1 = mp.reduce_mean %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<2x8x64xf32> -> tensor<8xf32>
+  // CHECK: mp.reduce_max %{{.*}} {axes = array<i64: 0, 1, 2>} : tensor<2x8x64xf32> -> tensor<1x1x1xf32>
+  %2 = mp.reduce_max %x {axes = array<i64: 0, 1, 2>, keepdims = true} : tensor<2x8x64xf32> -> tensor<1x1x1xf32>
+  return %0, %1, %2 : tensor<2x8x1xf32>, tensor<8xf32>, tensor<1x1x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @movement$all
+func.func @movement$all(%x: tensor<2x16x64xf32>, %y: tensor<2x16x32xf32>, %ids: tensor<3x5xi64>) -> (tensor<2x4x16x16xf32>, tensor<2x16x96xf32>, tensor<2x8x30xf32>, tensor<2x3x5x64xf32>) {
+  // CHECK: mp.reshape %{{.*}} : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  %0 = mp.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  // CHECK: mp.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+  %1 = mp.transpose %0 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+  // CHECK: mp.concat %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x32xf32>) -> tensor<2x16x96xf32>
+  %2 = mp.concat %x, %y {axis = 2 : i64} : (tensor<2x16x64xf32>, tensor<2x16x32xf32>) -> tensor<2x16x96xf32>
+  // CHECK: mp.slice %{{.*}} {starts = array<i64: 0, 15, 63>, steps = array<i64: 1, -2, -2>} : tensor<2x16x64xf32> -> tensor<2x8x30xf32>
+  %3 = mp.slice %x {starts = array<i64: 0, 15, 63>, steps = array<i64: 1, -2, -2>} : tensor<2x16x64xf32> -> tensor<2x8x30xf32>
+  // CHECK: mp.gather %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x16x64xf32>, tensor<3x5xi64>) -> tensor<2x3x5x64xf32>
+  %4 = mp.gather %x, %ids {axis = 1 : i64} : (tensor<2x16x64xf32>, tensor<3x5xi64>) -> tensor<2x3x5x64xf32>
+  return %1, %2, %3, %4 : tensor<2x4x16x16xf32>, tensor<2x16x96xf32>, tensor<2x8x30xf32>, tensor<2x3x5x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pool$max_and_avg
+func.func @pool$max_and_avg(%x: tensor<2x8x16x16xf32>) -> (tensor<2x8x8x8xf32>, tensor<2x8x6x6xf32>) {
+  // CHECK: mp.max_pool2d %{{.*}} {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<2x8x16x16xf32> -> tensor<2x8x8x8xf32>
+  %0 = mp.max_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : tensor<2x8x16x16xf32> -> tensor<2x8x8x8xf32>
+  // CHECK: mp.avg_pool2d %{{.*}} {ceil_mode = true, count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 3, 3>} : tensor<2x8x16x16xf32> -> tensor<2x8x6x6xf32>
+  %1 = mp.avg_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = true, count_include_pad = true} : tensor<2x8x16x16xf32> -> tensor<2x8x6x6xf32>
+  return %0, %1 : tensor<2x8x8x8xf32>, tensor<2x8x6x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @fp8$quantize_dequantize_amax
+func.func @fp8$quantize_dequantize_amax(%x: tensor<8x64xbf16>) -> tensor<8x64xf32> {
+  // CHECK: %[[AMAX:.*]] = mp.amax %{{.*}} : tensor<8x64xbf16> -> tensor<f32>
+  %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
+  // CHECK: %[[Q:.*]] = mp.quantize %{{.*}}, %[[AMAX]] : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
+  %q = mp.quantize %x, %a : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
+  // CHECK: mp.dequantize %[[Q]], %[[AMAX]] : (tensor<8x64xf8E4M3FN>, tensor<f32>) -> tensor<8x64xf32>
+  %d = mp.dequantize %q, %a : (tensor<8x64xf8E4M3FN>, tensor<f32>) -> tensor<8x64xf32>
+  return %d : tensor<8x64xf32>
+}
+
+// -----
+
+// Names and reasons survive the round trip.
+// CHECK-LABEL: func.func @attrs$name_and_reason
+// CHECK-SAME: mp.name = "x"
+func.func @attrs$name_and_reason(%x: tensor<4xf32> {mp.name = "x"}) -> (tensor<4xf32> {mp.name = "y"}) {
+  // CHECK: mp.relu %{{.*}} {mp.reason = "follow:widest-input"} : tensor<4xf32>
+  %0 = mp.relu %x {mp.reason = "follow:widest-input"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

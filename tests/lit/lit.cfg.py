@@ -1,0 +1,20 @@
+# lit configuration of the mixprec FileCheck tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "mixprec"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mixprec_obj_root, "tests", "lit")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", os.path.join(config.mixprec_obj_root, "bin"), append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+config.substitutions.append(("%mixprec_src", config.mixprec_src_root))
+config.substitutions.append(("%python", config.python_executable or "python3"))
+# FileCheck always runs with --enable-var-scope (see STYLE.md).
+config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))
