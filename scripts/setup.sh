@@ -25,6 +25,7 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
+export PIP_ROOT_USER_ACTION=ignore
 pymissing=()
 for p in "${PIP_PKGS[@]}"; do
   "$PY" -m pip show -q "$p" >/dev/null 2>&1 || pymissing+=("$p")

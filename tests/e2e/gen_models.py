@@ -29,6 +29,19 @@ outputs are finite and not degenerate, and compares the reference with an
 onnxruntime run that has all graph optimizations enabled (an estimate of the
 FP32 noise floor, which must be far below run_e2e.py's 1e-4 tolerance).
 
+Models (details in each builder's docstring, also copied to the manifest):
+  mlp              opset 13  x[8,64] -> logits[8,10], probs[8,10]
+  cnn              opset 13  x[2,3,16,16] -> log_probs[2,10]
+  encoder          opset 17  x[2,16,64] -> y[2,16,64]
+  gpt_block        opset 20  input_ids[2,16] int64 -> logits[2,16,96],
+                             hidden[2,16,64]
+  opset11_ops      opset 11  x[2,3,4] -> reduce_sum[3,2], reduce_mean[1,2,1],
+                             reduce_max[3,2], softmax_legacy[3,2,16]
+  rmsnorm_mlp      opset 18  x[4,8,32] -> concat[4,12,32], reduce_max[4,32],
+                             strided_sum[4,8,1]
+  linear_variants  opset 13  a[16,8], b[2,1,4,8] -> gemm[8,5],
+                             softmax_axis1[2,3,4,5], matvec[2,1,4], flatten[2,32]
+
 The builders (build_mlp, build_gpt_block, ...) take size parameters;
 bench/gen_bench_models.py imports them to build benchmark-sized variants.
 """
@@ -223,7 +236,7 @@ def build_cnn(name="cnn", seed=2):
     return g.make_model(13, build_cnn.__doc__), inputs
 
 
-def _split_heads(g, t, batch, seq, heads, hd, shape_name):
+def _split_heads(g, t, shape_name):
     """[B,S,H*hd] -> Reshape [B,S,H,hd] -> Transpose -> [B,H,S,hd]."""
     return g.node("Transpose", [g.node("Reshape", [t, shape_name])], perm=[0, 2, 1, 3])
 
@@ -244,10 +257,10 @@ def build_encoder(batch=2, seq=16, hidden=64, heads=4, mlp=256, name="encoder", 
     # Head-split shape as an initializer with 0 (copy dim) entries, the merge
     # shape as a Constant node with -1: both forms appear in real exports.
     split_shape = g.i64("heads_shape", [0, 0, heads, hd])
-    qh = _split_heads(g, q, batch, seq, heads, hd, split_shape)      # [B,H,S,hd]
+    qh = _split_heads(g, q, split_shape)      # [B,H,S,hd]
     kt = g.node("Transpose", [g.node("Reshape", [k, split_shape])],
                 perm=[0, 2, 3, 1])                                    # [B,H,hd,S]
-    vh = _split_heads(g, v, batch, seq, heads, hd, split_shape)
+    vh = _split_heads(g, v, split_shape)
     scores = g.node("MatMul", [qh, kt])                               # [B,H,S,S]
     scores = g.node("Div", [scores, g.f32("sqrt_head_dim", math.sqrt(hd))])
     probs = g.node("Softmax", [scores], axis=-1)
@@ -287,7 +300,9 @@ def build_gpt_block(batch=2, seq=16, hidden=64, heads=4, mlp=256, vocab=96,
     hd = hidden // heads
     if vocab is not None:
         ids = g.input("input_ids", [batch, seq], np.int64)
-        wte = g.init("wte", (0.3 * g.rng.standard_normal((vocab, hidden))).astype(np.float32))
+        # std 2.4/sqrt(D) (0.3 at D=64) keeps the tied-head logits' std ~2.5.
+        wte = g.init("wte", ((2.4 / math.sqrt(hidden)) *
+                             g.rng.standard_normal((vocab, hidden))).astype(np.float32))
         wpe = g.init("wpe", (0.1 * g.rng.standard_normal((seq, hidden))).astype(np.float32))
         tok = g.node("Gather", [wte, ids], axis=0)                    # [B,S,D]
         pos_ids = g.const_node(np.arange(seq).reshape(1, seq), np.int64)
@@ -305,9 +320,9 @@ def build_gpt_block(batch=2, seq=16, hidden=64, heads=4, mlp=256, vocab=96,
     v = g.node("Slice", [qkv, g.i64("v_start", [2 * hidden]),
                          g.i64("v_end", [INT64_MAX]), last, one])
     split_shape = g.i64("heads_shape", [batch, seq, heads, hd])
-    qh = _split_heads(g, q, batch, seq, heads, hd, split_shape)
-    kh = _split_heads(g, k, batch, seq, heads, hd, split_shape)
-    vh = _split_heads(g, v, batch, seq, heads, hd, split_shape)
+    qh = _split_heads(g, q, split_shape)
+    kh = _split_heads(g, k, split_shape)
+    vh = _split_heads(g, v, split_shape)
     kt = g.node("Transpose", [kh], perm=[0, 1, 3, 2])
     scores = g.node("MatMul", [qh, kt])
     scores = g.node("Mul", [scores, g.f32("attn_scale", [1.0 / math.sqrt(hd)])])

@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,15 +71,21 @@ def compare(a, b):
 
 
 def run_cmd(argv, timeout):
-    """Run argv; returns (returncode or None on timeout, stdout, stderr)."""
+    """Run argv; returns (returncode or None on timeout, stdout, stderr).
+
+    The command gets its own process group, killed as a whole on timeout."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace", start_new_session=True)
     try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout, text=True, errors="replace")
-        return p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        def _s(x):
-            return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
-        return None, _s(e.stdout), _s(e.stderr)
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        return None, out, err
 
 
 def describe_failure(argv, rc, out, err):

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/Kernels.h"
 
 #include <algorithm>
 #include <cassert>
@@ -39,12 +39,12 @@ void validRange(int64_t start, int64_t step, int64_t count, int64_t size,
 }
 
 struct Conv2dGeom {
-  int64_t c, h, w;      // per-group input channels and plane
-  int64_t kh, kw;       // kernel
-  int64_t oh, ow;       // output plane
-  int64_t sh, sw;       // strides
-  int64_t dh, dw;       // dilations
-  int64_t padT, padL;   // begin pads
+  int64_t c, h, w;    // per-group input channels and plane
+  int64_t kh, kw;     // kernel
+  int64_t oh, ow;     // output plane
+  int64_t sh, sw;     // strides
+  int64_t dh, dw;     // dilations
+  int64_t padT, padL; // begin pads
 };
 
 // col[(c*kh + i)*kw + j][oh*OW + ow] = x[c][oh*sh + i*dh - padT]
@@ -85,9 +85,8 @@ void im2col(const float *src, const Conv2dGeom &g, float *col) {
 
 } // namespace
 
-int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride,
-                   int64_t padBegin, int64_t padEnd, int64_t dilation,
-                   bool ceilMode) {
+int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                   int64_t padEnd, int64_t dilation, bool ceilMode) {
   assert(stride > 0 && dilation > 0 && kernel > 0);
   const int64_t span = (kernel - 1) * dilation + 1;
   const int64_t room = in + padBegin + padEnd - span;
@@ -114,8 +113,8 @@ void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
 void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
             const float *bias, const std::array<int64_t, 2> &strides,
             const std::array<int64_t, 4> &pads,
-            const std::array<int64_t, 2> &dilations, int64_t groups,
-            float *out, const Shape &os) {
+            const std::array<int64_t, 2> &dilations, int64_t groups, float *out,
+            const Shape &os) {
   assert(is.size() == 4 && ws.size() == 4 && os.size() == 4);
   assert(groups > 0 && is[1] == ws[1] * groups && ws[0] % groups == 0);
   assert(os[0] == is[0] && os[1] == ws[0]);
@@ -173,8 +172,7 @@ void maxPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 4> &pads,
                const std::array<int64_t, 2> &dilations, float *out,
                const Shape &os) {
-  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] &&
-         os[1] == is[1]);
+  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] && os[1] == is[1]);
   const int64_t planes = is[0] * is[1], h = is[2], w = is[3];
   const int64_t oh = os[2], ow = os[3];
   for (int64_t p = 0; p < planes; ++p) {
@@ -206,40 +204,46 @@ void avgPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &kernel,
                const std::array<int64_t, 2> &strides,
                const std::array<int64_t, 4> &pads, bool countIncludePad,
-               float *out, const Shape &os) {
-  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] &&
-         os[1] == is[1]);
+               float *out, const Shape &os,
+               const std::array<int64_t, 2> &dilations) {
+  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] && os[1] == is[1]);
   const int64_t planes = is[0] * is[1], h = is[2], w = is[3];
   const int64_t oh = os[2], ow = os[3];
+  const int64_t dh = dilations[0], dw = dilations[1];
+  // Taps of a window starting at `start` that lie in the padded extent
+  // [-padBegin, size + padEnd). The window never starts before -padBegin, so
+  // only its end is clipped: the ceil-mode overhang is not counted even with
+  // count_include_pad (onnxruntime's divisor).
+  auto paddedTaps = [](int64_t start, int64_t k, int64_t dil, int64_t size,
+                       int64_t padEnd) {
+    const int64_t end = std::min(start + k * dil, size + padEnd);
+    return end > start ? 1 + (end - start - 1) / dil : 0;
+  };
   for (int64_t p = 0; p < planes; ++p) {
     const float *x = in + p * h * w;
     float *y = out + p * oh * ow;
     for (int64_t i = 0; i < oh; ++i) {
       const int64_t hs = i * strides[0] - pads[0];
-      const int64_t he = hs + kernel[0];
-      const int64_t h0 = std::max<int64_t>(hs, 0), h1 = std::min(he, h);
-      // Padded extent is [-padTop, h + padBottom): the ceil-mode overhang
-      // beyond it is never counted, even with count_include_pad.
-      const int64_t countH =
-          countIncludePad ? std::min(he, h + pads[2]) - std::max(hs, -pads[0])
-                          : h1 - h0;
+      int64_t khLo, khHi;
+      validRange(hs, dh, kernel[0], h, &khLo, &khHi);
+      const int64_t padH = paddedTaps(hs, kernel[0], dh, h, pads[2]);
       for (int64_t j = 0; j < ow; ++j) {
         const int64_t ws0 = j * strides[1] - pads[1];
-        const int64_t we = ws0 + kernel[1];
-        const int64_t w0 = std::max<int64_t>(ws0, 0), w1 = std::min(we, w);
-        const int64_t countW =
-            countIncludePad
-                ? std::min(we, w + pads[3]) - std::max(ws0, -pads[1])
-                : w1 - w0;
+        int64_t kwLo, kwHi;
+        validRange(ws0, dw, kernel[1], w, &kwLo, &kwHi);
         float sum = 0.0f;
-        for (int64_t r = h0; r < h1; ++r)
-          for (int64_t c = w0; c < w1; ++c)
-            sum += x[r * w + c];
-        // An all-padding window without count_include_pad gives 0/0 = NaN;
-        // output shapes from pooledSize never contain one.
+        for (int64_t kh = khLo; kh < khHi; ++kh) {
+          const float *row = x + (hs + kh * dh) * w;
+          for (int64_t kw = kwLo; kw < kwHi; ++kw)
+            sum += row[ws0 + kw * dw];
+        }
+        const int64_t valid = (khHi - khLo) * (kwHi - kwLo);
         const int64_t count =
-            std::max<int64_t>(countH, 0) * std::max<int64_t>(countW, 0);
-        y[i * ow + j] = sum / static_cast<float>(count);
+            countIncludePad ? padH * paddedTaps(ws0, kernel[1], dw, w, pads[3])
+                            : valid;
+        // A window with no input element yields 0, as in onnxruntime;
+        // pooledSize never produces one.
+        y[i * ow + j] = valid == 0 ? 0.0f : sum / static_cast<float>(count);
       }
     }
   }

@@ -22,8 +22,7 @@ struct Bytes16 {
 };
 
 // Invokes fn(U{}) with an unsigned type of exactly `elemSize` bytes.
-template <typename Fn>
-void dispatchElemSize(size_t elemSize, Fn &&fn) {
+template <typename Fn> void dispatchElemSize(size_t elemSize, Fn &&fn) {
   switch (elemSize) {
   case 1:
     return fn(uint8_t{});
@@ -71,9 +70,8 @@ void stridedCopy(const U *src, int64_t srcBase,
       plan.strides[r - 2][1] == 1 && plan.dims[r - 1] >= 8 &&
       plan.dims[r - 2] >= 8) {
     constexpr int64_t kTile = 32;
-    forEachMatrix<2>(plan, [&](const std::array<int64_t, 2> &off,
-                               int64_t rows, int64_t cols,
-                               const std::array<int64_t, 2> &rs,
+    forEachMatrix<2>(plan, [&](const std::array<int64_t, 2> &off, int64_t rows,
+                               int64_t cols, const std::array<int64_t, 2> &rs,
                                const std::array<int64_t, 2> &cs) {
       U *d = dst + off[0];
       const U *s = src + srcBase + off[1];
@@ -189,7 +187,8 @@ void concatRaw(const std::vector<const void *> &ins,
   size_t colOffset = 0;
   // Input-major order reads each input once, sequentially.
   for (size_t k = 0; k < ins.size(); ++k) {
-    const size_t chunk = static_cast<size_t>(shapes[k][axis] * inner) * elemSize;
+    const size_t chunk =
+        static_cast<size_t>(shapes[k][axis] * inner) * elemSize;
     const auto *src = static_cast<const unsigned char *>(ins[k]);
     if (chunk != 0)
       for (int64_t o = 0; o < outer; ++o)

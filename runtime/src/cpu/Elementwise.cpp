@@ -132,20 +132,20 @@ void binary(BinaryOp op, const float *a, const Shape &as, const float *b,
 #endif
   switch (op) {
   case BinaryOp::Add:
-    return binaryImpl([](float x, float y) { return x + y; }, a, as, b, bs,
-                      out, outShape);
+    return binaryImpl([](float x, float y) { return x + y; }, a, as, b, bs, out,
+                      outShape);
   case BinaryOp::Sub:
-    return binaryImpl([](float x, float y) { return x - y; }, a, as, b, bs,
-                      out, outShape);
+    return binaryImpl([](float x, float y) { return x - y; }, a, as, b, bs, out,
+                      outShape);
   case BinaryOp::Mul:
-    return binaryImpl([](float x, float y) { return x * y; }, a, as, b, bs,
-                      out, outShape);
+    return binaryImpl([](float x, float y) { return x * y; }, a, as, b, bs, out,
+                      outShape);
   case BinaryOp::Div:
-    return binaryImpl([](float x, float y) { return x / y; }, a, as, b, bs,
-                      out, outShape);
+    return binaryImpl([](float x, float y) { return x / y; }, a, as, b, bs, out,
+                      outShape);
   case BinaryOp::Pow:
-    return binaryImpl([](float x, float y) { return std::pow(x, y); }, a, as,
-                      b, bs, out, outShape);
+    return binaryImpl([](float x, float y) { return std::pow(x, y); }, a, as, b,
+                      bs, out, outShape);
   case BinaryOp::Max:
     return binaryImpl(maxPropagateNaN, a, as, b, bs, out, outShape);
   case BinaryOp::Min:
@@ -170,9 +170,12 @@ inline float geluErf(float x) {
 }
 
 inline float geluTanh(float x) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-  const float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + std::tanh(inner));
+  // 0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u)) exactly. The sigmoid form avoids
+  // the cancellation in 1 + tanh(u) for negative x, saturates cleanly (x/inf
+  // = -0 for very negative x) and is ~2.5x faster than tanhf.
+  constexpr float kTwoSqrt2OverPi = 1.59576912160573071176f;
+  const float u2 = kTwoSqrt2OverPi * (x + 0.044715f * x * x * x);
+  return x / (1.0f + std::exp(-u2));
 }
 
 template <typename F>
@@ -230,22 +233,21 @@ void where(const uint8_t *cond, const Shape &cs, const float *a,
   std::vector<int64_t> sa = detail::broadcastStrides(as, os);
   std::vector<int64_t> sb = detail::broadcastStrides(bs, os);
   auto plan = detail::makePlan<4>(os, {&so, &sc, &sa, &sb});
-  detail::forEachRow<4>(
-      plan, {0, 0, 0, 0},
-      [&](const std::array<int64_t, 4> &off, int64_t n,
-          const std::array<int64_t, 4> &st) {
-        float *o = out + off[0];
-        const uint8_t *c = cond + off[1];
-        const float *pa = a + off[2];
-        const float *pb = b + off[3];
-        if (st[1] == 1 && st[2] == 1 && st[3] == 1) {
-          for (int64_t i = 0; i < n; ++i)
-            o[i] = c[i] ? pa[i] : pb[i];
-          return;
-        }
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = c[i * st[1]] ? pa[i * st[2]] : pb[i * st[3]];
-      });
+  detail::forEachRow<4>(plan, {0, 0, 0, 0},
+                        [&](const std::array<int64_t, 4> &off, int64_t n,
+                            const std::array<int64_t, 4> &st) {
+                          float *o = out + off[0];
+                          const uint8_t *c = cond + off[1];
+                          const float *pa = a + off[2];
+                          const float *pb = b + off[3];
+                          if (st[1] == 1 && st[2] == 1 && st[3] == 1) {
+                            for (int64_t i = 0; i < n; ++i)
+                              o[i] = c[i] ? pa[i] : pb[i];
+                            return;
+                          }
+                          for (int64_t i = 0; i < n; ++i)
+                            o[i] = c[i * st[1]] ? pa[i * st[2]] : pb[i * st[3]];
+                        });
 }
 
 } // namespace mixprec::runtime::cpu

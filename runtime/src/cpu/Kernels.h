@@ -169,8 +169,7 @@ void reduce(ReduceOp op, const float *in, const Shape &s,
 
 namespace detail {
 void transposeRaw(const void *in, const Shape &s,
-                  const std::vector<int64_t> &perm, void *out,
-                  size_t elemSize);
+                  const std::vector<int64_t> &perm, void *out, size_t elemSize);
 void concatRaw(const std::vector<const void *> &ins,
                const std::vector<Shape> &shapes, int64_t axis, void *out,
                size_t elemSize);
@@ -239,9 +238,8 @@ void expand(const T *in, const Shape &s, T *out, const Shape &os) {
 /// and with ceilMode the last window must start inside the input or the
 /// begin padding (otherwise it is dropped). Returns a value <= 0 when the
 /// (dilated) kernel does not fit; the caller reports that.
-int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride,
-                   int64_t padBegin, int64_t padEnd, int64_t dilation,
-                   bool ceilMode);
+int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                   int64_t padEnd, int64_t dilation, bool ceilMode);
 
 /// ONNX auto_pad SAME_UPPER / SAME_LOWER pads for one spatial dim (output size
 /// ceil(in / stride)); the odd pad goes to the end for SAME_UPPER.
@@ -254,8 +252,8 @@ void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
 void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
             const float *bias, const std::array<int64_t, 2> &strides,
             const std::array<int64_t, 4> &pads,
-            const std::array<int64_t, 2> &dilations, int64_t groups,
-            float *out, const Shape &os);
+            const std::array<int64_t, 2> &dilations, int64_t groups, float *out,
+            const Shape &os);
 
 /// ONNX MaxPool, 2-D. Padding never wins: only in-bounds elements take part
 /// (a window with none yields -inf). NaN propagates.
@@ -266,15 +264,17 @@ void maxPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &dilations, float *out,
                const Shape &os);
 
-/// ONNX AveragePool, 2-D. With countIncludePad the divisor counts the window
-/// clipped to the padded extent [-padBegin, in + padEnd) (so the ceil_mode
-/// overhang beyond the end pad is not counted); otherwise only in-bounds
-/// elements.
+/// ONNX AveragePool, 2-D (dilations from opset 19). With countIncludePad the
+/// divisor counts the window taps inside the padded extent
+/// [-padBegin, in + padEnd) (so the ceil_mode overhang beyond the end pad is
+/// not counted, as in onnxruntime); otherwise only in-bounds taps. A window
+/// with no in-bounds tap yields 0.
 void avgPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &kernel,
                const std::array<int64_t, 2> &strides,
                const std::array<int64_t, 4> &pads, bool countIncludePad,
-               float *out, const Shape &os);
+               float *out, const Shape &os,
+               const std::array<int64_t, 2> &dilations = {1, 1});
 
 /// ONNX GlobalAveragePool / GlobalMaxPool over all dims after [N, C].
 void globalAvgPool(const float *in, const Shape &is, float *out);

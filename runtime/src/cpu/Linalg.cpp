@@ -1,7 +1,7 @@
 //===- Linalg.cpp - MatMul and Linear on OpenBLAS ------------------------===//
 
-#include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/cpu/StridedLoop.h"
 
 #include <cblas.h>
@@ -111,8 +111,9 @@ void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
                         [&](const std::array<int64_t, 3> &off, int64_t cnt,
                             const std::array<int64_t, 3> &st) {
                           for (int64_t j = 0; j < cnt; ++j)
-                            detail::sgemm(false, m, n, k, a + off[1] + j * st[1],
-                                          k, b + off[2] + j * st[2], n,
+                            detail::sgemm(false, m, n, k,
+                                          a + off[1] + j * st[1], k,
+                                          b + off[2] + j * st[2], n,
                                           out + off[0] + j * st[0], n, 0.0f);
                         });
 }
@@ -150,8 +151,7 @@ void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
     }
     beta = 1.0f;
   }
-  detail::sgemm(transposeW, m, n, k, x, k, w, transposeW ? k : n, out, n,
-                beta);
+  detail::sgemm(transposeW, m, n, k, x, k, w, transposeW ? k : n, out, n, beta);
 }
 
 } // namespace mixprec::runtime::cpu

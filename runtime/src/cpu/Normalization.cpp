@@ -174,9 +174,9 @@ void rmsNorm(const float *in, const Shape &s, int64_t axis, const float *scale,
     double sq = 0.0;
     for (int64_t i = 0; i < norm; ++i)
       sq += static_cast<double>(x[i]) * x[i];
-    const float inv = static_cast<float>(
-        1.0 / std::sqrt(sq / static_cast<double>(norm) +
-                        static_cast<double>(eps)));
+    const float inv =
+        static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(norm) +
+                                           static_cast<double>(eps)));
     if (scale) {
       for (int64_t i = 0; i < norm; ++i)
         y[i] = x[i] * inv * scale[i];

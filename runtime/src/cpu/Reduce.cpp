@@ -115,7 +115,8 @@ ReducePlan makeReducePlan(const Shape &s, const std::vector<int64_t> &axes) {
 }
 
 template <typename Acc>
-void accumulate(const ReducePlan &rp, const float *in, std::vector<double> &acc) {
+void accumulate(const ReducePlan &rp, const float *in,
+                std::vector<double> &acc) {
   acc.assign(rp.outCount, Acc::kInit);
   double *a = acc.data();
   detail::forEachRow<2>(rp.plan, {0, 0},

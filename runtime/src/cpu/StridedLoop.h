@@ -35,8 +35,7 @@ inline std::vector<int64_t> broadcastStrides(const Shape &in,
   return strides;
 }
 
-template <int K>
-struct StridedPlan {
+template <int K> struct StridedPlan {
   std::vector<int64_t> dims; // outermost first; never contains 1s
   std::vector<std::array<int64_t, K>> strides;
   bool empty = false; // some dim is 0: nothing to do

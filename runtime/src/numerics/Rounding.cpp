@@ -7,16 +7,20 @@
 // startup, which would silently break the usual "add a magic float" trick
 // for target subnormals (and would make BF16 from float32 subnormals wrong).
 //
-// Every narrow encoder computes both the normal-range and the
-// subnormal-range result for every element and selects with ternaries; the
-// loops have no data-dependent branches, so GCC/Clang vectorise them. The
-// subnormal path needs per-lane variable shifts, which x86 only has from
-// AVX2 on (vpsrlvd), so the array kernels are compiled twice with
-// target_clones ("avx2" and the baseline) and the loader picks one through
-// an ifunc. Both clones run the same C++ and give the same bits.
+// Every narrow encoder picks, per element and with selects rather than
+// branches, the integer to round (rebiased float bits in the normal range,
+// the significand in the subnormal range) and how many bits to drop, then
+// rounds once; overflow and NaN are selects too. The loops have no
+// data-dependent branches, so GCC/Clang vectorise them. The per-element
+// shift needs variable vector shifts, which x86 only has from AVX2 on
+// (vpsrlvd), so the array kernels are compiled twice with target_clones
+// ("avx2" and the baseline) and the loader picks one through an ifunc. Both
+// clones run the same C++ and give the same bits (tests run both).
 //
 // FP8 decoding uses 256-entry tables computed at compile time; F16 decoding
-// is arithmetic (a 256 KiB table would not stay in L1/L2).
+// is arithmetic (a 256 KiB table would not stay in L1). roundArray fuses
+// encode and decode per element and decodes arithmetically, except where a
+// table gather is cheaper.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +37,7 @@
 
 // Function multiversioning needs GNU ifunc (ELF + glibc) and x86-64.
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&            \
-    !defined(MIXPREC_NUMERICS_NO_MULTIVERSION) &&                              \
-    !defined(__SANITIZE_ADDRESS__)
+    !defined(MIXPREC_NUMERICS_NO_MULTIVERSION)
 #define MIXPREC_MULTIVERSION __attribute__((target_clones("avx2", "default")))
 #else
 #define MIXPREC_MULTIVERSION
@@ -109,27 +112,24 @@ MIXPREC_ALWAYS_INLINE uint32_t encodeNarrow(uint32_t bits) {
   if (Ftz) // DAZ: float32 subnormal inputs count as zero.
     a = a < kF32MinNormal ? 0u : a;
 
-  // Normal range: rebias the exponent in place, then round the combined
-  // exponent|mantissa integer. A mantissa carry bumps the exponent, which is
-  // exactly the right next value (and max+carry is the inf encoding).
-  const uint32_t t = a - ((127u - F::Bias) << 23);
-  const uint32_t nrm = (t + ((1u << (S - 1)) - 1u) + ((t >> S) & 1u)) >> S;
-
-  // Subnormal range: shift the significand (with its implicit bit) right by
-  // S plus the exponent deficit, with RNE on the bits shifted out. The shift
-  // is clamped to [S+1, 31]; lanes outside this range are discarded by the
-  // select below (float32 subnormals have a > 31 deficit and give 0 anyway).
+  // Normal range: rebias the exponent in place and drop S bits of the
+  // combined exponent|mantissa integer. A mantissa carry bumps the exponent,
+  // which is exactly the next value (and max + carry is the inf encoding).
+  // Subnormal range: shift the significand with its implicit bit right by S
+  // plus the exponent deficit. The deficit is clamped to [1, 31 - S]; lanes
+  // beyond are tiny (float32 subnormals included) and shift out to 0.
+  const bool sub = a < F::MinNormalBits;
   int32_t d = int32_t(128u - F::Bias) - int32_t(a >> 23);
   d = d < 1 ? 1 : d;
-  int32_t sh = int32_t(S) + d;
-  sh = sh < 31 ? sh : 31;
-  const int32_t m = int32_t((a & 0x007fffffu) | 0x00800000u);
-  int32_t r = m >> sh;
-  const int32_t rem = m & int32_t((1u << sh) - 1u);
-  const int32_t half = int32_t(1u << (sh - 1));
-  r += int32_t(rem > half) | (int32_t(rem == half) & r & 1);
-
-  uint32_t mag = a < F::MinNormalBits ? uint32_t(r) : nrm;
+  int32_t shSub = int32_t(S) + d;
+  shSub = shSub < 31 ? shSub : 31;
+  const uint32_t v = sub ? ((a & 0x007fffffu) | 0x00800000u) : a - ((127u - F::Bias) << 23);
+  const uint32_t sh = sub ? uint32_t(shSub) : S;
+  // Round to nearest even on the sh dropped bits: adding half - 1 plus the
+  // kept lsb carries exactly when the rest is above half, or equal to half
+  // with an odd lsb. (Written without comparisons: GCC does not if-convert
+  // "rem > half || (rem == half && odd)" and would not vectorise the loop.)
+  uint32_t mag = (v + ((1u << (sh - 1)) - 1u) + ((v >> sh) & 1u)) >> sh;
   if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
     mag = mag < (1u << F::M) ? 0u : mag;
   // Overflow, including +-inf (0x7f800000 >= OvfBits).
@@ -178,7 +178,9 @@ constexpr uint32_t kF32QuietBit = 0x00400000u;
 
 /// F16 bits -> float32 bits. Normal/inf/NaN by rebiasing; subnormals through
 /// an exact int -> float conversion and power-of-two scaling (inputs and
-/// results are normal float32 values, so FTZ/DAZ cannot touch them).
+/// results are normal float32 values, so FTZ/DAZ cannot touch them; the
+/// library is built with -fno-trapping-math so that GCC may evaluate these
+/// exact FP operations for every lane and vectorise the loop).
 MIXPREC_ALWAYS_INLINE uint32_t decodeF16Bits(uint32_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t a = h & 0x7fffu;
@@ -275,15 +277,15 @@ MIXPREC_ALWAYS_INLINE void roundBF16Loop(const float *in, float *out, size_t n) 
 }
 template <bool Sat, bool Ftz>
 MIXPREC_ALWAYS_INLINE void roundE4M3FNLoop(const float *in, float *out, size_t n) {
-  // Arithmetic decode of E4M3FN (the table lookup would stop vectorisation):
-  // rebias normals, scale subnormals, and map 0x7f to the NaN APFloat gives.
+  // E4M3FN is not a prefix of F16: decode arithmetically (rebias normals,
+  // scale subnormals, 0x7f is NaN), which vectorises better than a gather.
   for (size_t i = 0; i < n; ++i) {
     const uint32_t b = encodeNarrow<E4M3FN, Sat, Ftz>(bitsOf(in[i]));
     const uint32_t a = b & 0x7fu;
-    const uint32_t nrm = (a << 20) + (120u << 23);
-    const uint32_t sub = bitsOf(float(int32_t(a)) * 0x1p-9f);
-    uint32_t v = (a >> 3) == 0u ? sub : nrm;
+    uint32_t v = (a << 20) + (120u << 23);
     v = a == 0x7fu ? kE4M3FNTable.bits[0x7f] : v;
+    const uint32_t sub = bitsOf(float(int32_t(a)) * 0x1p-9f);
+    v = a < 8u ? sub : v;
     out[i] = floatOf(v | ((b & 0x80u) << 24));
   }
 }

@@ -1,4 +1,5 @@
-//===- Npy.h - NumPy .npy reader/writer ---------------------------*- C++ -*-===//
+//===- Npy.h - NumPy .npy reader/writer ---------------------------*- C++
+//-*-===//
 //
 // Reads and writes NumPy .npy files (format versions 1.0, 2.0, 3.0) holding
 // little-endian, C-ordered arrays of the dtypes in NpyDType. Data is kept as

@@ -1,0 +1,532 @@
+//===- OnnxImporter.cpp - ONNX protobuf to the mp dialect ------------------===//
+//
+// Reads the model file, checks the graph's inputs, initializers and outputs,
+// converts the nodes in order (OnnxOps.cpp) and verifies the result.
+//
+// Shapes: every tensor is statically shaped. The importer infers each op's
+// result type with the shape functions the mp verifiers use
+// (ShapeInference.h); it does not run ONNX's checker or shape inference
+// (ONNX 1.12 rejects newer models).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/OnnxImporter.h"
+#include "compiler/Import/OnnxImporterImpl.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <climits>
+#include <new>
+
+using namespace mlir;
+
+namespace mixprec::compiler {
+namespace onnx_import {
+
+Importer::Importer(MLIRContext &ctx, std::string path, const OnnxImportOptions &options)
+    : ctx(ctx), path(std::move(path)), options(options), builder(&ctx), constBuilder(&ctx),
+      fileLoc(FileLineColLoc::get(&ctx, this->path, 0, 0)) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(this->path);
+  modelDir = parent.empty() ? "." : parent.str();
+}
+
+void Importer::fail(const llvm::Twine &message) const {
+  throw ImportError(path + ": " + message.str());
+}
+
+void Importer::nodeFail(const NodeCtx &c, const llvm::Twine &message) const {
+  fail("node '" + c.name + "' (" + c.node.op_type() + "): " + message);
+}
+
+Location Importer::nameLoc(llvm::StringRef name) const {
+  return NameLoc::get(StringAttr::get(&ctx, name), fileLoc);
+}
+
+//===----------------------------------------------------------------------===//
+// Model and graph
+//===----------------------------------------------------------------------===//
+
+void Importer::readOpset(const onnx::ModelProto &model) {
+  bool found = false;
+  for (const auto &imp : model.opset_import()) {
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") {
+      opset = imp.version();
+      found = true;
+    }
+  }
+  if (!found) {
+    // IR versions before 3 had no opset_import and meant opset 1.
+    if (model.ir_version() >= 3)
+      fail("model has no opset_import for the default ONNX domain");
+    opset = 1;
+  }
+  if (opset < 1)
+    fail("invalid default-domain opset version " + llvm::Twine(opset));
+}
+
+void Importer::addInitializers(const onnx::GraphProto &graph) {
+  if (graph.sparse_initializer_size() > 0)
+    fail("sparse initializer '" + graph.sparse_initializer(0).values().name() +
+         "' is not supported");
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    if (t.name().empty())
+      fail("an initializer has no name");
+    if (values.count(t.name()))
+      fail("initializer '" + t.name() + "' is defined twice");
+    Entry e;
+    e.constant = decodeTensor(ctx, t, modelDir, path + ": initializer '" + t.name() + "'");
+    e.constantLoc = nameLoc(t.name());
+    values[t.name()] = e;
+  }
+}
+
+SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
+                                            SmallVector<std::string> &names) {
+  SmallVector<Type> types;
+  llvm::StringSet<> seen;
+  for (const onnx::ValueInfoProto &vi : graph.input()) {
+    const std::string &name = vi.name();
+    if (name.empty())
+      fail("a graph input has no name");
+    // Older exporters list initializers as inputs too: those are constants.
+    if (values.count(name)) {
+      if (options.inputShapes.count(name))
+        fail("cannot set the shape of '" + name + "': it is an initializer, not an input");
+      continue;
+    }
+    if (!seen.insert(name).second)
+      fail("graph input '" + name + "' is listed twice");
+    if (!vi.has_type() || !vi.type().has_tensor_type())
+      fail("graph input '" + name + "' is not a tensor");
+    const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
+    Type elem = valueElementType(ctx, tt.elem_type());
+    if (!elem)
+      fail("graph input '" + name + "' has unsupported element type " +
+           dataTypeName(tt.elem_type()) + " (supported: FLOAT, INT64, INT32, BOOL)");
+    Shape shape;
+    auto it = options.inputShapes.find(name);
+    if (it != options.inputShapes.end()) {
+      for (int64_t d : it->second) {
+        if (d < 0)
+          fail("the shape given for graph input '" + name + "' has a negative dimension");
+        shape.push_back(d);
+      }
+    } else {
+      if (!tt.has_shape())
+        fail("graph input '" + name + "' has no shape; static shapes are required");
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto &dim = tt.shape().dim(i);
+        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          shape.push_back(dim.dim_value());
+          continue;
+        }
+        std::string what = dim.has_dim_param() && !dim.dim_param().empty()
+                               ? "symbolic dimension '" + dim.dim_param() + "'"
+                           : dim.has_dim_value() ? "negative dimension " +
+                                                       std::to_string(dim.dim_value())
+                                                 : std::string("unknown dimension");
+        fail("graph input '" + name + "' has " + what + " at dim " + llvm::Twine(i) +
+             "; static shapes are required (set the input's shape explicitly)");
+      }
+    }
+    if (graph::numElements(shape) < 0)
+      fail("graph input '" + name + "' shape " + graph::formatShape(shape) +
+           " has too many elements");
+    names.push_back(name);
+    types.push_back(RankedTensorType::get(shape, elem));
+  }
+  for (const auto &kv : options.inputShapes)
+    if (!seen.count(kv.first) && !values.count(kv.first))
+      fail("a shape is given for '" + kv.first + "', which is not a graph input");
+  return types;
+}
+
+OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
+  if (!model.has_graph())
+    fail("model has no graph");
+  readOpset(model);
+  const onnx::GraphProto &graph = model.graph();
+
+  // Names that something reads: converters refuse to drop outputs that are
+  // used (e.g. LayerNormalization's Mean).
+  for (const onnx::NodeProto &n : graph.node())
+    for (const std::string &in : n.input())
+      if (!in.empty())
+        usedNames.insert(in);
+  for (const onnx::ValueInfoProto &o : graph.output())
+    usedNames.insert(o.name());
+
+  addInitializers(graph);
+  SmallVector<std::string> inputNames;
+  SmallVector<Type> inputTypes = graphInputTypes(graph, inputNames);
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = builder.create<func::FuncOp>(nameLoc(graph.name().empty() ? "main" : graph.name()),
+                                           "main", builder.getFunctionType(inputTypes, {}));
+  Block *body = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(inputNames)) {
+    func.setArgAttr(i, graph::GraphDialect::kNameAttr, builder.getStringAttr(name));
+    Entry e;
+    e.value = body->getArgument(i);
+    values[name] = e;
+  }
+  builder.setInsertionPointToEnd(body);
+
+  for (int i = 0; i < graph.node_size(); ++i)
+    convertNode(graph.node(i), i);
+  addReturn(graph, func);
+  verifyModule(*module);
+  return module;
+}
+
+void Importer::convertNode(const onnx::NodeProto &node, int index) {
+  std::string name =
+      node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+  NodeCtx c{node, name, nameLoc(name)};
+  nodeOpTypes[name] = node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    nodeFail(c, "domain '" + node.domain() +
+                    "' is not supported (only the default ONNX domain is)");
+  const OpInfo *info = findOp(node.op_type());
+  // This one message puts the file last: "unsupported op 'Hardmax' (node
+  // 'hm1', opset 13) in model.onnx".
+  if (!info)
+    throw ImportError("unsupported op '" + node.op_type() + "' (node '" + name + "', opset " +
+                      std::to_string(opset) + ") in " + path);
+  if (opset < info->minOpset)
+    throw ImportError("unsupported op '" + node.op_type() + "' (node '" + name + "', opset " +
+                      std::to_string(opset) + ") in " + path + ": '" + node.op_type() +
+                      "' exists from opset " + std::to_string(info->minOpset));
+  // Every input must exist before the converter looks at it, so that its
+  // error names the missing tensor rather than some later symptom.
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string &in = node.input(i);
+    if (!in.empty() && !values.count(in))
+      nodeFail(c, "input '" + in + "' is not a graph input, initializer or earlier output");
+  }
+  for (const std::string &out : node.output())
+    if (!out.empty() && values.count(out))
+      nodeFail(c, "output '" + out + "' is already defined");
+  (this->*info->convert)(c);
+}
+
+void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &o : graph.output()) {
+    auto it = values.find(o.name());
+    if (o.name().empty() || it == values.end())
+      fail("graph output '" + o.name() + "' is not produced by any node, input or initializer");
+    Value v = materialize(it->second);
+    auto type = cast<RankedTensorType>(v.getType());
+    // A declared type, where the file has one, must agree with the inferred
+    // type: a mismatch means the importer (or the file) got something wrong.
+    if (o.has_type() && o.type().has_tensor_type()) {
+      const auto &tt = o.type().tensor_type();
+      std::string inferred = elementTypeName(type.getElementType()) + " " +
+                             graph::formatShape(type.getShape());
+      if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
+          valueElementType(ctx, tt.elem_type()) != type.getElementType())
+        fail("graph output '" + o.name() + "' is declared " + dataTypeName(tt.elem_type()) +
+             " but is " + inferred);
+      if (tt.has_shape()) {
+        bool agree = tt.shape().dim_size() == static_cast<int>(type.getRank());
+        std::string declared = "[";
+        for (int d = 0; d < tt.shape().dim_size(); ++d) {
+          const auto &dim = tt.shape().dim(d);
+          declared += (d ? ", " : "");
+          if (dim.has_dim_value()) {
+            declared += std::to_string(dim.dim_value());
+            if (agree && dim.dim_value() != type.getDimSize(d))
+              agree = false;
+          } else {
+            declared += dim.dim_param().empty() ? "?" : dim.dim_param();
+          }
+        }
+        if (!agree)
+          fail("graph output '" + o.name() + "' is declared with shape " + declared +
+               "] but the importer infers " + inferred);
+      }
+    }
+    results.push_back(v);
+    resultTypes.push_back(type);
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(), resultTypes));
+  for (int i = 0; i < graph.output_size(); ++i)
+    func.setResultAttr(i, graph::GraphDialect::kNameAttr,
+                       builder.getStringAttr(graph.output(i).name()));
+}
+
+void Importer::verifyModule(ModuleOp module) {
+  // The converters compute every type with the verifiers' shape functions,
+  // so a failure here is an importer bug; still report it as an error
+  // naming the node rather than crash or return bad IR.
+  std::string message;
+  std::string nodeName;
+  {
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && message.empty()) {
+        message = diag.str();
+        if (auto loc = dyn_cast<NameLoc>(diag.getLocation()))
+          nodeName = loc.getName().str();
+      }
+      return success();
+    });
+    if (succeeded(mlir::verify(module)))
+      return;
+  }
+  auto it = nodeOpTypes.find(nodeName);
+  if (it != nodeOpTypes.end())
+    fail("node '" + nodeName + "' (" + it->second + "): the imported op fails verification: " +
+         message);
+  fail("the imported module fails verification" +
+       (nodeName.empty() ? std::string() : " at '" + nodeName + "'") + ": " + message);
+}
+
+//===----------------------------------------------------------------------===//
+// Value table
+//===----------------------------------------------------------------------===//
+
+bool Importer::hasInput(const NodeCtx &c, int i) const {
+  return i >= 0 && i < c.node.input_size() && !c.node.input(i).empty();
+}
+
+Importer::Entry &Importer::entryOf(const NodeCtx &c, int i) {
+  if (!hasInput(c, i))
+    nodeFail(c, "missing required input #" + llvm::Twine(i));
+  auto it = values.find(c.node.input(i));
+  if (it == values.end()) // convertNode checked this; keep the guard local
+    nodeFail(c, "input '" + c.node.input(i) +
+                    "' is not a graph input, initializer or earlier output");
+  return it->second;
+}
+
+Value Importer::materialize(Entry &e) {
+  if (!e.value)
+    e.value = constant(Location(e.constantLoc), e.constant);
+  return e.value;
+}
+
+Value Importer::input(const NodeCtx &c, int i) { return materialize(entryOf(c, i)); }
+
+Value Importer::optInput(const NodeCtx &c, int i) {
+  return hasInput(c, i) ? input(c, i) : Value();
+}
+
+RankedTensorType Importer::entryType(const Entry &e) const {
+  return e.value ? cast<RankedTensorType>(e.value.getType())
+                 : cast<RankedTensorType>(e.constant.getType());
+}
+
+RankedTensorType Importer::inputType(const NodeCtx &c, int i) {
+  return entryType(entryOf(c, i));
+}
+
+DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) {
+  return entryOf(c, i).constant;
+}
+
+DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
+  DenseElementsAttr attr = constInput(c, i);
+  if (!attr)
+    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) +
+                    "') must be a compile-time constant (an initializer or Constant output)");
+  return attr;
+}
+
+SmallVector<int64_t> Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRef role) {
+  DenseElementsAttr attr = requireConst(c, i, role);
+  if (!attr.getElementType().isInteger(64) && !attr.getElementType().isInteger(32))
+    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) + "') must be INT64 or INT32, got " +
+                    elementTypeName(attr.getElementType()));
+  if (attr.getType().getRank() > 1)
+    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) + "') must be 1-D, got shape " +
+                    graph::formatShape(attr.getType().getShape()));
+  return intValues(attr);
+}
+
+void Importer::defineEntry(const NodeCtx &c, int i, const Entry &e) {
+  if (i >= c.node.output_size() || c.node.output(i).empty())
+    return; // an output nobody named
+  values[c.node.output(i)] = e;
+}
+
+void Importer::defineValue(const NodeCtx &c, int i, Value v) {
+  Entry e;
+  e.value = v;
+  defineEntry(c, i, e);
+}
+
+void Importer::defineConst(const NodeCtx &c, int i, DenseElementsAttr attr) {
+  Entry e;
+  e.constant = attr;
+  e.constantLoc = c.loc;
+  defineEntry(c, i, e);
+}
+
+void Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
+  defineEntry(c, i, entryOf(c, inputIndex));
+}
+
+void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported,
+                                    llvm::StringRef why) {
+  for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
+    const std::string &out = c.node.output(i);
+    if (!out.empty() && usedNames.count(out))
+      nodeFail(c, "output #" + llvm::Twine(i) + " ('" + out + "') is used, but " + why);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+const char *attrTypeName(int type) {
+  switch (type) {
+  case onnx::AttributeProto::FLOAT: return "FLOAT";
+  case onnx::AttributeProto::INT: return "INT";
+  case onnx::AttributeProto::STRING: return "STRING";
+  case onnx::AttributeProto::TENSOR: return "TENSOR";
+  case onnx::AttributeProto::GRAPH: return "GRAPH";
+  case onnx::AttributeProto::FLOATS: return "FLOATS";
+  case onnx::AttributeProto::INTS: return "INTS";
+  case onnx::AttributeProto::STRINGS: return "STRINGS";
+  case onnx::AttributeProto::TENSORS: return "TENSORS";
+  case onnx::AttributeProto::GRAPHS: return "GRAPHS";
+  case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
+  case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
+  case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
+  case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
+  default: return "UNDEFINED";
+  }
+}
+
+/// Whether an attribute without a `type` (IR < 2 files) holds `type`.
+bool untypedHolds(const onnx::AttributeProto &a, onnx::AttributeProto::AttributeType type) {
+  switch (type) {
+  case onnx::AttributeProto::FLOAT: return a.has_f();
+  case onnx::AttributeProto::INT: return a.has_i();
+  case onnx::AttributeProto::STRING: return a.has_s();
+  case onnx::AttributeProto::TENSOR: return a.has_t();
+  case onnx::AttributeProto::FLOATS: return a.floats_size() > 0;
+  case onnx::AttributeProto::INTS: return a.ints_size() > 0;
+  default: return false;
+  }
+}
+} // namespace
+
+const onnx::AttributeProto *Importer::findAttr(const NodeCtx &c, llvm::StringRef name,
+                                               onnx::AttributeProto::AttributeType type) const {
+  for (const onnx::AttributeProto &a : c.node.attribute()) {
+    if (a.name() != name)
+      continue;
+    if (a.type() == type ||
+        (a.type() == onnx::AttributeProto::UNDEFINED && untypedHolds(a, type)))
+      return &a;
+    nodeFail(c, "attribute '" + name + "' must be of type " + attrTypeName(type) + ", got " +
+                    attrTypeName(a.type()));
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> Importer::attrIntOpt(const NodeCtx &c, llvm::StringRef name) const {
+  if (const auto *a = findAttr(c, name, onnx::AttributeProto::INT))
+    return a->i();
+  return std::nullopt;
+}
+
+int64_t Importer::attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt) const {
+  return attrIntOpt(c, name).value_or(dflt);
+}
+
+bool Importer::attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt) const {
+  int64_t v = attrInt(c, name, dflt ? 1 : 0);
+  if (v != 0 && v != 1)
+    nodeFail(c, "attribute '" + name + "' must be 0 or 1, got " + llvm::Twine(v));
+  return v == 1;
+}
+
+float Importer::attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt) const {
+  if (const auto *a = findAttr(c, name, onnx::AttributeProto::FLOAT))
+    return a->f();
+  return dflt;
+}
+
+std::string Importer::attrString(const NodeCtx &c, llvm::StringRef name,
+                                 llvm::StringRef dflt) const {
+  if (const auto *a = findAttr(c, name, onnx::AttributeProto::STRING))
+    return a->s();
+  return dflt.str();
+}
+
+std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
+                                                       llvm::StringRef name) const {
+  if (const auto *a = findAttr(c, name, onnx::AttributeProto::INTS))
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  return std::nullopt;
+}
+
+} // namespace onnx_import
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
+                                     const OnnxImportOptions &options, std::string &error) {
+  error.clear();
+  context.getOrLoadDialect<graph::GraphDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  try {
+    auto fileOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                 /*RequiresNullTerminator=*/false);
+    if (!fileOrErr) {
+      error = path + ": cannot read the file: " + fileOrErr.getError().message();
+      return nullptr;
+    }
+    const llvm::MemoryBuffer &file = **fileOrErr;
+    if (file.getBufferSize() > static_cast<size_t>(INT_MAX)) {
+      error = path + ": the file is larger than 2 GB (protobuf's limit); store the "
+                     "weights as external data";
+      return nullptr;
+    }
+    onnx::ModelProto model;
+    {
+      google::protobuf::io::ArrayInputStream stream(file.getBufferStart(),
+                                                    static_cast<int>(file.getBufferSize()));
+      google::protobuf::io::CodedInputStream coded(&stream);
+      // The default limit (64 MB in older protobufs) is far below real
+      // models; 2 GB is protobuf's hard limit.
+      coded.SetTotalBytesLimit(INT_MAX);
+      if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+        error = path + ": not a valid ONNX model (protobuf parsing failed: truncated or "
+                       "not an ONNX file)";
+        return nullptr;
+      }
+    }
+    onnx_import::Importer importer(context, path, options);
+    return importer.importModel(model);
+  } catch (const onnx_import::ImportError &e) {
+    error = e.what();
+  } catch (const std::bad_alloc &) {
+    error = path + ": out of memory while importing";
+  } catch (const std::exception &e) {
+    error = path + ": " + e.what();
+  }
+  return nullptr;
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
+                                     std::string &error) {
+  return importOnnxFile(context, path, OnnxImportOptions{}, error);
+}
+
+} // namespace mixprec::compiler

@@ -1,0 +1,247 @@
+//===- OnnxImporterImpl.h - internals of the ONNX importer ------*- C++ -*-===//
+//
+// Shared by OnnxImporter.cpp (model, graph inputs/outputs, value table),
+// OnnxOps.cpp (one converter per ONNX op) and OnnxTensors.cpp (TensorProto
+// decoding and compile-time constant helpers). Not part of the library's
+// interface.
+//
+// Errors in user data are thrown as ImportError carrying the complete
+// one-line message; importOnnxFile catches them. Nothing here throws through
+// MLIR or LLVM code (those are built without exceptions): throws happen only
+// in the importer's own frames.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
+#define MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
+
+#include "compiler/Import/OnnxImporterOptions.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/ShapeInference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace mixprec::compiler::onnx_import {
+
+using graph::Shape;
+using graph::ShapeOrError;
+
+/// A user-data error; what() is the complete message.
+class ImportError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+//===----------------------------------------------------------------------===//
+// Tensors and compile-time constants (OnnxTensors.cpp)
+//===----------------------------------------------------------------------===//
+
+/// "FLOAT", "BFLOAT16", ... (newer types too); the number when unknown.
+std::string dataTypeName(int32_t dtype);
+
+/// ONNX name of an importer element type: f32 FLOAT, i64 INT64, i32 INT32,
+/// i1 BOOL; anything else prints as the MLIR type.
+std::string elementTypeName(mlir::Type type);
+
+/// The element type a graph input / declared output of `dtype` has:
+/// FLOAT f32, INT64 i64, INT32 i32, BOOL i1; null for anything else.
+mlir::Type valueElementType(mlir::MLIRContext &ctx, int32_t dtype);
+
+/// Decodes a tensor (inline typed fields, raw_data or external data) into
+/// the importer's element types: DOUBLE/FLOAT16/BFLOAT16 become f32,
+/// 8/16-bit integers i32, UINT32/UINT64 i64 (UINT64 range-checked).
+/// `what` prefixes every error (e.g. "m.onnx: initializer 'W'"); external
+/// files are resolved against `modelDir`.
+mlir::DenseElementsAttr decodeTensor(mlir::MLIRContext &ctx, const onnx::TensorProto &tensor,
+                                     llvm::StringRef modelDir, const std::string &what);
+
+/// The values of an integer or bool constant, sign-extended.
+llvm::SmallVector<int64_t> intValues(mlir::DenseElementsAttr attr);
+/// The values of an f32 constant.
+llvm::SmallVector<float> floatValues(mlir::DenseElementsAttr attr);
+/// An integer or bool constant of `shape` (bool: value != 0).
+mlir::DenseElementsAttr makeIntAttr(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
+                                    llvm::ArrayRef<int64_t> values);
+/// An f32 constant of `shape`.
+mlir::DenseElementsAttr makeF32Attr(mlir::MLIRContext &ctx, llvm::ArrayRef<int64_t> shape,
+                                    llvm::ArrayRef<float> values);
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
+
+/// One node being converted.
+struct NodeCtx {
+  const onnx::NodeProto &node;
+  std::string name; // node name, or "<OpType>_<index>" when unnamed
+  mlir::Location loc;
+};
+
+class Importer {
+public:
+  Importer(mlir::MLIRContext &ctx, std::string path, const OnnxImportOptions &options);
+
+  /// Builds the module; throws ImportError.
+  mlir::OwningOpRef<mlir::ModuleOp> importModel(const onnx::ModelProto &model);
+
+  // --- Errors --------------------------------------------------------------
+  [[noreturn]] void fail(const llvm::Twine &message) const;
+  [[noreturn]] void nodeFail(const NodeCtx &c, const llvm::Twine &message) const;
+
+private:
+  /// What a tensor name stands for: a run-time value, a compile-time
+  /// constant (materialized as mp.constant only when used as a value), or
+  /// both.
+  struct Entry {
+    mlir::Value value;
+    mlir::DenseElementsAttr constant;
+    mlir::LocationAttr constantLoc;
+  };
+
+  // --- Model and graph (OnnxImporter.cpp) ----------------------------------
+  void readOpset(const onnx::ModelProto &model);
+  void addInitializers(const onnx::GraphProto &graph);
+  llvm::SmallVector<mlir::Type> graphInputTypes(const onnx::GraphProto &graph,
+                                                llvm::SmallVector<std::string> &names);
+  void convertNode(const onnx::NodeProto &node, int index);
+  void addReturn(const onnx::GraphProto &graph, mlir::func::FuncOp func);
+  void verifyModule(mlir::ModuleOp module);
+
+  // --- Value table ---------------------------------------------------------
+  mlir::Location nameLoc(llvm::StringRef name) const;
+  bool hasInput(const NodeCtx &c, int i) const;
+  Entry &entryOf(const NodeCtx &c, int i);
+  mlir::Value materialize(Entry &e);
+  /// The run-time value of required input i.
+  mlir::Value input(const NodeCtx &c, int i);
+  /// Optional input i, or null when absent/empty.
+  mlir::Value optInput(const NodeCtx &c, int i);
+  mlir::RankedTensorType entryType(const Entry &e) const;
+  mlir::RankedTensorType inputType(const NodeCtx &c, int i);
+  /// The compile-time value of input i, or null when it is only known at
+  /// run time.
+  mlir::DenseElementsAttr constInput(const NodeCtx &c, int i);
+  /// Like constInput, but an error naming `role` when it is not constant.
+  mlir::DenseElementsAttr requireConst(const NodeCtx &c, int i, llvm::StringRef role);
+  /// A 0-D or 1-D integer constant input, as values.
+  llvm::SmallVector<int64_t> requireConstInts(const NodeCtx &c, int i, llvm::StringRef role);
+  void defineValue(const NodeCtx &c, int i, mlir::Value v);
+  void defineConst(const NodeCtx &c, int i, mlir::DenseElementsAttr attr);
+  void defineEntry(const NodeCtx &c, int i, const Entry &e);
+  void aliasOutput(const NodeCtx &c, int i, int inputIndex);
+  /// Fails when output i exists and something reads it.
+  void requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
+
+  // --- Attributes ----------------------------------------------------------
+  const onnx::AttributeProto *findAttr(const NodeCtx &c, llvm::StringRef name,
+                                       onnx::AttributeProto::AttributeType type) const;
+  int64_t attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt) const;
+  std::optional<int64_t> attrIntOpt(const NodeCtx &c, llvm::StringRef name) const;
+  float attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt) const;
+  std::string attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<llvm::SmallVector<int64_t>> attrInts(const NodeCtx &c,
+                                                     llvm::StringRef name) const;
+  bool hasAttr(const NodeCtx &c, llvm::StringRef name) const;
+  /// A 2-value window attribute (kernel_shape, strides, dilations), each
+  /// value in [1, INT32_MAX]; `dflt` when absent (required when no default).
+  llvm::SmallVector<int64_t> windowInts(const NodeCtx &c, llvm::StringRef name,
+                                        std::optional<llvm::SmallVector<int64_t>> dflt);
+  /// Fails unless attribute `name` is absent or 0/1; returns it as bool.
+  bool attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt) const;
+
+  // --- Helpers for converters ----------------------------------------------
+  Shape expectShape(const NodeCtx &c, const ShapeOrError &s) const;
+  int64_t normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis,
+                        int64_t rank) const;
+  /// Sorted, unique, non-negative axes for `rank`.
+  llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
+                                           llvm::ArrayRef<int64_t> axes, int64_t rank) const;
+  void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
+  mlir::RankedTensorType tensorType(llvm::ArrayRef<int64_t> shape, mlir::Type elem) const;
+  /// An mp.constant at the top of the function.
+  mlir::Value constant(mlir::Location loc, mlir::DenseElementsAttr attr);
+  mlir::Value scalarF32(const NodeCtx &c, float v);
+  /// Input i reshaped to `shape` (re-typed at compile time if constant).
+  mlir::Value reshapeInput(const NodeCtx &c, int i, llvm::ArrayRef<int64_t> shape);
+  mlir::Value reshape(const NodeCtx &c, mlir::Value v, llvm::ArrayRef<int64_t> shape);
+  mlir::Value transpose(const NodeCtx &c, mlir::Value v, llvm::ArrayRef<int64_t> perm);
+  /// Defines output 0 as `input` reshaped to `shape`, folding constants.
+  void defineReshaped(const NodeCtx &c, int inputIndex, llvm::ArrayRef<int64_t> shape);
+  /// Resolves ONNX window attributes (auto_pad, pads) to [top, left, bottom, right].
+  llvm::SmallVector<int64_t> windowPads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
+                                        llvm::ArrayRef<int64_t> kernel,
+                                        llvm::ArrayRef<int64_t> strides,
+                                        llvm::ArrayRef<int64_t> dilations);
+  void require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
+
+  // --- Converters (OnnxOps.cpp) --------------------------------------------
+public:
+  using Converter = void (Importer::*)(const NodeCtx &);
+
+private:
+  void convertMatMul(const NodeCtx &c);
+  void convertGemm(const NodeCtx &c);
+  void convertBinary(const NodeCtx &c);
+  void convertUnary(const NodeCtx &c);
+  void convertGelu(const NodeCtx &c);
+  void convertSoftmax(const NodeCtx &c);
+  void convertLayerNorm(const NodeCtx &c);
+  void convertBatchNorm(const NodeCtx &c);
+  void convertReduce(const NodeCtx &c);
+  void convertReshape(const NodeCtx &c);
+  void convertFlatten(const NodeCtx &c);
+  void convertUnsqueeze(const NodeCtx &c);
+  void convertSqueeze(const NodeCtx &c);
+  void convertTranspose(const NodeCtx &c);
+  void convertConcat(const NodeCtx &c);
+  void convertSlice(const NodeCtx &c);
+  void convertGather(const NodeCtx &c);
+  void convertWhere(const NodeCtx &c);
+  void convertConv(const NodeCtx &c);
+  void convertMaxPool(const NodeCtx &c);
+  void convertAveragePool(const NodeCtx &c);
+  void convertGlobalPool(const NodeCtx &c);
+  void convertCast(const NodeCtx &c);
+  void convertConstant(const NodeCtx &c);
+  void convertIdentity(const NodeCtx &c);
+  void convertDropout(const NodeCtx &c);
+  void convertShape(const NodeCtx &c);
+
+  struct OpInfo {
+    const char *opType;
+    int64_t minOpset;
+    Converter convert;
+  };
+  static const OpInfo *findOp(llvm::StringRef opType);
+
+  mlir::MLIRContext &ctx;
+  std::string path;     // the model file, as given (errors, locations)
+  std::string modelDir; // resolves external data
+  const OnnxImportOptions &options;
+  int64_t opset = 0;
+  mlir::OpBuilder builder;      // appends node ops to the function body
+  mlir::OpBuilder constBuilder; // keeps materialized constants at the top
+  mlir::Operation *lastConstant = nullptr;
+  mlir::Location fileLoc;
+  llvm::StringMap<Entry> values;
+  llvm::StringSet<> usedNames; // read by some node or a graph output
+  llvm::StringMap<std::string> nodeOpTypes; // node name -> op type (diagnostics)
+};
+
+} // namespace mixprec::compiler::onnx_import
+
+#endif // MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H

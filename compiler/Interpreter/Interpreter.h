@@ -1,0 +1,81 @@
+//===- Interpreter.h - reference execution of mp graphs ---------*- C++ -*-===//
+//
+// Runs a `func.func` of mp ops on the CPU. Values are computed in FP32 and
+// rounded to their storage dtype wherever the IR stores one (a bf16 tensor
+// holds only bf16 values), so an FP32 graph gives the FP32 reference and an
+// annotated graph gives what its precision plan computes. GEMMs run through
+// OpenBLAS on the (already rounded) operands and accumulate in FP32.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
+#define MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixprec::compiler {
+
+/// A tensor in host memory. Float tensors of any storage dtype hold their
+/// values as float32 (exactly representable: they were rounded on store);
+/// integer tensors hold int64; bool tensors hold 0/1 bytes.
+struct HostTensor {
+  enum class Kind { Float, Int, Bool };
+  Kind kind = Kind::Float;
+  std::vector<int64_t> shape;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<uint8_t> bools;
+
+  int64_t numElements() const;
+  static HostTensor makeFloat(std::vector<int64_t> shape, std::vector<float> values);
+};
+
+/// What a graph input or output is: its name, shape and element type.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  mlir::Type elementType;
+};
+
+/// The named inputs and outputs of a graph function.
+struct GraphSignature {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+/// Reads the `mp.name` argument and result attributes (falling back to
+/// "input_<i>" / "output_<i>").
+GraphSignature getSignature(mlir::func::FuncOp func);
+
+/// Finds the function to run: `@main`, or the module's only function.
+mlir::func::FuncOp findEntryFunction(mlir::ModuleOp module, std::string &error);
+
+/// Executes a graph function. Constants are decoded once, by prepare().
+class Interpreter {
+public:
+  explicit Interpreter(mlir::func::FuncOp func) : func(func) {}
+
+  /// Checks every op is supported and decodes constants. Returns false and
+  /// sets `error` (naming the op) otherwise.
+  bool prepare(std::string &error);
+
+  /// Runs on inputs in signature order; fills outputs in signature order.
+  /// Fails, naming the op, on a run-time error (e.g. a gather index out of
+  /// range) or on inputs that do not match the signature.
+  bool run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs,
+           std::string &error);
+
+private:
+  mlir::func::FuncOp func;
+  llvm::DenseMap<mlir::Value, HostTensor> constants;
+  bool prepared = false;
+};
+
+} // namespace mixprec::compiler
+
+#endif // MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H

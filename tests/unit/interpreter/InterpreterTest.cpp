@@ -1,0 +1,156 @@
+//===- InterpreterTest.cpp - the CPU reference interpreter -----------------===//
+#include "compiler/Interpreter/Interpreter.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "runtime/src/numerics/Rounding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace mlir;
+using mixprec::compiler::HostTensor;
+using mixprec::compiler::Interpreter;
+
+namespace {
+
+class InterpreterTest : public ::testing::Test {
+protected:
+  InterpreterTest() {
+    context.loadDialect<mixprec::graph::GraphDialect, func::FuncDialect>();
+  }
+
+  /// Parses `ir`, runs @main on `inputs`, and returns the outputs.
+  std::vector<HostTensor> run(const char *ir, const std::vector<HostTensor> &inputs,
+                              std::string *errorOut = nullptr) {
+    module = parseSourceString<ModuleOp>(ir, &context);
+    EXPECT_TRUE(module) << "IR does not parse";
+    std::string error;
+    func::FuncOp func = mixprec::compiler::findEntryFunction(*module, error);
+    EXPECT_TRUE(func) << error;
+    Interpreter interpreter(func);
+    std::vector<HostTensor> outputs;
+    bool ok = interpreter.run(inputs, outputs, error);
+    if (errorOut)
+      *errorOut = error;
+    else
+      EXPECT_TRUE(ok) << error;
+    return outputs;
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+
+TEST_F(InterpreterTest, SignatureReadsNames) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @main(%x: tensor<2x3xf32> {mp.name = "x"}, %i: tensor<4xi64>) -> (tensor<2x3xf32> {mp.name = "y"}) {
+      return %x : tensor<2x3xf32>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module);
+  std::string error;
+  auto sig = mixprec::compiler::getSignature(mixprec::compiler::findEntryFunction(*module, error));
+  ASSERT_EQ(sig.inputs.size(), 2u);
+  EXPECT_EQ(sig.inputs[0].name, "x");
+  EXPECT_EQ(sig.inputs[1].name, "input_1");
+  EXPECT_EQ(sig.inputs[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(sig.inputs[1].elementType.isInteger(64));
+  EXPECT_EQ(sig.outputs[0].name, "y");
+}
+
+TEST_F(InterpreterTest, LinearReluMatchesHandComputation) {
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<1x2xf32>) -> tensor<1x2xf32> {
+      %w = mp.constant dense<[[1.0, -1.0], [2.0, 0.5]]> : tensor<2x2xf32>
+      %b = mp.constant dense<[0.5, -4.0]> : tensor<2xf32>
+      %0 = mp.linear %x, %w, %b : (tensor<1x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+      %1 = mp.relu %0 : tensor<1x2xf32>
+      return %1 : tensor<1x2xf32>
+    })mlir",
+                 {HostTensor::makeFloat({1, 2}, {3.0f, 1.0f})});
+  ASSERT_EQ(out.size(), 1u);
+  // [3, 1] x [[1, -1], [2, 0.5]] = [5, -2.5]; + bias = [5.5, -6.5]; relu.
+  EXPECT_EQ(out[0].floats, (std::vector<float>{5.5f, 0.0f}));
+}
+
+TEST_F(InterpreterTest, Bf16StorageRoundsEveryStore) {
+  // 1 + 2^-9 is not a bf16 value: the cast rounds it to 1 (ties to even),
+  // and the bf16 add then stores 1 + 1 = 2 exactly.
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+      %0 = mp.cast %x : tensor<2xf32> -> tensor<2xbf16>
+      %1 = mp.add %0, %0 : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16>
+      %2 = mp.cast %1 : tensor<2xbf16> -> tensor<2xf32>
+      return %2 : tensor<2xf32>
+    })mlir",
+                 {HostTensor::makeFloat({2}, {1.0f + std::ldexp(1.0f, -9), 3.0f})});
+  EXPECT_EQ(out[0].floats, (std::vector<float>{2.0f, 6.0f}));
+}
+
+TEST_F(InterpreterTest, Fp8CastSaturatesAndQuantizeUsesScale) {
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<f32>) {
+      %0 = mp.cast %x : tensor<3xf32> -> tensor<3xf8E4M3FN>
+      %1 = mp.cast %0 : tensor<3xf8E4M3FN> -> tensor<3xf32>
+      %s = mp.constant dense<0.5> : tensor<f32>
+      %q = mp.quantize %x, %s : (tensor<3xf32>, tensor<f32>) -> tensor<3xf8E4M3FN>
+      %d = mp.dequantize %q, %s : (tensor<3xf8E4M3FN>, tensor<f32>) -> tensor<3xf32>
+      %a = mp.amax %x : tensor<3xf32> -> tensor<f32>
+      return %1, %d, %a : tensor<3xf32>, tensor<3xf32>, tensor<f32>
+    })mlir",
+                 {HostTensor::makeFloat({3}, {1000.0f, -0.3f, 17.0f})});
+  // 1000 saturates to 448; -0.3 rounds to -0.3125 (E4M3: 3 mantissa bits);
+  // 17 rounds to 16 (ties to even between 16 and 18).
+  EXPECT_EQ(out[0].floats, (std::vector<float>{448.0f, -0.3125f, 16.0f}));
+  // Quantized values are x * 0.5 = [500 -> 448, -0.15 -> -0.15625, 8.5 -> 8];
+  // dequantize divides by the scale again.
+  EXPECT_EQ(out[1].floats, (std::vector<float>{896.0f, -0.3125f, 16.0f}));
+  EXPECT_EQ(out[2].floats, (std::vector<float>{1000.0f}));
+}
+
+TEST_F(InterpreterTest, GatherOutOfRangeNamesTheOp) {
+  HostTensor ids;
+  ids.kind = HostTensor::Kind::Int;
+  ids.shape = {2};
+  ids.ints = {1, 7};
+  std::string error;
+  run(R"mlir(
+    func.func @main(%i: tensor<2xi64>) -> tensor<2x2xf32> {
+      %t = mp.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+      %0 = mp.gather %t, %i {axis = 0 : i64} : (tensor<3x2xf32>, tensor<2xi64>) -> tensor<2x2xf32> loc("embed")
+      return %0 : tensor<2x2xf32>
+    })mlir",
+      {ids}, &error);
+  EXPECT_NE(error.find("mp.gather 'embed'"), std::string::npos) << error;
+  EXPECT_NE(error.find("out of range"), std::string::npos) << error;
+}
+
+TEST_F(InterpreterTest, WrongInputShapeIsAnError) {
+  std::string error;
+  run(R"mlir(
+    func.func @main(%x: tensor<2xf32> {mp.name = "x"}) -> tensor<2xf32> {
+      return %x : tensor<2xf32>
+    })mlir",
+      {HostTensor::makeFloat({3}, {1, 2, 3})}, &error);
+  EXPECT_EQ(error, "input 'x' has shape [3], the graph expects [2]");
+}
+
+TEST_F(InterpreterTest, ValuesFreedAfterLastUseStillFeedLaterOps) {
+  // %0 dies after %1; %x is used again by the last op.
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+      %0 = mp.neg %x : tensor<2xf32>
+      %1 = mp.exp %0 : tensor<2xf32>
+      %2 = mp.mul %1, %x : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+      return %2 : tensor<2xf32>
+    })mlir",
+                 {HostTensor::makeFloat({2}, {0.0f, 1.0f})});
+  EXPECT_FLOAT_EQ(out[0].floats[0], 0.0f);
+  EXPECT_FLOAT_EQ(out[0].floats[1], std::exp(-1.0f));
+}
+
+} // namespace
