@@ -127,9 +127,9 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
         }
         std::string what = dim.has_dim_param() && !dim.dim_param().empty()
                                ? "symbolic dimension '" + dim.dim_param() + "'"
-                           : dim.has_dim_value() ? "negative dimension " +
-                                                       std::to_string(dim.dim_value())
-                                                 : std::string("unknown dimension");
+                           : dim.has_dim_value()
+                               ? "negative dimension " + std::to_string(dim.dim_value())
+                               : std::string("unknown dimension");
         fail("graph input '" + name + "' has " + what + " at dim " + llvm::Twine(i) +
              "; static shapes are required (set the input's shape explicitly)");
       }
@@ -191,8 +191,8 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   NodeCtx c{node, name, nameLoc(name)};
   nodeOpTypes[name] = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    nodeFail(c, "domain '" + node.domain() +
-                    "' is not supported (only the default ONNX domain is)");
+    nodeFail(c,
+             "domain '" + node.domain() + "' is not supported (only the default ONNX domain is)");
   const OpInfo *info = findOp(node.op_type());
   // This one message puts the file last: "unsupported op 'Hardmax' (node
   // 'hm1', opset 13) in model.onnx".
@@ -229,8 +229,8 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
     // type: a mismatch means the importer (or the file) got something wrong.
     if (o.has_type() && o.type().has_tensor_type()) {
       const auto &tt = o.type().tensor_type();
-      std::string inferred = elementTypeName(type.getElementType()) + " " +
-                             graph::formatShape(type.getShape());
+      std::string inferred =
+          elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
       if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
           valueElementType(ctx, tt.elem_type()) != type.getElementType())
         fail("graph output '" + o.name() + "' is declared " + dataTypeName(tt.elem_type()) +
@@ -284,8 +284,8 @@ void Importer::verifyModule(ModuleOp module) {
   }
   auto it = nodeOpTypes.find(nodeName);
   if (it != nodeOpTypes.end())
-    fail("node '" + nodeName + "' (" + it->second + "): the imported op fails verification: " +
-         message);
+    fail("node '" + nodeName + "' (" + it->second +
+         "): the imported op fails verification: " + message);
   fail("the imported module fails verification" +
        (nodeName.empty() ? std::string() : " at '" + nodeName + "'") + ": " + message);
 }
@@ -303,35 +303,35 @@ Importer::Entry &Importer::entryOf(const NodeCtx &c, int i) {
     nodeFail(c, "missing required input #" + llvm::Twine(i));
   auto it = values.find(c.node.input(i));
   if (it == values.end()) // convertNode checked this; keep the guard local
-    nodeFail(c, "input '" + c.node.input(i) +
-                    "' is not a graph input, initializer or earlier output");
+    nodeFail(c,
+             "input '" + c.node.input(i) + "' is not a graph input, initializer or earlier output");
   return it->second;
 }
 
 Value Importer::materialize(Entry &e) {
-  if (!e.value)
-    e.value = constant(Location(e.constantLoc), e.constant);
+  if (!e.value) {
+    // Aliases (Identity, no-op Cast...) copy the entry before it is
+    // materialized: share one mp.constant per tensor and location.
+    Value &shared = materializedConstants[{e.constant, e.constantLoc}];
+    if (!shared)
+      shared = constant(Location(e.constantLoc), e.constant);
+    e.value = shared;
+  }
   return e.value;
 }
 
 Value Importer::input(const NodeCtx &c, int i) { return materialize(entryOf(c, i)); }
 
-Value Importer::optInput(const NodeCtx &c, int i) {
-  return hasInput(c, i) ? input(c, i) : Value();
-}
+Value Importer::optInput(const NodeCtx &c, int i) { return hasInput(c, i) ? input(c, i) : Value(); }
 
 RankedTensorType Importer::entryType(const Entry &e) const {
   return e.value ? cast<RankedTensorType>(e.value.getType())
                  : cast<RankedTensorType>(e.constant.getType());
 }
 
-RankedTensorType Importer::inputType(const NodeCtx &c, int i) {
-  return entryType(entryOf(c, i));
-}
+RankedTensorType Importer::inputType(const NodeCtx &c, int i) { return entryType(entryOf(c, i)); }
 
-DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) {
-  return entryOf(c, i).constant;
-}
+DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf(c, i).constant; }
 
 DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = constInput(c, i);
@@ -375,8 +375,7 @@ void Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
   defineEntry(c, i, entryOf(c, inputIndex));
 }
 
-void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported,
-                                    llvm::StringRef why) {
+void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
   for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
     const std::string &out = c.node.output(i);
     if (!out.empty() && usedNames.count(out))
@@ -391,34 +390,56 @@ void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported,
 namespace {
 const char *attrTypeName(int type) {
   switch (type) {
-  case onnx::AttributeProto::FLOAT: return "FLOAT";
-  case onnx::AttributeProto::INT: return "INT";
-  case onnx::AttributeProto::STRING: return "STRING";
-  case onnx::AttributeProto::TENSOR: return "TENSOR";
-  case onnx::AttributeProto::GRAPH: return "GRAPH";
-  case onnx::AttributeProto::FLOATS: return "FLOATS";
-  case onnx::AttributeProto::INTS: return "INTS";
-  case onnx::AttributeProto::STRINGS: return "STRINGS";
-  case onnx::AttributeProto::TENSORS: return "TENSORS";
-  case onnx::AttributeProto::GRAPHS: return "GRAPHS";
-  case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
-  case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
-  case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
-  case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
-  default: return "UNDEFINED";
+  case onnx::AttributeProto::FLOAT:
+    return "FLOAT";
+  case onnx::AttributeProto::INT:
+    return "INT";
+  case onnx::AttributeProto::STRING:
+    return "STRING";
+  case onnx::AttributeProto::TENSOR:
+    return "TENSOR";
+  case onnx::AttributeProto::GRAPH:
+    return "GRAPH";
+  case onnx::AttributeProto::FLOATS:
+    return "FLOATS";
+  case onnx::AttributeProto::INTS:
+    return "INTS";
+  case onnx::AttributeProto::STRINGS:
+    return "STRINGS";
+  case onnx::AttributeProto::TENSORS:
+    return "TENSORS";
+  case onnx::AttributeProto::GRAPHS:
+    return "GRAPHS";
+  case onnx::AttributeProto::SPARSE_TENSOR:
+    return "SPARSE_TENSOR";
+  case onnx::AttributeProto::SPARSE_TENSORS:
+    return "SPARSE_TENSORS";
+  case onnx::AttributeProto::TYPE_PROTO:
+    return "TYPE_PROTO";
+  case onnx::AttributeProto::TYPE_PROTOS:
+    return "TYPE_PROTOS";
+  default:
+    return "UNDEFINED";
   }
 }
 
 /// Whether an attribute without a `type` (IR < 2 files) holds `type`.
 bool untypedHolds(const onnx::AttributeProto &a, onnx::AttributeProto::AttributeType type) {
   switch (type) {
-  case onnx::AttributeProto::FLOAT: return a.has_f();
-  case onnx::AttributeProto::INT: return a.has_i();
-  case onnx::AttributeProto::STRING: return a.has_s();
-  case onnx::AttributeProto::TENSOR: return a.has_t();
-  case onnx::AttributeProto::FLOATS: return a.floats_size() > 0;
-  case onnx::AttributeProto::INTS: return a.ints_size() > 0;
-  default: return false;
+  case onnx::AttributeProto::FLOAT:
+    return a.has_f();
+  case onnx::AttributeProto::INT:
+    return a.has_i();
+  case onnx::AttributeProto::STRING:
+    return a.has_s();
+  case onnx::AttributeProto::TENSOR:
+    return a.has_t();
+  case onnx::AttributeProto::FLOATS:
+    return a.floats_size() > 0;
+  case onnx::AttributeProto::INTS:
+    return a.ints_size() > 0;
+  default:
+    return false;
   }
 }
 } // namespace
@@ -428,8 +449,7 @@ const onnx::AttributeProto *Importer::findAttr(const NodeCtx &c, llvm::StringRef
   for (const onnx::AttributeProto &a : c.node.attribute()) {
     if (a.name() != name)
       continue;
-    if (a.type() == type ||
-        (a.type() == onnx::AttributeProto::UNDEFINED && untypedHolds(a, type)))
+    if (a.type() == type || (a.type() == onnx::AttributeProto::UNDEFINED && untypedHolds(a, type)))
       return &a;
     nodeFail(c, "attribute '" + name + "' must be of type " + attrTypeName(type) + ", got " +
                     attrTypeName(a.type()));

@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -153,8 +154,7 @@ private:
   std::optional<int64_t> attrIntOpt(const NodeCtx &c, llvm::StringRef name) const;
   float attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt) const;
   std::string attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt) const;
-  std::optional<llvm::SmallVector<int64_t>> attrInts(const NodeCtx &c,
-                                                     llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<int64_t>> attrInts(const NodeCtx &c, llvm::StringRef name) const;
   bool hasAttr(const NodeCtx &c, llvm::StringRef name) const;
   /// A 2-value window attribute (kernel_shape, strides, dilations), each
   /// value in [1, INT32_MAX]; `dflt` when absent (required when no default).
@@ -165,8 +165,7 @@ private:
 
   // --- Helpers for converters ----------------------------------------------
   Shape expectShape(const NodeCtx &c, const ShapeOrError &s) const;
-  int64_t normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis,
-                        int64_t rank) const;
+  int64_t normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis, int64_t rank) const;
   /// Sorted, unique, non-negative axes for `rank`.
   llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
@@ -236,9 +235,11 @@ private:
   mlir::OpBuilder builder;      // appends node ops to the function body
   mlir::OpBuilder constBuilder; // keeps materialized constants at the top
   mlir::Operation *lastConstant = nullptr;
+  llvm::DenseMap<std::pair<mlir::Attribute, mlir::Attribute>, mlir::Value>
+      materializedConstants;
   mlir::Location fileLoc;
   llvm::StringMap<Entry> values;
-  llvm::StringSet<> usedNames; // read by some node or a graph output
+  llvm::StringSet<> usedNames;              // read by some node or a graph output
   llvm::StringMap<std::string> nodeOpTypes; // node name -> op type (diagnostics)
 };
 

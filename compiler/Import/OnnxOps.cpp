@@ -63,8 +63,8 @@ Shape Importer::expectShape(const NodeCtx &c, const ShapeOrError &s) const {
 int64_t Importer::normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis,
                                 int64_t rank) const {
   if (axis < -rank || axis >= rank)
-    nodeFail(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) +
-                    ", " + llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
+    nodeFail(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) + ", " +
+                    llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -160,11 +160,11 @@ void Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::String
 
 /// Window attributes (kernel, strides, dilations) must be positive and small
 /// enough that the window arithmetic cannot overflow.
-static std::optional<std::string> checkWindowValues(llvm::StringRef name,
-                                                    ArrayRef<int64_t> values, size_t count) {
+static std::optional<std::string> checkWindowValues(llvm::StringRef name, ArrayRef<int64_t> values,
+                                                    size_t count) {
   if (values.size() != count)
-    return "attribute '" + name.str() + "' must have " + std::to_string(count) +
-           " values, got " + std::to_string(values.size());
+    return "attribute '" + name.str() + "' must have " + std::to_string(count) + " values, got " +
+           std::to_string(values.size());
   for (int64_t v : values)
     if (v <= 0 || v > std::numeric_limits<int32_t>::max())
       return "attribute '" + name.str() + "' must hold positive values, got " +
@@ -261,9 +261,8 @@ void Importer::convertGemm(const NodeCtx &c) {
     if (beta == 0.0f)
       bias = nullptr;
     else if (beta != 1.0f)
-      bias = builder
-                 .create<graph::MulOp>(c.loc, bias.getType(), bias, scalarF32(c, beta))
-                 .getOutput();
+      bias =
+          builder.create<graph::MulOp>(c.loc, bias.getType(), bias, scalarF32(c, beta)).getOutput();
   }
   BoolAttr transAttr = transB ? builder.getBoolAttr(true) : BoolAttr();
   RankedTensorType outType = tensorType(out, f32);
@@ -426,12 +425,12 @@ void Importer::convertGelu(const NodeCtx &c) {
   requireFloat(c, 0, elemOf(x));
   std::string approximate = attrString(c, "approximate", "none");
   if (approximate != "none" && approximate != "tanh")
-    nodeFail(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" + approximate +
-                    "\"");
-  defineValue(c, 0,
-              builder.create<graph::GeluOp>(c.loc, x.getType(), x,
-                                            builder.getStringAttr(approximate))
-                  .getOutput());
+    nodeFail(c,
+             "attribute 'approximate' must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  defineValue(
+      c, 0,
+      builder.create<graph::GeluOp>(c.loc, x.getType(), x, builder.getStringAttr(approximate))
+          .getOutput());
 }
 
 void Importer::convertWhere(const NodeCtx &c) {
@@ -445,9 +444,9 @@ void Importer::convertWhere(const NodeCtx &c) {
     nodeFail(c, "X and Y element types differ");
   Shape xy = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(y)));
   Shape s = expectShape(c, graph::broadcastShapes(shapeOf(cond), xy));
-  defineValue(c, 0,
-              builder.create<graph::WhereOp>(c.loc, tensorType(s, elemOf(x)), cond, x, y)
-                  .getOutput());
+  defineValue(
+      c, 0,
+      builder.create<graph::WhereOp>(c.loc, tensorType(s, elemOf(x)), cond, x, y).getOutput());
 }
 
 //===----------------------------------------------------------------------===//
@@ -554,8 +553,8 @@ void Importer::convertBatchNorm(const NodeCtx &c) {
   defineValue(c, 0,
               builder
                   .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1],
-                                              params[2], params[3],
-                                              builder.getF32FloatAttr(eps), TypeAttr())
+                                              params[2], params[3], builder.getF32FloatAttr(eps),
+                                              TypeAttr())
                   .getOutput());
 }
 
@@ -643,8 +642,8 @@ void Importer::convertReshape(const NodeCtx &c) {
       inferIndex = static_cast<int>(i);
       out.push_back(1);
     } else if (d < 0) {
-      nodeFail(c, "shape " + graph::formatShape(target) + " has invalid dimension " +
-                      llvm::Twine(d));
+      nodeFail(c,
+               "shape " + graph::formatShape(target) + " has invalid dimension " + llvm::Twine(d));
     } else {
       out.push_back(d);
     }
@@ -657,8 +656,8 @@ void Importer::convertReshape(const NodeCtx &c) {
     nodeFail(c, "shape " + graph::formatShape(target) + " has too many elements");
   if (inferIndex >= 0) {
     if (known == 0 || total % known != 0)
-      nodeFail(c, "cannot reshape " + graph::formatShape(in) + " to " +
-                      graph::formatShape(target) + ": the -1 dimension cannot be inferred");
+      nodeFail(c, "cannot reshape " + graph::formatShape(in) + " to " + graph::formatShape(target) +
+                      ": the -1 dimension cannot be inferred");
     out[inferIndex] = total / known;
   } else if (known != total) {
     nodeFail(c, "cannot reshape " + graph::formatShape(in) + " (" + llvm::Twine(total) +
@@ -720,8 +719,7 @@ void Importer::convertSqueeze(const NodeCtx &c) {
       if (d != 1)
         out.push_back(d);
   } else {
-    SmallVector<int64_t> norm =
-        normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
+    SmallVector<int64_t> norm = normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
     for (int64_t a : norm)
       if (in[a] != 1)
         nodeFail(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
@@ -743,8 +741,8 @@ void Importer::convertTranspose(const NodeCtx &c) {
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
   if (static_cast<int64_t>(perm.size()) != rank)
-    nodeFail(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " +
-                    llvm::Twine(rank) + " entries");
+    nodeFail(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
+                    " entries");
   defineValue(c, 0, transpose(c, x, perm));
 }
 
@@ -795,8 +793,8 @@ void Importer::convertConcat(const NodeCtx &c) {
     operands.push_back(materialize(*e));
   defineValue(c, 0,
               builder
-                  .create<graph::ConcatOp>(c.loc, tensorType(s, first.getElementType()),
-                                           operands, builder.getI64IntegerAttr(axis))
+                  .create<graph::ConcatOp>(c.loc, tensorType(s, first.getElementType()), operands,
+                                           builder.getI64IntegerAttr(axis))
                   .getOutput());
 }
 
@@ -833,8 +831,7 @@ void Importer::convertSlice(const NodeCtx &c) {
       axes.push_back(static_cast<int64_t>(i));
   if (!haveSteps)
     steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     nodeFail(c, "starts, ends, axes and steps must have the same length, got " +
                     llvm::Twine(starts.size()) + ", " + llvm::Twine(ends.size()) + ", " +
                     llvm::Twine(axes.size()) + ", " + llvm::Twine(steps.size()));
@@ -865,8 +862,9 @@ void Importer::convertSlice(const NodeCtx &c) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
       if (e > s)
-        count = static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) /
-                                     static_cast<uint64_t>(step)) + 1;
+        count =
+            static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(step)) +
+            1;
     } else if (dim > 0) {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
@@ -881,8 +879,8 @@ void Importer::convertSlice(const NodeCtx &c) {
   std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
   if (!bounds.empty())
     nodeFail(c, bounds);
-  bool identity = ArrayRef<int64_t>(counts) == in &&
-                  llvm::all_of(outSteps, [](int64_t s) { return s == 1; });
+  bool identity =
+      ArrayRef<int64_t>(counts) == in && llvm::all_of(outSteps, [](int64_t s) { return s == 1; });
   if (identity) {
     aliasOutput(c, 0, 0);
     return;
@@ -933,8 +931,8 @@ void Importer::convertGather(const NodeCtx &c) {
     idx = intValues(indices.constant);
     for (int64_t &i : idx) {
       if (i < -dim || i >= dim)
-        nodeFail(c, "index " + llvm::Twine(i) + " is out of range for axis " +
-                        llvm::Twine(axis) + " of size " + llvm::Twine(dim));
+        nodeFail(c, "index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
+                        " of size " + llvm::Twine(dim));
       if (i < 0)
         i += dim;
     }
@@ -970,23 +968,23 @@ void Importer::convertConv(const NodeCtx &c) {
   requireFloat(c, 0, elemOf(x));
   requireFloat(c, 1, elemOf(w));
   if (shapeOf(w).size() != 4)
-    nodeFail(c, "weight must be 4-D (M, C/group, kH, kW), got " +
-                    graph::formatShape(shapeOf(w)));
+    nodeFail(c, "weight must be 4-D (M, C/group, kH, kW), got " + graph::formatShape(shapeOf(w)));
   ArrayRef<int64_t> kernel = shapeOf(w).drop_front(2);
   if (auto k = attrInts(c, "kernel_shape"))
     if (ArrayRef<int64_t>(*k) != kernel)
       nodeFail(c, "attribute 'kernel_shape' " + graph::formatShape(*k) +
                       " does not match the weight's spatial dims " + graph::formatShape(kernel));
-  if (llvm::any_of(kernel, [](int64_t k) { return k <= 0; }))
-    nodeFail(c, "weight has an empty kernel " + graph::formatShape(kernel));
+  if (auto err = checkWindowValues("kernel_shape", kernel, 2))
+    nodeFail(c, "weight spatial dims " + graph::formatShape(kernel) +
+                    " are not a valid kernel: " + *err);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
   int64_t group = attrInt(c, "group", 1);
   if (group <= 0)
     nodeFail(c, "attribute 'group' must be positive, got " + llvm::Twine(group));
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  Shape s = expectShape(c, graph::conv2dShape(shapeOf(x), shapeOf(w), strides, pads, dilations,
-                                              group));
+  Shape s =
+      expectShape(c, graph::conv2dShape(shapeOf(x), shapeOf(w), strides, pads, dilations, group));
   if (bias) {
     requireFloat(c, 2, elemOf(bias));
     if (shapeOf(bias) != ArrayRef<int64_t>{shapeOf(w)[0]})
@@ -1015,20 +1013,18 @@ void Importer::convertMaxPool(const NodeCtx &c) {
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
   bool ceilMode = attrBool(c, "ceil_mode", false);
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  Shape s = expectShape(
-      c, graph::pool2dShape(shapeOf(x), kernel, strides, pads, dilations, ceilMode));
+  Shape s =
+      expectShape(c, graph::pool2dShape(shapeOf(x), kernel, strides, pads, dilations, ceilMode));
   // Dilations are optional on mp.max_pool2d: set them only when they matter.
   DenseI64ArrayAttr dil = llvm::any_of(dilations, [](int64_t d) { return d != 1; })
                               ? builder.getDenseI64ArrayAttr(dilations)
                               : DenseI64ArrayAttr();
   defineValue(c, 0,
               builder
-                  .create<graph::MaxPool2dOp>(c.loc, tensorType(s, elemOf(x)), x,
-                                              builder.getDenseI64ArrayAttr(kernel),
-                                              builder.getDenseI64ArrayAttr(strides),
-                                              builder.getDenseI64ArrayAttr(pads),
-                                              ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
-                                              dil)
+                  .create<graph::MaxPool2dOp>(
+                      c.loc, tensorType(s, elemOf(x)), x, builder.getDenseI64ArrayAttr(kernel),
+                      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
+                      ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil)
                   .getOutput());
 }
 
@@ -1061,8 +1057,7 @@ void Importer::convertGlobalPool(const NodeCtx &c) {
   requireFloat(c, 0, elemOf(x));
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3)
-    nodeFail(c, "input must have rank >= 3 (N, C, spatial...), got " +
-                    graph::formatShape(shape));
+    nodeFail(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(shape));
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
     axes.push_back(d);
@@ -1070,11 +1065,10 @@ void Importer::convertGlobalPool(const NodeCtx &c) {
   RankedTensorType rt = tensorType(s, elemOf(x));
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
   BoolAttr kd = builder.getBoolAttr(true);
-  Value r = c.node.op_type() == "GlobalAveragePool"
-                ? builder.create<graph::ReduceMeanOp>(c.loc, rt, x, axesAttr, kd, TypeAttr())
-                      .getOutput()
-                : builder.create<graph::ReduceMaxOp>(c.loc, rt, x, axesAttr, kd, TypeAttr())
-                      .getOutput();
+  Value r =
+      c.node.op_type() == "GlobalAveragePool"
+          ? builder.create<graph::ReduceMeanOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput()
+          : builder.create<graph::ReduceMaxOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput();
   defineValue(c, 0, r);
 }
 
@@ -1133,14 +1127,12 @@ void Importer::convertCast(const NodeCtx &c) {
   }
   Value x = materialize(e);
   defineValue(
-      c, 0,
-      builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
+      c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
 }
 
 void Importer::convertConstant(const NodeCtx &c) {
-  static const char *forms[] = {"value",        "value_float",  "value_floats",
-                                "value_int",    "value_ints",   "value_string",
-                                "value_strings", "sparse_value"};
+  static const char *forms[] = {"value",      "value_float",  "value_floats",  "value_int",
+                                "value_ints", "value_string", "value_strings", "sparse_value"};
   int present = 0;
   for (const char *f : forms)
     present += hasAttr(c, f);
@@ -1197,8 +1189,7 @@ void Importer::convertShape(const NodeCtx &c) {
   SmallVector<int64_t> dims;
   for (int64_t d = start; d < end; ++d)
     dims.push_back(in[d]);
-  defineConst(c, 0,
-              makeIntAttr({static_cast<int64_t>(dims.size())}, builder.getI64Type(), dims));
+  defineConst(c, 0, makeIntAttr({static_cast<int64_t>(dims.size())}, builder.getI64Type(), dims));
 }
 
 //===----------------------------------------------------------------------===//

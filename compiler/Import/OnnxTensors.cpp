@@ -23,33 +23,58 @@ namespace mixprec::compiler::onnx_import {
 
 std::string dataTypeName(int32_t dtype) {
   switch (dtype) {
-  case 0: return "UNDEFINED";
-  case 1: return "FLOAT";
-  case 2: return "UINT8";
-  case 3: return "INT8";
-  case 4: return "UINT16";
-  case 5: return "INT16";
-  case 6: return "INT32";
-  case 7: return "INT64";
-  case 8: return "STRING";
-  case 9: return "BOOL";
-  case 10: return "FLOAT16";
-  case 11: return "DOUBLE";
-  case 12: return "UINT32";
-  case 13: return "UINT64";
-  case 14: return "COMPLEX64";
-  case 15: return "COMPLEX128";
-  case 16: return "BFLOAT16";
+  case 0:
+    return "UNDEFINED";
+  case 1:
+    return "FLOAT";
+  case 2:
+    return "UINT8";
+  case 3:
+    return "INT8";
+  case 4:
+    return "UINT16";
+  case 5:
+    return "INT16";
+  case 6:
+    return "INT32";
+  case 7:
+    return "INT64";
+  case 8:
+    return "STRING";
+  case 9:
+    return "BOOL";
+  case 10:
+    return "FLOAT16";
+  case 11:
+    return "DOUBLE";
+  case 12:
+    return "UINT32";
+  case 13:
+    return "UINT64";
+  case 14:
+    return "COMPLEX64";
+  case 15:
+    return "COMPLEX128";
+  case 16:
+    return "BFLOAT16";
   // Types newer than the ONNX 1.12 headers: the field is an int32, so they
   // parse; name them for diagnostics.
-  case 17: return "FLOAT8E4M3FN";
-  case 18: return "FLOAT8E4M3FNUZ";
-  case 19: return "FLOAT8E5M2";
-  case 20: return "FLOAT8E5M2FNUZ";
-  case 21: return "UINT4";
-  case 22: return "INT4";
-  case 23: return "FLOAT4E2M1";
-  default: return "data type " + std::to_string(dtype);
+  case 17:
+    return "FLOAT8E4M3FN";
+  case 18:
+    return "FLOAT8E4M3FNUZ";
+  case 19:
+    return "FLOAT8E5M2";
+  case 20:
+    return "FLOAT8E5M2FNUZ";
+  case 21:
+    return "UINT4";
+  case 22:
+    return "INT4";
+  case 23:
+    return "FLOAT4E2M1";
+  default:
+    return "data type " + std::to_string(dtype);
   }
 }
 
@@ -70,11 +95,16 @@ std::string elementTypeName(Type type) {
 
 Type valueElementType(MLIRContext &ctx, int32_t dtype) {
   switch (dtype) {
-  case onnx::TensorProto::FLOAT: return Float32Type::get(&ctx);
-  case onnx::TensorProto::INT64: return IntegerType::get(&ctx, 64);
-  case onnx::TensorProto::INT32: return IntegerType::get(&ctx, 32);
-  case onnx::TensorProto::BOOL: return IntegerType::get(&ctx, 1);
-  default: return nullptr;
+  case onnx::TensorProto::FLOAT:
+    return Float32Type::get(&ctx);
+  case onnx::TensorProto::INT64:
+    return IntegerType::get(&ctx, 64);
+  case onnx::TensorProto::INT32:
+    return IntegerType::get(&ctx, 32);
+  case onnx::TensorProto::BOOL:
+    return IntegerType::get(&ctx, 1);
+  default:
+    return nullptr;
   }
 }
 
@@ -89,20 +119,34 @@ struct DTypeInfo {
 std::optional<DTypeInfo> dtypeInfo(int32_t dtype) {
   using T = onnx::TensorProto;
   switch (dtype) {
-  case T::FLOAT: return DTypeInfo{4, DTypeInfo::F32};
-  case T::DOUBLE: return DTypeInfo{8, DTypeInfo::F32};
-  case T::FLOAT16: return DTypeInfo{2, DTypeInfo::F32};
-  case T::BFLOAT16: return DTypeInfo{2, DTypeInfo::F32};
-  case T::INT64: return DTypeInfo{8, DTypeInfo::I64};
-  case T::UINT32: return DTypeInfo{4, DTypeInfo::I64};
-  case T::UINT64: return DTypeInfo{8, DTypeInfo::I64};
-  case T::INT32: return DTypeInfo{4, DTypeInfo::I32};
-  case T::INT16: return DTypeInfo{2, DTypeInfo::I32};
-  case T::UINT16: return DTypeInfo{2, DTypeInfo::I32};
-  case T::INT8: return DTypeInfo{1, DTypeInfo::I32};
-  case T::UINT8: return DTypeInfo{1, DTypeInfo::I32};
-  case T::BOOL: return DTypeInfo{1, DTypeInfo::I1};
-  default: return std::nullopt;
+  case T::FLOAT:
+    return DTypeInfo{4, DTypeInfo::F32};
+  case T::DOUBLE:
+    return DTypeInfo{8, DTypeInfo::F32};
+  case T::FLOAT16:
+    return DTypeInfo{2, DTypeInfo::F32};
+  case T::BFLOAT16:
+    return DTypeInfo{2, DTypeInfo::F32};
+  case T::INT64:
+    return DTypeInfo{8, DTypeInfo::I64};
+  case T::UINT32:
+    return DTypeInfo{4, DTypeInfo::I64};
+  case T::UINT64:
+    return DTypeInfo{8, DTypeInfo::I64};
+  case T::INT32:
+    return DTypeInfo{4, DTypeInfo::I32};
+  case T::INT16:
+    return DTypeInfo{2, DTypeInfo::I32};
+  case T::UINT16:
+    return DTypeInfo{2, DTypeInfo::I32};
+  case T::INT8:
+    return DTypeInfo{1, DTypeInfo::I32};
+  case T::UINT8:
+    return DTypeInfo{1, DTypeInfo::I32};
+  case T::BOOL:
+    return DTypeInfo{1, DTypeInfo::I1};
+  default:
+    return std::nullopt;
   }
 }
 
@@ -130,8 +174,7 @@ struct Decoded {
 
 class TensorDecoder {
 public:
-  TensorDecoder(const onnx::TensorProto &t, DTypeInfo info, int64_t count,
-                const std::string &what)
+  TensorDecoder(const onnx::TensorProto &t, DTypeInfo info, int64_t count, const std::string &what)
       : t(t), info(info), count(count), what(what) {}
 
   [[noreturn]] void fail(const llvm::Twine &msg) const {
@@ -140,10 +183,18 @@ public:
 
   void reserve() {
     switch (info.target) {
-    case DTypeInfo::F32: out.f32.resize(count); break;
-    case DTypeInfo::I64: out.i64.resize(count); break;
-    case DTypeInfo::I32: out.i32.resize(count); break;
-    case DTypeInfo::I1: out.i1.resize(count); break;
+    case DTypeInfo::F32:
+      out.f32.resize(count);
+      break;
+    case DTypeInfo::I64:
+      out.i64.resize(count);
+      break;
+    case DTypeInfo::I32:
+      out.i32.resize(count);
+      break;
+    case DTypeInfo::I1:
+      out.i1.resize(count);
+      break;
     }
   }
 
@@ -167,17 +218,39 @@ public:
         out.f32[i] = static_cast<float>(d);
         break;
       }
-      case T::FLOAT16: out.f32[i] = halfToFloat(endian::read16le(p)); break;
-      case T::BFLOAT16: out.f32[i] = bf16ToFloat(endian::read16le(p)); break;
-      case T::INT64: out.i64[i] = static_cast<int64_t>(endian::read64le(p)); break;
-      case T::UINT32: out.i64[i] = endian::read32le(p); break;
-      case T::UINT64: out.i64[i] = checkedU64(endian::read64le(p), i); break;
-      case T::INT32: out.i32[i] = static_cast<int32_t>(endian::read32le(p)); break;
-      case T::INT16: out.i32[i] = static_cast<int16_t>(endian::read16le(p)); break;
-      case T::UINT16: out.i32[i] = endian::read16le(p); break;
-      case T::INT8: out.i32[i] = static_cast<int8_t>(*p); break;
-      case T::UINT8: out.i32[i] = *p; break;
-      case T::BOOL: out.i1[i] = *p != 0; break;
+      case T::FLOAT16:
+        out.f32[i] = halfToFloat(endian::read16le(p));
+        break;
+      case T::BFLOAT16:
+        out.f32[i] = bf16ToFloat(endian::read16le(p));
+        break;
+      case T::INT64:
+        out.i64[i] = static_cast<int64_t>(endian::read64le(p));
+        break;
+      case T::UINT32:
+        out.i64[i] = endian::read32le(p);
+        break;
+      case T::UINT64:
+        out.i64[i] = checkedU64(endian::read64le(p), i);
+        break;
+      case T::INT32:
+        out.i32[i] = static_cast<int32_t>(endian::read32le(p));
+        break;
+      case T::INT16:
+        out.i32[i] = static_cast<int16_t>(endian::read16le(p));
+        break;
+      case T::UINT16:
+        out.i32[i] = endian::read16le(p);
+        break;
+      case T::INT8:
+        out.i32[i] = static_cast<int8_t>(*p);
+        break;
+      case T::UINT8:
+        out.i32[i] = *p;
+        break;
+      case T::BOOL:
+        out.i1[i] = *p != 0;
+        break;
       }
     }
   }
@@ -265,8 +338,8 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
     auto parse = [&](std::optional<uint64_t> &field) {
       uint64_t v;
       if (llvm::StringRef(kv.value()).getAsInteger(10, v))
-        fail("external data '" + kv.key() + "' is not a non-negative integer: '" +
-             kv.value() + "'");
+        fail("external data '" + kv.key() + "' is not a non-negative integer: '" + kv.value() +
+             "'");
       field = v;
     };
     if (kv.key() == "location")
@@ -280,8 +353,7 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
   if (location.empty())
     fail("external data has no 'location'");
   if (llvm::sys::path::is_absolute(location))
-    fail("external data location '" + location +
-         "' must be relative to the model's directory");
+    fail("external data location '" + location + "' must be relative to the model's directory");
   llvm::SmallString<256> file(modelDir);
   llvm::sys::path::append(file, location);
   std::string fileName = std::string(file.str());

@@ -35,7 +35,11 @@ static OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::stri
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (firstDiagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
       llvm::raw_string_ostream os(firstDiagnostic);
-      os << diag.getLocation() << ": " << diag.str();
+      if (auto file = dyn_cast<FileLineColLoc>(diag.getLocation()))
+        os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+      else
+        os << diag.getLocation();
+      os << ": " << diag.str();
     }
     return success();
   });

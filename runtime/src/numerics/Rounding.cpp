@@ -19,14 +19,13 @@
 //
 // FP8 decoding uses 256-entry tables computed at compile time; F16 decoding
 // is arithmetic (a 256 KiB table would not stay in L1). roundArray fuses
-// encode and decode per element and decodes arithmetically, except where a
-// table gather is cheaper.
+// encode and decode per element with arithmetic decoders, which vectorise
+// better than table gathers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/src/numerics/Rounding.h"
 
-#include <algorithm>
 #include <cstring>
 
 #if defined(__GNUC__)

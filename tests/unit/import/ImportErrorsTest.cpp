@@ -163,8 +163,8 @@ TEST_F(ImportTest, ErrorOpNotYetInOpset) {
   m.node("Gelu", {"x"}, {"y"}, "g");
   m.output("y");
   std::string e = importError(m);
-  EXPECT_THAT(e, HasSubstr("unsupported op 'Gelu' (node 'g', opset 17) in " +
-                           pathOf("model.onnx")));
+  EXPECT_THAT(e,
+              HasSubstr("unsupported op 'Gelu' (node 'g', opset 17) in " + pathOf("model.onnx")));
   EXPECT_THAT(e, HasSubstr("exists from opset 20"));
 }
 
@@ -240,7 +240,8 @@ TEST_F(ImportTest, ErrorReshapeBadShapes) {
     return importError(m);
   };
   EXPECT_THAT(run({-1, -1}), HasSubstr("node 'rs' (Reshape): shape [-1, -1] has more than one -1"));
-  EXPECT_THAT(run({5, 3}), HasSubstr("cannot reshape [2, 6] (12 elements) to [5, 3] (15 elements)"));
+  EXPECT_THAT(run({5, 3}),
+              HasSubstr("cannot reshape [2, 6] (12 elements) to [5, 3] (15 elements)"));
   EXPECT_THAT(run({5, -1}), HasSubstr("the -1 dimension cannot be inferred"));
   EXPECT_THAT(run({0, 0, 0}), HasSubstr("copies dim 2 (0)"));
   EXPECT_THAT(run({-2, 6}), HasSubstr("invalid dimension -2"));
@@ -274,7 +275,8 @@ TEST_F(ImportTest, ErrorBooleanAttributeOutOfRange) {
   auto &n = m.node("Gemm", {"a", "b"}, {"y"}, "g");
   attrI(n, "transB", 2);
   m.output("y");
-  EXPECT_THAT(importError(m), HasSubstr("node 'g' (Gemm): attribute 'transB' must be 0 or 1, got 2"));
+  EXPECT_THAT(importError(m),
+              HasSubstr("node 'g' (Gemm): attribute 'transB' must be 0 or 1, got 2"));
 }
 
 TEST_F(ImportTest, ErrorGemmCDoesNotBroadcast) {
@@ -397,7 +399,8 @@ TEST_F(ImportTest, ErrorConcatElementTypesDiffer) {
   auto &n = m.node("Concat", {"x", "i"}, {"y"}, "cat");
   attrI(n, "axis", 0);
   m.output("y");
-  EXPECT_THAT(importError(m), HasSubstr("node 'cat' (Concat): input #1 is INT64, input #0 is FLOAT"));
+  EXPECT_THAT(importError(m),
+              HasSubstr("node 'cat' (Concat): input #1 is INT64, input #0 is FLOAT"));
 }
 
 TEST_F(ImportTest, ErrorWhereConditionNotBool) {
@@ -511,15 +514,21 @@ TEST_F(ImportTest, ErrorConvAttributes) {
     m.output("y");
     return importError(m);
   };
-  EXPECT_THAT(run([](onnx::NodeProto &n) { attrIs(n, "kernel_shape", {5, 5}); }),
+  EXPECT_THAT(run([](onnx::NodeProto &n) {
+                attrIs(n, "kernel_shape", {5, 5});
+              }),
               HasSubstr("node 'c' (Conv): attribute 'kernel_shape' [5, 5] does not match the "
                         "weight's spatial dims [3, 3]"));
   EXPECT_THAT(run([](onnx::NodeProto &n) { attrS(n, "auto_pad", "SAME"); }),
               HasSubstr("attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, "
                         "got 'SAME'"));
-  EXPECT_THAT(run([](onnx::NodeProto &n) { attrIs(n, "strides", {0, 1}); }),
+  EXPECT_THAT(run([](onnx::NodeProto &n) {
+                attrIs(n, "strides", {0, 1});
+              }),
               HasSubstr("attribute 'strides' must hold positive values"));
-  EXPECT_THAT(run([](onnx::NodeProto &n) { attrIs(n, "pads", {1, 1}); }),
+  EXPECT_THAT(run([](onnx::NodeProto &n) {
+                attrIs(n, "pads", {1, 1});
+              }),
               HasSubstr("attribute 'pads' must have 4 values"));
   EXPECT_THAT(run([](onnx::NodeProto &n) { attrI(n, "group", 2); }),
               HasSubstr("node 'c' (Conv): input channels 3 and output channels 4 must both "
@@ -542,13 +551,15 @@ TEST_F(ImportTest, ErrorMaxPoolIndicesAndStorageOrder) {
   attrIs(p, "kernel_shape", {2, 2});
   attrI(p, "storage_order", 1);
   o.output("y");
-  EXPECT_THAT(importError(o), HasSubstr("node 'mp' (MaxPool): attribute 'storage_order' must be 0"));
+  EXPECT_THAT(importError(o),
+              HasSubstr("node 'mp' (MaxPool): attribute 'storage_order' must be 0"));
 
   Model q(13);
   q.input("x", {1, 2, 4, 4});
   q.node("MaxPool", {"x"}, {"y"}, "mp");
   q.output("y");
-  EXPECT_THAT(importError(q), HasSubstr("node 'mp' (MaxPool): attribute 'kernel_shape' is required"));
+  EXPECT_THAT(importError(q),
+              HasSubstr("node 'mp' (MaxPool): attribute 'kernel_shape' is required"));
 }
 
 TEST_F(ImportTest, ErrorAveragePoolDilations) {

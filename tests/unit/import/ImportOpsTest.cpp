@@ -123,6 +123,20 @@ TEST_F(ImportTest, OutputsMayBeInputsOrConstantsAndIdentityAliases) {
   EXPECT_EQ(str(mainOf(*mod).getResultAttr(2, "mp.name")), "\"c\"");
 }
 
+TEST_F(ImportTest, AliasedConstantIsMaterializedOnce) {
+  Model m(13);
+  m.initF32("c", {2}, {1.0f, 2.0f});
+  m.node("Identity", {"c"}, {"c_alias"});
+  auto &cast = m.node("Cast", {"c"}, {"c_cast"}); // same type: another alias
+  attrI(cast, "to", TP::FLOAT);
+  m.output("c_alias");
+  m.output("c");
+  m.output("c_cast");
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(countOps(*mod, "mp.constant"), 1);
+}
+
 TEST_F(ImportTest, InitializerListedAsInputIsAConstant) {
   Model m(9);
   m.input("x", {2, 2});
@@ -223,8 +237,7 @@ TEST_F(ImportTest, GemmTransAAlphaBetaScaleProductAndCSeparately) {
   auto mod = import(m);
   ASSERT_TRUE(mod);
   // Y = (A'B) * alpha + C * beta
-  EXPECT_EQ(opNames(*mod),
-            (Names{"mp.transpose", "mp.mul", "mp.linear", "mp.mul", "mp.add"}));
+  EXPECT_EQ(opNames(*mod), (Names{"mp.transpose", "mp.mul", "mp.linear", "mp.mul", "mp.add"}));
   auto ops = bodyOps(*mod);
   Operation *tr = nullptr, *lin = nullptr, *add = nullptr;
   for (Operation *op : ops) {
@@ -337,8 +350,7 @@ TEST_F(ImportTest, PowWithIntegerExponentInputIsCast) {
 TEST_F(ImportTest, UnaryOps) {
   Model m(13);
   m.input("x", {2, 3});
-  const char *ops[] = {"Relu", "Tanh", "Sigmoid", "Exp", "Log",
-                       "Sqrt", "Erf", "Reciprocal", "Neg"};
+  const char *ops[] = {"Relu", "Tanh", "Sigmoid", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "Neg"};
   std::string prev = "x";
   for (int i = 0; i < 9; ++i) {
     std::string out = i == 8 ? "y" : "t" + std::to_string(i);
@@ -348,8 +360,8 @@ TEST_F(ImportTest, UnaryOps) {
   m.output("y", Dims{2, 3});
   auto mod = import(m);
   ASSERT_TRUE(mod);
-  EXPECT_EQ(opNames(*mod), (Names{"mp.relu", "mp.tanh", "mp.sigmoid", "mp.exp", "mp.log",
-                                  "mp.sqrt", "mp.erf", "mp.reciprocal", "mp.neg"}));
+  EXPECT_EQ(opNames(*mod), (Names{"mp.relu", "mp.tanh", "mp.sigmoid", "mp.exp", "mp.log", "mp.sqrt",
+                                  "mp.erf", "mp.reciprocal", "mp.neg"}));
 }
 
 TEST_F(ImportTest, GeluOpset20) {
@@ -384,17 +396,21 @@ TEST_F(ImportTest, Where) {
 //===----------------------------------------------------------------------===//
 
 TEST_F(ImportTest, SoftmaxOpset11FlattensAtAxis) {
-  Model m(11);
-  m.input("x", {2, 3, 4});
-  auto &n = m.node("Softmax", {"x"}, {"y"});
-  attrI(n, "axis", 1);
-  m.output("y", Dims{2, 3, 4});
-  auto mod = import(m);
-  ASSERT_TRUE(mod);
-  EXPECT_EQ(opNames(*mod), (Names{"mp.reshape", "mp.softmax", "mp.reshape"}));
-  Operation *sm = only(*mod, "mp.softmax");
-  EXPECT_EQ(resultType(sm), "tensor<2x12xf32>");
-  EXPECT_EQ(mlir::cast<graph::SoftmaxOp>(sm).getAxis(), 1);
+  // Every opset before 13 has the 2-D coercion semantics.
+  for (int64_t opset : {1, 11, 12}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {2, 3, 4});
+    auto &n = m.node("Softmax", {"x"}, {"y"});
+    attrI(n, "axis", 1);
+    m.output("y", Dims{2, 3, 4});
+    auto mod = import(m);
+    ASSERT_TRUE(mod);
+    EXPECT_EQ(opNames(*mod), (Names{"mp.reshape", "mp.softmax", "mp.reshape"}));
+    Operation *sm = only(*mod, "mp.softmax");
+    EXPECT_EQ(resultType(sm), "tensor<2x12xf32>");
+    EXPECT_EQ(mlir::cast<graph::SoftmaxOp>(sm).getAxis(), 1);
+  }
 }
 
 TEST_F(ImportTest, SoftmaxOpset11DefaultAxisIsOne) {
@@ -514,18 +530,21 @@ TEST_F(ImportTest, BatchNormalization) {
 //===----------------------------------------------------------------------===//
 
 TEST_F(ImportTest, ReduceSumOpset11AxesAttribute) {
-  Model m(11);
-  m.input("x", {2, 3, 4});
-  auto &n = m.node("ReduceSum", {"x"}, {"y"});
-  attrIs(n, "axes", {-1});
-  attrI(n, "keepdims", 0);
-  m.output("y", Dims{2, 3});
-  auto mod = import(m);
-  ASSERT_TRUE(mod);
-  Operation *r = only(*mod, "mp.reduce_sum");
-  EXPECT_EQ(attrOf(r, "axes"), "array<i64: 2>");
-  EXPECT_FALSE(mlir::cast<graph::ReduceSumOp>(r).getKeepdims());
-  EXPECT_EQ(resultType(r), "tensor<2x3xf32>");
+  for (int64_t opset : {11, 12}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {2, 3, 4});
+    auto &n = m.node("ReduceSum", {"x"}, {"y"});
+    attrIs(n, "axes", {-1});
+    attrI(n, "keepdims", 0);
+    m.output("y", Dims{2, 3});
+    auto mod = import(m);
+    ASSERT_TRUE(mod);
+    Operation *r = only(*mod, "mp.reduce_sum");
+    EXPECT_EQ(attrOf(r, "axes"), "array<i64: 2>");
+    EXPECT_FALSE(mlir::cast<graph::ReduceSumOp>(r).getKeepdims());
+    EXPECT_EQ(resultType(r), "tensor<2x3xf32>");
+  }
 }
 
 TEST_F(ImportTest, ReduceSumOpset13AxesInput) {
@@ -558,8 +577,9 @@ TEST_F(ImportTest, ReduceSumNoopWithEmptyAxes) {
 }
 
 TEST_F(ImportTest, ReduceMeanOpset13AttributeVsOpset18Input) {
-  {
-    Model m(13);
+  for (int64_t opset : {13, 17}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
     m.input("x", {2, 3, 4});
     auto &n = m.node("ReduceMean", {"x"}, {"y"});
     attrIs(n, "axes", {1});
@@ -664,8 +684,9 @@ TEST_F(ImportTest, Flatten) {
 }
 
 TEST_F(ImportTest, UnsqueezeOpset11AttributeVsOpset13Input) {
-  {
-    Model m(11);
+  for (int64_t opset : {11, 12}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
     m.input("x", {3, 4});
     auto &n = m.node("Unsqueeze", {"x"}, {"y"});
     attrIs(n, "axes", {0, -1});
@@ -764,18 +785,34 @@ TEST_F(ImportTest, ShapeArithmeticOnConstantsFolds) {
 //===----------------------------------------------------------------------===//
 
 TEST_F(ImportTest, SliceOpset9Attributes) {
-  Model m(9);
+  for (int64_t opset : {1, 9}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {4, 6});
+    auto &n = m.node("Slice", {"x"}, {"y"});
+    attrIs(n, "starts", {1});
+    attrIs(n, "ends", {1000}); // clamped to the dim
+    attrIs(n, "axes", {1});
+    m.output("y", Dims{4, 5});
+    auto mod = import(m);
+    ASSERT_TRUE(mod);
+    Operation *s = only(*mod, "mp.slice");
+    EXPECT_EQ(attrOf(s, "starts"), "array<i64: 0, 1>");
+    EXPECT_EQ(attrOf(s, "steps"), "array<i64: 1, 1>");
+  }
+}
+
+TEST_F(ImportTest, SliceOpset10TakesInputs) {
+  Model m(10);
   m.input("x", {4, 6});
-  auto &n = m.node("Slice", {"x"}, {"y"});
-  attrIs(n, "starts", {1});
-  attrIs(n, "ends", {1000}); // clamped to the dim
-  attrIs(n, "axes", {1});
-  m.output("y", Dims{4, 5});
+  m.ints("s", {-3});
+  m.ints("e", {-1});
+  m.ints("a", {1});
+  m.node("Slice", {"x", "s", "e", "a"}, {"y"});
+  m.output("y", Dims{4, 2});
   auto mod = import(m);
   ASSERT_TRUE(mod);
-  Operation *s = only(*mod, "mp.slice");
-  EXPECT_EQ(attrOf(s, "starts"), "array<i64: 0, 1>");
-  EXPECT_EQ(attrOf(s, "steps"), "array<i64: 1, 1>");
+  EXPECT_EQ(attrOf(only(*mod, "mp.slice"), "starts"), "array<i64: 0, 3>");
 }
 
 TEST_F(ImportTest, SliceOpset13NegativeStepFlipsWithInt64MinEnd) {

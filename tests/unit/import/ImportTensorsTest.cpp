@@ -11,8 +11,8 @@
 
 using namespace mixprec;
 using namespace mixprec::test;
-using ::testing::HasSubstr;
 using mlir::Operation;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -224,8 +224,9 @@ TEST_F(ImportTest, ErrorExternalDataMissingFile) {
   ConstModel c(TP::FLOAT, {4}, "fc.weight");
   setExternal(c.t, "weights.bin", std::nullopt, std::nullopt);
   std::string e = importError(c.m);
-  EXPECT_THAT(e, HasSubstr(pathOf("model.onnx") + ": initializer 'fc.weight': cannot read "
-                                                  "external data file '" +
+  EXPECT_THAT(e, HasSubstr(pathOf("model.onnx") +
+                           ": initializer 'fc.weight': cannot read "
+                           "external data file '" +
                            pathOf("weights.bin") + "'"));
 }
 
@@ -234,8 +235,7 @@ TEST_F(ImportTest, ErrorExternalDataShortFile) {
   ConstModel c(TP::FLOAT, {4}, "fc.weight");
   setExternal(c.t, "weights.bin", 2, std::nullopt);
   std::string e = importError(c.m);
-  EXPECT_THAT(e, HasSubstr("initializer 'fc.weight': external data file '" +
-                           pathOf("weights.bin") +
+  EXPECT_THAT(e, HasSubstr("initializer 'fc.weight': external data file '" + pathOf("weights.bin") +
                            "' is too short: need 16 bytes at offset 2, the file has 10"));
 }
 
@@ -280,8 +280,7 @@ TEST_F(ImportTest, ErrorRawDataSizeMismatch) {
 TEST_F(ImportTest, ErrorTypedFieldCountMismatch) {
   ConstModel c(TP::FLOAT, {2, 2}, "w");
   c.t->add_float_data(1.0f);
-  EXPECT_THAT(importError(c.m),
-              HasSubstr("initializer 'w': float_data has 1 values, expected 4"));
+  EXPECT_THAT(importError(c.m), HasSubstr("initializer 'w': float_data has 1 values, expected 4"));
   ConstModel s(TP::INT64, {}, "scalar"); // a scalar with no data at all
   EXPECT_THAT(importError(s.m),
               HasSubstr("initializer 'scalar': int64_data has 0 values, expected 1"));
@@ -289,7 +288,8 @@ TEST_F(ImportTest, ErrorTypedFieldCountMismatch) {
 
 TEST_F(ImportTest, ErrorBadDims) {
   ConstModel neg(TP::FLOAT, {2, -1}, "w");
-  EXPECT_THAT(importError(neg.m), HasSubstr("initializer 'w': negative dimension in shape [2, -1]"));
+  EXPECT_THAT(importError(neg.m),
+              HasSubstr("initializer 'w': negative dimension in shape [2, -1]"));
   ConstModel huge(TP::FLOAT, {int64_t(1) << 40, int64_t(1) << 40}, "w");
   EXPECT_THAT(importError(huge.m), HasSubstr("initializer 'w': shape [1099511627776, "
                                              "1099511627776] has too many elements"));
