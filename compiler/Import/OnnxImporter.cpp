@@ -500,11 +500,26 @@ std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
-                                     const OnnxImportOptions &options, std::string &error) {
-  error.clear();
-  context.getOrLoadDialect<graph::GraphDialect>();
-  context.getOrLoadDialect<func::FuncDialect>();
+namespace {
+/// Escapes control characters so that an error stays one line even when a
+/// tensor or node name in the file contains a newline.
+std::string oneLine(const std::string &s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
+                                           const OnnxImportOptions &options, std::string &error) {
   try {
     auto fileOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                                  /*RequiresNullTerminator=*/false);
@@ -542,6 +557,19 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &pa
     error = path + ": " + e.what();
   }
   return nullptr;
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
+                                     const OnnxImportOptions &options, std::string &error) {
+  error.clear();
+  context.getOrLoadDialect<graph::GraphDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = importCatchingErrors(context, path, options, error);
+  if (!module && error.empty())
+    error = path + ": import failed"; // every failure sets a message; keep the contract
+  error = oneLine(error);
+  return module;
 }
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,

@@ -235,8 +235,7 @@ private:
   mlir::OpBuilder builder;      // appends node ops to the function body
   mlir::OpBuilder constBuilder; // keeps materialized constants at the top
   mlir::Operation *lastConstant = nullptr;
-  llvm::DenseMap<std::pair<mlir::Attribute, mlir::Attribute>, mlir::Value>
-      materializedConstants;
+  llvm::DenseMap<std::pair<mlir::Attribute, mlir::Attribute>, mlir::Value> materializedConstants;
   mlir::Location fileLoc;
   llvm::StringMap<Entry> values;
   llvm::StringSet<> usedNames;              // read by some node or a graph output

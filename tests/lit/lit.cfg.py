@@ -5,7 +5,8 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "mixprec"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+# The internal shell works with the lit of LLVM 19 and with current PyPI lit.
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)

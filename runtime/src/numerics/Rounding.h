@@ -41,7 +41,8 @@
 //    target's min normal that rounds up to it stays min normal.
 //
 //  * Decoding is exact (every F16/BF16/FP8 value is a float32). NaN decodes
-//    as APFloat widens it: sign kept, payload shifted into the top bits.
+//    as APFloat widens it: sign kept, payload shifted into the top bits, and
+//    made quiet (F16 0x7c01 -> 0x7fc02000, E4M3FN 0x7f -> 0x7ff00000).
 //
 // Array forms process hundreds of millions of values per second per core
 // (see bench/README.md); they give exactly the scalar results.

@@ -168,6 +168,15 @@ TEST_F(ImportTest, ErrorOpNotYetInOpset) {
   EXPECT_THAT(e, HasSubstr("exists from opset 20"));
 }
 
+TEST_F(ImportTest, ErrorStaysOneLineWithControlCharactersInNames) {
+  Model m(13);
+  m.input("x", {4});
+  m.node("Hardmax", {"x"}, {"y"}, "bad\nname");
+  m.output("y");
+  // importError checks there is no newline.
+  EXPECT_THAT(importError(m), HasSubstr("node 'bad\\x0aname'"));
+}
+
 TEST_F(ImportTest, ErrorOtherDomain) {
   Model m(13);
   m.input("x", {4});
