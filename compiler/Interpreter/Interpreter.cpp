@@ -650,6 +650,14 @@ bool Interpreter::run(const std::vector<HostTensor> &inputs, std::vector<HostTen
         return false;
       }
     }
+    if (observer) {
+      SmallVector<const HostTensor *> results;
+      for (Value result : op.getResults()) {
+        auto it = env.find(result);
+        results.push_back(it != env.end() ? &it->second : &constants.find(result)->second);
+      }
+      observer(&op, results);
+    }
     for (Value result : op.getResults())
       noteLastUse(result);
     auto dying = dyingAfter.find(&op);

@@ -15,6 +15,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,13 @@ public:
   bool run(const std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs,
            std::string &error);
 
+  /// Called after each op (constants and casts included) with its results,
+  /// before they may be freed: calibration and shadow comparison hook in here.
+  using Observer = std::function<void(mlir::Operation *, llvm::ArrayRef<const HostTensor *>)>;
+  void setObserver(Observer observer) { this->observer = std::move(observer); }
+
 private:
+  Observer observer;
   mlir::func::FuncOp func;
   llvm::DenseMap<mlir::Value, HostTensor> constants;
   bool prepared = false;

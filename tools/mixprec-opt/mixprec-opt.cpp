@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -16,6 +17,7 @@ int main(int argc, char **argv) {
   registry.insert<mixprec::graph::GraphDialect, mlir::func::FuncDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  mixprec::passes::registerMixprecPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mixprec pass driver\n", registry));
 }

@@ -11,9 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "Version.h"
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Pipeline/Pipeline.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/src/support/Npy.h"
+#include "tools/mixprec/CliCommon.h"
 #include "tools/mixprec/ModelLoader.h"
 
 #include "mlir/IR/AsmState.h"
@@ -33,10 +35,9 @@ using namespace mlir;
 using mixprec::compiler::GraphSignature;
 using mixprec::compiler::HostTensor;
 using mixprec::compiler::TensorSpec;
+using namespace mixprec::tools;
 
-namespace {
-
-constexpr const char *kUsage = R"(usage:
+const char *const mixprec::tools::kUsage = R"(usage:
   mixprec import MODEL.onnx [-o OUT.mlir]
       Import an ONNX model and print its mp graph IR (or write it to OUT).
   mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
@@ -46,32 +47,18 @@ constexpr const char *kUsage = R"(usage:
       --input, every input is random (normal floats, valid indices) from the
       seed (default 0). --repeat runs N times; --time prints import and run
       times to stderr.
+  mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
+                  [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
+                  [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
+                  [--overflow-fallback bf16|fp32] [--emit mlir] [-o OUT.mlir]
+      Assign a precision to every op (with a reason), insert and fold casts,
+      and write the annotated mp IR, which `mixprec run OUT.mlir` executes
+      with its dtypes. --calibrate runs the FP32 graph on the given inputs
+      first and moves ops whose values would overflow or underflow FP16.
   mixprec --version
 )";
 
-int fail(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << message << "\n";
-  return 1;
-}
-
-int usageError(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << message << "\n" << kUsage;
-  return 2;
-}
-
-double millisecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-/// Prints IR with op locations (node names), so they survive a round trip.
-void printModule(ModuleOp module, llvm::raw_ostream &os) {
-  OpPrintingFlags flags;
-  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
-  module.print(os, flags);
-  os << "\n";
-}
+namespace {
 
 int runImport(llvm::ArrayRef<std::string> args) {
   std::string model, output;
@@ -103,134 +90,6 @@ int runImport(llvm::ArrayRef<std::string> args) {
     return fail(output + ": cannot write: " + ec.message());
   printModule(*module, os);
   return 0;
-}
-
-/// Converts an .npy array to a host tensor of the kind `spec` needs.
-bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
-                   const mixprec::support::NpyArray &array, HostTensor &out,
-                   std::string &error) {
-  using mixprec::support::NpyDType;
-  out.shape = array.shape;
-  if (array.shape != spec.shape) {
-    error = path + ": input '" + spec.name + "' has shape " +
-            mixprec::graph::formatShape(array.shape) + ", the model expects " +
-            mixprec::graph::formatShape(spec.shape);
-    return false;
-  }
-  int64_t n = array.numElements();
-  auto readInts = [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = reinterpret_cast<const T *>(array.data.data());
-    out.ints.assign(p, p + n);
-  };
-  if (spec.elementType.isInteger(1)) {
-    if (array.dtype != NpyDType::Bool && array.dtype != NpyDType::U8) {
-      error = path + ": input '" + spec.name + "' must be a bool array";
-      return false;
-    }
-    out.kind = HostTensor::Kind::Bool;
-    out.bools.assign(array.data.begin(), array.data.end());
-    for (uint8_t &b : out.bools)
-      b = b != 0;
-    return true;
-  }
-  if (isa<IntegerType>(spec.elementType)) {
-    out.kind = HostTensor::Kind::Int;
-    switch (array.dtype) {
-    case NpyDType::I64:
-      readInts(int64_t{});
-      return true;
-    case NpyDType::I32:
-      readInts(int32_t{});
-      return true;
-    case NpyDType::I8:
-      readInts(int8_t{});
-      return true;
-    case NpyDType::U8:
-      readInts(uint8_t{});
-      return true;
-    default:
-      error = path + ": input '" + spec.name + "' must be an integer array";
-      return false;
-    }
-  }
-  out.kind = HostTensor::Kind::Float;
-  if (array.dtype != NpyDType::F32 && array.dtype != NpyDType::F64 &&
-      array.dtype != NpyDType::F16) {
-    error = path + ": input '" + spec.name + "' must be a float array, got dtype " +
-            mixprec::support::npyDTypeDescr(array.dtype);
-    return false;
-  }
-  return mixprec::support::npyToFloat32(array, out.floats, error);
-}
-
-/// The size of the table a gather reads with this input, or 0 if none.
-int64_t gatherRange(func::FuncOp func, unsigned argIndex) {
-  Value arg = func.getArgument(argIndex);
-  for (Operation *user : arg.getUsers())
-    if (auto gather = dyn_cast<mixprec::graph::GatherOp>(user))
-      if (gather.getIndices() == arg)
-        return cast<RankedTensorType>(gather.getData().getType()).getShape()[gather.getAxis()];
-  return 0;
-}
-
-/// Random input for `spec`: normal floats, indices valid for their gather.
-HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_64 &rng) {
-  HostTensor t;
-  t.shape = spec.shape;
-  int64_t n = t.numElements();
-  if (spec.elementType.isInteger(1)) {
-    t.kind = HostTensor::Kind::Bool;
-    std::bernoulli_distribution coin(0.5);
-    for (int64_t i = 0; i < n; ++i)
-      t.bools.push_back(coin(rng));
-  } else if (isa<IntegerType>(spec.elementType)) {
-    t.kind = HostTensor::Kind::Int;
-    std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(indexRange, 2) - 1);
-    for (int64_t i = 0; i < n; ++i)
-      t.ints.push_back(pick(rng));
-  } else {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < n; ++i)
-      t.floats.push_back(normal(rng));
-  }
-  return t;
-}
-
-/// Turns a graph output name into a file name (ONNX names may hold '/').
-std::string fileNameFor(const std::string &name) {
-  std::string s = name;
-  for (char &c : s)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-      c = '_';
-  if (s.empty() || s[0] == '.')
-    s = "_" + s;
-  return s + ".npy";
-}
-
-/// Writes one output tensor as .npy (float32, int64 or bool).
-bool writeOutput(const HostTensor &t, const std::string &path, std::string &error) {
-  using mixprec::support::NpyArray;
-  using mixprec::support::NpyDType;
-  NpyArray array;
-  array.shape = t.shape;
-  auto bytesOf = [&](const auto &values, NpyDType dtype) {
-    array.dtype = dtype;
-    const uint8_t *p = reinterpret_cast<const uint8_t *>(values.data());
-    array.data.assign(p, p + values.size() * sizeof(values[0]));
-  };
-  switch (t.kind) {
-  case HostTensor::Kind::Float:
-    bytesOf(t.floats, NpyDType::F32);
-    break;
-  case HostTensor::Kind::Int:
-    bytesOf(t.ints, NpyDType::I64);
-    break;
-  case HostTensor::Kind::Bool:
-    bytesOf(t.bools, NpyDType::Bool);
-    break;
-  }
-  return mixprec::support::writeNpy(path, array, error);
 }
 
 int runRun(llvm::ArrayRef<std::string> args) {
@@ -286,36 +145,9 @@ int runRun(llvm::ArrayRef<std::string> args) {
   double importMs = millisecondsSince(importStart);
   GraphSignature sig = mixprec::compiler::getSignature(func);
 
-  std::vector<HostTensor> inputs(sig.inputs.size());
-  std::vector<bool> given(sig.inputs.size(), false);
-  for (const auto &[name, path] : inputFiles) {
-    auto it = std::find_if(sig.inputs.begin(), sig.inputs.end(),
-                           [&](const TensorSpec &s) { return s.name == name; });
-    if (it == sig.inputs.end()) {
-      std::string known;
-      for (const TensorSpec &s : sig.inputs)
-        known += (known.empty() ? "" : ", ") + s.name;
-      return fail("--input " + name + "=" + path + ": the model has no input '" + name +
-                  "' (its inputs: " + known + ")");
-    }
-    size_t index = it - sig.inputs.begin();
-    if (given[index])
-      return fail("--input: input '" + name + "' given twice");
-    mixprec::support::NpyArray array;
-    if (!mixprec::support::readNpy(path, array, error) ||
-        !tensorFromNpy(*it, path, array, inputs[index], error))
-      return fail(error);
-    given[index] = true;
-  }
-  if (!inputFiles.empty())
-    for (size_t i = 0; i < sig.inputs.size(); ++i)
-      if (!given[i])
-        return fail("input '" + sig.inputs[i].name +
-                    "' not given (give every input with --input, or none for random ones)");
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (!given[i])
-      inputs[i] = randomInput(sig.inputs[i], gatherRange(func, i), rng);
+  std::vector<HostTensor> inputs;
+  if (!loadInputs(func, sig, inputFiles, seed, inputs, error))
+    return fail(error);
 
   mixprec::compiler::Interpreter interpreter(func);
   auto prepareStart = std::chrono::steady_clock::now();
@@ -351,6 +183,20 @@ int runRun(llvm::ArrayRef<std::string> args) {
   return 0;
 }
 
+int runCompile(llvm::ArrayRef<std::string> rawArgs) {
+  CompileArgs args;
+  if (int rc = parseCompileArgs("compile", rawArgs, args))
+    return rc;
+  if (args.emit != "mlir")
+    return usageError("compile: --emit takes mlir, got '" + args.emit + "'");
+  MLIRContext context;
+  mixprec::tools::loadDialects(context);
+  OwningOpRef<ModuleOp> module = compileModel(context, args);
+  if (!module)
+    return 1;
+  return emitModule(*module, args.output);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -372,5 +218,7 @@ int main(int argc, char **argv) {
     return runImport(rest);
   if (command == "run")
     return runRun(rest);
+  if (command == "compile")
+    return runCompile(rest);
   return usageError("unknown command '" + command + "'");
 }

@@ -27,6 +27,14 @@ def Graph_Dialect : Dialect {
     /// Discardable attribute names understood by the dialect.
     static constexpr ::llvm::StringLiteral kNameAttr = "mp.name";
     static constexpr ::llvm::StringLiteral kReasonAttr = "mp.reason";
+    /// The dtype --mp-assign-precision chose (a TypeAttr).
+    static constexpr ::llvm::StringLiteral kPrecisionAttr = "mp.precision";
+    /// Calibration evidence of an op's first result (f32 FloatAttrs): the
+    /// largest |x|, and the share of non-zero values below FP16's normal range.
+    static constexpr ::llvm::StringLiteral kCalibAmaxAttr = "mp.calib_amax";
+    static constexpr ::llvm::StringLiteral kCalibUnderflowAttr = "mp.calib_underflow";
+    /// On a function: graph inputs and outputs keep their original dtypes.
+    static constexpr ::llvm::StringLiteral kKeepIoTypesAttr = "mp.keep_io_types";
   }];
 }
 

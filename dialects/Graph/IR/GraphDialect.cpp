@@ -17,12 +17,22 @@ void GraphDialect::initialize() {
 }
 
 LogicalResult GraphDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
-  if (attr.getName() == kNameAttr || attr.getName() == kReasonAttr) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << attr.getName().getValue()
-                             << "' must be a string attribute";
-    return success();
+  StringRef name = attr.getName().getValue();
+  auto expect = [&](bool ok, StringRef what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << "'" << name << "' must be " << what;
+  };
+  if (name == kNameAttr || name == kReasonAttr)
+    return expect(isa<StringAttr>(attr.getValue()), "a string attribute");
+  if (name == kPrecisionAttr) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    return expect(type && isa<FloatType>(type.getValue()), "a float type attribute");
   }
+  if (name == kCalibAmaxAttr || name == kCalibUnderflowAttr)
+    return expect(isa<FloatAttr>(attr.getValue()), "a float attribute");
+  if (name == kKeepIoTypesAttr)
+    return expect(isa<UnitAttr>(attr.getValue()), "a unit attribute");
   return op->emitError() << "unknown mp dialect attribute '" << attr.getName().getValue()
                          << "'";
 }

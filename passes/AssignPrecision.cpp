@@ -1,0 +1,384 @@
+//===- AssignPrecision.cpp - --mp-assign-precision -------------------------===//
+#include "passes/Passes.h"
+#include "passes/PrecisionUtils.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+namespace mixprec::passes {
+#define GEN_PASS_DEF_ASSIGNPRECISIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mixprec::passes
+
+using namespace mlir;
+using mixprec::graph::GraphDialect;
+
+namespace mixprec::passes {
+namespace {
+
+constexpr double kFp16Max = 65504.0;
+
+/// One user override: which ops it names, and what it asks.
+struct Override {
+  std::string entry;   ///< as the user wrote it, for reasons and errors
+  std::string pattern; ///< op type or op-name glob
+  Type dtype;          ///< f32 for keep-fp32
+  bool matched = false;
+};
+
+/// The settings the pass runs with, from options and the policy file.
+struct Policy {
+  Type target;
+  bool keepIoTypes = true;
+  std::vector<Override> overrides; ///< force entries first, then keep-fp32
+  double fp16Margin = 2.0;
+  double underflowThreshold = 0.5;
+  Type overflowFallback;
+};
+
+/// Whether `pattern` names the op by type ("softmax", "mp.softmax") or by
+/// a glob over its node name.
+bool matches(Operation *op, StringRef pattern) {
+  StringRef type = opTypeName(op);
+  if (pattern == type || pattern == op->getName().getStringRef())
+    return true;
+  std::string name = opName(op);
+  if (name.empty())
+    return false;
+  auto glob = llvm::GlobPattern::create(pattern);
+  return glob && glob->match(name);
+}
+
+/// Splits "GLOB:DTYPE" at the last colon (globs may not hold one).
+LogicalResult parseForce(MLIRContext *ctx, StringRef entry, Override &out,
+                         std::string &error) {
+  size_t colon = entry.rfind(':');
+  if (colon == StringRef::npos || colon == 0) {
+    error = "force entry '" + entry.str() + "' must be NAME:DTYPE";
+    return failure();
+  }
+  std::optional<Type> dtype = parseDType(ctx, entry.drop_front(colon + 1));
+  if (!dtype) {
+    error = "force entry '" + entry.str() + "': unknown dtype '" +
+            entry.drop_front(colon + 1).str() + "' (use fp32, tf32, bf16, fp16 or fp8)";
+    return failure();
+  }
+  out = {entry.str(), entry.take_front(colon).str(), *dtype};
+  return success();
+}
+
+/// Reads a JSON policy file into `policy`; unknown keys are errors.
+LogicalResult readPolicyFile(MLIRContext *ctx, StringRef path, Policy &policy,
+                             std::vector<std::string> &forces,
+                             std::vector<std::string> &keeps, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "policy file '" + path.str() + "': " + buffer.getError().message();
+    return failure();
+  }
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    error = "policy file '" + path.str() + "' does not parse: " +
+            llvm::toString(parsed.takeError());
+    return failure();
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root) {
+    error = "policy file '" + path.str() + "' must hold a JSON object";
+    return failure();
+  }
+  auto bad = [&](StringRef key, StringRef want) {
+    error = "policy file '" + path.str() + "': key '" + key.str() + "' must be " + want.str();
+    return failure();
+  };
+  for (const auto &[key, value] : *root) {
+    if (key == "precision") {
+      std::optional<StringRef> s = value.getAsString();
+      std::optional<Type> t = s ? parseDType(ctx, *s) : std::nullopt;
+      if (!t)
+        return bad(key, "one of fp32, tf32, bf16, fp16, fp8");
+      policy.target = *t;
+    } else if (key == "keep_io_types") {
+      std::optional<bool> b = value.getAsBoolean();
+      if (!b)
+        return bad(key, "a boolean");
+      policy.keepIoTypes = *b;
+    } else if (key == "keep_fp32") {
+      const llvm::json::Array *list = value.getAsArray();
+      if (!list)
+        return bad(key, "an array of op types or name globs");
+      for (const llvm::json::Value &v : *list) {
+        std::optional<StringRef> s = v.getAsString();
+        if (!s)
+          return bad(key, "an array of strings");
+        keeps.push_back(s->str());
+      }
+    } else if (key == "force") {
+      const llvm::json::Object *map = value.getAsObject();
+      if (!map)
+        return bad(key, "an object mapping op types or name globs to dtypes");
+      for (const auto &[glob, dtype] : *map) {
+        std::optional<StringRef> s = dtype.getAsString();
+        if (!s)
+          return bad(key, "an object of strings");
+        forces.push_back(glob.str() + ":" + s->str());
+      }
+    } else if (key == "fp16_margin" || key == "underflow_threshold") {
+      std::optional<double> d = value.getAsNumber();
+      if (!d || *d <= 0)
+        return bad(key, "a positive number");
+      (key == "fp16_margin" ? policy.fp16Margin : policy.underflowThreshold) = *d;
+    } else if (key == "overflow_fallback") {
+      std::optional<StringRef> s = value.getAsString();
+      if (!s || (*s != "bf16" && *s != "fp32"))
+        return bad(key, "\"bf16\" or \"fp32\"");
+      policy.overflowFallback = *parseDType(ctx, *s);
+    } else {
+      error = "policy file '" + path.str() + "': unknown key '" + key.str() +
+              "' (known: precision, keep_io_types, keep_fp32, force, fp16_margin, "
+              "underflow_threshold, overflow_fallback)";
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// Ranks dtypes for widest-input promotion.
+int width(Type t) {
+  if (t.isF32() || isa<FloatTF32Type>(t))
+    return 32;
+  return t.getIntOrFloatBitWidth();
+}
+
+/// The widest of two dtypes; f16 and bf16 together promote to f32, as
+/// torch.promote_types does.
+Type widest(Type a, Type b) {
+  if (!a)
+    return b;
+  if (!b || a == b)
+    return a;
+  if (width(a) == width(b))
+    return Float32Type::get(a.getContext());
+  return width(a) > width(b) ? a : b;
+}
+
+/// Formats a number compactly for reasons ("1.3e+05").
+std::string shortNumber(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.3g", v);
+  return buffer;
+}
+
+//===----------------------------------------------------------------------===//
+// --mp-assign-precision
+//===----------------------------------------------------------------------===//
+
+struct AssignPrecisionPass
+    : public impl::AssignPrecisionPassBase<AssignPrecisionPass> {
+  using AssignPrecisionPassBase::AssignPrecisionPassBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult buildPolicy(Policy &policy);
+
+  /// The dtype an op's float result is assumed to have before casts: the
+  /// assigned precision (FP8 GEMMs write BF16), or the type it has.
+  Type valueDType(Value v, const Policy &policy);
+
+  /// Decides the dtype and reason of one op.
+  std::pair<Type, std::string> decide(Operation *op, Policy &policy);
+};
+
+LogicalResult AssignPrecisionPass::buildPolicy(Policy &policy) {
+  MLIRContext *ctx = &getContext();
+  func::FuncOp func = getOperation();
+  std::string error;
+  std::optional<Type> target = parseDType(ctx, precision);
+  if (!target || isa<Float8E5M2Type>(*target)) {
+    func.emitError() << "unknown precision '" << precision
+                     << "' (use fp32, tf32, bf16, fp16 or fp8)";
+    return failure();
+  }
+  policy.target = *target;
+  policy.keepIoTypes = keepIoTypes;
+  policy.fp16Margin = fp16Margin;
+  policy.underflowThreshold = underflowThreshold;
+  std::optional<Type> fallback = parseDType(ctx, overflowFallback);
+  if (!fallback || !(fallback->isBF16() || fallback->isF32())) {
+    func.emitError() << "overflow-fallback must be bf16 or fp32, got '" << overflowFallback
+                     << "'";
+    return failure();
+  }
+  policy.overflowFallback = *fallback;
+
+  std::vector<std::string> forces(force.begin(), force.end());
+  std::vector<std::string> keeps(keepFp32.begin(), keepFp32.end());
+  if (!policyFile.empty() &&
+      failed(readPolicyFile(ctx, policyFile, policy, forces, keeps, error))) {
+    func.emitError() << error;
+    return failure();
+  }
+  for (const std::string &entry : forces) {
+    Override o;
+    if (failed(parseForce(ctx, entry, o, error))) {
+      func.emitError() << error;
+      return failure();
+    }
+    policy.overrides.push_back(o);
+  }
+  for (const std::string &entry : keeps)
+    policy.overrides.push_back({"keep-fp32=" + entry, entry, Float32Type::get(ctx)});
+  for (Override &o : policy.overrides)
+    if (o.entry.rfind("keep-fp32=", 0) != 0)
+      o.entry = "force=" + o.entry;
+  return success();
+}
+
+Type AssignPrecisionPass::valueDType(Value v, const Policy &policy) {
+  Type type = cast<RankedTensorType>(v.getType()).getElementType();
+  if (!isa<FloatType>(type))
+    return nullptr;
+  if (isa<BlockArgument>(v))
+    return policy.keepIoTypes || policy.target.isF32() || isa<FloatTF32Type>(policy.target)
+               ? type
+               : (isa<Float8E4M3FNType>(policy.target) ? BFloat16Type::get(v.getContext())
+                                                       : policy.target);
+  Operation *producer = v.getDefiningOp();
+  // Constants adapt to their consumers (weights are stored in the dtype
+  // that uses them), so they never promote an op.
+  if (isa<graph::ConstantOp>(producer))
+    return nullptr;
+  if (auto assigned = producer->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr)) {
+    Type t = assigned.getValue();
+    if (isa<FloatTF32Type>(t))
+      return Float32Type::get(t.getContext());
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(t))
+      return BFloat16Type::get(t.getContext()); // FP8 GEMMs write BF16
+    return t;
+  }
+  return type;
+}
+
+std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &policy) {
+  MLIRContext *ctx = &getContext();
+  Type f32 = Float32Type::get(ctx);
+  OpClass opClass = classifyOp(op);
+
+  for (Override &o : policy.overrides)
+    if (matches(op, o.pattern)) {
+      o.matched = true;
+      return {o.dtype, "override:" + o.entry};
+    }
+
+  Type dtype;
+  std::string reason;
+  switch (opClass) {
+  case OpClass::LowPrecision:
+    dtype = policy.target;
+    reason = "policy:lowp";
+    if (isa<Float8E4M3FNType>(dtype) && !supportsFp8(op)) {
+      dtype = BFloat16Type::get(ctx);
+      reason = "policy:lowp(no-fp8-gemm)";
+    }
+    break;
+  case OpClass::Fp32:
+    return {f32, "policy:fp32"};
+  case OpClass::Follow: {
+    for (Value operand : op->getOperands())
+      dtype = widest(dtype, valueDType(operand, policy));
+    reason = "follow:widest-input";
+    // An op fed only by constants (an embedding lookup, a weight transpose)
+    // keeps their dtype, as an FP32 parameter does under autocast.
+    if (!dtype) {
+      dtype = f32;
+      reason = "follow:constant-inputs";
+    }
+    break;
+  }
+  case OpClass::Constant:
+    return {nullptr, ""};
+  }
+
+  // Range evidence moves ops out of FP16.
+  if (dtype.isF16()) {
+    if (auto amax = op->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr)) {
+      double a = amax.getValueAsDouble();
+      if (!(a * policy.fp16Margin <= kFp16Max))
+        return {policy.overflowFallback, "range:amax=" + shortNumber(a) + "*" +
+                                             shortNumber(policy.fp16Margin) + ">fp16_max"};
+    }
+    if (auto share = op->getAttrOfType<FloatAttr>(GraphDialect::kCalibUnderflowAttr)) {
+      double s = share.getValueAsDouble();
+      if (s > policy.underflowThreshold)
+        return {f32, "range:underflow=" + shortNumber(100 * s) + "%<fp16_min_normal"};
+    }
+  }
+  return {dtype, reason};
+}
+
+void AssignPrecisionPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  MLIRContext *ctx = &getContext();
+  Policy policy;
+  if (failed(buildPolicy(policy)))
+    return signalPassFailure();
+
+  bool failedOp = false;
+  func.walk([&](Operation *op) {
+    if (!isa<GraphDialect>(op->getDialect()) || isa<graph::ConstantOp>(op))
+      return;
+    // Ops that are already typed for a precision (casts, FP8 scaling) keep it.
+    if (isa<graph::CastOp, graph::QuantizeOp, graph::DequantizeOp, graph::AmaxOp>(op))
+      return;
+    bool hasFloatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
+      return isa<FloatType>(cast<RankedTensorType>(t).getElementType());
+    });
+    if (!hasFloatResult)
+      return; // integer/bool data movement has no precision to choose
+    auto [dtype, reason] = decide(op, policy);
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(dtype) && !supportsFp8(op)) {
+      op->emitError() << "cannot run in " << dtype << " (" << reason
+                      << "): only linear layers and matmuls by a 2-D constant weight "
+                         "have FP8 GEMMs";
+      failedOp = true;
+      return;
+    }
+    if (isa<Float8E5M2Type>(dtype)) {
+      op->emitError() << "cannot run in f8E5M2 (" << reason
+                      << "): E5M2 is for gradients; forward GEMMs use f8E4M3FN";
+      failedOp = true;
+      return;
+    }
+    if (isa<FloatTF32Type>(dtype) && classifyOp(op) != OpClass::LowPrecision) {
+      dtype = Float32Type::get(ctx); // TF32 is a GEMM compute mode only
+    }
+    op->setAttr(GraphDialect::kPrecisionAttr, TypeAttr::get(dtype));
+    op->setAttr(GraphDialect::kReasonAttr, StringAttr::get(ctx, reason));
+    if (accumulates(op) && !op->hasAttr("acc_type"))
+      op->setAttr("acc_type", TypeAttr::get(Float32Type::get(ctx)));
+  });
+  if (failedOp)
+    return signalPassFailure();
+
+  for (const Override &o : policy.overrides)
+    if (!o.matched) {
+      func.emitError() << "override '" << o.entry << "' matches no op type or op name in @"
+                       << func.getSymName();
+      return signalPassFailure();
+    }
+  if (policy.keepIoTypes)
+    func->setAttr(GraphDialect::kKeepIoTypesAttr, UnitAttr::get(ctx));
+  else
+    func->removeAttr(GraphDialect::kKeepIoTypesAttr);
+}
+
+} // namespace
+} // namespace mixprec::passes

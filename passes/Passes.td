@@ -1,0 +1,91 @@
+//===- Passes.td - mixprec graph passes --------------------------------===//
+#ifndef MIXPREC_PASSES
+#define MIXPREC_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def AssignPrecisionPass : Pass<"mp-assign-precision", "mlir::func::FuncOp"> {
+  let summary = "Choose a dtype, an accumulator type and a reason for every mp op";
+  let description = [{
+    Classifies each op (DESIGN.md): `lowp` GEMM-class ops run in the target
+    precision with an f32 accumulator; `fp32` ops (softmax, norms,
+    reductions, exp/log/pow/sqrt/rsqrt/erf/reciprocal) run in f32; `follow`
+    ops take the widest dtype among their inputs, where constants adapt to
+    the other operands instead of promoting them. Overrides by op type or
+    op-name glob (`keep-fp32=`, `force=NAME:DTYPE`, or a JSON `policy=`
+    file) come next, then range evidence: an op whose calibrated amax
+    (`mp.calib_amax`) times `fp16-margin` exceeds 65504, or whose share of
+    FP16-subnormal values (`mp.calib_underflow`) exceeds
+    `underflow-threshold`, leaves FP16.
+
+    The pass only annotates; `--mp-insert-casts` changes types.
+    ```mlir
+    %0 = mp.matmul %a, %b : (...) -> tensor<8x8xf32>
+    // after --mp-assign-precision=precision=bf16:
+    %0 = mp.matmul %a, %b {acc_type = f32, mp.precision = bf16,
+                           mp.reason = "policy:lowp"} : (...) -> tensor<8x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "Target precision: fp32, tf32, bf16, fp16 or fp8">,
+    Option<"keepIoTypes", "keep-io-types", "bool", "true",
+           "Keep graph inputs and outputs in their original dtype">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Op types (softmax, mp.matmul) or op-name globs kept in FP32">,
+    ListOption<"force", "force", "std::string",
+               "NAME_GLOB:DTYPE overrides (dtype fp32, tf32, bf16, fp16, fp8)">,
+    Option<"policyFile", "policy", "std::string", "\"\"",
+           "JSON policy file with the same settings">,
+    Option<"fp16Margin", "fp16-margin", "double", "2.0",
+           "Leave FP16 when calibrated amax * margin > 65504">,
+    Option<"underflowThreshold", "underflow-threshold", "double", "0.5",
+           "Leave FP16 when this share of non-zero values is below 6.1e-5">,
+    Option<"overflowFallback", "overflow-fallback", "std::string", "\"bf16\"",
+           "Where FP16 overflow goes: bf16 or fp32">,
+  ];
+}
+
+def FoldCastsPass : Pass<"mp-fold-casts", "mlir::func::FuncOp"> {
+  let summary = "Remove exact cast pairs and store constants in their cast dtype";
+  let description = [{
+    Folds a cast to the same type, a widening cast followed by the narrowing
+    cast back (`bf16 -> f32 -> bf16` is the identity), chains of widening
+    casts, and duplicate casts of one value. A narrowing cast followed by a
+    widening one (`f32 -> bf16 -> f32`) rounds, so it stays. A cast of a
+    constant becomes a constant of the cast dtype, rounded at compile time
+    exactly as the run-time cast would round.
+    ```mlir
+    %w = mp.constant dense<0.1> : tensor<4xf32>
+    %c = mp.cast %w : tensor<4xf32> -> tensor<4xbf16>
+    // after:
+    %c = mp.constant dense<1.000980e-01> : tensor<4xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
+def InsertCastsPass : Pass<"mp-insert-casts", "mlir::func::FuncOp"> {
+  let summary = "Materialize assigned dtypes with a cast at every dtype boundary";
+  let description = [{
+    Gives every op annotated by `--mp-assign-precision` its assigned result
+    element type and casts each operand that arrives in another dtype. With
+    `mp.keep_io_types` on the function (set by the assignment pass), graph
+    outputs are cast back to their original dtype; otherwise the function
+    signature takes the new types. Inserts nothing else.
+    ```mlir
+    %0 = mp.relu %x {mp.precision = bf16} : tensor<4xf32>
+    // after:
+    %c = mp.cast %x : tensor<4xf32> -> tensor<4xbf16>
+    %0 = mp.relu %c : tensor<4xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
+#endif // MIXPREC_PASSES

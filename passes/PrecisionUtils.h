@@ -1,0 +1,52 @@
+//===- PrecisionUtils.h - dtype names, op classes, op names ----*- C++ -*-===//
+//
+// Shared by the precision passes, the report and the CLI: how a dtype is
+// spelled, which class of the default policy an op belongs to, and the name
+// an op is matched by.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_PASSES_PRECISIONUTILS_H
+#define MIXPREC_PASSES_PRECISIONUTILS_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+
+#include <optional>
+#include <string>
+
+namespace mixprec::passes {
+
+/// The op classes of the default policy (DESIGN.md).
+enum class OpClass { LowPrecision, Fp32, Follow, Constant };
+
+/// Returns the class of an mp op.
+OpClass classifyOp(mlir::Operation *op);
+
+/// "lowp", "fp32", "follow" or "constant".
+const char *opClassName(OpClass c);
+
+/// Whether the op sums or normalizes, and so carries an accumulator type.
+bool accumulates(mlir::Operation *op);
+
+/// Whether the op can run as an FP8 GEMM (cuBLASLt): a linear layer, or a
+/// matmul whose right operand is a 2-D constant weight.
+bool supportsFp8(mlir::Operation *op);
+
+/// Parses fp32/f32, tf32, bf16, fp16/f16, fp8/f8E4M3FN, f8E5M2.
+std::optional<mlir::Type> parseDType(mlir::MLIRContext *ctx, llvm::StringRef name);
+
+/// The MLIR spelling of a type ("bf16", "f8E4M3FN").
+std::string dtypeName(mlir::Type t);
+
+/// The node name of an op (its NameLoc), or "" when it has none.
+std::string opName(mlir::Operation *op);
+
+/// The op type without the dialect prefix ("softmax").
+llvm::StringRef opTypeName(mlir::Operation *op);
+
+/// Bytes per element of a storage dtype (tf32 counts as f32).
+unsigned dtypeBytes(mlir::Type t);
+
+} // namespace mixprec::passes
+
+#endif // MIXPREC_PASSES_PRECISIONUTILS_H

@@ -1,0 +1,331 @@
+//===- CliCommon.cpp - pieces shared by the mixprec subcommands ------------===//
+#include "tools/mixprec/CliCommon.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/ShapeInference.h"
+#include "runtime/src/support/Npy.h"
+#include "tools/mixprec/ModelLoader.h"
+
+#include "mlir/IR/AsmState.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+using namespace mlir;
+using mixprec::compiler::GraphSignature;
+using mixprec::compiler::HostTensor;
+using mixprec::compiler::TensorSpec;
+
+namespace mixprec::tools {
+namespace {
+
+/// Converts an .npy array to a host tensor of the kind `spec` needs.
+bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
+                   const mixprec::support::NpyArray &array, HostTensor &out,
+                   std::string &error) {
+  using mixprec::support::NpyDType;
+  out.shape = array.shape;
+  if (array.shape != spec.shape) {
+    error = path + ": input '" + spec.name + "' has shape " +
+            mixprec::graph::formatShape(array.shape) + ", the model expects " +
+            mixprec::graph::formatShape(spec.shape);
+    return false;
+  }
+  int64_t n = array.numElements();
+  auto readInts = [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = reinterpret_cast<const T *>(array.data.data());
+    out.ints.assign(p, p + n);
+  };
+  if (spec.elementType.isInteger(1)) {
+    if (array.dtype != NpyDType::Bool && array.dtype != NpyDType::U8) {
+      error = path + ": input '" + spec.name + "' must be a bool array";
+      return false;
+    }
+    out.kind = HostTensor::Kind::Bool;
+    out.bools.assign(array.data.begin(), array.data.end());
+    for (uint8_t &b : out.bools)
+      b = b != 0;
+    return true;
+  }
+  if (isa<IntegerType>(spec.elementType)) {
+    out.kind = HostTensor::Kind::Int;
+    switch (array.dtype) {
+    case NpyDType::I64:
+      readInts(int64_t{});
+      return true;
+    case NpyDType::I32:
+      readInts(int32_t{});
+      return true;
+    case NpyDType::I8:
+      readInts(int8_t{});
+      return true;
+    case NpyDType::U8:
+      readInts(uint8_t{});
+      return true;
+    default:
+      error = path + ": input '" + spec.name + "' must be an integer array";
+      return false;
+    }
+  }
+  out.kind = HostTensor::Kind::Float;
+  if (array.dtype != NpyDType::F32 && array.dtype != NpyDType::F64 &&
+      array.dtype != NpyDType::F16) {
+    error = path + ": input '" + spec.name + "' must be a float array, got dtype " +
+            mixprec::support::npyDTypeDescr(array.dtype);
+    return false;
+  }
+  return mixprec::support::npyToFloat32(array, out.floats, error);
+}
+
+/// The size of the table a gather reads with this input, or 0 if none.
+int64_t gatherRange(func::FuncOp func, unsigned argIndex) {
+  Value arg = func.getArgument(argIndex);
+  for (Operation *user : arg.getUsers())
+    if (auto gather = dyn_cast<mixprec::graph::GatherOp>(user))
+      if (gather.getIndices() == arg)
+        return cast<RankedTensorType>(gather.getData().getType()).getShape()[gather.getAxis()];
+  return 0;
+}
+
+/// Random input for `spec`: normal floats, indices valid for their gather.
+HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_64 &rng) {
+  HostTensor t;
+  t.shape = spec.shape;
+  int64_t n = t.numElements();
+  if (spec.elementType.isInteger(1)) {
+    t.kind = HostTensor::Kind::Bool;
+    std::bernoulli_distribution coin(0.5);
+    for (int64_t i = 0; i < n; ++i)
+      t.bools.push_back(coin(rng));
+  } else if (isa<IntegerType>(spec.elementType)) {
+    t.kind = HostTensor::Kind::Int;
+    std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(indexRange, 2) - 1);
+    for (int64_t i = 0; i < n; ++i)
+      t.ints.push_back(pick(rng));
+  } else {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      t.floats.push_back(normal(rng));
+  }
+  return t;
+}
+
+
+} // namespace
+
+int fail(const std::string &message) {
+  llvm::errs() << "mixprec: error: " << message << "\n";
+  return 1;
+}
+
+int usageError(const std::string &message) {
+  llvm::errs() << "mixprec: error: " << message << "\n" << kUsage;
+  return 2;
+}
+
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Prints IR with op locations (node names), so they survive a round trip.
+void printModule(ModuleOp module, llvm::raw_ostream &os) {
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
+  module.print(os, flags);
+  os << "\n";
+}
+
+
+/// Reads `--input NAME=FILE` arrays for the graph inputs, or makes random
+/// ones from `seed` when none are given. Fails naming the file or input.
+bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &inputFiles,
+                uint64_t seed, std::vector<HostTensor> &inputs, std::string &error,
+                llvm::StringRef flag) {
+  inputs.assign(sig.inputs.size(), HostTensor());
+  std::vector<bool> given(sig.inputs.size(), false);
+  for (const auto &[name, path] : inputFiles) {
+    auto it = std::find_if(sig.inputs.begin(), sig.inputs.end(),
+                           [&](const TensorSpec &s) { return s.name == name; });
+    if (it == sig.inputs.end()) {
+      std::string known;
+      for (const TensorSpec &s : sig.inputs)
+        known += (known.empty() ? "" : ", ") + s.name;
+      error = flag.str() + " " + name + "=" + path + ": the model has no input '" + name +
+              "' (its inputs: " + known + ")";
+      return false;
+    }
+    size_t index = it - sig.inputs.begin();
+    if (given[index]) {
+      error = flag.str() + ": input '" + name + "' given twice";
+      return false;
+    }
+    mixprec::support::NpyArray array;
+    if (!mixprec::support::readNpy(path, array, error) ||
+        !tensorFromNpy(*it, path, array, inputs[index], error))
+      return false;
+    given[index] = true;
+  }
+  if (!inputFiles.empty())
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      if (!given[i]) {
+        error = flag.str() + ": input '" + sig.inputs[i].name +
+                "' not given (give every input, or none for random ones)";
+        return false;
+      }
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (!given[i])
+      inputs[i] = randomInput(sig.inputs[i], gatherRange(func, i), rng);
+  return true;
+}
+
+/// Turns a graph output name into a file name (ONNX names may hold '/').
+std::string fileNameFor(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      c = '_';
+  if (s.empty() || s[0] == '.')
+    s = "_" + s;
+  return s + ".npy";
+}
+
+/// Writes one output tensor as .npy (float32, int64 or bool).
+bool writeOutput(const HostTensor &t, const std::string &path, std::string &error) {
+  using mixprec::support::NpyArray;
+  using mixprec::support::NpyDType;
+  NpyArray array;
+  array.shape = t.shape;
+  auto bytesOf = [&](const auto &values, NpyDType dtype) {
+    array.dtype = dtype;
+    const uint8_t *p = reinterpret_cast<const uint8_t *>(values.data());
+    array.data.assign(p, p + values.size() * sizeof(values[0]));
+  };
+  switch (t.kind) {
+  case HostTensor::Kind::Float:
+    bytesOf(t.floats, NpyDType::F32);
+    break;
+  case HostTensor::Kind::Int:
+    bytesOf(t.ints, NpyDType::I64);
+    break;
+  case HostTensor::Kind::Bool:
+    bytesOf(t.bools, NpyDType::Bool);
+    break;
+  }
+  return mixprec::support::writeNpy(path, array, error);
+}
+
+
+/// Splits "NAME=FILE" for --input/--calibrate; false if malformed.
+bool parseNamedFile(const std::string &spec, NamedFiles &out) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    return false;
+  out.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  return true;
+}
+
+/// Writes `module` to `output` (stdout when empty).
+int emitModule(ModuleOp module, const std::string &output) {
+  if (output.empty() || output == "-") {
+    printModule(module, llvm::outs());
+    return 0;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(output, ec);
+  if (ec)
+    return fail(output + ": cannot write: " + ec.message());
+  printModule(module, os);
+  return 0;
+}
+
+/// Parses the precision options; returns an exit code > 0 on a usage error.
+int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
+                     CompileArgs &out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    bool hasValue = i + 1 < args.size();
+    auto value = [&]() -> const std::string & { return args[++i]; };
+    if (a == "--precision" && hasValue) {
+      out.precision.precision = value();
+    } else if (a == "--policy" && hasValue) {
+      out.precision.policyFile = value();
+    } else if (a == "--keep-fp32" && hasValue) {
+      llvm::SmallVector<llvm::StringRef> parts;
+      llvm::StringRef(value()).split(parts, ',', -1, false);
+      for (llvm::StringRef p : parts)
+        out.precision.keepFp32.push_back(p.str());
+    } else if (a == "--force" && hasValue) {
+      out.precision.force.push_back(value());
+    } else if (a == "--no-keep-io-types") {
+      out.precision.keepIoTypes = false;
+    } else if ((a == "--fp16-margin" || a == "--underflow-threshold") && hasValue) {
+      const std::string &v = value();
+      char *end = nullptr;
+      double d = strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(d > 0))
+        return usageError(command.str() + ": " + a + " takes a positive number, got '" + v + "'");
+      (a == "--fp16-margin" ? out.precision.fp16Margin : out.precision.underflowThreshold) = d;
+    } else if (a == "--overflow-fallback" && hasValue) {
+      out.precision.overflowFallback = value();
+    } else if (a == "--calibrate" && hasValue) {
+      if (!parseNamedFile(value(), out.calibration))
+        return usageError(command.str() + ": --calibrate takes NAME=FILE.npy, got '" + args[i] + "'");
+    } else if (a == "--input" && hasValue) {
+      if (!parseNamedFile(value(), out.inputs))
+        return usageError(command.str() + ": --input takes NAME=FILE.npy, got '" + args[i] + "'");
+    } else if (a == "--seed" && hasValue) {
+      const std::string &v = value();
+      char *end = nullptr;
+      out.seed = strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0')
+        return usageError(command.str() + ": --seed takes an integer, got '" + v + "'");
+    } else if (a == "--emit" && hasValue) {
+      out.emit = value();
+    } else if (a == "-o" && hasValue) {
+      out.output = value();
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError(command.str() + ": unknown or incomplete option '" + a + "'");
+    } else if (out.model.empty()) {
+      out.model = a;
+    } else {
+      return usageError(command.str() + ": more than one model given");
+    }
+  }
+  if (out.model.empty())
+    return usageError(command.str() + ": no model given");
+  return 0;
+}
+
+/// Loads the model, calibrates it if asked, and runs the precision passes.
+/// Returns the annotated module, or null after printing the error.
+OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const CompileArgs &args) {
+  std::string error;
+  OwningOpRef<ModuleOp> module = mixprec::tools::loadModel(context, args.model, error);
+  if (!module) {
+    fail(error);
+    return nullptr;
+  }
+  if (!args.calibration.empty()) {
+    func::FuncOp func = mixprec::compiler::findEntryFunction(*module, error);
+    std::vector<HostTensor> inputs;
+    if (!func ||
+        !loadInputs(func, mixprec::compiler::getSignature(func), args.calibration, 0, inputs,
+                    error, "--calibrate") ||
+        !mixprec::compiler::calibrate(func, {inputs}, error)) {
+      fail(args.model + ": " + error);
+      return nullptr;
+    }
+  }
+  if (!mixprec::compiler::runPrecisionPipeline(*module, args.precision, error)) {
+    fail(args.model + ": " + error);
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace mixprec::tools
