@@ -127,7 +127,21 @@ struct FoldCastsPass : public impl::FoldCastsPassBase<FoldCastsPass> {
         op.erase();
       }
     }
+    bypassWideningIntoScaling(func);
     eraseDeadCastsAndConstants(func);
+  }
+
+  /// mp.amax and mp.quantize give the same result on a value and on its
+  /// exact widening, so they read the narrow value and the cast can go.
+  void bypassWideningIntoScaling(func::FuncOp func) {
+    func.walk([&](Operation *op) {
+      if (!isa<graph::AmaxOp, graph::QuantizeOp>(op))
+        return;
+      auto cast = op->getOperand(0).getDefiningOp<graph::CastOp>();
+      if (cast && isExactWidening(elementTypeOf(cast.getInput()), elementTypeOf(cast.getOutput())) &&
+          !isa<Float8E4M3FNType, Float8E5M2Type>(elementTypeOf(cast.getInput())))
+        op->setOperand(0, cast.getInput());
+    });
   }
 
   /// Removes casts and constants that nothing uses any more.

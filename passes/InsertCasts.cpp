@@ -43,11 +43,14 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
   if (!isa<FloatType>(elementTypeOf(operand)))
     return nullptr; // indices, masks
   if (isFP8(precision)) {
-    // --mp-insert-scaling quantizes GEMM operands straight from their own
-    // dtype (no double rounding through BF16); only the bias follows the
-    // BF16 output.
+    // GEMM operands meet in F32, which holds every input dtype exactly, so
+    // --mp-insert-scaling quantizes the original values (no double rounding
+    // through BF16); --mp-fold-casts then drops the widening cast. The bias
+    // follows the BF16 output.
     auto linear = dyn_cast<graph::LinearOp>(op);
-    return linear && operand == linear.getBias() ? resultDType(precision) : nullptr;
+    if (linear && operand == linear.getBias())
+      return resultDType(precision);
+    return Float32Type::get(op->getContext());
   }
   return resultDType(precision);
 }

@@ -88,4 +88,32 @@ def InsertCastsPass : Pass<"mp-insert-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
 }
 
+def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
+  let summary = "Quantize FP8 GEMM operands with per-tensor scales and track amax";
+  let description = [{
+    For every op whose `mp.precision` is FP8 (after `--mp-insert-casts`):
+    a constant weight is quantized at compile time (scale from its own amax,
+    so weights are stored in FP8 with an FP32 scale); an activation gets a
+    static scale from calibration (`mp.calib_amax` of its producer) when
+    `scaling=static` or `auto` finds one, else current scaling: an
+    `mp.amax` of the tensor, `mp.fp8_scale`, and `mp.quantize`. The GEMM
+    becomes `mp.scaled_matmul` / `mp.scaled_linear` with both scales.
+    scale = (fp8_max / amax) / 2^margin; quantization saturates.
+    ```mlir
+    %y = mp.linear %x, %w {mp.precision = f8E4M3FN} : (...) -> tensor<8x32xbf16>
+    // after:
+    %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
+    %s = mp.fp8_scale %a {format = f8E4M3FN} : tensor<f32> -> tensor<f32>
+    %q = mp.quantize %x, %s : (...) -> tensor<8x64xf8E4M3FN>
+    %y = mp.scaled_linear %q, %qw, %s, %sw : (...) -> tensor<8x32xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+  let options = [
+    Option<"scaling", "scaling", "std::string", "\"auto\"",
+           "Activation scales: current, static (needs calibration) or auto">,
+    Option<"margin", "margin", "int64_t", "0", "Scale margin: scale /= 2^margin">,
+  ];
+}
+
 #endif // MIXPREC_PASSES

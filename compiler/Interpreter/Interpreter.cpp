@@ -210,6 +210,18 @@ private:
 
   LogicalResult cast(graph::CastOp op, std::string &error);
 
+  /// Applies an FP8 GEMM's epilogue in FP32, as cuBLASLt does: multiply the
+  /// accumulator by both dequantization scales (1/scale), then add the bias.
+  void dequantizeGemm(std::vector<float> &acc, float scaleA, float scaleB, const float *bias,
+                      const cpu::Shape &biasShape, const cpu::Shape &outShape) {
+    float factor = (1.0f / scaleA) * (1.0f / scaleB);
+    for (float &v : acc)
+      v *= factor;
+    if (bias)
+      cpu::binary(cpu::BinaryOp::Add, acc.data(), outShape, bias, biasShape, acc.data(),
+                  outShape);
+  }
+
   llvm::DenseMap<Value, HostTensor> &env;
   const llvm::DenseMap<Value, HostTensor> &constants;
 };
@@ -480,6 +492,37 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         std::vector<float> r(get(o.getInput()).floats);
         for (float &v : r)
           v /= scale;
+        setFloat(o.getOutput(), std::move(r));
+        return success();
+      })
+      .Case<Fp8ScaleOp>([&](Fp8ScaleOp o) {
+        double amax = f(o.getAmax())[0];
+        auto format = o.getFormat().isFloat8E5M2() ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
+        float scale = 1.0f;
+        if (amax > 0 && std::isfinite(amax))
+          scale = static_cast<float>(num::formatMaxFinite(format) / amax /
+                                     std::ldexp(1.0, static_cast<int>(o.getMargin())));
+        setFloat(o.getScale(), {scale});
+        return success();
+      })
+      .Case<ScaledMatmulOp>([&](ScaledMatmulOp o) {
+        std::vector<float> r = alloc(o.getOutput());
+        cpu::matmul(f(o.getLhs()), shapeOf(o.getLhs()), f(o.getRhs()), shapeOf(o.getRhs()),
+                    r.data(), shapeOf(o.getOutput()));
+        dequantizeGemm(r, f(o.getLhsScale())[0], f(o.getRhsScale())[0], nullptr, {},
+                       shapeOf(o.getOutput()));
+        setFloat(o.getOutput(), std::move(r));
+        return success();
+      })
+      .Case<ScaledLinearOp>([&](ScaledLinearOp o) {
+        std::vector<float> r = alloc(o.getOutput());
+        cpu::linear(f(o.getInput()), shapeOf(o.getInput()), f(o.getWeight()),
+                    shapeOf(o.getWeight()), o.getTransposeWeight(), nullptr, {}, r.data(),
+                    shapeOf(o.getOutput()));
+        Value bias = o.getBias();
+        dequantizeGemm(r, f(o.getInputScale())[0], f(o.getWeightScale())[0],
+                       bias ? f(bias) : nullptr, bias ? shapeOf(bias) : cpu::Shape{},
+                       shapeOf(o.getOutput()));
         setFloat(o.getOutput(), std::move(r));
         return success();
       })

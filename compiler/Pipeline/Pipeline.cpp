@@ -54,6 +54,10 @@ bool runPrecisionPipeline(ModuleOp module, const PrecisionOptions &options,
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(passes::createAssignPrecisionPass(assign));
   funcPm.addPass(passes::createInsertCastsPass());
+  passes::InsertScalingPassOptions scaling;
+  scaling.scaling = options.fp8Scaling;
+  scaling.margin = options.fp8Margin;
+  funcPm.addPass(passes::createInsertScalingPass(scaling));
   funcPm.addPass(passes::createFoldCastsPass());
   if (failed(pm.run(module))) {
     error = firstError.empty() ? "the precision pipeline failed" : firstError;

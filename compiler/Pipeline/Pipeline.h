@@ -21,9 +21,12 @@ struct PrecisionOptions {
   double fp16Margin = 2.0;
   double underflowThreshold = 0.5;
   std::string overflowFallback = "bf16";
+  std::string fp8Scaling = "auto"; ///< current, static (calibrated) or auto
+  int64_t fp8Margin = 0;
 };
 
-/// Runs --mp-assign-precision, --mp-insert-casts and --mp-fold-casts on
+/// Runs --mp-assign-precision, --mp-insert-casts, --mp-insert-scaling and
+/// --mp-fold-casts on
 /// every function of `module`. On failure sets `error` to the first
 /// diagnostic (one line, naming the op or entry) and returns false.
 bool runPrecisionPipeline(mlir::ModuleOp module, const PrecisionOptions &options,

@@ -364,4 +364,45 @@ LogicalResult DequantizeOp::verify() {
   return verifyScale(*this, getScale());
 }
 
+LogicalResult Fp8ScaleOp::verify() {
+  if (!isFP8(getFormat()))
+    return emitOpError() << "format must be f8E4M3FN or f8E5M2, got " << getFormat();
+  if (getMargin() < 0)
+    return emitOpError() << "margin must be non-negative, got " << getMargin();
+  return success();
+}
+
+LogicalResult ScaledMatmulOp::verify() {
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getLhs()), elementTypeOf(getRhs()))) ||
+      failed(verifyScale(*this, getLhsScale())) || failed(verifyScale(*this, getRhsScale())))
+    return failure();
+  if (failed(verifyInferredShape(*this, matmulShape(shapeOf(getLhs()), shapeOf(getRhs())),
+                                 getOutput())))
+    return failure();
+  return verifyAccType(*this, getAccType());
+}
+
+LogicalResult ScaledLinearOp::verify() {
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
+                                    elementTypeOf(getWeight()))) ||
+      failed(verifyScale(*this, getInputScale())) ||
+      failed(verifyScale(*this, getWeightScale())))
+    return failure();
+  ShapeOrError inferred =
+      linearShape(shapeOf(getInput()), shapeOf(getWeight()), getTransposeWeight());
+  if (failed(verifyInferredShape(*this, inferred, getOutput())))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
+                                     elementTypeOf(getOutput()))))
+      return failure();
+    ShapeOrError withBias = broadcastShapes(inferred.shape, shapeOf(bias));
+    if (!withBias.ok() || ArrayRef<int64_t>(withBias.shape) != ArrayRef<int64_t>(inferred.shape))
+      return emitOpError() << "bias shape " << formatShape(shapeOf(bias))
+                           << " must broadcast to the output shape "
+                           << formatShape(inferred.shape);
+  }
+  return verifyAccType(*this, getAccType());
+}
+
 } // namespace mixprec::graph

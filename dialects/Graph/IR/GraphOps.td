@@ -495,4 +495,67 @@ def Graph_AmaxOp : Graph_Op<"amax", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
 }
 
+def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure]> {
+  let summary = "Computes an FP8 scale from an amax: (fp8_max / amax) / 2^margin";
+  let description = [{
+    The Transformer Engine scaling rule. `format` names the FP8 format whose
+    largest finite value is used (448 for f8E4M3FN, 57344 for f8E5M2). An
+    amax that is zero or not finite gives scale 1, so an all-zero tensor or
+    an overflowed one never produces an infinite or NaN scale.
+    ```mlir
+    %s = mp.fp8_scale %amax {format = f8E4M3FN, margin = 0 : i64} : tensor<f32> -> tensor<f32>
+    ```
+    Verifier: `format` is an FP8 type, margin >= 0.
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$amax, TypeAttr:$format,
+                       DefaultValuedAttr<I64Attr, "0">:$margin);
+  let results = (outs 0DTensorOf<[F32]>:$scale);
+  let assemblyFormat = "$amax attr-dict `:` type($amax) `->` type($scale)";
+  let hasVerifier = 1;
+}
+
+def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul", [Pure]> {
+  let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
+  let description = [{
+    `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
+    are FP8 tensors quantized with those scales (`mp.quantize`), the
+    products accumulate in FP32 and the result is rounded once to the
+    output dtype (BF16, F16 or F32). Matmul broadcasting rules.
+    ```mlir
+    %y = mp.scaled_matmul %qx, %qw, %sx, %sw {acc_type = f32}
+        : (tensor<8x64xf8E4M3FN>, tensor<64x32xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x32xbf16>
+    ```
+    Verifier: FP8 operand pair, non-FP8 result, shapes, rank-0 scales.
+  }];
+  let arguments = (ins MP_FP8Tensor:$lhs, MP_FP8Tensor:$rhs, MP_F32Tensor:$lhs_scale,
+                       MP_F32Tensor:$rhs_scale, MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_ScaledLinearOp : Graph_Op<"scaled_linear", [Pure]> {
+  let summary = "FP8 linear layer with per-tensor scales and an optional bias";
+  let description = [{
+    `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as
+    in `mp.linear` (`transpose_weight`), FP32 accumulation, one rounding to
+    the output dtype; the bias is added in FP32 before that rounding, as
+    cuBLASLt's bias epilogue does.
+    ```mlir
+    %y = mp.scaled_linear %qx, %qw, %sx, %sw, %b {transpose_weight = true}
+        : (tensor<8x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>)
+        -> tensor<8x32xbf16>
+    ```
+    Verifier: as `mp.linear`, plus FP8 operands and rank-0 scales.
+  }];
+  let arguments = (ins MP_FP8Tensor:$input, MP_FP8Tensor:$weight,
+                       MP_F32Tensor:$input_scale, MP_F32Tensor:$weight_scale,
+                       Optional<MP_NonFP8FloatTensor>:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weight,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // MIXPREC_GRAPH_OPS

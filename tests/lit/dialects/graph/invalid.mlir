@@ -13,9 +13,35 @@ func.func @attr$name_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Unknown mp.* attributes are rejected rather than silently kept.
 func.func @attr$unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown mp dialect attribute 'mp.precision'}}
+  // expected-error @+1 {{unknown mp dialect attribute 'mp.dtype'}}
+  %0 = mp.relu %x {mp.dtype = "bf16"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// mp.precision is a float type.
+func.func @attr$precision_not_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'mp.precision' must be a float type attribute}}
   %0 = mp.relu %x {mp.precision = "bf16"} : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Calibration evidence is a float.
+func.func @attr$calib_not_float(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'mp.calib_amax' must be a float attribute}}
+  %0 = mp.relu %x {mp.calib_amax = "big"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// mp.keep_io_types is a unit attribute.
+// expected-error @+1 {{'mp.keep_io_types' must be a unit attribute}}
+func.func @attr$keep_io_types(%x: tensor<4xf32>) -> tensor<4xf32> attributes {mp.keep_io_types = 1 : i64} {
+  return %x : tensor<4xf32>
 }
 
 // -----

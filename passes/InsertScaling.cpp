@@ -1,0 +1,173 @@
+//===- InsertScaling.cpp - --mp-insert-scaling -----------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "runtime/src/numerics/Rounding.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+namespace mixprec::passes {
+#define GEN_PASS_DEF_INSERTSCALINGPASS
+#include "passes/Passes.h.inc"
+} // namespace mixprec::passes
+
+using namespace mlir;
+using mixprec::graph::GraphDialect;
+namespace num = mixprec::numerics;
+
+namespace mixprec::passes {
+namespace {
+
+Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
+num::Format fp8Format(Type t) {
+  return isa<Float8E5M2Type>(t) ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
+}
+
+/// The Transformer Engine rule, with scale 1 for a zero or non-finite amax.
+float scaleFor(double amax, Type format, int64_t margin) {
+  if (!(amax > 0) || !std::isfinite(amax))
+    return 1.0f;
+  return static_cast<float>(num::formatMaxFinite(fp8Format(format)) / amax /
+                            std::ldexp(1.0, static_cast<int>(margin)));
+}
+
+/// A rank-0 f32 constant.
+Value scalarConstant(OpBuilder &b, Location loc, float v) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
+}
+
+/// An FP8 tensor and the scale it was quantized with.
+struct Quantized {
+  Value value;
+  Value scale;
+};
+
+/// Quantizes a constant at compile time with a scale from its own amax.
+std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp constant,
+                                          Type format, int64_t margin) {
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense)
+    return std::nullopt;
+  std::vector<float> values;
+  values.reserve(dense.getNumElements());
+  if (dense.getElementType().isF32()) {
+    auto range = dense.getValues<float>();
+    values.assign(range.begin(), range.end());
+  } else {
+    for (APFloat v : dense.getValues<APFloat>()) {
+      bool losesInfo = false;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+      values.push_back(v.convertToFloat());
+    }
+  }
+  double amax = 0;
+  for (float v : values)
+    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+  float scale = scaleFor(amax, format, margin);
+  for (float &v : values)
+    v *= scale;
+  std::vector<char> raw(values.size());
+  num::RoundOptions saturate;
+  saturate.saturate = true;
+  num::encodeArray(fp8Format(format), values.data(), raw.data(), values.size(), saturate);
+  auto type = cast<RankedTensorType>(dense.getType()).clone(format);
+  Location loc = constant.getLoc();
+  Value q = b.create<graph::ConstantOp>(loc, DenseElementsAttr::getFromRawBuffer(type, raw));
+  return Quantized{q, scalarConstant(b, loc, scale)};
+}
+
+//===----------------------------------------------------------------------===//
+// --mp-insert-scaling
+//===----------------------------------------------------------------------===//
+
+struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass> {
+  using InsertScalingPassBase::InsertScalingPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (scaling != "auto" && scaling != "current" && scaling != "static") {
+      func.emitError() << "scaling must be current, static or auto, got '" << scaling << "'";
+      return signalPassFailure();
+    }
+    if (margin < 0) {
+      func.emitError() << "margin must be non-negative, got " << margin;
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> gemms;
+    func.walk([&](Operation *op) {
+      auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
+      if (precision && isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) &&
+          isa<graph::MatmulOp, graph::LinearOp>(op))
+        gemms.push_back(op);
+    });
+    for (Operation *op : gemms)
+      if (failed(rewrite(op)))
+        return signalPassFailure();
+  }
+
+  /// Quantizes an operand of `user`: constants now, activations at run time.
+  FailureOr<Quantized> quantize(OpBuilder &b, Operation *user, Value v, Type format) {
+    if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+      if (std::optional<Quantized> q = quantizeConstant(b, constant, format, margin))
+        return *q;
+    Location loc = user->getLoc();
+    auto fp8Type = cast<RankedTensorType>(v.getType()).clone(format);
+    Operation *producer = v.getDefiningOp();
+    auto calibrated =
+        producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
+    if (scaling == "static" && !calibrated) {
+      user->emitError() << "scaling=static needs a calibrated amax for every FP8 GEMM input "
+                           "(run with calibration inputs, or use scaling=current)";
+      return failure();
+    }
+    Value scale;
+    if (calibrated && scaling != "current") {
+      scale = scalarConstant(b, loc, scaleFor(calibrated.getValueAsDouble(), format, margin));
+    } else {
+      auto scalar = RankedTensorType::get({}, b.getF32Type());
+      Value amax = b.create<graph::AmaxOp>(loc, scalar, v);
+      scale = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
+                                          b.getI64IntegerAttr(margin));
+    }
+    Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
+    return Quantized{q, scale};
+  }
+
+  /// Replaces an FP8 matmul or linear by its scaled form.
+  LogicalResult rewrite(Operation *op) {
+    Type format = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr).getValue();
+    OpBuilder b(op);
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    FailureOr<Quantized> qa = quantize(b, op, lhs, format);
+    if (failed(qa))
+      return failure();
+    FailureOr<Quantized> qb = quantize(b, op, rhs, format);
+    if (failed(qb))
+      return failure();
+    Operation *scaled;
+    Type resultType = op->getResult(0).getType();
+    if (auto linear = dyn_cast<graph::LinearOp>(op))
+      scaled = b.create<graph::ScaledLinearOp>(
+          op->getLoc(), resultType, qa->value, qb->value, qa->scale, qb->scale,
+          linear.getBias(), linear.getTransposeWeight(), linear.getAccTypeAttr());
+    else
+      scaled = b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa->value, qb->value,
+                                               qa->scale, qb->scale,
+                                               cast<graph::MatmulOp>(op).getAccTypeAttr());
+    for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
+                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr})
+      if (Attribute a = op->getAttr(name))
+        scaled->setAttr(name, a);
+    op->getResult(0).replaceAllUsesWith(scaled->getResult(0));
+    op->erase();
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mixprec::passes
