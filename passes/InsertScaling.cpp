@@ -165,6 +165,11 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
         scaled->setAttr(name, a);
     op->getResult(0).replaceAllUsesWith(scaled->getResult(0));
     op->erase();
+    // A weight now stored in FP8 leaves its wide original dead.
+    for (Value operand : {lhs, rhs})
+      if (auto constant = operand.getDefiningOp<graph::ConstantOp>())
+        if (constant->use_empty())
+          constant->erase();
     return success();
   }
 };

@@ -1,0 +1,28 @@
+// RUN: mixprec-opt --split-input-file --verify-diagnostics --mp-assign-precision="precision=bf16 force=relu:fp8" %s
+// RUN: not mixprec-opt --mp-assign-precision="precision=fp9" %s 2>&1 | FileCheck %s --check-prefix=PRECISION
+// RUN: not mixprec-opt --mp-assign-precision="precision=bf16 force=nothing_here:fp16" %s 2>&1 | FileCheck %s --check-prefix=NOMATCH
+// RUN: not mixprec-opt --mp-assign-precision="precision=bf16 force=fc:fp64" %s 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not mixprec-opt --mp-assign-precision="precision=bf16 force=fc" %s 2>&1 | FileCheck %s --check-prefix=FORM
+// RUN: not mixprec-opt --mp-assign-precision="precision=bf16 keep-fp32=lstm" %s 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-unknown-key.json" %s 2>&1 | FileCheck %s --check-prefix=KEY
+// RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-broken.json" %s 2>&1 | FileCheck %s --check-prefix=PARSE
+// RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/no-such-policy.json" %s 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not mixprec-opt --mp-assign-precision="precision=fp16 overflow-fallback=fp8" %s 2>&1 | FileCheck %s --check-prefix=FALLBACK
+
+// PRECISION: error: unknown precision 'fp9' (use fp32, tf32, bf16, fp16 or fp8)
+// NOMATCH: error: override 'force=nothing_here:fp16' matches no op type or op name in @main
+// DTYPE: error: force entry 'fc:fp64': unknown dtype 'fp64' (use fp32, tf32, bf16, fp16 or fp8)
+// FORM: error: force entry 'fc' must be NAME:DTYPE
+// KEEP: error: override 'keep-fp32=lstm' matches no op type or op name in @main
+// KEY: error: policy file '{{.*}}policy-unknown-key.json': unknown key 'loss_scale'
+// PARSE: error: policy file '{{.*}}policy-broken.json' does not parse
+// MISSING: error: policy file '{{.*}}no-such-policy.json': No such file or directory
+// FALLBACK: error: overflow-fallback must be bf16 or fp32, got 'fp8'
+
+// FP8 asked of an op that has no FP8 GEMM.
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{cannot run in 'f8E4M3FN' (override:force=relu:fp8): only linear layers and matmuls by a 2-D constant weight have FP8 GEMMs}}
+  %0 = mp.relu %x : tensor<4x8xf32>
+  %1 = mp.add %0, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32> loc("fc")
+  return %1 : tensor<4x8xf32>
+}

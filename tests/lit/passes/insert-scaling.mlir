@@ -1,0 +1,60 @@
+// RUN: mixprec-opt --split-input-file --mp-insert-scaling %s | FileCheck %s
+// RUN: mixprec-opt --split-input-file --mp-insert-scaling=scaling=current %s | FileCheck %s --check-prefix=CURRENT
+// RUN: mixprec-opt --split-input-file --mp-insert-scaling="scaling=auto margin=1" %s | FileCheck %s --check-prefix=MARGIN
+
+// Current scaling: the activation gets amax -> scale -> quantize; the
+// constant weight is quantized at compile time with its own scale
+// (amax 2 -> 448 / 2 = 224, so 2 -> 448 and -1 -> -224); the GEMM becomes
+// scaled_linear with both scales and keeps its bias, attributes and type.
+
+// CHECK-LABEL: func.func @fp8$linear_current
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32>, %[[B:.*]]: tensor<3xbf16>)
+// CHECK-NOT: tensor<3x2xf32>
+// CHECK: %[[A:.*]] = mp.amax %[[X]] : tensor<4x2xf32> -> tensor<f32>
+// CHECK: %[[S:.*]] = mp.fp8_scale %[[A]] {format = f8E4M3FN} : tensor<f32> -> tensor<f32>
+// CHECK: %[[Q:.*]] = mp.quantize %[[X]], %[[S]] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf8E4M3FN>
+// CHECK: %[[QW:.*]] = mp.constant dense<{{\[}}[4.480000e+02, -2.240000e+02], [1.120000e+02, 5.600000e+01], [2.240000e+02, 2.240000e+02]]> : tensor<3x2xf8E4M3FN>
+// CHECK: %[[SW:.*]] = mp.constant dense<2.240000e+02> : tensor<f32>
+// CHECK: %[[Y:.*]] = mp.scaled_linear %[[Q]], %[[QW]], %[[S]], %[[SW]], %[[B]] {acc_type = f32, mp.precision = f8E4M3FN, mp.reason = "policy:lowp", transpose_weight = true}
+// CHECK-SAME: -> tensor<4x3xbf16>
+// CHECK-NOT: mp.linear
+// CHECK: return %[[Y]]
+// MARGIN-LABEL: func.func @fp8$linear_current
+// MARGIN: mp.fp8_scale %{{.*}} {format = f8E4M3FN, margin = 1 : i64}
+// MARGIN: mp.constant dense<1.120000e+02> : tensor<f32>
+func.func @fp8$linear_current(%x: tensor<4x2xf32>, %b: tensor<3xbf16>) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[2.0, -1.0], [0.5, 0.25], [1.0, 1.0]]> : tensor<3x2xf32>
+  %0 = mp.linear %x, %w, %b {acc_type = f32, mp.precision = f8E4M3FN, mp.reason = "policy:lowp", transpose_weight = true} : (tensor<4x2xf32>, tensor<3x2xf32>, tensor<3xbf16>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}
+
+// -----
+
+// Static scaling from calibration: the producer's amax (8) gives the
+// constant scale 448 / 8 = 56, with no amax op; scaling=current ignores it.
+
+// CHECK-LABEL: func.func @fp8$matmul_static
+// CHECK: %[[R:.*]] = mp.relu
+// CHECK-NOT: mp.amax
+// CHECK-DAG: %[[S:.*]] = mp.constant dense<5.600000e+01> : tensor<f32>
+// CHECK: %[[Q:.*]] = mp.quantize %[[R]], %[[S]]
+// CHECK: mp.scaled_matmul %[[Q]], %{{.*}}, %[[S]], %{{.*}} {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf8E4M3FN>, tensor<2x2xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x2xbf16>
+// CURRENT-LABEL: func.func @fp8$matmul_static
+// CURRENT: mp.amax
+func.func @fp8$matmul_static(%x: tensor<4x2xf32>) -> tensor<4x2xbf16> {
+  %w = mp.constant dense<1.0> : tensor<2x2xf32>
+  %r = mp.relu %x {mp.calib_amax = 8.0 : f32} : tensor<4x2xf32>
+  %0 = mp.matmul %r, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xbf16>
+  return %0 : tensor<4x2xbf16>
+}
+
+// -----
+
+// Ops not assigned FP8 are left alone.
+// CHECK-LABEL: func.func @fp8$untouched
+// CHECK-NOT: mp.quantize
+// CHECK: mp.matmul
+func.func @fp8$untouched(%x: tensor<4x2xbf16>, %w: tensor<2x2xbf16>) -> tensor<4x2xbf16> {
+  %0 = mp.matmul %x, %w {mp.precision = bf16} : (tensor<4x2xbf16>, tensor<2x2xbf16>) -> tensor<4x2xbf16>
+  return %0 : tensor<4x2xbf16>
+}
