@@ -182,6 +182,18 @@ private:
     env[result] = HostTensor::makeFloat(shapeOf(result), std::move(values));
   }
 
+  /// A GEMM operand as the GEMM reads it: TF32 GEMMs round FP32 operands
+  /// to TF32 first; other dtypes were rounded when stored.
+  const float *gemmOperand(Operation *op, Value v, std::vector<float> &scratch) {
+    auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
+    if (!precision || !isa<FloatTF32Type>(precision.getValue()))
+      return f(v);
+    scratch = get(v).floats;
+    for (float &x : scratch)
+      x = num::roundToTf32(x);
+    return scratch.data();
+  }
+
   std::vector<float> alloc(Value result) {
     return std::vector<float>(cpu::numElements(shapeOf(result)));
   }
@@ -281,25 +293,28 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<CastOp>([&](CastOp o) { return cast(o, error); })
       .Case<MatmulOp>([&](MatmulOp o) {
-        std::vector<float> r = alloc(o.getOutput());
-        cpu::matmul(f(o.getLhs()), shapeOf(o.getLhs()), f(o.getRhs()), shapeOf(o.getRhs()),
-                    r.data(), shapeOf(o.getOutput()));
+        std::vector<float> r = alloc(o.getOutput()), sa, sb;
+        cpu::matmul(gemmOperand(o, o.getLhs(), sa), shapeOf(o.getLhs()),
+                    gemmOperand(o, o.getRhs(), sb), shapeOf(o.getRhs()), r.data(),
+                    shapeOf(o.getOutput()));
         setFloat(o.getOutput(), std::move(r));
         return success();
       })
       .Case<LinearOp>([&](LinearOp o) {
-        std::vector<float> r = alloc(o.getOutput());
+        std::vector<float> r = alloc(o.getOutput()), sa, sb;
         Value bias = o.getBias();
-        cpu::linear(f(o.getInput()), shapeOf(o.getInput()), f(o.getWeight()),
+        cpu::linear(gemmOperand(o, o.getInput(), sa), shapeOf(o.getInput()),
+                    gemmOperand(o, o.getWeight(), sb),
                     shapeOf(o.getWeight()), o.getTransposeWeight(), bias ? f(bias) : nullptr,
                     bias ? shapeOf(bias) : cpu::Shape{}, r.data(), shapeOf(o.getOutput()));
         setFloat(o.getOutput(), std::move(r));
         return success();
       })
       .Case<Conv2dOp>([&](Conv2dOp o) {
-        std::vector<float> r = alloc(o.getOutput());
+        std::vector<float> r = alloc(o.getOutput()), sa, sb;
         Value bias = o.getBias();
-        cpu::conv2d(f(o.getInput()), shapeOf(o.getInput()), f(o.getWeight()),
+        cpu::conv2d(gemmOperand(o, o.getInput(), sa), shapeOf(o.getInput()),
+                    gemmOperand(o, o.getWeight(), sb),
                     shapeOf(o.getWeight()), bias ? f(bias) : nullptr, pair(o.getStrides()),
                     quad(o.getPads()), pair(o.getDilations()), o.getGroups(), r.data(),
                     shapeOf(o.getOutput()));

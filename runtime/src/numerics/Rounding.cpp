@@ -584,5 +584,18 @@ bool parseFormat(std::string_view name, Format &out) {
   return false;
 }
 
+float roundToTf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7f800000u) != 0x7f800000u) {
+    // Adding half of the dropped 13 bits rounds the magnitude half-up, i.e.
+    // ties away from zero; a carry into the exponent is the correct result.
+    bits = (bits + 0x1000u) & ~0x1fffu;
+  }
+  float r;
+  std::memcpy(&r, &bits, sizeof(r));
+  return r;
+}
+
 } // namespace numerics
 } // namespace mixprec

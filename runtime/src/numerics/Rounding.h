@@ -100,6 +100,12 @@ void encodeArray(Format f, const float *in, void *out, size_t n,
 /// Reads n elements of formatBytes(f) bytes. `in` and `out` must not overlap.
 void decodeArray(Format f, const void *in, float *out, size_t n);
 
+// ---- TF32 (a GEMM compute mode, not a storage format) ----------------------
+/// Rounds to TF32 (10 mantissa bits, float32 range) to nearest with ties
+/// away from zero, as PTX `cvt.rna.tf32.f32` does when FP32 operands feed
+/// TF32 tensor cores. Inf and NaN pass through.
+float roundToTf32(float x);
+
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);
 /// Largest finite value: 3.40282347e38, 65504, 3.38953139e38, 448, 57344.

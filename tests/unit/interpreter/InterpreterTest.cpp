@@ -153,4 +153,47 @@ TEST_F(InterpreterTest, ValuesFreedAfterLastUseStillFeedLaterOps) {
   EXPECT_FLOAT_EQ(out[0].floats[1], std::exp(-1.0f));
 }
 
+TEST_F(InterpreterTest, LowPrecisionGemmAccumulatesInF32AndRoundsOnce) {
+  // bf16 operands [1, 2^-8, 2^-8] . [1, 1, 1]: the FP32 accumulator holds
+  // 1 + 2^-7 exactly, a bf16 value. Rounding after every partial sum would
+  // give 1 (1 + 2^-8 ties to even, twice).
+  auto out = run(R"mlir(
+    func.func @main(%a: tensor<1x3xbf16>, %b: tensor<3x1xbf16>) -> tensor<1x1xbf16> {
+      %0 = mp.matmul %a, %b {acc_type = f32} : (tensor<1x3xbf16>, tensor<3x1xbf16>) -> tensor<1x1xbf16>
+      return %0 : tensor<1x1xbf16>
+    })mlir",
+                 {HostTensor::makeFloat({1, 3}, {1.0f, std::ldexp(1.0f, -8), std::ldexp(1.0f, -8)}),
+                  HostTensor::makeFloat({3, 1}, {1.0f, 1.0f, 1.0f})});
+  EXPECT_EQ(out[0].floats, (std::vector<float>{1.0f + std::ldexp(1.0f, -7)}));
+}
+
+TEST_F(InterpreterTest, Tf32GemmRoundsOperandsTiesAway) {
+  // 1 + 2^-11 is a TF32 tie: it rounds away to 1 + 2^-10 before the product.
+  const char *ir = R"mlir(
+    func.func @main(%a: tensor<1x1xf32>, %b: tensor<1x1xf32>) -> tensor<1x1xf32> {
+      %0 = mp.matmul %a, %b {mp.precision = tf32} : (tensor<1x1xf32>, tensor<1x1xf32>) -> tensor<1x1xf32>
+      return %0 : tensor<1x1xf32>
+    })mlir";
+  auto out = run(ir, {HostTensor::makeFloat({1, 1}, {1.0f + std::ldexp(1.0f, -11)}),
+                      HostTensor::makeFloat({1, 1}, {1.0f})});
+  EXPECT_EQ(out[0].floats, (std::vector<float>{1.0f + std::ldexp(1.0f, -10)}));
+}
+
+TEST_F(InterpreterTest, ScaledLinearDequantizesInTheEpilogue) {
+  // q_x = 2 * 8 = 16 (scale 8), q_w = 3 * 4 = 12 (scale 4): 16 * 12 / 32 = 6,
+  // plus bias 0.5, rounded once to bf16.
+  auto out = run(R"mlir(
+    func.func @main(%x: tensor<1x1xf32>) -> tensor<1x1xbf16> {
+      %sx = mp.constant dense<8.0> : tensor<f32>
+      %qx = mp.quantize %x, %sx : (tensor<1x1xf32>, tensor<f32>) -> tensor<1x1xf8E4M3FN>
+      %qw = mp.constant dense<12.0> : tensor<1x1xf8E4M3FN>
+      %sw = mp.constant dense<4.0> : tensor<f32>
+      %b = mp.constant dense<0.5> : tensor<1xbf16>
+      %0 = mp.scaled_linear %qx, %qw, %sx, %sw, %b : (tensor<1x1xf8E4M3FN>, tensor<1x1xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<1xbf16>) -> tensor<1x1xbf16>
+      return %0 : tensor<1x1xbf16>
+    })mlir",
+                 {HostTensor::makeFloat({1, 1}, {2.0f})});
+  EXPECT_EQ(out[0].floats, (std::vector<float>{6.5f}));
+}
+
 } // namespace
