@@ -367,8 +367,9 @@ LogicalResult DequantizeOp::verify() {
 LogicalResult Fp8ScaleOp::verify() {
   if (!isFP8(getFormat()))
     return emitOpError() << "format must be f8E4M3FN or f8E5M2, got " << getFormat();
-  if (getMargin() < 0)
-    return emitOpError() << "margin must be non-negative, got " << getMargin();
+  if (static_cast<int64_t>(getMargin()) < 0)
+    return emitOpError() << "margin must be non-negative, got "
+                         << static_cast<int64_t>(getMargin());
   return success();
 }
 

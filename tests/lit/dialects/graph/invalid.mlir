@@ -946,6 +946,105 @@ func.func @amax$result(%x: tensor<4xf32>) -> tensor<1xf32> {
 
 // -----
 
+// fp8_scale names an FP8 format.
+func.func @fp8_scale$format(%a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{format must be f8E4M3FN or f8E5M2, got 'bf16'}}
+  %0 = mp.fp8_scale %a {format = bf16} : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// fp8_scale margins are non-negative.
+func.func @fp8_scale$margin(%a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{margin must be non-negative, got -1}}
+  %0 = mp.fp8_scale %a {format = f8E4M3FN, margin = -1 : i64} : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Scaled GEMMs take FP8 operands.
+func.func @scaled_matmul$operands(%a: tensor<4x8xbf16>, %b: tensor<8x4xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x4xbf16> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values}}
+  %0 = mp.scaled_matmul %a, %b, %s, %s : (tensor<4x8xbf16>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x4xbf16>
+  return %0 : tensor<4x4xbf16>
+}
+
+// -----
+
+// No E5M2 x E5M2 scaled GEMM either.
+func.func @scaled_matmul$e5m2_pair(%a: tensor<4x8xf8E5M2>, %b: tensor<8x4xf8E5M2>, %s: tensor<f32>) -> tensor<4x4xbf16> {
+  // expected-error @+1 {{FP8 operands cannot both be f8E5M2}}
+  %0 = mp.scaled_matmul %a, %b, %s, %s : (tensor<4x8xf8E5M2>, tensor<8x4xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<4x4xbf16>
+  return %0 : tensor<4x4xbf16>
+}
+
+// -----
+
+// Scaled GEMM scales are per tensor.
+func.func @scaled_matmul$scale(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x4xf8E4M3FN>, %s: tensor<f32>, %v: tensor<4xf32>) -> tensor<4x4xbf16> {
+  // expected-error @+1 {{scale must be a rank-0 tensor<f32> (per-tensor scaling), got 'tensor<4xf32>'}}
+  %0 = mp.scaled_matmul %a, %b, %v, %s : (tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<4xf32>, tensor<f32>) -> tensor<4x4xbf16>
+  return %0 : tensor<4x4xbf16>
+}
+
+// -----
+
+// Scaled GEMM result shape.
+func.func @scaled_matmul$shape(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x4xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{result shape [4, 8] does not match the inferred shape [4, 4]}}
+  %0 = mp.scaled_matmul %a, %b, %s, %s : (tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+// Scaled GEMMs write a wider float, not FP8.
+func.func @scaled_matmul$result(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x4xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x4xf8E4M3FN> {
+  // expected-error @+1 {{result #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = mp.scaled_matmul %a, %b, %s, %s : (tensor<4x8xf8E4M3FN>, tensor<8x4xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x4xf8E4M3FN>
+  return %0 : tensor<4x4xf8E4M3FN>
+}
+
+// -----
+
+// Scaled linear: weight features.
+func.func @scaled_linear$features(%x: tensor<4x8xf8E4M3FN>, %w: tensor<16x4xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x16xbf16> {
+  // expected-error @+1 {{input features 8 do not match weight [16, 4] (transposed)}}
+  %0 = mp.scaled_linear %x, %w, %s, %s {transpose_weight = true} : (tensor<4x8xf8E4M3FN>, tensor<16x4xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Scaled linear: bias type follows the output.
+func.func @scaled_linear$bias_type(%x: tensor<4x8xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16xf32>) -> tensor<4x16xbf16> {
+  // expected-error @+1 {{bias element type must be 'bf16', got 'f32'}}
+  %0 = mp.scaled_linear %x, %w, %s, %s, %b : (tensor<4x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<16xf32>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Scaled linear: bias shape broadcasts to the output.
+func.func @scaled_linear$bias_shape(%x: tensor<4x8xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %s: tensor<f32>, %b: tensor<8xbf16>) -> tensor<4x16xbf16> {
+  // expected-error @+1 {{bias shape [8] must broadcast to the output shape [4, 16]}}
+  %0 = mp.scaled_linear %x, %w, %s, %s, %b : (tensor<4x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xbf16>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Scaled linear: the accumulator rule.
+func.func @scaled_linear$acc(%x: tensor<4x8xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x16xbf16> {
+  // expected-error @+1 {{acc_type must be f32 or f16, got 'bf16'}}
+  %0 = mp.scaled_linear %x, %w, %s, %s {acc_type = bf16} : (tensor<4x8xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
 // Valid control: FP8 pair with a BF16 result, ceil-mode pooling and a
 // negative-step slice all verify.
 func.func @valid$controls(%a: tensor<16x32xf8E5M2>, %b: tensor<32x8xf8E4M3FN>, %x: tensor<1x8x15x15xf32>, %y: tensor<4x8xf32>) -> (tensor<16x8xbf16>, tensor<1x8x8x8xf32>, tensor<4x4xf32>) {

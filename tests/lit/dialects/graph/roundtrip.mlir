@@ -231,3 +231,18 @@ func.func @attrs$name_and_reason(%x: tensor<4xf32> {mp.name = "x"}) -> (tensor<4
   %0 = mp.relu %x {mp.reason = "follow:widest-input"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @fp8$scaled_gemms
+func.func @fp8$scaled_gemms(%x: tensor<8x64xbf16>, %qw: tensor<32x64xf8E4M3FN>, %qv: tensor<64x16xf8E5M2>, %sw: tensor<f32>, %b: tensor<32xbf16>) -> (tensor<8x32xbf16>, tensor<8x16xf32>) {
+  %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
+  // CHECK: mp.fp8_scale %{{.*}} {format = f8E4M3FN, margin = 2 : i64} : tensor<f32> -> tensor<f32>
+  %s = mp.fp8_scale %a {format = f8E4M3FN, margin = 2 : i64} : tensor<f32> -> tensor<f32>
+  %q = mp.quantize %x, %s : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
+  // CHECK: mp.scaled_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose_weight = true} : (tensor<8x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  %0 = mp.scaled_linear %q, %qw, %s, %sw, %b {transpose_weight = true} : (tensor<8x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  // CHECK: mp.scaled_matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {acc_type = f32} : (tensor<8x64xf8E4M3FN>, tensor<64x16xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<8x16xf32>
+  %1 = mp.scaled_matmul %q, %qv, %s, %sw {acc_type = f32} : (tensor<8x64xf8E4M3FN>, tensor<64x16xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<8x16xf32>
+  return %0, %1 : tensor<8x32xbf16>, tensor<8x16xf32>
+}
