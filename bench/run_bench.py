@@ -20,6 +20,7 @@ For each model it measures:
     OPENBLAS_NUM_THREADS=1 for the single-thread figure;
   * ort_ms (1 thread and default threads): bench/ort_time.py, same inputs;
   * max_rel: mixprec's output against onnxruntime's reference.
+--coretype sets OPENBLAS_CORETYPE for the mixprec runs (see bench/README.md).
 Prints a Markdown table and writes the figures as JSON.
 """
 
@@ -45,8 +46,10 @@ def run(cmd, env=None):
     return proc
 
 
-def mixprec_times(mixprec, model_dir, entry, repeat, threads, outdir):
+def mixprec_times(mixprec, model_dir, entry, repeat, threads, outdir, coretype=None):
     env = dict(os.environ)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
     if threads:
         env["OPENBLAS_NUM_THREADS"] = str(threads)
     cmd = [mixprec, "run", os.path.join(model_dir, "model.onnx"), "--time",
@@ -64,6 +67,9 @@ def main():
     ap.add_argument("--workdir", default=None, help="where models go (default: a temp dir)")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json", default=None, help="write figures here")
+    ap.add_argument("--coretype", default=None,
+                    help="set OPENBLAS_CORETYPE for mixprec (e.g. SkylakeX) where OpenBLAS "
+                         "0.3.21 does not recognise the CPU and falls back to Prescott kernels")
     args = ap.parse_args()
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="mixprec-bench-")
@@ -84,8 +90,8 @@ def main():
             run([args.mixprec, "import", model, "-o", os.path.join(workdir, f"{name}.mlir")])
             cli.append((time.perf_counter() - start) * 1e3)
 
-        single = mixprec_times(args.mixprec, model_dir, entry, args.repeat, 1, outdir)
-        multi = mixprec_times(args.mixprec, model_dir, entry, args.repeat, 0, outdir)
+        single = mixprec_times(args.mixprec, model_dir, entry, args.repeat, 1, outdir, args.coretype)
+        multi = mixprec_times(args.mixprec, model_dir, entry, args.repeat, 0, outdir, args.coretype)
 
         max_rel = 0.0
         for out in entry["outputs"]:
@@ -110,8 +116,10 @@ def main():
         })
 
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "repeat": args.repeat, "onnxruntime": ort.get("onnxruntime")}
-    print(f"{meta['date']}, {meta['cpus']} CPUs, median of {args.repeat} runs\n")
+            "cpus": os.cpu_count(), "repeat": args.repeat, "onnxruntime": ort.get("onnxruntime"),
+            "openblas_coretype": args.coretype or "auto-detected"}
+    print(f"{meta['date']}, {meta['cpus']} CPUs, median of {args.repeat} runs, "
+          f"OpenBLAS core: {meta['openblas_coretype']}\n")
     print("| model | import (in-process) | `mixprec import` (process) | interpreter 1 thread | "
           "onnxruntime 1 thread | interpreter default threads | onnxruntime default threads | "
           "max rel. error vs ORT |")
