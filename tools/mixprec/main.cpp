@@ -16,6 +16,7 @@
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/src/support/Npy.h"
 #include "tools/mixprec/CliCommon.h"
+#include "tools/mixprec/Commands.h"
 #include "tools/mixprec/ModelLoader.h"
 
 #include "mlir/IR/AsmState.h"
@@ -55,6 +56,37 @@ const char *const mixprec::tools::kUsage = R"(usage:
       and write the annotated mp IR, which `mixprec run OUT.mlir` executes
       with its dtypes. --calibrate runs the FP32 graph on the given inputs
       first and moves ops whose values would overflow or underflow FP16.
+  mixprec report MODEL [compile options] [--json FILE]
+      Print the precision plan: one row per op in program order (constants
+      left out; casts are rows of class "cast", FP8 quantize/dequantize/amax
+      of class "scaling"), columns
+        node type class precision inputs output acc reason
+      (node: ONNX node name, else FILE:LINE:COL, else #INDEX; inputs/output:
+      element types; acc: acc_type or -), then "summary:" with lines
+        ops: N (CLASS N, ...; DTYPE N, ...)
+        flops: N (DTYPE P%, ...)        gemm flops: N (DTYPE P%, ...)
+        weight bytes: N (fp32 N, P%)    gemm weight bytes: N (fp32 N, P%)
+        activation bytes: N (fp32 N, P%)
+        casts: N [(plus N quantize, N dequantize)]
+      FLOPs: 2*M*N*K per output batch element for matmul/linear/conv2d, one
+      per element otherwise, none for data movement. Bytes count every
+      constant; GEMM weights (constant-derived weight operands, at the dtype
+      the GEMM reads them); every non-constant op result. "fp32" is the
+      imported graph. --json FILE writes it all as JSON ("-": stdout only).
+  mixprec validate MODEL [compile options] [--input NAME=FILE.npy]... [--seed N]
+                   [--tolerance X] [--json FILE]
+      Run the FP32 reference (the imported graph) and the mixed plan on the
+      same inputs (random from --seed without --input) and print per graph
+      output and per op (matched by node name and op type; casts, constants
+      and FP8 scaling ops skipped)
+        NAME [TYPE] DTYPE max_abs max_rel cosine nonfinite
+      with max_rel = max|a-b| / max|b| (b: FP32), cosine over finite values,
+      nonfinite counted in the mixed run; then the line
+        first non-finite op: NODE (TYPE, DTYPE): N of M values  | none
+      and the line: status: WHAT (exit N), N being the exit status.
+      Exit status: 0 all outputs finite, 3 some output holds inf/NaN, 4 an
+      output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
+      the same as JSON (non-finite metrics as null).
   mixprec --version
 )";
 
@@ -220,5 +252,9 @@ int main(int argc, char **argv) {
     return runRun(rest);
   if (command == "compile")
     return runCompile(rest);
+  if (command == "report")
+    return runReport(rest);
+  if (command == "validate")
+    return runValidate(rest);
   return usageError("unknown command '" + command + "'");
 }

@@ -406,4 +406,22 @@ LogicalResult ScaledLinearOp::verify() {
   return verifyAccType(*this, getAccType());
 }
 
+LogicalResult FusionOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "elementwise" && kind != "reduction" && kind != "gemm")
+    return emitOpError() << "kind must be elementwise, reduction or gemm, got '" << kind << "'";
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "body has " << body.getNumArguments() << " arguments for "
+                         << getInputs().size() << " inputs";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(body.getArgumentTypes(), getInputs())))
+    if (std::get<0>(pair) != std::get<1>(pair).getType())
+      return emitOpError() << "body argument #" << i << " has type " << std::get<0>(pair)
+                           << ", input #" << i << " is " << std::get<1>(pair).getType();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yielded types must match the results";
+  return success();
+}
+
 } // namespace mixprec::graph

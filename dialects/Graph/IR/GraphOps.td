@@ -12,6 +12,7 @@
 include "dialects/Graph/IR/GraphBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Constants and casts
@@ -556,6 +557,52 @@ def Graph_ScaledLinearOp : Graph_Op<"scaled_linear", [Pure]> {
   let results = (outs MP_NonFP8FloatTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion (--mp-fuse)
+//===----------------------------------------------------------------------===//
+
+def Graph_FusionOp : Graph_Op<"fusion", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "A group of ops that runs as one kernel";
+  let description = [{
+    Made by `--mp-fuse`. The body computes the results from the block
+    arguments (one per input, same types); only the yielded values reach
+    memory. `kind` is `elementwise`, `reduction` (one row reduction with
+    element-wise producers and consumers) or `gemm` (a GEMM with its
+    cuBLASLt epilogue: bias, ReLU or tanh-GELU). `ops` names the graph ops
+    the kernel came from.
+    ```mlir
+    %y = mp.fusion (%x, %b) {kind = "elementwise", ops = ["add1", "relu1"]}
+        : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16> {
+    ^bb0(%a: tensor<8x64xbf16>, %c: tensor<64xbf16>):
+      %0 = mp.add %a, %c : tensor<8x64xbf16>, tensor<64xbf16> -> tensor<8x64xbf16>
+      %1 = mp.relu %0 : tensor<8x64xbf16>
+      mp.yield %1 : tensor<8x64xbf16>
+    }
+    ```
+    Verifier: block arguments match the inputs, yielded values the results,
+    `kind` is known.
+  }];
+  let arguments = (ins Variadic<MP_AnyTensor>:$inputs, StrAttr:$kind, StrArrayAttr:$ops);
+  let results = (outs Variadic<MP_AnyTensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+}
+
+def Graph_YieldOp : Graph_Op<"yield", [Pure, Terminator, ReturnLike, HasParent<"FusionOp">]> {
+  let summary = "The values a fusion writes to memory";
+  let description = [{
+    ```mlir
+    mp.yield %1 : tensor<8x64xbf16>
+    ```
+    No verifier beyond the parent's.
+  }];
+  let arguments = (ins Variadic<MP_AnyTensor>:$values);
+  let builders = [OpBuilder<(ins), [{ /* empty yield for the implicit terminator */ }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // MIXPREC_GRAPH_OPS
