@@ -116,4 +116,33 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def FusePass : Pass<"mp-fuse", "mlir::func::FuncOp"> {
+  let summary = "Group element-wise chains, reductions and GEMM epilogues into kernels";
+  let description = [{
+    Walks the graph in order and merges each element-wise or reduction op
+    with the groups of its producers when they iterate over the same shape,
+    the merged group holds at most one row reduction (softmax, log-softmax,
+    layer/RMS norm, reduce_*), and no value leaves the group for an op that
+    the group would then have to wait for. A bias add, ReLU or tanh-GELU
+    after a GEMM whose result has no other use becomes the GEMM's epilogue.
+    GEMM operands always come from memory, so a reduction never fuses into
+    a GEMM. Each group of two or more ops becomes an `mp.fusion`; a value
+    used outside its group is one of the fusion's results (stored once,
+    never recomputed).
+    ```mlir
+    %0 = mp.add %x, %b : ...
+    %1 = mp.relu %0 : ...
+    // after:
+    %1 = mp.fusion (%x, %b) {kind = "elementwise", ops = ["add", "relu"]} : ... {
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
 #endif // MIXPREC_PASSES

@@ -1,0 +1,292 @@
+//===- Fuse.cpp - --mp-fuse ------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/PrecisionUtils.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mixprec::passes {
+#define GEN_PASS_DEF_FUSEPASS
+#include "passes/Passes.h.inc"
+} // namespace mixprec::passes
+
+using namespace mlir;
+
+namespace mixprec::passes {
+namespace {
+
+enum class FuseKind { Elementwise, Reduction, Gemm, None };
+
+/// How an op takes part in fusion.
+FuseKind fuseKindOf(Operation *op) {
+  using namespace graph;
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp,
+          LogOp, SqrtOp, RsqrtOp, ErfOp, ReciprocalOp, CastOp, WhereOp, QuantizeOp,
+          DequantizeOp>(op))
+    return FuseKind::Elementwise;
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
+          ReduceMaxOp>(op))
+    return FuseKind::Reduction;
+  if (isa<MatmulOp, LinearOp, ScaledMatmulOp, ScaledLinearOp>(op))
+    return FuseKind::Gemm;
+  return FuseKind::None;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+/// The shape a kernel built around `op` iterates over: a reduction's input,
+/// an element-wise op's result.
+ArrayRef<int64_t> iterationShape(Operation *op) {
+  return fuseKindOf(op) == FuseKind::Reduction ? shapeOf(op->getOperand(0))
+                                               : shapeOf(op->getResult(0));
+}
+
+/// Whether a reduction runs over trailing axes only (a row reduction).
+bool reducesTrailingAxes(Operation *op) {
+  using namespace graph;
+  int64_t rank = static_cast<int64_t>(shapeOf(op->getOperand(0)).size());
+  if (auto s = dyn_cast<SoftmaxOp>(op))
+    return static_cast<int64_t>(s.getAxis()) == rank - 1;
+  if (auto s = dyn_cast<LogSoftmaxOp>(op))
+    return static_cast<int64_t>(s.getAxis()) == rank - 1;
+  if (isa<LayerNormOp, RmsNormOp>(op))
+    return true; // they normalize dims [axis, rank)
+  ArrayRef<int64_t> axes;
+  if (auto r = dyn_cast<ReduceSumOp>(op))
+    axes = r.getAxes();
+  else if (auto r = dyn_cast<ReduceMeanOp>(op))
+    axes = r.getAxes();
+  else if (auto r = dyn_cast<ReduceMaxOp>(op))
+    axes = r.getAxes();
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[axes.size() - 1 - i] != rank - 1 - static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// A rank-0 or single-element constant, cloned into kernels as an immediate.
+bool isScalarConstant(Value v) {
+  auto constant = v.getDefiningOp<graph::ConstantOp>();
+  return constant && cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+}
+
+/// One group of ops that will run as one kernel.
+struct Group {
+  FuseKind kind;
+  SmallVector<int64_t, 4> shape; ///< iteration shape (element-wise/reduction)
+  llvm::SetVector<Operation *> ops;
+  int reductions = 0;
+  bool hasEpilogue = false; ///< a GEMM group that already took an activation
+};
+
+/// The grouping state of one function.
+class Fuser {
+public:
+  explicit Fuser(MLIRContext *ctx) : ctx(ctx) {}
+
+  void run(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    unsigned index = 0;
+    for (Operation &op : body)
+      position[&op] = index++;
+
+    for (Operation &op : body) {
+      FuseKind kind = fuseKindOf(&op);
+      if (kind == FuseKind::None)
+        continue;
+      if (kind == FuseKind::Reduction && !reducesTrailingAxes(&op))
+        continue; // runs as its own routine
+      auto group = std::make_unique<Group>();
+      group->kind = kind;
+      ArrayRef<int64_t> shape = iterationShape(&op);
+      group->shape.assign(shape.begin(), shape.end());
+      group->ops.insert(&op);
+      group->reductions = kind == FuseKind::Reduction;
+      groupOf[&op] = group.get();
+      groups.push_back(std::move(group));
+      if (kind != FuseKind::Gemm)
+        mergeProducers(&op);
+    }
+
+    for (auto &group : groups)
+      if (group->ops.size() >= 2)
+        materialize(*group);
+  }
+
+private:
+  /// Merges the groups of `op`'s producers into `op`'s group where legal.
+  void mergeProducers(Operation *op) {
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !groupOf.count(producer))
+        continue;
+      Group *from = groupOf[producer], *into = groupOf[op];
+      if (from == into)
+        continue;
+      if (from->kind == FuseKind::Gemm)
+        tryEpilogue(from, into, op, operand);
+      else
+        tryMerge(from, into, op, operand);
+    }
+  }
+
+  /// Whether every use of the ops of `a` and `b` outside both groups comes
+  /// after `last`: the merged kernel runs at `last`, so an earlier outside
+  /// user would read a value not yet computed.
+  bool outsideUsersComeAfter(Group *a, Group *b, Operation *last) {
+    for (Group *g : {a, b})
+      for (Operation *op : g->ops)
+        for (Operation *user : op->getUsers()) {
+          Group *ug = groupOf.lookup(user);
+          if (ug == a || ug == b)
+            continue;
+          if (position[user] <= position[last])
+            return false;
+        }
+    return true;
+  }
+
+  void tryMerge(Group *from, Group *into, Operation *op, Value operand) {
+    // Both iterate over the same shape, and the producer's value is one
+    // element per point of it (not a reduced row value).
+    if (from->shape != into->shape || shapeOf(operand) != ArrayRef<int64_t>(into->shape))
+      return;
+    if (from->reductions + into->reductions > 1)
+      return;
+    // A reduction consumes its main input; other operands (scale, bias)
+    // are parameters that must already be in memory.
+    if (into->reductions && fuseKindOf(op) == FuseKind::Reduction && operand != op->getOperand(0))
+      return;
+    if (!outsideUsersComeAfter(from, into, op))
+      return;
+    absorb(from, into);
+  }
+
+  /// A bias add, ReLU or tanh-GELU right after a GEMM joins its group.
+  void tryEpilogue(Group *gemm, Group *into, Operation *op, Value operand) {
+    if (into->ops.size() != 1 || gemm->hasEpilogue || !operand.hasOneUse())
+      return;
+    Operation *last = gemm->ops.back();
+    if (operand != last->getResult(0))
+      return;
+    bool isBias = false;
+    if (auto add = dyn_cast<graph::AddOp>(op)) {
+      Value other = add.getLhs() == operand ? add.getRhs() : add.getLhs();
+      ArrayRef<int64_t> out = shapeOf(operand);
+      // cuBLASLt's bias epilogue adds one value per output column.
+      isBias = shapeOf(other).size() == 1 && shapeOf(other)[0] == out.back() &&
+               shapeOf(op->getResult(0)) == out;
+      Operation *g = gemm->ops.front();
+      bool gemmHasBias = (isa<graph::LinearOp>(g) && cast<graph::LinearOp>(g).getBias()) ||
+                         (isa<graph::ScaledLinearOp>(g) && cast<graph::ScaledLinearOp>(g).getBias());
+      if (!isBias || gemmHasBias || gemm->ops.size() > 1)
+        return;
+    } else if (!isa<graph::ReluOp>(op) &&
+               !(isa<graph::GeluOp>(op) && cast<graph::GeluOp>(op).getApproximate() == "tanh")) {
+      return;
+    }
+    if (!isBias)
+      gemm->hasEpilogue = true;
+    absorb(into, gemm);
+  }
+
+  /// Moves every op of `from` into `into`.
+  void absorb(Group *from, Group *into) {
+    for (Operation *op : from->ops) {
+      into->ops.insert(op);
+      groupOf[op] = into;
+    }
+    into->reductions += from->reductions;
+    from->ops.clear();
+  }
+
+  MLIRContext *ctx;
+
+  /// Replaces a group by an mp.fusion placed where its last op was.
+  void materialize(Group &group) {
+    SmallVector<Operation *> ops(group.ops.begin(), group.ops.end());
+    llvm::sort(ops, [&](Operation *a, Operation *b) { return position[a] < position[b]; });
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> outputs;
+    for (Operation *op : ops) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if ((def && groupOf.lookup(def) == &group) || isScalarConstant(operand))
+          continue;
+        inputs.insert(operand);
+      }
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return groupOf.lookup(user) != &group; }))
+          outputs.push_back(result);
+    }
+
+    OpBuilder b(ops.back());
+    // Casts carry their producer's name; list each graph op once.
+    llvm::SetVector<Attribute> names;
+    for (Operation *op : ops) {
+      std::string name = passes::opName(op);
+      names.insert(StringAttr::get(ctx, name.empty() ? opTypeName(op) : StringRef(name)));
+    }
+    const char *kind = group.kind == FuseKind::Gemm        ? "gemm"
+                       : group.reductions                   ? "reduction"
+                                                            : "elementwise";
+    SmallVector<Location> locs;
+    for (Operation *op : ops)
+      locs.push_back(op->getLoc());
+    auto fusion = b.create<graph::FusionOp>(
+        FusedLoc::get(ctx, locs), ValueRange(outputs).getTypes(), inputs.getArrayRef(),
+        StringAttr::get(ctx, kind), ArrayAttr::get(ctx, names.getArrayRef()));
+    Block *block = new Block();
+    fusion.getBody().push_back(block);
+    IRMapping mapping;
+    for (Value input : inputs)
+      mapping.map(input, block->addArgument(input.getType(), input.getLoc()));
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation *op : ops) {
+      for (Value operand : op->getOperands())
+        if (isScalarConstant(operand) && !mapping.contains(operand))
+          mapping.map(operand, inner.clone(*operand.getDefiningOp())->getResult(0));
+      inner.clone(*op, mapping);
+    }
+    SmallVector<Value> yielded;
+    for (Value output : outputs)
+      yielded.push_back(mapping.lookup(output));
+    inner.create<graph::YieldOp>(fusion.getLoc(), yielded);
+    for (auto [output, result] : llvm::zip(outputs, fusion.getResults()))
+      output.replaceUsesWithIf(result, [&](OpOperand &use) {
+        return groupOf.lookup(use.getOwner()) != &group;
+      });
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      // Scalars now live inside the kernel as immediates.
+      for (Value operand : operands)
+        if (isScalarConstant(operand) && operand.use_empty())
+          operand.getDefiningOp()->erase();
+    }
+  }
+
+  llvm::DenseMap<Operation *, unsigned> position;
+  llvm::DenseMap<Operation *, Group *> groupOf;
+  std::vector<std::unique_ptr<Group>> groups;
+};
+
+//===----------------------------------------------------------------------===//
+// --mp-fuse
+//===----------------------------------------------------------------------===//
+
+struct FusePass : public impl::FusePassBase<FusePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func.isExternal())
+      Fuser(&getContext()).run(func);
+  }
+};
+
+} // namespace
+} // namespace mixprec::passes
