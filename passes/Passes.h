@@ -3,6 +3,7 @@
 #define MIXPREC_PASSES_PASSES_H
 
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"

@@ -145,4 +145,37 @@ def FusePass : Pass<"mp-fuse", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
 }
 
+def LowerToKernelsPass : Pass<"mp-lower-to-kernels", "mlir::func::FuncOp"> {
+  let summary = "Turn a fused mp graph into mpk kernels, GEMM calls and routines";
+  let description = [{
+    Each `mp.fusion` of kind elementwise/reduction and each remaining
+    element-wise or row-reduction op becomes an `mpk.kernel` (iteration
+    space and row dims derived from its reduction); each GEMM, with the
+    epilogue its fusion holds, becomes an `mpk.gemm`; a reshape becomes an
+    `mpk.alias`; every other op becomes an `mpk.call` of a backend routine
+    with its attributes flattened as documented in runtime/src/OpaqueOps.h.
+    ```mlir
+    %0 = mp.relu %x : tensor<4xf32>
+    // after:
+    %0 = mpk.kernel (%x) {ops = ["relu"], row_dims = 0 : i64, shape = array<i64: 4>} ... {
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect", "::mixprec::kernel::KernelDialect"];
+}
+
+def PlanMemoryPass : Pass<"mp-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Assign arena offsets to every value, reusing buffers by liveness";
+  let description = [{
+    Values produced by mpk ops (and graph inputs) get 256-byte-aligned
+    offsets in one arena (`mpk.offsets` on each op, argument attribute
+    `mpk.offset`); a buffer is reused once every reader of its value has
+    run; aliases share their input's buffer and keep it alive. Graph outputs
+    stay live to the end. The function records the peak (`mpk.arena_bytes`)
+    next to the sum of all buffers (`mpk.buffer_bytes`).
+  }];
+  let dependentDialects = ["::mixprec::kernel::KernelDialect"];
+}
+
 #endif // MIXPREC_PASSES

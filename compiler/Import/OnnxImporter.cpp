@@ -258,6 +258,14 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
     resultTypes.push_back(type);
   }
   builder.create<func::ReturnOp>(fileLoc, results);
+  // Ops whose results nothing reads (a transpose folded into a linear
+  // layer's weight layout) are dropped; every mp op is side-effect free.
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && isa<graph::GraphDialect>(op->getDialect()))
+      op->erase();
   func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(), resultTypes));
   for (int i = 0; i < graph.output_size(); ++i)
     func.setResultAttr(i, graph::GraphDialect::kNameAttr,

@@ -232,6 +232,20 @@ void Importer::convertMatMul(const NodeCtx &c) {
   requireFloat(c, 0, elemOf(a));
   requireFloat(c, 1, elemOf(b));
   Shape s = expectShape(c, graph::matmulShape(shapeOf(a), shapeOf(b)));
+  // x @ W^T with a 2-D W (a tied LM head, a PyTorch Linear exported as
+  // MatMul(x, Transpose(W))) is a linear layer reading W transposed: the
+  // weight stays one constant, and FP8 and cuBLASLt see a weight, not an
+  // activation.
+  if (auto t = b.getDefiningOp<graph::TransposeOp>();
+      t && shapeOf(a).size() >= 2 && shapeOf(b).size() == 2 &&
+      t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+    defineValue(c, 0,
+                builder
+                    .create<graph::LinearOp>(c.loc, tensorType(s, elemOf(a)), a, t.getInput(),
+                                             Value(), builder.getBoolAttr(true), TypeAttr())
+                    .getOutput());
+    return; // the transpose, if now unused, goes with the importer's dead-op sweep
+  }
   defineValue(c, 0,
               builder.create<graph::MatmulOp>(c.loc, tensorType(s, elemOf(a)), a, b, TypeAttr())
                   .getOutput());

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,7 +15,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mixprec::graph::GraphDialect, mlir::func::FuncDialect>();
+  registry.insert<mixprec::graph::GraphDialect, mixprec::kernel::KernelDialect,
+                  mlir::func::FuncDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mixprec::passes::registerMixprecPasses();

@@ -57,36 +57,46 @@ const char *const mixprec::tools::kUsage = R"(usage:
       with its dtypes. --calibrate runs the FP32 graph on the given inputs
       first and moves ops whose values would overflow or underflow FP16.
   mixprec report MODEL [compile options] [--json FILE]
-      Print the precision plan: one row per op in program order (constants
-      left out; casts are rows of class "cast", FP8 quantize/dequantize/amax
-      of class "scaling"), columns
+      Print the precision plan: a header line, a table with one row per op
+      in program order (constants left out; casts are rows of class "cast",
+      FP8 amax/fp8_scale/quantize/dequantize rows of class "scaling")
         node type class precision inputs output acc reason
-      (node: ONNX node name, else FILE:LINE:COL, else #INDEX; inputs/output:
-      element types; acc: acc_type or -), then "summary:" with lines
+      (node: ONNX node name, else FILE:LINE:COL, else #INDEX; class: lowp,
+      fp32, follow, cast or scaling; inputs/output: element types; acc:
+      acc_type or -; reason: mp.reason or -), then "summary:" and the lines
         ops: N (CLASS N, ...; DTYPE N, ...)
-        flops: N (DTYPE P%, ...)        gemm flops: N (DTYPE P%, ...)
-        weight bytes: N (fp32 N, P%)    gemm weight bytes: N (fp32 N, P%)
+        flops: N (DTYPE P%, ...)
+        gemm flops: N (DTYPE P%, ...)
+        weight bytes: N (fp32 N, P%)
+        gemm weight bytes: N (fp32 N, P%)
         activation bytes: N (fp32 N, P%)
         casts: N [(plus N quantize, N dequantize)]
-      FLOPs: 2*M*N*K per output batch element for matmul/linear/conv2d, one
-      per element otherwise, none for data movement. Bytes count every
-      constant; GEMM weights (constant-derived weight operands, at the dtype
-      the GEMM reads them); every non-constant op result. "fp32" is the
-      imported graph. --json FILE writes it all as JSON ("-": stdout only).
+      FLOPs: 2*M*N*K per output batch element for GEMMs (conv: per output
+      element 2*C/groups*kH*kW), one per element otherwise, none for data
+      movement and casts. Bytes: every constant; GEMM weights (constant-
+      derived weight operands, at the dtype the GEMM reads them); every
+      non-constant op result. "fp32" is the imported graph. --json FILE
+      writes it all as JSON ("-": JSON on stdout instead of the text).
   mixprec validate MODEL [compile options] [--input NAME=FILE.npy]... [--seed N]
                    [--tolerance X] [--json FILE]
       Run the FP32 reference (the imported graph) and the mixed plan on the
-      same inputs (random from --seed without --input) and print per graph
-      output and per op (matched by node name and op type; casts, constants
-      and FP8 scaling ops skipped)
-        NAME [TYPE] DTYPE max_abs max_rel cosine nonfinite
-      with max_rel = max|a-b| / max|b| (b: FP32), cosine over finite values,
-      nonfinite counted in the mixed run; then the line
-        first non-finite op: NODE (TYPE, DTYPE): N of M values  | none
-      and the line: status: WHAT (exit N), N being the exit status.
+      same inputs (random from --seed without --input). Prints a header
+      line, "outputs:" and a table with one row per graph output
+        name dtype max_abs max_rel cosine nonfinite
+      "ops: N compared, N without an FP32 counterpart" and a table with one
+      row per op in program order, matched by node and op type (an FP8
+      scaled_matmul/scaled_linear stands for its matmul/linear; casts,
+      constants and FP8 scaling ops are not compared)
+        node type dtype max_abs max_rel cosine nonfinite
+      then "first non-finite op: NODE (TYPE, DTYPE): N of M values" or
+      "first non-finite op: none", and the line: status: WHAT (exit N), N
+      being the exit status. max_rel = max|a-b| / max|b| (b: FP32); cosine
+      over the values finite in both; nonfinite counts the mixed run; an op
+      went non-finite when it holds more non-finite values than in the FP32
+      run (constants included, so an FP16 weight above 65504 is named).
       Exit status: 0 all outputs finite, 3 some output holds inf/NaN, 4 an
       output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
-      the same as JSON (non-finite metrics as null).
+      the same as JSON (metrics that are not finite as null).
   mixprec --version
 )";
 

@@ -104,6 +104,35 @@ TEST_F(ImportTest, MatMulBatchedAndVector) {
   EXPECT_EQ(types, (Names{"tensor<2x3x4x5xf32>", "tensor<2x1x4xf32>"}));
 }
 
+TEST_F(ImportTest, MatMulByTransposedWeightIsALinearLayer) {
+  // A tied LM head: the table feeds a Gather and, transposed, a MatMul.
+  Model m(13);
+  m.input("x", {2, 4, 8});
+  m.initIota("wte", {10, 8});
+  m.input("ids", {3}, onnx::TensorProto::INT64);
+  m.node("Gather", {"wte", "ids"}, {"emb"});
+  m.node("Transpose", {"wte"}, {"wte_t"}, "t");
+  m.node("MatMul", {"x", "wte_t"}, {"logits"}, "head");
+  m.output("logits", Dims{2, 4, 10});
+  m.output("emb", Dims{3, 8});
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  int linears = 0, transposes = 0, matmuls = 0;
+  for (Operation *op : bodyOps(*mod)) {
+    if (auto linear = mlir::dyn_cast<graph::LinearOp>(op)) {
+      ++linears;
+      EXPECT_TRUE(linear.getTransposeWeight());
+      EXPECT_TRUE(linear.getWeight().getDefiningOp<graph::ConstantOp>());
+      EXPECT_EQ(locName(op), "head");
+    }
+    transposes += mlir::isa<graph::TransposeOp>(op);
+    matmuls += mlir::isa<graph::MatmulOp>(op);
+  }
+  EXPECT_EQ(linears, 1);
+  EXPECT_EQ(transposes, 0);
+  EXPECT_EQ(matmuls, 0);
+}
+
 TEST_F(ImportTest, OutputsMayBeInputsOrConstantsAndIdentityAliases) {
   Model m(13);
   m.input("x", {2});

@@ -1,0 +1,128 @@
+//===- KernelOps.td - the mpk kernel dialect -------------------------------===//
+//
+// The plan of a compiled module: kernels (expression programs over an
+// iteration space, written as mp ops on tensors), GEMM calls with their
+// cuBLASLt description, backend routines for ops that do not fuse, and
+// aliases. `--mp-plan-memory` then gives every value an arena offset. The
+// module writer serializes this dialect into the .mpk FlatBuffers format.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_KERNEL_OPS
+#define MIXPREC_KERNEL_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "mpk";
+  let cppNamespace = "::mixprec::kernel";
+  let summary = "Kernels, GEMM calls, routines and buffers of a compiled module";
+  let extraClassDeclaration = [{
+    /// Arena byte offsets of an op's results (DenseI64ArrayAttr), set by
+    /// --mp-plan-memory; on the function: peak and unplanned bytes.
+    static constexpr ::llvm::StringLiteral kOffsetsAttr = "mpk.offsets";
+    static constexpr ::llvm::StringLiteral kArenaBytesAttr = "mpk.arena_bytes";
+    static constexpr ::llvm::StringLiteral kBufferBytesAttr = "mpk.buffer_bytes";
+  }];
+}
+
+class Kernel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kernel_Dialect, mnemonic, traits>;
+
+def Kernel_KernelOp : Kernel_Op<"kernel", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "A fused kernel: its body runs at every point of `shape`";
+  let description = [{
+    The body holds the mp ops of the kernel on whole tensors; the module
+    writer turns them into an expression program that runs at every point
+    of the iteration space `shape`, whose trailing `row_dims` dims form the
+    row a reduction runs over (0 for element-wise kernels). Only yielded
+    values reach memory. `ops` names the graph ops.
+    ```mlir
+    %y = mpk.kernel (%x) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["sm"]}
+        : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a: tensor<8x64xf32>):
+      %0 = mp.softmax %a {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+      mpk.yield %0 : tensor<8x64xf32>
+    }
+    ```
+    Verifier: block arguments and yielded types, row_dims range.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, DenseI64ArrayAttr:$shape,
+                       I64Attr:$row_dims, StrArrayAttr:$ops);
+  let results = (outs Variadic<AnyRankedTensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator, ReturnLike, HasParent<"KernelOp">]> {
+  let summary = "The values a kernel stores";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let builders = [OpBuilder<(ins), [{ /* no values: the implicit terminator */ }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Kernel_GemmOp : Kernel_Op<"gemm", [AttrSizedOperandSegments]> {
+  let summary = "A cuBLASLt matrix multiplication with scales and an epilogue";
+  let description = [{
+    `output = epilogue(a @ op(b) * dequant + bias)` with numpy batch
+    broadcasting over the leading dims, FP32 accumulation and one rounding
+    to the output dtype. `trans_b` reads `b` as [N, K]. FP8 operands come
+    with `a_scale`/`b_scale` (the accumulator is multiplied by 1/a_scale and
+    1/b_scale). `epilogue` is none, relu or gelu (tanh); `tf32` computes
+    FP32 operands in TF32.
+    ```mlir
+    %y = mpk.gemm %x, %w bias %b {trans_b = true, epilogue = "relu", ops = ["fc"]}
+        : (tensor<8x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+    ```
+    Verifier: scales come in pairs, epilogue known.
+  }];
+  let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b,
+                       Optional<AnyRankedTensor>:$bias,
+                       Optional<AnyRankedTensor>:$a_scale, Optional<AnyRankedTensor>:$b_scale,
+                       BoolAttr:$trans_b, StrAttr:$epilogue, BoolAttr:$tf32,
+                       StrArrayAttr:$ops);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $a `,` $b (`bias` $bias^)? (`scales` `(` $a_scale^ `,` $b_scale `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kernel_CallOp : Kernel_Op<"call"> {
+  let summary = "A backend routine for an op that does not fuse";
+  let description = [{
+    Runs the mp op `op_type` (convolution, pooling, transpose, gather,
+    concat, slice, reductions over leading axes, FP8 scale computation)
+    with the integer and float attributes the routine documents.
+    ```mlir
+    %y = mpk.call "transpose" (%x) {int_attrs = array<i64: 1, 0>, float_attrs = array<f32>, ops = ["t"]}
+        : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    ```
+    No verifier beyond the types.
+  }];
+  let arguments = (ins StrAttr:$op_type, Variadic<AnyRankedTensor>:$inputs,
+                       DenseI64ArrayAttr:$int_attrs, DenseF32ArrayAttr:$float_attrs,
+                       StrArrayAttr:$ops);
+  let results = (outs Variadic<AnyRankedTensor>:$outputs);
+  let assemblyFormat = "$op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, results)";
+}
+
+def Kernel_AliasOp : Kernel_Op<"alias", [Pure]> {
+  let summary = "The same bytes under another shape (a reshape: no kernel, no copy)";
+  let description = [{
+    ```mlir
+    %y = mpk.alias %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+    Verifier: same element type and element count.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+#endif // MIXPREC_KERNEL_OPS
