@@ -10,6 +10,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace mixprec::passes {
@@ -169,6 +170,18 @@ Type widest(Type a, Type b) {
   return width(a) > width(b) ? a : b;
 }
 
+/// The largest |x| of a float constant operand, or 0 for anything else.
+double constantAmax(Value v) {
+  auto constant = v.getDefiningOp<graph::ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.getElementType().isF32())
+    return 0;
+  double amax = 0;
+  for (float x : dense.getValues<float>())
+    amax = std::max(amax, static_cast<double>(std::fabs(x)));
+  return amax;
+}
+
 /// Formats a number compactly for reasons ("1.3e+05").
 std::string shortNumber(double v) {
   char buffer[32];
@@ -307,8 +320,15 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &
     return {nullptr, ""};
   }
 
-  // Range evidence moves ops out of FP16.
+  // Range evidence moves ops out of FP16: a weight that FP16 cannot hold
+  // (found without calibration), then calibrated activations.
   if (dtype.isF16()) {
+    for (Value operand : op->getOperands()) {
+      double amax = constantAmax(operand);
+      if (amax * policy.fp16Margin > kFp16Max)
+        return {policy.overflowFallback, "range:weight_amax=" + shortNumber(amax) + "*" +
+                                             shortNumber(policy.fp16Margin) + ">fp16_max"};
+    }
     if (auto amax = op->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr)) {
       double a = amax.getValueAsDouble();
       if (!(a * policy.fp16Margin <= kFp16Max))

@@ -15,7 +15,8 @@ namespace mixprec::passes {
 OpClass classifyOp(Operation *op) {
   using namespace graph;
   return llvm::TypeSwitch<Operation *, OpClass>(op)
-      .Case<MatmulOp, LinearOp, Conv2dOp>([](auto) { return OpClass::LowPrecision; })
+      .Case<MatmulOp, LinearOp, Conv2dOp, ScaledMatmulOp, ScaledLinearOp>(
+          [](auto) { return OpClass::LowPrecision; })
       .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp, ReduceSumOp,
             ReduceMeanOp, ExpOp, LogOp, PowOp, SqrtOp, RsqrtOp, ErfOp, ReciprocalOp>(
           [](auto) { return OpClass::Fp32; })
@@ -39,8 +40,8 @@ const char *opClassName(OpClass c) {
 
 bool accumulates(Operation *op) {
   using namespace graph;
-  return isa<MatmulOp, LinearOp, Conv2dOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp,
-             BatchNormOp, ReduceSumOp, ReduceMeanOp>(op);
+  return isa<MatmulOp, LinearOp, Conv2dOp, ScaledMatmulOp, ScaledLinearOp, SoftmaxOp,
+             LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp, ReduceSumOp, ReduceMeanOp>(op);
 }
 
 bool supportsFp8(Operation *op) {

@@ -270,6 +270,15 @@ int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
       if (v.empty() || *end != '\0' || !(d > 0))
         return usageError(command.str() + ": " + a + " takes a positive number, got '" + v + "'");
       (a == "--fp16-margin" ? out.precision.fp16Margin : out.precision.underflowThreshold) = d;
+    } else if (a == "--fp8-scaling" && hasValue) {
+      out.precision.fp8Scaling = value();
+    } else if (a == "--fp8-margin" && hasValue) {
+      const std::string &v = value();
+      char *end = nullptr;
+      long long m = strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || m < 0 || m > 64)
+        return usageError(command.str() + ": --fp8-margin takes an integer in [0, 64], got '" + v + "'");
+      out.precision.fp8Margin = m;
     } else if (a == "--overflow-fallback" && hasValue) {
       out.precision.overflowFallback = value();
     } else if (a == "--calibrate" && hasValue) {

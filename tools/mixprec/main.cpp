@@ -51,7 +51,8 @@ const char *const mixprec::tools::kUsage = R"(usage:
   mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
                   [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                   [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
-                  [--overflow-fallback bf16|fp32] [--emit mlir] [-o OUT.mlir]
+                  [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
+                  [--fp8-margin N] [--emit mlir] [-o OUT.mlir]
       Assign a precision to every op (with a reason), insert and fold casts,
       and write the annotated mp IR, which `mixprec run OUT.mlir` executes
       with its dtypes. --calibrate runs the FP32 graph on the given inputs

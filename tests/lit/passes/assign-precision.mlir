@@ -119,6 +119,20 @@ func.func @skip$integer_and_typed(%i: tensor<2x3xi64>, %x: tensor<6xf32>) -> (te
   return %0, %1 : tensor<6xi64>, tensor<6xbf16>
 }
 
+// -----
+
+// A weight FP16 cannot hold moves its op out of FP16 without calibration.
+// FP16-LABEL: func.func @range$huge_weight
+// FP16: mp.linear {{.*}}mp.precision = bf16, mp.reason = "range:weight_amax=1e+05*2>fp16_max"
+// FP16: mp.linear {{.*}}mp.precision = f16, mp.reason = "policy:lowp"
+func.func @range$huge_weight(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+  %big = mp.constant dense<[[1.0e5, 1.0], [2.0, 3.0]]> : tensor<2x2xf32>
+  %small = mp.constant dense<[[1.0e4, 1.0], [2.0, 3.0]]> : tensor<2x2xf32>
+  %0 = mp.linear %x, %big : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  %1 = mp.linear %x, %small : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  return %0, %1 : tensor<4x2xf32>, tensor<4x2xf32>
+}
+
 //--- overrides.mlir
 // OVR-LABEL: func.func @follow$mixed_half_types
 // OVR: mp.linear {{.*}}mp.precision = f16, mp.reason = "override:force=lin*:fp16"
