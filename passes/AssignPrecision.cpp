@@ -323,11 +323,11 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &
   // Range evidence moves ops out of FP16: a weight that FP16 cannot hold
   // (found without calibration), then calibrated activations.
   if (dtype.isF16()) {
+    // A weight's values are known exactly, so no margin applies to it.
     for (Value operand : op->getOperands()) {
       double amax = constantAmax(operand);
-      if (amax * policy.fp16Margin > kFp16Max)
-        return {policy.overflowFallback, "range:weight_amax=" + shortNumber(amax) + "*" +
-                                             shortNumber(policy.fp16Margin) + ">fp16_max"};
+      if (amax > kFp16Max)
+        return {policy.overflowFallback, "range:weight_amax=" + shortNumber(amax) + ">fp16_max"};
     }
     if (auto amax = op->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr)) {
       double a = amax.getValueAsDouble();
