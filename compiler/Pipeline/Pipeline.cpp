@@ -66,6 +66,26 @@ bool runPrecisionPipeline(ModuleOp module, const PrecisionOptions &options,
   return true;
 }
 
+bool runKernelPipeline(ModuleOp module, std::string &error) {
+  MLIRContext *ctx = module.getContext();
+  std::string firstError;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    if (firstError.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+      firstError = formatDiagnostic(diag);
+    return success();
+  });
+  PassManager pm(ctx);
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(passes::createFusePass());
+  funcPm.addPass(passes::createLowerToKernelsPass());
+  funcPm.addPass(passes::createPlanMemoryPass());
+  if (failed(pm.run(module))) {
+    error = firstError.empty() ? "the kernel pipeline failed" : firstError;
+    return false;
+  }
+  return true;
+}
+
 bool calibrate(func::FuncOp func, const std::vector<std::vector<HostTensor>> &inputSets,
                std::string &error) {
   llvm::DenseMap<Operation *, RangeStats> stats;

@@ -32,6 +32,11 @@ struct PrecisionOptions {
 bool runPrecisionPipeline(mlir::ModuleOp module, const PrecisionOptions &options,
                           std::string &error);
 
+/// Runs --mp-fuse, --mp-lower-to-kernels and --mp-plan-memory: the
+/// annotated graph becomes a planned mpk function, ready for the module
+/// writer. Sets `error` (one line) on failure.
+bool runKernelPipeline(mlir::ModuleOp module, std::string &error);
+
 /// Per-op statistics of an FP32 run, for range-aware assignment.
 struct RangeStats {
   double amax = 0;           ///< largest |x| (inf if any value is non-finite)

@@ -1,0 +1,636 @@
+//===- ModuleWriter.cpp - serialize a planned mpk function to .mpk ---------===//
+#include "codegen/ModuleWriter.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "passes/PrecisionUtils.h"
+#include "runtime/schema/module_generated.h"
+#include "runtime/src/ModuleHash.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fstream>
+
+using namespace mlir;
+namespace fb = flatbuffers;
+namespace sc = mixprec::schema;
+
+namespace mixprec::codegen {
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The schema dtype of an element type, if the format has one.
+std::optional<sc::DType> dtypeOf(Type t) {
+  if (t.isF32())
+    return sc::DType::F32;
+  if (t.isF16())
+    return sc::DType::F16;
+  if (t.isBF16())
+    return sc::DType::BF16;
+  if (isa<Float8E4M3FNType>(t))
+    return sc::DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(t))
+    return sc::DType::F8E5M2;
+  if (t.isInteger(64))
+    return sc::DType::I64;
+  if (t.isInteger(32))
+    return sc::DType::I32;
+  if (t.isInteger(1))
+    return sc::DType::Bool;
+  return std::nullopt;
+}
+
+int64_t bytesOf(Value v) {
+  unsigned bits = typeOf(v).getElementType().getIntOrFloatBitWidth();
+  return typeOf(v).getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+/// Element strides that read a tensor of shape `t` at every point of the
+/// iteration space `space`. A row value (one per row: a reduction's result)
+/// spans the leading dims only; anything else broadcasts NumPy-style.
+std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space, int64_t rowDims,
+                                bool rowValue) {
+  size_t rank = space.size();
+  std::vector<int64_t> strides(rank, 0);
+  SmallVector<int64_t> aligned(rank, 1);
+  if (rowValue && t.size() == rank - rowDims) {
+    for (size_t i = 0; i < t.size(); ++i)
+      aligned[i] = t[i];
+  } else {
+    for (size_t i = 0; i < t.size() && i < rank; ++i)
+      aligned[rank - 1 - i] = t[t.size() - 1 - i];
+  }
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    strides[i] = aligned[i] == 1 && space[i] != 1 ? 0 : stride;
+    stride *= aligned[i];
+  }
+  return strides;
+}
+
+/// Builds the FlatBuffers module from a planned function.
+class Writer {
+public:
+  Writer(func::FuncOp func, ModuleStats &stats) : func(func), stats(stats) {}
+
+  bool build(const std::vector<PrecisionEntry> &precision, const ModuleWriteOptions &options,
+             const std::string &sideFileName, std::vector<uint8_t> &sideFile,
+             std::string &error);
+
+  fb::FlatBufferBuilder fbb{1 << 20};
+
+private:
+  /// Returns the tensor index of `v`, adding it on first use.
+  int32_t tensorOf(Value v);
+  /// A graph input's or output's name, else its op's node name.
+  std::string tensorName(Value v);
+  bool addKernel(kernel::KernelOp op, std::string &error);
+  bool addGemm(kernel::GemmOp op, std::string &error);
+  void addRoutine(kernel::CallOp op);
+  fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
+
+  func::FuncOp func;
+  ModuleStats &stats;
+  llvm::DenseMap<Value, int32_t> tensorIndex;
+  std::vector<Value> tensorValues;
+  llvm::DenseMap<Value, int64_t> offsets;
+  std::vector<fb::Offset<sc::Kernel>> kernels;
+  std::vector<fb::Offset<sc::Gemm>> gemms;
+  std::vector<fb::Offset<sc::Opaque>> opaques;
+  std::vector<fb::Offset<sc::Step>> steps;
+};
+
+std::string Writer::tensorName(Value v) {
+  auto named = [](Attribute a) { return a ? cast<StringAttr>(a).str() : std::string(); };
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return named(func.getArgAttr(arg.getArgNumber(), graph::GraphDialect::kNameAttr));
+  Operation *ret = func.getBody().front().getTerminator();
+  for (OpOperand &use : v.getUses())
+    if (use.getOwner() == ret)
+      return named(func.getResultAttr(use.getOperandNumber(), graph::GraphDialect::kNameAttr));
+  return passes::opName(v.getDefiningOp());
+}
+
+int32_t Writer::tensorOf(Value v) {
+  auto it = tensorIndex.find(v);
+  if (it != tensorIndex.end())
+    return it->second;
+  int32_t index = static_cast<int32_t>(tensorValues.size());
+  tensorIndex[v] = index;
+  tensorValues.push_back(v);
+  return index;
+}
+
+fb::Offset<fb::Vector<fb::Offset<fb::String>>> Writer::names(ArrayAttr ops) {
+  std::vector<std::string> list;
+  for (Attribute a : ops)
+    list.push_back(cast<StringAttr>(a).str());
+  return fbb.CreateVectorOfStrings(list);
+}
+
+/// Translates a kernel body into an expression program, one instruction
+/// per value (norms and softmax expand into row reductions).
+class ProgramBuilder {
+public:
+  ProgramBuilder(fb::FlatBufferBuilder &fbb, ArrayRef<int64_t> space,
+                 int64_t rowDims, function_ref<int32_t(Value)> tensorOf)
+      : fbb(fbb), space(space), rowDims(rowDims), tensorOf(tensorOf) {}
+
+  bool emit(kernel::KernelOp op, std::string &error);
+  std::vector<fb::Offset<sc::Instruction>> program;
+
+private:
+  /// Appends one instruction and returns its register.
+  int32_t add(sc::OpCode code, std::vector<int32_t> operands, sc::DType dtype,
+              bool rowValue, float fvalue = 0, int32_t tensor = -1,
+              std::vector<int64_t> strides = {}) {
+    auto ops = fbb.CreateVector(operands);
+    auto st = strides.empty() ? 0 : fbb.CreateVector(strides);
+    sc::InstructionBuilder b(fbb);
+    b.add_opcode(code);
+    b.add_operands(ops);
+    if (tensor >= 0) {
+      b.add_tensor(tensor);
+      b.add_strides(st);
+    }
+    b.add_fvalue(fvalue);
+    b.add_dtype(dtype);
+    program.push_back(b.Finish());
+    rowValues.push_back(rowValue);
+    return static_cast<int32_t>(program.size() - 1);
+  }
+  bool isRow(int32_t r) const { return rowValues[r]; }
+  int32_t constant(float v) { return add(sc::OpCode::Const, {}, sc::DType::F32, true, v); }
+  bool emitOp(Operation &op, std::string &error);
+
+  fb::FlatBufferBuilder &fbb;
+  ArrayRef<int64_t> space;
+  int64_t rowDims;
+  function_ref<int32_t(Value)> tensorOf;
+  llvm::DenseMap<Value, int32_t> reg;
+  std::vector<bool> rowValues;
+};
+
+bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
+  Block &body = op.getBody().front();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
+    sc::DType dt = *dtypeOf(typeOf(input).getElementType());
+    bool row = rowDims > 0 && typeOf(input).getRank() ==
+                                  static_cast<int64_t>(space.size()) - rowDims &&
+               typeOf(input).getShape() != space.take_back(typeOf(input).getRank());
+    reg[arg] = add(sc::OpCode::Load, {}, dt, row, 0, tensorOf(input),
+                   stridesFor(typeOf(input).getShape(), space, rowDims, row));
+  }
+  for (Operation &inner : body.without_terminator())
+    if (!emitOp(inner, error))
+      return false;
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (auto [value, result] : llvm::zip(yield.getValues(), op.getResults())) {
+    int32_t r = reg.lookup(value);
+    add(sc::OpCode::Store, {r}, *dtypeOf(typeOf(result).getElementType()), isRow(r), 0,
+        tensorOf(result), stridesFor(typeOf(result).getShape(), space, rowDims, isRow(r)));
+  }
+  return true;
+}
+
+bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
+  using namespace graph;
+  auto dt = [&](Value v) { return *dtypeOf(typeOf(v).getElementType()); };
+  auto r = [&](Value v) { return reg.lookup(v); };
+  auto row = [&](std::initializer_list<int32_t> regs) {
+    return llvm::all_of(regs, [&](int32_t x) { return isRow(x); });
+  };
+  const sc::DType f32 = sc::DType::F32;
+  int64_t rowSize = 1;
+  for (int64_t d : space.take_back(rowDims))
+    rowSize *= d;
+  float invRow = 1.0f / static_cast<float>(rowSize);
+  Value out = op.getNumResults() ? op.getResult(0) : Value();
+  auto binary = [&](sc::OpCode code) {
+    int32_t a = r(op.getOperand(0)), b = r(op.getOperand(1));
+    reg[out] = add(code, {a, b}, dt(out), row({a, b}));
+  };
+  auto unary = [&](sc::OpCode code) {
+    int32_t a = r(op.getOperand(0));
+    reg[out] = add(code, {a}, dt(out), row({a}));
+  };
+  bool ok = true;
+  llvm::TypeSwitch<Operation *>(&op)
+      .Case<ConstantOp>([&](ConstantOp c) {
+        auto dense = cast<DenseElementsAttr>(c.getValue());
+        APFloat v = dense.getSplatValue<APFloat>();
+        bool losesInfo = false;
+        v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+        reg[out] = constant(v.convertToFloat());
+      })
+      .Case<AddOp>([&](auto) { binary(sc::OpCode::Add); })
+      .Case<SubOp>([&](auto) { binary(sc::OpCode::Sub); })
+      .Case<MulOp>([&](auto) { binary(sc::OpCode::Mul); })
+      .Case<DivOp>([&](auto) { binary(sc::OpCode::Div); })
+      .Case<PowOp>([&](auto) { binary(sc::OpCode::Pow); })
+      .Case<NegOp>([&](auto) { unary(sc::OpCode::Neg); })
+      .Case<ReluOp>([&](auto) { unary(sc::OpCode::Relu); })
+      .Case<TanhOp>([&](auto) { unary(sc::OpCode::Tanh); })
+      .Case<SigmoidOp>([&](auto) { unary(sc::OpCode::Sigmoid); })
+      .Case<ExpOp>([&](auto) { unary(sc::OpCode::Exp); })
+      .Case<LogOp>([&](auto) { unary(sc::OpCode::Log); })
+      .Case<SqrtOp>([&](auto) { unary(sc::OpCode::Sqrt); })
+      .Case<RsqrtOp>([&](auto) { unary(sc::OpCode::Rsqrt); })
+      .Case<ErfOp>([&](auto) { unary(sc::OpCode::Erf); })
+      .Case<ReciprocalOp>([&](auto) { unary(sc::OpCode::Reciprocal); })
+      .Case<CastOp>([&](auto) { unary(sc::OpCode::Cast); })
+      .Case<GeluOp>([&](GeluOp g) {
+        unary(g.getApproximate() == "tanh" ? sc::OpCode::GeluTanh : sc::OpCode::GeluErf);
+      })
+      .Case<WhereOp>([&](WhereOp w) {
+        int32_t c = r(w.getCondition()), a = r(w.getLhs()), b = r(w.getRhs());
+        reg[out] = add(sc::OpCode::Select, {c, a, b}, dt(out), row({c, a, b}));
+      })
+      .Case<QuantizeOp>([&](auto) { binary(sc::OpCode::Quantize); })
+      .Case<DequantizeOp>([&](auto) { binary(sc::OpCode::Div); })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *s) {
+        int32_t x = r(s->getOperand(0));
+        int32_t m = add(sc::OpCode::RowMax, {x}, f32, true);
+        int32_t d = add(sc::OpCode::Sub, {x, m}, f32, false);
+        int32_t e = add(sc::OpCode::Exp, {d}, f32, false);
+        int32_t sum = add(sc::OpCode::RowSum, {e}, f32, true);
+        if (isa<SoftmaxOp>(s)) {
+          reg[out] = add(sc::OpCode::Div, {e, sum}, dt(out), false);
+        } else {
+          int32_t l = add(sc::OpCode::Log, {sum}, f32, true);
+          reg[out] = add(sc::OpCode::Sub, {d, l}, dt(out), false);
+        }
+      })
+      .Case<LayerNormOp>([&](LayerNormOp ln) {
+        int32_t x = r(ln.getInput());
+        int32_t inv = constant(invRow);
+        int32_t mean = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {x}, f32, true), inv}, f32, true);
+        int32_t c = add(sc::OpCode::Sub, {x, mean}, f32, false);
+        int32_t sq = add(sc::OpCode::Mul, {c, c}, f32, false);
+        int32_t var = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {sq}, f32, true), inv}, f32, true);
+        int32_t eps = constant(ln.getEpsilon().convertToFloat());
+        int32_t rstd = add(sc::OpCode::Rsqrt, {add(sc::OpCode::Add, {var, eps}, f32, true)}, f32, true);
+        int32_t y = add(sc::OpCode::Mul, {c, rstd}, f32, false);
+        if (Value s = ln.getScale())
+          y = add(sc::OpCode::Mul, {y, r(s)}, f32, false);
+        if (Value b = ln.getBias())
+          y = add(sc::OpCode::Add, {y, r(b)}, f32, false);
+        reg[out] = add(sc::OpCode::Cast, {y}, dt(out), false);
+      })
+      .Case<RmsNormOp>([&](RmsNormOp rn) {
+        int32_t x = r(rn.getInput());
+        int32_t sq = add(sc::OpCode::Mul, {x, x}, f32, false);
+        int32_t ms = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {sq}, f32, true), constant(invRow)}, f32, true);
+        int32_t eps = constant(rn.getEpsilon().convertToFloat());
+        int32_t rstd = add(sc::OpCode::Rsqrt, {add(sc::OpCode::Add, {ms, eps}, f32, true)}, f32, true);
+        int32_t y = add(sc::OpCode::Mul, {x, rstd}, f32, false);
+        if (Value s = rn.getScale())
+          y = add(sc::OpCode::Mul, {y, r(s)}, f32, false);
+        reg[out] = add(sc::OpCode::Cast, {y}, dt(out), false);
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](Operation *red) {
+        int32_t x = r(red->getOperand(0));
+        if (isa<ReduceMaxOp>(red)) {
+          reg[out] = add(sc::OpCode::RowMax, {x}, dt(out), true);
+          return;
+        }
+        int32_t s = add(sc::OpCode::RowSum, {x}, isa<ReduceSumOp>(red) ? dt(out) : f32, true);
+        reg[out] = isa<ReduceSumOp>(red)
+                       ? s
+                       : add(sc::OpCode::Mul, {s, constant(invRow)}, dt(out), true);
+      })
+      .Default([&](Operation *o) {
+        error = "op '" + passes::opName(o) + "' (" + o->getName().getStringRef().str() +
+                ") has no expression-program form";
+        ok = false;
+      });
+  return ok;
+}
+
+bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
+  ProgramBuilder pb(fbb, op.getShape(), static_cast<int64_t>(op.getRowDims()),
+                    [&](Value v) { return tensorOf(v); });
+  if (!pb.emit(op, error))
+    return false;
+  for (Value v : op.getInputs())
+    stats.bytesMoved += bytesOf(v);
+  for (Value v : op.getResults())
+    stats.bytesMoved += bytesOf(v);
+  auto name = fbb.CreateString(op.getOps().empty() ? "kernel"
+                                                   : cast<StringAttr>(op.getOps()[0]).str());
+  auto sources = names(op.getOps());
+  auto shape = fbb.CreateVector(op.getShape().data(), op.getShape().size());
+  auto program = fbb.CreateVector(pb.program);
+  sc::KernelBuilder b(fbb);
+  b.add_name(name);
+  b.add_source_ops(sources);
+  b.add_shape(shape);
+  b.add_row_dims(static_cast<int32_t>(op.getRowDims()));
+  b.add_program(program);
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Kernel, kernels.size()));
+  kernels.push_back(b.Finish());
+  ++stats.kernels;
+  return true;
+}
+
+bool Writer::addGemm(kernel::GemmOp op, std::string &error) {
+  ArrayRef<int64_t> a = typeOf(op.getA()).getShape(), b = typeOf(op.getB()).getShape(),
+                    out = typeOf(op.getOutput()).getShape();
+  auto fail = [&](const std::string &why) {
+    std::string name = op.getOps().empty() ? "gemm" : cast<StringAttr>(op.getOps()[0]).str();
+    error = "GEMM '" + name + "': " + why;
+    return false;
+  };
+  if (a.size() < 2 || b.size() < 2 || out.size() < 2)
+    return fail("vector operands have no module form yet (reshape to a matrix first)");
+  int64_t k = a.back(), n = out.back();
+  int64_t m = out[out.size() - 2];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < out.size(); ++i)
+    batch *= out[i];
+  int64_t strideA = 0, strideB = 0;
+  bool linearLike = b.size() == 2;
+  if (linearLike) {
+    // A linear layer: all leading dims of `a` are rows of one GEMM.
+    m = 1;
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      m *= a[i];
+    batch = 1;
+  } else {
+    auto batchStride = [&](ArrayRef<int64_t> s, int64_t matrix, int64_t &stride) {
+      if (s.size() == 2) {
+        stride = 0;
+        return true;
+      }
+      if (s.drop_back(2) != out.drop_back(2))
+        return false;
+      stride = matrix;
+      return true;
+    };
+    if (!batchStride(a, m * k, strideA) || !batchStride(b, k * n, strideB))
+      return fail("batch dims that broadcast partially have no module form yet");
+  }
+  bool hasBias = static_cast<bool>(op.getBias());
+  sc::Epilogue epilogue = sc::Epilogue::None;
+  if (op.getEpilogue() == "relu")
+    epilogue = hasBias ? sc::Epilogue::BiasRelu : sc::Epilogue::Relu;
+  else if (op.getEpilogue() == "gelu")
+    epilogue = hasBias ? sc::Epilogue::BiasGelu : sc::Epilogue::Gelu;
+  else if (hasBias)
+    epilogue = sc::Epilogue::Bias;
+  for (Value v : op->getOperands())
+    stats.bytesMoved += bytesOf(v);
+  stats.bytesMoved += bytesOf(op.getOutput());
+  int32_t ia = tensorOf(op.getA()), ib = tensorOf(op.getB()), io = tensorOf(op.getOutput());
+  int32_t ibias = hasBias ? tensorOf(op.getBias()) : -1;
+  int32_t sa = op.getAScale() ? tensorOf(op.getAScale()) : -1;
+  int32_t sb = op.getBScale() ? tensorOf(op.getBScale()) : -1;
+  auto name = fbb.CreateString(op.getOps().empty() ? "gemm" : cast<StringAttr>(op.getOps()[0]).str());
+  auto sources = names(op.getOps());
+  sc::GemmBuilder g(fbb);
+  g.add_name(name);
+  g.add_source_ops(sources);
+  g.add_a(ia);
+  g.add_b(ib);
+  g.add_bias(ibias);
+  g.add_out(io);
+  g.add_m(m);
+  g.add_n(n);
+  g.add_k(k);
+  g.add_batch(batch);
+  g.add_batch_stride_a(strideA);
+  g.add_batch_stride_b(strideB);
+  g.add_batch_stride_out(linearLike ? 0 : m * n);
+  g.add_trans_b(op.getTransB());
+  g.add_epilogue(epilogue);
+  g.add_a_scale(sa);
+  g.add_b_scale(sb);
+  g.add_tf32(op.getTf32());
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Gemm, gemms.size()));
+  gemms.push_back(g.Finish());
+  ++stats.gemms;
+  return true;
+}
+
+void Writer::addRoutine(kernel::CallOp op) {
+  std::vector<int32_t> inputs, outputs;
+  for (Value v : op.getInputs()) {
+    inputs.push_back(tensorOf(v));
+    stats.bytesMoved += bytesOf(v);
+  }
+  for (Value v : op.getOutputs()) {
+    outputs.push_back(tensorOf(v));
+    stats.bytesMoved += bytesOf(v);
+  }
+  auto name = fbb.CreateString(op.getOps().empty() ? op.getOpType().str()
+                                                   : cast<StringAttr>(op.getOps()[0]).str());
+  auto type = fbb.CreateString(op.getOpType().str());
+  auto in = fbb.CreateVector(inputs);
+  auto outv = fbb.CreateVector(outputs);
+  auto ints = fbb.CreateVector(op.getIntAttrs().data(), op.getIntAttrs().size());
+  auto floats = fbb.CreateVector(op.getFloatAttrs().data(), op.getFloatAttrs().size());
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Opaque, opaques.size()));
+  opaques.push_back(sc::CreateOpaque(fbb, name, type, in, outv, ints, floats));
+  ++stats.routines;
+}
+
+bool Writer::build(const std::vector<PrecisionEntry> &precision,
+                   const ModuleWriteOptions &options, const std::string &sideFileName,
+                   std::vector<uint8_t> &sideFile, std::string &error) {
+  Block &body = func.getBody().front();
+  std::vector<uint32_t> inputs, outputs;
+  for (BlockArgument arg : body.getArguments()) {
+    inputs.push_back(tensorOf(arg));
+    if (auto off = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "mpk.offset"))
+      offsets[arg] = off.getInt();
+  }
+  for (Operation &op : body) {
+    if (auto offs = op.getAttrOfType<DenseI64ArrayAttr>(kernel::KernelDialect::kOffsetsAttr))
+      for (auto [result, off] : llvm::zip(op.getResults(), offs.asArrayRef()))
+        offsets[result] = off;
+    bool ok = llvm::TypeSwitch<Operation *, bool>(&op)
+                  .Case<kernel::KernelOp>([&](auto k) { return addKernel(k, error); })
+                  .Case<kernel::GemmOp>([&](auto g) { return addGemm(g, error); })
+                  .Case<kernel::CallOp>([&](auto c) { return addRoutine(c), true; })
+                  .Case<kernel::AliasOp>([&](auto a) {
+                    tensorOf(a.getOutput());
+                    return true;
+                  })
+                  .Case<graph::ConstantOp, func::ReturnOp>([](auto) { return true; })
+                  .Default([&](Operation *o) {
+                    error = "op '" + passes::opName(o) + "' (" +
+                            o->getName().getStringRef().str() +
+                            ") was not lowered to a kernel, GEMM or routine";
+                    return false;
+                  });
+    if (!ok)
+      return false;
+  }
+  for (Value v : body.getTerminator()->getOperands())
+    outputs.push_back(tensorOf(v));
+  for (BlockArgument arg : body.getArguments())
+    stats.minimumBytes += bytesOf(arg);
+  for (Value v : body.getTerminator()->getOperands())
+    stats.minimumBytes += bytesOf(v);
+
+  // Tensors and constants, now that every value has an index.
+  std::vector<fb::Offset<sc::Tensor>> tensors;
+  std::vector<fb::Offset<sc::Constant>> constants;
+  for (Value v : tensorValues) {
+    auto type = typeOf(v);
+    std::optional<sc::DType> dtype = dtypeOf(type.getElementType());
+    if (!dtype) {
+      error = "a value has element type with no module form";
+      return false;
+    }
+    int32_t constantIndex = -1;
+    uint64_t offset = 0;
+    if (auto c = v.getDefiningOp<graph::ConstantOp>()) {
+      auto dense = cast<DenseElementsAttr>(c.getValue());
+      std::vector<uint8_t> bytes(static_cast<size_t>(bytesOf(v)));
+      if (type.getElementType().isInteger(1)) {
+        size_t i = 0;
+        for (bool b : dense.getValues<bool>())
+          bytes[i++] = b;
+      } else if (dense.isSplat()) {
+        ArrayRef<char> one = dense.getRawData();
+        size_t each = bytes.size() / std::max<int64_t>(1, type.getNumElements());
+        for (size_t i = 0; i < bytes.size(); i += each)
+          std::memcpy(bytes.data() + i, one.data(), std::min(each, one.size()));
+      } else {
+        ArrayRef<char> raw = dense.getRawData();
+        std::memcpy(bytes.data(), raw.data(), std::min(raw.size(), bytes.size()));
+      }
+      stats.constantBytes += bytes.size();
+      fb::Offset<sc::Constant> entry;
+      if (bytes.size() > options.sideFileThreshold) {
+        // 64-byte aligned inside the side file, like the inline data.
+        sideFile.resize((sideFile.size() + 63) / 64 * 64);
+        uint64_t at = sideFile.size();
+        sideFile.insert(sideFile.end(), bytes.begin(), bytes.end());
+        entry = sc::CreateConstant(fbb, 0, at, bytes.size());
+        stats.sideFileBytes += bytes.size();
+      } else {
+        // force_align: 64 in the schema; FlatBuffers 2.0.8 aligns on request.
+        fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 64);
+        auto data = fbb.CreateVector(bytes);
+        entry = sc::CreateConstant(fbb, data);
+      }
+      constantIndex = static_cast<int32_t>(constants.size());
+      constants.push_back(entry);
+    } else {
+      Value root = v;
+      while (auto alias = root.getDefiningOp<kernel::AliasOp>())
+        root = alias.getInput();
+      if (!offsets.count(root)) {
+        error = "value without an arena offset: run --mp-plan-memory first";
+        return false;
+      }
+      offset = offsets[root];
+    }
+    auto shape = fbb.CreateVector(type.getShape().data(), type.getShape().size());
+    auto name = fbb.CreateString(tensorName(v));
+    tensors.push_back(sc::CreateTensor(fbb, name, *dtype, shape, offset, constantIndex));
+  }
+
+  std::vector<fb::Offset<sc::OpPrecision>> plan;
+  for (const PrecisionEntry &p : precision) {
+    std::optional<sc::DType> d =
+        dtypeOf(*passes::parseDType(func.getContext(), p.dtype == "tf32" ? "f32" : p.dtype));
+    plan.push_back(sc::CreateOpPrecision(fbb, fbb.CreateString(p.op), fbb.CreateString(p.opType),
+                                         d.value_or(sc::DType::F32), fbb.CreateString(p.reason)));
+  }
+  fb::Offset<sc::SideFile> side = 0;
+  if (!sideFile.empty())
+    side = sc::CreateSideFile(fbb, fbb.CreateString(sideFileName), sideFile.size(),
+                              runtime::fnv1a64(sideFile.data(), sideFile.size()));
+
+  auto arena = func->getAttrOfType<IntegerAttr>(kernel::KernelDialect::kArenaBytesAttr);
+  auto total = func->getAttrOfType<IntegerAttr>(kernel::KernelDialect::kBufferBytesAttr);
+  stats.arenaBytes = arena ? arena.getInt() : 0;
+  stats.bufferBytes = total ? total.getInt() : 0;
+  auto producer = fbb.CreateString(options.producer);
+  auto inputsV = fbb.CreateVector(inputs);
+  auto outputsV = fbb.CreateVector(outputs);
+  auto tensorsV = fbb.CreateVector(tensors);
+  auto constantsV = fbb.CreateVector(constants);
+  auto kernelsV = fbb.CreateVector(kernels);
+  auto gemmsV = fbb.CreateVector(gemms);
+  auto opaquesV = fbb.CreateVector(opaques);
+  auto stepsV = fbb.CreateVector(steps);
+  auto planV = fbb.CreateVector(plan);
+  sc::ModuleBuilder mb(fbb);
+  mb.add_version(1);
+  mb.add_producer(producer);
+  mb.add_inputs(inputsV);
+  mb.add_outputs(outputsV);
+  mb.add_tensors(tensorsV);
+  mb.add_constants(constantsV);
+  mb.add_kernels(kernelsV);
+  mb.add_gemms(gemmsV);
+  mb.add_opaques(opaquesV);
+  mb.add_steps(stepsV);
+  mb.add_arena_bytes(stats.arenaBytes);
+  mb.add_buffer_bytes(stats.bufferBytes);
+  mb.add_precision(planV);
+  if (!sideFile.empty())
+    mb.add_side_file(side);
+  mb.add_content_hash(runtime::kContentHashPlaceholder);
+  fbb.Finish(mb.Finish(), sc::ModuleIdentifier());
+  return true;
+}
+
+} // namespace
+
+std::vector<PrecisionEntry> collectPrecisionPlan(func::FuncOp func) {
+  std::vector<PrecisionEntry> plan;
+  func.walk([&](Operation *op) {
+    auto reason = op->getAttrOfType<StringAttr>(graph::GraphDialect::kReasonAttr);
+    auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
+    if (reason && precision)
+      plan.push_back({passes::opName(op), passes::opTypeName(op).str(),
+                      passes::dtypeName(precision.getValue()), reason.str()});
+  });
+  return plan;
+}
+
+bool writeModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
+                 const std::string &path, const ModuleWriteOptions &options,
+                 ModuleStats &stats, std::string &error) {
+  std::string sideName = llvm::sys::path::filename(path).str() + ".weights";
+  std::vector<uint8_t> sideFile;
+  Writer writer(func, stats);
+  if (!writer.build(precision, options, sideName, sideFile, error))
+    return false;
+  std::vector<uint8_t> buffer(writer.fbb.GetBufferPointer(),
+                              writer.fbb.GetBufferPointer() + writer.fbb.GetSize());
+  if (!runtime::sealModule(buffer.data(), buffer.size())) {
+    error = path + ": the written module does not verify (a writer bug)";
+    return false;
+  }
+  auto writeFile = [&](const std::string &p, const std::vector<uint8_t> &bytes) {
+    std::ofstream os(p, std::ios::binary);
+    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    return static_cast<bool>(os);
+  };
+  if (!writeFile(path, buffer)) {
+    error = path + ": cannot write";
+    return false;
+  }
+  if (!sideFile.empty()) {
+    llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
+    llvm::sys::path::append(sidePath, sideName);
+    if (!writeFile(sidePath.str().str(), sideFile)) {
+      error = sidePath.str().str() + ": cannot write";
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace mixprec::codegen

@@ -1,0 +1,46 @@
+//===- ModuleWriter.h - serialize a planned mpk function to .mpk -*- C++ -*-===//
+#ifndef MIXPREC_CODEGEN_MODULEWRITER_H
+#define MIXPREC_CODEGEN_MODULEWRITER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixprec::codegen {
+
+/// Why an op got its dtype, recorded in the module (from the annotated graph).
+struct PrecisionEntry {
+  std::string op, opType, dtype, reason;
+};
+
+struct ModuleWriteOptions {
+  /// Constants larger than this go to the side file `<module>.weights`.
+  uint64_t sideFileThreshold = 1 << 20;
+  std::string producer;
+};
+
+/// What the written module holds, for reports and benchmarks.
+struct ModuleStats {
+  int64_t kernels = 0, gemms = 0, routines = 0;
+  int64_t arenaBytes = 0, bufferBytes = 0;
+  int64_t constantBytes = 0, sideFileBytes = 0;
+  /// Bytes the steps read and write per run, and the minimum (each graph
+  /// input read once, each output written once).
+  int64_t bytesMoved = 0, minimumBytes = 0;
+};
+
+/// Collects the precision plan of an annotated mp function (ops with a reason).
+std::vector<PrecisionEntry> collectPrecisionPlan(mlir::func::FuncOp func);
+
+/// Writes `func` (after --mp-lower-to-kernels and --mp-plan-memory) to
+/// `path` as a sealed .mpk module, large weights to a side file. Fails with
+/// a one-line error naming the op or tensor the format cannot express.
+bool writeModule(mlir::func::FuncOp func, const std::vector<PrecisionEntry> &precision,
+                 const std::string &path, const ModuleWriteOptions &options,
+                 ModuleStats &stats, std::string &error);
+
+} // namespace mixprec::codegen
+
+#endif // MIXPREC_CODEGEN_MODULEWRITER_H
