@@ -252,6 +252,11 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
         reg[out] = add(sc::OpCode::Select, {c, a, b}, dt(out), row({c, a, b}));
       })
       .Case<QuantizeOp>([&](auto) { binary(sc::OpCode::Quantize); })
+      .Case<AmaxOp>([&](AmaxOp a) {
+        // One value for the whole tensor: its Store (all strides 0) writes
+        // element 0 once every point has been seen.
+        reg[out] = add(sc::OpCode::Amax, {r(a.getInput())}, f32, false);
+      })
       .Case<DequantizeOp>([&](auto) { binary(sc::OpCode::Div); })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *s) {
         int32_t x = r(s->getOperand(0));
@@ -332,8 +337,8 @@ bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
   b.add_shape(shape);
   b.add_row_dims(static_cast<int32_t>(op.getRowDims()));
   b.add_program(program);
-  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Kernel, kernels.size()));
-  kernels.push_back(b.Finish());
+  kernels.push_back(b.Finish()); // finish before building the step: no nesting
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Kernel, kernels.size() - 1));
   ++stats.kernels;
   return true;
 }
@@ -411,8 +416,8 @@ bool Writer::addGemm(kernel::GemmOp op, std::string &error) {
   g.add_a_scale(sa);
   g.add_b_scale(sb);
   g.add_tf32(op.getTf32());
-  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Gemm, gemms.size()));
   gemms.push_back(g.Finish());
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Gemm, gemms.size() - 1));
   ++stats.gemms;
   return true;
 }

@@ -212,10 +212,13 @@ private:
     llvm::sort(ops, [&](Operation *a, Operation *b) { return position[a] < position[b]; });
     llvm::SetVector<Value> inputs;
     SmallVector<Value> outputs;
+    // Kernels take scalars as immediates; a GEMM's operands (FP8 scales)
+    // are tensors the GEMM call reads.
+    bool inlineScalars = group.kind != FuseKind::Gemm;
     for (Operation *op : ops) {
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
-        if ((def && groupOf.lookup(def) == &group) || isScalarConstant(operand))
+        if ((def && groupOf.lookup(def) == &group) || (inlineScalars && isScalarConstant(operand)))
           continue;
         inputs.insert(operand);
       }
@@ -249,7 +252,7 @@ private:
     OpBuilder inner = OpBuilder::atBlockEnd(block);
     for (Operation *op : ops) {
       for (Value operand : op->getOperands())
-        if (isScalarConstant(operand) && !mapping.contains(operand))
+        if (inlineScalars && isScalarConstant(operand) && !mapping.contains(operand))
           mapping.map(operand, inner.clone(*operand.getDefiningOp())->getResult(0));
       inner.clone(*op, mapping);
     }

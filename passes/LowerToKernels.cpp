@@ -108,7 +108,9 @@ void lowerOpToKernel(Operation *op) {
     if (!isScalarConstant(operand) && !llvm::is_contained(inputs, operand))
       inputs.push_back(operand);
   int64_t rowDims = std::max<int64_t>(rowReductionDims(op), 0);
-  ArrayRef<int64_t> shape = shapeOf(rowDims ? op->getOperand(0) : op->getResult(0));
+  // An amax reads every element of its input (one value for the tensor).
+  bool overInput = rowDims || isa<graph::AmaxOp>(op);
+  ArrayRef<int64_t> shape = shapeOf(overInput ? op->getOperand(0) : op->getResult(0));
   auto kernelOp = b.create<kernel::KernelOp>(op->getLoc(), op->getResultTypes(), inputs,
                                              b.getDenseI64ArrayAttr(shape),
                                              b.getI64IntegerAttr(rowDims), namesOf(ctx, {op}));
@@ -272,7 +274,7 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
         buildGemm(b, op, Value(), "none", {op}, op->getResult(0).getType(), op->getLoc(),
                   [](Value v) { return v; }, op->getResult(0));
         op->erase();
-      } else if (isElementwise(op) || rowReductionDims(op) >= 0) {
+      } else if (isElementwise(op) || rowReductionDims(op) >= 0 || isa<graph::AmaxOp>(op)) {
         lowerOpToKernel(op);
       } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
         OpBuilder b(op);

@@ -27,6 +27,13 @@ int runReport(llvm::ArrayRef<std::string> args);
 /// 2 usage, 3 non-finite outputs, 4 tolerance exceeded).
 int runValidate(llvm::ArrayRef<std::string> args);
 
+/// Runs a compiled .mpk module through the runtime's C API on `backend`
+/// (cpu, cuda or auto) and writes <output>.npy files; returns the exit code.
+int runCompiledModule(const std::string &path,
+                      const std::vector<std::pair<std::string, std::string>> &inputFiles,
+                      uint64_t seed, const std::string &backend, const std::string &outputDir,
+                      int repeat, bool time);
+
 /// The label an op is shown (and matched) by: its ONNX node name, else
 /// "FILE:LINE:COL" (file base name) from its location, else "" (no label).
 std::string nodeLabel(mlir::Operation *op);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Version.h"
+#include "codegen/ModuleWriter.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "dialects/Graph/IR/GraphOps.h"
@@ -42,21 +43,29 @@ const char *const mixprec::tools::kUsage = R"(usage:
   mixprec import MODEL.onnx [-o OUT.mlir]
       Import an ONNX model and print its mp graph IR (or write it to OUT).
   mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
-              [--repeat N] [--time]
-      Run MODEL (.onnx or .mlir) on the CPU reference interpreter and write
-      <output name>.npy per graph output into DIR (default: .). Without
-      --input, every input is random (normal floats, valid indices) from the
-      seed (default 0). --repeat runs N times; --time prints import and run
-      times to stderr.
+              [--repeat N] [--time] [--backend cpu|cuda|auto] [--precision P]
+      Run MODEL and write <output name>.npy per graph output into DIR
+      (default: .). An .onnx or .mlir model runs on the CPU reference
+      interpreter; with --backend it is compiled just in time (at
+      --precision, default fp32) to DIR/jit.mpk and run by the runtime. An
+      .mpk module always runs on the runtime (--backend, default auto: CUDA
+      when a GPU is found, else CPU). Without --input, every input is random
+      (normal floats; indices valid for their gather on the interpreter,
+      0/1 on the runtime) from the seed (default 0). --repeat runs N times;
+      --time prints load and run times (JSON) to stderr.
   mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
                   [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                   [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
                   [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
-                  [--fp8-margin N] [--emit mlir] [-o OUT.mlir]
-      Assign a precision to every op (with a reason), insert and fold casts,
-      and write the annotated mp IR, which `mixprec run OUT.mlir` executes
-      with its dtypes. --calibrate runs the FP32 graph on the given inputs
-      first and moves ops whose values would overflow or underflow FP16.
+                  [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk] [-o OUT]
+      Assign a precision to every op (with a reason), insert and fold casts.
+      --emit mp-mlir (the default, unless OUT ends in .mpk) writes the
+      annotated mp IR, which `mixprec run OUT.mlir` executes with its
+      dtypes; mpk-mlir writes the fused, planned kernel IR; mpk (implied by
+      -o OUT.mpk) writes the module an application loads with the runtime,
+      large weights in OUT.mpk.weights, and prints its statistics (JSON) to
+      stderr. --calibrate runs the FP32 graph on the given inputs first and
+      moves ops whose values would overflow or underflow FP16.
   mixprec report MODEL [compile options] [--json FILE]
       Print the precision plan: a header line, a table with one row per op
       in program order (constants left out; casts are rows of class "cast",
@@ -135,12 +144,33 @@ int runImport(llvm::ArrayRef<std::string> args) {
   return 0;
 }
 
+/// Lowers an annotated module to kernels and writes it as .mpk.
+int writeCompiledModule(ModuleOp module, const std::string &path,
+                        mixprec::codegen::ModuleStats *statsOut) {
+  std::string error;
+  func::FuncOp func = mixprec::compiler::findEntryFunction(module, error);
+  if (!func)
+    return fail(error);
+  std::vector<mixprec::codegen::PrecisionEntry> plan = mixprec::codegen::collectPrecisionPlan(func);
+  if (!mixprec::compiler::runKernelPipeline(module, error))
+    return fail(path + ": " + error);
+  mixprec::codegen::ModuleWriteOptions options;
+  options.producer = std::string("mixprec ") + MIXPREC_VERSION;
+  mixprec::codegen::ModuleStats stats;
+  if (!mixprec::codegen::writeModule(func, plan, path, options, stats, error))
+    return fail(path + ": " + error);
+  if (statsOut)
+    *statsOut = stats;
+  return 0;
+}
+
 int runRun(llvm::ArrayRef<std::string> args) {
   std::string model, outputDir = ".";
   std::vector<std::pair<std::string, std::string>> inputFiles;
   uint64_t seed = 0;
   int repeat = 1;
   bool time = false;
+  std::string backend, precision = "fp32";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     bool hasValue = i + 1 < args.size();
@@ -162,6 +192,10 @@ int runRun(llvm::ArrayRef<std::string> args) {
         seed = parsed;
       else
         repeat = static_cast<int>(parsed);
+    } else if (a == "--backend" && hasValue) {
+      backend = args[++i];
+    } else if (a == "--precision" && hasValue) {
+      precision = args[++i];
     } else if (a == "--time") {
       time = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -174,6 +208,28 @@ int runRun(llvm::ArrayRef<std::string> args) {
   }
   if (model.empty())
     return usageError("run: no model given");
+  if (llvm::StringRef(model).ends_with(".mpk"))
+    return runCompiledModule(model, inputFiles, seed, backend, outputDir, repeat, time);
+  if (!backend.empty()) {
+    // A backend asks for the compiled path: compile just in time to a
+    // module beside the outputs, then run it like any application would.
+    CompileArgs compileArgs;
+    compileArgs.model = model;
+    compileArgs.precision.precision = precision;
+    MLIRContext context;
+    mixprec::tools::loadDialects(context);
+    OwningOpRef<ModuleOp> compiled = compileModel(context, compileArgs);
+    if (!compiled)
+      return 1;
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail(outputDir + ": cannot create output directory: " + ec.message());
+    llvm::SmallString<256> modulePath(outputDir);
+    llvm::sys::path::append(modulePath, "jit.mpk");
+    if (int rc = writeCompiledModule(*compiled, modulePath.str().str(), nullptr))
+      return rc;
+    return runCompiledModule(modulePath.str().str(), inputFiles, seed, backend, outputDir, repeat,
+                             time);
+  }
 
   auto importStart = std::chrono::steady_clock::now();
   MLIRContext context;
@@ -228,16 +284,44 @@ int runRun(llvm::ArrayRef<std::string> args) {
 
 int runCompile(llvm::ArrayRef<std::string> rawArgs) {
   CompileArgs args;
+  args.emit.clear();
   if (int rc = parseCompileArgs("compile", rawArgs, args))
     return rc;
-  if (args.emit != "mlir")
-    return usageError("compile: --emit takes mlir, got '" + args.emit + "'");
+  // -o x.mpk implies --emit mpk; otherwise the annotated graph is printed.
+  if (args.emit.empty())
+    args.emit = llvm::StringRef(args.output).ends_with(".mpk") ? "mpk" : "mp-mlir";
+  if (args.emit == "mlir")
+    args.emit = "mp-mlir";
+  if (args.emit != "mp-mlir" && args.emit != "mpk-mlir" && args.emit != "mpk")
+    return usageError("compile: --emit takes mp-mlir, mpk-mlir or mpk, got '" + args.emit + "'");
+  if (args.emit == "mpk" && args.output.empty())
+    return usageError("compile: --emit mpk needs -o FILE.mpk");
+  auto start = std::chrono::steady_clock::now();
   MLIRContext context;
   mixprec::tools::loadDialects(context);
   OwningOpRef<ModuleOp> module = compileModel(context, args);
   if (!module)
     return 1;
-  return emitModule(*module, args.output);
+  if (args.emit == "mp-mlir")
+    return emitModule(*module, args.output);
+  if (args.emit == "mpk-mlir") {
+    std::string error;
+    if (!mixprec::compiler::runKernelPipeline(*module, error))
+      return fail(args.model + ": " + error);
+    return emitModule(*module, args.output);
+  }
+  mixprec::codegen::ModuleStats stats;
+  if (int rc = writeCompiledModule(*module, args.output, &stats))
+    return rc;
+  llvm::errs() << llvm::format(
+      "{\"compile_ms\": %.1f, \"kernels\": %lld, \"gemms\": %lld, \"routines\": %lld, "
+      "\"arena_bytes\": %lld, \"buffer_bytes\": %lld, \"bytes_moved\": %lld, "
+      "\"minimum_bytes\": %lld, \"constant_bytes\": %lld, \"side_file_bytes\": %lld}\n",
+      millisecondsSince(start), (long long)stats.kernels, (long long)stats.gemms,
+      (long long)stats.routines, (long long)stats.arenaBytes, (long long)stats.bufferBytes,
+      (long long)stats.bytesMoved, (long long)stats.minimumBytes, (long long)stats.constantBytes,
+      (long long)stats.sideFileBytes);
+  return 0;
 }
 
 } // namespace

@@ -1,0 +1,260 @@
+/*===- mixprec/runtime.h - mixprec runtime C API ---------------------------===*
+ *
+ * Loads a compiled mixprec module (.mpk), binds host inputs, runs it on a
+ * backend (CPU now, CUDA later) and reads the outputs.
+ *
+ * Conventions
+ *  - Every call that can fail returns a mixprec_status_t. NULL means success.
+ *    Anything else is a status object owned by the caller: read its code
+ *    (stable numbers, below) and message, then free it with
+ *    mixprec_status_free(). The message names what is wrong ("input 'x' has
+ *    shape [2,3], the module expects [2,4]").
+ *  - Handles are opaque. A handle made by *_create or *_load is released by
+ *    the matching *_release; releasing NULL does nothing.
+ *  - out_* parameters are written only on success.
+ *  - Strings and arrays returned by a query are owned by the object queried
+ *    and stay valid as long as it lives.
+ *  - Options structs begin with `struct_size`. Initialize them with the
+ *    *_INIT macro or the *_init function, so that fields added in later
+ *    versions take their defaults; passing NULL options means defaults.
+ *  - Each handle type states its thread safety below.
+ *  - Bad input (a corrupted module, a missing side file, an input of the
+ *    wrong shape or dtype) is reported as a status; it never crashes or
+ *    reads out of bounds. Tensor data is little-endian, densely packed in
+ *    row-major order, one element per mixprec_dtype_size() bytes (F16/BF16
+ *    as 16-bit words, FP8 as bytes, BOOL as 0/1 bytes).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef MIXPREC_RUNTIME_H
+#define MIXPREC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define MIXPREC_API
+#else
+#define MIXPREC_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Versions (thread-safe)
+ *===----------------------------------------------------------------------===*/
+
+/* The runtime library's version, "MAJOR.MINOR.PATCH". */
+MIXPREC_API const char *mixprec_runtime_version(void);
+
+/* The newest module schema version this runtime reads. Modules written for a
+ * newer schema are refused with MIXPREC_UNSUPPORTED_VERSION. */
+MIXPREC_API uint32_t mixprec_schema_version(void);
+
+/*===----------------------------------------------------------------------===*
+ * Status
+ * Thread safety: a status belongs to the caller that received it; free it
+ * exactly once. The code/message functions accept NULL (meaning OK).
+ *===----------------------------------------------------------------------===*/
+
+/* Stable codes: the numbers never change meaning. Handle types that carry
+ * enum values are fixed-width integers, so any value a caller passes is
+ * well-defined (and reported), never undefined behaviour. */
+typedef int32_t mixprec_status_code_t;
+enum mixprec_status_code_e {
+  MIXPREC_OK = 0,
+  MIXPREC_INVALID_ARGUMENT = 1,    /* a NULL handle/pointer, bad options, an index out of range */
+  MIXPREC_INVALID_MODULE = 2,      /* truncated, corrupted or inconsistent module */
+  MIXPREC_UNSUPPORTED_VERSION = 3, /* module schema newer than this runtime */
+  MIXPREC_SIDE_FILE_ERROR = 4,     /* side file missing, or its size or hash differs */
+  MIXPREC_SHAPE_MISMATCH = 5,      /* bound data has the wrong shape or byte size */
+  MIXPREC_DTYPE_MISMATCH = 6,      /* bound or requested data has the wrong dtype */
+  MIXPREC_NOT_FOUND = 7,           /* no input/output of that name */
+  MIXPREC_NO_DEVICE = 8,           /* the requested backend has no device (no GPU) */
+  MIXPREC_UNIMPLEMENTED = 9,       /* a feature this runtime does not have yet */
+  MIXPREC_IO_ERROR = 10,           /* a file cannot be opened or read */
+  MIXPREC_OUT_OF_MEMORY = 11,      /* an allocation failed */
+  MIXPREC_FAILED_PRECONDITION = 12,/* e.g. run with an unbound input, output before run */
+  MIXPREC_EXECUTION_ERROR = 13,    /* data-dependent failure while running (gather index out of range) */
+  MIXPREC_INTERNAL = 14            /* a bug in the runtime */
+};
+
+typedef struct mixprec_status_s *mixprec_status_t;
+
+/* MIXPREC_OK for NULL. */
+MIXPREC_API mixprec_status_code_t mixprec_status_code(mixprec_status_t status);
+/* "OK" for NULL. Valid until the status is freed. */
+MIXPREC_API const char *mixprec_status_message(mixprec_status_t status);
+MIXPREC_API void mixprec_status_free(mixprec_status_t status);
+/* "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for other values. */
+MIXPREC_API const char *mixprec_status_code_name(mixprec_status_code_t code);
+
+/*===----------------------------------------------------------------------===*
+ * Element types and backends (values stored in .mpk files: stable)
+ *===----------------------------------------------------------------------===*/
+
+typedef int32_t mixprec_dtype_t;
+enum mixprec_dtype_e {
+  MIXPREC_DTYPE_F32 = 0,
+  MIXPREC_DTYPE_F16 = 1,
+  MIXPREC_DTYPE_BF16 = 2,
+  MIXPREC_DTYPE_F8E4M3FN = 3,
+  MIXPREC_DTYPE_F8E5M2 = 4,
+  MIXPREC_DTYPE_I64 = 5,
+  MIXPREC_DTYPE_I32 = 6,
+  MIXPREC_DTYPE_BOOL = 7
+};
+
+/* "f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "i64", "i32", "bool";
+ * "unknown" for other values. */
+MIXPREC_API const char *mixprec_dtype_name(mixprec_dtype_t dtype);
+/* Bytes per element; 0 for unknown values. */
+MIXPREC_API size_t mixprec_dtype_size(mixprec_dtype_t dtype);
+
+typedef int32_t mixprec_backend_t;
+enum mixprec_backend_e {
+  MIXPREC_BACKEND_AUTO = 0, /* CUDA when a GPU is found and the backend runs the module, else CPU */
+  MIXPREC_BACKEND_CPU = 1,
+  MIXPREC_BACKEND_CUDA = 2
+};
+
+/* "auto", "cpu", "cuda"; "unknown" for other values. */
+MIXPREC_API const char *mixprec_backend_name(mixprec_backend_t backend);
+
+/*===----------------------------------------------------------------------===*
+ * Module: a loaded and fully verified .mpk.
+ * Thread safety: immutable after load; every query may run concurrently
+ * from any thread. Reference counted (retain/release are thread-safe);
+ * sessions keep what they need, so a module may be released while its
+ * sessions live.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mixprec_module_s *mixprec_module_t;
+
+typedef struct mixprec_load_options_t {
+  size_t struct_size;
+  /* Directory the side file path is resolved against. NULL: the module
+   * file's directory (file loads) or the current directory (memory loads). */
+  const char *side_file_dir;
+  /* The side file's bytes, given directly (e.g. embedded in the app). When
+   * non-NULL it is used instead of reading a file; size and hash are still
+   * checked. The runtime copies it. */
+  const void *side_file_data;
+  size_t side_file_size;
+} mixprec_load_options_t;
+
+#define MIXPREC_LOAD_OPTIONS_INIT {sizeof(mixprec_load_options_t), NULL, NULL, 0}
+MIXPREC_API void mixprec_load_options_init(mixprec_load_options_t *options);
+
+/* Reads, verifies (FlatBuffers verifier, schema version, content hash, every
+ * index and size) and loads a module and its side file. */
+MIXPREC_API mixprec_status_t mixprec_module_load_file(const char *path,
+                                                      const mixprec_load_options_t *options,
+                                                      mixprec_module_t *out_module);
+/* Same from bytes in memory; the runtime copies them (the caller may free
+ * `data` on return). */
+MIXPREC_API mixprec_status_t mixprec_module_load_memory(const void *data, size_t size,
+                                                        const mixprec_load_options_t *options,
+                                                        mixprec_module_t *out_module);
+MIXPREC_API void mixprec_module_retain(mixprec_module_t module);
+MIXPREC_API void mixprec_module_release(mixprec_module_t module);
+
+/* The module's schema version and producer ("mixprec 0.1.0", or ""). */
+MIXPREC_API uint32_t mixprec_module_schema_version(mixprec_module_t module);
+MIXPREC_API const char *mixprec_module_producer(mixprec_module_t module);
+
+/* A graph input or output. */
+typedef struct mixprec_tensor_info_t {
+  const char *name;
+  mixprec_dtype_t dtype;
+  size_t rank;
+  const int64_t *dims; /* `rank` entries */
+  size_t element_count;
+  size_t byte_size; /* element_count * mixprec_dtype_size(dtype) */
+} mixprec_tensor_info_t;
+
+/* 0 for a NULL module. */
+MIXPREC_API size_t mixprec_module_input_count(mixprec_module_t module);
+MIXPREC_API size_t mixprec_module_output_count(mixprec_module_t module);
+MIXPREC_API mixprec_status_t mixprec_module_input_info(mixprec_module_t module, size_t index,
+                                                       mixprec_tensor_info_t *out_info);
+MIXPREC_API mixprec_status_t mixprec_module_output_info(mixprec_module_t module, size_t index,
+                                                        mixprec_tensor_info_t *out_info);
+/* MIXPREC_NOT_FOUND, listing the names there are, when none matches. */
+MIXPREC_API mixprec_status_t mixprec_module_find_input(mixprec_module_t module, const char *name,
+                                                       size_t *out_index);
+MIXPREC_API mixprec_status_t mixprec_module_find_output(mixprec_module_t module, const char *name,
+                                                        size_t *out_index);
+
+/*===----------------------------------------------------------------------===*
+ * Session: a module instantiated on a backend, with its memory and inputs.
+ * Thread safety: one thread at a time (calls on one session must not
+ * overlap); distinct sessions, of the same module or not, run concurrently.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mixprec_session_s *mixprec_session_t;
+
+typedef struct mixprec_session_options_t {
+  size_t struct_size;
+  mixprec_backend_t backend; /* default MIXPREC_BACKEND_AUTO */
+  /* Upper bound on the memory a session may allocate for the module's
+   * arena plus its largest scratch buffer (im2col), in bytes; creating a
+   * session that needs more fails with MIXPREC_OUT_OF_MEMORY. 0: no
+   * limit. For services that load modules they do not control. */
+  uint64_t max_memory_bytes;
+} mixprec_session_options_t;
+
+#define MIXPREC_SESSION_OPTIONS_INIT {sizeof(mixprec_session_options_t), MIXPREC_BACKEND_AUTO, 0}
+MIXPREC_API void mixprec_session_options_init(mixprec_session_options_t *options);
+
+/* MIXPREC_NO_DEVICE when CUDA is asked for and no GPU is found (the message
+ * says why), MIXPREC_UNIMPLEMENTED while the CUDA backend is not there yet. */
+MIXPREC_API mixprec_status_t mixprec_session_create(mixprec_module_t module,
+                                                    const mixprec_session_options_t *options,
+                                                    mixprec_session_t *out_session);
+MIXPREC_API void mixprec_session_release(mixprec_session_t session);
+
+/* The backend the session runs on (never AUTO); AUTO for NULL. */
+MIXPREC_API mixprec_backend_t mixprec_session_backend(mixprec_session_t session);
+
+/* Copies `byte_size` bytes of host data into the session as input `index`.
+ * `dtype` and `dims` must match the input exactly (MIXPREC_DTYPE_MISMATCH,
+ * MIXPREC_SHAPE_MISMATCH otherwise), except that F32 data may be bound to
+ * an F16/BF16/FP8 input: it is rounded to nearest even (FP8 saturating), as
+ * the compiled graph's input cast would. The binding stays until replaced,
+ * so a session can run many times. */
+MIXPREC_API mixprec_status_t mixprec_session_bind_input(mixprec_session_t session, size_t index,
+                                                        mixprec_dtype_t dtype, size_t rank,
+                                                        const int64_t *dims, const void *data,
+                                                        size_t byte_size);
+MIXPREC_API mixprec_status_t mixprec_session_bind_input_by_name(mixprec_session_t session,
+                                                                const char *name,
+                                                                mixprec_dtype_t dtype, size_t rank,
+                                                                const int64_t *dims,
+                                                                const void *data,
+                                                                size_t byte_size);
+
+/* Runs the module. Every input must be bound (MIXPREC_FAILED_PRECONDITION
+ * names the first that is not). */
+MIXPREC_API mixprec_status_t mixprec_session_run(mixprec_session_t session);
+
+/* Output `index` of the last successful run, in its own dtype. The pointer
+ * is valid until the next bind, run or release of the session.
+ * MIXPREC_FAILED_PRECONDITION before the first run, or after a bind or a
+ * failed run (run again). */
+MIXPREC_API mixprec_status_t mixprec_session_output_data(mixprec_session_t session, size_t index,
+                                                         const void **out_data,
+                                                         size_t *out_byte_size);
+/* Copies output `index` into `buffer` as `dtype`: the output's own dtype, or
+ * F32 for any float output (decoded exactly). `byte_size` must be the exact
+ * size. */
+MIXPREC_API mixprec_status_t mixprec_session_copy_output(mixprec_session_t session, size_t index,
+                                                         mixprec_dtype_t dtype, void *buffer,
+                                                         size_t byte_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MIXPREC_RUNTIME_H */

@@ -1,0 +1,198 @@
+//===- mixprec/runtime.hpp - C++ wrapper of the runtime C API ---*- C++ -*-===//
+//
+// Header-only RAII over <mixprec/runtime.h>. No exceptions (mixprec builds
+// with -fno-exceptions): fallible calls return a mixprec::Status, which owns
+// the C status and frees it. Thread safety is that of the C handles: a
+// Module may be shared between threads, a Session is used by one thread at a
+// time.
+//
+//   mixprec::Module module;
+//   mixprec::Status s = mixprec::Module::load("model.mpk", module);
+//   if (!s.ok()) { std::fprintf(stderr, "%s\n", s.message()); return 1; }
+//   mixprec::Session session;
+//   s = mixprec::Session::create(module, session);
+//   s = session.bindInput("x", {4, 16}, input.data());  // f32 host data
+//   s = session.run();
+//   std::vector<float> y;
+//   s = session.copyOutput(0, y);
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_HPP
+#define MIXPREC_RUNTIME_HPP
+
+#include "mixprec/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace mixprec {
+
+/// A status from the C API: ok() for success, else a code and a message.
+class Status {
+public:
+  Status() = default;
+  /// Takes ownership of `status` (NULL = OK).
+  explicit Status(mixprec_status_t status) : status_(status) {}
+  Status(Status &&other) noexcept : status_(other.status_) { other.status_ = nullptr; }
+  Status &operator=(Status &&other) noexcept {
+    std::swap(status_, other.status_);
+    return *this;
+  }
+  Status(const Status &) = delete;
+  Status &operator=(const Status &) = delete;
+  ~Status() { mixprec_status_free(status_); }
+
+  bool ok() const { return status_ == nullptr; }
+  mixprec_status_code_t code() const { return mixprec_status_code(status_); }
+  const char *codeName() const { return mixprec_status_code_name(code()); }
+  const char *message() const { return mixprec_status_message(status_); }
+
+private:
+  mixprec_status_t status_ = nullptr;
+};
+
+/// A loaded, verified module. Copies share the module (reference counted).
+class Module {
+public:
+  Module() = default;
+  Module(const Module &other) : module_(other.module_) { mixprec_module_retain(module_); }
+  Module(Module &&other) noexcept : module_(other.module_) { other.module_ = nullptr; }
+  Module &operator=(Module other) {
+    std::swap(module_, other.module_);
+    return *this;
+  }
+  ~Module() { mixprec_module_release(module_); }
+
+  static Status load(const char *path, Module &out,
+                     const mixprec_load_options_t *options = nullptr) {
+    mixprec_module_t module = nullptr;
+    Status s(mixprec_module_load_file(path, options, &module));
+    if (s.ok())
+      out.reset(module);
+    return s;
+  }
+  static Status loadFromMemory(const void *data, size_t size, Module &out,
+                               const mixprec_load_options_t *options = nullptr) {
+    mixprec_module_t module = nullptr;
+    Status s(mixprec_module_load_memory(data, size, options, &module));
+    if (s.ok())
+      out.reset(module);
+    return s;
+  }
+
+  bool valid() const { return module_ != nullptr; }
+  mixprec_module_t handle() const { return module_; }
+  uint32_t schemaVersion() const { return mixprec_module_schema_version(module_); }
+  const char *producer() const { return mixprec_module_producer(module_); }
+  size_t inputCount() const { return mixprec_module_input_count(module_); }
+  size_t outputCount() const { return mixprec_module_output_count(module_); }
+  Status inputInfo(size_t index, mixprec_tensor_info_t &info) const {
+    return Status(mixprec_module_input_info(module_, index, &info));
+  }
+  Status outputInfo(size_t index, mixprec_tensor_info_t &info) const {
+    return Status(mixprec_module_output_info(module_, index, &info));
+  }
+  Status findInput(const char *name, size_t &index) const {
+    return Status(mixprec_module_find_input(module_, name, &index));
+  }
+  Status findOutput(const char *name, size_t &index) const {
+    return Status(mixprec_module_find_output(module_, name, &index));
+  }
+
+private:
+  void reset(mixprec_module_t module) {
+    mixprec_module_release(module_);
+    module_ = module;
+  }
+  mixprec_module_t module_ = nullptr;
+};
+
+/// A module instantiated on a backend. Move-only; one thread at a time.
+class Session {
+public:
+  Session() = default;
+  Session(Session &&other) noexcept
+      : module_(std::move(other.module_)), session_(other.session_) {
+    other.session_ = nullptr;
+  }
+  Session &operator=(Session &&other) noexcept {
+    std::swap(module_, other.module_);
+    std::swap(session_, other.session_);
+    return *this;
+  }
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+  ~Session() { mixprec_session_release(session_); }
+
+  static Status create(const Module &module, Session &out,
+                       mixprec_backend_t backend = MIXPREC_BACKEND_AUTO) {
+    mixprec_session_options_t options;
+    mixprec_session_options_init(&options);
+    options.backend = backend;
+    return create(module, out, options);
+  }
+  static Status create(const Module &module, Session &out,
+                       const mixprec_session_options_t &options) {
+    mixprec_session_t session = nullptr;
+    Status s(mixprec_session_create(module.handle(), &options, &session));
+    if (s.ok()) {
+      mixprec_session_release(out.session_);
+      out.session_ = session;
+      out.module_ = module;
+    }
+    return s;
+  }
+
+  bool valid() const { return session_ != nullptr; }
+  mixprec_session_t handle() const { return session_; }
+  mixprec_backend_t backend() const { return mixprec_session_backend(session_); }
+
+  /// By position (a separate name: a literal 0 would be ambiguous with the
+  /// by-name overloads).
+  Status bindInputAt(size_t index, mixprec_dtype_t dtype, const std::vector<int64_t> &dims,
+                     const void *data, size_t byteSize) {
+    return Status(mixprec_session_bind_input(session_, index, dtype, dims.size(), dims.data(),
+                                             data, byteSize));
+  }
+  Status bindInput(const char *name, mixprec_dtype_t dtype, const std::vector<int64_t> &dims,
+                   const void *data, size_t byteSize) {
+    return Status(mixprec_session_bind_input_by_name(session_, name, dtype, dims.size(),
+                                                     dims.data(), data, byteSize));
+  }
+  /// F32 host data of shape `dims` (rounded to the input's float dtype).
+  Status bindInput(const char *name, const std::vector<int64_t> &dims, const float *data) {
+    size_t count = 1;
+    for (int64_t d : dims)
+      count *= d < 0 ? 0 : static_cast<size_t>(d);
+    return bindInput(name, MIXPREC_DTYPE_F32, dims, data, count * sizeof(float));
+  }
+
+  Status run() { return Status(mixprec_session_run(session_)); }
+
+  /// Output `index` in its own dtype; valid until the next bind or run.
+  Status outputData(size_t index, const void *&data, size_t &byteSize) const {
+    return Status(mixprec_session_output_data(session_, index, &data, &byteSize));
+  }
+  Status copyOutput(size_t index, mixprec_dtype_t dtype, void *buffer, size_t byteSize) const {
+    return Status(mixprec_session_copy_output(session_, index, dtype, buffer, byteSize));
+  }
+  /// Output `index` of a float dtype, decoded to FP32.
+  Status copyOutput(size_t index, std::vector<float> &out) const {
+    mixprec_tensor_info_t info;
+    Status s = module_.outputInfo(index, info);
+    if (!s.ok())
+      return s;
+    out.resize(info.element_count);
+    return copyOutput(index, MIXPREC_DTYPE_F32, out.data(), out.size() * sizeof(float));
+  }
+
+private:
+  Module module_; ///< for output shapes
+  mixprec_session_t session_ = nullptr;
+};
+
+} // namespace mixprec
+
+#endif // MIXPREC_RUNTIME_HPP

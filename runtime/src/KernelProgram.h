@@ -1,0 +1,67 @@
+//===- KernelProgram.h - facts about expression-program opcodes -*- C++ -*-===//
+//
+// Shared by the module verifier and the backends so that both agree on what
+// an instruction reads and produces.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_KERNELPROGRAM_H
+#define MIXPREC_RUNTIME_KERNELPROGRAM_H
+
+#include "runtime/schema/module_generated.h"
+
+namespace mixprec::runtime {
+
+/// Number of register operands the opcode reads, or -1 for a value that is
+/// not an opcode of this schema version.
+inline int operandCount(schema::OpCode op) {
+  using O = schema::OpCode;
+  switch (op) {
+  case O::Load:
+  case O::Const:
+    return 0;
+  case O::Store:
+  case O::Neg:
+  case O::Relu:
+  case O::GeluErf:
+  case O::GeluTanh:
+  case O::Tanh:
+  case O::Sigmoid:
+  case O::Exp:
+  case O::Log:
+  case O::Sqrt:
+  case O::Rsqrt:
+  case O::Erf:
+  case O::Reciprocal:
+  case O::Cast:
+  case O::RowSum:
+  case O::RowMax:
+  case O::Amax:
+    return 1;
+  case O::Add:
+  case O::Sub:
+  case O::Mul:
+  case O::Div:
+  case O::Pow:
+  case O::Max:
+  case O::Min:
+  case O::Quantize:
+    return 2;
+  case O::Select:
+    return 3;
+  }
+  return -1;
+}
+
+/// The schema's name of an opcode ("Load", "RowSum"...), "?" if unknown.
+inline const char *opcodeName(schema::OpCode op) {
+  int count = operandCount(op);
+  return count < 0 ? "?" : schema::EnumNameOpCode(op);
+}
+
+inline bool isRowReduction(schema::OpCode op) {
+  return op == schema::OpCode::RowSum || op == schema::OpCode::RowMax;
+}
+
+} // namespace mixprec::runtime
+
+#endif // MIXPREC_RUNTIME_KERNELPROGRAM_H

@@ -1,0 +1,153 @@
+//===- Module.h - a loaded, verified .mpk module ----------------*- C++ -*-===//
+//
+// Loading reads the bytes into memory the module owns, runs the FlatBuffers
+// verifier, checks the schema version and the content hash, loads and checks
+// the side file, and then verifies every index and size the backends will
+// use (Module.cpp lists the rules). Nothing else in the runtime reads a
+// module that has not passed all of this, so backends index tensors, walk
+// strides and call kernels without re-checking.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_MODULE_H
+#define MIXPREC_RUNTIME_MODULE_H
+
+#include "runtime/schema/module_generated.h"
+#include "runtime/src/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixprec::runtime {
+
+/// The newest module schema version this runtime reads.
+constexpr uint32_t kSchemaVersion = 1;
+/// Largest rank a module may use (bounds per-dim loops and bit masks).
+constexpr size_t kMaxRank = 32;
+/// Largest element count of one tensor or iteration space (2^48): keeps
+/// every byte size and offset product far from int64 overflow.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+/// Arena offsets are aligned to this (the memory plan's contract).
+constexpr uint64_t kArenaAlignment = 256;
+
+/// Owned bytes at a 64-byte aligned address (FlatBuffers' force_align: 64
+/// on constants is relative to the buffer start, and backends read floats
+/// and int64s in place).
+class AlignedBytes {
+public:
+  AlignedBytes() = default;
+  AlignedBytes(const AlignedBytes &) = delete;
+  AlignedBytes &operator=(const AlignedBytes &) = delete;
+  ~AlignedBytes();
+  /// Allocates `size` bytes (contents undefined); false when out of memory.
+  bool allocate(size_t size);
+  uint8_t *data() { return data_; }
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// The bytes per element of a dtype (the schema's enum).
+size_t dtypeSize(schema::DType dtype);
+/// "f32", "bf16", ... (the C API's names).
+const char *dtypeName(schema::DType dtype);
+/// Whether the dtype holds floating-point values.
+bool isFloatDType(schema::DType dtype);
+/// "[2,3,4]".
+std::string formatShape(const std::vector<int64_t> &shape);
+
+/// A tensor as the backends see it after verification.
+struct TensorDesc {
+  std::string name;  ///< never empty: "tensor#<i>" when the module has none
+  schema::DType dtype = schema::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  uint64_t bytes = 0;
+  /// Index into Module.constants, or -1 for an activation.
+  int32_t constantIndex = -1;
+  /// Constants: their bytes (inline or in the side file), aligned to the
+  /// element size; null when `bytes` is 0.
+  const uint8_t *constantData = nullptr;
+  /// Activations: the byte offset in the arena.
+  uint64_t offset = 0;
+
+  bool isConstant() const { return constantIndex >= 0; }
+};
+
+/// A GEMM after verification, fields as in schema::Gemm (indices -1 when
+/// absent) plus what the bias broadcast resolved to.
+struct GemmDesc {
+  std::string name; ///< for messages: "gemm #2 'fc1'"
+  int32_t a = 0, b = 0, bias = -1, out = 0, aScale = -1, bScale = -1;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideOut = 0;
+  bool transB = false, tf32 = false;
+  bool relu = false, gelu = false;
+  /// The shape the bias broadcasts to (numpy rules): the output tensor's
+  /// shape, or else its 2-D view [batch*m, n], as cpu::linear accepts.
+  std::vector<int64_t> biasTarget;
+};
+
+struct OpaqueOp;
+
+struct LoadOptions {
+  std::string sideFileDir;         ///< empty: see baseDir
+  const void *sideFileData = nullptr;
+  size_t sideFileSize = 0;
+};
+
+class LoadedModule {
+public:
+  /// Loads and verifies a module file; the side file is looked up next to it
+  /// unless options say otherwise.
+  static Status loadFile(const std::string &path, const LoadOptions &options,
+                         std::shared_ptr<const LoadedModule> &out);
+  /// Loads and verifies a module from memory (copied).
+  static Status loadMemory(const void *data, size_t size, const LoadOptions &options,
+                           std::shared_ptr<const LoadedModule> &out);
+
+  const schema::Module &root() const { return *root_; }
+  uint32_t version() const { return root_->version(); }
+  const std::string &producer() const { return producer_; }
+  const std::vector<TensorDesc> &tensors() const { return tensors_; }
+  const std::vector<uint32_t> &inputs() const { return inputs_; }
+  const std::vector<uint32_t> &outputs() const { return outputs_; }
+  /// Bytes the arena must have: the end of the last activation, rounded up
+  /// to kArenaAlignment (never more than the module's arena_bytes).
+  uint64_t arenaBytesNeeded() const { return arenaBytesNeeded_; }
+  const std::vector<GemmDesc> &gemms() const { return gemms_; }
+  const std::vector<OpaqueOp> &opaques() const { return opaques_; }
+  /// "kernel #0 'softmax'": how messages name a kernel.
+  std::string kernelName(size_t index) const;
+
+  ~LoadedModule();
+
+private:
+  LoadedModule();
+  static Status fromOwnedBytes(std::unique_ptr<LoadedModule> module,
+                               const std::string &moduleDir, const LoadOptions &options,
+                               std::shared_ptr<const LoadedModule> &out);
+  Status loadSideFile(const std::string &moduleDir, const LoadOptions &options);
+  Status verifySemantics();
+
+  friend class ModuleVerifier;
+
+  AlignedBytes buffer_;
+  AlignedBytes sideFile_;
+  const schema::Module *root_ = nullptr;
+  std::string producer_;
+  std::vector<TensorDesc> tensors_;
+  std::vector<uint32_t> inputs_, outputs_;
+  std::vector<GemmDesc> gemms_;
+  std::vector<OpaqueOp> opaques_;
+  uint64_t arenaBytesNeeded_ = 0;
+};
+
+} // namespace mixprec::runtime
+
+#endif // MIXPREC_RUNTIME_MODULE_H

@@ -1,0 +1,83 @@
+# Installs the runtime component of the build into a fresh prefix, builds
+# examples/embed against it with find_package(mixprec), and runs it on a
+# module written by make_test_module. Its output must equal the in-tree
+# build's (same library code, so bit-identical checksums), and a broken side
+# file must give a clear error and a non-zero exit.
+#
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DMAKE_MODULE=...
+#       -DEMBED_INTREE=... -DC_COMPILER=... -DGENERATOR=... -P EmbedInstallTest.cmake
+
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE C_COMPILER GENERATOR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "${var} is not set")
+  endif()
+endforeach()
+
+function(run_checked)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+run_checked(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+            --component mixprec_runtime)
+foreach(installed include/mixprec/runtime.h include/mixprec/runtime.hpp)
+  if(NOT EXISTS ${prefix}/${installed})
+    message(FATAL_ERROR "not installed: ${installed}")
+  endif()
+endforeach()
+file(GLOB config ${prefix}/lib*/cmake/mixprec/mixprecConfig.cmake)
+if(NOT config)
+  message(FATAL_ERROR "no mixprecConfig.cmake under ${prefix}")
+endif()
+
+run_checked(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK_DIR}/build
+            -G "${GENERATOR}" -DCMAKE_C_COMPILER=${C_COMPILER}
+            -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run_checked(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+
+run_checked(${MAKE_MODULE} ${WORK_DIR}/mlp.mpk --external)
+set(args ${WORK_DIR}/mlp.mpk --seed 7 --backend cpu)
+execute_process(COMMAND ${WORK_DIR}/build/embed ${args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE installed_out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "installed embed failed (${rc}):\n${installed_out}\n${err}")
+endif()
+execute_process(COMMAND ${EMBED_INTREE} ${args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE intree_out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "in-tree embed failed (${rc}):\n${intree_out}\n${err}")
+endif()
+message(STATUS "installed embed:\n${installed_out}")
+if(NOT installed_out STREQUAL intree_out)
+  message(FATAL_ERROR "installed and in-tree outputs differ:\n${installed_out}\n---\n${intree_out}")
+endif()
+foreach(expected "input 0: x f32 \\[5,24\\]" "output 2: hidden bf16 \\[5,32\\]"
+                 "output 0 probs: sum 5" "checksum 0x[0-9a-f]+")
+  if(NOT installed_out MATCHES "${expected}")
+    message(FATAL_ERROR "output lacks '${expected}':\n${installed_out}")
+  endif()
+endforeach()
+
+# A changed side file: a clear error naming it, exit status 1.
+file(SIZE ${WORK_DIR}/weights.bin size)
+file(APPEND ${WORK_DIR}/weights.bin "extra")
+execute_process(COMMAND ${WORK_DIR}/build/embed ${args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES
+   "SIDE_FILE_ERROR: .*weights.bin' is [0-9]+ bytes, the module expects ${size}")
+  message(FATAL_ERROR "altered side file: exit ${rc}, stderr:\n${err}")
+endif()
+message(STATUS "altered side file: ${err}")
+
+# No module at all: an I/O error, exit status 1.
+execute_process(COMMAND ${WORK_DIR}/build/embed ${WORK_DIR}/missing.mpk
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "IO_ERROR: .*missing.mpk' cannot be opened")
+  message(FATAL_ERROR "missing module: exit ${rc}, stderr:\n${err}")
+endif()

@@ -1,0 +1,415 @@
+//===- ModuleErrorsTest.cpp - bad modules and side files ------------------===//
+//
+// Each case forges one defect into an otherwise valid module and checks the
+// status code and that the message names what is wrong.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/ModuleHash.h"
+#include "tests/unit/runtime/TestModules.h"
+#include "tests/unit/runtime/TestUtil.h"
+
+namespace mixprec::testing {
+namespace {
+
+/// Expects loading `built` to fail with `code` and a message containing
+/// `fragment`.
+void expectLoadError(const BuiltModule &built, mixprec_status_code_t code,
+                     const std::string &fragment) {
+  std::string message;
+  EXPECT_EQ(loadCode(built, &message), code) << message;
+  EXPECT_NE(message.find(fragment), std::string::npos)
+      << "message: " << message << "\nexpected to contain: " << fragment;
+}
+
+//===----------------------------------------------------------------------===//
+// Side files
+//===----------------------------------------------------------------------===//
+
+class SideFileTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = makeTempDir();
+    ASSERT_FALSE(dir.empty());
+    built = mlpBuilder(true).build();
+    ASSERT_FALSE(built.sideFile.empty());
+    modulePath = dir + "/mlp.mpk";
+    ASSERT_TRUE(writeFile(modulePath, built.module));
+  }
+  Status load(Module &module) { return Module::load(modulePath.c_str(), module); }
+
+  std::string dir, modulePath;
+  BuiltModule built;
+};
+
+TEST_F(SideFileTest, LoadsAndRunsBesideTheModule) {
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", built.sideFile));
+  Module module;
+  ASSERT_OK(load(module));
+  Session session;
+  ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CPU));
+  std::vector<float> x(5 * 24, 0.5f);
+  ASSERT_OK(session.bindInput("x", {5, 24}, x.data()));
+  ASSERT_OK(session.run());
+}
+
+TEST_F(SideFileTest, Missing) {
+  Module module;
+  Status s = load(module);
+  EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
+  EXPECT_NE(std::string(s.message()).find(dir + "/weights.bin' cannot be opened"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(SideFileTest, WrongSize) {
+  std::vector<uint8_t> shorter(built.sideFile.begin(), built.sideFile.end() - 1);
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", shorter));
+  Module module;
+  Status s = load(module);
+  EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
+  EXPECT_NE(std::string(s.message())
+                .find("is " + std::to_string(shorter.size()) + " bytes, the module expects " +
+                      std::to_string(built.sideFile.size())),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(SideFileTest, WrongHash) {
+  std::vector<uint8_t> altered = built.sideFile;
+  altered[altered.size() / 2] ^= 0x10;
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", altered));
+  Module module;
+  Status s = load(module);
+  EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
+  EXPECT_NE(std::string(s.message()).find("FNV-1a 64"), std::string::npos) << s.message();
+  EXPECT_NE(std::string(s.message()).find("weights.bin"), std::string::npos) << s.message();
+}
+
+TEST_F(SideFileTest, DirectoryAndBytesFromOptions) {
+  const std::string other = makeTempDir();
+  ASSERT_TRUE(writeFile(other + "/weights.bin", built.sideFile));
+  mixprec_load_options_t options;
+  mixprec_load_options_init(&options);
+  options.side_file_dir = other.c_str();
+  Module module;
+  ASSERT_OK(Module::load(modulePath.c_str(), module, &options));
+  // From memory without the bytes, the side file is looked up in the
+  // current directory, where it is not.
+  Module fromMemory;
+  EXPECT_EQ(Module::loadFromMemory(built.module.data(), built.module.size(), fromMemory).code(),
+            MIXPREC_SIDE_FILE_ERROR);
+  ASSERT_OK(loadBuilt(built, fromMemory));
+  std::vector<uint8_t> altered = built.sideFile;
+  altered[0] ^= 1;
+  mixprec_load_options_t bytes = MIXPREC_LOAD_OPTIONS_INIT;
+  bytes.side_file_data = altered.data();
+  bytes.side_file_size = altered.size();
+  EXPECT_EQ(Module::loadFromMemory(built.module.data(), built.module.size(), fromMemory, &bytes)
+                .code(),
+            MIXPREC_SIDE_FILE_ERROR);
+}
+
+TEST(SideFilePath, MustStayInTheModuleDirectory) {
+  for (const char *path : {"/etc/weights.bin", "../weights.bin", "a/../../w.bin"}) {
+    ModuleBuilder b = mlpBuilder(true);
+    b.sideFilePath = path;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, std::string("'") + path + "'");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Files and versions
+//===----------------------------------------------------------------------===//
+
+TEST(ModuleFile, MissingFileIsAnIoError) {
+  Module module;
+  Status s = Module::load("/nonexistent/dir/model.mpk", module);
+  EXPECT_EQ(s.code(), MIXPREC_IO_ERROR);
+  EXPECT_NE(std::string(s.message()).find("/nonexistent/dir/model.mpk"), std::string::npos);
+}
+
+TEST(ModuleFile, NewerSchemaVersion) {
+  ModuleBuilder b = mlpBuilder(false);
+  b.version = 2;
+  std::string message;
+  EXPECT_EQ(loadCode(b.build(), &message), MIXPREC_UNSUPPORTED_VERSION);
+  EXPECT_NE(message.find("version 2 is newer"), std::string::npos) << message;
+  EXPECT_NE(message.find("(version 1"), std::string::npos) << message;
+  b.version = 0;
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "version 0");
+}
+
+TEST(ModuleFile, TruncatedAndForeignBytes) {
+  const BuiltModule built = mlpBuilder(false).build();
+  BuiltModule cut = built;
+  cut.module.resize(5);
+  expectLoadError(cut, MIXPREC_INVALID_MODULE, "truncated: 5 bytes");
+  cut.module.assign(built.module.begin(), built.module.begin() + built.module.size() / 2);
+  expectLoadError(cut, MIXPREC_INVALID_MODULE, "FlatBuffers verifier");
+  BuiltModule foreign = built;
+  std::memcpy(foreign.module.data() + 4, "ONNX", 4);
+  expectLoadError(foreign, MIXPREC_INVALID_MODULE, "file identifier is 'ONNX', expected 'MPK1'");
+}
+
+TEST(ModuleFile, ContentHashCatchesAnyChangedByte) {
+  const BuiltModule built = mlpBuilder(false).build();
+  // Every single-byte change of a sealed module is reported (a flip in a
+  // weight, a padding byte, a name...).
+  size_t detected = 0;
+  for (size_t i = 0; i < built.module.size(); i += 7) {
+    BuiltModule changed = built;
+    changed.module[i] ^= 0x01;
+    std::string message;
+    if (loadCode(changed, &message) != MIXPREC_OK)
+      ++detected;
+    else
+      ADD_FAILURE() << "a change at byte " << i << " went unnoticed";
+  }
+  EXPECT_GT(detected, 0u);
+  // An unsealed module (no hash) still loads; a writer that forgot to seal
+  // (the placeholder is still there) is told so.
+  ModuleBuilder unsealed = mlpBuilder(false);
+  unsealed.seal = false;
+  EXPECT_EQ(loadCode(unsealed.build()), MIXPREC_OK);
+  BuiltModule placeholder = built;
+  size_t offset = 0;
+  ASSERT_TRUE(runtime::findContentHashField(placeholder.module.data(), placeholder.module.size(),
+                                            &offset));
+  std::memcpy(placeholder.module.data() + offset, &runtime::kContentHashPlaceholder, 8);
+  expectLoadError(placeholder, MIXPREC_INVALID_MODULE, "the writer did not seal it");
+}
+
+//===----------------------------------------------------------------------===//
+// Semantic verification: one forged defect each
+//===----------------------------------------------------------------------===//
+
+/// A small valid plan: y = bf16(x + c); the tests break one thing in it.
+struct Small {
+  ModuleBuilder b;
+  int x, c, y;
+  Small() {
+    x = b.input("x", fb::DType::F32, {4, 8});
+    c = b.constantFloats("c", fb::DType::F32, {8}, seededFloats(8, 1, 0, 1));
+    y = b.activation("y", fb::DType::BF16, {4, 8});
+    // Instructions: 0 load x, 1 load c, 2 add, 3 store y.
+    KernelSpec &k = b.kernel("add", {4, 8}, 0);
+    const int vx = k.load(x, {8, 1});
+    const int vc = k.load(c, {0, 1});
+    k.store(y, k.binary(fb::OpCode::Add, vx, vc), {8, 1}, fb::DType::BF16);
+    b.output(y);
+  }
+  KernelSpec &kernel() { return b.kernels[0]; }
+};
+
+TEST(Verify, SmallPlanIsValid) {
+  Small s;
+  EXPECT_EQ(loadCode(s.b.build()), MIXPREC_OK);
+}
+
+TEST(Verify, TensorsAndArena) {
+  {
+    Small s;
+    (void)s.b.build(); // lays out the arena
+    s.b.tensors[s.y].offset = 100;
+    expectLoadError(s.b.build(true), MIXPREC_INVALID_MODULE,
+                    "tensor #2 'y' has arena offset 100, not a multiple of 256");
+  }
+  {
+    Small s;
+    s.b.arenaBytes = 300;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "beyond arena_bytes 300");
+  }
+  {
+    Small s;
+    s.b.tensors[s.x].shape = {4, -8};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "'x' has shape [4,-8]");
+  }
+  {
+    Small s;
+    s.b.tensors[s.x].shape = {1 << 30, 1 << 30};
+    expectLoadError(s.b.build(true), MIXPREC_INVALID_MODULE, "more than 2^48 elements");
+  }
+  {
+    Small s;
+    s.b.tensors[s.x].dtype = static_cast<fb::DType>(9);
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "unknown dtype 9");
+  }
+  {
+    Small s;
+    s.b.tensors[s.c].constant = 5;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "refers to constant 5 of 1");
+  }
+  {
+    Small s;
+    s.b.constants[0].data.resize(28);
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "'c' (f32 [8]) needs 32 bytes, constant #0 holds 28");
+  }
+}
+
+TEST(Verify, KernelPrograms) {
+  {
+    Small s;
+    s.kernel().program[2].operands = {5, 0};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #0 'add' instruction #2 (Add): operand 5 is not an earlier instruction");
+  }
+  {
+    Small s;
+    s.kernel().program[0].strides = {8, 1, 0};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "3 strides for a rank-2 iteration space");
+  }
+  {
+    Small s;
+    s.kernel().program[0].strides = {9, 1};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "strides reach element offsets [0, 34] of tensor #0 'x', which has 32");
+  }
+  {
+    Small s;
+    s.kernel().program[1].strides = {0, -1};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "element offsets [-7, 0]");
+  }
+  {
+    Small s;
+    s.kernel().program[0].tensor = 17;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "tensor index 17 out of range");
+  }
+  {
+    Small s;
+    s.kernel().program[3].tensor = s.c;
+    s.kernel().program[3].strides = {0, 1};
+    s.kernel().program[3].dtype = fb::DType::F32;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "stores to tensor #1 'c', a constant");
+  }
+  {
+    Small s;
+    s.kernel().program[3].dtype = fb::DType::F16;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "dtype f16 but tensor #2 'y' is bf16");
+  }
+  {
+    Small s;
+    s.kernel().program[3].strides = {8, 0};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "the stored value varies along dim 1 but the stride there is 0");
+  }
+  {
+    Small s;
+    s.kernel().program[2].opcode = static_cast<fb::OpCode>(99);
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "unknown opcode 99");
+  }
+  {
+    Small s;
+    s.kernel().program[2].operands = {0};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "takes 2 operands, has 1");
+  }
+  {
+    Small s;
+    s.kernel().rowDims = 3;
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "row_dims 3 out of range");
+  }
+  {
+    // A space larger than every tensor it touches only repeats work.
+    Small s;
+    s.kernel().shape = {400, 8};
+    for (int i : {0, 3})
+      s.kernel().program[i].strides = {0, 1};
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "more than the largest tensor");
+  }
+  {
+    Small s;
+    KernelSpec &k = s.kernel();
+    int amax = k.unary(fb::OpCode::Amax, 0);
+    k.binary(fb::OpCode::Add, amax, 0);
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "may only be stored");
+  }
+}
+
+TEST(Verify, GemmsOpaquesStepsAndSignature) {
+  auto mlp = [] { return mlpBuilder(false); };
+  {
+    ModuleBuilder b = mlp();
+    b.gemms[0].k = 25;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "gemm #0 'fc1': a needs 125 elements (batch 1, stride 0, 5x25)");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.gemms[1].epilogue = fb::Epilogue::None;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "epilogue None takes no bias");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.gemms[1].aScale = 0;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "a_scale and b_scale come in pairs");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.gemms[0].batch = 2;
+    b.gemms[0].strideOut = 10;
+    b.gemms[0].strideA = 0;
+    b.gemms[0].strideB = 0;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "out needs");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.gemms[0].out = b.gemms[0].b;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "out tensor #2 'w1' is a constant");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[0].opType = "conv3d";
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "opaque #0 'conv1' (conv3d): unknown op type 'conv3d'");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[0].intAttrs[0] = b.opaques[0].intAttrs[1] = 2; // 4x4, the output is 8x8
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "has spatial size [8,8], the attributes give [4,4]");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[1].intAttrs.pop_back();
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "needs 11 int_attrs, got 10");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[2].intAttrs = {0, 2, 2, 1};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "perm is not a permutation");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[5].intAttrs = {1, 0, 2, 4}; // dim 1 reads 0, 4, 8 of 8
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "reads indices 0 to 8 of an extent of 8");
+  }
+  {
+    ModuleBuilder b = convBuilder();
+    b.opaques[3].inputs = {b.opaques[3].inputs[0], 0}; // indices: the bf16 image
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "must be i64 or i32, got bf16");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.steps[1].index = 9;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "step #1 runs Gemm #9 of 2");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.inputs.push_back(40);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "input #1 is tensor 40");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.inputs.push_back(2); // w1, a constant
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "input tensor #2 'w1' is a constant");
+  }
+  {
+    ModuleBuilder b = mlp();
+    b.outputs.push_back(b.outputs[0]);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two outputs are named 'probs'");
+  }
+}
+
+} // namespace
+} // namespace mixprec::testing
