@@ -67,7 +67,8 @@ std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space, in
   }
   int64_t stride = 1;
   for (size_t i = rank; i-- > 0;) {
-    strides[i] = aligned[i] == 1 && space[i] != 1 ? 0 : stride;
+    // A size-1 dim is read at index 0 whatever the point: stride 0.
+    strides[i] = aligned[i] == 1 ? 0 : stride;
     stride *= aligned[i];
   }
   return strides;
