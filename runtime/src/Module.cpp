@@ -34,6 +34,9 @@ constexpr size_t kMaxModuleBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
 /// Bounds on what one module may hold, far above real plans, so that a
 /// forged count cannot make verification itself run for hours.
 constexpr size_t kMaxProgramLength = 1 << 16;
+/// Row reductions feeding row reductions (softmax 2, layer norm 2-3): each
+/// level is one more pass over the row on a CPU.
+constexpr int kMaxRowReductionDepth = 16;
 constexpr size_t kMaxTables = 1 << 24;
 
 //===----------------------------------------------------------------------===//
@@ -449,8 +452,10 @@ Status ModuleVerifier::verifyKernel(size_t index) {
   if (length > kMaxProgramLength)
     return invalidModule(name + ": program has " + std::to_string(length) +
                          " instructions, more than " + std::to_string(kMaxProgramLength));
-  // Per instruction: the dims along which its value varies.
+  // Per instruction: the dims along which its value varies, and how many
+  // nested row reductions it depends on.
   std::vector<uint64_t> vary(length, 0);
+  std::vector<int> depth(length, 0);
   int64_t largestTensor = 1;
   for (size_t j = 0; j < length; ++j) {
     const schema::Instruction &inst = *program->Get(j);
@@ -484,7 +489,11 @@ Status ModuleVerifier::verifyKernel(size_t index) {
                              " may only be stored, with all strides 0 (it is known only when "
                              "the whole kernel has run)");
       mask |= vary[r];
+      depth[j] = std::max(depth[j], depth[r]);
     }
+    if (isRowReduction(op) && ++depth[j] > kMaxRowReductionDepth)
+      return invalidModule(where + ": row reductions nest more than " +
+                           std::to_string(kMaxRowReductionDepth) + " deep");
     switch (op) {
     case schema::OpCode::Load:
     case schema::OpCode::Store: {

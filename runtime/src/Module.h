@@ -87,6 +87,8 @@ struct GemmDesc {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t strideA = 0, strideB = 0, strideOut = 0;
   bool transB = false, tf32 = false;
+  /// Epilogue activations. Gelu is the tanh approximation: cuBLASLt's GELU
+  /// epilogue, and the only GELU --mp-fuse puts into one.
   bool relu = false, gelu = false;
   /// The shape the bias broadcasts to (numpy rules): the output tensor's
   /// shape, or else its 2-D view [batch*m, n], as cpu::linear accepts.

@@ -30,7 +30,7 @@ import tempfile
 
 import numpy as np
 
-BOUNDS = {"fp32": 1e-3, "tf32": 1e-2, "bf16": 3e-2, "fp16": 5e-3, "fp8": 0.2}
+BOUNDS = {"fp32": 1e-5, "tf32": 1e-2, "bf16": 3e-2, "fp16": 5e-3, "fp8": 0.2}
 EXPECTED_COMPILE_ERRORS = {
     "linear_variants": "batch dims that broadcast partially have no module form yet",
 }

@@ -8,7 +8,7 @@
  *    Anything else is a status object owned by the caller: read its code
  *    (stable numbers, below) and message, then free it with
  *    mixprec_status_free(). The message names what is wrong ("input 'x' has
- *    shape [2,3], the module expects [2,4]").
+ *    shape [2,4], the bound data has [2,3]").
  *  - Handles are opaque. A handle made by *_create or *_load is released by
  *    the matching *_release; releasing NULL does nothing.
  *  - out_* parameters are written only on success.
@@ -58,9 +58,9 @@ MIXPREC_API uint32_t mixprec_schema_version(void);
  * exactly once. The code/message functions accept NULL (meaning OK).
  *===----------------------------------------------------------------------===*/
 
-/* Stable codes: the numbers never change meaning. Handle types that carry
- * enum values are fixed-width integers, so any value a caller passes is
- * well-defined (and reported), never undefined behaviour. */
+/* Stable codes: the numbers never change meaning. Status codes, dtypes and
+ * backends travel as fixed-width integers (not enum types), so any value a
+ * caller passes is well-defined in C++ too, and an unknown one is reported. */
 typedef int32_t mixprec_status_code_t;
 enum mixprec_status_code_e {
   MIXPREC_OK = 0,

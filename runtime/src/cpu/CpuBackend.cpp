@@ -13,7 +13,9 @@
 //    and run cpu::detail::sgemm with the same call structure as
 //    cpu::linear/cpu::matmul (bias prefilled, beta = 1). FP8 GEMMs multiply
 //    the accumulator by (1/a_scale)*(1/b_scale) and then add the bias, as
-//    cuBLASLt does. The epilogue runs in FP32; one rounding to the output.
+//    cuBLASLt does. The epilogue runs in FP32 (Gelu is the tanh form, as
+//    CUBLASLT_EPILOGUE_GELU and --mp-fuse agree); one rounding to the
+//    output.
 //  - Opaque ops decode to FP32, run the reference kernel, round once.
 //
 //===----------------------------------------------------------------------===//
@@ -899,8 +901,8 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   }
   if (g.relu)
     cpu::unary(cpu::UnaryOp::Relu, acc, acc, total);
-  if (g.gelu)
-    cpu::unary(cpu::UnaryOp::GeluErf, acc, acc, total);
+  if (g.gelu) // cuBLASLt's GELU epilogue is the tanh approximation
+    cpu::unary(cpu::UnaryOp::GeluTanh, acc, acc, total);
   uint8_t *out = tensorData(g.out);
   for (int64_t i = 0; i < g.batch; ++i) {
     float bad = 0.0f;

@@ -36,6 +36,16 @@ if(NOT config)
   message(FATAL_ERROR "no mixprecConfig.cmake under ${prefix}")
 endif()
 
+# The runtime must embed without LLVM/MLIR.
+find_program(LDD ldd)
+if(LDD)
+  file(GLOB libraries ${prefix}/lib*/libmixprec_runtime.so)
+  execute_process(COMMAND ${LDD} ${libraries} OUTPUT_VARIABLE deps)
+  if(deps MATCHES "LLVM|MLIR")
+    message(FATAL_ERROR "libmixprec_runtime.so depends on LLVM/MLIR:\n${deps}")
+  endif()
+endif()
+
 run_checked(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK_DIR}/build
             -G "${GENERATOR}" -DCMAKE_C_COMPILER=${C_COMPILER}
             -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)

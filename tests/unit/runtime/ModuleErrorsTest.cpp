@@ -8,6 +8,9 @@
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
+#include <filesystem>
+#include <sys/stat.h>
+
 namespace mixprec::testing {
 namespace {
 
@@ -34,6 +37,10 @@ protected:
     ASSERT_FALSE(built.sideFile.empty());
     modulePath = dir + "/mlp.mpk";
     ASSERT_TRUE(writeFile(modulePath, built.module));
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
   }
   Status load(Module &module) { return Module::load(modulePath.c_str(), module); }
 
@@ -86,7 +93,8 @@ TEST_F(SideFileTest, WrongHash) {
 }
 
 TEST_F(SideFileTest, DirectoryAndBytesFromOptions) {
-  const std::string other = makeTempDir();
+  const std::string other = dir + "/elsewhere";
+  ASSERT_EQ(mkdir(other.c_str(), 0700), 0);
   ASSERT_TRUE(writeFile(other + "/weights.bin", built.sideFile));
   mixprec_load_options_t options;
   mixprec_load_options_init(&options);
@@ -316,6 +324,14 @@ TEST(Verify, KernelPrograms) {
     for (int i : {0, 3})
       s.kernel().program[i].strides = {0, 1};
     expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "more than the largest tensor");
+  }
+  {
+    Small s;
+    s.kernel().rowDims = 1;
+    int v = 2;
+    for (int i = 0; i < 17; ++i)
+      v = s.kernel().unary(fb::OpCode::RowSum, v);
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "row reductions nest more than 16 deep");
   }
   {
     Small s;

@@ -286,7 +286,7 @@ TEST(CpuBackend, Fp8ScaledGemmMatchesCublasLtEpilogue) {
   for (float &v : acc)
     v *= factor;
   cpu::binary(cpu::BinaryOp::Add, acc.data(), {m, n}, bias.data(), {n}, acc.data(), {m, n});
-  cpu::unary(cpu::UnaryOp::GeluErf, acc.data(), acc.data(), m * n);
+  cpu::unary(cpu::UnaryOp::GeluTanh, acc.data(), acc.data(), m * n); // cuBLASLt's GELU
   EXPECT_TRUE(bitEqual(copyOut(session, 0), rounded(Format::BF16, acc)));
 }
 
