@@ -190,6 +190,19 @@ void lowerGemmFusion(graph::FusionOp fusion) {
   fusion.erase();
 }
 
+/// Whether a matmul fits one (batched) GEMM step: matrices, and batch dims
+/// that each operand either has in full or not at all.
+bool isGemmStep(graph::MatmulOp op) {
+  ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs()),
+                    out = shapeOf(op.getOutput());
+  if (a.size() < 2 || b.size() < 2)
+    return false;
+  auto fits = [&](ArrayRef<int64_t> s) {
+    return s.size() == 2 || s.drop_back(2) == out.drop_back(2);
+  };
+  return fits(a) && fits(b);
+}
+
 /// The flattened integer attributes of a backend routine (the layouts of
 /// runtime/src/OpaqueOps.h).
 SmallVector<int64_t> routineIntAttrs(Operation *op) {
@@ -268,6 +281,20 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
           lowerGemmFusion(fusion);
         else
           lowerFusionToKernel(fusion);
+      } else if (auto matmul = dyn_cast<graph::MatmulOp>(op); matmul && !isGemmStep(matmul)) {
+        // Vector operands and partially broadcast batches: a routine with
+        // numpy.matmul semantics (same products, same FP32 accumulation).
+        OpBuilder b(op);
+        SmallVector<int64_t> ints;
+        auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
+        if (precision && isa<FloatTF32Type>(precision.getValue()))
+          ints.push_back(1);
+        auto call = b.create<kernel::CallOp>(
+            op->getLoc(), op->getResultTypes(), StringAttr::get(ctx, "matmul"),
+            op->getOperands(), b.getDenseI64ArrayAttr(ints), b.getDenseF32ArrayAttr({}),
+            namesOf(ctx, {op}));
+        op->replaceAllUsesWith(call.getResults());
+        op->erase();
       } else if (isa<graph::MatmulOp, graph::LinearOp, graph::ScaledMatmulOp,
                      graph::ScaledLinearOp>(op)) {
         OpBuilder b(op);

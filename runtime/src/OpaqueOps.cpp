@@ -34,6 +34,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"rms_norm", OpaqueKind::RmsNorm},      {"batch_norm", OpaqueKind::BatchNorm},
     {"reduce_sum", OpaqueKind::ReduceSum},  {"reduce_mean", OpaqueKind::ReduceMean},
     {"reduce_max", OpaqueKind::ReduceMax},  {"fp8_scale", OpaqueKind::Fp8Scale},
+    {"matmul", OpaqueKind::Matmul},
 };
 
 std::string knownOpTypes() {
@@ -76,6 +77,7 @@ private:
   Status axisNormalization(bool withEpsilon, size_t maxInputs);
   Status batchNorm();
   Status reduce();
+  Status matmul();
   Status fp8Scale();
 
   const schema::Opaque &op;
@@ -398,6 +400,33 @@ Status OpaqueVerifier::axisNormalization(bool withEpsilon, size_t maxInputs) {
   return okStatus();
 }
 
+Status OpaqueVerifier::matmul() {
+  if (Status s = operands(2, 2, 2); !s.ok())
+    return s;
+  if (Status s = intAttrCount(0, 1); !s.ok())
+    return s;
+  if (Status s = floatAttrCount(0); !s.ok())
+    return s;
+  if (!ints.empty()) {
+    if (ints[0] != 0 && ints[0] != 1)
+      return fail("tf32 must be 0 or 1, got " + std::to_string(ints[0]));
+    out.tf32 = ints[0] == 1;
+  }
+  const TensorDesc &a = in(0), &b = in(1), &y = result();
+  for (const TensorDesc *t : {&a, &b, &y})
+    if (Status s = floatTensor(*t, t == &y ? "output" : "operand"); !s.ok())
+      return s;
+  bool ok = false;
+  cpu::Shape expected = cpu::matmulShape(a.shape, b.shape, &ok);
+  if (a.shape.empty() || b.shape.empty() || !ok)
+    return fail("operands " + formatShape(a.shape) + " x " + formatShape(b.shape) +
+                " do not multiply");
+  if (expected != y.shape)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
+                formatShape(expected));
+  return okStatus();
+}
+
 Status OpaqueVerifier::batchNorm() {
   if (Status s = operands(5, 5, 5); !s.ok())
     return s;
@@ -559,6 +588,8 @@ Status OpaqueVerifier::run() {
     return reduce();
   case OpaqueKind::Fp8Scale:
     return fp8Scale();
+  case OpaqueKind::Matmul:
+    return matmul();
   }
   return fail("unhandled op type");
 }

@@ -38,6 +38,9 @@
 //   reduce_sum    x                             keepdims 0|1, axes... (none: all)
 //   reduce_mean   x                             keepdims 0|1, axes... (none: all)
 //   reduce_max    x                             keepdims 0|1, axes... (none: all)
+//   matmul        a, b (rank >= 1 each)         (optional tf32 0|1); numpy.matmul: 1-D
+//                                               operands promoted, batch dims broadcast
+//                                               (GEMMs the Gemm step cannot express)
 //   fp8_scale     amax (f32, 1 element)         margin, format (schema DType:
 //                                               3 = F8E4M3FN, 4 = F8E5M2);
 //                                               output f32, 1 element
@@ -80,6 +83,7 @@ enum class OpaqueKind {
   ReduceMean,
   ReduceMax,
   Fp8Scale,
+  Matmul,
 };
 
 /// An opaque step after verification: attributes decoded and normalized.

@@ -13,9 +13,9 @@ under BOUNDS[precision]: the two run the same ops with the same rounding
 points but sum in different orders (row reductions in FP32 in the module,
 in double in the interpreter's reference kernels), and one flipped rounding
 of a narrow dtype is a relative change of up to 2^-8 (BF16) or 2^-4 (FP8)
-that later ops carry. Models the module format cannot express yet (GEMMs
-whose batch dims broadcast partially) must fail to compile with a one-line
-error naming the GEMM; they are listed in EXPECTED_COMPILE_ERRORS.
+that later ops carry. A model the module format cannot express must fail to
+compile with a one-line error naming the op; such models are listed in
+EXPECTED_COMPILE_ERRORS (none today).
 
 Prints one line per check, then "N passed, N failed"; exits non-zero on any
 failure.
@@ -31,9 +31,7 @@ import tempfile
 import numpy as np
 
 BOUNDS = {"fp32": 1e-5, "tf32": 1e-2, "bf16": 3e-2, "fp16": 5e-3, "fp8": 0.2}
-EXPECTED_COMPILE_ERRORS = {
-    "linear_variants": "batch dims that broadcast partially have no module form yet",
-}
+EXPECTED_COMPILE_ERRORS = {}
 
 
 def run(cmd):

@@ -1093,6 +1093,25 @@ Status CpuBackend::runOpaque(const OpaqueOp &op) {
     result[0] = scale;
     break;
   }
+  case OpaqueKind::Matmul: {
+    const float *b = input(1);
+    if (!b)
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    if (op.tf32) {
+      float *ar = scratch[0].floats(tensors[op.inputs[0]].elements);
+      float *br = scratch[1].floats(tensors[op.inputs[1]].elements);
+      if (!ar || !br)
+        return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
+      for (int64_t i = 0; i < tensors[op.inputs[0]].elements; ++i)
+        ar[i] = num::roundToTf32(x[i]);
+      for (int64_t i = 0; i < tensors[op.inputs[1]].elements; ++i)
+        br[i] = num::roundToTf32(b[i]);
+      x = ar;
+      b = br;
+    }
+    cpu::matmul(x, shapeOf(0), b, shapeOf(1), result, y.shape);
+    break;
+  }
   default:
     return Status(MIXPREC_INTERNAL, op.name + ": not a float routine");
   }

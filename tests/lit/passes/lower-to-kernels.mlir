@@ -45,3 +45,17 @@ func.func @lower$routines_and_scales(%x: tensor<4x8xf32>, %q: tensor<4x8xf8E4M3F
   %3 = mp.matmul %x, %w {mp.precision = tf32} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("tf32mm")
   return %0, %1, %2, %3 : tensor<1x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>, tensor<4x8xf32>
 }
+
+// -----
+
+// A matmul one GEMM step cannot express (a vector operand, batch dims that
+// broadcast partially) becomes the numpy-semantics "matmul" routine.
+// CHECK-LABEL: func.func @lower$matmul_routine
+// CHECK: mpk.call "matmul"(%{{.*}}, %{{.*}}) {float_attrs = array<f32>, int_attrs = array<i64>, ops = ["bcast"]} : (tensor<2x1x4x8xf32>, tensor<3x8x5xf32>) -> tensor<2x3x4x5xf32>
+// CHECK: mpk.call "matmul"(%{{.*}}, %{{.*}}) {{.*}}ops = ["vec"]} : (tensor<2x1x4x8xf32>, tensor<8xf32>) -> tensor<2x1x4xf32>
+// CHECK-NOT: mpk.gemm
+func.func @lower$matmul_routine(%a: tensor<2x1x4x8xf32>, %b: tensor<3x8x5xf32>, %v: tensor<8xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x1x4xf32>) {
+  %0 = mp.matmul %a, %b : (tensor<2x1x4x8xf32>, tensor<3x8x5xf32>) -> tensor<2x3x4x5xf32> loc("bcast")
+  %1 = mp.matmul %a, %v : (tensor<2x1x4x8xf32>, tensor<8xf32>) -> tensor<2x1x4xf32> loc("vec")
+  return %0, %1 : tensor<2x3x4x5xf32>, tensor<2x1x4xf32>
+}
