@@ -7,7 +7,7 @@
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DMAKE_MODULE=...
 #       -DEMBED_INTREE=... -DC_COMPILER=... -DGENERATOR=... -P EmbedInstallTest.cmake
 
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE C_COMPILER GENERATOR)
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE MIXPREC C_COMPILER GENERATOR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "${var} is not set")
   endif()
@@ -73,6 +73,23 @@ foreach(expected "input 0: x f32 \\[5,24\\]" "output 2: hidden bf16 \\[5,32\\]"
     message(FATAL_ERROR "output lacks '${expected}':\n${installed_out}")
   endif()
 endforeach()
+
+# A module the compiler made: the example MLP at bf16, run by the installed
+# embed program.
+run_checked(${MIXPREC} compile ${SOURCE_DIR}/examples/mlp.onnx --precision bf16
+            -o ${WORK_DIR}/example.mpk)
+execute_process(COMMAND ${WORK_DIR}/build/embed ${WORK_DIR}/example.mpk --seed 3 --backend cpu
+                RESULT_VARIABLE rc OUTPUT_VARIABLE compiled_out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "installed embed on a compiled module failed (${rc}):\n${compiled_out}\n${err}")
+endif()
+foreach(expected "input 0: x f32 \\[8,64\\]" "output 0: probs f32 \\[8,10\\]"
+                 "output 0 probs: sum (7\\.999|8)" "checksum 0x[0-9a-f]+")
+  if(NOT compiled_out MATCHES "${expected}")
+    message(FATAL_ERROR "compiled-module output lacks '${expected}':\n${compiled_out}")
+  endif()
+endforeach()
+message(STATUS "installed embed on the compiled example:\n${compiled_out}")
 
 # A changed side file: a clear error naming it, exit status 1.
 file(SIZE ${WORK_DIR}/weights.bin size)
