@@ -143,7 +143,7 @@ def check_model_outputs(args, m, mdir, tmp, tally):
             return
         model = mlir
 
-    argv = [args.mixprec, "run", model]
+    argv = [args.mixprec, "run", model] + (["--backend", args.backend] if args.backend else [])
     for i in m["inputs"]:
         argv += ["--input", f"{i['name']}={os.path.join(mdir, i['file'])}"]
     argv += ["--output-dir", out_dir]
@@ -249,6 +249,9 @@ def main(argv=None):
     mode.add_argument("--via-mlir", action="store_true",
                       help="import to .mlir first, then run the .mlir")
     ap.add_argument("--errors", metavar="DIR", help="gen_bad_inputs.py output: check error cases")
+    ap.add_argument("--backend", default=None,
+                    help="passed to `mixprec run`: interpreter (the FP32 reference), cpu "
+                         "(compile just in time and run the module on the runtime), auto")
     ap.add_argument("-k", nargs="+", metavar="NAME",
                     help="only models / error cases whose name contains one of these")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per command (default 300)")

@@ -330,7 +330,12 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const CompileArgs &args
       return nullptr;
     }
   }
-  if (!mixprec::compiler::runPrecisionPipeline(*module, args.precision, error)) {
+  // An annotated graph (compile --emit mp-mlir) keeps its plan.
+  bool annotated = false;
+  module->walk([&](Operation *op) {
+    annotated |= op->hasAttr(graph::GraphDialect::kPrecisionAttr);
+  });
+  if (!annotated && !mixprec::compiler::runPrecisionPipeline(*module, args.precision, error)) {
     fail(args.model + ": " + error);
     return nullptr;
   }

@@ -8,6 +8,7 @@
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/CliCommon.h"
 
+#include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/src/numerics/Rounding.h"
 #include "runtime/src/support/Npy.h"
 
@@ -41,8 +42,9 @@ bool encodeInput(const mixprec_tensor_info_t &info, const std::string &path,
                  std::string &error) {
   std::vector<int64_t> dims(info.dims, info.dims + info.rank);
   if (array.shape != dims) {
-    error = path + ": input '" + std::string(info.name) + "' has " +
-            std::to_string(array.shape.size()) + "-d shape that differs from the module's";
+    error = path + ": input '" + std::string(info.name) + "' has shape " +
+            graph::formatShape(array.shape) + ", the module expects " +
+            graph::formatShape(dims);
     return false;
   }
   bytes.resize(info.byte_size);
@@ -152,6 +154,10 @@ int runCompiledModule(const std::string &path, const NamedFiles &inputFiles, uin
         !e.empty()) {
       cleanup();
       return fail("--input " + name + "=" + file + ": " + e);
+    }
+    if (given[index]) {
+      cleanup();
+      return fail("--input: input '" + name + "' given twice");
     }
     mixprec_tensor_info_t info;
     takeError(mixprec_module_input_info(module, index, &info));

@@ -43,13 +43,14 @@ const char *const mixprec::tools::kUsage = R"(usage:
   mixprec import MODEL.onnx [-o OUT.mlir]
       Import an ONNX model and print its mp graph IR (or write it to OUT).
   mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
-              [--repeat N] [--time] [--backend cpu|cuda|auto] [--precision P]
+              [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P]
       Run MODEL and write <output name>.npy per graph output into DIR
-      (default: .). An .onnx or .mlir model runs on the CPU reference
-      interpreter; with --backend it is compiled just in time (at
-      --precision, default fp32) to DIR/jit.mpk and run by the runtime. An
-      .mpk module always runs on the runtime (--backend, default auto: CUDA
-      when a GPU is found, else CPU). Without --input, every input is random
+      (default: .). --backend interpreter runs the graph on the CPU reference
+      interpreter (the default for .mlir); cpu, cuda or auto (the default for
+      .onnx: CUDA when a GPU is found, else CPU) compile it just in time (at
+      --precision, default fp32; an already annotated .mlir keeps its plan)
+      to DIR/jit.mpk and run the module on the runtime. An .mpk module
+      always runs on the runtime. Without --input, every input is random
       (normal floats; indices valid for their gather on the interpreter,
       0/1 on the runtime) from the seed (default 0). --repeat runs N times;
       --time prints load and run times (JSON) to stderr.
@@ -210,7 +211,14 @@ int runRun(llvm::ArrayRef<std::string> args) {
     return usageError("run: no model given");
   if (llvm::StringRef(model).ends_with(".mpk"))
     return runCompiledModule(model, inputFiles, seed, backend, outputDir, repeat, time);
-  if (!backend.empty()) {
+  // ONNX models compile just in time by default; mp IR runs on the
+  // reference interpreter unless a runtime backend is asked for.
+  if (backend.empty())
+    backend = llvm::StringRef(model).ends_with(".onnx") ? "auto" : "interpreter";
+  if (backend != "interpreter" && backend != "cpu" && backend != "cuda" && backend != "auto")
+    return usageError("run: --backend takes interpreter, cpu, cuda or auto, got '" + backend +
+                      "'");
+  if (backend != "interpreter") {
     // A backend asks for the compiled path: compile just in time to a
     // module beside the outputs, then run it like any application would.
     CompileArgs compileArgs;
