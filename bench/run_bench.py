@@ -52,8 +52,8 @@ def mixprec_times(mixprec, model_dir, entry, repeat, threads, outdir, coretype=N
         env["OPENBLAS_CORETYPE"] = coretype
     if threads:
         env["OPENBLAS_NUM_THREADS"] = str(threads)
-    cmd = [mixprec, "run", os.path.join(model_dir, "model.onnx"), "--time",
-           "--repeat", str(repeat), "--output-dir", outdir]
+    cmd = [mixprec, "run", os.path.join(model_dir, "model.onnx"), "--backend", "interpreter",
+           "--time", "--repeat", str(repeat), "--output-dir", outdir]
     for inp in entry["inputs"]:
         cmd += ["--input", f"{inp['name']}={os.path.join(os.path.dirname(model_dir), inp['file'])}"]
     proc = run(cmd, env)
