@@ -2,6 +2,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/src/numerics/Rounding.h"
 
 #include "mlir/IR/Builders.h"
@@ -20,28 +21,13 @@ namespace {
 
 Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
 
-/// The rounding-library format of a float storage type.
-std::optional<num::Format> formatOf(Type t) {
-  if (t.isF32())
-    return num::Format::F32;
-  if (t.isF16())
-    return num::Format::F16;
-  if (t.isBF16())
-    return num::Format::BF16;
-  if (isa<Float8E4M3FNType>(t))
-    return num::Format::F8E4M3FN;
-  if (isa<Float8E5M2Type>(t))
-    return num::Format::F8E5M2;
-  return std::nullopt;
-}
-
 /// Whether every value of `from` is exactly a value of `to` (so a cast
 /// from -> to loses nothing): FP8 fits in F16, BF16 and F32; F16 and BF16
 /// fit in F32; F16 and BF16 do not fit in each other.
 bool isExactWidening(Type from, Type to) {
   if (from == to)
     return true;
-  if (!formatOf(from) || !formatOf(to))
+  if (!graph::storageFormatOf(from) || !graph::storageFormatOf(to))
     return false;
   if (to.isF32())
     return true;
@@ -70,8 +56,8 @@ std::vector<float> readFloats(DenseElementsAttr attr) {
 /// (round-to-nearest-even, FP8 saturating), or returns null if `to` is not
 /// a float storage dtype.
 DenseElementsAttr castConstant(DenseElementsAttr attr, Type to) {
-  std::optional<num::Format> format = formatOf(to);
-  if (!format || !formatOf(attr.getElementType()))
+  std::optional<num::Format> format = graph::storageFormatOf(to);
+  if (!format || !graph::storageFormatOf(attr.getElementType()))
     return nullptr;
   auto type = cast<RankedTensorType>(attr.getType()).clone(to);
   std::vector<float> values = readFloats(attr);

@@ -3,6 +3,7 @@
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/numerics/Rounding.h"
 
@@ -29,21 +30,6 @@ HostTensor HostTensor::makeFloat(std::vector<int64_t> shape, std::vector<float> 
 }
 
 namespace {
-
-/// Returns the storage format of a float element type, if it is one.
-std::optional<num::Format> storageFormat(Type t) {
-  if (t.isF32())
-    return num::Format::F32;
-  if (t.isF16())
-    return num::Format::F16;
-  if (t.isBF16())
-    return num::Format::BF16;
-  if (t.isFloat8E4M3FN())
-    return num::Format::F8E4M3FN;
-  if (t.isFloat8E5M2())
-    return num::Format::F8E5M2;
-  return std::nullopt;
-}
 
 /// Returns the kind of host tensor that holds values of `type`.
 HostTensor::Kind kindOf(Type elementType) {
@@ -75,7 +61,7 @@ std::string describe(Operation *op) {
 
 /// Rounds float values in place to the storage dtype of `type`.
 void roundToStorage(Type elementType, std::vector<float> &values) {
-  std::optional<num::Format> format = storageFormat(elementType);
+  std::optional<num::Format> format = graph::storageFormatOf(elementType);
   if (!format || *format == num::Format::F32)
     return;
   // FP8 stores saturate (DESIGN.md numerics rules); F16/BF16 overflow to inf.

@@ -342,4 +342,22 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const CompileArgs &args
   return module;
 }
 
+int loadReferenceAndPlan(MLIRContext &context, const CompileArgs &args, ReferenceAndPlan &out) {
+  loadDialects(context);
+  std::string error;
+  out.reference = loadModel(context, args.model, error);
+  if (!out.reference)
+    return fail(error);
+  out.referenceFunc = compiler::findEntryFunction(*out.reference, error);
+  if (!out.referenceFunc)
+    return fail(args.model + ": " + error);
+  out.plan = compileModel(context, args);
+  if (!out.plan)
+    return 1;
+  out.planFunc = compiler::findEntryFunction(*out.plan, error);
+  if (!out.planFunc)
+    return fail(args.model + ": " + error);
+  return 0;
+}
+
 } // namespace mixprec::tools

@@ -72,6 +72,18 @@ int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
 mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
                                                const CompileArgs &args);
 
+/// The imported FP32 graph and the compiled plan of one model, side by side
+/// (report and validate compare them).
+struct ReferenceAndPlan {
+  mlir::OwningOpRef<mlir::ModuleOp> reference, plan;
+  mlir::func::FuncOp referenceFunc, planFunc;
+};
+
+/// Loads the reference and compiles the plan; returns 0, or the exit code
+/// after printing the error.
+int loadReferenceAndPlan(mlir::MLIRContext &context, const CompileArgs &args,
+                         ReferenceAndPlan &out);
+
 } // namespace mixprec::tools
 
 #endif // MIXPREC_TOOLS_MIXPREC_CLICOMMON_H

@@ -345,20 +345,11 @@ int runReport(llvm::ArrayRef<std::string> rawArgs) {
     return usageError("report: --input is an option of validate, not report");
 
   MLIRContext context;
-  loadDialects(context);
+  ReferenceAndPlan loaded;
+  if (int rc = loadReferenceAndPlan(context, args, loaded))
+    return rc;
+  func::FuncOp refFunc = loaded.referenceFunc, func = loaded.planFunc;
   std::string error;
-  OwningOpRef<ModuleOp> reference = loadModel(context, args.model, error);
-  if (!reference)
-    return fail(error);
-  func::FuncOp refFunc = compiler::findEntryFunction(*reference, error);
-  if (!refFunc)
-    return fail(args.model + ": " + error);
-  OwningOpRef<ModuleOp> module = compileModel(context, args);
-  if (!module)
-    return 1;
-  func::FuncOp func = compiler::findEntryFunction(*module, error);
-  if (!func)
-    return fail(args.model + ": " + error);
 
   std::vector<Row> rows;
   std::map<std::string, int64_t> flops, gemmFlops, opsByPrecision, opsByClass;

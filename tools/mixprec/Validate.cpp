@@ -194,20 +194,11 @@ int runValidate(llvm::ArrayRef<std::string> rawArgs) {
     return usageError("validate: -o is not an option of validate (use --json FILE)");
 
   MLIRContext context;
-  loadDialects(context);
+  ReferenceAndPlan loaded;
+  if (int rc = loadReferenceAndPlan(context, args, loaded))
+    return rc;
+  func::FuncOp refFunc = loaded.referenceFunc, func = loaded.planFunc;
   std::string error;
-  OwningOpRef<ModuleOp> reference = loadModel(context, args.model, error);
-  if (!reference)
-    return fail(error);
-  func::FuncOp refFunc = compiler::findEntryFunction(*reference, error);
-  if (!refFunc)
-    return fail(args.model + ": " + error);
-  OwningOpRef<ModuleOp> module = compileModel(context, args);
-  if (!module)
-    return 1;
-  func::FuncOp func = compiler::findEntryFunction(*module, error);
-  if (!func)
-    return fail(args.model + ": " + error);
 
   GraphSignature sig = compiler::getSignature(refFunc);
   std::vector<HostTensor> inputs;

@@ -131,6 +131,21 @@ LogicalResult verifyPool(Operation *op, ArrayRef<int64_t> kernel, ArrayRef<int64
       op, pool2dShape(shapeOf(in), kernel, strides, pads, dilations, ceilMode), out);
 }
 
+/// A linear layer's optional bias has the output's element type and
+/// broadcasts to the output without growing it.
+LogicalResult verifyLinearBias(Operation *op, Value bias, Value output,
+                               ArrayRef<int64_t> outShape) {
+  if (!bias)
+    return success();
+  if (failed(verifySameElementType(op, "bias", elementTypeOf(bias), elementTypeOf(output))))
+    return failure();
+  ShapeOrError withBias = broadcastShapes(outShape, shapeOf(bias));
+  if (!withBias.ok() || ArrayRef<int64_t>(withBias.shape) != outShape)
+    return op->emitOpError() << "bias shape " << formatShape(shapeOf(bias))
+                             << " must broadcast to the output shape " << formatShape(outShape);
+  return success();
+}
+
 /// A scale operand is a rank-0 f32 tensor (per-tensor scaling).
 LogicalResult verifyScale(Operation *op, Value scale) {
   if (!shapeOf(scale).empty())
@@ -168,16 +183,8 @@ LogicalResult LinearOp::verify() {
       linearShape(shapeOf(getInput()), shapeOf(getWeight()), getTransposeWeight());
   if (failed(verifyInferredShape(*this, inferred, getOutput())))
     return failure();
-  if (Value bias = getBias()) {
-    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
-                                     elementTypeOf(getOutput()))))
-      return failure();
-    ShapeOrError withBias = broadcastShapes(inferred.shape, shapeOf(bias));
-    if (!withBias.ok() || ArrayRef<int64_t>(withBias.shape) != ArrayRef<int64_t>(inferred.shape))
-      return emitOpError() << "bias shape " << formatShape(shapeOf(bias))
-                           << " must broadcast to the output shape "
-                           << formatShape(inferred.shape);
-  }
+  if (failed(verifyLinearBias(*this, getBias(), getOutput(), inferred.shape)))
+    return failure();
   return verifyAccType(*this, getAccType());
 }
 
@@ -393,16 +400,8 @@ LogicalResult ScaledLinearOp::verify() {
       linearShape(shapeOf(getInput()), shapeOf(getWeight()), getTransposeWeight());
   if (failed(verifyInferredShape(*this, inferred, getOutput())))
     return failure();
-  if (Value bias = getBias()) {
-    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
-                                     elementTypeOf(getOutput()))))
-      return failure();
-    ShapeOrError withBias = broadcastShapes(inferred.shape, shapeOf(bias));
-    if (!withBias.ok() || ArrayRef<int64_t>(withBias.shape) != ArrayRef<int64_t>(inferred.shape))
-      return emitOpError() << "bias shape " << formatShape(shapeOf(bias))
-                           << " must broadcast to the output shape "
-                           << formatShape(inferred.shape);
-  }
+  if (failed(verifyLinearBias(*this, getBias(), getOutput(), inferred.shape)))
+    return failure();
   return verifyAccType(*this, getAccType());
 }
 

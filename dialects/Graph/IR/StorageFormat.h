@@ -1,0 +1,31 @@
+//===- StorageFormat.h - element types as rounding formats ------*- C++ -*-===//
+#ifndef MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
+#define MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
+
+#include "runtime/src/numerics/Rounding.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <optional>
+
+namespace mixprec::graph {
+
+/// The rounding-library format that stores values of a float element type,
+/// or nothing for types that are not a storage dtype (integers, tf32).
+inline std::optional<numerics::Format> storageFormatOf(mlir::Type t) {
+  if (t.isF32())
+    return numerics::Format::F32;
+  if (t.isF16())
+    return numerics::Format::F16;
+  if (t.isBF16())
+    return numerics::Format::BF16;
+  if (mlir::isa<mlir::Float8E4M3FNType>(t))
+    return numerics::Format::F8E4M3FN;
+  if (mlir::isa<mlir::Float8E5M2Type>(t))
+    return numerics::Format::F8E5M2;
+  return std::nullopt;
+}
+
+} // namespace mixprec::graph
+
+#endif // MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
