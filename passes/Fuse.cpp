@@ -74,6 +74,84 @@ bool isScalarConstant(Value v) {
   return constant && cast<RankedTensorType>(v.getType()).getNumElements() == 1;
 }
 
+/// Inside a GEMM fusion, states in the IR what cuBLASLt computes: the GEMM
+/// result, bias and activation stay FP32 and one cast gives the output
+/// dtype (the unfused graph rounded the GEMM result first). A bias add
+/// after a GEMM with a 2-D weight becomes the GEMM's own bias, which the
+/// interpreter and the runtime both add by prefilling the accumulator.
+/// Returns the value to store.
+Value keepEpilogueInF32(Block *block, Value out) {
+  auto outTensorType = cast<RankedTensorType>(out.getType());
+  Type outType = outTensorType.getElementType();
+  OpBuilder b(block->getParentOp()->getContext());
+  Type f32 = b.getF32Type();
+  auto toF32 = [&](Value v, Operation *before) -> Value {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType().isF32())
+      return v;
+    b.setInsertionPoint(before);
+    return b.create<graph::CastOp>(v.getLoc(), t.clone(f32), v);
+  };
+  auto retype = [&](Operation *op) {
+    op->getResult(0).setType(cast<RankedTensorType>(op->getResult(0).getType()).clone(f32));
+  };
+  SmallVector<Operation *> ops;
+  for (Operation &op : *block)
+    ops.push_back(&op);
+  Operation *gemm = ops.front();
+  Operation *last = gemm;
+  for (Operation *op : ops) {
+    if (op == gemm) {
+      retype(op);
+      // A GEMM's own bias has the output's element type.
+      if (auto linear = dyn_cast<graph::LinearOp>(op); linear && linear.getBias())
+        linear.getBiasMutable().assign(toF32(linear.getBias(), op));
+      if (auto scaled = dyn_cast<graph::ScaledLinearOp>(op); scaled && scaled.getBias())
+        scaled.getBiasMutable().assign(toF32(scaled.getBias(), op));
+    } else if (auto add = dyn_cast<graph::AddOp>(op)) {
+      Value bias = add.getLhs() == last->getResult(0) ? add.getRhs() : add.getLhs();
+      Value biasF32 = toF32(bias, op);
+      b.setInsertionPoint(op);
+      Operation *fused = nullptr;
+      auto outTy = cast<RankedTensorType>(op->getResult(0).getType()).clone(f32);
+      bool matrixWeight = cast<RankedTensorType>(last->getOperand(1).getType()).getRank() == 2;
+      if (auto lin = dyn_cast<graph::LinearOp>(last); lin && !lin.getBias())
+        fused = b.create<graph::LinearOp>(lin.getLoc(), outTy, lin.getInput(), lin.getWeight(),
+                                          biasF32, lin.getTransposeWeightAttr(),
+                                          lin.getAccTypeAttr());
+      else if (auto mm = dyn_cast<graph::MatmulOp>(last); mm && matrixWeight)
+        fused = b.create<graph::LinearOp>(mm.getLoc(), outTy, mm.getLhs(), mm.getRhs(), biasF32,
+                                          b.getBoolAttr(false), mm.getAccTypeAttr());
+      else if (auto sl = dyn_cast<graph::ScaledLinearOp>(last); sl && !sl.getBias())
+        fused = b.create<graph::ScaledLinearOp>(
+            sl.getLoc(), outTy, sl.getInput(), sl.getWeight(), sl.getInputScale(),
+            sl.getWeightScale(), biasF32, sl.getTransposeWeightAttr(), sl.getAccTypeAttr());
+      else if (auto sm = dyn_cast<graph::ScaledMatmulOp>(last); sm && matrixWeight)
+        fused = b.create<graph::ScaledLinearOp>(sm.getLoc(), outTy, sm.getLhs(), sm.getRhs(),
+                                                sm.getLhsScale(), sm.getRhsScale(), biasF32,
+                                                b.getBoolAttr(false), sm.getAccTypeAttr());
+      if (fused) {
+        for (NamedAttribute a : last->getDiscardableAttrs())
+          fused->setAttr(a.getName(), a.getValue());
+        op->getResult(0).replaceAllUsesWith(fused->getResult(0));
+        op->erase();
+        last->erase();
+        last = fused;
+        continue;
+      }
+      add->setOperand(add.getLhs() == bias ? 0 : 1, biasF32);
+      retype(op);
+    } else {
+      retype(op); // the activation
+    }
+    last = op;
+  }
+  if (outType.isF32())
+    return last->getResult(0);
+  b.setInsertionPointAfter(last);
+  return b.create<graph::CastOp>(last->getLoc(), outTensorType, last->getResult(0));
+}
+
 /// One group of ops that will run as one kernel.
 struct Group {
   FuseKind kind;
@@ -259,6 +337,9 @@ private:
     SmallVector<Value> yielded;
     for (Value output : outputs)
       yielded.push_back(mapping.lookup(output));
+    if (group.kind == FuseKind::Gemm && ops.size() > 1)
+      yielded[0] = keepEpilogueInF32(block, yielded[0]);
+    inner.setInsertionPointToEnd(block);
     inner.create<graph::YieldOp>(fusion.getLoc(), yielded);
     for (auto [output, result] : llvm::zip(outputs, fusion.getResults()))
       output.replaceUsesWithIf(result, [&](OpOperand &use) {

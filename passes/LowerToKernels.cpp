@@ -132,7 +132,7 @@ void lowerOpToKernel(Operation *op) {
 /// Builds the mpk.gemm for a GEMM op with an optional bias and epilogue
 /// (values as seen from outside any fusion, through `outer`).
 void buildGemm(OpBuilder &b, Operation *gemmOp, Value extraBias, StringRef epilogue,
-               ArrayRef<Operation *> sourceOps, Type resultType, Location loc,
+               ArrayAttr sourceNames, Type resultType, Location loc,
                function_ref<Value(Value)> outer, Value replaceMe) {
   MLIRContext *ctx = b.getContext();
   Value a, w, bias, sa, sb;
@@ -159,7 +159,7 @@ void buildGemm(OpBuilder &b, Operation *gemmOp, Value extraBias, StringRef epilo
   auto gemm = b.create<kernel::GemmOp>(loc, resultType, map(a), map(w), map(bias), map(sa),
                                        map(sb), b.getBoolAttr(transB),
                                        StringAttr::get(ctx, epilogue), b.getBoolAttr(tf32),
-                                       namesOf(ctx, sourceOps));
+                                       sourceNames);
   replaceMe.replaceAllUsesWith(gemm.getResult());
 }
 
@@ -169,12 +169,17 @@ void lowerGemmFusion(graph::FusionOp fusion) {
   IRMapping outer;
   for (auto [arg, input] : llvm::zip(body.getArguments(), fusion.getInputs()))
     outer.map(arg, input);
+  // Casts inside a GEMM fusion only widen operands to the FP32 epilogue
+  // (exact); the GEMM call reads the stored values themselves.
+  auto outside = [&](Value v) {
+    while (auto c = v.getDefiningOp<graph::CastOp>())
+      v = c.getInput();
+    return outer.lookupOrDefault(v);
+  };
   Operation *gemmOp = nullptr;
   Value extraBias;
   StringRef epilogue = "none";
-  SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator()) {
-    ops.push_back(&op);
     if (isa<graph::MatmulOp, graph::LinearOp, graph::ScaledMatmulOp, graph::ScaledLinearOp>(op))
       gemmOp = &op;
     else if (auto add = dyn_cast<graph::AddOp>(op))
@@ -185,8 +190,8 @@ void lowerGemmFusion(graph::FusionOp fusion) {
       epilogue = "gelu";
   }
   OpBuilder b(fusion);
-  buildGemm(b, gemmOp, extraBias, epilogue, ops, fusion.getResult(0).getType(), fusion.getLoc(),
-            [&](Value v) { return outer.lookupOrDefault(v); }, fusion.getResult(0));
+  buildGemm(b, gemmOp, extraBias, epilogue, fusion.getOps(), fusion.getResult(0).getType(),
+            fusion.getLoc(), outside, fusion.getResult(0));
   fusion.erase();
 }
 
@@ -298,7 +303,7 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
       } else if (isa<graph::MatmulOp, graph::LinearOp, graph::ScaledMatmulOp,
                      graph::ScaledLinearOp>(op)) {
         OpBuilder b(op);
-        buildGemm(b, op, Value(), "none", {op}, op->getResult(0).getType(), op->getLoc(),
+        buildGemm(b, op, Value(), "none", namesOf(ctx, {op}), op->getResult(0).getType(), op->getLoc(),
                   [](Value v) { return v; }, op->getResult(0));
         op->erase();
       } else if (isElementwise(op) || rowReductionDims(op) >= 0 || isa<graph::AmaxOp>(op)) {

@@ -531,8 +531,11 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         // A fused kernel computes exactly what its ops compute, rounding
         // every intermediate to its IR dtype; only the memory traffic differs.
         Block &body = o.getBody().front();
-        for (auto [arg, input] : llvm::zip(body.getArguments(), o.getInputs()))
-          env[arg] = get(input);
+        // Copy before inserting: get() refers into `env`, which may rehash.
+        for (auto [arg, input] : llvm::zip(body.getArguments(), o.getInputs())) {
+          HostTensor value = get(input);
+          env[arg] = std::move(value);
+        }
         for (Operation &inner : body.without_terminator()) {
           if (auto constant = dyn_cast<ConstantOp>(inner)) {
             HostTensor t;
@@ -545,8 +548,10 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
             return failure();
         }
         auto yield = llvm::cast<YieldOp>(body.getTerminator());
-        for (auto [result, value] : llvm::zip(o.getResults(), yield.getValues()))
-          env[result] = get(value);
+        for (auto [result, yielded] : llvm::zip(o.getResults(), yield.getValues())) {
+          HostTensor value = get(yielded);
+          env[result] = std::move(value);
+        }
         for (Operation &inner : body.without_terminator())
           for (Value v : inner.getResults())
             env.erase(v);

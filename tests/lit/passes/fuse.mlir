@@ -62,14 +62,15 @@ func.func @fuse$value_needed_twice(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %g:
 
 // -----
 
-// Bias and tanh-GELU after a GEMM are its cuBLASLt epilogue; exact (erf)
+// Bias and tanh-GELU after a GEMM are its cuBLASLt epilogue: the bias
+// becomes the GEMM's own (the accumulator starts from it); exact (erf)
 // GELU is not a cuBLASLt epilogue and runs as its own kernel.
 // CHECK-LABEL: func.func @fuse$gemm_epilogues
 // CHECK: %[[G:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc1", "bias1", "gelu1"]}
-// CHECK: mp.linear
-// CHECK: mp.add
-// CHECK: mp.gelu %{{.*}} {approximate = "tanh"}
-// CHECK: mp.yield
+// CHECK: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x8xf32>, %[[B:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[L:.*]] = mp.linear %[[X]], %[[W]], %[[B]] : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[A:.*]] = mp.gelu %[[L]] {approximate = "tanh"}
+// CHECK-NEXT: mp.yield %[[A]]
 // CHECK: %[[G2:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc2", "bias2"]}
 // CHECK: mp.gelu %[[G2]] :
 func.func @fuse$gemm_epilogues(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
@@ -120,4 +121,24 @@ func.func @fuse$no_cycle(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %1 = mp.transpose %0 {perm = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
   %2 = mp.add %0, %1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+// At a narrow dtype the fusion states what cuBLASLt computes: the GEMM
+// result, bias and activation stay f32 and one cast rounds the output (the
+// unfused graph rounded the GEMM result to bf16 first).
+// CHECK-LABEL: func.func @fuse$epilogue_numerics
+// CHECK: mp.fusion({{.*}}) {kind = "gemm", ops = ["mm", "bias", "act"]}
+// CHECK: ^bb0(%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>, %[[B:.*]]: tensor<8xbf16>):
+// CHECK-NEXT: %[[BF:.*]] = mp.cast %[[B]] : tensor<8xbf16> -> tensor<8xf32>
+// CHECK-NEXT: %[[L:.*]] = mp.linear %[[X]], %[[W]], %[[BF]] {mp.precision = bf16} : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.*]] = mp.relu %[[L]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[C:.*]] = mp.cast %[[R]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: mp.yield %[[C]] : tensor<4x8xbf16>
+func.func @fuse$epilogue_numerics(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tensor<8xbf16>) -> tensor<4x8xbf16> {
+  %0 = mp.matmul %x, %w {mp.precision = bf16} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16> loc("mm")
+  %1 = mp.add %0, %b : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16> loc("bias")
+  %2 = mp.relu %1 : tensor<4x8xbf16> loc("act")
+  return %2 : tensor<4x8xbf16>
 }

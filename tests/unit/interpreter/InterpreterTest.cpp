@@ -196,4 +196,36 @@ TEST_F(InterpreterTest, ScaledLinearDequantizesInTheEpilogue) {
   EXPECT_EQ(out[0].floats, (std::vector<float>{6.5f}));
 }
 
+TEST_F(InterpreterTest, FusionsPassValuesWhileTheEnvironmentGrows) {
+  // Many live values make the value map rehash while a fusion's inputs and
+  // outputs are copied in and out; every output must still be the right one.
+  std::string ir = "func.func @main(%x: tensor<4xf32>) -> (";
+  const int n = 80;
+  for (int i = 0; i < n; ++i)
+    ir += std::string(i ? ", " : "") + "tensor<4xf32>";
+  ir += ") {\n  %v0 = mp.neg %x : tensor<4xf32>\n";
+  for (int i = 1; i < n; ++i)
+    ir += "  %v" + std::to_string(i) + " = mp.add %v" + std::to_string(i - 1) +
+          ", %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n";
+  ir += "  %f:2 = mp.fusion(%v0, %v1) {kind = \"elementwise\", ops = [\"a\", \"b\"]} : "
+        "(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+        "  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):\n"
+        "    %0 = mp.mul %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n"
+        "    %1 = mp.relu %b : tensor<4xf32>\n"
+        "    mp.yield %0, %1 : tensor<4xf32>, tensor<4xf32>\n  }\n  return %f#0, %f#1";
+  for (int i = 2; i < n; ++i)
+    ir += ", %v" + std::to_string(i);
+  ir += " : ";
+  for (int i = 0; i < n; ++i)
+    ir += std::string(i ? ", " : "") + "tensor<4xf32>";
+  ir += "\n}\n";
+  auto out = run(ir.c_str(), {HostTensor::makeFloat({4}, {1.0f, 2.0f, 3.0f, 4.0f})});
+  ASSERT_EQ(out.size(), static_cast<size_t>(n));
+  // v0 = -x, v1 = 0: the product is -0 * ... = 0 and relu(v1) = 0.
+  for (int k = 0; k < 2; ++k)
+    for (float v : out[k].floats)
+      EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(out[n - 1].floats, (std::vector<float>{78.0f, 156.0f, 234.0f, 312.0f}));
+}
+
 } // namespace
