@@ -49,7 +49,7 @@ const char *const mixprec::tools::kUsage = R"(usage:
       interpreter (the default for .mlir); cpu, cuda or auto (the default for
       .onnx: CUDA when a GPU is found, else CPU) compile it just in time (at
       --precision, default fp32; an already annotated .mlir keeps its plan)
-      to DIR/jit.mpk and run the module on the runtime. An .mpk module
+      to a temporary module and run it on the runtime. An .mpk module
       always runs on the runtime. Without --input, every input is random
       (normal floats; indices valid for their gather on the interpreter,
       0/1 on the runtime) from the seed (default 0). --repeat runs N times;
@@ -229,14 +229,18 @@ int runRun(llvm::ArrayRef<std::string> args) {
     OwningOpRef<ModuleOp> compiled = compileModel(context, compileArgs);
     if (!compiled)
       return 1;
-    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-      return fail(outputDir + ": cannot create output directory: " + ec.message());
-    llvm::SmallString<256> modulePath(outputDir);
+    // The module lives in a temporary directory for this run only.
+    llvm::SmallString<256> jitDir;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("mixprec-jit", jitDir))
+      return fail("cannot create a temporary directory: " + ec.message());
+    llvm::SmallString<256> modulePath(jitDir);
     llvm::sys::path::append(modulePath, "jit.mpk");
-    if (int rc = writeCompiledModule(*compiled, modulePath.str().str(), nullptr))
-      return rc;
-    return runCompiledModule(modulePath.str().str(), inputFiles, seed, backend, outputDir, repeat,
+    int rc = writeCompiledModule(*compiled, modulePath.str().str(), nullptr);
+    if (rc == 0)
+      rc = runCompiledModule(modulePath.str().str(), inputFiles, seed, backend, outputDir, repeat,
                              time);
+    llvm::sys::fs::remove_directories(jitDir);
+    return rc;
   }
 
   auto importStart = std::chrono::steady_clock::now();
