@@ -27,12 +27,9 @@ num::Format fp8Format(Type t) {
   return isa<Float8E5M2Type>(t) ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
 }
 
-/// The Transformer Engine rule, with scale 1 for a zero or non-finite amax.
+/// The Transformer Engine rule (numerics::fp8Scale) for an FP8 type.
 float scaleFor(double amax, Type format, int64_t margin) {
-  if (!(amax > 0) || !std::isfinite(amax))
-    return 1.0f;
-  return static_cast<float>(num::formatMaxFinite(fp8Format(format)) / amax /
-                            std::ldexp(1.0, static_cast<int>(margin)));
+  return num::fp8Scale(fp8Format(format), amax, margin);
 }
 
 /// A rank-0 f32 constant.

@@ -497,13 +497,9 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         return success();
       })
       .Case<Fp8ScaleOp>([&](Fp8ScaleOp o) {
-        double amax = f(o.getAmax())[0];
         auto format = o.getFormat().isFloat8E5M2() ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
-        float scale = 1.0f;
-        if (amax > 0 && std::isfinite(amax))
-          scale = static_cast<float>(num::formatMaxFinite(format) / amax /
-                                     std::ldexp(1.0, static_cast<int>(o.getMargin())));
-        setFloat(o.getScale(), {scale});
+        setFloat(o.getScale(), {num::fp8Scale(format, f(o.getAmax())[0],
+                                              static_cast<int64_t>(o.getMargin()))});
         return success();
       })
       .Case<ScaledMatmulOp>([&](ScaledMatmulOp o) {

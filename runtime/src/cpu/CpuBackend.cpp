@@ -1084,13 +1084,8 @@ Status CpuBackend::runOpaque(const OpaqueOp &op) {
     break;
   }
   case OpaqueKind::Fp8Scale: {
-    // The interpreter's formula, in double.
-    const double amax = x[0];
-    float scale = 1.0f;
-    if (amax > 0 && std::isfinite(amax))
-      scale = static_cast<float>(num::formatMaxFinite(formatOf(op.fp8Format)) / amax /
-                                 std::ldexp(1.0, static_cast<int>(op.margin)));
-    result[0] = scale;
+    // The same function as the compiler and the interpreter.
+    result[0] = num::fp8Scale(formatOf(op.fp8Format), x[0], op.margin);
     break;
   }
   case OpaqueKind::Matmul: {

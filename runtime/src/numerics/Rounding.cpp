@@ -26,6 +26,7 @@
 
 #include "runtime/src/numerics/Rounding.h"
 
+#include <cmath>
 #include <cstring>
 
 #if defined(__GNUC__)
@@ -595,6 +596,12 @@ float roundToTf32(float x) {
   float r;
   std::memcpy(&r, &bits, sizeof(r));
   return r;
+}
+
+float fp8Scale(Format f, double amax, int64_t margin) {
+  if (!(amax > 0) || !std::isfinite(amax))
+    return 1.0f;
+  return static_cast<float>(formatMaxFinite(f) / amax / std::ldexp(1.0, static_cast<int>(margin)));
 }
 
 } // namespace numerics

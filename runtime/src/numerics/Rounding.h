@@ -106,6 +106,13 @@ void decodeArray(Format f, const void *in, float *out, size_t n);
 /// TF32 tensor cores. Inf and NaN pass through.
 float roundToTf32(float x);
 
+// ---- FP8 scaling ----------------------------------------------------------
+/// The Transformer Engine scaling rule: (max finite of `f` / amax) / 2^margin,
+/// computed in double and rounded once to float; 1 for a zero or non-finite
+/// amax, so a scale is never 0, inf or NaN. Compiler, interpreter and
+/// runtime all call this one function.
+float fp8Scale(Format f, double amax, int64_t margin);
+
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);
 /// Largest finite value: 3.40282347e38, 65504, 3.38953139e38, 448, 57344.

@@ -67,3 +67,19 @@ TEST(Tf32, TiesGoAwayFromZero) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Fp8Scale, TransformerEngineRule) {
+  using mixprec::numerics::Format;
+  using mixprec::numerics::fp8Scale;
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 2.0, 0), 224.0f);
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 2.0, 1), 112.0f);
+  EXPECT_EQ(fp8Scale(Format::F8E5M2, 57344.0, 0), 1.0f);
+  // Zero and non-finite amax never give a zero, infinite or NaN scale.
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 0.0, 0), 1.0f);
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, INFINITY, 0), 1.0f);
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, NAN, 0), 1.0f);
+}
+
+} // namespace
