@@ -1,4 +1,5 @@
 //===- Fuse.cpp - --mp-fuse ------------------------------------------------===//
+#include "passes/KernelUtils.h"
 #include "passes/Passes.h"
 #include "passes/PrecisionUtils.h"
 
@@ -23,15 +24,11 @@ enum class FuseKind { Elementwise, Reduction, Gemm, None };
 
 /// How an op takes part in fusion.
 FuseKind fuseKindOf(Operation *op) {
-  using namespace graph;
-  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp,
-          LogOp, SqrtOp, RsqrtOp, ErfOp, ReciprocalOp, CastOp, WhereOp, QuantizeOp,
-          DequantizeOp>(op))
+  if (isElementwiseKernelOp(op))
     return FuseKind::Elementwise;
-  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
-          ReduceMaxOp>(op))
+  if (isReductionOp(op))
     return FuseKind::Reduction;
-  if (isa<MatmulOp, LinearOp, ScaledMatmulOp, ScaledLinearOp>(op))
+  if (isGemmOp(op))
     return FuseKind::Gemm;
   return FuseKind::None;
 }
@@ -43,35 +40,6 @@ ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).
 ArrayRef<int64_t> iterationShape(Operation *op) {
   return fuseKindOf(op) == FuseKind::Reduction ? shapeOf(op->getOperand(0))
                                                : shapeOf(op->getResult(0));
-}
-
-/// Whether a reduction runs over trailing axes only (a row reduction).
-bool reducesTrailingAxes(Operation *op) {
-  using namespace graph;
-  int64_t rank = static_cast<int64_t>(shapeOf(op->getOperand(0)).size());
-  if (auto s = dyn_cast<SoftmaxOp>(op))
-    return static_cast<int64_t>(s.getAxis()) == rank - 1;
-  if (auto s = dyn_cast<LogSoftmaxOp>(op))
-    return static_cast<int64_t>(s.getAxis()) == rank - 1;
-  if (isa<LayerNormOp, RmsNormOp>(op))
-    return true; // they normalize dims [axis, rank)
-  ArrayRef<int64_t> axes;
-  if (auto r = dyn_cast<ReduceSumOp>(op))
-    axes = r.getAxes();
-  else if (auto r = dyn_cast<ReduceMeanOp>(op))
-    axes = r.getAxes();
-  else if (auto r = dyn_cast<ReduceMaxOp>(op))
-    axes = r.getAxes();
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[axes.size() - 1 - i] != rank - 1 - static_cast<int64_t>(i))
-      return false;
-  return true;
-}
-
-/// A rank-0 or single-element constant, cloned into kernels as an immediate.
-bool isScalarConstant(Value v) {
-  auto constant = v.getDefiningOp<graph::ConstantOp>();
-  return constant && cast<RankedTensorType>(v.getType()).getNumElements() == 1;
 }
 
 /// Inside a GEMM fusion, states in the IR what cuBLASLt computes: the GEMM
@@ -176,7 +144,7 @@ public:
       FuseKind kind = fuseKindOf(&op);
       if (kind == FuseKind::None)
         continue;
-      if (kind == FuseKind::Reduction && !reducesTrailingAxes(&op))
+      if (kind == FuseKind::Reduction && rowReductionDims(&op) < 0)
         continue; // runs as its own routine
       auto group = std::make_unique<Group>();
       group->kind = kind;

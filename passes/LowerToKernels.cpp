@@ -1,4 +1,5 @@
 //===- LowerToKernels.cpp - --mp-lower-to-kernels --------------------------===//
+#include "passes/KernelUtils.h"
 #include "passes/Passes.h"
 #include "passes/PrecisionUtils.h"
 
@@ -21,44 +22,6 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-bool isElementwise(Operation *op) {
-  using namespace graph;
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, GeluOp, TanhOp, SigmoidOp, ExpOp,
-             LogOp, SqrtOp, RsqrtOp, ErfOp, ReciprocalOp, CastOp, WhereOp, QuantizeOp,
-             DequantizeOp>(op);
-}
-
-/// The number of trailing dims a row reduction runs over, or -1 if the op
-/// is not one.
-int64_t rowReductionDims(Operation *op) {
-  using namespace graph;
-  if (!isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, ReduceSumOp, ReduceMeanOp,
-           ReduceMaxOp>(op))
-    return -1;
-  int64_t rank = static_cast<int64_t>(shapeOf(op->getOperand(0)).size());
-  auto trailing = [&](ArrayRef<int64_t> axes) -> int64_t {
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[axes.size() - 1 - i] != rank - 1 - static_cast<int64_t>(i))
-        return -1;
-    return static_cast<int64_t>(axes.size());
-  };
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) {
-        return static_cast<int64_t>(o.getAxis()) == rank - 1 ? 1 : -1;
-      })
-      .Case<LayerNormOp, RmsNormOp>(
-          [&](auto o) { return rank - static_cast<int64_t>(o.getAxis()); })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(
-          [&](auto o) { return trailing(o.getAxes()); })
-      .Default([](Operation *) { return -1; });
-}
-
-/// A rank-0 or single-element constant, an immediate of a kernel.
-bool isScalarConstant(Value v) {
-  return v.getDefiningOp<graph::ConstantOp>() &&
-         cast<RankedTensorType>(v.getType()).getNumElements() == 1;
-}
-
 /// The graph op names a lowered op keeps.
 ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
   SmallVector<Attribute> names;
@@ -74,7 +37,7 @@ ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
 std::pair<SmallVector<int64_t>, int64_t> iterationSpace(Block &body) {
   for (Operation &op : body.without_terminator()) {
     int64_t dims = rowReductionDims(&op);
-    if (dims >= 0 && !isElementwise(&op) && !isa<graph::ConstantOp>(op)) {
+    if (dims >= 0) {
       ArrayRef<int64_t> s = shapeOf(op.getOperand(0));
       return {SmallVector<int64_t>(s.begin(), s.end()), dims};
     }
@@ -180,7 +143,7 @@ void lowerGemmFusion(graph::FusionOp fusion) {
   Value extraBias;
   StringRef epilogue = "none";
   for (Operation &op : body.without_terminator()) {
-    if (isa<graph::MatmulOp, graph::LinearOp, graph::ScaledMatmulOp, graph::ScaledLinearOp>(op))
+    if (isGemmOp(&op))
       gemmOp = &op;
     else if (auto add = dyn_cast<graph::AddOp>(op))
       extraBias = add.getLhs() == gemmOp->getResult(0) ? add.getRhs() : add.getLhs();
@@ -300,13 +263,13 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
             namesOf(ctx, {op}));
         op->replaceAllUsesWith(call.getResults());
         op->erase();
-      } else if (isa<graph::MatmulOp, graph::LinearOp, graph::ScaledMatmulOp,
-                     graph::ScaledLinearOp>(op)) {
+      } else if (isGemmOp(op)) {
         OpBuilder b(op);
         buildGemm(b, op, Value(), "none", namesOf(ctx, {op}), op->getResult(0).getType(), op->getLoc(),
                   [](Value v) { return v; }, op->getResult(0));
         op->erase();
-      } else if (isElementwise(op) || rowReductionDims(op) >= 0 || isa<graph::AmaxOp>(op)) {
+      } else if (isElementwiseKernelOp(op) || rowReductionDims(op) >= 0 ||
+                 isa<graph::AmaxOp>(op)) {
         lowerOpToKernel(op);
       } else if (auto reshape = dyn_cast<graph::ReshapeOp>(op)) {
         OpBuilder b(op);
