@@ -3,6 +3,7 @@
 #include "passes/PrecisionUtils.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/GlobPattern.h"
@@ -174,10 +175,10 @@ Type widest(Type a, Type b) {
 double constantAmax(Value v) {
   auto constant = v.getDefiningOp<graph::ConstantOp>();
   auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
-  if (!dense || !dense.getElementType().isF32())
+  if (!dense || !isa<FloatType>(dense.getElementType()))
     return 0;
   double amax = 0;
-  for (float x : dense.getValues<float>())
+  for (float x : graph::readFloatConstant(dense))
     amax = std::max(amax, static_cast<double>(std::fabs(x)));
   return amax;
 }

@@ -34,24 +34,6 @@ bool isExactWidening(Type from, Type to) {
   return isa<Float8E4M3FNType, Float8E5M2Type>(from) && (to.isF16() || to.isBF16());
 }
 
-/// Reads a float constant's values as float32 (exact for every storage dtype).
-std::vector<float> readFloats(DenseElementsAttr attr) {
-  std::vector<float> values;
-  values.reserve(attr.getNumElements());
-  Type element = attr.getElementType();
-  if (element.isF32()) {
-    auto range = attr.getValues<float>();
-    values.assign(range.begin(), range.end());
-    return values;
-  }
-  for (APFloat v : attr.getValues<APFloat>()) {
-    bool losesInfo = false;
-    v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-    values.push_back(v.convertToFloat());
-  }
-  return values;
-}
-
 /// Rounds a float constant to `to` exactly as the run-time cast does
 /// (round-to-nearest-even, FP8 saturating), or returns null if `to` is not
 /// a float storage dtype.
@@ -60,7 +42,7 @@ DenseElementsAttr castConstant(DenseElementsAttr attr, Type to) {
   if (!format || !graph::storageFormatOf(attr.getElementType()))
     return nullptr;
   auto type = cast<RankedTensorType>(attr.getType()).clone(to);
-  std::vector<float> values = readFloats(attr);
+  std::vector<float> values = graph::readFloatConstant(attr);
   num::RoundOptions options;
   options.saturate = *format == num::Format::F8E4M3FN || *format == num::Format::F8E5M2;
   size_t bytes = num::formatBytes(*format);

@@ -2,6 +2,7 @@
 #include "passes/Passes.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/src/numerics/Rounding.h"
 
 #include "mlir/IR/Builders.h"
@@ -50,18 +51,7 @@ std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp consta
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!dense)
     return std::nullopt;
-  std::vector<float> values;
-  values.reserve(dense.getNumElements());
-  if (dense.getElementType().isF32()) {
-    auto range = dense.getValues<float>();
-    values.assign(range.begin(), range.end());
-  } else {
-    for (APFloat v : dense.getValues<APFloat>()) {
-      bool losesInfo = false;
-      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-      values.push_back(v.convertToFloat());
-    }
-  }
+  std::vector<float> values = graph::readFloatConstant(dense);
   double amax = 0;
   for (float v : values)
     amax = std::max(amax, std::fabs(static_cast<double>(v)));

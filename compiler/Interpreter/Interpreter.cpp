@@ -83,18 +83,7 @@ bool decodeConstant(ElementsAttr attr, HostTensor &out, std::string &error) {
   }
   switch (out.kind) {
   case HostTensor::Kind::Float:
-    if (et.isF32()) {
-      auto values = dense.getValues<float>();
-      out.floats.assign(values.begin(), values.end());
-    } else {
-      out.floats.reserve(dense.getNumElements());
-      for (const APFloat &v : dense.getValues<APFloat>()) {
-        bool losesInfo = false;
-        APFloat wide = v;
-        wide.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-        out.floats.push_back(wide.convertToFloat());
-      }
-    }
+    out.floats = graph::readFloatConstant(dense);
     return true;
   case HostTensor::Kind::Int:
     out.ints.reserve(dense.getNumElements());

@@ -1,12 +1,14 @@
-//===- StorageFormat.h - element types as rounding formats ------*- C++ -*-===//
+//===- StorageFormat.h - storage dtypes and float constants -----*- C++ -*-===//
 #ifndef MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
 #define MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
 
 #include "runtime/src/numerics/Rounding.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <optional>
+#include <vector>
 
 namespace mixprec::graph {
 
@@ -24,6 +26,24 @@ inline std::optional<numerics::Format> storageFormatOf(mlir::Type t) {
   if (mlir::isa<mlir::Float8E5M2Type>(t))
     return numerics::Format::F8E5M2;
   return std::nullopt;
+}
+
+/// A float constant's values as float32: exact for every storage dtype
+/// (each F16/BF16/FP8 value is a float32).
+inline std::vector<float> readFloatConstant(mlir::DenseElementsAttr attr) {
+  std::vector<float> values;
+  values.reserve(attr.getNumElements());
+  if (attr.getElementType().isF32()) {
+    auto range = attr.getValues<float>();
+    values.assign(range.begin(), range.end());
+    return values;
+  }
+  for (llvm::APFloat v : attr.getValues<llvm::APFloat>()) {
+    bool losesInfo = false;
+    v.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+    values.push_back(v.convertToFloat());
+  }
+  return values;
 }
 
 } // namespace mixprec::graph
