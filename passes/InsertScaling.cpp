@@ -22,11 +22,8 @@ namespace num = mixprec::numerics;
 namespace mixprec::passes {
 namespace {
 
-Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
-
-num::Format fp8Format(Type t) {
-  return isa<Float8E5M2Type>(t) ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
-}
+/// The rounding format of an FP8 type (the pass only sees FP8 precisions).
+num::Format fp8Format(Type t) { return *graph::storageFormatOf(t); }
 
 /// The Transformer Engine rule (numerics::fp8Scale) for an FP8 type.
 float scaleFor(double amax, Type format, int64_t margin) {
