@@ -10,6 +10,7 @@ APT_PKGS=(
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenblas-dev libgtest-dev libgmock-dev
+  clang-19 libclang-rt-19-dev
 )
 PIP_PKGS=(lit numpy onnx onnxruntime ml_dtypes)
 
