@@ -1,6 +1,8 @@
 //===- ModuleWriter.cpp - serialize a planned mpk function to .mpk ---------===//
 #include "codegen/ModuleWriter.h"
 
+#include "common/FileIO.h"
+
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/PrecisionUtils.h"
@@ -13,7 +15,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <fstream>
+#include <functional>
 
 using namespace mlir;
 namespace fb = flatbuffers;
@@ -139,7 +141,7 @@ fb::Offset<fb::Vector<fb::Offset<fb::String>>> Writer::names(ArrayAttr ops) {
 class ProgramBuilder {
 public:
   ProgramBuilder(fb::FlatBufferBuilder &fbb, ArrayRef<int64_t> space,
-                 int64_t rowDims, function_ref<int32_t(Value)> tensorOf)
+                 int64_t rowDims, std::function<int32_t(Value)> tensorOf)
       : fbb(fbb), space(space), rowDims(rowDims), tensorOf(tensorOf) {}
 
   bool emit(kernel::KernelOp op, std::string &error);
@@ -172,7 +174,9 @@ private:
   fb::FlatBufferBuilder &fbb;
   ArrayRef<int64_t> space;
   int64_t rowDims;
-  function_ref<int32_t(Value)> tensorOf;
+  // Owned, not a function_ref: callers pass a temporary lambda, which a
+  // function_ref would outlive (stack use after scope).
+  std::function<int32_t(Value)> tensorOf;
   llvm::DenseMap<Value, int32_t> reg;
   std::vector<bool> rowValues;
 };
@@ -605,38 +609,41 @@ std::vector<PrecisionEntry> collectPrecisionPlan(func::FuncOp func) {
   return plan;
 }
 
-bool writeModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
-                 const std::string &path, const ModuleWriteOptions &options,
-                 ModuleStats &stats, std::string &error) {
-  std::string sideName = llvm::sys::path::filename(path).str() + ".weights";
-  std::vector<uint8_t> sideFile;
+std::string sideFileNameFor(const std::string &path) {
+  return llvm::sys::path::filename(path).str() + ".weights";
+}
+
+bool buildModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
+                 const std::string &sideFileName, const ModuleWriteOptions &options,
+                 ModuleStats &stats, ModuleImage &image, std::string &error) {
   Writer writer(func, stats);
-  if (!writer.build(precision, options, sideName, sideFile, error))
+  if (!writer.build(precision, options, sideFileName, image.sideFile, error))
     return false;
-  std::vector<uint8_t> buffer(writer.fbb.GetBufferPointer(),
-                              writer.fbb.GetBufferPointer() + writer.fbb.GetSize());
-  if (!runtime::sealModule(buffer.data(), buffer.size())) {
-    error = path + ": the written module does not verify (a writer bug)";
+  image.module.assign(writer.fbb.GetBufferPointer(),
+                      writer.fbb.GetBufferPointer() + writer.fbb.GetSize());
+  if (!runtime::sealModule(image.module.data(), image.module.size())) {
+    error = "the written module does not verify (a writer bug)";
     return false;
-  }
-  auto writeFile = [&](const std::string &p, const std::vector<uint8_t> &bytes) {
-    std::ofstream os(p, std::ios::binary);
-    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-    return static_cast<bool>(os);
-  };
-  if (!writeFile(path, buffer)) {
-    error = path + ": cannot write";
-    return false;
-  }
-  if (!sideFile.empty()) {
-    llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
-    llvm::sys::path::append(sidePath, sideName);
-    if (!writeFile(sidePath.str().str(), sideFile)) {
-      error = sidePath.str().str() + ": cannot write";
-      return false;
-    }
   }
   return true;
+}
+
+bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::string &error) {
+  common::PendingFile module, side;
+  if (!module.open(path, error))
+    return false;
+  module.write(image.module.data(), image.module.size());
+  if (!image.sideFile.empty()) {
+    llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
+    llvm::sys::path::append(sidePath, sideFileNameFor(path));
+    if (!side.open(sidePath.str().str(), error))
+      return false;
+    side.write(image.sideFile.data(), image.sideFile.size());
+    // The side file first: a module is never in place without its weights.
+    if (!side.commit(error))
+      return false;
+  }
+  return module.commit(error);
 }
 
 } // namespace mixprec::codegen

@@ -34,12 +34,26 @@ struct ModuleStats {
 /// Collects the precision plan of an annotated mp function (ops with a reason).
 std::vector<PrecisionEntry> collectPrecisionPlan(mlir::func::FuncOp func);
 
-/// Writes `func` (after --mp-lower-to-kernels and --mp-plan-memory) to
-/// `path` as a sealed .mpk module, large weights to a side file. Fails with
-/// a one-line error naming the op or tensor the format cannot express.
-bool writeModule(mlir::func::FuncOp func, const std::vector<PrecisionEntry> &precision,
-                 const std::string &path, const ModuleWriteOptions &options,
-                 ModuleStats &stats, std::string &error);
+/// A serialized module: the sealed .mpk bytes and its side file (large
+/// weights; empty when there are none).
+struct ModuleImage {
+  std::vector<uint8_t> module, sideFile;
+};
+
+/// Serializes `func` (after --mp-lower-to-kernels and --mp-plan-memory) as
+/// a sealed module whose side file is called `sideFileName`. Fails with a
+/// one-line error naming the op or tensor the format cannot express.
+bool buildModule(mlir::func::FuncOp func, const std::vector<PrecisionEntry> &precision,
+                 const std::string &sideFileName, const ModuleWriteOptions &options,
+                 ModuleStats &stats, ModuleImage &image, std::string &error);
+
+/// The side file name a module written to `path` refers to.
+std::string sideFileNameFor(const std::string &path);
+
+/// Writes the module to `path` and its side file beside it, each atomically
+/// (common/FileIO.h): both are complete before either replaces an old file.
+/// Errors read "FILE: cannot write: REASON".
+bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::string &error);
 
 } // namespace mixprec::codegen
 

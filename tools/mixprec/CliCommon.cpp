@@ -6,9 +6,16 @@
 #include "runtime/src/support/Npy.h"
 #include "tools/mixprec/ModelLoader.h"
 
+#include "common/FileIO.h"
+
 #include "mlir/IR/AsmState.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -20,63 +27,21 @@ using mixprec::compiler::TensorSpec;
 namespace mixprec::tools {
 namespace {
 
+/// The kind of host tensor an input of element type `t` takes.
+HostTensor::Kind kindOf(Type t) {
+  if (t.isInteger(1))
+    return HostTensor::Kind::Bool;
+  if (isa<IntegerType>(t))
+    return HostTensor::Kind::Int;
+  return HostTensor::Kind::Float;
+}
+
 /// Converts an .npy array to a host tensor of the kind `spec` needs.
 bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
                    const mixprec::support::NpyArray &array, HostTensor &out,
                    std::string &error) {
-  using mixprec::support::NpyDType;
-  out.shape = array.shape;
-  if (array.shape != spec.shape) {
-    error = path + ": input '" + spec.name + "' has shape " +
-            mixprec::graph::formatShape(array.shape) + ", the model expects " +
-            mixprec::graph::formatShape(spec.shape);
-    return false;
-  }
-  int64_t n = array.numElements();
-  auto readInts = [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = reinterpret_cast<const T *>(array.data.data());
-    out.ints.assign(p, p + n);
-  };
-  if (spec.elementType.isInteger(1)) {
-    if (array.dtype != NpyDType::Bool && array.dtype != NpyDType::U8) {
-      error = path + ": input '" + spec.name + "' must be a bool array";
-      return false;
-    }
-    out.kind = HostTensor::Kind::Bool;
-    out.bools.assign(array.data.begin(), array.data.end());
-    for (uint8_t &b : out.bools)
-      b = b != 0;
-    return true;
-  }
-  if (isa<IntegerType>(spec.elementType)) {
-    out.kind = HostTensor::Kind::Int;
-    switch (array.dtype) {
-    case NpyDType::I64:
-      readInts(int64_t{});
-      return true;
-    case NpyDType::I32:
-      readInts(int32_t{});
-      return true;
-    case NpyDType::I8:
-      readInts(int8_t{});
-      return true;
-    case NpyDType::U8:
-      readInts(uint8_t{});
-      return true;
-    default:
-      error = path + ": input '" + spec.name + "' must be an integer array";
-      return false;
-    }
-  }
-  out.kind = HostTensor::Kind::Float;
-  if (array.dtype != NpyDType::F32 && array.dtype != NpyDType::F64 &&
-      array.dtype != NpyDType::F16) {
-    error = path + ": input '" + spec.name + "' must be a float array, got dtype " +
-            mixprec::support::npyDTypeDescr(array.dtype);
-    return false;
-  }
-  return mixprec::support::npyToFloat32(array, out.floats, error);
+  return hostTensorFromNpy(array, kindOf(spec.elementType), spec.shape, path, spec.name, out,
+                           error);
 }
 
 /// The size of the table a gather reads with this input, or 0 if none.
@@ -115,13 +80,30 @@ HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_
 
 } // namespace
 
+std::string escapeControl(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 0x20 || c == 0x7f)
+      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 int fail(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << message << "\n";
+  llvm::errs() << "mixprec: error: " << escapeControl(message) << "\n";
   return 1;
 }
 
 int usageError(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << message << "\n" << kUsage;
+  llvm::errs() << "mixprec: error: " << escapeControl(message) << "\n" << kUsage;
   return 2;
 }
 
@@ -163,6 +145,7 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
       error = flag.str() + ": input '" + name + "' given twice";
       return false;
     }
+    noteInput(path, flag.str() + " " + name + "=" + path);
     mixprec::support::NpyArray array;
     if (!mixprec::support::readNpy(path, array, error) ||
         !tensorFromNpy(*it, path, array, inputs[index], error))
@@ -183,15 +166,121 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
   return true;
 }
 
-/// Turns a graph output name into a file name (ONNX names may hold '/').
 std::string fileNameFor(const std::string &name) {
-  std::string s = name;
-  for (char &c : s)
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-      c = '_';
-  if (s.empty() || s[0] == '.')
-    s = "_" + s;
+  std::string s;
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    bool plain = isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
+    if (plain)
+      s += static_cast<char>(c);
+    else
+      s += llvm::formatv("%{0:X-2}", unsigned(c)).str();
+  }
+  // An empty name still needs a file of its own ("%" alone decodes to no
+  // byte, so no other name maps here).
+  if (s.empty())
+    s = "%";
   return s + ".npy";
+}
+
+bool hostTensorFromNpy(const mixprec::support::NpyArray &array, HostTensor::Kind kind,
+                       llvm::ArrayRef<int64_t> shape, const std::string &path,
+                       const std::string &input, HostTensor &out, std::string &error) {
+  using mixprec::support::NpyDType;
+  if (llvm::ArrayRef<int64_t>(array.shape) != shape) {
+    error = path + ": input '" + input + "' has shape " +
+            mixprec::graph::formatShape(array.shape) + ", the model expects " +
+            mixprec::graph::formatShape(shape);
+    return false;
+  }
+  out = HostTensor();
+  out.kind = kind;
+  out.shape = array.shape;
+  int64_t n = array.numElements();
+  if (n < 0 || array.data.size() != static_cast<size_t>(n) * mixprec::support::npyDTypeSize(array.dtype)) {
+    error = path + ": input '" + input + "': array data size does not match its shape";
+    return false;
+  }
+  auto wrongDType = [&](const char *want) {
+    error = path + ": input '" + input + "' must be " + want + ", got dtype " +
+            mixprec::support::npyDTypeDescr(array.dtype);
+    return false;
+  };
+  auto readInts = [&](auto tag) {
+    using T = decltype(tag);
+    out.ints.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, array.data.data() + i * sizeof(T), sizeof(T));
+      out.ints[i] = static_cast<int64_t>(v);
+    }
+  };
+  switch (kind) {
+  case HostTensor::Kind::Bool:
+    if (array.dtype != NpyDType::Bool && array.dtype != NpyDType::U8)
+      return wrongDType("a bool array");
+    out.bools.assign(array.data.begin(), array.data.end());
+    for (uint8_t &b : out.bools)
+      b = b != 0;
+    return true;
+  case HostTensor::Kind::Int:
+    switch (array.dtype) {
+    case NpyDType::I64:
+      readInts(int64_t{});
+      return true;
+    case NpyDType::I32:
+      readInts(int32_t{});
+      return true;
+    case NpyDType::I8:
+      readInts(int8_t{});
+      return true;
+    case NpyDType::U8:
+      readInts(uint8_t{});
+      return true;
+    default:
+      return wrongDType("an integer array");
+    }
+  case HostTensor::Kind::Float:
+    if (array.dtype != NpyDType::F32 && array.dtype != NpyDType::F64 &&
+        array.dtype != NpyDType::F16)
+      return wrongDType("a float array");
+    if (!mixprec::support::npyToFloat32(array, out.floats, error)) {
+      error = path + ": input '" + input + "': " + error;
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool parseUnsigned(llvm::StringRef text, uint64_t &out) {
+  // getAsInteger takes "0x"/"0" prefixes; the CLI takes plain decimal.
+  if (text.empty() || !llvm::all_of(text, [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  return !text.getAsInteger(10, out);
+}
+
+bool planOutputFiles(const std::string &outputDir, const std::vector<std::string> &names,
+                     std::vector<std::string> &paths, std::string &error) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
+    error = outputDir + ": cannot create the output folder: " +
+            common::writeFailureReason(outputDir + "/", ec.value());
+    return false;
+  }
+  paths.clear();
+  llvm::StringSet<> seen;
+  for (const std::string &name : names) {
+    if (!seen.insert(name).second) {
+      paths.push_back("");
+      continue;
+    }
+    llvm::SmallString<256> path(outputDir);
+    llvm::sys::path::append(path, fileNameFor(name));
+    paths.push_back(path.str().str());
+    if (!checkNotAnInput(paths.back(), error))
+      return false;
+  }
+  return true;
 }
 
 /// Writes one output tensor as .npy (float32, int64 or bool).
@@ -229,18 +318,68 @@ bool parseNamedFile(const std::string &spec, NamedFiles &out) {
   return true;
 }
 
-/// Writes `module` to `output` (stdout when empty).
 int emitModule(ModuleOp module, const std::string &output) {
   if (output.empty() || output == "-") {
     printModule(module, llvm::outs());
     return 0;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(output, ec);
-  if (ec)
-    return fail(output + ": cannot write: " + ec.message());
+  std::string error;
+  if (!checkNotAnInput(output, error))
+    return fail(error);
+  std::string text;
+  llvm::raw_string_ostream os(text);
   printModule(module, os);
-  return 0;
+  return writeTextFile(output, text) ? 0 : 1;
+}
+
+namespace {
+/// The files the running command reads, with what they are.
+std::vector<std::pair<std::string, std::string>> &commandInputs() {
+  static std::vector<std::pair<std::string, std::string>> inputs;
+  return inputs;
+}
+} // namespace
+
+void noteInput(const std::string &path, const std::string &what) {
+  commandInputs().emplace_back(path, what);
+}
+
+bool checkNotAnInput(const std::string &output, std::string &error) {
+  for (const auto &[path, what] : commandInputs())
+    if (common::sameFile(output, path)) {
+      error = output + ": cannot write: it is an input of this command (" + what +
+              "); outputs never replace inputs";
+      return false;
+    }
+  return true;
+}
+
+bool writeTextFile(const std::string &path, llvm::StringRef text) {
+  if (path.empty() || path == "-") {
+    llvm::outs() << text;
+    return true;
+  }
+  std::string error;
+  if (!checkNotAnInput(path, error) ||
+      !common::writeFileAtomically(path, text.data(), text.size(), error)) {
+    fail(error);
+    return false;
+  }
+  return true;
+}
+
+int finishStdout(int rc) {
+  llvm::raw_fd_ostream &out = llvm::outs();
+  out.flush();
+  if (!out.has_error())
+    return rc;
+  std::error_code ec = out.error();
+  // Cleared, or LLVM would abort with "IO failure on output stream" at exit.
+  out.clear_error();
+  if (rc == 0 || rc == 3 || rc == 4)
+    rc = 1;
+  fail("<stdout>: cannot write: " + common::writeFailureReason("<stdout>", ec.value()));
+  return rc;
 }
 
 /// Parses the precision options; returns an exit code > 0 on a usage error.
@@ -252,8 +391,10 @@ int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
     auto value = [&]() -> const std::string & { return args[++i]; };
     if (a == "--precision" && hasValue) {
       out.precision.precision = value();
+      out.precisionGiven = true;
     } else if (a == "--policy" && hasValue) {
       out.precision.policyFile = value();
+      noteInput(out.precision.policyFile, "--policy " + out.precision.policyFile);
     } else if (a == "--keep-fp32" && hasValue) {
       llvm::SmallVector<llvm::StringRef> parts;
       llvm::StringRef(value()).split(parts, ',', -1, false);
@@ -289,10 +430,9 @@ int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
         return usageError(command.str() + ": --input takes NAME=FILE.npy, got '" + args[i] + "'");
     } else if (a == "--seed" && hasValue) {
       const std::string &v = value();
-      char *end = nullptr;
-      out.seed = strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0')
-        return usageError(command.str() + ": --seed takes an integer, got '" + v + "'");
+      if (!parseUnsigned(v, out.seed))
+        return usageError(command.str() + ": --seed takes an integer in [0, 2^64-1], got '" + v +
+                          "'");
     } else if (a == "--emit" && hasValue) {
       out.emit = value();
     } else if (a == "-o" && hasValue) {
@@ -335,6 +475,11 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const CompileArgs &args
   module->walk([&](Operation *op) {
     annotated |= op->hasAttr(graph::GraphDialect::kPrecisionAttr);
   });
+  if (annotated && args.precisionGiven) {
+    fail(args.model + ": --precision: the model already carries a precision plan "
+                      "(mp.precision annotations); give it without --precision");
+    return nullptr;
+  }
   if (!annotated && !mixprec::compiler::runPrecisionPipeline(*module, args.precision, error)) {
     fail(args.model + ": " + error);
     return nullptr;

@@ -4,6 +4,7 @@
 
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "runtime/src/support/Npy.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -23,8 +24,13 @@ namespace mixprec::tools {
 /// The usage text, printed after usage errors.
 extern const char *const kUsage;
 
-/// Prints "mixprec: error: MESSAGE" and returns 1.
+/// Prints "mixprec: error: MESSAGE" and returns 1. Control characters in
+/// MESSAGE (a newline in an op type or file name) are escaped, so an error
+/// is always one line.
 int fail(const std::string &message);
+
+/// `text` with control characters written as C escapes (\n, \t, \xNN).
+std::string escapeControl(llvm::StringRef text);
 
 /// Prints the error and the usage text and returns 2.
 int usageError(const std::string &message);
@@ -36,6 +42,29 @@ void printModule(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Writes `module` to `output` (stdout when empty or "-"); returns an exit code.
 int emitModule(mlir::ModuleOp module, const std::string &output);
+
+//===----------------------------------------------------------------------===//
+// The file-writing rules (stated in the usage text and the README): every
+// output file is written atomically (a temporary file in the same folder,
+// checked, then renamed; a failed write leaves the old file intact), and no
+// command writes to a file it reads (compared as files: device and inode).
+//===----------------------------------------------------------------------===//
+
+/// Records that this command reads `path` (`what` names it in errors: "the
+/// model", "--input x"). One process runs one command, so the set is global.
+void noteInput(const std::string &path, const std::string &what);
+
+/// Fails, with `error` naming the output and the input, if `output` is a
+/// file this command reads.
+bool checkNotAnInput(const std::string &output, std::string &error);
+
+/// Writes `text` to `path` ("" or "-": stdout) by the rules above; returns
+/// false after printing the error.
+bool writeTextFile(const std::string &path, llvm::StringRef text);
+
+/// Flushes stdout and reports a failed write to it (a full disk, a closed
+/// pipe) as an error; returns `rc`, or 1 if stdout failed.
+int finishStdout(int rc);
 
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;
 
@@ -49,8 +78,30 @@ bool loadInputs(mlir::func::FuncOp func, const compiler::GraphSignature &sig,
                 std::vector<compiler::HostTensor> &inputs, std::string &error,
                 llvm::StringRef flag = "--input");
 
-/// Turns a graph output name into a file name (ONNX names may hold '/').
+/// The file a graph output is written to: NAME.npy, with every byte
+/// outside [A-Za-z0-9_.-] (and a leading '.') written as %XX, so that
+/// distinct names give distinct files ("a/b" -> "a%2Fb.npy", "a_b" ->
+/// "a_b.npy").
 std::string fileNameFor(const std::string &name);
+
+/// Converts an .npy array into the values an input of `kind` takes, by the
+/// one rule both the interpreter and the runtime use: float inputs take
+/// float16/32/64 arrays; integer inputs integer arrays (exact, as int64);
+/// bool inputs bool arrays (uint8 0/1 too). The shape must be `shape`.
+/// Fails naming `path` and `input`.
+bool hostTensorFromNpy(const mixprec::support::NpyArray &array,
+                       compiler::HostTensor::Kind kind, llvm::ArrayRef<int64_t> shape,
+                       const std::string &path, const std::string &input,
+                       compiler::HostTensor &out, std::string &error);
+
+/// Parses a whole unsigned decimal number (no sign, no overflow).
+bool parseUnsigned(llvm::StringRef text, uint64_t &out);
+
+/// Creates `outputDir` and maps each graph output name to its file there
+/// (fileNameFor); a name seen before maps to "" (the same tensor, written
+/// once). Fails if a file is one of the command's inputs.
+bool planOutputFiles(const std::string &outputDir, const std::vector<std::string> &names,
+                     std::vector<std::string> &paths, std::string &error);
 
 /// Writes one output tensor as .npy (float32, int64 or bool).
 bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::string &error);
@@ -59,6 +110,9 @@ bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::st
 struct CompileArgs {
   std::string model, output, emit = "mlir";
   compiler::PrecisionOptions precision;
+  /// --precision was given: an already annotated model is then an error,
+  /// not a silently kept plan.
+  bool precisionGiven = false;
   NamedFiles calibration, inputs;
   uint64_t seed = 0;
 };

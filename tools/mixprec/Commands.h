@@ -29,7 +29,8 @@ int runValidate(llvm::ArrayRef<std::string> args);
 
 /// Runs a compiled .mpk module through the runtime's C API on `backend`
 /// (cpu, cuda or auto) and writes <output>.npy files; returns the exit code.
-int runCompiledModule(const std::string &path,
+/// Errors name `displayName` (the user's model for a just-in-time run).
+int runCompiledModule(const std::string &path, const std::string &displayName,
                       const std::vector<std::pair<std::string, std::string>> &inputFiles,
                       uint64_t seed, const std::string &backend, const std::string &outputDir,
                       int repeat, bool time);
@@ -47,9 +48,6 @@ int splitExtraArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
 /// cell with two spaces between columns, each line indented by `indent`.
 void printTable(llvm::raw_ostream &os, const std::vector<std::vector<std::string>> &rows,
                 unsigned indent);
-
-/// Writes `text` to `path` ("-" is stdout); returns false after printing the error.
-bool writeTextFile(const std::string &path, const std::string &text);
 
 } // namespace mixprec::tools
 

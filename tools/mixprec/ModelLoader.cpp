@@ -1,7 +1,9 @@
 //===- ModelLoader.cpp - load an .onnx or .mlir model for the CLI ----------===//
 #include "tools/mixprec/ModelLoader.h"
 
+#include "common/FileIO.h"
 #include "compiler/Import/OnnxImporter.h"
+#include "tools/mixprec/CliCommon.h"
 #include "dialects/Graph/IR/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,13 +26,12 @@ void loadDialects(MLIRContext &context) {
 /// Parses `.mlir` text, turning the first diagnostic into the error line.
 static OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &path,
                                            std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer) {
-    error = path + ": cannot read: " + buffer.getError().message();
+  // Only regular files: /dev/zero would be read forever, a FIFO would block.
+  std::string text;
+  if (!common::readRegularFile(path, text, error))
     return nullptr;
-  }
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   std::string firstDiagnostic;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     if (firstDiagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
@@ -55,6 +56,12 @@ static OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::stri
 
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const std::string &path,
                                 std::string &error) {
+  noteInput(path, "the model " + path);
+  // Refused before any reader opens it: a device is read forever, a FIFO blocks.
+  if (std::string why = common::whyNotReadable(path); !why.empty()) {
+    error = path + ": cannot read: " + why;
+    return nullptr;
+  }
   llvm::StringRef ref(path);
   if (ref.ends_with(".onnx"))
     return compiler::importOnnxFile(context, path, error);

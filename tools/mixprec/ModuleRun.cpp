@@ -35,53 +35,74 @@ std::string takeError(mixprec_status_t status) {
   return message.empty() ? "runtime error" : message;
 }
 
-/// Converts an .npy array into the bytes of `info`'s dtype, or fails naming
-/// the file.
+/// The kind of host tensor an input of module dtype `dtype` takes.
+compiler::HostTensor::Kind kindOf(mixprec_dtype_t dtype) {
+  switch (dtype) {
+  case MIXPREC_DTYPE_I64:
+  case MIXPREC_DTYPE_I32:
+    return compiler::HostTensor::Kind::Int;
+  case MIXPREC_DTYPE_BOOL:
+    return compiler::HostTensor::Kind::Bool;
+  default:
+    return compiler::HostTensor::Kind::Float;
+  }
+}
+
+/// Encodes a host tensor as the bytes of `info`'s dtype. Integers travel as
+/// integers (never through float); a value that does not fit int32 fails.
 bool encodeInput(const mixprec_tensor_info_t &info, const std::string &path,
-                 const support::NpyArray &array, std::vector<uint8_t> &bytes,
+                 const compiler::HostTensor &t, std::vector<uint8_t> &bytes,
                  std::string &error) {
   std::vector<int64_t> dims(info.dims, info.dims + info.rank);
-  if (array.shape != dims) {
+  if (t.shape != dims) {
     error = path + ": input '" + std::string(info.name) + "' has shape " +
-            graph::formatShape(array.shape) + ", the module expects " +
-            graph::formatShape(dims);
+            graph::formatShape(t.shape) + ", the module expects " + graph::formatShape(dims);
     return false;
   }
-  bytes.resize(info.byte_size);
+  bytes.assign(info.byte_size, 0);
   size_t n = info.element_count;
   switch (info.dtype) {
   case MIXPREC_DTYPE_I64:
+    std::memcpy(bytes.data(), t.ints.data(), n * sizeof(int64_t));
+    return true;
   case MIXPREC_DTYPE_I32:
-  case MIXPREC_DTYPE_BOOL: {
-    if (array.dtype == support::NpyDType::F32 || array.dtype == support::NpyDType::F64 ||
-        array.dtype == support::NpyDType::F16) {
-      error = path + ": input '" + std::string(info.name) + "' must be an integer array";
-      return false;
-    }
-    std::vector<float> asFloat;
-    if (!support::npyToFloat32(array, asFloat, error))
-      return false;
     for (size_t i = 0; i < n; ++i) {
-      int64_t v = static_cast<int64_t>(asFloat[i]);
-      if (info.dtype == MIXPREC_DTYPE_I64)
-        std::memcpy(bytes.data() + 8 * i, &v, 8);
-      else if (info.dtype == MIXPREC_DTYPE_I32) {
-        int32_t w = static_cast<int32_t>(v);
-        std::memcpy(bytes.data() + 4 * i, &w, 4);
-      } else
-        bytes[i] = v != 0;
+      int64_t v = t.ints[i];
+      if (v < INT32_MIN || v > INT32_MAX) {
+        error = path + ": input '" + std::string(info.name) + "': value " + std::to_string(v) +
+                " at flat index " + std::to_string(i) + " does not fit int32";
+        return false;
+      }
+      int32_t w = static_cast<int32_t>(v);
+      std::memcpy(bytes.data() + 4 * i, &w, 4);
     }
     return true;
-  }
-  default: {
-    std::vector<float> values;
-    if (!support::npyToFloat32(array, values, error))
-      return false;
-    numerics::Format f = static_cast<numerics::Format>(info.dtype);
-    numerics::encodeArray(f, values.data(), bytes.data(), n);
+  case MIXPREC_DTYPE_BOOL:
+    std::memcpy(bytes.data(), t.bools.data(), n);
+    return true;
+  default:
+    numerics::encodeArray(static_cast<numerics::Format>(info.dtype), t.floats.data(),
+                          bytes.data(), n);
     return true;
   }
+}
+
+/// Random input for `info`: normal floats, 0/1 integers and bools.
+compiler::HostTensor randomInput(const mixprec_tensor_info_t &info, std::mt19937_64 &rng) {
+  compiler::HostTensor t;
+  t.kind = kindOf(info.dtype);
+  t.shape.assign(info.dims, info.dims + info.rank);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> bit(0, 1);
+  for (size_t k = 0; k < info.element_count; ++k) {
+    if (t.kind == compiler::HostTensor::Kind::Float)
+      t.floats.push_back(normal(rng));
+    else if (t.kind == compiler::HostTensor::Kind::Int)
+      t.ints.push_back(bit(rng));
+    else
+      t.bools.push_back(static_cast<uint8_t>(bit(rng)));
   }
+  return t;
 }
 
 /// Writes an output of any module dtype as .npy (floats as float32).
@@ -114,9 +135,9 @@ bool writeModuleOutput(const mixprec_tensor_info_t &info, const void *data,
 
 } // namespace
 
-int runCompiledModule(const std::string &path, const NamedFiles &inputFiles, uint64_t seed,
-                      const std::string &backendName, const std::string &outputDir, int repeat,
-                      bool time) {
+int runCompiledModule(const std::string &path, const std::string &displayName,
+                      const NamedFiles &inputFiles, uint64_t seed, const std::string &backendName,
+                      const std::string &outputDir, int repeat, bool time) {
   mixprec_backend_t backend = MIXPREC_BACKEND_AUTO;
   if (backendName == "cpu")
     backend = MIXPREC_BACKEND_CPU;
@@ -124,12 +145,25 @@ int runCompiledModule(const std::string &path, const NamedFiles &inputFiles, uin
     backend = MIXPREC_BACKEND_CUDA;
   else if (backendName != "auto" && !backendName.empty())
     return usageError("run: --backend takes cpu, cuda or auto, got '" + backendName + "'");
+  // A just-in-time module is the user's model under another name: errors
+  // say the model, never the temporary file.
+  auto named = [&](std::string message) {
+    if (path != displayName)
+      for (size_t at = message.find(path); at != std::string::npos;
+           at = message.find(path, at + displayName.size()))
+        message.replace(at, path.size(), displayName);
+    return message;
+  };
+  if (path == displayName) {
+    noteInput(path, "the module " + path);
+    noteInput(path + ".weights", "the module's weights " + path + ".weights");
+  }
 
   auto loadStart = std::chrono::steady_clock::now();
   mixprec_module_t module = nullptr;
   if (std::string e = takeError(mixprec_module_load_file(path.c_str(), nullptr, &module));
       !e.empty())
-    return fail(e);
+    return fail(named(e));
   double loadMs = millisecondsSince(loadStart);
   mixprec_session_options_t options;
   mixprec_session_options_init(&options);
@@ -137,82 +171,71 @@ int runCompiledModule(const std::string &path, const NamedFiles &inputFiles, uin
   mixprec_session_t session = nullptr;
   if (std::string e = takeError(mixprec_session_create(module, &options, &session)); !e.empty()) {
     mixprec_module_release(module);
-    return fail(path + ": " + e);
+    return fail(displayName + ": " + named(e));
   }
-  auto cleanup = [&]() {
+  // Every error message is built before the handles are released: names
+  // and infos point into the module.
+  auto failAndRelease = [&](const std::string &message) {
+    int rc = fail(named(message));
     mixprec_session_release(session);
     mixprec_module_release(module);
+    return rc;
   };
 
   size_t inputCount = mixprec_module_input_count(module);
   std::vector<bool> given(inputCount, false);
   std::mt19937_64 rng(seed);
   std::string error;
-  for (const auto &[name, file] : inputFiles) {
-    size_t index = 0;
-    if (std::string e = takeError(mixprec_module_find_input(module, name.c_str(), &index));
-        !e.empty()) {
-      cleanup();
-      return fail("--input " + name + "=" + file + ": " + e);
-    }
-    if (given[index]) {
-      cleanup();
-      return fail("--input: input '" + name + "' given twice");
-    }
-    mixprec_tensor_info_t info;
-    takeError(mixprec_module_input_info(module, index, &info));
-    support::NpyArray array;
+  auto bind = [&](size_t index, const mixprec_tensor_info_t &info, const std::string &source,
+                  const compiler::HostTensor &t) {
     std::vector<uint8_t> bytes;
-    if (!support::readNpy(file, array, error) || !encodeInput(info, file, array, bytes, error)) {
-      cleanup();
-      return fail(error);
-    }
+    if (!encodeInput(info, source, t, bytes, error))
+      return false;
     if (std::string e = takeError(mixprec_session_bind_input(
             session, index, info.dtype, info.rank, info.dims, bytes.data(), bytes.size()));
         !e.empty()) {
-      cleanup();
-      return fail(file + ": " + e);
+      error = source + ": " + e;
+      return false;
     }
+    return true;
+  };
+  for (const auto &[name, file] : inputFiles) {
+    size_t index = 0;
+    if (std::string e = takeError(mixprec_module_find_input(module, name.c_str(), &index));
+        !e.empty())
+      return failAndRelease("--input " + name + "=" + file + ": " + e);
+    if (given[index])
+      return failAndRelease("--input: input '" + name + "' given twice");
+    noteInput(file, "--input " + name + "=" + file);
+    mixprec_tensor_info_t info;
+    takeError(mixprec_module_input_info(module, index, &info));
+    support::NpyArray array;
+    compiler::HostTensor t;
+    if (!support::readNpy(file, array, error) ||
+        !hostTensorFromNpy(array, kindOf(info.dtype),
+                           std::vector<int64_t>(info.dims, info.dims + info.rank), file, name,
+                           t, error) ||
+        !bind(index, info, file, t))
+      return failAndRelease(error);
     given[index] = true;
   }
   for (size_t i = 0; i < inputCount; ++i) {
     if (given[i])
       continue;
-    if (!inputFiles.empty()) {
-      mixprec_tensor_info_t info;
-      takeError(mixprec_module_input_info(module, i, &info));
-      cleanup();
-      return fail("--input: input '" + std::string(info.name) +
-                  "' not given (give every input, or none for random ones)");
-    }
     mixprec_tensor_info_t info;
     takeError(mixprec_module_input_info(module, i, &info));
-    std::vector<float> values(info.element_count);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_int_distribution<int> bit(0, 1);
-    std::vector<uint8_t> bytes(info.byte_size);
-    bool integral = info.dtype == MIXPREC_DTYPE_I64 || info.dtype == MIXPREC_DTYPE_I32 ||
-                    info.dtype == MIXPREC_DTYPE_BOOL;
-    for (size_t k = 0; k < values.size(); ++k)
-      values[k] = integral ? static_cast<float>(bit(rng)) : normal(rng);
-    support::NpyArray array = support::npyFromFloat32(
-        std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
-    if (!encodeInput(info, "<random>", array, bytes, error) ||
-        !takeError(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
-                                              bytes.data(), bytes.size()))
-             .empty()) {
-      cleanup();
-      return fail("cannot bind a random input: " + error);
-    }
+    if (!inputFiles.empty())
+      return failAndRelease("--input: input '" + std::string(info.name) +
+                            "' not given (give every input, or none for random ones)");
+    if (!bind(i, info, "<random input '" + std::string(info.name) + "'>", randomInput(info, rng)))
+      return failAndRelease(error);
   }
 
   std::vector<double> runMs;
   for (int r = 0; r < repeat; ++r) {
     auto start = std::chrono::steady_clock::now();
-    if (std::string e = takeError(mixprec_session_run(session)); !e.empty()) {
-      cleanup();
-      return fail(path + ": " + e);
-    }
+    if (std::string e = takeError(mixprec_session_run(session)); !e.empty())
+      return failAndRelease(displayName + ": " + e);
     runMs.push_back(millisecondsSince(start));
   }
   if (time) {
@@ -222,29 +245,31 @@ int runCompiledModule(const std::string &path, const NamedFiles &inputFiles, uin
                                  loadMs, runMs[runMs.size() / 2], runMs.front(), repeat,
                                  mixprec_backend_name(mixprec_session_backend(session)));
   }
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir)) {
-    cleanup();
-    return fail(outputDir + ": cannot create output directory: " + ec.message());
+  size_t outputCount = mixprec_module_output_count(module);
+  std::vector<std::string> names, paths;
+  for (size_t i = 0; i < outputCount; ++i) {
+    mixprec_tensor_info_t info;
+    takeError(mixprec_module_output_info(module, i, &info));
+    names.push_back(info.name);
   }
-  for (size_t i = 0; i < mixprec_module_output_count(module); ++i) {
+  if (!planOutputFiles(outputDir, names, paths, error))
+    return failAndRelease(error);
+  for (size_t i = 0; i < outputCount; ++i) {
+    if (paths[i].empty())
+      continue;
     mixprec_tensor_info_t info;
     takeError(mixprec_module_output_info(module, i, &info));
     const void *data = nullptr;
     size_t size = 0;
     if (std::string e = takeError(mixprec_session_output_data(session, i, &data, &size));
-        !e.empty()) {
-      cleanup();
-      return fail(e);
-    }
-    llvm::SmallString<256> out(outputDir);
-    llvm::sys::path::append(out, fileNameFor(info.name));
-    if (!writeModuleOutput(info, data, out.str().str(), error)) {
-      cleanup();
-      return fail(error);
-    }
-    llvm::outs() << "wrote " << out << "  (" << info.name << ")\n";
+        !e.empty())
+      return failAndRelease(e);
+    if (!writeModuleOutput(info, data, paths[i], error))
+      return failAndRelease(error);
+    llvm::outs() << "wrote " << paths[i] << "  (" << info.name << ")\n";
   }
-  cleanup();
+  mixprec_session_release(session);
+  mixprec_module_release(module);
   return 0;
 }
 

@@ -98,21 +98,6 @@ void printTable(llvm::raw_ostream &os, const std::vector<std::vector<std::string
   }
 }
 
-bool writeTextFile(const std::string &path, const std::string &text) {
-  if (path == "-") {
-    llvm::outs() << text;
-    return true;
-  }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) {
-    fail(path + ": cannot write: " + ec.message());
-    return false;
-  }
-  os << text;
-  return true;
-}
-
 namespace {
 
 //===----------------------------------------------------------------------===//

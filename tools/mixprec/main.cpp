@@ -44,16 +44,23 @@ const char *const mixprec::tools::kUsage = R"(usage:
       Import an ONNX model and print its mp graph IR (or write it to OUT).
   mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
               [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P]
-      Run MODEL and write <output name>.npy per graph output into DIR
-      (default: .). --backend interpreter runs the graph on the CPU reference
-      interpreter (the default for .mlir); cpu, cuda or auto (the default for
+      Run MODEL and write NAME.npy per graph output NAME into DIR (default:
+      .); every byte of NAME outside [A-Za-z0-9_.-], and a leading '.', is
+      written as %XX, so distinct names give distinct files ("a/b" ->
+      a%2Fb.npy, "a_b" -> a_b.npy). --backend interpreter runs the graph on
+      the CPU reference interpreter (the default for .mlir), as imported or,
+      with --precision, at that plan; cpu, cuda or auto (the default for
       .onnx: CUDA when a GPU is found, else CPU) compile it just in time (at
-      --precision, default fp32; an already annotated .mlir keeps its plan)
-      to a temporary module and run it on the runtime. An .mpk module
-      always runs on the runtime. Without --input, every input is random
-      (normal floats; indices valid for their gather on the interpreter,
-      0/1 on the runtime) from the seed (default 0). --repeat runs N times;
-      --time prints load and run times (JSON) to stderr.
+      --precision, default fp32) to a temporary module and run it on the
+      runtime. An .mpk module always runs on the runtime, with the plan it
+      was compiled with; --precision is an error for it, and for an .mlir
+      that already carries a plan. Without --input, every input is random
+      (normal floats; integers: indices valid for their gather on the
+      interpreter, 0/1 on the runtime; bools 0/1) from the seed (an integer
+      in [0, 2^64-1], default 0). Inputs take the array dtypes of their
+      kind: float16/32/64 for floats, int8/uint8/int32/int64 for integers
+      (exact), bool (or uint8) for bools. --repeat runs N times; --time
+      prints load and run times (JSON) to stderr.
   mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
                   [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                   [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
@@ -109,6 +116,18 @@ const char *const mixprec::tools::kUsage = R"(usage:
       output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
       the same as JSON (metrics that are not finite as null).
   mixprec --version
+
+files:
+  Every output file (-o, --json, run's .npy files, a module and its
+  .weights) is written atomically: into a temporary file in the same
+  folder, checked after it is closed, then renamed into place, so a failed
+  write (missing folder, full disk) leaves the old file intact. An existing
+  output that is a device or FIFO (/dev/null) is written in place. No
+  command writes over a file it reads (the model and its .weights, --input,
+  --calibrate and --policy files), compared as files, so other spellings and
+  links count: it stops with an error instead. Inputs must be regular files
+  (a folder, device or FIFO is refused). Without -o, or with -o -, output
+  goes to stdout; a failed write there is an error too.
 )";
 
 namespace {
@@ -133,33 +152,33 @@ int runImport(llvm::ArrayRef<std::string> args) {
   OwningOpRef<ModuleOp> module = mixprec::tools::loadModel(context, model, error);
   if (!module)
     return fail(error);
-  if (output.empty()) {
-    printModule(*module, llvm::outs());
-    return 0;
-  }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(output, ec);
-  if (ec)
-    return fail(output + ": cannot write: " + ec.message());
-  printModule(*module, os);
-  return 0;
+  return emitModule(*module, output);
 }
 
-/// Lowers an annotated module to kernels and writes it as .mpk.
-int writeCompiledModule(ModuleOp module, const std::string &path,
+/// Lowers an annotated module to kernels and writes it as .mpk to `path`;
+/// errors about the graph name `model`, errors about files the file.
+int writeCompiledModule(ModuleOp module, const std::string &model, const std::string &path,
                         mixprec::codegen::ModuleStats *statsOut) {
   std::string error;
+  llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(sidePath, mixprec::codegen::sideFileNameFor(path));
+  if (!checkNotAnInput(path, error) || !checkNotAnInput(sidePath.str().str(), error))
+    return fail(error);
   func::FuncOp func = mixprec::compiler::findEntryFunction(module, error);
   if (!func)
-    return fail(error);
+    return fail(model + ": " + error);
   std::vector<mixprec::codegen::PrecisionEntry> plan = mixprec::codegen::collectPrecisionPlan(func);
   if (!mixprec::compiler::runKernelPipeline(module, error))
-    return fail(path + ": " + error);
+    return fail(model + ": " + error);
   mixprec::codegen::ModuleWriteOptions options;
   options.producer = std::string("mixprec ") + MIXPREC_VERSION;
   mixprec::codegen::ModuleStats stats;
-  if (!mixprec::codegen::writeModule(func, plan, path, options, stats, error))
-    return fail(path + ": " + error);
+  mixprec::codegen::ModuleImage image;
+  if (!mixprec::codegen::buildModule(func, plan, mixprec::codegen::sideFileNameFor(path), options,
+                                     stats, image, error))
+    return fail(model + ": " + error);
+  if (!mixprec::codegen::writeModuleFiles(path, image, error))
+    return fail(error);
   if (statsOut)
     *statsOut = stats;
   return 0;
@@ -172,6 +191,7 @@ int runRun(llvm::ArrayRef<std::string> args) {
   int repeat = 1;
   bool time = false;
   std::string backend, precision = "fp32";
+  bool precisionGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     bool hasValue = i + 1 < args.size();
@@ -183,12 +203,16 @@ int runRun(llvm::ArrayRef<std::string> args) {
       inputFiles.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (a == "--output-dir" && hasValue) {
       outputDir = args[++i];
+      if (outputDir.empty())
+        return usageError("run: --output-dir needs a folder name, got ''");
     } else if ((a == "--seed" || a == "--repeat") && hasValue) {
       const std::string &v = args[++i];
-      char *end = nullptr;
-      unsigned long long parsed = strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || (a == "--repeat" && (parsed < 1 || parsed > 100000)))
-        return usageError("run: " + a + " takes a positive integer, got '" + v + "'");
+      uint64_t parsed = 0;
+      if (!parseUnsigned(v, parsed) || (a == "--repeat" && (parsed < 1 || parsed > 100000)))
+        return usageError("run: " + a +
+                          (a == "--seed" ? " takes an integer in [0, 2^64-1], got '"
+                                         : " takes an integer in [1, 100000], got '") +
+                          v + "'");
       if (a == "--seed")
         seed = parsed;
       else
@@ -197,6 +221,7 @@ int runRun(llvm::ArrayRef<std::string> args) {
       backend = args[++i];
     } else if (a == "--precision" && hasValue) {
       precision = args[++i];
+      precisionGiven = true;
     } else if (a == "--time") {
       time = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -209,8 +234,12 @@ int runRun(llvm::ArrayRef<std::string> args) {
   }
   if (model.empty())
     return usageError("run: no model given");
-  if (llvm::StringRef(model).ends_with(".mpk"))
-    return runCompiledModule(model, inputFiles, seed, backend, outputDir, repeat, time);
+  if (llvm::StringRef(model).ends_with(".mpk")) {
+    if (precisionGiven)
+      return usageError("run: --precision applies to models compiled just in time; " + model +
+                        " is a compiled module, whose plan `mixprec compile` fixed");
+    return runCompiledModule(model, model, inputFiles, seed, backend, outputDir, repeat, time);
+  }
   // ONNX models compile just in time by default; mp IR runs on the
   // reference interpreter unless a runtime backend is asked for.
   if (backend.empty())
@@ -224,6 +253,7 @@ int runRun(llvm::ArrayRef<std::string> args) {
     CompileArgs compileArgs;
     compileArgs.model = model;
     compileArgs.precision.precision = precision;
+    compileArgs.precisionGiven = precisionGiven;
     MLIRContext context;
     mixprec::tools::loadDialects(context);
     OwningOpRef<ModuleOp> compiled = compileModel(context, compileArgs);
@@ -235,10 +265,10 @@ int runRun(llvm::ArrayRef<std::string> args) {
       return fail("cannot create a temporary directory: " + ec.message());
     llvm::SmallString<256> modulePath(jitDir);
     llvm::sys::path::append(modulePath, "jit.mpk");
-    int rc = writeCompiledModule(*compiled, modulePath.str().str(), nullptr);
+    int rc = writeCompiledModule(*compiled, model, modulePath.str().str(), nullptr);
     if (rc == 0)
-      rc = runCompiledModule(modulePath.str().str(), inputFiles, seed, backend, outputDir, repeat,
-                             time);
+      rc = runCompiledModule(modulePath.str().str(), model, inputFiles, seed, backend, outputDir,
+                             repeat, time);
     llvm::sys::fs::remove_directories(jitDir);
     return rc;
   }
@@ -247,9 +277,21 @@ int runRun(llvm::ArrayRef<std::string> args) {
   MLIRContext context;
   mixprec::tools::loadDialects(context);
   std::string error;
-  OwningOpRef<ModuleOp> module = mixprec::tools::loadModel(context, model, error);
-  if (!module)
-    return fail(error);
+  OwningOpRef<ModuleOp> module;
+  if (precisionGiven) {
+    // The interpreter runs the mixed plan, rounding where the IR says.
+    CompileArgs compileArgs;
+    compileArgs.model = model;
+    compileArgs.precision.precision = precision;
+    compileArgs.precisionGiven = true;
+    module = compileModel(context, compileArgs);
+    if (!module)
+      return 1;
+  } else {
+    module = mixprec::tools::loadModel(context, model, error);
+    if (!module)
+      return fail(error);
+  }
   func::FuncOp func = mixprec::compiler::findEntryFunction(*module, error);
   if (!func)
     return fail(model + ": " + error);
@@ -281,14 +323,17 @@ int runRun(llvm::ArrayRef<std::string> args) {
         importMs, prepareMs, runMs[runMs.size() / 2], runMs.front(), repeat);
   }
 
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-    return fail(outputDir + ": cannot create output directory: " + ec.message());
+  std::vector<std::string> names, paths;
+  for (const TensorSpec &spec : sig.outputs)
+    names.push_back(spec.name);
+  if (!planOutputFiles(outputDir, names, paths, error))
+    return fail(error);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    llvm::SmallString<256> path(outputDir);
-    llvm::sys::path::append(path, fileNameFor(sig.outputs[i].name));
-    if (!writeOutput(outputs[i], path.str().str(), error))
+    if (paths[i].empty())
+      continue;
+    if (!writeOutput(outputs[i], paths[i], error))
       return fail(error);
-    llvm::outs() << "wrote " << path << "  (" << sig.outputs[i].name << ", "
+    llvm::outs() << "wrote " << paths[i] << "  (" << sig.outputs[i].name << ", "
                  << mixprec::graph::formatShape(outputs[i].shape) << ")\n";
   }
   return 0;
@@ -323,7 +368,7 @@ int runCompile(llvm::ArrayRef<std::string> rawArgs) {
     return emitModule(*module, args.output);
   }
   mixprec::codegen::ModuleStats stats;
-  if (int rc = writeCompiledModule(*module, args.output, &stats))
+  if (int rc = writeCompiledModule(*module, args.model, args.output, &stats))
     return rc;
   llvm::errs() << llvm::format(
       "{\"compile_ms\": %.1f, \"kernels\": %lld, \"gemms\": %lld, \"routines\": %lld, "
@@ -338,8 +383,8 @@ int runCompile(llvm::ArrayRef<std::string> rawArgs) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+namespace {
+int runCommand(const std::vector<std::string> &args) {
   if (args.empty())
     return usageError("no command given");
   const std::string &command = args.front();
@@ -364,4 +409,10 @@ int main(int argc, char **argv) {
   if (command == "validate")
     return runValidate(rest);
   return usageError("unknown command '" + command + "'");
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return finishStdout(runCommand(args));
 }

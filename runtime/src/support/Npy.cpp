@@ -8,11 +8,14 @@
 
 #include "runtime/src/support/Npy.h"
 
+#include "common/FileIO.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <limits>
 
 namespace mixprec::support {
@@ -506,23 +509,22 @@ bool parseNpy(const uint8_t *bytes, size_t size,
 }
 
 bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
-  FILE *f = std::fopen(path.c_str(), "rb");
+  // Only regular files: /dev/zero would be read forever, a FIFO would block.
+  uint64_t fileSize = 0;
+  int fd = common::openRegularFile(path, fileSize, error);
+  if (fd < 0)
+    return false;
+  FILE *f = fdopen(fd, "rb");
   if (!f) {
-    error = path + ": cannot open file: " + std::strerror(errno);
+    ::close(fd);
+    error = path + ": cannot read: " + std::strerror(errno);
     return false;
   }
   struct Closer {
     FILE *f;
     ~Closer() { std::fclose(f); }
   } closer{f};
-  off_t fileSize = -1;
-  if (fseeko(f, 0, SEEK_END) == 0)
-    fileSize = ftello(f);
-  if (fileSize < 0 || fseeko(f, 0, SEEK_SET) != 0) {
-    error = path + ": cannot determine file size: " + std::strerror(errno);
-    return false;
-  }
-  const uint64_t total = static_cast<uint64_t>(fileSize);
+  const uint64_t total = fileSize;
 
   // Read the header incrementally, then the payload directly into `out`, so
   // large weight files are never held twice in memory.
@@ -605,18 +607,7 @@ bool writeNpy(const std::string &path, const NpyArray &a, std::string &error) {
     error = path + ": " + error;
     return false;
   }
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f) {
-    error = path + ": cannot open for writing: " + std::strerror(errno);
-    return false;
-  }
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed) {
-    error = path + ": write failed: " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  return common::writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 bool npyToFloat32(const NpyArray &a, std::vector<float> &out,
