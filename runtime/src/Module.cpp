@@ -24,7 +24,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace mixprec::runtime {
 
@@ -164,13 +166,19 @@ std::string directoryOf(const std::string &path) {
 /// Reads a whole file into aligned memory. `what` names it in messages.
 Status readFile(const std::string &path, size_t maxBytes, mixprec_status_code_t openError,
                 const std::string &what, AlignedBytes &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
+  // O_NONBLOCK: a FIFO is refused below instead of blocking the open.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
     return Status(openError, what + " '" + path + "' cannot be opened: " + std::strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(f);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
     return Status(openError, what + " '" + path + "' is not a regular file");
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return Status(openError, what + " '" + path + "' cannot be opened: " + std::strerror(errno));
   }
   if (static_cast<uint64_t>(st.st_size) > maxBytes) {
     std::fclose(f);
