@@ -214,7 +214,8 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
   int64_t rowSize = 1;
   for (int64_t d : space.take_back(rowDims))
     rowSize *= d;
-  float invRow = 1.0f / static_cast<float>(rowSize);
+  // An empty row's mean is 0 (its sum times 0), as onnxruntime gives.
+  float invRow = rowSize ? 1.0f / static_cast<float>(rowSize) : 0.0f;
   Value out = op.getNumResults() ? op.getResult(0) : Value();
   auto binary = [&](sc::OpCode code) {
     int32_t a = r(op.getOperand(0)), b = r(op.getOperand(1));

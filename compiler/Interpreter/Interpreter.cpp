@@ -343,10 +343,10 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         if (Value s = o.getScale()) {
           scale = f(s);
         } else {
-          ones.assign(cpu::numElements(shapeOf(o.getInput())) /
-                          cpu::numElements(std::vector<int64_t>(
-                              shapeOf(o.getInput()).begin(),
-                              shapeOf(o.getInput()).begin() + o.getAxis())),
+          // One per normalized element (the product of the dims from axis
+          // on; not a quotient, which an empty leading dim makes 0/0).
+          std::vector<int64_t> in = shapeOf(o.getInput());
+          ones.assign(cpu::numElements(std::vector<int64_t>(in.begin() + o.getAxis(), in.end())),
                       1.0f);
           scale = ones.data();
         }
