@@ -470,11 +470,12 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         return success();
       })
       .Case<QuantizeOp>([&](QuantizeOp o) {
+        // Saturates finite values; an inf or NaN (or a NaN scale) is NaN.
         float scale = f(o.getScale())[0];
         std::vector<float> r(get(o.getInput()).floats);
-        for (float &v : r)
-          v *= scale;
-        setFloat(o.getOutput(), std::move(r)); // saturating FP8 store
+        num::quantizeFp8Array(*graph::storageFormatOf(tensorTypeOf(o.getOutput()).getElementType()),
+                              r.data(), scale, r.data(), r.size());
+        setFloat(o.getOutput(), std::move(r)); // exact: already FP8 values
         return success();
       })
       .Case<DequantizeOp>([&](DequantizeOp o) {

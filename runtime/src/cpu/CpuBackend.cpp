@@ -92,6 +92,9 @@ private:
   size_t capacity_ = 0;
 };
 
+/// Bit equality (a NaN scale equals itself).
+bool bitsEqual(float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; }
+
 Status outOfMemory(const std::string &what, int64_t bytes) {
   return Status(MIXPREC_OUT_OF_MEMORY,
                 what + ": cannot allocate " + std::to_string(bytes) + " bytes of scratch memory");
@@ -814,11 +817,18 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       for (int64_t i = 0; i < n; ++i)
         r[i] = a[i] != 0.0f ? b[i] : c[i];
       break;
-    case OpCode::Quantize:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] * b[i];
-      num::roundArray(formatOf(inst.dtype), r, r, n, storeOptions(inst.dtype));
+    case OpCode::Quantize: {
+      // As the interpreter: finite values saturate, an inf or NaN (or a NaN
+      // scale) is NaN. The scale is one value, broadcast.
+      const bool oneScale = std::all_of(b, b + n, [&](float s) { return bitsEqual(s, b[0]); });
+      if (n > 0 && oneScale) {
+        num::quantizeFp8Array(formatOf(inst.dtype), a, b[0], r, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          r[i] = num::quantizeFp8(formatOf(inst.dtype), a[i], b[i]);
+      }
       break;
+    }
     case OpCode::RowSum:
     case OpCode::RowMax:
       if (inst.pass != pass) {
