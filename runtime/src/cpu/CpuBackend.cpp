@@ -23,6 +23,7 @@
 #include "runtime/src/KernelProgram.h"
 #include "runtime/src/OpaqueOps.h"
 #include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/HostMemory.h"
 #include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/numerics/Rounding.h"
 
@@ -504,6 +505,13 @@ Status CpuBackend::prepare() {
                       "-byte arena and " + std::to_string(im2colBytes) +
                       " bytes of im2col scratch, beyond the session's max_memory_bytes (" +
                       std::to_string(options.maxMemoryBytes) + ")");
+  // The interpreter's rule for its live tensors (cpu::fitsInMemory): refused
+  // up front, not killed after touching overcommitted pages.
+  if (!cpu::fitsInMemory(arenaBytes, im2colBytes))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: the module needs a " + std::to_string(arenaBytes) +
+                      "-byte arena and " + std::to_string(im2colBytes) +
+                      " bytes of im2col scratch, more than " + cpu::describeUsableMemory());
   if (!arena.allocate(arenaBytes))
     return Status(MIXPREC_OUT_OF_MEMORY, "CPU backend: cannot allocate the " +
                                              std::to_string(arenaBytes) + "-byte arena");

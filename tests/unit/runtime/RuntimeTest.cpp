@@ -716,6 +716,26 @@ TEST(RuntimeApi, BackendSelection) {
   EXPECT_EQ(Session::create(module, session, options).code(), MIXPREC_INVALID_ARGUMENT);
 }
 
+TEST(RuntimeApi, ArenaBeyondUsableMemoryIsRefused) {
+  // A 16 TiB activation: refused when the session is created, by the
+  // interpreter's rule for its live tensors (cpu::fitsInMemory), naming
+  // the limit.
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {4});
+  const int big = b.activation("big", fb::DType::F32, {int64_t(1) << 42});
+  KernelSpec &k = b.kernel("fill", {int64_t(1) << 42}, 0);
+  k.store(big, k.binary(fb::OpCode::Add, k.load(x, {0}), k.constant(1.0f)), {1}, fb::DType::F32);
+  b.output(big);
+  Module module;
+  ASSERT_OK(loadBuilt(b.build(), module));
+  Session session;
+  Status s = Session::create(module, session, MIXPREC_BACKEND_CPU);
+  EXPECT_EQ(s.code(), MIXPREC_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(s.message()).find("bytes of memory this process may use"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(RuntimeApi, RejectsBadBindings) {
   Module module;
   Session session;
