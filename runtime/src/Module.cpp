@@ -748,18 +748,21 @@ Status ModuleVerifier::verifySteps() {
 }
 
 Status ModuleVerifier::verifyInputsOutputs() {
+  // Names identify inputs and outputs (find_input/find_output): two of one
+  // name must be one tensor, listed twice (an ONNX graph may list an output
+  // twice; only outputs may repeat, as binding one input twice means nothing).
   auto collect = [&](const flatbuffers::Vector<uint32_t> *list, const char *role,
                      std::vector<uint32_t> &out) -> Status {
-    std::vector<std::string> names;
+    const bool repeatable = std::string(role) == "output";
     for (size_t i = 0; list && i < list->size(); ++i) {
       uint32_t t = list->Get(i);
       if (t >= tensors.size())
         return invalidModule(std::string(role) + " #" + std::to_string(i) + " is tensor " +
                              std::to_string(t) + " of " + std::to_string(tensors.size()));
-      for (const std::string &n : names)
-        if (n == tensors[t].name)
-          return invalidModule("two " + std::string(role) + "s are named '" + n + "'");
-      names.push_back(tensors[t].name);
+      for (uint32_t other : out)
+        if (tensors[other].name == tensors[t].name && !(repeatable && other == t))
+          return invalidModule("two " + std::string(role) + "s are named '" + tensors[t].name +
+                               "'");
       out.push_back(t);
     }
     return okStatus();

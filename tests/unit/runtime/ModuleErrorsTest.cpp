@@ -453,9 +453,24 @@ TEST(Verify, GemmsOpaquesStepsAndSignature) {
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "input tensor #2 'w1' is a constant");
   }
   {
+    // Names identify outputs: two tensors of one name are ambiguous.
+    ModuleBuilder b = mlp();
+    for (size_t t = 0; t < b.tensors.size(); ++t)
+      if (b.tensors[t].name == "logits") {
+        b.tensors[t].name = "probs";
+        b.output(static_cast<int>(t));
+      }
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two outputs are named 'probs'");
+  }
+  {
+    // One tensor listed twice (an ONNX graph may list an output twice, as
+    // onnxruntime accepts) is valid since issue 7; inputs may not repeat.
     ModuleBuilder b = mlp();
     b.outputs.push_back(b.outputs[0]);
-    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two outputs are named 'probs'");
+    EXPECT_EQ(loadCode(b.build()), MIXPREC_OK);
+    ModuleBuilder twice = mlp();
+    twice.inputs.push_back(twice.inputs[0]);
+    expectLoadError(twice.build(), MIXPREC_INVALID_MODULE, "two inputs are named 'x'");
   }
 }
 
