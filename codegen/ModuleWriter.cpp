@@ -6,6 +6,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/PrecisionUtils.h"
+#include "runtime/include/mixprec/runtime.h"
 #include "runtime/schema/module_generated.h"
 #include "runtime/src/ModuleHash.h"
 
@@ -101,6 +102,13 @@ private:
   ModuleStats &stats;
   llvm::DenseMap<Value, int32_t> tensorIndex;
   std::vector<Value> tensorValues;
+  /// A graph output under a name its tensor does not have: one more tensor
+  /// (numbered after tensorValues) at the place of `source`.
+  struct OutputAlias {
+    int32_t source;
+    std::string name;
+  };
+  std::vector<OutputAlias> outputAliases;
   llvm::DenseMap<Value, int64_t> offsets;
   std::vector<fb::Offset<sc::Kernel>> kernels;
   std::vector<fb::Offset<sc::Gemm>> gemms;
@@ -112,10 +120,12 @@ std::string Writer::tensorName(Value v) {
   auto named = [](Attribute a) { return a ? cast<StringAttr>(a).str() : std::string(); };
   if (auto arg = dyn_cast<BlockArgument>(v))
     return named(func.getArgAttr(arg.getArgNumber(), graph::GraphDialect::kNameAttr));
+  // The first graph output it is (a value returned twice is named once;
+  // Writer::build adds an alias per other name).
   Operation *ret = func.getBody().front().getTerminator();
-  for (OpOperand &use : v.getUses())
-    if (use.getOwner() == ret)
-      return named(func.getResultAttr(use.getOperandNumber(), graph::GraphDialect::kNameAttr));
+  for (OpOperand &operand : ret->getOpOperands())
+    if (operand.get() == v)
+      return named(func.getResultAttr(operand.getOperandNumber(), graph::GraphDialect::kNameAttr));
   return passes::opName(v.getDefiningOp());
 }
 
@@ -214,7 +224,8 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
   int64_t rowSize = 1;
   for (int64_t d : space.take_back(rowDims))
     rowSize *= d;
-  float invRow = 1.0f / static_cast<float>(rowSize);
+  // An empty row's mean is 0 (its sum times 0), as onnxruntime gives.
+  float invRow = rowSize ? 1.0f / static_cast<float>(rowSize) : 0.0f;
   Value out = op.getNumResults() ? op.getResult(0) : Value();
   auto binary = [&](sc::OpCode code) {
     int32_t a = r(op.getOperand(0)), b = r(op.getOperand(1));
@@ -481,8 +492,31 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     if (!ok)
       return false;
   }
-  for (Value v : body.getTerminator()->getOperands())
-    outputs.push_back(tensorOf(v));
+  // Graph outputs. A value returned under a name its tensor does not have
+  // (a value returned twice under two names, a returned input or constant)
+  // is an alias tensor of that name at the same place: one output per graph
+  // output, each under its name, as onnxruntime gives them. The same value
+  // returned twice under one name is that tensor listed twice.
+  Operation *ret = body.getTerminator();
+  for (Value v : ret->getOperands())
+    tensorOf(v); // every tensor has its index before aliases are numbered
+  for (OpOperand &operand : ret->getOpOperands()) {
+    int32_t t = tensorOf(operand.get());
+    auto nameAttr = func.getResultAttrOfType<StringAttr>(operand.getOperandNumber(),
+                                                         graph::GraphDialect::kNameAttr);
+    if (nameAttr && !nameAttr.getValue().empty() &&
+        nameAttr.getValue() != tensorName(operand.get())) {
+      auto same = llvm::find_if(outputAliases, [&](const OutputAlias &a) {
+        return a.source == t && a.name == nameAttr.getValue();
+      });
+      if (same == outputAliases.end()) {
+        outputAliases.push_back({t, nameAttr.str()});
+        same = std::prev(outputAliases.end());
+      }
+      t = static_cast<int32_t>(tensorValues.size() + (same - outputAliases.begin()));
+    }
+    outputs.push_back(t);
+  }
   for (BlockArgument arg : body.getArguments())
     stats.minimumBytes += bytesOf(arg);
   for (Value v : body.getTerminator()->getOperands())
@@ -491,6 +525,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   // Tensors and constants, now that every value has an index.
   std::vector<fb::Offset<sc::Tensor>> tensors;
   std::vector<fb::Offset<sc::Constant>> constants;
+  std::vector<std::pair<uint64_t, int32_t>> placements; // offset, constant
   for (Value v : tensorValues) {
     auto type = typeOf(v);
     std::optional<sc::DType> dtype = dtypeOf(type.getElementType());
@@ -546,6 +581,15 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     auto shape = fbb.CreateVector(type.getShape().data(), type.getShape().size());
     auto name = fbb.CreateString(tensorName(v));
     tensors.push_back(sc::CreateTensor(fbb, name, *dtype, shape, offset, constantIndex));
+    placements.push_back({offset, constantIndex});
+  }
+  for (const OutputAlias &alias : outputAliases) {
+    auto type = typeOf(tensorValues[alias.source]);
+    auto shape = fbb.CreateVector(type.getShape().data(), type.getShape().size());
+    auto name = fbb.CreateString(alias.name);
+    auto [offset, constantIndex] = placements[alias.source];
+    tensors.push_back(sc::CreateTensor(fbb, name, *dtypeOf(type.getElementType()), shape, offset,
+                                       constantIndex));
   }
 
   std::vector<fb::Offset<sc::OpPrecision>> plan;
@@ -597,6 +641,30 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
 
 } // namespace
 
+namespace {
+
+/// Loads `image` with the runtime's own loader (its side file given in
+/// memory): compile never writes a module the runtime refuses, by the same
+/// rules rather than a copy of them.
+bool loadsInRuntime(const ModuleImage &image, std::string &error) {
+  mixprec_load_options_t options = MIXPREC_LOAD_OPTIONS_INIT;
+  if (!image.sideFile.empty()) {
+    options.side_file_data = image.sideFile.data();
+    options.side_file_size = image.sideFile.size();
+  }
+  mixprec_module_t module = nullptr;
+  if (mixprec_status_t s = mixprec_module_load_memory(image.module.data(), image.module.size(),
+                                                      &options, &module)) {
+    error = std::string("the runtime refuses the module: ") + mixprec_status_message(s);
+    mixprec_status_free(s);
+    return false;
+  }
+  mixprec_module_release(module);
+  return true;
+}
+
+} // namespace
+
 std::vector<PrecisionEntry> collectPrecisionPlan(func::FuncOp func) {
   std::vector<PrecisionEntry> plan;
   func.walk([&](Operation *op) {
@@ -625,7 +693,7 @@ bool buildModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision
     error = "the written module does not verify (a writer bug)";
     return false;
   }
-  return true;
+  return loadsInRuntime(image, error);
 }
 
 bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::string &error) {

@@ -49,14 +49,15 @@ std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp consta
   if (!dense)
     return std::nullopt;
   std::vector<float> values = graph::readFloatConstant(dense);
+  // NaN propagates, as mp.amax does at run time: an inf or NaN weight makes
+  // the scale NaN and every quantized weight NaN (numerics::fp8Scale).
   double amax = 0;
   for (float v : values)
-    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+    amax = std::isnan(v) || std::isnan(amax) ? NAN : std::max(amax, std::fabs(double(v)));
   float scale = scaleFor(amax, format, margin);
-  for (float &v : values)
-    v *= scale;
+  num::quantizeFp8Array(fp8Format(format), values.data(), scale, values.data(), values.size());
   std::vector<char> raw(values.size());
-  num::RoundOptions saturate;
+  num::RoundOptions saturate; // exact: the values are FP8 already (NaN included)
   saturate.saturate = true;
   num::encodeArray(fp8Format(format), values.data(), raw.data(), values.size(), saturate);
   auto type = cast<RankedTensorType>(dense.getType()).clone(format);

@@ -4,6 +4,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Graph/IR/StorageFormat.h"
+#include "runtime/src/cpu/HostMemory.h"
 #include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/numerics/Rounding.h"
 
@@ -130,6 +131,48 @@ HostTensor moveData(const HostTensor &in, std::vector<int64_t> outShape, Fn &&fn
   return out;
 }
 
+/// Bytes a tensor of `type` holds in host memory (floats as float32,
+/// integers as int64, bools as bytes; see HostTensor); UINT64_MAX when its
+/// size does not fit in 64 bits.
+uint64_t hostBytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  HostTensor::Kind kind = kindOf(tensor.getElementType());
+  uint64_t bytes = kind == HostTensor::Kind::Float ? 4 : kind == HostTensor::Kind::Int ? 8 : 1;
+  for (int64_t d : tensor.getShape())
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      return UINT64_MAX;
+  return bytes;
+}
+
+uint64_t hostBytes(const HostTensor &t) {
+  return t.floats.size() * sizeof(float) + t.ints.size() * sizeof(int64_t) + t.bools.size();
+}
+
+/// a + b, UINT64_MAX on overflow.
+uint64_t addBytes(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/// What an op allocates besides its results: conv2d's im2col columns,
+/// a reduction's double accumulators, TF32 copies of GEMM operands.
+uint64_t scratchBytesOf(Operation *op) {
+  uint64_t bytes = 0;
+  if (auto conv = dyn_cast<graph::Conv2dOp>(op)) {
+    ArrayRef<int64_t> w = tensorTypeOf(conv.getWeight()).getShape();
+    ArrayRef<int64_t> out = tensorTypeOf(conv.getOutput()).getShape();
+    bytes = 4;
+    for (int64_t d : {w[1], w[2], w[3], out[2], out[3]})
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+        return UINT64_MAX;
+  } else if (isa<graph::ReduceSumOp, graph::ReduceMeanOp, graph::ReduceMaxOp>(op)) {
+    bytes = hostBytesOf(op->getResult(0).getType());
+    bytes = bytes > UINT64_MAX / 2 ? UINT64_MAX : bytes * 2;
+  }
+  auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
+  if (precision && isa<FloatTF32Type>(precision.getValue()))
+    for (Value v : op->getOperands())
+      bytes = addBytes(bytes, hostBytesOf(v.getType()));
+  return bytes;
+}
+
 std::array<int64_t, 2> pair(ArrayRef<int64_t> v) { return {v[0], v[1]}; }
 std::array<int64_t, 4> quad(ArrayRef<int64_t> v) { return {v[0], v[1], v[2], v[3]}; }
 
@@ -138,12 +181,20 @@ class Executor {
 public:
   Executor(llvm::DenseMap<Value, HostTensor> &env,
            const llvm::DenseMap<Value, HostTensor> &constants)
-      : env(env), constants(constants) {}
+      : env(env), constants(constants) {
+    for (const auto &entry : constants)
+      constantBytes += hostBytes(entry.second);
+  }
 
   /// Computes the results of `op` into the environment.
   LogicalResult execute(Operation *op, std::string &error);
 
 private:
+  /// Refuses, before allocating, an op whose results and scratch do not
+  /// fit beside the live tensors (cpu::fitsInMemory, the CPU backend's
+  /// rule for its arena).
+  LogicalResult checkMemory(Operation *op, std::string &error);
+
   /// Constants are read in place, never copied into the environment.
   const HostTensor &get(Value v) {
     auto it = env.find(v);
@@ -211,7 +262,31 @@ private:
 
   llvm::DenseMap<Value, HostTensor> &env;
   const llvm::DenseMap<Value, HostTensor> &constants;
+  uint64_t constantBytes = 0;
 };
+
+LogicalResult Executor::checkMemory(Operation *op, std::string &error) {
+  uint64_t results = 0;
+  for (Value v : op->getResults())
+    results = addBytes(results, hostBytesOf(v.getType()));
+  uint64_t live = constantBytes;
+  for (const auto &entry : env)
+    live = addBytes(live, hostBytes(entry.second));
+  const uint64_t need = addBytes(results, scratchBytesOf(op));
+  if (cpu::fitsInMemory(live, need))
+    return success();
+  std::string shapes;
+  for (Value v : op->getResults()) {
+    llvm::raw_string_ostream os(shapes);
+    os << (shapes.empty() ? "" : ", ") << graph::formatShape(shapeOf(v)) << " "
+       << tensorTypeOf(v).getElementType();
+  }
+  error = "needs " + (need == UINT64_MAX ? std::string("more than 2^64") : std::to_string(need)) +
+          " bytes for its result (" + shapes + ")" + (need > results ? " and scratch" : "") +
+          " beside " + std::to_string(live) + " bytes of live tensors, more than " +
+          cpu::describeUsableMemory();
+  return failure();
+}
 
 LogicalResult Executor::cast(graph::CastOp op, std::string &error) {
   const HostTensor &in = get(op.getInput());
@@ -265,6 +340,8 @@ LogicalResult Executor::cast(graph::CastOp op, std::string &error) {
 
 LogicalResult Executor::execute(Operation *op, std::string &error) {
   using namespace graph;
+  if (failed(checkMemory(op, error)))
+    return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<CastOp>([&](CastOp o) { return cast(o, error); })
       .Case<MatmulOp>([&](MatmulOp o) {
@@ -343,10 +420,10 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         if (Value s = o.getScale()) {
           scale = f(s);
         } else {
-          ones.assign(cpu::numElements(shapeOf(o.getInput())) /
-                          cpu::numElements(std::vector<int64_t>(
-                              shapeOf(o.getInput()).begin(),
-                              shapeOf(o.getInput()).begin() + o.getAxis())),
+          // One per normalized element (the product of the dims from axis
+          // on; not a quotient, which an empty leading dim makes 0/0).
+          std::vector<int64_t> in = shapeOf(o.getInput());
+          ones.assign(cpu::numElements(std::vector<int64_t>(in.begin() + o.getAxis(), in.end())),
                       1.0f);
           scale = ones.data();
         }
@@ -470,11 +547,12 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
         return success();
       })
       .Case<QuantizeOp>([&](QuantizeOp o) {
+        // Saturates finite values; an inf or NaN (or a NaN scale) is NaN.
         float scale = f(o.getScale())[0];
         std::vector<float> r(get(o.getInput()).floats);
-        for (float &v : r)
-          v *= scale;
-        setFloat(o.getOutput(), std::move(r)); // saturating FP8 store
+        num::quantizeFp8Array(*graph::storageFormatOf(tensorTypeOf(o.getOutput()).getElementType()),
+                              r.data(), scale, r.data(), r.size());
+        setFloat(o.getOutput(), std::move(r)); // exact: already FP8 values
         return success();
       })
       .Case<DequantizeOp>([&](DequantizeOp o) {
@@ -529,8 +607,10 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
             env[constant.getOutput()] = std::move(t);
             continue;
           }
-          if (failed(execute(&inner, error)))
+          if (failed(execute(&inner, error))) {
+            error = describe(&inner) + ": " + error;
             return failure();
+          }
         }
         auto yield = llvm::cast<YieldOp>(body.getTerminator());
         for (auto [result, yielded] : llvm::zip(o.getResults(), yield.getValues())) {

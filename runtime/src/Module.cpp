@@ -241,7 +241,7 @@ private:
   Status verifyKernel(size_t index);
   Status verifyAccess(const std::string &where, const schema::Instruction &inst,
                       const std::vector<int64_t> &space, int64_t spaceElements,
-                      uint64_t &varyMask, int64_t &tensorElements);
+                      uint64_t &varyMask);
   Status verifyGemm(size_t index);
   Status verifySteps();
   Status verifyInputsOutputs();
@@ -404,13 +404,12 @@ Status ModuleVerifier::verifyConstants() {
 /// the iteration space addresses an element inside the tensor.
 Status ModuleVerifier::verifyAccess(const std::string &where, const schema::Instruction &inst,
                                     const std::vector<int64_t> &space, int64_t spaceElements,
-                                    uint64_t &varyMask, int64_t &tensorElements) {
+                                    uint64_t &varyMask) {
   const int32_t t = inst.tensor();
   if (!validTensor(t))
     return invalidModule(where + ": tensor index " + std::to_string(t) + " out of range (" +
                          std::to_string(tensors.size()) + " tensors)");
   const TensorDesc &d = tensors[t];
-  tensorElements = d.elements;
   const auto *strides = inst.strides();
   const size_t rank = space.size();
   if ((strides ? strides->size() : 0) != rank)
@@ -454,6 +453,23 @@ Status ModuleVerifier::verifyKernel(size_t index) {
   uint64_t rowMask = 0;
   for (size_t d = space.size() - rowDims; d < space.size(); ++d)
     rowMask |= uint64_t(1) << d;
+  // Empty rows in a non-empty outer space: each row reduction is its
+  // identity, and the backends store the values that do not walk the row
+  // dims once per outer point, over the space with the row dims as 1.
+  std::vector<int64_t> outerSpace = space;
+  for (size_t d = space.size() - rowDims; d < space.size(); ++d)
+    outerSpace[d] = 1;
+  int64_t outerElements = 0;
+  shapeElements(outerSpace, outerElements);
+  const bool emptyRows = spaceElements == 0 && outerElements > 0;
+  auto walksRow = [&](const schema::Instruction &inst) {
+    if (!inst.strides() || inst.strides()->size() != space.size())
+      return false; // verifyAccess reports it
+    for (size_t d = space.size() - rowDims; d < space.size(); ++d)
+      if (inst.strides()->Get(d) != 0)
+        return true;
+    return false;
+  };
 
   const auto *program = kernel.program();
   const size_t length = program ? program->size() : 0;
@@ -464,7 +480,7 @@ Status ModuleVerifier::verifyKernel(size_t index) {
   // nested row reductions it depends on.
   std::vector<uint64_t> vary(length, 0);
   std::vector<int> depth(length, 0);
-  int64_t largestTensor = 1;
+  uint64_t walked = 0; // dims some Load or Store advances along
   for (size_t j = 0; j < length; ++j) {
     const schema::Instruction &inst = *program->Get(j);
     const schema::OpCode op = inst.opcode();
@@ -505,13 +521,18 @@ Status ModuleVerifier::verifyKernel(size_t index) {
     switch (op) {
     case schema::OpCode::Load:
     case schema::OpCode::Store: {
-      int64_t tensorElements = 0;
+      // With empty rows, an access that does not walk them runs once per
+      // outer point (bounded there); one that walks them never runs.
+      const bool outerOnly = emptyRows && !walksRow(inst);
+      const std::vector<int64_t> &runSpace = outerOnly ? outerSpace : space;
       uint64_t accessMask = 0;
-      if (Status s =
-              verifyAccess(where, inst, space, spaceElements, accessMask, tensorElements);
+      if (Status s = verifyAccess(where, inst, runSpace,
+                                  outerOnly ? outerElements : spaceElements, accessMask);
           !s.ok())
         return s;
-      largestTensor = std::max(largestTensor, tensorElements);
+      walked |= accessMask;
+      if (emptyRows && !outerOnly)
+        accessMask |= rowMask; // reads the elements of an empty row
       if (op == schema::OpCode::Load) {
         mask = accessMask;
         break;
@@ -523,17 +544,27 @@ Status ModuleVerifier::verifyKernel(size_t index) {
       if (inst.dtype() != d.dtype)
         return invalidModule(where + ": dtype " + dtypeName(inst.dtype()) + " but " +
                              tensorName(inst.tensor()) + " is " + dtypeName(d.dtype));
+      // An Amax's Store writes element 0 once the kernel has run, even over
+      // an empty space (the amax of no values is 0).
+      if (program->Get(operands->Get(0))->opcode() == schema::OpCode::Amax && d.elements == 0)
+        return invalidModule(where + ": stores an Amax into " + tensorName(inst.tensor()) +
+                             ", which has no element");
+      if (spaceElements == 0 && !outerOnly)
+        break; // never runs
       // A value that varies along a dim the Store does not advance on would
       // be written to one element from many points: a race on a GPU.
       uint64_t fixedDims = 0;
-      for (size_t i = 0; i < space.size(); ++i)
-        if (space[i] > 1 && inst.strides()->Get(i) == 0)
+      for (size_t i = 0; i < runSpace.size(); ++i)
+        if (runSpace[i] > 1 && inst.strides()->Get(i) == 0)
           fixedDims |= uint64_t(1) << i;
       if (uint64_t clash = mask & fixedDims) {
         int dim = __builtin_ctzll(clash);
         return invalidModule(where + ": the stored value varies along dim " +
                              std::to_string(dim) + " but the stride there is 0");
       }
+      if (outerOnly && (mask & rowMask))
+        return invalidModule(where + ": the stored value reads the elements of an empty row, "
+                                     "but the Store does not walk the row dims");
       break;
     }
     case schema::OpCode::Cast:
@@ -558,14 +589,15 @@ Status ModuleVerifier::verifyKernel(size_t index) {
     }
     vary[j] = mask;
   }
-  // The iteration space must not be larger than the tensors it walks: a
-  // larger one only repeats work, and bounding it bounds the run time of a
-  // forged module by the memory it has.
-  if (spaceElements > largestTensor)
-    return invalidModule(name + ": iteration space " + formatShape(space) + " has " +
-                         std::to_string(spaceElements) +
-                         " points, more than the largest tensor it accesses (" +
-                         std::to_string(largestTensor) + " elements)");
+  // Every dim of the space must be walked by some access: one that none
+  // walks only repeats work. A space larger than every tensor it touches is
+  // legitimate (a[N,1] + b[1,M] summed: N*M points, no N*M tensor); this
+  // bounds it by the products of the tensors' extents.
+  for (size_t i = 0; spaceElements > 0 && i < space.size(); ++i)
+    if (space[i] > 1 && !(walked & (uint64_t(1) << i)))
+      return invalidModule(name + ": iteration space " + formatShape(space) + ": no Load or " +
+                           "Store walks dim " + std::to_string(i) + " (size " +
+                           std::to_string(space[i]) + "), which would only repeat work");
   return okStatus();
 }
 
@@ -716,18 +748,21 @@ Status ModuleVerifier::verifySteps() {
 }
 
 Status ModuleVerifier::verifyInputsOutputs() {
+  // Names identify inputs and outputs (find_input/find_output): two of one
+  // name must be one tensor, listed twice (an ONNX graph may list an output
+  // twice; only outputs may repeat, as binding one input twice means nothing).
   auto collect = [&](const flatbuffers::Vector<uint32_t> *list, const char *role,
                      std::vector<uint32_t> &out) -> Status {
-    std::vector<std::string> names;
+    const bool repeatable = std::string(role) == "output";
     for (size_t i = 0; list && i < list->size(); ++i) {
       uint32_t t = list->Get(i);
       if (t >= tensors.size())
         return invalidModule(std::string(role) + " #" + std::to_string(i) + " is tensor " +
                              std::to_string(t) + " of " + std::to_string(tensors.size()));
-      for (const std::string &n : names)
-        if (n == tensors[t].name)
-          return invalidModule("two " + std::string(role) + "s are named '" + n + "'");
-      names.push_back(tensors[t].name);
+      for (uint32_t other : out)
+        if (tensors[other].name == tensors[t].name && !(repeatable && other == t))
+          return invalidModule("two " + std::string(role) + "s are named '" + tensors[t].name +
+                               "'");
       out.push_back(t);
     }
     return okStatus();

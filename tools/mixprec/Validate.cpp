@@ -314,14 +314,18 @@ int runValidate(llvm::ArrayRef<std::string> rawArgs) {
     outputRows.push_back(std::move(row));
   }
 
-  // Status: non-finite outputs first, then the tolerance.
+  // Status: non-finite outputs first (in the mixed plan, or only in the
+  // FP32 reference: an infinite max_rel is never ok), then the tolerance.
   int status = 0;
   std::string statusText = "ok";
   for (const Comparison &c : outputRows)
-    if (c.metrics.nonFinite) {
+    if (c.metrics.nonFinite || !std::isfinite(c.metrics.maxRel())) {
       status = kExitNonFinite;
       statusText = "output '" + c.name + "' has " + std::to_string(c.metrics.nonFinite) +
                    " non-finite values";
+      if (!c.metrics.nonFinite)
+        statusText += " where the FP32 reference has " +
+                      std::to_string(c.metrics.refNonFinite) + " (max_rel inf)";
       break;
     }
   if (status == 0 && tolerance >= 0)

@@ -112,7 +112,8 @@ const char *const mixprec::tools::kUsage = R"(usage:
       over the values finite in both; nonfinite counts the mixed run; an op
       went non-finite when it holds more non-finite values than in the FP32
       run (constants included, so an FP16 weight above 65504 is named).
-      Exit status: 0 all outputs finite, 3 some output holds inf/NaN, 4 an
+      Exit status: 0 all outputs finite, 3 some output holds inf/NaN (or
+      its FP32 reference does where it does not: max_rel inf), 4 an
       output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
       the same as JSON (metrics that are not finite as null).
   mixprec --version

@@ -23,6 +23,7 @@
 #include "runtime/src/KernelProgram.h"
 #include "runtime/src/OpaqueOps.h"
 #include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/HostMemory.h"
 #include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/numerics/Rounding.h"
 
@@ -91,6 +92,9 @@ private:
   void *data_ = nullptr;
   size_t capacity_ = 0;
 };
+
+/// Bit equality (a NaN scale equals itself).
+bool bitsEqual(float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; }
 
 Status outOfMemory(const std::string &what, int64_t bytes) {
   return Status(MIXPREC_OUT_OF_MEMORY,
@@ -262,7 +266,8 @@ struct KernelPlan {
   };
 
   std::string name;
-  bool empty = false; ///< the iteration space has no points
+  /// The iteration space has no points (nothing runs but an Amax's Stores).
+  bool empty = false;
   std::vector<int64_t> outerDims, rowDims;
   std::vector<Access> accesses;
   std::vector<Inst> program;
@@ -304,15 +309,26 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
   std::vector<int64_t> space;
   if (kernel.shape())
     space.assign(kernel.shape()->begin(), kernel.shape()->end());
-  plan.empty = cpu::numElements(space) == 0;
-  // An empty space runs nothing, and its strides were never bounded (no
-  // point accesses memory): do not even multiply them.
-  if (plan.empty)
-    return plan;
+  const size_t rank = space.size();
+  const size_t firstRowDim = rank - kernel.row_dims();
+  // Empty rows in a non-empty outer space still have row values: each row
+  // reduction is its identity (RowSum 0, RowMax -inf), and the Stores that
+  // do not walk the row dims write them once per outer point. The kernel
+  // then runs over the space with the row dims as 1, as the verifier bounds
+  // it; Stores that walk the rows (and what only they read) never run.
+  bool emptyRows = false;
+  if (cpu::numElements(space) == 0) {
+    std::vector<int64_t> outer = space;
+    std::fill(outer.begin() + firstRowDim, outer.end(), 1);
+    emptyRows = cpu::numElements(outer) > 0;
+    plan.empty = !emptyRows;
+    space = outer;
+  }
   const auto *program = kernel.program();
   const size_t length = program ? program->size() : 0;
 
   bool hasRowReduction = false;
+  std::vector<uint8_t> walksRows(length, 0); // Stores only
   std::vector<std::vector<int64_t>> strides;
   plan.program.resize(length);
   for (size_t j = 0; j < length; ++j) {
@@ -323,6 +339,12 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     inst.dtype = src.dtype();
     for (size_t o = 0; src.operands() && o < src.operands()->size(); ++o)
       inst.operand[o] = src.operands()->Get(o);
+    if (emptyRows && (isRowReduction(inst.op) || inst.op == OpCode::Amax)) {
+      // Over no values: the identity (an Amax's Store then writes its 0
+      // like any stride-0 Store).
+      inst.value = inst.op == OpCode::RowMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+      inst.op = OpCode::Const;
+    }
     hasRowReduction |= isRowReduction(inst.op);
     if (inst.op == OpCode::Load || inst.op == OpCode::Store) {
       inst.access = static_cast<int32_t>(plan.accesses.size());
@@ -331,13 +353,17 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
       access.dtype = module.tensors()[src.tensor()].dtype;
       plan.accesses.push_back(access);
       strides.emplace_back(src.strides()->begin(), src.strides()->end());
+      for (size_t d = firstRowDim; d < rank; ++d)
+        walksRows[j] |= strides.back()[d] != 0;
     }
   }
+  // No point runs: the strides were never bounded, do not even merge them.
+  if (plan.empty)
+    return plan;
 
   // Without row reductions the row boundary means nothing: one "row" spans
   // the whole space, so pieces can be as long as the register arrays.
-  const size_t rank = space.size();
-  const size_t rowStart = hasRowReduction ? rank - kernel.row_dims() : 0;
+  const size_t rowStart = hasRowReduction ? firstRowDim : 0;
   std::vector<int64_t> outer(space.begin(), space.begin() + rowStart);
   std::vector<int64_t> row(space.begin() + rowStart, space.end());
   std::vector<std::vector<int64_t>> outerStrides, rowStrides;
@@ -375,8 +401,10 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     std::vector<uint8_t> &need = plan.needed[p];
     for (size_t j = 0; j < length; ++j) {
       const KernelPlan::Inst &inst = plan.program[j];
-      if (p == plan.reductionPasses ? (inst.op == OpCode::Store || inst.op == OpCode::Amax)
-                                    : (isRowReduction(inst.op) && inst.pass == p))
+      if (p == plan.reductionPasses
+              ? ((inst.op == OpCode::Store && !(emptyRows && walksRows[j])) ||
+                 inst.op == OpCode::Amax)
+              : (isRowReduction(inst.op) && inst.pass == p))
         need[j] = 1;
     }
     for (size_t j = length; j-- > 0;) {
@@ -477,6 +505,13 @@ Status CpuBackend::prepare() {
                       "-byte arena and " + std::to_string(im2colBytes) +
                       " bytes of im2col scratch, beyond the session's max_memory_bytes (" +
                       std::to_string(options.maxMemoryBytes) + ")");
+  // The interpreter's rule for its live tensors (cpu::fitsInMemory): refused
+  // up front, not killed after touching overcommitted pages.
+  if (!cpu::fitsInMemory(arenaBytes, im2colBytes))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: the module needs a " + std::to_string(arenaBytes) +
+                      "-byte arena and " + std::to_string(im2colBytes) +
+                      " bytes of im2col scratch, more than " + cpu::describeUsableMemory());
   if (!arena.allocate(arenaBytes))
     return Status(MIXPREC_OUT_OF_MEMORY, "CPU backend: cannot allocate the " +
                                              std::to_string(arenaBytes) + "-byte arena");
@@ -565,10 +600,6 @@ bool advance(const std::vector<int64_t> &dims, size_t rank, std::vector<int64_t>
 }
 
 Status CpuBackend::runKernel(const KernelPlan &plan) {
-  // An empty iteration space reads and writes nothing (and its accesses were
-  // not bounds-checked, having none).
-  if (plan.empty)
-    return okStatus();
   const size_t numAccess = plan.accesses.size();
   accessData.resize(numAccess);
   std::vector<const std::vector<int64_t> *> outerStrides(numAccess);
@@ -579,12 +610,15 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
   for (size_t j = 0; j < plan.program.size(); ++j)
     amaxValue[j] = 0.0f;
 
-  // Each point of the outer (non-row) dims is one row.
+  // Each point of the outer (non-row) dims is one row. An empty space runs
+  // none (and its accesses were not bounds-checked, having none).
   std::vector<int64_t> index(plan.outerDims.size(), 0), base(numAccess, 0);
-  do {
-    if (Status s = runRow(plan, base); !s.ok())
-      return s.withContext(plan.name + ": ");
-  } while (advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides));
+  if (!plan.empty) {
+    do {
+      if (Status s = runRow(plan, base); !s.ok())
+        return s.withContext(plan.name + ": ");
+    } while (advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides));
+  }
 
   // An Amax is known only now; its Stores (all strides 0) write element 0.
   for (size_t j = 0; j < plan.program.size(); ++j) {
@@ -791,11 +825,18 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       for (int64_t i = 0; i < n; ++i)
         r[i] = a[i] != 0.0f ? b[i] : c[i];
       break;
-    case OpCode::Quantize:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] * b[i];
-      num::roundArray(formatOf(inst.dtype), r, r, n, storeOptions(inst.dtype));
+    case OpCode::Quantize: {
+      // As the interpreter: finite values saturate, an inf or NaN (or a NaN
+      // scale) is NaN. The scale is one value, broadcast.
+      const bool oneScale = std::all_of(b, b + n, [&](float s) { return bitsEqual(s, b[0]); });
+      if (n > 0 && oneScale) {
+        num::quantizeFp8Array(formatOf(inst.dtype), a, b[0], r, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          r[i] = num::quantizeFp8(formatOf(inst.dtype), a[i], b[i]);
+      }
       break;
+    }
     case OpCode::RowSum:
     case OpCode::RowMax:
       if (inst.pass != pass) {

@@ -137,7 +137,8 @@ void batchNormInference(const float *in, const Shape &s, const float *scale,
 
 /// L1 = sum|x|, L2 = sqrt(sum x^2), LogSum = log(sum x),
 /// LogSumExp = log(sum exp x) (max-shifted). Reductions over an empty set
-/// give the identity: Sum 0, Prod 1, Max -inf, Min +inf, Mean NaN.
+/// give the identity: Sum 0, Prod 1, Max -inf, Min +inf, and Mean 0 (as
+/// onnxruntime gives; not 0/0).
 enum class ReduceOp {
   Sum,
   Mean,

@@ -11,6 +11,7 @@
 #include "runtime/src/cpu/Kernels.h"
 #include "runtime/src/cpu/StridedLoop.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -170,7 +171,8 @@ void reduce(ReduceOp op, const float *in, const Shape &s,
     return finish([](double v) { return v; });
   case ReduceOp::Mean: {
     accumulate<SumAcc>(rp, in, acc);
-    const double count = static_cast<double>(rp.reduceCount);
+    // The mean of no values is 0, as onnxruntime gives (not 0/0).
+    const double count = static_cast<double>(std::max<int64_t>(rp.reduceCount, 1));
     return finish([count](double v) { return v / count; });
   }
   case ReduceOp::Max:

@@ -26,8 +26,11 @@
 
 #include "runtime/src/numerics/Rounding.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #if defined(__GNUC__)
 #define MIXPREC_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -599,9 +602,44 @@ float roundToTf32(float x) {
 }
 
 float fp8Scale(Format f, double amax, int64_t margin) {
-  if (!(amax > 0) || !std::isfinite(amax))
+  if (!std::isfinite(amax))
+    return std::numeric_limits<float>::quiet_NaN();
+  if (!(amax > 0))
     return 1.0f;
-  return static_cast<float>(formatMaxFinite(f) / amax / std::ldexp(1.0, static_cast<int>(margin)));
+  // A subnormal amax would give a scale beyond float range: an inf scale
+  // would make every quantized value NaN.
+  const double scale = formatMaxFinite(f) / amax / std::ldexp(1.0, static_cast<int>(margin));
+  return static_cast<float>(std::min(scale, static_cast<double>(FLT_MAX)));
+}
+
+float quantizeFp8(Format f, float x, float scale) {
+  if (!std::isfinite(x) || !std::isfinite(scale))
+    return std::numeric_limits<float>::quiet_NaN();
+  RoundOptions saturate;
+  saturate.saturate = true;
+  return roundTo(f, x * scale, saturate);
+}
+
+void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t n) {
+  RoundOptions saturate;
+  saturate.saturate = true;
+  if (!std::isfinite(scale)) {
+    std::fill(out, out + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  // Blocks: find the non-finite inputs before the in-place rounding hides
+  // them (an inf and a 448 both round to 448).
+  constexpr size_t kBlock = 256;
+  float scaled[kBlock];
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t count = std::min(kBlock, n - start);
+    for (size_t i = 0; i < count; ++i)
+      scaled[i] = in[start + i] * scale;
+    roundArray(f, scaled, scaled, count, saturate);
+    for (size_t i = 0; i < count; ++i)
+      out[start + i] = std::isfinite(in[start + i]) ? scaled[i]
+                                                    : std::numeric_limits<float>::quiet_NaN();
+  }
 }
 
 } // namespace numerics

@@ -108,10 +108,23 @@ float roundToTf32(float x);
 
 // ---- FP8 scaling ----------------------------------------------------------
 /// The Transformer Engine scaling rule: (max finite of `f` / amax) / 2^margin,
-/// computed in double and rounded once to float; 1 for a zero or non-finite
-/// amax, so a scale is never 0, inf or NaN. Compiler, interpreter and
+/// computed in double and rounded once to float, at most FLT_MAX; 1 for a
+/// zero amax. A non-finite amax (an inf or NaN in the tensor) gives NaN: the
+/// whole tensor's scale is poisoned, so every value quantized with it is NaN
+/// and the non-finite value stays visible downstream (a scale of 1 would
+/// let saturation turn an inf into +-max finite). Compiler, interpreter and
 /// runtime all call this one function.
 float fp8Scale(Format f, double amax, int64_t margin);
+
+/// FP8 quantization, x * scale stored in `f`: finite values saturate
+/// (CUDA satfinite, beyond max finite becomes +-max finite); a non-finite x
+/// or scale gives NaN. Saturation applies to finite values only, so an inf
+/// never becomes +-448 (E4M3FN has no inf). The result is the stored value
+/// (roundTo). Interpreter, CPU backend and compile-time weight quantization
+/// all call this one function.
+float quantizeFp8(Format f, float x, float scale);
+/// out[i] = quantizeFp8(f, in[i], scale). in == out is allowed.
+void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t n);
 
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);

@@ -58,3 +58,19 @@ func.func @fp8$untouched(%x: tensor<4x2xbf16>, %w: tensor<2x2xbf16>) -> tensor<4
   %0 = mp.matmul %x, %w {mp.precision = bf16} : (tensor<4x2xbf16>, tensor<2x2xbf16>) -> tensor<4x2xbf16>
   return %0 : tensor<4x2xbf16>
 }
+
+// -----
+
+// A weight holding an inf: its scale is NaN and so is every quantized
+// weight, which keeps the inf visible in the GEMM's output (before, the
+// scale was 1 and the inf became 448, the others unscaled).
+
+// CHECK-LABEL: func.func @fp8$linear_inf_weight
+// CHECK: %[[QW:.*]] = mp.constant dense<0x7F> : tensor<3x2xf8E4M3FN>
+// CHECK: %[[SW:.*]] = mp.constant dense<0x7FC00000> : tensor<f32>
+// CHECK: mp.scaled_linear %{{.*}}, %[[QW]], %{{.*}}, %[[SW]]
+func.func @fp8$linear_inf_weight(%x: tensor<4x2xf32>) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[2.0, 0x7F800000], [0.5, 0.25], [1.0, 1.0]]> : tensor<3x2xf32>
+  %0 = mp.linear %x, %w {acc_type = f32, mp.precision = f8E4M3FN, mp.reason = "policy:lowp", transpose_weight = true} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -76,10 +78,59 @@ TEST(Fp8Scale, TransformerEngineRule) {
   EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 2.0, 0), 224.0f);
   EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 2.0, 1), 112.0f);
   EXPECT_EQ(fp8Scale(Format::F8E5M2, 57344.0, 0), 1.0f);
-  // Zero and non-finite amax never give a zero, infinite or NaN scale.
+  // A zero amax never gives a zero or infinite scale; a subnormal one is
+  // clamped to FLT_MAX rather than inf.
   EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 0.0, 0), 1.0f);
-  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, INFINITY, 0), 1.0f);
-  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, NAN, 0), 1.0f);
+  EXPECT_EQ(fp8Scale(Format::F8E4M3FN, 1e-45, 0), FLT_MAX);
+  // A non-finite amax poisons the scale (NaN), so the inf or NaN in the
+  // tensor stays visible in every value quantized with it. These pinned 1
+  // before issue 7: a scale of 1 let saturation turn an inf into 448, and
+  // FP8 outputs came out finite where FP32 gave NaN.
+  EXPECT_TRUE(std::isnan(fp8Scale(Format::F8E4M3FN, INFINITY, 0)));
+  EXPECT_TRUE(std::isnan(fp8Scale(Format::F8E4M3FN, NAN, 0)));
+  EXPECT_TRUE(std::isnan(fp8Scale(Format::F8E5M2, -INFINITY, 2)));
+}
+
+TEST(Fp8Quantize, SaturatesFiniteValuesOnly) {
+  using mixprec::numerics::Format;
+  using mixprec::numerics::quantizeFp8;
+  using mixprec::numerics::quantizeFp8Array;
+  // Finite values: x * scale with CUDA's satfinite.
+  EXPECT_EQ(quantizeFp8(Format::F8E4M3FN, 3.0f, 2.0f), 6.0f);
+  EXPECT_EQ(quantizeFp8(Format::F8E4M3FN, 1000.0f, 1.0f), 448.0f);
+  EXPECT_EQ(quantizeFp8(Format::F8E5M2, -1e30f, 1.0f), -57344.0f);
+  EXPECT_EQ(quantizeFp8(Format::F8E4M3FN, 1e30f, 1e10f), 448.0f); // product overflows float
+  // Non-finite values and scales give NaN, never +-max finite.
+  for (Format f : {Format::F8E4M3FN, Format::F8E5M2}) {
+    EXPECT_TRUE(std::isnan(quantizeFp8(f, INFINITY, 1.0f)));
+    EXPECT_TRUE(std::isnan(quantizeFp8(f, -INFINITY, 0.5f)));
+    EXPECT_TRUE(std::isnan(quantizeFp8(f, NAN, 1.0f)));
+    EXPECT_TRUE(std::isnan(quantizeFp8(f, 1.0f, NAN)));
+    EXPECT_TRUE(std::isnan(quantizeFp8(f, 1.0f, INFINITY)));
+  }
+  // The array form gives the scalar results, in place too, across blocks;
+  // a 448 and an inf stay apart.
+  std::vector<float> in(1000);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = static_cast<float>(i) - 500.0f;
+  in[3] = INFINITY;
+  in[300] = 448.0f;
+  in[600] = -INFINITY;
+  in[999] = NAN;
+  std::vector<float> out(in.size()), inPlace = in;
+  quantizeFp8Array(Format::F8E4M3FN, in.data(), 1.5f, out.data(), in.size());
+  quantizeFp8Array(Format::F8E4M3FN, inPlace.data(), 1.5f, inPlace.data(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float want = quantizeFp8(Format::F8E4M3FN, in[i], 1.5f);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(out[i]) && std::isnan(inPlace[i])) << i;
+    } else {
+      EXPECT_EQ(out[i], want) << i;
+      EXPECT_EQ(inPlace[i], want) << i;
+    }
+  }
+  EXPECT_EQ(out[300], 448.0f);
+  EXPECT_TRUE(std::isnan(out[3]) && std::isnan(out[600]) && std::isnan(out[999]));
 }
 
 } // namespace

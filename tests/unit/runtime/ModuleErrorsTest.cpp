@@ -318,12 +318,44 @@ TEST(Verify, KernelPrograms) {
     expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "row_dims 3 out of range");
   }
   {
-    // A space larger than every tensor it touches only repeats work.
+    // A dim that no access walks only repeats work.
     Small s;
     s.kernel().shape = {400, 8};
     for (int i : {0, 3})
       s.kernel().program[i].strides = {0, 1};
-    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE, "more than the largest tensor");
+    expectLoadError(s.b.build(), MIXPREC_INVALID_MODULE,
+                    "no Load or Store walks dim 0 (size 400)");
+  }
+  {
+    // Empty rows: a Store that runs once per outer point (it does not walk
+    // the rows) must not store a value read from the rows' elements.
+    ModuleBuilder b;
+    const int e = b.activation("e", fb::DType::F32, {2, 0});
+    const int y = b.activation("y", fb::DType::F32, {2});
+    KernelSpec &k = b.kernel("bad_rows", {2, 0}, 1);
+    k.store(y, k.unary(fb::OpCode::Exp, k.load(e, {0, 1})), {1, 0}, fb::DType::F32);
+    b.output(y);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "reads the elements of an empty row");
+  }
+  {
+    // ... and it is bounded over the outer points.
+    ModuleBuilder b;
+    const int e = b.activation("e", fb::DType::F32, {2, 0});
+    const int y = b.activation("y", fb::DType::F32, {2});
+    KernelSpec &k = b.kernel("far_rows", {2, 0}, 1);
+    k.store(y, k.unary(fb::OpCode::RowSum, k.load(e, {0, 1})), {5, 0}, fb::DType::F32);
+    b.output(y);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "strides reach element offsets [0, 5]");
+  }
+  {
+    // An Amax's Store writes element 0 even over an empty space.
+    ModuleBuilder b;
+    const int e = b.activation("e", fb::DType::F32, {0});
+    const int y = b.activation("y", fb::DType::F32, {0});
+    KernelSpec &k = b.kernel("amax_nowhere", {0}, 0);
+    k.store(y, k.unary(fb::OpCode::Amax, k.load(e, {1})), {0}, fb::DType::F32);
+    b.output(y);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "stores an Amax into tensor #1 'y'");
   }
   {
     Small s;
@@ -421,9 +453,24 @@ TEST(Verify, GemmsOpaquesStepsAndSignature) {
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "input tensor #2 'w1' is a constant");
   }
   {
+    // Names identify outputs: two tensors of one name are ambiguous.
+    ModuleBuilder b = mlp();
+    for (size_t t = 0; t < b.tensors.size(); ++t)
+      if (b.tensors[t].name == "logits") {
+        b.tensors[t].name = "probs";
+        b.output(static_cast<int>(t));
+      }
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two outputs are named 'probs'");
+  }
+  {
+    // One tensor listed twice (an ONNX graph may list an output twice, as
+    // onnxruntime accepts) is valid since issue 7; inputs may not repeat.
     ModuleBuilder b = mlp();
     b.outputs.push_back(b.outputs[0]);
-    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two outputs are named 'probs'");
+    EXPECT_EQ(loadCode(b.build()), MIXPREC_OK);
+    ModuleBuilder twice = mlp();
+    twice.inputs.push_back(twice.inputs[0]);
+    expectLoadError(twice.build(), MIXPREC_INVALID_MODULE, "two inputs are named 'x'");
   }
 }
 

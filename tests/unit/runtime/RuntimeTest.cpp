@@ -458,6 +458,78 @@ TEST(CpuBackend, ManyShortRunsWithTransposedAccess) {
   EXPECT_TRUE(bitEqual(copyOut(session, 0), rounded(Format::BF16, want)));
 }
 
+TEST(CpuBackend, EmptyRowsStoreTheReductionIdentity) {
+  // x[2,3,4] sliced to e[2,3,0], then reduced over the empty axis: every
+  // output element is the identity (issue 7: the kernel ran no point and
+  // left what the arena held, here 7s a filler kernel wrote first).
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {2, 3});
+  const int e = b.activation("e", fb::DType::F32, {2, 3, 0});
+  const int sum = b.activation("sum", fb::DType::F32, {2, 3});
+  const int max = b.activation("max", fb::DType::BF16, {2, 3});
+  const int shifted = b.activation("shifted", fb::DType::F32, {2, 3});
+  const int amax = b.activation("amax", fb::DType::F32, {});
+  const int amaxAll = b.activation("amax_all", fb::DType::F32, {});
+  KernelSpec &fill = b.kernel("fill", {2, 3}, 0);
+  for (int t : {sum, max, shifted})
+    fill.store(t, fill.constant(7.0f), {3, 1}, b.tensors[t].dtype);
+  fill.store(amax, fill.constant(7.0f), {0, 0}, fb::DType::F32);
+  fill.store(amaxAll, fill.constant(7.0f), {0, 0}, fb::DType::F32);
+  KernelSpec &k = b.kernel("reduce_empty", {2, 3, 0}, 1);
+  const int v = k.load(e, {0, 0, 1});
+  k.store(sum, k.unary(fb::OpCode::RowSum, v), {3, 1, 0}, fb::DType::F32);
+  k.store(max, k.unary(fb::OpCode::RowMax, v), {3, 1, 0}, fb::DType::BF16);
+  // A row value combined with an outer load, and a Store that walks the
+  // (empty) row, which must not run.
+  const int s = k.binary(fb::OpCode::Add, k.unary(fb::OpCode::RowSum, v), k.load(x, {3, 1, 0}));
+  k.store(shifted, s, {3, 1, 0}, fb::DType::F32);
+  k.store(e, k.binary(fb::OpCode::Sub, v, s), {0, 0, 1}, fb::DType::F32);
+  k.store(amax, k.unary(fb::OpCode::Amax, v), {0, 0, 0}, fb::DType::F32);
+  // A space with no outer point either: only the Amax is written.
+  KernelSpec &all = b.kernel("amax_empty", {0, 3}, 0);
+  all.store(amaxAll, all.unary(fb::OpCode::Amax, all.load(e, {0, 0})), {0, 0}, fb::DType::F32);
+  for (int t : {sum, max, shifted, amax, amaxAll})
+    b.output(t);
+  Module module;
+  Session session;
+  openCpu(b.build(), module, session);
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6};
+  ASSERT_OK(session.bindInput("x", {2, 3}, xs.data()));
+  ASSERT_OK(session.run());
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(bitEqual(copyOut(session, 0), std::vector<float>(6, 0.0f)));
+  EXPECT_TRUE(bitEqual(copyOut(session, 1), std::vector<float>(6, -inf)));
+  EXPECT_TRUE(bitEqual(copyOut(session, 2), xs));
+  EXPECT_TRUE(bitEqual(copyOut(session, 3), {0.0f}));
+  EXPECT_TRUE(bitEqual(copyOut(session, 4), {0.0f}));
+}
+
+TEST(CpuBackend, BroadcastReductionLargerThanEveryTensor) {
+  // sum(a[N,1] + b[1,M]): N*M points, no N*M tensor (a fused broadcast and
+  // reduction, which the loader refused before issue 7).
+  const int64_t n = 64, m = 48;
+  const std::vector<float> a = seededFloats(n, 31, -1, 1), bv = seededFloats(m, 32, -1, 1);
+  ModuleBuilder b;
+  const int ta = b.input("a", fb::DType::F32, {n, 1});
+  const int tb = b.input("b", fb::DType::F32, {1, m});
+  const int out = b.activation("y", fb::DType::F32, {});
+  KernelSpec &k = b.kernel("add_sum", {n, m}, 2);
+  const int v = k.binary(fb::OpCode::Add, k.load(ta, {1, 0}), k.load(tb, {0, 1}));
+  k.store(out, k.unary(fb::OpCode::RowSum, v), {0, 0}, fb::DType::F32);
+  b.output(out);
+  Module module;
+  Session session;
+  openCpu(b.build(), module, session);
+  ASSERT_OK(session.bindInput("a", {n, 1}, a.data()));
+  ASSERT_OK(session.bindInput("b", {1, m}, bv.data()));
+  ASSERT_OK(session.run());
+  float want = 0.0f; // sequential FP32, in row order
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      want += a[i] + bv[j];
+  EXPECT_TRUE(bitEqual(copyOut(session, 0), {want}));
+}
+
 TEST(CpuBackend, AmaxQuantizeSelectAndIntegerTensors) {
   const int64_t n = 50;
   std::vector<float> x = seededFloats(n, 91, -700, 700);
@@ -642,6 +714,26 @@ TEST(RuntimeApi, BackendSelection) {
   EXPECT_NE(std::string(s.message()).find("max_memory_bytes"), std::string::npos);
   options.struct_size = 0;
   EXPECT_EQ(Session::create(module, session, options).code(), MIXPREC_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeApi, ArenaBeyondUsableMemoryIsRefused) {
+  // A 16 TiB activation: refused when the session is created, by the
+  // interpreter's rule for its live tensors (cpu::fitsInMemory), naming
+  // the limit.
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {4});
+  const int big = b.activation("big", fb::DType::F32, {int64_t(1) << 42});
+  KernelSpec &k = b.kernel("fill", {int64_t(1) << 42}, 0);
+  k.store(big, k.binary(fb::OpCode::Add, k.load(x, {0}), k.constant(1.0f)), {1}, fb::DType::F32);
+  b.output(big);
+  Module module;
+  ASSERT_OK(loadBuilt(b.build(), module));
+  Session session;
+  Status s = Session::create(module, session, MIXPREC_BACKEND_CPU);
+  EXPECT_EQ(s.code(), MIXPREC_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(s.message()).find("bytes of memory this process may use"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(RuntimeApi, RejectsBadBindings) {
