@@ -16,6 +16,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -36,46 +37,66 @@ namespace onnx_import {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Appends `ch`, as a C-style escape when it is a control character.
-void appendEscaped(std::string &out, unsigned char ch) {
-  switch (ch) {
-  case '\n':
-    out += "\\n";
-    return;
-  case '\t':
-    out += "\\t";
-    return;
-  case '\r':
-    out += "\\r";
-    return;
-  default:
-    break;
-  }
-  if (ch < 0x20 || ch == 0x7f) {
-    out += "\\x";
-    out += llvm::hexdigit(ch >> 4, /*LowerCase=*/true);
-    out += llvm::hexdigit(ch & 15, /*LowerCase=*/true);
-    return;
-  }
-  out += static_cast<char>(ch);
+/// Appends `value` as `digits` lowercase hex digits after `prefix`.
+void appendHex(std::string &out, const char *prefix, uint32_t value, int digits) {
+  out += prefix;
+  for (int d = digits - 1; d >= 0; --d)
+    out += llvm::hexdigit((value >> (4 * d)) & 15, /*LowerCase=*/true);
 }
 
+/// Appends `s`, with C-style escapes for what would break or garble a line:
+/// control characters (\n, \t, \r, else \xHH), the Unicode controls and
+/// line separators U+0080-U+009F, U+2028, U+2029 (\uHHHH) and bytes that
+/// are not UTF-8 (\xHH). With `quotes`, backslashes and single quotes get
+/// a backslash too.
+void appendEscaped(std::string &out, llvm::StringRef s, bool quotes) {
+  const auto *p = reinterpret_cast<const llvm::UTF8 *>(s.data());
+  const llvm::UTF8 *end = p + s.size();
+  while (p < end) {
+    unsigned char ch = *p;
+    if (ch < 0x80) {
+      ++p;
+      if (ch == '\n')
+        out += "\\n";
+      else if (ch == '\t')
+        out += "\\t";
+      else if (ch == '\r')
+        out += "\\r";
+      else if (ch < 0x20 || ch == 0x7f)
+        appendHex(out, "\\x", ch, 2);
+      else if (quotes && (ch == '\\' || ch == '\''))
+        out += {'\\', static_cast<char>(ch)};
+      else
+        out += static_cast<char>(ch);
+      continue;
+    }
+    unsigned length = llvm::getNumBytesForUTF8(ch);
+    if (length > static_cast<size_t>(end - p) || !llvm::isLegalUTF8Sequence(p, p + length)) {
+      appendHex(out, "\\x", ch, 2);
+      ++p;
+      continue;
+    }
+    const llvm::UTF8 *next = p;
+    llvm::UTF32 codePoint = 0;
+    llvm::convertUTF8Sequence(&next, p + length, &codePoint, llvm::strictConversion);
+    if ((codePoint >= 0x80 && codePoint <= 0x9f) || codePoint == 0x2028 || codePoint == 0x2029)
+      appendHex(out, "\\u", codePoint, 4);
+    else
+      out.append(reinterpret_cast<const char *>(p), length);
+    p += length;
+  }
+}
 } // namespace
 
-std::string quoted(llvm::StringRef s) {
+std::string quotedName(llvm::StringRef s) {
   std::string out = "'";
-  for (unsigned char ch : s) {
-    if (ch == '\\' || ch == '\'')
-      out += '\\';
-    appendEscaped(out, ch);
-  }
+  appendEscaped(out, s, /*quotes=*/true);
   return out + "'";
 }
 
 std::string escapeControls(llvm::StringRef s) {
   std::string out;
-  for (unsigned char ch : s)
-    appendEscaped(out, ch);
+  appendEscaped(out, s, /*quotes=*/false);
   return out;
 }
 
@@ -119,7 +140,7 @@ void Importer::fail(const llvm::Twine &message) const {
 }
 
 void Importer::nodeFail(const NodeCtx &c, const llvm::Twine &message) const {
-  fail("node " + quoted(c.name) + " (" + escapeControls(c.node.op_type()) + "): " + message);
+  fail("node " + quotedName(c.name) + " (" + escapeControls(c.node.op_type()) + "): " + message);
 }
 
 Location Importer::nameLoc(llvm::StringRef name) const {
@@ -157,16 +178,16 @@ void Importer::readOpset(const onnx::ModelProto &model) {
 
 void Importer::addInitializers(const onnx::GraphProto &graph) {
   if (graph.sparse_initializer_size() > 0)
-    fail("sparse initializer " + quoted(graph.sparse_initializer(0).values().name()) +
+    fail("sparse initializer " + quotedName(graph.sparse_initializer(0).values().name()) +
          " is not supported");
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (t.name().empty())
       fail("an initializer has no name");
     if (values.count(t.name()))
-      fail("initializer " + quoted(t.name()) + " is defined twice");
+      fail("initializer " + quotedName(t.name()) + " is defined twice");
     Entry e;
-    e.constant =
-        decodeTensor(ctx, t, modelDir, escapeControls(path) + ": initializer " + quoted(t.name()));
+    e.constant = decodeTensor(ctx, t, modelDir,
+                              escapeControls(path) + ": initializer " + quotedName(t.name()));
     e.constantLoc = nameLoc(t.name());
     values[t.name()] = e;
   }
@@ -183,29 +204,30 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     // Older exporters list initializers as inputs too: those are constants.
     if (values.count(name)) {
       if (options.inputShapes.count(name))
-        fail("cannot set the shape of " + quoted(name) + ": it is an initializer, not an input");
+        fail("cannot set the shape of " + quotedName(name) +
+             ": it is an initializer, not an input");
       continue;
     }
     if (!seen.insert(name).second)
-      fail("graph input " + quoted(name) + " is listed twice");
+      fail("graph input " + quotedName(name) + " is listed twice");
     if (!vi.has_type() || !vi.type().has_tensor_type())
-      fail("graph input " + quoted(name) + " is not a tensor");
+      fail("graph input " + quotedName(name) + " is not a tensor");
     const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
     Type elem = valueElementType(ctx, tt.elem_type());
     if (!elem)
-      fail("graph input " + quoted(name) + " has unsupported element type " +
+      fail("graph input " + quotedName(name) + " has unsupported element type " +
            dataTypeName(tt.elem_type()) + " (supported: FLOAT, INT64, INT32, BOOL)");
     Shape shape;
     auto it = options.inputShapes.find(name);
     if (it != options.inputShapes.end()) {
       for (int64_t d : it->second) {
         if (d < 0)
-          fail("the shape given for graph input " + quoted(name) + " has a negative dimension");
+          fail("the shape given for graph input " + quotedName(name) + " has a negative dimension");
         shape.push_back(d);
       }
     } else {
       if (!tt.has_shape())
-        fail("graph input " + quoted(name) + " has no shape; static shapes are required");
+        fail("graph input " + quotedName(name) + " has no shape; static shapes are required");
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto &dim = tt.shape().dim(i);
         if (dim.has_dim_value() && dim.dim_value() >= 0) {
@@ -213,23 +235,23 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
           continue;
         }
         std::string what = dim.has_dim_param() && !dim.dim_param().empty()
-                               ? "symbolic dimension " + quoted(dim.dim_param())
+                               ? "symbolic dimension " + quotedName(dim.dim_param())
                            : dim.has_dim_value()
                                ? "negative dimension " + std::to_string(dim.dim_value())
                                : std::string("unknown dimension");
-        fail("graph input " + quoted(name) + " has " + what + " at dim " + llvm::Twine(i) +
+        fail("graph input " + quotedName(name) + " has " + what + " at dim " + llvm::Twine(i) +
              "; static shapes are required (set the input's shape explicitly)");
       }
     }
     if (graph::numElements(shape) < 0)
-      fail("graph input " + quoted(name) + " shape " + graph::formatShape(shape) +
+      fail("graph input " + quotedName(name) + " shape " + graph::formatShape(shape) +
            " has too many elements");
     names.push_back(name);
     types.push_back(RankedTensorType::get(shape, elem));
   }
   for (const auto &kv : options.inputShapes)
     if (!seen.count(kv.first) && !values.count(kv.first))
-      fail("a shape is given for " + quoted(kv.first) + ", which is not a graph input");
+      fail("a shape is given for " + quotedName(kv.first) + ", which is not a graph input");
   return types;
 }
 
@@ -285,20 +307,20 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   NodeCtx c{node, name, nameLoc(name)};
   nodeOpTypes[name] = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    nodeFail(c, "domain " + quoted(node.domain()) +
+    nodeFail(c, "domain " + quotedName(node.domain()) +
                     " is not supported (only the default ONNX domain is)");
   const OpInfo *info = findOp(node.op_type());
   // This one message puts the file last: "unsupported op 'Hardmax' (node
   // 'hm1', opset 13) in model.onnx".
   auto unsupported = [&] {
-    return "unsupported op " + quoted(node.op_type()) + " (node " + quoted(name) + ", opset " +
-           std::to_string(opset) + ") in " + escapeControls(path);
+    return "unsupported op " + quotedName(node.op_type()) + " (node " + quotedName(name) +
+           ", opset " + std::to_string(opset) + ") in " + escapeControls(path);
   };
   if (!info)
     throw ImportError(unsupported());
   int64_t minOpset = info->forms.front().since;
   if (opset < minOpset)
-    throw ImportError(unsupported() + ": " + quoted(node.op_type()) + " exists from opset " +
+    throw ImportError(unsupported() + ": " + quotedName(node.op_type()) + " exists from opset " +
                       std::to_string(minOpset));
   checkSchema(c, info->forms);
   // Every input must exist before the converter looks at it, so that its
@@ -306,24 +328,34 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string &in = node.input(i);
     if (!in.empty() && !values.count(in))
-      nodeFail(c, "input " + quoted(in) + " is not a graph input, initializer or earlier output");
+      nodeFail(c,
+               "input " + quotedName(in) + " is not a graph input, initializer or earlier output");
   }
   for (const std::string &out : node.output())
     if (!out.empty() && values.count(out))
-      nodeFail(c, "output " + quoted(out) + " is already defined");
+      nodeFail(c, "output " + quotedName(out) + " is already defined");
   (this->*info->convert)(c);
 }
 
 namespace {
-/// The names in a form's space-separated attribute list.
+/// The words of a form's attribute list: names, and "*" for any other name.
+llvm::SmallVector<llvm::StringRef> attributeWords(const OpForm &form) {
+  llvm::SmallVector<llvm::StringRef> words;
+  llvm::StringRef(form.attributes).split(words, ' ', -1, /*KeepEmpty=*/false);
+  return words;
+}
+
+/// The attribute names a form lists.
 llvm::SmallVector<llvm::StringRef> formAttributes(const OpForm &form) {
-  llvm::SmallVector<llvm::StringRef> names;
-  llvm::StringRef(form.attributes).split(names, ' ', -1, /*KeepEmpty=*/false);
+  llvm::SmallVector<llvm::StringRef> names = attributeWords(form);
+  llvm::erase(names, "*");
   return names;
 }
 
+/// Whether a node of this form may carry attribute `attr`.
 bool formHas(const OpForm &form, llvm::StringRef attr) {
-  return llvm::is_contained(formAttributes(form), attr);
+  llvm::SmallVector<llvm::StringRef> words = attributeWords(form);
+  return llvm::is_contained(words, attr) || llvm::is_contained(words, "*");
 }
 
 /// "1 input", "2 to 3 inputs", "at least 1 input", "no inputs".
@@ -352,21 +384,21 @@ void Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const
     if (attr.empty())
       nodeFail(c, "attribute #" + llvm::Twine(i) + " has no name");
     if (!seen.insert(attr).second)
-      nodeFail(c, "attribute " + quoted(attr) + " is given twice");
+      nodeFail(c, "attribute " + quotedName(attr) + " is given twice");
     if (formHas(form, attr))
       continue;
     // Name the opset that dropped or introduced it, where one did.
     for (size_t f = current; f-- > 0;)
       if (formHas(forms[f], attr))
-        nodeFail(c, "attribute " + quoted(attr) + " is not allowed from opset " +
+        nodeFail(c, "attribute " + quotedName(attr) + " is not allowed from opset " +
                         llvm::Twine(forms[f + 1].since));
     for (size_t f = current + 1; f < forms.size(); ++f)
       if (formHas(forms[f], attr))
-        nodeFail(c, "attribute " + quoted(attr) + " exists from opset " +
+        nodeFail(c, "attribute " + quotedName(attr) + " exists from opset " +
                         llvm::Twine(forms[f].since) + " (the model has opset " +
                         llvm::Twine(opset) + ")");
     std::string takes = llvm::join(formAttributes(form), ", ");
-    nodeFail(c, "unknown attribute " + quoted(attr) + " (" + where +
+    nodeFail(c, "unknown attribute " + quotedName(attr) + " (" + where +
                     (takes.empty() ? " takes none)" : " takes: " + takes + ")"));
   }
 
@@ -375,7 +407,7 @@ void Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const
                         auto nameOf) {
     std::string rule = where + " " + verb.str() + " " + arityText(min, max, noun);
     if (max != kVariadic && count > max) {
-      std::string first = "#" + std::to_string(max) + " (" + quoted(nameOf(max)) + ")";
+      std::string first = "#" + std::to_string(max) + " (" + quotedName(nameOf(max)) + ")";
       if (count == max + 1)
         nodeFail(c, noun + " " + first + " is one too many: " + rule);
       nodeFail(c,
@@ -401,7 +433,7 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
                        : t.has_optional_type()      ? "an optional"
                        : t.has_sparse_tensor_type() ? "a sparse tensor"
                                                     : "an opaque type";
-    fail("graph output " + quoted(o.name()) + " is declared as " + kind + ", not a tensor");
+    fail("graph output " + quotedName(o.name()) + " is declared as " + kind + ", not a tensor");
   }
   // A declared type must agree with the inferred type: a mismatch means the
   // importer (or the file) got something wrong.
@@ -409,10 +441,10 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
   std::string inferred =
       elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
   if (tt.elem_type() == onnx::TensorProto::UNDEFINED)
-    fail("graph output " + quoted(o.name()) + " has element type UNDEFINED (it is " + inferred +
+    fail("graph output " + quotedName(o.name()) + " has element type UNDEFINED (it is " + inferred +
          ")");
   if (valueElementType(ctx, tt.elem_type()) != type.getElementType())
-    fail("graph output " + quoted(o.name()) + " is declared " + dataTypeName(tt.elem_type()) +
+    fail("graph output " + quotedName(o.name()) + " is declared " + dataTypeName(tt.elem_type()) +
          " but is " + inferred);
   if (!tt.has_shape())
     return;
@@ -430,7 +462,7 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
     }
   }
   if (!agree)
-    fail("graph output " + quoted(o.name()) + " is declared with shape " + declared +
+    fail("graph output " + quotedName(o.name()) + " is declared with shape " + declared +
          "] but the importer infers " + inferred);
 }
 
@@ -440,7 +472,7 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
   for (const onnx::ValueInfoProto &o : graph.output()) {
     auto it = values.find(o.name());
     if (o.name().empty() || it == values.end())
-      fail("graph output " + quoted(o.name()) +
+      fail("graph output " + quotedName(o.name()) +
            " is not produced by any node, input or initializer");
     Value v = materialize(it->second);
     auto type = cast<RankedTensorType>(v.getType());
@@ -483,10 +515,10 @@ void Importer::verifyModule(ModuleOp module) {
   }
   auto it = nodeOpTypes.find(nodeName);
   if (it != nodeOpTypes.end())
-    fail("node " + quoted(nodeName) + " (" + escapeControls(it->second) +
+    fail("node " + quotedName(nodeName) + " (" + escapeControls(it->second) +
          "): the imported op fails verification: " + escapeControls(message));
   fail("the imported module fails verification" +
-       (nodeName.empty() ? std::string() : " at " + quoted(nodeName)) + ": " +
+       (nodeName.empty() ? std::string() : " at " + quotedName(nodeName)) + ": " +
        escapeControls(message));
 }
 
@@ -503,7 +535,7 @@ Importer::Entry &Importer::entryOf(const NodeCtx &c, int i) {
     nodeFail(c, "missing required input #" + llvm::Twine(i));
   auto it = values.find(c.node.input(i));
   if (it == values.end()) // convertNode checked this; keep the guard local
-    nodeFail(c, "input " + quoted(c.node.input(i)) +
+    nodeFail(c, "input " + quotedName(c.node.input(i)) +
                     " is not a graph input, initializer or earlier output");
   return it->second;
 }
@@ -536,7 +568,7 @@ DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf
 DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = constInput(c, i);
   if (!attr)
-    nodeFail(c, "input '" + role + "' (" + quoted(c.node.input(i)) +
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
                     ") must be a compile-time constant (an initializer or Constant output)");
   return attr;
 }
@@ -544,11 +576,11 @@ DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRe
 SmallVector<int64_t> Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = requireConst(c, i, role);
   if (!attr.getElementType().isInteger(64) && !attr.getElementType().isInteger(32))
-    nodeFail(c, "input '" + role + "' (" + quoted(c.node.input(i)) +
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
                     ") must be INT64 or INT32, got " + elementTypeName(attr.getElementType()));
   if (attr.getType().getRank() > 1)
-    nodeFail(c, "input '" + role + "' (" + quoted(c.node.input(i)) + ") must be 1-D, got shape " +
-                    graph::formatShape(attr.getType().getShape()));
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                    ") must be 1-D, got shape " + graph::formatShape(attr.getType().getShape()));
   return intValues(attr);
 }
 
@@ -579,7 +611,7 @@ void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm
   for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
     const std::string &out = c.node.output(i);
     if (!out.empty() && usedNames.count(out))
-      nodeFail(c, "output #" + llvm::Twine(i) + " (" + quoted(out) + ") is used, but " + why);
+      nodeFail(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
   }
 }
 

@@ -59,14 +59,16 @@ constexpr int64_t kMaxOpset = 28;
 // Messages and files (OnnxImporter.cpp)
 //===----------------------------------------------------------------------===//
 
-/// `s` in single quotes, with C-style escapes (\n, \t, \r, \\, \', \xHH)
-/// for control characters, backslashes and quotes: how every name taken from
-/// the file (op type, node, tensor, attribute, location) appears in a
-/// message, so that the message stays one unambiguous line.
-std::string quoted(llvm::StringRef s);
+/// `s` in single quotes, with C-style escapes (\n, \t, \r, \\, \', \xHH,
+/// \uHHHH) for control characters, Unicode line separators, bytes that are
+/// not UTF-8, backslashes and quotes: how every name taken from the file (op
+/// type, node, tensor, attribute, location) appears in a message, so that
+/// the message stays one unambiguous line.
+std::string quotedName(llvm::StringRef s);
 
-/// `s` with its control characters escaped as quoted() does, nothing else
-/// changed: for the model path and other libraries' messages.
+/// `s` with control characters, line separators and non-UTF-8 bytes escaped
+/// as quotedName() does, nothing else changed: for the model path and other
+/// libraries' messages.
 std::string escapeControls(llvm::StringRef s);
 
 /// A regular file opened for reading with common::openRegularFile (a
@@ -142,7 +144,7 @@ struct OpForm {
   int64_t since;
   int minInputs, maxInputs; // maxInputs kVariadic: no limit
   int minOutputs, maxOutputs;
-  const char *attributes; // space-separated names
+  const char *attributes; // space-separated names; "*": any other name too
 };
 constexpr int kVariadic = -1;
 

@@ -84,7 +84,7 @@ SmallVector<int64_t> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef w
 
 void Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
   if (!isFloat(t))
-    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quoted(c.node.input(i)) +
+    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
                     ") must be FLOAT, got " + elementTypeName(t));
 }
 
@@ -205,7 +205,7 @@ SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> in
     return pads ? *pads : SmallVector<int64_t>{0, 0, 0, 0};
   if (autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
     nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
-                    quoted(autoPad));
+                    quotedName(autoPad));
   if (pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
     nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
   SmallVector<int64_t> out{0, 0, 0, 0};
@@ -397,7 +397,7 @@ void Importer::convertBinary(const NodeCtx &c) {
     return;
   }
   if (!isFloat(ta))
-    nodeFail(c, "input #0 (" + quoted(c.node.input(0)) + ") is " + elementTypeName(ta) +
+    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is " + elementTypeName(ta) +
                     "; integer arithmetic is supported only when both inputs are compile-time "
                     "constants");
   Value a = materialize(ea);
@@ -496,7 +496,7 @@ static const OpForm kWhereForms[] = {
 void Importer::convertWhere(const NodeCtx &c) {
   Value cond = input(c, 0), x = input(c, 1), y = input(c, 2);
   if (!elemOf(cond).isInteger(1))
-    nodeFail(c, "condition (" + quoted(c.node.input(0)) + ") must be BOOL, got " +
+    nodeFail(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
   requireFloat(c, 1, elemOf(x));
   requireFloat(c, 2, elemOf(y));
@@ -551,7 +551,7 @@ void Importer::convertSoftmax(const NodeCtx &c) {
 
 /// The ONNX schema forms of LayerNorm.
 static const OpForm kLayerNormForms[] = {
-    {17, 2, 3, 1, 3, "axis epsilon stash_type"},
+    {17, 2, 3, 1, 3, "axis epsilon stash_type *"},
 };
 
 void Importer::convertLayerNorm(const NodeCtx &c) {
@@ -1043,7 +1043,7 @@ void Importer::convertGather(const NodeCtx &c) {
   Entry &indices = entryOf(c, 1);
   RankedTensorType dt = entryType(data), it = entryType(indices);
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    nodeFail(c, "indices (" + quoted(c.node.input(1)) + ") must be INT64 or INT32, got " +
+    nodeFail(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
                     elementTypeName(it.getElementType()));
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
   Shape s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
@@ -1305,7 +1305,7 @@ void Importer::convertConstant(const NodeCtx &c) {
   DenseElementsAttr attr;
   if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
     attr = decodeTensor(ctx, a->t(), modelDir,
-                        escapeControls(path) + ": node " + quoted(c.name) +
+                        escapeControls(path) + ": node " + quotedName(c.name) +
                             " (Constant): attribute 'value'");
   } else if (const auto *a = findAttr(c, "value_float", onnx::AttributeProto::FLOAT)) {
     attr = makeF32Attr(ctx, {}, {a->f()});

@@ -353,22 +353,22 @@ std::string externalFilePath(llvm::StringRef modelDir, const std::string &locati
   if (location.empty())
     fail("external data has no 'location'");
   if (location.find('\0') != std::string::npos)
-    fail("external data location " + quoted(location) + " contains a NUL byte");
+    fail("external data location " + quotedName(location) + " contains a NUL byte");
   if (llvm::sys::path::is_absolute(location))
-    fail("external data location " + quoted(location) +
+    fail("external data location " + quotedName(location) +
          " must be relative to the model's directory");
   llvm::SmallString<256> file(modelDir);
   llvm::sys::path::append(file, location);
   std::string fileName = std::string(file.str());
   llvm::SmallString<256> realFile, realDir;
   if (llvm::sys::fs::real_path(file, realFile))
-    fail("cannot read external data file " + quoted(fileName) + ": " +
+    fail("cannot read external data file " + quotedName(fileName) + ": " +
          common::whyNotReadable(fileName));
   if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir))
-    fail("cannot resolve the model's directory " + quoted(modelDir) + ": " + ec.message());
+    fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " + ec.message());
   if (!isInside(realFile, realDir))
-    fail("external data location " + quoted(location) + " is outside the model's directory " +
-         quoted(modelDir));
+    fail("external data location " + quotedName(location) + " is outside the model's directory " +
+         quotedName(modelDir));
   return fileName;
 }
 
@@ -382,8 +382,8 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
     auto parse = [&](std::optional<uint64_t> &field) {
       uint64_t v;
       if (llvm::StringRef(kv.value()).getAsInteger(10, v))
-        fail("external data " + quoted(kv.key()) +
-             " is not a non-negative integer: " + quoted(kv.value()));
+        fail("external data " + quotedName(kv.key()) +
+             " is not a non-negative integer: " + quotedName(kv.value()));
       field = v;
     };
     if (kv.key() == "location")
@@ -396,26 +396,27 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
   }
   std::string fileName = externalFilePath(modelDir, location, what);
   if (length && *length != bytes)
-    fail("external data length " + llvm::Twine(*length) + " in " + quoted(fileName) +
+    fail("external data length " + llvm::Twine(*length) + " in " + quotedName(fileName) +
          " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
   if (std::string why = common::whyNotReadable(fileName); !why.empty())
-    fail("cannot read external data file " + quoted(fileName) + ": " + why);
+    fail("cannot read external data file " + quotedName(fileName) + ": " + why);
   RegularFile file;
   std::string error;
   if (!file.open(fileName, error)) // it changed since: the reason as it stands
     fail(escapeControls(error));
   uint64_t start = offset.value_or(0);
   if (start > file.size() || file.size() - start < bytes)
-    fail("external data file " + quoted(fileName) + " is too short: need " + llvm::Twine(bytes) +
-         " bytes at offset " + llvm::Twine(start) + ", the file has " + llvm::Twine(file.size()));
+    fail("external data file " + quotedName(fileName) + " is too short: need " +
+         llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
+         llvm::Twine(file.size()));
   if (bytes == 0)
     return;
   std::error_code ec;
   buffer = file.read(start, bytes, ec);
   if (!buffer)
-    fail("cannot read external data file " + quoted(fileName) + ": " + ec.message());
+    fail("cannot read external data file " + quotedName(fileName) + ": " + ec.message());
   if (buffer->getBufferSize() != bytes)
-    fail("external data file " + quoted(fileName) + " is too short");
+    fail("external data file " + quotedName(fileName) + " is too short");
 }
 
 } // namespace

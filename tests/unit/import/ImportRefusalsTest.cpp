@@ -11,6 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ImportTestUtil.h"
+#include "compiler/Import/OnnxImporterImpl.h"
+
+#include "llvm/Support/ConvertUTF.h"
+
+#include <random>
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -94,7 +99,11 @@ TEST_F(ImportTest, AcceptAttributesOfTheModelsOpset) {
   Model l(17);
   l.input("x", {2, 8});
   l.initIota("g", {8});
-  attrI(l.node("LayerNormalization", {"x", "g"}, {"y"}, "ln"), "stash_type", 1);
+  auto &ln = l.node("LayerNormalization", {"x", "g"}, {"y"}, "ln");
+  attrI(ln, "stash_type", 1);
+  // LayerNormalization's schema takes attributes it does not name (the
+  // checker and onnxruntime accept them); they are ignored.
+  attrI(ln, "not_in_the_schema", 1);
   l.output("y");
   EXPECT_TRUE(import(l));
 }
@@ -421,6 +430,52 @@ TEST_F(ImportTest, NamesAreQuotedWithCEscapes) {
   t.node("Relu", {"x\x1b[31m"}, {"y"}, "relu");
   t.output("y\x7f");
   EXPECT_THAT(importError(t), HasSubstr("graph output 'y\\x7f' is not produced"));
+}
+
+TEST_F(ImportTest, NamesWithUnicodeLineBreaksAndBadUtf8AreEscaped) {
+  // U+0085 (NEL) and U+2028 break lines for Unicode-aware readers; a byte
+  // that is not UTF-8 cannot be printed as it is. Other UTF-8 stays.
+  Model m(13);
+  m.input("x", {4});
+  m.node("MatMul",
+         {"x", "a\xc2\x85"
+               "b\xe2\x80\xa8"
+               "c\xff"
+               "d\xc3\xa9"},
+         {"y"}, "mm");
+  m.output("y");
+  EXPECT_THAT(importError(m),
+              HasSubstr("node 'mm' (MatMul): input 'a\\u0085b\\u2028c\\xffd\xc3\xa9' "
+                        "is not a graph input"));
+}
+
+/// Whether `s` is valid UTF-8 without a control character or a Unicode line
+/// separator: what a one-line message may hold.
+bool printableOnOneLine(const std::string &s) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(s.data());
+  if (!llvm::isLegalUTF8String(&begin, begin + s.size()))
+    return false;
+  std::wstring wide; // UTF-32 on the test hosts
+  if (!llvm::ConvertUTF8toWide(s, wide))
+    return false;
+  for (wchar_t c : wide)
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029)
+      return false;
+  return true;
+}
+
+TEST(QuotedNames, AnyBytesGiveOneValidUtf8Line) {
+  using compiler::onnx_import::escapeControls;
+  using compiler::onnx_import::quotedName;
+  std::mt19937 gen(7);
+  for (int n = 0; n < 20000; ++n) {
+    std::string s(gen() % 12, '\0');
+    for (char &c : s)
+      c = static_cast<char>(n < 256 ? n : gen()); // every single byte first
+    ASSERT_TRUE(printableOnOneLine(quotedName(s))) << quotedName(s);
+    ASSERT_TRUE(printableOnOneLine(escapeControls(s))) << escapeControls(s);
+  }
+  EXPECT_EQ(quotedName("plain name_1.2/3 \xc3\xa9"), "'plain name_1.2/3 \xc3\xa9'");
 }
 
 TEST_F(ImportTest, ModelPathIsEscaped) {

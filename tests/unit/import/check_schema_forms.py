@@ -9,8 +9,9 @@ OnnxOps.cpp keeps, next to each converter, the forms of its op's ONNX schema
 "attr ..."}, ...}`) and maps op types to them in findOp's table. For every
 op in that table and every opset from the op's first form up to kMaxOpset
 (OnnxImporterImpl.h), the form in force must have exactly the input and
-output counts and the attribute names of onnx.defs.get_schema(op, opset), and
-the op must not exist in ONNX before its first form. Prints one line per
+output counts and the attribute names of onnx.defs.get_schema(op, opset),
+plus "*" exactly where onnx's checker accepts an attribute the schema does
+not name; and the op must not exist in ONNX before its first form. Prints one line per
 mismatch, then a summary; exits 1 on any mismatch or when nothing was found.
 """
 
@@ -18,7 +19,9 @@ import os
 import re
 import sys
 
+import onnx.checker
 import onnx.defs
+from onnx import helper
 
 VARIADIC = 2147483647  # onnx's max_input for variadic inputs
 
@@ -34,6 +37,22 @@ def parse_forms(source):
                          tuple(sorted(r[6].split()))))
         tables[m.group(1)] = rows
     return tables
+
+
+def accepts_unknown_attributes(op, opset):
+    """Whether onnx's checker accepts a node of `op` with an attribute its schema lacks."""
+    schema = onnx.defs.get_schema(op, opset)
+    node = helper.make_node(op, [f"in{i}" for i in range(schema.min_input)], ["out"],
+                            name="n", not_an_attribute_of_any_op=1)
+    ctx = onnx.checker.C.CheckerContext()
+    ctx.ir_version = onnx.IR_VERSION
+    ctx.opset_imports = {"": opset}
+    try:
+        onnx.checker.C.check_node(node.SerializeToString(), ctx,
+                                  onnx.checker.C.LexicalScopeContext())
+    except onnx.checker.ValidationError:
+        return False
+    return True
 
 
 def main(argv):
@@ -69,8 +88,8 @@ def main(argv):
         for opset in range(first, max_opset + 1):
             s = onnx.defs.get_schema(op, opset)
             form = [f for f in forms if f[0] <= opset][-1]
-            want = (s.min_input, s.max_input, s.min_output, s.max_output,
-                    tuple(sorted(s.attributes)))
+            attrs = sorted(s.attributes) + (["*"] if accepts_unknown_attributes(op, opset) else [])
+            want = (s.min_input, s.max_input, s.min_output, s.max_output, tuple(sorted(attrs)))
             if form[1:] != want:
                 problems.append(f"{op} at opset {opset}: {table} says {form[1:]}, "
                                 f"onnx {onnx.__version__} says {want}")
