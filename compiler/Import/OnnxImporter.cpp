@@ -10,10 +10,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporter.h"
+#include "common/FileIO.h"
 #include "compiler/Import/OnnxImporterImpl.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -22,11 +25,108 @@
 
 #include <climits>
 #include <new>
+#include <unistd.h>
 
 using namespace mlir;
 
 namespace mixprec::compiler {
 namespace onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Messages and files
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Appends `value` as `digits` lowercase hex digits after `prefix`.
+void appendHex(std::string &out, const char *prefix, uint32_t value, int digits) {
+  out += prefix;
+  for (int d = digits - 1; d >= 0; --d)
+    out += llvm::hexdigit((value >> (4 * d)) & 15, /*LowerCase=*/true);
+}
+
+/// Appends `s`, with C-style escapes for what would break or garble a line:
+/// control characters (\n, \t, \r, else \xHH), the Unicode controls and
+/// line separators U+0080-U+009F, U+2028, U+2029 (\uHHHH) and bytes that
+/// are not UTF-8 (\xHH). With `quotes`, backslashes and single quotes get
+/// a backslash too.
+void appendEscaped(std::string &out, llvm::StringRef s, bool quotes) {
+  const auto *p = reinterpret_cast<const llvm::UTF8 *>(s.data());
+  const llvm::UTF8 *end = p + s.size();
+  while (p < end) {
+    unsigned char ch = *p;
+    if (ch < 0x80) {
+      ++p;
+      if (ch == '\n')
+        out += "\\n";
+      else if (ch == '\t')
+        out += "\\t";
+      else if (ch == '\r')
+        out += "\\r";
+      else if (ch < 0x20 || ch == 0x7f)
+        appendHex(out, "\\x", ch, 2);
+      else if (quotes && (ch == '\\' || ch == '\''))
+        out += {'\\', static_cast<char>(ch)};
+      else
+        out += static_cast<char>(ch);
+      continue;
+    }
+    unsigned length = llvm::getNumBytesForUTF8(ch);
+    if (length > static_cast<size_t>(end - p) || !llvm::isLegalUTF8Sequence(p, p + length)) {
+      appendHex(out, "\\x", ch, 2);
+      ++p;
+      continue;
+    }
+    const llvm::UTF8 *next = p;
+    llvm::UTF32 codePoint = 0;
+    llvm::convertUTF8Sequence(&next, p + length, &codePoint, llvm::strictConversion);
+    if ((codePoint >= 0x80 && codePoint <= 0x9f) || codePoint == 0x2028 || codePoint == 0x2029)
+      appendHex(out, "\\u", codePoint, 4);
+    else
+      out.append(reinterpret_cast<const char *>(p), length);
+    p += length;
+  }
+}
+} // namespace
+
+std::string quotedName(llvm::StringRef s) {
+  std::string out = "'";
+  appendEscaped(out, s, /*quotes=*/true);
+  return out + "'";
+}
+
+std::string escapeControls(llvm::StringRef s) {
+  std::string out;
+  appendEscaped(out, s, /*quotes=*/false);
+  return out;
+}
+
+RegularFile::~RegularFile() {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+bool RegularFile::open(const std::string &fileName, std::string &error) {
+  name = fileName;
+  fd = common::openRegularFile(fileName, fileSize, error);
+  return fd >= 0;
+}
+
+std::unique_ptr<llvm::MemoryBuffer> RegularFile::read(uint64_t offset, uint64_t length,
+                                                      std::error_code &ec) const {
+  if (length == 0)
+    return llvm::MemoryBuffer::getMemBuffer("", name, /*RequiresNullTerminator=*/false);
+  auto buffer =
+      llvm::MemoryBuffer::getOpenFileSlice(fd, name, length, static_cast<int64_t>(offset));
+  if (!buffer) {
+    ec = buffer.getError();
+    return nullptr;
+  }
+  return std::move(*buffer);
+}
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
 
 Importer::Importer(MLIRContext &ctx, std::string path, const OnnxImportOptions &options)
     : ctx(ctx), path(std::move(path)), options(options), builder(&ctx), constBuilder(&ctx),
@@ -36,11 +136,11 @@ Importer::Importer(MLIRContext &ctx, std::string path, const OnnxImportOptions &
 }
 
 void Importer::fail(const llvm::Twine &message) const {
-  throw ImportError(path + ": " + message.str());
+  throw ImportError(escapeControls(path) + ": " + message.str());
 }
 
 void Importer::nodeFail(const NodeCtx &c, const llvm::Twine &message) const {
-  fail("node '" + c.name + "' (" + c.node.op_type() + "): " + message);
+  fail("node " + quotedName(c.name) + " (" + escapeControls(c.node.op_type()) + "): " + message);
 }
 
 Location Importer::nameLoc(llvm::StringRef name) const {
@@ -53,8 +153,15 @@ Location Importer::nameLoc(llvm::StringRef name) const {
 
 void Importer::readOpset(const onnx::ModelProto &model) {
   bool found = false;
+  // Where the default domain is listed twice the last entry holds, as in
+  // onnxruntime; each must be one the importer knows. Other domains matter
+  // only to their nodes, which convertNode refuses.
   for (const auto &imp : model.opset_import()) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx") {
+      if (imp.version() > kMaxOpset)
+        fail("the model imports opset " + llvm::Twine(imp.version()) +
+             " of the default ONNX domain; the newest this importer knows is " +
+             llvm::Twine(kMaxOpset));
       opset = imp.version();
       found = true;
     }
@@ -71,15 +178,16 @@ void Importer::readOpset(const onnx::ModelProto &model) {
 
 void Importer::addInitializers(const onnx::GraphProto &graph) {
   if (graph.sparse_initializer_size() > 0)
-    fail("sparse initializer '" + graph.sparse_initializer(0).values().name() +
-         "' is not supported");
+    fail("sparse initializer " + quotedName(graph.sparse_initializer(0).values().name()) +
+         " is not supported");
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (t.name().empty())
       fail("an initializer has no name");
     if (values.count(t.name()))
-      fail("initializer '" + t.name() + "' is defined twice");
+      fail("initializer " + quotedName(t.name()) + " is defined twice");
     Entry e;
-    e.constant = decodeTensor(ctx, t, modelDir, path + ": initializer '" + t.name() + "'");
+    e.constant = decodeTensor(ctx, t, modelDir,
+                              escapeControls(path) + ": initializer " + quotedName(t.name()));
     e.constantLoc = nameLoc(t.name());
     values[t.name()] = e;
   }
@@ -96,29 +204,30 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     // Older exporters list initializers as inputs too: those are constants.
     if (values.count(name)) {
       if (options.inputShapes.count(name))
-        fail("cannot set the shape of '" + name + "': it is an initializer, not an input");
+        fail("cannot set the shape of " + quotedName(name) +
+             ": it is an initializer, not an input");
       continue;
     }
     if (!seen.insert(name).second)
-      fail("graph input '" + name + "' is listed twice");
+      fail("graph input " + quotedName(name) + " is listed twice");
     if (!vi.has_type() || !vi.type().has_tensor_type())
-      fail("graph input '" + name + "' is not a tensor");
+      fail("graph input " + quotedName(name) + " is not a tensor");
     const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
     Type elem = valueElementType(ctx, tt.elem_type());
     if (!elem)
-      fail("graph input '" + name + "' has unsupported element type " +
+      fail("graph input " + quotedName(name) + " has unsupported element type " +
            dataTypeName(tt.elem_type()) + " (supported: FLOAT, INT64, INT32, BOOL)");
     Shape shape;
     auto it = options.inputShapes.find(name);
     if (it != options.inputShapes.end()) {
       for (int64_t d : it->second) {
         if (d < 0)
-          fail("the shape given for graph input '" + name + "' has a negative dimension");
+          fail("the shape given for graph input " + quotedName(name) + " has a negative dimension");
         shape.push_back(d);
       }
     } else {
       if (!tt.has_shape())
-        fail("graph input '" + name + "' has no shape; static shapes are required");
+        fail("graph input " + quotedName(name) + " has no shape; static shapes are required");
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto &dim = tt.shape().dim(i);
         if (dim.has_dim_value() && dim.dim_value() >= 0) {
@@ -126,31 +235,38 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
           continue;
         }
         std::string what = dim.has_dim_param() && !dim.dim_param().empty()
-                               ? "symbolic dimension '" + dim.dim_param() + "'"
+                               ? "symbolic dimension " + quotedName(dim.dim_param())
                            : dim.has_dim_value()
                                ? "negative dimension " + std::to_string(dim.dim_value())
                                : std::string("unknown dimension");
-        fail("graph input '" + name + "' has " + what + " at dim " + llvm::Twine(i) +
+        fail("graph input " + quotedName(name) + " has " + what + " at dim " + llvm::Twine(i) +
              "; static shapes are required (set the input's shape explicitly)");
       }
     }
     if (graph::numElements(shape) < 0)
-      fail("graph input '" + name + "' shape " + graph::formatShape(shape) +
+      fail("graph input " + quotedName(name) + " shape " + graph::formatShape(shape) +
            " has too many elements");
     names.push_back(name);
     types.push_back(RankedTensorType::get(shape, elem));
   }
   for (const auto &kv : options.inputShapes)
     if (!seen.count(kv.first) && !values.count(kv.first))
-      fail("a shape is given for '" + kv.first + "', which is not a graph input");
+      fail("a shape is given for " + quotedName(kv.first) + ", which is not a graph input");
   return types;
 }
 
 OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   if (!model.has_graph())
     fail("model has no graph");
+  if (model.ir_version() > kMaxIrVersion)
+    fail("the model has IR version " + llvm::Twine(model.ir_version()) +
+         "; the newest this importer knows is " + llvm::Twine(kMaxIrVersion));
   readOpset(model);
   const onnx::GraphProto &graph = model.graph();
+  // A graph that computes nothing is a broken export (onnxruntime refuses
+  // the empty one).
+  if (graph.output_size() == 0)
+    fail("the graph has no outputs");
 
   // Names that something reads: converters refuse to drop outputs that are
   // used (e.g. LayerNormalization's Mean).
@@ -191,29 +307,163 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   NodeCtx c{node, name, nameLoc(name)};
   nodeOpTypes[name] = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    nodeFail(c,
-             "domain '" + node.domain() + "' is not supported (only the default ONNX domain is)");
+    nodeFail(c, "domain " + quotedName(node.domain()) +
+                    " is not supported (only the default ONNX domain is)");
   const OpInfo *info = findOp(node.op_type());
   // This one message puts the file last: "unsupported op 'Hardmax' (node
   // 'hm1', opset 13) in model.onnx".
+  auto unsupported = [&] {
+    return "unsupported op " + quotedName(node.op_type()) + " (node " + quotedName(name) +
+           ", opset " + std::to_string(opset) + ") in " + escapeControls(path);
+  };
   if (!info)
-    throw ImportError("unsupported op '" + node.op_type() + "' (node '" + name + "', opset " +
-                      std::to_string(opset) + ") in " + path);
-  if (opset < info->minOpset)
-    throw ImportError("unsupported op '" + node.op_type() + "' (node '" + name + "', opset " +
-                      std::to_string(opset) + ") in " + path + ": '" + node.op_type() +
-                      "' exists from opset " + std::to_string(info->minOpset));
+    throw ImportError(unsupported());
+  int64_t minOpset = info->forms.front().since;
+  if (opset < minOpset)
+    throw ImportError(unsupported() + ": " + quotedName(node.op_type()) + " exists from opset " +
+                      std::to_string(minOpset));
+  checkSchema(c, info->forms);
   // Every input must exist before the converter looks at it, so that its
   // error names the missing tensor rather than some later symptom.
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string &in = node.input(i);
     if (!in.empty() && !values.count(in))
-      nodeFail(c, "input '" + in + "' is not a graph input, initializer or earlier output");
+      nodeFail(c,
+               "input " + quotedName(in) + " is not a graph input, initializer or earlier output");
   }
   for (const std::string &out : node.output())
     if (!out.empty() && values.count(out))
-      nodeFail(c, "output '" + out + "' is already defined");
+      nodeFail(c, "output " + quotedName(out) + " is already defined");
   (this->*info->convert)(c);
+}
+
+namespace {
+/// The words of a form's attribute list: names, and "*" for any other name.
+llvm::SmallVector<llvm::StringRef> attributeWords(const OpForm &form) {
+  llvm::SmallVector<llvm::StringRef> words;
+  llvm::StringRef(form.attributes).split(words, ' ', -1, /*KeepEmpty=*/false);
+  return words;
+}
+
+/// The attribute names a form lists.
+llvm::SmallVector<llvm::StringRef> formAttributes(const OpForm &form) {
+  llvm::SmallVector<llvm::StringRef> names = attributeWords(form);
+  llvm::erase(names, "*");
+  return names;
+}
+
+/// Whether a node of this form may carry attribute `attr`.
+bool formHas(const OpForm &form, llvm::StringRef attr) {
+  llvm::SmallVector<llvm::StringRef> words = attributeWords(form);
+  return llvm::is_contained(words, attr) || llvm::is_contained(words, "*");
+}
+
+/// "1 input", "2 to 3 inputs", "at least 1 input", "no inputs".
+std::string arityText(int min, int max, llvm::StringRef noun) {
+  if (max == 0)
+    return "no " + noun.str() + "s";
+  std::string count = max == kVariadic ? "at least " + std::to_string(min)
+                      : min == max     ? std::to_string(min)
+                                       : std::to_string(min) + " to " + std::to_string(max);
+  return count + " " + noun.str() + (max == 1 || (max == kVariadic && min == 1) ? "" : "s");
+}
+} // namespace
+
+void Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const {
+  // The form in force is the last one introduced at or before the opset.
+  size_t current = 0;
+  for (size_t i = 0; i < forms.size(); ++i)
+    if (forms[i].since <= opset)
+      current = i;
+  const OpForm &form = forms[current];
+  std::string where = escapeControls(c.node.op_type()) + " at opset " + std::to_string(opset);
+
+  llvm::StringSet<> seen;
+  for (int i = 0; i < c.node.attribute_size(); ++i) {
+    const std::string &attr = c.node.attribute(i).name();
+    if (attr.empty())
+      nodeFail(c, "attribute #" + llvm::Twine(i) + " has no name");
+    if (!seen.insert(attr).second)
+      nodeFail(c, "attribute " + quotedName(attr) + " is given twice");
+    if (formHas(form, attr))
+      continue;
+    // Name the opset that dropped or introduced it, where one did.
+    for (size_t f = current; f-- > 0;)
+      if (formHas(forms[f], attr))
+        nodeFail(c, "attribute " + quotedName(attr) + " is not allowed from opset " +
+                        llvm::Twine(forms[f + 1].since));
+    for (size_t f = current + 1; f < forms.size(); ++f)
+      if (formHas(forms[f], attr))
+        nodeFail(c, "attribute " + quotedName(attr) + " exists from opset " +
+                        llvm::Twine(forms[f].since) + " (the model has opset " +
+                        llvm::Twine(opset) + ")");
+    std::string takes = llvm::join(formAttributes(form), ", ");
+    nodeFail(c, "unknown attribute " + quotedName(attr) + " (" + where +
+                    (takes.empty() ? " takes none)" : " takes: " + takes + ")"));
+  }
+
+  // "input #1 ('h') is one too many: Relu at opset 13 takes 1 input".
+  auto checkArity = [&](int count, int min, int max, llvm::StringRef noun, llvm::StringRef verb,
+                        auto nameOf) {
+    std::string rule = where + " " + verb.str() + " " + arityText(min, max, noun);
+    if (max != kVariadic && count > max) {
+      std::string first = "#" + std::to_string(max) + " (" + quotedName(nameOf(max)) + ")";
+      if (count == max + 1)
+        nodeFail(c, noun + " " + first + " is one too many: " + rule);
+      nodeFail(c,
+               noun + "s " + first + " to #" + llvm::Twine(count - 1) + " are too many: " + rule);
+    }
+    if (count < min)
+      nodeFail(c, "has " + (count == 0 ? "no " + noun.str() : arityText(count, count, noun)) +
+                      ", but " + rule);
+  };
+  checkArity(c.node.input_size(), form.minInputs, form.maxInputs, "input", "takes",
+             [&](int i) { return c.node.input(i); });
+  checkArity(c.node.output_size(), form.minOutputs, form.maxOutputs, "output", "has",
+             [&](int i) { return c.node.output(i); });
+}
+
+void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorType type) const {
+  if (!o.has_type() || o.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return; // no declared type: the inferred one stands
+  const onnx::TypeProto &t = o.type();
+  if (!t.has_tensor_type()) {
+    const char *kind = t.has_sequence_type()        ? "a sequence"
+                       : t.has_map_type()           ? "a map"
+                       : t.has_optional_type()      ? "an optional"
+                       : t.has_sparse_tensor_type() ? "a sparse tensor"
+                                                    : "an opaque type";
+    fail("graph output " + quotedName(o.name()) + " is declared as " + kind + ", not a tensor");
+  }
+  // A declared type must agree with the inferred type: a mismatch means the
+  // importer (or the file) got something wrong.
+  const auto &tt = t.tensor_type();
+  std::string inferred =
+      elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
+  if (tt.elem_type() == onnx::TensorProto::UNDEFINED)
+    fail("graph output " + quotedName(o.name()) + " has element type UNDEFINED (it is " + inferred +
+         ")");
+  if (valueElementType(ctx, tt.elem_type()) != type.getElementType())
+    fail("graph output " + quotedName(o.name()) + " is declared " + dataTypeName(tt.elem_type()) +
+         " but is " + inferred);
+  if (!tt.has_shape())
+    return;
+  bool agree = tt.shape().dim_size() == static_cast<int>(type.getRank());
+  std::string declared = "[";
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto &dim = tt.shape().dim(d);
+    declared += (d ? ", " : "");
+    if (dim.has_dim_value()) {
+      declared += std::to_string(dim.dim_value());
+      if (agree && dim.dim_value() != type.getDimSize(d))
+        agree = false;
+    } else {
+      declared += dim.dim_param().empty() ? "?" : escapeControls(dim.dim_param());
+    }
+  }
+  if (!agree)
+    fail("graph output " + quotedName(o.name()) + " is declared with shape " + declared +
+         "] but the importer infers " + inferred);
 }
 
 void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
@@ -222,38 +472,11 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
   for (const onnx::ValueInfoProto &o : graph.output()) {
     auto it = values.find(o.name());
     if (o.name().empty() || it == values.end())
-      fail("graph output '" + o.name() + "' is not produced by any node, input or initializer");
+      fail("graph output " + quotedName(o.name()) +
+           " is not produced by any node, input or initializer");
     Value v = materialize(it->second);
     auto type = cast<RankedTensorType>(v.getType());
-    // A declared type, where the file has one, must agree with the inferred
-    // type: a mismatch means the importer (or the file) got something wrong.
-    if (o.has_type() && o.type().has_tensor_type()) {
-      const auto &tt = o.type().tensor_type();
-      std::string inferred =
-          elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
-      if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
-          valueElementType(ctx, tt.elem_type()) != type.getElementType())
-        fail("graph output '" + o.name() + "' is declared " + dataTypeName(tt.elem_type()) +
-             " but is " + inferred);
-      if (tt.has_shape()) {
-        bool agree = tt.shape().dim_size() == static_cast<int>(type.getRank());
-        std::string declared = "[";
-        for (int d = 0; d < tt.shape().dim_size(); ++d) {
-          const auto &dim = tt.shape().dim(d);
-          declared += (d ? ", " : "");
-          if (dim.has_dim_value()) {
-            declared += std::to_string(dim.dim_value());
-            if (agree && dim.dim_value() != type.getDimSize(d))
-              agree = false;
-          } else {
-            declared += dim.dim_param().empty() ? "?" : dim.dim_param();
-          }
-        }
-        if (!agree)
-          fail("graph output '" + o.name() + "' is declared with shape " + declared +
-               "] but the importer infers " + inferred);
-      }
-    }
+    checkGraphOutputType(o, type);
     results.push_back(v);
     resultTypes.push_back(type);
   }
@@ -292,10 +515,11 @@ void Importer::verifyModule(ModuleOp module) {
   }
   auto it = nodeOpTypes.find(nodeName);
   if (it != nodeOpTypes.end())
-    fail("node '" + nodeName + "' (" + it->second +
-         "): the imported op fails verification: " + message);
+    fail("node " + quotedName(nodeName) + " (" + escapeControls(it->second) +
+         "): the imported op fails verification: " + escapeControls(message));
   fail("the imported module fails verification" +
-       (nodeName.empty() ? std::string() : " at '" + nodeName + "'") + ": " + message);
+       (nodeName.empty() ? std::string() : " at " + quotedName(nodeName)) + ": " +
+       escapeControls(message));
 }
 
 //===----------------------------------------------------------------------===//
@@ -311,8 +535,8 @@ Importer::Entry &Importer::entryOf(const NodeCtx &c, int i) {
     nodeFail(c, "missing required input #" + llvm::Twine(i));
   auto it = values.find(c.node.input(i));
   if (it == values.end()) // convertNode checked this; keep the guard local
-    nodeFail(c,
-             "input '" + c.node.input(i) + "' is not a graph input, initializer or earlier output");
+    nodeFail(c, "input " + quotedName(c.node.input(i)) +
+                    " is not a graph input, initializer or earlier output");
   return it->second;
 }
 
@@ -344,19 +568,19 @@ DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf
 DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = constInput(c, i);
   if (!attr)
-    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) +
-                    "') must be a compile-time constant (an initializer or Constant output)");
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                    ") must be a compile-time constant (an initializer or Constant output)");
   return attr;
 }
 
 SmallVector<int64_t> Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = requireConst(c, i, role);
   if (!attr.getElementType().isInteger(64) && !attr.getElementType().isInteger(32))
-    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) + "') must be INT64 or INT32, got " +
-                    elementTypeName(attr.getElementType()));
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                    ") must be INT64 or INT32, got " + elementTypeName(attr.getElementType()));
   if (attr.getType().getRank() > 1)
-    nodeFail(c, "input '" + role + "' ('" + c.node.input(i) + "') must be 1-D, got shape " +
-                    graph::formatShape(attr.getType().getShape()));
+    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                    ") must be 1-D, got shape " + graph::formatShape(attr.getType().getShape()));
   return intValues(attr);
 }
 
@@ -387,7 +611,7 @@ void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm
   for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
     const std::string &out = c.node.output(i);
     if (!out.empty() && usedNames.count(out))
-      nodeFail(c, "output #" + llvm::Twine(i) + " ('" + out + "') is used, but " + why);
+      nodeFail(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
   }
 }
 
@@ -509,38 +733,27 @@ std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Escapes control characters so that an error stays one line even when a
-/// tensor or node name in the file contains a newline.
-std::string oneLine(const std::string &s) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (ch < 0x20 || ch == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[ch >> 4];
-      out += hex[ch & 15];
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
-  return out;
-}
-
 OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
                                            const OnnxImportOptions &options, std::string &error) {
+  using onnx_import::escapeControls;
+  std::string shownPath = escapeControls(path);
   try {
-    auto fileOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                                 /*RequiresNullTerminator=*/false);
-    if (!fileOrErr) {
-      error = path + ": cannot read the file: " + fileOrErr.getError().message();
+    onnx_import::RegularFile input;
+    if (!input.open(path, error))
+      return nullptr; // escaped with the rest below
+    if (input.size() > static_cast<uint64_t>(INT_MAX)) {
+      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                          "weights as external data";
       return nullptr;
     }
-    const llvm::MemoryBuffer &file = **fileOrErr;
-    if (file.getBufferSize() > static_cast<size_t>(INT_MAX)) {
-      error = path + ": the file is larger than 2 GB (protobuf's limit); store the "
-                     "weights as external data";
+    // Exactly the size the open file had: a file that grows is not followed.
+    std::error_code ec;
+    std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
+    if (!buffer) {
+      error = shownPath + ": cannot read the file: " + ec.message();
       return nullptr;
     }
+    const llvm::MemoryBuffer &file = *buffer;
     onnx::ModelProto model;
     {
       google::protobuf::io::ArrayInputStream stream(file.getBufferStart(),
@@ -550,8 +763,8 @@ OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::stri
       // models; 2 GB is protobuf's hard limit.
       coded.SetTotalBytesLimit(INT_MAX);
       if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-        error = path + ": not a valid ONNX model (protobuf parsing failed: truncated or "
-                       "not an ONNX file)";
+        error = shownPath + ": not a valid ONNX model (protobuf parsing failed: truncated or "
+                            "not an ONNX file)";
         return nullptr;
       }
     }
@@ -560,9 +773,9 @@ OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::stri
   } catch (const onnx_import::ImportError &e) {
     error = e.what();
   } catch (const std::bad_alloc &) {
-    error = path + ": out of memory while importing";
+    error = shownPath + ": out of memory while importing";
   } catch (const std::exception &e) {
-    error = path + ": " + e.what();
+    error = shownPath + ": " + escapeControls(e.what());
   }
   return nullptr;
 }
@@ -574,9 +787,11 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &pa
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
   OwningOpRef<ModuleOp> module = importCatchingErrors(context, path, options, error);
-  if (!module && error.empty())
-    error = path + ": import failed"; // every failure sets a message; keep the contract
-  error = oneLine(error);
+  if (!module && error.empty()) // every failure sets a message; keep the contract
+    error = onnx_import::escapeControls(path) + ": import failed";
+  // Every name and path went in escaped; this only guards the one-line
+  // contract against a message that missed it (it changes nothing else).
+  error = onnx_import::escapeControls(error);
   return module;
 }
 

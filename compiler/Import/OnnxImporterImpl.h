@@ -29,9 +29,11 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <onnx/onnx_pb.h>
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +47,54 @@ using graph::ShapeOrError;
 class ImportError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+/// The newest versions whose meaning the importer knows: ONNX 1.23's IR
+/// version and default-domain opset (the converters' forms follow its
+/// schemas; onnxruntime 1.32 stops at the same two).
+constexpr int64_t kMaxIrVersion = 14;
+constexpr int64_t kMaxOpset = 28;
+
+//===----------------------------------------------------------------------===//
+// Messages and files (OnnxImporter.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `s` in single quotes, with C-style escapes (\n, \t, \r, \\, \', \xHH,
+/// \uHHHH) for control characters, Unicode line separators, bytes that are
+/// not UTF-8, backslashes and quotes: how every name taken from the file (op
+/// type, node, tensor, attribute, location) appears in a message, so that
+/// the message stays one unambiguous line.
+std::string quotedName(llvm::StringRef s);
+
+/// `s` with control characters, line separators and non-UTF-8 bytes escaped
+/// as quotedName() does, nothing else changed: for the model path and other
+/// libraries' messages.
+std::string escapeControls(llvm::StringRef s);
+
+/// A regular file opened for reading with common::openRegularFile (a
+/// folder, a device or a FIFO is refused without reading or blocking);
+/// closed when destroyed.
+class RegularFile {
+public:
+  RegularFile() = default;
+  RegularFile(const RegularFile &) = delete;
+  RegularFile &operator=(const RegularFile &) = delete;
+  ~RegularFile();
+
+  /// Opens `fileName`; false with `error` = "FILE: cannot read: REASON".
+  bool open(const std::string &fileName, std::string &error);
+
+  /// `length` bytes from `offset`, no more: the caller checks them against
+  /// size(), the size the open file has.
+  std::unique_ptr<llvm::MemoryBuffer> read(uint64_t offset, uint64_t length,
+                                           std::error_code &ec) const;
+
+  uint64_t size() const { return fileSize; }
+
+private:
+  std::string name;
+  int fd = -1;
+  uint64_t fileSize = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -85,6 +135,19 @@ mlir::DenseElementsAttr makeF32Attr(mlir::MLIRContext &ctx, llvm::ArrayRef<int64
 // The importer
 //===----------------------------------------------------------------------===//
 
+/// One version of an op's ONNX schema, as far as a node is checked against
+/// it: from opset `since` until the next form's, how many inputs and outputs
+/// the node has (trailing empty names count, as in onnxruntime) and which
+/// attributes it may carry. The forms of each op sit next to its converter
+/// in OnnxOps.cpp and follow ONNX 1.23's schemas up to kMaxOpset.
+struct OpForm {
+  int64_t since;
+  int minInputs, maxInputs; // maxInputs kVariadic: no limit
+  int minOutputs, maxOutputs;
+  const char *attributes; // space-separated names; "*": any other name too
+};
+constexpr int kVariadic = -1;
+
 /// One node being converted.
 struct NodeCtx {
   const onnx::NodeProto &node;
@@ -119,6 +182,10 @@ private:
   llvm::SmallVector<mlir::Type> graphInputTypes(const onnx::GraphProto &graph,
                                                 llvm::SmallVector<std::string> &names);
   void convertNode(const onnx::NodeProto &node, int index);
+  /// Fails unless the node's attributes, inputs and outputs fit `forms`
+  /// at the model's opset.
+  void checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const;
+  void checkGraphOutputType(const onnx::ValueInfoProto &o, mlir::RankedTensorType type) const;
   void addReturn(const onnx::GraphProto &graph, mlir::func::FuncOp func);
   void verifyModule(mlir::ModuleOp module);
 
@@ -222,8 +289,8 @@ private:
 
   struct OpInfo {
     const char *opType;
-    int64_t minOpset;
     Converter convert;
+    llvm::ArrayRef<OpForm> forms; // the first form's `since` introduced the op
   };
   static const OpInfo *findOp(llvm::StringRef opType);
 

@@ -4,7 +4,9 @@
 // node's opset version where the op changed), computes the result type with
 // the mp shape functions, and defines the node's outputs: as mp ops, as
 // aliases (Identity, no-op reshapes) or as compile-time constants (Constant,
-// Shape, and integer shape arithmetic folded on constants).
+// Shape, and integer shape arithmetic folded on constants). Above each
+// converter, its op's ONNX schema forms (OpForm): convertNode checks a node's
+// attributes and arity against them before the converter runs.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
@@ -82,8 +84,8 @@ SmallVector<int64_t> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef w
 
 void Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
   if (!isFloat(t))
-    nodeFail(c, "input #" + llvm::Twine(i) + " ('" + c.node.input(i) + "') must be FLOAT, got " +
-                    elementTypeName(t));
+    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                    ") must be FLOAT, got " + elementTypeName(t));
 }
 
 RankedTensorType Importer::tensorType(ArrayRef<int64_t> shape, Type elem) const {
@@ -202,8 +204,8 @@ SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> in
   if (autoPad == "NOTSET")
     return pads ? *pads : SmallVector<int64_t>{0, 0, 0, 0};
   if (autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
-    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got '" +
-                    autoPad + "'");
+    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
+                    quotedName(autoPad));
   if (pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
     nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
   SmallVector<int64_t> out{0, 0, 0, 0};
@@ -226,6 +228,11 @@ SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> in
 //===----------------------------------------------------------------------===//
 // GEMM-class ops
 //===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of MatMul.
+static const OpForm kMatMulForms[] = {
+    {1, 2, 2, 1, 1, ""},
+};
 
 void Importer::convertMatMul(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1);
@@ -250,6 +257,13 @@ void Importer::convertMatMul(const NodeCtx &c) {
               builder.create<graph::MatmulOp>(c.loc, tensorType(s, elemOf(a)), a, b, TypeAttr())
                   .getOutput());
 }
+
+/// The ONNX schema forms of Gemm: C is optional from opset 11.
+static const OpForm kGemmForms[] = {
+    {1, 3, 3, 1, 1, "alpha beta broadcast transA transB"},
+    {7, 3, 3, 1, 1, "alpha beta transA transB"},
+    {11, 2, 3, 1, 1, "alpha beta transA transB"},
+};
 
 void Importer::convertGemm(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1), bias = optInput(c, 2);
@@ -349,6 +363,18 @@ static std::optional<std::string> foldIntBinary(llvm::StringRef op, DenseElement
   return std::nullopt;
 }
 
+/// The ONNX schema forms of Add, Sub, Mul and Div, and of Pow (no consumed_inputs):
+/// legacy broadcasting (axis, broadcast) ends at opset 7.
+static const OpForm kArithmeticForms[] = {
+    {1, 2, 2, 1, 1, "axis broadcast consumed_inputs"},
+    {6, 2, 2, 1, 1, "axis broadcast"},
+    {7, 2, 2, 1, 1, ""},
+};
+static const OpForm kPowForms[] = {
+    {1, 2, 2, 1, 1, "axis broadcast"},
+    {7, 2, 2, 1, 1, ""},
+};
+
 void Importer::convertBinary(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   if (opset < 7 && hasAttr(c, "axis"))
@@ -371,7 +397,7 @@ void Importer::convertBinary(const NodeCtx &c) {
     return;
   }
   if (!isFloat(ta))
-    nodeFail(c, "input #0 ('" + c.node.input(0) + "') is " + elementTypeName(ta) +
+    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is " + elementTypeName(ta) +
                     "; integer arithmetic is supported only when both inputs are compile-time "
                     "constants");
   Value a = materialize(ea);
@@ -407,6 +433,16 @@ void Importer::convertBinary(const NodeCtx &c) {
   defineValue(c, 0, r);
 }
 
+/// The ONNX schema forms of Relu, Tanh, Sigmoid, Exp, Log, Sqrt, Reciprocal and Neg, and
+/// of Erf.
+static const OpForm kUnaryForms[] = {
+    {1, 1, 1, 1, 1, "consumed_inputs"},
+    {6, 1, 1, 1, 1, ""},
+};
+static const OpForm kErfForms[] = {
+    {9, 1, 1, 1, 1, ""},
+};
+
 void Importer::convertUnary(const NodeCtx &c) {
   Value x = input(c, 0);
   requireFloat(c, 0, elemOf(x));
@@ -434,23 +470,33 @@ void Importer::convertUnary(const NodeCtx &c) {
   defineValue(c, 0, r);
 }
 
+/// The ONNX schema forms of Gelu.
+static const OpForm kGeluForms[] = {
+    {20, 1, 1, 1, 1, "approximate"},
+};
+
 void Importer::convertGelu(const NodeCtx &c) {
   Value x = input(c, 0);
   requireFloat(c, 0, elemOf(x));
   std::string approximate = attrString(c, "approximate", "none");
   if (approximate != "none" && approximate != "tanh")
-    nodeFail(c,
-             "attribute 'approximate' must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+    nodeFail(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
+                    escapeControls(approximate) + "\"");
   defineValue(
       c, 0,
       builder.create<graph::GeluOp>(c.loc, x.getType(), x, builder.getStringAttr(approximate))
           .getOutput());
 }
 
+/// The ONNX schema forms of Where.
+static const OpForm kWhereForms[] = {
+    {9, 3, 3, 1, 1, ""},
+};
+
 void Importer::convertWhere(const NodeCtx &c) {
   Value cond = input(c, 0), x = input(c, 1), y = input(c, 2);
   if (!elemOf(cond).isInteger(1))
-    nodeFail(c, "condition ('" + c.node.input(0) + "') must be BOOL, got " +
+    nodeFail(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
   requireFloat(c, 1, elemOf(x));
   requireFloat(c, 2, elemOf(y));
@@ -466,6 +512,11 @@ void Importer::convertWhere(const NodeCtx &c) {
 //===----------------------------------------------------------------------===//
 // Normalizations and reductions
 //===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Softmax and LogSoftmax (axis changes meaning at 13, not form).
+static const OpForm kSoftmaxForms[] = {
+    {1, 1, 1, 1, 1, "axis"},
+};
 
 void Importer::convertSoftmax(const NodeCtx &c) {
   Value x = input(c, 0);
@@ -497,6 +548,11 @@ void Importer::convertSoftmax(const NodeCtx &c) {
   Value flat = reshape(c, x, {outer, inner});
   defineValue(c, 0, reshape(c, make(flat, 1), shape));
 }
+
+/// The ONNX schema forms of LayerNorm.
+static const OpForm kLayerNormForms[] = {
+    {17, 2, 3, 1, 3, "axis epsilon stash_type *"},
+};
 
 void Importer::convertLayerNorm(const NodeCtx &c) {
   Value x = input(c, 0);
@@ -539,6 +595,15 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
                   .getOutput());
 }
 
+/// The ONNX schema forms of BatchNorm.
+static const OpForm kBatchNormForms[] = {
+    {1, 5, 5, 1, 5, "consumed_inputs epsilon is_test momentum spatial"},
+    {6, 5, 5, 1, 5, "epsilon is_test momentum spatial"},
+    {7, 5, 5, 1, 5, "epsilon momentum spatial"},
+    {9, 5, 5, 1, 5, "epsilon momentum"},
+    {14, 5, 5, 1, 3, "epsilon momentum training_mode"},
+};
+
 void Importer::convertBatchNorm(const NodeCtx &c) {
   Value x = input(c, 0);
   requireFloat(c, 0, elemOf(x));
@@ -572,6 +637,17 @@ void Importer::convertBatchNorm(const NodeCtx &c) {
                   .getOutput());
 }
 
+/// The ONNX schema forms of ReduceSum, and of ReduceMean and ReduceMax: axes move from an
+/// attribute to input #1 at opset 13 and 18.
+static const OpForm kReduceSumForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {13, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+static const OpForm kReduceForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {18, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+
 void Importer::convertReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
@@ -580,17 +656,12 @@ void Importer::convertReduce(const NodeCtx &c) {
   bool keepDims = attrBool(c, "keepdims", true);
   std::optional<SmallVector<int64_t>> axes;
   bool noopWithEmptyAxes = false;
+  // checkSchema allows the attribute or the input, not both.
   if (axesAsInput) {
-    if (hasAttr(c, "axes"))
-      nodeFail(c, "attribute 'axes' is not allowed from opset " + llvm::Twine(inputFrom) +
-                      " (axes are input #1)");
     noopWithEmptyAxes = attrBool(c, "noop_with_empty_axes", false);
     if (hasInput(c, 1))
       axes = requireConstInts(c, 1, "axes");
   } else {
-    if (hasInput(c, 1))
-      nodeFail(c, "takes 'axes' as an attribute before opset " + llvm::Twine(inputFrom) +
-                      ", not as an input");
     axes = attrInts(c, "axes");
   }
   RankedTensorType t = inputType(c, 0);
@@ -627,6 +698,13 @@ void Importer::convertReduce(const NodeCtx &c) {
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Reshape.
+static const OpForm kReshapeForms[] = {
+    {1, 1, 1, 1, 1, "consumed_inputs shape"},
+    {5, 2, 2, 1, 1, ""},
+    {14, 2, 2, 1, 1, "allowzero"},
+};
 
 void Importer::convertReshape(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
@@ -681,6 +759,11 @@ void Importer::convertReshape(const NodeCtx &c) {
   defineReshaped(c, 0, out);
 }
 
+/// The ONNX schema forms of Flatten.
+static const OpForm kFlattenForms[] = {
+    {1, 1, 1, 1, 1, "axis"},
+};
+
 void Importer::convertFlatten(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   int64_t rank = static_cast<int64_t>(in.size());
@@ -694,6 +777,12 @@ void Importer::convertFlatten(const NodeCtx &c) {
   defineReshaped(c, 0, {product(in, 0, axis), product(in, axis, rank)});
 }
 
+/// The ONNX schema forms of Unsqueeze.
+static const OpForm kUnsqueezeForms[] = {
+    {1, 1, 1, 1, 1, "axes"},
+    {13, 2, 2, 1, 1, ""},
+};
+
 void Importer::convertUnsqueeze(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   SmallVector<int64_t> axes;
@@ -703,8 +792,6 @@ void Importer::convertUnsqueeze(const NodeCtx &c) {
       nodeFail(c, "attribute 'axes' is required before opset 13");
     axes = *attr;
   } else {
-    if (hasAttr(c, "axes"))
-      nodeFail(c, "attribute 'axes' is not allowed from opset 13 (axes are input #1)");
     axes = requireConstInts(c, 1, "axes");
   }
   int64_t outRank = static_cast<int64_t>(in.size() + axes.size());
@@ -716,16 +803,19 @@ void Importer::convertUnsqueeze(const NodeCtx &c) {
   defineReshaped(c, 0, out);
 }
 
+/// The ONNX schema forms of Squeeze.
+static const OpForm kSqueezeForms[] = {
+    {1, 1, 1, 1, 1, "axes"},
+    {13, 1, 2, 1, 1, ""},
+};
+
 void Importer::convertSqueeze(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   std::optional<SmallVector<int64_t>> axes;
   if (opset < 13) {
     axes = attrInts(c, "axes");
-  } else {
-    if (hasAttr(c, "axes"))
-      nodeFail(c, "attribute 'axes' is not allowed from opset 13 (axes are input #1)");
-    if (hasInput(c, 1))
-      axes = requireConstInts(c, 1, "axes");
+  } else if (hasInput(c, 1)) {
+    axes = requireConstInts(c, 1, "axes");
   }
   Shape out;
   if (!axes) {
@@ -745,6 +835,11 @@ void Importer::convertSqueeze(const NodeCtx &c) {
   defineReshaped(c, 0, out);
 }
 
+/// The ONNX schema forms of Transpose.
+static const OpForm kTransposeForms[] = {
+    {1, 1, 1, 1, 1, "perm"},
+};
+
 void Importer::convertTranspose(const NodeCtx &c) {
   Value x = input(c, 0);
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
@@ -760,10 +855,13 @@ void Importer::convertTranspose(const NodeCtx &c) {
   defineValue(c, 0, transpose(c, x, perm));
 }
 
+/// The ONNX schema forms of Concat.
+static const OpForm kConcatForms[] = {
+    {1, 1, kVariadic, 1, 1, "axis"},
+};
+
 void Importer::convertConcat(const NodeCtx &c) {
-  int n = c.node.input_size();
-  if (n == 0)
-    nodeFail(c, "needs at least one input");
+  int n = c.node.input_size(); // at least one (checkSchema)
   SmallVector<Entry *> entries;
   for (int i = 0; i < n; ++i)
     entries.push_back(&entryOf(c, i));
@@ -811,6 +909,12 @@ void Importer::convertConcat(const NodeCtx &c) {
                                            builder.getI64IntegerAttr(axis))
                   .getOutput());
 }
+
+/// The ONNX schema forms of Slice.
+static const OpForm kSliceForms[] = {
+    {1, 1, 1, 1, 1, "axes ends starts"},
+    {10, 3, 5, 1, 1, ""},
+};
 
 void Importer::convertSlice(const NodeCtx &c) {
   RankedTensorType t = inputType(c, 0);
@@ -929,12 +1033,17 @@ void Importer::convertSlice(const NodeCtx &c) {
                   .getOutput());
 }
 
+/// The ONNX schema forms of Gather.
+static const OpForm kGatherForms[] = {
+    {1, 2, 2, 1, 1, "axis"},
+};
+
 void Importer::convertGather(const NodeCtx &c) {
   Entry &data = entryOf(c, 0);
   Entry &indices = entryOf(c, 1);
   RankedTensorType dt = entryType(data), it = entryType(indices);
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    nodeFail(c, "indices ('" + c.node.input(1) + "') must be INT64 or INT32, got " +
+    nodeFail(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
                     elementTypeName(it.getElementType()));
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
   Shape s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
@@ -976,6 +1085,11 @@ void Importer::convertGather(const NodeCtx &c) {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// The ONNX schema forms of Conv.
+static const OpForm kConvForms[] = {
+    {1, 2, 3, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
+};
+
 void Importer::convertConv(const NodeCtx &c) {
   Value x = input(c, 0), w = input(c, 1), bias = optInput(c, 2);
   require4D(c, shapeOf(x), "convolution");
@@ -1015,6 +1129,13 @@ void Importer::convertConv(const NodeCtx &c) {
                   .getOutput());
 }
 
+/// The ONNX schema forms of MaxPool.
+static const OpForm kMaxPoolForms[] = {
+    {1, 1, 1, 1, 1, "auto_pad kernel_shape pads strides"},
+    {8, 1, 1, 1, 2, "auto_pad kernel_shape pads storage_order strides"},
+    {10, 1, 1, 1, 2, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
+};
+
 void Importer::convertMaxPool(const NodeCtx &c) {
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
@@ -1042,6 +1163,14 @@ void Importer::convertMaxPool(const NodeCtx &c) {
                   .getOutput());
 }
 
+/// The ONNX schema forms of AveragePool.
+static const OpForm kAveragePoolForms[] = {
+    {1, 1, 1, 1, 1, "auto_pad kernel_shape pads strides"},
+    {7, 1, 1, 1, 1, "auto_pad count_include_pad kernel_shape pads strides"},
+    {10, 1, 1, 1, 1, "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},
+    {19, 1, 1, 1, 1, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
+};
+
 void Importer::convertAveragePool(const NodeCtx &c) {
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
@@ -1065,6 +1194,11 @@ void Importer::convertAveragePool(const NodeCtx &c) {
                       countIncludePad ? builder.getBoolAttr(true) : BoolAttr())
                   .getOutput());
 }
+
+/// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.
+static const OpForm kGlobalPoolForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
 
 void Importer::convertGlobalPool(const NodeCtx &c) {
   Value x = input(c, 0);
@@ -1121,6 +1255,14 @@ static DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type t
   return makeIntAttr(shape, to, iv); // i32 wraps, bool is "!= 0"
 }
 
+/// The ONNX schema forms of Cast: saturate and round_mode only concern FP8/FP4 targets,
+/// which the importer refuses.
+static const OpForm kCastForms[] = {
+    {1, 1, 1, 1, 1, "to"},
+    {19, 1, 1, 1, 1, "saturate to"},
+    {24, 1, 1, 1, 1, "round_mode saturate to"},
+};
+
 void Importer::convertCast(const NodeCtx &c) {
   std::optional<int64_t> to = attrIntOpt(c, "to");
   if (!to)
@@ -1144,6 +1286,14 @@ void Importer::convertCast(const NodeCtx &c) {
       c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
 }
 
+/// The ONNX schema forms of Constant.
+static const OpForm kConstantForms[] = {
+    {1, 0, 0, 1, 1, "value"},
+    {11, 0, 0, 1, 1, "sparse_value value"},
+    {12, 0, 0, 1, 1,
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+};
+
 void Importer::convertConstant(const NodeCtx &c) {
   static const char *forms[] = {"value",      "value_float",  "value_floats",  "value_int",
                                 "value_ints", "value_string", "value_strings", "sparse_value"};
@@ -1155,7 +1305,8 @@ void Importer::convertConstant(const NodeCtx &c) {
   DenseElementsAttr attr;
   if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
     attr = decodeTensor(ctx, a->t(), modelDir,
-                        path + ": node '" + c.name + "' (Constant): attribute 'value'");
+                        escapeControls(path) + ": node " + quotedName(c.name) +
+                            " (Constant): attribute 'value'");
   } else if (const auto *a = findAttr(c, "value_float", onnx::AttributeProto::FLOAT)) {
     attr = makeF32Attr(ctx, {}, {a->f()});
   } else if (const auto *a = findAttr(c, "value_floats", onnx::AttributeProto::FLOATS)) {
@@ -1176,7 +1327,21 @@ void Importer::convertConstant(const NodeCtx &c) {
   defineConst(c, 0, attr);
 }
 
+/// The ONNX schema forms of Identity.
+static const OpForm kIdentityForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
+
 void Importer::convertIdentity(const NodeCtx &c) { aliasOutput(c, 0, 0); }
+
+/// The ONNX schema forms of Dropout: ratio becomes input #1 and training_mode input #2 at
+/// opset 12.
+static const OpForm kDropoutForms[] = {
+    {1, 1, 1, 1, 2, "consumed_inputs is_test ratio"},
+    {6, 1, 1, 1, 2, "is_test ratio"},
+    {7, 1, 1, 1, 2, "ratio"},
+    {12, 1, 3, 1, 2, "seed"},
+};
 
 void Importer::convertDropout(const NodeCtx &c) {
   // Inference: Dropout is the identity unless training_mode is set.
@@ -1188,6 +1353,12 @@ void Importer::convertDropout(const NodeCtx &c) {
   requireUnusedOutputs(c, 1, "the mask output of Dropout is not supported");
   aliasOutput(c, 0, 0);
 }
+
+/// The ONNX schema forms of Shape.
+static const OpForm kShapeForms[] = {
+    {1, 1, 1, 1, 1, ""},
+    {15, 1, 1, 1, 1, "end start"},
+};
 
 void Importer::convertShape(const NodeCtx &c) {
   // Shapes are static, so Shape is a compile-time constant.
@@ -1211,51 +1382,51 @@ void Importer::convertShape(const NodeCtx &c) {
 //===----------------------------------------------------------------------===//
 
 const Importer::OpInfo *Importer::findOp(llvm::StringRef opType) {
-  // minOpset: the default-domain opset that introduced the op.
+  // Each op's forms (next to its converter) say from which opset it exists.
   static const OpInfo table[] = {
-      {"MatMul", 1, &Importer::convertMatMul},
-      {"Gemm", 1, &Importer::convertGemm},
-      {"Add", 1, &Importer::convertBinary},
-      {"Sub", 1, &Importer::convertBinary},
-      {"Mul", 1, &Importer::convertBinary},
-      {"Div", 1, &Importer::convertBinary},
-      {"Pow", 1, &Importer::convertBinary},
-      {"Relu", 1, &Importer::convertUnary},
-      {"Tanh", 1, &Importer::convertUnary},
-      {"Sigmoid", 1, &Importer::convertUnary},
-      {"Exp", 1, &Importer::convertUnary},
-      {"Log", 1, &Importer::convertUnary},
-      {"Sqrt", 1, &Importer::convertUnary},
-      {"Erf", 9, &Importer::convertUnary},
-      {"Reciprocal", 1, &Importer::convertUnary},
-      {"Neg", 1, &Importer::convertUnary},
-      {"Gelu", 20, &Importer::convertGelu},
-      {"Softmax", 1, &Importer::convertSoftmax},
-      {"LogSoftmax", 1, &Importer::convertSoftmax},
-      {"LayerNormalization", 17, &Importer::convertLayerNorm},
-      {"BatchNormalization", 1, &Importer::convertBatchNorm},
-      {"ReduceSum", 1, &Importer::convertReduce},
-      {"ReduceMean", 1, &Importer::convertReduce},
-      {"ReduceMax", 1, &Importer::convertReduce},
-      {"Reshape", 1, &Importer::convertReshape},
-      {"Flatten", 1, &Importer::convertFlatten},
-      {"Unsqueeze", 1, &Importer::convertUnsqueeze},
-      {"Squeeze", 1, &Importer::convertSqueeze},
-      {"Transpose", 1, &Importer::convertTranspose},
-      {"Concat", 1, &Importer::convertConcat},
-      {"Slice", 1, &Importer::convertSlice},
-      {"Gather", 1, &Importer::convertGather},
-      {"Where", 9, &Importer::convertWhere},
-      {"Conv", 1, &Importer::convertConv},
-      {"MaxPool", 1, &Importer::convertMaxPool},
-      {"AveragePool", 1, &Importer::convertAveragePool},
-      {"GlobalAveragePool", 1, &Importer::convertGlobalPool},
-      {"GlobalMaxPool", 1, &Importer::convertGlobalPool},
-      {"Cast", 1, &Importer::convertCast},
-      {"Constant", 1, &Importer::convertConstant},
-      {"Identity", 1, &Importer::convertIdentity},
-      {"Dropout", 1, &Importer::convertDropout},
-      {"Shape", 1, &Importer::convertShape},
+      {"MatMul", &Importer::convertMatMul, kMatMulForms},
+      {"Gemm", &Importer::convertGemm, kGemmForms},
+      {"Add", &Importer::convertBinary, kArithmeticForms},
+      {"Sub", &Importer::convertBinary, kArithmeticForms},
+      {"Mul", &Importer::convertBinary, kArithmeticForms},
+      {"Div", &Importer::convertBinary, kArithmeticForms},
+      {"Pow", &Importer::convertBinary, kPowForms},
+      {"Relu", &Importer::convertUnary, kUnaryForms},
+      {"Tanh", &Importer::convertUnary, kUnaryForms},
+      {"Sigmoid", &Importer::convertUnary, kUnaryForms},
+      {"Exp", &Importer::convertUnary, kUnaryForms},
+      {"Log", &Importer::convertUnary, kUnaryForms},
+      {"Sqrt", &Importer::convertUnary, kUnaryForms},
+      {"Erf", &Importer::convertUnary, kErfForms},
+      {"Reciprocal", &Importer::convertUnary, kUnaryForms},
+      {"Neg", &Importer::convertUnary, kUnaryForms},
+      {"Gelu", &Importer::convertGelu, kGeluForms},
+      {"Softmax", &Importer::convertSoftmax, kSoftmaxForms},
+      {"LogSoftmax", &Importer::convertSoftmax, kSoftmaxForms},
+      {"LayerNormalization", &Importer::convertLayerNorm, kLayerNormForms},
+      {"BatchNormalization", &Importer::convertBatchNorm, kBatchNormForms},
+      {"ReduceSum", &Importer::convertReduce, kReduceSumForms},
+      {"ReduceMean", &Importer::convertReduce, kReduceForms},
+      {"ReduceMax", &Importer::convertReduce, kReduceForms},
+      {"Reshape", &Importer::convertReshape, kReshapeForms},
+      {"Flatten", &Importer::convertFlatten, kFlattenForms},
+      {"Unsqueeze", &Importer::convertUnsqueeze, kUnsqueezeForms},
+      {"Squeeze", &Importer::convertSqueeze, kSqueezeForms},
+      {"Transpose", &Importer::convertTranspose, kTransposeForms},
+      {"Concat", &Importer::convertConcat, kConcatForms},
+      {"Slice", &Importer::convertSlice, kSliceForms},
+      {"Gather", &Importer::convertGather, kGatherForms},
+      {"Where", &Importer::convertWhere, kWhereForms},
+      {"Conv", &Importer::convertConv, kConvForms},
+      {"MaxPool", &Importer::convertMaxPool, kMaxPoolForms},
+      {"AveragePool", &Importer::convertAveragePool, kAveragePoolForms},
+      {"GlobalAveragePool", &Importer::convertGlobalPool, kGlobalPoolForms},
+      {"GlobalMaxPool", &Importer::convertGlobalPool, kGlobalPoolForms},
+      {"Cast", &Importer::convertCast, kCastForms},
+      {"Constant", &Importer::convertConstant, kConstantForms},
+      {"Identity", &Importer::convertIdentity, kIdentityForms},
+      {"Dropout", &Importer::convertDropout, kDropoutForms},
+      {"Shape", &Importer::convertShape, kShapeForms},
   };
   for (const OpInfo &info : table)
     if (opType == info.opType)

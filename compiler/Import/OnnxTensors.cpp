@@ -6,6 +6,7 @@
 // typed-field counts, raw_data length and external file extents.
 //
 //===----------------------------------------------------------------------===//
+#include "common/FileIO.h"
 #include "compiler/Import/OnnxImporterImpl.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -328,18 +329,61 @@ private:
   const std::string &what;
 };
 
+/// Throws the error `msg` about the tensor `what` names.
+[[noreturn]] void failTensor(const std::string &what, const llvm::Twine &msg) {
+  throw ImportError(what + ": " + msg.str());
+}
+
+/// Whether `file` (resolved: no symlinks, no "..") lies inside `dir`
+/// (resolved too).
+bool isInside(llvm::StringRef file, llvm::StringRef dir) {
+  if (!file.starts_with(dir))
+    return false;
+  llvm::StringRef rest = file.drop_front(dir.size());
+  return dir.ends_with("/") || rest.starts_with("/");
+}
+
+/// The external file of a tensor, named `location` relative to `modelDir`:
+/// refused when the location is absolute or resolves (following ".." and
+/// symlinks, as onnxruntime does) outside the model's directory, so that a
+/// model cannot read arbitrary files.
+std::string externalFilePath(llvm::StringRef modelDir, const std::string &location,
+                             const std::string &what) {
+  auto fail = [&](const llvm::Twine &msg) { failTensor(what, msg); };
+  if (location.empty())
+    fail("external data has no 'location'");
+  if (location.find('\0') != std::string::npos)
+    fail("external data location " + quotedName(location) + " contains a NUL byte");
+  if (llvm::sys::path::is_absolute(location))
+    fail("external data location " + quotedName(location) +
+         " must be relative to the model's directory");
+  llvm::SmallString<256> file(modelDir);
+  llvm::sys::path::append(file, location);
+  std::string fileName = std::string(file.str());
+  llvm::SmallString<256> realFile, realDir;
+  if (llvm::sys::fs::real_path(file, realFile))
+    fail("cannot read external data file " + quotedName(fileName) + ": " +
+         common::whyNotReadable(fileName));
+  if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir))
+    fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " + ec.message());
+  if (!isInside(realFile, realDir))
+    fail("external data location " + quotedName(location) + " is outside the model's directory " +
+         quotedName(modelDir));
+  return fileName;
+}
+
 /// Reads `bytes` bytes of the tensor's external file into `buffer`.
 void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t bytes,
                   const std::string &what, std::unique_ptr<llvm::MemoryBuffer> &buffer) {
-  auto fail = [&](const llvm::Twine &msg) -> void { throw ImportError(what + ": " + msg.str()); };
+  auto fail = [&](const llvm::Twine &msg) { failTensor(what, msg); };
   std::string location;
   std::optional<uint64_t> offset, length;
   for (const auto &kv : t.external_data()) {
     auto parse = [&](std::optional<uint64_t> &field) {
       uint64_t v;
       if (llvm::StringRef(kv.value()).getAsInteger(10, v))
-        fail("external data '" + kv.key() + "' is not a non-negative integer: '" + kv.value() +
-             "'");
+        fail("external data " + quotedName(kv.key()) +
+             " is not a non-negative integer: " + quotedName(kv.value()));
       field = v;
     };
     if (kv.key() == "location")
@@ -350,31 +394,29 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
       parse(length);
     // "checksum" and unknown keys are informational.
   }
-  if (location.empty())
-    fail("external data has no 'location'");
-  if (llvm::sys::path::is_absolute(location))
-    fail("external data location '" + location + "' must be relative to the model's directory");
-  llvm::SmallString<256> file(modelDir);
-  llvm::sys::path::append(file, location);
-  std::string fileName = std::string(file.str());
+  std::string fileName = externalFilePath(modelDir, location, what);
   if (length && *length != bytes)
-    fail("external data length " + llvm::Twine(*length) + " in '" + fileName +
-         "' does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
-  uint64_t fileSize = 0;
-  if (std::error_code ec = llvm::sys::fs::file_size(file, fileSize))
-    fail("cannot read external data file '" + fileName + "': " + ec.message());
+    fail("external data length " + llvm::Twine(*length) + " in " + quotedName(fileName) +
+         " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
+  if (std::string why = common::whyNotReadable(fileName); !why.empty())
+    fail("cannot read external data file " + quotedName(fileName) + ": " + why);
+  RegularFile file;
+  std::string error;
+  if (!file.open(fileName, error)) // it changed since: the reason as it stands
+    fail(escapeControls(error));
   uint64_t start = offset.value_or(0);
-  if (start > fileSize || fileSize - start < bytes)
-    fail("external data file '" + fileName + "' is too short: need " + llvm::Twine(bytes) +
-         " bytes at offset " + llvm::Twine(start) + ", the file has " + llvm::Twine(fileSize));
+  if (start > file.size() || file.size() - start < bytes)
+    fail("external data file " + quotedName(fileName) + " is too short: need " +
+         llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
+         llvm::Twine(file.size()));
   if (bytes == 0)
     return;
-  auto slice = llvm::MemoryBuffer::getFileSlice(file, bytes, start, /*IsVolatile=*/false);
-  if (!slice)
-    fail("cannot read external data file '" + fileName + "': " + slice.getError().message());
-  buffer = std::move(*slice);
+  std::error_code ec;
+  buffer = file.read(start, bytes, ec);
+  if (!buffer)
+    fail("cannot read external data file " + quotedName(fileName) + ": " + ec.message());
   if (buffer->getBufferSize() != bytes)
-    fail("external data file '" + fileName + "' is too short");
+    fail("external data file " + quotedName(fileName) + " is too short");
 }
 
 } // namespace

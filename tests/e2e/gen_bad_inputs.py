@@ -31,6 +31,19 @@ Writes into OUTDIR:
                               read an external Reshape shape)
   external_data_missing/model.onnx   same, weights.bin absent
   external_data_short/        same, weights.bin cut to half its size
+  refuse_*.onnx               models onnxruntime refuses (checked here) that
+                              mixprec must refuse too: an unknown and a
+                              duplicated attribute, Relu(h, h), MatMul(x), a
+                              second Relu output, opset 99, IR version 99, an
+                              output of type UNDEFINED, a graph without outputs
+  secret.bin                  32 float32, read by the next two
+  external_data_escape/m/     model.onnx reading "../../secret.bin" (outside
+                              its folder; onnxruntime refuses it)
+  external_data_symlink/m/    model.onnx reading "link.bin", a symlink to
+                              ../secret.bin
+  zero.onnx, fifo.onnx,       a symlink to /dev/zero, a FIFO and a folder:
+  folder.onnx                 not regular files (reading must not start)
+  newline_op.onnx             a node whose op type holds a newline
   manifest.json               "models": the external_data case (so
                               `run_e2e.py --models OUTDIR` checks its outputs)
                               and "error_cases": commands that must fail
@@ -70,6 +83,111 @@ def small_model(name, nodes, inputs, outputs, initializers=(), opset=13):
 
 def vi(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def ort_refuses(model):
+    """True when onnxruntime refuses to load `model` (a ModelProto or a path)."""
+    import onnxruntime as ort
+    try:
+        ort.InferenceSession(model if isinstance(model, str) else model.SerializeToString(),
+                             providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - any refusal counts
+        return True
+    return False
+
+
+def refused_models(out):
+    """Write the refuse_*.onnx models; return their error cases."""
+    x, y = vi("x", [4, 8]), vi("y", [4, 8])
+    relu = lambda **attrs: helper.make_node("Relu", ["x"], ["y"], **attrs)  # noqa: E731
+    dup = helper.make_node("Softmax", ["x"], ["y"], name="sm_dup", axis=1)
+    dup.attribute.extend([helper.make_attribute("axis", 0)])
+    undefined = helper.make_tensor_value_info("y", TensorProto.UNDEFINED, [4, 8])
+    cases = {
+        # name: (model, substrings the error names)
+        "unknown_attr": (small_model("g", [relu(name="relu_foo", foo=1)], [x], [y]),
+                         ["relu_foo", "Relu", "'foo'"]),
+        "dup_attr": (small_model("g", [dup], [x], [y]), ["sm_dup", "'axis'", "twice"]),
+        "extra_input": (small_model("g", [helper.make_node("Relu", ["x", "x"], ["y"],
+                                                           name="relu_xx")], [x], [y]),
+                        ["relu_xx", "input #1"]),
+        "too_few_inputs": (small_model("g", [helper.make_node("MatMul", ["x"], ["y"],
+                                                              name="mm_one")], [x], [y]),
+                           ["mm_one", "MatMul", "takes 2 inputs"]),
+        "extra_output": (small_model("g", [helper.make_node("Relu", ["x"], ["y", "z"],
+                                                            name="relu_yz")], [x], [y]),
+                         ["relu_yz", "output #1", "'z'"]),
+        "opset99": (small_model("g", [relu(name="r")], [x], [y]), ["opset 99"]),
+        "ir99": (small_model("g", [relu(name="r")], [x], [y]), ["IR version 99"]),
+        "output_undefined": (small_model("g", [relu(name="r")], [x], [undefined]),
+                             ["'y'", "UNDEFINED"]),
+        "no_outputs": (small_model("g", [], [x], []), ["no outputs"]),
+    }
+    cases["opset99"][0].opset_import[0].version = 99
+    cases["ir99"][0].ir_version = 99
+    error_cases = []
+    for name, (model, expect) in cases.items():
+        if not ort_refuses(model):
+            raise SystemExit(f"internal error: onnxruntime accepts refuse_{name}.onnx")
+        onnx.save_model(model, os.path.join(out, f"refuse_{name}.onnx"))
+        error_cases.append({"name": f"import_refuse_{name}",
+                            "argv": ["import", f"{{dir}}/refuse_{name}.onnx"],
+                            "expect_in_message": expect})
+    return error_cases
+
+
+def escaping_external_data(out):
+    """Models whose external data lies outside their folder; return their error cases."""
+    secret = os.path.join(out, "secret.bin")
+    np.arange(32, dtype=np.float32).tofile(secret)
+    error_cases = []
+    for sub, location in (("external_data_escape", "../../secret.bin"),
+                          ("external_data_symlink", "link.bin")):
+        folder = os.path.join(out, sub, "m")
+        os.makedirs(folder, exist_ok=True)
+        link = os.path.join(folder, "link.bin")
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.join("..", "..", "secret.bin"), link)
+        w = numpy_helper.from_array(np.zeros((8,), dtype=np.float32), "W_outside")
+        w.ClearField("raw_data")
+        w.data_location = TensorProto.EXTERNAL
+        entry = w.external_data.add()
+        entry.key, entry.value = "location", location
+        entry = w.external_data.add()
+        entry.key, entry.value = "offset", "0"
+        m = small_model(sub, [helper.make_node("Add", ["x", "W_outside"], ["y"], name="add")],
+                        [vi("x", [8])], [vi("y", [8])], [w])
+        path = os.path.join(folder, "model.onnx")
+        onnx.save_model(m, path)
+        if not ort_refuses(path):
+            raise SystemExit(f"internal error: onnxruntime accepts {sub}/m/model.onnx")
+        error_cases.append({"name": f"import_{sub}",
+                            "argv": ["import", f"{{dir}}/{sub}/m/model.onnx"],
+                            "expect_in_message": ["W_outside", f"'{location}' is outside the "
+                                                  "model's directory"]})
+    return error_cases
+
+
+def not_regular_files(out):
+    """zero.onnx (-> /dev/zero), fifo.onnx, folder.onnx; return their error cases."""
+    made = []
+    zero = os.path.join(out, "zero.onnx")
+    if os.path.lexists(zero):
+        os.remove(zero)
+    if os.path.exists("/dev/zero"):
+        os.symlink("/dev/zero", zero)
+        made.append(("zero", "a character device"))
+    fifo = os.path.join(out, "fifo.onnx")
+    if os.path.lexists(fifo):
+        os.remove(fifo)
+    os.mkfifo(fifo)
+    made.append(("fifo", "a FIFO"))
+    os.makedirs(os.path.join(out, "folder.onnx"), exist_ok=True)
+    made.append(("folder", "a folder"))
+    return [{"name": f"import_{name}", "argv": ["import", f"{{dir}}/{name}.onnx"],
+             "expect_in_message": [f"{name}.onnx: cannot read: not a regular file ({kind})"]}
+            for name, kind in made]
 
 
 def save_external(model, path, location="weights.bin"):
@@ -194,6 +312,14 @@ def main(argv=None):
         {"name": "run_unknown_input_name", "argv": run_mlp + ["nope={dir}/mlp_input.npy"],
          "expect_in_message": ["nope"]},
     ]
+    error_cases += refused_models(out)
+    error_cases += escaping_external_data(out)
+    error_cases += not_regular_files(out)
+    m = small_model("newline_op", [helper.make_node("Re\nlu", ["x"], ["y"], name="nl")],
+                    [vi("x", [4])], [vi("y", [4])])
+    onnx.save_model(m, p("newline_op.onnx"))
+    error_cases.append({"name": "import_newline_op", "argv": ["import", "{dir}/newline_op.onnx"],
+                        "expect_in_message": ["'Re\\nlu'", "'nl'"]})
     gen_models.write_manifest(out, [entry], error_cases=error_cases)
     print(f"wrote {len(error_cases)} error cases and the external_data model to {out}")
     return 0

@@ -29,7 +29,7 @@ Model reluModel(int64_t opset = 13) {
 TEST_F(ImportTest, ErrorMissingFile) {
   std::string p = pathOf("does_not_exist.onnx");
   std::string e = importPathError(p);
-  EXPECT_THAT(e, HasSubstr(p + ": cannot read the file"));
+  EXPECT_THAT(e, HasSubstr(p + ": cannot read: no such file"));
 }
 
 TEST_F(ImportTest, ErrorDirectoryInsteadOfFile) {
@@ -174,7 +174,7 @@ TEST_F(ImportTest, ErrorStaysOneLineWithControlCharactersInNames) {
   m.node("Hardmax", {"x"}, {"y"}, "bad\nname");
   m.output("y");
   // importError checks there is no newline.
-  EXPECT_THAT(importError(m), HasSubstr("node 'bad\\x0aname'"));
+  EXPECT_THAT(importError(m), HasSubstr("node 'bad\\nname'"));
 }
 
 TEST_F(ImportTest, ErrorOtherDomain) {

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Check the importer's ONNX schema forms against the installed onnx package.
+
+Usage:
+    check_schema_forms.py compiler/Import/OnnxOps.cpp
+
+OnnxOps.cpp keeps, next to each converter, the forms of its op's ONNX schema
+(`static const OpForm kXForms[] = {{since, minIn, maxIn, minOut, maxOut,
+"attr ..."}, ...}`) and maps op types to them in findOp's table. For every
+op in that table and every opset from the op's first form up to kMaxOpset
+(OnnxImporterImpl.h), the form in force must have exactly the input and
+output counts and the attribute names of onnx.defs.get_schema(op, opset),
+plus "*" exactly where onnx's checker accepts an attribute the schema does
+not name; and the op must not exist in ONNX before its first form. Prints one line per
+mismatch, then a summary; exits 1 on any mismatch or when nothing was found.
+"""
+
+import os
+import re
+import sys
+
+import onnx.checker
+import onnx.defs
+from onnx import helper
+
+VARIADIC = 2147483647  # onnx's max_input for variadic inputs
+
+
+def parse_forms(source):
+    """{table name: [(since, min_in, max_in, min_out, max_out, attrs)]}."""
+    tables = {}
+    for m in re.finditer(r"static const OpForm (\w+)\[\] = \{\n(.*?)\n\};", source, re.S):
+        rows = []
+        for r in re.finditer(r'\{(\d+), (\d+), (\w+), (\d+), (\d+),\s*"([^"]*)"\}', m.group(2)):
+            max_in = VARIADIC if r[3] == "kVariadic" else int(r[3])
+            rows.append((int(r[1]), int(r[2]), max_in, int(r[4]), int(r[5]),
+                         tuple(sorted(r[6].split()))))
+        tables[m.group(1)] = rows
+    return tables
+
+
+def accepts_unknown_attributes(op, opset):
+    """Whether onnx's checker accepts a node of `op` with an attribute its schema lacks."""
+    schema = onnx.defs.get_schema(op, opset)
+    node = helper.make_node(op, [f"in{i}" for i in range(schema.min_input)], ["out"],
+                            name="n", not_an_attribute_of_any_op=1)
+    ctx = onnx.checker.C.CheckerContext()
+    ctx.ir_version = onnx.IR_VERSION
+    ctx.opset_imports = {"": opset}
+    try:
+        onnx.checker.C.check_node(node.SerializeToString(), ctx,
+                                  onnx.checker.C.LexicalScopeContext())
+    except onnx.checker.ValidationError:
+        return False
+    return True
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    ops_cpp = argv[1]
+    with open(ops_cpp) as f:
+        source = f.read()
+    impl_h = os.path.join(os.path.dirname(ops_cpp), "OnnxImporterImpl.h")
+    with open(impl_h) as f:
+        max_opset = int(re.search(r"constexpr int64_t kMaxOpset = (\d+);", f.read())[1])
+    tables = parse_forms(source)
+    dispatch = re.findall(r'\{"(\w+)", &Importer::\w+, (\w+)\}', source)
+    if not tables or not dispatch:
+        print(f"no OpForm tables or findOp entries found in {ops_cpp}")
+        return 1
+    problems = []
+    checked = 0
+    for op, table in dispatch:
+        forms = tables.get(table)
+        if not forms:
+            problems.append(f"{op}: table {table} not found")
+            continue
+        first = forms[0][0]
+        if first > 1:
+            try:
+                s = onnx.defs.get_schema(op, first - 1)
+                problems.append(f"{op}: exists in ONNX from opset {s.since_version}, "
+                                f"the forms start at {first}")
+            except onnx.defs.SchemaError:
+                pass
+        for opset in range(first, max_opset + 1):
+            s = onnx.defs.get_schema(op, opset)
+            form = [f for f in forms if f[0] <= opset][-1]
+            attrs = sorted(s.attributes) + (["*"] if accepts_unknown_attributes(op, opset) else [])
+            want = (s.min_input, s.max_input, s.min_output, s.max_output, tuple(sorted(attrs)))
+            if form[1:] != want:
+                problems.append(f"{op} at opset {opset}: {table} says {form[1:]}, "
+                                f"onnx {onnx.__version__} says {want}")
+            checked += 1
+    for p in problems:
+        print(p)
+    print(f"{len(dispatch)} ops, {checked} (op, opset) pairs up to opset {max_opset}: "
+          f"{len(problems)} mismatches")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
