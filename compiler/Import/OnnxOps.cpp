@@ -991,7 +991,9 @@ void Importer::convertSlice(const NodeCtx &c) {
         count = static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / magnitude) + 1;
     }
     outStarts[axis] = count > 0 ? s : 0;
-    outSteps[axis] = step;
+    // A step only matters between two taken elements: with one or none,
+    // any step (INT64_MAX included) means 1, which every backend accepts.
+    outSteps[axis] = count > 1 ? step : 1;
     counts[axis] = count;
   }
   std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);

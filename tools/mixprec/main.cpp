@@ -298,6 +298,14 @@ int runRun(llvm::ArrayRef<std::string> args) {
     return fail(model + ": " + error);
   double importMs = millisecondsSince(importStart);
   GraphSignature sig = mixprec::compiler::getSignature(func);
+  // One name, one file: two different values under one output name would
+  // leave one of them unwritten (the compiled path refuses them too).
+  Operation *ret = func.getBody().front().getTerminator();
+  for (size_t i = 0; i < sig.outputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (sig.outputs[i].name == sig.outputs[j].name && ret->getOperand(i) != ret->getOperand(j))
+        return fail(model + ": outputs #" + std::to_string(j) + " and #" + std::to_string(i) +
+                    " are different values with the same name '" + sig.outputs[i].name + "'");
 
   std::vector<HostTensor> inputs;
   if (!loadInputs(func, sig, inputFiles, seed, inputs, error))

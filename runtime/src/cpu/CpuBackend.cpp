@@ -352,7 +352,11 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
       access.tensor = src.tensor();
       access.dtype = module.tensors()[src.tensor()].dtype;
       plan.accesses.push_back(access);
-      strides.emplace_back(src.strides()->begin(), src.strides()->end());
+      // A rank-0 space has no strides, and the writer leaves the field out.
+      if (src.strides())
+        strides.emplace_back(src.strides()->begin(), src.strides()->end());
+      else
+        strides.emplace_back();
       for (size_t d = firstRowDim; d < rank; ++d)
         walksRows[j] |= strides.back()[d] != 0;
     }
