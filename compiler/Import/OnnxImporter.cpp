@@ -187,7 +187,8 @@ void Importer::addInitializers(const onnx::GraphProto &graph) {
       fail("initializer " + quotedName(t.name()) + " is defined twice");
     Entry e;
     e.constant = decodeTensor(ctx, t, modelDir,
-                              escapeControls(path) + ": initializer " + quotedName(t.name()));
+                              escapeControls(path) + ": initializer " + quotedName(t.name()),
+                              options.onExternalFile);
     e.constantLoc = nameLoc(t.name());
     values[t.name()] = e;
   }

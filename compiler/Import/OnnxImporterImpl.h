@@ -117,8 +117,11 @@ mlir::Type valueElementType(mlir::MLIRContext &ctx, int32_t dtype);
 /// 8/16-bit integers i32, UINT32/UINT64 i64 (UINT64 range-checked).
 /// `what` prefixes every error (e.g. "m.onnx: initializer 'W'"); external
 /// files are resolved against `modelDir`.
-mlir::DenseElementsAttr decodeTensor(mlir::MLIRContext &ctx, const onnx::TensorProto &tensor,
-                                     llvm::StringRef modelDir, const std::string &what);
+/// `onExternalFile`, if set, is told each external file read.
+mlir::DenseElementsAttr
+decodeTensor(mlir::MLIRContext &ctx, const onnx::TensorProto &tensor, llvm::StringRef modelDir,
+             const std::string &what,
+             const std::function<void(const std::string &)> &onExternalFile = nullptr);
 
 /// The values of an integer or bool constant, sign-extended.
 llvm::SmallVector<int64_t> intValues(mlir::DenseElementsAttr attr);

@@ -12,6 +12,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct OnnxImportOptions {
   /// shape entirely (symbolic dims included); a name that is not a graph
   /// input (or names an initializer) is an error.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// When set, called with the path of every external data file the import
+  /// reads (a tool uses it to never write over one of its inputs).
+  std::function<void(const std::string &)> onExternalFile;
 };
 
 /// importOnnxFile with options; same contract as the plain form.

@@ -1308,7 +1308,8 @@ void Importer::convertConstant(const NodeCtx &c) {
   if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
     attr = decodeTensor(ctx, a->t(), modelDir,
                         escapeControls(path) + ": node " + quotedName(c.name) +
-                            " (Constant): attribute 'value'");
+                            " (Constant): attribute 'value'",
+                        options.onExternalFile);
   } else if (const auto *a = findAttr(c, "value_float", onnx::AttributeProto::FLOAT)) {
     attr = makeF32Attr(ctx, {}, {a->f()});
   } else if (const auto *a = findAttr(c, "value_floats", onnx::AttributeProto::FLOATS)) {

@@ -374,7 +374,8 @@ std::string externalFilePath(llvm::StringRef modelDir, const std::string &locati
 
 /// Reads `bytes` bytes of the tensor's external file into `buffer`.
 void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t bytes,
-                  const std::string &what, std::unique_ptr<llvm::MemoryBuffer> &buffer) {
+                  const std::string &what, std::unique_ptr<llvm::MemoryBuffer> &buffer,
+                  const std::function<void(const std::string &)> &onExternalFile) {
   auto fail = [&](const llvm::Twine &msg) { failTensor(what, msg); };
   std::string location;
   std::optional<uint64_t> offset, length;
@@ -400,6 +401,8 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
          " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
   if (std::string why = common::whyNotReadable(fileName); !why.empty())
     fail("cannot read external data file " + quotedName(fileName) + ": " + why);
+  if (onExternalFile)
+    onExternalFile(fileName);
   RegularFile file;
   std::string error;
   if (!file.open(fileName, error)) // it changed since: the reason as it stands
@@ -422,7 +425,8 @@ void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t
 } // namespace
 
 DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
-                               llvm::StringRef modelDir, const std::string &what) {
+                               llvm::StringRef modelDir, const std::string &what,
+                               const std::function<void(const std::string &)> &onExternalFile) {
   auto fail = [&](const llvm::Twine &msg) -> void { throw ImportError(what + ": " + msg.str()); };
   std::optional<DTypeInfo> info = dtypeInfo(t.data_type());
   if (!info)
@@ -445,7 +449,7 @@ DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
   TensorDecoder decoder(t, *info, count, what);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::unique_ptr<llvm::MemoryBuffer> buffer;
-    readExternal(t, modelDir, bytes, what, buffer);
+    readExternal(t, modelDir, bytes, what, buffer, onExternalFile);
     decoder.fromRaw(buffer ? buffer->getBufferStart() : nullptr);
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)

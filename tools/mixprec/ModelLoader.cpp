@@ -3,6 +3,7 @@
 
 #include "common/FileIO.h"
 #include "compiler/Import/OnnxImporter.h"
+#include "compiler/Import/OnnxImporterOptions.h"
 #include "tools/mixprec/CliCommon.h"
 #include "dialects/Graph/IR/GraphOps.h"
 
@@ -63,8 +64,14 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const std::string &path,
     return nullptr;
   }
   llvm::StringRef ref(path);
-  if (ref.ends_with(".onnx"))
-    return compiler::importOnnxFile(context, path, error);
+  if (ref.ends_with(".onnx")) {
+    compiler::OnnxImportOptions options;
+    // External data files are inputs too: no output may replace them.
+    options.onExternalFile = [&](const std::string &file) {
+      noteInput(file, "external data of the model " + path);
+    };
+    return compiler::importOnnxFile(context, path, options, error);
+  }
   if (ref.ends_with(".mlir"))
     return parseMlirFile(context, path, error);
   error = path + ": unknown model format (expected .onnx or .mlir)";
