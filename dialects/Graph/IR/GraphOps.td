@@ -157,7 +157,10 @@ class Graph_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
 
 def Graph_AddOp : Graph_BinaryOp<"add", "addition">;
 def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication"> {
+  // x * sigmoid(x), the form exporters write for SiLU, becomes mp.silu.
+  let hasCanonicalizer = 1;
+}
 def Graph_DivOp : Graph_BinaryOp<"div", "division">;
 def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", [MP_Fp32Class]>;
 
@@ -181,6 +184,7 @@ def Graph_NegOp : Graph_UnaryOp<"neg", "negation">;
 def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))">;
+def Graph_SiluOp : Graph_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x), computed in FP32 and rounded once">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential", [MP_Fp32Class]>;
 def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm", [MP_Fp32Class]>;
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root", [MP_Fp32Class]>;
