@@ -253,6 +253,13 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
       .Case<ReluOp>([&](auto) { unary(sc::OpCode::Relu); })
       .Case<TanhOp>([&](auto) { unary(sc::OpCode::Tanh); })
       .Case<SigmoidOp>([&](auto) { unary(sc::OpCode::Sigmoid); })
+      .Case<SiluOp>([&](SiluOp s) {
+        // x * sigmoid(x) with the sigmoid kept in FP32: one rounding, as
+        // the reference kernel (cpu::UnaryOp::Silu) does.
+        int32_t x = r(s.getInput());
+        int32_t sig = add(sc::OpCode::Sigmoid, {x}, f32, row({x}));
+        reg[out] = add(sc::OpCode::Mul, {x, sig}, dt(out), row({x}));
+      })
       .Case<ExpOp>([&](auto) { unary(sc::OpCode::Exp); })
       .Case<LogOp>([&](auto) { unary(sc::OpCode::Log); })
       .Case<SqrtOp>([&](auto) { unary(sc::OpCode::Sqrt); })

@@ -25,6 +25,13 @@ using mixprec::graph::GraphDialect;
 namespace mixprec::passes {
 namespace {
 
+/// Whether `op` can run as an FP8 scaled GEMM (an op fact; false for
+/// anything that is not an mp op).
+bool hasFp8GemmForm(Operation *op) {
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  return policy && policy.hasFp8GemmForm();
+}
+
 constexpr double kFp16Max = 65504.0;
 
 /// One user override: which ops it names, and what it asks.
@@ -284,7 +291,7 @@ Type AssignPrecisionPass::valueDType(Value v, const Policy &policy) {
 std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &policy) {
   MLIRContext *ctx = &getContext();
   Type f32 = Float32Type::get(ctx);
-  OpClass opClass = classifyOp(op);
+  graph::PrecisionClass opClass = graph::precisionClassOf(op);
 
   for (Override &o : policy.overrides)
     if (matches(op, o.pattern)) {
@@ -295,17 +302,17 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &
   Type dtype;
   std::string reason;
   switch (opClass) {
-  case OpClass::LowPrecision:
+  case graph::PrecisionClass::Lowp:
     dtype = policy.target;
     reason = "policy:lowp";
-    if (isa<Float8E4M3FNType>(dtype) && !supportsFp8(op)) {
+    if (isa<Float8E4M3FNType>(dtype) && !hasFp8GemmForm(op)) {
       dtype = BFloat16Type::get(ctx);
       reason = "policy:lowp(no-fp8-gemm)";
     }
     break;
-  case OpClass::Fp32:
+  case graph::PrecisionClass::Fp32:
     return {f32, "policy:fp32"};
-  case OpClass::Follow: {
+  case graph::PrecisionClass::Follow: {
     for (Value operand : op->getOperands())
       dtype = widest(dtype, valueDType(operand, policy));
     reason = "follow:widest-input";
@@ -317,7 +324,9 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &
     }
     break;
   }
-  case OpClass::Constant:
+  case graph::PrecisionClass::Constant:
+  case graph::PrecisionClass::Cast:
+  case graph::PrecisionClass::Scaling:
     return {nullptr, ""};
   }
 
@@ -354,10 +363,13 @@ void AssignPrecisionPass::runOnOperation() {
 
   bool failedOp = false;
   func.walk([&](Operation *op) {
-    if (!isa<GraphDialect>(op->getDialect()) || isa<graph::ConstantOp>(op))
+    if (!isa<GraphDialect>(op->getDialect()))
       return;
-    // Ops that are already typed for a precision (casts, FP8 scaling) keep it.
-    if (isa<graph::CastOp, graph::QuantizeOp, graph::DequantizeOp, graph::AmaxOp>(op))
+    // Constants take their users' dtypes; ops that are already typed for a
+    // precision (casts, FP8 scaling) keep it.
+    graph::PrecisionClass opClass = graph::precisionClassOf(op);
+    if (opClass == graph::PrecisionClass::Constant || opClass == graph::PrecisionClass::Cast ||
+        opClass == graph::PrecisionClass::Scaling)
       return;
     bool hasFloatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
       return isa<FloatType>(cast<RankedTensorType>(t).getElementType());
@@ -365,7 +377,7 @@ void AssignPrecisionPass::runOnOperation() {
     if (!hasFloatResult)
       return; // integer/bool data movement has no precision to choose
     auto [dtype, reason] = decide(op, policy);
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(dtype) && !supportsFp8(op)) {
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(dtype) && !hasFp8GemmForm(op)) {
       op->emitError() << "cannot run in " << dtype << " (" << reason
                       << "): only linear layers and matmuls by a 2-D constant weight "
                          "have FP8 GEMMs";
@@ -378,12 +390,12 @@ void AssignPrecisionPass::runOnOperation() {
       failedOp = true;
       return;
     }
-    if (isa<FloatTF32Type>(dtype) && classifyOp(op) != OpClass::LowPrecision) {
+    if (isa<FloatTF32Type>(dtype) && opClass != graph::PrecisionClass::Lowp) {
       dtype = Float32Type::get(ctx); // TF32 is a GEMM compute mode only
     }
     op->setAttr(GraphDialect::kPrecisionAttr, TypeAttr::get(dtype));
     op->setAttr(GraphDialect::kReasonAttr, StringAttr::get(ctx, reason));
-    if (accumulates(op) && !op->hasAttr("acc_type"))
+    if (cast<graph::PrecisionPolicyOpInterface>(op).accumulates() && !op->hasAttr("acc_type"))
       op->setAttr("acc_type", TypeAttr::get(Float32Type::get(ctx)));
   });
   if (failedOp)

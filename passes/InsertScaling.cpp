@@ -86,8 +86,9 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
     SmallVector<Operation *> gemms;
     func.walk([&](Operation *op) {
       auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
-      if (precision && isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) &&
-          isa<graph::MatmulOp, graph::LinearOp>(op))
+      auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+      if (precision && isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) && policy &&
+          policy.hasFp8GemmForm())
         gemms.push_back(op);
     });
     for (Operation *op : gemms)

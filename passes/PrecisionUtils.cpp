@@ -5,54 +5,11 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
 namespace mixprec::passes {
-
-OpClass classifyOp(Operation *op) {
-  using namespace graph;
-  return llvm::TypeSwitch<Operation *, OpClass>(op)
-      .Case<MatmulOp, LinearOp, Conv2dOp, ScaledMatmulOp, ScaledLinearOp>(
-          [](auto) { return OpClass::LowPrecision; })
-      .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp, ReduceSumOp,
-            ReduceMeanOp, ExpOp, LogOp, PowOp, SqrtOp, RsqrtOp, ErfOp, ReciprocalOp>(
-          [](auto) { return OpClass::Fp32; })
-      .Case<ConstantOp>([](auto) { return OpClass::Constant; })
-      .Default([](Operation *) { return OpClass::Follow; });
-}
-
-const char *opClassName(OpClass c) {
-  switch (c) {
-  case OpClass::LowPrecision:
-    return "lowp";
-  case OpClass::Fp32:
-    return "fp32";
-  case OpClass::Follow:
-    return "follow";
-  case OpClass::Constant:
-    return "constant";
-  }
-  return "?";
-}
-
-bool accumulates(Operation *op) {
-  using namespace graph;
-  return isa<MatmulOp, LinearOp, Conv2dOp, ScaledMatmulOp, ScaledLinearOp, SoftmaxOp,
-             LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp, ReduceSumOp, ReduceMeanOp>(op);
-}
-
-bool supportsFp8(Operation *op) {
-  if (isa<graph::LinearOp>(op))
-    return true;
-  if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
-    auto rhs = matmul.getRhs().getDefiningOp<graph::ConstantOp>();
-    return rhs && cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2;
-  }
-  return false;
-}
 
 std::optional<Type> parseDType(MLIRContext *ctx, StringRef name) {
   if (name == "fp32" || name == "f32")

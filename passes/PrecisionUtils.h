@@ -16,21 +16,8 @@
 
 namespace mixprec::passes {
 
-/// The op classes of the default policy (DESIGN.md).
-enum class OpClass { LowPrecision, Fp32, Follow, Constant };
-
-/// Returns the class of an mp op.
-OpClass classifyOp(mlir::Operation *op);
-
-/// "lowp", "fp32", "follow" or "constant".
-const char *opClassName(OpClass c);
-
-/// Whether the op sums or normalizes, and so carries an accumulator type.
-bool accumulates(mlir::Operation *op);
-
-/// Whether the op can run as an FP8 GEMM (cuBLASLt): a linear layer, or a
-/// matmul whose right operand is a 2-D constant weight.
-bool supportsFp8(mlir::Operation *op);
+// Op classes, accumulation and FP8 GEMM forms are op facts: ask the op
+// (graph::PrecisionPolicyOpInterface, dialects/Graph/IR/GraphInterfaces.h).
 
 /// Parses fp32/f32, tf32, bf16, fp16/f16, fp8/f8E4M3FN, f8E5M2.
 std::optional<mlir::Type> parseDType(mlir::MLIRContext *ctx, llvm::StringRef name);

@@ -382,6 +382,7 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
       .Case<ReluOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Relu), success(); })
       .Case<TanhOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Tanh), success(); })
       .Case<SigmoidOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Sigmoid), success(); })
+      .Case<SiluOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Silu), success(); })
       .Case<ExpOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Exp), success(); })
       .Case<LogOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Log), success(); })
       .Case<SqrtOp>([&](Operation *o) { return unary(o, cpu::UnaryOp::Sqrt), success(); })

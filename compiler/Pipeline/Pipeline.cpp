@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -52,6 +53,9 @@ bool runPrecisionPipeline(ModuleOp module, const PrecisionOptions &options,
   assign.underflowThreshold = options.underflowThreshold;
   assign.overflowFallback = options.overflowFallback;
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  // Canonical forms first (x * sigmoid(x) is mp.silu), so that policy
+  // decisions and reports see the ops a reader expects.
+  funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(passes::createAssignPrecisionPass(assign));
   funcPm.addPass(passes::createInsertCastsPass());
   passes::InsertScalingPassOptions scaling;

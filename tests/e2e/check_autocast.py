@@ -80,6 +80,7 @@ AUTOCAST = {
     "gelu": ("input", "gelu (not listed)", "follow", None),
     "tanh": ("input", "tanh (not listed)", "follow", None),
     "sigmoid": ("input", "sigmoid (not listed)", "follow", None),
+    "silu": ("input", "silu (not listed)", "follow", None),
     "where": ("input", "where (not listed)", "follow", None),
     "gather": ("input", "embedding / index_select (not listed)", "follow", None),
     "reshape": ("input", "view / reshape", "follow", None),

@@ -111,9 +111,9 @@ int64_t bytesOf(Value v) {
   return t.getNumElements() * passes::dtypeBytes(t.getElementType());
 }
 
-bool isGemm(Operation *op) {
-  return isa<mp::MatmulOp, mp::LinearOp, mp::Conv2dOp, mp::ScaledMatmulOp, mp::ScaledLinearOp>(op);
-}
+/// GEMM-class ops (matmuls, linear layers, convolutions and their FP8
+/// forms) are the lowp class of the policy.
+bool isGemm(Operation *op) { return graph::precisionClassOf(op) == graph::PrecisionClass::Lowp; }
 
 /// The dtype an op computes in: its assigned precision, else the element
 /// type of its first result (casts, FP8 scaling ops, unannotated graphs).
@@ -125,38 +125,11 @@ Type computeDType(Operation *op) {
   return tensorType(op->getResult(0)).getElementType();
 }
 
-/// FLOPs of one op: 2*M*N*K per output batch element for GEMMs (convs:
-/// 2 * output elements * C/groups*kH*kW), one per element for element-wise
-/// ops (output) and reductions/normalizations/pools (input), none for data
-/// movement, casts and constants.
+/// FLOPs of one op (PrecisionPolicyOpInterface::getFlopCount); ops of other
+/// dialects count none.
 int64_t flopsOf(Operation *op) {
-  auto numel = [](Value v) { return tensorType(v).getNumElements(); };
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case<mp::MatmulOp>([&](mp::MatmulOp o) {
-        ArrayRef<int64_t> lhs = tensorType(o.getLhs()).getShape();
-        int64_t k = lhs.empty() ? 1 : lhs.back();
-        return 2 * numel(o.getOutput()) * k;
-      })
-      .Case<mp::LinearOp, mp::ScaledLinearOp, mp::ScaledMatmulOp>([&](Operation *o) {
-        // The contracted dimension is the last of the first operand.
-        ArrayRef<int64_t> in = tensorType(o->getOperand(0)).getShape();
-        int64_t k = in.empty() ? 1 : in.back();
-        return 2 * numel(o->getResult(0)) * k;
-      })
-      .Case<mp::Conv2dOp>([&](mp::Conv2dOp o) {
-        ArrayRef<int64_t> w = tensorType(o.getWeight()).getShape();
-        return 2 * numel(o.getOutput()) * w[1] * w[2] * w[3];
-      })
-      .Case<mp::ConstantOp, mp::CastOp, mp::ReshapeOp, mp::TransposeOp, mp::ConcatOp, mp::SliceOp,
-            mp::GatherOp>([](Operation *) { return int64_t(0); })
-      .Case<mp::SoftmaxOp, mp::LogSoftmaxOp, mp::LayerNormOp, mp::RmsNormOp, mp::BatchNormOp,
-            mp::ReduceSumOp, mp::ReduceMeanOp, mp::ReduceMaxOp, mp::MaxPool2dOp, mp::AvgPool2dOp,
-            mp::AmaxOp, mp::Fp8ScaleOp>([&](Operation *o) { return numel(o->getOperand(0)); })
-      .Default([&](Operation *o) -> int64_t {
-        if (o->getNumResults() == 0 || !isa<RankedTensorType>(o->getResult(0).getType()))
-          return 0;
-        return numel(o->getResult(0));
-      });
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  return policy ? policy.getFlopCount() : 0;
 }
 
 /// The operands of a GEMM that hold weights: the weight of linear/conv2d,
@@ -261,14 +234,7 @@ Row makeRow(Operation *op, unsigned index) {
   if (row.node.empty())
     row.node = "#" + std::to_string(index);
   row.type = passes::opTypeName(op).str();
-  if (isa<mp::CastOp>(op))
-    row.opClass = "cast";
-  else if (isa<mp::QuantizeOp, mp::DequantizeOp, mp::AmaxOp, mp::Fp8ScaleOp>(op))
-    row.opClass = "scaling";
-  else if (isa<mp::ScaledMatmulOp, mp::ScaledLinearOp>(op))
-    row.opClass = "lowp"; // the FP8 form of a matmul/linear (classifyOp predates them)
-  else
-    row.opClass = passes::opClassName(passes::classifyOp(op));
+  row.opClass = graph::stringifyPrecisionClass(graph::precisionClassOf(op)).str();
   auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
   row.precision = precision ? passes::dtypeName(precision.getValue()) : "-";
   row.inputs = dtypeList(op->getOperandTypes(), row.inputList);

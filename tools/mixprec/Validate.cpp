@@ -165,8 +165,9 @@ std::string dtypeOf(Operation *op) {
 
 /// Ops without an FP32 counterpart: what the precision passes add.
 bool addedByPasses(Operation *op) {
-  return isa<mp::ConstantOp, mp::CastOp, mp::QuantizeOp, mp::DequantizeOp, mp::AmaxOp,
-             mp::Fp8ScaleOp>(op);
+  graph::PrecisionClass c = graph::precisionClassOf(op);
+  return c == graph::PrecisionClass::Constant || c == graph::PrecisionClass::Cast ||
+         c == graph::PrecisionClass::Scaling;
 }
 
 /// The op type an op is matched by: FP8 GEMMs stand for the matmul or

@@ -4,6 +4,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "dialects/Graph/IR/GraphInterfaces.td"
 
 def Graph_Dialect : Dialect {
   let name = "mp";
@@ -38,8 +39,12 @@ def Graph_Dialect : Dialect {
   }];
 }
 
-class Graph_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Graph_Dialect, mnemonic, traits>;
+// Every op answers the precision-policy questions; `policyOverrides` names
+// the interface methods an op implements itself (GEMM costs, FP8 forms).
+class Graph_Op<string mnemonic, list<Trait> traits = [],
+               list<string> policyOverrides = []>
+    : Op<Graph_Dialect, mnemonic, !listconcat(traits,
+          [DeclareOpInterfaceMethods<MP_PrecisionPolicyOpInterface, policyOverrides>])>;
 
 // Storage dtypes a float tensor may have (tf32 is a compute type only).
 def MP_StorageFloat : AnyTypeOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>;

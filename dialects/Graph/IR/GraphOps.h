@@ -10,6 +10,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/Graph/IR/GraphInterfaces.h"
+
 #include "dialects/Graph/IR/GraphDialect.h.inc"
 
 #define GET_OP_CLASSES

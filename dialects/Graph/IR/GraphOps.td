@@ -35,7 +35,7 @@ def Graph_ConstantOp : Graph_Op<"constant",
   let hasFolder = 1;
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure]> {
+def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseKernel]> {
   let summary = "Converts the element type, rounding to nearest even";
   let description = [{
     Rounds each element to the result element type, round-to-nearest-even.
@@ -56,7 +56,9 @@ def Graph_CastOp : Graph_Op<"cast", [Pure]> {
 // GEMM-class ops (lowp in the default policy)
 //===----------------------------------------------------------------------===//
 
-def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
+def Graph_MatmulOp : Graph_Op<"matmul",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
     `numpy.matmul` semantics: 1-D operands are promoted and the added
@@ -76,7 +78,9 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
+def Graph_LinearOp : Graph_Op<"linear",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
     `output[..., n] = sum_k input[..., k] * W[k, n] + bias[n]` where `W` is
@@ -101,7 +105,8 @@ def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure]> {
+def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, MP_LowpClass, MP_Accumulates],
+    ["getFlopCount"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
     ONNX `Conv` for 4-D tensors. `pads` is [top, left, bottom, right];
@@ -131,7 +136,8 @@ def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure]> {
 // Element-wise ops (follow in the default policy, but for the fp32 class)
 //===----------------------------------------------------------------------===//
 
-class Graph_BinaryOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+class Graph_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseKernel], traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -151,12 +157,16 @@ class Graph_BinaryOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> 
 
 def Graph_AddOp : Graph_BinaryOp<"add", "addition">;
 def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication"> {
+  // x * sigmoid(x), the form exporters write for SiLU, becomes mp.silu.
+  let hasCanonicalizer = 1;
+}
 def Graph_DivOp : Graph_BinaryOp<"div", "division">;
-def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)">;
+def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", [MP_Fp32Class]>;
 
 class Graph_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseKernel],
+                                     traits)> {
   let summary = "Element-wise " # desc;
   let description = [{
     Same shape and element type in and out.
@@ -174,14 +184,15 @@ def Graph_NegOp : Graph_UnaryOp<"neg", "negation">;
 def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))">;
-def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential">;
-def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm">;
-def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root">;
-def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root">;
-def Graph_ErfOp : Graph_UnaryOp<"erf", "error function">;
-def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x">;
+def Graph_SiluOp : Graph_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x), computed in FP32 and rounded once">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential", [MP_Fp32Class]>;
+def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm", [MP_Fp32Class]>;
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root", [MP_Fp32Class]>;
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root", [MP_Fp32Class]>;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "error function", [MP_Fp32Class]>;
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x", [MP_Fp32Class]>;
 
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType, MP_ElementwiseKernel]> {
   let summary = "Element-wise GELU, exact (erf) or tanh approximation";
   let description = [{
     `approximate = "none"`: 0.5 x (1 + erf(x / sqrt 2));
@@ -198,7 +209,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseKernel]> {
   let summary = "Element-wise select with NumPy broadcasting";
   let description = [{
     `output = condition ? lhs : rhs`; all three broadcast to the result.
@@ -220,7 +231,9 @@ def Graph_WhereOp : Graph_Op<"where", [Pure]> {
 // Reductions and normalizations (fp32 class: they accumulate)
 //===----------------------------------------------------------------------===//
 
-class Graph_SoftmaxLikeOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+class Graph_SoftmaxLikeOp<string mnemonic, string desc>
+    : Graph_Op<mnemonic, [Pure, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
+                         DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
   let summary = desc # " along one axis";
   let description = [{
     Normalizes along `axis` (0 <= axis < rank; the importer normalizes
@@ -242,7 +255,9 @@ class Graph_SoftmaxLikeOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pu
 def Graph_SoftmaxOp : Graph_SoftmaxLikeOp<"softmax", "Softmax">;
 def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+def Graph_LayerNormOp : Graph_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
+     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
   let summary = "Layer normalization over the trailing dimensions from `axis`";
   let description = [{
     ONNX `LayerNormalization`: mean and (population) variance over dims
@@ -265,7 +280,9 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, AttrSizedOperandSegments]>
   let hasVerifier = 1;
 }
 
-def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure]> {
+def Graph_RmsNormOp : Graph_Op<"rms_norm",
+    [Pure, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
+     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
   let summary = "RMS normalization over the trailing dimensions from `axis`";
   let description = [{
     `x / sqrt(mean(x^2 over dims [axis, rank)) + epsilon) * scale`, `scale`
@@ -286,7 +303,7 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
+def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, MP_Fp32Class, MP_Accumulates]> {
   let summary = "Batch normalization with running statistics (inference)";
   let description = [{
     `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]` with the
@@ -307,7 +324,10 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-class Graph_ReduceOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> {
+class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel,
+                                      DeclareOpInterfaceMethods<MP_RowReductionOpInterface>],
+                                     traits)> {
   let summary = "Reduces with " # desc # " over `axes`";
   let description = [{
     `axes` are non-negative, strictly increasing and not empty (the importer
@@ -326,15 +346,15 @@ class Graph_ReduceOp<string mnemonic, string desc> : Graph_Op<mnemonic, [Pure]> 
   let hasVerifier = 1;
 }
 
-def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "a sum">;
-def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "a mean">;
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "a sum", [MP_Fp32Class, MP_Accumulates]>;
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "a mean", [MP_Fp32Class, MP_Accumulates]>;
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "the maximum">;
 
 //===----------------------------------------------------------------------===//
 // Data movement (follow class)
 //===----------------------------------------------------------------------===//
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement]> {
   let summary = "Reinterprets the shape, same elements in row-major order";
   let description = [{
     ```mlir
@@ -348,7 +368,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement]> {
   let summary = "Permutes dimensions";
   let description = [{
     `output.shape[i] = input.shape[perm[i]]`.
@@ -364,7 +384,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     ```mlir
@@ -380,7 +400,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
+def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement]> {
   let summary = "Strided slice, static per dimension";
   let description = [{
     Along each dim d, takes `output.shape[d]` elements starting at
@@ -400,7 +420,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement]> {
   let summary = "Takes slices of `data` along `axis` at integer indices";
   let description = [{
     ONNX `Gather`: `output.shape = data.shape[:axis] + indices.shape +
@@ -450,7 +470,7 @@ def Graph_AvgPool2dOp : Graph_Pool2dOp<"avg_pool2d", "Average",
 // FP8 scaling
 //===----------------------------------------------------------------------===//
 
-def Graph_QuantizeOp : Graph_Op<"quantize", [Pure]> {
+def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_ElementwiseKernel]> {
   let summary = "Scales a tensor and rounds it to FP8, saturating";
   let description = [{
     `output = fp8_satfinite(input * scale)` with `scale` a rank-0 FP32
@@ -466,7 +486,7 @@ def Graph_QuantizeOp : Graph_Op<"quantize", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure]> {
+def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure, MP_ScalingClass, MP_ElementwiseKernel]> {
   let summary = "Divides an FP8 tensor by its scale into a wider float";
   let description = [{
     `output = input / scale`, the inverse of `mp.quantize` with the same
@@ -482,7 +502,7 @@ def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_AmaxOp : Graph_Op<"amax", [Pure]> {
+def Graph_AmaxOp : Graph_Op<"amax", [Pure, MP_ScalingClass]> {
   let summary = "The largest absolute value of a tensor, as a rank-0 f32";
   let description = [{
     Feeds FP8 scale computation. NaN inputs make the result NaN.
@@ -496,7 +516,7 @@ def Graph_AmaxOp : Graph_Op<"amax", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
 }
 
-def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure]> {
+def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
   let summary = "Computes an FP8 scale from an amax: (fp8_max / amax) / 2^margin";
   let description = [{
     The Transformer Engine scaling rule. `format` names the FP8 format whose
@@ -515,7 +535,8 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul", [Pure]> {
+def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -535,7 +556,8 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_ScaledLinearOp : Graph_Op<"scaled_linear", [Pure]> {
+def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as

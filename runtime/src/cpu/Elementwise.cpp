@@ -204,6 +204,8 @@ void unary(UnaryOp op, const float *in, float *out, int64_t n) {
     return unaryLoop([](float x) { return std::tanh(x); }, in, out, n);
   case UnaryOp::Sigmoid:
     return unaryLoop(sigmoid, in, out, n);
+  case UnaryOp::Silu:
+    return unaryLoop([](float x) { return x * sigmoid(x); }, in, out, n);
   case UnaryOp::Exp:
     return unaryLoop([](float x) { return std::exp(x); }, in, out, n);
   case UnaryOp::Log:

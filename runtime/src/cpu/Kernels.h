@@ -68,6 +68,7 @@ enum class UnaryOp {
   GeluTanh, // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   Tanh,
   Sigmoid,
+  Silu, // x * sigmoid(x), one rounding
   Exp,
   Log,
   Sqrt,

@@ -158,6 +158,8 @@ double refUnary(UnaryOp op, double x) {
     return std::tanh(x);
   case UnaryOp::Sigmoid:
     return 1 / (1 + std::exp(-x));
+  case UnaryOp::Silu:
+    return x / (1 + std::exp(-x));
   case UnaryOp::Exp:
     return std::exp(x);
   case UnaryOp::Log:
@@ -177,9 +179,9 @@ double refUnary(UnaryOp op, double x) {
 TEST(Unary, MatchesDoubleReference) {
   const UnaryOp ops[] = {UnaryOp::Neg,       UnaryOp::Abs,      UnaryOp::Relu,
                          UnaryOp::GeluErf,   UnaryOp::GeluTanh, UnaryOp::Tanh,
-                         UnaryOp::Sigmoid,   UnaryOp::Exp,      UnaryOp::Log,
-                         UnaryOp::Sqrt,      UnaryOp::Rsqrt,    UnaryOp::Erf,
-                         UnaryOp::Reciprocal};
+                         UnaryOp::Sigmoid,   UnaryOp::Silu,     UnaryOp::Exp,
+                         UnaryOp::Log,       UnaryOp::Sqrt,     UnaryOp::Rsqrt,
+                         UnaryOp::Erf,       UnaryOp::Reciprocal};
   for (UnaryOp op : ops) {
     const bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt ||
                           op == UnaryOp::Rsqrt || op == UnaryOp::Reciprocal;

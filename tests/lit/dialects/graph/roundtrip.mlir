@@ -113,7 +113,9 @@ func.func @unary$all(%x: tensor<4x4xbf16>) -> tensor<4x4xbf16> {
   // CHECK: mp.tanh
   %4 = mp.tanh %3 : tensor<4x4xbf16>
   // CHECK: mp.sigmoid
-  %5 = mp.sigmoid %4 : tensor<4x4xbf16>
+  %sg = mp.sigmoid %4 : tensor<4x4xbf16>
+  // CHECK: mp.silu %{{.*}} : tensor<4x4xbf16>
+  %5 = mp.silu %sg : tensor<4x4xbf16>
   // CHECK: mp.exp
   %6 = mp.exp %5 : tensor<4x4xbf16>
   // CHECK: mp.log

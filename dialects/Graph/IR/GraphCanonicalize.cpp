@@ -1,0 +1,41 @@
+//===- GraphCanonicalize.cpp - canonicalization patterns of mp ops --------===//
+#include "dialects/Graph/IR/GraphOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace mixprec::graph {
+namespace {
+
+/// mp.mul %x, (mp.sigmoid %x) (either operand order), the form exporters
+/// write for SiLU, becomes mp.silu %x: one kernel op, one rounding, and the
+/// name a reader and a policy file can use. Only when nothing broadcasts
+/// and the sigmoid has no other use (it would otherwise be computed twice).
+struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
+    for (auto [x, other] : {std::pair(mul.getLhs(), mul.getRhs()),
+                            std::pair(mul.getRhs(), mul.getLhs())}) {
+      auto sigmoid = other.getDefiningOp<SigmoidOp>();
+      if (!sigmoid || sigmoid.getInput() != x || !sigmoid->hasOneUse() ||
+          x.getType() != mul.getType())
+        continue;
+      auto silu = rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x);
+      // The product is what a reader looks for: keep its name.
+      silu->setLoc(mul.getLoc());
+      rewriter.eraseOp(sigmoid);
+      return success();
+    }
+    return failure();
+  }
+};
+
+} // namespace
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<MulOfSigmoidToSilu>(context);
+}
+
+} // namespace mixprec::graph

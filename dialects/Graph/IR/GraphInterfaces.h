@@ -1,0 +1,60 @@
+//===- GraphInterfaces.h - op facts of the mp dialect -----------*- C++ -*-===//
+#ifndef MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H
+#define MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H
+
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mixprec::graph {
+
+/// An op's class in the default precision policy (DESIGN.md).
+enum class PrecisionClass { Lowp, Fp32, Follow, Constant, Cast, Scaling };
+
+/// "lowp", "fp32", "follow", "constant", "cast" or "scaling".
+llvm::StringRef stringifyPrecisionClass(PrecisionClass c);
+
+namespace OpTrait {
+// Marker traits; GraphInterfaces.td says what each means.
+#define MIXPREC_GRAPH_MARKER_TRAIT(Name)                                                           \
+  template <typename ConcreteType>                                                                 \
+  class Name : public mlir::OpTrait::TraitBase<ConcreteType, Name> {};
+MIXPREC_GRAPH_MARKER_TRAIT(LowpClass)
+MIXPREC_GRAPH_MARKER_TRAIT(Fp32Class)
+MIXPREC_GRAPH_MARKER_TRAIT(CastClass)
+MIXPREC_GRAPH_MARKER_TRAIT(ScalingClass)
+MIXPREC_GRAPH_MARKER_TRAIT(Accumulates)
+MIXPREC_GRAPH_MARKER_TRAIT(ElementwiseKernel)
+MIXPREC_GRAPH_MARKER_TRAIT(RowReductionKernel)
+MIXPREC_GRAPH_MARKER_TRAIT(DataMovement)
+MIXPREC_GRAPH_MARKER_TRAIT(GemmKernel)
+#undef MIXPREC_GRAPH_MARKER_TRAIT
+} // namespace OpTrait
+
+namespace detail {
+/// The class an op's traits give it (Follow when none does).
+PrecisionClass precisionClassFromTraits(mlir::Operation *op);
+/// The default FLOP count (see getFlopCount in GraphInterfaces.td).
+int64_t defaultFlopCount(mlir::Operation *op);
+/// Bytes of all tensor operands and results.
+int64_t defaultByteCount(mlir::Operation *op);
+} // namespace detail
+
+} // namespace mixprec::graph
+
+#include "dialects/Graph/IR/GraphInterfaces.h.inc"
+
+namespace mixprec::graph {
+
+/// The policy class of any op: an mp op answers for itself; anything else
+/// (func.return, ops of other dialects) follows its inputs.
+PrecisionClass precisionClassOf(mlir::Operation *op);
+
+/// The row-reduction width of `op` (RowReductionOpInterface), or -1 if it
+/// is no row reduction.
+int64_t rowReductionDimsOf(mlir::Operation *op);
+
+} // namespace mixprec::graph
+
+#endif // MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H

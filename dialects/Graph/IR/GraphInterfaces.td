@@ -1,0 +1,104 @@
+//===- GraphInterfaces.td - op facts of the mp dialect --------------------===//
+//
+// What passes, the interpreter, the module writer and the reports need to
+// know of an op lives on the op: its class in the default precision policy
+// and its kernel family are traits listed in its ODS definition; its cost
+// and the facts that depend on its operands are interface methods. Nothing
+// outside the dialect keeps a list of op types.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_GRAPH_INTERFACES
+#define MIXPREC_GRAPH_INTERFACES
+
+include "mlir/IR/OpBase.td"
+
+class MP_OpTrait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::mixprec::graph::OpTrait";
+}
+
+//===----------------------------------------------------------------------===//
+// Precision classes (DESIGN.md, "Default policy"). An op without one of
+// these traits follows its inputs; constants are ConstantLike.
+//===----------------------------------------------------------------------===//
+
+// Runs in the target low precision with an FP32 accumulator (GEMMs, convs).
+def MP_LowpClass : MP_OpTrait<"LowpClass">;
+// Runs in FP32, inputs upcast (softmax, norms, reductions, exp/log/pow...).
+def MP_Fp32Class : MP_OpTrait<"Fp32Class">;
+// A dtype conversion the precision passes place.
+def MP_CastClass : MP_OpTrait<"CastClass">;
+// FP8 scaling machinery (quantize, dequantize, amax, scale computation).
+def MP_ScalingClass : MP_OpTrait<"ScalingClass">;
+// Sums many values, so it carries an accumulator type (`acc_type`).
+def MP_Accumulates : MP_OpTrait<"Accumulates">;
+
+//===----------------------------------------------------------------------===//
+// Kernel families: how --mp-fuse groups an op and --mp-lower-to-kernels
+// lowers it. An op in none of them becomes a runtime routine.
+//===----------------------------------------------------------------------===//
+
+// One output element from the same-position (broadcast) input elements:
+// fuses into expression-program kernels.
+def MP_ElementwiseKernel : MP_OpTrait<"ElementwiseKernel">;
+// Reduces trailing rows (see MP_RowReductionOpInterface): one per kernel.
+def MP_RowReductionKernel : MP_OpTrait<"RowReductionKernel">;
+// Moves or selects elements without arithmetic (reshape, transpose, ...).
+def MP_DataMovement : MP_OpTrait<"DataMovement">;
+// A cuBLASLt GEMM with optional bias and activation epilogue.
+def MP_GemmKernel : MP_OpTrait<"GemmKernel">;
+
+//===----------------------------------------------------------------------===//
+// Interfaces
+//===----------------------------------------------------------------------===//
+
+def MP_PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
+  let cppNamespace = "::mixprec::graph";
+  let description = [{
+    The facts the precision passes and the reports ask of every `mp` op.
+    The defaults read the op's traits; GEMM-class ops override the cost and
+    the FP8 question, which depend on their operands.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The op's class in the default precision policy.",
+      "::mixprec::graph::PrecisionClass", "getPrecisionClass", (ins), [{}],
+      [{ return ::mixprec::graph::detail::precisionClassFromTraits($_op.getOperation()); }]>,
+    InterfaceMethod<
+      "True if the op sums many values and so carries an accumulator type.",
+      "bool", "accumulates", (ins), [{}],
+      [{ return $_op->template hasTrait<::mixprec::graph::OpTrait::Accumulates>(); }]>,
+    InterfaceMethod<
+      "True if the op can run as an FP8 scaled GEMM (mp.scaled_matmul or mp.scaled_linear).",
+      "bool", "hasFp8GemmForm", (ins), [{}], [{ return false; }]>,
+    InterfaceMethod<[{
+        Floating-point operations of one run: 2*M*N*K per output batch
+        element for GEMMs and convs; none for data movement, casts and
+        constants; otherwise one per element of its largest operand or
+        result (the output of an element-wise op, the input of a reduction).
+      }],
+      "int64_t", "getFlopCount", (ins), [{}],
+      [{ return ::mixprec::graph::detail::defaultFlopCount($_op.getOperation()); }]>,
+    InterfaceMethod<
+      "Bytes the op reads and writes when it runs alone: its operands and results.",
+      "int64_t", "getByteCount", (ins), [{}],
+      [{ return ::mixprec::graph::detail::defaultByteCount($_op.getOperation()); }]>,
+  ];
+}
+
+def MP_RowReductionOpInterface : OpInterface<"RowReductionOpInterface"> {
+  let cppNamespace = "::mixprec::graph";
+  let description = [{
+    An op that reduces (or normalizes over) some axes of its first operand.
+    A kernel can compute it one row at a time when those axes are the
+    trailing ones.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        How many trailing dimensions one row spans, or -1 when the reduced
+        axes are not the trailing ones of the first operand.
+      }],
+      "int64_t", "getRowReductionDims">,
+  ];
+}
+
+#endif // MIXPREC_GRAPH_INTERFACES

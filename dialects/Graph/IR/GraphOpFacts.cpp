@@ -1,0 +1,87 @@
+//===- GraphOpFacts.cpp - interface methods the mp ops implement ----------===//
+//
+// The op facts that depend on operands or attributes (GraphInterfaces.td):
+// GEMM costs and FP8 forms, and which rows a reduction reduces. The facts
+// that are fixed per op are traits in GraphOps.td.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Graph/IR/GraphOps.h"
+
+using namespace mlir;
+
+namespace mixprec::graph {
+namespace {
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// 2*K FLOPs per output element, K being the last dim of `contracted`.
+int64_t gemmFlops(Value contracted, Value output) {
+  ArrayRef<int64_t> shape = tensorType(contracted).getShape();
+  int64_t k = shape.empty() ? 1 : shape.back();
+  return 2 * tensorType(output).getNumElements() * k;
+}
+
+/// How many trailing dims `axes` (increasing) cover, or -1 if they are not
+/// the trailing dims of a rank-`rank` tensor.
+int64_t trailingDims(ArrayRef<int64_t> axes, int64_t rank) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[axes.size() - 1 - i] != rank - 1 - static_cast<int64_t>(i))
+      return -1;
+  return static_cast<int64_t>(axes.size());
+}
+
+int64_t rankOf(Value v) { return tensorType(v).getRank(); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// GEMM-class ops
+//===----------------------------------------------------------------------===//
+
+// A matmul has an FP8 GEMM form when its right operand is a 2-D weight
+// (quantized at compile time); two activations stay in BF16.
+bool MatmulOp::hasFp8GemmForm() {
+  return getRhs().getDefiningOp<ConstantOp>() && rankOf(getRhs()) == 2;
+}
+int64_t MatmulOp::getFlopCount() { return gemmFlops(getLhs(), getOutput()); }
+
+bool LinearOp::hasFp8GemmForm() { return true; }
+int64_t LinearOp::getFlopCount() { return gemmFlops(getInput(), getOutput()); }
+
+int64_t ScaledMatmulOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
+int64_t ScaledLinearOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
+
+// Each output element sums C/groups * kH * kW products.
+int64_t Conv2dOp::getFlopCount() {
+  ArrayRef<int64_t> w = tensorType(getWeight()).getShape();
+  return 2 * tensorType(getOutput()).getNumElements() * w[1] * w[2] * w[3];
+}
+
+//===----------------------------------------------------------------------===//
+// Row reductions
+//===----------------------------------------------------------------------===//
+
+int64_t SoftmaxOp::getRowReductionDims() {
+  return static_cast<int64_t>(getAxis()) == rankOf(getInput()) - 1 ? 1 : -1;
+}
+int64_t LogSoftmaxOp::getRowReductionDims() {
+  return static_cast<int64_t>(getAxis()) == rankOf(getInput()) - 1 ? 1 : -1;
+}
+// Norms normalize over every dim from `axis` on.
+int64_t LayerNormOp::getRowReductionDims() {
+  return rankOf(getInput()) - static_cast<int64_t>(getAxis());
+}
+int64_t RmsNormOp::getRowReductionDims() {
+  return rankOf(getInput()) - static_cast<int64_t>(getAxis());
+}
+int64_t ReduceSumOp::getRowReductionDims() {
+  return trailingDims(getAxes(), rankOf(getInput()));
+}
+int64_t ReduceMeanOp::getRowReductionDims() {
+  return trailingDims(getAxes(), rankOf(getInput()));
+}
+int64_t ReduceMaxOp::getRowReductionDims() {
+  return trailingDims(getAxes(), rankOf(getInput()));
+}
+
+} // namespace mixprec::graph
