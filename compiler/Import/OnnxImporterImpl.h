@@ -278,6 +278,10 @@ private:
   void convertTranspose(const NodeCtx &c);
   void convertConcat(const NodeCtx &c);
   void convertSlice(const NodeCtx &c);
+  void defineSlice(const NodeCtx &c, int out, llvm::ArrayRef<int64_t> starts,
+                   llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts);
+  llvm::SmallVector<int64_t> splitSizes(const NodeCtx &c, int64_t dim);
+  void convertSplit(const NodeCtx &c);
   void convertGather(const NodeCtx &c);
   void convertWhere(const NodeCtx &c);
   void convertConv(const NodeCtx &c);

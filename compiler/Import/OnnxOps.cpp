@@ -999,40 +999,125 @@ void Importer::convertSlice(const NodeCtx &c) {
   std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
   if (!bounds.empty())
     nodeFail(c, bounds);
+  defineSlice(c, 0, outStarts, outSteps, counts);
+}
+
+/// Defines output `out` of `c` as input #0 sliced at `starts` by `steps`,
+/// `counts` elements per dim (bounds checked by the caller): an alias when
+/// it takes everything, a folded constant for small integer constants
+/// (shape arithmetic stays compile-time known), else mp.slice.
+void Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> steps, ArrayRef<int64_t> counts) {
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> in = t.getShape();
+  int64_t rank = t.getRank();
   bool identity =
-      ArrayRef<int64_t>(counts) == in && llvm::all_of(outSteps, [](int64_t s) { return s == 1; });
+      counts == in && llvm::all_of(steps, [](int64_t s) { return s == 1; });
   if (identity) {
-    aliasOutput(c, 0, 0);
+    aliasOutput(c, out, 0);
     return;
   }
   Entry &data = entryOf(c, 0);
   if (data.constant && isa<IntegerType>(t.getElementType()) &&
       graph::numElements(counts) <= kMaxFoldElements) {
-    SmallVector<int64_t> vals = intValues(data.constant), out;
+    SmallVector<int64_t> vals = intValues(data.constant), values;
     SmallVector<int64_t> strides = stridesOf(in);
     int64_t n = graph::numElements(counts);
     SmallVector<int64_t> idx(rank, 0);
     for (int64_t flat = 0; flat < n; ++flat) {
       int64_t src = 0;
       for (int64_t d = 0; d < rank; ++d)
-        src += (outStarts[d] + idx[d] * outSteps[d]) * strides[d];
-      out.push_back(vals[src]);
+        src += (starts[d] + idx[d] * steps[d]) * strides[d];
+      values.push_back(vals[src]);
       for (int64_t d = rank - 1; d >= 0; --d) {
         if (++idx[d] < counts[d])
           break;
         idx[d] = 0;
       }
     }
-    defineConst(c, 0, makeIntAttr(counts, t.getElementType(), out));
+    defineConst(c, out, makeIntAttr(counts, t.getElementType(), values));
     return;
   }
   Value x = materialize(data);
-  defineValue(c, 0,
+  defineValue(c, out,
               builder
                   .create<graph::SliceOp>(c.loc, tensorType(counts, t.getElementType()), x,
-                                          builder.getDenseI64ArrayAttr(outStarts),
-                                          builder.getDenseI64ArrayAttr(outSteps))
+                                          builder.getDenseI64ArrayAttr(starts),
+                                          builder.getDenseI64ArrayAttr(steps))
                   .getOutput());
+}
+
+/// The ONNX schema forms of Split.
+static const OpForm kSplitForms[] = {
+    {1, 1, 2, 1, kVariadic, "axis split"},
+    {2, 1, 1, 1, kVariadic, "axis split"},
+    {13, 1, 2, 1, kVariadic, "axis"},
+    {18, 1, 2, 1, kVariadic, "axis num_outputs"},
+};
+
+/// The sizes a Split node cuts `dim` into: the `split` input (opset 1 and
+/// 13+) or attribute (before 13), else `num_outputs` parts of ceil(dim / n)
+/// with the last smaller (18+), else equal parts, one per output (before 18).
+SmallVector<int64_t> Importer::splitSizes(const NodeCtx &c, int64_t dim) {
+  int outputs = c.node.output_size();
+  std::optional<int64_t> numOutputs = attrIntOpt(c, "num_outputs");
+  SmallVector<int64_t> sizes;
+  if (hasInput(c, 1)) {
+    if (numOutputs)
+      nodeFail(c, "takes the 'split' input or the 'num_outputs' attribute, not both");
+    sizes = requireConstInts(c, 1, "split");
+  } else if (auto attr = attrInts(c, "split")) {
+    sizes = *attr;
+  } else if (numOutputs) {
+    if (*numOutputs != outputs)
+      nodeFail(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) + ", the node has " +
+                      llvm::Twine(outputs) + " outputs");
+    int64_t chunk = (dim + outputs - 1) / outputs;
+    if (dim - chunk * (outputs - 1) < 0)
+      nodeFail(c, "cannot cut dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                      " parts of " + llvm::Twine(chunk) + ": the last would be negative");
+    sizes.assign(outputs, chunk);
+    sizes.back() = dim - chunk * (outputs - 1);
+  } else {
+    if (opset >= 18)
+      nodeFail(c, "needs the 'split' input or the 'num_outputs' attribute from opset 18");
+    if (dim % outputs != 0)
+      nodeFail(c, "cannot split dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                      " equal parts");
+    sizes.assign(outputs, dim / outputs);
+  }
+  if (static_cast<int>(sizes.size()) != outputs)
+    nodeFail(c, "'split' has " + llvm::Twine(sizes.size()) + " sizes, the node has " +
+                    llvm::Twine(outputs) + " outputs");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0 || s > dim)
+      nodeFail(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) + "]");
+    total += s;
+  }
+  if (total != dim)
+    nodeFail(c, "split sizes add up to " + llvm::Twine(total) + ", the axis has " +
+                    llvm::Twine(dim));
+  return sizes;
+}
+
+/// Split: output i is the slice of the input along `axis` after the first
+/// i sizes (GPT-style decoders split a fused QKV projection this way).
+void Importer::convertSplit(const NodeCtx &c) {
+  RankedTensorType t = inputType(c, 0);
+  int64_t rank = t.getRank();
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrIntOpt(c, "axis").value_or(0), rank);
+  SmallVector<int64_t> sizes = splitSizes(c, t.getDimSize(axis));
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+  Shape counts(t.getShape().begin(), t.getShape().end());
+  for (int i = 0; i < c.node.output_size(); ++i) {
+    counts[axis] = sizes[i];
+    if (!c.node.output(i).empty())
+      defineSlice(c, i, starts, steps, counts);
+    starts[axis] += sizes[i];
+  }
 }
 
 /// The ONNX schema forms of Gather.
@@ -1418,6 +1503,7 @@ const Importer::OpInfo *Importer::findOp(llvm::StringRef opType) {
       {"Transpose", &Importer::convertTranspose, kTransposeForms},
       {"Concat", &Importer::convertConcat, kConcatForms},
       {"Slice", &Importer::convertSlice, kSliceForms},
+      {"Split", &Importer::convertSplit, kSplitForms},
       {"Gather", &Importer::convertGather, kGatherForms},
       {"Where", &Importer::convertWhere, kWhereForms},
       {"Conv", &Importer::convertConv, kConvForms},

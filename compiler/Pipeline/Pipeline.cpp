@@ -3,10 +3,10 @@
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -43,26 +43,18 @@ bool runPrecisionPipeline(ModuleOp module, const PrecisionOptions &options,
     return success();
   });
   PassManager pm(ctx);
-  passes::AssignPrecisionPassOptions assign;
-  assign.precision = options.precision;
-  assign.keepIoTypes = options.keepIoTypes;
-  assign.keepFp32 = options.keepFp32;
-  assign.force = options.force;
-  assign.policyFile = options.policyFile;
-  assign.fp16Margin = options.fp16Margin;
-  assign.underflowThreshold = options.underflowThreshold;
-  assign.overflowFallback = options.overflowFallback;
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  // Canonical forms first (x * sigmoid(x) is mp.silu), so that policy
-  // decisions and reports see the ops a reader expects.
-  funcPm.addPass(createCanonicalizerPass());
-  funcPm.addPass(passes::createAssignPrecisionPass(assign));
-  funcPm.addPass(passes::createInsertCastsPass());
-  passes::InsertScalingPassOptions scaling;
-  scaling.scaling = options.fp8Scaling;
-  scaling.margin = options.fp8Margin;
-  funcPm.addPass(passes::createInsertScalingPass(scaling));
-  funcPm.addPass(passes::createFoldCastsPass());
+  passes::PrecisionPipelineOptions pipeline;
+  pipeline.precision = options.precision;
+  pipeline.keepIoTypes = options.keepIoTypes;
+  pipeline.keepFp32 = options.keepFp32;
+  pipeline.force = options.force;
+  pipeline.policyFile = options.policyFile;
+  pipeline.fp16Margin = options.fp16Margin;
+  pipeline.underflowThreshold = options.underflowThreshold;
+  pipeline.overflowFallback = options.overflowFallback;
+  pipeline.fp8Scaling = options.fp8Scaling;
+  pipeline.fp8Margin = options.fp8Margin;
+  passes::buildPrecisionPipeline(pm, pipeline);
   if (failed(pm.run(module))) {
     error = firstError.empty() ? "the precision pipeline failed" : firstError;
     return false;
@@ -79,10 +71,7 @@ bool runKernelPipeline(ModuleOp module, std::string &error) {
     return success();
   });
   PassManager pm(ctx);
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(passes::createFusePass());
-  funcPm.addPass(passes::createLowerToKernelsPass());
-  funcPm.addPass(passes::createPlanMemoryPass());
+  passes::buildKernelPipeline(pm);
   if (failed(pm.run(module))) {
     error = firstError.empty() ? "the kernel pipeline failed" : firstError;
     return false;

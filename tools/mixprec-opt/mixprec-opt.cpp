@@ -7,6 +7,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mixprec::passes::registerMixprecPasses();
+  mixprec::passes::registerMixprecPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mixprec pass driver\n", registry));
 }

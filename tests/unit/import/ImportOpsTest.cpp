@@ -13,6 +13,7 @@ using namespace mixprec;
 using namespace mixprec::test;
 using mlir::Operation;
 using Names = std::vector<std::string>;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -807,6 +808,143 @@ TEST_F(ImportTest, ShapeArithmeticOnConstantsFolds) {
   EXPECT_EQ(opNames(*mod), Names{"mp.reshape"});
   auto ret = mlir::cast<mlir::func::ReturnOp>(mainOf(*mod).getBody().front().getTerminator());
   EXPECT_EQ(constValues(ret.getOperand(1)), (std::vector<double>{2, 12}));
+}
+
+//===----------------------------------------------------------------------===//
+// Split: every opset form (a fused QKV projection is split this way)
+//===----------------------------------------------------------------------===//
+
+/// The `starts` attribute of each mp.slice, in order.
+static std::vector<std::string> sliceStarts(mlir::ModuleOp m) {
+  std::vector<std::string> starts;
+  for (Operation *op : bodyOps(m))
+    if (op->getName().getStringRef() == "mp.slice")
+      starts.push_back(attrOf(op, "starts") + " " + resultType(op));
+  return starts;
+}
+
+TEST_F(ImportTest, SplitAttributeSizesBeforeOpset13) {
+  for (int64_t opset : {2, 11}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {2, 6});
+    auto &n = m.node("Split", {"x"}, {"q", "k", "v"});
+    attrI(n, "axis", -1);
+    attrIs(n, "split", {1, 2, 3});
+    m.output("q", Dims{2, 1});
+    m.output("k", Dims{2, 2});
+    m.output("v", Dims{2, 3});
+    auto mod = import(m);
+    ASSERT_TRUE(mod);
+    EXPECT_EQ(sliceStarts(*mod),
+              (std::vector<std::string>{"array<i64: 0, 0> tensor<2x1xf32>",
+                                        "array<i64: 0, 1> tensor<2x2xf32>",
+                                        "array<i64: 0, 3> tensor<2x3xf32>"}));
+  }
+}
+
+TEST_F(ImportTest, SplitSizesInputAndEqualParts) {
+  for (int64_t opset : {1, 13}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {6, 4});
+    m.ints("sizes", {4, 2});
+    m.node("Split", {"x", "sizes"}, {"a", "b"});
+    m.output("a", Dims{4, 4});
+    m.output("b", Dims{2, 4});
+    auto mod = import(m);
+    ASSERT_TRUE(mod);
+    EXPECT_EQ(sliceStarts(*mod), (std::vector<std::string>{"array<i64: 0, 0> tensor<4x4xf32>",
+                                                           "array<i64: 4, 0> tensor<2x4xf32>"}));
+  }
+  Model m(13);
+  m.input("x", {2, 12});
+  auto &n = m.node("Split", {"x"}, {"q", "k", "v"});
+  attrI(n, "axis", 1);
+  for (const char *o : {"q", "k", "v"})
+    m.output(o, Dims{2, 4});
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(countOps(*mod, "mp.slice"), 3);
+}
+
+TEST_F(ImportTest, SplitNumOutputsOpset18LastPartSmaller) {
+  Model m(18);
+  m.input("x", {2, 7});
+  auto &n = m.node("Split", {"x"}, {"a", "b", "c"});
+  attrI(n, "axis", 1);
+  attrI(n, "num_outputs", 3);
+  for (const char *o : {"a", "b", "c"})
+    m.output(o);
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(sliceStarts(*mod), (std::vector<std::string>{"array<i64: 0, 0> tensor<2x3xf32>",
+                                                         "array<i64: 0, 3> tensor<2x3xf32>",
+                                                         "array<i64: 0, 6> tensor<2x1xf32>"}));
+}
+
+TEST_F(ImportTest, SplitOfOneOutputIsTheInput) {
+  Model m(13);
+  m.input("x", {2, 4});
+  m.node("Split", {"x"}, {"y"});
+  m.output("y", Dims{2, 4});
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(countOps(*mod, "mp.slice"), 0);
+}
+
+// Shape arithmetic on constants stays compile-time known.
+TEST_F(ImportTest, SplitOfIntegerConstantFolds) {
+  Model m(13);
+  m.input("x", {2, 3});
+  m.ints("shape", {2, 3, 5});
+  m.ints("two", {2, 1});
+  m.node("Split", {"shape", "two"}, {"batch", "rest"});
+  m.node("Reshape", {"x", "batch"}, {"y"});
+  m.output("y", Dims{2, 3});
+  auto mod = import(m);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(countOps(*mod, "mp.slice"), 0);
+}
+
+TEST_F(ImportTest, SplitErrors) {
+  struct Case {
+    int64_t opset;
+    int64_t dim;
+    std::vector<int64_t> sizes; // input #1 when not empty
+    int64_t numOutputs;         // attribute when > 0
+    const char *error;
+  };
+  const Case cases[] = {
+      {13, 7, {}, 0, "cannot split dim 7 into 3 equal parts"},
+      {13, 6, {1, 2, 4}, 0, "split sizes add up to 7, the axis has 6"},
+      {13, 6, {1, 5}, 0, "'split' has 2 sizes, the node has 3 outputs"},
+      {13, 6, {-1, 4, 3}, 0, "split size -1 is outside [0, 6]"},
+      {18, 6, {}, 0, "needs the 'split' input or the 'num_outputs' attribute from opset 18"},
+      {18, 6, {2, 2, 2}, 3, "takes the 'split' input or the 'num_outputs' attribute, not both"},
+      {18, 6, {}, 2, "attribute 'num_outputs' is 2, the node has 3 outputs"},
+      {18, 2, {}, 3, ""}, // [1, 1, 0]: valid
+  };
+  for (const Case &k : cases) {
+    SCOPED_TRACE(k.error);
+    Model m(k.opset);
+    m.input("x", {2, k.dim});
+    std::vector<std::string> inputs = {"x"};
+    if (!k.sizes.empty()) {
+      m.ints("sizes", k.sizes);
+      inputs.push_back("sizes");
+    }
+    auto &n = m.node("Split", inputs, {"a", "b", "c"});
+    attrI(n, "axis", 1);
+    if (k.numOutputs > 0)
+      attrI(n, "num_outputs", k.numOutputs);
+    for (const char *o : {"a", "b", "c"})
+      m.output(o);
+    if (*k.error)
+      EXPECT_THAT(importError(m), HasSubstr(k.error));
+    else
+      EXPECT_TRUE(import(m));
+  }
 }
 
 //===----------------------------------------------------------------------===//

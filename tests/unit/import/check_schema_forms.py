@@ -31,9 +31,10 @@ def parse_forms(source):
     tables = {}
     for m in re.finditer(r"static const OpForm (\w+)\[\] = \{\n(.*?)\n\};", source, re.S):
         rows = []
-        for r in re.finditer(r'\{(\d+), (\d+), (\w+), (\d+), (\d+),\s*"([^"]*)"\}', m.group(2)):
+        for r in re.finditer(r'\{(\d+), (\d+), (\w+), (\d+), (\w+),\s*"([^"]*)"\}', m.group(2)):
             max_in = VARIADIC if r[3] == "kVariadic" else int(r[3])
-            rows.append((int(r[1]), int(r[2]), max_in, int(r[4]), int(r[5]),
+            max_out = VARIADIC if r[5] == "kVariadic" else int(r[5])
+            rows.append((int(r[1]), int(r[2]), max_in, int(r[4]), max_out,
                          tuple(sorted(r[6].split()))))
         tables[m.group(1)] = rows
     return tables
