@@ -365,6 +365,11 @@ private:
                          [&](Operation *user) { return groupFor(user) != &group; }))
           outputs.push_back(result);
     }
+    // A group whose values are all dead still stores its last one, as an
+    // unfused dead op does: a fusion needs a result (and a GEMM fusion its
+    // output).
+    if (outputs.empty())
+      llvm::append_range(outputs, ops.back()->getResults());
 
     OpBuilder b(ops.back());
     // Casts carry their producer's name; list each graph op once.

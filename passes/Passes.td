@@ -134,8 +134,9 @@ def FusePass : Pass<"mp-fuse", "mlir::func::FuncOp"> {
     several kernels (each far below the 65536 instructions the runtime
     accepts in one kernel). Each group of two or more ops becomes an
     `mp.fusion`; a value used outside its group is one of the fusion's
-    results (stored once, never recomputed). Time and memory are
-    near-linear in the number of ops.
+    results (stored once, never recomputed; a group whose values are all
+    dead stores its last one). Time and memory are near-linear in the
+    number of ops.
     ```mlir
     %0 = mp.add %x, %b : ...
     %1 = mp.relu %0 : ...
