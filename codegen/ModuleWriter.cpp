@@ -8,6 +8,7 @@
 #include "passes/PrecisionUtils.h"
 #include "runtime/include/mixprec/runtime.h"
 #include "runtime/schema/module_generated.h"
+#include "runtime/src/KernelProgram.h"
 #include "runtime/src/ModuleHash.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -209,6 +210,15 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
     int32_t r = reg.lookup(value);
     add(sc::OpCode::Store, {r}, *dtypeOf(typeOf(result).getElementType()), isRow(r), 0,
         tensorOf(result), stridesFor(typeOf(result).getShape(), space, rowDims, isRow(r)));
+  }
+  // The runtime would refuse the module; say so now, naming the kernel.
+  if (program.size() > runtime::kMaxProgramLength) {
+    error = "kernel '" +
+            (op.getOps().empty() ? std::string("kernel") : cast<StringAttr>(op.getOps()[0]).str()) +
+            "': its program has " + std::to_string(program.size()) +
+            " instructions, more than the " + std::to_string(runtime::kMaxProgramLength) +
+            " a module may hold";
+    return false;
   }
   return true;
 }

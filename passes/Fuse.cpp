@@ -7,7 +7,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mixprec::passes {
@@ -120,16 +119,43 @@ Value keepEpilogueInF32(Block *block, Value out) {
   return b.create<graph::CastOp>(last->getLoc(), outTensorType, last->getResult(0));
 }
 
-/// One group of ops that will run as one kernel.
+/// A fused kernel holds at most this many ops. Each element-wise op adds at
+/// most five instructions to the kernel's program (the op, three operand
+/// loads or immediates, one store) and the one row reduction at most 18, so
+/// a kernel stays far below the 65536 instructions the runtime accepts
+/// (runtime::kMaxProgramLength); longer chains are split into kernels of
+/// this many ops. Real graphs never come close.
+constexpr size_t kMaxKernelOps = 1024;
+
+/// One group of ops that will run as one kernel. Merging moves the ops of
+/// one group into another and leaves the emptied group pointing to it
+/// (`mergedInto`), so a merge costs the smaller group's size and an op's
+/// group is found by following those pointers (Fuser::find).
 struct Group {
   FuseKind kind;
   SmallVector<int64_t, 4> shape; ///< iteration shape (element-wise/reduction)
-  llvm::SetVector<Operation *> ops;
+  /// Unordered, except in a GEMM group: the GEMM first, then its epilogue.
+  /// (std::vector: swapping two lists must not copy them.)
+  std::vector<Operation *> ops;
   int reductions = 0;
   bool hasEpilogue = false; ///< a GEMM group that already took an activation
+  Group *mergedInto = nullptr;
+  /// The groups (possibly merged since) of ops already visited that use a
+  /// value of this group; entries that became this group are dropped lazily.
+  std::vector<Group *> earlyUsers;
+  /// An op in no group, already visited (or nested in another op's region),
+  /// uses a value of this group.
+  bool usedByUngrouped = false;
 };
 
 /// The grouping state of one function.
+///
+/// 1. Visit the ops in order; each fusible op starts a group, then merges
+///    with its producers' groups where legal (tryMerge, tryEpilogue).
+/// 2. After each op, record in its producers' groups that it uses them
+///    (noteUses): a group used by an op visited earlier that stays outside
+///    cannot merge, since the kernel would run after that user.
+/// 3. Each group of two or more ops becomes an mp.fusion (materialize).
 class Fuser {
 public:
   explicit Fuser(MLIRContext *ctx) : ctx(ctx) {}
@@ -141,21 +167,9 @@ public:
       position[&op] = index++;
 
     for (Operation &op : body) {
-      FuseKind kind = fuseKindOf(&op);
-      if (kind == FuseKind::None)
-        continue;
-      if (kind == FuseKind::Reduction && rowReductionDims(&op) < 0)
-        continue; // runs as its own routine
-      auto group = std::make_unique<Group>();
-      group->kind = kind;
-      ArrayRef<int64_t> shape = iterationShape(&op);
-      group->shape.assign(shape.begin(), shape.end());
-      group->ops.insert(&op);
-      group->reductions = kind == FuseKind::Reduction;
-      groupOf[&op] = group.get();
-      groups.push_back(std::move(group));
-      if (kind != FuseKind::Gemm)
+      if (Group *group = startGroup(&op, body); group && group->kind != FuseKind::Gemm)
         mergeProducers(&op);
+      noteUses(&op);
     }
 
     for (auto &group : groups)
@@ -164,13 +178,68 @@ public:
   }
 
 private:
+  /// Gives a fusible op a group of its own; null for other ops.
+  Group *startGroup(Operation *op, Block &body) {
+    FuseKind kind = fuseKindOf(op);
+    if (kind == FuseKind::None)
+      return nullptr;
+    if (kind == FuseKind::Reduction && rowReductionDims(op) < 0)
+      return nullptr; // runs as its own routine
+    auto group = std::make_unique<Group>();
+    group->kind = kind;
+    ArrayRef<int64_t> shape = iterationShape(op);
+    group->shape.assign(shape.begin(), shape.end());
+    group->ops.push_back(op);
+    group->reductions = kind == FuseKind::Reduction;
+    // A user nested in another op's region is outside every group and
+    // counts as already visited.
+    group->usedByUngrouped =
+        llvm::any_of(op->getUsers(), [&](Operation *user) { return user->getBlock() != &body; });
+    groupOf[op] = group.get();
+    groups.push_back(std::move(group));
+    return groups.back().get();
+  }
+
+  /// The group that now holds `group`'s ops (path halving keeps the
+  /// pointer chains short).
+  static Group *find(Group *group) {
+    while (Group *next = group->mergedInto) {
+      if (next->mergedInto)
+        group->mergedInto = next->mergedInto;
+      group = group->mergedInto;
+    }
+    return group;
+  }
+
+  /// The group that holds `op`, or null.
+  Group *groupFor(Operation *op) const {
+    Group *group = groupOf.lookup(op);
+    return group ? find(group) : nullptr;
+  }
+
+  /// Records that the visited `op` uses the groups of its producers.
+  void noteUses(Operation *op) {
+    Group *user = groupFor(op);
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      Group *used = producer ? groupFor(producer) : nullptr;
+      if (!used || used == user)
+        continue;
+      if (!user)
+        used->usedByUngrouped = true;
+      else
+        used->earlyUsers.push_back(user);
+    }
+  }
+
   /// Merges the groups of `op`'s producers into `op`'s group where legal.
   void mergeProducers(Operation *op) {
     for (Value operand : op->getOperands()) {
       Operation *producer = operand.getDefiningOp();
-      if (!producer || !groupOf.count(producer))
+      Group *from = producer ? groupFor(producer) : nullptr;
+      if (!from)
         continue;
-      Group *from = groupOf[producer], *into = groupOf[op];
+      Group *into = groupFor(op);
       if (from == into)
         continue;
       if (from->kind == FuseKind::Gemm)
@@ -180,20 +249,34 @@ private:
     }
   }
 
-  /// Whether every use of the ops of `a` and `b` outside both groups comes
-  /// after `last`: the merged kernel runs at `last`, so an earlier outside
-  /// user would read a value not yet computed.
-  bool outsideUsersComeAfter(Group *a, Group *b, Operation *last) {
-    for (Group *g : {a, b})
-      for (Operation *op : g->ops)
-        for (Operation *user : op->getUsers()) {
-          Group *ug = groupOf.lookup(user);
-          if (ug == a || ug == b)
-            continue;
-          if (position[user] <= position[last])
-            return false;
-        }
+  /// Whether every visited op outside `group` that uses it is in `other`.
+  /// Drops entries that became `group` and duplicates of `other`, so each
+  /// call costs O(1) plus the entries it drops.
+  static bool onlyEarlyUserIs(Group *group, Group *other) {
+    std::vector<Group *> &users = group->earlyUsers;
+    bool seenOther = false;
+    for (size_t i = 0; i < users.size();) {
+      Group *user = find(users[i]);
+      if (user != group && user != other)
+        return false;
+      if (user == group || seenOther) {
+        users[i] = users.back();
+        users.pop_back();
+        continue;
+      }
+      users[i] = user;
+      seenOther = true;
+      ++i;
+    }
     return true;
+  }
+
+  /// Whether every use of the ops of `a` and `b` outside both groups comes
+  /// after the op being visited: the merged kernel runs there, so an
+  /// earlier outside user would read a value not yet computed.
+  bool outsideUsersComeAfter(Group *a, Group *b) {
+    return !a->usedByUngrouped && !b->usedByUngrouped && onlyEarlyUserIs(a, b) &&
+           onlyEarlyUserIs(b, a);
   }
 
   void tryMerge(Group *from, Group *into, Operation *op, Value operand) {
@@ -207,7 +290,9 @@ private:
     // are parameters that must already be in memory.
     if (into->reductions && fuseKindOf(op) == FuseKind::Reduction && operand != op->getOperand(0))
       return;
-    if (!outsideUsersComeAfter(from, into, op))
+    if (from->ops.size() + into->ops.size() > kMaxKernelOps)
+      return;
+    if (!outsideUsersComeAfter(from, into))
       return;
     absorb(from, into);
   }
@@ -240,14 +325,21 @@ private:
     absorb(into, gemm);
   }
 
-  /// Moves every op of `from` into `into`.
-  void absorb(Group *from, Group *into) {
-    for (Operation *op : from->ops) {
-      into->ops.insert(op);
-      groupOf[op] = into;
-    }
+  /// Moves every op of `from` into `into`, copying the smaller list (a GEMM
+  /// group keeps its order: the GEMM first).
+  static void absorb(Group *from, Group *into) {
+    if (into->kind != FuseKind::Gemm && from->ops.size() > into->ops.size())
+      std::swap(from->ops, into->ops);
+    into->ops.insert(into->ops.end(), from->ops.begin(), from->ops.end());
+    if (from->earlyUsers.size() > into->earlyUsers.size())
+      std::swap(from->earlyUsers, into->earlyUsers);
+    into->earlyUsers.insert(into->earlyUsers.end(), from->earlyUsers.begin(),
+                            from->earlyUsers.end());
     into->reductions += from->reductions;
-    from->ops.clear();
+    into->usedByUngrouped |= from->usedByUngrouped;
+    from->mergedInto = into;
+    std::vector<Operation *>().swap(from->ops); // frees the memory
+    std::vector<Group *>().swap(from->earlyUsers);
   }
 
   MLIRContext *ctx;
@@ -264,15 +356,20 @@ private:
     for (Operation *op : ops) {
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
-        if ((def && groupOf.lookup(def) == &group) || (inlineScalars && isScalarConstant(operand)))
+        if ((def && groupFor(def) == &group) || (inlineScalars && isScalarConstant(operand)))
           continue;
         inputs.insert(operand);
       }
       for (Value result : op->getResults())
         if (llvm::any_of(result.getUsers(),
-                         [&](Operation *user) { return groupOf.lookup(user) != &group; }))
+                         [&](Operation *user) { return groupFor(user) != &group; }))
           outputs.push_back(result);
     }
+    // A group whose values are all dead still stores its last one, as an
+    // unfused dead op does: a fusion needs a result (and a GEMM fusion its
+    // output).
+    if (outputs.empty())
+      llvm::append_range(outputs, ops.back()->getResults());
 
     OpBuilder b(ops.back());
     // Casts carry their producer's name; list each graph op once.
@@ -310,9 +407,8 @@ private:
     inner.setInsertionPointToEnd(block);
     inner.create<graph::YieldOp>(fusion.getLoc(), yielded);
     for (auto [output, result] : llvm::zip(outputs, fusion.getResults()))
-      output.replaceUsesWithIf(result, [&](OpOperand &use) {
-        return groupOf.lookup(use.getOwner()) != &group;
-      });
+      output.replaceUsesWithIf(result,
+                               [&](OpOperand &use) { return groupFor(use.getOwner()) != &group; });
     for (Operation *op : llvm::reverse(ops)) {
       SmallVector<Value> operands(op->getOperands());
       op->erase();
@@ -324,6 +420,7 @@ private:
   }
 
   llvm::DenseMap<Operation *, unsigned> position;
+  /// The group each fusible op started in (see find).
   llvm::DenseMap<Operation *, Group *> groupOf;
   std::vector<std::unique_ptr<Group>> groups;
 };

@@ -130,9 +130,13 @@ def FusePass : Pass<"mp-fuse", "mlir::func::FuncOp"> {
     the group would then have to wait for. A bias add, ReLU or tanh-GELU
     after a GEMM whose result has no other use becomes the GEMM's epilogue.
     GEMM operands always come from memory, so a reduction never fuses into
-    a GEMM. Each group of two or more ops becomes an `mp.fusion`; a value
-    used outside its group is one of the fusion's results (stored once,
-    never recomputed).
+    a GEMM. A group holds at most 1024 ops, so a longer chain becomes
+    several kernels (each far below the 65536 instructions the runtime
+    accepts in one kernel). Each group of two or more ops becomes an
+    `mp.fusion`; a value used outside its group is one of the fusion's
+    results (stored once, never recomputed; a group whose values are all
+    dead stores its last one). Time and memory are near-linear in the
+    number of ops.
     ```mlir
     %0 = mp.add %x, %b : ...
     %1 = mp.relu %0 : ...

@@ -11,6 +11,11 @@
 
 namespace mixprec::runtime {
 
+/// The most instructions a kernel's program may have: the verifier refuses
+/// longer ones (so that a forged count cannot make verification run for
+/// hours), and the module writer refuses to write them.
+constexpr size_t kMaxProgramLength = 1 << 16;
+
 /// Number of register operands the opcode reads, or -1 for a value that is
 /// not an opcode of this schema version.
 inline int operandCount(schema::OpCode op) {

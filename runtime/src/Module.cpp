@@ -33,12 +33,12 @@ namespace mixprec::runtime {
 /// FlatBuffers uses 32-bit offsets: no valid module is larger (and its
 /// verifier asserts on larger buffers).
 constexpr size_t kMaxModuleBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
-/// Bounds on what one module may hold, far above real plans, so that a
-/// forged count cannot make verification itself run for hours.
-constexpr size_t kMaxProgramLength = 1 << 16;
 /// Row reductions feeding row reductions (softmax 2, layer norm 2-3): each
 /// level is one more pass over the row on a CPU.
 constexpr int kMaxRowReductionDepth = 16;
+/// Bounds on what one module may hold (kMaxProgramLength is another), far
+/// above real plans, so that a forged count cannot make verification itself
+/// run for hours.
 constexpr size_t kMaxTables = 1 << 24;
 
 //===----------------------------------------------------------------------===//

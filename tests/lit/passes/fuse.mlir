@@ -142,3 +142,27 @@ func.func @fuse$epilogue_numerics(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b
   %2 = mp.relu %1 : tensor<4x8xbf16> loc("act")
   return %2 : tensor<4x8xbf16>
 }
+
+// -----
+
+// Groups whose values nobody reads still store their last value, as an
+// unfused dead op does (a fusion with no result had no yield to lower, and
+// a GEMM fusion with none crashed the pass).
+// CHECK-LABEL: func.func @fuse$dead_values
+// CHECK: %[[G:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc", "bias", "act"]}
+// CHECK: mp.relu
+// CHECK-NEXT: mp.yield %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[E:.*]] = mp.fusion(%{{.*}}) {kind = "elementwise", ops = ["r", "t"]}
+// CHECK: %[[T:.*]] = mp.tanh
+// CHECK-NEXT: mp.yield %[[T]] : tensor<4x8xf32>
+// CHECK: %[[X:.*]] = mp.exp
+// CHECK: return %[[X]]
+func.func @fuse$dead_values(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = mp.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("fc")
+  %1 = mp.add %0, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32> loc("bias")
+  %2 = mp.relu %1 : tensor<4x8xf32> loc("act")
+  %3 = mp.relu %x : tensor<4x8xf32> loc("r")
+  %4 = mp.tanh %3 : tensor<4x8xf32> loc("t")
+  %5 = mp.exp %x : tensor<4x8xf32> loc("e")
+  return %5 : tensor<4x8xf32>
+}
