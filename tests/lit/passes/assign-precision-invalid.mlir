@@ -8,6 +8,17 @@
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-broken.json" %s 2>&1 | FileCheck %s --check-prefix=PARSE
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/no-such-policy.json" %s 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not mixprec-opt --mp-assign-precision="precision=fp16 overflow-fallback=fp8" %s 2>&1 | FileCheck %s --check-prefix=FALLBACK
+// The JSON parser recurses per level: deep nesting is refused before parsing
+// (50,000 levels overflowed the stack); 64 levels still reach the parser.
+// RUN: %python -c "print('[' * 50000 + ']' * 50000)" > %t.deep.json
+// RUN: not mixprec-opt --mp-assign-precision="policy=%t.deep.json" %s 2>&1 | FileCheck %s --check-prefix=DEEP
+// RUN: %python -c "print('[' * 65 + ']' * 65)" > %t.65.json
+// RUN: not mixprec-opt --mp-assign-precision="policy=%t.65.json" %s 2>&1 | FileCheck %s --check-prefix=DEEP65
+// RUN: %python -c "print('{\"keep_fp32\": [\"[{\"], \"force\": {\"x\": ' + '[' * 62 + ']' * 62 + '}}')" > %t.64.json
+// RUN: not mixprec-opt --mp-assign-precision="policy=%t.64.json" %s 2>&1 | FileCheck %s --check-prefix=DEEP64
+// A device or folder is not read (/dev/zero never ends).
+// RUN: not mixprec-opt --mp-assign-precision="policy=/dev/zero" %s 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs" %s 2>&1 | FileCheck %s --check-prefix=FOLDER
 
 // PRECISION: error: unknown precision 'fp9' (use fp32, tf32, bf16, fp16 or fp8)
 // NOMATCH: error: override 'force=nothing_here:fp16' matches no op type or op name in @main
@@ -18,6 +29,11 @@
 // PARSE: error: policy file '{{.*}}policy-broken.json' does not parse
 // MISSING: error: policy file '{{.*}}no-such-policy.json': No such file or directory
 // FALLBACK: error: overflow-fallback must be bf16 or fp32, got 'fp8'
+// DEEP: error: policy file '{{.*}}deep.json': JSON nested deeper than 64 levels
+// DEEP65: error: policy file '{{.*}}65.json': JSON nested deeper than 64 levels
+// DEEP64: error: policy file '{{.*}}64.json': key 'force' must be an object of strings
+// DEVICE: error: policy file '/dev/zero': not a regular file
+// FOLDER: error: policy file '{{.*}}Inputs': not a regular file
 
 // FP8 asked of an op that has no FP8 GEMM.
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
