@@ -2,9 +2,9 @@
 #include "passes/PolicyFile.h"
 #include "passes/PrecisionUtils.h"
 
-#include "llvm/Support/FileSystem.h"
+#include "common/FileIO.h"
+
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
 
@@ -116,22 +116,15 @@ LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
 LogicalResult readPolicyFile(MLIRContext *ctx, StringRef path, PrecisionPolicy &policy,
                              std::vector<std::string> &forces, std::vector<std::string> &keeps,
                              std::string &error) {
-  // Checked before opening: opening a FIFO blocks until a writer comes.
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(path, status)) {
-    error = "policy file '" + path.str() + "': " + ec.message();
+  // A device or a FIFO is refused before it is opened (common/FileIO.h).
+  std::string text, readError;
+  if (!common::readRegularFile(path.str(), text, readError)) {
+    // readRegularFile says "PATH: REASON".
+    error = "policy file '" + path.str() + "': " +
+            StringRef(readError).drop_front(path.size() + 2).str();
     return failure();
   }
-  if (status.type() != llvm::sys::fs::file_type::regular_file) {
-    error = "policy file '" + path.str() + "': not a regular file";
-    return failure();
-  }
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = "policy file '" + path.str() + "': " + buffer.getError().message();
-    return failure();
-  }
-  return parsePolicyJson(ctx, path, (*buffer)->getBuffer(), policy, forces, keeps, error);
+  return parsePolicyJson(ctx, path, text, policy, forces, keeps, error);
 }
 
 } // namespace mixprec::passes

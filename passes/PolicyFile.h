@@ -50,7 +50,7 @@ mlir::LogicalResult parsePolicyJson(mlir::MLIRContext *ctx, llvm::StringRef name
                                     std::vector<std::string> &keeps, std::string &error);
 
 /// Reads the policy file at `path`, which must be a regular file (a device
-/// or a FIFO would be read forever or block), and parses it.
+/// would be read forever, a FIFO would block), and parses it.
 mlir::LogicalResult readPolicyFile(mlir::MLIRContext *ctx, llvm::StringRef path,
                                    PrecisionPolicy &policy, std::vector<std::string> &forces,
                                    std::vector<std::string> &keeps, std::string &error);

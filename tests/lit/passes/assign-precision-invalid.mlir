@@ -16,9 +16,12 @@
 // RUN: not mixprec-opt --mp-assign-precision="policy=%t.65.json" %s 2>&1 | FileCheck %s --check-prefix=DEEP65
 // RUN: %python -c "print('{\"keep_fp32\": [\"[{\"], \"force\": {\"x\": ' + '[' * 62 + ']' * 62 + '}}')" > %t.64.json
 // RUN: not mixprec-opt --mp-assign-precision="policy=%t.64.json" %s 2>&1 | FileCheck %s --check-prefix=DEEP64
-// A device or folder is not read (/dev/zero never ends).
+// Only regular files are read: /dev/zero never ends, a FIFO blocks.
 // RUN: not mixprec-opt --mp-assign-precision="policy=/dev/zero" %s 2>&1 | FileCheck %s --check-prefix=DEVICE
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs" %s 2>&1 | FileCheck %s --check-prefix=FOLDER
+// RUN: rm -f %t.fifo
+// RUN: %python -c "import os, sys; os.mkfifo(sys.argv[1])" %t.fifo
+// RUN: not mixprec-opt --mp-assign-precision="policy=%t.fifo" %s 2>&1 | FileCheck %s --check-prefix=FIFO
 
 // PRECISION: error: unknown precision 'fp9' (use fp32, tf32, bf16, fp16 or fp8)
 // NOMATCH: error: override 'force=nothing_here:fp16' matches no op type or op name in @main
@@ -27,13 +30,14 @@
 // KEEP: error: override 'keep-fp32=lstm' matches no op type or op name in @main
 // KEY: error: policy file '{{.*}}policy-unknown-key.json': unknown key 'loss_scale'
 // PARSE: error: policy file '{{.*}}policy-broken.json' does not parse
-// MISSING: error: policy file '{{.*}}no-such-policy.json': No such file or directory
+// MISSING: error: policy file '{{.*}}no-such-policy.json': cannot read: no such file
 // FALLBACK: error: overflow-fallback must be bf16 or fp32, got 'fp8'
 // DEEP: error: policy file '{{.*}}deep.json': JSON nested deeper than 64 levels
 // DEEP65: error: policy file '{{.*}}65.json': JSON nested deeper than 64 levels
 // DEEP64: error: policy file '{{.*}}64.json': key 'force' must be an object of strings
-// DEVICE: error: policy file '/dev/zero': not a regular file
-// FOLDER: error: policy file '{{.*}}Inputs': not a regular file
+// DEVICE: error: policy file '/dev/zero': cannot read: not a regular file (a character device)
+// FOLDER: error: policy file '{{.*}}Inputs': cannot read: not a regular file (a folder)
+// FIFO: error: policy file '{{.*}}.fifo': cannot read: not a regular file (a FIFO)
 
 // FP8 asked of an op that has no FP8 GEMM.
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
