@@ -4,7 +4,9 @@
 
 #include "common/FileIO.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -34,6 +36,15 @@ bool nestsDeeperThan(StringRef text, unsigned limit) {
     }
   }
   return false;
+}
+
+/// `key` as it can appear in a one-line message: control characters (and
+/// backslashes and quotes) escaped as \XX.
+std::string printableKey(StringRef key) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::printEscapedString(key, os);
+  return out;
 }
 
 } // namespace
@@ -104,7 +115,7 @@ LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
         return bad(key, "\"bf16\" or \"fp32\"");
       policy.overflowFallback = *parseDType(ctx, *s);
     } else {
-      error = "policy file '" + name.str() + "': unknown key '" + key.str() +
+      error = "policy file '" + name.str() + "': unknown key '" + printableKey(key) +
               "' (known: precision, keep_io_types, keep_fp32, force, fp16_margin, "
               "underflow_threshold, overflow_fallback)";
       return failure();

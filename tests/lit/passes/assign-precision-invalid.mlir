@@ -6,6 +6,8 @@
 // RUN: not mixprec-opt --mp-assign-precision="precision=bf16 keep-fp32=lstm" %s 2>&1 | FileCheck %s --check-prefix=KEEP
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-unknown-key.json" %s 2>&1 | FileCheck %s --check-prefix=KEY
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-broken.json" %s 2>&1 | FileCheck %s --check-prefix=PARSE
+// A key holding a newline (found by tests/fuzz's policy fuzzer) stays on one line.
+// RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-newline-key.json" %s 2>&1 | FileCheck %s --check-prefix=NEWLINE
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/no-such-policy.json" %s 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not mixprec-opt --mp-assign-precision="precision=fp16 overflow-fallback=fp8" %s 2>&1 | FileCheck %s --check-prefix=FALLBACK
 // The JSON parser recurses per level: deep nesting is refused before parsing
@@ -30,6 +32,7 @@
 // KEEP: error: override 'keep-fp32=lstm' matches no op type or op name in @main
 // KEY: error: policy file '{{.*}}policy-unknown-key.json': unknown key 'loss_scale'
 // PARSE: error: policy file '{{.*}}policy-broken.json' does not parse
+// NEWLINE: error: policy file '{{.*}}policy-newline-key.json': unknown key 'fp16_margi\0A' (known:
 // MISSING: error: policy file '{{.*}}no-such-policy.json': cannot read: no such file
 // FALLBACK: error: overflow-fallback must be bf16 or fp32, got 'fp8'
 // DEEP: error: policy file '{{.*}}deep.json': JSON nested deeper than 64 levels
