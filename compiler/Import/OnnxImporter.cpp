@@ -526,25 +526,22 @@ std::string oneLine(const std::string &s) {
   return out;
 }
 
-OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
-                                           const OnnxImportOptions &options, std::string &error) {
+/// Parses the protobuf in `bytes` and imports it; `path` names the model in
+/// errors and locations, and its folder holds the external data.
+OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::StringRef bytes,
+                                                const std::string &path,
+                                                const OnnxImportOptions &options,
+                                                std::string &error) {
   try {
-    auto fileOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                                 /*RequiresNullTerminator=*/false);
-    if (!fileOrErr) {
-      error = path + ": cannot read the file: " + fileOrErr.getError().message();
-      return nullptr;
-    }
-    const llvm::MemoryBuffer &file = **fileOrErr;
-    if (file.getBufferSize() > static_cast<size_t>(INT_MAX)) {
+    if (bytes.size() > static_cast<size_t>(INT_MAX)) {
       error = path + ": the file is larger than 2 GB (protobuf's limit); store the "
                      "weights as external data";
       return nullptr;
     }
     onnx::ModelProto model;
     {
-      google::protobuf::io::ArrayInputStream stream(file.getBufferStart(),
-                                                    static_cast<int>(file.getBufferSize()));
+      google::protobuf::io::ArrayInputStream stream(bytes.data(),
+                                                    static_cast<int>(bytes.size()));
       google::protobuf::io::CodedInputStream coded(&stream);
       // The default limit (64 MB in older protobufs) is far below real
       // models; 2 GB is protobuf's hard limit.
@@ -566,18 +563,51 @@ OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::stri
   }
   return nullptr;
 }
-} // namespace
 
-OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
-                                     const OnnxImportOptions &options, std::string &error) {
+OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
+                                           const OnnxImportOptions &options, std::string &error) {
+  try {
+    auto fileOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                 /*RequiresNullTerminator=*/false);
+    if (!fileOrErr) {
+      error = path + ": cannot read the file: " + fileOrErr.getError().message();
+      return nullptr;
+    }
+    return importBytesCatchingErrors(context, (*fileOrErr)->getBuffer(), path, options, error);
+  } catch (const std::bad_alloc &) {
+    error = path + ": out of memory while importing";
+  }
+  return nullptr;
+}
+
+/// Loads the dialects the importer builds and keeps the error contract: one
+/// line, set on every failure.
+OwningOpRef<ModuleOp> importWithContract(
+    MLIRContext &context, const std::string &path, std::string &error,
+    llvm::function_ref<OwningOpRef<ModuleOp>()> import) {
   error.clear();
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = importCatchingErrors(context, path, options, error);
+  OwningOpRef<ModuleOp> module = import();
   if (!module && error.empty())
     error = path + ": import failed"; // every failure sets a message; keep the contract
   error = oneLine(error);
   return module;
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
+                                     const OnnxImportOptions &options, std::string &error) {
+  return importWithContract(context, path, error, [&] {
+    return importCatchingErrors(context, path, options, error);
+  });
+}
+
+OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, llvm::StringRef bytes,
+                                       const std::string &name, std::string &error) {
+  return importWithContract(context, name, error, [&] {
+    return importBytesCatchingErrors(context, bytes, name, OnnxImportOptions{}, error);
+  });
 }
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
