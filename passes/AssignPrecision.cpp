@@ -1,5 +1,6 @@
 //===- AssignPrecision.cpp - --mp-assign-precision -------------------------===//
 #include "passes/Passes.h"
+#include "passes/PolicyFile.h"
 #include "passes/PrecisionUtils.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
@@ -7,8 +8,6 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/GlobPattern.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -34,24 +33,6 @@ bool hasFp8GemmForm(Operation *op) {
 
 constexpr double kFp16Max = 65504.0;
 
-/// One user override: which ops it names, and what it asks.
-struct Override {
-  std::string entry;   ///< as the user wrote it, for reasons and errors
-  std::string pattern; ///< op type or op-name glob
-  Type dtype;          ///< f32 for keep-fp32
-  bool matched = false;
-};
-
-/// The settings the pass runs with, from options and the policy file.
-struct Policy {
-  Type target;
-  bool keepIoTypes = true;
-  std::vector<Override> overrides; ///< force entries first, then keep-fp32
-  double fp16Margin = 2.0;
-  double underflowThreshold = 0.5;
-  Type overflowFallback;
-};
-
 /// Whether `pattern` names the op by type ("softmax", "mp.softmax") or by
 /// a glob over its node name.
 bool matches(Operation *op, StringRef pattern) {
@@ -66,7 +47,7 @@ bool matches(Operation *op, StringRef pattern) {
 }
 
 /// Splits "GLOB:DTYPE" at the last colon (globs may not hold one).
-LogicalResult parseForce(MLIRContext *ctx, StringRef entry, Override &out,
+LogicalResult parseForce(MLIRContext *ctx, StringRef entry, PolicyOverride &out,
                          std::string &error) {
   size_t colon = entry.rfind(':');
   if (colon == StringRef::npos || colon == 0) {
@@ -80,82 +61,6 @@ LogicalResult parseForce(MLIRContext *ctx, StringRef entry, Override &out,
     return failure();
   }
   out = {entry.str(), entry.take_front(colon).str(), *dtype};
-  return success();
-}
-
-/// Reads a JSON policy file into `policy`; unknown keys are errors.
-LogicalResult readPolicyFile(MLIRContext *ctx, StringRef path, Policy &policy,
-                             std::vector<std::string> &forces,
-                             std::vector<std::string> &keeps, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = "policy file '" + path.str() + "': " + buffer.getError().message();
-    return failure();
-  }
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
-  if (!parsed) {
-    error = "policy file '" + path.str() + "' does not parse: " +
-            llvm::toString(parsed.takeError());
-    return failure();
-  }
-  const llvm::json::Object *root = parsed->getAsObject();
-  if (!root) {
-    error = "policy file '" + path.str() + "' must hold a JSON object";
-    return failure();
-  }
-  auto bad = [&](StringRef key, StringRef want) {
-    error = "policy file '" + path.str() + "': key '" + key.str() + "' must be " + want.str();
-    return failure();
-  };
-  for (const auto &[key, value] : *root) {
-    if (key == "precision") {
-      std::optional<StringRef> s = value.getAsString();
-      std::optional<Type> t = s ? parseDType(ctx, *s) : std::nullopt;
-      if (!t)
-        return bad(key, "one of fp32, tf32, bf16, fp16, fp8");
-      policy.target = *t;
-    } else if (key == "keep_io_types") {
-      std::optional<bool> b = value.getAsBoolean();
-      if (!b)
-        return bad(key, "a boolean");
-      policy.keepIoTypes = *b;
-    } else if (key == "keep_fp32") {
-      const llvm::json::Array *list = value.getAsArray();
-      if (!list)
-        return bad(key, "an array of op types or name globs");
-      for (const llvm::json::Value &v : *list) {
-        std::optional<StringRef> s = v.getAsString();
-        if (!s)
-          return bad(key, "an array of strings");
-        keeps.push_back(s->str());
-      }
-    } else if (key == "force") {
-      const llvm::json::Object *map = value.getAsObject();
-      if (!map)
-        return bad(key, "an object mapping op types or name globs to dtypes");
-      for (const auto &[glob, dtype] : *map) {
-        std::optional<StringRef> s = dtype.getAsString();
-        if (!s)
-          return bad(key, "an object of strings");
-        forces.push_back(glob.str() + ":" + s->str());
-      }
-    } else if (key == "fp16_margin" || key == "underflow_threshold") {
-      std::optional<double> d = value.getAsNumber();
-      if (!d || *d <= 0)
-        return bad(key, "a positive number");
-      (key == "fp16_margin" ? policy.fp16Margin : policy.underflowThreshold) = *d;
-    } else if (key == "overflow_fallback") {
-      std::optional<StringRef> s = value.getAsString();
-      if (!s || (*s != "bf16" && *s != "fp32"))
-        return bad(key, "\"bf16\" or \"fp32\"");
-      policy.overflowFallback = *parseDType(ctx, *s);
-    } else {
-      error = "policy file '" + path.str() + "': unknown key '" + key.str() +
-              "' (known: precision, keep_io_types, keep_fp32, force, fp16_margin, "
-              "underflow_threshold, overflow_fallback)";
-      return failure();
-    }
-  }
   return success();
 }
 
@@ -208,17 +113,17 @@ struct AssignPrecisionPass
   void runOnOperation() override;
 
 private:
-  LogicalResult buildPolicy(Policy &policy);
+  LogicalResult buildPolicy(PrecisionPolicy &policy);
 
   /// The dtype an op's float result is assumed to have before casts: the
   /// assigned precision (FP8 GEMMs write BF16), or the type it has.
-  Type valueDType(Value v, const Policy &policy);
+  Type valueDType(Value v, const PrecisionPolicy &policy);
 
   /// Decides the dtype and reason of one op.
-  std::pair<Type, std::string> decide(Operation *op, Policy &policy);
+  std::pair<Type, std::string> decide(Operation *op, PrecisionPolicy &policy);
 };
 
-LogicalResult AssignPrecisionPass::buildPolicy(Policy &policy) {
+LogicalResult AssignPrecisionPass::buildPolicy(PrecisionPolicy &policy) {
   MLIRContext *ctx = &getContext();
   func::FuncOp func = getOperation();
   std::string error;
@@ -248,7 +153,7 @@ LogicalResult AssignPrecisionPass::buildPolicy(Policy &policy) {
     return failure();
   }
   for (const std::string &entry : forces) {
-    Override o;
+    PolicyOverride o;
     if (failed(parseForce(ctx, entry, o, error))) {
       func.emitError() << error;
       return failure();
@@ -257,13 +162,13 @@ LogicalResult AssignPrecisionPass::buildPolicy(Policy &policy) {
   }
   for (const std::string &entry : keeps)
     policy.overrides.push_back({"keep-fp32=" + entry, entry, Float32Type::get(ctx)});
-  for (Override &o : policy.overrides)
+  for (PolicyOverride &o : policy.overrides)
     if (o.entry.rfind("keep-fp32=", 0) != 0)
       o.entry = "force=" + o.entry;
   return success();
 }
 
-Type AssignPrecisionPass::valueDType(Value v, const Policy &policy) {
+Type AssignPrecisionPass::valueDType(Value v, const PrecisionPolicy &policy) {
   Type type = cast<RankedTensorType>(v.getType()).getElementType();
   if (!isa<FloatType>(type))
     return nullptr;
@@ -288,12 +193,12 @@ Type AssignPrecisionPass::valueDType(Value v, const Policy &policy) {
   return type;
 }
 
-std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &policy) {
+std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, PrecisionPolicy &policy) {
   MLIRContext *ctx = &getContext();
   Type f32 = Float32Type::get(ctx);
   graph::PrecisionClass opClass = graph::precisionClassOf(op);
 
-  for (Override &o : policy.overrides)
+  for (PolicyOverride &o : policy.overrides)
     if (matches(op, o.pattern)) {
       o.matched = true;
       return {o.dtype, "override:" + o.entry};
@@ -357,7 +262,7 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Policy &
 void AssignPrecisionPass::runOnOperation() {
   func::FuncOp func = getOperation();
   MLIRContext *ctx = &getContext();
-  Policy policy;
+  PrecisionPolicy policy;
   if (failed(buildPolicy(policy)))
     return signalPassFailure();
 
@@ -401,7 +306,7 @@ void AssignPrecisionPass::runOnOperation() {
   if (failedOp)
     return signalPassFailure();
 
-  for (const Override &o : policy.overrides)
+  for (const PolicyOverride &o : policy.overrides)
     if (!o.matched) {
       func.emitError() << "override '" << o.entry << "' matches no op type or op name in @"
                        << func.getSymName();

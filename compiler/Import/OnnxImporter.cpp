@@ -734,31 +734,23 @@ std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
 //===----------------------------------------------------------------------===//
 
 namespace {
-OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
-                                           const OnnxImportOptions &options, std::string &error) {
+/// Parses the protobuf in `bytes` and imports it; `path` names the model in
+/// errors and locations, and its folder holds the external data.
+OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::StringRef bytes,
+                                                const std::string &path,
+                                                const OnnxImportOptions &options,
+                                                std::string &error) {
   using onnx_import::escapeControls;
   std::string shownPath = escapeControls(path);
   try {
-    onnx_import::RegularFile input;
-    if (!input.open(path, error))
-      return nullptr; // escaped with the rest below
-    if (input.size() > static_cast<uint64_t>(INT_MAX)) {
+    if (bytes.size() > static_cast<size_t>(INT_MAX)) {
       error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
                           "weights as external data";
       return nullptr;
     }
-    // Exactly the size the open file had: a file that grows is not followed.
-    std::error_code ec;
-    std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
-    if (!buffer) {
-      error = shownPath + ": cannot read the file: " + ec.message();
-      return nullptr;
-    }
-    const llvm::MemoryBuffer &file = *buffer;
     onnx::ModelProto model;
     {
-      google::protobuf::io::ArrayInputStream stream(file.getBufferStart(),
-                                                    static_cast<int>(file.getBufferSize()));
+      google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
       google::protobuf::io::CodedInputStream coded(&stream);
       // The default limit (64 MB in older protobufs) is far below real
       // models; 2 GB is protobuf's hard limit.
@@ -780,20 +772,64 @@ OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::stri
   }
   return nullptr;
 }
-} // namespace
 
-OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
-                                     const OnnxImportOptions &options, std::string &error) {
+OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
+                                           const OnnxImportOptions &options, std::string &error) {
+  using onnx_import::escapeControls;
+  std::string shownPath = escapeControls(path);
+  try {
+    onnx_import::RegularFile input;
+    if (!input.open(path, error))
+      return nullptr; // escaped with the rest below
+    if (input.size() > static_cast<uint64_t>(INT_MAX)) {
+      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                          "weights as external data";
+      return nullptr;
+    }
+    // Exactly the size the open file had: a file that grows is not followed.
+    std::error_code ec;
+    std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
+    if (!buffer) {
+      error = shownPath + ": cannot read the file: " + ec.message();
+      return nullptr;
+    }
+    return importBytesCatchingErrors(context, buffer->getBuffer(), path, options, error);
+  } catch (const std::bad_alloc &) {
+    error = shownPath + ": out of memory while importing";
+  }
+  return nullptr;
+}
+
+/// Loads the dialects the importer builds and keeps the error contract: one
+/// line, set on every failure.
+OwningOpRef<ModuleOp> importWithContract(MLIRContext &context, const std::string &path,
+                                         std::string &error,
+                                         llvm::function_ref<OwningOpRef<ModuleOp>()> import) {
   error.clear();
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = importCatchingErrors(context, path, options, error);
+  OwningOpRef<ModuleOp> module = import();
   if (!module && error.empty()) // every failure sets a message; keep the contract
     error = onnx_import::escapeControls(path) + ": import failed";
   // Every name and path went in escaped; this only guards the one-line
   // contract against a message that missed it (it changes nothing else).
   error = onnx_import::escapeControls(error);
   return module;
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
+                                     const OnnxImportOptions &options, std::string &error) {
+  return importWithContract(context, path, error, [&] {
+    return importCatchingErrors(context, path, options, error);
+  });
+}
+
+OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, llvm::StringRef bytes,
+                                       const std::string &name, std::string &error) {
+  return importWithContract(context, name, error, [&] {
+    return importBytesCatchingErrors(context, bytes, name, OnnxImportOptions{}, error);
+  });
 }
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,

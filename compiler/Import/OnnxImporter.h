@@ -18,6 +18,13 @@ namespace mixprec::compiler {
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
                                                  const std::string &path, std::string &error);
 
+/// importOnnxFile for a model held in memory (the fuzzer's entry): `name`
+/// stands for the file in errors and locations, and external data is looked
+/// up in its folder.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxBuffer(mlir::MLIRContext &context,
+                                                   llvm::StringRef bytes, const std::string &name,
+                                                   std::string &error);
+
 } // namespace mixprec::compiler
 
 #endif // MIXPREC_COMPILER_IMPORT_ONNXIMPORTER_H

@@ -1,10 +1,10 @@
 //===- ModuleLoaderFuzzer.cpp - libFuzzer entry for the module loader ------===//
 //
-// Build with -DMIXPREC_BUILD_FUZZERS=ON and clang (libFuzzer):
-//   CC=clang CXX=clang++ cmake ... -DMIXPREC_BUILD_FUZZERS=ON
-//   ninja mixprec_module_fuzzer
-//   ./tests/fuzz/mixprec_module_fuzzer corpus/   # seed with make_test_module output
-// The seeded, always-on counterpart is tests/unit/runtime/CorruptionTest.cpp.
+// Bytes -> mixprec_module_load_memory, then a CPU session that binds every
+// input, runs and reads every output (ExerciseModule.h). Built by
+// `scripts/build.sh --sanitize` (tests/fuzz/CMakeLists.txt); seeds:
+// tests/fuzz/corpus/module (make_corpus.py). The seeded, always-on
+// counterpart is tests/unit/runtime/CorruptionTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "tests/fuzz/ExerciseModule.h"

@@ -5,8 +5,8 @@
 // into the verifier, the backend and the kernels) and applies random byte
 // flips, overwrites with boundary values, truncations, insertions and
 // deletions. Every result must come back as a status; corruptions that
-// still load must run (or fail) cleanly. ctest runs this under
-// AddressSanitizer and UBSan (runtime_fuzz_asan), where any out-of-bounds
+// still load must run (or fail) cleanly. scripts/test.sh also runs this in
+// the AddressSanitizer and UBSan build (build-asan), where any out-of-bounds
 // access or undefined behaviour aborts the test.
 //
 // MIXPREC_CORRUPTION_ITERATIONS overrides the iteration count.

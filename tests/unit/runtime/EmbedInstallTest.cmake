@@ -5,7 +5,8 @@
 # file must give a clear error and a non-zero exit.
 #
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DMAKE_MODULE=...
-#       -DEMBED_INTREE=... -DC_COMPILER=... -DGENERATOR=... -P EmbedInstallTest.cmake
+#       -DEMBED_INTREE=... -DC_COMPILER=... -DGENERATOR=... [-DEXE_LINKER_FLAGS=...]
+#       -P EmbedInstallTest.cmake
 
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE MIXPREC C_COMPILER GENERATOR)
   if(NOT DEFINED ${var})
@@ -48,6 +49,7 @@ endif()
 
 run_checked(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK_DIR}/build
             -G "${GENERATOR}" -DCMAKE_C_COMPILER=${C_COMPILER}
+            "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
             -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run_checked(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 
