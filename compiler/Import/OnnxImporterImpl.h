@@ -15,6 +15,7 @@
 #define MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
 
 #include "compiler/Import/OnnxImporterOptions.h"
+#include "compiler/Support/Escape.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 
@@ -59,17 +60,10 @@ constexpr int64_t kMaxOpset = 28;
 // Messages and files (OnnxImporter.cpp)
 //===----------------------------------------------------------------------===//
 
-/// `s` in single quotes, with C-style escapes (\n, \t, \r, \\, \', \xHH,
-/// \uHHHH) for control characters, Unicode line separators, bytes that are
-/// not UTF-8, backslashes and quotes: how every name taken from the file (op
-/// type, node, tensor, attribute, location) appears in a message, so that
-/// the message stays one unambiguous line.
-std::string quotedName(llvm::StringRef s);
-
-/// `s` with control characters, line separators and non-UTF-8 bytes escaped
-/// as quotedName() does, nothing else changed: for the model path and other
-/// libraries' messages.
-std::string escapeControls(llvm::StringRef s);
+// Names from the file appear in messages through compiler::quotedName and
+// compiler::escapeControls (compiler/Support/Escape.h).
+using compiler::escapeControls;
+using compiler::quotedName;
 
 /// A regular file opened for reading with common::openRegularFile (a
 /// folder, a device or a FIFO is refused without reading or blocking);

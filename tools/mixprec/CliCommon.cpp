@@ -7,6 +7,7 @@
 #include "tools/mixprec/ModelLoader.h"
 
 #include "common/FileIO.h"
+#include "compiler/Support/Escape.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/StringSet.h"
@@ -80,30 +81,13 @@ HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_
 
 } // namespace
 
-std::string escapeControl(llvm::StringRef text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c < 0x20 || c == 0x7f)
-      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
-    else
-      out += static_cast<char>(c);
-  }
-  return out;
-}
-
 int fail(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << escapeControl(message) << "\n";
+  llvm::errs() << "mixprec: error: " << compiler::escapeControls(message) << "\n";
   return 1;
 }
 
 int usageError(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << escapeControl(message) << "\n" << kUsage;
+  llvm::errs() << "mixprec: error: " << compiler::escapeControls(message) << "\n" << kUsage;
   return 2;
 }
 

@@ -25,12 +25,9 @@ namespace mixprec::tools {
 extern const char *const kUsage;
 
 /// Prints "mixprec: error: MESSAGE" and returns 1. Control characters in
-/// MESSAGE (a newline in an op type or file name) are escaped, so an error
-/// is always one line.
+/// MESSAGE (a newline in an op type or file name) are escaped
+/// (compiler::escapeControls), so an error is always one line.
 int fail(const std::string &message);
-
-/// `text` with control characters written as C escapes (\n, \t, \xNN).
-std::string escapeControl(llvm::StringRef text);
 
 /// Prints the error and the usage text and returns 2.
 int usageError(const std::string &message);
