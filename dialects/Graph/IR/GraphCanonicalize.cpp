@@ -22,9 +22,9 @@ struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
       if (!sigmoid || sigmoid.getInput() != x || !sigmoid->hasOneUse() ||
           x.getType() != mul.getType())
         continue;
-      auto silu = rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x);
-      // The product is what a reader looks for: keep its name.
-      silu->setLoc(mul.getLoc());
+      // The silu takes the product's location (its node name): that is the
+      // value a reader looks for. `mul` is gone after this call.
+      rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x);
       rewriter.eraseOp(sigmoid);
       return success();
     }
