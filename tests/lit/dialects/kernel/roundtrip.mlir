@@ -1,0 +1,73 @@
+// RUN: mixprec-opt --split-input-file %s | FileCheck %s
+// RUN: mixprec-opt --split-input-file --mlir-print-op-generic %s | mixprec-opt --split-input-file | FileCheck %s
+
+// Every mpk op prints as it parses, in the custom and the generic form.
+
+// CHECK-LABEL: func.func @kernel$row_reduction
+// CHECK: %[[Y:.*]] = mpk.kernel(%{{.*}}) {ops = ["sm"], row_dims = 1 : i64, shape = array<i64: 8, 64>} : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+// CHECK: ^bb0(%[[A:.*]]: tensor<8x64xf32>):
+// CHECK:   %[[S:.*]] = mp.softmax %[[A]] {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+// CHECK:   mpk.yield %[[S]] : tensor<8x64xf32>
+// CHECK: return %[[Y]]
+func.func @kernel$row_reduction(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["sm"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    %0 = mp.softmax %a {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+    mpk.yield %0 : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// A kernel over a rank-0 space with no inputs (sqrt of a scalar constant).
+// CHECK-LABEL: func.func @kernel$no_inputs
+// CHECK: mpk.kernel() {ops = ["sq"], row_dims = 0 : i64, shape = array<i64>} : () -> tensor<f32>
+func.func @kernel$no_inputs() -> tensor<f32> {
+  %y = mpk.kernel() {shape = array<i64>, row_dims = 0 : i64, ops = ["sq"]} : () -> tensor<f32> {
+    %c = mp.constant dense<4.0> : tensor<f32>
+    %s = mp.sqrt %c : tensor<f32>
+    mpk.yield %s : tensor<f32>
+  }
+  return %y : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemm$bias_relu
+// CHECK: mpk.gemm %{{.*}}, %{{.*}} bias %{{.*}} {epilogue = "relu", ops = ["fc"], tf32 = false, trans_b = true} : (tensor<8x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+func.func @gemm$bias_relu(%x: tensor<8x64xbf16>, %w: tensor<32x64xbf16>, %b: tensor<32xbf16>) -> tensor<8x32xbf16> {
+  %y = mpk.gemm %x, %w bias %b {trans_b = true, epilogue = "relu", tf32 = false, ops = ["fc"]}
+      : (tensor<8x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16>) -> tensor<8x32xbf16>
+  return %y : tensor<8x32xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemm$fp8_scales
+// CHECK: mpk.gemm %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) {epilogue = "none", ops = ["fc"], tf32 = false, trans_b = false}
+func.func @gemm$fp8_scales(%x: tensor<8x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>, %sa: tensor<f32>, %sb: tensor<f32>) -> tensor<8x32xbf16> {
+  %y = mpk.gemm %x, %w scales(%sa, %sb) {trans_b = false, epilogue = "none", tf32 = false, ops = ["fc"]}
+      : (tensor<8x64xf8E4M3FN>, tensor<64x32xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x32xbf16>
+  return %y : tensor<8x32xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @call$transpose
+// CHECK: mpk.call "transpose"(%{{.*}}) {float_attrs = array<f32>, int_attrs = array<i64: 1, 0>, ops = ["t"]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+func.func @call$transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %y = mpk.call "transpose" (%x) {int_attrs = array<i64: 1, 0>, float_attrs = array<f32>, ops = ["t"]}
+      : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @alias$reshape
+// CHECK: mpk.alias %{{.*}} : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+func.func @alias$reshape(%x: tensor<2x16x64xf32>) -> tensor<2x16x4x16xf32> {
+  %y = mpk.alias %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  return %y : tensor<2x16x4x16xf32>
+}
