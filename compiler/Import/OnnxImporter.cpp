@@ -12,7 +12,6 @@
 #include "compiler/Import/OnnxImporter.h"
 #include "common/FileIO.h"
 #include "compiler/Import/OnnxImporterImpl.h"
-#include "compiler/Support/Escape.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"

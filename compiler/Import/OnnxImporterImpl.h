@@ -15,7 +15,7 @@
 #define MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
 
 #include "compiler/Import/OnnxImporterOptions.h"
-#include "compiler/Support/Escape.h"
+#include "common/Escape.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 
@@ -60,10 +60,10 @@ constexpr int64_t kMaxOpset = 28;
 // Messages and files (OnnxImporter.cpp)
 //===----------------------------------------------------------------------===//
 
-// Names from the file appear in messages through compiler::quotedName and
-// compiler::escapeControls (compiler/Support/Escape.h).
-using compiler::escapeControls;
-using compiler::quotedName;
+// Names from the file appear in messages through common::quotedName and
+// common::escapeControls (common/Escape.h).
+using common::escapeControls;
+using common::quotedName;
 
 /// A regular file opened for reading with common::openRegularFile (a
 /// folder, a device or a FIFO is refused without reading or blocking);

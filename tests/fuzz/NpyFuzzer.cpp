@@ -1,10 +1,9 @@
 //===- NpyFuzzer.cpp - libFuzzer entry: the .npy reader --------------------===//
 //
 // Bytes -> parseNpy (what `--input` and `--calibrate` read). A bad file must
-// end in an error message; a file that parses must convert to float32 and
+// end in a one-line error message (header text is quoted with
+// common::quotedName); a file that parses must convert to float32 and
 // survive a write and a second read unchanged (dtype, shape and bytes).
-// (Messages may quote header text with control characters in it; the CLI
-// escapes them when it prints.)
 // Seeds: tests/fuzz/corpus/npy (tests/fuzz/make_corpus.py).
 //
 //===----------------------------------------------------------------------===//
@@ -21,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   NpyArray array;
   std::string error;
   if (!mixprec::support::parseNpy(data, size, "fuzz.npy", array, error)) {
-    if (error.empty())
+    if (error.empty() || error.find('\n') != std::string::npos)
       __builtin_trap();
     return 0;
   }

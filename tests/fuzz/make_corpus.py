@@ -77,6 +77,11 @@ def write_npy(out):
         np.save(os.path.join(out, name + ".npy"), a)
     with open(os.path.join(out, "v2.npy"), "wb") as f:
         np.lib.format.write_array(f, arrays["f4"], version=(2, 0))
+    # A fuzzer finding, fixed: a header key holding a newline (the error
+    # must stay one line).
+    with open(os.path.join(out, "newline-key.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran           \n_order': False,"
+                b" 'shape': (2, 0), }" + b" " * 58 + b"\n")
 
 
 def write_modules(out, build, mlp_onnx):

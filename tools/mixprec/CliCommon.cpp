@@ -7,7 +7,7 @@
 #include "tools/mixprec/ModelLoader.h"
 
 #include "common/FileIO.h"
-#include "compiler/Support/Escape.h"
+#include "common/Escape.h"
 
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/StringSet.h"
@@ -82,12 +82,12 @@ HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_
 } // namespace
 
 int fail(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << compiler::escapeControls(message) << "\n";
+  llvm::errs() << "mixprec: error: " << common::escapeControls(message) << "\n";
   return 1;
 }
 
 int usageError(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << compiler::escapeControls(message) << "\n" << kUsage;
+  llvm::errs() << "mixprec: error: " << common::escapeControls(message) << "\n" << kUsage;
   return 2;
 }
 

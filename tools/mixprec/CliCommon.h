@@ -26,7 +26,7 @@ extern const char *const kUsage;
 
 /// Prints "mixprec: error: MESSAGE" and returns 1. Control characters in
 /// MESSAGE (a newline in an op type or file name) are escaped
-/// (compiler::escapeControls), so an error is always one line.
+/// (common::escapeControls), so an error is always one line.
 int fail(const std::string &message);
 
 /// Prints the error and the usage text and returns 2.

@@ -8,6 +8,7 @@
 
 #include "runtime/src/support/Npy.h"
 
+#include "common/Escape.h"
 #include "common/FileIO.h"
 
 #include <algorithm>
@@ -60,7 +61,7 @@ public:
         return fail("header dict key is not a string");
       skipSpace();
       if (!consume(':'))
-        return fail("expected ':' after key '" + key.str + "'");
+        return fail("expected ':' after key " + common::quotedName(key.str));
       PyValue value;
       if (!parseValue(value, 0))
         return false;
@@ -145,7 +146,7 @@ private:
       v.kind = PyValue::None;
       return true;
     }
-    return fail(std::string("unexpected character '") + c + "' in header");
+    return fail("unexpected character " + common::quotedName(std::string(1, c)) + " in header");
   }
 
   bool parseString(PyValue &v) {
@@ -439,9 +440,9 @@ HeaderResult parseHeader(const uint8_t *bytes, size_t avail, uint64_t totalSize,
                            : key == "shape"         ? &shape
                                                     : nullptr;
     if (!slot)
-      return fail("unparsable header: unexpected key '" + key + "'");
+      return fail("unparsable header: unexpected key " + common::quotedName(key));
     if (*slot)
-      return fail("unparsable header: duplicate key '" + key + "'");
+      return fail("unparsable header: duplicate key " + common::quotedName(key));
     *slot = &value;
   }
   if (!descr || !fortran || !shape)
@@ -457,10 +458,10 @@ HeaderResult parseHeader(const uint8_t *bytes, size_t avail, uint64_t totalSize,
                     : "unparsable header: 'descr' is not a string");
   if (!dtypeFromDescr(descr->str, hdr.dtype)) {
     if (!descr->str.empty() && descr->str[0] == '>')
-      return fail("unsupported dtype '" + descr->str +
-                  "' (big-endian data is not supported)");
-    return fail("unsupported dtype '" + descr->str +
-                "' (supported: <f4 <f8 <f2 <i8 <i4 |i1 |u1 |b1)");
+      return fail("unsupported dtype " + common::quotedName(descr->str) +
+                  " (big-endian data is not supported)");
+    return fail("unsupported dtype " + common::quotedName(descr->str) +
+                " (supported: <f4 <f8 <f2 <i8 <i4 |i1 |u1 |b1)");
   }
   if (fortran->kind != PyValue::Bool)
     return fail("unparsable header: 'fortran_order' is not True/False");

@@ -305,6 +305,19 @@ TEST(Npy, UnparsableHeaders) {
   }
 }
 
+// A header key or dtype holding a newline (found by the npy fuzzer) is
+// escaped: the error stays one line, as Npy.h promises.
+TEST(Npy, NamesFromTheHeaderAreEscaped) {
+  std::string err = parseError(npyImage(
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'fortran\n_order': 1}",
+      pattern(8)));
+  EXPECT_TRUE(contains(err, "unexpected key 'fortran\\n_order'")) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  err = parseError(npyImage(dictFor("<f\n4", "(2,)"), pattern(8)));
+  EXPECT_TRUE(contains(err, "unsupported dtype '<f\\n4'")) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+}
+
 TEST(Npy, UnsupportedDTypesAndLayouts) {
   EXPECT_TRUE(contains(parseError(npyImage(dictFor(">f4", "(2,)"), pattern(8))),
                        "big-endian"));
