@@ -30,16 +30,17 @@ HostTensor HostTensor::makeFloat(std::vector<int64_t> shape, std::vector<float> 
   return t;
 }
 
+HostTensor::Kind HostTensor::kindOf(Type elementType) {
+  if (elementType.isInteger(1))
+    return Kind::Bool;
+  if (isa<IntegerType>(elementType))
+    return Kind::Int;
+  return Kind::Float;
+}
+
 namespace {
 
-/// Returns the kind of host tensor that holds values of `type`.
-HostTensor::Kind kindOf(Type elementType) {
-  if (elementType.isInteger(1))
-    return HostTensor::Kind::Bool;
-  if (isa<IntegerType>(elementType))
-    return HostTensor::Kind::Int;
-  return HostTensor::Kind::Float;
-}
+HostTensor::Kind kindOf(Type elementType) { return HostTensor::kindOf(elementType); }
 
 RankedTensorType tensorTypeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 

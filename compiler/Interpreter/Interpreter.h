@@ -34,6 +34,9 @@ struct HostTensor {
 
   int64_t numElements() const;
   static HostTensor makeFloat(std::vector<int64_t> shape, std::vector<float> values);
+  /// The kind that holds values of `elementType` (i1: Bool, other integers:
+  /// Int, floats: Float).
+  static Kind kindOf(mlir::Type elementType);
 };
 
 /// What a graph input or output is: its name, shape and element type.

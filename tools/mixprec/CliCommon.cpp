@@ -28,20 +28,12 @@ using mixprec::compiler::TensorSpec;
 namespace mixprec::tools {
 namespace {
 
-/// The kind of host tensor an input of element type `t` takes.
-HostTensor::Kind kindOf(Type t) {
-  if (t.isInteger(1))
-    return HostTensor::Kind::Bool;
-  if (isa<IntegerType>(t))
-    return HostTensor::Kind::Int;
-  return HostTensor::Kind::Float;
-}
-
 /// Converts an .npy array to a host tensor of the kind `spec` needs.
 bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
                    const mixprec::support::NpyArray &array, HostTensor &out,
                    std::string &error) {
-  return hostTensorFromNpy(array, kindOf(spec.elementType), spec.shape, path, spec.name, out,
+  return hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape, path,
+                           spec.name, out,
                            error);
 }
 
