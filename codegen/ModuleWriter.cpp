@@ -698,6 +698,12 @@ std::string sideFileNameFor(const std::string &path) {
   return llvm::sys::path::filename(path).str() + ".weights";
 }
 
+std::string sideFilePathFor(const std::string &path) {
+  llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(sidePath, sideFileNameFor(path));
+  return sidePath.str().str();
+}
+
 bool buildModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
                  const std::string &sideFileName, const ModuleWriteOptions &options,
                  ModuleStats &stats, ModuleImage &image, std::string &error) {
@@ -719,9 +725,7 @@ bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::st
     return false;
   module.write(image.module.data(), image.module.size());
   if (!image.sideFile.empty()) {
-    llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
-    llvm::sys::path::append(sidePath, sideFileNameFor(path));
-    if (!side.open(sidePath.str().str(), error))
+    if (!side.open(sideFilePathFor(path), error))
       return false;
     side.write(image.sideFile.data(), image.sideFile.size());
     // The side file first: a module is never in place without its weights.

@@ -50,6 +50,9 @@ bool buildModule(mlir::func::FuncOp func, const std::vector<PrecisionEntry> &pre
 /// The side file name a module written to `path` refers to.
 std::string sideFileNameFor(const std::string &path);
 
+/// Where the side file of a module written to `path` lives: beside it.
+std::string sideFilePathFor(const std::string &path);
+
 /// Writes the module to `path` and its side file beside it, each atomically
 /// (common/FileIO.h): both are complete before either replaces an old file.
 /// Errors read "FILE: cannot write: REASON".

@@ -299,9 +299,6 @@ int emitModule(ModuleOp module, const std::string &output) {
     printModule(module, llvm::outs());
     return 0;
   }
-  std::string error;
-  if (!checkNotAnInput(output, error))
-    return fail(error);
   std::string text;
   llvm::raw_string_ostream os(text);
   printModule(module, os);

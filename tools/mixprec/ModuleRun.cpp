@@ -8,6 +8,8 @@
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/CliCommon.h"
 
+#include "codegen/ModuleWriter.h"
+
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/src/numerics/Rounding.h"
 #include "runtime/src/support/Npy.h"
@@ -156,7 +158,8 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
   };
   if (path == displayName) {
     noteInput(path, "the module " + path);
-    noteInput(path + ".weights", "the module's weights " + path + ".weights");
+    std::string weights = codegen::sideFilePathFor(path);
+    noteInput(weights, "the module's weights " + weights);
   }
 
   auto loadStart = std::chrono::steady_clock::now();

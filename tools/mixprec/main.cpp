@@ -161,9 +161,8 @@ int runImport(llvm::ArrayRef<std::string> args) {
 int writeCompiledModule(ModuleOp module, const std::string &model, const std::string &path,
                         mixprec::codegen::ModuleStats *statsOut) {
   std::string error;
-  llvm::SmallString<256> sidePath(llvm::sys::path::parent_path(path));
-  llvm::sys::path::append(sidePath, mixprec::codegen::sideFileNameFor(path));
-  if (!checkNotAnInput(path, error) || !checkNotAnInput(sidePath.str().str(), error))
+  if (!checkNotAnInput(path, error) ||
+      !checkNotAnInput(mixprec::codegen::sideFilePathFor(path), error))
     return fail(error);
   func::FuncOp func = mixprec::compiler::findEntryFunction(module, error);
   if (!func)
@@ -248,13 +247,13 @@ int runRun(llvm::ArrayRef<std::string> args) {
   if (backend != "interpreter" && backend != "cpu" && backend != "cuda" && backend != "auto")
     return usageError("run: --backend takes interpreter, cpu, cuda or auto, got '" + backend +
                       "'");
+  CompileArgs compileArgs;
+  compileArgs.model = model;
+  compileArgs.precision.precision = precision;
+  compileArgs.precisionGiven = precisionGiven;
   if (backend != "interpreter") {
     // A backend asks for the compiled path: compile just in time to a
     // module beside the outputs, then run it like any application would.
-    CompileArgs compileArgs;
-    compileArgs.model = model;
-    compileArgs.precision.precision = precision;
-    compileArgs.precisionGiven = precisionGiven;
     MLIRContext context;
     mixprec::tools::loadDialects(context);
     OwningOpRef<ModuleOp> compiled = compileModel(context, compileArgs);
@@ -281,10 +280,6 @@ int runRun(llvm::ArrayRef<std::string> args) {
   OwningOpRef<ModuleOp> module;
   if (precisionGiven) {
     // The interpreter runs the mixed plan, rounding where the IR says.
-    CompileArgs compileArgs;
-    compileArgs.model = model;
-    compileArgs.precision.precision = precision;
-    compileArgs.precisionGiven = true;
     module = compileModel(context, compileArgs);
     if (!module)
       return 1;

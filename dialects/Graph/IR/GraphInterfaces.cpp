@@ -64,19 +64,6 @@ int64_t defaultFlopCount(Operation *op) {
   return most;
 }
 
-int64_t defaultByteCount(Operation *op) {
-  int64_t bytes = 0;
-  auto add = [&](Value v) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || !t.getElementType().isIntOrFloat())
-      return;
-    bytes += t.getNumElements() * std::max<int64_t>(1, (t.getElementTypeBitWidth() + 7) / 8);
-  };
-  llvm::for_each(op->getOperands(), add);
-  llvm::for_each(op->getResults(), add);
-  return bytes;
-}
-
 } // namespace detail
 
 PrecisionClass precisionClassOf(Operation *op) {

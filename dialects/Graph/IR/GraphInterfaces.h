@@ -37,8 +37,6 @@ namespace detail {
 PrecisionClass precisionClassFromTraits(mlir::Operation *op);
 /// The default FLOP count (see getFlopCount in GraphInterfaces.td).
 int64_t defaultFlopCount(mlir::Operation *op);
-/// Bytes of all tensor operands and results.
-int64_t defaultByteCount(mlir::Operation *op);
 } // namespace detail
 
 } // namespace mixprec::graph

@@ -78,10 +78,6 @@ def MP_PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
       }],
       "int64_t", "getFlopCount", (ins), [{}],
       [{ return ::mixprec::graph::detail::defaultFlopCount($_op.getOperation()); }]>,
-    InterfaceMethod<
-      "Bytes the op reads and writes when it runs alone: its operands and results.",
-      "int64_t", "getByteCount", (ins), [{}],
-      [{ return ::mixprec::graph::detail::defaultByteCount($_op.getOperation()); }]>,
   ];
 }
 
