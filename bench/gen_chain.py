@@ -25,7 +25,7 @@ def write_mlir(n, shape, out, fused=False):
     indent = "  "
     prev = "%x"
     if fused:
-        out.write('  %%y = mp.fusion(%%x) {kind = "elementwise", ops = ["chain"]} : (%s) -> %s {\n'
+        out.write('  %%y = mp.fusion elementwise(%%x) {ops = ["chain"]} : (%s) -> %s {\n'
                   % (t, t))
         out.write("  ^bb0(%%a: %s):\n" % t)
         indent = "    "

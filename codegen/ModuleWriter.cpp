@@ -278,7 +278,7 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
       .Case<ReciprocalOp>([&](auto) { unary(sc::OpCode::Reciprocal); })
       .Case<CastOp>([&](auto) { unary(sc::OpCode::Cast); })
       .Case<GeluOp>([&](GeluOp g) {
-        unary(g.getApproximate() == "tanh" ? sc::OpCode::GeluTanh : sc::OpCode::GeluErf);
+        unary(g.getApproximate() == GeluApproximation::tanh ? sc::OpCode::GeluTanh : sc::OpCode::GeluErf);
       })
       .Case<WhereOp>([&](WhereOp w) {
         int32_t c = r(w.getCondition()), a = r(w.getLhs()), b = r(w.getRhs());

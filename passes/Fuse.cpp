@@ -316,8 +316,7 @@ private:
                          (isa<graph::ScaledLinearOp>(g) && cast<graph::ScaledLinearOp>(g).getBias());
       if (!isBias || gemmHasBias || gemm->ops.size() > 1)
         return;
-    } else if (!isa<graph::ReluOp>(op) &&
-               !(isa<graph::GeluOp>(op) && cast<graph::GeluOp>(op).getApproximate() == "tanh")) {
+    } else if (!gemmEpilogueOf(op)) {
       return;
     }
     if (!isBias)
@@ -378,15 +377,15 @@ private:
       std::string name = passes::opName(op);
       names.insert(StringAttr::get(ctx, name.empty() ? opTypeName(op) : StringRef(name)));
     }
-    const char *kind = group.kind == FuseKind::Gemm        ? "gemm"
-                       : group.reductions                   ? "reduction"
-                                                            : "elementwise";
+    graph::FusionKind kind = group.kind == FuseKind::Gemm ? graph::FusionKind::gemm
+                             : group.reductions          ? graph::FusionKind::reduction
+                                                         : graph::FusionKind::elementwise;
     SmallVector<Location> locs;
     for (Operation *op : ops)
       locs.push_back(op->getLoc());
     auto fusion = b.create<graph::FusionOp>(
         FusedLoc::get(ctx, locs), ValueRange(outputs).getTypes(), inputs.getArrayRef(),
-        StringAttr::get(ctx, kind), ArrayAttr::get(ctx, names.getArrayRef()));
+        graph::FusionKindAttr::get(ctx, kind), ArrayAttr::get(ctx, names.getArrayRef()));
     Block *block = new Block();
     fusion.getBody().push_back(block);
     IRMapping mapping;

@@ -8,8 +8,22 @@ using namespace mlir;
 
 namespace mixprec::passes {
 
+std::optional<StringRef> gemmEpilogueOf(Operation *op) {
+  auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(op);
+  if (!elementwise)
+    return std::nullopt;
+  switch (elementwise.getScalarFn()) {
+  case graph::ScalarFn::Relu:
+    return StringRef("relu");
+  case graph::ScalarFn::GeluTanh:
+    return StringRef("gelu");
+  default:
+    return std::nullopt;
+  }
+}
+
 bool isElementwiseKernelOp(Operation *op) {
-  return op->hasTrait<graph::OpTrait::ElementwiseKernel>();
+  return isa<graph::ElementwiseOpInterface>(op);
 }
 
 bool isGemmOp(Operation *op) { return op->hasTrait<graph::OpTrait::GemmKernel>(); }

@@ -8,6 +8,9 @@
 #define MIXPREC_PASSES_KERNELUTILS_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
 
 namespace mixprec::passes {
 
@@ -17,6 +20,10 @@ bool isElementwiseKernelOp(mlir::Operation *op);
 
 /// Whether the op is a GEMM a cuBLASLt call runs (plain or FP8-scaled).
 bool isGemmOp(mlir::Operation *op);
+
+/// The cuBLASLt activation epilogue an element-wise op is ("relu" or
+/// "gelu", the tanh form cuBLASLt computes), or nullopt if it is none.
+std::optional<llvm::StringRef> gemmEpilogueOf(mlir::Operation *op);
 
 /// Whether the op is a softmax, norm or reduction (any axes).
 bool isReductionOp(mlir::Operation *op);

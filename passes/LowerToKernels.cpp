@@ -147,10 +147,8 @@ void lowerGemmFusion(graph::FusionOp fusion) {
       gemmOp = &op;
     else if (auto add = dyn_cast<graph::AddOp>(op))
       extraBias = add.getLhs() == gemmOp->getResult(0) ? add.getRhs() : add.getLhs();
-    else if (isa<graph::ReluOp>(op))
-      epilogue = "relu";
-    else if (isa<graph::GeluOp>(op))
-      epilogue = "gelu";
+    else if (std::optional<StringRef> e = gemmEpilogueOf(&op))
+      epilogue = *e;
   }
   OpBuilder b(fusion);
   buildGemm(b, gemmOp, extraBias, epilogue, fusion.getOps(), fusion.getResult(0).getType(),
@@ -245,7 +243,7 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
       ops.push_back(&op);
     for (Operation *op : ops) {
       if (auto fusion = dyn_cast<graph::FusionOp>(op)) {
-        if (fusion.getKind() == "gemm")
+        if (fusion.getKind() == graph::FusionKind::gemm)
           lowerGemmFusion(fusion);
         else
           lowerFusionToKernel(fusion);

@@ -479,13 +479,15 @@ void Importer::convertGelu(const NodeCtx &c) {
   Value x = input(c, 0);
   requireFloat(c, 0, elemOf(x));
   std::string approximate = attrString(c, "approximate", "none");
-  if (approximate != "none" && approximate != "tanh")
+  std::optional<graph::GeluApproximation> kind = graph::symbolizeGeluApproximation(approximate);
+  if (!kind)
     nodeFail(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
                     escapeControls(approximate) + "\"");
-  defineValue(
-      c, 0,
-      builder.create<graph::GeluOp>(c.loc, x.getType(), x, builder.getStringAttr(approximate))
-          .getOutput());
+  defineValue(c, 0,
+              builder
+                  .create<graph::GeluOp>(c.loc, x.getType(), x,
+                                         graph::GeluApproximationAttr::get(builder.getContext(), *kind))
+                  .getOutput());
 }
 
 /// The ONNX schema forms of Where.

@@ -392,7 +392,7 @@ LogicalResult Executor::execute(Operation *op, std::string &error) {
       .Case<ReciprocalOp>(
           [&](Operation *o) { return unary(o, cpu::UnaryOp::Reciprocal), success(); })
       .Case<GeluOp>([&](GeluOp o) {
-        unary(o, o.getApproximate() == "tanh" ? cpu::UnaryOp::GeluTanh : cpu::UnaryOp::GeluErf);
+        unary(o, o.getApproximate() == GeluApproximation::tanh ? cpu::UnaryOp::GeluTanh : cpu::UnaryOp::GeluErf);
         return success();
       })
       .Case<WhereOp>([&](WhereOp o) {

@@ -75,9 +75,9 @@ def check_fusions(fused_path, n):
     sizes, names = [], []
     with open(fused_path) as f:
         for line in f:
-            if "= mp.fusion(" not in line:
+            if "= mp.fusion " not in line:
                 continue
-            m = re.search(r'kind = "(\w+)", ops = \[([^\]]*)\]', line)
+            m = re.search(r'mp\.fusion (\w+)\(.*\{ops = \[([^\]]*)\]', line)
             if not m or m.group(1) != "elementwise":
                 sys.exit("FAIL: unexpected fusion: " + line[:200])
             ops = re.findall(r'"([^"]*)"', m.group(2))

@@ -5,6 +5,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "dialects/Graph/IR/GraphInterfaces.td"
+include "dialects/Graph/IR/GraphEnums.td"
 
 def Graph_Dialect : Dialect {
   let name = "mp";

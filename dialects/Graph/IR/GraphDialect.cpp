@@ -6,6 +6,7 @@
 using namespace mlir;
 
 #include "dialects/Graph/IR/GraphDialect.cpp.inc"
+#include "dialects/Graph/IR/GraphEnums.cpp.inc"
 
 namespace mixprec::graph {
 

@@ -5,6 +5,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/StringRef.h"
 
+#include "dialects/Graph/IR/GraphEnums.h.inc"
+
 #include <cstdint>
 
 namespace mixprec::graph {
@@ -25,7 +27,6 @@ MIXPREC_GRAPH_MARKER_TRAIT(Fp32Class)
 MIXPREC_GRAPH_MARKER_TRAIT(CastClass)
 MIXPREC_GRAPH_MARKER_TRAIT(ScalingClass)
 MIXPREC_GRAPH_MARKER_TRAIT(Accumulates)
-MIXPREC_GRAPH_MARKER_TRAIT(ElementwiseKernel)
 MIXPREC_GRAPH_MARKER_TRAIT(RowReductionKernel)
 MIXPREC_GRAPH_MARKER_TRAIT(DataMovement)
 MIXPREC_GRAPH_MARKER_TRAIT(GemmKernel)

@@ -37,9 +37,6 @@ def MP_Accumulates : MP_OpTrait<"Accumulates">;
 // lowers it. An op in none of them becomes a runtime routine.
 //===----------------------------------------------------------------------===//
 
-// One output element from the same-position (broadcast) input elements:
-// fuses into expression-program kernels.
-def MP_ElementwiseKernel : MP_OpTrait<"ElementwiseKernel">;
 // Reduces trailing rows (see MP_RowReductionOpInterface): one per kernel.
 def MP_RowReductionKernel : MP_OpTrait<"RowReductionKernel">;
 // Moves or selects elements without arithmetic (reshape, transpose, ...).
@@ -94,6 +91,22 @@ def MP_RowReductionOpInterface : OpInterface<"RowReductionOpInterface"> {
         axes are not the trailing ones of the first operand.
       }],
       "int64_t", "getRowReductionDims">,
+  ];
+}
+
+def MP_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
+  let cppNamespace = "::mixprec::graph";
+  let description = [{
+    The element-wise kernel family: each output element is one scalar
+    function of the same-position (broadcast) input elements, so the op
+    fuses into expression-program kernels. The op names that function;
+    the interpreter, the module writer and the CUDA emitter map the
+    function (`ScalarFn`), never the op type, so a new element-wise op is
+    its ODS definition plus one case per consumer of the enum.
+  }];
+  let methods = [
+    InterfaceMethod<"The scalar function computed at each point.",
+      "::mixprec::graph::ScalarFn", "getScalarFn">,
   ];
 }
 

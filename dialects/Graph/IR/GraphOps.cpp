@@ -213,13 +213,6 @@ LogicalResult MulOp::verify() { return verifyBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBinary(*this); }
 LogicalResult PowOp::verify() { return verifyBinary(*this); }
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError() << "approximate must be \"none\" or \"tanh\", got \""
-                         << getApproximate() << "\"";
-  return success();
-}
-
 LogicalResult WhereOp::verify() {
   if (failed(verifySameElementType(*this, "rhs", elementTypeOf(getRhs()),
                                    elementTypeOf(getLhs()))) ||
@@ -406,9 +399,6 @@ LogicalResult ScaledLinearOp::verify() {
 }
 
 LogicalResult FusionOp::verify() {
-  StringRef kind = getKind();
-  if (kind != "elementwise" && kind != "reduction" && kind != "gemm")
-    return emitOpError() << "kind must be elementwise, reduction or gemm, got '" << kind << "'";
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "body has " << body.getNumArguments() << " arguments for "

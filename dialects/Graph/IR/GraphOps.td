@@ -35,7 +35,7 @@ def Graph_ConstantOp : Graph_Op<"constant",
   let hasFolder = 1;
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseKernel]> {
+def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterface]> {
   let summary = "Converts the element type, rounding to nearest even";
   let description = [{
     Rounds each element to the result element type, round-to-nearest-even.
@@ -50,6 +50,9 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseKernel]> 
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mixprec::graph::ScalarFn getScalarFn() { return ::mixprec::graph::ScalarFn::Cast; }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -136,8 +139,14 @@ def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, MP_LowpClass, MP_Accumulates],
 // Element-wise ops (follow in the default policy, but for the fp32 class)
 //===----------------------------------------------------------------------===//
 
-class Graph_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseKernel], traits)> {
+// `fn` names the ScalarFn case the op computes (MP_ElementwiseOpInterface).
+class MP_ScalarFnOf<string fn> {
+  code decl = "::mixprec::graph::ScalarFn getScalarFn() { return ::mixprec::graph::ScalarFn::"
+              # fn # "; }";
+}
+
+class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface], traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -153,19 +162,20 @@ class Graph_BinaryOp<string mnemonic, string desc, list<Trait> traits = []>
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "addition">;
-def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication"> {
+def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add">;
+def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction", "Sub">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication", "Mul"> {
   // x * sigmoid(x), the form exporters write for SiLU, becomes mp.silu.
   let hasCanonicalizer = 1;
 }
-def Graph_DivOp : Graph_BinaryOp<"div", "division">;
-def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", [MP_Fp32Class]>;
+def Graph_DivOp : Graph_BinaryOp<"div", "division", "Div">;
+def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", "Pow", [MP_Fp32Class]>;
 
-class Graph_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseKernel],
+class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface],
                                      traits)> {
   let summary = "Element-wise " # desc;
   let description = [{
@@ -178,38 +188,47 @@ class Graph_UnaryOp<string mnemonic, string desc, list<Trait> traits = []>
   let arguments = (ins MP_FloatTensor:$input);
   let results = (outs MP_FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
+  let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
 }
 
-def Graph_NegOp : Graph_UnaryOp<"neg", "negation">;
-def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)">;
-def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent">;
-def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))">;
-def Graph_SiluOp : Graph_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x), computed in FP32 and rounded once">;
-def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential", [MP_Fp32Class]>;
-def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm", [MP_Fp32Class]>;
-def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root", [MP_Fp32Class]>;
-def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root", [MP_Fp32Class]>;
-def Graph_ErfOp : Graph_UnaryOp<"erf", "error function", [MP_Fp32Class]>;
-def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x", [MP_Fp32Class]>;
+def Graph_NegOp : Graph_UnaryOp<"neg", "negation", "Neg">;
+def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)", "Relu">;
+def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent", "Tanh">;
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))", "Sigmoid">;
+def Graph_SiluOp : Graph_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x), computed in FP32 and rounded once", "Silu">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential", "Exp", [MP_Fp32Class]>;
+def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm", "Log", [MP_Fp32Class]>;
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root", "Sqrt", [MP_Fp32Class]>;
+def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root", "Rsqrt", [MP_Fp32Class]>;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "error function", "Erf", [MP_Fp32Class]>;
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x", "Reciprocal", [MP_Fp32Class]>;
 
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType, MP_ElementwiseKernel]> {
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
+                                     MP_ElementwiseOpInterface]> {
   let summary = "Element-wise GELU, exact (erf) or tanh approximation";
   let description = [{
-    `approximate = "none"`: 0.5 x (1 + erf(x / sqrt 2));
-    `approximate = "tanh"`: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+    `approximate none` (the default, not printed): 0.5 x (1 + erf(x / sqrt 2));
+    `approximate tanh`: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
     ```mlir
-    %y = mp.gelu %x {approximate = "tanh"} : tensor<8x64xf32>
+    %y = mp.gelu %x approximate tanh : tensor<8x64xf32>
     ```
-    Verifier: `approximate` is "none" or "tanh".
+    No verifier beyond the type constraints (the enum admits nothing else).
   }];
   let arguments = (ins MP_FloatTensor:$input,
-                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+                       DefaultValuedAttr<MP_GeluApproximation,
+                                         "::mixprec::graph::GeluApproximation::none">:$approximate);
   let results = (outs MP_FloatTensor:$output);
-  let assemblyFormat = "$input attr-dict `:` type($output)";
-  let hasVerifier = 1;
+  let assemblyFormat = "$input (`approximate` $approximate^)? attr-dict `:` type($output)";
+  let extraClassDeclaration = [{
+    ::mixprec::graph::ScalarFn getScalarFn() {
+      return getApproximate() == ::mixprec::graph::GeluApproximation::tanh
+                 ? ::mixprec::graph::ScalarFn::GeluTanh
+                 : ::mixprec::graph::ScalarFn::GeluErf;
+    }
+  }];
 }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseKernel]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface]> {
   let summary = "Element-wise select with NumPy broadcasting";
   let description = [{
     `output = condition ? lhs : rhs`; all three broadcast to the result.
@@ -225,6 +244,7 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseKernel]> {
   let results = (outs MP_FloatTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<"Select">.decl;
 }
 
 //===----------------------------------------------------------------------===//
@@ -470,7 +490,7 @@ def Graph_AvgPool2dOp : Graph_Pool2dOp<"avg_pool2d", "Average",
 // FP8 scaling
 //===----------------------------------------------------------------------===//
 
-def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_ElementwiseKernel]> {
+def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_ElementwiseOpInterface]> {
   let summary = "Scales a tensor and rounds it to FP8, saturating";
   let description = [{
     `output = fp8_satfinite(input * scale)` with `scale` a rank-0 FP32
@@ -484,9 +504,10 @@ def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_Elementwi
   let results = (outs MP_FP8Tensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<"Quantize">.decl;
 }
 
-def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure, MP_ScalingClass, MP_ElementwiseKernel]> {
+def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure, MP_ScalingClass, MP_ElementwiseOpInterface]> {
   let summary = "Divides an FP8 tensor by its scale into a wider float";
   let description = [{
     `output = input / scale`, the inverse of `mp.quantize` with the same
@@ -500,6 +521,7 @@ def Graph_DequantizeOp : Graph_Op<"dequantize", [Pure, MP_ScalingClass, MP_Eleme
   let results = (outs MP_NonFP8FloatTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<"Dequantize">.decl;
 }
 
 def Graph_AmaxOp : Graph_Op<"amax", [Pure, MP_ScalingClass]> {
@@ -596,7 +618,7 @@ def Graph_FusionOp : Graph_Op<"fusion", [IsolatedFromAbove,
     cuBLASLt epilogue: bias, ReLU or tanh-GELU). `ops` names the graph ops
     the kernel came from.
     ```mlir
-    %y = mp.fusion (%x, %b) {kind = "elementwise", ops = ["add1", "relu1"]}
+    %y = mp.fusion elementwise(%x, %b) {ops = ["add1", "relu1"]}
         : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16> {
     ^bb0(%a: tensor<8x64xbf16>, %c: tensor<64xbf16>):
       %0 = mp.add %a, %c : tensor<8x64xbf16>, tensor<64xbf16> -> tensor<8x64xbf16>
@@ -604,13 +626,13 @@ def Graph_FusionOp : Graph_Op<"fusion", [IsolatedFromAbove,
       mp.yield %1 : tensor<8x64xbf16>
     }
     ```
-    Verifier: block arguments match the inputs, yielded values the results,
-    `kind` is known.
+    Verifier: block arguments match the inputs, yielded values the results.
   }];
-  let arguments = (ins Variadic<MP_AnyTensor>:$inputs, StrAttr:$kind, StrArrayAttr:$ops);
+  let arguments = (ins Variadic<MP_AnyTensor>:$inputs, MP_FusionKind:$kind,
+                       StrArrayAttr:$ops);
   let results = (outs Variadic<MP_AnyTensor>:$outputs);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "`(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let assemblyFormat = "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
   let hasVerifier = 1;
 }
 

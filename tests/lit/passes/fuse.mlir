@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func @fuse$elementwise_chain
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
 // CHECK-NOT: mp.constant
-// CHECK: %[[F:.*]] = mp.fusion(%[[X]], %[[B]]) {kind = "elementwise", ops = ["add", "mul", "tanh"]}
+// CHECK: %[[F:.*]] = mp.fusion elementwise(%[[X]], %[[B]]) {ops = ["add", "mul", "tanh"]}
 // CHECK: ^bb0(%[[A0:.*]]: tensor<4x8xf32>, %[[A1:.*]]: tensor<8xf32>):
 // CHECK: %[[ADD:.*]] = mp.add %[[A0]], %[[A1]]
 // CHECK: %[[S:.*]] = mp.constant dense<5.000000e-01> : tensor<f32>
@@ -27,7 +27,7 @@ func.func @fuse$elementwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> ten
 // masked softmax is one kernel); the GEMM that consumes it reads memory.
 // CHECK-LABEL: func.func @fuse$softmax_feeds_gemm
 // CHECK: %[[QK:.*]] = mp.matmul
-// CHECK: %[[P:.*]] = mp.fusion(%[[QK]], %{{.*}}) {kind = "reduction", ops = ["scale", "mask", "softmax", "to_bf16"]}
+// CHECK: %[[P:.*]] = mp.fusion reduction(%[[QK]], %{{.*}}) {ops = ["scale", "mask", "softmax", "to_bf16"]}
 // CHECK: mp.softmax
 // CHECK: mp.yield
 // CHECK: mp.matmul %[[P]], %{{.*}}
@@ -48,7 +48,7 @@ func.func @fuse$softmax_feeds_gemm(%q: tensor<2x4x4xbf16>, %k: tensor<2x4x4xbf16
 // A value needed by two kernels is stored once, as a fusion result: the
 // residual sum feeds the layer norm's kernel and a later add.
 // CHECK-LABEL: func.func @fuse$value_needed_twice
-// CHECK: %[[F:.*]]:2 = mp.fusion({{.*}}) {kind = "reduction", ops = ["residual", "ln"]}
+// CHECK: %[[F:.*]]:2 = mp.fusion reduction({{.*}}) {ops = ["residual", "ln"]}
 // CHECK: mp.yield %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xf32>
 // CHECK: mp.linear %[[F]]#1
 // CHECK: mp.add %[[F]]#0,
@@ -66,17 +66,17 @@ func.func @fuse$value_needed_twice(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %g:
 // becomes the GEMM's own (the accumulator starts from it); exact (erf)
 // GELU is not a cuBLASLt epilogue and runs as its own kernel.
 // CHECK-LABEL: func.func @fuse$gemm_epilogues
-// CHECK: %[[G:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc1", "bias1", "gelu1"]}
+// CHECK: %[[G:.*]] = mp.fusion gemm({{.*}}) {ops = ["fc1", "bias1", "gelu1"]}
 // CHECK: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x8xf32>, %[[B:.*]]: tensor<8xf32>):
 // CHECK-NEXT: %[[L:.*]] = mp.linear %[[X]], %[[W]], %[[B]] : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-// CHECK-NEXT: %[[A:.*]] = mp.gelu %[[L]] {approximate = "tanh"}
+// CHECK-NEXT: %[[A:.*]] = mp.gelu %[[L]] approximate tanh
 // CHECK-NEXT: mp.yield %[[A]]
-// CHECK: %[[G2:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc2", "bias2"]}
+// CHECK: %[[G2:.*]] = mp.fusion gemm({{.*}}) {ops = ["fc2", "bias2"]}
 // CHECK: mp.gelu %[[G2]] :
 func.func @fuse$gemm_epilogues(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = mp.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("fc1")
   %1 = mp.add %0, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32> loc("bias1")
-  %2 = mp.gelu %1 {approximate = "tanh"} : tensor<4x8xf32> loc("gelu1")
+  %2 = mp.gelu %1 approximate tanh : tensor<4x8xf32> loc("gelu1")
   %3 = mp.linear %2, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("fc2")
   %4 = mp.add %3, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32> loc("bias2")
   %5 = mp.gelu %4 : tensor<4x8xf32> loc("gelu2")
@@ -91,11 +91,11 @@ func.func @fuse$gemm_epilogues(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: ten
 // a kernel.
 // CHECK-LABEL: func.func @fuse$must_not_fuse
 // CHECK: %[[MM:.*]] = mp.matmul
-// CHECK-NOT: kind = "gemm"
+// CHECK-NOT: mp.fusion gemm
 // CHECK: %[[R:.*]] = mp.relu %[[MM]]
 // CHECK: mp.reduce_sum %{{.*}} {axes = array<i64: 0>}
-// CHECK: mp.fusion({{.*}}) {kind = "reduction", ops = ["sm1", "double"]}
-// CHECK: mp.fusion({{.*}}) {kind = "reduction", ops = ["sm2", "exp2"]}
+// CHECK: mp.fusion reduction({{.*}}) {ops = ["sm1", "double"]}
+// CHECK: mp.fusion reduction({{.*}}) {ops = ["sm2", "exp2"]}
 func.func @fuse$must_not_fuse(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x8xf32>, tensor<4x8xf32>) {
   %0 = mp.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("mm")
   %1 = mp.relu %0 : tensor<4x8xf32> loc("act")
@@ -129,7 +129,7 @@ func.func @fuse$no_cycle(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // result, bias and activation stay f32 and one cast rounds the output (the
 // unfused graph rounded the GEMM result to bf16 first).
 // CHECK-LABEL: func.func @fuse$epilogue_numerics
-// CHECK: mp.fusion({{.*}}) {kind = "gemm", ops = ["mm", "bias", "act"]}
+// CHECK: mp.fusion gemm({{.*}}) {ops = ["mm", "bias", "act"]}
 // CHECK: ^bb0(%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>, %[[B:.*]]: tensor<8xbf16>):
 // CHECK-NEXT: %[[BF:.*]] = mp.cast %[[B]] : tensor<8xbf16> -> tensor<8xf32>
 // CHECK-NEXT: %[[L:.*]] = mp.linear %[[X]], %[[W]], %[[BF]] {mp.precision = bf16} : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -149,10 +149,10 @@ func.func @fuse$epilogue_numerics(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b
 // unfused dead op does (a fusion with no result had no yield to lower, and
 // a GEMM fusion with none crashed the pass).
 // CHECK-LABEL: func.func @fuse$dead_values
-// CHECK: %[[G:.*]] = mp.fusion({{.*}}) {kind = "gemm", ops = ["fc", "bias", "act"]}
+// CHECK: %[[G:.*]] = mp.fusion gemm({{.*}}) {ops = ["fc", "bias", "act"]}
 // CHECK: mp.relu
 // CHECK-NEXT: mp.yield %{{.*}} : tensor<4x8xf32>
-// CHECK: %[[E:.*]] = mp.fusion(%{{.*}}) {kind = "elementwise", ops = ["r", "t"]}
+// CHECK: %[[E:.*]] = mp.fusion elementwise(%{{.*}}) {ops = ["r", "t"]}
 // CHECK: %[[T:.*]] = mp.tanh
 // CHECK-NEXT: mp.yield %[[T]] : tensor<4x8xf32>
 // CHECK: %[[X:.*]] = mp.exp

@@ -207,7 +207,7 @@ TEST_F(InterpreterTest, FusionsPassValuesWhileTheEnvironmentGrows) {
   for (int i = 1; i < n; ++i)
     ir += "  %v" + std::to_string(i) + " = mp.add %v" + std::to_string(i - 1) +
           ", %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n";
-  ir += "  %f:2 = mp.fusion(%v0, %v1) {kind = \"elementwise\", ops = [\"a\", \"b\"]} : "
+  ir += "  %f:2 = mp.fusion elementwise(%v0, %v1) {ops = [\"a\", \"b\"]} : "
         "(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
         "  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):\n"
         "    %0 = mp.mul %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n"

@@ -361,10 +361,22 @@ func.func @relu$type(%a: tensor<4xf32>) -> tensor<4xf16> {
 
 // -----
 
-// GELU is exact or tanh.
+// GELU is exact or tanh: the enum admits nothing else.
 func.func @gelu$approximate(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{approximate must be "none" or "tanh", got "sigmoid"}}
-  %0 = mp.gelu %a {approximate = "sigmoid"} : tensor<4xf32>
+  // expected-error @+1 {{enum values for attribute 'approximate' [none, tanh]}}
+  %0 = mp.gelu %a approximate sigmoid : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A fusion is an element-wise, reduction or GEMM kernel, nothing else.
+func.func @fusion$kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{enum values for attribute 'kind' [elementwise, reduction, gemm]}}
+  %0 = mp.fusion convolution (%a) {ops = ["x"]} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    mp.yield %x : tensor<4xf32>
+  }
   return %0 : tensor<4xf32>
 }
 

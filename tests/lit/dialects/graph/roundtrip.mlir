@@ -108,8 +108,8 @@ func.func @unary$all(%x: tensor<4x4xbf16>) -> tensor<4x4xbf16> {
   %1 = mp.relu %0 : tensor<4x4xbf16>
   // CHECK: mp.gelu %{{.*}} : tensor<4x4xbf16>
   %2 = mp.gelu %1 : tensor<4x4xbf16>
-  // CHECK: mp.gelu %{{.*}} {approximate = "tanh"} : tensor<4x4xbf16>
-  %3 = mp.gelu %2 {approximate = "tanh"} : tensor<4x4xbf16>
+  // CHECK: mp.gelu %{{.*}} approximate tanh : tensor<4x4xbf16>
+  %3 = mp.gelu %2 approximate tanh : tensor<4x4xbf16>
   // CHECK: mp.tanh
   %4 = mp.tanh %3 : tensor<4x4xbf16>
   // CHECK: mp.sigmoid
