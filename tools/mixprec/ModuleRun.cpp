@@ -10,8 +10,8 @@
 
 #include "codegen/ModuleWriter.h"
 
+#include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "runtime/src/numerics/Rounding.h"
 #include "runtime/src/support/Npy.h"
 
 #include "mixprec/runtime.h"

@@ -8,8 +8,8 @@
 // cpu::softmax) and is compared with a tolerance.
 //
 //===----------------------------------------------------------------------===//
+#include "common/numerics/Rounding.h"
 #include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/numerics/Rounding.h"
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
