@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "common/numerics/Rounding.h"
+#include "runtime/format/KernelProgram.h"
 #include "runtime/src/Backend.h"
-#include "runtime/src/KernelProgram.h"
 #include "runtime/src/OpaqueOps.h"
 #include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/cpu/HostMemory.h"

@@ -2,7 +2,7 @@
 #include "tests/unit/runtime/ModuleBuilder.h"
 
 #include "common/numerics/Rounding.h"
-#include "runtime/src/ModuleHash.h"
+#include "runtime/format/ModuleHash.h"
 
 #include <cstdio>
 #include <cstring>
