@@ -5,8 +5,8 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Graph/IR/StorageFormat.h"
-#include "runtime/src/cpu/HostMemory.h"
-#include "runtime/src/cpu/Kernels.h"
+#include "runtime/cpu/HostMemory.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"
