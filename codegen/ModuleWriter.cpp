@@ -6,10 +6,10 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/PrecisionUtils.h"
+#include "runtime/format/KernelProgram.h"
+#include "runtime/format/ModuleHash.h"
 #include "runtime/include/mixprec/runtime.h"
 #include "runtime/schema/module_generated.h"
-#include "runtime/src/KernelProgram.h"
-#include "runtime/src/ModuleHash.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"

@@ -3,7 +3,7 @@
 // Every mixprec error is one line. Names that come from a user's file (op
 // types, nodes, tensors, attributes, .npy header keys, paths) may hold any
 // bytes; these two functions are the one rule for showing them, for the
-// compiler, the tools and the runtime's support code alike (no LLVM).
+// compiler, the tools and the .npy reader alike (no LLVM).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMMON_ESCAPE_H

@@ -1,7 +1,7 @@
 //===- FileIO.h - reading inputs and writing outputs safely -----*- C++ -*-===//
 //
 // The file rules every mixprec command follows (no LLVM; the compiler, the
-// tools and the runtime's support code all use this):
+// tools and the .npy reader all use this):
 //
 // - Inputs are read only from regular files. A folder, a device such as
 //   /dev/zero, or a FIFO is refused before it is opened for reading, so it

@@ -1,9 +1,9 @@
 //===- InsertScaling.cpp - --mp-insert-scaling -----------------------------===//
 #include "passes/Passes.h"
 
+#include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"
-#include "runtime/src/numerics/Rounding.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"

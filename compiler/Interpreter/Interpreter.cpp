@@ -1,12 +1,12 @@
 //===- Interpreter.cpp - reference execution of mp graphs ------------------===//
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Graph/IR/StorageFormat.h"
-#include "runtime/src/cpu/HostMemory.h"
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/numerics/Rounding.h"
+#include "runtime/cpu/HostMemory.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"

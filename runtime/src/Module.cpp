@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Module.h"
 
-#include "runtime/src/KernelProgram.h"
-#include "runtime/src/ModuleHash.h"
+#include "runtime/format/KernelProgram.h"
+#include "runtime/format/ModuleHash.h"
 #include "runtime/src/OpaqueOps.h"
 
 #include <algorithm>

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/OpaqueOps.h"
 
-#include "runtime/src/cpu/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <cstring>

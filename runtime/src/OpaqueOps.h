@@ -46,7 +46,7 @@
 //                                               output f32, 1 element
 //
 // Numerics: float routines decode their inputs to FP32 (exact), run the
-// FP32 reference kernel (runtime/src/cpu/Kernels.h) and round the result
+// FP32 reference kernel (runtime/cpu/Kernels.h) and round the result
 // once to the output dtype (FP8 saturating), as the reference interpreter
 // does; conv2d with tf32 rounds x and w to TF32 first. Data movement
 // (transpose, slice, concat, gather) copies elements of any dtype and

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/include/mixprec/runtime.h"
 
+#include "common/numerics/Rounding.h"
 #include "runtime/src/Backend.h"
 #include "runtime/src/Module.h"
-#include "runtime/src/numerics/Rounding.h"
 
 #include <algorithm>
 #include <atomic>

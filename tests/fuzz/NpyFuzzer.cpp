@@ -7,7 +7,7 @@
 // Seeds: tests/fuzz/corpus/npy (tests/fuzz/make_corpus.py).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/support/Npy.h"
+#include "common/Npy.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,9 @@
 //===- CliCommon.cpp - pieces shared by the mixprec subcommands ------------===//
 #include "tools/mixprec/CliCommon.h"
 
+#include "common/Npy.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "runtime/src/support/Npy.h"
 #include "tools/mixprec/ModelLoader.h"
 
 #include "common/FileIO.h"

@@ -2,9 +2,9 @@
 #ifndef MIXPREC_TOOLS_MIXPREC_CLICOMMON_H
 #define MIXPREC_TOOLS_MIXPREC_CLICOMMON_H
 
+#include "common/Npy.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Pipeline/Pipeline.h"
-#include "runtime/src/support/Npy.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

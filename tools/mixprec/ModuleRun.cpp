@@ -10,9 +10,9 @@
 
 #include "codegen/ModuleWriter.h"
 
+#include "common/Npy.h"
+#include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "runtime/src/numerics/Rounding.h"
-#include "runtime/src/support/Npy.h"
 
 #include "mixprec/runtime.h"
 

@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "Version.h"
 #include "codegen/ModuleWriter.h"
+#include "common/Npy.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "runtime/src/support/Npy.h"
 #include "tools/mixprec/CliCommon.h"
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/ModelLoader.h"

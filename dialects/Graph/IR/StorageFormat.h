@@ -2,7 +2,7 @@
 #ifndef MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
 #define MIXPREC_DIALECTS_GRAPH_IR_STORAGEFORMAT_H
 
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -19,13 +19,13 @@
 //  - Opaque ops decode to FP32, run the reference kernel, round once.
 //
 //===----------------------------------------------------------------------===//
+#include "common/numerics/Rounding.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/HostMemory.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/format/KernelProgram.h"
 #include "runtime/src/Backend.h"
-#include "runtime/src/KernelProgram.h"
 #include "runtime/src/OpaqueOps.h"
-#include "runtime/src/cpu/Gemm.h"
-#include "runtime/src/cpu/HostMemory.h"
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/numerics/Rounding.h"
 
 #include <algorithm>
 #include <climits>

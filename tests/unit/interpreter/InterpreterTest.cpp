@@ -1,7 +1,7 @@
 //===- InterpreterTest.cpp - the CPU reference interpreter -----------------===//
+#include "common/numerics/Rounding.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "runtime/src/numerics/Rounding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

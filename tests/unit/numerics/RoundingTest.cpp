@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

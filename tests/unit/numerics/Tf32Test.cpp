@@ -1,5 +1,5 @@
 //===- Tf32Test.cpp - TF32 rounding against APFloat ------------------------===//
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 #include "llvm/ADT/APFloat.h"
 

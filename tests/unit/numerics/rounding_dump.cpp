@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 #include <cstdio>
 #include <cstring>

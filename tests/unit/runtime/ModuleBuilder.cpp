@@ -1,8 +1,8 @@
 //===- ModuleBuilder.cpp - assemble .mpk modules in tests -----------------===//
 #include "tests/unit/runtime/ModuleBuilder.h"
 
-#include "runtime/src/ModuleHash.h"
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
+#include "runtime/format/ModuleHash.h"
 
 #include <cstdio>
 #include <cstring>

@@ -4,7 +4,7 @@
 // status code and that the message names what is wrong.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/ModuleHash.h"
+#include "runtime/format/ModuleHash.h"
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 

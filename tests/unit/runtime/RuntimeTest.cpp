@@ -1,15 +1,15 @@
 //===- RuntimeTest.cpp - load, query, bind, run: results vs the reference ===//
 //
 // Every plan here is also computed with the reference kernels
-// (runtime/src/cpu/Kernels.h) and numerics::roundTo, the way the reference
+// (runtime/cpu/Kernels.h) and numerics::roundTo, the way the reference
 // interpreter computes the same op sequence: values that pass through the
 // same rounding points must match bit for bit. Only the softmax built from
 // RowMax/RowSum differs in summation (FP32 in the kernel, double in
 // cpu::softmax) and is compared with a tolerance.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
+#include "runtime/cpu/Kernels.h"
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 

@@ -1,7 +1,7 @@
 //===- TestModules.cpp - the modules the runtime tests share --------------===//
 #include "tests/unit/runtime/TestModules.h"
 
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 namespace mixprec::testing {
 

@@ -1,6 +1,6 @@
 //===- FileIOTest.cpp - the file rules of common/FileIO.h -----------------===//
 #include "common/FileIO.h"
-#include "runtime/src/support/Npy.h"
+#include "common/Npy.h"
 
 #include <gtest/gtest.h>
 

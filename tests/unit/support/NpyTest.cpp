@@ -1,4 +1,4 @@
-#include "runtime/src/support/Npy.h"
+#include "common/Npy.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/support/Npy.h"
+#include "common/Npy.h"
 
 #include <cstdio>
 #include <string>

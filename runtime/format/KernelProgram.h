@@ -1,11 +1,12 @@
 //===- KernelProgram.h - facts about expression-program opcodes -*- C++ -*-===//
 //
-// Shared by the module verifier and the backends so that both agree on what
-// an instruction reads and produces.
+// Shared by the module verifier, the backends and the module writer so that
+// all agree on what an instruction reads and produces and how long a
+// program may be.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MIXPREC_RUNTIME_KERNELPROGRAM_H
-#define MIXPREC_RUNTIME_KERNELPROGRAM_H
+#ifndef MIXPREC_RUNTIME_FORMAT_KERNELPROGRAM_H
+#define MIXPREC_RUNTIME_FORMAT_KERNELPROGRAM_H
 
 #include "runtime/schema/module_generated.h"
 
@@ -69,4 +70,4 @@ inline bool isRowReduction(schema::OpCode op) {
 
 } // namespace mixprec::runtime
 
-#endif // MIXPREC_RUNTIME_KERNELPROGRAM_H
+#endif // MIXPREC_RUNTIME_FORMAT_KERNELPROGRAM_H

@@ -7,8 +7,8 @@
 // loader uses the rest. No LLVM/MLIR dependency.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MIXPREC_RUNTIME_MODULEHASH_H
-#define MIXPREC_RUNTIME_MODULEHASH_H
+#ifndef MIXPREC_RUNTIME_FORMAT_MODULEHASH_H
+#define MIXPREC_RUNTIME_FORMAT_MODULEHASH_H
 
 #include <cstddef>
 #include <cstdint>
@@ -41,4 +41,4 @@ bool sealModule(uint8_t *data, size_t size);
 
 } // namespace mixprec::runtime
 
-#endif // MIXPREC_RUNTIME_MODULEHASH_H
+#endif // MIXPREC_RUNTIME_FORMAT_MODULEHASH_H

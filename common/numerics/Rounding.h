@@ -3,8 +3,8 @@
 // The one place where mixprec turns float32 values into the narrow storage
 // formats and back. The compiler (constant folding, range checks), the CPU
 // runtime and the tests all use these functions, so every part of the product
-// rounds the same way. No LLVM/MLIR dependency: this is part of the
-// standalone runtime.
+// rounds the same way. No LLVM/MLIR dependency: the standalone runtime
+// links it.
 //
 // Numerics rules (the product's contract; tests/unit/numerics checks them
 // bit for bit against LLVM APFloat, CUDA's host conversion code and
@@ -48,8 +48,8 @@
 // (see bench/README.md); they give exactly the scalar results.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MIXPREC_RUNTIME_NUMERICS_ROUNDING_H
-#define MIXPREC_RUNTIME_NUMERICS_ROUNDING_H
+#ifndef MIXPREC_COMMON_NUMERICS_ROUNDING_H
+#define MIXPREC_COMMON_NUMERICS_ROUNDING_H
 
 #include <cstddef>
 #include <cstdint>
@@ -144,4 +144,4 @@ bool parseFormat(std::string_view name, Format &out);
 } // namespace numerics
 } // namespace mixprec
 
-#endif // MIXPREC_RUNTIME_NUMERICS_ROUNDING_H
+#endif // MIXPREC_COMMON_NUMERICS_ROUNDING_H

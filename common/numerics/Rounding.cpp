@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/numerics/Rounding.h"
+#include "common/numerics/Rounding.h"
 
 #include <algorithm>
 #include <cfloat>

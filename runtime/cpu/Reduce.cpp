@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/cpu/StridedLoop.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/StridedLoop.h"
 
 #include <algorithm>
 #include <cassert>

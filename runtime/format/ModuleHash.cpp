@@ -1,5 +1,5 @@
 //===- ModuleHash.cpp - FNV-1a hashes of modules and side files -----------===//
-#include "runtime/src/ModuleHash.h"
+#include "runtime/format/ModuleHash.h"
 
 #include "runtime/schema/module_generated.h"
 

@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - Shape helpers, binary/unary ops, Where -----------===//
 
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/cpu/StridedLoop.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/StridedLoop.h"
 
 #include <cassert>
 #include <cmath>

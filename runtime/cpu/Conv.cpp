@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/cpu/Gemm.h"
-#include "runtime/src/cpu/Kernels.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,8 +1,8 @@
 //===- Linalg.cpp - MatMul and Linear on OpenBLAS ------------------------===//
 
-#include "runtime/src/cpu/Gemm.h"
-#include "runtime/src/cpu/Kernels.h"
-#include "runtime/src/cpu/StridedLoop.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/StridedLoop.h"
 
 #include <cblas.h>
 

@@ -1,5 +1,5 @@
 //===- HostMemory.cpp - how much memory tensors may take on the host -------===//
-#include "runtime/src/cpu/HostMemory.h"
+#include "runtime/cpu/HostMemory.h"
 
 #include <algorithm>
 #include <cstdio>

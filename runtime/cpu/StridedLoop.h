@@ -10,7 +10,7 @@
 #ifndef MIXPREC_RUNTIME_CPU_STRIDEDLOOP_H
 #define MIXPREC_RUNTIME_CPU_STRIDEDLOOP_H
 
-#include "runtime/src/cpu/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <array>
 #include <cassert>

@@ -1,5 +1,4 @@
-//===- Npy.h - NumPy .npy reader/writer ---------------------------*- C++
-//-*-===//
+//===- Npy.h - NumPy .npy reader/writer -------------------------*- C++ -*-===//
 //
 // Reads and writes NumPy .npy files (format versions 1.0, 2.0, 3.0) holding
 // little-endian, C-ordered arrays of the dtypes in NpyDType. Data is kept as
@@ -12,8 +11,8 @@
 // Malformed input never causes an out-of-bounds read.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MIXPREC_SUPPORT_NPY_H
-#define MIXPREC_SUPPORT_NPY_H
+#ifndef MIXPREC_COMMON_NPY_H
+#define MIXPREC_COMMON_NPY_H
 
 #include <cstddef>
 #include <cstdint>
@@ -66,4 +65,4 @@ NpyArray npyFromFloat32(const std::vector<int64_t> &shape, const float *data);
 
 } // namespace mixprec::support
 
-#endif // MIXPREC_SUPPORT_NPY_H
+#endif // MIXPREC_COMMON_NPY_H
