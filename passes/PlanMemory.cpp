@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <map>
+#include <queue>
 
 namespace mixprec::passes {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -85,27 +86,33 @@ struct PlanMemoryPass : public impl::PlanMemoryPassBase<PlanMemoryPass> {
         buffers[id].lastUse = std::max(buffers[id].lastUse, at);
       }
 
+    // Buffers are placed in definition order, so a placed buffer overlaps
+    // the one being placed exactly when it is still live at its definition.
+    // `active` holds the placed buffers by offset and `expiry` by last use,
+    // so each placement looks only at the live ones (near-linear for the
+    // long chains of unfused kernels that once made this quadratic).
     int64_t peak = 0, total = 0;
-    std::vector<size_t> placed;
+    std::multimap<int64_t, size_t> active; // offset -> buffer
+    using Expiry = std::pair<int64_t, std::multimap<int64_t, size_t>::iterator>;
+    auto later = [](const Expiry &a, const Expiry &b) { return a.first > b.first; };
+    std::priority_queue<Expiry, std::vector<Expiry>, decltype(later)> expiry(later);
     for (size_t id = 0; id < buffers.size(); ++id) {
       Buffer &b = buffers[id];
       total += b.size;
-      // Buffers live at b.firstDef occupy their ranges; reuse the rest.
-      std::map<int64_t, int64_t> busy;
-      for (size_t other : placed) {
-        const Buffer &o = buffers[other];
-        if (o.lastUse >= b.firstDef && o.firstDef <= b.lastUse)
-          busy[o.offset] = std::max(busy[o.offset], o.offset + o.size);
+      while (!expiry.empty() && expiry.top().first < b.firstDef) {
+        active.erase(expiry.top().second);
+        expiry.pop();
       }
+      // The lowest offset whose [offset, offset + size) no live buffer holds.
       int64_t offset = 0;
-      for (auto [start, end] : busy) {
+      for (auto [start, other] : active) {
         if (start >= offset + b.size)
           break;
-        offset = std::max(offset, end);
+        offset = std::max(offset, start + buffers[other].size);
       }
       b.offset = offset;
       peak = std::max(peak, offset + b.size);
-      placed.push_back(id);
+      expiry.push({b.lastUse, active.emplace(offset, id)});
     }
 
     Builder builder(&getContext());
