@@ -98,6 +98,17 @@ private:
   size_t capacity_ = 0;
 };
 
+/// `values` rounded to TF32 (as tensor cores read a TF32 GEMM's operands)
+/// into `s`, in place when they already live there; null when scratch
+/// memory runs out.
+inline const float *tf32Copy(const float *values, int64_t count, Scratch &s) {
+  float *out = s.floats(count);
+  if (out)
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = num::roundToTf32(values[i]);
+  return out;
+}
+
 /// Bit equality (a NaN scale equals itself).
 inline bool bitsEqual(float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; }
 
@@ -200,6 +211,7 @@ private:
   Status runOpaque(const OpaqueOp &op);
   Status runDataMovement(const OpaqueOp &op);
   Status runFloatRoutine(const OpaqueOp &op);
+  bool roundGemmOperandsToTf32(const OpaqueOp &op, const float *&a, const float *&b);
   Status storeFloats(const OpaqueOp &op, const float *values);
   const float *floatOperand(int32_t tensor, Scratch &scratch);
 

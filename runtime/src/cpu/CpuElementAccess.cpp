@@ -13,7 +13,33 @@
 namespace mixprec::runtime {
 
 using schema::DType;
-using schema::OpCode;
+
+namespace {
+
+/// Decodes `n` narrow floats (16- or 8-bit patterns) at `p[i*stride]`.
+template <typename Bits>
+void decodeRun(num::Format format, const Bits *p, int64_t stride, int64_t n, float *out) {
+  if (stride == 1) {
+    num::decodeArray(format, p, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = num::decode(format, p[i * stride]);
+}
+
+/// Encodes `n` floats, rounded to the narrow `dtype`, to `p[i*stride]`.
+template <typename Bits>
+void encodeRun(DType dtype, const float *in, Bits *p, int64_t stride, int64_t n) {
+  const num::Format format = formatOf(dtype);
+  if (stride == 1) {
+    num::encodeArray(format, in, p, n, storeOptions(dtype));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    p[i * stride] = static_cast<Bits>(num::encode(format, in[i], storeOptions(dtype)));
+}
+
+} // namespace
 
 /// Reads `n` elements at `base[offset + i*stride]` as floats.
 void loadRun(DType dtype, const uint8_t *base, int64_t offset, int64_t stride, int64_t n,
@@ -29,29 +55,12 @@ void loadRun(DType dtype, const uint8_t *base, int64_t offset, int64_t stride, i
     return;
   }
   case DType::F16:
-  case DType::BF16: {
-    const uint16_t *p = reinterpret_cast<const uint16_t *>(base) + offset;
-    if (stride == 1) {
-      num::decodeArray(formatOf(dtype), p, out, n);
-    } else {
-      const num::Format f = formatOf(dtype);
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = num::decode(f, p[i * stride]);
-    }
-    return;
-  }
+  case DType::BF16:
+    return decodeRun(formatOf(dtype), reinterpret_cast<const uint16_t *>(base) + offset, stride,
+                     n, out);
   case DType::F8E4M3FN:
-  case DType::F8E5M2: {
-    const uint8_t *p = base + offset;
-    if (stride == 1) {
-      num::decodeArray(formatOf(dtype), p, out, n);
-    } else {
-      const num::Format f = formatOf(dtype);
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = num::decode(f, p[i * stride]);
-    }
-    return;
-  }
+  case DType::F8E5M2:
+    return decodeRun(formatOf(dtype), base + offset, stride, n, out);
   case DType::I64: {
     const int64_t *p = reinterpret_cast<const int64_t *>(base) + offset;
     for (int64_t i = 0; i < n; ++i)
@@ -81,6 +90,18 @@ template <typename Int> bool fitsInteger(float v) {
          t < -static_cast<double>(std::numeric_limits<Int>::min());
 }
 
+/// Writes `n` floats truncated to `p[i*stride]`; false, writing nothing
+/// further, at a value `Int` cannot hold (`bad`).
+template <typename Int>
+bool storeIntegers(Int *p, int64_t stride, int64_t n, const float *in, float &bad) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!fitsInteger<Int>(in[i]))
+      return bad = in[i], false;
+    p[i * stride] = static_cast<Int>(std::trunc(in[i]));
+  }
+  return true;
+}
+
 /// Writes `n` floats to `base[offset + i*stride]` in `dtype`, rounding.
 /// Returns false, writing nothing further, at a value an integer dtype
 /// cannot hold; `bad` is that value.
@@ -102,47 +123,17 @@ bool storeRun(DType dtype, uint8_t *base, int64_t offset, int64_t stride, int64_
     return true;
   }
   case DType::F16:
-  case DType::BF16: {
-    uint16_t *p = reinterpret_cast<uint16_t *>(base) + offset;
-    const num::Format f = formatOf(dtype);
-    if (stride == 1) {
-      num::encodeArray(f, in, p, n, storeOptions(dtype));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        p[i * stride] = static_cast<uint16_t>(num::encode(f, in[i], storeOptions(dtype)));
-    }
+  case DType::BF16:
+    encodeRun(dtype, in, reinterpret_cast<uint16_t *>(base) + offset, stride, n);
     return true;
-  }
   case DType::F8E4M3FN:
-  case DType::F8E5M2: {
-    uint8_t *p = base + offset;
-    const num::Format f = formatOf(dtype);
-    if (stride == 1) {
-      num::encodeArray(f, in, p, n, storeOptions(dtype));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        p[i * stride] = static_cast<uint8_t>(num::encode(f, in[i], storeOptions(dtype)));
-    }
+  case DType::F8E5M2:
+    encodeRun(dtype, in, base + offset, stride, n);
     return true;
-  }
-  case DType::I64: {
-    int64_t *p = reinterpret_cast<int64_t *>(base) + offset;
-    for (int64_t i = 0; i < n; ++i) {
-      if (!fitsInteger<int64_t>(in[i]))
-        return bad = in[i], false;
-      p[i * stride] = static_cast<int64_t>(std::trunc(in[i]));
-    }
-    return true;
-  }
-  case DType::I32: {
-    int32_t *p = reinterpret_cast<int32_t *>(base) + offset;
-    for (int64_t i = 0; i < n; ++i) {
-      if (!fitsInteger<int32_t>(in[i]))
-        return bad = in[i], false;
-      p[i * stride] = static_cast<int32_t>(std::trunc(in[i]));
-    }
-    return true;
-  }
+  case DType::I64:
+    return storeIntegers(reinterpret_cast<int64_t *>(base) + offset, stride, n, in, bad);
+  case DType::I32:
+    return storeIntegers(reinterpret_cast<int32_t *>(base) + offset, stride, n, in, bad);
   case DType::Bool: {
     uint8_t *p = base + offset;
     for (int64_t i = 0; i < n; ++i)

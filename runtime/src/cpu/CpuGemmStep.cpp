@@ -34,16 +34,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   const TensorDesc &outDesc = module->tensors()[g.out];
   auto operand = [&](int32_t t, Scratch &s) -> const float * {
     const float *p = floatOperand(t, s);
-    if (!p || !g.tf32)
-      return p;
-    // TF32 rounds the operands as the tensor cores read them.
-    const TensorDesc &d = module->tensors()[t];
-    float *copy = d.dtype == DType::F32 ? s.floats(d.elements) : const_cast<float *>(p);
-    if (!copy)
-      return nullptr;
-    for (int64_t i = 0; i < d.elements; ++i)
-      copy[i] = num::roundToTf32(p[i]);
-    return copy;
+    return p && g.tf32 ? tf32Copy(p, module->tensors()[t].elements, s) : p;
   };
   const float *a = operand(g.a, scratch[0]);
   const float *b = operand(g.b, scratch[1]);

@@ -91,6 +91,15 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
   return okStatus();
 }
 
+/// Points `a` and `b` (inputs 0 and 1 of `op`, as FP32) at copies rounded
+/// to TF32 in scratch[0] and scratch[1]; false when scratch runs out.
+bool CpuBackend::roundGemmOperandsToTf32(const OpaqueOp &op, const float *&a,
+                                         const float *&b) {
+  a = tf32Copy(a, module->tensors()[op.inputs[0]].elements, scratch[0]);
+  b = tf32Copy(b, module->tensors()[op.inputs[1]].elements, scratch[1]);
+  return a && b;
+}
+
 /// FP32 in, the reference kernel, one rounding to the output dtype.
 Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
   const std::vector<TensorDesc> &tensors = module->tensors();
@@ -110,23 +119,9 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
     const float *bias = present(2) ? input(2) : nullptr;
     if (!w || (present(2) && !bias))
       return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
-    if (op.tf32) {
-      // As the interpreter's TF32 GEMM operands: x and w, not the bias.
-      float *xr = scratch[0].floats(tensors[op.inputs[0]].elements);
-      float *wr = scratch[1].floats(tensors[op.inputs[1]].elements);
-      if (!xr || !wr)
-        return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
-      if (xr != x)
-        std::copy(x, x + tensors[op.inputs[0]].elements, xr);
-      if (wr != w)
-        std::copy(w, w + tensors[op.inputs[1]].elements, wr);
-      for (int64_t i = 0; i < tensors[op.inputs[0]].elements; ++i)
-        xr[i] = num::roundToTf32(xr[i]);
-      for (int64_t i = 0; i < tensors[op.inputs[1]].elements; ++i)
-        wr[i] = num::roundToTf32(wr[i]);
-      x = xr;
-      w = wr;
-    }
+    // As the interpreter's TF32 GEMM operands: x and w, not the bias.
+    if (op.tf32 && !roundGemmOperandsToTf32(op, x, w))
+      return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
     cpu::conv2d(x, shapeOf(0), w, shapeOf(1), bias, op.strides, op.pads, op.dilations,
                 op.groups, result, y.shape);
     break;
@@ -198,18 +193,8 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
     const float *b = input(1);
     if (!b)
       return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
-    if (op.tf32) {
-      float *ar = scratch[0].floats(tensors[op.inputs[0]].elements);
-      float *br = scratch[1].floats(tensors[op.inputs[1]].elements);
-      if (!ar || !br)
-        return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
-      for (int64_t i = 0; i < tensors[op.inputs[0]].elements; ++i)
-        ar[i] = num::roundToTf32(x[i]);
-      for (int64_t i = 0; i < tensors[op.inputs[1]].elements; ++i)
-        br[i] = num::roundToTf32(b[i]);
-      x = ar;
-      b = br;
-    }
+    if (op.tf32 && !roundGemmOperandsToTf32(op, x, b))
+      return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
     cpu::matmul(x, shapeOf(0), b, shapeOf(1), result, y.shape);
     break;
   }
