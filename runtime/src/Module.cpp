@@ -3,7 +3,7 @@
 // Loading, in order (each step only reads what the previous ones checked):
 //  1. size and file identifier ("MPK1");
 //  2. the FlatBuffers verifier (every offset, vector and string in bounds);
-//  3. the schema version (newer than kSchemaVersion: UNSUPPORTED_VERSION);
+//  3. the schema version (other than kSchemaVersion: UNSUPPORTED_VERSION);
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
 //     (tensors, arena placement, constants, kernel programs, GEMMs, opaque
@@ -281,9 +281,7 @@ Status ModuleVerifier::verifyAlignment() {
         return invalidModule("kernel #" + std::to_string(i) + " instruction #" +
                              std::to_string(j) + ": strides vector is misaligned");
   }
-  for (size_t i = 0; root.opaques() && i < root.opaques()->size(); ++i)
-    if (!aligned(root.opaques()->Get(i)->int_attrs()))
-      return invalidModule("opaque #" + std::to_string(i) + ": int_attrs vector is misaligned");
+  // Opaque options lists: OpaqueOps.cpp checks them as it reads them.
   return okStatus();
 }
 
@@ -895,6 +893,12 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
                       " is newer than this runtime reads (version " +
                       std::to_string(kSchemaVersion) + ", runtime " +
                       mixprec_runtime_version() + "); upgrade libmixprec_runtime");
+  if (version < kSchemaVersion)
+    return Status(MIXPREC_UNSUPPORTED_VERSION,
+                  "module schema version " + std::to_string(version) +
+                      " is older than this runtime reads (version " +
+                      std::to_string(kSchemaVersion) + ", runtime " +
+                      mixprec_runtime_version() + "); recompile the module");
   size_t hashOffset = 0;
   const uint64_t stored = module->root_->content_hash();
   if (stored != 0 && findContentHashField(data, size, &hashOffset)) {

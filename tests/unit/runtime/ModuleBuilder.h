@@ -85,9 +85,24 @@ struct OpaqueSpec {
   std::string name;
   std::string opType;
   std::vector<int32_t> inputs, outputs;
-  std::vector<int64_t> intAttrs;
-  std::vector<float> floatAttrs;
+  /// The options table as a plain struct (FlatBuffers' object API): tests
+  /// edit it through options.AsConv2dOptions() and the like.
+  fb::RoutineOptionsUnion options;
+  /// Written as the options' type instead of options.type (a forgery).
+  std::optional<fb::RoutineOptions> forgedOptionsType;
 };
+
+/// Routine options with the defaults of the schema but for what is given.
+fb::RoutineOptionsUnion conv2dOptions(const Shape &strides, const Shape &pads,
+                                      const Shape &dilations, int64_t groups);
+fb::RoutineOptionsUnion pool2dOptions(const Shape &kernel, const Shape &strides,
+                                      const Shape &pads);
+fb::RoutineOptionsUnion transposeOptions(const Shape &perm);
+fb::RoutineOptionsUnion sliceOptions(const Shape &starts, const Shape &steps);
+fb::RoutineOptionsUnion axisOptions(int64_t axis);
+fb::RoutineOptionsUnion normOptions(int64_t axis, float epsilon);
+fb::RoutineOptionsUnion reduceOptions(const Shape &axes, bool keepdims);
+fb::RoutineOptionsUnion fp8ScaleOptions(int64_t margin, fb::DType format);
 
 struct StepSpec {
   fb::StepKind kind = fb::StepKind::Kernel;
@@ -130,7 +145,7 @@ public:
   std::vector<GemmSpec> gemms;
   std::vector<OpaqueSpec> opaques;
   std::vector<StepSpec> steps;
-  uint32_t version = 1;
+  uint32_t version = 2;                 ///< the schema version the file claims
   bool seal = true;                     ///< write Module.content_hash
   std::string sideFilePath = "weights.bin";
   std::optional<uint64_t> arenaBytes;   ///< default: end of the last activation
