@@ -2,7 +2,8 @@
 //
 // Loading, in order (each step only reads what the previous ones checked):
 //  1. size and file identifier ("MPK1");
-//  2. the FlatBuffers verifier (every offset, vector and string in bounds);
+//  2. the FlatBuffers verifier (every offset, vector and string in bounds),
+//     and the root table's fields inside the table;
 //  3. the schema version (other than kSchemaVersion: UNSUPPORTED_VERSION);
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
@@ -216,6 +217,27 @@ std::string describeIdentifier(const uint8_t *id) {
     }
   }
   return s;
+}
+
+/// Checks that every field of the verified root table lies inside the
+/// table's own bytes. The FlatBuffers verifier keeps fields inside the
+/// buffer only: a corrupted vtable entry could move content_hash onto zero
+/// bytes elsewhere, which read as "unsealed" and switch the hash check off.
+Status verifyRootFieldsInsideTable(const uint8_t *data) {
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(schema::GetModule(data));
+  const uint8_t *vtable = table->GetVTable();
+  const auto vtableBytes = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable);
+  const auto tableBytes = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable + 2);
+  for (size_t i = 0; 4 + 2 * i + 2 <= vtableBytes; ++i) {
+    const auto offset = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable + 4 + 2 * i);
+    // content_hash is 8 bytes; other fields at least start inside.
+    const size_t bytes = 4 + 2 * i == schema::Module::VT_CONTENT_HASH ? 8 : 1;
+    if (offset != 0 && offset + bytes > tableBytes)
+      return invalidModule("field #" + std::to_string(i) + " of the module table lies outside it "
+                           "(offset " + std::to_string(offset) + " of a " +
+                           std::to_string(tableBytes) + "-byte table)");
+  }
+  return okStatus();
 }
 
 } // namespace
@@ -883,6 +905,8 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
     return invalidModule("the FlatBuffers verifier rejects the " + std::to_string(size) +
                          "-byte buffer (truncated, or an offset, vector or string out of "
                          "bounds)");
+  if (Status s = verifyRootFieldsInsideTable(data); !s.ok())
+    return s;
   module->root_ = schema::GetModule(data);
   const uint32_t version = module->root_->version();
   if (version == 0)

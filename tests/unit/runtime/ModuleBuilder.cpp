@@ -303,11 +303,15 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
                                          g.tf32));
 
   std::vector<flatbuffers::Offset<fb::Opaque>> opaqueOffsets;
-  for (const OpaqueSpec &o : opaques)
+  for (size_t i = 0; i < opaques.size(); ++i) {
+    const OpaqueSpec &o = opaques[i];
+    auto forged = forgedOptionsTypes.find(i);
     opaqueOffsets.push_back(fb::CreateOpaque(
         fbb, fbb.CreateString(o.name), fbb.CreateString(o.opType), fbb.CreateVector(o.inputs),
-        fbb.CreateVector(o.outputs), o.forgedOptionsType.value_or(o.options.type),
+        fbb.CreateVector(o.outputs),
+        forged != forgedOptionsTypes.end() ? forged->second : o.options.type,
         o.options.Pack(fbb)));
+  }
 
   std::vector<flatbuffers::Offset<fb::Step>> stepOffsets;
   for (const StepSpec &s : steps)

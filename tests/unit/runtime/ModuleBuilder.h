@@ -14,6 +14,7 @@
 #include "runtime/schema/module_generated.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,8 +89,6 @@ struct OpaqueSpec {
   /// The options table as a plain struct (FlatBuffers' object API): tests
   /// edit it through options.AsConv2dOptions() and the like.
   fb::RoutineOptionsUnion options;
-  /// Written as the options' type instead of options.type (a forgery).
-  std::optional<fb::RoutineOptions> forgedOptionsType;
 };
 
 /// Routine options with the defaults of the schema but for what is given.
@@ -144,6 +143,8 @@ public:
   std::vector<KernelSpec> kernels;
   std::vector<GemmSpec> gemms;
   std::vector<OpaqueSpec> opaques;
+  /// Opaque index -> the options type written instead of its own (a forgery).
+  std::map<size_t, fb::RoutineOptions> forgedOptionsTypes;
   std::vector<StepSpec> steps;
   uint32_t version = 2;                 ///< the schema version the file claims
   bool seal = true;                     ///< write Module.content_hash

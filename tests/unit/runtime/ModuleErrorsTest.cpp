@@ -8,6 +8,8 @@
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -157,6 +159,27 @@ TEST(ModuleFile, OlderSchemaVersion) {
   expectLoadError(b.build(), MIXPREC_UNSUPPORTED_VERSION,
                   "module schema version 1 is older than this runtime reads (version 2, "
                   "runtime 0.1.0); recompile the module");
+}
+
+TEST(ModuleFile, ContentHashEntryMovedOutOfTheTable) {
+  // A one-bit flip in the vtable can move content_hash past the module
+  // table onto zero bytes (which read as "unsealed", skipping the hash
+  // check); the FlatBuffers verifier only keeps it inside the buffer.
+  // Found by ContentHashCatchesAnyChangedByte on clang's layout of the MLP.
+  BuiltModule moved = mlpBuilder(false).build();
+  uint8_t *data = moved.module.data();
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(fb::GetModule(data));
+  const size_t root = reinterpret_cast<const uint8_t *>(table) - data;
+  const uint8_t *vtable = table->GetVTable();
+  const uint16_t tableBytes = flatbuffers::ReadScalar<uint16_t>(vtable + 2);
+  size_t zeros = (root + tableBytes + 7) / 8 * 8;
+  while (zeros + 8 <= moved.module.size() &&
+         std::any_of(data + zeros, data + zeros + 8, [](uint8_t b) { return b != 0; }))
+    zeros += 8;
+  ASSERT_LE(zeros + 8, moved.module.size()) << "no 8 zero bytes after the module table";
+  const uint16_t entry = static_cast<uint16_t>(zeros - root);
+  std::memcpy(const_cast<uint8_t *>(vtable) + fb::Module::VT_CONTENT_HASH, &entry, 2);
+  expectLoadError(moved, MIXPREC_INVALID_MODULE, "of the module table lies outside it");
 }
 
 TEST(ModuleFile, TruncatedAndForeignBytes) {
@@ -406,7 +429,7 @@ TEST(Verify, RoutineOptions) {
     // A type this runtime does not know, with a table: the FlatBuffers
     // verifier lets unknown union members through.
     ModuleBuilder b = conv();
-    b.opaques[1].forgedOptionsType = static_cast<fb::RoutineOptions>(42);
+    b.forgedOptionsTypes[1] = static_cast<fb::RoutineOptions>(42);
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "takes Pool2dOptions, got options type 42 (unknown to this runtime)");
   }
