@@ -1,5 +1,6 @@
 //===- ModuleWriter.cpp - serialize a planned mpk function to .mpk ---------===//
 #include "codegen/ModuleWriter.h"
+#include "codegen/RoutineOptions.h"
 
 #include "common/FileIO.h"
 
@@ -465,15 +466,16 @@ void Writer::addRoutine(kernel::CallOp op) {
     outputs.push_back(tensorOf(v));
     stats.bytesMoved += bytesOf(v);
   }
-  auto name = fbb.CreateString(op.getOps().empty() ? op.getOpType().str()
+  StringRef routine = kernel::stringifyRoutine(op.getOpType());
+  auto name = fbb.CreateString(op.getOps().empty() ? routine.str()
                                                    : cast<StringAttr>(op.getOps()[0]).str());
-  auto type = fbb.CreateString(op.getOpType().str());
+  auto type = fbb.CreateString(routine.str());
   auto in = fbb.CreateVector(inputs);
   auto outv = fbb.CreateVector(outputs);
-  auto ints = fbb.CreateVector(op.getIntAttrs().data(), op.getIntAttrs().size());
-  auto floats = fbb.CreateVector(op.getFloatAttrs().data(), op.getFloatAttrs().size());
+  sc::RoutineOptionsUnion options = serializeRoutineOptions(op.getOptions());
+  auto optionsTable = options.Pack(fbb);
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Opaque, opaques.size()));
-  opaques.push_back(sc::CreateOpaque(fbb, name, type, in, outv, ints, floats));
+  opaques.push_back(sc::CreateOpaque(fbb, name, type, in, outv, options.type, optionsTable));
   ++stats.routines;
 }
 
@@ -636,7 +638,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   auto stepsV = fbb.CreateVector(steps);
   auto planV = fbb.CreateVector(plan);
   sc::ModuleBuilder mb(fbb);
-  mb.add_version(1);
+  mb.add_version(mixprec_schema_version());
   mb.add_producer(producer);
   mb.add_inputs(inputsV);
   mb.add_outputs(outputsV);

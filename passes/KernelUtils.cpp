@@ -2,7 +2,7 @@
 #include "passes/KernelUtils.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
-
+#include "passes/PrecisionUtils.h"
 
 using namespace mlir;
 
@@ -35,6 +35,35 @@ int64_t rowReductionDims(Operation *op) { return graph::rowReductionDimsOf(op); 
 bool isScalarConstant(Value v) {
   return v.getDefiningOp<graph::ConstantOp>() &&
          cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+}
+
+bool isGemmStep(Operation *gemmOp) {
+  auto matmul = dyn_cast<graph::MatmulOp>(gemmOp);
+  if (!matmul)
+    return true;
+  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  ArrayRef<int64_t> a = shapeOf(matmul.getLhs()), b = shapeOf(matmul.getRhs()),
+                    out = shapeOf(matmul.getOutput());
+  if (a.size() < 2 || b.size() < 2)
+    return false;
+  auto fits = [&](ArrayRef<int64_t> s) {
+    return s.size() == 2 || s.drop_back(2) == out.drop_back(2);
+  };
+  return fits(a) && fits(b);
+}
+
+bool computesInTf32(Operation *op) {
+  auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
+  return precision && isa<FloatTF32Type>(precision.getValue());
+}
+
+ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
+  SmallVector<Attribute> names;
+  for (Operation *op : ops) {
+    std::string name = opName(op);
+    names.push_back(StringAttr::get(ctx, name.empty() ? opTypeName(op) : StringRef(name)));
+  }
+  return ArrayAttr::get(ctx, names);
 }
 
 } // namespace mixprec::passes

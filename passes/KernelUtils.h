@@ -7,6 +7,7 @@
 #ifndef MIXPREC_PASSES_KERNELUTILS_H
 #define MIXPREC_PASSES_KERNELUTILS_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -34,6 +35,19 @@ int64_t rowReductionDims(mlir::Operation *op);
 
 /// A rank-0 or single-element constant: a kernel takes it as an immediate.
 bool isScalarConstant(mlir::Value v);
+
+/// Whether a GEMM op fits one (batched) GEMM step: every linear layer does;
+/// a matmul needs matrices and batch dims that each operand has in full or
+/// not at all (else it runs as the numpy-semantics matmul routine).
+bool isGemmStep(mlir::Operation *gemmOp);
+
+/// Whether the precision plan runs the op's GEMM in TF32 (FP32 operands
+/// rounded to TF32 as tensor cores read them).
+bool computesInTf32(mlir::Operation *op);
+
+/// The graph op names a lowered op keeps (`ops`): each op's node name, else
+/// its op type.
+mlir::ArrayAttr namesOf(mlir::MLIRContext *ctx, llvm::ArrayRef<mlir::Operation *> ops);
 
 } // namespace mixprec::passes
 

@@ -1,5 +1,6 @@
 //===- LowerToKernels.cpp - --mp-lower-to-kernels --------------------------===//
 #include "passes/KernelUtils.h"
+#include "passes/LowerRoutines.h"
 #include "passes/Passes.h"
 #include "passes/PrecisionUtils.h"
 
@@ -8,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mixprec::passes {
@@ -21,16 +23,6 @@ namespace mixprec::passes {
 namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
-/// The graph op names a lowered op keeps.
-ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
-  SmallVector<Attribute> names;
-  for (Operation *op : ops) {
-    std::string name = opName(op);
-    names.push_back(StringAttr::get(ctx, name.empty() ? opTypeName(op) : StringRef(name)));
-  }
-  return ArrayAttr::get(ctx, names);
-}
 
 /// Iteration space and row dims of a kernel body: its row reduction's
 /// input, else the first stored value.
@@ -116,8 +108,7 @@ void buildGemm(OpBuilder &b, Operation *gemmOp, Value extraBias, StringRef epilo
       });
   if (extraBias)
     bias = extraBias;
-  auto precision = gemmOp->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
-  bool tf32 = precision && isa<FloatTF32Type>(precision.getValue());
+  bool tf32 = computesInTf32(gemmOp);
   auto map = [&](Value v) { return v ? outer(v) : Value(); };
   auto gemm = b.create<kernel::GemmOp>(loc, resultType, map(a), map(w), map(bias), map(sa),
                                        map(sb), b.getBoolAttr(transB),
@@ -156,78 +147,6 @@ void lowerGemmFusion(graph::FusionOp fusion) {
   fusion.erase();
 }
 
-/// Whether a matmul fits one (batched) GEMM step: matrices, and batch dims
-/// that each operand either has in full or not at all.
-bool isGemmStep(graph::MatmulOp op) {
-  ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs()),
-                    out = shapeOf(op.getOutput());
-  if (a.size() < 2 || b.size() < 2)
-    return false;
-  auto fits = [&](ArrayRef<int64_t> s) {
-    return s.size() == 2 || s.drop_back(2) == out.drop_back(2);
-  };
-  return fits(a) && fits(b);
-}
-
-/// The flattened integer attributes of a backend routine (the layouts of
-/// runtime/src/OpaqueOps.h).
-SmallVector<int64_t> routineIntAttrs(Operation *op) {
-  using namespace graph;
-  SmallVector<int64_t> attrs;
-  auto append = [&](ArrayRef<int64_t> v) { attrs.append(v.begin(), v.end()); };
-  llvm::TypeSwitch<Operation *>(op)
-      .Case<TransposeOp>([&](auto o) { append(o.getPerm()); })
-      .Case<SliceOp>([&](auto o) {
-        append(o.getStarts());
-        append(o.getSteps());
-      })
-      .Case<ConcatOp, GatherOp>([&](auto o) { attrs.push_back(o.getAxis()); })
-      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto o) { attrs.push_back(o.getAxis()); })
-      .Case<LayerNormOp, RmsNormOp>([&](auto o) { attrs.push_back(o.getAxis()); })
-      .Case<Conv2dOp>([&](auto o) {
-        append(o.getStrides());
-        append(o.getPads());
-        append(o.getDilations());
-        attrs.push_back(o.getGroups());
-      })
-      .Case<MaxPool2dOp>([&](auto o) {
-        append(o.getKernelShape());
-        append(o.getStrides());
-        append(o.getPads());
-        if (auto d = o.getDilations())
-          append(*d);
-        else
-          append({1, 1});
-        attrs.push_back(o.getCeilMode());
-      })
-      .Case<AvgPool2dOp>([&](auto o) {
-        append(o.getKernelShape());
-        append(o.getStrides());
-        append(o.getPads());
-        attrs.push_back(o.getCountIncludePad());
-        attrs.push_back(o.getCeilMode());
-      })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto o) {
-        attrs.push_back(o.getKeepdims());
-        append(o.getAxes());
-      })
-      .Case<Fp8ScaleOp>([&](auto o) {
-        attrs.push_back(o.getMargin());
-        attrs.push_back(o.getFormat().isFloat8E5M2() ? 4 : 3); // schema DType
-      });
-  return attrs;
-}
-
-SmallVector<float> routineFloatAttrs(Operation *op) {
-  if (auto bn = dyn_cast<graph::BatchNormOp>(op))
-    return {bn.getEpsilon().convertToFloat()};
-  if (auto ln = dyn_cast<graph::LayerNormOp>(op))
-    return {ln.getEpsilon().convertToFloat()};
-  if (auto rn = dyn_cast<graph::RmsNormOp>(op))
-    return {rn.getEpsilon().convertToFloat()};
-  return {};
-}
-
 //===----------------------------------------------------------------------===//
 // --mp-lower-to-kernels
 //===----------------------------------------------------------------------===//
@@ -247,21 +166,7 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
           lowerGemmFusion(fusion);
         else
           lowerFusionToKernel(fusion);
-      } else if (auto matmul = dyn_cast<graph::MatmulOp>(op); matmul && !isGemmStep(matmul)) {
-        // Vector operands and partially broadcast batches: a routine with
-        // numpy.matmul semantics (same products, same FP32 accumulation).
-        OpBuilder b(op);
-        SmallVector<int64_t> ints;
-        auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
-        if (precision && isa<FloatTF32Type>(precision.getValue()))
-          ints.push_back(1);
-        auto call = b.create<kernel::CallOp>(
-            op->getLoc(), op->getResultTypes(), StringAttr::get(ctx, "matmul"),
-            op->getOperands(), b.getDenseI64ArrayAttr(ints), b.getDenseF32ArrayAttr({}),
-            namesOf(ctx, {op}));
-        op->replaceAllUsesWith(call.getResults());
-        op->erase();
-      } else if (isGemmOp(op)) {
+      } else if (isGemmOp(op) && isGemmStep(op)) {
         OpBuilder b(op);
         buildGemm(b, op, Value(), "none", namesOf(ctx, {op}), op->getResult(0).getType(), op->getLoc(),
                   [](Value v) { return v; }, op->getResult(0));
@@ -275,16 +180,18 @@ struct LowerToKernelsPass : public impl::LowerToKernelsPassBase<LowerToKernelsPa
                                                 reshape.getInput());
         reshape.replaceAllUsesWith(alias);
         op->erase();
-      } else if (isa<graph::GraphDialect>(op->getDialect()) && !isa<graph::ConstantOp>(op)) {
-        OpBuilder b(op);
-        auto call = b.create<kernel::CallOp>(
-            op->getLoc(), op->getResultTypes(), StringAttr::get(ctx, opTypeName(op)),
-            op->getOperands(), b.getDenseI64ArrayAttr(routineIntAttrs(op)),
-            b.getDenseF32ArrayAttr(routineFloatAttrs(op)), namesOf(ctx, {op}));
-        op->replaceAllUsesWith(call.getResults());
-        op->erase();
       }
     }
+    // Every other mp op runs as a backend routine.
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<kernel::KernelDialect>();
+    target.addIllegalDialect<graph::GraphDialect>();
+    target.addLegalOp<graph::ConstantOp, kernel::KernelOp>();
+    target.markOpRecursivelyLegal<kernel::KernelOp>(); // its body holds mp ops
+    RewritePatternSet patterns(ctx);
+    populateRoutineLoweringPatterns(patterns);
+    if (failed(applyPartialConversion(func, target, std::move(patterns))))
+      return signalPassFailure();
     // Scalars now live inside kernels; drop the ones nothing reads.
     SmallVector<graph::ConstantOp> constants(func.getOps<graph::ConstantOp>());
     for (graph::ConstantOp c : constants)

@@ -157,7 +157,9 @@ def LowerToKernelsPass : Pass<"mp-lower-to-kernels", "mlir::func::FuncOp"> {
     space and row dims derived from its reduction); each GEMM, with the
     epilogue its fusion holds, becomes an `mpk.gemm`; a reshape becomes an
     `mpk.alias`; every other op becomes an `mpk.call` of a backend routine
-    with its attributes flattened as documented in runtime/src/OpaqueOps.h.
+    with its family's typed options (a dialect conversion with the patterns
+    of `populateRoutineLoweringPatterns`, passes/LowerRoutines.cpp); an op
+    no pattern lowers is a "failed to legalize" error at its location.
     ```mlir
     %0 = mp.relu %x : tensor<4xf32>
     // after:

@@ -2,8 +2,9 @@
 //
 // Loading, in order (each step only reads what the previous ones checked):
 //  1. size and file identifier ("MPK1");
-//  2. the FlatBuffers verifier (every offset, vector and string in bounds);
-//  3. the schema version (newer than kSchemaVersion: UNSUPPORTED_VERSION);
+//  2. the FlatBuffers verifier (every offset, vector and string in bounds),
+//     and the root table's fields inside the table;
+//  3. the schema version (other than kSchemaVersion: UNSUPPORTED_VERSION);
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
 //     (tensors, arena placement, constants, kernel programs, GEMMs, opaque
@@ -218,6 +219,27 @@ std::string describeIdentifier(const uint8_t *id) {
   return s;
 }
 
+/// Checks that every field of the verified root table lies inside the
+/// table's own bytes. The FlatBuffers verifier keeps fields inside the
+/// buffer only: a corrupted vtable entry could move content_hash onto zero
+/// bytes elsewhere, which read as "unsealed" and switch the hash check off.
+Status verifyRootFieldsInsideTable(const uint8_t *data) {
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(schema::GetModule(data));
+  const uint8_t *vtable = table->GetVTable();
+  const auto vtableBytes = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable);
+  const auto tableBytes = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable + 2);
+  for (size_t i = 0; 4 + 2 * i + 2 <= vtableBytes; ++i) {
+    const auto offset = flatbuffers::ReadScalar<flatbuffers::voffset_t>(vtable + 4 + 2 * i);
+    // content_hash is 8 bytes; other fields at least start inside.
+    const size_t bytes = 4 + 2 * i == schema::Module::VT_CONTENT_HASH ? 8 : 1;
+    if (offset != 0 && offset + bytes > tableBytes)
+      return invalidModule("field #" + std::to_string(i) + " of the module table lies outside it "
+                           "(offset " + std::to_string(offset) + " of a " +
+                           std::to_string(tableBytes) + "-byte table)");
+  }
+  return okStatus();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -281,9 +303,7 @@ Status ModuleVerifier::verifyAlignment() {
         return invalidModule("kernel #" + std::to_string(i) + " instruction #" +
                              std::to_string(j) + ": strides vector is misaligned");
   }
-  for (size_t i = 0; root.opaques() && i < root.opaques()->size(); ++i)
-    if (!aligned(root.opaques()->Get(i)->int_attrs()))
-      return invalidModule("opaque #" + std::to_string(i) + ": int_attrs vector is misaligned");
+  // Opaque options lists: OpaqueOps.cpp checks them as it reads them.
   return okStatus();
 }
 
@@ -885,6 +905,8 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
     return invalidModule("the FlatBuffers verifier rejects the " + std::to_string(size) +
                          "-byte buffer (truncated, or an offset, vector or string out of "
                          "bounds)");
+  if (Status s = verifyRootFieldsInsideTable(data); !s.ok())
+    return s;
   module->root_ = schema::GetModule(data);
   const uint32_t version = module->root_->version();
   if (version == 0)
@@ -895,6 +917,12 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
                       " is newer than this runtime reads (version " +
                       std::to_string(kSchemaVersion) + ", runtime " +
                       mixprec_runtime_version() + "); upgrade libmixprec_runtime");
+  if (version < kSchemaVersion)
+    return Status(MIXPREC_UNSUPPORTED_VERSION,
+                  "module schema version " + std::to_string(version) +
+                      " is older than this runtime reads (version " +
+                      std::to_string(kSchemaVersion) + ", runtime " +
+                      mixprec_runtime_version() + "); recompile the module");
   size_t hashOffset = 0;
   const uint64_t stored = module->root_->content_hash();
   if (stored != 0 && findContentHashField(data, size, &hashOffset)) {

@@ -22,8 +22,10 @@
 
 namespace mixprec::runtime {
 
-/// The newest module schema version this runtime reads.
-constexpr uint32_t kSchemaVersion = 1;
+/// The module schema version this runtime reads (runtime/schema/module.fbs
+/// says what changed when): older modules are refused, to be recompiled, as
+/// newer ones are.
+constexpr uint32_t kSchemaVersion = 2;
 /// Largest rank a module may use (bounds per-dim loops and bit masks).
 constexpr size_t kMaxRank = 32;
 /// Largest element count of one tensor or iteration space (2^48): keeps

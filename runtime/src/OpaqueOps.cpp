@@ -20,22 +20,45 @@ namespace {
 /// size arithmetic of pooledSize far from overflow.
 constexpr int64_t kMaxWindowAttr = int64_t(1) << 31;
 
+/// A routine: its op_type, its kind and the options table it takes (the
+/// schema's list at table Opaque).
 struct OpTypeEntry {
   const char *name;
   OpaqueKind kind;
+  schema::RoutineOptions options;
 };
 
+using Options = schema::RoutineOptions;
 constexpr OpTypeEntry kOpTypes[] = {
-    {"conv2d", OpaqueKind::Conv2d},         {"max_pool2d", OpaqueKind::MaxPool2d},
-    {"avg_pool2d", OpaqueKind::AvgPool2d},  {"transpose", OpaqueKind::Transpose},
-    {"slice", OpaqueKind::Slice},           {"concat", OpaqueKind::Concat},
-    {"gather", OpaqueKind::Gather},         {"softmax", OpaqueKind::Softmax},
-    {"log_softmax", OpaqueKind::LogSoftmax}, {"layer_norm", OpaqueKind::LayerNorm},
-    {"rms_norm", OpaqueKind::RmsNorm},      {"batch_norm", OpaqueKind::BatchNorm},
-    {"reduce_sum", OpaqueKind::ReduceSum},  {"reduce_mean", OpaqueKind::ReduceMean},
-    {"reduce_max", OpaqueKind::ReduceMax},  {"fp8_scale", OpaqueKind::Fp8Scale},
-    {"matmul", OpaqueKind::Matmul},
+    {"conv2d", OpaqueKind::Conv2d, Options::Conv2dOptions},
+    {"max_pool2d", OpaqueKind::MaxPool2d, Options::Pool2dOptions},
+    {"avg_pool2d", OpaqueKind::AvgPool2d, Options::Pool2dOptions},
+    {"transpose", OpaqueKind::Transpose, Options::TransposeOptions},
+    {"slice", OpaqueKind::Slice, Options::SliceOptions},
+    {"concat", OpaqueKind::Concat, Options::AxisOptions},
+    {"gather", OpaqueKind::Gather, Options::AxisOptions},
+    {"softmax", OpaqueKind::Softmax, Options::AxisOptions},
+    {"log_softmax", OpaqueKind::LogSoftmax, Options::AxisOptions},
+    {"layer_norm", OpaqueKind::LayerNorm, Options::NormOptions},
+    {"rms_norm", OpaqueKind::RmsNorm, Options::NormOptions},
+    {"batch_norm", OpaqueKind::BatchNorm, Options::BatchNormOptions},
+    {"reduce_sum", OpaqueKind::ReduceSum, Options::ReduceOptions},
+    {"reduce_mean", OpaqueKind::ReduceMean, Options::ReduceOptions},
+    {"reduce_max", OpaqueKind::ReduceMax, Options::ReduceOptions},
+    {"fp8_scale", OpaqueKind::Fp8Scale, Options::Fp8ScaleOptions},
+    {"matmul", OpaqueKind::Matmul, Options::MatmulOptions},
 };
+
+/// The schema's name of an options table, or its number when this runtime
+/// does not know it.
+std::string optionsName(schema::RoutineOptions type) {
+  if (type == Options::NONE)
+    return "none";
+  const char *name = schema::EnumNameRoutineOptions(type);
+  return name && *name ? std::string(name)
+                       : "options type " + std::to_string(static_cast<int>(type)) +
+                             " (unknown to this runtime)";
+}
 
 std::string knownOpTypes() {
   std::string list;
@@ -59,13 +82,22 @@ private:
   const TensorDesc &result() const { return tensors[out.output]; }
   bool hasInput(size_t i) const { return i < out.inputs.size() && out.inputs[i] >= 0; }
 
+  /// The options table, of the type run() checked.
+  template <typename T> const T &options() const { return *op.options_as<T>(); }
+  /// Decodes the strides, pads and dilations of a 2-D window table.
+  template <typename T> void readWindow(const T &o) {
+    out.strides = {o.stride_h(), o.stride_w()};
+    out.pads = {o.pad_top(), o.pad_left(), o.pad_bottom(), o.pad_right()};
+    out.dilations = {o.dilation_h(), o.dilation_w()};
+  }
+
   Status operands(size_t minInputs, size_t maxInputs, size_t optionalFrom);
-  Status intAttrCount(size_t count, size_t optionalExtra = 0);
-  Status floatAttrCount(size_t count);
+  Status listField(const flatbuffers::Vector<int64_t> *field, const char *name,
+                   size_t count, std::vector<int64_t> &values) const;
   Status floatTensor(const TensorDesc &t, const char *role) const;
   Status axisAttr(int64_t value, size_t rank, int64_t &axis) const;
   Status sameShape(const TensorDesc &a, const TensorDesc &b) const;
-  Status windowAttrs(size_t first, bool withKernel);
+  Status windowAttrs() const;
   Status planeOutput(int64_t kh, int64_t kw, bool ceilMode) const;
 
   Status conv2d();
@@ -74,7 +106,7 @@ private:
   Status slice();
   Status concat();
   Status gather();
-  Status axisNormalization(bool withEpsilon, size_t maxInputs);
+  Status axisNormalization(int64_t axis, bool isNorm, size_t maxInputs);
   Status batchNorm();
   Status reduce();
   Status matmul();
@@ -83,8 +115,6 @@ private:
   const schema::Opaque &op;
   const std::vector<TensorDesc> &tensors;
   OpaqueOp &out;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
 };
 
 Status OpaqueVerifier::operands(size_t minInputs, size_t maxInputs, size_t optionalFrom) {
@@ -100,18 +130,22 @@ Status OpaqueVerifier::operands(size_t minInputs, size_t maxInputs, size_t optio
   return okStatus();
 }
 
-Status OpaqueVerifier::intAttrCount(size_t count, size_t optionalExtra) {
-  if (ints.size() != count && ints.size() != count + optionalExtra)
-    return fail("needs " + std::to_string(count) +
-                (optionalExtra ? " or " + std::to_string(count + optionalExtra) : "") +
-                " int_attrs, got " + std::to_string(ints.size()));
-  return okStatus();
-}
-
-Status OpaqueVerifier::floatAttrCount(size_t count) {
-  if (floats.size() != count)
-    return fail("needs " + std::to_string(count) + " float_attrs, got " +
-                std::to_string(floats.size()));
+/// Copies the list option `name`, which must have `count` entries (any
+/// number for SIZE_MAX; an absent list has none).
+Status OpaqueVerifier::listField(const flatbuffers::Vector<int64_t> *field, const char *name,
+                                 size_t count, std::vector<int64_t> &values) const {
+  const size_t size = field ? field->size() : 0;
+  // The FlatBuffers verifier checks a vector's length word (4-byte
+  // alignment) but not that its 8-byte elements are 8-byte aligned; a forged
+  // offset can misalign them, and reading them would be undefined behaviour.
+  if (size && reinterpret_cast<uintptr_t>(field->data()) % alignof(int64_t) != 0)
+    return fail(std::string(name) + " vector is misaligned");
+  if (count != SIZE_MAX && size != count)
+    return fail(std::string(name) + " needs " + std::to_string(count) + " entries, got " +
+                std::to_string(size));
+  values.clear();
+  if (field)
+    values.assign(field->begin(), field->end());
   return okStatus();
 }
 
@@ -137,16 +171,8 @@ Status OpaqueVerifier::sameShape(const TensorDesc &a, const TensorDesc &b) const
   return okStatus();
 }
 
-/// Reads strides, pads and dilations (and the kernel window when asked)
-/// starting at int_attrs[first]; bounds them.
-Status OpaqueVerifier::windowAttrs(size_t first, bool withKernel) {
-  size_t i = first;
-  if (withKernel) {
-    out.kernel = {ints[i], ints[i + 1]};
-    i += 2;
-  }
-  out.strides = {ints[i], ints[i + 1]};
-  out.pads = {ints[i + 2], ints[i + 3], ints[i + 4], ints[i + 5]};
+/// Bounds the window, strides and pads decoded into `out`.
+Status OpaqueVerifier::windowAttrs() const {
   for (int64_t v : out.kernel)
     if (v < 1 || v > kMaxWindowAttr)
       return fail("kernel size " + std::to_string(v) + " out of range [1, 2^31]");
@@ -181,10 +207,10 @@ Status OpaqueVerifier::planeOutput(int64_t kh, int64_t kw, bool ceilMode) const 
 Status OpaqueVerifier::conv2d() {
   if (Status s = operands(2, 3, 2); !s.ok())
     return s;
-  if (Status s = intAttrCount(9, 1); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(0); !s.ok())
-    return s;
+  const schema::Conv2dOptions &o = options<schema::Conv2dOptions>();
+  readWindow(o);
+  out.groups = o.groups();
+  out.tf32 = o.tf32();
   const TensorDesc &x = in(0), &w = in(1), &y = result();
   for (const TensorDesc *t : {&x, &w, &y})
     if (t->shape.size() != 4)
@@ -195,15 +221,8 @@ Status OpaqueVerifier::conv2d() {
     return s;
   if (Status s = floatTensor(y, "output"); !s.ok())
     return s;
-  if (Status s = windowAttrs(0, false); !s.ok())
+  if (Status s = windowAttrs(); !s.ok())
     return s;
-  out.dilations = {ints[6], ints[7]};
-  out.groups = ints[8];
-  if (ints.size() == 10) {
-    if (ints[9] != 0 && ints[9] != 1)
-      return fail("tf32 must be 0 or 1, got " + std::to_string(ints[9]));
-    out.tf32 = ints[9] == 1;
-  }
   const int64_t m = w.shape[0];
   if (out.groups < 1 || x.shape[1] % out.groups != 0 || x.shape[1] / out.groups != w.shape[1] ||
       m % out.groups != 0)
@@ -228,10 +247,13 @@ Status OpaqueVerifier::conv2d() {
 Status OpaqueVerifier::pool2d(bool isMax) {
   if (Status s = operands(1, 1, 1); !s.ok())
     return s;
-  if (Status s = isMax ? intAttrCount(11) : intAttrCount(10, 2); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(0); !s.ok())
-    return s;
+  const schema::Pool2dOptions &o = options<schema::Pool2dOptions>();
+  out.kernel = {o.kernel_h(), o.kernel_w()};
+  readWindow(o);
+  out.ceilMode = o.ceil_mode();
+  out.countIncludePad = o.count_include_pad();
+  if (isMax && out.countIncludePad)
+    return fail("count_include_pad applies to avg_pool2d only");
   const TensorDesc &x = in(0), &y = result();
   for (const TensorDesc *t : {&x, &y})
     if (t->shape.size() != 4)
@@ -240,23 +262,8 @@ Status OpaqueVerifier::pool2d(bool isMax) {
     return s;
   if (Status s = floatTensor(y, "output"); !s.ok())
     return s;
-  if (Status s = windowAttrs(0, true); !s.ok())
+  if (Status s = windowAttrs(); !s.ok())
     return s;
-  int64_t ceilMode = 0;
-  if (isMax) {
-    out.dilations = {ints[8], ints[9]};
-    ceilMode = ints[10];
-  } else {
-    if (ints[8] != 0 && ints[8] != 1)
-      return fail("count_include_pad must be 0 or 1, got " + std::to_string(ints[8]));
-    out.countIncludePad = ints[8] == 1;
-    ceilMode = ints[9];
-    if (ints.size() == 12)
-      out.dilations = {ints[10], ints[11]};
-  }
-  if (ceilMode != 0 && ceilMode != 1)
-    return fail("ceil_mode must be 0 or 1, got " + std::to_string(ceilMode));
-  out.ceilMode = ceilMode == 1;
   if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1])
     return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected [" +
                 std::to_string(x.shape[0]) + "," + std::to_string(x.shape[1]) + ",..]");
@@ -268,12 +275,13 @@ Status OpaqueVerifier::transpose() {
     return s;
   const TensorDesc &x = in(0), &y = result();
   const size_t rank = x.shape.size();
-  if (Status s = intAttrCount(rank); !s.ok())
+  if (Status s = listField(options<schema::TransposeOptions>().perm(), "perm", rank, out.perm);
+      !s.ok())
     return s;
   std::vector<bool> seen(rank, false);
   std::vector<int64_t> expected(rank);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t p = ints[i];
+    int64_t p = out.perm[i];
     if (p < 0 || static_cast<size_t>(p) >= rank || seen[p])
       return fail("perm is not a permutation of 0.." + std::to_string(rank - 1));
     seen[p] = true;
@@ -282,7 +290,6 @@ Status OpaqueVerifier::transpose() {
   if (y.shape != expected)
     return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", perm gives " +
                 formatShape(expected));
-  out.perm = ints;
   return okStatus();
 }
 
@@ -291,13 +298,14 @@ Status OpaqueVerifier::slice() {
     return s;
   const TensorDesc &x = in(0), &y = result();
   const size_t rank = x.shape.size();
-  if (Status s = intAttrCount(2 * rank); !s.ok())
+  const schema::SliceOptions &o = options<schema::SliceOptions>();
+  if (Status s = listField(o.starts(), "starts", rank, out.starts); !s.ok())
+    return s;
+  if (Status s = listField(o.steps(), "steps", rank, out.steps); !s.ok())
     return s;
   if (y.shape.size() != rank)
     return fail("output '" + y.name + "' has rank " + std::to_string(y.shape.size()) +
                 ", input has " + std::to_string(rank));
-  out.starts.assign(ints.begin(), ints.begin() + rank);
-  out.steps.assign(ints.begin() + rank, ints.end());
   for (size_t d = 0; d < rank; ++d) {
     const int64_t start = out.starts[d], step = out.steps[d], count = y.shape[d];
     if (step == 0 || step > kMaxElements || step < -kMaxElements)
@@ -318,13 +326,11 @@ Status OpaqueVerifier::slice() {
 Status OpaqueVerifier::concat() {
   if (Status s = operands(1, 1u << 16, 1u << 16); !s.ok())
     return s;
-  if (Status s = intAttrCount(1); !s.ok())
-    return s;
   const TensorDesc &y = result();
   const size_t rank = y.shape.size();
   if (rank == 0)
     return fail("cannot concatenate scalars");
-  if (Status s = axisAttr(ints[0], rank, out.axis); !s.ok())
+  if (Status s = axisAttr(options<schema::AxisOptions>().axis(), rank, out.axis); !s.ok())
     return s;
   int64_t total = 0;
   for (size_t i = 0; i < out.inputs.size(); ++i) {
@@ -347,14 +353,13 @@ Status OpaqueVerifier::concat() {
 Status OpaqueVerifier::gather() {
   if (Status s = operands(2, 2, 2); !s.ok())
     return s;
-  if (Status s = intAttrCount(1); !s.ok())
-    return s;
   const TensorDesc &data = in(0), &idx = in(1), &y = result();
   if (idx.dtype != schema::DType::I64 && idx.dtype != schema::DType::I32)
     return fail("indices '" + idx.name + "' must be i64 or i32, got " + dtypeName(idx.dtype));
   if (data.shape.empty())
     return fail("cannot gather from a scalar");
-  if (Status s = axisAttr(ints[0], data.shape.size(), out.axis); !s.ok())
+  if (Status s = axisAttr(options<schema::AxisOptions>().axis(), data.shape.size(), out.axis);
+      !s.ok())
     return s;
   std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + out.axis);
   expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
@@ -365,12 +370,9 @@ Status OpaqueVerifier::gather() {
   return okStatus();
 }
 
-Status OpaqueVerifier::axisNormalization(bool withEpsilon, size_t maxInputs) {
+/// softmax, log_softmax (isNorm false) and the norms over dims [axis, rank).
+Status OpaqueVerifier::axisNormalization(int64_t axis, bool isNorm, size_t maxInputs) {
   if (Status s = operands(1, maxInputs, 1); !s.ok())
-    return s;
-  if (Status s = intAttrCount(1); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(withEpsilon ? 1 : 0); !s.ok())
     return s;
   const TensorDesc &x = in(0), &y = result();
   if (Status s = floatTensor(x, "input"); !s.ok())
@@ -380,11 +382,9 @@ Status OpaqueVerifier::axisNormalization(bool withEpsilon, size_t maxInputs) {
   if (Status s = sameShape(x, y); !s.ok())
     return s;
   // softmax treats a scalar as one element; the norms need an axis.
-  size_t rank = std::max<size_t>(x.shape.size(), withEpsilon ? 0 : 1);
-  if (Status s = axisAttr(ints[0], rank, out.axis); !s.ok())
+  size_t rank = std::max<size_t>(x.shape.size(), isNorm ? 0 : 1);
+  if (Status s = axisAttr(axis, rank, out.axis); !s.ok())
     return s;
-  if (withEpsilon)
-    out.epsilon = floats[0];
   int64_t normalized = 1;
   for (size_t d = out.axis; d < x.shape.size(); ++d)
     normalized *= x.shape[d];
@@ -403,15 +403,7 @@ Status OpaqueVerifier::axisNormalization(bool withEpsilon, size_t maxInputs) {
 Status OpaqueVerifier::matmul() {
   if (Status s = operands(2, 2, 2); !s.ok())
     return s;
-  if (Status s = intAttrCount(0, 1); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(0); !s.ok())
-    return s;
-  if (!ints.empty()) {
-    if (ints[0] != 0 && ints[0] != 1)
-      return fail("tf32 must be 0 or 1, got " + std::to_string(ints[0]));
-    out.tf32 = ints[0] == 1;
-  }
+  out.tf32 = options<schema::MatmulOptions>().tf32();
   const TensorDesc &a = in(0), &b = in(1), &y = result();
   for (const TensorDesc *t : {&a, &b, &y})
     if (Status s = floatTensor(*t, t == &y ? "output" : "operand"); !s.ok())
@@ -430,11 +422,7 @@ Status OpaqueVerifier::matmul() {
 Status OpaqueVerifier::batchNorm() {
   if (Status s = operands(5, 5, 5); !s.ok())
     return s;
-  if (Status s = intAttrCount(0); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(1); !s.ok())
-    return s;
-  out.epsilon = floats[0];
+  out.epsilon = options<schema::BatchNormOptions>().epsilon();
   const TensorDesc &x = in(0), &y = result();
   if (x.shape.size() < 2)
     return fail("input '" + x.name + "' must have rank >= 2, got " + formatShape(x.shape));
@@ -455,13 +443,11 @@ Status OpaqueVerifier::batchNorm() {
 Status OpaqueVerifier::reduce() {
   if (Status s = operands(1, 1, 1); !s.ok())
     return s;
-  if (Status s = floatAttrCount(0); !s.ok())
+  const schema::ReduceOptions &o = options<schema::ReduceOptions>();
+  out.keepDims = o.keepdims();
+  std::vector<int64_t> axes;
+  if (Status s = listField(o.axes(), "axes", SIZE_MAX, axes); !s.ok())
     return s;
-  if (ints.empty())
-    return fail("needs int_attrs [keepdims, axes...], got none");
-  if (ints[0] != 0 && ints[0] != 1)
-    return fail("keepdims must be 0 or 1, got " + std::to_string(ints[0]));
-  out.keepDims = ints[0] == 1;
   const TensorDesc &x = in(0), &y = result();
   if (Status s = floatTensor(x, "input"); !s.ok())
     return s;
@@ -469,9 +455,9 @@ Status OpaqueVerifier::reduce() {
     return s;
   const size_t rank = x.shape.size();
   std::vector<bool> seen(rank, false);
-  for (size_t i = 1; i < ints.size(); ++i) {
+  for (int64_t value : axes) {
     int64_t axis = 0;
-    if (Status s = axisAttr(ints[i], rank, axis); !s.ok())
+    if (Status s = axisAttr(value, rank, axis); !s.ok())
       return s;
     if (seen[axis])
       return fail("axis " + std::to_string(axis) + " is listed twice");
@@ -489,40 +475,36 @@ Status OpaqueVerifier::reduce() {
 Status OpaqueVerifier::fp8Scale() {
   if (Status s = operands(1, 1, 1); !s.ok())
     return s;
-  if (Status s = intAttrCount(2); !s.ok())
-    return s;
-  if (Status s = floatAttrCount(0); !s.ok())
-    return s;
+  const schema::Fp8ScaleOptions &o = options<schema::Fp8ScaleOptions>();
   if (in(0).dtype != schema::DType::F32 || in(0).elements != 1)
     return fail("amax '" + in(0).name + "' must be one f32 element");
   if (result().dtype != schema::DType::F32 || result().elements != 1)
     return fail("output '" + result().name + "' must be one f32 element");
   // |margin| beyond the float exponent range gives 0 or inf either way.
-  if (ints[0] < -1024 || ints[0] > 1024)
-    return fail("margin " + std::to_string(ints[0]) + " out of range [-1024, 1024]");
-  out.margin = ints[0];
-  if (ints[1] != static_cast<int64_t>(schema::DType::F8E4M3FN) &&
-      ints[1] != static_cast<int64_t>(schema::DType::F8E5M2))
-    return fail("format must be 3 (F8E4M3FN) or 4 (F8E5M2), got " + std::to_string(ints[1]));
-  out.fp8Format = static_cast<schema::DType>(ints[1]);
+  if (o.margin() < -1024 || o.margin() > 1024)
+    return fail("margin " + std::to_string(o.margin()) + " out of range [-1024, 1024]");
+  out.margin = o.margin();
+  if (o.format() != schema::DType::F8E4M3FN && o.format() != schema::DType::F8E5M2)
+    return fail(std::string("format must be f8E4M3FN or f8E5M2, got ") + dtypeName(o.format()));
+  out.fp8Format = o.format();
   return okStatus();
 }
 
 Status OpaqueVerifier::run() {
   const char *type = op.op_type() ? op.op_type()->c_str() : "";
-  bool known = false;
+  const OpTypeEntry *entry = nullptr;
   for (const OpTypeEntry &e : kOpTypes)
-    if (std::strcmp(e.name, type) == 0) {
-      out.kind = e.kind;
-      known = true;
-    }
-  if (!known)
+    if (std::strcmp(e.name, type) == 0)
+      entry = &e;
+  if (!entry)
     return fail("unknown op type '" + std::string(type) + "' (this runtime runs: " +
                 knownOpTypes() + ")");
-  if (op.int_attrs())
-    ints.assign(op.int_attrs()->begin(), op.int_attrs()->end());
-  if (op.float_attrs())
-    floats.assign(op.float_attrs()->begin(), op.float_attrs()->end());
+  out.kind = entry->kind;
+  // The verifier accepts a set type with no table (and a type it does not
+  // know): every decoder below reads the table run() checked here.
+  if (op.options_type() != entry->options || !op.options())
+    return fail("takes " + optionsName(entry->options) + ", got " +
+                (op.options() ? optionsName(op.options_type()) : std::string("none")));
 
   // Operand indices first: every check below may look at the tensors.
   const size_t count = tensors.size();
@@ -573,13 +555,13 @@ Status OpaqueVerifier::run() {
   }
   case OpaqueKind::Softmax:
   case OpaqueKind::LogSoftmax:
-    if (Status s = floatAttrCount(0); !s.ok())
-      return s;
-    return axisNormalization(false, 1);
+    return axisNormalization(options<schema::AxisOptions>().axis(), false, 1);
   case OpaqueKind::LayerNorm:
-    return axisNormalization(true, 3);
-  case OpaqueKind::RmsNorm:
-    return axisNormalization(true, 2);
+  case OpaqueKind::RmsNorm: {
+    const schema::NormOptions &o = options<schema::NormOptions>();
+    out.epsilon = o.epsilon();
+    return axisNormalization(o.axis(), true, out.kind == OpaqueKind::LayerNorm ? 3 : 2);
+  }
   case OpaqueKind::BatchNorm:
     return batchNorm();
   case OpaqueKind::ReduceSum:

@@ -1,57 +1,31 @@
 //===- OpaqueOps.h - backend routines for ops that do not fuse --*- C++ -*-===//
 //
-// An Opaque step names an mp op type and carries its operands and flattened
-// attributes. This header is the contract between the module writer
-// (passes/LowerToKernels.cpp builds int_attrs/float_attrs) and the
-// backends. Integer attributes are int_attrs in the order listed, float
-// attributes float_attrs; "(optional ...)" attributes may be left off the
-// end. An absent optional input is -1 in `inputs`, or simply left off when
-// no later input follows. Shapes are the tensors' own shapes; every routine
-// has exactly one output.
+// An Opaque step names a routine (op_type), its operands and its options:
+// one table of the schema's RoutineOptions union per routine family. The
+// routines, their inputs and which options each takes are listed at table
+// Opaque in runtime/schema/module.fbs, the contract between the module
+// writer (the typed #mpk options of mpk.call, serialized field for field)
+// and the backends. An absent optional input is -1 in `inputs`, or simply
+// left off when no later input follows. Shapes are the tensors' own shapes;
+// every routine has exactly one output.
 //
-//   op_type       inputs                        int_attrs / float_attrs
-//   ------------  ----------------------------  -----------------------------------------
-//   conv2d        x[N,C,H,W], w[M,C/g,kH,kW],   stride_h, stride_w, pad_top, pad_left,
-//                 (optional bias[M])            pad_bottom, pad_right, dilation_h,
-//                                               dilation_w, groups, (optional tf32 0|1)
-//   max_pool2d    x[N,C,H,W]                    kernel_h, kernel_w, stride_h, stride_w,
-//                                               pad_top, pad_left, pad_bottom, pad_right,
-//                                               dilation_h, dilation_w, ceil_mode
-//   avg_pool2d    x[N,C,H,W]                    kernel_h, kernel_w, stride_h, stride_w,
-//                                               pad_top, pad_left, pad_bottom, pad_right,
-//                                               count_include_pad, ceil_mode,
-//                                               (optional dilation_h, dilation_w)
-//   transpose     x                             perm (rank entries)
-//   slice         x                             starts (rank entries), steps (rank
-//                                               entries); starts already normalized
-//                                               and clamped, steps non-zero; the
-//                                               output's shape gives the counts
-//   concat        x0, x1, ...                   axis (negative counts from the end)
-//   gather        data, indices (i64 or i32)    axis
-//   softmax       x                             axis
-//   log_softmax   x                             axis
-//   layer_norm    x, (optional scale),          axis / epsilon
-//                 (optional bias)
-//   rms_norm      x, (optional scale)           axis / epsilon
-//   batch_norm    x[N,C,...], scale[C],         - / epsilon
-//                 bias[C], mean[C], var[C]
-//   reduce_sum    x                             keepdims 0|1, axes... (none: all)
-//   reduce_mean   x                             keepdims 0|1, axes... (none: all)
-//   reduce_max    x                             keepdims 0|1, axes... (none: all)
-//   matmul        a, b (rank >= 1 each)         (optional tf32 0|1); numpy.matmul: 1-D
-//                                               operands promoted, batch dims broadcast
-//                                               (GEMMs the Gemm step cannot express)
-//   fp8_scale     amax (f32, 1 element)         margin, format (schema DType:
-//                                               3 = F8E4M3FN, 4 = F8E5M2);
-//                                               output f32, 1 element
+// What the loader checks beyond the schema: the options table is the one
+// the routine takes; list options (perm, starts, steps) have one entry per
+// input dim, axes are in range (negative ones count from the end) and
+// reduction axes distinct; windows, strides and dilations are in [1, 2^31],
+// pads in [0, 2^31], groups divide the channels; count_include_pad is set
+// for avg_pool2d only; an fp8_scale format is F8E4M3FN or F8E5M2, its margin
+// in [-1024, 1024]; and every shape relation a routine relies on to stay in
+// bounds (a slice reads inside its input, a convolution's output has the
+// size its window gives).
 //
 // Numerics: float routines decode their inputs to FP32 (exact), run the
 // FP32 reference kernel (runtime/cpu/Kernels.h) and round the result
 // once to the output dtype (FP8 saturating), as the reference interpreter
-// does; conv2d with tf32 rounds x and w to TF32 first. Data movement
-// (transpose, slice, concat, gather) copies elements of any dtype and
-// needs the output dtype to equal the input's. fp8_scale computes
-// (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
+// does; conv2d and matmul with tf32 round both GEMM operands to TF32 first.
+// Data movement (transpose, slice, concat, gather) copies elements of any
+// dtype and needs the output dtype to equal the input's. fp8_scale
+// computes (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
 // non-finite amax.
 //
 //===----------------------------------------------------------------------===//
@@ -86,7 +60,7 @@ enum class OpaqueKind {
   Matmul,
 };
 
-/// An opaque step after verification: attributes decoded and normalized.
+/// An opaque step after verification: options decoded and normalized.
 struct OpaqueOp {
   OpaqueKind kind = OpaqueKind::Transpose;
   std::string name;             ///< for messages: "opaque #3 'conv1' (conv2d)"

@@ -5,6 +5,25 @@
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
+using mixprec::kernel::Routine;
+using mixprec::kernel::RoutineAttr;
+
+/// `mpk.call transpose(...)`: the routine as a bare keyword.
+static ParseResult parseRoutine(OpAsmParser &parser, RoutineAttr &routine) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<Routine> value = mixprec::kernel::symbolizeRoutine(keyword);
+  if (!value)
+    return parser.emitError(loc) << "unknown routine '" << keyword << "'";
+  routine = RoutineAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printRoutine(OpAsmPrinter &printer, Operation *, RoutineAttr routine) {
+  printer << mixprec::kernel::stringifyRoutine(routine.getValue());
+}
 
 #include "dialects/Kernel/IR/KernelDialect.cpp.inc"
 
@@ -18,6 +37,7 @@ void KernelDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/Kernel/IR/KernelOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 LogicalResult KernelOp::verify() {
@@ -39,6 +59,13 @@ LogicalResult GemmOp::verify() {
   StringRef e = getEpilogue();
   if (e != "none" && e != "relu" && e != "gelu")
     return emitOpError() << "epilogue must be none, relu or gelu, got '" << e << "'";
+  return success();
+}
+
+LogicalResult CallOp::verify() {
+  if (!getOptions().appliesTo(getOpType()))
+    return emitOpError() << "routine '" << stringifyRoutine(getOpType())
+                         << "' does not take options " << getOptionsAttr();
   return success();
 }
 

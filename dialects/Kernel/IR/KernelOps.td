@@ -24,8 +24,14 @@ def Kernel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kOffsetsAttr = "mpk.offsets";
     static constexpr ::llvm::StringLiteral kArenaBytesAttr = "mpk.arena_bytes";
     static constexpr ::llvm::StringLiteral kBufferBytesAttr = "mpk.buffer_bytes";
+
+    /// Registers the routine options (KernelAttrs.cpp).
+    void registerAttributes();
   }];
+  let useDefaultAttributePrinterParser = 1;
 }
+
+include "dialects/Kernel/IR/KernelAttrs.td"
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;
@@ -95,20 +101,23 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [AttrSizedOperandSegments]> {
 def Kernel_CallOp : Kernel_Op<"call"> {
   let summary = "A backend routine for an op that does not fuse";
   let description = [{
-    Runs the mp op `op_type` (convolution, pooling, transpose, gather,
-    concat, slice, reductions over leading axes, FP8 scale computation)
-    with the integer and float attributes the routine documents.
+    Runs the routine `op_type` (convolution, pooling, transpose, gather,
+    concat, slice, reductions over leading axes, FP8 scale computation,
+    numpy matmul) with the options of its family (KernelAttrs.td).
     ```mlir
-    %y = mpk.call "transpose" (%x) {int_attrs = array<i64: 1, 0>, float_attrs = array<f32>, ops = ["t"]}
+    %y = mpk.call transpose(%x) #mpk.transpose<perm = [1, 0]> {ops = ["t"]}
         : (tensor<4x8xf32>) -> tensor<8x4xf32>
     ```
-    No verifier beyond the types.
+    Verifier: the options apply to the routine.
   }];
-  let arguments = (ins StrAttr:$op_type, Variadic<AnyRankedTensor>:$inputs,
-                       DenseI64ArrayAttr:$int_attrs, DenseF32ArrayAttr:$float_attrs,
-                       StrArrayAttr:$ops);
+  let arguments = (ins Kernel_RoutineAttr:$op_type, Variadic<AnyRankedTensor>:$inputs,
+                       Kernel_RoutineOptionsInterface:$options, StrArrayAttr:$ops);
   let results = (outs Variadic<AnyRankedTensor>:$outputs);
-  let assemblyFormat = "$op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, results)";
+  let assemblyFormat = [{
+    custom<Routine>($op_type) `(` $inputs `)` $options attr-dict
+    `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Kernel_AliasOp : Kernel_Op<"alias", [Pure]> {

@@ -48,8 +48,9 @@ extern "C" {
 /* The runtime library's version, "MAJOR.MINOR.PATCH". */
 MIXPREC_API const char *mixprec_runtime_version(void);
 
-/* The newest module schema version this runtime reads. Modules written for a
- * newer schema are refused with MIXPREC_UNSUPPORTED_VERSION. */
+/* The module schema version this runtime reads. Modules written for another
+ * (newer, or older: recompile them) are refused with
+ * MIXPREC_UNSUPPORTED_VERSION. */
 MIXPREC_API uint32_t mixprec_schema_version(void);
 
 /*===----------------------------------------------------------------------===*
@@ -66,7 +67,7 @@ enum mixprec_status_code_e {
   MIXPREC_OK = 0,
   MIXPREC_INVALID_ARGUMENT = 1,    /* a NULL handle/pointer, bad options, an index out of range */
   MIXPREC_INVALID_MODULE = 2,      /* truncated, corrupted or inconsistent module */
-  MIXPREC_UNSUPPORTED_VERSION = 3, /* module schema newer than this runtime */
+  MIXPREC_UNSUPPORTED_VERSION = 3, /* module schema other than this runtime's */
   MIXPREC_SIDE_FILE_ERROR = 4,     /* side file missing, or its size or hash differs */
   MIXPREC_SHAPE_MISMATCH = 5,      /* bound data has the wrong shape or byte size */
   MIXPREC_DTYPE_MISMATCH = 6,      /* bound or requested data has the wrong dtype */

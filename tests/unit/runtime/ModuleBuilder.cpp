@@ -158,6 +158,76 @@ void ModuleBuilder::gemm(const GemmSpec &spec) {
   steps.push_back({fb::StepKind::Gemm, static_cast<uint32_t>(gemms.size() - 1)});
 }
 
+/// A union holding `table`.
+template <typename T> static fb::RoutineOptionsUnion unionOf(T table) {
+  fb::RoutineOptionsUnion u;
+  u.Set(std::move(table));
+  return u;
+}
+
+/// Sets the strides and pads of a 2-D window table.
+template <typename T> static void setWindow(T &t, const Shape &strides, const Shape &pads) {
+  t.stride_h = strides[0], t.stride_w = strides[1];
+  t.pad_top = pads[0], t.pad_left = pads[1], t.pad_bottom = pads[2], t.pad_right = pads[3];
+}
+
+fb::RoutineOptionsUnion conv2dOptions(const Shape &strides, const Shape &pads,
+                                      const Shape &dilations, int64_t groups) {
+  fb::Conv2dOptionsT t;
+  setWindow(t, strides, pads);
+  t.dilation_h = dilations[0], t.dilation_w = dilations[1];
+  t.groups = groups;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion pool2dOptions(const Shape &kernel, const Shape &strides,
+                                      const Shape &pads) {
+  fb::Pool2dOptionsT t;
+  t.kernel_h = kernel[0], t.kernel_w = kernel[1];
+  setWindow(t, strides, pads);
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion transposeOptions(const Shape &perm) {
+  fb::TransposeOptionsT t;
+  t.perm = perm;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion sliceOptions(const Shape &starts, const Shape &steps) {
+  fb::SliceOptionsT t;
+  t.starts = starts;
+  t.steps = steps;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion axisOptions(int64_t axis) {
+  fb::AxisOptionsT t;
+  t.axis = axis;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion normOptions(int64_t axis, float epsilon) {
+  fb::NormOptionsT t;
+  t.axis = axis;
+  t.epsilon = epsilon;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion reduceOptions(const Shape &axes, bool keepdims) {
+  fb::ReduceOptionsT t;
+  t.axes = axes;
+  t.keepdims = keepdims;
+  return unionOf(std::move(t));
+}
+
+fb::RoutineOptionsUnion fp8ScaleOptions(int64_t margin, fb::DType format) {
+  fb::Fp8ScaleOptionsT t;
+  t.margin = margin;
+  t.format = format;
+  return unionOf(std::move(t));
+}
+
 void ModuleBuilder::opaque(const OpaqueSpec &spec) {
   opaques.push_back(spec);
   steps.push_back({fb::StepKind::Opaque, static_cast<uint32_t>(opaques.size() - 1)});
@@ -233,11 +303,15 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
                                          g.tf32));
 
   std::vector<flatbuffers::Offset<fb::Opaque>> opaqueOffsets;
-  for (const OpaqueSpec &o : opaques)
+  for (size_t i = 0; i < opaques.size(); ++i) {
+    const OpaqueSpec &o = opaques[i];
+    auto forged = forgedOptionsTypes.find(i);
     opaqueOffsets.push_back(fb::CreateOpaque(
         fbb, fbb.CreateString(o.name), fbb.CreateString(o.opType), fbb.CreateVector(o.inputs),
-        fbb.CreateVector(o.outputs), fbb.CreateVector(o.intAttrs),
-        fbb.CreateVector(o.floatAttrs)));
+        fbb.CreateVector(o.outputs),
+        forged != forgedOptionsTypes.end() ? forged->second : o.options.type,
+        o.options.Pack(fbb)));
+  }
 
   std::vector<flatbuffers::Offset<fb::Step>> stepOffsets;
   for (const StepSpec &s : steps)

@@ -14,6 +14,7 @@
 #include "runtime/schema/module_generated.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,9 +86,22 @@ struct OpaqueSpec {
   std::string name;
   std::string opType;
   std::vector<int32_t> inputs, outputs;
-  std::vector<int64_t> intAttrs;
-  std::vector<float> floatAttrs;
+  /// The options table as a plain struct (FlatBuffers' object API): tests
+  /// edit it through options.AsConv2dOptions() and the like.
+  fb::RoutineOptionsUnion options;
 };
+
+/// Routine options with the defaults of the schema but for what is given.
+fb::RoutineOptionsUnion conv2dOptions(const Shape &strides, const Shape &pads,
+                                      const Shape &dilations, int64_t groups);
+fb::RoutineOptionsUnion pool2dOptions(const Shape &kernel, const Shape &strides,
+                                      const Shape &pads);
+fb::RoutineOptionsUnion transposeOptions(const Shape &perm);
+fb::RoutineOptionsUnion sliceOptions(const Shape &starts, const Shape &steps);
+fb::RoutineOptionsUnion axisOptions(int64_t axis);
+fb::RoutineOptionsUnion normOptions(int64_t axis, float epsilon);
+fb::RoutineOptionsUnion reduceOptions(const Shape &axes, bool keepdims);
+fb::RoutineOptionsUnion fp8ScaleOptions(int64_t margin, fb::DType format);
 
 struct StepSpec {
   fb::StepKind kind = fb::StepKind::Kernel;
@@ -129,8 +143,10 @@ public:
   std::vector<KernelSpec> kernels;
   std::vector<GemmSpec> gemms;
   std::vector<OpaqueSpec> opaques;
+  /// Opaque index -> the options type written instead of its own (a forgery).
+  std::map<size_t, fb::RoutineOptions> forgedOptionsTypes;
   std::vector<StepSpec> steps;
-  uint32_t version = 1;
+  uint32_t version = 2;                 ///< the schema version the file claims
   bool seal = true;                     ///< write Module.content_hash
   std::string sideFilePath = "weights.bin";
   std::optional<uint64_t> arenaBytes;   ///< default: end of the last activation

@@ -8,6 +8,8 @@
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -138,13 +140,46 @@ TEST(ModuleFile, MissingFileIsAnIoError) {
 
 TEST(ModuleFile, NewerSchemaVersion) {
   ModuleBuilder b = mlpBuilder(false);
-  b.version = 2;
+  b.version = 3;
   std::string message;
   EXPECT_EQ(loadCode(b.build(), &message), MIXPREC_UNSUPPORTED_VERSION);
-  EXPECT_NE(message.find("version 2 is newer"), std::string::npos) << message;
-  EXPECT_NE(message.find("(version 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("version 3 is newer"), std::string::npos) << message;
+  EXPECT_NE(message.find("(version 2"), std::string::npos) << message;
   b.version = 0;
   expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "version 0");
+}
+
+TEST(ModuleFile, OlderSchemaVersion) {
+  // Version 1 flattened routine attributes into int_attrs/float_attrs; a v2
+  // runtime refuses it (naming both versions) rather than reading routines
+  // without their options. tests/lit/cli/module-version.test loads a real
+  // v1 module.
+  ModuleBuilder b = convBuilder();
+  b.version = 1;
+  expectLoadError(b.build(), MIXPREC_UNSUPPORTED_VERSION,
+                  "module schema version 1 is older than this runtime reads (version 2, "
+                  "runtime 0.1.0); recompile the module");
+}
+
+TEST(ModuleFile, ContentHashEntryMovedOutOfTheTable) {
+  // A one-bit flip in the vtable can move content_hash past the module
+  // table onto zero bytes (which read as "unsealed", skipping the hash
+  // check); the FlatBuffers verifier only keeps it inside the buffer.
+  // Found by ContentHashCatchesAnyChangedByte on clang's layout of the MLP.
+  BuiltModule moved = mlpBuilder(false).build();
+  uint8_t *data = moved.module.data();
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(fb::GetModule(data));
+  const size_t root = reinterpret_cast<const uint8_t *>(table) - data;
+  const uint8_t *vtable = table->GetVTable();
+  const uint16_t tableBytes = flatbuffers::ReadScalar<uint16_t>(vtable + 2);
+  size_t zeros = (root + tableBytes + 7) / 8 * 8;
+  while (zeros + 8 <= moved.module.size() &&
+         std::any_of(data + zeros, data + zeros + 8, [](uint8_t b) { return b != 0; }))
+    zeros += 8;
+  ASSERT_LE(zeros + 8, moved.module.size()) << "no 8 zero bytes after the module table";
+  const uint16_t entry = static_cast<uint16_t>(zeros - root);
+  std::memcpy(const_cast<uint8_t *>(vtable) + fb::Module::VT_CONTENT_HASH, &entry, 2);
+  expectLoadError(moved, MIXPREC_INVALID_MODULE, "of the module table lies outside it");
 }
 
 TEST(ModuleFile, TruncatedAndForeignBytes) {
@@ -374,6 +409,88 @@ TEST(Verify, KernelPrograms) {
   }
 }
 
+TEST(Verify, RoutineOptions) {
+  // Each forged options table of the convolutional plan is a load error
+  // naming the routine and the rule.
+  auto conv = [] { return convBuilder(); };
+  {
+    ModuleBuilder b = conv();
+    b.opaques[1].options = transposeOptions({0, 1, 2, 3});
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "opaque #1 'pool1' (max_pool2d): takes Pool2dOptions, got TransposeOptions");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[1].options.Reset();
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "opaque #1 'pool1' (max_pool2d): takes Pool2dOptions, got none");
+  }
+  {
+    // A type this runtime does not know, with a table: the FlatBuffers
+    // verifier lets unknown union members through.
+    ModuleBuilder b = conv();
+    b.forgedOptionsTypes[1] = static_cast<fb::RoutineOptions>(42);
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "takes Pool2dOptions, got options type 42 (unknown to this runtime)");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[1].options.AsPool2dOptions()->count_include_pad = true;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(max_pool2d): count_include_pad applies to avg_pool2d only");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[1].options.AsPool2dOptions()->pad_right = -1;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "pad -1 out of range [0, 2^31]");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[0].options.AsConv2dOptions()->dilation_w = 0;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "dilation 0 out of range [1, 2^31]");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[2].options.AsTransposeOptions()->perm = {0, 2, 1};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "opaque #2 'to_nhwc' (transpose): perm needs 4 entries, got 3");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[5].options.AsSliceOptions()->starts.clear();
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "(slice): starts needs 2 entries, got 0");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[4].options.AsAxisOptions()->axis = 2;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(concat): axis 2 is out of range for rank 2");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[6].options.AsReduceOptions()->axes = {0, -2};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(reduce_sum): axis 0 is listed twice");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[7].options.AsNormOptions()->axis = -3;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(layer_norm): axis -3 is out of range for rank 2");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[8].options.AsFp8ScaleOptions()->format = fb::DType::BF16;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(fp8_scale): format must be f8E4M3FN or f8E5M2, got bf16");
+  }
+  {
+    ModuleBuilder b = conv();
+    b.opaques[8].options.AsFp8ScaleOptions()->margin = 5000;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "margin 5000 out of range [-1024, 1024]");
+  }
+}
+
 TEST(Verify, GemmsOpaquesStepsAndSignature) {
   auto mlp = [] { return mlpBuilder(false); };
   {
@@ -413,23 +530,19 @@ TEST(Verify, GemmsOpaquesStepsAndSignature) {
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[0].intAttrs[0] = b.opaques[0].intAttrs[1] = 2; // 4x4, the output is 8x8
+    fb::Conv2dOptionsT &conv = *b.opaques[0].options.AsConv2dOptions();
+    conv.stride_h = conv.stride_w = 2; // 4x4, the output is 8x8
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "has spatial size [8,8], the attributes give [4,4]");
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[1].intAttrs.pop_back();
-    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "needs 11 int_attrs, got 10");
-  }
-  {
-    ModuleBuilder b = convBuilder();
-    b.opaques[2].intAttrs = {0, 2, 2, 1};
+    b.opaques[2].options.AsTransposeOptions()->perm = {0, 2, 2, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "perm is not a permutation");
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[5].intAttrs = {1, 0, 2, 4}; // dim 1 reads 0, 4, 8 of 8
+    b.opaques[5].options.AsSliceOptions()->steps = {2, 4}; // dim 1 reads 0, 4, 8 of 8
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "reads indices 0 to 8 of an extent of 8");
   }
   {

@@ -62,6 +62,118 @@ func.func @gemm$epilogue(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> tensor<
 
 // -----
 
+// A routine takes the options of its own family.
+func.func @call$options_kind(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'mpk.call' op routine 'concat' does not take options #mpk.transpose<perm = [1, 0]>}}
+  %y = mpk.call concat(%x) #mpk.transpose<perm = [1, 0]> {ops = ["c"]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// Max pooling counts no padding.
+func.func @call$max_pool_count_include_pad(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{'mpk.call' op routine 'max_pool2d' does not take options #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = false, count_include_pad = true>}}
+  %y = mpk.call max_pool2d(%x) #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = false, count_include_pad = true> {ops = ["p"]}
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// This one is valid: average pooling may count the padding.
+func.func @call$avg_pool_count_include_pad(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %y = mpk.call avg_pool2d(%x) #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = false, count_include_pad = true> {ops = ["p"]}
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// Options are one of the routine families' attributes.
+func.func @call$options_not_routine_options(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{Invalid attribute `options` in property conversion: 1 : i64}}
+  %y = "mpk.call"(%x) <{op_type = #mpk<routine transpose>, options = 1 : i64, ops = ["t"]}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// Routines are the ones the runtime implements.
+func.func @call$unknown_routine(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{unknown routine 'conv3d'}}
+  %y = mpk.call conv3d(%x) #mpk.axis<axis = 0> {ops = ["c"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A 2-D window has two strides.
+func.func @options$conv2d_strides(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+1 {{strides needs 2 entries, got 3}}
+  %y = mpk.call conv2d(%x, %w) #mpk.conv2d<strides = [1, 1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 1, tf32 = false> {ops = ["c"]}
+      : (tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32>
+  return %y : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// A convolution has at least one group.
+func.func @options$conv2d_groups(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+1 {{groups must be at least 1, got 0}}
+  %y = mpk.call conv2d(%x, %w) #mpk.conv2d<strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], groups = 0, tf32 = false> {ops = ["c"]}
+      : (tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x4x4xf32>
+  return %y : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// Pads are top, left, bottom, right.
+func.func @options$pool2d_pads(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+1 {{pads needs 4 entries, got 2}}
+  %y = mpk.call max_pool2d(%x) #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0], dilations = [1, 1], ceil_mode = false, count_include_pad = false> {ops = ["p"]}
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %y : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// A slice has one step per start.
+func.func @options$slice_counts(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{steps needs 2 entries, got 1}}
+  %y = mpk.call slice(%x) #mpk.slice<starts = [0, 0], steps = [2]> {ops = ["s"]} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// A step of 0 would read one element forever.
+func.func @options$slice_step_zero(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{steps must not be 0}}
+  %y = mpk.call slice(%x) #mpk.slice<starts = [0, 0], steps = [2, 0]> {ops = ["s"]} : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// FP8 scales are for the two FP8 formats.
+func.func @options$fp8_scale_format(%a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{format must be f8E4M3FN or f8E5M2, got 'bf16'}}
+  %y = mpk.call fp8_scale(%a) #mpk.fp8_scale<margin = 0, format = bf16> {ops = ["s"]} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// Flags are true or false.
+func.func @options$bool_keyword(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{failed to parse Kernel_MatmulOptionsAttr parameter 'tf32' which is to be a `bool`}}
+  %y = mpk.call matmul(%a, %b) #mpk.matmul<tf32 = 1> {ops = ["m"]} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // An alias is the same bytes: element type and count stay.
 func.func @alias$count(%x: tensor<2x16xf32>) -> tensor<2x8xf32> {
   // expected-error @+1 {{'mpk.alias' op an alias keeps the element type and count}}

@@ -56,11 +56,68 @@ func.func @gemm$fp8_scales(%x: tensor<8x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>
 // -----
 
 // CHECK-LABEL: func.func @call$transpose
-// CHECK: mpk.call "transpose"(%{{.*}}) {float_attrs = array<f32>, int_attrs = array<i64: 1, 0>, ops = ["t"]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK: mpk.call transpose(%{{.*}}) #mpk.transpose<perm = [1, 0]> {ops = ["t"]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
 func.func @call$transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
-  %y = mpk.call "transpose" (%x) {int_attrs = array<i64: 1, 0>, float_attrs = array<f32>, ops = ["t"]}
+  %y = mpk.call transpose(%x) #mpk.transpose<perm = [1, 0]> {ops = ["t"]}
       : (tensor<4x8xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// A rank-0 transpose has an empty permutation.
+// CHECK-LABEL: func.func @call$empty_list
+// CHECK: mpk.call transpose(%{{.*}}) #mpk.transpose<perm = []> {ops = ["t"]} : (tensor<f32>) -> tensor<f32>
+func.func @call$empty_list(%x: tensor<f32>) -> tensor<f32> {
+  %y = mpk.call transpose(%x) #mpk.transpose<perm = []> {ops = ["t"]} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// One call per options family; epsilons print so that they parse back to
+// the same f32.
+// CHECK-LABEL: func.func @call$every_family
+// CHECK: mpk.call conv2d(%{{.*}}, %{{.*}}, %{{.*}}) #mpk.conv2d<strides = [2, 1], pads = [1, 0, 1, 0], dilations = [1, 2], groups = 2, tf32 = true> {ops = ["conv"]}
+// CHECK: mpk.call max_pool2d(%{{.*}}) #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = true, count_include_pad = false> {ops = ["max"]}
+// CHECK: mpk.call avg_pool2d(%{{.*}}) #mpk.pool2d<kernel = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], ceil_mode = false, count_include_pad = true> {ops = ["avg"]}
+// CHECK: mpk.call slice(%{{.*}}) #mpk.slice<starts = [3, 0], steps = [-1, 2]> {ops = ["s"]}
+// CHECK: mpk.call concat(%{{.*}}, %{{.*}}) #mpk.axis<axis = -1> {ops = ["c"]}
+// CHECK: mpk.call gather(%{{.*}}, %{{.*}}) #mpk.axis<axis = 0> {ops = ["g"]}
+// CHECK: mpk.call log_softmax(%{{.*}}) #mpk.axis<axis = 0> {ops = ["ls"]}
+// CHECK: mpk.call layer_norm(%{{.*}}, %{{.*}}) #mpk.norm<axis = 1, epsilon = 9.99999974E-6> {ops = ["ln"]}
+// CHECK: mpk.call rms_norm(%{{.*}}) #mpk.norm<axis = -1, epsilon = 1.000000e-01> {ops = ["rn"]}
+// CHECK: mpk.call batch_norm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) #mpk.batch_norm<epsilon = 0.000000e+00> {ops = ["bn"]}
+// CHECK: mpk.call reduce_mean(%{{.*}}) #mpk.reduce<axes = [0, 2], keepdims = false> {ops = ["m"]}
+// CHECK: mpk.call fp8_scale(%{{.*}}) #mpk.fp8_scale<margin = 2, format = f8E4M3FN> {ops = ["fs"]}
+// CHECK: mpk.call matmul(%{{.*}}, %{{.*}}) #mpk.matmul<tf32 = false> {ops = ["mm"]}
+func.func @call$every_family(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>, %b: tensor<4xf32>,
+                             %m: tensor<4x8xf32>, %ids: tensor<3xi32>, %p: tensor<4xf32>,
+                             %r: tensor<2x3x4xf32>, %a: tensor<f32>, %v: tensor<8xf32>) {
+  %0 = mpk.call conv2d(%x, %w, %b) #mpk.conv2d<strides = [2, 1], pads = [1, 0, 1, 0], dilations = [1, 2], groups = 2, tf32 = true> {ops = ["conv"]}
+      : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  %1 = mpk.call max_pool2d(%x) #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = true, count_include_pad = false> {ops = ["max"]}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  %2 = mpk.call avg_pool2d(%x) #mpk.pool2d<kernel = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], ceil_mode = false, count_include_pad = true> {ops = ["avg"]}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %3 = mpk.call slice(%m) #mpk.slice<starts = [3, 0], steps = [-1, 2]> {ops = ["s"]}
+      : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  %4 = mpk.call concat(%m, %m) #mpk.axis<axis = -1> {ops = ["c"]}
+      : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  %5 = mpk.call gather(%m, %ids) #mpk.axis<axis = 0> {ops = ["g"]}
+      : (tensor<4x8xf32>, tensor<3xi32>) -> tensor<3x8xf32>
+  %6 = mpk.call log_softmax(%m) #mpk.axis<axis = 0> {ops = ["ls"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %7 = mpk.call layer_norm(%m, %v) #mpk.norm<axis = 1, epsilon = 1.0e-5> {ops = ["ln"]}
+      : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %8 = mpk.call rms_norm(%m) #mpk.norm<axis = -1, epsilon = 0.1> {ops = ["rn"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %9 = mpk.call batch_norm(%x, %p, %p, %p, %p) #mpk.batch_norm<epsilon = 0.0> {ops = ["bn"]}
+      : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  %10 = mpk.call reduce_mean(%r) #mpk.reduce<axes = [0, 2], keepdims = false> {ops = ["m"]}
+      : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %11 = mpk.call fp8_scale(%a) #mpk.fp8_scale<margin = 2, format = f8E4M3FN> {ops = ["fs"]}
+      : (tensor<f32>) -> tensor<f32>
+  %12 = mpk.call matmul(%m, %v) #mpk.matmul<tf32 = false> {ops = ["mm"]} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
 }
 
 // -----

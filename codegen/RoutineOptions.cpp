@@ -1,0 +1,100 @@
+//===- RoutineOptions.cpp - typed routine options to the schema ------------===//
+//
+// One case per options family of dialects/Kernel/IR/KernelAttrs.td, each
+// filling the schema table of the same name (runtime/schema/module.fbs).
+// The attributes' verifiers guarantee the list lengths read here.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/RoutineOptions.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+namespace sc = mixprec::schema;
+
+namespace mixprec::codegen {
+namespace {
+
+/// The schema's FP8 format of an f8E4M3FN or f8E5M2 type.
+sc::DType fp8FormatOf(Type type) {
+  return isa<Float8E5M2Type>(type) ? sc::DType::F8E5M2 : sc::DType::F8E4M3FN;
+}
+
+/// Sets the (h, w) strides, the four pads and the dilations of a 2-D
+/// window table (Conv2dOptionsT, Pool2dOptionsT).
+template <typename Table>
+void setWindow(Table &t, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+               ArrayRef<int64_t> dilations) {
+  t.stride_h = strides[0], t.stride_w = strides[1];
+  t.pad_top = pads[0], t.pad_left = pads[1], t.pad_bottom = pads[2], t.pad_right = pads[3];
+  t.dilation_h = dilations[0], t.dilation_w = dilations[1];
+}
+
+} // namespace
+
+sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface options) {
+  sc::RoutineOptionsUnion table;
+  llvm::TypeSwitch<Attribute>(options)
+      .Case([&](kernel::Conv2dOptionsAttr a) {
+        sc::Conv2dOptionsT t;
+        setWindow(t, a.getStrides(), a.getPads(), a.getDilations());
+        t.groups = a.getGroups();
+        t.tf32 = a.getTf32();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::Pool2dOptionsAttr a) {
+        sc::Pool2dOptionsT t;
+        t.kernel_h = a.getKernel()[0], t.kernel_w = a.getKernel()[1];
+        setWindow(t, a.getStrides(), a.getPads(), a.getDilations());
+        t.ceil_mode = a.getCeilMode();
+        t.count_include_pad = a.getCountIncludePad();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::TransposeOptionsAttr a) {
+        sc::TransposeOptionsT t;
+        t.perm.assign(a.getPerm().begin(), a.getPerm().end());
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::SliceOptionsAttr a) {
+        sc::SliceOptionsT t;
+        t.starts.assign(a.getStarts().begin(), a.getStarts().end());
+        t.steps.assign(a.getSteps().begin(), a.getSteps().end());
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::AxisOptionsAttr a) {
+        sc::AxisOptionsT t;
+        t.axis = a.getAxis();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::NormOptionsAttr a) {
+        sc::NormOptionsT t;
+        t.axis = a.getAxis();
+        t.epsilon = a.getEpsilon().convertToFloat();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::BatchNormOptionsAttr a) {
+        sc::BatchNormOptionsT t;
+        t.epsilon = a.getEpsilon().convertToFloat();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::ReduceOptionsAttr a) {
+        sc::ReduceOptionsT t;
+        t.axes.assign(a.getAxes().begin(), a.getAxes().end());
+        t.keepdims = a.getKeepdims();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::Fp8ScaleOptionsAttr a) {
+        sc::Fp8ScaleOptionsT t;
+        t.margin = a.getMargin();
+        t.format = fp8FormatOf(a.getFormat());
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::MatmulOptionsAttr a) {
+        sc::MatmulOptionsT t;
+        t.tf32 = a.getTf32();
+        table.Set(std::move(t));
+      });
+  return table;
+}
+
+} // namespace mixprec::codegen

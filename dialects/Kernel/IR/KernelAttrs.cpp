@@ -1,0 +1,115 @@
+//===- KernelAttrs.cpp - routines and their typed options ------------------===//
+#include "dialects/Kernel/IR/KernelOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h" // the generated attribute printer
+
+using namespace mlir;
+
+#include "dialects/Kernel/IR/KernelAttrInterfaces.cpp.inc"
+#include "dialects/Kernel/IR/KernelEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kernel/IR/KernelAttrs.cpp.inc"
+
+namespace mixprec::kernel {
+
+void KernelDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Kernel/IR/KernelAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter syntax
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>> parseIntList(AsmParser &parser) {
+  SmallVector<int64_t> values;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parser.parseInteger(values.emplace_back());
+      }))
+    return failure();
+  return values;
+}
+
+void printIntList(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer);
+  printer << ']';
+}
+
+/// Fails without a message of its own: the attribute parser names the
+/// parameter and its type.
+FailureOr<bool> parseBoolKeyword(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return failure();
+}
+
+FailureOr<APFloat> parseF32(AsmParser &parser) {
+  APFloat value(APFloat::IEEEsingle());
+  if (parser.parseFloat(APFloat::IEEEsingle(), value))
+    return failure();
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Fails unless `values` (the parameter `name`) has `count` entries.
+LogicalResult expectCount(function_ref<InFlightDiagnostic()> emitError, StringRef name,
+                          ArrayRef<int64_t> values, size_t count) {
+  if (values.size() != count)
+    return emitError() << name << " needs " << count << " entries, got " << values.size();
+  return success();
+}
+
+} // namespace
+
+LogicalResult Conv2dOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                        ArrayRef<int64_t> dilations, int64_t groups, bool) {
+  if (failed(expectCount(emitError, "strides", strides, 2)) ||
+      failed(expectCount(emitError, "pads", pads, 4)) ||
+      failed(expectCount(emitError, "dilations", dilations, 2)))
+    return failure();
+  if (groups < 1)
+    return emitError() << "groups must be at least 1, got " << groups;
+  return success();
+}
+
+LogicalResult Pool2dOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                                        bool, bool) {
+  return success(succeeded(expectCount(emitError, "kernel", kernel, 2)) &&
+                 succeeded(expectCount(emitError, "strides", strides, 2)) &&
+                 succeeded(expectCount(emitError, "pads", pads, 4)) &&
+                 succeeded(expectCount(emitError, "dilations", dilations, 2)));
+}
+
+LogicalResult SliceOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
+  if (failed(expectCount(emitError, "steps", steps, starts.size())))
+    return failure();
+  if (llvm::is_contained(steps, 0))
+    return emitError() << "steps must not be 0";
+  return success();
+}
+
+LogicalResult Fp8ScaleOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                          int64_t, Type format) {
+  if (!llvm::isa<Float8E4M3FNType, Float8E5M2Type>(format))
+    return emitError() << "format must be f8E4M3FN or f8E5M2, got " << format;
+  return success();
+}
+
+} // namespace mixprec::kernel

@@ -1,0 +1,206 @@
+//===- KernelAttrs.td - routines and their typed options ---*- tablegen -*-===//
+//
+// `mpk.call` runs a backend routine (`Kernel_Routine`, the closed set the
+// runtime implements) with one options attribute per routine family. The
+// module writer serializes each family into its table of the schema's
+// `RoutineOptions` union (runtime/schema/module.fbs), field for field.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_KERNEL_ATTRS
+#define MIXPREC_KERNEL_ATTRS
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "dialects/Kernel/IR/KernelAttrInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Routines
+//===----------------------------------------------------------------------===//
+
+// Names are the schema's `Opaque.op_type` strings (and the mp op names).
+def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", [
+    I32EnumAttrCase<"Conv2d", 0, "conv2d">,
+    I32EnumAttrCase<"MaxPool2d", 1, "max_pool2d">,
+    I32EnumAttrCase<"AvgPool2d", 2, "avg_pool2d">,
+    I32EnumAttrCase<"Transpose", 3, "transpose">,
+    I32EnumAttrCase<"Slice", 4, "slice">,
+    I32EnumAttrCase<"Concat", 5, "concat">,
+    I32EnumAttrCase<"Gather", 6, "gather">,
+    I32EnumAttrCase<"Softmax", 7, "softmax">,
+    I32EnumAttrCase<"LogSoftmax", 8, "log_softmax">,
+    I32EnumAttrCase<"LayerNorm", 9, "layer_norm">,
+    I32EnumAttrCase<"RmsNorm", 10, "rms_norm">,
+    I32EnumAttrCase<"BatchNorm", 11, "batch_norm">,
+    I32EnumAttrCase<"ReduceSum", 12, "reduce_sum">,
+    I32EnumAttrCase<"ReduceMean", 13, "reduce_mean">,
+    I32EnumAttrCase<"ReduceMax", 14, "reduce_max">,
+    I32EnumAttrCase<"Fp8Scale", 15, "fp8_scale">,
+    I32EnumAttrCase<"Matmul", 16, "matmul">
+  ]> {
+  let cppNamespace = "::mixprec::kernel";
+  let genSpecializedAttr = 0;
+}
+
+def Kernel_RoutineAttr : EnumAttr<Kernel_Dialect, Kernel_Routine, "routine">;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+// `[1, 0]`, also `[]` (a rank-0 transpose or slice).
+def Kernel_IntListParameter : ArrayRefParameter<"int64_t", "a list of integers"> {
+  let parser = "::mixprec::kernel::parseIntList($_parser)";
+  let printer = "::mixprec::kernel::printIntList($_printer, $_self)";
+}
+
+// `true` or `false`.
+def Kernel_BoolParameter : AttrOrTypeParameter<"bool", "a flag"> {
+  let parser = "::mixprec::kernel::parseBoolKeyword($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+// An f32 value, printed so that it parses back bit for bit.
+def Kernel_F32Parameter : APFloatParameter<"an f32 value"> {
+  let parser = "::mixprec::kernel::parseF32($_parser)";
+  let printer = "$_printer.printFloat($_self)";
+}
+
+//===----------------------------------------------------------------------===//
+// Options, one attribute per routine family
+//===----------------------------------------------------------------------===//
+
+// The options of the routines `routines` (Routine enumerants), when the
+// C++ condition `also` holds.
+class Kernel_Options<string name, string attrMnemonic, list<string> routines,
+                     string also = "true">
+    : AttrDef<Kernel_Dialect, name # "Options", [Kernel_RoutineOptionsInterface]> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = "bool appliesTo(Routine routine) const { return (" #
+      !interleave(!foreach(r, routines, "routine == Routine::" # r), " || ") # ") && (" #
+      also # "); }";
+}
+
+def Kernel_Conv2dOptionsAttr : Kernel_Options<"Conv2d", "conv2d", ["Conv2d"]> {
+  let summary = "Options of the conv2d routine";
+  let description = [{
+    `pads` is [top, left, bottom, right]; `tf32` rounds the input and the
+    weight to TF32 first.
+    ```mlir
+    #mpk.conv2d<strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], groups = 1, tf32 = false>
+    ```
+    Verifier: two strides and dilations, four pads, groups >= 1.
+  }];
+  let parameters = (ins Kernel_IntListParameter:$strides, Kernel_IntListParameter:$pads,
+                        Kernel_IntListParameter:$dilations, "int64_t":$groups,
+                        Kernel_BoolParameter:$tf32);
+  let genVerifyDecl = 1;
+}
+
+def Kernel_Pool2dOptionsAttr : Kernel_Options<"Pool2d", "pool2d", ["MaxPool2d", "AvgPool2d"],
+    "routine == Routine::AvgPool2d || !getCountIncludePad()"> {
+  let summary = "Options of the max_pool2d and avg_pool2d routines";
+  let description = [{
+    `pads` is [top, left, bottom, right]; `count_include_pad` applies to
+    average pooling only (max_pool2d takes these options with it false).
+    ```mlir
+    #mpk.pool2d<kernel = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], dilations = [1, 1], ceil_mode = false, count_include_pad = false>
+    ```
+    Verifier: two kernel dims, strides and dilations, four pads.
+  }];
+  let parameters = (ins Kernel_IntListParameter:$kernel, Kernel_IntListParameter:$strides,
+                        Kernel_IntListParameter:$pads, Kernel_IntListParameter:$dilations,
+                        Kernel_BoolParameter:$ceil_mode, Kernel_BoolParameter:$count_include_pad);
+  let genVerifyDecl = 1;
+}
+
+def Kernel_TransposeOptionsAttr : Kernel_Options<"Transpose", "transpose", ["Transpose"]> {
+  let summary = "Options of the transpose routine: output dim i is input dim perm[i]";
+  let description = [{
+    ```mlir
+    #mpk.transpose<perm = [1, 0]>
+    ```
+  }];
+  let parameters = (ins Kernel_IntListParameter:$perm);
+}
+
+def Kernel_SliceOptionsAttr : Kernel_Options<"Slice", "slice", ["Slice"]> {
+  let summary = "Options of the slice routine: a start and a non-zero step per dim";
+  let description = [{
+    The output's shape gives the counts.
+    ```mlir
+    #mpk.slice<starts = [0, 64], steps = [1, 1]>
+    ```
+    Verifier: as many steps as starts, no step 0.
+  }];
+  let parameters = (ins Kernel_IntListParameter:$starts, Kernel_IntListParameter:$steps);
+  let genVerifyDecl = 1;
+}
+
+def Kernel_AxisOptionsAttr : Kernel_Options<"Axis", "axis",
+    ["Concat", "Gather", "Softmax", "LogSoftmax"]> {
+  let summary = "Options of the concat, gather, softmax and log_softmax routines";
+  let description = [{
+    ```mlir
+    #mpk.axis<axis = 0>
+    ```
+  }];
+  let parameters = (ins "int64_t":$axis);
+}
+
+def Kernel_NormOptionsAttr : Kernel_Options<"Norm", "norm", ["LayerNorm", "RmsNorm"]> {
+  let summary = "Options of the layer_norm and rms_norm routines";
+  let description = [{
+    The routine normalizes over dims [axis, rank).
+    ```mlir
+    #mpk.norm<axis = 1, epsilon = 9.99999974E-6>
+    ```
+  }];
+  let parameters = (ins "int64_t":$axis, Kernel_F32Parameter:$epsilon);
+}
+
+def Kernel_BatchNormOptionsAttr : Kernel_Options<"BatchNorm", "batch_norm", ["BatchNorm"]> {
+  let summary = "Options of the batch_norm routine (the channel is dim 1)";
+  let description = [{
+    ```mlir
+    #mpk.batch_norm<epsilon = 9.99999974E-6>
+    ```
+  }];
+  let parameters = (ins Kernel_F32Parameter:$epsilon);
+}
+
+def Kernel_ReduceOptionsAttr : Kernel_Options<"Reduce", "reduce",
+    ["ReduceSum", "ReduceMean", "ReduceMax"]> {
+  let summary = "Options of the reduce_sum, reduce_mean and reduce_max routines";
+  let description = [{
+    ```mlir
+    #mpk.reduce<axes = [0], keepdims = true>
+    ```
+  }];
+  let parameters = (ins Kernel_IntListParameter:$axes, Kernel_BoolParameter:$keepdims);
+}
+
+def Kernel_Fp8ScaleOptionsAttr : Kernel_Options<"Fp8Scale", "fp8_scale", ["Fp8Scale"]> {
+  let summary = "Options of the fp8_scale routine: (fp8_max / amax) / 2^margin";
+  let description = [{
+    ```mlir
+    #mpk.fp8_scale<margin = 0, format = f8E4M3FN>
+    ```
+    Verifier: `format` is f8E4M3FN or f8E5M2.
+  }];
+  let parameters = (ins "int64_t":$margin, "::mlir::Type":$format);
+  let genVerifyDecl = 1;
+}
+
+def Kernel_MatmulOptionsAttr : Kernel_Options<"Matmul", "matmul", ["Matmul"]> {
+  let summary = "Options of the matmul routine (numpy.matmul semantics)";
+  let description = [{
+    `tf32` rounds both operands to TF32 first.
+    ```mlir
+    #mpk.matmul<tf32 = false>
+    ```
+  }];
+  let parameters = (ins Kernel_BoolParameter:$tf32);
+}
+
+#endif // MIXPREC_KERNEL_ATTRS

@@ -1,0 +1,154 @@
+//===- LowerRoutines.cpp - mp ops to backend routines ----------------------===//
+//
+// One conversion pattern per op a routine runs, made of the routine and the
+// options builder of its family (dialects/Kernel/IR/KernelAttrs.td): the
+// builder knows the op's attributes; RoutinePattern leaves what a kernel or
+// a GEMM step runs (row reductions, GEMM-step matmuls) to the other
+// lowering patterns and replaces the op by an mpk.call of its routine.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/LowerRoutines.h"
+
+#include "passes/KernelUtils.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+
+namespace mixprec::passes {
+namespace {
+
+using kernel::Routine;
+
+/// Whether a routine runs `op`: a reduction unless it is a row reduction
+/// (a kernel), a GEMM op unless one GEMM step expresses it; any other op
+/// with a routine pattern always.
+bool lowersToRoutine(Operation *op) {
+  if (isReductionOp(op))
+    return rowReductionDims(op) < 0;
+  if (isGemmOp(op))
+    return !isGemmStep(op);
+  return true;
+}
+
+/// Replaces an `OpTy` that a routine runs by an mpk.call of `routine` with
+/// the options its family's builder makes.
+template <typename OpTy> struct RoutinePattern : OpConversionPattern<OpTy> {
+  using BuildOptions = Attribute (*)(OpTy);
+
+  RoutinePattern(MLIRContext *ctx, Routine routine, BuildOptions buildOptions)
+      : OpConversionPattern<OpTy>(ctx), routine(routine), buildOptions(buildOptions) {}
+
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!lowersToRoutine(op))
+      return rewriter.notifyMatchFailure(op, "a kernel or a GEMM step runs it");
+    auto options = cast<kernel::RoutineOptionsInterface>(buildOptions(op));
+    rewriter.replaceOpWithNewOp<kernel::CallOp>(op, op->getResultTypes(), routine,
+                                                adaptor.getOperands(), options,
+                                                namesOf(op->getContext(), {op}));
+    return success();
+  }
+
+  Routine routine;
+  BuildOptions buildOptions;
+};
+
+/// Adds the pattern that lowers `OpTy` to `routine` (OpTy is what
+/// `buildOptions` takes).
+template <typename OpTy>
+void addRoutine(RewritePatternSet &patterns, Routine routine, Attribute (*buildOptions)(OpTy)) {
+  patterns.add<RoutinePattern<OpTy>>(patterns.getContext(), routine, buildOptions);
+}
+
+//===----------------------------------------------------------------------===//
+// The options of each family
+//===----------------------------------------------------------------------===//
+
+/// conv2d: its window, groups, and TF32 from the precision plan.
+Attribute conv2dOptions(graph::Conv2dOp op) {
+  return kernel::Conv2dOptionsAttr::get(op.getContext(), op.getStrides(), op.getPads(),
+                                        op.getDilations(), op.getGroups(), computesInTf32(op));
+}
+
+/// max_pool2d: dilations 1 unless given; no padding count.
+Attribute maxPool2dOptions(graph::MaxPool2dOp op) {
+  SmallVector<int64_t> dilations{1, 1};
+  if (std::optional<ArrayRef<int64_t>> given = op.getDilations())
+    dilations.assign(given->begin(), given->end());
+  return kernel::Pool2dOptionsAttr::get(op.getContext(), op.getKernelShape(), op.getStrides(),
+                                        op.getPads(), dilations, op.getCeilMode(),
+                                        /*countIncludePad=*/false);
+}
+
+/// avg_pool2d: no dilations (ONNX AveragePool before opset 19 has none).
+Attribute avgPool2dOptions(graph::AvgPool2dOp op) {
+  return kernel::Pool2dOptionsAttr::get(op.getContext(), op.getKernelShape(), op.getStrides(),
+                                        op.getPads(), {1, 1}, op.getCeilMode(),
+                                        op.getCountIncludePad());
+}
+
+Attribute transposeOptions(graph::TransposeOp op) {
+  return kernel::TransposeOptionsAttr::get(op.getContext(), op.getPerm());
+}
+
+Attribute sliceOptions(graph::SliceOp op) {
+  return kernel::SliceOptionsAttr::get(op.getContext(), op.getStarts(), op.getSteps());
+}
+
+/// concat, gather, softmax, log_softmax: one axis.
+template <typename OpTy> Attribute axisOptions(OpTy op) {
+  return kernel::AxisOptionsAttr::get(op.getContext(), op.getAxis());
+}
+
+/// layer_norm, rms_norm: the first normalized axis and epsilon.
+template <typename OpTy> Attribute normOptions(OpTy op) {
+  return kernel::NormOptionsAttr::get(op.getContext(), op.getAxis(), op.getEpsilon());
+}
+
+Attribute batchNormOptions(graph::BatchNormOp op) {
+  return kernel::BatchNormOptionsAttr::get(op.getContext(), op.getEpsilon());
+}
+
+/// reduce_sum, reduce_mean, reduce_max over leading or scattered axes.
+template <typename OpTy> Attribute reduceOptions(OpTy op) {
+  return kernel::ReduceOptionsAttr::get(op.getContext(), op.getAxes(), op.getKeepdims());
+}
+
+Attribute fp8ScaleOptions(graph::Fp8ScaleOp op) {
+  return kernel::Fp8ScaleOptionsAttr::get(op.getContext(), op.getMargin(), op.getFormat());
+}
+
+/// A matmul no GEMM step expresses (vector operands, partially broadcast
+/// batches): numpy.matmul, TF32 from the precision plan.
+Attribute matmulOptions(graph::MatmulOp op) {
+  return kernel::MatmulOptionsAttr::get(op.getContext(), computesInTf32(op));
+}
+
+} // namespace
+
+void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
+  using namespace graph;
+  addRoutine(patterns, Routine::Conv2d, conv2dOptions);
+  addRoutine(patterns, Routine::MaxPool2d, maxPool2dOptions);
+  addRoutine(patterns, Routine::AvgPool2d, avgPool2dOptions);
+  addRoutine(patterns, Routine::Transpose, transposeOptions);
+  addRoutine(patterns, Routine::Slice, sliceOptions);
+  addRoutine(patterns, Routine::Concat, axisOptions<ConcatOp>);
+  addRoutine(patterns, Routine::Gather, axisOptions<GatherOp>);
+  addRoutine(patterns, Routine::Softmax, axisOptions<SoftmaxOp>);
+  addRoutine(patterns, Routine::LogSoftmax, axisOptions<LogSoftmaxOp>);
+  addRoutine(patterns, Routine::LayerNorm, normOptions<LayerNormOp>);
+  addRoutine(patterns, Routine::RmsNorm, normOptions<RmsNormOp>);
+  addRoutine(patterns, Routine::BatchNorm, batchNormOptions);
+  addRoutine(patterns, Routine::ReduceSum, reduceOptions<ReduceSumOp>);
+  addRoutine(patterns, Routine::ReduceMean, reduceOptions<ReduceMeanOp>);
+  addRoutine(patterns, Routine::ReduceMax, reduceOptions<ReduceMaxOp>);
+  addRoutine(patterns, Routine::Fp8Scale, fp8ScaleOptions);
+  addRoutine(patterns, Routine::Matmul, matmulOptions);
+}
+
+} // namespace mixprec::passes
