@@ -6,7 +6,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cstdlib>
 
@@ -14,21 +13,19 @@ using namespace mlir;
 
 namespace mixprec::passes {
 
-llvm::StringRef precisionName(Precision precision) {
-  switch (precision) {
-  case Precision::FP32:
-    return "fp32";
-  case Precision::TF32:
-    return "tf32";
-  case Precision::BF16:
-    return "bf16";
-  case Precision::FP16:
-    return "fp16";
-  case Precision::FP8:
-    return "fp8";
-  }
-  llvm_unreachable("unknown precision");
+namespace {
+/// The parser of the declared --precision, which holds its cl::values.
+const PrecisionParser &declaredPrecisions() {
+  static PrecisionPipelineOptions declared;
+  return declared.precision.getParser();
 }
+} // namespace
+
+llvm::StringRef precisionName(Precision precision) {
+  return declaredPrecisions().nameOf(precision);
+}
+
+std::string precisionNames(llvm::StringRef last) { return declaredPrecisions().nameList(last); }
 
 //===----------------------------------------------------------------------===//
 // Option values
@@ -58,20 +55,21 @@ ScopedOptionErrorHandler::ScopedOptionErrorHandler(Handler handler)
 
 ScopedOptionErrorHandler::~ScopedOptionErrorHandler() { currentOptionErrorHandler() = previous; }
 
+PrecisionParser::PrecisionParser(llvm::cl::Option &option) : EnumParser(option) {
+  aliases = {{"f32", Precision::FP32},
+             {"f16", Precision::FP16},
+             {"e4m3", Precision::FP8},
+             {"f8E4M3FN", Precision::FP8}};
+}
+
 bool PrecisionParser::parse(llvm::cl::Option &option, llvm::StringRef argName,
                             llvm::StringRef arg, Precision &value) {
-  llvm::StringRef name = llvm::StringSwitch<llvm::StringRef>(arg)
-                             .Case("f32", "fp32")
-                             .Case("f16", "fp16")
-                             .Cases("e4m3", "f8E4M3FN", "fp8")
-                             .Default(arg);
-  for (const OptionInfo &info : Values)
-    if (info.Name == name) {
-      value = info.V.getValue();
-      return false;
-    }
+  if (std::optional<Precision> named = lookup(arg)) {
+    value = *named;
+    return false;
+  }
   return reportOptionError(option, argName,
-                           "unknown precision '" + arg + "' (use fp32, tf32, bf16, fp16 or fp8)");
+                           "unknown precision '" + arg + "' (use " + nameList() + ")");
 }
 
 std::optional<double> parseNumber(llvm::StringRef text) {

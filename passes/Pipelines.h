@@ -29,8 +29,13 @@ namespace mixprec::passes {
 /// The precisions a graph is compiled at.
 enum class Precision { FP32, TF32, BF16, FP16, FP8 };
 
-/// The name of a precision in options, policy files and reports ("bf16").
+/// The name of a precision in options, policy files and reports ("bf16"),
+/// as the cl::values of PrecisionPipelineOptions::precision give it.
 llvm::StringRef precisionName(Precision precision);
+
+/// Every precision's name, "fp32, tf32, bf16, fp16 or fp8" (`last` between
+/// the last two).
+std::string precisionNames(llvm::StringRef last = " or ");
 
 //===----------------------------------------------------------------------===//
 // Option values
@@ -54,16 +59,6 @@ public:
 private:
   Handler handler;
   Handler *previous;
-};
-
-/// A precision: fp32, tf32, bf16, fp16 or fp8 (the cl::values of the
-/// option); f32, f16, e4m3 and f8E4M3FN are accepted as other spellings.
-struct PrecisionParser : llvm::cl::parser<Precision> {
-  using parser::parser;
-  bool parse(llvm::cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
-             Precision &value);
-  /// Prints a value as a pass pipeline option ("precision=bf16").
-  static void print(llvm::raw_ostream &os, Precision value) { os << precisionName(value); }
 };
 
 /// The whole of `text` as a number (as strtod reads it), if it is one.
@@ -119,21 +114,49 @@ template <typename T> struct EnumParser : llvm::cl::parser<T> {
   using llvm::cl::parser<T>::parser;
   llvm::StringMap<T> aliases;
 
+  /// The name cl::values gives `value` ("" if none).
+  llvm::StringRef nameOf(T value) const {
+    for (const auto &info : this->Values)
+      if (info.V.getValue() == value)
+        return info.Name;
+    return "";
+  }
+
+  /// The names, "A, B or C" (`last` between the last two).
+  std::string nameList(llvm::StringRef last = " or ") const {
+    std::string names;
+    for (size_t i = 0, e = this->Values.size(); i != e; ++i)
+      names += (i == 0 ? "" : i + 1 == e ? last.str() : ", ") + this->Values[i].Name.str();
+    return names;
+  }
+
+  /// The value `arg` names, if it names one.
+  std::optional<T> lookup(llvm::StringRef arg) const {
+    if (auto it = aliases.find(arg); it != aliases.end())
+      return it->second;
+    for (const auto &info : this->Values)
+      if (info.Name == arg)
+        return info.V.getValue();
+    return std::nullopt;
+  }
+
   bool parse(llvm::cl::Option &option, llvm::StringRef argName, llvm::StringRef arg, T &value) {
-    if (auto it = aliases.find(arg); it != aliases.end()) {
-      value = it->second;
+    if (std::optional<T> named = lookup(arg)) {
+      value = *named;
       return false;
     }
-    std::string names;
-    for (size_t i = 0, e = this->Values.size(); i != e; ++i) {
-      if (this->Values[i].Name == arg) {
-        value = this->Values[i].V.getValue();
-        return false;
-      }
-      names += (i == 0 ? "" : i + 1 == e ? " or " : ", ") + this->Values[i].Name.str();
-    }
-    return reportOptionError(option, argName, "takes " + names + ", got '" + arg + "'");
+    return reportOptionError(option, argName, "takes " + nameList() + ", got '" + arg + "'");
   }
+};
+
+/// A precision: fp32, tf32, bf16, fp16 or fp8 (the cl::values of the
+/// option); f32, f16, e4m3 and f8E4M3FN are accepted as other spellings.
+struct PrecisionParser : EnumParser<Precision> {
+  PrecisionParser(llvm::cl::Option &option);
+  bool parse(llvm::cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             Precision &value);
+  /// Prints a value as a pass pipeline option ("precision=bf16").
+  static void print(llvm::raw_ostream &os, Precision value) { os << precisionName(value); }
 };
 
 //===----------------------------------------------------------------------===//

@@ -58,27 +58,30 @@ struct PolicyTarget {
 };
 
 /// Reads one key's JSON value into `target`; returns what the value must
-/// be when it is not that ("a boolean"), else null.
-using PolicyKeyReader = const char *(*)(const llvm::json::Value &, PolicyTarget &);
+/// be when it is not that ("a boolean"), else "".
+using PolicyKeyReader = std::string (*)(const llvm::json::Value &, PolicyTarget &);
 
-const char *readPrecision(const llvm::json::Value &value, PolicyTarget &target) {
+/// "precision": a dtype name.
+std::string readPrecision(const llvm::json::Value &value, PolicyTarget &target) {
   std::optional<StringRef> s = value.getAsString();
   std::optional<Type> t = s ? parseDType(target.ctx, *s) : std::nullopt;
   if (!t)
-    return "one of fp32, tf32, bf16, fp16, fp8";
+    return "one of " + precisionNames(", ");
   target.policy.target = *t;
-  return nullptr;
+  return "";
 }
 
-const char *readKeepIoTypes(const llvm::json::Value &value, PolicyTarget &target) {
+/// "keep_io_types": a boolean.
+std::string readKeepIoTypes(const llvm::json::Value &value, PolicyTarget &target) {
   std::optional<bool> b = value.getAsBoolean();
   if (!b)
     return "a boolean";
   target.policy.keepIoTypes = *b;
-  return nullptr;
+  return "";
 }
 
-const char *readKeepFp32(const llvm::json::Value &value, PolicyTarget &target) {
+/// "keep_fp32": op types or name globs.
+std::string readKeepFp32(const llvm::json::Value &value, PolicyTarget &target) {
   const llvm::json::Array *list = value.getAsArray();
   if (!list)
     return "an array of op types or name globs";
@@ -88,10 +91,11 @@ const char *readKeepFp32(const llvm::json::Value &value, PolicyTarget &target) {
       return "an array of strings";
     target.keeps.push_back(s->str());
   }
-  return nullptr;
+  return "";
 }
 
-const char *readForce(const llvm::json::Value &value, PolicyTarget &target) {
+/// "force": glob to dtype, read as GLOB:DTYPE entries.
+std::string readForce(const llvm::json::Value &value, PolicyTarget &target) {
   const llvm::json::Object *map = value.getAsObject();
   if (!map)
     return "an object mapping op types or name globs to dtypes";
@@ -101,25 +105,26 @@ const char *readForce(const llvm::json::Value &value, PolicyTarget &target) {
       return "an object of strings";
     target.forces.push_back(glob.str() + ":" + s->str());
   }
-  return nullptr;
+  return "";
 }
 
 /// A reader of a positive number into `field` of the policy.
 template <double PrecisionPolicy::*field>
-const char *readPositive(const llvm::json::Value &value, PolicyTarget &target) {
+std::string readPositive(const llvm::json::Value &value, PolicyTarget &target) {
   std::optional<double> d = value.getAsNumber();
   if (!d || *d <= 0)
     return "a positive number";
   target.policy.*field = *d;
-  return nullptr;
+  return "";
 }
 
-const char *readOverflowFallback(const llvm::json::Value &value, PolicyTarget &target) {
+/// "overflow_fallback": bf16 or fp32.
+std::string readOverflowFallback(const llvm::json::Value &value, PolicyTarget &target) {
   std::optional<StringRef> s = value.getAsString();
   if (!s || (*s != "bf16" && *s != "fp32"))
     return "\"bf16\" or \"fp32\"";
   target.policy.overflowFallback = *parseDType(target.ctx, *s);
-  return nullptr;
+  return "";
 }
 
 /// A policy file key: the name of the precision option it sets (the key is
@@ -180,7 +185,7 @@ LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
               "' (known: " + names + ")";
       return failure();
     }
-    if (const char *want = known->read(value, target)) {
+    if (std::string want = known->read(value, target); !want.empty()) {
       error = "policy file '" + name.str() + "': key '" + key.str() + "' must be " + want;
       return failure();
     }

@@ -1,7 +1,6 @@
 //===- CliCommon.cpp - pieces shared by the mixprec subcommands ------------===//
 #include "tools/mixprec/CliCommon.h"
 
-#include "compiler/Compile/Compile.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/src/support/Npy.h"
@@ -364,7 +363,7 @@ int finishStdout(int rc) {
   return rc;
 }
 
-OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const DiagnosticCapture &diagnostics) {
+OwningOpRef<ModuleOp> loadModel(CommandContext &command) {
   const std::string &path = opts::model();
   noteInput(path, "the model " + path);
   compiler::LoadOptions options;
@@ -372,9 +371,9 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, const DiagnosticCapture &d
   options.onExternalFile = [&](const std::string &file) {
     noteInput(file, "external data of the model " + path);
   };
-  OwningOpRef<ModuleOp> module = compiler::loadModel(context, path, options);
+  OwningOpRef<ModuleOp> module = compiler::loadModel(command.context, path, options);
   if (!module)
-    diagnostics.fail();
+    command.diagnostics.fail();
   return module;
 }
 
@@ -406,8 +405,9 @@ static bool calibrateModel(ModuleOp module, const DiagnosticCapture &diagnostics
   return true;
 }
 
-OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const DiagnosticCapture &diagnostics) {
-  OwningOpRef<ModuleOp> module = loadModel(context, diagnostics);
+OwningOpRef<ModuleOp> compileModel(CommandContext &command) {
+  const DiagnosticCapture &diagnostics = command.diagnostics;
+  OwningOpRef<ModuleOp> module = loadModel(command);
   if (!module)
     return nullptr;
   if (!opts::calibration().empty() && !calibrateModel(*module, diagnostics))
@@ -431,18 +431,17 @@ OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const DiagnosticCapture
   return module;
 }
 
-int loadReferenceAndPlan(MLIRContext &context, const DiagnosticCapture &diagnostics,
-                         ReferenceAndPlan &out) {
-  out.reference = loadModel(context, diagnostics);
+int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out) {
+  out.reference = loadModel(command);
   if (!out.reference)
     return 1;
-  out.referenceFunc = entryFunctionOf(*out.reference, diagnostics);
+  out.referenceFunc = entryFunctionOf(*out.reference, command.diagnostics);
   if (!out.referenceFunc)
     return 1;
-  out.plan = compileModel(context, diagnostics);
+  out.plan = compileModel(command);
   if (!out.plan)
     return 1;
-  out.planFunc = entryFunctionOf(*out.plan, diagnostics);
+  out.planFunc = entryFunctionOf(*out.plan, command.diagnostics);
   return out.planFunc ? 0 : 1;
 }
 

@@ -2,6 +2,7 @@
 #ifndef MIXPREC_TOOLS_MIXPREC_CLICOMMON_H
 #define MIXPREC_TOOLS_MIXPREC_CLICOMMON_H
 
+#include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "runtime/src/support/Npy.h"
 #include "tools/mixprec/Options.h"
@@ -46,6 +47,14 @@ private:
   std::string error;
   std::vector<std::string> notes;
   mlir::ScopedDiagnosticHandler handler;
+};
+
+/// What one command compiles in: a context prepared for mixprec models
+/// (compiler::prepareContext), and the first error emitted on it.
+struct CommandContext {
+  CommandContext() : diagnostics(context) { compiler::prepareContext(context); }
+  mlir::MLIRContext context;
+  DiagnosticCapture diagnostics;
 };
 
 double millisecondsSince(std::chrono::steady_clock::time_point start);
@@ -116,14 +125,12 @@ bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::st
 
 /// Loads the model (the files it reads become this command's inputs), or
 /// prints the error and returns null.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
-                                            const DiagnosticCapture &diagnostics);
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command);
 
 /// Loads the model, calibrates it if asked (--calibrate), and runs the
 /// precision pipeline with the command line's precision options. Returns
 /// the annotated module, or null after printing the error.
-mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
-                                               const DiagnosticCapture &diagnostics);
+mlir::OwningOpRef<mlir::ModuleOp> compileModel(CommandContext &command);
 
 /// The graph of `module`, or null after printing the error (naming the model).
 mlir::func::FuncOp entryFunctionOf(mlir::ModuleOp module, const DiagnosticCapture &diagnostics);
@@ -137,8 +144,7 @@ struct ReferenceAndPlan {
 
 /// Loads the reference and compiles the plan; returns 0, or the exit code
 /// after printing the error.
-int loadReferenceAndPlan(mlir::MLIRContext &context, const DiagnosticCapture &diagnostics,
-                         ReferenceAndPlan &out);
+int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out);
 
 /// The header line of report and validate: "MODEL --precision P [--policy F]".
 std::string planDescription();

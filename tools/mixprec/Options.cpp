@@ -504,20 +504,7 @@ int repeat() { return repeatOpt; }
 bool time() { return timeOpt; }
 Backend backend() { return backendOpt; }
 
-llvm::StringRef backendName(Backend backend) {
-  switch (backend) {
-  case Backend::Interpreter:
-    return "interpreter";
-  case Backend::Cpu:
-    return "cpu";
-  case Backend::Cuda:
-    return "cuda";
-  case Backend::Auto:
-  case Backend::Default:
-    return "auto";
-  }
-  llvm_unreachable("unknown backend");
-}
+llvm::StringRef backendName(Backend backend) { return backendOpt.getParser().nameOf(backend); }
 
 } // namespace opts
 } // namespace mixprec::tools

@@ -77,7 +77,7 @@ const std::string &outputDir();
 int repeat();
 bool time();
 Backend backend();
-/// The name of a backend, as --backend takes it.
+/// The name of a backend, as --backend takes it ("" for Default).
 llvm::StringRef backendName(Backend backend);
 } // namespace opts
 

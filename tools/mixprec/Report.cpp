@@ -12,7 +12,6 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
-#include "compiler/Compile/Compile.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -91,8 +90,10 @@ namespace {
 // Counting
 //===----------------------------------------------------------------------===//
 
+/// The ranked tensor type of a value (every mp value has one).
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// The bytes a tensor value takes at its element type.
 int64_t bytesOf(Value v) {
   RankedTensorType t = tensorType(v);
   return t.getNumElements() * passes::dtypeBytes(t.getElementType());
@@ -167,6 +168,7 @@ bool constantDerived(Value v, llvm::DenseMap<Value, bool> &memo) {
   return result;
 }
 
+/// The byte totals of one graph (each GEMM weight counted once).
 ByteTotals countBytes(func::FuncOp func) {
   ByteTotals totals;
   llvm::DenseMap<Value, bool> memo;
@@ -192,6 +194,7 @@ ByteTotals countBytes(func::FuncOp func) {
 // Rows
 //===----------------------------------------------------------------------===//
 
+/// One op as the report shows it.
 struct Row {
   std::string node, type, opClass, precision, inputs, output, acc, reason;
   std::vector<std::string> inputList, outputList;
@@ -208,6 +211,7 @@ std::string dtypeList(TypeRange types, std::vector<std::string> &list) {
   return s.empty() ? "-" : s;
 }
 
+/// The row of one op (`index`: its place among the rows, for unlabelled ops).
 Row makeRow(Operation *op, unsigned index) {
   Row row;
   row.node = nodeLabel(op);
@@ -250,6 +254,7 @@ std::string shares(const std::map<std::string, int64_t> &byDType, int64_t total)
   return s.empty() ? "-" : s;
 }
 
+/// "P%" of `n` against `of`, or "-" when `of` is 0.
 std::string ratio(int64_t n, int64_t of) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -260,6 +265,7 @@ std::string ratio(int64_t n, int64_t of) {
   return s;
 }
 
+/// A tally as a JSON object.
 llvm::json::Object dtypeObject(const std::map<std::string, int64_t> &byDType) {
   llvm::json::Object o;
   for (const auto &[dtype, n] : byDType)
@@ -439,11 +445,9 @@ llvm::json::Value reportJson(const PlanSummary &summary) {
 } // namespace
 
 int runReport() {
-  MLIRContext context;
-  compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
+  CommandContext command;
   ReferenceAndPlan loaded;
-  if (int rc = loadReferenceAndPlan(context, diagnostics, loaded))
+  if (int rc = loadReferenceAndPlan(command, loaded))
     return rc;
   PlanSummary summary = summarize(loaded.planFunc, loaded.referenceFunc);
   const std::string &json = opts::json();

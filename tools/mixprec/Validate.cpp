@@ -14,7 +14,6 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
-#include "compiler/Compile/Compile.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -103,6 +102,7 @@ std::vector<float> floatsOf(const HostTensor &t) {
   return {};
 }
 
+/// The number of inf and NaN values in a tensor (none in integer tensors).
 int64_t countNonFinite(const HostTensor &t) {
   if (t.kind != HostTensor::Kind::Float)
     return 0;
@@ -112,6 +112,7 @@ int64_t countNonFinite(const HostTensor &t) {
   return n;
 }
 
+/// A number printed with a printf format.
 std::string number(double v, const char *fmt) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -132,6 +133,7 @@ struct Comparison {
   Metrics metrics;
 };
 
+/// A compared output (or op, `isOp`) as JSON.
 llvm::json::Object toJson(const Comparison &c, bool isOp) {
   llvm::json::Object o{
       {isOp ? "node" : "name", c.name},           {"dtype", c.dtype},
@@ -143,6 +145,7 @@ llvm::json::Object toJson(const Comparison &c, bool isOp) {
   return o;
 }
 
+/// A compared output (or op, `isOp`) as a table row.
 std::vector<std::string> tableRow(const Comparison &c, bool isOp) {
   std::vector<std::string> row{c.name};
   if (isOp)
@@ -155,6 +158,7 @@ std::vector<std::string> tableRow(const Comparison &c, bool isOp) {
   return row;
 }
 
+/// The dtype an op computes in: its assigned precision, else its result type.
 std::string dtypeOf(Operation *op) {
   if (auto p = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr))
     return passes::dtypeName(p.getValue());
@@ -460,11 +464,9 @@ bool compareRuns(func::FuncOp refFunc, func::FuncOp func, Validation &v) {
 } // namespace
 
 int runValidate() {
-  MLIRContext context;
-  compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
+  CommandContext command;
   ReferenceAndPlan loaded;
-  if (int rc = loadReferenceAndPlan(context, diagnostics, loaded))
+  if (int rc = loadReferenceAndPlan(command, loaded))
     return rc;
   Validation v;
   if (!compareRuns(loaded.referenceFunc, loaded.planFunc, v))

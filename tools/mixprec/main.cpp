@@ -19,7 +19,6 @@
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/Options.h"
 
-#include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -43,10 +42,8 @@ void printVersion(llvm::raw_ostream &os) {
 
 /// `mixprec import MODEL [-o OUT.mlir]`: the model's mp IR.
 int runImport() {
-  MLIRContext context;
-  mixprec::compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
-  OwningOpRef<ModuleOp> module = loadModel(context, diagnostics);
+  CommandContext command;
+  OwningOpRef<ModuleOp> module = loadModel(command);
   if (!module)
     return 1;
   return emitModule(*module, opts::output());
@@ -79,10 +76,8 @@ int writeCompiledModule(ModuleOp module, const std::string &path,
 /// Compiles the model just in time into a module in a temporary folder and
 /// runs it on the runtime's `backend`, as an application would.
 int runJustInTime(Backend backend) {
-  MLIRContext context;
-  mixprec::compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
-  OwningOpRef<ModuleOp> compiled = compileModel(context, diagnostics);
+  CommandContext command;
+  OwningOpRef<ModuleOp> compiled = compileModel(command);
   if (!compiled)
     return 1;
   llvm::SmallString<256> jitDir;
@@ -91,7 +86,7 @@ int runJustInTime(Backend backend) {
   llvm::SmallString<256> modulePath(jitDir);
   llvm::sys::path::append(modulePath, "jit.mpk");
   mixprec::codegen::ModuleStats stats;
-  int rc = writeCompiledModule(*compiled, modulePath.str().str(), diagnostics, stats);
+  int rc = writeCompiledModule(*compiled, modulePath.str().str(), command.diagnostics, stats);
   if (rc == 0)
     rc = runCompiledModule(modulePath.str().str(), opts::model(), opts::inputs(), opts::seed(),
                            opts::backendName(backend).str(), opts::outputDir(), opts::repeat(),
@@ -103,11 +98,10 @@ int runJustInTime(Backend backend) {
 /// The graph the interpreter runs: as imported, or with --precision its
 /// mixed plan (the interpreter rounds where the IR says). Null after
 /// printing the error.
-OwningOpRef<ModuleOp> loadForInterpreter(MLIRContext &context,
-                                         const DiagnosticCapture &diagnostics) {
+OwningOpRef<ModuleOp> loadForInterpreter(CommandContext &command) {
   if (opts::precisionGiven())
-    return compileModel(context, diagnostics);
-  return loadModel(context, diagnostics);
+    return compileModel(command);
+  return loadModel(command);
 }
 
 /// Fails when two different values share an output name: one name, one
@@ -154,13 +148,11 @@ void printTimes(double importMs, double prepareMs, std::vector<double> runMs) {
 /// Runs the model --repeat times on the CPU reference interpreter.
 int runOnInterpreter() {
   auto importStart = std::chrono::steady_clock::now();
-  MLIRContext context;
-  mixprec::compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
-  OwningOpRef<ModuleOp> module = loadForInterpreter(context, diagnostics);
+  CommandContext command;
+  OwningOpRef<ModuleOp> module = loadForInterpreter(command);
   if (!module)
     return 1;
-  func::FuncOp func = entryFunctionOf(*module, diagnostics);
+  func::FuncOp func = entryFunctionOf(*module, command.diagnostics);
   if (!func)
     return 1;
   double importMs = millisecondsSince(importStart);
@@ -240,21 +232,19 @@ int runCompile() {
   if (emit == Emit::Mpk && output.empty())
     return usageError("compile: --emit mpk needs -o FILE.mpk");
   auto start = std::chrono::steady_clock::now();
-  MLIRContext context;
-  mixprec::compiler::prepareContext(context);
-  DiagnosticCapture diagnostics(context);
-  OwningOpRef<ModuleOp> module = compileModel(context, diagnostics);
+  CommandContext command;
+  OwningOpRef<ModuleOp> module = compileModel(command);
   if (!module)
     return 1;
   if (emit == Emit::MpMlir)
     return emitModule(*module, output);
   if (emit == Emit::MpkMlir) {
     if (failed(mixprec::compiler::compileKernels(*module)))
-      return diagnostics.fail(opts::model());
+      return command.diagnostics.fail(opts::model());
     return emitModule(*module, output);
   }
   mixprec::codegen::ModuleStats stats;
-  if (int rc = writeCompiledModule(*module, output, diagnostics, stats))
+  if (int rc = writeCompiledModule(*module, output, command.diagnostics, stats))
     return rc;
   printModuleStats(stats, millisecondsSince(start));
   return 0;
