@@ -327,13 +327,29 @@ std::string unknownOptionError(Command command, llvm::StringRef arg) {
          arg.str() + "'";
 }
 
+/// The arguments after the command that are options (not models, not
+/// option values), walked as llvm::cl walks them: an option that takes a
+/// value and carries none ("--seed 3") takes the next argument.
+std::vector<llvm::StringRef> optionArguments(Command command, int argc, char **argv) {
+  cl::SubCommand &sub = subCommandOf(command);
+  std::vector<llvm::StringRef> options;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (!arg.starts_with("-") || arg == "-")
+      continue; // a model, or a file named "-" (modelArgumentError)
+    options.push_back(arg);
+    cl::Option *option = sub.OptionsMap.lookup(arg.ltrim('-'));
+    if (option && option->getValueExpectedFlag() == cl::ValueRequired)
+      ++i; // its value, whatever it looks like
+  }
+  return options;
+}
+
 /// Why the arguments cannot be given to llvm::cl as they are, or "". An
 /// existing @FILE would be read as a response file. llvm::cl would accept
 /// LLVM's own options (--stats) in any subcommand and take "--" as the end
 /// of options; it would print its own error for a switch with a value
-/// ("--time=1") or an option missing its value. The arguments are walked
-/// as llvm::cl walks them: an option that takes a value and carries none
-/// takes the next argument.
+/// ("--time=1") or an option missing its value.
 std::string refusedArguments(Command command, int argc, char **argv) {
   for (int i = 2; i < argc; ++i)
     if (llvm::StringRef arg = argv[i];
@@ -342,18 +358,14 @@ std::string refusedArguments(Command command, int argc, char **argv) {
              "' would be read as a response file, which mixprec does not take (write ./" +
              arg.str() + " for a file of that name)";
   cl::SubCommand &sub = subCommandOf(command);
-  for (int i = 2; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    if (!arg.starts_with("-") || arg == "-")
-      continue; // a model, or a file named "-" (modelArgumentError)
+  for (llvm::StringRef arg : optionArguments(command, argc, argv)) {
     auto [name, value] = arg.ltrim('-').split('=');
     cl::Option *option = arg == "--" ? nullptr : sub.OptionsMap.lookup(name);
     bool hasValue = arg.contains('=');
-    if (!option || (hasValue && option->getValueExpectedFlag() == cl::ValueDisallowed) ||
-        (!hasValue && option->getValueExpectedFlag() == cl::ValueRequired && i + 1 == argc))
+    cl::ValueExpected expected = option ? option->getValueExpectedFlag() : cl::ValueOptional;
+    if (!option || (hasValue && expected == cl::ValueDisallowed) ||
+        (!hasValue && expected == cl::ValueRequired && arg.data() == argv[argc - 1]))
       return unknownOptionError(command, arg);
-    if (!hasValue && option->getValueExpectedFlag() == cl::ValueRequired)
-      ++i; // its value, whatever it looks like
   }
   return "";
 }
@@ -399,7 +411,29 @@ std::vector<ArgError> collectArgErrors(int argc, char **argv) {
   return errors;
 }
 
+/// Registers the precision options in their subcommands and gives --emit
+/// its other spelling, before the command line is read.
+void completeOptions() {
+  (void)opts::precision();
+  emitOpt.getParser().aliases["mlir"] = Emit::MpMlir; // the name before mpk-mlir existed
+}
+
 } // namespace
+
+bool printHelpIfAsked(Command command, int argc, char **argv) {
+  completeOptions();
+  std::vector<llvm::StringRef> options = optionArguments(command, argc, argv);
+  bool hidden = llvm::is_contained(options, "--help-hidden") ||
+                llvm::is_contained(options, "-help-hidden");
+  if (!hidden && !llvm::is_contained(options, "--help") && !llvm::is_contained(options, "-help"))
+    return false;
+  // llvm::cl would print the help and exit, past the check of stdout
+  // (finishStdout); its printer prints the subcommand the command line
+  // names, so that is all it is given.
+  cl::ParseCommandLineOptions(2, argv, kOverview);
+  cl::PrintHelpMessage(hidden, /*Categorized=*/true);
+  return true;
+}
 
 std::optional<Command> findCommand(llvm::StringRef name) {
   for (const CommandInfo &info : kCommands)
@@ -430,8 +464,7 @@ std::string usageText() {
 }
 
 int parseCommandLine(Command command, int argc, char **argv) {
-  (void)opts::precision(); // registers the precision options before parsing
-  emitOpt.getParser().aliases["mlir"] = Emit::MpMlir; // the name before mpk-mlir existed
+  completeOptions();
   if (std::string why = refusedArguments(command, argc, argv); !why.empty())
     return usageError(why);
   for (const ArgError &error : collectArgErrors(argc, argv)) {

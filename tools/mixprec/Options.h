@@ -38,6 +38,10 @@ std::optional<Command> findCommand(llvm::StringRef name);
 /// for files.
 std::string usageText();
 
+/// Prints the options of `command` (argv[1]) if its arguments ask for them
+/// (--help, --help-hidden); returns whether they did.
+bool printHelpIfAsked(Command command, int argc, char **argv);
+
 /// Parses the command line of `command` (argv[1]). Returns 0, or the exit
 /// status after printing the error (2: a usage error, with the usage text).
 int parseCommandLine(Command command, int argc, char **argv);

@@ -283,6 +283,8 @@ int runMixprec(int argc, char **argv) {
   std::optional<Command> command = findCommand(first);
   if (!command)
     return usageError("unknown command '" + first.str() + "'");
+  if (printHelpIfAsked(*command, argc, argv))
+    return 0;
   if (int rc = parseCommandLine(*command, argc, argv))
     return rc;
   return runCommand(*command);
