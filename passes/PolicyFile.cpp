@@ -176,7 +176,8 @@ LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
   static const std::vector<PolicyKey> keys = policyKeys();
   PolicyTarget target{ctx, policy, forces, keeps};
   for (const auto &[key, value] : *root) {
-    auto known = llvm::find_if(keys, [&](const PolicyKey &k) { return k.key == key; });
+    StringRef keyName = key; // a structured binding cannot be captured in C++17
+    auto known = llvm::find_if(keys, [&](const PolicyKey &k) { return k.key == keyName; });
     if (known == keys.end()) {
       std::string names;
       for (const PolicyKey &k : keys)
