@@ -1,5 +1,6 @@
 //===- PolicyFile.cpp - JSON policy files of --mp-assign-precision ---------===//
 #include "passes/PolicyFile.h"
+#include "passes/Pipelines.h"
 #include "passes/PrecisionUtils.h"
 
 #include "common/FileIO.h"
@@ -7,6 +8,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -47,6 +50,108 @@ std::string printableKey(StringRef key) {
   return out;
 }
 
+/// What a policy file sets, as its keys are read.
+struct PolicyTarget {
+  MLIRContext *ctx;
+  PrecisionPolicy &policy;
+  std::vector<std::string> &forces, &keeps;
+};
+
+/// Reads one key's JSON value into `target`; returns what the value must
+/// be when it is not that ("a boolean"), else "".
+using PolicyKeyReader = std::string (*)(const llvm::json::Value &, PolicyTarget &);
+
+/// "precision": a dtype name.
+std::string readPrecision(const llvm::json::Value &value, PolicyTarget &target) {
+  std::optional<StringRef> s = value.getAsString();
+  std::optional<Type> t = s ? parseDType(target.ctx, *s) : std::nullopt;
+  if (!t)
+    return "one of " + precisionNames(", ");
+  target.policy.target = *t;
+  return "";
+}
+
+/// "keep_io_types": a boolean.
+std::string readKeepIoTypes(const llvm::json::Value &value, PolicyTarget &target) {
+  std::optional<bool> b = value.getAsBoolean();
+  if (!b)
+    return "a boolean";
+  target.policy.keepIoTypes = *b;
+  return "";
+}
+
+/// "keep_fp32": op types or name globs.
+std::string readKeepFp32(const llvm::json::Value &value, PolicyTarget &target) {
+  const llvm::json::Array *list = value.getAsArray();
+  if (!list)
+    return "an array of op types or name globs";
+  for (const llvm::json::Value &v : *list) {
+    std::optional<StringRef> s = v.getAsString();
+    if (!s)
+      return "an array of strings";
+    target.keeps.push_back(s->str());
+  }
+  return "";
+}
+
+/// "force": glob to dtype, read as GLOB:DTYPE entries.
+std::string readForce(const llvm::json::Value &value, PolicyTarget &target) {
+  const llvm::json::Object *map = value.getAsObject();
+  if (!map)
+    return "an object mapping op types or name globs to dtypes";
+  for (const auto &[glob, dtype] : *map) {
+    std::optional<StringRef> s = dtype.getAsString();
+    if (!s)
+      return "an object of strings";
+    target.forces.push_back(glob.str() + ":" + s->str());
+  }
+  return "";
+}
+
+/// A reader of a positive number into `field` of the policy.
+template <double PrecisionPolicy::*field>
+std::string readPositive(const llvm::json::Value &value, PolicyTarget &target) {
+  std::optional<double> d = value.getAsNumber();
+  if (!d || *d <= 0)
+    return "a positive number";
+  target.policy.*field = *d;
+  return "";
+}
+
+/// "overflow_fallback": bf16 or fp32.
+std::string readOverflowFallback(const llvm::json::Value &value, PolicyTarget &target) {
+  std::optional<StringRef> s = value.getAsString();
+  if (!s || (*s != "bf16" && *s != "fp32"))
+    return "\"bf16\" or \"fp32\"";
+  target.policy.overflowFallback = *parseDType(target.ctx, *s);
+  return "";
+}
+
+/// A policy file key: the name of the precision option it sets (the key is
+/// that name with '_' for '-') and how its value is read.
+struct PolicyKey {
+  std::string key;
+  PolicyKeyReader read;
+};
+
+/// The keys a policy file may hold: the options of --mp-assign-precision
+/// (PrecisionPipelineOptions declares them), --policy itself excepted.
+std::vector<PolicyKey> policyKeys() {
+  PrecisionPipelineOptions declared;
+  auto key = [](const llvm::cl::Option &option) {
+    std::string name = option.ArgStr.str();
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+  };
+  return {{key(declared.precision), readPrecision},
+          {key(declared.keepIoTypes), readKeepIoTypes},
+          {key(declared.keepFp32), readKeepFp32},
+          {key(declared.force), readForce},
+          {key(declared.fp16Margin), readPositive<&PrecisionPolicy::fp16Margin>},
+          {key(declared.underflowThreshold), readPositive<&PrecisionPolicy::underflowThreshold>},
+          {key(declared.overflowFallback), readOverflowFallback}};
+}
+
 } // namespace
 
 LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
@@ -68,56 +173,21 @@ LogicalResult parsePolicyJson(MLIRContext *ctx, StringRef name, StringRef text,
     error = "policy file '" + name.str() + "' must hold a JSON object";
     return failure();
   }
-  auto bad = [&](StringRef key, StringRef want) {
-    error = "policy file '" + name.str() + "': key '" + key.str() + "' must be " + want.str();
-    return failure();
-  };
+  static const std::vector<PolicyKey> keys = policyKeys();
+  PolicyTarget target{ctx, policy, forces, keeps};
   for (const auto &[key, value] : *root) {
-    if (key == "precision") {
-      std::optional<StringRef> s = value.getAsString();
-      std::optional<Type> t = s ? parseDType(ctx, *s) : std::nullopt;
-      if (!t)
-        return bad(key, "one of fp32, tf32, bf16, fp16, fp8");
-      policy.target = *t;
-    } else if (key == "keep_io_types") {
-      std::optional<bool> b = value.getAsBoolean();
-      if (!b)
-        return bad(key, "a boolean");
-      policy.keepIoTypes = *b;
-    } else if (key == "keep_fp32") {
-      const llvm::json::Array *list = value.getAsArray();
-      if (!list)
-        return bad(key, "an array of op types or name globs");
-      for (const llvm::json::Value &v : *list) {
-        std::optional<StringRef> s = v.getAsString();
-        if (!s)
-          return bad(key, "an array of strings");
-        keeps.push_back(s->str());
-      }
-    } else if (key == "force") {
-      const llvm::json::Object *map = value.getAsObject();
-      if (!map)
-        return bad(key, "an object mapping op types or name globs to dtypes");
-      for (const auto &[glob, dtype] : *map) {
-        std::optional<StringRef> s = dtype.getAsString();
-        if (!s)
-          return bad(key, "an object of strings");
-        forces.push_back(glob.str() + ":" + s->str());
-      }
-    } else if (key == "fp16_margin" || key == "underflow_threshold") {
-      std::optional<double> d = value.getAsNumber();
-      if (!d || *d <= 0)
-        return bad(key, "a positive number");
-      (key == "fp16_margin" ? policy.fp16Margin : policy.underflowThreshold) = *d;
-    } else if (key == "overflow_fallback") {
-      std::optional<StringRef> s = value.getAsString();
-      if (!s || (*s != "bf16" && *s != "fp32"))
-        return bad(key, "\"bf16\" or \"fp32\"");
-      policy.overflowFallback = *parseDType(ctx, *s);
-    } else {
+    StringRef keyName = key; // a structured binding cannot be captured in C++17
+    auto known = llvm::find_if(keys, [&](const PolicyKey &k) { return k.key == keyName; });
+    if (known == keys.end()) {
+      std::string names;
+      for (const PolicyKey &k : keys)
+        names += (names.empty() ? "" : ", ") + k.key;
       error = "policy file '" + name.str() + "': unknown key '" + printableKey(key) +
-              "' (known: precision, keep_io_types, keep_fp32, force, fp16_margin, "
-              "underflow_threshold, overflow_fallback)";
+              "' (known: " + names + ")";
+      return failure();
+    }
+    if (std::string want = known->read(value, target); !want.empty()) {
+      error = "policy file '" + name.str() + "': key '" + key.str() + "' must be " + want;
       return failure();
     }
   }

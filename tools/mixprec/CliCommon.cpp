@@ -4,7 +4,7 @@
 #include "common/Npy.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "tools/mixprec/ModelLoader.h"
+#include "common/Npy.h"
 
 #include "common/FileIO.h"
 #include "common/Escape.h"
@@ -79,8 +79,26 @@ int fail(const std::string &message) {
 }
 
 int usageError(const std::string &message) {
-  llvm::errs() << "mixprec: error: " << common::escapeControls(message) << "\n" << kUsage;
+  llvm::errs() << "mixprec: error: " << common::escapeControls(message) << "\n" << usageText();
   return 2;
+}
+
+DiagnosticCapture::DiagnosticCapture(MLIRContext &context)
+    : handler(&context, [this](Diagnostic &diag) {
+        if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty()) {
+          error = compiler::formatDiagnostic(diag);
+          for (Diagnostic &note : diag.getNotes())
+            notes.push_back(compiler::formatDiagnostic(note));
+        }
+        return success();
+      }) {}
+
+int DiagnosticCapture::fail(llvm::StringRef subject) const {
+  std::string line = error.empty() ? "failed without a diagnostic" : error;
+  int rc = tools::fail(subject.empty() ? line : subject.str() + ": " + line);
+  for (const std::string &note : notes)
+    llvm::errs() << "mixprec: note: " << common::escapeControls(note) << "\n";
+  return rc;
 }
 
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
@@ -285,15 +303,6 @@ bool writeOutput(const HostTensor &t, const std::string &path, std::string &erro
 }
 
 
-/// Splits "NAME=FILE" for --input/--calibrate; false if malformed.
-bool parseNamedFile(const std::string &spec, NamedFiles &out) {
-  size_t eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-    return false;
-  out.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
-  return true;
-}
-
 int emitModule(ModuleOp module, const std::string &output) {
   if (output.empty() || output == "-") {
     printModule(module, llvm::outs());
@@ -355,127 +364,94 @@ int finishStdout(int rc) {
   return rc;
 }
 
-/// Parses the precision options; returns an exit code > 0 on a usage error.
-int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
-                     CompileArgs &out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    bool hasValue = i + 1 < args.size();
-    auto value = [&]() -> const std::string & { return args[++i]; };
-    if (a == "--precision" && hasValue) {
-      out.precision.precision = value();
-      out.precisionGiven = true;
-    } else if (a == "--policy" && hasValue) {
-      out.precision.policyFile = value();
-      noteInput(out.precision.policyFile, "--policy " + out.precision.policyFile);
-    } else if (a == "--keep-fp32" && hasValue) {
-      llvm::SmallVector<llvm::StringRef> parts;
-      llvm::StringRef(value()).split(parts, ',', -1, false);
-      for (llvm::StringRef p : parts)
-        out.precision.keepFp32.push_back(p.str());
-    } else if (a == "--force" && hasValue) {
-      out.precision.force.push_back(value());
-    } else if (a == "--no-keep-io-types") {
-      out.precision.keepIoTypes = false;
-    } else if ((a == "--fp16-margin" || a == "--underflow-threshold") && hasValue) {
-      const std::string &v = value();
-      char *end = nullptr;
-      double d = strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(d > 0))
-        return usageError(command.str() + ": " + a + " takes a positive number, got '" + v + "'");
-      (a == "--fp16-margin" ? out.precision.fp16Margin : out.precision.underflowThreshold) = d;
-    } else if (a == "--fp8-scaling" && hasValue) {
-      out.precision.fp8Scaling = value();
-    } else if (a == "--fp8-margin" && hasValue) {
-      const std::string &v = value();
-      char *end = nullptr;
-      long long m = strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || m < 0 || m > 64)
-        return usageError(command.str() + ": --fp8-margin takes an integer in [0, 64], got '" + v + "'");
-      out.precision.fp8Margin = m;
-    } else if (a == "--overflow-fallback" && hasValue) {
-      out.precision.overflowFallback = value();
-    } else if (a == "--calibrate" && hasValue) {
-      if (!parseNamedFile(value(), out.calibration))
-        return usageError(command.str() + ": --calibrate takes NAME=FILE.npy, got '" + args[i] + "'");
-    } else if (a == "--input" && hasValue) {
-      if (!parseNamedFile(value(), out.inputs))
-        return usageError(command.str() + ": --input takes NAME=FILE.npy, got '" + args[i] + "'");
-    } else if (a == "--seed" && hasValue) {
-      const std::string &v = value();
-      if (!parseUnsigned(v, out.seed))
-        return usageError(command.str() + ": --seed takes an integer in [0, 2^64-1], got '" + v +
-                          "'");
-    } else if (a == "--emit" && hasValue) {
-      out.emit = value();
-    } else if (a == "-o" && hasValue) {
-      out.output = value();
-    } else if (!a.empty() && a[0] == '-') {
-      return usageError(command.str() + ": unknown or incomplete option '" + a + "'");
-    } else if (out.model.empty()) {
-      out.model = a;
-    } else {
-      return usageError(command.str() + ": more than one model given");
-    }
-  }
-  if (out.model.empty())
-    return usageError(command.str() + ": no model given");
-  return 0;
+OwningOpRef<ModuleOp> loadModel(CommandContext &command) {
+  const std::string &path = opts::model();
+  noteInput(path, "the model " + path);
+  compiler::LoadOptions options;
+  // External data files are inputs too: no output may replace them.
+  options.onExternalFile = [&](const std::string &file) {
+    noteInput(file, "external data of the model " + path);
+  };
+  OwningOpRef<ModuleOp> module = compiler::loadModel(command.context, path, options);
+  if (!module)
+    command.diagnostics.fail();
+  return module;
 }
 
-/// Loads the model, calibrates it if asked, and runs the precision passes.
-/// Returns the annotated module, or null after printing the error.
-OwningOpRef<ModuleOp> compileModel(MLIRContext &context, const CompileArgs &args) {
+func::FuncOp entryFunctionOf(ModuleOp module, const DiagnosticCapture &diagnostics) {
+  FailureOr<func::FuncOp> func = compiler::entryFunction(module);
+  if (failed(func)) {
+    diagnostics.fail(opts::model());
+    return nullptr;
+  }
+  return *func;
+}
+
+/// Runs the FP32 graph on the --calibrate inputs; false after printing the error.
+static bool calibrateModel(ModuleOp module, const DiagnosticCapture &diagnostics) {
+  func::FuncOp func = entryFunctionOf(module, diagnostics);
+  if (!func)
+    return false;
+  std::vector<HostTensor> inputs;
   std::string error;
-  OwningOpRef<ModuleOp> module = mixprec::tools::loadModel(context, args.model, error);
-  if (!module) {
-    fail(error);
-    return nullptr;
+  if (!loadInputs(func, compiler::getSignature(func), opts::calibration(), 0, inputs, error,
+                  "--calibrate")) {
+    fail(opts::model() + ": " + error);
+    return false;
   }
-  if (!args.calibration.empty()) {
-    func::FuncOp func = mixprec::compiler::findEntryFunction(*module, error);
-    std::vector<HostTensor> inputs;
-    if (!func ||
-        !loadInputs(func, mixprec::compiler::getSignature(func), args.calibration, 0, inputs,
-                    error, "--calibrate") ||
-        !mixprec::compiler::calibrate(func, {inputs}, error)) {
-      fail(args.model + ": " + error);
-      return nullptr;
+  if (failed(compiler::calibrate(func, {inputs}))) {
+    diagnostics.fail(opts::model());
+    return false;
+  }
+  return true;
+}
+
+OwningOpRef<ModuleOp> compileModel(CommandContext &command) {
+  const DiagnosticCapture &diagnostics = command.diagnostics;
+  OwningOpRef<ModuleOp> module = loadModel(command);
+  if (!module)
+    return nullptr;
+  if (!opts::calibration().empty() && !calibrateModel(*module, diagnostics))
+    return nullptr;
+  // An annotated graph (compile --emit mp-mlir) keeps its plan, unless a
+  // precision was asked for.
+  compiler::ExistingPlan existing =
+      opts::precisionGiven() ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
+  if (!opts::unknownPrecision().empty() && !compiler::hasPrecisionPlan(*module)) {
+    // Where the precision pipeline reported it: at the graph.
+    if (func::FuncOp func = entryFunctionOf(*module, diagnostics)) {
+      emitError(func.getLoc()) << opts::unknownPrecision();
+      diagnostics.fail(opts::model());
     }
-  }
-  // An annotated graph (compile --emit mp-mlir) keeps its plan.
-  bool annotated = false;
-  module->walk([&](Operation *op) {
-    annotated |= op->hasAttr(graph::GraphDialect::kPrecisionAttr);
-  });
-  if (annotated && args.precisionGiven) {
-    fail(args.model + ": --precision: the model already carries a precision plan "
-                      "(mp.precision annotations); give it without --precision");
     return nullptr;
   }
-  if (!annotated && !mixprec::compiler::runPrecisionPipeline(*module, args.precision, error)) {
-    fail(args.model + ": " + error);
+  if (failed(compiler::compilePrecision(*module, opts::precision(), existing))) {
+    diagnostics.fail(opts::model());
     return nullptr;
   }
   return module;
 }
 
-int loadReferenceAndPlan(MLIRContext &context, const CompileArgs &args, ReferenceAndPlan &out) {
-  loadDialects(context);
-  std::string error;
-  out.reference = loadModel(context, args.model, error);
+int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out) {
+  out.reference = loadModel(command);
   if (!out.reference)
-    return fail(error);
-  out.referenceFunc = compiler::findEntryFunction(*out.reference, error);
+    return 1;
+  out.referenceFunc = entryFunctionOf(*out.reference, command.diagnostics);
   if (!out.referenceFunc)
-    return fail(args.model + ": " + error);
-  out.plan = compileModel(context, args);
+    return 1;
+  out.plan = compileModel(command);
   if (!out.plan)
     return 1;
-  out.planFunc = compiler::findEntryFunction(*out.plan, error);
-  if (!out.planFunc)
-    return fail(args.model + ": " + error);
-  return 0;
+  out.planFunc = entryFunctionOf(*out.plan, command.diagnostics);
+  return out.planFunc ? 0 : 1;
+}
+
+std::string planDescription() {
+  std::string text = opts::model() + " --precision " +
+                     passes::precisionName(opts::precision().precision).str();
+  if (!opts::precision().policyFile.empty())
+    text += " --policy " + opts::precision().policyFile;
+  return text;
 }
 
 } // namespace mixprec::tools

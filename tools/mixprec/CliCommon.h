@@ -3,10 +3,12 @@
 #define MIXPREC_TOOLS_MIXPREC_CLICOMMON_H
 
 #include "common/Npy.h"
+#include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
-#include "compiler/Pipeline/Pipeline.h"
+#include "tools/mixprec/Options.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -21,9 +23,6 @@
 
 namespace mixprec::tools {
 
-/// The usage text, printed after usage errors.
-extern const char *const kUsage;
-
 /// Prints "mixprec: error: MESSAGE" and returns 1. Control characters in
 /// MESSAGE (a newline in an op type or file name) are escaped
 /// (common::escapeControls), so an error is always one line.
@@ -31,6 +30,32 @@ int fail(const std::string &message);
 
 /// Prints the error and the usage text and returns 2.
 int usageError(const std::string &message);
+
+/// Keeps the first error the compile API emits on a context, with its
+/// notes, from when it is made until it is destroyed; other diagnostics
+/// (warnings, later errors) are dropped.
+class DiagnosticCapture {
+public:
+  explicit DiagnosticCapture(mlir::MLIRContext &context);
+
+  /// Prints the error as "mixprec: error: SUBJECT: ERROR" (without
+  /// "SUBJECT: " when empty), then "mixprec: note: NOTE" per note, each
+  /// one line; returns 1.
+  int fail(llvm::StringRef subject = "") const;
+
+private:
+  std::string error;
+  std::vector<std::string> notes;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+/// What one command compiles in: a context prepared for mixprec models
+/// (compiler::prepareContext), and the first error emitted on it.
+struct CommandContext {
+  CommandContext() : diagnostics(context) { compiler::prepareContext(context); }
+  mlir::MLIRContext context;
+  DiagnosticCapture diagnostics;
+};
 
 double millisecondsSince(std::chrono::steady_clock::time_point start);
 
@@ -62,11 +87,6 @@ bool writeTextFile(const std::string &path, llvm::StringRef text);
 /// Flushes stdout and reports a failed write to it (a full disk, a closed
 /// pipe) as an error; returns `rc`, or 1 if stdout failed.
 int finishStdout(int rc);
-
-using NamedFiles = std::vector<std::pair<std::string, std::string>>;
-
-/// Splits "NAME=FILE" for --input/--calibrate; false if malformed.
-bool parseNamedFile(const std::string &spec, NamedFiles &out);
 
 /// Reads `NAME=FILE` arrays for the graph inputs, or makes random ones from
 /// `seed` when none are given. Fails naming the flag, file or input.
@@ -103,25 +123,17 @@ bool planOutputFiles(const std::string &outputDir, const std::vector<std::string
 /// Writes one output tensor as .npy (float32, int64 or bool).
 bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::string &error);
 
-/// Options shared by compile, report and validate.
-struct CompileArgs {
-  std::string model, output, emit = "mlir";
-  compiler::PrecisionOptions precision;
-  /// --precision was given: an already annotated model is then an error,
-  /// not a silently kept plan.
-  bool precisionGiven = false;
-  NamedFiles calibration, inputs;
-  uint64_t seed = 0;
-};
+/// Loads the model (the files it reads become this command's inputs), or
+/// prints the error and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command);
 
-/// Parses the precision options; returns 0, or the exit code of a usage error.
-int parseCompileArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
-                     CompileArgs &out);
+/// Loads the model, calibrates it if asked (--calibrate), and runs the
+/// precision pipeline with the command line's precision options. Returns
+/// the annotated module, or null after printing the error.
+mlir::OwningOpRef<mlir::ModuleOp> compileModel(CommandContext &command);
 
-/// Loads the model, calibrates it if asked, and runs the precision passes.
-/// Returns the annotated module, or null after printing the error.
-mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
-                                               const CompileArgs &args);
+/// The graph of `module`, or null after printing the error (naming the model).
+mlir::func::FuncOp entryFunctionOf(mlir::ModuleOp module, const DiagnosticCapture &diagnostics);
 
 /// The imported FP32 graph and the compiled plan of one model, side by side
 /// (report and validate compare them).
@@ -132,8 +144,10 @@ struct ReferenceAndPlan {
 
 /// Loads the reference and compiles the plan; returns 0, or the exit code
 /// after printing the error.
-int loadReferenceAndPlan(mlir::MLIRContext &context, const CompileArgs &args,
-                         ReferenceAndPlan &out);
+int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out);
+
+/// The header line of report and validate: "MODEL --precision P [--policy F]".
+std::string planDescription();
 
 } // namespace mixprec::tools
 

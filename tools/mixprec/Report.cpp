@@ -12,7 +12,6 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
-#include "tools/mixprec/ModelLoader.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -21,6 +20,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,25 +57,11 @@ std::string nodeLabel(Operation *op) {
   return "";
 }
 
-int splitExtraArgs(llvm::StringRef command, llvm::ArrayRef<std::string> args,
-                   std::vector<std::string> &rest, std::string &json, double *tolerance) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    bool hasValue = i + 1 < args.size();
-    if (a == "--json" && hasValue) {
-      json = args[++i];
-    } else if (a == "--tolerance" && tolerance && hasValue) {
-      const std::string &v = args[++i];
-      char *end = nullptr;
-      double d = strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(d >= 0))
-        return usageError(command.str() + ": --tolerance takes a number >= 0, got '" + v + "'");
-      *tolerance = d;
-    } else {
-      rest.push_back(a);
-    }
-  }
-  return 0;
+bool writeJson(const std::string &path, llvm::json::Value document) {
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", document) << "\n";
+  return writeTextFile(path, json);
 }
 
 void printTable(llvm::raw_ostream &os, const std::vector<std::vector<std::string>> &rows,
@@ -104,8 +90,10 @@ namespace {
 // Counting
 //===----------------------------------------------------------------------===//
 
+/// The ranked tensor type of a value (every mp value has one).
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// The bytes a tensor value takes at its element type.
 int64_t bytesOf(Value v) {
   RankedTensorType t = tensorType(v);
   return t.getNumElements() * passes::dtypeBytes(t.getElementType());
@@ -180,6 +168,7 @@ bool constantDerived(Value v, llvm::DenseMap<Value, bool> &memo) {
   return result;
 }
 
+/// The byte totals of one graph (each GEMM weight counted once).
 ByteTotals countBytes(func::FuncOp func) {
   ByteTotals totals;
   llvm::DenseMap<Value, bool> memo;
@@ -205,6 +194,7 @@ ByteTotals countBytes(func::FuncOp func) {
 // Rows
 //===----------------------------------------------------------------------===//
 
+/// One op as the report shows it.
 struct Row {
   std::string node, type, opClass, precision, inputs, output, acc, reason;
   std::vector<std::string> inputList, outputList;
@@ -221,6 +211,7 @@ std::string dtypeList(TypeRange types, std::vector<std::string> &list) {
   return s.empty() ? "-" : s;
 }
 
+/// The row of one op (`index`: its place among the rows, for unlabelled ops).
 Row makeRow(Operation *op, unsigned index) {
   Row row;
   row.node = nodeLabel(op);
@@ -263,6 +254,7 @@ std::string shares(const std::map<std::string, int64_t> &byDType, int64_t total)
   return s.empty() ? "-" : s;
 }
 
+/// "P%" of `n` against `of`, or "-" when `of` is 0.
 std::string ratio(int64_t n, int64_t of) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -273,6 +265,7 @@ std::string ratio(int64_t n, int64_t of) {
   return s;
 }
 
+/// A tally as a JSON object.
 llvm::json::Object dtypeObject(const std::map<std::string, int64_t> &byDType) {
   llvm::json::Object o;
   for (const auto &[dtype, n] : byDType)
@@ -280,149 +273,188 @@ llvm::json::Object dtypeObject(const std::map<std::string, int64_t> &byDType) {
   return o;
 }
 
-} // namespace
+//===----------------------------------------------------------------------===//
+// The plan, counted
+//===----------------------------------------------------------------------===//
 
-int runReport(llvm::ArrayRef<std::string> rawArgs) {
-  std::vector<std::string> rest;
-  std::string jsonPath;
-  if (int rc = splitExtraArgs("report", rawArgs, rest, jsonPath, nullptr))
-    return rc;
-  CompileArgs args;
-  if (int rc = parseCompileArgs("report", rest, args))
-    return rc;
-  if (!args.output.empty())
-    return usageError("report: -o is not an option of report (use --json FILE)");
-  if (!args.inputs.empty())
-    return usageError("report: --input is an option of validate, not report");
+/// Per-dtype (or per-class) tallies.
+using Tally = std::map<std::string, int64_t>;
 
-  MLIRContext context;
-  ReferenceAndPlan loaded;
-  if (int rc = loadReferenceAndPlan(context, args, loaded))
-    return rc;
-  func::FuncOp refFunc = loaded.referenceFunc, func = loaded.planFunc;
-  std::string error;
-
+/// What report prints: a row per op of the plan and the totals of the
+/// summary, against the FP32 reference.
+struct PlanSummary {
   std::vector<Row> rows;
-  std::map<std::string, int64_t> flops, gemmFlops, opsByPrecision, opsByClass;
-  int64_t totalFlops = 0, totalGemmFlops = 0, casts = 0, quantizes = 0, dequantizes = 0;
-  unsigned index = 0;
-  for (Operation &op : func.getBody().front()) {
-    if (isa<func::ReturnOp>(op) || isa<mp::ConstantOp>(op))
-      continue;
-    Row row = makeRow(&op, index++);
-    casts += isa<mp::CastOp>(op);
-    quantizes += isa<mp::QuantizeOp>(op);
-    dequantizes += isa<mp::DequantizeOp>(op);
-    if (row.opClass != "cast" && row.opClass != "scaling") {
-      ++opsByClass[row.opClass];
-      ++opsByPrecision[row.precision];
-    }
-    if (Type dtype = computeDType(&op)) {
-      int64_t n = flopsOf(&op);
-      std::string name = passes::dtypeName(dtype);
-      if (n) {
-        flops[name] += n;
-        totalFlops += n;
-        if (isGemm(&op)) {
-          gemmFlops[name] += n;
-          totalGemmFlops += n;
-        }
-      }
-    }
-    rows.push_back(std::move(row));
-  }
-  ByteTotals mixed = countBytes(func), fp32 = countBytes(refFunc);
+  Tally flops, gemmFlops, opsByPrecision, opsByClass;
+  int64_t totalFlops = 0, totalGemmFlops = 0, opCount = 0;
+  int64_t casts = 0, quantizes = 0, dequantizes = 0;
+  ByteTotals mixed, fp32;
+};
 
+/// Adds one op of the plan (its row, class, precision, FLOPs and casts).
+void addOp(PlanSummary &summary, Operation &op) {
+  Row row = makeRow(&op, summary.rows.size());
+  summary.casts += isa<mp::CastOp>(op);
+  summary.quantizes += isa<mp::QuantizeOp>(op);
+  summary.dequantizes += isa<mp::DequantizeOp>(op);
+  if (row.opClass != "cast" && row.opClass != "scaling") {
+    ++summary.opsByClass[row.opClass];
+    ++summary.opsByPrecision[row.precision];
+    ++summary.opCount;
+  }
+  Type dtype = computeDType(&op);
+  if (int64_t n = dtype ? flopsOf(&op) : 0) {
+    std::string name = passes::dtypeName(dtype);
+    summary.flops[name] += n;
+    summary.totalFlops += n;
+    if (isGemm(&op)) {
+      summary.gemmFlops[name] += n;
+      summary.totalGemmFlops += n;
+    }
+  }
+  summary.rows.push_back(std::move(row));
+}
+
+/// Counts the plan op by op (constants left out) and the bytes of both graphs.
+PlanSummary summarize(func::FuncOp plan, func::FuncOp reference) {
+  PlanSummary summary;
+  for (Operation &op : plan.getBody().front())
+    if (!isa<func::ReturnOp>(op) && !isa<mp::ConstantOp>(op))
+      addOp(summary, op);
+  summary.mixed = countBytes(plan);
+  summary.fp32 = countBytes(reference);
+  return summary;
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+/// "CLASS N, ..." of a tally, or "-".
+std::string tallyText(const Tally &tally) {
+  std::string s;
+  for (const auto &[k, n] : tally)
+    s += (s.empty() ? "" : ", ") + k + " " + std::to_string(n);
+  return s.empty() ? std::string("-") : s;
+}
+
+/// "N (fp32 N, P%)": a byte count against the FP32 graph's.
+std::string bytesText(int64_t bytes, int64_t fp32) {
+  return std::to_string(bytes) + " (fp32 " + std::to_string(fp32) + ", " + ratio(bytes, fp32) + ")";
+}
+
+/// Prints the "summary:" lines.
+void printSummary(llvm::raw_ostream &os, const PlanSummary &s) {
+  os << "summary:\n";
+  os << "  ops: " << s.opCount << " (" << tallyText(s.opsByClass) << "; "
+     << tallyText(s.opsByPrecision) << ")\n";
+  os << "  flops: " << s.totalFlops << " (" << shares(s.flops, s.totalFlops) << ")\n";
+  os << "  gemm flops: " << s.totalGemmFlops << " (" << shares(s.gemmFlops, s.totalGemmFlops)
+     << ")\n";
+  os << "  weight bytes: " << bytesText(s.mixed.weights, s.fp32.weights) << "\n";
+  os << "  gemm weight bytes: " << bytesText(s.mixed.gemmWeights, s.fp32.gemmWeights) << "\n";
+  os << "  activation bytes: " << bytesText(s.mixed.activations, s.fp32.activations) << "\n";
+  os << "  casts: " << s.casts;
+  if (s.quantizes || s.dequantizes)
+    os << " (plus " << s.quantizes << " quantize, " << s.dequantizes << " dequantize)";
+  os << "\n";
+}
+
+/// The report as text: the header line, one row per op, the summary.
+std::string reportText(const PlanSummary &summary) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "mixprec report: " << args.model << " --precision " << args.precision.precision;
-  if (!args.precision.policyFile.empty())
-    os << " --policy " << args.precision.policyFile;
-  os << "\n";
+  os << "mixprec report: " << planDescription() << "\n";
   std::vector<std::vector<std::string>> table{
       {"node", "type", "class", "precision", "inputs", "output", "acc", "reason"}};
-  for (const Row &r : rows)
+  for (const Row &r : summary.rows)
     table.push_back({r.node, r.type, r.opClass, r.precision, r.inputs, r.output, r.acc, r.reason});
   printTable(os, table, 0);
+  printSummary(os, summary);
+  return text;
+}
 
-  auto tally = [](const std::map<std::string, int64_t> &m) {
-    std::string s;
-    for (const auto &[k, n] : m)
-      s += (s.empty() ? "" : ", ") + k + " " + std::to_string(n);
-    return s.empty() ? std::string("-") : s;
-  };
-  int64_t opCount = 0;
-  for (const auto &[k, n] : opsByClass)
-    opCount += n;
-  os << "summary:\n";
-  os << "  ops: " << opCount << " (" << tally(opsByClass) << "; " << tally(opsByPrecision) << ")\n";
-  os << "  flops: " << totalFlops << " (" << shares(flops, totalFlops) << ")\n";
-  os << "  gemm flops: " << totalGemmFlops << " (" << shares(gemmFlops, totalGemmFlops) << ")\n";
-  os << "  weight bytes: " << mixed.weights << " (fp32 " << fp32.weights << ", "
-     << ratio(mixed.weights, fp32.weights) << ")\n";
-  os << "  gemm weight bytes: " << mixed.gemmWeights << " (fp32 " << fp32.gemmWeights << ", "
-     << ratio(mixed.gemmWeights, fp32.gemmWeights) << ")\n";
-  os << "  activation bytes: " << mixed.activations << " (fp32 " << fp32.activations << ", "
-     << ratio(mixed.activations, fp32.activations) << ")\n";
-  os << "  casts: " << casts;
-  if (quantizes || dequantizes)
-    os << " (plus " << quantizes << " quantize, " << dequantizes << " dequantize)";
-  os << "\n";
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
 
-  if (!jsonPath.empty()) {
-    llvm::json::Array jsonRows;
-    for (const Row &r : rows) {
-      llvm::json::Array inputs, outputs;
-      for (const std::string &d : r.inputList)
-        inputs.push_back(d);
-      for (const std::string &d : r.outputList)
-        outputs.push_back(d);
-      jsonRows.push_back(llvm::json::Object{{"node", r.node},
-                                            {"type", r.type},
-                                            {"class", r.opClass},
-                                            {"precision", r.precision},
-                                            {"inputs", std::move(inputs)},
-                                            {"outputs", std::move(outputs)},
-                                            {"acc", r.acc},
-                                            {"reason", r.reason}});
-    }
-    llvm::json::Array gemmWeights;
-    for (const ByteTotals::Weight &w : mixed.gemmWeightList)
-      gemmWeights.push_back(llvm::json::Object{{"node", w.node},
-                                               {"type", w.type},
-                                               {"dtype", w.dtype},
-                                               {"bytes", w.bytes},
-                                               {"bytes_fp32", 4 * w.elements}});
-    llvm::json::Object summary{{"ops", opCount},
-                               {"ops_by_class", dtypeObject(opsByClass)},
-                               {"ops_by_precision", dtypeObject(opsByPrecision)},
-                               {"flops", totalFlops},
-                               {"flops_by_dtype", dtypeObject(flops)},
-                               {"gemm_flops", totalGemmFlops},
-                               {"gemm_flops_by_dtype", dtypeObject(gemmFlops)},
-                               {"weight_bytes", mixed.weights},
-                               {"weight_bytes_fp32", fp32.weights},
-                               {"gemm_weight_bytes", mixed.gemmWeights},
-                               {"gemm_weight_bytes_fp32", fp32.gemmWeights},
-                               {"gemm_weights", std::move(gemmWeights)},
-                               {"activation_bytes", mixed.activations},
-                               {"activation_bytes_fp32", fp32.activations},
-                               {"casts", casts},
-                               {"quantize", quantizes},
-                               {"dequantize", dequantizes}};
-    llvm::json::Object doc{{"model", args.model},
-                           {"precision", args.precision.precision},
-                           {"ops", std::move(jsonRows)},
-                           {"summary", std::move(summary)}};
-    std::string json;
-    llvm::raw_string_ostream js(json);
-    js << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
-    if (!writeTextFile(jsonPath, json))
-      return 1;
-    if (jsonPath == "-")
-      return 0;
-  }
-  llvm::outs() << text;
+/// A list of strings as a JSON array.
+llvm::json::Array stringArray(const std::vector<std::string> &list) {
+  llvm::json::Array array;
+  for (const std::string &s : list)
+    array.push_back(s);
+  return array;
+}
+
+/// One JSON object per row.
+llvm::json::Array rowsJson(const std::vector<Row> &rows) {
+  llvm::json::Array json;
+  for (const Row &r : rows)
+    json.push_back(llvm::json::Object{{"node", r.node},
+                                      {"type", r.type},
+                                      {"class", r.opClass},
+                                      {"precision", r.precision},
+                                      {"inputs", stringArray(r.inputList)},
+                                      {"outputs", stringArray(r.outputList)},
+                                      {"acc", r.acc},
+                                      {"reason", r.reason}});
+  return json;
+}
+
+/// One JSON object per counted GEMM weight.
+llvm::json::Array gemmWeightsJson(const ByteTotals &totals) {
+  llvm::json::Array json;
+  for (const ByteTotals::Weight &w : totals.gemmWeightList)
+    json.push_back(llvm::json::Object{{"node", w.node},
+                                      {"type", w.type},
+                                      {"dtype", w.dtype},
+                                      {"bytes", w.bytes},
+                                      {"bytes_fp32", 4 * w.elements}});
+  return json;
+}
+
+/// The summary as a JSON object.
+llvm::json::Object summaryJson(const PlanSummary &s) {
+  return llvm::json::Object{{"ops", s.opCount},
+                            {"ops_by_class", dtypeObject(s.opsByClass)},
+                            {"ops_by_precision", dtypeObject(s.opsByPrecision)},
+                            {"flops", s.totalFlops},
+                            {"flops_by_dtype", dtypeObject(s.flops)},
+                            {"gemm_flops", s.totalGemmFlops},
+                            {"gemm_flops_by_dtype", dtypeObject(s.gemmFlops)},
+                            {"weight_bytes", s.mixed.weights},
+                            {"weight_bytes_fp32", s.fp32.weights},
+                            {"gemm_weight_bytes", s.mixed.gemmWeights},
+                            {"gemm_weight_bytes_fp32", s.fp32.gemmWeights},
+                            {"gemm_weights", gemmWeightsJson(s.mixed)},
+                            {"activation_bytes", s.mixed.activations},
+                            {"activation_bytes_fp32", s.fp32.activations},
+                            {"casts", s.casts},
+                            {"quantize", s.quantizes},
+                            {"dequantize", s.dequantizes}};
+}
+
+/// The report as a JSON document.
+llvm::json::Value reportJson(const PlanSummary &summary) {
+  return llvm::json::Object{
+      {"model", opts::model()},
+      {"precision", passes::precisionName(opts::precision().precision)},
+      {"ops", rowsJson(summary.rows)},
+      {"summary", summaryJson(summary)}};
+}
+
+} // namespace
+
+int runReport() {
+  CommandContext command;
+  ReferenceAndPlan loaded;
+  if (int rc = loadReferenceAndPlan(command, loaded))
+    return rc;
+  PlanSummary summary = summarize(loaded.planFunc, loaded.referenceFunc);
+  const std::string &json = opts::json();
+  if (!json.empty() && !writeJson(json, reportJson(summary)))
+    return 1;
+  if (json != "-")
+    llvm::outs() << reportText(summary);
   return 0;
 }
 

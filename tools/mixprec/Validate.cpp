@@ -14,7 +14,6 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
-#include "tools/mixprec/ModelLoader.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -103,6 +102,7 @@ std::vector<float> floatsOf(const HostTensor &t) {
   return {};
 }
 
+/// The number of inf and NaN values in a tensor (none in integer tensors).
 int64_t countNonFinite(const HostTensor &t) {
   if (t.kind != HostTensor::Kind::Float)
     return 0;
@@ -112,6 +112,7 @@ int64_t countNonFinite(const HostTensor &t) {
   return n;
 }
 
+/// A number printed with a printf format.
 std::string number(double v, const char *fmt) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -132,6 +133,7 @@ struct Comparison {
   Metrics metrics;
 };
 
+/// A compared output (or op, `isOp`) as JSON.
 llvm::json::Object toJson(const Comparison &c, bool isOp) {
   llvm::json::Object o{
       {isOp ? "node" : "name", c.name},           {"dtype", c.dtype},
@@ -143,6 +145,7 @@ llvm::json::Object toJson(const Comparison &c, bool isOp) {
   return o;
 }
 
+/// A compared output (or op, `isOp`) as a table row.
 std::vector<std::string> tableRow(const Comparison &c, bool isOp) {
   std::vector<std::string> row{c.name};
   if (isOp)
@@ -155,6 +158,7 @@ std::vector<std::string> tableRow(const Comparison &c, bool isOp) {
   return row;
 }
 
+/// The dtype an op computes in: its assigned precision, else its result type.
 std::string dtypeOf(Operation *op) {
   if (auto p = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr))
     return passes::dtypeName(p.getValue());
@@ -180,224 +184,301 @@ std::string matchType(Operation *op) {
   return passes::opTypeName(op).str();
 }
 
-} // namespace
+//===----------------------------------------------------------------------===//
+// The FP32 reference run
+//===----------------------------------------------------------------------===//
 
-int runValidate(llvm::ArrayRef<std::string> rawArgs) {
-  std::vector<std::string> rest;
-  std::string jsonPath;
-  double tolerance = -1;
-  if (int rc = splitExtraArgs("validate", rawArgs, rest, jsonPath, &tolerance))
-    return rc;
-  CompileArgs args;
-  if (int rc = parseCompileArgs("validate", rest, args))
-    return rc;
-  if (!args.output.empty())
-    return usageError("validate: -o is not an option of validate (use --json FILE)");
+/// An op is matched across the two graphs by (label, op type).
+using Key = std::pair<std::string, std::string>;
 
-  MLIRContext context;
-  ReferenceAndPlan loaded;
-  if (int rc = loadReferenceAndPlan(context, args, loaded))
-    return rc;
-  func::FuncOp refFunc = loaded.referenceFunc, func = loaded.planFunc;
-  std::string error;
+/// What the FP32 reference computed: every op result that the mixed run
+/// can be matched with, and the number of non-finite values of every op
+/// (constants included). Labels seen twice are ambiguous and dropped.
+struct ReferenceRun {
+  std::map<Key, std::vector<HostTensor>> results;
+  std::map<Key, int64_t> nonFinite;
+  std::map<Key, int> seen;
+  std::vector<HostTensor> outputs;
+};
 
-  GraphSignature sig = compiler::getSignature(refFunc);
-  std::vector<HostTensor> inputs;
-  if (!loadInputs(refFunc, sig, args.inputs, args.seed, inputs, error))
-    return fail(error);
+/// Records one op of the reference run.
+void recordReference(ReferenceRun &ref, Operation *op, ArrayRef<const HostTensor *> results) {
+  std::string label = nodeLabel(op);
+  if (label.empty())
+    return;
+  Key key{label, matchType(op)};
+  if (++ref.seen[key] > 1) {
+    ref.results.erase(key);
+    ref.nonFinite.erase(key);
+    return;
+  }
+  int64_t &n = ref.nonFinite[key];
+  for (const HostTensor *t : results)
+    n += countNonFinite(*t);
+  if (addedByPasses(op))
+    return;
+  std::vector<HostTensor> &stored = ref.results[key];
+  for (const HostTensor *t : results)
+    stored.push_back(*t);
+}
 
-  // The FP32 reference: every op result that the mixed run can be matched
-  // with, by (label, op type), and the number of non-finite values of every
-  // op, constants included. Labels seen twice are ambiguous and skipped.
-  using Key = std::pair<std::string, std::string>;
-  std::map<Key, std::vector<HostTensor>> refResults;
-  std::map<Key, int64_t> refNonFinite;
-  std::map<Key, int> refSeen;
-  Interpreter refInterpreter(refFunc);
-  refInterpreter.setObserver([&](Operation *op, ArrayRef<const HostTensor *> results) {
-    std::string label = nodeLabel(op);
-    if (label.empty())
-      return;
-    Key key{label, matchType(op)};
-    if (++refSeen[key] > 1) {
-      refResults.erase(key);
-      refNonFinite.erase(key);
-      return;
-    }
-    int64_t &n = refNonFinite[key];
-    for (const HostTensor *t : results)
-      n += countNonFinite(*t);
-    if (addedByPasses(op))
-      return;
-    std::vector<HostTensor> &stored = refResults[key];
-    for (const HostTensor *t : results)
-      stored.push_back(*t);
-  });
-  std::vector<HostTensor> refOutputs;
-  if (!refInterpreter.prepare(error) || !refInterpreter.run(inputs, refOutputs, error))
-    return fail(args.model + " (FP32 reference): " + error);
+//===----------------------------------------------------------------------===//
+// The mixed run, compared op by op as it goes
+//===----------------------------------------------------------------------===//
 
-  // The mixed run, compared op by op as it goes. An op "went non-finite"
-  // when its results hold more non-finite values than its FP32 counterpart
-  // (or, for what the passes added, than its operands): it made them, and
-  // did not just pass on an input's or an FP32 mask's infinities.
+/// What the mixed run compared, and the first op that went non-finite.
+struct MixedRun {
   std::vector<Comparison> opRows;
   int unmatched = 0;
   std::optional<Comparison> firstNonFinite;
   llvm::DenseMap<Value, int64_t> nonFiniteOf;
-  unsigned index = 0;
-  Interpreter interpreter(func);
-  interpreter.setObserver([&](Operation *op, ArrayRef<const HostTensor *> results) {
-    bool isConstant = isa<mp::ConstantOp>(op);
-    std::string label = nodeLabel(op);
-    if (label.empty() && !isConstant)
-      label = "#" + std::to_string(index);
-    index += !isConstant;
-    Key key{label, matchType(op)};
-    int64_t made = 0;
-    for (auto [result, t] : llvm::zip(op->getResults(), results)) {
-      nonFiniteOf[result] = countNonFinite(*t);
-      made += nonFiniteOf[result];
-    }
-    if (!firstNonFinite && made) {
-      int64_t before = 0;
-      auto ref = label.empty() ? refNonFinite.end() : refNonFinite.find(key);
-      if (ref != refNonFinite.end())
-        before = ref->second;
-      else
-        for (Value operand : op->getOperands())
-          before += nonFiniteOf.lookup(operand);
-      if (made > before) {
-        firstNonFinite = Comparison{
-            label.empty() ? "<constant>" : label, passes::opTypeName(op).str(), dtypeOf(op), {}};
-        firstNonFinite->metrics.nonFinite = made;
-        firstNonFinite->metrics.refNonFinite = before;
-        for (const HostTensor *t : results)
-          firstNonFinite->metrics.elements += t->numElements();
-      }
-    }
-    if (addedByPasses(op))
-      return;
-    bool floatResult = llvm::any_of(
-        results, [](const HostTensor *t) { return t->kind == HostTensor::Kind::Float; });
-    if (!floatResult)
-      return;
-    auto it = refResults.find(key);
-    if (it == refResults.end() || it->second.size() != results.size()) {
-      ++unmatched;
-      return;
-    }
-    Comparison row{label, passes::opTypeName(op).str(), dtypeOf(op), {}};
-    for (size_t i = 0; i < results.size(); ++i) {
-      const HostTensor &a = *results[i], &b = it->second[i];
-      if (a.kind != HostTensor::Kind::Float || b.kind != HostTensor::Kind::Float)
-        continue;
-      if (a.shape != b.shape) {
-        ++unmatched;
-        return;
-      }
-      row.metrics.add(a.floats, b.floats);
-    }
-    opRows.push_back(std::move(row));
-  });
+  unsigned index = 0; ///< of the next non-constant op, for unlabelled ops
   std::vector<HostTensor> outputs;
-  if (!interpreter.prepare(error) || !interpreter.run(inputs, outputs, error))
-    return fail(args.model + " (mixed plan): " + error);
+};
 
-  std::vector<Comparison> outputRows;
-  GraphSignature mixedSig = compiler::getSignature(func);
-  for (size_t i = 0; i < outputs.size() && i < refOutputs.size(); ++i) {
-    if (outputs[i].shape != refOutputs[i].shape)
-      return fail(args.model + ": output '" + sig.outputs[i].name +
-                  "' has different shapes in the FP32 and the mixed graph");
-    Comparison row{sig.outputs[i].name, "", passes::dtypeName(mixedSig.outputs[i].elementType), {}};
-    row.metrics.add(floatsOf(outputs[i]), floatsOf(refOutputs[i]));
-    outputRows.push_back(std::move(row));
+/// Records `op` as the first non-finite op if it made non-finite values:
+/// more than its FP32 counterpart holds (or, for what the passes added,
+/// than its operands), so it did not just pass on an input's or an FP32
+/// mask's infinities.
+void noteNonFinite(MixedRun &run, const ReferenceRun &ref, Operation *op, const Key &key,
+                   ArrayRef<const HostTensor *> results) {
+  int64_t made = 0;
+  for (auto [result, t] : llvm::zip(op->getResults(), results)) {
+    run.nonFiniteOf[result] = countNonFinite(*t);
+    made += run.nonFiniteOf[result];
   }
+  if (run.firstNonFinite || !made)
+    return;
+  int64_t before = 0;
+  auto it = key.first.empty() ? ref.nonFinite.end() : ref.nonFinite.find(key);
+  if (it != ref.nonFinite.end())
+    before = it->second;
+  else
+    for (Value operand : op->getOperands())
+      before += run.nonFiniteOf.lookup(operand);
+  if (made <= before)
+    return;
+  Comparison c{key.first.empty() ? "<constant>" : key.first, passes::opTypeName(op).str(),
+               dtypeOf(op), {}};
+  c.metrics.nonFinite = made;
+  c.metrics.refNonFinite = before;
+  for (const HostTensor *t : results)
+    c.metrics.elements += t->numElements();
+  run.firstNonFinite = std::move(c);
+}
 
-  // Status: non-finite outputs first (in the mixed plan, or only in the
-  // FP32 reference: an infinite max_rel is never ok), then the tolerance.
-  int status = 0;
-  std::string statusText = "ok";
-  for (const Comparison &c : outputRows)
-    if (c.metrics.nonFinite || !std::isfinite(c.metrics.maxRel())) {
-      status = kExitNonFinite;
-      statusText = "output '" + c.name + "' has " + std::to_string(c.metrics.nonFinite) +
-                   " non-finite values";
-      if (!c.metrics.nonFinite)
-        statusText += " where the FP32 reference has " +
-                      std::to_string(c.metrics.refNonFinite) + " (max_rel inf)";
-      break;
+/// Compares the float results of `op` with its FP32 counterpart; an op
+/// without one (or of another shape) is counted as unmatched.
+void compareOp(MixedRun &run, const ReferenceRun &ref, Operation *op, const Key &key,
+               ArrayRef<const HostTensor *> results) {
+  auto it = ref.results.find(key);
+  if (it == ref.results.end() || it->second.size() != results.size()) {
+    ++run.unmatched;
+    return;
+  }
+  Comparison row{key.first, passes::opTypeName(op).str(), dtypeOf(op), {}};
+  for (size_t i = 0; i < results.size(); ++i) {
+    const HostTensor &a = *results[i], &b = it->second[i];
+    if (a.kind != HostTensor::Kind::Float || b.kind != HostTensor::Kind::Float)
+      continue;
+    if (a.shape != b.shape) {
+      ++run.unmatched;
+      return;
     }
-  if (status == 0 && tolerance >= 0)
-    for (const Comparison &c : outputRows)
-      if (!(c.metrics.maxRel() <= tolerance)) {
-        status = kExitTolerance;
-        statusText = "output '" + c.name + "' max_rel " + number(c.metrics.maxRel(), "%.3e") +
-                     " exceeds the tolerance " + number(tolerance, "%g");
-        break;
-      }
+    row.metrics.add(a.floats, b.floats);
+  }
+  run.opRows.push_back(std::move(row));
+}
 
+/// Observes one op of the mixed run.
+void observeMixed(MixedRun &run, const ReferenceRun &ref, Operation *op,
+                  ArrayRef<const HostTensor *> results) {
+  bool isConstant = isa<mp::ConstantOp>(op);
+  std::string label = nodeLabel(op);
+  if (label.empty() && !isConstant)
+    label = "#" + std::to_string(run.index);
+  run.index += !isConstant;
+  Key key{label, matchType(op)};
+  noteNonFinite(run, ref, op, key, results);
+  bool floatResult = llvm::any_of(
+      results, [](const HostTensor *t) { return t->kind == HostTensor::Kind::Float; });
+  if (!addedByPasses(op) && floatResult)
+    compareOp(run, ref, op, key, results);
+}
+
+/// Runs `func` on `inputs` with `observer` watching every op; false after
+/// printing the error (naming `which` run).
+bool runObserved(func::FuncOp func, const std::vector<HostTensor> &inputs,
+                 Interpreter::Observer observer, std::vector<HostTensor> &outputs,
+                 llvm::StringRef which) {
+  Interpreter interpreter(func);
+  interpreter.setObserver(std::move(observer));
+  std::string error;
+  if (interpreter.prepare(error) && interpreter.run(inputs, outputs, error))
+    return true;
+  fail(opts::model() + " (" + which.str() + "): " + error);
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Outputs, status, text and JSON
+//===----------------------------------------------------------------------===//
+
+/// Compares every graph output; false after printing the error.
+bool compareOutputs(func::FuncOp refFunc, func::FuncOp func, const ReferenceRun &ref,
+                    const MixedRun &run, std::vector<Comparison> &rows) {
+  GraphSignature sig = compiler::getSignature(refFunc);
+  GraphSignature mixedSig = compiler::getSignature(func);
+  for (size_t i = 0; i < run.outputs.size() && i < ref.outputs.size(); ++i) {
+    if (run.outputs[i].shape != ref.outputs[i].shape) {
+      fail(opts::model() + ": output '" + sig.outputs[i].name +
+           "' has different shapes in the FP32 and the mixed graph");
+      return false;
+    }
+    Comparison row{sig.outputs[i].name, "", passes::dtypeName(mixedSig.outputs[i].elementType),
+                   {}};
+    row.metrics.add(floatsOf(run.outputs[i]), floatsOf(ref.outputs[i]));
+    rows.push_back(std::move(row));
+  }
+  return true;
+}
+
+/// The exit status and its reason: non-finite outputs first (in the mixed
+/// plan, or only in the FP32 reference: an infinite max_rel is never ok),
+/// then the tolerance.
+std::pair<int, std::string> validationStatus(const std::vector<Comparison> &outputs,
+                                             double tolerance) {
+  for (const Comparison &c : outputs)
+    if (c.metrics.nonFinite || !std::isfinite(c.metrics.maxRel())) {
+      std::string why = "output '" + c.name + "' has " + std::to_string(c.metrics.nonFinite) +
+                        " non-finite values";
+      if (!c.metrics.nonFinite)
+        why += " where the FP32 reference has " + std::to_string(c.metrics.refNonFinite) +
+               " (max_rel inf)";
+      return {kExitNonFinite, why};
+    }
+  if (tolerance >= 0)
+    for (const Comparison &c : outputs)
+      if (!(c.metrics.maxRel() <= tolerance))
+        return {kExitTolerance, "output '" + c.name + "' max_rel " +
+                                    number(c.metrics.maxRel(), "%.3e") +
+                                    " exceeds the tolerance " + number(tolerance, "%g")};
+  return {0, "ok"};
+}
+
+/// What validate found, as printed.
+struct Validation {
+  std::vector<Comparison> outputs;
+  MixedRun run;
+  int status = 0;
+  std::string statusText;
+};
+
+/// Prints the "first non-finite op:" line.
+void printFirstNonFinite(llvm::raw_ostream &os, const std::optional<Comparison> &first) {
+  os << "first non-finite op: ";
+  if (!first) {
+    os << "none\n";
+    return;
+  }
+  os << first->name << " (" << first->type << ", " << first->dtype
+     << "): " << first->metrics.nonFinite << " of " << first->metrics.elements << " values\n";
+}
+
+/// The result as text: header, outputs table, ops table, status.
+std::string validationText(const Validation &v) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "mixprec validate: " << args.model << " --precision " << args.precision.precision;
-  if (!args.precision.policyFile.empty())
-    os << " --policy " << args.precision.policyFile;
-  os << " against the FP32 reference\n";
+  os << "mixprec validate: " << planDescription() << " against the FP32 reference\n";
   os << "outputs:\n";
   std::vector<std::vector<std::string>> table{
       {"name", "dtype", "max_abs", "max_rel", "cosine", "nonfinite"}};
-  for (const Comparison &c : outputRows)
+  for (const Comparison &c : v.outputs)
     table.push_back(tableRow(c, false));
   printTable(os, table, 2);
-  os << "ops: " << opRows.size() << " compared, " << unmatched << " without an FP32 counterpart\n";
+  os << "ops: " << v.run.opRows.size() << " compared, " << v.run.unmatched
+     << " without an FP32 counterpart\n";
   table = {{"node", "type", "dtype", "max_abs", "max_rel", "cosine", "nonfinite"}};
-  for (const Comparison &c : opRows)
+  for (const Comparison &c : v.run.opRows)
     table.push_back(tableRow(c, true));
   printTable(os, table, 2);
-  os << "first non-finite op: ";
-  if (firstNonFinite)
-    os << firstNonFinite->name << " (" << firstNonFinite->type << ", " << firstNonFinite->dtype
-       << "): " << firstNonFinite->metrics.nonFinite << " of " << firstNonFinite->metrics.elements
-       << " values\n";
-  else
-    os << "none\n";
-  os << "status: " << statusText << " (exit " << status << ")\n";
+  printFirstNonFinite(os, v.run.firstNonFinite);
+  os << "status: " << v.statusText << " (exit " << v.status << ")\n";
+  return text;
+}
 
-  if (!jsonPath.empty()) {
-    llvm::json::Array jsonOutputs, jsonOps;
-    for (const Comparison &c : outputRows)
-      jsonOutputs.push_back(toJson(c, false));
-    for (const Comparison &c : opRows)
-      jsonOps.push_back(toJson(c, true));
-    llvm::json::Value first = nullptr;
-    if (firstNonFinite)
-      first = llvm::json::Object{{"node", firstNonFinite->name},
-                                 {"type", firstNonFinite->type},
-                                 {"dtype", firstNonFinite->dtype},
-                                 {"nonfinite", firstNonFinite->metrics.nonFinite},
-                                 {"nonfinite_before", firstNonFinite->metrics.refNonFinite},
-                                 {"elements", firstNonFinite->metrics.elements}};
-    llvm::json::Object doc{
-        {"model", args.model},
-        {"precision", args.precision.precision},
-        {"outputs", std::move(jsonOutputs)},
-        {"ops", std::move(jsonOps)},
-        {"unmatched_ops", unmatched},
-        {"first_nonfinite", std::move(first)},
-        {"tolerance", tolerance >= 0 ? llvm::json::Value(tolerance) : llvm::json::Value(nullptr)},
-        {"status", statusText},
-        {"exit_status", status}};
-    std::string json;
-    llvm::raw_string_ostream js(json);
-    js << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
-    if (!writeTextFile(jsonPath, json))
-      return 1;
-    if (jsonPath == "-")
-      return status;
+/// The first non-finite op as JSON, or null.
+llvm::json::Value firstNonFiniteJson(const std::optional<Comparison> &first) {
+  if (!first)
+    return nullptr;
+  return llvm::json::Object{{"node", first->name},
+                            {"type", first->type},
+                            {"dtype", first->dtype},
+                            {"nonfinite", first->metrics.nonFinite},
+                            {"nonfinite_before", first->metrics.refNonFinite},
+                            {"elements", first->metrics.elements}};
+}
+
+/// The result as a JSON document.
+llvm::json::Value validationJson(const Validation &v, double tolerance) {
+  llvm::json::Array outputs, ops;
+  for (const Comparison &c : v.outputs)
+    outputs.push_back(toJson(c, false));
+  for (const Comparison &c : v.run.opRows)
+    ops.push_back(toJson(c, true));
+  return llvm::json::Object{
+      {"model", opts::model()},
+      {"precision", passes::precisionName(opts::precision().precision)},
+      {"outputs", std::move(outputs)},
+      {"ops", std::move(ops)},
+      {"unmatched_ops", v.run.unmatched},
+      {"first_nonfinite", firstNonFiniteJson(v.run.firstNonFinite)},
+      {"tolerance", tolerance >= 0 ? llvm::json::Value(tolerance) : llvm::json::Value(nullptr)},
+      {"status", v.statusText},
+      {"exit_status", v.status}};
+}
+
+/// Runs the reference and the plan on the same inputs and compares them;
+/// false after printing the error.
+bool compareRuns(func::FuncOp refFunc, func::FuncOp func, Validation &v) {
+  std::vector<HostTensor> inputs;
+  std::string error;
+  if (!loadInputs(refFunc, compiler::getSignature(refFunc), opts::inputs(), opts::seed(),
+                  inputs, error)) {
+    fail(error);
+    return false;
   }
-  llvm::outs() << text;
-  return status;
+  ReferenceRun ref;
+  auto recordRef = [&](Operation *op, ArrayRef<const HostTensor *> results) {
+    recordReference(ref, op, results);
+  };
+  if (!runObserved(refFunc, inputs, recordRef, ref.outputs, "FP32 reference"))
+    return false;
+  auto observe = [&](Operation *op, ArrayRef<const HostTensor *> results) {
+    observeMixed(v.run, ref, op, results);
+  };
+  return runObserved(func, inputs, observe, v.run.outputs, "mixed plan") &&
+         compareOutputs(refFunc, func, ref, v.run, v.outputs);
+}
+
+} // namespace
+
+int runValidate() {
+  CommandContext command;
+  ReferenceAndPlan loaded;
+  if (int rc = loadReferenceAndPlan(command, loaded))
+    return rc;
+  Validation v;
+  if (!compareRuns(loaded.referenceFunc, loaded.planFunc, v))
+    return 1;
+  double tolerance = opts::tolerance();
+  std::tie(v.status, v.statusText) = validationStatus(v.outputs, tolerance);
+  const std::string &json = opts::json();
+  if (!json.empty() && !writeJson(json, validationJson(v, tolerance)))
+    return 1;
+  if (json != "-")
+    llvm::outs() << validationText(v);
+  return v.status;
 }
 
 } // namespace mixprec::tools

@@ -1,0 +1,97 @@
+//===- Compile.h - load, calibrate, compile and write a model ---*- C++ -*-===//
+//
+// The compile API: what `mixprec` calls (and a Python binding would) to
+// turn a model into a precision plan, kernel IR or a module. Entry points
+// report failure as MLIR diagnostics on the model's context and return
+// LogicalResult, FailureOr or a null module; they print nothing and never
+// exit. A caller collects the diagnostics with a ScopedDiagnosticHandler:
+// one error per failure, with the notes the parser, a verifier or a pass
+// attached to it; formatDiagnostic gives the one-line form mixprec prints.
+//
+// Errors about a file (it cannot be read, parsed or written) are emitted at
+// an unknown location and name the file in their message; errors about the
+// graph are emitted at the op or graph at fault.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_COMPILER_COMPILE_COMPILE_H
+#define MIXPREC_COMPILER_COMPILE_COMPILE_H
+
+#include "codegen/ModuleWriter.h"
+#include "compiler/Interpreter/Interpreter.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mixprec::compiler {
+
+/// Loads the dialects models and modules use, and keeps diagnostics one
+/// line each: an op's error does not carry the whole op printed as a note.
+void prepareContext(mlir::MLIRContext &context);
+
+/// What loadModel reports besides errors.
+struct LoadOptions {
+  /// Called with every other file the model reads (ONNX external data).
+  std::function<void(const std::string &)> onExternalFile;
+};
+
+/// Imports an `.onnx` file, or parses and verifies `mp` IR in `.mlir`. On
+/// failure emits one error naming the file (a parser's or verifier's error
+/// keeps its notes) and returns null.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context, llvm::StringRef path,
+                                            const LoadOptions &options = {});
+
+/// The graph of a model: its @main function, or its only function.
+mlir::FailureOr<mlir::func::FuncOp> entryFunction(mlir::ModuleOp module);
+
+/// Runs the FP32 graph on each input set and records, for every mp op with
+/// a float result, the amax and the share of non-zero values below FP16's
+/// normal range (`mp.calib_amax`, `mp.calib_underflow`), which the
+/// precision pipeline's range rules read.
+mlir::LogicalResult calibrate(mlir::func::FuncOp func,
+                              llvm::ArrayRef<std::vector<HostTensor>> inputSets);
+
+/// Whether a graph carries a precision plan (mp.precision annotations, as
+/// `mixprec compile --emit mp-mlir` writes it).
+bool hasPrecisionPlan(mlir::ModuleOp module);
+
+/// What compilePrecision does with a graph that already carries a plan.
+enum class ExistingPlan {
+  Keep,  ///< run it with that plan
+  Refuse ///< an error: a precision was asked for that the graph cannot take
+};
+
+/// Runs the precision pipeline (--mp-precision-pipeline) on a graph
+/// without a plan; a graph with one is kept or refused.
+mlir::LogicalResult compilePrecision(mlir::ModuleOp module,
+                                     const passes::PrecisionPipelineOptions &options,
+                                     ExistingPlan existing);
+
+/// Runs the kernel pipeline (--mp-kernel-pipeline): the annotated graph
+/// becomes a fused, planned mpk function.
+mlir::LogicalResult compileKernels(mlir::ModuleOp module);
+
+/// Lowers an annotated graph to kernels and serializes it as a module whose
+/// side file is called `sideFileName`; fills `stats`.
+mlir::FailureOr<codegen::ModuleImage> buildModule(mlir::ModuleOp module,
+                                                  const std::string &sideFileName,
+                                                  const codegen::ModuleWriteOptions &options,
+                                                  codegen::ModuleStats &stats);
+
+/// Writes a module to `path` and its side file beside it, atomically.
+mlir::LogicalResult writeModule(mlir::MLIRContext &context, const std::string &path,
+                                const codegen::ModuleImage &image);
+
+/// A diagnostic as one line: "NODE: message" for a node's location,
+/// "FILE:LINE:COL: message" for a file's, the message alone otherwise.
+std::string formatDiagnostic(const mlir::Diagnostic &diag);
+
+} // namespace mixprec::compiler
+
+#endif // MIXPREC_COMPILER_COMPILE_COMPILE_H

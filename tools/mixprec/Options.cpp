@@ -1,0 +1,543 @@
+//===- Options.cpp - mixprec's subcommands and their options ---------------===//
+#include "tools/mixprec/Options.h"
+
+#include "tools/mixprec/CliCommon.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+
+
+namespace cl = llvm::cl;
+using mixprec::passes::EnumParser;
+using mixprec::passes::IntegerInRangeParser;
+using mixprec::passes::NumberParser;
+using mixprec::passes::reportOptionError;
+
+namespace mixprec::tools {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+/// A command: its name, the synopsis and description the usage text and
+/// its --help show.
+struct CommandInfo {
+  Command command;
+  const char *name, *synopsis, *description;
+};
+
+/// Every command, in the order the usage text lists them.
+const CommandInfo kCommands[] = {
+    {Command::Import, "import",
+     R"(mixprec import MODEL.onnx [-o OUT.mlir])",
+     R"(Import an ONNX model and print its mp graph IR (or write it to OUT).)"},
+    {Command::Run, "run",
+     R"(mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
+            [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P])",
+     R"(Run MODEL and write NAME.npy per graph output NAME into DIR (default:
+.); every byte of NAME outside [A-Za-z0-9_.-], and a leading '.', is
+written as %XX, so distinct names give distinct files ("a/b" ->
+a%2Fb.npy, "a_b" -> a_b.npy). --backend interpreter runs the graph on
+the CPU reference interpreter (the default for .mlir), as imported or,
+with --precision, at that plan; cpu, cuda or auto (the default for
+.onnx: CUDA when a GPU is found, else CPU) compile it just in time (at
+--precision, default fp32) to a temporary module and run it on the
+runtime. An .mpk module always runs on the runtime, with the plan it
+was compiled with; --precision is an error for it, and for an .mlir
+that already carries a plan. Without --input, every input is random
+(normal floats; integers: indices valid for their gather on the
+interpreter, 0/1 on the runtime; bools 0/1) from the seed (an integer
+in [0, 2^64-1], default 0). Inputs take the array dtypes of their
+kind: float16/32/64 for floats, int8/uint8/int32/int64 for integers
+(exact), bool (or uint8) for bools. --repeat runs N times; --time
+prints load and run times (JSON) to stderr.)"},
+    {Command::Compile, "compile",
+     R"(mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
+                [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
+                [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
+                [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
+                [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk] [-o OUT])",
+     R"(Assign a precision to every op (with a reason), insert and fold casts.
+--emit mp-mlir (the default, unless OUT ends in .mpk) writes the
+annotated mp IR, which `mixprec run OUT.mlir` executes with its
+dtypes; mpk-mlir writes the fused, planned kernel IR; mpk (implied by
+-o OUT.mpk) writes the module an application loads with the runtime,
+large weights in OUT.mpk.weights, and prints its statistics (JSON) to
+stderr. --calibrate runs the FP32 graph on the given inputs first and
+moves ops whose values would overflow or underflow FP16.)"},
+    {Command::Report, "report",
+     R"(mixprec report MODEL [compile options] [--json FILE])",
+     R"(Print the precision plan: a header line, a table with one row per op
+in program order (constants left out; casts are rows of class "cast",
+FP8 amax/fp8_scale/quantize/dequantize rows of class "scaling")
+  node type class precision inputs output acc reason
+(node: ONNX node name, else FILE:LINE:COL, else #INDEX; class: lowp,
+fp32, follow, cast or scaling; inputs/output: element types; acc:
+acc_type or -; reason: mp.reason or -), then "summary:" and the lines
+  ops: N (CLASS N, ...; DTYPE N, ...)
+  flops: N (DTYPE P%, ...)
+  gemm flops: N (DTYPE P%, ...)
+  weight bytes: N (fp32 N, P%)
+  gemm weight bytes: N (fp32 N, P%)
+  activation bytes: N (fp32 N, P%)
+  casts: N [(plus N quantize, N dequantize)]
+FLOPs: 2*M*N*K per output batch element for GEMMs (conv: per output
+element 2*C/groups*kH*kW), one per element otherwise, none for data
+movement and casts. Bytes: every constant; GEMM weights (constant-
+derived weight operands, at the dtype the GEMM reads them); every
+non-constant op result. "fp32" is the imported graph. --json FILE
+writes it all as JSON ("-": JSON on stdout instead of the text).)"},
+    {Command::Validate, "validate",
+     R"(mixprec validate MODEL [compile options] [--input NAME=FILE.npy]... [--seed N]
+                 [--tolerance X] [--json FILE])",
+     R"(Run the FP32 reference (the imported graph) and the mixed plan on the
+same inputs (random from --seed without --input). Prints a header
+line, "outputs:" and a table with one row per graph output
+  name dtype max_abs max_rel cosine nonfinite
+"ops: N compared, N without an FP32 counterpart" and a table with one
+row per op in program order, matched by node and op type (an FP8
+scaled_matmul/scaled_linear stands for its matmul/linear; casts,
+constants and FP8 scaling ops are not compared)
+  node type dtype max_abs max_rel cosine nonfinite
+then "first non-finite op: NODE (TYPE, DTYPE): N of M values" or
+"first non-finite op: none", and the line: status: WHAT (exit N), N
+being the exit status. max_rel = max|a-b| / max|b| (b: FP32); cosine
+over the values finite in both; nonfinite counts the mixed run; an op
+went non-finite when it holds more non-finite values than in the FP32
+run (constants included, so an FP16 weight above 65504 is named).
+Exit status: 0 all outputs finite, 3 some output holds inf/NaN (or
+its FP32 reference does where it does not: max_rel inf), 4 an
+output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
+the same as JSON (metrics that are not finite as null).)"},
+};
+
+/// The rules every command follows for the files it reads and writes.
+const char *const kFilesText = R"(  Every output file (-o, --json, run's .npy files, a module and its
+  .weights) is written atomically: into a temporary file in the same
+  folder, checked after it is closed, then renamed into place, so a failed
+  write (missing folder, full disk) leaves the old file intact. An existing
+  output that is a device or FIFO (/dev/null) is written in place. No
+  command writes over a file it reads (the model and its .weights, --input,
+  --calibrate and --policy files), compared as files, so other spellings and
+  links count: it stops with an error instead. Inputs must be regular files
+  (a folder, device or FIFO is refused). Without -o, or with -o -, output
+  goes to stdout; a failed write there is an error too.
+)";
+
+/// The first line of `mixprec COMMAND --help`.
+const char *const kOverview =
+    "mixprec: a mixed-precision graph compiler (`mixprec --help`: every command, the error "
+    "format and the rules for files)";
+
+/// How errors look, for the usage text.
+const char *const kErrorsText = R"(An error is one line, "mixprec: error: ...", naming the file, node or
+tensor at fault (control characters escaped). The notes MLIR attached to
+it (where an operand was defined, a symbol first declared) follow, one
+"mixprec: note: ..." line each. Exit status 1 (2 for usage
+errors, followed by this text).
+)";
+
+const CommandInfo &infoOf(Command command) {
+  return *llvm::find_if(kCommands, [&](const CommandInfo &c) { return c.command == command; });
+}
+
+cl::SubCommand importCommand("import", infoOf(Command::Import).description);
+cl::SubCommand compileCommand("compile", infoOf(Command::Compile).description);
+cl::SubCommand runCommand("run", infoOf(Command::Run).description);
+cl::SubCommand reportCommand("report", infoOf(Command::Report).description);
+cl::SubCommand validateCommand("validate", infoOf(Command::Validate).description);
+
+/// The subcommand of a command.
+cl::SubCommand &subCommandOf(Command command) {
+  switch (command) {
+  case Command::Import:
+    return importCommand;
+  case Command::Compile:
+    return compileCommand;
+  case Command::Run:
+    return runCommand;
+  case Command::Report:
+    return reportCommand;
+  case Command::Validate:
+    return validateCommand;
+  }
+  llvm_unreachable("unknown command");
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+/// NAME=FILE.npy, kept as written (split by namedFiles).
+struct NamedFileParser : cl::parser<std::string> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    size_t eq = arg.find('=');
+    if (eq == llvm::StringRef::npos || eq == 0 || eq + 1 == arg.size())
+      return reportOptionError(option, argName, "takes NAME=FILE.npy, got '" + arg + "'");
+    value = arg.str();
+    return false;
+  }
+};
+
+/// A folder name, which cannot be empty.
+struct FolderParser : cl::parser<std::string> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    if (arg.empty())
+      return reportOptionError(option, argName, "needs a folder name, got ''");
+    value = arg.str();
+    return false;
+  }
+};
+
+/// A seed: a whole decimal number in [0, 2^64-1].
+struct SeedParser : cl::parser<unsigned long long> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             unsigned long long &value) {
+    uint64_t parsed = 0;
+    if (!parseUnsigned(arg, parsed))
+      return reportOptionError(option, argName,
+                               "takes an integer in [0, 2^64-1], got '" + arg + "'");
+    value = parsed;
+    return false;
+  }
+};
+
+/// The numbers >= 0 (NaN is not one).
+struct NonNegativeNumbers {
+  static constexpr const char *kWhat = "a number >= 0";
+  static bool contains(double x) { return x >= 0; }
+};
+
+//===----------------------------------------------------------------------===//
+// Options, each declared once, in the subcommands that take it
+//===----------------------------------------------------------------------===//
+
+cl::list<std::string> modelArg(cl::Positional, cl::desc("<model>"), cl::sub(importCommand),
+                               cl::sub(compileCommand), cl::sub(runCommand),
+                               cl::sub(reportCommand), cl::sub(validateCommand));
+
+cl::opt<std::string> outputOpt("o", cl::desc("Write to this file instead of stdout ('-': stdout)"),
+                               cl::value_desc("file"), cl::sub(importCommand),
+                               cl::sub(compileCommand));
+
+cl::opt<Emit, false, EnumParser<Emit>> emitOpt(
+    "emit", cl::desc("What compile writes (default: mpk for -o FILE.mpk, else mp-mlir)"),
+    cl::init(Emit::Default), cl::sub(compileCommand),
+    cl::values(clEnumValN(Emit::MpMlir, "mp-mlir", "the annotated mp IR"),
+               clEnumValN(Emit::MpkMlir, "mpk-mlir", "the fused, planned kernel IR"),
+               clEnumValN(Emit::Mpk, "mpk", "the module an application loads (needs -o)")));
+
+cl::list<std::string, bool, NamedFileParser> calibrateOpt(
+    "calibrate",
+    cl::desc("NAME=FILE.npy: run the FP32 graph on these inputs first and move ops whose "
+             "values would overflow or underflow FP16 (one per graph input)"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(compileCommand), cl::sub(reportCommand),
+    cl::sub(validateCommand));
+
+cl::opt<bool> noKeepIoTypesOpt(
+    "no-keep-io-types", cl::desc("Graph inputs and outputs take the plan's dtypes"),
+    cl::ValueDisallowed, cl::sub(compileCommand), cl::sub(reportCommand), cl::sub(validateCommand),
+    cl::callback([](const bool &on) { opts::precision().keepIoTypes = !on; }));
+
+cl::opt<std::string> jsonOpt("json",
+                             cl::desc("Also write the result as JSON ('-': only JSON, on stdout)"),
+                             cl::value_desc("file"), cl::sub(reportCommand),
+                             cl::sub(validateCommand));
+
+cl::list<std::string, bool, NamedFileParser> inputOpt(
+    "input", cl::desc("NAME=FILE.npy: a graph input (give every input, or none for random ones)"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(runCommand), cl::sub(validateCommand));
+
+cl::opt<unsigned long long, false, SeedParser> seedOpt(
+    "seed", cl::desc("Seed of the random inputs, in [0, 2^64-1]"), cl::init(0),
+    cl::value_desc("N"),
+    cl::sub(runCommand), cl::sub(validateCommand));
+
+cl::opt<double, false, NumberParser<NonNegativeNumbers>> toleranceOpt(
+    "tolerance", cl::desc("Exit 4 when an output's max_rel exceeds this"), cl::init(-1),
+    cl::value_desc("X"),
+    cl::sub(validateCommand));
+
+cl::opt<std::string, false, FolderParser> outputDirOpt(
+    "output-dir", cl::desc("Where NAME.npy is written per graph output"), cl::init("."),
+    cl::value_desc("folder"), cl::sub(runCommand));
+
+cl::opt<int, false, IntegerInRangeParser<1, 100000>> repeatOpt(
+    "repeat", cl::desc("Run N times (with --time: median and minimum)"), cl::init(1),
+    cl::value_desc("N"),
+    cl::sub(runCommand));
+
+cl::opt<bool> timeOpt("time", cl::desc("Print load and run times (JSON) to stderr"),
+                      cl::ValueDisallowed, cl::sub(runCommand));
+
+cl::opt<Backend, false, EnumParser<Backend>> backendOpt(
+    "backend", cl::desc("Where run runs the model"), cl::init(Backend::Default),
+    cl::sub(runCommand),
+    cl::values(clEnumValN(Backend::Interpreter, "interpreter",
+                          "the CPU reference interpreter (default for .mlir)"),
+               clEnumValN(Backend::Cpu, "cpu", "the runtime's CPU backend"),
+               clEnumValN(Backend::Cuda, "cuda", "the runtime's CUDA backend"),
+               clEnumValN(Backend::Auto, "auto",
+                          "CUDA when a GPU is found, else CPU (default for .onnx)")));
+
+/// Whether --precision was on the command line, and why its value is
+/// not a precision ("" if it is).
+bool precisionWasGiven = false;
+std::string unknownPrecisionMessage;
+
+/// The options no subcommand declares: they arrive here, in order.
+cl::list<std::string> unknownArgs(cl::Sink, cl::sub(importCommand), cl::sub(compileCommand),
+                                  cl::sub(runCommand), cl::sub(reportCommand),
+                                  cl::sub(validateCommand));
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// One problem with the command line, in the order the arguments came.
+struct ArgError {
+  const cl::Option *option; ///< the option whose value is bad, or null
+  std::string arg;          ///< the option's name, the unknown argument, or ""
+  std::string message;      ///< what the option's parser (or llvm::cl) said
+};
+
+/// How an option is written on the command line: "-o", "--seed".
+std::string dashed(llvm::StringRef name) {
+  return (name.size() == 1 ? "-" : "--") + name.str();
+}
+
+/// The error line of an option no subcommand of `command` declares: some
+/// belong to another command; the rest are unknown.
+std::string unknownOptionError(Command command, llvm::StringRef arg) {
+  llvm::StringRef name = arg.ltrim('-').split('=').first;
+  llvm::StringRef commandName = infoOf(command).name;
+  if ((command == Command::Report || command == Command::Validate) && name == "o")
+    return commandName.str() + ": -o is not an option of " + commandName.str() +
+           " (use --json FILE)";
+  if (command == Command::Report && name == "input")
+    return "report: --input is an option of validate, not report";
+  return commandName.str() +
+         (command == Command::Import ? ": unknown option '" : ": unknown or incomplete option '") +
+         arg.str() + "'";
+}
+
+/// The arguments after the command that are options (not models, not
+/// option values), walked as llvm::cl walks them: an option that takes a
+/// value and carries none ("--seed 3") takes the next argument.
+std::vector<llvm::StringRef> optionArguments(Command command, int argc, char **argv) {
+  cl::SubCommand &sub = subCommandOf(command);
+  std::vector<llvm::StringRef> options;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (!arg.starts_with("-") || arg == "-")
+      continue; // a model, or a file named "-" (modelArgumentError)
+    options.push_back(arg);
+    cl::Option *option = sub.OptionsMap.lookup(arg.ltrim('-'));
+    if (option && option->getValueExpectedFlag() == cl::ValueRequired)
+      ++i; // its value, whatever it looks like
+  }
+  return options;
+}
+
+/// Why the arguments cannot be given to llvm::cl as they are, or "". An
+/// existing @FILE would be read as a response file. llvm::cl would accept
+/// LLVM's own options (--stats) in any subcommand and take "--" as the end
+/// of options; it would print its own error for a switch with a value
+/// ("--time=1") or an option missing its value.
+std::string refusedArguments(Command command, int argc, char **argv) {
+  for (int i = 2; i < argc; ++i)
+    if (llvm::StringRef arg = argv[i];
+        arg.starts_with("@") && llvm::sys::fs::exists(arg.drop_front()))
+      return std::string(infoOf(command).name) + ": '" + arg.str() +
+             "' would be read as a response file, which mixprec does not take (write ./" +
+             arg.str() + " for a file of that name)";
+  cl::SubCommand &sub = subCommandOf(command);
+  for (llvm::StringRef arg : optionArguments(command, argc, argv)) {
+    auto [name, value] = arg.ltrim('-').split('=');
+    cl::Option *option = arg == "--" ? nullptr : sub.OptionsMap.lookup(name);
+    bool hasValue = arg.contains('=');
+    cl::ValueExpected expected = option ? option->getValueExpectedFlag() : cl::ValueOptional;
+    if (!option || (hasValue && expected == cl::ValueDisallowed) ||
+        (!hasValue && expected == cl::ValueRequired && arg.data() == argv[argc - 1]))
+      return unknownOptionError(command, arg);
+  }
+  return "";
+}
+
+/// The usage error a model argument makes, or "".
+std::string modelArgumentError(Command command) {
+  llvm::StringRef commandName = infoOf(command).name;
+  for (const std::string &model : modelArg)
+    if (llvm::StringRef(model).starts_with("-"))
+      return unknownOptionError(command, model);
+  if (modelArg.empty())
+    return commandName.str() + ": no model given";
+  if (modelArg.size() > 1)
+    return commandName.str() + ": more than one model given";
+  return "";
+}
+
+/// The error line of a bad option value: "COMMAND: --OPTION MESSAGE"; an
+/// .mpk module takes no interpreter, so its --backend list is shorter.
+std::string valueError(Command command, const ArgError &error) {
+  std::string commandName = infoOf(command).name;
+  if (error.option == &backendOpt && llvm::StringRef(modelArg.empty() ? "" : modelArg[0])
+                                         .ends_with(".mpk"))
+    return commandName + ": --backend takes cpu, cuda or auto, " +
+           error.message.substr(error.message.find("got '"));
+  return commandName + ": " + dashed(error.arg) + " " + error.message;
+}
+
+/// Runs llvm::cl on the arguments, collecting every problem in order
+/// instead of letting llvm::cl print them. Returns the problems.
+std::vector<ArgError> collectArgErrors(int argc, char **argv) {
+  std::vector<ArgError> errors;
+  passes::ScopedOptionErrorHandler handler(
+      [&](const cl::Option &option, llvm::StringRef argName, const std::string &message) {
+        errors.push_back({&option, argName.str(), message});
+      });
+  unknownArgs.setCallback([&](const std::string &arg) { errors.push_back({nullptr, arg, ""}); });
+  std::string clErrors;
+  llvm::raw_string_ostream clErrorStream(clErrors);
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &clErrorStream) && errors.empty())
+    // Not expected after refusedArguments; still an error, never ignored.
+    errors.push_back({nullptr, "", llvm::StringRef(clErrors).split('\n').first.str()});
+  return errors;
+}
+
+/// Registers the precision options in their subcommands and gives --emit
+/// its other spelling, before the command line is read.
+void completeOptions() {
+  (void)opts::precision();
+  emitOpt.getParser().aliases["mlir"] = Emit::MpMlir; // the name before mpk-mlir existed
+}
+
+} // namespace
+
+bool printHelpIfAsked(Command command, int argc, char **argv) {
+  completeOptions();
+  std::vector<llvm::StringRef> options = optionArguments(command, argc, argv);
+  bool hidden = llvm::is_contained(options, "--help-hidden") ||
+                llvm::is_contained(options, "-help-hidden");
+  if (!hidden && !llvm::is_contained(options, "--help") && !llvm::is_contained(options, "-help"))
+    return false;
+  // llvm::cl would print the help and exit, past the check of stdout
+  // (finishStdout); its printer prints the subcommand the command line
+  // names, so that is all it is given.
+  cl::ParseCommandLineOptions(2, argv, kOverview);
+  cl::PrintHelpMessage(hidden, /*Categorized=*/true);
+  return true;
+}
+
+std::optional<Command> findCommand(llvm::StringRef name) {
+  for (const CommandInfo &info : kCommands)
+    if (name == info.name)
+      return info.command;
+  return std::nullopt;
+}
+
+std::string usageText() {
+  std::string text = "usage:\n";
+  auto indented = [&](llvm::StringRef block, unsigned by) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    block.split(lines, '\n');
+    for (llvm::StringRef line : lines)
+      text += std::string(by, ' ') + line.str() + "\n";
+  };
+  for (const CommandInfo &info : kCommands) {
+    indented(info.synopsis, 2);
+    indented(info.description, 6);
+  }
+  text += "  mixprec --version\n  mixprec COMMAND --help\n      The options of COMMAND.\n";
+  text += "\nerrors:\n";
+  indented(kErrorsText, 2);
+  text.pop_back(); // kErrorsText ends in a newline
+  text += "\nfiles:\n";
+  text += kFilesText;
+  return text;
+}
+
+int parseCommandLine(Command command, int argc, char **argv) {
+  completeOptions();
+  if (std::string why = refusedArguments(command, argc, argv); !why.empty())
+    return usageError(why);
+  for (const ArgError &error : collectArgErrors(argc, argv)) {
+    if (!error.option && error.arg.empty())
+      return usageError(std::string(infoOf(command).name) + ": " + error.message);
+    if (!error.option)
+      return usageError(unknownOptionError(command, error.arg));
+    // A --precision mixprec does not know was always an error about the
+    // graph, reported when it was compiled (status 1): compileModel does.
+    if (error.option == &opts::precision().precision) {
+      if (unknownPrecisionMessage.empty())
+        unknownPrecisionMessage = error.message;
+      continue;
+    }
+    return usageError(valueError(command, error));
+  }
+  if (std::string why = modelArgumentError(command); !why.empty())
+    return usageError(why);
+  // Read now: assigning the option later (run's fp32 default) marks it given.
+  precisionWasGiven = opts::precision().precision.hasValue() || !unknownPrecisionMessage.empty();
+  if (const std::string &policy = opts::precision().policyFile; !policy.empty())
+    noteInput(policy, "--policy " + policy);
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The parsed command line
+//===----------------------------------------------------------------------===//
+
+namespace opts {
+
+const std::string &model() { return modelArg.front(); }
+
+passes::PrecisionPipelineOptions &precision() {
+  static passes::PrecisionPipelineOptions *options = [] {
+    auto *options = new passes::PrecisionPipelineOptions();
+    options->addToSubCommand(compileCommand);
+    options->addToSubCommand(reportCommand);
+    options->addToSubCommand(validateCommand);
+    // run compiles just in time at --precision; the other options are
+    // compile's.
+    options->addToSubCommand(runCommand, {"precision"});
+    return options;
+  }();
+  return *options;
+}
+
+bool precisionGiven() { return precisionWasGiven; }
+const std::string &unknownPrecision() { return unknownPrecisionMessage; }
+const std::string &output() { return outputOpt; }
+Emit emit() { return emitOpt; }
+const std::string &json() { return jsonOpt; }
+
+/// Splits NAME=FILE arguments (checked by NamedFileParser).
+static NamedFiles namedFiles(llvm::ArrayRef<std::string> specs) {
+  NamedFiles files;
+  for (llvm::StringRef spec : specs) {
+    auto [name, file] = spec.split('=');
+    files.emplace_back(name.str(), file.str());
+  }
+  return files;
+}
+
+NamedFiles inputs() { return namedFiles(inputOpt); }
+NamedFiles calibration() { return namedFiles(calibrateOpt); }
+uint64_t seed() { return seedOpt; }
+double tolerance() { return toleranceOpt; }
+const std::string &outputDir() { return outputDirOpt; }
+int repeat() { return repeatOpt; }
+bool time() { return timeOpt; }
+Backend backend() { return backendOpt; }
+
+llvm::StringRef backendName(Backend backend) { return backendOpt.getParser().nameOf(backend); }
+
+} // namespace opts
+} // namespace mixprec::tools
