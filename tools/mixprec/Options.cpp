@@ -82,12 +82,15 @@ acc_type or -; reason: mp.reason or -), then "summary:" and the lines
   gemm weight bytes: N (fp32 N, P%)
   activation bytes: N (fp32 N, P%)
   casts: N [(plus N quantize, N dequantize)]
+  bytes moved, op by op: N (fp32 N, P%)
 FLOPs: 2*M*N*K per output batch element for GEMMs (conv: per output
 element 2*C/groups*kH*kW), one per element otherwise, none for data
 movement and casts. Bytes: every constant; GEMM weights (constant-
 derived weight operands, at the dtype the GEMM reads them); every
-non-constant op result. "fp32" is the imported graph. --json FILE
-writes it all as JSON ("-": JSON on stdout instead of the text).)"},
+non-constant op result; moved: each op's operands and results, before
+fusion (reshapes none). "fp32" is the imported graph. --json FILE
+writes it all as JSON, with each op's flops and bytes ("-": JSON on
+stdout instead of the text).)"},
     {Command::Validate, "validate",
      R"(mixprec validate MODEL [compile options] [--input NAME=FILE.npy]... [--seed N]
                  [--tolerance X] [--json FILE])",

@@ -120,6 +120,13 @@ int64_t flopsOf(Operation *op) {
   return policy ? policy.getFlopCount() : 0;
 }
 
+/// Bytes one op reads and writes (PrecisionPolicyOpInterface::getByteCount);
+/// ops of other dialects count none.
+int64_t bytesMovedBy(Operation *op) {
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  return policy ? policy.getByteCount() : 0;
+}
+
 /// The operands of a GEMM that hold weights: the weight of linear/conv2d,
 /// either operand of a matmul.
 SmallVector<Value, 2> weightOperands(Operation *op) {
@@ -141,6 +148,7 @@ struct ByteTotals {
   int64_t weights = 0;     ///< every mp.constant
   int64_t gemmWeights = 0; ///< constant-derived GEMM weight operands, as read
   int64_t activations = 0; ///< every non-constant op result
+  int64_t traffic = 0;     ///< bytes the ops read and write, op by op (getByteCount)
   /// Each counted GEMM weight: the GEMM's label and type, the weight's
   /// dtype, bytes, and elements.
   struct Weight {
@@ -178,6 +186,7 @@ ByteTotals countBytes(func::FuncOp func) {
       return;
     for (Value r : op->getResults())
       (isa<mp::ConstantOp>(op) ? totals.weights : totals.activations) += bytesOf(r);
+    totals.traffic += bytesMovedBy(op);
     if (isGemm(op))
       for (Value w : weightOperands(op))
         if (constantDerived(w, memo) && counted.insert(w).second) {
@@ -198,6 +207,7 @@ ByteTotals countBytes(func::FuncOp func) {
 struct Row {
   std::string node, type, opClass, precision, inputs, output, acc, reason;
   std::vector<std::string> inputList, outputList;
+  int64_t flops = 0, bytes = 0; ///< one run's cost (JSON only)
 };
 
 /// The element types of `types` ("f16"), and their comma-joined list.
@@ -234,6 +244,8 @@ Row makeRow(Operation *op, unsigned index) {
   row.acc = acc ? passes::dtypeName(acc.getValue()) : "-";
   auto reason = op->getAttrOfType<StringAttr>(GraphDialect::kReasonAttr);
   row.reason = reason ? reason.getValue().str() : "-";
+  row.flops = flopsOf(op);
+  row.bytes = bytesMovedBy(op);
   return row;
 }
 
@@ -357,6 +369,7 @@ void printSummary(llvm::raw_ostream &os, const PlanSummary &s) {
   if (s.quantizes || s.dequantizes)
     os << " (plus " << s.quantizes << " quantize, " << s.dequantizes << " dequantize)";
   os << "\n";
+  os << "  bytes moved, op by op: " << bytesText(s.mixed.traffic, s.fp32.traffic) << "\n";
 }
 
 /// The report as text: the header line, one row per op, the summary.
@@ -396,7 +409,9 @@ llvm::json::Array rowsJson(const std::vector<Row> &rows) {
                                       {"inputs", stringArray(r.inputList)},
                                       {"outputs", stringArray(r.outputList)},
                                       {"acc", r.acc},
-                                      {"reason", r.reason}});
+                                      {"reason", r.reason},
+                                      {"flops", r.flops},
+                                      {"bytes", r.bytes}});
   return json;
 }
 
@@ -428,6 +443,8 @@ llvm::json::Object summaryJson(const PlanSummary &s) {
                             {"gemm_weights", gemmWeightsJson(s.mixed)},
                             {"activation_bytes", s.mixed.activations},
                             {"activation_bytes_fp32", s.fp32.activations},
+                            {"bytes_moved", s.mixed.traffic},
+                            {"bytes_moved_fp32", s.fp32.traffic},
                             {"casts", s.casts},
                             {"quantize", s.quantizes},
                             {"dequantize", s.dequantizes}};

@@ -64,6 +64,26 @@ int64_t defaultFlopCount(Operation *op) {
   return most;
 }
 
+/// Bytes a ranked tensor value holds in storage (i1 and FP8 one byte each).
+static int64_t storageBytes(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t)
+    return 0;
+  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+  return t.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+int64_t defaultByteCount(Operation *op) {
+  if (op->hasTrait<mlir::OpTrait::ConstantLike>())
+    return 0;
+  int64_t bytes = 0;
+  for (Value v : op->getOperands())
+    bytes += storageBytes(v);
+  for (Value v : op->getResults())
+    bytes += storageBytes(v);
+  return bytes;
+}
+
 } // namespace detail
 
 PrecisionClass precisionClassOf(Operation *op) {

@@ -38,6 +38,8 @@ namespace detail {
 PrecisionClass precisionClassFromTraits(mlir::Operation *op);
 /// The default FLOP count (see getFlopCount in GraphInterfaces.td).
 int64_t defaultFlopCount(mlir::Operation *op);
+/// The default byte count (see getByteCount in GraphInterfaces.td).
+int64_t defaultByteCount(mlir::Operation *op);
 } // namespace detail
 
 } // namespace mixprec::graph

@@ -75,6 +75,14 @@ def MP_PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
       }],
       "int64_t", "getFlopCount", (ins), [{}],
       [{ return ::mixprec::graph::detail::defaultFlopCount($_op.getOperation()); }]>,
+    InterfaceMethod<[{
+        Bytes one run reads and writes, op by op (before fusion), at the
+        storage dtypes of its operands and results: what a roofline sets
+        against the FLOP count, and what a lower precision saves in
+        memory traffic. None for constants and for reshapes (a view).
+      }],
+      "int64_t", "getByteCount", (ins), [{}],
+      [{ return ::mixprec::graph::detail::defaultByteCount($_op.getOperation()); }]>,
   ];
 }
 

@@ -84,4 +84,11 @@ int64_t ReduceMaxOp::getRowReductionDims() {
   return trailingDims(getAxes(), rankOf(getInput()));
 }
 
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+// A reshape is a view of its input's bytes (an mpk.alias): it moves none.
+int64_t ReshapeOp::getByteCount() { return 0; }
+
 } // namespace mixprec::graph

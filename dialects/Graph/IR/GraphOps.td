@@ -374,7 +374,7 @@ def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "the maximum">;
 // Data movement (follow class)
 //===----------------------------------------------------------------------===//
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement]> {
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement], ["getByteCount"]> {
   let summary = "Reinterprets the shape, same elements in row-major order";
   let description = [{
     ```mlir
