@@ -9,19 +9,8 @@
 # cmake -DSOURCE_DIR=... -DWORK_DIR=... -DDEPS=... -DC_COMPILER=...
 #       -DCXX_COMPILER=... -DNINJA=... -DREADELF=... -P RuntimeOnlyBuildTest.cmake
 
-foreach(var SOURCE_DIR WORK_DIR DEPS C_COMPILER CXX_COMPILER NINJA READELF)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "${var} is not set")
-  endif()
-endforeach()
-
-function(run_checked)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/TestScriptHelpers.cmake)
+mixprec_require_vars(SOURCE_DIR WORK_DIR DEPS C_COMPILER CXX_COMPILER NINJA READELF)
 
 set(disabled "")
 foreach(package MLIR LLVM ONNX Protobuf FlatBuffers BLAS GTest CUDAToolkit)

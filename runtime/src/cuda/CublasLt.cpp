@@ -1,6 +1,8 @@
 //===- CublasLt.cpp - cuBLASLt, loaded at run time -------------------------===//
 #include "runtime/src/cuda/CublasLt.h"
 
+#include "runtime/src/cuda/LoadOnce.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -61,24 +63,13 @@ Status loadCublasLt(const std::vector<std::string> &candidates, std::unique_ptr<
 }
 
 Status cublasLt(const CublasLt **out) {
-  struct Loaded {
-    std::unique_ptr<CublasLt> library;
-    Status status;
-  };
-  static const Loaded loaded = [] {
+  return loadOnce(out, [](std::unique_ptr<CublasLt> &loaded) {
     const char *library = std::getenv("MIXPREC_CUBLASLT_LIBRARY");
-    std::vector<std::string> candidates;
     if (library && *library)
-      candidates = {library};
-    else
-      candidates = {"libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), "libcublasLt.so"};
-    Loaded l;
-    l.status = loadCublasLt(candidates, l.library);
-    return l;
-  }();
-  if (loaded.status.ok())
-    *out = loaded.library.get();
-  return loaded.status;
+      return loadCublasLt({library}, loaded);
+    const std::string versioned = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    return loadCublasLt({versioned, "libcublasLt.so"}, loaded);
+  });
 }
 
 } // namespace mixprec::runtime::cuda

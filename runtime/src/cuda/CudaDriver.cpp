@@ -1,6 +1,8 @@
 //===- CudaDriver.cpp - the CUDA driver API, loaded at run time ------------===//
 #include "runtime/src/cuda/CudaDriver.h"
 
+#include "runtime/src/cuda/LoadOnce.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -130,19 +132,10 @@ Status loadDriver(const std::string &library, std::unique_ptr<Driver> &out) {
 }
 
 Status driver(const Driver **out) {
-  struct Loaded {
-    std::unique_ptr<Driver> driver;
-    Status status;
-  };
-  static const Loaded loaded = [] {
+  return loadOnce(out, [](std::unique_ptr<Driver> &loaded) {
     const char *library = std::getenv("MIXPREC_CUDA_DRIVER_LIBRARY");
-    Loaded l;
-    l.status = loadDriver(library && *library ? library : kDefaultLibrary, l.driver);
-    return l;
-  }();
-  if (loaded.status.ok())
-    *out = loaded.driver.get();
-  return loaded.status;
+    return loadDriver(library && *library ? library : kDefaultLibrary, loaded);
+  });
 }
 
 } // namespace mixprec::runtime::cuda

@@ -6,14 +6,14 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/KernelCache.h"
 
+#include "common/FileIO.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -68,16 +68,17 @@ protected:
   std::vector<std::string> warnings;
 };
 
+/// The whole file (common/FileIO: the cache's own reader and writer).
 std::string readAll(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string bytes, error;
+  EXPECT_TRUE(mixprec::common::readRegularFile(path, bytes, error)) << error;
+  return bytes;
 }
 
 void writeAll(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+  std::string error;
+  ASSERT_TRUE(mixprec::common::writeFileAtomically(path, bytes.data(), bytes.size(), error))
+      << error;
 }
 
 void expectSame(const NvrtcResult &a, const NvrtcResult &b) {

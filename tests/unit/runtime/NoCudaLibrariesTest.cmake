@@ -12,11 +12,8 @@
 # cmake -DRUNTIME=... -DREADELF=... -DMAKE_MODULE=... -DRUNNER=...
 #       -DFAKE_DRIVER=... -DWORK_DIR=... -P NoCudaLibrariesTest.cmake
 
-foreach(var RUNTIME READELF MAKE_MODULE RUNNER FAKE_DRIVER WORK_DIR)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "${var} is not set")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../../../cmake/TestScriptHelpers.cmake)
+mixprec_require_vars(RUNTIME READELF MAKE_MODULE RUNNER FAKE_DRIVER WORK_DIR)
 
 set(cuda_libraries "libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvidia")
 
