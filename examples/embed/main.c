@@ -152,6 +152,8 @@ int main(int argc, char **argv) {
   printf("module: %s (schema %u, producer \"%s\"), runtime %s, backend %s\n", modulePath,
          mixprec_module_schema_version(module), mixprec_module_producer(module),
          mixprec_runtime_version(), mixprec_backend_name(mixprec_session_backend(session)));
+  if (*mixprec_session_backend_reason(session))
+    printf("%s\n", mixprec_session_backend_reason(session));
 
   int status = 0;
   for (size_t i = 0; i < mixprec_module_input_count(module) && !status; ++i) {

@@ -1,10 +1,19 @@
 //===- Linalg.cpp - MatMul and Linear on OpenBLAS ------------------------===//
+//
+// Builds without a BLAS library define MIXPREC_NO_BLAS and multiply with
+// portableSgemm (the runtime-only build on machines without OpenBLAS).
+//
+//===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/StridedLoop.h"
 
+#ifdef MIXPREC_NO_BLAS
+#include "runtime/cpu/PortableSgemm.h"
+#else
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <cassert>
@@ -28,12 +37,16 @@ void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+#ifdef MIXPREC_NO_BLAS
+  portableSgemm(transB, m, n, k, a, lda, b, ldb, c, ldc, beta);
+#else
   assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
          ldb <= INT_MAX && ldc <= INT_MAX && "blasint is 32-bit");
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
               1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
+#endif
 }
 
 } // namespace detail

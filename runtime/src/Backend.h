@@ -46,8 +46,8 @@ struct BackendOptions {
 Status createCpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options,
                         std::unique_ptr<Backend> &out);
 
-/// The CUDA backend: NO_DEVICE (with the driver probe's reason) where no GPU
-/// is found; UNIMPLEMENTED otherwise, until it is written.
+/// The CUDA backend: NO_DEVICE (with the driver's reason) where no GPU is
+/// found; UNIMPLEMENTED otherwise, until it is written.
 Status createCudaBackend(std::shared_ptr<const LoadedModule> module,
                          const BackendOptions &options, std::unique_ptr<Backend> &out);
 

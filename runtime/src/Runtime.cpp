@@ -50,6 +50,8 @@ struct mixprec_session_s {
   /// Bound inputs in their tensors' dtypes, handed to the backend per run.
   std::vector<std::unique_ptr<AlignedBytes>> staged;
   bool ran = false;
+  /// What auto chose and why; "" for a backend asked for by name.
+  std::string backendReason;
 };
 
 namespace {
@@ -373,6 +375,7 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
 
   std::unique_ptr<Backend> instance;
   Status s;
+  std::string reason;
   switch (backend) {
   case MIXPREC_BACKEND_CPU:
     s = rt::createCpuBackend(module->module, backendOptions, instance);
@@ -383,8 +386,12 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
   case MIXPREC_BACKEND_AUTO:
     // CUDA when it can run the module; any reason it cannot means CPU.
     s = rt::createCudaBackend(module->module, backendOptions, instance);
-    if (!s.ok())
+    if (s.ok()) {
+      reason = "auto chose the CUDA backend";
+    } else {
+      reason = "auto chose the CPU backend: " + s.message();
       s = rt::createCpuBackend(module->module, backendOptions, instance);
+    }
     break;
   default:
     return invalidArgument("unknown backend " + std::to_string(static_cast<int>(backend)) +
@@ -398,6 +405,7 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
   session->module = module->module;
   session->backend = std::move(instance);
   session->staged.resize(session->module->inputs().size());
+  session->backendReason = std::move(reason);
   *out_session = session;
   return nullptr;
 }
@@ -406,6 +414,10 @@ void mixprec_session_release(mixprec_session_t session) { delete session; }
 
 mixprec_backend_t mixprec_session_backend(mixprec_session_t session) {
   return session ? session->backend->kind() : MIXPREC_BACKEND_AUTO;
+}
+
+const char *mixprec_session_backend_reason(mixprec_session_t session) {
+  return session ? session->backendReason.c_str() : "";
 }
 
 mixprec_status_t mixprec_session_bind_input(mixprec_session_t session, size_t index,

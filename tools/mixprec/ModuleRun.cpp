@@ -241,6 +241,8 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
       return failAndRelease(displayName + ": " + e);
     runMs.push_back(millisecondsSince(start));
   }
+  if (const char *reason = mixprec_session_backend_reason(session); *reason)
+    llvm::errs() << "mixprec: note: " << reason << "\n";
   if (time) {
     std::sort(runMs.begin(), runMs.end());
     llvm::errs() << llvm::format("{\"load_ms\": %.3f, \"run_ms_median\": %.3f, \"run_ms_min\": "

@@ -115,7 +115,8 @@ MIXPREC_API size_t mixprec_dtype_size(mixprec_dtype_t dtype);
 
 typedef int32_t mixprec_backend_t;
 enum mixprec_backend_e {
-  MIXPREC_BACKEND_AUTO = 0, /* CUDA when a GPU is found and the backend runs the module, else CPU */
+  MIXPREC_BACKEND_AUTO = 0, /* CUDA when a GPU is found and the backend runs the module, else
+                               CPU; mixprec_session_backend_reason() says which and why */
   MIXPREC_BACKEND_CPU = 1,
   MIXPREC_BACKEND_CUDA = 2
 };
@@ -218,6 +219,13 @@ MIXPREC_API void mixprec_session_release(mixprec_session_t session);
 
 /* The backend the session runs on (never AUTO); AUTO for NULL. */
 MIXPREC_API mixprec_backend_t mixprec_session_backend(mixprec_session_t session);
+
+/* For a session created with MIXPREC_BACKEND_AUTO, which backend auto chose
+ * and why, one line: "auto chose the CUDA backend", or "auto chose the CPU
+ * backend: CUDA backend: no GPU: cannot load 'libcuda.so.1' ...".
+ * "" when the backend was asked for by name, and for NULL. Owned by the
+ * session. */
+MIXPREC_API const char *mixprec_session_backend_reason(mixprec_session_t session);
 
 /* Copies `byte_size` bytes of host data into the session as input `index`.
  * `dtype` and `dims` must match the input exactly (MIXPREC_DTYPE_MISMATCH,

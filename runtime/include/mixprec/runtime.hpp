@@ -148,6 +148,8 @@ public:
   bool valid() const { return session_ != nullptr; }
   mixprec_session_t handle() const { return session_; }
   mixprec_backend_t backend() const { return mixprec_session_backend(session_); }
+  /// What MIXPREC_BACKEND_AUTO chose and why; "" for a backend asked for by name.
+  const char *backendReason() const { return mixprec_session_backend_reason(session_); }
 
   /// By position (a separate name: a literal 0 would be ambiguous with the
   /// by-name overloads).

@@ -1,6 +1,6 @@
 //===- CudaBackend.cpp - the CUDA backend (placeholder) --------------------===//
 //
-// Sessions can already ask for CUDA: the driver probe (dlopen, never a link
+// Sessions can already ask for CUDA: loading the driver (dlopen, never a link
 // against libcuda) decides between NO_DEVICE and "not implemented yet", so
 // applications get the error codes they will keep once the backend exists.
 //
@@ -15,11 +15,11 @@ Status createCudaBackend(std::shared_ptr<const LoadedModule> module,
   (void)module;
   (void)options;
   (void)out;
-  cuda::DriverProbe probe = cuda::probeDriver();
-  if (!probe.available)
-    return Status(MIXPREC_NO_DEVICE, "CUDA backend: " + probe.message);
+  const cuda::Driver *driver = nullptr;
+  if (Status s = cuda::driver(&driver); !s.ok())
+    return s.withContext("CUDA backend: ");
   return Status(MIXPREC_UNIMPLEMENTED,
-                "CUDA backend: not implemented yet (found " + probe.message +
+                "CUDA backend: not implemented yet (found " + driver->summary() +
                     "); use the CPU backend");
 }
 

@@ -8,18 +8,9 @@
 #       -DEMBED_INTREE=... -DC_COMPILER=... -DGENERATOR=... [-DEXE_LINKER_FLAGS=...]
 #       -P EmbedInstallTest.cmake
 
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE MIXPREC C_COMPILER GENERATOR)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "${var} is not set")
-  endif()
-endforeach()
-
-function(run_checked)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../../../cmake/TestScriptHelpers.cmake)
+mixprec_require_vars(BUILD_DIR SOURCE_DIR WORK_DIR MAKE_MODULE EMBED_INTREE MIXPREC C_COMPILER
+                     GENERATOR)
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})

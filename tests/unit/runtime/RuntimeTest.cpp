@@ -705,6 +705,12 @@ TEST(RuntimeApi, BackendSelection) {
   EXPECT_NE(std::string(s.message()).find("CUDA backend"), std::string::npos);
   ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_AUTO));
   EXPECT_EQ(session.backend(), MIXPREC_BACKEND_CPU);
+  // Auto says what it chose and why.
+  EXPECT_EQ(std::string(session.backendReason()),
+            std::string("auto chose the CPU backend: ") + s.message());
+  ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CPU));
+  EXPECT_STREQ(session.backendReason(), "");
+  EXPECT_STREQ(mixprec_session_backend_reason(nullptr), "");
   EXPECT_EQ(Session::create(module, session, static_cast<mixprec_backend_t>(7)).code(),
             MIXPREC_INVALID_ARGUMENT);
   mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
