@@ -196,11 +196,11 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
   Block &body = op.getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
     sc::DType dt = *dtypeOf(typeOf(input).getElementType());
-    bool row = rowDims > 0 && typeOf(input).getRank() ==
-                                  static_cast<int64_t>(space.size()) - rowDims &&
-               typeOf(input).getShape() != space.take_back(typeOf(input).getRank());
-    reg[arg] = add(sc::OpCode::Load, {}, dt, row, 0, tensorOf(input),
-                   stridesFor(typeOf(input).getShape(), space, rowDims, row));
+    // The body's ops broadcast their operands NumPy-style, so an input is
+    // read that way too (a [1, N] bias of a [B, M, N] row kernel is no row
+    // value, whatever its rank).
+    reg[arg] = add(sc::OpCode::Load, {}, dt, false, 0, tensorOf(input),
+                   stridesFor(typeOf(input).getShape(), space, rowDims, false));
   }
   for (Operation &inner : body.without_terminator())
     if (!emitOp(inner, error))
