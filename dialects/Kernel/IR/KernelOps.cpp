@@ -14,9 +14,6 @@ using namespace mlir;
 #include "dialects/Kernel/IR/KernelDialect.cpp.inc"
 #include "dialects/Kernel/IR/KernelEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialects/Kernel/IR/KernelAttrs.cpp.inc"
-
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.cpp.inc"
 
@@ -85,10 +82,6 @@ LogicalResult verifyOverKernelShape(Operation *op, Value input) {
 } // namespace
 
 void KernelDialect::initialize() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialects/Kernel/IR/KernelAttrs.cpp.inc"
-      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Kernel/IR/KernelOps.cpp.inc"

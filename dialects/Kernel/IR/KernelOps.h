@@ -4,7 +4,6 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -14,9 +13,6 @@
 #include "dialects/Kernel/IR/KernelEnums.h.inc"
 
 #include "dialects/Kernel/IR/KernelDialect.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "dialects/Kernel/IR/KernelAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.h.inc"

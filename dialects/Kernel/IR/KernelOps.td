@@ -11,8 +11,6 @@
 #define MIXPREC_KERNEL_OPS
 
 include "mlir/IR/OpBase.td"
-include "mlir/IR/AttrTypeBase.td"
-include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "dialects/Graph/IR/GraphEnums.td"
@@ -25,7 +23,6 @@ def Kernel_Dialect : Dialect {
   let summary = "Kernels, GEMM calls, routines and buffers of a compiled module";
   // Kernel bodies hold mp element-wise ops and constants.
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
-  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Arena byte offsets of an op's results (DenseI64ArrayAttr), set by
     /// --mp-plan-memory; on the function: peak and unplanned bytes.
@@ -33,12 +30,6 @@ def Kernel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kArenaBytesAttr = "mpk.arena_bytes";
     static constexpr ::llvm::StringLiteral kBufferBytesAttr = "mpk.buffer_bytes";
   }];
-}
-
-// An mp scalar function as an mpk attribute (the mp enum has no attribute
-// class of its own): `#mpk<scalar_fn sub>`, a bare keyword in op syntax.
-def Kernel_ScalarFnAttr : EnumAttr<Kernel_Dialect, MP_ScalarFn, "scalar_fn"> {
-  let cppNamespace = "::mixprec::kernel";
 }
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
@@ -113,9 +104,9 @@ def Kernel_ElementwiseOp : Kernel_Op<"elementwise", [Pure, HasParent<"KernelOp">
     Verifier: operand count is the function's arity, the result shape is
     the operands' broadcast, no silu.
   }];
-  let arguments = (ins Kernel_ScalarFnAttr:$fn, Variadic<AnyRankedTensor>:$operands);
+  let arguments = (ins MP_ScalarFn:$fn, Variadic<AnyRankedTensor>:$operands);
   let results = (outs AnyRankedTensor:$output);
-  let assemblyFormat = "`` $fn $operands attr-dict `:` functional-type($operands, results)";
+  let assemblyFormat = "$fn $operands attr-dict `:` functional-type($operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mixprec::graph::ScalarFn getScalarFn() { return getFn(); }
