@@ -126,12 +126,19 @@ std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
   return std::nullopt;
 }
 
-/// The value of a scalar float constant as the FP32 immediate the program
-/// holds, or nullopt when `op` is no such constant.
+/// The value of a scalar constant as the FP32 immediate the program holds
+/// (a bool is 1 or 0, as a loaded bool tensor), or nullopt when `op` is no
+/// such constant.
 std::optional<float> scalarConstantOf(Operation &op) {
   DenseElementsAttr dense;
-  if (!matchPattern(&op, m_Constant(&dense)) || !dense.isSplat() ||
-      !isa<FloatType>(dense.getElementType()))
+  if (!matchPattern(&op, m_Constant(&dense)) || !dense.isSplat())
+    return std::nullopt;
+  Type type = dense.getElementType();
+  if (type.isInteger(1))
+    return dense.getSplatValue<bool>() ? 1.0f : 0.0f;
+  if (type.isSignlessInteger())
+    return static_cast<float>(dense.getSplatValue<APInt>().getSExtValue());
+  if (!isa<FloatType>(type))
     return std::nullopt;
   APFloat v = dense.getSplatValue<APFloat>();
   bool losesInfo = false;
