@@ -1,9 +1,9 @@
 //===- KernelOps.td - the mpk kernel dialect -------------------------------===//
 //
 // The plan of a compiled module: kernels (expression programs over an
-// iteration space, written as mp ops on tensors), GEMM calls with their
-// cuBLASLt description, backend routines for ops that do not fuse, and
-// aliases. `--mp-plan-memory` then gives every value an arena offset. The
+// iteration space, one op per instruction on whole tensors), GEMM calls
+// with their cuBLASLt description, backend routines for ops that do not
+// fuse, and aliases. `--mp-plan-memory` then gives every value an arena offset. The
 // module writer serializes this dialect into the .mpk FlatBuffers format.
 //
 //===----------------------------------------------------------------------===//
