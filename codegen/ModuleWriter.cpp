@@ -6,6 +6,7 @@
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/Kernel/IR/StepVisitor.h"
 #include "passes/PrecisionUtils.h"
 #include "runtime/format/KernelProgram.h"
 #include "runtime/format/ModuleHash.h"
@@ -13,7 +14,7 @@
 #include "runtime/schema/module_generated.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -56,20 +57,14 @@ int64_t bytesOf(Value v) {
 }
 
 /// Element strides that read a tensor of shape `t` at every point of the
-/// iteration space `space`. A row value (one per row: a reduction's result)
-/// spans the leading dims only; anything else broadcasts NumPy-style.
-std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space, int64_t rowDims,
-                                bool rowValue) {
+/// iteration space `space`, broadcasting NumPy-style as the kernel body's
+/// ops do (a row value has its row dims as 1).
+std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space) {
   size_t rank = space.size();
   std::vector<int64_t> strides(rank, 0);
   SmallVector<int64_t> aligned(rank, 1);
-  if (rowValue && t.size() == rank - rowDims) {
-    for (size_t i = 0; i < t.size(); ++i)
-      aligned[i] = t[i];
-  } else {
-    for (size_t i = 0; i < t.size() && i < rank; ++i)
-      aligned[rank - 1 - i] = t[t.size() - 1 - i];
-  }
+  for (size_t i = 0; i < t.size() && i < rank; ++i)
+    aligned[rank - 1 - i] = t[t.size() - 1 - i];
   int64_t stride = 1;
   for (size_t i = rank; i-- > 0;) {
     // A size-1 dim is read at index 0 whatever the point: stride 0.
@@ -79,8 +74,82 @@ std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space, in
   return strides;
 }
 
-/// Builds the FlatBuffers module from a planned function.
-class Writer {
+/// The expression-program opcode of a scalar function, or nullopt for silu,
+/// which kernel bodies hold as a sigmoid and a mul (--mp-lower-to-kernels).
+std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
+  using graph::ScalarFn;
+  switch (fn) {
+  case ScalarFn::Add:
+    return sc::OpCode::Add;
+  case ScalarFn::Sub:
+    return sc::OpCode::Sub;
+  case ScalarFn::Mul:
+    return sc::OpCode::Mul;
+  case ScalarFn::Div:
+    return sc::OpCode::Div;
+  case ScalarFn::Pow:
+    return sc::OpCode::Pow;
+  case ScalarFn::Neg:
+    return sc::OpCode::Neg;
+  case ScalarFn::Relu:
+    return sc::OpCode::Relu;
+  case ScalarFn::Tanh:
+    return sc::OpCode::Tanh;
+  case ScalarFn::Sigmoid:
+    return sc::OpCode::Sigmoid;
+  case ScalarFn::Silu:
+    return std::nullopt;
+  case ScalarFn::Exp:
+    return sc::OpCode::Exp;
+  case ScalarFn::Log:
+    return sc::OpCode::Log;
+  case ScalarFn::Sqrt:
+    return sc::OpCode::Sqrt;
+  case ScalarFn::Rsqrt:
+    return sc::OpCode::Rsqrt;
+  case ScalarFn::Erf:
+    return sc::OpCode::Erf;
+  case ScalarFn::Reciprocal:
+    return sc::OpCode::Reciprocal;
+  case ScalarFn::GeluErf:
+    return sc::OpCode::GeluErf;
+  case ScalarFn::GeluTanh:
+    return sc::OpCode::GeluTanh;
+  case ScalarFn::Select:
+    return sc::OpCode::Select;
+  case ScalarFn::Cast:
+    return sc::OpCode::Cast;
+  case ScalarFn::Quantize:
+    return sc::OpCode::Quantize;
+  case ScalarFn::Dequantize:
+    return sc::OpCode::Div; // x / scale
+  }
+  return std::nullopt;
+}
+
+/// The value of a scalar constant as the FP32 immediate the program holds
+/// (a bool is 1 or 0, as a loaded bool tensor), or nullopt when `op` is no
+/// such constant.
+std::optional<float> scalarConstantOf(Operation &op) {
+  DenseElementsAttr dense;
+  if (!matchPattern(&op, m_Constant(&dense)) || !dense.isSplat())
+    return std::nullopt;
+  Type type = dense.getElementType();
+  if (type.isInteger(1))
+    return dense.getSplatValue<bool>() ? 1.0f : 0.0f;
+  if (type.isSignlessInteger())
+    return static_cast<float>(dense.getSplatValue<APInt>().getSExtValue());
+  if (!isa<FloatType>(type))
+    return std::nullopt;
+  APFloat v = dense.getSplatValue<APFloat>();
+  bool losesInfo = false;
+  v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+  return v.convertToFloat();
+}
+
+/// Builds the FlatBuffers module from a planned function: one module step
+/// per mpk step, in order.
+class Writer : public kernel::StepVisitor {
 public:
   Writer(func::FuncOp func, ModuleStats &stats) : func(func), stats(stats) {}
 
@@ -98,6 +167,21 @@ private:
   bool addKernel(kernel::KernelOp op, std::string &error);
   bool addGemm(kernel::GemmOp op, std::string &error);
   void addRoutine(kernel::CallOp op);
+
+  LogicalResult visitKernel(kernel::KernelOp op) override {
+    return success(addKernel(op, *stepError));
+  }
+  LogicalResult visitGemm(kernel::GemmOp op) override { return success(addGemm(op, *stepError)); }
+  LogicalResult visitCall(kernel::CallOp op) override { return addRoutine(op), success(); }
+  /// An alias is no step: its tensor shares its input's place.
+  LogicalResult visitAlias(kernel::AliasOp op) override {
+    tensorOf(op.getOutput());
+    return success();
+  }
+  /// Weight constants become tensors when a step reads them.
+  LogicalResult visitOther(Operation *op) override;
+  /// Where the visit methods say why a step has no module form.
+  std::string *stepError = nullptr;
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
 
   func::FuncOp func;
@@ -148,22 +232,21 @@ fb::Offset<fb::Vector<fb::Offset<fb::String>>> Writer::names(ArrayAttr ops) {
   return fbb.CreateVectorOfStrings(list);
 }
 
-/// Translates a kernel body into an expression program, one instruction
-/// per value (norms and softmax expand into row reductions).
+/// Translates a kernel body into an expression program: a Load per input,
+/// one instruction per body op in order, a Store per yielded value.
 class ProgramBuilder {
 public:
   ProgramBuilder(fb::FlatBufferBuilder &fbb, ArrayRef<int64_t> space,
-                 int64_t rowDims, std::function<int32_t(Value)> tensorOf)
-      : fbb(fbb), space(space), rowDims(rowDims), tensorOf(tensorOf) {}
+                 std::function<int32_t(Value)> tensorOf)
+      : fbb(fbb), space(space), tensorOf(tensorOf) {}
 
   bool emit(kernel::KernelOp op, std::string &error);
   std::vector<fb::Offset<sc::Instruction>> program;
 
 private:
   /// Appends one instruction and returns its register.
-  int32_t add(sc::OpCode code, std::vector<int32_t> operands, sc::DType dtype,
-              bool rowValue, float fvalue = 0, int32_t tensor = -1,
-              std::vector<int64_t> strides = {}) {
+  int32_t add(sc::OpCode code, std::vector<int32_t> operands, sc::DType dtype, float fvalue = 0,
+              int32_t tensor = -1, std::vector<int64_t> strides = {}) {
     auto ops = fbb.CreateVector(operands);
     auto st = strides.empty() ? 0 : fbb.CreateVector(strides);
     sc::InstructionBuilder b(fbb);
@@ -176,42 +259,34 @@ private:
     b.add_fvalue(fvalue);
     b.add_dtype(dtype);
     program.push_back(b.Finish());
-    rowValues.push_back(rowValue);
     return static_cast<int32_t>(program.size() - 1);
   }
-  bool isRow(int32_t r) const { return rowValues[r]; }
-  int32_t constant(float v) { return add(sc::OpCode::Const, {}, sc::DType::F32, true, v); }
+  /// The opcode of a body op other than a constant, or nullopt.
+  std::optional<sc::OpCode> opCodeOfOp(Operation &op);
   bool emitOp(Operation &op, std::string &error);
 
   fb::FlatBufferBuilder &fbb;
   ArrayRef<int64_t> space;
-  int64_t rowDims;
   // Owned, not a function_ref: callers pass a temporary lambda, which a
   // function_ref would outlive (stack use after scope).
   std::function<int32_t(Value)> tensorOf;
   llvm::DenseMap<Value, int32_t> reg;
-  std::vector<bool> rowValues;
 };
 
 bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
   Block &body = op.getBody().front();
-  for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
-    sc::DType dt = *dtypeOf(typeOf(input).getElementType());
-    bool row = rowDims > 0 && typeOf(input).getRank() ==
-                                  static_cast<int64_t>(space.size()) - rowDims &&
-               typeOf(input).getShape() != space.take_back(typeOf(input).getRank());
-    reg[arg] = add(sc::OpCode::Load, {}, dt, row, 0, tensorOf(input),
-                   stridesFor(typeOf(input).getShape(), space, rowDims, row));
-  }
+  for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
+    reg[arg] = add(sc::OpCode::Load, {}, *dtypeOf(typeOf(input).getElementType()), 0,
+                   tensorOf(input), stridesFor(typeOf(input).getShape(), space));
   for (Operation &inner : body.without_terminator())
     if (!emitOp(inner, error))
       return false;
+  // A row value stored without its row dims is read with them: the yielded
+  // value's shape gives the strides.
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
-  for (auto [value, result] : llvm::zip(yield.getValues(), op.getResults())) {
-    int32_t r = reg.lookup(value);
-    add(sc::OpCode::Store, {r}, *dtypeOf(typeOf(result).getElementType()), isRow(r), 0,
-        tensorOf(result), stridesFor(typeOf(result).getShape(), space, rowDims, isRow(r)));
-  }
+  for (auto [value, result] : llvm::zip(yield.getValues(), op.getResults()))
+    add(sc::OpCode::Store, {reg.lookup(value)}, *dtypeOf(typeOf(result).getElementType()), 0,
+        tensorOf(result), stridesFor(typeOf(value).getShape(), space));
   // The runtime would refuse the module; say so now, naming the kernel.
   if (program.size() > runtime::kMaxProgramLength) {
     error = "kernel '" +
@@ -224,136 +299,43 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
   return true;
 }
 
+std::optional<sc::OpCode> ProgramBuilder::opCodeOfOp(Operation &op) {
+  if (auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(op))
+    return opCodeOf(elementwise.getScalarFn());
+  if (auto reduce = dyn_cast<kernel::RowReduceOp>(op))
+    return reduce.getKind() == kernel::RowReduceKind::sum ? sc::OpCode::RowSum
+                                                          : sc::OpCode::RowMax;
+  if (isa<kernel::AmaxOp>(op))
+    return sc::OpCode::Amax;
+  return std::nullopt;
+}
+
 bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
-  using namespace graph;
-  auto dt = [&](Value v) { return *dtypeOf(typeOf(v).getElementType()); };
-  auto r = [&](Value v) { return reg.lookup(v); };
-  auto row = [&](std::initializer_list<int32_t> regs) {
-    return llvm::all_of(regs, [&](int32_t x) { return isRow(x); });
+  auto noForm = [&] {
+    error = "op '" + passes::opName(&op) + "' (" + op.getName().getStringRef().str() +
+            ") has no expression-program form";
+    return false;
   };
-  const sc::DType f32 = sc::DType::F32;
-  int64_t rowSize = 1;
-  for (int64_t d : space.take_back(rowDims))
-    rowSize *= d;
-  // An empty row's mean is 0 (its sum times 0), as onnxruntime gives.
-  float invRow = rowSize ? 1.0f / static_cast<float>(rowSize) : 0.0f;
-  Value out = op.getNumResults() ? op.getResult(0) : Value();
-  auto binary = [&](sc::OpCode code) {
-    int32_t a = r(op.getOperand(0)), b = r(op.getOperand(1));
-    reg[out] = add(code, {a, b}, dt(out), row({a, b}));
-  };
-  auto unary = [&](sc::OpCode code) {
-    int32_t a = r(op.getOperand(0));
-    reg[out] = add(code, {a}, dt(out), row({a}));
-  };
-  bool ok = true;
-  llvm::TypeSwitch<Operation *>(&op)
-      .Case<ConstantOp>([&](ConstantOp c) {
-        auto dense = cast<DenseElementsAttr>(c.getValue());
-        APFloat v = dense.getSplatValue<APFloat>();
-        bool losesInfo = false;
-        v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-        reg[out] = constant(v.convertToFloat());
-      })
-      .Case<AddOp>([&](auto) { binary(sc::OpCode::Add); })
-      .Case<SubOp>([&](auto) { binary(sc::OpCode::Sub); })
-      .Case<MulOp>([&](auto) { binary(sc::OpCode::Mul); })
-      .Case<DivOp>([&](auto) { binary(sc::OpCode::Div); })
-      .Case<PowOp>([&](auto) { binary(sc::OpCode::Pow); })
-      .Case<NegOp>([&](auto) { unary(sc::OpCode::Neg); })
-      .Case<ReluOp>([&](auto) { unary(sc::OpCode::Relu); })
-      .Case<TanhOp>([&](auto) { unary(sc::OpCode::Tanh); })
-      .Case<SigmoidOp>([&](auto) { unary(sc::OpCode::Sigmoid); })
-      .Case<SiluOp>([&](SiluOp s) {
-        // x * sigmoid(x) with the sigmoid kept in FP32: one rounding, as
-        // the reference kernel (cpu::UnaryOp::Silu) does.
-        int32_t x = r(s.getInput());
-        int32_t sig = add(sc::OpCode::Sigmoid, {x}, f32, row({x}));
-        reg[out] = add(sc::OpCode::Mul, {x, sig}, dt(out), row({x}));
-      })
-      .Case<ExpOp>([&](auto) { unary(sc::OpCode::Exp); })
-      .Case<LogOp>([&](auto) { unary(sc::OpCode::Log); })
-      .Case<SqrtOp>([&](auto) { unary(sc::OpCode::Sqrt); })
-      .Case<RsqrtOp>([&](auto) { unary(sc::OpCode::Rsqrt); })
-      .Case<ErfOp>([&](auto) { unary(sc::OpCode::Erf); })
-      .Case<ReciprocalOp>([&](auto) { unary(sc::OpCode::Reciprocal); })
-      .Case<CastOp>([&](auto) { unary(sc::OpCode::Cast); })
-      .Case<GeluOp>([&](GeluOp g) {
-        unary(g.getApproximate() == GeluApproximation::tanh ? sc::OpCode::GeluTanh : sc::OpCode::GeluErf);
-      })
-      .Case<WhereOp>([&](WhereOp w) {
-        int32_t c = r(w.getCondition()), a = r(w.getLhs()), b = r(w.getRhs());
-        reg[out] = add(sc::OpCode::Select, {c, a, b}, dt(out), row({c, a, b}));
-      })
-      .Case<QuantizeOp>([&](auto) { binary(sc::OpCode::Quantize); })
-      .Case<AmaxOp>([&](AmaxOp a) {
-        // One value for the whole tensor: its Store (all strides 0) writes
-        // element 0 once every point has been seen.
-        reg[out] = add(sc::OpCode::Amax, {r(a.getInput())}, f32, false);
-      })
-      .Case<DequantizeOp>([&](auto) { binary(sc::OpCode::Div); })
-      .Case<SoftmaxOp, LogSoftmaxOp>([&](Operation *s) {
-        int32_t x = r(s->getOperand(0));
-        int32_t m = add(sc::OpCode::RowMax, {x}, f32, true);
-        int32_t d = add(sc::OpCode::Sub, {x, m}, f32, false);
-        int32_t e = add(sc::OpCode::Exp, {d}, f32, false);
-        int32_t sum = add(sc::OpCode::RowSum, {e}, f32, true);
-        if (isa<SoftmaxOp>(s)) {
-          reg[out] = add(sc::OpCode::Div, {e, sum}, dt(out), false);
-        } else {
-          int32_t l = add(sc::OpCode::Log, {sum}, f32, true);
-          reg[out] = add(sc::OpCode::Sub, {d, l}, dt(out), false);
-        }
-      })
-      .Case<LayerNormOp>([&](LayerNormOp ln) {
-        int32_t x = r(ln.getInput());
-        int32_t inv = constant(invRow);
-        int32_t mean = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {x}, f32, true), inv}, f32, true);
-        int32_t c = add(sc::OpCode::Sub, {x, mean}, f32, false);
-        int32_t sq = add(sc::OpCode::Mul, {c, c}, f32, false);
-        int32_t var = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {sq}, f32, true), inv}, f32, true);
-        int32_t eps = constant(ln.getEpsilon().convertToFloat());
-        int32_t rstd = add(sc::OpCode::Rsqrt, {add(sc::OpCode::Add, {var, eps}, f32, true)}, f32, true);
-        int32_t y = add(sc::OpCode::Mul, {c, rstd}, f32, false);
-        if (Value s = ln.getScale())
-          y = add(sc::OpCode::Mul, {y, r(s)}, f32, false);
-        if (Value b = ln.getBias())
-          y = add(sc::OpCode::Add, {y, r(b)}, f32, false);
-        reg[out] = add(sc::OpCode::Cast, {y}, dt(out), false);
-      })
-      .Case<RmsNormOp>([&](RmsNormOp rn) {
-        int32_t x = r(rn.getInput());
-        int32_t sq = add(sc::OpCode::Mul, {x, x}, f32, false);
-        int32_t ms = add(sc::OpCode::Mul, {add(sc::OpCode::RowSum, {sq}, f32, true), constant(invRow)}, f32, true);
-        int32_t eps = constant(rn.getEpsilon().convertToFloat());
-        int32_t rstd = add(sc::OpCode::Rsqrt, {add(sc::OpCode::Add, {ms, eps}, f32, true)}, f32, true);
-        int32_t y = add(sc::OpCode::Mul, {x, rstd}, f32, false);
-        if (Value s = rn.getScale())
-          y = add(sc::OpCode::Mul, {y, r(s)}, f32, false);
-        reg[out] = add(sc::OpCode::Cast, {y}, dt(out), false);
-      })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](Operation *red) {
-        int32_t x = r(red->getOperand(0));
-        if (isa<ReduceMaxOp>(red)) {
-          reg[out] = add(sc::OpCode::RowMax, {x}, dt(out), true);
-          return;
-        }
-        int32_t s = add(sc::OpCode::RowSum, {x}, isa<ReduceSumOp>(red) ? dt(out) : f32, true);
-        reg[out] = isa<ReduceSumOp>(red)
-                       ? s
-                       : add(sc::OpCode::Mul, {s, constant(invRow)}, dt(out), true);
-      })
-      .Default([&](Operation *o) {
-        error = "op '" + passes::opName(o) + "' (" + o->getName().getStringRef().str() +
-                ") has no expression-program form";
-        ok = false;
-      });
-  return ok;
+  if (op.getNumResults() != 1)
+    return noForm();
+  Value out = op.getResult(0);
+  if (std::optional<float> value = scalarConstantOf(op)) {
+    reg[out] = add(sc::OpCode::Const, {}, sc::DType::F32, *value);
+    return true;
+  }
+  std::optional<sc::OpCode> code = opCodeOfOp(op);
+  std::optional<sc::DType> dtype = dtypeOf(typeOf(out).getElementType());
+  if (!code || !dtype)
+    return noForm();
+  std::vector<int32_t> operands;
+  for (Value operand : op.getOperands())
+    operands.push_back(reg.lookup(operand));
+  reg[out] = add(*code, operands, *dtype);
+  return true;
 }
 
 bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
-  ProgramBuilder pb(fbb, op.getShape(), static_cast<int64_t>(op.getRowDims()),
-                    [&](Value v) { return tensorOf(v); });
+  ProgramBuilder pb(fbb, op.getShape(), [&](Value v) { return tensorOf(v); });
   if (!pb.emit(op, error))
     return false;
   for (Value v : op.getInputs())
@@ -456,6 +438,14 @@ bool Writer::addGemm(kernel::GemmOp op, std::string &error) {
   return true;
 }
 
+LogicalResult Writer::visitOther(Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>() || op->hasTrait<OpTrait::IsTerminator>())
+    return success();
+  *stepError = "op '" + passes::opName(op) + "' (" + op->getName().getStringRef().str() +
+               ") was not lowered to a kernel, GEMM or routine";
+  return failure();
+}
+
 void Writer::addRoutine(kernel::CallOp op) {
   std::vector<int32_t> inputs, outputs;
   for (Value v : op.getInputs()) {
@@ -493,22 +483,8 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     if (auto offs = op.getAttrOfType<DenseI64ArrayAttr>(kernel::KernelDialect::kOffsetsAttr))
       for (auto [result, off] : llvm::zip(op.getResults(), offs.asArrayRef()))
         offsets[result] = off;
-    bool ok = llvm::TypeSwitch<Operation *, bool>(&op)
-                  .Case<kernel::KernelOp>([&](auto k) { return addKernel(k, error); })
-                  .Case<kernel::GemmOp>([&](auto g) { return addGemm(g, error); })
-                  .Case<kernel::CallOp>([&](auto c) { return addRoutine(c), true; })
-                  .Case<kernel::AliasOp>([&](auto a) {
-                    tensorOf(a.getOutput());
-                    return true;
-                  })
-                  .Case<graph::ConstantOp, func::ReturnOp>([](auto) { return true; })
-                  .Default([&](Operation *o) {
-                    error = "op '" + passes::opName(o) + "' (" +
-                            o->getName().getStringRef().str() +
-                            ") was not lowered to a kernel, GEMM or routine";
-                    return false;
-                  });
-    if (!ok)
+    stepError = &error;
+    if (failed(visit(&op)))
       return false;
   }
   // Graph outputs. A value returned under a name its tensor does not have

@@ -311,9 +311,8 @@ private:
       // cuBLASLt's bias epilogue adds one value per output column.
       isBias = shapeOf(other).size() == 1 && shapeOf(other)[0] == out.back() &&
                shapeOf(op->getResult(0)) == out;
-      Operation *g = gemm->ops.front();
-      bool gemmHasBias = (isa<graph::LinearOp>(g) && cast<graph::LinearOp>(g).getBias()) ||
-                         (isa<graph::ScaledLinearOp>(g) && cast<graph::ScaledLinearOp>(g).getBias());
+      bool gemmHasBias =
+          static_cast<bool>(cast<graph::GemmOpInterface>(gemm->ops.front()).getGemmOperands().bias);
       if (!isBias || gemmHasBias || gemm->ops.size() > 1)
         return;
     } else if (!gemmEpilogueOf(op)) {

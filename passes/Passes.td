@@ -152,19 +152,34 @@ def FusePass : Pass<"mp-fuse", "mlir::func::FuncOp"> {
 def LowerToKernelsPass : Pass<"mp-lower-to-kernels", "mlir::func::FuncOp"> {
   let summary = "Turn a fused mp graph into mpk kernels, GEMM calls and routines";
   let description = [{
-    Each `mp.fusion` of kind elementwise/reduction and each remaining
-    element-wise or row-reduction op becomes an `mpk.kernel` (iteration
-    space and row dims derived from its reduction); each GEMM, with the
-    epilogue its fusion holds, becomes an `mpk.gemm`; a reshape becomes an
-    `mpk.alias`; every other op becomes an `mpk.call` of a backend routine
-    with its family's typed options (a dialect conversion with the patterns
-    of `populateRoutineLoweringPatterns`, passes/LowerRoutines.cpp); an op
-    no pattern lowers is a "failed to legalize" error at its location.
+    A dialect conversion (patterns in LowerToKernels.cpp and
+    KernelBodyPatterns.cpp). Each `mp.fusion` of kind elementwise/reduction
+    and each remaining element-wise, row-reduction or amax op becomes an
+    `mpk.kernel` (iteration space and row dims derived from its reduction);
+    each GEMM, with the epilogue its fusion holds, becomes an `mpk.gemm`; a
+    reshape becomes an `mpk.alias`; a matmul no GEMM step expresses, and
+    then every other op, becomes an `mpk.call` of a backend routine with
+    its family's typed options (`populateRoutineLoweringPatterns`,
+    passes/LowerRoutines.cpp).
+    Inside kernel bodies only expression-program instructions stay:
+    softmax, log-softmax, layer and RMS norms and reductions become FP32
+    element-wise instructions (`mpk.elementwise` when operand dtypes
+    differ) and `mpk.row_reduce`, silu a sigmoid and a mul, amax
+    `mpk.amax`, with the output rounded once, so the module writer and the
+    CUDA emitter print the same program. An op no pattern lowers (a softmax
+    over a leading axis fused by hand, a fusion of another kind of op) is a
+    "failed to legalize" error at its location.
     ```mlir
-    %0 = mp.relu %x : tensor<4xf32>
+    %0 = mp.softmax %x {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
     // after:
-    %0 = mpk.kernel (%x) {ops = ["relu"], row_dims = 0 : i64, shape = array<i64: 4>} ... {
-      ...
+    %0 = mpk.kernel(%x) {ops = ["sm"], row_dims = 1 : i64, shape = array<i64: 4, 8>} ... {
+    ^bb0(%a: tensor<4x8xf32>):
+      %m = mpk.row_reduce max %a : tensor<4x8xf32> -> tensor<4x1xf32>
+      %d = mpk.elementwise sub %a, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+      %e = mpk.elementwise exp %d : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %s = mpk.row_reduce sum %e : tensor<4x8xf32> -> tensor<4x1xf32>
+      %y = mpk.elementwise div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+      mpk.yield %y : tensor<4x8xf32>
     }
     ```
   }];

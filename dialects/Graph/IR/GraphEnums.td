@@ -15,6 +15,7 @@ include "mlir/IR/EnumAttr.td"
 // The scalar function an element-wise op computes at each point
 // (MP_ElementwiseOpInterface). The interpreter, the expression-program
 // writer and the CUDA emitter each map these cases, never op types.
+// mpk.elementwise holds one as an attribute (ScalarFnAttr).
 def MP_ScalarFn : I32EnumAttr<"ScalarFn", "the scalar function of an element-wise op", [
     I32EnumAttrCase<"Add", 0, "add">,
     I32EnumAttrCase<"Sub", 1, "sub">,
@@ -45,7 +46,6 @@ def MP_ScalarFn : I32EnumAttr<"ScalarFn", "the scalar function of an element-wis
     I32EnumAttrCase<"Dequantize", 21, "dequantize">,
   ]> {
   let cppNamespace = "::mixprec::graph";
-  let genSpecializedAttr = 0;
 }
 
 def MP_GeluApproximation : I32EnumAttr<"GeluApproximation",

@@ -33,6 +33,14 @@ MIXPREC_GRAPH_MARKER_TRAIT(GemmKernel)
 #undef MIXPREC_GRAPH_MARKER_TRAIT
 } // namespace OpTrait
 
+/// A GEMM's operands in the roles of one cuBLASLt call: `a @ op(b)`,
+/// op(b) = b^T when `transposeB`, with an optional bias and, for FP8
+/// operands, both per-tensor scales (null when absent).
+struct GemmOperands {
+  mlir::Value a, b, bias, aScale, bScale;
+  bool transposeB = false;
+};
+
 namespace detail {
 /// The class an op's traits give it (Follow when none does).
 PrecisionClass precisionClassFromTraits(mlir::Operation *op);

@@ -118,4 +118,17 @@ def MP_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   ];
 }
 
+def MP_GemmOpInterface : OpInterface<"GemmOpInterface"> {
+  let cppNamespace = "::mixprec::graph";
+  let description = [{
+    The GEMM kernel family (MP_GemmKernel): the op's operands in the roles
+    one cuBLASLt call gives them, so a lowering builds that call without
+    knowing the op type.
+  }];
+  let methods = [
+    InterfaceMethod<"The operands of the GEMM call the op is.",
+      "::mixprec::graph::GemmOperands", "getGemmOperands">,
+  ];
+}
+
 #endif // MIXPREC_GRAPH_INTERFACES

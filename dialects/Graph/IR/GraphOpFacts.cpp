@@ -1,8 +1,8 @@
 //===- GraphOpFacts.cpp - interface methods the mp ops implement ----------===//
 //
 // The op facts that depend on operands or attributes (GraphInterfaces.td):
-// GEMM costs and FP8 forms, and which rows a reduction reduces. The facts
-// that are fixed per op are traits in GraphOps.td.
+// GEMM costs, FP8 forms and operand roles, and which rows a reduction
+// reduces. The facts that are fixed per op are traits in GraphOps.td.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
@@ -50,6 +50,18 @@ int64_t LinearOp::getFlopCount() { return gemmFlops(getInput(), getOutput()); }
 
 int64_t ScaledMatmulOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
 int64_t ScaledLinearOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
+
+GemmOperands MatmulOp::getGemmOperands() { return {getLhs(), getRhs(), {}, {}, {}}; }
+GemmOperands LinearOp::getGemmOperands() {
+  return {getInput(), getWeight(), getBias(), {}, {}, getTransposeWeight()};
+}
+GemmOperands ScaledMatmulOp::getGemmOperands() {
+  return {getLhs(), getRhs(), {}, getLhsScale(), getRhsScale()};
+}
+GemmOperands ScaledLinearOp::getGemmOperands() {
+  return {getInput(), getWeight(), getBias(), getInputScale(), getWeightScale(),
+          getTransposeWeight()};
+}
 
 // Each output element sums C/groups * kH * kW products.
 int64_t Conv2dOp::getFlopCount() {

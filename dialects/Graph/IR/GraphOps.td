@@ -60,7 +60,8 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 //===----------------------------------------------------------------------===//
 
 def Graph_MatmulOp : Graph_Op<"matmul",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
@@ -82,7 +83,8 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 }
 
 def Graph_LinearOp : Graph_Op<"linear",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
@@ -558,7 +560,8 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
 }
 
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>], ["getFlopCount"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -579,7 +582,8 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
 }
 
 def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>], ["getFlopCount"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as

@@ -8,7 +8,6 @@
 using namespace mlir;
 
 #include "dialects/Kernel/IR/KernelAttrInterfaces.cpp.inc"
-#include "dialects/Kernel/IR/KernelEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Kernel/IR/KernelAttrs.cpp.inc"

@@ -12,34 +12,13 @@
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "dialects/Kernel/IR/KernelAttrInterfaces.td"
+include "dialects/Kernel/IR/KernelEnums.td"
 
 //===----------------------------------------------------------------------===//
 // Routines
 //===----------------------------------------------------------------------===//
 
 // Names are the schema's `Opaque.op_type` strings (and the mp op names).
-def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", [
-    I32EnumAttrCase<"Conv2d", 0, "conv2d">,
-    I32EnumAttrCase<"MaxPool2d", 1, "max_pool2d">,
-    I32EnumAttrCase<"AvgPool2d", 2, "avg_pool2d">,
-    I32EnumAttrCase<"Transpose", 3, "transpose">,
-    I32EnumAttrCase<"Slice", 4, "slice">,
-    I32EnumAttrCase<"Concat", 5, "concat">,
-    I32EnumAttrCase<"Gather", 6, "gather">,
-    I32EnumAttrCase<"Softmax", 7, "softmax">,
-    I32EnumAttrCase<"LogSoftmax", 8, "log_softmax">,
-    I32EnumAttrCase<"LayerNorm", 9, "layer_norm">,
-    I32EnumAttrCase<"RmsNorm", 10, "rms_norm">,
-    I32EnumAttrCase<"BatchNorm", 11, "batch_norm">,
-    I32EnumAttrCase<"ReduceSum", 12, "reduce_sum">,
-    I32EnumAttrCase<"ReduceMean", 13, "reduce_mean">,
-    I32EnumAttrCase<"ReduceMax", 14, "reduce_max">,
-    I32EnumAttrCase<"Fp8Scale", 15, "fp8_scale">,
-    I32EnumAttrCase<"Matmul", 16, "matmul">
-  ]> {
-  let cppNamespace = "::mixprec::kernel";
-  let genSpecializedAttr = 0;
-}
 
 def Kernel_RoutineAttr : EnumAttr<Kernel_Dialect, Kernel_Routine, "routine">;
 

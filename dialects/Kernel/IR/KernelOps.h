@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/Graph/IR/GraphInterfaces.h"
+
 #include "dialects/Kernel/IR/KernelDialect.h.inc"
 #include "dialects/Kernel/IR/KernelEnums.h.inc"
 
@@ -30,5 +32,15 @@ mlir::FailureOr<llvm::APFloat> parseF32(mlir::AsmParser &parser);
 
 #define GET_OP_CLASSES
 #include "dialects/Kernel/IR/KernelOps.h.inc"
+
+namespace mixprec::kernel {
+
+/// Whether `op` may sit in an mpk.kernel body: one instruction of an
+/// expression program (an element-wise op of one instruction, a scalar
+/// constant, a row primitive, the yield). Softmax, norms, reductions and
+/// silu are decomposed into these by --mp-lower-to-kernels.
+bool isKernelInstruction(mlir::Operation *op);
+
+} // namespace mixprec::kernel
 
 #endif // MIXPREC_DIALECTS_KERNEL_IR_KERNELOPS_H

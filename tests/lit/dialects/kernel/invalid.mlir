@@ -42,6 +42,139 @@ func.func @kernel$row_dims(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
 
 // -----
 
+// A kernel body is an expression program: a softmax is decomposed first.
+func.func @kernel$softmax_in_body(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'mpk.kernel' op body op 'mp.softmax' is no expression-program instruction (--mp-lower-to-kernels decomposes softmax, norms, reductions and silu)}}
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["sm"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    %0 = mp.softmax %a {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+    mpk.yield %0 : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// silu is two instructions (mp.silu counts as more than one as well).
+func.func @kernel$silu_in_body(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'mpk.kernel' op body op 'mp.silu' is no expression-program instruction}}
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 0 : i64, ops = ["silu"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    %0 = mp.silu %a : tensor<8x64xf32>
+    mpk.yield %0 : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// A stored row value drops only its size-1 row dims.
+func.func @kernel$row_store_mismatch(%x: tensor<4x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'mpk.kernel' op yielded types must match the results}}
+  %y = mpk.kernel(%x) {shape = array<i64: 4, 8>, row_dims = 1 : i64, ops = ["sum"]}
+      : (tensor<4x8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %0 = mpk.row_reduce sum %a : tensor<4x8xf32> -> tensor<4x1xf32>
+    mpk.yield %a : tensor<4x8xf32>
+  }
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @elementwise$arity(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 0 : i64, ops = ["r"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    // expected-error @+1 {{'mpk.elementwise' op 'sub' takes 2 operands, got 1}}
+    %0 = mpk.elementwise sub %a : (tensor<8x64xf32>) -> tensor<8x64xf32>
+    mpk.yield %0 : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @elementwise$silu(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 0 : i64, ops = ["r"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    // expected-error @+1 {{'mpk.elementwise' op 'silu' is more than one instruction}}
+    %0 = mpk.elementwise silu %a : (tensor<8x64xf32>) -> tensor<8x64xf32>
+    mpk.yield %0 : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// The result is the operands' broadcast.
+func.func @elementwise$shape(%x: tensor<8x64xf32>, %r: tensor<8x1xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x, %r) {shape = array<i64: 8, 64>, row_dims = 0 : i64, ops = ["r"]}
+      : (tensor<8x64xf32>, tensor<8x1xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>, %b: tensor<8x1xf32>):
+    // expected-error @+1 {{'mpk.elementwise' op result shape [8, 1] must be the operands' broadcast [8, 64]}}
+    %0 = mpk.elementwise mul %a, %b : (tensor<8x64xf32>, tensor<8x1xf32>) -> tensor<8x1xf32>
+    mpk.yield %a : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// Element-wise instructions run only inside kernels.
+func.func @elementwise$outside(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'mpk.elementwise' op expects parent op 'mpk.kernel'}}
+  %0 = mpk.elementwise exp %x : (tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+// A row reduction reads the whole iteration space.
+func.func @row_reduce$input(%x: tensor<8x64xf32>, %v: tensor<64xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x, %v) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["r"]}
+      : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>, %b: tensor<64xf32>):
+    // expected-error @+1 {{'mpk.row_reduce' op input shape [64] must be the kernel's shape [8, 64]}}
+    %0 = mpk.row_reduce sum %b : tensor<64xf32> -> tensor<1xf32>
+    mpk.yield %a : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// Its result keeps the row dims as 1.
+func.func @row_reduce$result(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["r"]}
+      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
+  ^bb0(%a: tensor<8x64xf32>):
+    // expected-error @+1 {{'mpk.row_reduce' op result shape [8] must be the kernel's shape with its row dims 1, [8, 1]}}
+    %0 = mpk.row_reduce max %a : tensor<8x64xf32> -> tensor<8xf32>
+    mpk.yield %a : tensor<8x64xf32>
+  }
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
+// An amax sees every point of the kernel.
+func.func @amax$input(%x: tensor<8x64xf32>, %v: tensor<64xf32>) -> tensor<f32> {
+  %y = mpk.kernel(%x, %v) {shape = array<i64: 8, 64>, row_dims = 0 : i64, ops = ["a"]}
+      : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x64xf32>, %b: tensor<64xf32>):
+    // expected-error @+1 {{'mpk.amax' op input shape [64] must be the kernel's shape [8, 64]}}
+    %0 = mpk.amax %b : tensor<64xf32> -> tensor<f32>
+    mpk.yield %0 : tensor<f32>
+  }
+  return %y : tensor<f32>
+}
+
+// -----
+
 // FP8 operands need both scales.
 func.func @gemm$one_scale(%x: tensor<8x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>, %s: tensor<f32>) -> tensor<8x32xbf16> {
   // expected-error @+1 {{'mpk.gemm' op FP8 scales come in pairs (a_scale and b_scale)}}

@@ -3,20 +3,30 @@
 
 // Every mpk op prints as it parses, in the custom and the generic form.
 
+// A softmax in its kernel form: row primitives and element-wise
+// instructions whose operands may differ in dtype.
 // CHECK-LABEL: func.func @kernel$row_reduction
-// CHECK: %[[Y:.*]] = mpk.kernel(%{{.*}}) {ops = ["sm"], row_dims = 1 : i64, shape = array<i64: 8, 64>} : (tensor<8x64xf32>) -> tensor<8x64xf32> {
-// CHECK: ^bb0(%[[A:.*]]: tensor<8x64xf32>):
-// CHECK:   %[[S:.*]] = mp.softmax %[[A]] {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
-// CHECK:   mpk.yield %[[S]] : tensor<8x64xf32>
+// CHECK: %[[Y:.*]] = mpk.kernel(%{{.*}}) {ops = ["sm"], row_dims = 1 : i64, shape = array<i64: 8, 64>} : (tensor<8x64xbf16>) -> tensor<8x64xbf16> {
+// CHECK: ^bb0(%[[A:.*]]: tensor<8x64xbf16>):
+// CHECK:   %[[M:.*]] = mpk.row_reduce max %[[A]] : tensor<8x64xbf16> -> tensor<8x1xf32>
+// CHECK:   %[[D:.*]] = mpk.elementwise sub %[[A]], %[[M]] : (tensor<8x64xbf16>, tensor<8x1xf32>) -> tensor<8x64xf32>
+// CHECK:   %[[E:.*]] = mp.exp %[[D]] : tensor<8x64xf32>
+// CHECK:   %[[S:.*]] = mpk.row_reduce sum %[[E]] : tensor<8x64xf32> -> tensor<8x1xf32>
+// CHECK:   %[[P:.*]] = mpk.elementwise div %[[E]], %[[S]] : (tensor<8x64xf32>, tensor<8x1xf32>) -> tensor<8x64xbf16>
+// CHECK:   mpk.yield %[[P]] : tensor<8x64xbf16>
 // CHECK: return %[[Y]]
-func.func @kernel$row_reduction(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+func.func @kernel$row_reduction(%x: tensor<8x64xbf16>) -> tensor<8x64xbf16> {
   %y = mpk.kernel(%x) {shape = array<i64: 8, 64>, row_dims = 1 : i64, ops = ["sm"]}
-      : (tensor<8x64xf32>) -> tensor<8x64xf32> {
-  ^bb0(%a: tensor<8x64xf32>):
-    %0 = mp.softmax %a {axis = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
-    mpk.yield %0 : tensor<8x64xf32>
+      : (tensor<8x64xbf16>) -> tensor<8x64xbf16> {
+  ^bb0(%a: tensor<8x64xbf16>):
+    %m = mpk.row_reduce max %a : tensor<8x64xbf16> -> tensor<8x1xf32>
+    %d = mpk.elementwise sub %a, %m : (tensor<8x64xbf16>, tensor<8x1xf32>) -> tensor<8x64xf32>
+    %e = mp.exp %d : tensor<8x64xf32>
+    %s = mpk.row_reduce sum %e : tensor<8x64xf32> -> tensor<8x1xf32>
+    %p = mpk.elementwise div %e, %s : (tensor<8x64xf32>, tensor<8x1xf32>) -> tensor<8x64xbf16>
+    mpk.yield %p : tensor<8x64xbf16>
   }
-  return %y : tensor<8x64xf32>
+  return %y : tensor<8x64xbf16>
 }
 
 // -----
@@ -31,6 +41,33 @@ func.func @kernel$no_inputs() -> tensor<f32> {
     mpk.yield %s : tensor<f32>
   }
   return %y : tensor<f32>
+}
+
+// -----
+
+// A row sum stored without its row dims (a reduction without keepdims),
+// and an amax kernel.
+// CHECK-LABEL: func.func @kernel$row_store_and_amax
+// CHECK: mpk.kernel(%{{.*}}) {ops = ["sum"], row_dims = 2 : i64, shape = array<i64: 2, 4, 8>} : (tensor<2x4x8xf32>) -> tensor<2xf32>
+// CHECK:   %[[S:.*]] = mpk.row_reduce sum %{{.*}} : tensor<2x4x8xf32> -> tensor<2x1x1xf32>
+// CHECK:   mpk.yield %[[S]] : tensor<2x1x1xf32>
+// CHECK: mpk.kernel(%{{.*}}) {ops = ["amax"], row_dims = 0 : i64, shape = array<i64: 2, 4, 8>} : (tensor<2x4x8xf32>) -> tensor<f32>
+// CHECK:   %[[A:.*]] = mpk.amax %{{.*}} : tensor<2x4x8xf32> -> tensor<f32>
+// CHECK:   mpk.yield %[[A]] : tensor<f32>
+func.func @kernel$row_store_and_amax(%x: tensor<2x4x8xf32>) -> (tensor<2xf32>, tensor<f32>) {
+  %y = mpk.kernel(%x) {shape = array<i64: 2, 4, 8>, row_dims = 2 : i64, ops = ["sum"]}
+      : (tensor<2x4x8xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2x4x8xf32>):
+    %s = mpk.row_reduce sum %a : tensor<2x4x8xf32> -> tensor<2x1x1xf32>
+    mpk.yield %s : tensor<2x1x1xf32>
+  }
+  %m = mpk.kernel(%x) {shape = array<i64: 2, 4, 8>, row_dims = 0 : i64, ops = ["amax"]}
+      : (tensor<2x4x8xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<2x4x8xf32>):
+    %0 = mpk.amax %a : tensor<2x4x8xf32> -> tensor<f32>
+    mpk.yield %0 : tensor<f32>
+  }
+  return %y, %m : tensor<2xf32>, tensor<f32>
 }
 
 // -----
