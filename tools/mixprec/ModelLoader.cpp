@@ -22,6 +22,7 @@ namespace mixprec::tools {
 
 void loadDialects(MLIRContext &context) {
   context.loadDialect<graph::GraphDialect, func::FuncDialect>();
+  compiler::registerReferenceExternalModels(context);
 }
 
 /// Parses `.mlir` text, turning the first diagnostic into the error line.
