@@ -59,7 +59,10 @@ def FoldCastsPass : Pass<"mp-fold-casts", "mlir::func::FuncOp"> {
     casts, and duplicate casts of one value. A narrowing cast followed by a
     widening one (`f32 -> bf16 -> f32`) rounds, so it stays. A cast of a
     constant becomes a constant of the cast dtype, rounded at compile time
-    exactly as the run-time cast would round.
+    exactly as the run-time cast would round. `mp.amax` and `mp.quantize`
+    read the value before an exact widening. These are the ops' folders and
+    canonicalization patterns, applied greedily; unlike `--canonicalize`,
+    constants keep their place and their names, and equal ones stay apart.
     ```mlir
     %w = mp.constant dense<0.1> : tensor<4xf32>
     %c = mp.cast %w : tensor<4xf32> -> tensor<4xbf16>

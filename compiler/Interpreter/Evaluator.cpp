@@ -41,10 +41,8 @@ void roundToStorage(Type elementType, std::vector<float> &values) {
   std::optional<num::Format> format = graph::storageFormatOf(elementType);
   if (!format || *format == num::Format::F32)
     return;
-  // FP8 stores saturate (DESIGN.md numerics rules); F16/BF16 overflow to inf.
-  num::RoundOptions options;
-  options.saturate = *format == num::Format::F8E4M3FN || *format == num::Format::F8E5M2;
-  num::roundArray(*format, values.data(), values.data(), values.size(), options);
+  num::roundArray(*format, values.data(), values.data(), values.size(),
+                  graph::storeRoundOptions(*format));
 }
 
 ElementsAttr constantValueOf(Operation *op) {

@@ -2,8 +2,10 @@
 //
 // Every op verifies shapes and element types in C++ (GraphOps.cpp) with the
 // shape functions of ShapeInference.h, which the ONNX importer also uses to
-// infer result types. No op has a folder or canonicalizer yet, except
-// `mp.constant`, which folds to its value.
+// infer result types. Folders and canonicalizers (mp.constant, mp.cast,
+// mp.amax, mp.quantize, mp.mul) are in GraphFolds.cpp and
+// GraphCanonicalize.cpp; `mixprec-opt --canonicalize` and --mp-fold-casts
+// run them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_GRAPH_OPS
@@ -44,12 +46,18 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
     ```mlir
     %1 = mp.cast %0 : tensor<8x64xf32> -> tensor<8x64xbf16>
     ```
-    Verifier: operand and result shapes are equal.
+    Verifier: operand and result shapes are equal. Folder: a cast to the
+    input's type is the input; a cast of an exact widening (`bf16 -> f32`)
+    casts the original instead; a float cast of a constant is the constant
+    rounded at compile time as the run-time cast rounds. Canonicalizer: a
+    second cast of one value to one type is the first.
   }];
   let arguments = (ins MP_AnyTensor:$input);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     ::mixprec::graph::ScalarFn getScalarFn() { return ::mixprec::graph::ScalarFn::Cast; }
   }];
@@ -498,12 +506,14 @@ def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_Elementwi
     ```mlir
     %q = mp.quantize %x, %s : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
     ```
-    Verifier: same shape, FP8 result, rank-0 scale.
+    Verifier: same shape, FP8 result, rank-0 scale. Folder: reads the value
+    before an exact widening cast (the products are the same).
   }];
   let arguments = (ins MP_NonFP8FloatTensor:$input, MP_F32Tensor:$scale);
   let results = (outs MP_FP8Tensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = MP_ScalarFnOf<"Quantize">.decl;
 }
 
@@ -531,11 +541,13 @@ def Graph_AmaxOp : Graph_Op<"amax", [Pure, MP_ScalingClass]> {
     ```mlir
     %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
     ```
-    No verifier beyond the type constraints.
+    No verifier beyond the type constraints. Folder: reads the value before
+    an exact widening cast (from a non-FP8 dtype; the amax is the same).
   }];
   let arguments = (ins MP_FloatTensor:$input);
   let results = (outs 0DTensorOf<[F32]>:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasFolder = 1;
 }
 
 def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
