@@ -101,7 +101,8 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
     `scaling=static` or `auto` finds one, else current scaling: an
     `mp.amax` of the tensor, `mp.fp8_scale`, and `mp.quantize`. The GEMM
     becomes `mp.scaled_matmul` / `mp.scaled_linear` with both scales.
-    scale = (fp8_max / amax) / 2^margin; quantization saturates.
+    scale = (fp8_max / amax) / 2^margin; quantization saturates. One
+    rewrite pattern (ScaleFp8Gemm), applied greedily to the FP8 GEMMs.
     ```mlir
     %y = mp.linear %x, %w {mp.precision = f8E4M3FN} : (...) -> tensor<8x32xbf16>
     // after:
