@@ -1,5 +1,6 @@
 //===- GraphOps.cpp - verifiers of mp ops ----------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/GraphTypeInference.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"

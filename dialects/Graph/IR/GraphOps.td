@@ -16,6 +16,14 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
+// The result shape follows from the operands and attributes through the
+// shape functions of ShapeInference.h, and so does the element type where
+// the operands fix it (GraphTypeInference.cpp). The ONNX importer builds
+// these ops with the types they infer; the verifiers check the same rules
+// with messages that name them.
+def MP_InferShapedType
+    : DeclareOpInterfaceMethods<InferShapedTypeOpInterface, ["inferReturnTypeComponents"]>;
+
 //===----------------------------------------------------------------------===//
 // Constants and casts
 //===----------------------------------------------------------------------===//
@@ -68,7 +76,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 //===----------------------------------------------------------------------===//
 
 def Graph_MatmulOp : Graph_Op<"matmul",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel, MP_InferShapedType],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
@@ -90,7 +98,7 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 }
 
 def Graph_LinearOp : Graph_Op<"linear",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel, MP_InferShapedType],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
@@ -116,7 +124,8 @@ def Graph_LinearOp : Graph_Op<"linear",
   let hasVerifier = 1;
 }
 
-def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, MP_LowpClass, MP_Accumulates],
+def Graph_Conv2dOp : Graph_Op<"conv2d",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
     ["getFlopCount"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
@@ -154,7 +163,8 @@ class MP_ScalarFnOf<string fn> {
 }
 
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface], traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType],
+                                     traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -171,6 +181,15 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
+        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
+      return ::mixprec::graph::detail::inferBroadcastResult(location, operands, results);
+    }
+  }];
 }
 
 def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add">;
@@ -236,7 +255,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
   }];
 }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_InferShapedType]> {
   let summary = "Element-wise select with NumPy broadcasting";
   let description = [{
     `output = condition ? lhs : rhs`; all three broadcast to the result.
@@ -353,7 +372,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, MP_Fp32Class, MP_Accumulat
 }
 
 class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel,
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel, MP_InferShapedType,
                                       DeclareOpInterfaceMethods<MP_RowReductionOpInterface>],
                                      traits)> {
   let summary = "Reduces with " # desc # " over `axes`";
@@ -372,6 +391,17 @@ class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
   let results = (outs MP_NonFP8FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
+        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
+      Adaptor op(operands.getValues(), attributes, properties, regions);
+      return ::mixprec::graph::detail::inferReduceResult(location, operands, op.getAxes(),
+                                                         op.getKeepdims(), results);
+    }
+  }];
 }
 
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "a sum", [MP_Fp32Class, MP_Accumulates]>;
@@ -396,7 +426,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Permutes dimensions";
   let description = [{
     `output.shape[i] = input.shape[perm[i]]`.
@@ -412,7 +442,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     ```mlir
@@ -448,7 +478,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Takes slices of `data` along `axis` at integer indices";
   let description = [{
     ONNX `Gather`: `output.shape = data.shape[:axis] + indices.shape +
@@ -467,7 +497,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement]> {
 }
 
 class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
-    : Graph_Op<mnemonic, [Pure]> {
+    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
   let summary = desc # " pooling over 2-D windows (NCHW)";
   let description = [{
     ONNX pooling for 4-D inputs; `pads` is [top, left, bottom, right];
@@ -570,7 +600,7 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
 }
 
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel, MP_InferShapedType], ["getFlopCount"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -591,7 +621,7 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
 }
 
 def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel], ["getFlopCount"]> {
+    [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel, MP_InferShapedType], ["getFlopCount"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as
