@@ -7,6 +7,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 
@@ -56,15 +58,124 @@ std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp consta
     amax = std::isnan(v) || std::isnan(amax) ? NAN : std::max(amax, std::fabs(double(v)));
   float scale = scaleFor(amax, format, margin);
   num::quantizeFp8Array(fp8Format(format), values.data(), scale, values.data(), values.size());
-  std::vector<char> raw(values.size());
-  num::RoundOptions saturate; // exact: the values are FP8 already (NaN included)
-  saturate.saturate = true;
-  num::encodeArray(fp8Format(format), values.data(), raw.data(), values.size(), saturate);
+  // Exact: the values are FP8 already (NaN included).
   auto type = cast<RankedTensorType>(dense.getType()).clone(format);
   Location loc = constant.getLoc();
-  Value q = b.create<graph::ConstantOp>(loc, DenseElementsAttr::getFromRawBuffer(type, raw));
+  Value q = b.create<graph::ConstantOp>(loc, graph::storeFloatConstant(type, values));
   return Quantized{q, scalarConstant(b, loc, scale)};
 }
+
+/// The FP8 type an op's assigned precision (`mp.precision`) names when the
+/// op has an FP8 GEMM form; null for every other op.
+Type fp8GemmFormat(Operation *op) {
+  auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  if (!precision || !isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) || !policy ||
+      !policy.hasFp8GemmForm())
+    return nullptr;
+  return precision.getValue();
+}
+
+/// Whether a GEMM operand gets its scale at compile time under static
+/// scaling: a dense constant (quantized from its own amax) or the result
+/// of an op with calibration evidence.
+bool hasStaticScale(Value v) {
+  if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+    if (isa<DenseElementsAttr>(constant.getValue()))
+      return true;
+  Operation *producer = v.getDefiningOp();
+  return producer && producer->hasAttr(GraphDialect::kCalibAmaxAttr);
+}
+
+/// Whether FP8 GEMM `gemm` cannot be scaled as `scaling` asks: under
+/// static scaling, an operand without a compile-time scale.
+bool needsMissingCalibration(Operation *gemm, StringRef scaling) {
+  return scaling == "static" &&
+         !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
+}
+
+/// How activations are scaled (the pass options).
+struct ScalingOptions {
+  std::string scaling; ///< current, static or auto
+  int64_t margin;
+};
+
+/// An FP8 matmul or linear becomes its scaled form: both operands quantized
+/// (constants now, activations at run time) and the GEMM dequantizing in
+/// its epilogue. Under scaling=static an activation without calibration
+/// evidence does not match (the pass reports it before the rewrite).
+struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterface> {
+  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options)
+      : OpInterfaceRewritePattern(ctx), options(std::move(options)) {}
+
+  LogicalResult matchAndRewrite(graph::PrecisionPolicyOpInterface gemm,
+                                PatternRewriter &rewriter) const override {
+    Operation *op = gemm.getOperation();
+    Type format = fp8GemmFormat(op);
+    if (!format)
+      return rewriter.notifyMatchFailure(op, "not an FP8 GEMM");
+    if (needsMissingCalibration(op, options.scaling))
+      return rewriter.notifyMatchFailure(op, "scaling=static without calibration");
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    Quantized qa = quantize(rewriter, op, lhs, format);
+    Quantized qb = quantize(rewriter, op, rhs, format);
+    Operation *scaled = createScaledGemm(rewriter, op, qa, qb);
+    for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
+                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr})
+      if (Attribute a = op->getAttr(name))
+        scaled->setAttr(name, a);
+    rewriter.replaceOp(op, scaled->getResults());
+    // A weight now stored in FP8 leaves its wide original dead.
+    for (Value operand : {lhs, rhs})
+      if (auto constant = operand.getDefiningOp<graph::ConstantOp>())
+        if (constant->use_empty())
+          rewriter.eraseOp(constant);
+    return success();
+  }
+
+private:
+  /// Quantizes operand `v` of `user`: constants now, activations with a
+  /// calibrated static scale or, failing that, current scaling (mp.amax,
+  /// mp.fp8_scale) at run time.
+  Quantized quantize(PatternRewriter &b, Operation *user, Value v, Type format) const {
+    if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+      if (std::optional<Quantized> q = quantizeConstant(b, constant, format, options.margin))
+        return *q;
+    Location loc = user->getLoc();
+    auto fp8Type = cast<RankedTensorType>(v.getType()).clone(format);
+    Operation *producer = v.getDefiningOp();
+    auto calibrated =
+        producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
+    Value scale;
+    if (calibrated && options.scaling != "current") {
+      scale = scalarConstant(b, loc,
+                             scaleFor(calibrated.getValueAsDouble(), format, options.margin));
+    } else {
+      auto scalar = RankedTensorType::get({}, b.getF32Type());
+      Value amax = b.create<graph::AmaxOp>(loc, scalar, v);
+      scale = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
+                                          b.getI64IntegerAttr(options.margin));
+    }
+    Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
+    return Quantized{q, scale};
+  }
+
+  /// mp.scaled_linear for an mp.linear, mp.scaled_matmul for an mp.matmul.
+  static Operation *createScaledGemm(PatternRewriter &b, Operation *op, const Quantized &qa,
+                                     const Quantized &qb) {
+    Type resultType = op->getResult(0).getType();
+    if (auto linear = dyn_cast<graph::LinearOp>(op))
+      return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value,
+                                             qa.scale, qb.scale, linear.getBias(),
+                                             linear.getTransposeWeight(),
+                                             linear.getAccTypeAttr());
+    return b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa.value, qb.value,
+                                           qa.scale, qb.scale,
+                                           cast<graph::MatmulOp>(op).getAccTypeAttr());
+  }
+
+  ScalingOptions options;
+};
 
 //===----------------------------------------------------------------------===//
 // --mp-insert-scaling
@@ -73,6 +184,11 @@ std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp consta
 struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass> {
   using InsertScalingPassBase::InsertScalingPassBase;
 
+  /// 1. Check the options, and under scaling=static that every FP8 GEMM
+  ///    operand has a compile-time scale (the error names the GEMM).
+  /// 2. Apply ScaleFp8Gemm greedily to the FP8 GEMMs, and to them only:
+  ///    the driver would fold any other op it visits (a cast of a weight),
+  ///    which is --mp-fold-casts' job.
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (scaling != "auto" && scaling != "current" && scaling != "static") {
@@ -85,78 +201,26 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
     }
     SmallVector<Operation *> gemms;
     func.walk([&](Operation *op) {
-      auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
-      auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
-      if (precision && isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) && policy &&
-          policy.hasFp8GemmForm())
+      if (fp8GemmFormat(op))
         gemms.push_back(op);
     });
     for (Operation *op : gemms)
-      if (failed(rewrite(op)))
-        return signalPassFailure();
-  }
-
-  /// Quantizes an operand of `user`: constants now, activations at run time.
-  FailureOr<Quantized> quantize(OpBuilder &b, Operation *user, Value v, Type format) {
-    if (auto constant = v.getDefiningOp<graph::ConstantOp>())
-      if (std::optional<Quantized> q = quantizeConstant(b, constant, format, margin))
-        return *q;
-    Location loc = user->getLoc();
-    auto fp8Type = cast<RankedTensorType>(v.getType()).clone(format);
-    Operation *producer = v.getDefiningOp();
-    auto calibrated =
-        producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
-    if (scaling == "static" && !calibrated) {
-      user->emitError() << "scaling=static needs a calibrated amax for every FP8 GEMM input "
+      if (needsMissingCalibration(op, scaling)) {
+        op->emitError() << "scaling=static needs a calibrated amax for every FP8 GEMM input "
                            "(run with calibration inputs, or use scaling=current)";
-      return failure();
+        return signalPassFailure();
+      }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ScaleFp8Gemm>(&getContext(), ScalingOptions{scaling, margin});
+    GreedyRewriteConfig config;
+    config.strictMode = GreedyRewriteStrictness::ExistingOps;
+    bool allErased = false;
+    if (failed(applyOpPatternsAndFold(gemms, std::move(patterns), config, nullptr,
+                                      &allErased)) ||
+        !allErased) {
+      func.emitError() << "--mp-insert-scaling left an FP8 GEMM unscaled";
+      return signalPassFailure();
     }
-    Value scale;
-    if (calibrated && scaling != "current") {
-      scale = scalarConstant(b, loc, scaleFor(calibrated.getValueAsDouble(), format, margin));
-    } else {
-      auto scalar = RankedTensorType::get({}, b.getF32Type());
-      Value amax = b.create<graph::AmaxOp>(loc, scalar, v);
-      scale = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
-                                          b.getI64IntegerAttr(margin));
-    }
-    Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
-    return Quantized{q, scale};
-  }
-
-  /// Replaces an FP8 matmul or linear by its scaled form.
-  LogicalResult rewrite(Operation *op) {
-    Type format = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr).getValue();
-    OpBuilder b(op);
-    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-    FailureOr<Quantized> qa = quantize(b, op, lhs, format);
-    if (failed(qa))
-      return failure();
-    FailureOr<Quantized> qb = quantize(b, op, rhs, format);
-    if (failed(qb))
-      return failure();
-    Operation *scaled;
-    Type resultType = op->getResult(0).getType();
-    if (auto linear = dyn_cast<graph::LinearOp>(op))
-      scaled = b.create<graph::ScaledLinearOp>(
-          op->getLoc(), resultType, qa->value, qb->value, qa->scale, qb->scale,
-          linear.getBias(), linear.getTransposeWeight(), linear.getAccTypeAttr());
-    else
-      scaled = b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa->value, qb->value,
-                                               qa->scale, qb->scale,
-                                               cast<graph::MatmulOp>(op).getAccTypeAttr());
-    for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
-                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr})
-      if (Attribute a = op->getAttr(name))
-        scaled->setAttr(name, a);
-    op->getResult(0).replaceAllUsesWith(scaled->getResult(0));
-    op->erase();
-    // A weight now stored in FP8 leaves its wide original dead.
-    for (Value operand : {lhs, rhs})
-      if (auto constant = operand.getDefiningOp<graph::ConstantOp>())
-        if (constant->use_empty())
-          constant->erase();
-    return success();
   }
 };
 

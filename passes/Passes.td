@@ -59,7 +59,10 @@ def FoldCastsPass : Pass<"mp-fold-casts", "mlir::func::FuncOp"> {
     casts, and duplicate casts of one value. A narrowing cast followed by a
     widening one (`f32 -> bf16 -> f32`) rounds, so it stays. A cast of a
     constant becomes a constant of the cast dtype, rounded at compile time
-    exactly as the run-time cast would round.
+    exactly as the run-time cast would round. `mp.amax` and `mp.quantize`
+    read the value before an exact widening. These are the ops' folders and
+    canonicalization patterns, applied greedily; unlike `--canonicalize`,
+    constants keep their place and their names, and equal ones stay apart.
     ```mlir
     %w = mp.constant dense<0.1> : tensor<4xf32>
     %c = mp.cast %w : tensor<4xf32> -> tensor<4xbf16>
@@ -98,7 +101,8 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
     `scaling=static` or `auto` finds one, else current scaling: an
     `mp.amax` of the tensor, `mp.fp8_scale`, and `mp.quantize`. The GEMM
     becomes `mp.scaled_matmul` / `mp.scaled_linear` with both scales.
-    scale = (fp8_max / amax) / 2^margin; quantization saturates.
+    scale = (fp8_max / amax) / 2^margin; quantization saturates. One
+    rewrite pattern (ScaleFp8Gemm), applied greedily to the FP8 GEMMs.
     ```mlir
     %y = mp.linear %x, %w {mp.precision = f8E4M3FN} : (...) -> tensor<8x32xbf16>
     // after:

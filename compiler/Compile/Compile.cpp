@@ -1,5 +1,6 @@
 //===- Compile.cpp - the precision and kernel pipelines, module output -----===//
 #include "compiler/Compile/Compile.h"
+#include "compiler/Interpreter/Interpreter.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
@@ -36,6 +37,8 @@ LogicalResult runPipeline(ModuleOp module, llvm::function_ref<void(OpPassManager
 
 void prepareContext(MLIRContext &context) {
   context.loadDialect<graph::GraphDialect, kernel::KernelDialect, func::FuncDialect>();
+  // calibrate() and the tools' reference runs interpret mp ops.
+  compiler::registerReferenceExternalModels(context);
   context.printOpOnDiagnostic(false);
 }
 

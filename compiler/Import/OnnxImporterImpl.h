@@ -23,7 +23,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -235,6 +237,18 @@ private:
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
   void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
   mlir::RankedTensorType tensorType(llvm::ArrayRef<int64_t> shape, mlir::Type elem) const;
+  /// The result type `OpT` infers (InferShapedTypeOpInterface) when built
+  /// from `args`, its builder's arguments after the result type, with
+  /// element type `element` where the op leaves that to its builder. A
+  /// shape rule the operands break fails the node with the rule's message.
+  template <typename OpT, typename... Args>
+  mlir::RankedTensorType inferredType(const NodeCtx &c, mlir::Type element, const Args &...args);
+  /// An `OpT` built from `args` with the result type it infers (inferredType).
+  template <typename OpT, typename... Args>
+  mlir::Value createInferred(const NodeCtx &c, mlir::Type element, const Args &...args) {
+    return builder.create<OpT>(c.loc, inferredType<OpT>(c, element, args...), args...)
+        .getOutput();
+  }
   /// An mp.constant at the top of the function.
   mlir::Value constant(mlir::Location loc, mlir::DenseElementsAttr attr);
   mlir::Value scalarF32(const NodeCtx &c, float v);
@@ -309,6 +323,32 @@ private:
   llvm::StringSet<> usedNames;              // read by some node or a graph output
   llvm::StringMap<std::string> nodeOpTypes; // node name -> op type (diagnostics)
 };
+
+template <typename OpT, typename... Args>
+mlir::RankedTensorType Importer::inferredType(const NodeCtx &c, mlir::Type element,
+                                              const Args &...args) {
+  mlir::OperationState state(c.loc, OpT::getOperationName());
+  OpT::build(builder, state, /*output=*/mlir::Type(), args...);
+  // As Operation::create does: unset attributes take their default values.
+  if constexpr (OpT::hasProperties())
+    OpT::populateDefaultProperties(state.name,
+                                   state.getOrAddProperties<typename OpT::Properties>());
+  std::string why;
+  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &diag) {
+    if (why.empty())
+      why = diag.str();
+    return mlir::success();
+  });
+  llvm::SmallVector<mlir::ShapedTypeComponents, 1> results;
+  if (mlir::failed(OpT::inferReturnTypeComponents(
+          &ctx, c.loc, mlir::ValueShapeRange(mlir::ValueRange(state.operands)),
+          state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions,
+          results)))
+    nodeFail(c, why);
+  mlir::Type inferredElement = results.front().getElementType();
+  return mlir::RankedTensorType::get(results.front().getDims(),
+                                     inferredElement ? inferredElement : element);
+}
 
 } // namespace mixprec::compiler::onnx_import
 

@@ -125,11 +125,7 @@ Value Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_t> shape) {
 }
 
 Value Importer::transpose(const NodeCtx &c, Value v, ArrayRef<int64_t> perm) {
-  Shape s = expectShape(c, graph::transposeShape(shapeOf(v), perm));
-  return builder
-      .create<graph::TransposeOp>(c.loc, tensorType(s, elemOf(v)), v,
-                                  builder.getDenseI64ArrayAttr(perm))
-      .getOutput();
+  return createInferred<graph::TransposeOp>(c, elemOf(v), v, builder.getDenseI64ArrayAttr(perm));
 }
 
 void Importer::defineReshaped(const NodeCtx &c, int inputIndex, ArrayRef<int64_t> shape) {
@@ -238,24 +234,22 @@ void Importer::convertMatMul(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1);
   requireFloat(c, 0, elemOf(a));
   requireFloat(c, 1, elemOf(b));
-  Shape s = expectShape(c, graph::matmulShape(shapeOf(a), shapeOf(b)));
+  RankedTensorType t = inferredType<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
   // x @ W^T with a 2-D W (a tied LM head, a PyTorch Linear exported as
   // MatMul(x, Transpose(W))) is a linear layer reading W transposed: the
   // weight stays one constant, and FP8 and cuBLASLt see a weight, not an
   // activation.
-  if (auto t = b.getDefiningOp<graph::TransposeOp>();
-      t && shapeOf(a).size() >= 2 && shapeOf(b).size() == 2 &&
-      t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+  if (auto w = b.getDefiningOp<graph::TransposeOp>();
+      w && shapeOf(a).size() >= 2 && shapeOf(b).size() == 2 &&
+      w.getPerm() == ArrayRef<int64_t>{1, 0}) {
     defineValue(c, 0,
                 builder
-                    .create<graph::LinearOp>(c.loc, tensorType(s, elemOf(a)), a, t.getInput(),
-                                             Value(), builder.getBoolAttr(true), TypeAttr())
+                    .create<graph::LinearOp>(c.loc, t, a, w.getInput(), Value(),
+                                             builder.getBoolAttr(true), TypeAttr())
                     .getOutput());
     return; // the transpose, if now unused, goes with the importer's dead-op sweep
   }
-  defineValue(c, 0,
-              builder.create<graph::MatmulOp>(c.loc, tensorType(s, elemOf(a)), a, b, TypeAttr())
-                  .getOutput());
+  defineValue(c, 0, builder.create<graph::MatmulOp>(c.loc, t, a, b, TypeAttr()).getOutput());
 }
 
 /// The ONNX schema forms of Gemm: C is optional from opset 11.
@@ -278,8 +272,10 @@ void Importer::convertGemm(const NodeCtx &c) {
                     graph::formatShape(shapeOf(b)));
   if (transA)
     a = transpose(c, a, {1, 0});
-  Shape out = expectShape(c, graph::linearShape(shapeOf(a), shapeOf(b), transB));
-  Type f32 = elemOf(a);
+  BoolAttr transAttr = transB ? builder.getBoolAttr(true) : BoolAttr();
+  RankedTensorType outType =
+      inferredType<graph::LinearOp>(c, elemOf(a), a, b, Value(), transAttr, TypeAttr());
+  ArrayRef<int64_t> out = outType.getShape();
   if (bias) {
     ShapeOrError withC = graph::broadcastShapes(out, shapeOf(bias));
     if (!withC.ok() || ArrayRef<int64_t>(withC.shape) != ArrayRef<int64_t>(out))
@@ -292,8 +288,6 @@ void Importer::convertGemm(const NodeCtx &c) {
       bias =
           builder.create<graph::MulOp>(c.loc, bias.getType(), bias, scalarF32(c, beta)).getOutput();
   }
-  BoolAttr transAttr = transB ? builder.getBoolAttr(true) : BoolAttr();
-  RankedTensorType outType = tensorType(out, f32);
   Value y;
   if (alpha == 1.0f) {
     // Y = A'B' + beta C: the bias epilogue of one mp.linear.
@@ -504,11 +498,7 @@ void Importer::convertWhere(const NodeCtx &c) {
   requireFloat(c, 2, elemOf(y));
   if (elemOf(x) != elemOf(y))
     nodeFail(c, "X and Y element types differ");
-  Shape xy = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(y)));
-  Shape s = expectShape(c, graph::broadcastShapes(shapeOf(cond), xy));
-  defineValue(
-      c, 0,
-      builder.create<graph::WhereOp>(c.loc, tensorType(s, elemOf(x)), cond, x, y).getOutput());
+  defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y));
 }
 
 //===----------------------------------------------------------------------===//
@@ -683,17 +673,16 @@ void Importer::convertReduce(const NodeCtx &c) {
   }
   requireFloat(c, 0, t.getElementType());
   Value x = input(c, 0);
-  Shape s = expectShape(c, graph::reduceShape(t.getShape(), norm, keepDims));
-  RankedTensorType rt = tensorType(s, t.getElementType());
+  Type et = t.getElementType();
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(norm);
   BoolAttr kd = builder.getBoolAttr(keepDims);
   Value r;
   if (op == "ReduceSum")
-    r = builder.create<graph::ReduceSumOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput();
+    r = createInferred<graph::ReduceSumOp>(c, et, x, axesAttr, kd, TypeAttr());
   else if (op == "ReduceMean")
-    r = builder.create<graph::ReduceMeanOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput();
+    r = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
   else
-    r = builder.create<graph::ReduceMaxOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput();
+    r = createInferred<graph::ReduceMaxOp>(c, et, x, axesAttr, kd, TypeAttr());
   defineValue(c, 0, r);
 }
 
@@ -1200,8 +1189,12 @@ void Importer::convertConv(const NodeCtx &c) {
   if (group <= 0)
     nodeFail(c, "attribute 'group' must be positive, got " + llvm::Twine(group));
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  Shape s =
-      expectShape(c, graph::conv2dShape(shapeOf(x), shapeOf(w), strides, pads, dilations, group));
+  DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
+  DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
+  IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
+  RankedTensorType t = inferredType<graph::Conv2dOp>(
+      c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr, TypeAttr());
   if (bias) {
     requireFloat(c, 2, elemOf(bias));
     if (shapeOf(bias) != ArrayRef<int64_t>{shapeOf(w)[0]})
@@ -1210,11 +1203,8 @@ void Importer::convertConv(const NodeCtx &c) {
   }
   defineValue(c, 0,
               builder
-                  .create<graph::Conv2dOp>(c.loc, tensorType(s, elemOf(x)), x, w, bias,
-                                           builder.getDenseI64ArrayAttr(strides),
-                                           builder.getDenseI64ArrayAttr(pads),
-                                           builder.getDenseI64ArrayAttr(dilations),
-                                           builder.getI64IntegerAttr(group), TypeAttr())
+                  .create<graph::Conv2dOp>(c.loc, t, x, w, bias, stridesAttr, padsAttr,
+                                           dilationsAttr, groupAttr, TypeAttr())
                   .getOutput());
 }
 
@@ -1237,19 +1227,15 @@ void Importer::convertMaxPool(const NodeCtx &c) {
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
   bool ceilMode = attrBool(c, "ceil_mode", false);
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  Shape s =
-      expectShape(c, graph::pool2dShape(shapeOf(x), kernel, strides, pads, dilations, ceilMode));
   // Dilations are optional on mp.max_pool2d: set them only when they matter.
   DenseI64ArrayAttr dil = llvm::any_of(dilations, [](int64_t d) { return d != 1; })
                               ? builder.getDenseI64ArrayAttr(dilations)
                               : DenseI64ArrayAttr();
   defineValue(c, 0,
-              builder
-                  .create<graph::MaxPool2dOp>(
-                      c.loc, tensorType(s, elemOf(x)), x, builder.getDenseI64ArrayAttr(kernel),
-                      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
-                      ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil)
-                  .getOutput());
+              createInferred<graph::MaxPool2dOp>(
+                  c, elemOf(x), x, builder.getDenseI64ArrayAttr(kernel),
+                  builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
+                  ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
 }
 
 /// The ONNX schema forms of AveragePool.
@@ -1273,15 +1259,12 @@ void Importer::convertAveragePool(const NodeCtx &c) {
   bool ceilMode = attrBool(c, "ceil_mode", false);
   bool countIncludePad = attrBool(c, "count_include_pad", false);
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  Shape s = expectShape(c, graph::pool2dShape(shapeOf(x), kernel, strides, pads, {}, ceilMode));
   defineValue(c, 0,
-              builder
-                  .create<graph::AvgPool2dOp>(
-                      c.loc, tensorType(s, elemOf(x)), x, builder.getDenseI64ArrayAttr(kernel),
-                      builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
-                      ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
-                      countIncludePad ? builder.getBoolAttr(true) : BoolAttr())
-                  .getOutput());
+              createInferred<graph::AvgPool2dOp>(
+                  c, elemOf(x), x, builder.getDenseI64ArrayAttr(kernel),
+                  builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
+                  ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
+                  countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
 }
 
 /// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.
@@ -1298,14 +1281,11 @@ void Importer::convertGlobalPool(const NodeCtx &c) {
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
     axes.push_back(d);
-  Shape s = expectShape(c, graph::reduceShape(shape, axes, true));
-  RankedTensorType rt = tensorType(s, elemOf(x));
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
   BoolAttr kd = builder.getBoolAttr(true);
-  Value r =
-      c.node.op_type() == "GlobalAveragePool"
-          ? builder.create<graph::ReduceMeanOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput()
-          : builder.create<graph::ReduceMaxOp>(c.loc, rt, x, axesAttr, kd, TypeAttr()).getOutput();
+  Value r = c.node.op_type() == "GlobalAveragePool"
+                ? createInferred<graph::ReduceMeanOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr())
+                : createInferred<graph::ReduceMaxOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr());
   defineValue(c, 0, r);
 }
 

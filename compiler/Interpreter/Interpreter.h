@@ -6,12 +6,19 @@
 // annotated graph gives what its precision plan computes. GEMMs run through
 // OpenBLAS on the (already rounded) operands and accumulate in FP32.
 //
+// What each op computes is its reference semantics: element-wise ops by
+// their scalar function (ElementwiseOpInterface), the others through
+// ReferenceOpInterface, whose implementations this library attaches to the
+// mp ops. Whoever creates a context that runs the interpreter calls
+// registerReferenceExternalModels on it.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
 #define MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
@@ -20,6 +27,12 @@
 #include <vector>
 
 namespace mixprec::compiler {
+
+/// Adds the reference semantics of the mp ops (ReferenceOpInterface
+/// external models) to `registry`, for contexts the interpreter runs in.
+void registerReferenceExternalModels(mlir::DialectRegistry &registry);
+/// The same for an existing context, whose mp dialect may already be loaded.
+void registerReferenceExternalModels(mlir::MLIRContext &context);
 
 /// A tensor in host memory. Float tensors of any storage dtype hold their
 /// values as float32 (exactly representable: they were rounded on store);
@@ -64,8 +77,8 @@ class Interpreter {
 public:
   explicit Interpreter(mlir::func::FuncOp func) : func(func) {}
 
-  /// Checks every op is supported and decodes constants. Returns false and
-  /// sets `error` (naming the op) otherwise.
+  /// Checks every op has reference semantics and decodes constants. Returns
+  /// false and sets `error` (naming the op) otherwise.
   bool prepare(std::string &error);
 
   /// Runs on inputs in signature order; fills outputs in signature order.

@@ -25,6 +25,8 @@ def Graph_Dialect : Dialect {
     `mp.dequantize` gives it back, `mp.amax` measures what scales need.
   }];
   let hasOperationAttrVerify = 1;
+  // Folds (a cast of a constant) materialize as mp.constant.
+  let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
     /// Discardable attribute names understood by the dialect.
     static constexpr ::llvm::StringLiteral kNameAttr = "mp.name";

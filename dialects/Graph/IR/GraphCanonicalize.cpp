@@ -32,7 +32,30 @@ struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
   }
 };
 
+/// A second cast of one value to one type is the first: both round the
+/// same values the same way. The earlier cast stays, so every user still
+/// comes after its operand.
+struct MergeDuplicateCasts : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CastOp cast, PatternRewriter &rewriter) const override {
+    for (Operation *user : cast.getInput().getUsers()) {
+      auto earlier = dyn_cast<CastOp>(user);
+      if (earlier && earlier != cast && earlier.getType() == cast.getType() &&
+          earlier->getBlock() == cast->getBlock() && earlier->isBeforeInBlock(cast)) {
+        rewriter.replaceOp(cast, earlier.getOutput());
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
 } // namespace
+
+void CastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<MergeDuplicateCasts>(context);
+}
 
 void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<MulOfSigmoidToSilu>(context);

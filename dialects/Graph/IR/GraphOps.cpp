@@ -1,5 +1,6 @@
-//===- GraphOps.cpp - verifiers and folders of mp ops ----------------------===//
+//===- GraphOps.cpp - verifiers of mp ops ----------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/GraphTypeInference.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
@@ -161,8 +162,6 @@ LogicalResult verifyScale(Operation *op, Value scale) {
 #include "dialects/Graph/IR/GraphOps.cpp.inc"
 
 namespace mixprec::graph {
-
-OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 LogicalResult CastOp::verify() { return verifySameShape(*this, getInput(), getOutput()); }
 

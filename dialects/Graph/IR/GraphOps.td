@@ -2,8 +2,10 @@
 //
 // Every op verifies shapes and element types in C++ (GraphOps.cpp) with the
 // shape functions of ShapeInference.h, which the ONNX importer also uses to
-// infer result types. No op has a folder or canonicalizer yet, except
-// `mp.constant`, which folds to its value.
+// infer result types. Folders and canonicalizers (mp.constant, mp.cast,
+// mp.amax, mp.quantize, mp.mul) are in GraphFolds.cpp and
+// GraphCanonicalize.cpp; `mixprec-opt --canonicalize` and --mp-fold-casts
+// run them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_GRAPH_OPS
@@ -13,6 +15,14 @@ include "dialects/Graph/IR/GraphBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+// The result shape follows from the operands and attributes through the
+// shape functions of ShapeInference.h, and so does the element type where
+// the operands fix it (GraphTypeInference.cpp). The ONNX importer builds
+// these ops with the types they infer; the verifiers check the same rules
+// with messages that name them.
+def MP_InferShapedType
+    : DeclareOpInterfaceMethods<InferShapedTypeOpInterface, ["inferReturnTypeComponents"]>;
 
 //===----------------------------------------------------------------------===//
 // Constants and casts
@@ -44,12 +54,18 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
     ```mlir
     %1 = mp.cast %0 : tensor<8x64xf32> -> tensor<8x64xbf16>
     ```
-    Verifier: operand and result shapes are equal.
+    Verifier: operand and result shapes are equal. Folder: a cast to the
+    input's type is the input; a cast of an exact widening (`bf16 -> f32`)
+    casts the original instead; a float cast of a constant is the constant
+    rounded at compile time as the run-time cast rounds. Canonicalizer: a
+    second cast of one value to one type is the first.
   }];
   let arguments = (ins MP_AnyTensor:$input);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     ::mixprec::graph::ScalarFn getScalarFn() { return ::mixprec::graph::ScalarFn::Cast; }
   }];
@@ -61,7 +77,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 
 def Graph_MatmulOp : Graph_Op<"matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>],
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
@@ -84,7 +100,7 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 
 def Graph_LinearOp : Graph_Op<"linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>],
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
@@ -110,7 +126,8 @@ def Graph_LinearOp : Graph_Op<"linear",
   let hasVerifier = 1;
 }
 
-def Graph_Conv2dOp : Graph_Op<"conv2d", [Pure, MP_LowpClass, MP_Accumulates],
+def Graph_Conv2dOp : Graph_Op<"conv2d",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
     ["getFlopCount"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
@@ -148,7 +165,8 @@ class MP_ScalarFnOf<string fn> {
 }
 
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface], traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType],
+                                     traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -165,6 +183,15 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
+        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
+      return ::mixprec::graph::detail::inferBroadcastResult(location, operands, results);
+    }
+  }];
 }
 
 def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add">;
@@ -230,7 +257,7 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
   }];
 }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_InferShapedType]> {
   let summary = "Element-wise select with NumPy broadcasting";
   let description = [{
     `output = condition ? lhs : rhs`; all three broadcast to the result.
@@ -347,7 +374,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, MP_Fp32Class, MP_Accumulat
 }
 
 class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel,
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel, MP_InferShapedType,
                                       DeclareOpInterfaceMethods<MP_RowReductionOpInterface>],
                                      traits)> {
   let summary = "Reduces with " # desc # " over `axes`";
@@ -366,6 +393,17 @@ class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
   let results = (outs MP_NonFP8FloatTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
+        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
+      Adaptor op(operands.getValues(), attributes, properties, regions);
+      return ::mixprec::graph::detail::inferReduceResult(location, operands, op.getAxes(),
+                                                         op.getKeepdims(), results);
+    }
+  }];
 }
 
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "a sum", [MP_Fp32Class, MP_Accumulates]>;
@@ -390,7 +428,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement], ["getByteCoun
   let hasVerifier = 1;
 }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement]> {
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Permutes dimensions";
   let description = [{
     `output.shape[i] = input.shape[perm[i]]`.
@@ -406,7 +444,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement]> {
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     ```mlir
@@ -442,7 +480,7 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement]> {
+def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement, MP_InferShapedType]> {
   let summary = "Takes slices of `data` along `axis` at integer indices";
   let description = [{
     ONNX `Gather`: `output.shape = data.shape[:axis] + indices.shape +
@@ -461,7 +499,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement]> {
 }
 
 class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
-    : Graph_Op<mnemonic, [Pure]> {
+    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
   let summary = desc # " pooling over 2-D windows (NCHW)";
   let description = [{
     ONNX pooling for 4-D inputs; `pads` is [top, left, bottom, right];
@@ -500,12 +538,14 @@ def Graph_QuantizeOp : Graph_Op<"quantize", [Pure, MP_ScalingClass, MP_Elementwi
     ```mlir
     %q = mp.quantize %x, %s : (tensor<8x64xbf16>, tensor<f32>) -> tensor<8x64xf8E4M3FN>
     ```
-    Verifier: same shape, FP8 result, rank-0 scale.
+    Verifier: same shape, FP8 result, rank-0 scale. Folder: reads the value
+    before an exact widening cast (the products are the same).
   }];
   let arguments = (ins MP_NonFP8FloatTensor:$input, MP_F32Tensor:$scale);
   let results = (outs MP_FP8Tensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = MP_ScalarFnOf<"Quantize">.decl;
 }
 
@@ -533,11 +573,13 @@ def Graph_AmaxOp : Graph_Op<"amax", [Pure, MP_ScalingClass]> {
     ```mlir
     %a = mp.amax %x : tensor<8x64xbf16> -> tensor<f32>
     ```
-    No verifier beyond the type constraints.
+    No verifier beyond the type constraints. Folder: reads the value before
+    an exact widening cast (from a non-FP8 dtype; the amax is the same).
   }];
   let arguments = (ins MP_FloatTensor:$input);
   let results = (outs 0DTensorOf<[F32]>:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasFolder = 1;
 }
 
 def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
@@ -561,7 +603,7 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
 
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -583,7 +625,7 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
 
 def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as

@@ -1,7 +1,9 @@
 //===- ShapeInference.h - result shapes of mp ops --------------*- C++ -*-===//
 //
-// The shape functions that both the op verifiers and the ONNX importer use,
-// so that a shape the importer infers is the shape the verifier accepts.
+// The shape functions of the mp ops: the verifiers check results against
+// them, and the ops' type inference (GraphTypeInference.cpp), which the ONNX
+// importer builds ops with, computes them, so that a shape the importer
+// infers is the shape the verifier accepts.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_DIALECTS_GRAPH_IR_SHAPEINFERENCE_H

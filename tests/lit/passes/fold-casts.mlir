@@ -1,4 +1,5 @@
 // RUN: mixprec-opt --split-input-file --mp-fold-casts %s | FileCheck %s
+// RUN: mixprec-opt --split-input-file --mp-fold-casts --mlir-print-debuginfo %s | FileCheck %s --check-prefix=LOC
 
 // Widening then narrowing back is the identity: both casts go.
 // CHECK-LABEL: func.func @fold$widen_then_narrow
@@ -89,4 +90,32 @@ func.func @fold$widening_into_quantize(%x: tensor<4xbf16>, %s: tensor<f32>) -> (
   %1 = mp.amax %0 : tensor<4xf32> -> tensor<f32>
   %2 = mp.quantize %0, %s : (tensor<4xf32>, tensor<f32>) -> tensor<4xf8E4M3FN>
   return %1, %2 : tensor<f32>, tensor<4xf8E4M3FN>
+}
+
+// -----
+
+// A folded weight stays where its cast was and keeps its name, and two
+// equal weights stay two (unlike --canonicalize, which hoists constants,
+// merges equal ones and drops their names): validate names a weight that
+// overflows, and the report counts every weight.
+// CHECK-LABEL: func.func @fold$weights_keep_place_and_name
+// CHECK: mp.add
+// CHECK-NEXT: %[[W1:.*]] = mp.constant dense<[1.000980e-01, -2.500000e-01]> : tensor<2xbf16>
+// CHECK-NEXT: mp.add %{{.*}}, %[[W1]]
+// CHECK-NEXT: %[[W2:.*]] = mp.constant dense<[1.000980e-01, -2.500000e-01]> : tensor<2xbf16>
+// CHECK-NEXT: mp.add %{{.*}}, %[[W2]]
+// LOC-LABEL: func.func @fold$weights_keep_place_and_name
+// LOC: mp.constant {{.*}} loc(#[[L1:loc[0-9]*]])
+// LOC: mp.constant {{.*}} loc(#[[L2:loc[0-9]*]])
+// LOC-DAG: #[[L1]] = loc("w1")
+// LOC-DAG: #[[L2]] = loc("w2")
+func.func @fold$weights_keep_place_and_name(%x: tensor<2xbf16>) -> (tensor<2xbf16>, tensor<2xbf16>) {
+  %a = mp.add %x, %x : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16> loc("add0")
+  %w1 = mp.constant dense<[0.1, -0.25]> : tensor<2xf32> loc("w1")
+  %c1 = mp.cast %w1 : tensor<2xf32> -> tensor<2xbf16> loc("w1")
+  %y1 = mp.add %a, %c1 : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16> loc("add1")
+  %w2 = mp.constant dense<[0.1, -0.25]> : tensor<2xf32> loc("w2")
+  %c2 = mp.cast %w2 : tensor<2xf32> -> tensor<2xbf16> loc("w2")
+  %y2 = mp.add %a, %c2 : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16> loc("add2")
+  return %y1, %y2 : tensor<2xbf16>, tensor<2xbf16>
 }

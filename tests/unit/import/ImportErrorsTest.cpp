@@ -219,6 +219,47 @@ TEST_F(ImportTest, ErrorShapeFunctionFailureNamesNode) {
                                 "x [5, 3]");
 }
 
+// The importer builds these ops with the result types the ops infer
+// (InferShapedTypeOpInterface); a shape rule the operands break is still the
+// node's error, in the rule's words.
+TEST_F(ImportTest, ErrorInferredShapeRulesNameNode) {
+  {
+    Model m(13);
+    m.input("c", {5}, TP::BOOL);
+    m.input("x", {2, 3});
+    m.input("y", {2, 3});
+    m.node("Where", {"c", "x", "y"}, {"o"}, "w");
+    m.output("o");
+    EXPECT_THAT(importError(m), HasSubstr("node 'w' (Where): shapes [5] and [2, 3] do not broadcast"));
+  }
+  {
+    Model m(13);
+    m.input("a", {4, 8});
+    m.initIota("b", {7, 5});
+    m.node("Gemm", {"a", "b"}, {"o"}, "g");
+    m.output("o");
+    EXPECT_THAT(importError(m),
+                HasSubstr("node 'g' (Gemm): input features 8 do not match weight [7, 5]"));
+  }
+  {
+    Model m(13);
+    m.input("x", {1, 3, 8, 8});
+    m.initIota("w", {4, 2, 3, 3});
+    m.node("Conv", {"x", "w"}, {"o"}, "conv");
+    m.output("o");
+    EXPECT_THAT(importError(m), HasSubstr("node 'conv' (Conv): weight [4, 2, 3, 3] expects 2 input "
+                                      "channels, got 3"));
+  }
+  {
+    Model m(13);
+    m.input("x", {1, 3, 3, 3});
+    attrIs(m.node("MaxPool", {"x"}, {"o"}, "pool"), "kernel_shape", {5, 5});
+    m.output("o");
+    EXPECT_THAT(importError(m), HasSubstr("node 'pool' (MaxPool): window [5, 5] does not fit the "
+                                      "padded input [1, 3, 3, 3]"));
+  }
+}
+
 TEST_F(ImportTest, ErrorOutputDefinedTwice) {
   Model m(13);
   m.input("x", {4});

@@ -1,6 +1,7 @@
 //===- InterpreterTest.cpp - the CPU reference interpreter -----------------===//
 #include "common/numerics/Rounding.h"
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Interpreter/ReferenceOpInterface.h"
 #include "dialects/Graph/IR/GraphOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@ class InterpreterTest : public ::testing::Test {
 protected:
   InterpreterTest() {
     context.loadDialect<mixprec::graph::GraphDialect, func::FuncDialect>();
+    mixprec::compiler::registerReferenceExternalModels(context);
   }
 
   /// Parses `ir`, runs @main on `inputs`, and returns the outputs.
@@ -226,6 +228,58 @@ TEST_F(InterpreterTest, FusionsPassValuesWhileTheEnvironmentGrows) {
     for (float v : out[k].floats)
       EXPECT_EQ(v, 0.0f);
   EXPECT_EQ(out[n - 1].floats, (std::vector<float>{78.0f, 156.0f, 234.0f, 312.0f}));
+}
+
+TEST_F(InterpreterTest, ScratchBytesComeFromTheReferenceModels) {
+  module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @main(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> (tensor<2x4x6x6xf32>, tensor<2x3x8x1xf32>, tensor<2x3x8x8xf32>) {
+      %c = mp.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64}
+          : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+      %s = mp.reduce_sum %x {axes = array<i64: 3>, keepdims = true} : tensor<2x3x8x8xf32> -> tensor<2x3x8x1xf32>
+      %r = mp.relu %x : tensor<2x3x8x8xf32>
+      return %c, %s, %r : tensor<2x4x6x6xf32>, tensor<2x3x8x1xf32>, tensor<2x3x8x8xf32>
+    })mlir",
+                                       &context);
+  ASSERT_TRUE(module);
+  std::vector<Operation *> ops;
+  module->walk([&](Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "mp")
+      ops.push_back(op);
+  });
+  ASSERT_EQ(ops.size(), 3u);
+  using mixprec::compiler::ReferenceOpInterface;
+  // im2col of one image: (3 * 3 * 3) x (6 * 6) floats.
+  EXPECT_EQ(cast<ReferenceOpInterface>(ops[0]).getScratchBytes(), 4u * 27 * 36);
+  // One double accumulator per output element.
+  EXPECT_EQ(cast<ReferenceOpInterface>(ops[1]).getScratchBytes(), 8u * 2 * 3 * 8);
+  // Element-wise ops run from their scalar function, with no scratch.
+  EXPECT_FALSE(isa<ReferenceOpInterface>(ops[2]));
+}
+
+TEST(InterpreterRegistrationTest, AnOpWithoutReferenceSemanticsIsNamed) {
+  // A context without the interpreter's external models: element-wise ops
+  // still run (from their scalar function), a softmax has no semantics.
+  MLIRContext context;
+  context.loadDialect<mixprec::graph::GraphDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+      %0 = mp.relu %x : tensor<2x3xf32>
+      %1 = mp.softmax %0 {axis = 1 : i64} : tensor<2x3xf32> -> tensor<2x3xf32> loc("probs")
+      return %1 : tensor<2x3xf32>
+    })mlir",
+                                                             &context);
+  ASSERT_TRUE(module);
+  std::string error;
+  func::FuncOp func = mixprec::compiler::findEntryFunction(*module, error);
+  Interpreter interpreter(func);
+  EXPECT_FALSE(interpreter.prepare(error));
+  EXPECT_EQ(error, "mp.softmax 'probs': the interpreter has no reference semantics for this op "
+                   "(registerReferenceExternalModels attaches them)");
+  // Registering twice (a tool and a library both do) is harmless.
+  mixprec::compiler::registerReferenceExternalModels(context);
+  mixprec::compiler::registerReferenceExternalModels(context);
+  error.clear();
+  EXPECT_TRUE(interpreter.prepare(error)) << error;
 }
 
 } // namespace

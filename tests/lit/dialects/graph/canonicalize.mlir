@@ -52,3 +52,87 @@ func.func @mul$sigmoid_used_twice(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tens
   %y = mp.mul %x, %s : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return %y, %s : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A cast to the input's type, and widening then narrowing back, are the
+// identity.
+// CHECK-LABEL: func.func @cast$identities
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xbf16>)
+// CHECK-NOT: mp.cast
+// CHECK: return %[[X]], %[[Y]]
+func.func @cast$identities(%x: tensor<4xf32>, %y: tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xbf16>) {
+  %0 = mp.cast %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = mp.cast %y : tensor<4xbf16> -> tensor<4xf32>
+  %2 = mp.cast %1 : tensor<4xf32> -> tensor<4xbf16>
+  return %0, %2 : tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// Narrowing then widening rounds: both casts stay. A cast after an exact
+// widening casts the original (f16 -> f32 -> bf16 is f16 -> bf16).
+// CHECK-LABEL: func.func @cast$rounding_pairs
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[H:.*]]: tensor<4xf16>)
+// CHECK: %[[N:.*]] = mp.cast %[[X]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: %[[W:.*]] = mp.cast %[[N]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: %[[B:.*]] = mp.cast %[[H]] : tensor<4xf16> -> tensor<4xbf16>
+// CHECK-NOT: mp.cast
+// CHECK: return %[[W]], %[[B]]
+func.func @cast$rounding_pairs(%x: tensor<4xf32>, %h: tensor<4xf16>) -> (tensor<4xf32>, tensor<4xbf16>) {
+  %0 = mp.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  %1 = mp.cast %0 : tensor<4xbf16> -> tensor<4xf32>
+  %2 = mp.cast %h : tensor<4xf16> -> tensor<4xf32>
+  %3 = mp.cast %2 : tensor<4xf32> -> tensor<4xbf16>
+  return %1, %3 : tensor<4xf32>, tensor<4xbf16>
+}
+
+// -----
+
+// A cast of a constant is the constant rounded as the run-time cast rounds
+// (0.1 -> 0.10009765625 in bf16; FP8 saturates 1000 -> 448); the f32
+// originals go.
+// CHECK-LABEL: func.func @cast$constants
+// CHECK-NOT: tensor<2xf32>
+// CHECK-DAG: mp.constant dense<[1.000980e-01, -2.500000e-01]> : tensor<2xbf16>
+// CHECK-DAG: mp.constant dense<[4.480000e+02, -3.125000e-01]> : tensor<2xf8E4M3FN>
+// CHECK-NOT: mp.cast
+func.func @cast$constants() -> (tensor<2xbf16>, tensor<2xf8E4M3FN>) {
+  %0 = mp.constant dense<[0.1, -0.25]> : tensor<2xf32>
+  %1 = mp.cast %0 : tensor<2xf32> -> tensor<2xbf16>
+  %2 = mp.constant dense<[1000.0, -0.3]> : tensor<2xf32>
+  %3 = mp.cast %2 : tensor<2xf32> -> tensor<2xf8E4M3FN>
+  return %1, %3 : tensor<2xbf16>, tensor<2xf8E4M3FN>
+}
+
+// -----
+
+// A second cast of one value to one type is the first.
+// CHECK-LABEL: func.func @cast$duplicates
+// CHECK: %[[C:.*]] = mp.cast
+// CHECK-NOT: mp.cast
+// CHECK: return %[[C]], %[[C]]
+func.func @cast$duplicates(%x: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xbf16>) {
+  %0 = mp.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  %1 = mp.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  return %0, %1 : tensor<4xbf16>, tensor<4xbf16>
+}
+
+// -----
+
+// mp.amax and mp.quantize read the value before an exact widening; a
+// widening from FP8 stays in front of mp.amax.
+// CHECK-LABEL: func.func @cast$widening_into_scaling
+// CHECK-SAME: (%[[X:.*]]: tensor<4xbf16>, %[[S:.*]]: tensor<f32>, %[[Q:.*]]: tensor<4xf8E5M2>)
+// CHECK: mp.amax %[[X]] : tensor<4xbf16>
+// CHECK: mp.quantize %[[X]], %[[S]]
+// CHECK: %[[W:.*]] = mp.cast %[[Q]] : tensor<4xf8E5M2> -> tensor<4xf32>
+// CHECK: mp.amax %[[W]] : tensor<4xf32>
+func.func @cast$widening_into_scaling(%x: tensor<4xbf16>, %s: tensor<f32>, %q: tensor<4xf8E5M2>) -> (tensor<f32>, tensor<4xf8E4M3FN>, tensor<f32>) {
+  %0 = mp.cast %x : tensor<4xbf16> -> tensor<4xf32>
+  %1 = mp.amax %0 : tensor<4xf32> -> tensor<f32>
+  %2 = mp.quantize %0, %s : (tensor<4xf32>, tensor<f32>) -> tensor<4xf8E4M3FN>
+  %3 = mp.cast %q : tensor<4xf8E5M2> -> tensor<4xf32>
+  %4 = mp.amax %3 : tensor<4xf32> -> tensor<f32>
+  return %1, %2, %4 : tensor<f32>, tensor<4xf8E4M3FN>, tensor<f32>
+}

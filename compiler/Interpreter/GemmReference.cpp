@@ -1,0 +1,116 @@
+//===- GemmReference.cpp - reference semantics of GEMMs and convolutions --===//
+//
+// GEMMs run through OpenBLAS on the operands as stored (rounded to their
+// dtype; TF32 GEMMs round FP32 operands to TF32 first) and accumulate in
+// FP32; the result is rounded once to its dtype.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Interpreter/ReferenceModels.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "runtime/cpu/Kernels.h"
+
+using namespace mlir;
+namespace cpu = mixprec::runtime::cpu;
+
+namespace mixprec::compiler {
+namespace {
+
+/// An optional bias operand's values, or null.
+const float *biasOf(Value bias, Evaluator &e) { return bias ? e.floats(bias) : nullptr; }
+
+/// An optional bias operand's shape, or empty.
+cpu::Shape biasShapeOf(Value bias) { return bias ? shapeOf(bias) : cpu::Shape{}; }
+
+/// Applies an FP8 GEMM's epilogue in FP32, as cuBLASLt does: multiply the
+/// accumulator by both dequantization scales (1/scale), then add the bias.
+void dequantizeGemm(std::vector<float> &acc, float scaleA, float scaleB, const float *bias,
+                    const cpu::Shape &biasShape, const cpu::Shape &outShape) {
+  float factor = (1.0f / scaleA) * (1.0f / scaleB);
+  for (float &v : acc)
+    v *= factor;
+  if (bias)
+    cpu::binary(cpu::BinaryOp::Add, acc.data(), outShape, bias, biasShape, acc.data(), outShape);
+}
+
+struct MatmulReference : ReferenceModel<MatmulReference, graph::MatmulOp> {
+  static LogicalResult run(graph::MatmulOp op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+    cpu::matmul(e.gemmOperand(op, op.getLhs(), sa), shapeOf(op.getLhs()),
+                e.gemmOperand(op, op.getRhs(), sb), shapeOf(op.getRhs()), r.data(),
+                shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+};
+
+struct LinearReference : ReferenceModel<LinearReference, graph::LinearOp> {
+  static LogicalResult run(graph::LinearOp op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+    cpu::linear(e.gemmOperand(op, op.getInput(), sa), shapeOf(op.getInput()),
+                e.gemmOperand(op, op.getWeight(), sb), shapeOf(op.getWeight()),
+                op.getTransposeWeight(), biasOf(op.getBias(), e), biasShapeOf(op.getBias()),
+                r.data(), shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+};
+
+struct Conv2dReference : ReferenceModel<Conv2dReference, graph::Conv2dOp> {
+  static LogicalResult run(graph::Conv2dOp op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+    cpu::conv2d(e.gemmOperand(op, op.getInput(), sa), shapeOf(op.getInput()),
+                e.gemmOperand(op, op.getWeight(), sb), shapeOf(op.getWeight()),
+                biasOf(op.getBias(), e), pairOf(op.getStrides()), quadOf(op.getPads()),
+                pairOf(op.getDilations()), op.getGroups(), r.data(), shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+
+  /// The im2col columns of one image and group: (C/groups) kH kW x OH OW floats.
+  uint64_t getScratchBytes(Operation *op) const {
+    auto conv = cast<graph::Conv2dOp>(op);
+    std::vector<int64_t> w = shapeOf(conv.getWeight()), out = shapeOf(conv.getOutput());
+    uint64_t bytes = sizeof(float);
+    for (int64_t d : {w[1], w[2], w[3], out[2], out[3]})
+      bytes = mulBytes(bytes, static_cast<uint64_t>(d));
+    return bytes;
+  }
+};
+
+struct ScaledMatmulReference : ReferenceModel<ScaledMatmulReference, graph::ScaledMatmulOp> {
+  static LogicalResult run(graph::ScaledMatmulOp op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput());
+    cpu::matmul(e.floats(op.getLhs()), shapeOf(op.getLhs()), e.floats(op.getRhs()),
+                shapeOf(op.getRhs()), r.data(), shapeOf(op.getOutput()));
+    dequantizeGemm(r, e.floats(op.getLhsScale())[0], e.floats(op.getRhsScale())[0], nullptr, {},
+                   shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+};
+
+struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::ScaledLinearOp> {
+  static LogicalResult run(graph::ScaledLinearOp op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput());
+    cpu::linear(e.floats(op.getInput()), shapeOf(op.getInput()), e.floats(op.getWeight()),
+                shapeOf(op.getWeight()), op.getTransposeWeight(), nullptr, {}, r.data(),
+                shapeOf(op.getOutput()));
+    dequantizeGemm(r, e.floats(op.getInputScale())[0], e.floats(op.getWeightScale())[0],
+                   biasOf(op.getBias(), e), biasShapeOf(op.getBias()), shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+};
+
+} // namespace
+
+void attachGemmReferenceModels(MLIRContext *ctx) {
+  graph::MatmulOp::attachInterface<MatmulReference>(*ctx);
+  graph::LinearOp::attachInterface<LinearReference>(*ctx);
+  graph::Conv2dOp::attachInterface<Conv2dReference>(*ctx);
+  graph::ScaledMatmulOp::attachInterface<ScaledMatmulReference>(*ctx);
+  graph::ScaledLinearOp::attachInterface<ScaledLinearReference>(*ctx);
+}
+
+} // namespace mixprec::compiler

@@ -1,0 +1,44 @@
+//===- ReferenceModels.h - external models of ReferenceOpInterface -*- C++ -*-===//
+//
+// Private to the interpreter library. Each op family's file defines one
+// small model per op and attaches them (GemmReference.cpp, ...);
+// ReferenceModels.cpp registers every family with the mp dialect.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_COMPILER_INTERPRETER_REFERENCEMODELS_H
+#define MIXPREC_COMPILER_INTERPRETER_REFERENCEMODELS_H
+
+#include "compiler/Interpreter/Evaluator.h"
+#include "compiler/Interpreter/ReferenceOpInterface.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <array>
+
+namespace mixprec::compiler {
+
+/// The model of op `OpT`: `Derived::run(OpT, Evaluator &)` computes it.
+/// A model whose kernel allocates scratch defines getScratchBytes too.
+template <typename Derived, typename OpT>
+struct ReferenceModel : ReferenceOpInterface::ExternalModel<Derived, OpT> {
+  mlir::LogicalResult evaluate(mlir::Operation *op, Evaluator &evaluator) const {
+    return Derived::run(mlir::cast<OpT>(op), evaluator);
+  }
+};
+
+/// Attaches the models of one op family to the ops of a loaded mp dialect.
+void attachGemmReferenceModels(mlir::MLIRContext *ctx);
+void attachReductionReferenceModels(mlir::MLIRContext *ctx);
+void attachDataMovementReferenceModels(mlir::MLIRContext *ctx);
+void attachScalingAndFusionReferenceModels(mlir::MLIRContext *ctx);
+
+/// The first 2 or 4 values of a dense i64 array attribute, as the CPU
+/// kernels take them.
+inline std::array<int64_t, 2> pairOf(llvm::ArrayRef<int64_t> v) { return {v[0], v[1]}; }
+inline std::array<int64_t, 4> quadOf(llvm::ArrayRef<int64_t> v) {
+  return {v[0], v[1], v[2], v[3]};
+}
+
+} // namespace mixprec::compiler
+
+#endif // MIXPREC_COMPILER_INTERPRETER_REFERENCEMODELS_H
