@@ -10,7 +10,11 @@
 // the tool registers them in its subcommands, so its command line parses
 // straight into this struct. A policy file's keys are their names with '_'
 // for '-' (PolicyFile.cpp). Bad values are refused when parsed, by the
-// parsers below, in the words the tool prints.
+// parsers below, in the words the tool prints. The passes the pipeline
+// runs keep their own options (Passes.td: `mixprec-opt --mp-assign-precision=
+// ...` runs one pass); buildPrecisionPipeline binds these to them, and
+// tests/unit/passes/PrecisionOptionsTest.cpp fails if a pass option has no
+// pipeline option of its name, another default, or is not bound.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_PASSES_PIPELINES_H
