@@ -1,7 +1,8 @@
 //===- OnnxImporter.cpp - ONNX protobuf to the mp dialect ------------------===//
 //
 // Reads the model file, checks the graph's inputs, initializers and outputs,
-// converts the nodes in order (OnnxOps.cpp) and verifies the result.
+// converts the nodes in order (the converters: one file per op family,
+// dispatched by OnnxOpRegistry.cpp) and verifies the result.
 //
 // Shapes: every tensor is statically shaped. The importer infers each op's
 // result type with the shape functions the mp verifiers use

@@ -1,8 +1,11 @@
 //===- OnnxImporterImpl.h - internals of the ONNX importer ------*- C++ -*-===//
 //
 // Shared by OnnxImporter.cpp (model, graph inputs/outputs, value table),
-// OnnxOps.cpp (one converter per ONNX op) and OnnxTensors.cpp (TensorProto
-// decoding and compile-time constant helpers). Not part of the library's
+// the op converters (one file per op family: OnnxGemm.cpp,
+// OnnxElementwise.cpp, OnnxNormalization.cpp, OnnxShape.cpp, OnnxPooling.cpp,
+// OnnxConstants.cpp; their helpers in OnnxOpHelpers.h/.cpp, the op table in
+// OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto decoding and
+// compile-time constant helpers). Not part of the library's
 // interface.
 //
 // Errors in user data are thrown as ImportError carrying the complete
@@ -138,7 +141,8 @@ mlir::DenseElementsAttr makeF32Attr(mlir::MLIRContext &ctx, llvm::ArrayRef<int64
 /// it: from opset `since` until the next form's, how many inputs and outputs
 /// the node has (trailing empty names count, as in onnxruntime) and which
 /// attributes it may carry. The forms of each op sit next to its converter
-/// in OnnxOps.cpp and follow ONNX 1.23's schemas up to kMaxOpset.
+/// in its op family's file (OnnxGemm.cpp, ...) and follow ONNX 1.23's
+/// schemas up to kMaxOpset.
 struct OpForm {
   int64_t since;
   int minInputs, maxInputs; // maxInputs kVariadic: no limit
@@ -265,20 +269,26 @@ private:
                                         llvm::ArrayRef<int64_t> dilations);
   void require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
 
-  // --- Converters (OnnxOps.cpp) --------------------------------------------
+  // --- Converters (one file per op family) ---------------------------------
 public:
   using Converter = void (Importer::*)(const NodeCtx &);
 
 private:
+  // OnnxGemm.cpp
   void convertMatMul(const NodeCtx &c);
   void convertGemm(const NodeCtx &c);
+  void convertConv(const NodeCtx &c);
+  // OnnxElementwise.cpp
   void convertBinary(const NodeCtx &c);
   void convertUnary(const NodeCtx &c);
   void convertGelu(const NodeCtx &c);
+  void convertWhere(const NodeCtx &c);
+  // OnnxNormalization.cpp
   void convertSoftmax(const NodeCtx &c);
   void convertLayerNorm(const NodeCtx &c);
   void convertBatchNorm(const NodeCtx &c);
   void convertReduce(const NodeCtx &c);
+  // OnnxShape.cpp
   void convertReshape(const NodeCtx &c);
   void convertFlatten(const NodeCtx &c);
   void convertUnsqueeze(const NodeCtx &c);
@@ -291,11 +301,11 @@ private:
   llvm::SmallVector<int64_t> splitSizes(const NodeCtx &c, int64_t dim);
   void convertSplit(const NodeCtx &c);
   void convertGather(const NodeCtx &c);
-  void convertWhere(const NodeCtx &c);
-  void convertConv(const NodeCtx &c);
+  // OnnxPooling.cpp
   void convertMaxPool(const NodeCtx &c);
   void convertAveragePool(const NodeCtx &c);
   void convertGlobalPool(const NodeCtx &c);
+  // OnnxConstants.cpp
   void convertCast(const NodeCtx &c);
   void convertConstant(const NodeCtx &c);
   void convertIdentity(const NodeCtx &c);
@@ -307,6 +317,14 @@ private:
     Converter convert;
     llvm::ArrayRef<OpForm> forms; // the first form's `since` introduced the op
   };
+  /// Each op family's rows of the op table, defined in the family's file.
+  static llvm::ArrayRef<OpInfo> gemmOps();
+  static llvm::ArrayRef<OpInfo> elementwiseOps();
+  static llvm::ArrayRef<OpInfo> normalizationOps();
+  static llvm::ArrayRef<OpInfo> shapeOps();
+  static llvm::ArrayRef<OpInfo> poolingOps();
+  static llvm::ArrayRef<OpInfo> constantOps();
+  /// The op type's row of the op table (OnnxOpRegistry.cpp), or null.
   static const OpInfo *findOp(llvm::StringRef opType);
 
   mlir::MLIRContext &ctx;

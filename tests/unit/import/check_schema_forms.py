@@ -2,17 +2,21 @@
 """Check the importer's ONNX schema forms against the installed onnx package.
 
 Usage:
-    check_schema_forms.py compiler/Import/OnnxOps.cpp
+    check_schema_forms.py compiler/Import
 
-OnnxOps.cpp keeps, next to each converter, the forms of its op's ONNX schema
-(`static const OpForm kXForms[] = {{since, minIn, maxIn, minOut, maxOut,
-"attr ..."}, ...}`) and maps op types to them in findOp's table. For every
-op in that table and every opset from the op's first form up to kMaxOpset
+Each op family's converter file (compiler/Import/*.cpp: OnnxGemm.cpp,
+OnnxShape.cpp, ...) keeps, next to each converter, the forms of its op's ONNX
+schema (`static const OpForm kXForms[] = {{since, minIn, maxIn, minOut, maxOut,
+"attr ..."}, ...}`) and maps op types to them in the family's rows of the op
+table (`{"Op", &Importer::convertX, kXForms}`), which findOp walks. For every
+op in those rows and every opset from the op's first form up to kMaxOpset
 (OnnxImporterImpl.h), the form in force must have exactly the input and
 output counts and the attribute names of onnx.defs.get_schema(op, opset),
 plus "*" exactly where onnx's checker accepts an attribute the schema does
-not name; and the op must not exist in ONNX before its first form. Prints one line per
-mismatch, then a summary; exits 1 on any mismatch or when nothing was found.
+not name; and the op must not exist in ONNX before its first form. A row's
+table is looked up in the row's own file (the tables are file-static).
+Prints one line per mismatch, then a summary; exits 1 on any mismatch or
+when nothing was found.
 """
 
 import os
@@ -60,20 +64,24 @@ def main(argv):
     if len(argv) != 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    ops_cpp = argv[1]
-    with open(ops_cpp) as f:
-        source = f.read()
-    impl_h = os.path.join(os.path.dirname(ops_cpp), "OnnxImporterImpl.h")
-    with open(impl_h) as f:
+    import_dir = argv[1]
+    with open(os.path.join(import_dir, "OnnxImporterImpl.h")) as f:
         max_opset = int(re.search(r"constexpr int64_t kMaxOpset = (\d+);", f.read())[1])
-    tables = parse_forms(source)
-    dispatch = re.findall(r'\{"(\w+)", &Importer::\w+, (\w+)\}', source)
-    if not tables or not dispatch:
-        print(f"no OpForm tables or findOp entries found in {ops_cpp}")
+    dispatch = []  # (op, table name, that file's tables)
+    for name in sorted(os.listdir(import_dir)):
+        if not name.endswith(".cpp"):
+            continue
+        with open(os.path.join(import_dir, name)) as f:
+            source = f.read()
+        tables = parse_forms(source)
+        for op, table in re.findall(r'\{"(\w+)", &Importer::\w+, (\w+)\}', source):
+            dispatch.append((op, table, tables))
+    if not dispatch:
+        print(f"no OpForm tables or op table rows found in {import_dir}/*.cpp")
         return 1
     problems = []
     checked = 0
-    for op, table in dispatch:
+    for op, table, tables in dispatch:
         forms = tables.get(table)
         if not forms:
             problems.append(f"{op}: table {table} not found")

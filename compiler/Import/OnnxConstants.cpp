@@ -1,0 +1,197 @@
+//===- OnnxConstants.cpp - casts, constants, identities -------------------===//
+//
+// The converters of Cast, Constant, Identity, Dropout (inference: an alias)
+// and Shape (a compile-time constant, shapes being static), each under its
+// op's ONNX schema forms.
+// Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
+// OnnxOpRegistry.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/OnnxImporterImpl.h"
+#include "compiler/Import/OnnxOpHelpers.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Casts, constants, identities
+//===----------------------------------------------------------------------===//
+
+/// Converts constant values between the importer's element types with ONNX
+/// Cast semantics: float to int truncates toward zero (saturating, NaN 0),
+/// anything to bool is "!= 0".
+static DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
+  Type from = in.getElementType();
+  ArrayRef<int64_t> shape = in.getType().getShape();
+  if (isa<FloatType>(from)) {
+    SmallVector<float> f = floatValues(in);
+    if (isa<FloatType>(to))
+      return makeF32Attr(ctx, shape, f);
+    SmallVector<int64_t> out;
+    for (float v : f) {
+      if (to.isInteger(1)) {
+        out.push_back(v != 0.0f);
+        continue;
+      }
+      llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
+      bool exact = false;
+      llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
+      out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
+    }
+    return makeIntAttr(shape, to, out);
+  }
+  SmallVector<int64_t> iv = intValues(in);
+  if (isa<FloatType>(to)) {
+    SmallVector<float> out(iv.begin(), iv.end());
+    return makeF32Attr(ctx, shape, out);
+  }
+  return makeIntAttr(shape, to, iv); // i32 wraps, bool is "!= 0"
+}
+
+/// The ONNX schema forms of Cast: saturate and round_mode only concern FP8/FP4 targets,
+/// which the importer refuses.
+static const OpForm kCastForms[] = {
+    {1, 1, 1, 1, 1, "to"},
+    {19, 1, 1, 1, 1, "saturate to"},
+    {24, 1, 1, 1, 1, "round_mode saturate to"},
+};
+
+void Importer::convertCast(const NodeCtx &c) {
+  std::optional<int64_t> to = attrIntOpt(c, "to");
+  if (!to)
+    nodeFail(c, "attribute 'to' is required");
+  Type target = valueElementType(ctx, static_cast<int32_t>(*to));
+  if (!target)
+    nodeFail(c, "attribute 'to' = " + dataTypeName(static_cast<int32_t>(*to)) +
+                    " is not supported (FLOAT, INT64, INT32, BOOL)");
+  Entry &e = entryOf(c, 0);
+  RankedTensorType t = entryType(e);
+  if (t.getElementType() == target) {
+    aliasOutput(c, 0, 0);
+    return;
+  }
+  if (e.constant) {
+    defineConst(c, 0, foldCast(ctx, e.constant, target));
+    return;
+  }
+  Value x = materialize(e);
+  defineValue(
+      c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
+}
+
+/// The ONNX schema forms of Constant.
+static const OpForm kConstantForms[] = {
+    {1, 0, 0, 1, 1, "value"},
+    {11, 0, 0, 1, 1, "sparse_value value"},
+    {12, 0, 0, 1, 1,
+     "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
+};
+
+void Importer::convertConstant(const NodeCtx &c) {
+  static const char *forms[] = {"value",      "value_float",  "value_floats",  "value_int",
+                                "value_ints", "value_string", "value_strings", "sparse_value"};
+  int present = 0;
+  for (const char *f : forms)
+    present += hasAttr(c, f);
+  if (present != 1)
+    nodeFail(c, "needs exactly one value attribute, got " + llvm::Twine(present));
+  DenseElementsAttr attr;
+  if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
+    attr = decodeTensor(ctx, a->t(), modelDir,
+                        escapeControls(path) + ": node " + quotedName(c.name) +
+                            " (Constant): attribute 'value'",
+                        options.onExternalFile);
+  } else if (const auto *a = findAttr(c, "value_float", onnx::AttributeProto::FLOAT)) {
+    attr = makeF32Attr(ctx, {}, {a->f()});
+  } else if (const auto *a = findAttr(c, "value_floats", onnx::AttributeProto::FLOATS)) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    attr = makeF32Attr(ctx, {static_cast<int64_t>(v.size())}, v);
+  } else if (const auto *a = findAttr(c, "value_int", onnx::AttributeProto::INT)) {
+    attr = makeIntAttr({}, builder.getI64Type(), {a->i()});
+  } else if (const auto *a = findAttr(c, "value_ints", onnx::AttributeProto::INTS)) {
+    SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
+    attr = makeIntAttr({static_cast<int64_t>(v.size())}, builder.getI64Type(), v);
+  } else {
+    for (const char *f : {"value_string", "value_strings", "sparse_value"})
+      if (hasAttr(c, f))
+        nodeFail(c, "attribute '" + llvm::Twine(f) + "' is not supported");
+    // An attribute listed above with an empty payload and no type.
+    nodeFail(c, "the value attribute is empty");
+  }
+  defineConst(c, 0, attr);
+}
+
+/// The ONNX schema forms of Identity.
+static const OpForm kIdentityForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
+
+void Importer::convertIdentity(const NodeCtx &c) { aliasOutput(c, 0, 0); }
+
+/// The ONNX schema forms of Dropout: ratio becomes input #1 and training_mode input #2 at
+/// opset 12.
+static const OpForm kDropoutForms[] = {
+    {1, 1, 1, 1, 2, "consumed_inputs is_test ratio"},
+    {6, 1, 1, 1, 2, "is_test ratio"},
+    {7, 1, 1, 1, 2, "ratio"},
+    {12, 1, 3, 1, 2, "seed"},
+};
+
+void Importer::convertDropout(const NodeCtx &c) {
+  // Inference: Dropout is the identity unless training_mode is set.
+  if (hasInput(c, 2)) {
+    DenseElementsAttr mode = requireConst(c, 2, "training_mode");
+    if (llvm::any_of(intValues(mode), [](int64_t v) { return v != 0; }))
+      nodeFail(c, "training_mode must be false: only inference is supported");
+  }
+  requireUnusedOutputs(c, 1, "the mask output of Dropout is not supported");
+  aliasOutput(c, 0, 0);
+}
+
+/// The ONNX schema forms of Shape.
+static const OpForm kShapeForms[] = {
+    {1, 1, 1, 1, 1, ""},
+    {15, 1, 1, 1, 1, "end start"},
+};
+
+void Importer::convertShape(const NodeCtx &c) {
+  // Shapes are static, so Shape is a compile-time constant.
+  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t start = attrInt(c, "start", 0), end = attrInt(c, "end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  SmallVector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d)
+    dims.push_back(in[d]);
+  defineConst(c, 0, makeIntAttr({static_cast<int64_t>(dims.size())}, builder.getI64Type(), dims));
+}
+
+//===----------------------------------------------------------------------===//
+// The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
+//===----------------------------------------------------------------------===//
+
+llvm::ArrayRef<Importer::OpInfo> Importer::constantOps() {
+  static const OpInfo table[] = {
+      {"Cast", &Importer::convertCast, kCastForms},
+      {"Constant", &Importer::convertConstant, kConstantForms},
+      {"Identity", &Importer::convertIdentity, kIdentityForms},
+      {"Dropout", &Importer::convertDropout, kDropoutForms},
+      {"Shape", &Importer::convertShape, kShapeForms},
+  };
+  return table;
+}
+
+} // namespace mixprec::compiler::onnx_import

@@ -1,0 +1,221 @@
+//===- OnnxNormalization.cpp - normalizations, reductions -----------------===//
+//
+// The converters of Softmax/LogSoftmax, LayerNormalization,
+// BatchNormalization and ReduceSum/ReduceMean/ReduceMax, each under its op's
+// ONNX schema forms.
+// Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
+// OnnxOpRegistry.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/OnnxImporterImpl.h"
+#include "compiler/Import/OnnxOpHelpers.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Softmax and LogSoftmax (axis changes meaning at 13, not form).
+static const OpForm kSoftmaxForms[] = {
+    {1, 1, 1, 1, 1, "axis"},
+};
+
+void Importer::convertSoftmax(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  // Before opset 13 Softmax coerces the input to 2-D [prod(dims[:axis]),
+  // prod(dims[axis:])] and normalizes each row; from 13 it normalizes one
+  // axis.
+  bool legacy = opset < 13;
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", legacy ? 1 : -1), rank);
+  bool isLog = c.node.op_type() == "LogSoftmax";
+  auto make = [&](Value in, int64_t ax) -> Value {
+    IntegerAttr axAttr = builder.getI64IntegerAttr(ax);
+    if (isLog)
+      return builder.create<graph::LogSoftmaxOp>(c.loc, in.getType(), in, axAttr, TypeAttr())
+          .getOutput();
+    return builder.create<graph::SoftmaxOp>(c.loc, in.getType(), in, axAttr, TypeAttr())
+        .getOutput();
+  };
+  // Legacy softmax at the last axis is the same as single-axis softmax.
+  if (!legacy || axis == rank - 1) {
+    defineValue(c, 0, make(x, axis));
+    return;
+  }
+  int64_t outer = product(shape, 0, axis), inner = product(shape, axis, rank);
+  Value flat = reshape(c, x, {outer, inner});
+  defineValue(c, 0, reshape(c, make(flat, 1), shape));
+}
+
+/// The ONNX schema forms of LayerNorm.
+static const OpForm kLayerNormForms[] = {
+    {17, 2, 3, 1, 3, "axis epsilon stash_type *"},
+};
+
+void Importer::convertLayerNorm(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  requireFloat(c, 1, inputType(c, 1).getElementType());
+  if (hasInput(c, 2))
+    requireFloat(c, 2, inputType(c, 2).getElementType());
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
+  float eps = attrFloat(c, "epsilon", 1e-5f);
+  if (!(eps > 0.0f))
+    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
+  requireUnusedOutputs(c, 1, "only output #0 (Y) of LayerNormalization is supported");
+  ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  // Scale and B are shaped like the normalized dims; one with the same
+  // element count (e.g. [64] for [1, 64]) is reshaped to match.
+  auto param = [&](int i, const char *role) -> Value {
+    if (!hasInput(c, i))
+      return Value();
+    RankedTensorType t = inputType(c, i);
+    if (t.getShape() == normalized)
+      return input(c, i);
+    if (graph::numElements(t.getShape()) != graph::numElements(normalized))
+      nodeFail(c, llvm::Twine(role) + " shape " + graph::formatShape(t.getShape()) +
+                      " does not match the normalized shape " + graph::formatShape(normalized));
+    return reshapeInput(c, i, normalized);
+  };
+  Value scale = param(1, "Scale");
+  if (!scale)
+    nodeFail(c, "missing required input #1 (Scale)");
+  Value bias = param(2, "B");
+  defineValue(c, 0,
+              builder
+                  .create<graph::LayerNormOp>(c.loc, x.getType(), x, scale, bias,
+                                              builder.getI64IntegerAttr(axis),
+                                              builder.getF32FloatAttr(eps), TypeAttr())
+                  .getOutput());
+}
+
+/// The ONNX schema forms of BatchNorm.
+static const OpForm kBatchNormForms[] = {
+    {1, 5, 5, 1, 5, "consumed_inputs epsilon is_test momentum spatial"},
+    {6, 5, 5, 1, 5, "epsilon is_test momentum spatial"},
+    {7, 5, 5, 1, 5, "epsilon momentum spatial"},
+    {9, 5, 5, 1, 5, "epsilon momentum"},
+    {14, 5, 5, 1, 3, "epsilon momentum training_mode"},
+};
+
+void Importer::convertBatchNorm(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  if (attrInt(c, "training_mode", 0) != 0)
+    nodeFail(c, "attribute 'training_mode' must be 0: only inference is supported");
+  if (opset < 9 && attrInt(c, "spatial", 1) != 1)
+    nodeFail(c, "attribute 'spatial' must be 1: per-activation statistics are not supported");
+  float eps = attrFloat(c, "epsilon", 1e-5f);
+  if (!(eps >= 0.0f))
+    nodeFail(c, "attribute 'epsilon' must be non-negative, got " + std::to_string(eps));
+  requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported");
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (shape.size() < 2)
+    nodeFail(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
+  int64_t channels = shape[1];
+  static const char *roles[] = {"scale", "B", "input_mean", "input_var"};
+  SmallVector<Value, 4> params;
+  for (int i = 1; i <= 4; ++i) {
+    RankedTensorType t = inputType(c, i);
+    requireFloat(c, i, t.getElementType());
+    if (graph::numElements(t.getShape()) != channels)
+      nodeFail(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
+                      " must be [" + llvm::Twine(channels) + "] (one value per channel)");
+    params.push_back(reshapeInput(c, i, {channels}));
+  }
+  defineValue(c, 0,
+              builder
+                  .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1],
+                                              params[2], params[3], builder.getF32FloatAttr(eps),
+                                              TypeAttr())
+                  .getOutput());
+}
+
+/// The ONNX schema forms of ReduceSum, and of ReduceMean and ReduceMax: axes move from an
+/// attribute to input #1 at opset 13 and 18.
+static const OpForm kReduceSumForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {13, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+static const OpForm kReduceForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {18, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+
+void Importer::convertReduce(const NodeCtx &c) {
+  llvm::StringRef op = c.node.op_type();
+  // ReduceSum takes axes as an input from opset 13, the others from 18.
+  int64_t inputFrom = op == "ReduceSum" ? 13 : 18;
+  bool axesAsInput = opset >= inputFrom;
+  bool keepDims = attrBool(c, "keepdims", true);
+  std::optional<SmallVector<int64_t>> axes;
+  bool noopWithEmptyAxes = false;
+  // checkSchema allows the attribute or the input, not both.
+  if (axesAsInput) {
+    noopWithEmptyAxes = attrBool(c, "noop_with_empty_axes", false);
+    if (hasInput(c, 1))
+      axes = requireConstInts(c, 1, "axes");
+  } else {
+    axes = attrInts(c, "axes");
+  }
+  RankedTensorType t = inputType(c, 0);
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> norm;
+  if (!axes || axes->empty()) {
+    // No axes: identity with noop_with_empty_axes, else every axis (mp
+    // reductions spell "all" out). A rank-0 input has nothing to reduce.
+    if (noopWithEmptyAxes || rank == 0) {
+      aliasOutput(c, 0, 0);
+      return;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      norm.push_back(d);
+  } else {
+    norm = normalizeAxes(c, axesAsInput ? "input 'axes'" : "attribute 'axes'", *axes, rank);
+  }
+  requireFloat(c, 0, t.getElementType());
+  Value x = input(c, 0);
+  Type et = t.getElementType();
+  DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(norm);
+  BoolAttr kd = builder.getBoolAttr(keepDims);
+  Value r;
+  if (op == "ReduceSum")
+    r = createInferred<graph::ReduceSumOp>(c, et, x, axesAttr, kd, TypeAttr());
+  else if (op == "ReduceMean")
+    r = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
+  else
+    r = createInferred<graph::ReduceMaxOp>(c, et, x, axesAttr, kd, TypeAttr());
+  defineValue(c, 0, r);
+}
+
+//===----------------------------------------------------------------------===//
+// The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
+//===----------------------------------------------------------------------===//
+
+llvm::ArrayRef<Importer::OpInfo> Importer::normalizationOps() {
+  static const OpInfo table[] = {
+      {"Softmax", &Importer::convertSoftmax, kSoftmaxForms},
+      {"LogSoftmax", &Importer::convertSoftmax, kSoftmaxForms},
+      {"LayerNormalization", &Importer::convertLayerNorm, kLayerNormForms},
+      {"BatchNormalization", &Importer::convertBatchNorm, kBatchNormForms},
+      {"ReduceSum", &Importer::convertReduce, kReduceSumForms},
+      {"ReduceMean", &Importer::convertReduce, kReduceForms},
+      {"ReduceMax", &Importer::convertReduce, kReduceForms},
+  };
+  return table;
+}
+
+} // namespace mixprec::compiler::onnx_import

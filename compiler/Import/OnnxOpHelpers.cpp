@@ -1,0 +1,174 @@
+//===- OnnxOpHelpers.cpp - helpers shared by converters -------------------===//
+//
+// Importer members that several op families' converters use: axis
+// normalization, reshape/transpose building, window attributes.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/OnnxImporterImpl.h"
+#include "compiler/Import/OnnxOpHelpers.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace mlir;
+
+namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Shape Importer::expectShape(const NodeCtx &c, const ShapeOrError &s) const {
+  if (!s.ok())
+    nodeFail(c, s.error);
+  return s.shape;
+}
+
+int64_t Importer::normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis,
+                                int64_t rank) const {
+  if (axis < -rank || axis >= rank)
+    nodeFail(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) + ", " +
+                    llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+SmallVector<int64_t> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef what,
+                                             ArrayRef<int64_t> axes, int64_t rank) const {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes)
+    out.push_back(normalizeAxis(c, twineStr("axis in " + what), a, rank));
+  llvm::sort(out);
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i] == out[i - 1])
+      nodeFail(c, what + " names axis " + llvm::Twine(out[i]) + " twice");
+  return out;
+}
+
+void Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
+  if (!isFloat(t))
+    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                    ") must be FLOAT, got " + elementTypeName(t));
+}
+
+RankedTensorType Importer::tensorType(ArrayRef<int64_t> shape, Type elem) const {
+  return RankedTensorType::get(shape, elem);
+}
+
+Value Importer::constant(Location loc, DenseElementsAttr attr) {
+  // Constants go to the top of the function, in order of first use: after
+  // the last one placed, or before the first op.
+  if (lastConstant)
+    constBuilder.setInsertionPointAfter(lastConstant);
+  else
+    constBuilder.setInsertionPointToStart(builder.getInsertionBlock());
+  auto op = constBuilder.create<graph::ConstantOp>(loc, attr);
+  lastConstant = op;
+  return op.getOutput();
+}
+
+Value Importer::scalarF32(const NodeCtx &c, float v) {
+  return constant(c.loc, makeF32Attr(ctx, {}, {v}));
+}
+
+Value Importer::reshape(const NodeCtx &c, Value v, ArrayRef<int64_t> shape) {
+  if (shapeOf(v) == shape)
+    return v;
+  return builder.create<graph::ReshapeOp>(c.loc, tensorType(shape, elemOf(v)), v).getOutput();
+}
+
+Value Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_t> shape) {
+  Entry &e = entryOf(c, i);
+  // A constant parameter is re-typed at compile time instead of reshaped at
+  // run time.
+  if (e.constant && ArrayRef<int64_t>(entryType(e).getShape()) != shape)
+    return constant(Location(e.constantLoc),
+                    e.constant.reshape(tensorType(shape, e.constant.getElementType())));
+  return reshape(c, materialize(e), shape);
+}
+
+Value Importer::transpose(const NodeCtx &c, Value v, ArrayRef<int64_t> perm) {
+  return createInferred<graph::TransposeOp>(c, elemOf(v), v, builder.getDenseI64ArrayAttr(perm));
+}
+
+void Importer::defineReshaped(const NodeCtx &c, int inputIndex, ArrayRef<int64_t> shape) {
+  Entry &e = entryOf(c, inputIndex);
+  RankedTensorType t = entryType(e);
+  if (t.getShape() == shape) {
+    aliasOutput(c, 0, inputIndex);
+    return;
+  }
+  // Integer constants stay compile-time known through reshapes (shape
+  // arithmetic); float constants (weights) are reshaped by an op so that
+  // large tensors are not copied at import time.
+  if (e.constant && isa<IntegerType>(t.getElementType())) {
+    defineConst(c, 0, e.constant.reshape(tensorType(shape, t.getElementType())));
+    return;
+  }
+  defineValue(c, 0, reshape(c, materialize(e), shape));
+}
+
+bool Importer::hasAttr(const NodeCtx &c, llvm::StringRef name) const {
+  return llvm::any_of(c.node.attribute(),
+                      [&](const onnx::AttributeProto &a) { return a.name() == name; });
+}
+
+void Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::StringRef what) const {
+  if (shape.size() != 4)
+    nodeFail(c, "only 2-D " + what + " (a 4-D NCHW input) is supported, got an input of shape " +
+                    graph::formatShape(shape));
+}
+
+SmallVector<int64_t> Importer::windowInts(const NodeCtx &c, llvm::StringRef name,
+                                          std::optional<SmallVector<int64_t>> dflt) {
+  std::optional<SmallVector<int64_t>> v = attrInts(c, name);
+  if (!v) {
+    if (!dflt)
+      nodeFail(c, "attribute '" + name + "' is required");
+    v = dflt;
+  }
+  if (auto err = checkWindowValues(name, *v, 2))
+    nodeFail(c, *err);
+  return *v;
+}
+
+SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> inShape,
+                                          ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                          ArrayRef<int64_t> dilations) {
+  std::string autoPad = attrString(c, "auto_pad", "NOTSET");
+  std::optional<SmallVector<int64_t>> pads = attrInts(c, "pads");
+  if (pads) {
+    if (pads->size() != 4)
+      nodeFail(c, "attribute 'pads' must have 4 values [top, left, bottom, right], got " +
+                      llvm::Twine(pads->size()));
+    for (int64_t p : *pads)
+      if (p < 0 || p > std::numeric_limits<int32_t>::max())
+        nodeFail(c, "attribute 'pads' must hold non-negative values, got " +
+                        graph::formatShape(*pads));
+  }
+  if (autoPad == "NOTSET")
+    return pads ? *pads : SmallVector<int64_t>{0, 0, 0, 0};
+  if (autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
+                    quotedName(autoPad));
+  if (pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
+    nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
+  SmallVector<int64_t> out{0, 0, 0, 0};
+  if (autoPad == "VALID")
+    return out;
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = inShape[2 + i], s = strides[i];
+    int64_t outSize = (in + s - 1) / s;
+    int64_t effective = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total = std::max<int64_t>(0, (outSize - 1) * s + effective - in);
+    // SAME_UPPER puts the odd padding element at the end, SAME_LOWER at the
+    // beginning.
+    int64_t small = total / 2, large = total - small;
+    out[i] = autoPad == "SAME_UPPER" ? small : large;
+    out[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return out;
+}
+
+} // namespace mixprec::compiler::onnx_import

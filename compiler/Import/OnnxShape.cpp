@@ -1,0 +1,514 @@
+//===- OnnxShape.cpp - data-movement ONNX ops -----------------------------===//
+//
+// The converters of the data-movement ops: Reshape, Flatten, Unsqueeze,
+// Squeeze, Transpose, Concat, Slice, Split and Gather (folded at compile time
+// on small integer constants, which carry exported graphs' shape
+// arithmetic), each under its op's ONNX schema forms.
+// Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
+// OnnxOpRegistry.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Import/OnnxImporterImpl.h"
+#include "compiler/Import/OnnxOpHelpers.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Reshape.
+static const OpForm kReshapeForms[] = {
+    {1, 1, 1, 1, 1, "consumed_inputs shape"},
+    {5, 2, 2, 1, 1, ""},
+    {14, 2, 2, 1, 1, "allowzero"},
+};
+
+void Importer::convertReshape(const NodeCtx &c) {
+  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  SmallVector<int64_t> target;
+  if (opset < 5) {
+    auto attr = attrInts(c, "shape");
+    if (!attr)
+      nodeFail(c, "attribute 'shape' is required before opset 5");
+    target = *attr;
+  } else {
+    target = requireConstInts(c, 1, "shape");
+  }
+  bool allowZero = opset >= 14 && attrBool(c, "allowzero", false);
+  Shape out;
+  int inferIndex = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t d = target[i];
+    if (d == 0 && !allowZero) {
+      if (i >= in.size())
+        nodeFail(c, "shape " + graph::formatShape(target) + " copies dim " + llvm::Twine(i) +
+                        " (0), but the input " + graph::formatShape(in) + " has rank " +
+                        llvm::Twine(in.size()));
+      out.push_back(in[i]);
+    } else if (d == -1) {
+      if (inferIndex >= 0)
+        nodeFail(c, "shape " + graph::formatShape(target) + " has more than one -1");
+      inferIndex = static_cast<int>(i);
+      out.push_back(1);
+    } else if (d < 0) {
+      nodeFail(c,
+               "shape " + graph::formatShape(target) + " has invalid dimension " + llvm::Twine(d));
+    } else {
+      out.push_back(d);
+    }
+  }
+  if (allowZero && inferIndex >= 0 && llvm::is_contained(target, 0))
+    nodeFail(c, "shape " + graph::formatShape(target) + " has both 0 and -1 with allowzero=1");
+  int64_t total = graph::numElements(in);
+  int64_t known = graph::numElements(out); // the -1 slot counts as 1
+  if (known < 0)
+    nodeFail(c, "shape " + graph::formatShape(target) + " has too many elements");
+  if (inferIndex >= 0) {
+    if (known == 0 || total % known != 0)
+      nodeFail(c, "cannot reshape " + graph::formatShape(in) + " to " + graph::formatShape(target) +
+                      ": the -1 dimension cannot be inferred");
+    out[inferIndex] = total / known;
+  } else if (known != total) {
+    nodeFail(c, "cannot reshape " + graph::formatShape(in) + " (" + llvm::Twine(total) +
+                    " elements) to " + graph::formatShape(out) + " (" + llvm::Twine(known) +
+                    " elements)");
+  }
+  defineReshaped(c, 0, out);
+}
+
+/// The ONNX schema forms of Flatten.
+static const OpForm kFlattenForms[] = {
+    {1, 1, 1, 1, 1, "axis"},
+};
+
+void Importer::convertFlatten(const NodeCtx &c) {
+  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = attrInt(c, "axis", 1);
+  // axis lies in [-rank, rank] (negative from opset 11).
+  if (axis < (opset >= 11 ? -rank : 0) || axis > rank)
+    nodeFail(c, "attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
+                    llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  defineReshaped(c, 0, {product(in, 0, axis), product(in, axis, rank)});
+}
+
+/// The ONNX schema forms of Unsqueeze.
+static const OpForm kUnsqueezeForms[] = {
+    {1, 1, 1, 1, 1, "axes"},
+    {13, 2, 2, 1, 1, ""},
+};
+
+void Importer::convertUnsqueeze(const NodeCtx &c) {
+  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  SmallVector<int64_t> axes;
+  if (opset < 13) {
+    auto attr = attrInts(c, "axes");
+    if (!attr)
+      nodeFail(c, "attribute 'axes' is required before opset 13");
+    axes = *attr;
+  } else {
+    axes = requireConstInts(c, 1, "axes");
+  }
+  int64_t outRank = static_cast<int64_t>(in.size() + axes.size());
+  SmallVector<int64_t> norm = normalizeAxes(c, "axes", axes, outRank);
+  Shape out;
+  size_t next = 0;
+  for (int64_t d = 0; d < outRank; ++d)
+    out.push_back(llvm::is_contained(norm, d) ? 1 : in[next++]);
+  defineReshaped(c, 0, out);
+}
+
+/// The ONNX schema forms of Squeeze.
+static const OpForm kSqueezeForms[] = {
+    {1, 1, 1, 1, 1, "axes"},
+    {13, 1, 2, 1, 1, ""},
+};
+
+void Importer::convertSqueeze(const NodeCtx &c) {
+  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  std::optional<SmallVector<int64_t>> axes;
+  if (opset < 13) {
+    axes = attrInts(c, "axes");
+  } else if (hasInput(c, 1)) {
+    axes = requireConstInts(c, 1, "axes");
+  }
+  Shape out;
+  if (!axes) {
+    for (int64_t d : in)
+      if (d != 1)
+        out.push_back(d);
+  } else {
+    SmallVector<int64_t> norm = normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
+    for (int64_t a : norm)
+      if (in[a] != 1)
+        nodeFail(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
+                        " (input shape " + graph::formatShape(in) + ")");
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!llvm::is_contained(norm, static_cast<int64_t>(d)))
+        out.push_back(in[d]);
+  }
+  defineReshaped(c, 0, out);
+}
+
+/// The ONNX schema forms of Transpose.
+static const OpForm kTransposeForms[] = {
+    {1, 1, 1, 1, 1, "perm"},
+};
+
+void Importer::convertTranspose(const NodeCtx &c) {
+  Value x = input(c, 0);
+  int64_t rank = static_cast<int64_t>(shapeOf(x).size());
+  SmallVector<int64_t> perm;
+  if (auto p = attrInts(c, "perm"))
+    perm = *p;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    nodeFail(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
+                    " entries");
+  defineValue(c, 0, transpose(c, x, perm));
+}
+
+/// The ONNX schema forms of Concat.
+static const OpForm kConcatForms[] = {
+    {1, 1, kVariadic, 1, 1, "axis"},
+};
+
+void Importer::convertConcat(const NodeCtx &c) {
+  int n = c.node.input_size(); // at least one (checkSchema)
+  SmallVector<Entry *> entries;
+  for (int i = 0; i < n; ++i)
+    entries.push_back(&entryOf(c, i));
+  RankedTensorType first = entryType(*entries[0]);
+  int64_t rank = first.getRank();
+  if (rank == 0)
+    nodeFail(c, "inputs must have rank >= 1");
+  std::optional<int64_t> axisAttr = attrIntOpt(c, "axis");
+  if (!axisAttr && opset >= 4)
+    nodeFail(c, "attribute 'axis' is required");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", axisAttr.value_or(1), rank);
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  bool allConst = true;
+  for (int i = 0; i < n; ++i) {
+    RankedTensorType t = entryType(*entries[i]);
+    if (t.getElementType() != first.getElementType())
+      nodeFail(c, "input #" + llvm::Twine(i) + " is " + elementTypeName(t.getElementType()) +
+                      ", input #0 is " + elementTypeName(first.getElementType()));
+    shapes.emplace_back(t.getShape());
+    allConst &= static_cast<bool>(entries[i]->constant);
+  }
+  Shape s = expectShape(c, graph::concatShape(shapes, axis));
+  if (allConst && isa<IntegerType>(first.getElementType()) &&
+      graph::numElements(s) <= kMaxFoldElements) {
+    // Shape vectors assembled from constants stay compile-time known.
+    int64_t outer = product(s, 0, axis);
+    SmallVector<SmallVector<int64_t>> vals;
+    for (Entry *e : entries)
+      vals.push_back(intValues(e->constant));
+    SmallVector<int64_t> out;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int i = 0; i < n; ++i) {
+        int64_t chunk = product(shapes[i], axis, shapes[i].size());
+        out.append(vals[i].begin() + o * chunk, vals[i].begin() + (o + 1) * chunk);
+      }
+    defineConst(c, 0, makeIntAttr(s, first.getElementType(), out));
+    return;
+  }
+  SmallVector<Value> operands;
+  for (Entry *e : entries)
+    operands.push_back(materialize(*e));
+  defineValue(c, 0,
+              builder
+                  .create<graph::ConcatOp>(c.loc, tensorType(s, first.getElementType()), operands,
+                                           builder.getI64IntegerAttr(axis))
+                  .getOutput());
+}
+
+/// The ONNX schema forms of Slice.
+static const OpForm kSliceForms[] = {
+    {1, 1, 1, 1, 1, "axes ends starts"},
+    {10, 3, 5, 1, 1, ""},
+};
+
+void Importer::convertSlice(const NodeCtx &c) {
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> in = t.getShape();
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  bool haveAxes = false, haveSteps = false;
+  if (opset < 10) {
+    auto s = attrInts(c, "starts"), e = attrInts(c, "ends");
+    if (!s || !e)
+      nodeFail(c, "attributes 'starts' and 'ends' are required before opset 10");
+    starts = *s;
+    ends = *e;
+    if (auto a = attrInts(c, "axes")) {
+      axes = *a;
+      haveAxes = true;
+    }
+  } else {
+    starts = requireConstInts(c, 1, "starts");
+    ends = requireConstInts(c, 2, "ends");
+    if (hasInput(c, 3)) {
+      axes = requireConstInts(c, 3, "axes");
+      haveAxes = true;
+    }
+    if (hasInput(c, 4)) {
+      steps = requireConstInts(c, 4, "steps");
+      haveSteps = true;
+    }
+  }
+  if (!haveAxes)
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (!haveSteps)
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    nodeFail(c, "starts, ends, axes and steps must have the same length, got " +
+                    llvm::Twine(starts.size()) + ", " + llvm::Twine(ends.size()) + ", " +
+                    llvm::Twine(axes.size()) + ", " + llvm::Twine(steps.size()));
+
+  SmallVector<int64_t> outStarts(rank, 0), outSteps(rank, 1);
+  Shape counts(in.begin(), in.end());
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = normalizeAxis(c, "axis", axes[k], rank);
+    if (seen[axis])
+      nodeFail(c, "axis " + llvm::Twine(axis) + " is sliced twice");
+    seen[axis] = true;
+    int64_t step = steps[k];
+    if (step == 0)
+      nodeFail(c, "step of axis " + llvm::Twine(axis) + " is zero");
+    int64_t dim = in[axis];
+    int64_t s = starts[k], e = ends[k];
+    // ONNX: negative indices count from the end, then clamp to [0, dim] for
+    // positive steps and [0, dim-1] / [-1, dim-1] for negative ones (so
+    // INT64_MAX / INT64_MIN ends mean "to the end"). dim <= INT64_MAX so
+    // adding it to a negative index cannot overflow.
+    if (s < 0)
+      s += dim;
+    if (e < 0)
+      e += dim;
+    int64_t count = 0;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      if (e > s)
+        count =
+            static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(step)) +
+            1;
+    } else if (dim > 0) {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      uint64_t magnitude = 0 - static_cast<uint64_t>(step); // |INT64_MIN| fits uint64
+      if (s > e)
+        count = static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / magnitude) + 1;
+    }
+    outStarts[axis] = count > 0 ? s : 0;
+    // A step only matters between two taken elements: with one or none,
+    // any step (INT64_MAX included) means 1, which every backend accepts.
+    outSteps[axis] = count > 1 ? step : 1;
+    counts[axis] = count;
+  }
+  std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
+  if (!bounds.empty())
+    nodeFail(c, bounds);
+  defineSlice(c, 0, outStarts, outSteps, counts);
+}
+
+/// Defines output `out` of `c` as input #0 sliced at `starts` by `steps`,
+/// `counts` elements per dim (bounds checked by the caller): an alias when
+/// it takes everything, a folded constant for small integer constants
+/// (shape arithmetic stays compile-time known), else mp.slice.
+void Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
+                           ArrayRef<int64_t> steps, ArrayRef<int64_t> counts) {
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> in = t.getShape();
+  int64_t rank = t.getRank();
+  bool identity =
+      counts == in && llvm::all_of(steps, [](int64_t s) { return s == 1; });
+  if (identity) {
+    aliasOutput(c, out, 0);
+    return;
+  }
+  Entry &data = entryOf(c, 0);
+  if (data.constant && isa<IntegerType>(t.getElementType()) &&
+      graph::numElements(counts) <= kMaxFoldElements) {
+    SmallVector<int64_t> vals = intValues(data.constant), values;
+    SmallVector<int64_t> strides = stridesOf(in);
+    int64_t n = graph::numElements(counts);
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t flat = 0; flat < n; ++flat) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        src += (starts[d] + idx[d] * steps[d]) * strides[d];
+      values.push_back(vals[src]);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < counts[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    defineConst(c, out, makeIntAttr(counts, t.getElementType(), values));
+    return;
+  }
+  Value x = materialize(data);
+  defineValue(c, out,
+              builder
+                  .create<graph::SliceOp>(c.loc, tensorType(counts, t.getElementType()), x,
+                                          builder.getDenseI64ArrayAttr(starts),
+                                          builder.getDenseI64ArrayAttr(steps))
+                  .getOutput());
+}
+
+/// The ONNX schema forms of Split.
+static const OpForm kSplitForms[] = {
+    {1, 1, 2, 1, kVariadic, "axis split"},
+    {2, 1, 1, 1, kVariadic, "axis split"},
+    {13, 1, 2, 1, kVariadic, "axis"},
+    {18, 1, 2, 1, kVariadic, "axis num_outputs"},
+};
+
+/// The sizes a Split node cuts `dim` into: the `split` input (opset 1 and
+/// 13+) or attribute (before 13), else `num_outputs` parts of ceil(dim / n)
+/// with the last smaller (18+), else equal parts, one per output (before 18).
+SmallVector<int64_t> Importer::splitSizes(const NodeCtx &c, int64_t dim) {
+  int outputs = c.node.output_size();
+  std::optional<int64_t> numOutputs = attrIntOpt(c, "num_outputs");
+  SmallVector<int64_t> sizes;
+  if (hasInput(c, 1)) {
+    if (numOutputs)
+      nodeFail(c, "takes the 'split' input or the 'num_outputs' attribute, not both");
+    sizes = requireConstInts(c, 1, "split");
+  } else if (auto attr = attrInts(c, "split")) {
+    sizes = *attr;
+  } else if (numOutputs) {
+    if (*numOutputs != outputs)
+      nodeFail(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) + ", the node has " +
+                      llvm::Twine(outputs) + " outputs");
+    int64_t chunk = (dim + outputs - 1) / outputs;
+    if (dim - chunk * (outputs - 1) < 0)
+      nodeFail(c, "cannot cut dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                      " parts of " + llvm::Twine(chunk) + ": the last would be negative");
+    sizes.assign(outputs, chunk);
+    sizes.back() = dim - chunk * (outputs - 1);
+  } else {
+    if (opset >= 18)
+      nodeFail(c, "needs the 'split' input or the 'num_outputs' attribute from opset 18");
+    if (dim % outputs != 0)
+      nodeFail(c, "cannot split dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                      " equal parts");
+    sizes.assign(outputs, dim / outputs);
+  }
+  if (static_cast<int>(sizes.size()) != outputs)
+    nodeFail(c, "'split' has " + llvm::Twine(sizes.size()) + " sizes, the node has " +
+                    llvm::Twine(outputs) + " outputs");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0 || s > dim)
+      nodeFail(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) + "]");
+    total += s;
+  }
+  if (total != dim)
+    nodeFail(c, "split sizes add up to " + llvm::Twine(total) + ", the axis has " +
+                    llvm::Twine(dim));
+  return sizes;
+}
+
+/// Split: output i is the slice of the input along `axis` after the first
+/// i sizes (GPT-style decoders split a fused QKV projection this way).
+void Importer::convertSplit(const NodeCtx &c) {
+  RankedTensorType t = inputType(c, 0);
+  int64_t rank = t.getRank();
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrIntOpt(c, "axis").value_or(0), rank);
+  SmallVector<int64_t> sizes = splitSizes(c, t.getDimSize(axis));
+  SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+  Shape counts(t.getShape().begin(), t.getShape().end());
+  for (int i = 0; i < c.node.output_size(); ++i) {
+    counts[axis] = sizes[i];
+    if (!c.node.output(i).empty())
+      defineSlice(c, i, starts, steps, counts);
+    starts[axis] += sizes[i];
+  }
+}
+
+/// The ONNX schema forms of Gather.
+static const OpForm kGatherForms[] = {
+    {1, 2, 2, 1, 1, "axis"},
+};
+
+void Importer::convertGather(const NodeCtx &c) {
+  Entry &data = entryOf(c, 0);
+  Entry &indices = entryOf(c, 1);
+  RankedTensorType dt = entryType(data), it = entryType(indices);
+  if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
+    nodeFail(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
+                    elementTypeName(it.getElementType()));
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
+  Shape s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
+  int64_t dim = dt.getDimSize(axis);
+  SmallVector<int64_t> idx;
+  if (indices.constant) {
+    // Constant indices are checked now instead of failing at run time.
+    idx = intValues(indices.constant);
+    for (int64_t &i : idx) {
+      if (i < -dim || i >= dim)
+        nodeFail(c, "index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
+                        " of size " + llvm::Twine(dim));
+      if (i < 0)
+        i += dim;
+    }
+  }
+  if (data.constant && indices.constant && isa<IntegerType>(dt.getElementType()) &&
+      graph::numElements(s) <= kMaxFoldElements) {
+    SmallVector<int64_t> vals = intValues(data.constant), out;
+    int64_t outer = product(dt.getShape(), 0, axis);
+    int64_t inner = product(dt.getShape(), axis + 1, dt.getRank());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i : idx) {
+        auto begin = vals.begin() + (o * dim + i) * inner;
+        out.append(begin, begin + inner);
+      }
+    defineConst(c, 0, makeIntAttr(s, dt.getElementType(), out));
+    return;
+  }
+  Value d = materialize(data), ix = materialize(indices);
+  defineValue(c, 0,
+              builder
+                  .create<graph::GatherOp>(c.loc, tensorType(s, dt.getElementType()), d, ix,
+                                           builder.getI64IntegerAttr(axis))
+                  .getOutput());
+}
+
+//===----------------------------------------------------------------------===//
+// The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
+//===----------------------------------------------------------------------===//
+
+llvm::ArrayRef<Importer::OpInfo> Importer::shapeOps() {
+  static const OpInfo table[] = {
+      {"Reshape", &Importer::convertReshape, kReshapeForms},
+      {"Flatten", &Importer::convertFlatten, kFlattenForms},
+      {"Unsqueeze", &Importer::convertUnsqueeze, kUnsqueezeForms},
+      {"Squeeze", &Importer::convertSqueeze, kSqueezeForms},
+      {"Transpose", &Importer::convertTranspose, kTransposeForms},
+      {"Concat", &Importer::convertConcat, kConcatForms},
+      {"Slice", &Importer::convertSlice, kSliceForms},
+      {"Split", &Importer::convertSplit, kSplitForms},
+      {"Gather", &Importer::convertGather, kGatherForms},
+  };
+  return table;
+}
+
+} // namespace mixprec::compiler::onnx_import
