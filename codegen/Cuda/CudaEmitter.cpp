@@ -252,6 +252,11 @@ bool KernelPrinter::build(std::string &error) {
       return noForm();
     Node n{Node::Scalar};
     n.comment = describe(inner);
+    // mpk's generic ops say which function or reduction they are.
+    if (auto generic = dyn_cast<kernel::ElementwiseOp>(inner))
+      n.comment += " " + graph::stringifyScalarFn(generic.getFn()).str();
+    if (auto reduce = dyn_cast<kernel::RowReduceOp>(inner))
+      n.comment += " " + kernel::stringifyRowReduceKind(reduce.getKind()).str();
     for (Value v : inner.getOperands()) {
       n.operands.push_back(index.lookup(v));
       n.level = std::max(n.level, nodes[index.lookup(v)].level);
@@ -347,6 +352,10 @@ void KernelPrinter::printCoords(size_t first, size_t last, const std::string &in
                                 const std::string &indent) {
   if (first == last)
     return;
+  if (last - first == 1) {
+    os << indent << "const long long x" << first << " = " << index << ";\n";
+    return;
+  }
   os << indent << "long long t = " << index << ";\n";
   for (size_t d = last; d-- > first;) {
     os << indent << "const long long x" << d << " = ";
@@ -449,7 +458,6 @@ void KernelPrinter::printRows() {
   for (int si : amaxStores)
     os << "  float amax" << stores[si].result << " = 0.0f;\n";
   os << "  for (long long row = blockIdx.x; row < " << rows << "LL; row += gridDim.x) {\n";
-  os << "    {\n";
   os << "    // This row's outer coordinates.\n";
   printCoords(0, firstRowDim, "row", "    ");
   const std::string rowIndent = "      ";
@@ -516,7 +524,6 @@ void KernelPrinter::printRows() {
     printAmaxUpdates(rowIndent);
     os << "    }\n";
   }
-  os << "    }\n";
   os << "  }\n";
   printAmaxFinish();
 }
