@@ -18,31 +18,25 @@
 #include "mlir/Parser/Parser.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-/// The numbers before each of `keys` on a ptxas -v line ("12 bytes stack
-/// frame"), added up over the log; false when no line has any key.
+/// The sum of N over every "N bytes <key>" in ptxas's -v log (key one of
+/// "stack frame", "spill stores", ...); false when no key occurs at all.
 bool ptxasUsage(const std::string &log, const std::vector<std::string> &keys, int64_t &total) {
   bool seen = false;
   total = 0;
-  std::istringstream lines(log);
-  std::string line;
-  while (std::getline(lines, line)) {
-    for (const std::string &key : keys) {
-      for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
-        // The number ends just before " bytes <key>" or " <key>".
-        size_t end = line.rfind(' ', at == 0 ? 0 : at - 1);
-        if (line.compare(end == std::string::npos ? 0 : end + 1, 5, "bytes") == 0 && end > 0)
-          end = line.rfind(' ', end - 1);
-        size_t start = line.rfind(' ', end == 0 ? 0 : end - 1);
-        start = start == std::string::npos ? 0 : start + 1;
-        total += std::atoll(line.substr(start, end - start).c_str());
-        seen = true;
-      }
+  for (const std::string &key : keys) {
+    const std::regex pattern("([0-9]+) bytes " + key);
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern);
+         it != std::sregex_iterator(); ++it) {
+      total += std::atoll((*it)[1].str().c_str());
+      seen = true;
     }
   }
   return seen;
