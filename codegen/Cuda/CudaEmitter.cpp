@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaEmitter.h"
+#include "codegen/KernelBody.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
@@ -19,7 +20,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Matchers.h"
 
 #include <cctype>
 #include <cmath>
@@ -60,22 +60,6 @@ std::optional<DTypeInfo> dtypeInfo(Type t) {
 }
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-/// Element strides reading a tensor of shape `t` at every point of `space`
-/// (NumPy broadcasting; a size-1 dim has stride 0), as the module writer's.
-std::vector<int64_t> broadcastStrides(ArrayRef<int64_t> t, ArrayRef<int64_t> space) {
-  size_t rank = space.size();
-  std::vector<int64_t> strides(rank, 0);
-  std::vector<int64_t> aligned(rank, 1);
-  for (size_t i = 0; i < t.size() && i < rank; ++i)
-    aligned[rank - 1 - i] = t[t.size() - 1 - i];
-  int64_t stride = 1;
-  for (size_t i = rank; i-- > 0;) {
-    strides[i] = aligned[i] == 1 ? 0 : stride;
-    stride *= aligned[i];
-  }
-  return strides;
-}
 
 /// The CUDA expression of each scalar function, indexed by ScalarFn: $0..$2
 /// are the operands, $T the result dtype's helper suffix. Null: no form
@@ -141,25 +125,6 @@ std::string floatLiteral(float v) {
   if (std::isfinite(v) && s.find_first_of(".e") == std::string::npos)
     s.insert(s.size() - 1, ".0");
   return s;
-}
-
-/// The value of a splat scalar constant as the FP32 the program holds (a
-/// bool 1 or 0), or nullopt when `op` is no such constant.
-std::optional<float> constantValue(Operation &op) {
-  DenseElementsAttr dense;
-  if (!matchPattern(&op, m_Constant(&dense)) || !dense.isSplat())
-    return std::nullopt;
-  Type type = dense.getElementType();
-  if (type.isInteger(1))
-    return dense.getSplatValue<bool>() ? 1.0f : 0.0f;
-  if (type.isSignlessInteger())
-    return static_cast<float>(dense.getSplatValue<APInt>().getSExtValue());
-  if (!isa<FloatType>(type))
-    return std::nullopt;
-  APFloat v = dense.getSplatValue<APFloat>();
-  bool losesInfo = false;
-  v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-  return v.convertToFloat();
 }
 
 /// The op's name for comments and errors: its mp name (loc) if it has one.
@@ -262,7 +227,7 @@ bool KernelPrinter::build(std::string &error) {
       n.level = std::max(n.level, nodes[index.lookup(v)].level);
     }
     std::optional<DTypeInfo> result = dtypeInfo(typeOf(inner.getResult(0)).getElementType());
-    if (std::optional<float> value = constantValue(inner)) {
+    if (std::optional<float> value = scalarConstantValue(inner)) {
       n.kind = Node::Const;
       n.expr = floatLiteral(*value);
     } else if (auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(inner)) {
