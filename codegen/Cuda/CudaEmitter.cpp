@@ -1,0 +1,718 @@
+//===- CudaEmitter.cpp - CUDA C++ from mpk kernels ------------------------===//
+//
+// A kernel body becomes a list of nodes, one FP32 value per point: a Load
+// per input, a constant, a scalar function, a row reduction (a per-row
+// value) or an amax. Element-wise kernels evaluate every node per point in
+// a grid-stride loop. Row kernels give one block per row (rows in a
+// grid-stride loop): one loop over the row per level of nested row
+// reduction, accumulating in FP32 and reducing with warp shuffles and
+// shared memory, then a last loop for the stores that walk the row; the
+// stores of per-row values are written once by thread 0. Every loop
+// recomputes what it needs from the loads, as the CPU backend's passes do.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Cuda/CudaEmitter.h"
+#include "codegen/KernelBody.h"
+
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "dialects/Kernel/IR/StepVisitor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+using namespace mlir;
+
+namespace mixprec::codegen {
+namespace {
+
+/// What the emitter needs to know of an element type: its C type, and the
+/// helper suffix of its load, store and rounding functions.
+struct DTypeInfo {
+  const char *ctype;
+  const char *suffix;
+};
+
+std::optional<DTypeInfo> dtypeInfo(Type t) {
+  if (t.isF32())
+    return DTypeInfo{"float", "f32"};
+  if (t.isF16())
+    return DTypeInfo{"__half", "f16"};
+  if (t.isBF16())
+    return DTypeInfo{"__nv_bfloat16", "bf16"};
+  if (isa<Float8E4M3FNType>(t))
+    return DTypeInfo{"__nv_fp8_storage_t", "e4m3"};
+  if (isa<Float8E5M2Type>(t))
+    return DTypeInfo{"__nv_fp8_storage_t", "e5m2"};
+  if (t.isInteger(64))
+    return DTypeInfo{"long long", "i64"};
+  if (t.isInteger(32))
+    return DTypeInfo{"int", "i32"};
+  if (t.isInteger(1))
+    return DTypeInfo{"unsigned char", "bool"};
+  return std::nullopt;
+}
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The CUDA expression of each scalar function, indexed by ScalarFn: $0..$2
+/// are the operands, $T the result dtype's helper suffix. Null: no form
+/// (silu, which kernel bodies hold as a sigmoid and a mul). Each matches
+/// the CPU backend's formula for the opcode the module writer gives it.
+constexpr const char *kScalarFnExpr[] = {
+    /*Add*/ "$0 + $1",
+    /*Sub*/ "$0 - $1",
+    /*Mul*/ "$0 * $1",
+    /*Div*/ "$0 / $1",
+    /*Pow*/ "powf($0, $1)",
+    /*Neg*/ "-$0",
+    /*Relu*/ "$0 < 0.0f ? 0.0f : $0",
+    /*Tanh*/ "tanhf($0)",
+    /*Sigmoid*/ "mp_sigmoid($0)",
+    /*Silu*/ nullptr,
+    /*Exp*/ "expf($0)",
+    /*Log*/ "logf($0)",
+    /*Sqrt*/ "sqrtf($0)",
+    /*Rsqrt*/ "1.0f / sqrtf($0)",
+    /*Erf*/ "erff($0)",
+    /*Reciprocal*/ "1.0f / $0",
+    /*GeluErf*/ "mp_gelu_erf($0)",
+    /*GeluTanh*/ "mp_gelu_tanh($0)",
+    /*Select*/ "$0 != 0.0f ? $1 : $2",
+    /*Cast*/ "mp_round_$T($0)",
+    /*Quantize*/ "mp_quantize_$T($0, $1)",
+    /*Dequantize*/ "$0 / $1",
+};
+static_assert(sizeof(kScalarFnExpr) / sizeof(kScalarFnExpr[0]) ==
+                  static_cast<size_t>(graph::ScalarFn::Dequantize) + 1,
+              "one CUDA expression per ScalarFn case");
+
+/// Fills `pattern`'s $0..$2 with `operands` and $T with `suffix`.
+std::string fillPattern(const char *pattern, const std::vector<std::string> &operands,
+                        const char *suffix) {
+  std::string out;
+  for (const char *p = pattern; *p; ++p) {
+    if (p[0] == '$' && p[1] == 'T') {
+      out += suffix;
+      ++p;
+    } else if (p[0] == '$' && p[1] >= '0' && p[1] <= '2') {
+      out += operands[p[1] - '0'];
+      ++p;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+/// A float as a CUDA expression that reads back bit for bit.
+std::string floatLiteral(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[64];
+  if (!std::isfinite(v))
+    std::snprintf(buf, sizeof buf, "__uint_as_float(0x%08xu)", bits);
+  else
+    std::snprintf(buf, sizeof buf, "%.9gf", v);
+  std::string s = buf;
+  // "1f" is no C literal: a float literal needs a '.' or an exponent.
+  if (std::isfinite(v) && s.find_first_of(".e") == std::string::npos)
+    s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+/// The op's name for comments and errors: its mp name (loc) if it has one.
+std::string describe(Operation &op) {
+  std::string s = op.getName().getStringRef().str();
+  if (auto loc = dyn_cast<NameLoc>(op.getLoc()))
+    s += " \"" + loc.getName().str() + "\"";
+  return s;
+}
+
+/// One value of the body, per point.
+struct Node {
+  enum Kind { Load, Const, Scalar, RowReduce, Amax } kind;
+  std::string expr;              ///< Const/Scalar: the expression
+  std::vector<int> operands;     ///< node indices
+  int input = -1;                ///< Load: the kernel input
+  std::vector<int64_t> strides;  ///< Load: per dim of the space
+  bool isSum = false;            ///< RowReduce
+  int level = 0;                 ///< nested row reductions it depends on
+  std::string comment;
+};
+
+/// A yielded value written to a kernel result.
+struct Store {
+  int node;
+  int result;
+  std::vector<int64_t> strides;
+  bool walksRow = false;
+  std::string suffix;
+};
+
+class KernelPrinter {
+public:
+  KernelPrinter(kernel::KernelOp op, std::string name) : op(op), name(std::move(name)) {}
+  bool print(CudaKernel &out, std::string &error);
+
+private:
+  bool build(std::string &error);
+  void printParams();
+  /// Marks in `need` what node `n` needs, stopping at row reductions done
+  /// before (they are per-row variables).
+  void markNeeded(int n, std::vector<bool> &need, int level) const;
+  /// Prints the evaluation of the `need`ed nodes at the current point.
+  void printNodes(const std::vector<bool> &need, const std::string &indent);
+  /// Prints `x<d>` for the dims from `first` to `last` from `index`.
+  void printCoords(size_t first, size_t last, const std::string &index,
+                   const std::string &indent);
+  std::string offset(const std::vector<int64_t> &strides) const;
+  void printStore(const Store &s, const std::string &indent);
+  void printElementwise();
+  void printRows();
+  /// Thread-local amax accumulation at the current point.
+  void printAmaxUpdates(const std::string &indent);
+  void printAmaxFinish();
+
+  kernel::KernelOp op;
+  std::string name;
+  std::vector<int64_t> space;
+  size_t firstRowDim = 0;
+  std::vector<Node> nodes;
+  std::vector<Store> stores;
+  std::vector<int> amaxStores; // indices into stores
+  int maxLevel = 0;
+  std::ostringstream os;
+};
+
+bool KernelPrinter::build(std::string &error) {
+  space.assign(op.getShape().begin(), op.getShape().end());
+  firstRowDim = space.size() - op.getRowDims();
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, int> index;
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    Node n{Node::Load};
+    n.input = static_cast<int>(i);
+    n.strides = broadcastStrides(typeOf(op.getInputs()[i]).getShape(), space);
+    n.comment = "input " + std::to_string(i);
+    if (!dtypeInfo(typeOf(arg).getElementType())) {
+      error = "kernel '" + name + "': input " + std::to_string(i) + " has no CUDA element type";
+      return false;
+    }
+    index[arg] = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(n));
+  }
+  for (Operation &inner : body.without_terminator()) {
+    auto noForm = [&] {
+      error = "kernel '" + name + "': op " + describe(inner) + " has no CUDA form";
+      return false;
+    };
+    if (inner.getNumResults() != 1)
+      return noForm();
+    Node n{Node::Scalar};
+    n.comment = describe(inner);
+    // mpk's generic ops say which function or reduction they are.
+    if (auto generic = dyn_cast<kernel::ElementwiseOp>(inner))
+      n.comment += " " + graph::stringifyScalarFn(generic.getFn()).str();
+    if (auto reduce = dyn_cast<kernel::RowReduceOp>(inner))
+      n.comment += " " + kernel::stringifyRowReduceKind(reduce.getKind()).str();
+    for (Value v : inner.getOperands()) {
+      n.operands.push_back(index.lookup(v));
+      n.level = std::max(n.level, nodes[index.lookup(v)].level);
+    }
+    std::optional<DTypeInfo> result = dtypeInfo(typeOf(inner.getResult(0)).getElementType());
+    if (std::optional<float> value = scalarConstantValue(inner)) {
+      n.kind = Node::Const;
+      n.expr = floatLiteral(*value);
+    } else if (auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(inner)) {
+      const char *pattern = kScalarFnExpr[static_cast<size_t>(elementwise.getScalarFn())];
+      if (!pattern || !result)
+        return noForm();
+      std::vector<std::string> names;
+      for (int o : n.operands)
+        names.push_back("v" + std::to_string(o));
+      n.expr = fillPattern(pattern, names, result->suffix);
+    } else if (auto reduce = dyn_cast<kernel::RowReduceOp>(inner)) {
+      n.kind = Node::RowReduce;
+      n.isSum = reduce.getKind() == kernel::RowReduceKind::sum;
+      n.level += 1;
+      maxLevel = std::max(maxLevel, n.level);
+    } else if (isa<kernel::AmaxOp>(inner)) {
+      n.kind = Node::Amax;
+    } else {
+      return noForm();
+    }
+    index[inner.getResult(0)] = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(n));
+  }
+  auto yield = cast<kernel::YieldOp>(body.getTerminator());
+  for (auto [i, value, result] : llvm::enumerate(yield.getValues(), op.getResults())) {
+    Store s;
+    s.node = index.lookup(value);
+    s.result = static_cast<int>(i);
+    s.strides = broadcastStrides(typeOf(value).getShape(), space);
+    for (size_t d = firstRowDim; d < space.size(); ++d)
+      s.walksRow |= s.strides[d] != 0;
+    std::optional<DTypeInfo> info = dtypeInfo(typeOf(result).getElementType());
+    if (!info) {
+      error = "kernel '" + name + "': result " + std::to_string(i) + " has no CUDA element type";
+      return false;
+    }
+    s.suffix = info->suffix;
+    if (nodes[s.node].kind == Node::Amax) {
+      if (!typeOf(result).getElementType().isF32()) {
+        error = "kernel '" + name + "': an amax is stored to a non-f32 result";
+        return false;
+      }
+      amaxStores.push_back(static_cast<int>(stores.size()));
+    }
+    stores.push_back(std::move(s));
+  }
+  // An amax is known only once the whole kernel has run: nothing inside the
+  // kernel may read it (the CPU backend's register would be stale too).
+  for (const Node &n : nodes)
+    for (int o : n.operands)
+      if (nodes[o].kind == Node::Amax) {
+        error = "kernel '" + name + "': an amax is read inside its own kernel (" + n.comment +
+                ")";
+        return false;
+      }
+  return true;
+}
+
+void KernelPrinter::markNeeded(int n, std::vector<bool> &need, int level) const {
+  if (need[n])
+    return;
+  // A row reduction of an earlier pass is a per-row variable already.
+  if (nodes[n].kind == Node::RowReduce && nodes[n].level <= level)
+    return;
+  need[n] = true;
+  if (nodes[n].kind == Node::RowReduce || nodes[n].kind == Node::Amax)
+    return markNeeded(nodes[n].operands[0], need, level);
+  for (int o : nodes[n].operands)
+    markNeeded(o, need, level);
+}
+
+std::string KernelPrinter::offset(const std::vector<int64_t> &strides) const {
+  std::string s;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0)
+      continue;
+    if (!s.empty())
+      s += " + ";
+    s += "x" + std::to_string(d);
+    if (strides[d] != 1)
+      s += " * " + std::to_string(strides[d]) + "LL";
+  }
+  return s.empty() ? "0" : s;
+}
+
+void KernelPrinter::printCoords(size_t first, size_t last, const std::string &index,
+                                const std::string &indent) {
+  if (first == last)
+    return;
+  if (last - first == 1) {
+    os << indent << "const long long x" << first << " = " << index << ";\n";
+    return;
+  }
+  os << indent << "long long t = " << index << ";\n";
+  for (size_t d = last; d-- > first;) {
+    os << indent << "const long long x" << d << " = ";
+    if (d == first)
+      os << "t;\n";
+    else
+      os << "t % " << space[d] << "LL; t /= " << space[d] << "LL;\n";
+  }
+  os << indent << "(void)t;\n";
+}
+
+void KernelPrinter::printNodes(const std::vector<bool> &need, const std::string &indent) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &n = nodes[i];
+    if (!need[i] || n.kind == Node::RowReduce || n.kind == Node::Amax)
+      continue;
+    os << indent << "const float v" << i << " = ";
+    if (n.kind == Node::Load) {
+      std::optional<DTypeInfo> info =
+          dtypeInfo(typeOf(op.getInputs()[n.input]).getElementType());
+      os << "mp_load_" << info->suffix << "(in" << n.input << ", " << offset(n.strides) << ");";
+    } else {
+      os << n.expr << ";";
+    }
+    os << " // " << n.comment << "\n";
+  }
+}
+
+void KernelPrinter::printStore(const Store &s, const std::string &indent) {
+  os << indent << "mp_store_" << s.suffix << "(out" << s.result << ", " << offset(s.strides)
+     << ", v" << s.node << "); // result " << s.result << "\n";
+}
+
+void KernelPrinter::printAmaxUpdates(const std::string &indent) {
+  for (int si : amaxStores) {
+    const Store &s = stores[si];
+    os << indent << "amax" << s.result << " = mp_amax_update(amax" << s.result << ", v"
+       << nodes[s.node].operands[0] << "); // " << nodes[s.node].comment << "\n";
+  }
+}
+
+void KernelPrinter::printAmaxFinish() {
+  for (int si : amaxStores) {
+    const Store &s = stores[si];
+    os << "  // The block's amax, then one atomicMax on the float's bits: the\n"
+          "  // values are non-negative (or the canonical positive NaN, which\n"
+          "  // compares above every other value), so their bits order as they do.\n";
+    os << "  amax" << s.result << " = mp_block_amax(amax" << s.result << ", mp_smem);\n";
+    os << "  if (threadIdx.x == 0)\n";
+    os << "    atomicMax(reinterpret_cast<unsigned int *>(out" << s.result
+       << "), __float_as_uint(amax" << s.result << "));\n";
+  }
+}
+
+void KernelPrinter::printParams() {
+  os << "extern \"C\" __global__ void " << name << "(";
+  bool first = true;
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    os << (first ? "" : ", ") << "const " << dtypeInfo(typeOf(v).getElementType())->ctype
+       << " *in" << i;
+    first = false;
+  }
+  for (auto [i, v] : llvm::enumerate(op.getResults())) {
+    os << (first ? "" : ", ") << dtypeInfo(typeOf(v).getElementType())->ctype << " *out" << i;
+    first = false;
+  }
+  os << ") {\n";
+}
+
+void KernelPrinter::printElementwise() {
+  int64_t total = 1;
+  for (int64_t d : space)
+    total *= d;
+  std::vector<bool> need(nodes.size(), false);
+  for (const Store &s : stores)
+    markNeeded(s.node, need, 0);
+  for (int si : amaxStores)
+    need[stores[si].node] = true;
+  if (!amaxStores.empty())
+    os << "  __shared__ float mp_smem[32];\n";
+  for (int si : amaxStores)
+    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << total
+     << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
+  printCoords(0, space.size(), "i", "    ");
+  printNodes(need, "    ");
+  for (const Store &s : stores)
+    if (nodes[s.node].kind != Node::Amax)
+      printStore(s, "    ");
+  printAmaxUpdates("    ");
+  os << "  }\n";
+  printAmaxFinish();
+}
+
+void KernelPrinter::printRows() {
+  int64_t rows = 1, rowLength = 1;
+  for (size_t d = 0; d < space.size(); ++d)
+    (d < firstRowDim ? rows : rowLength) *= space[d];
+  os << "  __shared__ float mp_smem[32];\n";
+  for (int si : amaxStores)
+    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  os << "  for (long long row = blockIdx.x; row < " << rows << "LL; row += gridDim.x) {\n";
+  os << "    // This row's outer coordinates.\n";
+  printCoords(0, firstRowDim, "row", "    ");
+  const std::string rowIndent = "      ";
+  for (int level = 1; level <= maxLevel; ++level) {
+    std::vector<bool> need(nodes.size(), false);
+    std::vector<int> reductions;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].kind == Node::RowReduce && nodes[i].level == level) {
+        reductions.push_back(static_cast<int>(i));
+        markNeeded(nodes[i].operands[0], need, level - 1);
+      }
+    os << "    // Pass " << level << ": row reductions over " << rowLength << " values.\n";
+    for (int r : reductions)
+      os << "    float acc" << r << " = " << (nodes[r].isSum ? "0.0f" : "MP_NEG_INF") << ";\n";
+    os << "    for (long long j = threadIdx.x; j < " << rowLength << "LL; j += blockDim.x) {\n";
+    printCoords(firstRowDim, space.size(), "j", rowIndent);
+    printNodes(need, rowIndent);
+    for (int r : reductions)
+      os << rowIndent << "acc" << r << " = "
+         << (nodes[r].isSum ? "acc" + std::to_string(r) + " + v" : "mp_max(acc" +
+                                                                        std::to_string(r) + ", v")
+         << nodes[r].operands[0] << (nodes[r].isSum ? ";" : ");") << "\n";
+    os << "    }\n";
+    for (int r : reductions)
+      os << "    const float v" << r << " = mp_block_" << (nodes[r].isSum ? "sum" : "max")
+         << "(acc" << r << ", mp_smem); // " << nodes[r].comment << "\n";
+  }
+  // Stores of per-row values: once per row, at the row's first point.
+  std::vector<bool> rowNeed(nodes.size(), false);
+  bool anyRowStore = false;
+  for (const Store &s : stores)
+    if (!s.walksRow && nodes[s.node].kind != Node::Amax) {
+      markNeeded(s.node, rowNeed, maxLevel);
+      anyRowStore = true;
+    }
+  if (anyRowStore) {
+    os << "    if (threadIdx.x == 0) {\n";
+    for (size_t d = firstRowDim; d < space.size(); ++d)
+      os << rowIndent << "const long long x" << d << " = 0;\n";
+    printNodes(rowNeed, rowIndent);
+    for (const Store &s : stores)
+      if (!s.walksRow && nodes[s.node].kind != Node::Amax)
+        printStore(s, rowIndent);
+    os << "    }\n";
+  }
+  // The stores that walk the row, and the amax inputs.
+  std::vector<bool> need(nodes.size(), false);
+  bool anyWalk = !amaxStores.empty();
+  for (const Store &s : stores)
+    if (s.walksRow && nodes[s.node].kind != Node::Amax) {
+      markNeeded(s.node, need, maxLevel);
+      anyWalk = true;
+    }
+  for (int si : amaxStores)
+    markNeeded(nodes[stores[si].node].operands[0], need, maxLevel);
+  if (anyWalk) {
+    os << "    // The row's outputs.\n";
+    os << "    for (long long j = threadIdx.x; j < " << rowLength << "LL; j += blockDim.x) {\n";
+    printCoords(firstRowDim, space.size(), "j", rowIndent);
+    printNodes(need, rowIndent);
+    for (const Store &s : stores)
+      if (s.walksRow && nodes[s.node].kind != Node::Amax)
+        printStore(s, rowIndent);
+    printAmaxUpdates(rowIndent);
+    os << "    }\n";
+  }
+  os << "  }\n";
+  printAmaxFinish();
+}
+
+bool KernelPrinter::print(CudaKernel &out, std::string &error) {
+  if (!build(error))
+    return false;
+  bool rowKernel = maxLevel > 0;
+  int64_t total = 1, rows = 1, rowLength = 1;
+  for (size_t d = 0; d < space.size(); ++d) {
+    total *= space[d];
+    (d < firstRowDim ? rows : rowLength) *= space[d];
+  }
+  os << "// mpk.kernel " << name << ": ops [";
+  for (auto [i, a] : llvm::enumerate(op.getOps()))
+    os << (i ? ", " : "") << cast<StringAttr>(a).str();
+  os << "], shape [";
+  for (size_t d = 0; d < space.size(); ++d)
+    os << (d ? ", " : "") << space[d];
+  os << "], row_dims " << op.getRowDims() << "\n";
+  printParams();
+  if (rowKernel)
+    printRows();
+  else
+    printElementwise();
+  os << "}\n";
+
+  CudaLaunch &launch = out.launch;
+  launch.rowKernel = rowKernel;
+  if (rowKernel) {
+    // Short rows get fewer threads, never fewer than one warp.
+    launch.blockSize = 32;
+    while (launch.blockSize < 256 && launch.blockSize < rowLength)
+      launch.blockSize *= 2;
+    launch.gridSize = total == 0 && rowLength != 0 ? 0 : std::min<int64_t>(rows, 65535);
+  } else {
+    launch.blockSize = 256;
+    launch.gridSize = std::min<int64_t>((total + 255) / 256, 65535);
+  }
+  for (int si : amaxStores)
+    launch.zeroedResults.push_back(stores[si].result);
+  out.name = name;
+  out.source = os.str();
+  return true;
+}
+
+/// A C identifier from an op name: other characters become '_'.
+std::string identifier(StringRef text) {
+  std::string s;
+  for (char c : text)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+/// Emits each kernel step of a function; other steps are no kernels.
+class KernelCollector : public kernel::StepVisitor {
+public:
+  KernelCollector(std::string prefix, std::vector<CudaKernel> &out, std::string &error)
+      : prefix(std::move(prefix)), out(out), error(error) {}
+
+protected:
+  LogicalResult visitKernel(kernel::KernelOp op) override {
+    std::string source = op.getOps().empty() ? "kernel" : cast<StringAttr>(op.getOps()[0]).str();
+    std::string name = prefix + "_k" + std::to_string(count++) + "_" + identifier(source);
+    CudaKernel kernel;
+    if (!emitCudaKernel(op, name, kernel, error))
+      return failure();
+    out.push_back(std::move(kernel));
+    return success();
+  }
+  LogicalResult visitGemm(kernel::GemmOp) override { return success(); }
+  LogicalResult visitCall(kernel::CallOp) override { return success(); }
+  LogicalResult visitAlias(kernel::AliasOp) override { return success(); }
+  LogicalResult visitOther(Operation *op) override {
+    if (op->hasTrait<OpTrait::IsTerminator>() || op->hasTrait<OpTrait::ConstantLike>())
+      return success();
+    error = "op " + describe(*op) + " is no mpk step (run --mp-lower-to-kernels first)";
+    return failure();
+  }
+
+private:
+  std::string prefix;
+  std::vector<CudaKernel> &out;
+  std::string &error;
+  int count = 0;
+};
+
+} // namespace
+
+const std::string &cudaPrelude() {
+  static const std::string prelude = R"(// Generated by mixprec: FP32 registers, rounding only at casts, quantizes
+// and stores, FP8 conversions saturating (satfinite).
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#define MP_NAN __uint_as_float(0x7fc00000u)
+#define MP_NEG_INF __uint_as_float(0xff800000u)
+
+// Loads: each element as FP32, exactly.
+__device__ __forceinline__ float mp_load_f32(const float *p, long long i) { return p[i]; }
+__device__ __forceinline__ float mp_load_f16(const __half *p, long long i) { return __half2float(p[i]); }
+__device__ __forceinline__ float mp_load_bf16(const __nv_bfloat16 *p, long long i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ float mp_load_e4m3(const __nv_fp8_storage_t *p, long long i) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(p[i], __NV_E4M3))); }
+__device__ __forceinline__ float mp_load_e5m2(const __nv_fp8_storage_t *p, long long i) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(p[i], __NV_E5M2))); }
+__device__ __forceinline__ float mp_load_i64(const long long *p, long long i) { return (float)p[i]; }
+__device__ __forceinline__ float mp_load_i32(const int *p, long long i) { return (float)p[i]; }
+__device__ __forceinline__ float mp_load_bool(const unsigned char *p, long long i) { return p[i] != 0 ? 1.0f : 0.0f; }
+
+// Rounding to a dtype, the result kept as FP32 (casts).
+__device__ __forceinline__ float mp_trunc(float x) {
+  // Floats of magnitude 2^23 and up (and inf, NaN) are integers already;
+  // x * 0 keeps the sign of a value truncated to zero.
+  if (!(fabsf(x) < 8388608.0f)) return x;
+  const float t = (float)(int)x;
+  return t == 0.0f ? x * 0.0f : t;
+}
+__device__ __forceinline__ float mp_round_f32(float x) { return x; }
+__device__ __forceinline__ float mp_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float mp_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float mp_round_e4m3(float x) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3), __NV_E4M3))); }
+__device__ __forceinline__ float mp_round_e5m2(float x) { return __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2), __NV_E5M2))); }
+__device__ __forceinline__ float mp_round_i64(float x) { return mp_trunc(x); }
+__device__ __forceinline__ float mp_round_i32(float x) { return mp_trunc(x); }
+__device__ __forceinline__ float mp_round_bool(float x) { return x != 0.0f ? 1.0f : 0.0f; }
+
+// FP8 quantization: satfinite(x * scale); NaN where x or scale is not finite.
+__device__ __forceinline__ bool mp_finite(float x) { return !isnan(x) && !isinf(x); }
+__device__ __forceinline__ float mp_quantize_e4m3(float x, float s) { return mp_finite(x) && mp_finite(s) ? mp_round_e4m3(x * s) : MP_NAN; }
+__device__ __forceinline__ float mp_quantize_e5m2(float x, float s) { return mp_finite(x) && mp_finite(s) ? mp_round_e5m2(x * s) : MP_NAN; }
+
+// Stores: one rounding to the tensor's dtype (FP8 saturating).
+__device__ __forceinline__ void mp_store_f32(float *p, long long i, float x) { p[i] = x; }
+__device__ __forceinline__ void mp_store_f16(__half *p, long long i, float x) { p[i] = __float2half_rn(x); }
+__device__ __forceinline__ void mp_store_bf16(__nv_bfloat16 *p, long long i, float x) { p[i] = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void mp_store_e4m3(__nv_fp8_storage_t *p, long long i, float x) { p[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3); }
+__device__ __forceinline__ void mp_store_e5m2(__nv_fp8_storage_t *p, long long i, float x) { p[i] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2); }
+__device__ __forceinline__ void mp_store_i64(long long *p, long long i, float x) { p[i] = (long long)x; }
+__device__ __forceinline__ void mp_store_i32(int *p, long long i, float x) { p[i] = (int)x; }
+__device__ __forceinline__ void mp_store_bool(unsigned char *p, long long i, float x) { p[i] = x != 0.0f ? 1 : 0; }
+
+// The CPU backend's formulas.
+__device__ __forceinline__ float mp_sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+__device__ __forceinline__ float mp_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+__device__ __forceinline__ float mp_gelu_tanh(float x) {
+  const float u2 = 1.59576912160573071176f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + expf(-u2));
+}
+// NaN wins, as numpy.maximum and the CPU backend's row max.
+__device__ __forceinline__ float mp_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float mp_amax_update(float acc, float x) {
+  return isnan(x) || isnan(acc) ? MP_NAN : fmaxf(acc, fabsf(x));
+}
+
+// Block reductions (blockDim.x a multiple of 32, at most 1024): each warp
+// reduces with shuffles, warp 0's lanes combine the warps' results through
+// shared memory, and every thread gets the total.
+__device__ __forceinline__ float mp_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float mp_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = mp_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float mp_block_sum(float v, float *smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = mp_warp_sum(v);
+  __syncthreads(); // smem's previous use is over
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  return mp_warp_sum(lane < warps ? smem[lane] : 0.0f);
+}
+__device__ __forceinline__ float mp_block_max(float v, float *smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = mp_warp_max(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  return mp_warp_max(lane < warps ? smem[lane] : MP_NEG_INF);
+}
+__device__ __forceinline__ float mp_block_amax(float v, float *smem) {
+  // Values are >= 0 or NaN; mp_max keeps a NaN, made canonical.
+  v = mp_block_max(v, smem);
+  return isnan(v) ? MP_NAN : v;
+}
+)";
+  return prelude;
+}
+
+std::vector<std::string> cudaEmitterNvrtcOptions() { return {"--fmad=false"}; }
+
+bool emitCudaKernel(kernel::KernelOp op, const std::string &name, CudaKernel &out,
+                    std::string &error) {
+  return KernelPrinter(op, name).print(out, error);
+}
+
+bool emitCudaKernels(func::FuncOp func, std::vector<CudaKernel> &out, std::string &error) {
+  KernelCollector collector("mp_" + identifier(func.getSymName()), out, error);
+  for (Operation &op : func.getBody().front())
+    if (failed(collector.visit(&op)))
+      return false;
+  return true;
+}
+
+LogicalResult translateModuleToCuda(ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<CudaKernel> kernels;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    std::string error;
+    if (!emitCudaKernels(func, kernels, error))
+      return func.emitError(error);
+  }
+  os << cudaPrelude();
+  for (const CudaKernel &k : kernels) {
+    os << "\n// launch: grid " << k.launch.gridSize << ", block " << k.launch.blockSize;
+    for (int r : k.launch.zeroedResults)
+      os << ", out" << r << " zeroed first";
+    os << "\n" << k.source;
+  }
+  return success();
+}
+
+} // namespace mixprec::codegen

@@ -1,0 +1,77 @@
+//===- CudaEmitter.h - CUDA C++ from mpk kernels ----------------*- C++ -*-===//
+//
+// Prints one `extern "C" __global__` CUDA C++ kernel per mpk.kernel from its
+// body, with the CPU backend's numerics (runtime/src/cpu/CpuKernelRun.cpp):
+// registers are FP32, values are rounded only where the program rounds
+// (Cast, Quantize, Store), FP8 conversions saturate (satfinite) and
+// Quantize gives NaN for a non-finite value or scale. Each op says what it
+// computes (ScalarFn, row_reduce kind, amax); the emitter maps those cases.
+//
+// Kernel parameters: the kernel's inputs in order, then its results, as
+// device pointers of their element types. The emitted source uses only the
+// CUDA subset a CPU shim can implement (see CudaEmitter.cpp's prelude).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_CODEGEN_CUDA_CUDAEMITTER_H
+#define MIXPREC_CODEGEN_CUDA_CUDAEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+}
+
+namespace mixprec::kernel {
+class KernelOp;
+}
+
+namespace mixprec::codegen {
+
+/// How to launch one emitted kernel: a 1-D grid of 1-D blocks.
+struct CudaLaunch {
+  /// Blocks; 0 means the iteration space is empty and nothing is launched.
+  int64_t gridSize = 0;
+  /// Threads per block, a multiple of 32 (the block reductions use whole
+  /// warps).
+  int64_t blockSize = 256;
+  /// Whether one block handles one row (a kernel with row reductions).
+  bool rowKernel = false;
+  /// Kernel results (index among the results) that accumulate an amax with
+  /// atomicMax and so must be set to 0.0f before the launch.
+  std::vector<int> zeroedResults;
+};
+
+struct CudaKernel {
+  std::string name;   ///< the __global__ function's name
+  std::string source; ///< the function's text (needs cudaPrelude() before it)
+  CudaLaunch launch;
+};
+
+/// The includes and device helpers every emitted kernel uses.
+const std::string &cudaPrelude();
+
+/// NVRTC options the emitted code needs: no FMA contraction, so products
+/// and sums round as the CPU backend's do.
+std::vector<std::string> cudaEmitterNvrtcOptions();
+
+/// Emits `op` as the kernel `name`. Fails with a one-line error naming the
+/// kernel and the op without a CUDA form.
+bool emitCudaKernel(kernel::KernelOp op, const std::string &name, CudaKernel &out,
+                    std::string &error);
+
+/// Emits every mpk.kernel of `func`, in order, named
+/// mp_<function>_k<index>_<first source op>.
+bool emitCudaKernels(mlir::func::FuncOp func, std::vector<CudaKernel> &out, std::string &error);
+
+/// Prints the prelude and every kernel of every function in `module`.
+mlir::LogicalResult translateModuleToCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+} // namespace mixprec::codegen
+
+#endif // MIXPREC_CODEGEN_CUDA_CUDAEMITTER_H

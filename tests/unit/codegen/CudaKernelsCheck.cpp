@@ -1,0 +1,116 @@
+//===- CudaKernelsCheck.cpp - every emitted kernel through NVRTC ----------===//
+//
+// cuda_kernels_check FILE.mlir...: emits the CUDA C++ of every mpk.kernel in
+// each planned mpk file (mixprec compile --emit mpk-mlir) and compiles each
+// kernel with NVRTC for sm_80 and sm_90 with ptxas's resource report. Fails
+// (exit 1, one line per problem) when NVRTC rejects a kernel (its error names
+// the kernel and the source line), when ptxas reports spills, a stack frame
+// or local memory, or when it reports nothing to check. No GPU is needed.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Cuda/CudaEmitter.h"
+#include "codegen/Cuda/NvrtcCompiler.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// The sum of N over every "N bytes <key>" in ptxas's -v log (key one of
+/// "stack frame", "spill stores", ...); false when no key occurs at all.
+bool ptxasUsage(const std::string &log, const std::vector<std::string> &keys, int64_t &total) {
+  bool seen = false;
+  total = 0;
+  for (const std::string &key : keys) {
+    const std::regex pattern("([0-9]+) bytes " + key);
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern);
+         it != std::sregex_iterator(); ++it) {
+      total += std::atoll((*it)[1].str().c_str());
+      seen = true;
+    }
+  }
+  return seen;
+}
+
+/// Compiles one kernel for `sm`; prints and counts each problem.
+int checkKernel(const std::string &file, const mixprec::codegen::CudaKernel &kernel, int sm) {
+  mixprec::codegen::NvrtcOptions options;
+  options.smVersion = sm;
+  options.extraOptions = mixprec::codegen::cudaEmitterNvrtcOptions();
+  options.extraOptions.push_back("--ptxas-options=-v");
+  mixprec::codegen::NvrtcResult result;
+  std::string error;
+  const std::string where = file + ": " + kernel.name + " (sm_" + std::to_string(sm) + ")";
+  if (!mixprec::codegen::compileWithNvrtc(kernel.name + ".cu",
+                                          mixprec::codegen::cudaPrelude() + kernel.source,
+                                          options, result, error)) {
+    std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
+    return 1;
+  }
+  int problems = 0;
+  int64_t spills = 0, stack = 0, lmem = 0;
+  if (!ptxasUsage(result.log, {"spill stores", "spill loads"}, spills) ||
+      !ptxasUsage(result.log, {"stack frame"}, stack)) {
+    std::fprintf(stderr, "%s: ptxas reported no resource usage; log:\n%s\n", where.c_str(),
+                 result.log.c_str());
+    return 1;
+  }
+  ptxasUsage(result.log, {"lmem"}, lmem);
+  if (spills || stack || lmem) {
+    std::fprintf(stderr, "%s: %lld bytes spilled, %lld bytes stack frame, %lld bytes lmem\n",
+                 where.c_str(), (long long)spills, (long long)stack, (long long)lmem);
+    ++problems;
+  }
+  return problems;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: cuda_kernels_check FILE.mlir...\n");
+    return 2;
+  }
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<mixprec::graph::GraphDialect>();
+  context.getOrLoadDialect<mixprec::kernel::KernelDialect>();
+  context.getOrLoadDialect<mlir::func::FuncDialect>();
+  int problems = 0, kernels = 0;
+  for (int i = 1; i < argc; ++i) {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(argv[i], &context);
+    if (!module) {
+      std::fprintf(stderr, "%s: cannot parse\n", argv[i]);
+      ++problems;
+      continue;
+    }
+    for (auto func : module->getOps<mlir::func::FuncOp>()) {
+      std::vector<mixprec::codegen::CudaKernel> emitted;
+      std::string error;
+      if (!mixprec::codegen::emitCudaKernels(func, emitted, error)) {
+        std::fprintf(stderr, "%s: %s\n", argv[i], error.c_str());
+        ++problems;
+        continue;
+      }
+      for (const auto &kernel : emitted) {
+        ++kernels;
+        for (int sm : {80, 90})
+          problems += checkKernel(argv[i], kernel, sm);
+      }
+    }
+  }
+  std::printf("%d kernels from %d files compiled for sm_80 and sm_90: %d problems\n", kernels,
+              argc - 1, problems);
+  // A run that checked nothing proves nothing.
+  return problems || kernels == 0 ? 1 : 0;
+}

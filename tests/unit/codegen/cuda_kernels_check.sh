@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# cuda_kernels_check.sh MIXPREC CHECKER WORKDIR MODELS_DIR MODEL...: compiles
+# each MODEL and every MODELS_DIR/*/model.onnx (the e2e models) at fp32,
+# bf16, fp16 and fp8 to mpk IR and checks every kernel's CUDA C++ with NVRTC
+# (cuda_kernels_check). Fails if a model does not compile.
+set -euo pipefail
+mixprec=$1 checker=$2 work=$3 models=$4
+shift 4
+rm -rf "$work" && mkdir -p "$work"
+shopt -s nullglob
+generated=("$models"/*/model.onnx)
+if [[ ${#generated[@]} -eq 0 ]]; then
+  echo "no models in $models (the e2e_generate_models test writes them)" >&2
+  exit 1
+fi
+files=()
+for model in "$@" "${generated[@]}"; do
+  name=$(basename "$(dirname "$model")")_$(basename "$model" .onnx)
+  for p in fp32 bf16 fp16 fp8; do
+    out=$work/${name}_$p.mlir
+    "$mixprec" compile "$model" --precision "$p" --emit mpk-mlir -o "$out"
+    files+=("$out")
+  done
+done
+exec "$checker" "${files[@]}"
