@@ -113,7 +113,11 @@ uint32_t warpExchange(WarpOp op, unsigned mask, uint32_t value, int b, int c, co
 /// smem[];` in a kernel names it). At the start of every block its first
 /// dynamicSharedBytes are filled with 0xff bytes (a NaN as float, -1 as
 /// int), so a read before a write shows; under AddressSanitizer the rest is
-/// poisoned, so an access beyond the launch's size is reported.
+/// poisoned, so an access beyond the launch's size is reported. C linkage:
+/// clang gives the kernel's block-scope declaration the linkage of its
+/// `extern "C"` kernel.
+extern "C" {
 alignas(128) inline thread_local float smem[mixprec::cudashim::kMaxDynamicSharedBytes / sizeof(float)];
+}
 
 #endif // MIXPREC_CODEGEN_CUDA_SHIM_SHIMABI_H

@@ -87,7 +87,9 @@ namespace {
 /// redzones make frames a few times larger.
 constexpr size_t kStackBytes = 256 * 1024;
 
-enum class State : uint8_t { Runnable, AtBarrier, AtWarp, Done };
+/// Done: returned from the kernel (and waiting for the next block);
+/// Abandoned: stopped inside the kernel by an error, never resumed.
+enum class State : uint8_t { Runnable, AtBarrier, AtWarp, Done, Abandoned };
 
 /// One CUDA thread of the running block.
 struct SimThread {
@@ -121,6 +123,7 @@ public:
     if (base_ == nullptr)
       return;
 #ifdef MIXPREC_SHIM_ASAN
+    // A fiber abandoned by a failed block leaves its frames poisoned.
     ASAN_UNPOISON_MEMORY_REGION(base_, bytes_);
 #endif
     munmap(base_, bytes_);
@@ -162,6 +165,8 @@ struct Launch {
   size_t schedulerStackSize = 0;
   /// The first failure in the running block, without the block's name.
   std::string error;
+  /// Set after the last block: resumed fibers end.
+  bool finishing = false;
 };
 
 thread_local Launch *tLaunch = nullptr;
@@ -244,36 +249,6 @@ std::string waitDescription(const SimThread &thread) {
 
 // ---- Fibers -------------------------------------------------------------------
 
-/// Where every fiber starts: runs the kernel as this thread, then returns to
-/// the scheduler for good.
-[[noreturn]] void fiberMain() {
-  Launch &launch = *tLaunch;
-  finishSwitch(nullptr, &launch.schedulerStackBottom, &launch.schedulerStackSize);
-  launch.kernel->invoke(launch.request->params);
-  SimThread &self = *launch.current;
-  self.state = State::Done;
-  startSwitch(nullptr, launch.schedulerStackBottom, launch.schedulerStackSize);
-  mixprecCudaShimSwitch(&self.stackPointer, launch.schedulerStack);
-  __builtin_unreachable();
-}
-
-/// Lays out a fresh frame on the thread's stack that mixprecCudaShimSwitch
-/// "returns" into fiberMain from, with the stack aligned as after a call.
-void startFiber(SimThread &thread) {
-#ifdef MIXPREC_SHIM_ASAN
-  // A fiber abandoned by a failed block may have left poisoned frames.
-  ASAN_UNPOISON_MEMORY_REGION(thread.stackLow, kStackBytes);
-#endif
-  auto top = reinterpret_cast<uintptr_t>(thread.stackLow + kStackBytes) & ~uintptr_t{15};
-  void **sp = reinterpret_cast<void **>(top);
-  *--sp = nullptr;                                  // fiberMain's return address
-  *--sp = reinterpret_cast<void *>(&fiberMain);     // where `ret` goes
-  for (int i = 0; i < 6; ++i)
-    *--sp = nullptr;                                // rbp rbx r12 r13 r14 r15
-  thread.stackPointer = sp;
-  thread.fakeStack = nullptr;
-}
-
 /// Runs `thread` until it waits or finishes.
 void resume(Launch &launch, SimThread &thread) {
   launch.current = &thread;
@@ -292,11 +267,47 @@ void yieldToScheduler(Launch &launch, SimThread &self) {
   finishSwitch(self.fakeStack, nullptr, nullptr);
 }
 
-/// Ends the running fiber with `message` as the block's error; never returns.
-[[noreturn]] void failThread(Launch &launch, SimThread &self, const std::string &message) {
+/// Where every fiber starts: runs the kernel as its thread in each block of
+/// the launch, then returns to the scheduler for good. One fiber serves
+/// every block, so AddressSanitizer's fake stack (use-after-return
+/// detection) is made once per thread, not once per block.
+[[noreturn]] void fiberMain() {
+  Launch &launch = *tLaunch;
+  SimThread &self = *launch.current;
+  finishSwitch(nullptr, &launch.schedulerStackBottom, &launch.schedulerStackSize);
+  while (!launch.finishing) {
+    launch.kernel->invoke(launch.request->params);
+    self.state = State::Done;
+    yieldToScheduler(launch, self);
+  }
+  startSwitch(nullptr, launch.schedulerStackBottom, launch.schedulerStackSize);
+  mixprecCudaShimSwitch(&self.stackPointer, launch.schedulerStack);
+  __builtin_unreachable();
+}
+
+/// Lays out a fresh frame on the thread's stack that mixprecCudaShimSwitch
+/// "returns" into fiberMain from, with the stack aligned as after a call.
+void startFiber(SimThread &thread) {
+  auto top = reinterpret_cast<uintptr_t>(thread.stackLow + kStackBytes) & ~uintptr_t{15};
+  void **sp = reinterpret_cast<void **>(top);
+  *--sp = nullptr;                                  // fiberMain's return address
+  *--sp = reinterpret_cast<void *>(&fiberMain);     // where `ret` goes
+  for (int i = 0; i < 6; ++i)
+    *--sp = nullptr;                                // rbp rbx r12 r13 r14 r15
+  thread.stackPointer = sp;
+  thread.fakeStack = nullptr;
+}
+
+/// Makes `message` the block's error, from the running thread.
+void setThreadError(Launch &launch, const SimThread &self, const std::string &message) {
   if (launch.error.empty())
     launch.error = threadName(self) + ": " + message;
-  self.state = State::Done;
+}
+
+/// Ends the running fiber after setThreadError; never returns. Nothing on
+/// its stack is destroyed, so no caller of it may hold a heap object.
+[[noreturn]] void abandonThread(Launch &launch, SimThread &self) {
+  self.state = State::Abandoned;
   startSwitch(nullptr, launch.schedulerStackBottom, launch.schedulerStackSize);
   mixprecCudaShimSwitch(&self.stackPointer, launch.schedulerStack);
   __builtin_unreachable();
@@ -460,7 +471,6 @@ bool runBlock(Launch &launch, const uint3 &blockIdx) {
   for (SimThread &t : launch.threads) {
     t.context.blockIdx = blockIdx;
     t.state = State::Runnable;
-    startFiber(t);
   }
   std::memset(smem, 0xff, request.dynamicSharedBytes);
   for (;;) {
@@ -523,10 +533,21 @@ bool prepareLaunch(Launch &launch, std::string &error) {
     t.context.threadIdx = uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)};
     t.context.blockDim = b;
     t.context.gridDim = launch.request->grid;
+    t.state = State::Done; // a fiber that waits for its first block
     t.stackLow = launch.stacks.low(i);
+    startFiber(t);
     launch.order[i] = launch.request->reverseThreadOrder ? count - 1 - i : i;
   }
   return true;
+}
+
+/// Ends the fibers that wait for a next block. A fiber a failed block left
+/// inside the kernel stays where it is; its stack is unmapped with the rest.
+void finishFibers(Launch &launch) {
+  launch.finishing = true;
+  for (SimThread &t : launch.threads)
+    if (t.state == State::Done)
+      resume(launch, t);
 }
 
 /// Runs every block of the launch in order (x fastest); "" or the error.
@@ -538,8 +559,11 @@ std::string runLaunch(Launch &launch) {
   for (unsigned z = 0; z < g.z; ++z)
     for (unsigned y = 0; y < g.y; ++y)
       for (unsigned x = 0; x < g.x; ++x)
-        if (!runBlock(launch, uint3{x, y, z}))
+        if (!runBlock(launch, uint3{x, y, z})) {
+          finishFibers(launch);
           return "block " + formatIndex(uint3{x, y, z}) + ", " + launch.error;
+        }
+  finishFibers(launch);
   return "";
 }
 
@@ -603,15 +627,17 @@ uint32_t warpExchange(WarpOp op, unsigned mask, uint32_t value, int b, int c, co
   self.file = file;
   self.line = line;
   unsigned lane = self.linear % kWarpSize;
-  if ((mask >> lane & 1) == 0)
-    failThread(launch, self,
-               waitDescription(self) + ": the mask does not include the calling lane " +
-                   std::to_string(lane));
   const int width = static_cast<int>(kWarpSize) - (c >> 8);
-  if (op != WarpOp::SyncWarp && (width < 1 || width > 32 || (width & (width - 1)) != 0))
-    failThread(launch, self,
-               waitDescription(self) + ": width " + std::to_string(width) +
-                   " is not a power of two from 1 to 32");
+  if ((mask >> lane & 1) == 0)
+    setThreadError(launch, self,
+                   waitDescription(self) + ": the mask does not include the calling lane " +
+                       std::to_string(lane));
+  else if (op != WarpOp::SyncWarp && (width < 1 || width > 32 || (width & (width - 1)) != 0))
+    setThreadError(launch, self,
+                   waitDescription(self) + ": width " + std::to_string(width) +
+                       " is not a power of two from 1 to 32");
+  if (!launch.error.empty())
+    abandonThread(launch, self);
   self.value = value;
   self.b = b;
   self.c = c;
