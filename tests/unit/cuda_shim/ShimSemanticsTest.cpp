@@ -294,6 +294,19 @@ TEST(ShimErrors, SynchronizationNoGpuWouldComplete) {
             "(errors.cu:56) with mask 0xffffffff, but lane 5 (thread (5,0,0)) has exited");
 }
 
+TEST(ShimErrors, AFailureInALaterBlockNamesThatBlock) {
+  const Program *program = kernels("errors.cu");
+  ASSERT_NE(program, nullptr);
+  Buffer<int> out(4);
+  std::string error;
+  EXPECT_FALSE(program->launch("fails_in_block_two", {4}, {32}, 0, KernelArgs().add(out.data()),
+                               error));
+  EXPECT_EQ(error, "kernel fails_in_block_two: block (2,0,0), thread (0,0,0) waits at "
+                   "__syncthreads (errors.cu:63), but thread (3,0,0) has exited without reaching "
+                   "it");
+  EXPECT_EQ(out.values(), (std::vector<int>{1, 1, 0, 0}));
+}
+
 TEST(ShimErrors, AProgramRunsOnAfterAFailedLaunch) {
   EXPECT_NE(errorOf("warp_against_barrier", 32), "");
   const Program *program = kernels("indices.cu");
@@ -356,7 +369,7 @@ __device__ void not_a_kernel(int *p) {}
 TEST(ShimHarness, KernelNamesAndExplicitSelection) {
   const Program *program = kernels("errors.cu");
   ASSERT_NE(program, nullptr);
-  EXPECT_EQ(program->kernelNames().size(), 8u);
+  EXPECT_EQ(program->kernelNames().size(), 9u);
   CompileOptions options;
   options.kernels = {"bad_width"};
   std::string error;
@@ -365,6 +378,31 @@ TEST(ShimHarness, KernelNamesAndExplicitSelection) {
   ASSERT_NE(one, nullptr) << error;
   EXPECT_EQ(one->kernelNames(), std::vector<std::string>{"bad_width"});
 }
+
+#if MIXPREC_CUDA_SHIM_TEST_SANITIZED
+// A sanitizer build compiles the kernels with ASan and UBSan: a kernel's
+// memory error is reported at its source line. (In other builds these
+// kernels would just be undefined behaviour, so they do not run there.)
+TEST(ShimSanitizers, KernelMemoryErrorsAreReportedAtTheirSourceLine) {
+  const Program *program = kernels("sanitizers.cu");
+  ASSERT_NE(program, nullptr);
+  Buffer<float> out(64);
+  std::string error;
+  const size_t shared = 32 * sizeof(float);
+  ASSERT_TRUE(program->launch("smem_overflow", {1}, {32}, shared,
+                              KernelArgs().add(out.data()).add(31), error))
+      << error;
+  EXPECT_DEATH(program->launch("smem_overflow", {1}, {32}, shared,
+                               KernelArgs().add(out.data()).add(32), error),
+               "use-after-poison.*\n(.*\n)*.*sanitizers.cu:11");
+  EXPECT_DEATH(program->launch("heap_overflow", {1}, {4}, 0,
+                               KernelArgs().add(out.data() + 60).add(4), error),
+               "heap-buffer-overflow.*\n(.*\n)*.*sanitizers.cu:15");
+  EXPECT_DEATH(program->launch("misaligned_vector", {1}, {1}, 0,
+                               KernelArgs().add<const float *>(out.data()).add(out.data()), error),
+               "sanitizers.cu:19:.*misaligned address");
+}
+#endif
 
 } // namespace
 } // namespace mixprec::cudashim::test

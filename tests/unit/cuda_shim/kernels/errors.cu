@@ -55,3 +55,11 @@ extern "C" __global__ void exit_before_shuffle(int *out) {
     return;
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<int>(threadIdx.x), 1);
 }
+
+// Fails in block 2 only, after blocks 0 and 1 ran.
+extern "C" __global__ void fails_in_block_two(int *out) {
+  if (blockIdx.x == 2 && threadIdx.x == 3)
+    return;
+  __syncthreads();
+  out[blockIdx.x] = 1;
+}
