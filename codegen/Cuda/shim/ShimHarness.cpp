@@ -153,6 +153,53 @@ std::string runCompiler(const std::vector<std::string> &argv, const std::string 
   return "";
 }
 
+/// The file the host compiler compiles: the source, then a registration
+/// line for each kernel (`requested`, else those findKernelNames finds) and
+/// the library's export.
+bool wrapperSource(const std::string &display, const std::string &sourcePath,
+                   const std::string &source, const std::vector<std::string> &requested,
+                   std::string &wrapper, std::string &error) {
+  std::vector<std::string> kernels = requested.empty() ? findKernelNames(source) : requested;
+  if (kernels.empty()) {
+    error = display + " has no kernel (no `__global__ void NAME(`)";
+    return false;
+  }
+  wrapper = "// The CUDA shim's view of " + display + ".\n#include " + quoted(sourcePath) + "\n";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!isIdentifier(kernels[i])) {
+      error = "'" + kernels[i] + "' is not a kernel name";
+      return false;
+    }
+    if (std::find(kernels.begin(), kernels.begin() + i, kernels[i]) == kernels.begin() + i)
+      wrapper += "MIXPREC_CUDA_SHIM_KERNEL(" + kernels[i] + ")\n";
+  }
+  wrapper += "MIXPREC_CUDA_SHIM_LIBRARY()\n";
+  return true;
+}
+
+/// Compiles `wrapperPath` into `libraryPath`; false with the compiler's
+/// first error.
+bool compileLibrary(const std::string &wrapperPath, const std::string &libraryPath,
+                    const std::string &folder, const std::string &display,
+                    const CompileOptions &options, std::string &error) {
+  const std::string logPath = folder + "/compile.log";
+  int status = 0;
+  error = runCompiler(compileCommand(wrapperPath, libraryPath, options), logPath, status);
+  if (!error.empty())
+    return false;
+  std::string log, readError;
+  common::readRegularFile(logPath, log, readError);
+  if (options.log != nullptr)
+    *options.log = log;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return true;
+  error = "cannot compile " + display + ": " +
+          (WIFEXITED(status)
+               ? firstError(log, folder)
+               : "the host compiler was killed by signal " + std::to_string(WTERMSIG(status)));
+  return false;
+}
+
 /// Why `record`'s parameters do not take `args`, or "".
 std::string argumentMismatch(const KernelRecord &record, const KernelArgs &args) {
   auto kindName = [](char kind) {
@@ -279,59 +326,40 @@ std::unique_ptr<Program> Program::build(const std::string &sourcePath, const std
   std::unique_ptr<Program> program(new Program());
   program->folder_ = folder;
   const std::string display = fs::path(sourcePath).filename().string();
-  std::vector<std::string> kernels = options.kernels.empty() ? findKernelNames(source) : options.kernels;
-  if (kernels.empty()) {
-    error = display + " has no kernel (no `__global__ void NAME(`)";
+  std::string wrapper;
+  if (!wrapperSource(display, sourcePath, source, options.kernels, wrapper, error))
     return nullptr;
-  }
-  std::string wrapper = "// The CUDA shim's view of " + display + ".\n#include " + quoted(sourcePath) + "\n";
-  for (const std::string &kernel : kernels) {
-    if (!isIdentifier(kernel)) {
-      error = "'" + kernel + "' is not a kernel name";
-      return nullptr;
-    }
-    wrapper += "MIXPREC_CUDA_SHIM_KERNEL(" + kernel + ")\n";
-  }
-  wrapper += "MIXPREC_CUDA_SHIM_LIBRARY()\n";
   const std::string wrapperPath = folder + "/" + display + ".shim.cpp";
   const std::string libraryPath = folder + "/kernels.so";
-  const std::string logPath = folder + "/compile.log";
-  if (!common::writeFileAtomically(wrapperPath, wrapper.data(), wrapper.size(), error))
+  if (!common::writeFileAtomically(wrapperPath, wrapper.data(), wrapper.size(), error) ||
+      !compileLibrary(wrapperPath, libraryPath, folder, display, options, error) ||
+      !program->load(libraryPath, display, error))
     return nullptr;
+  return program;
+}
 
-  int status = 0;
-  error = runCompiler(compileCommand(wrapperPath, libraryPath, options), logPath, status);
-  if (!error.empty())
-    return nullptr;
-  std::string log, readError;
-  common::readRegularFile(logPath, log, readError);
-  if (options.log != nullptr)
-    *options.log = log;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    error = "cannot compile " + display + ": " +
-            (WIFEXITED(status) ? firstError(log, folder)
-                               : "the host compiler was killed by signal " + std::to_string(WTERMSIG(status)));
-    return nullptr;
-  }
-
-  program->handle_ = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (program->handle_ == nullptr) {
-    error = "cannot load the kernels of " + display + ": " + dlerror();
-    return nullptr;
+bool Program::load(const std::string &libraryPath, const std::string &display, std::string &error) {
+  handle_ = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle_ == nullptr) {
+    std::string reason = dlerror();
+    reason.erase(0, reason.find(": ") == std::string::npos ? 0 : reason.find(": ") + 2);
+    error = "cannot load the kernels of " + display + ": " + reason +
+            (reason.find("undefined symbol") != std::string::npos
+                 ? " (an `extern` declaration the shim does not define? dynamic shared memory is "
+                   "`extern __shared__ float smem[];`)"
+                 : "");
+    return false;
   }
   using GetApi = const LibraryApi *(*)();
-  auto getApi = reinterpret_cast<GetApi>(dlsym(program->handle_, "mixprecCudaShimLibrary"));
-  program->api_ = getApi == nullptr ? nullptr : getApi();
-  if (program->api_ == nullptr || program->api_->abiVersion != kAbiVersion) {
+  auto getApi = reinterpret_cast<GetApi>(dlsym(handle_, "mixprecCudaShimLibrary"));
+  api_ = getApi == nullptr ? nullptr : getApi();
+  if (api_ == nullptr || api_->abiVersion != kAbiVersion) {
     error = "the kernels of " + display + " were built against another CUDA shim";
-    return nullptr;
+    return false;
   }
-  for (const KernelRecord *k = program->api_->firstKernel(); k != nullptr; k = k->next)
-    if (!program->kernels_.emplace(k->name, k).second) {
-      error = display + ": kernel " + k->name + " is named twice";
-      return nullptr;
-    }
-  return program;
+  for (const KernelRecord *k = api_->firstKernel(); k != nullptr; k = k->next)
+    kernels_.emplace(k->name, k);
+  return true;
 }
 
 std::vector<std::string> Program::kernelNames() const {

@@ -128,6 +128,8 @@ private:
   static std::unique_ptr<Program> build(const std::string &sourcePath, const std::string &source,
                                         const std::string &folder, const CompileOptions &options,
                                         std::string &error);
+  /// Loads the compiled library and its kernel list.
+  bool load(const std::string &libraryPath, const std::string &display, std::string &error);
   const KernelRecord *find(const std::string &kernel, std::string &error) const;
 
   std::string folder_;

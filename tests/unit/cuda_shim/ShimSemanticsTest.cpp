@@ -13,6 +13,10 @@
 #include <algorithm>
 #include <numeric>
 
+#if MIXPREC_CUDA_SHIM_TEST_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace mixprec::cudashim::test {
 namespace {
 
@@ -342,6 +346,17 @@ TEST(ShimErrors, SourcesThatDoNotCompile) {
   EXPECT_THAT(error, StartsWith("cannot compile k.cu: "));
   EXPECT_THAT(error, HasSubstr("missing"));
 
+  EXPECT_EQ(Program::compileSource("other.cu",
+                                   "extern \"C\" __global__ void k(float *out) {\n"
+                                   "  extern __shared__ float buffer[];\n"
+                                   "  out[0] = buffer[0];\n"
+                                   "}\n",
+                                   {}, error),
+            nullptr);
+  EXPECT_EQ(error, "cannot load the kernels of other.cu: undefined symbol: buffer (an `extern` "
+                   "declaration the shim does not define? dynamic shared memory is `extern "
+                   "__shared__ float smem[];`)");
+
   EXPECT_EQ(Program::compileSource("../k.cu", "", {}, error), nullptr);
   EXPECT_EQ(error, "the source name '../k.cu' is not a plain file name");
 
@@ -371,7 +386,7 @@ TEST(ShimHarness, KernelNamesAndExplicitSelection) {
   ASSERT_NE(program, nullptr);
   EXPECT_EQ(program->kernelNames().size(), 9u);
   CompileOptions options;
-  options.kernels = {"bad_width"};
+  options.kernels = {"bad_width", "bad_width"};
   std::string error;
   std::unique_ptr<Program> one =
       Program::compileFile(MIXPREC_CUDA_SHIM_TEST_KERNELS "/errors.cu", options, error);
@@ -392,14 +407,20 @@ TEST(ShimSanitizers, KernelMemoryErrorsAreReportedAtTheirSourceLine) {
   ASSERT_TRUE(program->launch("smem_overflow", {1}, {32}, shared,
                               KernelArgs().add(out.data()).add(31), error))
       << error;
-  EXPECT_DEATH(program->launch("smem_overflow", {1}, {32}, shared,
-                               KernelArgs().add(out.data()).add(32), error),
+  // The child reports on stderr, where EXPECT_DEATH reads, even when
+  // scripts/test.sh sends reports to files (any such file fails the run).
+  EXPECT_DEATH((__sanitizer_set_report_path("stderr"),
+                program->launch("smem_overflow", {1}, {32}, shared,
+                                KernelArgs().add(out.data()).add(32), error)),
                "use-after-poison.*\n(.*\n)*.*sanitizers.cu:11");
-  EXPECT_DEATH(program->launch("heap_overflow", {1}, {4}, 0,
-                               KernelArgs().add(out.data() + 60).add(4), error),
+  EXPECT_DEATH((__sanitizer_set_report_path("stderr"),
+                program->launch("heap_overflow", {1}, {4}, 0,
+                                KernelArgs().add(out.data() + 60).add(4), error)),
                "heap-buffer-overflow.*\n(.*\n)*.*sanitizers.cu:15");
-  EXPECT_DEATH(program->launch("misaligned_vector", {1}, {1}, 0,
-                               KernelArgs().add<const float *>(out.data()).add(out.data()), error),
+  EXPECT_DEATH((__sanitizer_set_report_path("stderr"),
+                program->launch("misaligned_vector", {1}, {1}, 0,
+                                KernelArgs().add<const float *>(out.data()).add(out.data()),
+                                error)),
                "sanitizers.cu:19:.*misaligned address");
 }
 #endif
