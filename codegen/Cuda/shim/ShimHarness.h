@@ -20,6 +20,25 @@
 // pointers (a test's buffers, aligned as the memory plan aligns device
 // buffers: see alignedBuffer).
 //
+// What differs from a GPU, on purpose or by necessity:
+//  * Blocks run one after another, and a block's threads one at a time,
+//    each until its next __syncthreads, __syncwarp or shuffle: results are
+//    the same on every run, and a missing barrier shows as a wrong result
+//    (ShimScheduler.cpp). Atomics are plain read-modify-writes.
+//  * Synchronization a GPU would hang on or leave undefined (a thread that
+//    exits before a barrier others wait at, a shuffle reading a lane outside
+//    its mask or block, lanes that disagree) is a launch error.
+//  * Dynamic shared memory reads as all-ones bytes until written in each
+//    block; static `__shared__` arrays are not reset (they keep what the
+//    previous block on this OS thread left, zeros at first).
+//  * Math functions are the C library's, which differ from CUDA's by a few
+//    ULPs at most (CUDA's documented bounds: expf 2, logf 1, tanhf 2,
+//    erff 2, rsqrtf 2); conversions and + - * / are bit-exact.
+//
+// Thread safety: a Program may be launched from several OS threads at once
+// when the launches share no buffer one of them writes (each OS thread has
+// its own shared memory).
+//
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_CODEGEN_CUDA_SHIM_SHIMHARNESS_H
 #define MIXPREC_CODEGEN_CUDA_SHIM_SHIMHARNESS_H
