@@ -129,36 +129,29 @@ MIXPREC_CUDA_SHIM_SHUFFLES(unsigned)
 
 // ---- Atomics (each returns the old value, as CUDA's do) -----------------------
 
-inline int atomicMax(int *address, int value) {
-  int old = *address;
-  *address = old > value ? old : value;
+namespace mixprec::cudashim {
+
+/// Stores `value` at `address` and returns what was there.
+template <typename T> T exchange(T *address, T value) {
+  T old = *address;
+  *address = value;
   return old;
 }
-inline unsigned atomicMax(unsigned *address, unsigned value) {
-  unsigned old = *address;
-  *address = old > value ? old : value;
-  return old;
+
+} // namespace mixprec::cudashim
+
+inline int atomicMax(int *a, int v) { return mixprec::cudashim::exchange(a, *a > v ? *a : v); }
+inline unsigned atomicMax(unsigned *a, unsigned v) {
+  return mixprec::cudashim::exchange(a, *a > v ? *a : v);
 }
-inline int atomicMin(int *address, int value) {
-  int old = *address;
-  *address = old < value ? old : value;
-  return old;
+inline int atomicMin(int *a, int v) { return mixprec::cudashim::exchange(a, *a < v ? *a : v); }
+inline unsigned atomicMin(unsigned *a, unsigned v) {
+  return mixprec::cudashim::exchange(a, *a < v ? *a : v);
 }
-inline unsigned atomicMin(unsigned *address, unsigned value) {
-  unsigned old = *address;
-  *address = old < value ? old : value;
-  return old;
+inline unsigned atomicCAS(unsigned *a, unsigned compare, unsigned v) {
+  return mixprec::cudashim::exchange(a, *a == compare ? v : *a);
 }
-inline unsigned atomicCAS(unsigned *address, unsigned compare, unsigned value) {
-  unsigned old = *address;
-  *address = old == compare ? value : old;
-  return old;
-}
-inline float atomicAdd(float *address, float value) {
-  float old = *address;
-  *address = old + value;
-  return old;
-}
+inline float atomicAdd(float *a, float v) { return mixprec::cudashim::exchange(a, *a + v); }
 
 // ---- Math and bit casts -----------------------------------------------------------
 
@@ -166,9 +159,13 @@ inline float atomicAdd(float *address, float value) {
 /// 1 / sqrt(x).
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
-inline float __int_as_float(int bits) { return mixprec::cudashim::shuffleValue<float>(static_cast<uint32_t>(bits)); }
+inline float __int_as_float(int bits) {
+  return mixprec::cudashim::shuffleValue<float>(static_cast<uint32_t>(bits));
+}
 inline float __uint_as_float(unsigned bits) { return mixprec::cudashim::shuffleValue<float>(bits); }
-inline int __float_as_int(float value) { return static_cast<int>(mixprec::cudashim::shuffleBits(value)); }
+inline int __float_as_int(float value) {
+  return static_cast<int>(mixprec::cudashim::shuffleBits(value));
+}
 inline unsigned __float_as_uint(float value) { return mixprec::cudashim::shuffleBits(value); }
 
 // ---- Kernel registration (appended to the source by the harness) --------------

@@ -117,7 +117,8 @@ uint32_t warpExchange(WarpOp op, unsigned mask, uint32_t value, int b, int c, co
 /// clang gives the kernel's block-scope declaration the linkage of its
 /// `extern "C"` kernel.
 extern "C" {
-alignas(128) inline thread_local float smem[mixprec::cudashim::kMaxDynamicSharedBytes / sizeof(float)];
+alignas(
+    128) inline thread_local float smem[mixprec::cudashim::kMaxDynamicSharedBytes / sizeof(float)];
 }
 
 #endif // MIXPREC_CODEGEN_CUDA_SHIM_SHIMABI_H

@@ -115,10 +115,10 @@ std::vector<std::string> compileCommand(const std::string &wrapper, const std::s
       MIXPREC_CUDA_SHIM_CXX, "-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden",
       // The GPU rounds a*b+c twice unless the source asks for an FMA; C++
       // may alias a bf16 buffer through a uint4 as CUDA code does.
-      "-ffp-contract=off", "-fno-strict-aliasing",
-      "-I" MIXPREC_CUDA_SHIM_SOURCE_ROOT, "-isystem", MIXPREC_CUDA_SHIM_CUDA_INCLUDE,
-      "-x", "c++", "-include", MIXPREC_CUDA_SHIM_SOURCE_ROOT "/codegen/Cuda/shim/CudaShim.h",
-      wrapper, "-x", "none", MIXPREC_CUDA_SHIM_SCHEDULER,
+      "-ffp-contract=off", "-fno-strict-aliasing", "-I" MIXPREC_CUDA_SHIM_SOURCE_ROOT, "-isystem",
+      MIXPREC_CUDA_SHIM_CUDA_INCLUDE, "-x", "c++", "-include",
+      MIXPREC_CUDA_SHIM_SOURCE_ROOT "/codegen/Cuda/shim/CudaShim.h", wrapper, "-x", "none",
+      MIXPREC_CUDA_SHIM_SCHEDULER,
       // The scheduler stays private to each library.
       "-Wl,--exclude-libs,ALL", "-o", library};
 #if MIXPREC_CUDA_SHIM_SANITIZE
@@ -203,7 +203,10 @@ bool compileLibrary(const std::string &wrapperPath, const std::string &libraryPa
 /// Why `record`'s parameters do not take `args`, or "".
 std::string argumentMismatch(const KernelRecord &record, const KernelArgs &args) {
   auto kindName = [](char kind) {
-    return kind == 'p' ? "a pointer" : kind == 'i' ? "an integer" : kind == 'f' ? "a float" : "a value";
+    return kind == 'p'   ? "a pointer"
+           : kind == 'i' ? "an integer"
+           : kind == 'f' ? "a float"
+                         : "a value";
   };
   if (args.size() != record.numParams)
     return "kernel " + std::string(record.name) + " takes " + std::to_string(record.numParams) +
@@ -212,10 +215,9 @@ std::string argumentMismatch(const KernelRecord &record, const KernelArgs &args)
   for (size_t i = 0; i < args.size(); ++i) {
     char kind = record.paramKinds[i];
     if (args.bytes(i) != record.paramSizes[i] || (kind != 'o' && args.kind(i) != kind))
-      return "kernel " + std::string(record.name) + ": parameter #" + std::to_string(i) +
-             " is " + kindName(kind) + " of " + std::to_string(record.paramSizes[i]) +
-             " bytes, got " + kindName(args.kind(i)) + " of " + std::to_string(args.bytes(i)) +
-             " bytes";
+      return "kernel " + std::string(record.name) + ": parameter #" + std::to_string(i) + " is " +
+             kindName(kind) + " of " + std::to_string(record.paramSizes[i]) + " bytes, got " +
+             kindName(args.kind(i)) + " of " + std::to_string(args.bytes(i)) + " bytes";
   }
   return "";
 }
@@ -274,7 +276,8 @@ std::vector<std::string> findKernelNames(const std::string &source) {
         ++end;
       name = code.substr(begin, end - begin);
     }
-    if (isIdentifier(name) && skipSpace(code, end) < code.size() && code[skipSpace(code, end)] == '(')
+    if (isIdentifier(name) && skipSpace(code, end) < code.size() &&
+        code[skipSpace(code, end)] == '(')
       names.push_back(name);
   }
   return names;
@@ -286,8 +289,8 @@ Program::~Program() {
   removeFolder(folder_);
 }
 
-std::unique_ptr<Program> Program::compileFile(const std::string &path, const CompileOptions &options,
-                                              std::string &error) {
+std::unique_ptr<Program> Program::compileFile(const std::string &path,
+                                              const CompileOptions &options, std::string &error) {
   std::string source;
   if (!common::readRegularFile(path, source, error))
     return nullptr;
@@ -393,8 +396,8 @@ bool Program::launch(const std::string &kernel, Dim3 grid, Dim3 block, size_t dy
   return launchRaw(kernel, grid, block, dynamicSharedBytes, params.data(), error, options);
 }
 
-bool Program::launchRaw(const std::string &kernel, Dim3 grid, Dim3 block,
-                        size_t dynamicSharedBytes, void **kernelParams, std::string &error,
+bool Program::launchRaw(const std::string &kernel, Dim3 grid, Dim3 block, size_t dynamicSharedBytes,
+                        void **kernelParams, std::string &error,
                         const LaunchOptions &options) const {
   const KernelRecord *record = find(kernel, error);
   if (record == nullptr)

@@ -72,7 +72,7 @@ public:
     std::vector<unsigned char> bytes(sizeof(T));
     std::memcpy(bytes.data(), &value, sizeof(T));
     values_.push_back(std::move(bytes));
-    kinds_.push_back(std::is_pointer_v<T>         ? 'p'
+    kinds_.push_back(std::is_pointer_v<T>          ? 'p'
                      : std::is_integral_v<T>       ? 'i'
                      : std::is_floating_point_v<T> ? 'f'
                                                    : 'o');
@@ -121,8 +121,7 @@ public:
                                               const CompileOptions &options, std::string &error);
   /// Compiles `source`, named `name` (a file name such as "softmax.cu") in
   /// diagnostics.
-  static std::unique_ptr<Program> compileSource(const std::string &name,
-                                                const std::string &source,
+  static std::unique_ptr<Program> compileSource(const std::string &name, const std::string &source,
                                                 const CompileOptions &options, std::string &error);
 
   /// The launchable kernels, sorted.

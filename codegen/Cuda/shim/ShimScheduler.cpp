@@ -290,10 +290,10 @@ void yieldToScheduler(Launch &launch, SimThread &self) {
 void startFiber(SimThread &thread) {
   auto top = reinterpret_cast<uintptr_t>(thread.stackLow + kStackBytes) & ~uintptr_t{15};
   void **sp = reinterpret_cast<void **>(top);
-  *--sp = nullptr;                                  // fiberMain's return address
-  *--sp = reinterpret_cast<void *>(&fiberMain);     // where `ret` goes
+  *--sp = nullptr;                              // fiberMain's return address
+  *--sp = reinterpret_cast<void *>(&fiberMain); // where `ret` goes
   for (int i = 0; i < 6; ++i)
-    *--sp = nullptr;                                // rbp rbx r12 r13 r14 r15
+    *--sp = nullptr; // rbp rbx r12 r13 r14 r15
   thread.stackPointer = sp;
   thread.fakeStack = nullptr;
 }
@@ -371,8 +371,8 @@ bool completeWarpOp(Launch &launch, unsigned warpBase, unsigned group) {
     unsigned source = shuffleSource(t, lane);
     if ((group >> source & 1) == 0) {
       bool exists = (existingLanes(launch, warpBase) >> source & 1) != 0;
-      launch.error = threadName(t) + ": " + waitDescription(t) + ": lane " +
-                     std::to_string(lane) + " reads lane " + std::to_string(source) +
+      launch.error = threadName(t) + ": " + waitDescription(t) + ": lane " + std::to_string(lane) +
+                     " reads lane " + std::to_string(source) +
                      (exists ? ", which is not in the mask"
                              : ", which does not exist (the block has " +
                                    std::to_string(launch.threads.size()) + " threads)");
@@ -437,7 +437,8 @@ std::string describeStall(const Launch &launch) {
     if (lane < 0)
       continue;
     const SimThread &other = launch.threads[(t.linear & ~(kWarpSize - 1)) + lane];
-    std::string why = other.state == State::Done ? "has exited" : "waits at " + waitDescription(other);
+    std::string why =
+        other.state == State::Done ? "has exited" : "waits at " + waitDescription(other);
     return threadName(t) + " waits at " + waitDescription(t) + ", but lane " +
            std::to_string(lane) + " (" + threadName(other) + ") " + why;
   }
@@ -450,7 +451,8 @@ std::string describeStall(const Launch &launch) {
     if (t.state == State::AtBarrier && waiting == nullptr)
       waiting = &t;
     if (t.state == State::AtBarrier && waiting != nullptr &&
-        (t.line != waiting->line || std::strcmp(t.file, waiting->file) != 0) && elsewhere == nullptr)
+        (t.line != waiting->line || std::strcmp(t.file, waiting->file) != 0) &&
+        elsewhere == nullptr)
       elsewhere = &t;
   }
   if (waiting != nullptr && exited != nullptr)
@@ -507,8 +509,7 @@ std::string checkRequest(const LaunchRequest &request) {
   if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     return "the grid " + formatIndex(uint3{g.x, g.y, g.z}) +
            " exceeds the limits (2^31-1, 65535, 65535)";
-  if (b.x > 1024 || b.y > 1024 || b.z > 64 ||
-      uint64_t{b.x} * b.y * b.z > kMaxThreadsPerBlock)
+  if (b.x > 1024 || b.y > 1024 || b.z > 64 || uint64_t{b.x} * b.y * b.z > kMaxThreadsPerBlock)
     return "the block " + formatIndex(uint3{b.x, b.y, b.z}) +
            " exceeds the limits (1024, 1024, 64; 1024 threads in all)";
   if (request.dynamicSharedBytes > kMaxDynamicSharedBytes)

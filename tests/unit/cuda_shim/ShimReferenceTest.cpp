@@ -126,7 +126,8 @@ TEST(ShimCasts, Float32ToNarrowFormatsBitForBit) {
       << error;
   nx::RoundOptions satfinite;
   satfinite.saturate = true;
-  expectSameEncoding(Format::F16, widen(f16.values()), encodeAll(Format::F16, in), "__float2half_rn");
+  expectSameEncoding(Format::F16, widen(f16.values()), encodeAll(Format::F16, in),
+                     "__float2half_rn");
   expectSameEncoding(Format::BF16, widen(bf16.values()), encodeAll(Format::BF16, in),
                      "__float2bfloat16_rn");
   // Saturating FP8 equals CUDA's satfinite bit for bit, NaNs included.
@@ -243,16 +244,13 @@ TEST(ShimSoftmax, WarpAndSharedMemoryReductionsMatchTheCpuSoftmax) {
     const size_t shared = c.cols * sizeof(float);
     const std::string name = std::to_string(c.rows) + "x" + std::to_string(c.cols);
     std::string error;
-    ASSERT_TRUE(program->launch("softmax_rows_f32", {unsigned(c.rows)}, {c.threads}, shared,
-                                KernelArgs().add<const float *>(in.data()).add(outF32.data()).add(c.cols),
-                                error))
+    ASSERT_TRUE(program->launch(
+        "softmax_rows_f32", {unsigned(c.rows)}, {c.threads}, shared,
+        KernelArgs().add<const float *>(in.data()).add(outF32.data()).add(c.cols), error))
         << error;
-    ASSERT_TRUE(program->launch("softmax_rows_bf16", {unsigned(c.rows)}, {c.threads}, shared,
-                                KernelArgs()
-                                    .add<const float *>(in.data())
-                                    .add<void *>(outBF16.data())
-                                    .add(c.cols),
-                                error))
+    ASSERT_TRUE(program->launch(
+        "softmax_rows_bf16", {unsigned(c.rows)}, {c.threads}, shared,
+        KernelArgs().add<const float *>(in.data()).add<void *>(outBF16.data()).add(c.cols), error))
         << error;
     // FP32 tree sums against the CPU's sequential double sum: a few ULPs.
     EXPECT_LE(maxUlps(Format::F32, bitsOf(outF32.values()), bitsOf(want)), 4u) << name;
@@ -279,8 +277,8 @@ void checkQuantize(Format f, const std::vector<float> &x, float scale) {
   Buffer<uint8_t> out(n);
   Buffer<unsigned> amax(1);
   std::string error;
-  ASSERT_TRUE(program->launch(f == Format::F8E4M3FN ? "quantize_e4m3" : "quantize_e5m2", {8},
-                              {128}, 0,
+  ASSERT_TRUE(program->launch(f == Format::F8E4M3FN ? "quantize_e4m3" : "quantize_e5m2", {8}, {128},
+                              0,
                               KernelArgs()
                                   .add<const float *>(in.data())
                                   .add<const float *>(scaleBuffer.data())
@@ -343,9 +341,9 @@ TEST(ShimGelu, TanhGeluCastToFp16MatchesTheCpuKernel) {
   Buffer<float> in(x);
   Buffer<uint16_t> out(n);
   std::string error;
-  ASSERT_TRUE(program->launch("gelu_tanh_f16", {16}, {128}, 0,
-                              KernelArgs().add<const float *>(in.data()).add<void *>(out.data()).add(n),
-                              error))
+  ASSERT_TRUE(program->launch(
+      "gelu_tanh_f16", {16}, {128}, 0,
+      KernelArgs().add<const float *>(in.data()).add<void *>(out.data()).add(n), error))
       << error;
   std::vector<float> want(n);
   cpu::unary(cpu::UnaryOp::GeluTanh, x.data(), want.data(), n);
@@ -357,8 +355,8 @@ TEST(ShimGelu, TanhGeluCastToFp16MatchesTheCpuKernel) {
 TEST(ShimMath, MathFunctionsMatchTheCpuKernels) {
   const Program *program = kernels("math.cu");
   ASSERT_NE(program, nullptr);
-  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 1e-45f, -1e-45f, 1e-38f, 0.5f, -0.5f,
-                          88.0f, 89.0f, -104.0f, 3e38f};
+  std::vector<float> x = {0.0f,   -0.0f, kInf,  -kInf, kNaN,  1e-45f,  -1e-45f,
+                          1e-38f, 0.5f,  -0.5f, 88.0f, 89.0f, -104.0f, 3e38f};
   std::mt19937 random(3);
   std::uniform_real_distribution<float> wide(-30.0f, 30.0f);
   for (int i = 0; i < 3000; ++i)

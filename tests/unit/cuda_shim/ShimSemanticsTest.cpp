@@ -231,7 +231,8 @@ TEST(ShimErrors, LaunchesNoGpuWouldAccept) {
   EXPECT_FALSE(program->launch("write_indices", {1}, {32, 32, 2}, 0, args, error));
   EXPECT_THAT(error, HasSubstr("the block (32,32,2) exceeds the limits"));
   EXPECT_FALSE(program->launch("write_indices", {0}, {1}, 0, args, error));
-  EXPECT_EQ(error, "kernel write_indices: the grid (0,1,1) or the block (1,1,1) has a zero dimension");
+  EXPECT_EQ(error,
+            "kernel write_indices: the grid (0,1,1) or the block (1,1,1) has a zero dimension");
   EXPECT_FALSE(program->launch("write_indices", {1, 70000}, {1}, 0, args, error));
   EXPECT_THAT(error, HasSubstr("the grid (1,70000,1) exceeds the limits"));
   EXPECT_FALSE(program->launch("write_indices", {1}, {1}, 300000, args, error));
@@ -248,11 +249,13 @@ TEST(ShimErrors, ArgumentsThatDoNotMatchTheParameters) {
   EXPECT_FALSE(program->launch("write_indices", {1}, {1}, 0, KernelArgs(), error));
   EXPECT_EQ(error, "kernel write_indices takes 1 parameter, got 0");
   EXPECT_FALSE(program->launch("write_indices", {1}, {1}, 0, KernelArgs().add(7), error));
-  EXPECT_EQ(error, "kernel write_indices: parameter #0 is a pointer of 8 bytes, got an integer of 4 "
-                   "bytes");
+  EXPECT_EQ(error,
+            "kernel write_indices: parameter #0 is a pointer of 8 bytes, got an integer of 4 "
+            "bytes");
   EXPECT_FALSE(program->launch("write_indices", {1}, {1}, 0, KernelArgs().add(int64_t{7}), error));
-  EXPECT_EQ(error, "kernel write_indices: parameter #0 is a pointer of 8 bytes, got an integer of 8 "
-                   "bytes");
+  EXPECT_EQ(error,
+            "kernel write_indices: parameter #0 is a pointer of 8 bytes, got an integer of 8 "
+            "bytes");
 }
 
 /// Launches `kernel` of errors.cu on one block of `threads` and returns its
@@ -269,33 +272,39 @@ std::string errorOf(const std::string &kernel, unsigned threads) {
 }
 
 TEST(ShimErrors, SynchronizationNoGpuWouldComplete) {
-  EXPECT_EQ(errorOf("exit_before_barrier", 32),
-            "kernel exit_before_barrier: block (0,0,0), thread (0,0,0) waits at __syncthreads "
-            "(errors.cu:8), but thread (3,0,0) has exited without reaching it");
-  EXPECT_EQ(errorOf("divergent_barriers", 32),
-            "kernel divergent_barriers: block (0,0,0), threads wait at different barriers: thread "
-            "(0,0,0) at __syncthreads (errors.cu:15), thread (16,0,0) at __syncthreads "
-            "(errors.cu:17)");
-  EXPECT_EQ(errorOf("shuffle_missing_lane", 16),
-            "kernel shuffle_missing_lane: block (0,0,0), thread (0,0,0): __shfl_xor_sync "
-            "(errors.cu:24) with mask 0xffffffff: lane 0 reads lane 16, which does not exist (the "
-            "block has 16 threads)");
-  EXPECT_EQ(errorOf("shuffle_outside_mask", 32),
-            "kernel shuffle_outside_mask: block (0,0,0), thread (0,0,0): __shfl_xor_sync "
-            "(errors.cu:30) with mask 0x0000ffff: lane 0 reads lane 16, which is not in the mask");
-  EXPECT_EQ(errorOf("mask_without_self", 32),
-            "kernel mask_without_self: block (0,0,0), thread (0,0,0): __shfl_sync (errors.cu:36) "
-            "with mask 0x00000002: the mask does not include the calling lane 0");
-  EXPECT_EQ(errorOf("warp_against_barrier", 32),
-            "kernel warp_against_barrier: block (0,0,0), thread (0,0,0) waits at __shfl_xor_sync "
-            "(errors.cu:42) with mask 0xffffffff, but lane 16 (thread (16,0,0)) waits at "
-            "__syncthreads (errors.cu:44)");
-  EXPECT_EQ(errorOf("bad_width", 32),
-            "kernel bad_width: block (0,0,0), thread (0,0,0): __shfl_down_sync (errors.cu:49) "
-            "with mask 0xffffffff: width 12 is not a power of two from 1 to 32");
-  EXPECT_EQ(errorOf("exit_before_shuffle", 32),
-            "kernel exit_before_shuffle: block (0,0,0), thread (0,0,0) waits at __shfl_xor_sync "
-            "(errors.cu:56) with mask 0xffffffff, but lane 5 (thread (5,0,0)) has exited");
+  const struct {
+    const char *kernel;
+    unsigned threads;
+    const char *error; // after "kernel KERNEL: block (0,0,0), "
+  } cases[] = {
+      {"exit_before_barrier", 32,
+       "thread (0,0,0) waits at __syncthreads (errors.cu:8), but thread (3,0,0) has exited "
+       "without reaching it"},
+      {"divergent_barriers", 32,
+       "threads wait at different barriers: thread (0,0,0) at __syncthreads (errors.cu:15), "
+       "thread (16,0,0) at __syncthreads (errors.cu:17)"},
+      {"shuffle_missing_lane", 16,
+       "thread (0,0,0): __shfl_xor_sync (errors.cu:24) with mask 0xffffffff: lane 0 reads lane "
+       "16, which does not exist (the block has 16 threads)"},
+      {"shuffle_outside_mask", 32,
+       "thread (0,0,0): __shfl_xor_sync (errors.cu:30) with mask 0x0000ffff: lane 0 reads lane "
+       "16, which is not in the mask"},
+      {"mask_without_self", 32,
+       "thread (0,0,0): __shfl_sync (errors.cu:36) with mask 0x00000002: the mask does not "
+       "include the calling lane 0"},
+      {"warp_against_barrier", 32,
+       "thread (0,0,0) waits at __shfl_xor_sync (errors.cu:42) with mask 0xffffffff, but lane 16 "
+       "(thread (16,0,0)) waits at __syncthreads (errors.cu:44)"},
+      {"bad_width", 32,
+       "thread (0,0,0): __shfl_down_sync (errors.cu:49) with mask 0xffffffff: width 12 is not a "
+       "power of two from 1 to 32"},
+      {"exit_before_shuffle", 32,
+       "thread (0,0,0) waits at __shfl_xor_sync (errors.cu:56) with mask 0xffffffff, but lane 5 "
+       "(thread (5,0,0)) has exited"},
+  };
+  for (const auto &c : cases)
+    EXPECT_EQ(errorOf(c.kernel, c.threads),
+              "kernel " + std::string(c.kernel) + ": block (0,0,0), " + c.error);
 }
 
 TEST(ShimErrors, AFailureInALaterBlockNamesThatBlock) {
@@ -303,8 +312,8 @@ TEST(ShimErrors, AFailureInALaterBlockNamesThatBlock) {
   ASSERT_NE(program, nullptr);
   Buffer<int> out(4);
   std::string error;
-  EXPECT_FALSE(program->launch("fails_in_block_two", {4}, {32}, 0, KernelArgs().add(out.data()),
-                               error));
+  EXPECT_FALSE(
+      program->launch("fails_in_block_two", {4}, {32}, 0, KernelArgs().add(out.data()), error));
   EXPECT_EQ(error, "kernel fails_in_block_two: block (2,0,0), thread (0,0,0) waits at "
                    "__syncthreads (errors.cu:63), but thread (3,0,0) has exited without reaching "
                    "it");
@@ -417,11 +426,11 @@ TEST(ShimSanitizers, KernelMemoryErrorsAreReportedAtTheirSourceLine) {
                 program->launch("heap_overflow", {1}, {4}, 0,
                                 KernelArgs().add(out.data() + 60).add(4), error)),
                "heap-buffer-overflow.*\n(.*\n)*.*sanitizers.cu:15");
-  EXPECT_DEATH((__sanitizer_set_report_path("stderr"),
-                program->launch("misaligned_vector", {1}, {1}, 0,
-                                KernelArgs().add<const float *>(out.data()).add(out.data()),
-                                error)),
-               "sanitizers.cu:19:.*misaligned address");
+  EXPECT_DEATH(
+      (__sanitizer_set_report_path("stderr"),
+       program->launch("misaligned_vector", {1}, {1}, 0,
+                       KernelArgs().add<const float *>(out.data()).add(out.data()), error)),
+      "sanitizers.cu:19:.*misaligned address");
 }
 #endif
 

@@ -5,9 +5,9 @@
 // bits, sign cleared, exceed every other, so NaN wins as it must).
 
 template <__nv_fp8_interpretation_t Format>
-__device__ __forceinline__ void quantize(const float *__restrict__ x, const float *__restrict__ scale,
-                                         __nv_fp8_storage_t *__restrict__ out, unsigned *amaxBits,
-                                         int n) {
+__device__ __forceinline__ void
+quantize(const float *__restrict__ x, const float *__restrict__ scale,
+         __nv_fp8_storage_t *__restrict__ out, unsigned *amaxBits, int n) {
   const float s = *scale;
   unsigned local = 0;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -27,13 +27,15 @@ __device__ __forceinline__ void quantize(const float *__restrict__ x, const floa
     atomicMax(amaxBits, local);
 }
 
-extern "C" __global__ void quantize_e4m3(const float *__restrict__ x, const float *__restrict__ scale,
+extern "C" __global__ void quantize_e4m3(const float *__restrict__ x,
+                                         const float *__restrict__ scale,
                                          __nv_fp8_storage_t *__restrict__ out, unsigned *amaxBits,
                                          int n) {
   quantize<__NV_E4M3>(x, scale, out, amaxBits, n);
 }
 
-extern "C" __global__ void quantize_e5m2(const float *__restrict__ x, const float *__restrict__ scale,
+extern "C" __global__ void quantize_e5m2(const float *__restrict__ x,
+                                         const float *__restrict__ scale,
                                          __nv_fp8_storage_t *__restrict__ out, unsigned *amaxBits,
                                          int n) {
   quantize<__NV_E5M2>(x, scale, out, amaxBits, n);

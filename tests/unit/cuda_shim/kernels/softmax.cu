@@ -40,7 +40,9 @@ template <bool IsMax> __device__ __forceinline__ float blockReduce(float v, floa
 }
 
 __device__ __forceinline__ void store(float *out, float v) { *out = v; }
-__device__ __forceinline__ void store(__nv_bfloat16 *out, float v) { *out = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store(__nv_bfloat16 *out, float v) {
+  *out = __float2bfloat16_rn(v);
+}
 
 template <typename Out>
 __device__ __forceinline__ void softmaxRow(const float *__restrict__ in, Out *__restrict__ out,

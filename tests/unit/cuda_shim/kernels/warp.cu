@@ -18,9 +18,10 @@ extern "C" __global__ void shuffle_ints(int *__restrict__ out, int mode, int arg
 }
 
 // Floats keep their bits (NaN payloads, -0), ints their sign.
-extern "C" __global__ void shuffle_types(const float *__restrict__ f, const unsigned *__restrict__ u,
-                                         const int *__restrict__ i, float *__restrict__ fo,
-                                         unsigned *__restrict__ uo, int *__restrict__ io) {
+extern "C" __global__ void shuffle_types(const float *__restrict__ f,
+                                         const unsigned *__restrict__ u, const int *__restrict__ i,
+                                         float *__restrict__ fo, unsigned *__restrict__ uo,
+                                         int *__restrict__ io) {
   const int t = threadIdx.x;
   fo[t] = __shfl_xor_sync(0xffffffffu, f[t], 1);
   uo[t] = __shfl_down_sync(0xffffffffu, u[t], 3);
@@ -43,7 +44,8 @@ extern "C" __global__ void syncwarp_halves(int *__restrict__ out) {
 }
 
 // A warp sum with the usual butterfly, in every warp of the block.
-extern "C" __global__ void __launch_bounds__(1024) warp_sums(const float *__restrict__ in, float *__restrict__ out) {
+extern "C" __global__ void __launch_bounds__(1024)
+    warp_sums(const float *__restrict__ in, float *__restrict__ out) {
   float v = in[threadIdx.x];
   for (int offset = warpSize / 2; offset > 0; offset /= 2)
     v += __shfl_xor_sync(0xffffffffu, v, offset);
