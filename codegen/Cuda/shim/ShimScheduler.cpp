@@ -330,30 +330,32 @@ unsigned existingLanes(const Launch &launch, unsigned warpBase) {
 }
 
 /// The lane a shuffle reads for `lane`, by PTX shfl.sync's rules (its own
-/// lane when the source falls outside its segment).
+/// lane when the source falls outside its segment). The deltas of up and
+/// down are unsigned, so a huge one reads the own lane too.
 unsigned shuffleSource(const SimThread &t, unsigned lane) {
-  const int segmask = (t.c >> 8) & 0x1f;
-  const int minLane = static_cast<int>(lane) & segmask;
-  const int maxLane = minLane | (t.c & 0x1f & ~segmask);
-  int j = static_cast<int>(lane);
+  const int64_t segmask = (t.c >> 8) & 0x1f;
+  const int64_t minLane = lane & segmask;
+  const int64_t maxLane = minLane | (t.c & 0x1f & ~segmask);
+  const int64_t b = static_cast<uint32_t>(t.b);
+  int64_t j = lane;
   bool inRange = true;
   switch (t.op) {
   case WarpOp::SyncWarp:
     return lane;
   case WarpOp::ShflIdx:
-    j = minLane | (t.b & 0x1f & ~segmask);
+    j = minLane | (b & 0x1f & ~segmask);
     inRange = j <= maxLane;
     break;
   case WarpOp::ShflUp:
-    j = static_cast<int>(lane) - t.b;
+    j = lane - b;
     inRange = j >= maxLane;
     break;
   case WarpOp::ShflDown:
-    j = static_cast<int>(lane) + t.b;
+    j = lane + b;
     inRange = j <= maxLane;
     break;
   case WarpOp::ShflXor:
-    j = static_cast<int>(lane) ^ t.b;
+    j = lane ^ b;
     inRange = j <= maxLane;
     break;
   }

@@ -59,16 +59,18 @@ TEST(ShimIndices, KernelParamsAsTheCudaBackendPassesThem) {
 }
 
 /// The lane a shuffle reads, as the CUDA programming guide describes each
-/// intrinsic (mode 0 __shfl_sync, 1 up, 2 down, 3 xor).
+/// intrinsic (mode 0 __shfl_sync, 1 up, 2 down, 3 xor). The deltas of up
+/// and down are unsigned.
 int guideSource(int mode, int lane, int arg, int width) {
   const int base = lane / width * width;
+  const int64_t delta = static_cast<unsigned>(arg);
   switch (mode) {
   case 0:
-    return base + arg % width;
+    return base + (arg % width + width) % width;
   case 1:
-    return lane - base >= arg ? lane - arg : lane;
+    return lane - base >= delta ? lane - arg : lane;
   case 2:
-    return lane - base + arg < width ? lane + arg : lane;
+    return lane - base + delta < width ? lane + arg : lane;
   default:
     // Lanes may read earlier segments but not later ones.
     return (lane ^ arg) < base + width ? lane ^ arg : lane;
@@ -80,7 +82,9 @@ TEST(ShimWarp, ShufflesFollowTheProgrammingGuideForEveryModeAndWidth) {
   ASSERT_NE(program, nullptr);
   for (int mode = 0; mode < 4; ++mode)
     for (int width : {1, 2, 4, 8, 16, 32})
-      for (int arg : {0, 1, 3, 5, 16, 31, 40}) {
+      for (int arg : {0, 1, 3, 5, 16, 31, 40, -1}) {
+        if (mode == 3 && arg < 0)
+          continue; // a negative lane mask means nothing
         Buffer<int> out(64);
         std::string error;
         ASSERT_TRUE(program->launch("shuffle_ints", {1}, {64}, 0,
