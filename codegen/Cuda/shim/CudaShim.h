@@ -22,7 +22,8 @@
 //    unsigned, atomicAdd on float. Blocks and fibers never run at the same
 //    time, so a plain read-modify-write is atomic here.
 //  * Math: the C library's expf, logf, tanhf, erff, sqrtf, fmaxf, fminf,
-//    fabsf, isnan, isinf; rsqrtf as 1/sqrtf; __int_as_float, __float_as_int,
+//    fabsf, fmaf, isnan, isinf; rsqrtf as 1/sqrtf; __fadd_rn, __fsub_rn,
+//    __fmul_rn, __fdiv_rn, __fmaf_rn; __int_as_float, __float_as_int,
 //    __float_as_uint, __uint_as_float.
 //  * Types and conversions: the real cuda_fp16.h, cuda_bf16.h, cuda_fp8.h
 //    and vector_types.h in host mode. Every conversion the emitter uses
@@ -158,6 +159,14 @@ inline float atomicAdd(float *a, float v) { return mixprec::cudashim::exchange(a
 /// CUDA's rsqrtf has no C library twin; the CPU reference computes the same
 /// 1 / sqrt(x).
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+// The round-to-nearest intrinsics that keep NVRTC from contracting a*b+c
+// into an FMA; with -ffp-contract=off the host rounds each operation alone.
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 
 inline float __int_as_float(int bits) {
   return mixprec::cudashim::shuffleValue<float>(static_cast<uint32_t>(bits));

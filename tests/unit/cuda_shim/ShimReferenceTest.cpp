@@ -364,7 +364,7 @@ TEST(ShimMath, MathFunctionsMatchTheCpuKernels) {
   for (int i = 0; i < 1000; ++i)
     x.push_back(bitsFloat(random()));
   const int n = static_cast<int>(x.size());
-  Buffer<float> in(x), out(13 * static_cast<size_t>(n));
+  Buffer<float> in(x), out(19 * static_cast<size_t>(n));
   std::string error;
   ASSERT_TRUE(program->launch("math_f32", {8}, {128}, 0,
                               KernelArgs().add<const float *>(in.data()).add(out.data()).add(n),
@@ -388,8 +388,16 @@ TEST(ShimMath, MathFunctionsMatchTheCpuKernels) {
                         {4, cpu::UnaryOp::Sqrt, "sqrtf"}, {5, cpu::UnaryOp::Rsqrt, "rsqrtf"}};
   for (const auto &t : transcendental)
     EXPECT_LE(maxUlps(Format::F32, plane(t.plane), cpuUnary(t.op)), 2u) << t.name;
-  std::vector<float> fmax, fmin, fabs, isnan, isinf, negated;
+  std::vector<float> fmax, fmin, fabs, isnan, isinf, negated, sum, difference, product, quotient,
+      fma, unfused;
   for (float v : x) {
+    sum.push_back(v + 0.1f);
+    difference.push_back(v - 0.1f);
+    product.push_back(v * 0.1f);
+    quotient.push_back(v / 0.1f);
+    fma.push_back(std::fma(v, v, 0.1f));
+    const float square = v * v;
+    unfused.push_back(square + 0.1f);
     fmax.push_back(std::fmax(v, 0.5f));
     fmin.push_back(std::fmin(v, 0.5f));
     fabs.push_back(std::fabs(v));
@@ -404,6 +412,12 @@ TEST(ShimMath, MathFunctionsMatchTheCpuKernels) {
   EXPECT_EQ(plane(10), bitsOf(isinf));
   EXPECT_EQ(plane(11), bitsOf(negated));
   EXPECT_EQ(plane(12), bitsOf(fabs));
+  EXPECT_EQ(plane(13), bitsOf(sum));
+  EXPECT_EQ(plane(14), bitsOf(difference));
+  EXPECT_EQ(plane(15), bitsOf(product));
+  EXPECT_EQ(plane(16), bitsOf(quotient));
+  EXPECT_EQ(plane(17), bitsOf(fma));
+  EXPECT_EQ(plane(18), bitsOf(unfused));
 }
 
 // ---- Races --------------------------------------------------------------------------

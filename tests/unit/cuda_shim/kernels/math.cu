@@ -16,5 +16,11 @@ extern "C" __global__ void math_f32(const float *__restrict__ x, float *__restri
     o[10 * n] = isinf(v) ? 1.0f : 0.0f;
     o[11 * n] = __int_as_float(__float_as_int(v) ^ static_cast<int>(0x80000000u));
     o[12 * n] = __uint_as_float(__float_as_uint(v) & 0x7fffffffu);
+    o[13 * n] = __fadd_rn(v, 0.1f);
+    o[14 * n] = __fsub_rn(v, 0.1f);
+    o[15 * n] = __fmul_rn(v, 0.1f);
+    o[16 * n] = __fdiv_rn(v, 0.1f);
+    o[17 * n] = __fmaf_rn(v, v, 0.1f);
+    o[18 * n] = v * v + 0.1f; // two roundings: no FMA contraction
   }
 }
