@@ -111,20 +111,21 @@ std::string firstError(const std::string &log, const std::string &folder) {
 /// The host compiler's command line for `wrapper` into `library`.
 std::vector<std::string> compileCommand(const std::string &wrapper, const std::string &library,
                                         const CompileOptions &options) {
-  std::vector<std::string> argv = {
-      MIXPREC_CUDA_SHIM_CXX, "-std=c++17", "-O1", "-fPIC", "-shared", "-fvisibility=hidden",
-      // The GPU rounds a*b+c twice unless the source asks for an FMA; C++
-      // may alias a bf16 buffer through a uint4 as CUDA code does.
-      "-ffp-contract=off", "-fno-strict-aliasing", "-I" MIXPREC_CUDA_SHIM_SOURCE_ROOT, "-isystem",
-      MIXPREC_CUDA_SHIM_CUDA_INCLUDE, "-x", "c++", "-include",
-      MIXPREC_CUDA_SHIM_SOURCE_ROOT "/codegen/Cuda/shim/CudaShim.h", wrapper, "-x", "none",
-      MIXPREC_CUDA_SHIM_SCHEDULER,
-      // The scheduler stays private to each library.
-      "-Wl,--exclude-libs,ALL", "-o", library};
+  std::vector<std::string> argv = {MIXPREC_CUDA_SHIM_CXX, "-std=c++17", "-O1", "-fPIC", "-shared",
+                                   "-fvisibility=hidden"};
+  // The GPU rounds a*b+c twice unless the source asks for an FMA; CUDA code
+  // reads a bf16 buffer through a uint4 pointer.
+  argv.insert(argv.end(), {"-ffp-contract=off", "-fno-strict-aliasing"});
+  argv.insert(argv.end(),
+              {"-I" MIXPREC_CUDA_SHIM_SOURCE_ROOT, "-isystem", MIXPREC_CUDA_SHIM_CUDA_INCLUDE});
+  argv.insert(argv.end(), {"-x", "c++", "-include",
+                           MIXPREC_CUDA_SHIM_SOURCE_ROOT "/codegen/Cuda/shim/CudaShim.h", wrapper});
+  // The scheduler stays private to each library.
+  argv.insert(argv.end(),
+              {"-x", "none", MIXPREC_CUDA_SHIM_SCHEDULER, "-Wl,--exclude-libs,ALL", "-o", library});
 #if MIXPREC_CUDA_SHIM_SANITIZE
-  for (const char *flag : {"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                           "-fno-omit-frame-pointer", "-gline-tables-only"})
-    argv.push_back(flag);
+  argv.insert(argv.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                           "-fno-omit-frame-pointer", "-g1"});
 #endif
   argv.insert(argv.end(), options.extraFlags.begin(), options.extraFlags.end());
   return argv;
