@@ -583,25 +583,20 @@ const KernelRecord *firstKernel() { return gFirstKernel; }
 
 bool launchKernel(const KernelRecord *kernel, const LaunchRequest *request, char *error,
                   size_t errorSize) {
-  std::string message;
-  if (tLaunch != nullptr) {
-    message = "a kernel cannot launch another";
-  } else {
-    Launch launch;
-    launch.kernel = kernel;
-    launch.request = request;
+  Launch launch;
+  launch.kernel = kernel;
+  launch.request = request;
 #ifdef MIXPREC_SHIM_ASAN
-    const size_t dynamicBytes = std::min(request->dynamicSharedBytes, kMaxDynamicSharedBytes);
-    ASAN_POISON_MEMORY_REGION(reinterpret_cast<char *>(smem) + dynamicBytes,
-                              kMaxDynamicSharedBytes - dynamicBytes);
+  const size_t dynamicBytes = std::min(request->dynamicSharedBytes, kMaxDynamicSharedBytes);
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char *>(smem) + dynamicBytes,
+                            kMaxDynamicSharedBytes - dynamicBytes);
 #endif
-    tLaunch = &launch;
-    message = runLaunch(launch);
-    tLaunch = nullptr;
+  tLaunch = &launch;
+  std::string message = runLaunch(launch);
+  tLaunch = nullptr;
 #ifdef MIXPREC_SHIM_ASAN
-    ASAN_UNPOISON_MEMORY_REGION(smem, kMaxDynamicSharedBytes);
+  ASAN_UNPOISON_MEMORY_REGION(smem, kMaxDynamicSharedBytes);
 #endif
-  }
   if (message.empty())
     return true;
   message = "kernel " + std::string(kernel->name) + ": " + message;
