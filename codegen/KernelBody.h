@@ -2,8 +2,7 @@
 //
 // How a kernel body's values are read at each point of its iteration space
 // and what its scalar constants hold, shared by the emitters of kernels
-// (the CUDA emitter; the module writer has its own copies still, to be
-// switched to these).
+// (the module writer's expression programs and the CUDA emitter).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_CODEGEN_KERNELBODY_H

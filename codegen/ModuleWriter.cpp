@@ -1,5 +1,6 @@
 //===- ModuleWriter.cpp - serialize a planned mpk function to .mpk ---------===//
 #include "codegen/ModuleWriter.h"
+#include "codegen/KernelBody.h"
 #include "codegen/RoutineOptions.h"
 
 #include "common/FileIO.h"
@@ -56,24 +57,6 @@ int64_t bytesOf(Value v) {
   return typeOf(v).getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
 }
 
-/// Element strides that read a tensor of shape `t` at every point of the
-/// iteration space `space`, broadcasting NumPy-style as the kernel body's
-/// ops do (a row value has its row dims as 1).
-std::vector<int64_t> stridesFor(ArrayRef<int64_t> t, ArrayRef<int64_t> space) {
-  size_t rank = space.size();
-  std::vector<int64_t> strides(rank, 0);
-  SmallVector<int64_t> aligned(rank, 1);
-  for (size_t i = 0; i < t.size() && i < rank; ++i)
-    aligned[rank - 1 - i] = t[t.size() - 1 - i];
-  int64_t stride = 1;
-  for (size_t i = rank; i-- > 0;) {
-    // A size-1 dim is read at index 0 whatever the point: stride 0.
-    strides[i] = aligned[i] == 1 ? 0 : stride;
-    stride *= aligned[i];
-  }
-  return strides;
-}
-
 /// The expression-program opcode of a scalar function, or nullopt for silu,
 /// which kernel bodies hold as a sigmoid and a mul (--mp-lower-to-kernels).
 std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
@@ -127,25 +110,6 @@ std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
   return std::nullopt;
 }
 
-/// The value of a scalar constant as the FP32 immediate the program holds
-/// (a bool is 1 or 0, as a loaded bool tensor), or nullopt when `op` is no
-/// such constant.
-std::optional<float> scalarConstantOf(Operation &op) {
-  DenseElementsAttr dense;
-  if (!matchPattern(&op, m_Constant(&dense)) || !dense.isSplat())
-    return std::nullopt;
-  Type type = dense.getElementType();
-  if (type.isInteger(1))
-    return dense.getSplatValue<bool>() ? 1.0f : 0.0f;
-  if (type.isSignlessInteger())
-    return static_cast<float>(dense.getSplatValue<APInt>().getSExtValue());
-  if (!isa<FloatType>(type))
-    return std::nullopt;
-  APFloat v = dense.getSplatValue<APFloat>();
-  bool losesInfo = false;
-  v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
-  return v.convertToFloat();
-}
 
 /// Builds the FlatBuffers module from a planned function: one module step
 /// per mpk step, in order.
@@ -277,7 +241,7 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
   Block &body = op.getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
     reg[arg] = add(sc::OpCode::Load, {}, *dtypeOf(typeOf(input).getElementType()), 0,
-                   tensorOf(input), stridesFor(typeOf(input).getShape(), space));
+                   tensorOf(input), broadcastStrides(typeOf(input).getShape(), space));
   for (Operation &inner : body.without_terminator())
     if (!emitOp(inner, error))
       return false;
@@ -286,7 +250,7 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
   for (auto [value, result] : llvm::zip(yield.getValues(), op.getResults()))
     add(sc::OpCode::Store, {reg.lookup(value)}, *dtypeOf(typeOf(result).getElementType()), 0,
-        tensorOf(result), stridesFor(typeOf(value).getShape(), space));
+        tensorOf(result), broadcastStrides(typeOf(value).getShape(), space));
   // The runtime would refuse the module; say so now, naming the kernel.
   if (program.size() > runtime::kMaxProgramLength) {
     error = "kernel '" +
@@ -319,7 +283,7 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
   if (op.getNumResults() != 1)
     return noForm();
   Value out = op.getResult(0);
-  if (std::optional<float> value = scalarConstantOf(op)) {
+  if (std::optional<float> value = scalarConstantValue(op)) {
     reg[out] = add(sc::OpCode::Const, {}, sc::DType::F32, *value);
     return true;
   }
