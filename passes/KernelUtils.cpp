@@ -52,11 +52,6 @@ bool isGemmStep(Operation *gemmOp) {
   return fits(a) && fits(b);
 }
 
-bool computesInTf32(Operation *op) {
-  auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
-  return precision && isa<FloatTF32Type>(precision.getValue());
-}
-
 ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
   SmallVector<Attribute> names;
   for (Operation *op : ops) {

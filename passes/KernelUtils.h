@@ -41,10 +41,6 @@ bool isScalarConstant(mlir::Value v);
 /// not at all (else it runs as the numpy-semantics matmul routine).
 bool isGemmStep(mlir::Operation *gemmOp);
 
-/// Whether the precision plan runs the op's GEMM in TF32 (FP32 operands
-/// rounded to TF32 as tensor cores read them).
-bool computesInTf32(mlir::Operation *op);
-
 /// The graph op names a lowered op keeps (`ops`): each op's node name, else
 /// its op type.
 mlir::ArrayAttr namesOf(mlir::MLIRContext *ctx, llvm::ArrayRef<mlir::Operation *> ops);

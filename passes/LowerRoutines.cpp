@@ -71,7 +71,7 @@ void addRoutine(RewritePatternSet &patterns, Routine routine, Attribute (*buildO
 /// conv2d: its window, groups, and TF32 from the precision plan.
 Attribute conv2dOptions(graph::Conv2dOp op) {
   return kernel::Conv2dOptionsAttr::get(op.getContext(), op.getStrides(), op.getPads(),
-                                        op.getDilations(), op.getGroups(), computesInTf32(op));
+                                        op.getDilations(), op.getGroups(), graph::computesInTf32(op));
 }
 
 /// max_pool2d: dilations 1 unless given; no padding count.
@@ -125,7 +125,7 @@ Attribute fp8ScaleOptions(graph::Fp8ScaleOp op) {
 /// A matmul no GEMM step expresses (vector operands, partially broadcast
 /// batches): numpy.matmul, TF32 from the precision plan.
 Attribute matmulOptions(graph::MatmulOp op) {
-  return kernel::MatmulOptionsAttr::get(op.getContext(), computesInTf32(op));
+  return kernel::MatmulOptionsAttr::get(op.getContext(), graph::computesInTf32(op));
 }
 
 } // namespace

@@ -152,7 +152,7 @@ struct GemmFusionToGemm : OpConversionPattern<graph::FusionOp> {
       operands.bias = extraBias;
     kernel::GemmOp step =
         buildGemm(rewriter, fusion.getLoc(), mapOperands(operands, outside), epilogue,
-                  computesInTf32(gemm), fusion.getOps(), fusion.getResult(0).getType());
+                  graph::computesInTf32(gemm), fusion.getOps(), fusion.getResult(0).getType());
     rewriter.replaceOp(fusion, step.getResult());
     return success();
   }
@@ -172,7 +172,7 @@ struct GemmToGemm : OpInterfaceConversionPattern<graph::GemmOpInterface> {
     auto converted = [&](Value v) { return rewriter.getRemappedValue(v); };
     kernel::GemmOp step =
         buildGemm(rewriter, op->getLoc(), mapOperands(gemm.getGemmOperands(), converted), "none",
-                  computesInTf32(op), namesOf(op->getContext(), {op}), op->getResult(0).getType());
+                  graph::computesInTf32(op), namesOf(op->getContext(), {op}), op->getResult(0).getType());
     rewriter.replaceOp(op, step.getResult());
     return success();
   }

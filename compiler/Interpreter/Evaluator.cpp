@@ -104,19 +104,13 @@ uint64_t hostBytes(const HostTensor &t) {
   return t.floats.size() * sizeof(float) + t.ints.size() * sizeof(int64_t) + t.bools.size();
 }
 
-/// Whether `op` runs in TF32 (--mp-assign-precision's `mp.precision`).
-bool runsInTf32(Operation *op) {
-  auto precision = op->getAttrOfType<TypeAttr>(graph::GraphDialect::kPrecisionAttr);
-  return precision && isa<FloatTF32Type>(precision.getValue());
-}
-
 /// What an op allocates besides its results: what its reference kernel
 /// says (ReferenceOpInterface), plus TF32 copies of its operands.
 uint64_t scratchBytesOf(Operation *op) {
   uint64_t bytes = 0;
   if (auto reference = dyn_cast<ReferenceOpInterface>(op))
     bytes = reference.getScratchBytes();
-  if (runsInTf32(op))
+  if (graph::computesInTf32(op))
     for (Value v : op->getOperands())
       bytes = addBytes(bytes, hostBytesOf(v.getType()));
   return bytes;
@@ -162,7 +156,7 @@ void Evaluator::setFloat(Value result, std::vector<float> values) {
 void Evaluator::set(Value result, HostTensor tensor) { env[result] = std::move(tensor); }
 
 const float *Evaluator::gemmOperand(Operation *gemm, Value v, std::vector<float> &scratch) const {
-  if (!runsInTf32(gemm))
+  if (!graph::computesInTf32(gemm))
     return floats(v);
   scratch = get(v).floats;
   for (float &x : scratch)

@@ -64,6 +64,11 @@ PrecisionClass precisionClassOf(mlir::Operation *op);
 /// is no row reduction.
 int64_t rowReductionDimsOf(mlir::Operation *op);
 
+/// Whether the precision plan runs `op` in TF32 (`mp.precision = tf32`:
+/// FP32 operands rounded to TF32 as tensor cores read them). The
+/// interpreter, the lowering and the routines all ask this.
+bool computesInTf32(mlir::Operation *op);
+
 } // namespace mixprec::graph
 
 #endif // MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H

@@ -103,4 +103,9 @@ int64_t ReduceMaxOp::getRowReductionDims() {
 // A reshape is a view of its input's bytes (an mpk.alias): it moves none.
 int64_t ReshapeOp::getByteCount() { return 0; }
 
+bool computesInTf32(Operation *op) {
+  auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
+  return precision && isa<FloatTF32Type>(precision.getValue());
+}
+
 } // namespace mixprec::graph
