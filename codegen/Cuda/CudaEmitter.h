@@ -2,8 +2,10 @@
 //
 // Prints one `extern "C" __global__` CUDA C++ kernel per mpk.kernel from its
 // body, with the CPU backend's numerics (runtime/src/cpu/CpuKernelRun.cpp):
-// registers are FP32, values are rounded only where the program rounds
-// (Cast, Quantize, Store), FP8 conversions saturate (satfinite) and
+// registers are FP32, each value is rounded to its IR element type (the
+// arithmetic of a bf16 op runs in FP32 and rounds once to bf16, as the
+// module format and the interpreter say), stores round to the tensor's
+// dtype, FP8 conversions saturate (satfinite) and
 // Quantize gives NaN for a non-finite value or scale. Each op says what it
 // computes (ScalarFn, row_reduce kind, amax); the emitter maps those cases.
 //

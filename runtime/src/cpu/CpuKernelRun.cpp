@@ -37,6 +37,57 @@ bool advance(const std::vector<int64_t> &dims, size_t rank, std::vector<int64_t>
   return false;
 }
 
+/// Rounds `n` register values to `dtype`, kept as FP32: floats to the
+/// nearest value of the format (FP8 saturating), integers toward zero,
+/// bools to 0 or 1.
+void roundRegisters(DType dtype, const float *in, float *out, int64_t n) {
+  switch (dtype) {
+  case DType::F32:
+    std::copy(in, in + n, out);
+    break;
+  case DType::I64:
+  case DType::I32:
+    // Registers stay FP32: the integer value, still a float (a Store to an
+    // integer tensor checks its range).
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = std::trunc(in[i]);
+    break;
+  case DType::Bool:
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = in[i] != 0.0f ? 1.0f : 0.0f;
+    break;
+  default:
+    num::roundArray(formatOf(dtype), in, out, n, storeOptions(dtype));
+    break;
+  }
+}
+
+/// Whether instruction `inst`'s result, just computed in pass `pass`, still
+/// needs rounding to its dtype. The schema has every result rounded to its
+/// dtype (a bf16 value of the IR holds bf16 values in registers too); the
+/// arithmetic runs in FP32, so each result is rounded once here. Loads hold
+/// their tensor's values, constants are FP32, casts and quantizes round
+/// themselves, an Amax is FP32 and only stored, and a row reduction's
+/// register is filled (and so rounded) only in the passes after its own.
+bool roundsResult(const KernelPlan::Inst &inst, int32_t pass) {
+  if (inst.dtype == DType::F32)
+    return false;
+  switch (inst.op) {
+  case OpCode::Load:
+  case OpCode::Store:
+  case OpCode::Const:
+  case OpCode::Cast:
+  case OpCode::Quantize:
+  case OpCode::Amax:
+    return false;
+  case OpCode::RowSum:
+  case OpCode::RowMax:
+    return inst.pass != pass;
+  default:
+    return true;
+  }
+}
+
 } // namespace
 
 Status CpuBackend::runKernel(const KernelPlan &plan) {
@@ -241,25 +292,7 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       cpu::unary(cpu::UnaryOp::Reciprocal, a, r, n);
       break;
     case OpCode::Cast:
-      switch (inst.dtype) {
-      case DType::F32:
-        std::copy(a, a + n, r);
-        break;
-      case DType::I64:
-      case DType::I32:
-        // Registers stay FP32: the integer value, still a float (a Store to
-        // an integer tensor checks its range).
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = std::trunc(a[i]);
-        break;
-      case DType::Bool:
-        for (int64_t i = 0; i < n; ++i)
-          r[i] = a[i] != 0.0f ? 1.0f : 0.0f;
-        break;
-      default:
-        num::roundArray(formatOf(inst.dtype), a, r, n, storeOptions(inst.dtype));
-        break;
-      }
+      roundRegisters(inst.dtype, a, r, n);
       break;
     case OpCode::Select:
       for (int64_t i = 0; i < n; ++i)
@@ -305,6 +338,8 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       break;
     }
     }
+    if (roundsResult(inst, pass))
+      roundRegisters(inst.dtype, r, r, n);
   }
   return okStatus();
 }

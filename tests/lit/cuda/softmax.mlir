@@ -1,7 +1,7 @@
 // RUN: mixprec-opt --mp-fuse --mp-lower-to-kernels %s | mixprec-translate --mpk-to-cuda | FileCheck %s
 // A fused softmax is one block per row: the row max, then the sum of
 // exp(x - max), each reduced with warp shuffles and shared memory in FP32,
-// then the outputs, rounded once to BF16 at the store.
+// then the outputs: the division, a bf16 op, rounds once to BF16.
 // CHECK: #include <cuda_fp16.h>
 // CHECK: #include <cuda_bf16.h>
 // CHECK: #include <cuda_fp8.h>
@@ -20,7 +20,7 @@
 // CHECK: const float [[E:v[0-9]+]] = expf([[D]]); // mpk.elementwise exp
 // CHECK: [[SUMACC]] = [[SUMACC]] + [[E]];
 // CHECK: const float [[SUM:v[0-9]+]] = mp_block_sum([[SUMACC]], mp_smem); // mpk.row_reduce sum
-// CHECK: const float [[Q:v[0-9]+]] = [[E]] / [[SUM]]; // mpk.elementwise div
+// CHECK: const float [[Q:v[0-9]+]] = mp_round_bf16([[E]] / [[SUM]]); // mpk.elementwise div
 // CHECK: mp_store_bf16(out0, x0 * 8LL + x1, [[Q]]); // result 0
 func.func @sm(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
   %0 = mp.softmax %x {axis = 1 : i64} : tensor<4x8xbf16> -> tensor<4x8xbf16> loc("sm")
