@@ -61,6 +61,15 @@ std::optional<DTypeInfo> dtypeInfo(Type t) {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// Bytes of one element of `t` in device memory, if it has a CUDA type.
+std::optional<int64_t> elementBytes(Type t) {
+  if (t.isInteger(1))
+    return 1;
+  if (!dtypeInfo(t))
+    return std::nullopt;
+  return (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
 /// The CUDA expression of each scalar function, indexed by ScalarFn: $0..$2
 /// are the operands, $T the result dtype's helper suffix. Null: no form
 /// (silu, which kernel bodies hold as a sigmoid and a mul). Each matches
@@ -183,6 +192,10 @@ private:
   std::string offset(const std::vector<int64_t> &strides) const;
   void printStore(const Store &s, const std::string &indent);
   void printElementwise();
+  /// Elements per thread of a vectorized element-wise kernel (see
+  /// printVectorized), or 1 when the kernel is not one.
+  int64_t vectorWidth();
+  void printVectorized(int64_t width);
   void printRows();
   /// Thread-local amax accumulation at the current point.
   void printAmaxUpdates(const std::string &indent);
@@ -196,6 +209,8 @@ private:
   std::vector<Store> stores;
   std::vector<int> amaxStores; // indices into stores
   int maxLevel = 0;
+  /// printNodes reads loads from the packs p<node> (vectorized kernels).
+  bool vectorLoads = false;
   std::ostringstream os;
 };
 
@@ -357,7 +372,12 @@ void KernelPrinter::printNodes(const std::vector<bool> &need, const std::string 
     if (n.kind == Node::Load) {
       std::optional<DTypeInfo> info =
           dtypeInfo(typeOf(op.getInputs()[n.input]).getElementType());
-      os << "mp_load_" << info->suffix << "(in" << n.input << ", " << offset(n.strides) << ");";
+      if (vectorLoads)
+        os << "mp_load_" << info->suffix << "(p" << i << ".v, "
+           << (n.strides.empty() || n.strides.back() == 0 ? "0" : "u") << ");";
+      else
+        os << "mp_load_" << info->suffix << "(in" << n.input << ", " << offset(n.strides)
+           << ");";
     } else {
       os << n.expr << ";";
     }
@@ -406,7 +426,99 @@ void KernelPrinter::printParams() {
   os << ") {\n";
 }
 
+int64_t KernelPrinter::vectorWidth() {
+  if (space.empty() || !stores.size())
+    return 1;
+  // Every access walks the innermost dim contiguously (stride 1) or not at
+  // all (0: one value per chunk); then a chunk of `width` consecutive
+  // innermost elements starts at a multiple of `width` in every walked
+  // tensor (their outer strides are multiples of the innermost size), so
+  // with 16-byte aligned buffers each pack is aligned to its size.
+  int64_t widest = 1;
+  auto fits = [&](const std::vector<int64_t> &strides, Type elementType) {
+    if (strides.back() != 0 && strides.back() != 1)
+      return false;
+    std::optional<int64_t> bytes = elementBytes(elementType);
+    if (!bytes)
+      return false;
+    if (strides.back() == 1)
+      widest = std::max(widest, *bytes);
+    return true;
+  };
+  for (const Node &n : nodes)
+    if (n.kind == Node::Load &&
+        !fits(n.strides, typeOf(op.getInputs()[n.input]).getElementType()))
+      return 1;
+  for (const Store &st : stores) {
+    if (nodes[st.node].kind == Node::Amax)
+      continue;
+    if (st.strides.back() != 1 ||
+        !fits(st.strides, typeOf(op.getResults()[st.result]).getElementType()))
+      return 1;
+  }
+  const int64_t width = 16 / widest;
+  return width > 1 && space.back() % width == 0 ? width : 1;
+}
+
+void KernelPrinter::printVectorized(int64_t width) {
+  int64_t total = 1;
+  for (int64_t d : space)
+    total *= d;
+  std::vector<bool> need(nodes.size(), false);
+  for (const Store &st : stores)
+    markNeeded(st.node, need, 0);
+  for (int si : amaxStores)
+    need[stores[si].node] = true;
+  if (!amaxStores.empty())
+    os << "  __shared__ float mp_smem[32];\n";
+  for (int si : amaxStores)
+    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  os << "  // " << width << " consecutive elements per thread: 16-byte (or narrower)\n"
+     << "  // pack loads and stores.\n";
+  os << "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < "
+     << total / width << "LL; c += (long long)gridDim.x * blockDim.x) {\n";
+  printCoords(0, space.size(), "c * " + std::to_string(width) + "LL", "    ");
+  auto packType = [&](Type elementType, int64_t count) {
+    return "mp_pack<" + std::string(dtypeInfo(elementType)->ctype) + ", " +
+           std::to_string(count) + ">";
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &n = nodes[i];
+    if (!need[i] || n.kind != Node::Load)
+      continue;
+    Type t = typeOf(op.getInputs()[n.input]).getElementType();
+    const int64_t count = n.strides.back() == 1 ? width : 1;
+    os << "    const " << packType(t, count) << " p" << i << " = *reinterpret_cast<const "
+       << packType(t, count) << " *>(in" << n.input << " + " << offset(n.strides) << ");\n";
+  }
+  for (const Store &st : stores)
+    if (nodes[st.node].kind != Node::Amax)
+      os << "    " << packType(typeOf(op.getResults()[st.result]).getElementType(), width)
+         << " q" << st.result << ";\n";
+  os << "#pragma unroll\n";
+  os << "    for (int u = 0; u < " << width << "; ++u) {\n";
+  vectorLoads = true;
+  printNodes(need, "      ");
+  vectorLoads = false;
+  for (const Store &st : stores)
+    if (nodes[st.node].kind != Node::Amax)
+      os << "      mp_store_" << st.suffix << "(q" << st.result << ".v, u, v" << st.node
+         << "); // result " << st.result << "\n";
+  printAmaxUpdates("      ");
+  os << "    }\n";
+  for (const Store &st : stores)
+    if (nodes[st.node].kind != Node::Amax) {
+      std::string pack = packType(typeOf(op.getResults()[st.result]).getElementType(), width);
+      os << "    *reinterpret_cast<" << pack << " *>(out" << st.result << " + "
+         << offset(st.strides) << ") = q" << st.result << ";\n";
+    }
+  os << "  }\n";
+  printAmaxFinish();
+}
+
 void KernelPrinter::printElementwise() {
+  if (int64_t width = vectorWidth(); width > 1)
+    return printVectorized(width);
   int64_t total = 1;
   for (int64_t d : space)
     total *= d;
@@ -544,8 +656,10 @@ bool KernelPrinter::print(CudaKernel &out, std::string &error) {
       launch.blockSize *= 2;
     launch.gridSize = total == 0 && rowLength != 0 ? 0 : std::min<int64_t>(rows, 65535);
   } else {
+    // A vectorized kernel's threads take `width` elements each.
+    const int64_t threads = total / vectorWidth();
     launch.blockSize = 256;
-    launch.gridSize = std::min<int64_t>((total + 255) / 256, 65535);
+    launch.gridSize = std::min<int64_t>((threads + 255) / 256, 65535);
   }
   for (int si : amaxStores)
     launch.zeroedResults.push_back(stores[si].result);
@@ -638,6 +752,10 @@ __device__ __forceinline__ float mp_round_bool(float x) { return x != 0.0f ? 1.0
 __device__ __forceinline__ bool mp_finite(float x) { return !isnan(x) && !isinf(x); }
 __device__ __forceinline__ float mp_quantize_e4m3(float x, float s) { return mp_finite(x) && mp_finite(s) ? mp_round_e4m3(x * s) : MP_NAN; }
 __device__ __forceinline__ float mp_quantize_e5m2(float x, float s) { return mp_finite(x) && mp_finite(s) ? mp_round_e5m2(x * s) : MP_NAN; }
+
+// A pack of V elements, loaded or stored in one access of its size (up to
+// 16 bytes) by vectorized element-wise kernels.
+template <typename T, int V> struct alignas(sizeof(T) * V) mp_pack { T v[V]; };
 
 // Stores: one rounding to the tensor's dtype (FP8 saturating).
 __device__ __forceinline__ void mp_store_f32(float *p, long long i, float x) { p[i] = x; }

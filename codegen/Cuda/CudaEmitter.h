@@ -9,6 +9,13 @@
 // Quantize gives NaN for a non-finite value or scale. Each op says what it
 // computes (ScalarFn, row_reduce kind, amax); the emitter maps those cases.
 //
+// Element-wise kernels whose accesses all walk the innermost dim
+// contiguously (or broadcast along it) take V consecutive elements per
+// thread, V = 16 bytes / the widest such element, when V divides the
+// innermost dim: one pack load or store per access (16 bytes for the
+// widest), which needs every buffer 16-byte aligned (the memory plan aligns
+// to 256; the CUDA backend checks buffers bound by the application).
+//
 // Kernel parameters: the kernel's inputs in order, then its results, as
 // device pointers of their element types. The emitted source uses only the
 // CUDA subset a CPU shim can implement (see CudaEmitter.cpp's prelude).

@@ -9,8 +9,10 @@
 // CHECK-NEXT: float amax1 = 0.0f;
 // CHECK: const float v2 = mp_gelu_tanh(v0); // mpk.elementwise gelu_tanh
 // CHECK-NEXT: const float v4 = mp_quantize_e4m3(v2, v1); // mp.quantize
-// CHECK-NEXT: mp_store_e4m3(out0, x0 * 8LL + x1, v4); // result 0
+// CHECK-NEXT: mp_store_e4m3(q0.v, u, v4); // result 0
 // CHECK-NEXT: amax1 = mp_amax_update(amax1, v2); // mpk.amax
+// CHECK-NEXT: }
+// CHECK-NEXT: *reinterpret_cast<mp_pack<__nv_fp8_storage_t, 8> *>(out0 + x0 * 8LL + x1) = q0;
 // CHECK-NEXT: }
 // CHECK: amax1 = mp_block_amax(amax1, mp_smem);
 // CHECK-NEXT: if (threadIdx.x == 0)
