@@ -99,9 +99,15 @@ Status planEpilogue(const GemmDesc &g, const std::vector<TensorDesc> &tensors, G
                                 formatShape(g.biasTarget) +
                                 "; cuBLASLt takes a bias of n values along the last dim, "
                                 "one value, or one per output element");
-    if (bias.dtype != out.dtype)
-      return unsupported(g, "bias " + bias.name + " is " + dtypeName(bias.dtype) +
-                                " but the output " + dtypeName(out.dtype) +
+    // cuBLASLt reads a bias of D's type, but a bf16 one for FP8 products
+    // written in f32 (its FP8 table); matrix C has D's type.
+    const bool fp8ToF32 = isFp8(tensors[g.a].dtype) && out.dtype == DType::F32 &&
+                          p.bias != GemmBias::Matrix;
+    const DType wanted = fp8ToF32 ? DType::BF16 : out.dtype;
+    if (bias.dtype != wanted)
+      return unsupported(g, "bias " + bias.name + " is " + dtypeName(bias.dtype) + " but the " +
+                                dtypeName(out.dtype) + " output needs a " + dtypeName(wanted) +
+                                " bias" + (fp8ToF32 ? " (cuBLASLt's FP8 GEMMs)" : "") +
                                 "; cuBLASLt adds a bias of the output's dtype");
     cudaDataTypeOf(bias.dtype, p.biasType);
   }
