@@ -313,6 +313,10 @@ std::vector<GemmCase> cases() {
   wide.bias = DType::BF16;
   wide.transB = wide.scales = true;
   wide.epilogue = Epilogue::Bias;
+  GemmCase &fp8Scalar = add("fp8_scales_and_scalar_bias_relu", DType::F8E4M3FN, 16, 32, 32);
+  fp8Scalar.out = fp8Scalar.bias = DType::BF16;
+  fp8Scalar.transB = fp8Scalar.scales = fp8Scalar.scalarBias = true;
+  fp8Scalar.epilogue = Epilogue::BiasRelu;
   GemmCase &scalar32 = add("f32_scalar_bias", DType::F32, 16, 24, 8);
   scalar32.scalarBias = true;
   scalar32.epilogue = Epilogue::Bias;

@@ -3,12 +3,12 @@
 // prepare(): 1. a GemmPlan per step (GemmPlan.h), refusing what cuBLASLt
 // cannot compute as the CPU backend does; 2. device memory: one workspace
 // (kWorkspaceBytes, 32 MiB as cuBLASLt on Hopper likes) shared by the steps,
-// which one stream runs one after the other, and a scratch buffer with a
-// 256-byte slot per step that needs one (FP8 scale reciprocals, an expanded
-// one-element bias); 3. descriptors per step, the algorithm per distinct
-// plan from cublasLtMatmulAlgoGetHeuristic, kept in a map keyed by the plan.
-// run(): the helper kernel a step needs, then cublasLtMatmul, on the
-// caller's stream, never synchronizing.
+// which one stream runs one after the other, and a scratch buffer of
+// 256-byte aligned slots, one per FP8 step (its scale reciprocals) and per
+// one-element bias (expanded to n values); 3. descriptors per step, the
+// algorithm per distinct plan from cublasLtMatmulAlgoGetHeuristic, kept in a
+// map keyed by the plan. run(): the helper kernels a step needs, then
+// cublasLtMatmul, on the caller's stream, never synchronizing.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cuda/CudaGemm.h"
@@ -20,6 +20,7 @@
 #include "runtime/src/cuda/GemmPlan.h"
 
 #include <map>
+#include <optional>
 
 namespace mixprec::runtime::cuda {
 namespace {
@@ -47,10 +48,10 @@ struct Step {
   GemmPlan plan;
   std::unique_ptr<GemmDescriptors> descriptors;
   const cublasLtMatmulHeuristicResult_t *algorithm = nullptr;
-  /// Scratch bytes this step uses (at `slot`): the scale reciprocals or
-  /// the expanded bias.
-  uint64_t slotBytes = 0, slot = 0;
-  int64_t biasCount = 0; ///< elements of an expanded bias
+  /// Scratch offsets of the scale reciprocals and of the expanded bias,
+  /// each in a slot of its own when the step has them.
+  uint64_t scalesSlot = 0, biasSlot = 0;
+  int64_t biasCount = 0; ///< elements of an expanded bias (0: none)
 };
 
 class LtGemmRunner final : public GemmRunner {
@@ -65,13 +66,14 @@ public:
   Status run(size_t index, const GemmPointers &pointers, CUstream stream) override;
 
 private:
+  Status prepareOnce();
   Status planSteps();
   Status allocate();
   Status loadKernels();
   Status prepareStep(size_t index);
   Status chooseAlgorithm(size_t index);
   Status checkPointers(size_t index, const GemmPointers &p) const;
-  Status launchHelper(size_t index, const GemmPointers &p, CUstream stream);
+  Status launchHelpers(size_t index, const GemmPointers &p, CUstream stream);
   Status zeroOutput(size_t index, CUdeviceptr out, CUstream stream);
   Status launch(size_t index, CUfunction function, unsigned blocks, unsigned threads,
                 void **args, CUstream stream);
@@ -86,7 +88,7 @@ private:
   CUdeviceptr workspace_ = 0, scratch_ = 0;
   CUmodule kernels_ = nullptr;
   CUfunction reciprocals_ = nullptr, fill16_ = nullptr, fill32_ = nullptr;
-  bool prepared_ = false;
+  std::optional<Status> prepareStatus_;
 };
 
 LtGemmRunner::~LtGemmRunner() {
@@ -116,14 +118,18 @@ Status LtGemmRunner::planSteps() {
                     "CUDA backend: " + g.name + ": FP8 GEMMs need sm_" +
                         std::to_string(kMinFp8Sm) + " or newer; the device is sm_" +
                         std::to_string(driver_.smVersion));
+    // Reserves `bytes` of scratch in a slot of its own; returns its offset.
+    auto reserve = [&](uint64_t bytes) {
+      const uint64_t at = scratchBytes;
+      scratchBytes += (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+      return at;
+    };
     if (step.plan.fp8Scales)
-      step.slotBytes = 2 * sizeof(float);
+      step.scalesSlot = reserve(2 * sizeof(float));
     if (step.plan.bias == GemmBias::Scalar) {
       step.biasCount = g.n;
-      step.slotBytes = g.n * dtypeSize(tensors_[g.bias].dtype);
+      step.biasSlot = reserve(g.n * dtypeSize(tensors_[g.bias].dtype));
     }
-    step.slot = scratchBytes;
-    scratchBytes += (step.slotBytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
   }
   if (scratchBytes) {
     if (CUresult r = driver_.api.cuMemAlloc(&scratch_, scratchBytes); r != CUDA_SUCCESS)
@@ -148,7 +154,7 @@ Status LtGemmRunner::allocate() {
 Status LtGemmRunner::loadKernels() {
   bool needed = false;
   for (const Step &step : steps_)
-    needed |= step.slotBytes > 0;
+    needed |= step.plan.fp8Scales || step.biasCount > 0;
   if (!needed)
     return okStatus();
   const DriverSymbols &api = driver_.api;
@@ -174,8 +180,9 @@ Status LtGemmRunner::prepareStep(size_t index) {
   const CublasLtSymbols &api = lt_.api;
   if (step.plan.fp8Scales) {
     // cuBLASLt's A is the step's b: its scale is the slot's first float.
-    const void *aScale = reinterpret_cast<const void *>(scratch_ + step.slot);
-    const void *bScale = reinterpret_cast<const void *>(scratch_ + step.slot + sizeof(float));
+    const void *aScale = reinterpret_cast<const void *>(scratch_ + step.scalesSlot);
+    const void *bScale =
+        reinterpret_cast<const void *>(scratch_ + step.scalesSlot + sizeof(float));
     if (cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &aScale, sizeof(aScale));
         s != CUBLAS_STATUS_SUCCESS)
@@ -190,7 +197,7 @@ Status LtGemmRunner::prepareStep(size_t index) {
     // expanded bias; for the tensor's, an address aligned exactly as run()
     // requires, so any pointer run() accepts suits the algorithm.
     const void *bias = step.plan.bias == GemmBias::Scalar
-                           ? reinterpret_cast<const void *>(scratch_ + step.slot)
+                           ? reinterpret_cast<const void *>(scratch_ + step.biasSlot)
                            : reinterpret_cast<const void *>(uintptr_t(kPointerAlignment));
     if (cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
@@ -242,8 +249,14 @@ Status LtGemmRunner::chooseAlgorithm(size_t index) {
 }
 
 Status LtGemmRunner::prepare() {
-  if (prepared_)
-    return okStatus();
+  // Once: a second call returns the first one's status (and allocates
+  // nothing again).
+  if (!prepareStatus_)
+    prepareStatus_ = prepareOnce();
+  return *prepareStatus_;
+}
+
+Status LtGemmRunner::prepareOnce() {
   if (Status s = planSteps(); !s.ok())
     return s;
   if (Status s = allocate(); !s.ok())
@@ -254,33 +267,36 @@ Status LtGemmRunner::prepare() {
     if (steps_[i].plan.mode == GemmMode::Matmul)
       if (Status s = prepareStep(i); !s.ok())
         return s;
-  prepared_ = true;
   return okStatus();
 }
 
-/// Every pointer step `index` reads or writes is set and 16-byte aligned.
+/// Every pointer step `index` reads or writes is set and aligned as the
+/// algorithm was chosen for.
 Status LtGemmRunner::checkPointers(size_t index, const GemmPointers &p) const {
   const GemmPlan &plan = steps_[index].plan;
+  // The scales are read by the reciprocal kernel only: float alignment.
   struct Use {
     const char *role;
     CUdeviceptr pointer;
     bool used;
-  } uses[] = {{"a", p.a, true},
-              {"b", p.b, true},
-              {"out", p.out, true},
-              {"bias", p.bias, plan.bias != GemmBias::None},
-              {"a_scale", p.aScale, plan.fp8Scales},
-              {"b_scale", p.bScale, plan.fp8Scales}};
+    uint32_t alignment;
+  } uses[] = {{"a", p.a, true, kPointerAlignment},
+              {"b", p.b, true, kPointerAlignment},
+              {"out", p.out, true, kPointerAlignment},
+              {"bias", p.bias, plan.bias != GemmBias::None, kPointerAlignment},
+              {"a_scale", p.aScale, plan.fp8Scales, sizeof(float)},
+              {"b_scale", p.bScale, plan.fp8Scales, sizeof(float)}};
   for (const Use &u : uses) {
     if (!u.used)
       continue;
     if (u.pointer == 0)
       return Status(MIXPREC_INVALID_ARGUMENT,
                     "CUDA backend: " + gemms_[index].name + ": no device address for " + u.role);
-    if (u.pointer % kPointerAlignment)
+    if (u.pointer % u.alignment)
       return Status(MIXPREC_INVALID_ARGUMENT,
-                    "CUDA backend: " + gemms_[index].name + ": " + u.role +
-                        " is not 16-byte aligned (address " + std::to_string(u.pointer) + ")");
+                    "CUDA backend: " + gemms_[index].name + ": " + u.role + " is not " +
+                        std::to_string(u.alignment) + "-byte aligned (address " +
+                        std::to_string(u.pointer) + ")");
   }
   return okStatus();
 }
@@ -294,23 +310,25 @@ Status LtGemmRunner::launch(size_t index, CUfunction function, unsigned blocks,
   return okStatus();
 }
 
-/// Launches the kernel that prepares step `index`'s slot, if it has one.
-Status LtGemmRunner::launchHelper(size_t index, const GemmPointers &p, CUstream stream) {
+/// Launches the kernels that fill step `index`'s scratch slots, if any.
+Status LtGemmRunner::launchHelpers(size_t index, const GemmPointers &p, CUstream stream) {
   const Step &step = steps_[index];
-  CUdeviceptr slot = scratch_ + step.slot;
   if (step.plan.fp8Scales) {
     // slot[0] = 1/b_scale (cuBLASLt's A), slot[1] = 1/a_scale.
-    CUdeviceptr x = p.bScale, y = p.aScale;
-    void *args[] = {&x, &y, &slot};
-    return launch(index, reciprocals_, 1, 1, args, stream);
+    CUdeviceptr x = p.bScale, y = p.aScale, out = scratch_ + step.scalesSlot;
+    void *args[] = {&x, &y, &out};
+    if (Status s = launch(index, reciprocals_, 1, 1, args, stream); !s.ok())
+      return s;
   }
-  if (step.plan.bias == GemmBias::Scalar) {
-    CUdeviceptr src = p.bias;
+  if (step.biasCount > 0) {
+    CUdeviceptr src = p.bias, dst = scratch_ + step.biasSlot;
     uint64_t count = static_cast<uint64_t>(step.biasCount);
-    void *args[] = {&src, &slot, &count};
+    void *args[] = {&src, &dst, &count};
     const bool wide = step.plan.biasType == CUDA_R_32F;
     const unsigned blocks = static_cast<unsigned>((count + kGemmFillBlock - 1) / kGemmFillBlock);
-    return launch(index, wide ? fill32_ : fill16_, blocks, kGemmFillBlock, args, stream);
+    if (Status s = launch(index, wide ? fill32_ : fill16_, blocks, kGemmFillBlock, args, stream);
+        !s.ok())
+      return s;
   }
   return okStatus();
 }
@@ -333,8 +351,9 @@ Status LtGemmRunner::zeroOutput(size_t index, CUdeviceptr out, CUstream stream) 
 }
 
 Status LtGemmRunner::run(size_t index, const GemmPointers &p, CUstream stream) {
-  if (!prepared_)
-    return Status(MIXPREC_FAILED_PRECONDITION, "CUDA backend: GEMM steps run before prepare()");
+  if (!prepareStatus_ || !prepareStatus_->ok())
+    return Status(MIXPREC_FAILED_PRECONDITION,
+                  "CUDA backend: GEMM steps run before a successful prepare()");
   if (index >= steps_.size())
     return Status(MIXPREC_INVALID_ARGUMENT, "CUDA backend: no gemm #" + std::to_string(index) +
                                                 " (" + std::to_string(steps_.size()) +
@@ -348,7 +367,7 @@ Status LtGemmRunner::run(size_t index, const GemmPointers &p, CUstream stream) {
     return zeroOutput(index, p.out, stream);
   if (Status s = checkPointers(index, p); !s.ok())
     return s;
-  if (Status s = launchHelper(index, p, stream); !s.ok())
+  if (Status s = launchHelpers(index, p, stream); !s.ok())
     return s;
   const CublasLtSymbols &api = lt_.api;
   const GemmDescriptors &d = *step.descriptors;

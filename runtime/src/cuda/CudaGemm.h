@@ -64,11 +64,14 @@ public:
 ///    loads GemmKernels.h's PTX when a step has FP8 scales or a one-element
 ///    bias, and queries cuBLASLt's heuristic once per distinct plan;
 ///  - run() each step on one stream at a time (the steps share the
-///    workspace), with the device addresses of the step's tensors; every
-///    pointer 16-byte aligned (arena offsets are 256-aligned). For FP8
-///    steps it first launches one single-thread kernel (the reciprocals of
-///    the scales), for a one-element bias one fill kernel, then
-///    cublasLtMatmul: all capturable into a CUDA graph;
+///    workspace and their descriptors), with the device addresses of the
+///    step's tensors: a, b, out and bias 16-byte aligned (arena offsets are
+///    256-aligned, the compiler aligns constants to 64), the scales 4-byte;
+///    a misaligned or missing address is an INVALID_ARGUMENT status. For
+///    FP8 steps it first launches one single-thread kernel (the reciprocals
+///    of the scales), for a one-element bias one fill kernel, then
+///    cublasLtMatmul (k = 0: cuMemsetD8Async): all capturable into a CUDA
+///    graph;
 ///  - destroy the runner with the context current, before releasing it.
 Status createGemmRunner(std::shared_ptr<const LoadedModule> module, const Driver &driver,
                         const CublasLt &lt, std::unique_ptr<GemmRunner> &out);
