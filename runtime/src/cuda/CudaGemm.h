@@ -27,6 +27,7 @@
 #include <cuda.h>
 
 #include <memory>
+#include <vector>
 
 namespace mixprec::runtime::cuda {
 
@@ -56,8 +57,30 @@ public:
 
 /// A runner for `module`'s Gemm steps on the current context's device.
 /// `driver` and `lt` stay alive longer than the runner.
+///
+/// How the backend uses it (CudaGemm.cpp says why):
+///  - create and prepare() with the context current; prepare() allocates a
+///    32 MiB cuBLASLt workspace and a small scratch buffer (cuMemAlloc),
+///    loads GemmKernels.h's PTX when a step has FP8 scales or a one-element
+///    bias, and queries cuBLASLt's heuristic once per distinct plan;
+///  - run() each step on one stream at a time (the steps share the
+///    workspace and their descriptors), with the device addresses of the
+///    step's tensors: a, b, out and bias 16-byte aligned (arena offsets are
+///    256-aligned, the compiler aligns constants to 64), the scales 4-byte;
+///    a misaligned or missing address is an INVALID_ARGUMENT status. For
+///    FP8 steps it first launches one single-thread kernel (the reciprocals
+///    of the scales), for a one-element bias one fill kernel, then
+///    cublasLtMatmul (k = 0: cuMemsetD8Async): all capturable into a CUDA
+///    graph;
+///  - destroy the runner with the context current, before releasing it.
 Status createGemmRunner(std::shared_ptr<const LoadedModule> module, const Driver &driver,
                         const CublasLt &lt, std::unique_ptr<GemmRunner> &out);
+
+/// The same for Gemm steps and tensors given directly (tests that build
+/// them without a module file); index as in `gemms`.
+Status createGemmRunner(std::vector<GemmDesc> gemms, std::vector<TensorDesc> tensors,
+                        const Driver &driver, const CublasLt &lt,
+                        std::unique_ptr<GemmRunner> &out);
 
 } // namespace mixprec::runtime::cuda
 

@@ -79,12 +79,17 @@ MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulDescCreate, cublasLtMatm
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulDescDestroy, cublasLtMatmulDesc_t)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulDescSetAttribute, cublasLtMatmulDesc_t,
                           cublasLtMatmulDescAttributes_t, const void *, size_t)
+MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulDescGetAttribute, cublasLtMatmulDesc_t,
+                          cublasLtMatmulDescAttributes_t, void *, size_t, size_t *)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatrixLayoutCreate, cublasLtMatrixLayout_t *,
                           cudaDataType, uint64_t, uint64_t, int64_t)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatrixLayoutDestroy, cublasLtMatrixLayout_t)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatrixLayoutSetAttribute,
                           cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, const void *,
                           size_t)
+MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatrixLayoutGetAttribute,
+                          cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void *, size_t,
+                          size_t *)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulPreferenceCreate,
                           cublasLtMatmulPreference_t *)
 MIXPREC_CUBLASLT_PFN_DECL(cublasStatus_t, cublasLtMatmulPreferenceDestroy,
