@@ -161,17 +161,56 @@ private:
   }
 
   /// mp.scaled_linear for an mp.linear, mp.scaled_matmul for an mp.matmul.
+  /// A 2-D weight quantized at compile time is stored transposed, [n, k]
+  /// (transpose_weight), whatever its layout in the model: cuBLASLt runs
+  /// FP8 GEMMs on sm_89/sm_90 only in the TN layout, which is exactly a
+  /// row-major GEMM against an [n, k] weight. An mp.matmul of an input of
+  /// rank 2 or more by such a weight is an mp.linear without bias, so it
+  /// becomes mp.scaled_linear too. The values and the sums are the same.
   static Operation *createScaledGemm(PatternRewriter &b, Operation *op, const Quantized &qa,
-                                     const Quantized &qb) {
+                                     Quantized qb) {
     Type resultType = op->getResult(0).getType();
-    if (auto linear = dyn_cast<graph::LinearOp>(op))
+    if (auto linear = dyn_cast<graph::LinearOp>(op)) {
+      bool transposed = linear.getTransposeWeight();
+      if (!transposed)
+        if (std::optional<Value> t = transposedConstant(b, qb.value)) {
+          qb.value = *t;
+          transposed = true;
+        }
       return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value,
-                                             qa.scale, qb.scale, linear.getBias(),
-                                             linear.getTransposeWeight(),
+                                             qa.scale, qb.scale, linear.getBias(), transposed,
                                              linear.getAccTypeAttr());
+    }
+    auto matmul = cast<graph::MatmulOp>(op);
+    if (cast<RankedTensorType>(qa.value.getType()).getRank() >= 2)
+      if (std::optional<Value> t = transposedConstant(b, qb.value))
+        return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, *t, qa.scale,
+                                               qb.scale, Value(), /*transpose_weight=*/true,
+                                               matmul.getAccTypeAttr());
     return b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa.value, qb.value,
-                                           qa.scale, qb.scale,
-                                           cast<graph::MatmulOp>(op).getAccTypeAttr());
+                                           qa.scale, qb.scale, matmul.getAccTypeAttr());
+  }
+
+  /// The transpose of `v` as a new constant, when `v` is a 2-D dense
+  /// constant (a weight quantized at compile time); the old one is erased
+  /// once unused.
+  static std::optional<Value> transposedConstant(PatternRewriter &b, Value v) {
+    auto constant = v.getDefiningOp<graph::ConstantOp>();
+    auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!dense || type.getRank() != 2)
+      return std::nullopt;
+    const int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    std::vector<float> values = graph::readFloatConstant(dense), out(values.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[c * rows + r] = values[r * cols + c];
+    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
+    Value t = b.create<graph::ConstantOp>(constant.getLoc(),
+                                          graph::storeFloatConstant(transposedType, out));
+    if (constant->use_empty())
+      b.eraseOp(constant);
+    return t;
   }
 
   ScalingOptions options;

@@ -32,20 +32,38 @@ func.func @fp8$linear_current(%x: tensor<4x2xf32>, %b: tensor<3xbf16>) -> tensor
 
 // Static scaling from calibration: the producer's amax (8) gives the
 // constant scale 448 / 8 = 56, with no amax op; scaling=current ignores it.
+// The [k, n] = [2, 3] weight is quantized now and stored transposed,
+// [n, k] = [3, 2], in an mp.scaled_linear with transpose_weight: the TN
+// layout cuBLASLt needs for FP8 on sm_89/sm_90.
 
 // CHECK-LABEL: func.func @fp8$matmul_static
 // CHECK: %[[R:.*]] = mp.relu
 // CHECK-NOT: mp.amax
 // CHECK-DAG: %[[S:.*]] = mp.constant dense<5.600000e+01> : tensor<f32>
 // CHECK: %[[Q:.*]] = mp.quantize %[[R]], %[[S]]
-// CHECK: mp.scaled_matmul %[[Q]], %{{.*}}, %[[S]], %{{.*}} {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf8E4M3FN>, tensor<2x2xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x2xbf16>
+// CHECK: %[[W:.*]] = mp.constant dense<{{.*}}> : tensor<3x2xf8E4M3FN>
+// CHECK: mp.scaled_linear %[[Q]], %[[W]], %[[S]], %{{.*}} {acc_type = f32, mp.precision = f8E4M3FN, transpose_weight = true} : (tensor<4x2xf8E4M3FN>, tensor<3x2xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x3xbf16>
+// CHECK-NOT: mp.scaled_matmul
 // CURRENT-LABEL: func.func @fp8$matmul_static
 // CURRENT: mp.amax
-func.func @fp8$matmul_static(%x: tensor<4x2xf32>) -> tensor<4x2xbf16> {
-  %w = mp.constant dense<1.0> : tensor<2x2xf32>
+func.func @fp8$matmul_static(%x: tensor<4x2xf32>) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %r = mp.relu %x {mp.calib_amax = 8.0 : f32} : tensor<4x2xf32>
-  %0 = mp.matmul %r, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xbf16>
-  return %0 : tensor<4x2xbf16>
+  %0 = mp.matmul %r, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}
+
+// -----
+
+// The transposed weight holds the same quantized values: with amax 6 the
+// scale is 448 / 6, so [[1, 2, 3], [4, 5, 6]] quantizes to
+// [[72, 144, 224], [288, 384, 448]], stored as its transpose.
+// CHECK-LABEL: func.func @fp8$weight_transposed
+// CHECK: mp.constant dense<{{\[\[}}7.200000e+01, 2.880000e+02], [1.440000e+02, 3.840000e+02], [2.240000e+02, 4.480000e+02]]> : tensor<3x2xf8E4M3FN>
+func.func @fp8$weight_transposed(%x: tensor<4x2xf32>) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %0 = mp.matmul %x, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
 }
 
 // -----
