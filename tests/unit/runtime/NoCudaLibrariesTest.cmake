@@ -94,6 +94,12 @@ expect("--backend cuda with CUDA hidden" "${err}"
 run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER}" "--backend;auto")
 expect("auto with a fake driver" "${out}" "backend cpu\n"
   "auto chose the CPU backend: CUDA backend: module has no CUDA code: compile it with --arch sm_90")
+run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER}" "--backend;cuda")
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "--backend cuda, module without CUDA code: exit ${rc}:\n${out}\n${err}")
+endif()
+expect("--backend cuda, module without CUDA code" "${err}"
+  "embed: session: FAILED_PRECONDITION: CUDA backend: module has no CUDA code: compile it with --arch sm_90")
 run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER};MIXPREC_FAKE_CUDA_MISSING=cuLaunchKernel"
            "--backend;cuda")
 if(NOT rc EQUAL 1)
