@@ -335,8 +335,11 @@ MIXPREC_API mixprec_status_t mixprec_session_bind_input_buffer(mixprec_session_t
                                                                size_t index,
                                                                mixprec_buffer_t buffer);
 /* Binds output `index` to `buffer`: each run writes the output into it, in
- * its own dtype, on the device (same rules as for inputs). NULL unbinds.
- * output_data and copy_output keep working for a bound output. */
+ * its own dtype, on the device (same rules as for inputs). On the CUDA
+ * backend the steps write it there directly, unless the memory plan shares
+ * its bytes with another tensor (an output listed under two names): then
+ * it is copied there at the end of the run. NULL unbinds. output_data and
+ * copy_output keep working for a bound output. */
 MIXPREC_API mixprec_status_t mixprec_session_bind_output_buffer(mixprec_session_t session,
                                                                 size_t index,
                                                                 mixprec_buffer_t buffer);

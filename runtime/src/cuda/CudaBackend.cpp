@@ -221,6 +221,7 @@ Status CudaBackend::prepareLaunches() {
     launch.block = static_cast<unsigned>(cuda->block_size());
     for (int32_t t : params)
       launch.params.push_back(pointers[t]);
+    launch.tensors = std::move(params);
     if (launch.grid > 0) {
       if (!program)
         return failedPrecondition("the module has no CUDA program for " + launch.name);
@@ -270,12 +271,12 @@ Status CudaBackend::allocateMemory() {
     return s;
   if (Status s = context->allocate(constantBytes, "the constants", constants); !s.ok())
     return s;
-  pointers.resize(tensors.size());
+  planned.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorDesc &t = tensors[i];
-    pointers[i] = t.isConstant() ? constants + constantOffsets[t.constantIndex]
-                                 : arena + t.offset;
+    planned[i] = t.isConstant() ? constants + constantOffsets[t.constantIndex] : arena + t.offset;
   }
+  pointers = planned;
   // Zeroed like the CPU backend's arena: a plan that reads before it
   // writes is at least deterministic.
   if (CUresult r = api.cuMemsetD8Async(arena, 0, arenaBytes, stream_); r != CUDA_SUCCESS)
@@ -294,6 +295,24 @@ Status CudaBackend::allocateMemory() {
   if (CUresult r = api.cuStreamSynchronize(stream_); r != CUDA_SUCCESS)
     return cudaError(driver, r, "copying the constants to the device", MIXPREC_INTERNAL);
   return okStatus();
+}
+
+void CudaBackend::findExclusiveOutputs() {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  exclusive.assign(tensors.size(), false);
+  auto activation = [&](size_t t) { return !tensors[t].isConstant() && tensors[t].bytes; };
+  for (uint32_t out : module->outputs()) {
+    if (!activation(out) ||
+        std::find(module->inputs().begin(), module->inputs().end(), out) !=
+            module->inputs().end())
+      continue;
+    const TensorDesc &o = tensors[out];
+    bool alone = true;
+    for (size_t u = 0; alone && u < tensors.size(); ++u)
+      alone = u == out || !activation(u) || tensors[u].offset >= o.offset + o.bytes ||
+              o.offset >= tensors[u].offset + tensors[u].bytes;
+    exclusive[out] = alone;
+  }
 }
 
 /// Routine steps run on the host: a CPU backend of the module holds their
@@ -352,6 +371,7 @@ Status CudaBackend::prepare() {
   }
   if (Status s = prepareHostSteps(); !s.ok())
     return s;
+  findExclusiveOutputs();
   useGraphs = options.cudaGraphs && !graphsDisabledByEnvironment() && hostSteps.empty();
   const schema::CudaProgram &code = *module->root().cuda();
   description_ = "CUDA backend on " + driver.deviceName + " (sm_" +

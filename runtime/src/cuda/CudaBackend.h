@@ -11,7 +11,9 @@
 // A run is one launch sequence on the stream: bound input buffers copied in,
 // every step in the module's order (kernels with their `zeroed` tensors
 // cleared first, GEMMs through GemmRunner, routines on the host: there are
-// no CUDA routines yet), bound output buffers filled last. When no step runs
+// no CUDA routines yet). An output bound to a buffer is written straight
+// into it when it has its arena bytes to itself; one that shares them (an
+// alias of another tensor, a reused buffer) is copied into it at the end. When no step runs
 // on the host, the sequence is captured once into a CUDA graph and replayed
 // by later runs with the same bindings; step by step otherwise, or when
 // BackendOptions::cudaGraphs is off (MIXPREC_CUDA_GRAPHS=0 turns it off for
@@ -72,8 +74,9 @@ struct Launch {
   std::string name; ///< "kernel #0 'softmax'"
   CUfunction function = nullptr;
   unsigned grid = 0, block = 0;
-  std::vector<CUdeviceptr> params;
-  std::vector<void *> args; ///< &params[i]: what cuLaunchKernel reads
+  std::vector<int32_t> tensors;   ///< Kernel.cuda params: the tensors passed
+  std::vector<CUdeviceptr> params; ///< their addresses for the current bindings
+  std::vector<void *> args;        ///< &params[i]: what cuLaunchKernel reads
   std::vector<int32_t> zeroed;
 };
 
@@ -100,6 +103,7 @@ private:
   Status prepareLaunches();
   Status allocateMemory();
   Status prepareHostSteps();
+  void findExclusiveOutputs();
   CUdeviceptr tensorPointer(int32_t t) const { return t < 0 ? 0 : pointers[t]; }
 
   // CudaLaunchSequence.cpp
@@ -108,6 +112,7 @@ private:
   Status enqueueGemm(size_t index);
   Status runHostStep(size_t index);
   Status copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what);
+  void applyBindings(const Bindings &bindings);
   Status captureGraph(const Bindings &bindings);
   void dropGraph();
 
@@ -120,8 +125,15 @@ private:
   CUmodule program = nullptr;
   std::vector<Launch> launches; ///< per kernel of the module
   CUdeviceptr arena = 0, constants = 0;
-  /// Per tensor: its device address (arena + offset, or in the constants).
-  std::vector<CUdeviceptr> pointers;
+  /// Per tensor: its device address as planned (arena + offset, or in the
+  /// constants), and as the current bindings have it (`planned`, except
+  /// outputs written straight into their bound buffers).
+  std::vector<CUdeviceptr> planned, pointers;
+  /// Per tensor: an output that no other tensor shares bytes with (no
+  /// alias, no buffer reused), so it may live in a bound buffer instead.
+  std::vector<bool> exclusive;
+  /// The bindings of the last launch: keeps the buffers it writes alive.
+  Bindings applied;
   std::unique_ptr<GemmRunner> gemms;
   /// The CPU backend that runs routine steps on the host; null when none.
   std::unique_ptr<CpuBackend> host;

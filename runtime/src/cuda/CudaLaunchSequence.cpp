@@ -105,13 +105,32 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
     if (!s.ok())
       return s.withContext("step #" + std::to_string(i) + ": ");
   }
+  // Outputs not written in place (applyBindings) are copied.
   for (size_t i = 0; i < bindings.outputs.size(); ++i)
     if (const DeviceBuffer *b = bindings.outputs[i].get())
-      if (Status s = copyTensor(outputs[i], b->address(), pointers[outputs[i]],
-                                "copying into the bound buffer of output");
-          !s.ok())
-        return s;
+      if (pointers[outputs[i]] != b->address())
+        if (Status s = copyTensor(outputs[i], b->address(), pointers[outputs[i]],
+                                  "copying into the bound buffer of output");
+            !s.ok())
+          return s;
   return okStatus();
+}
+
+/// Points the outputs that have their bytes to themselves at their bound
+/// buffers, and the kernels' parameters with them.
+void CudaBackend::applyBindings(const Bindings &bindings) {
+  pointers = planned;
+  const std::vector<uint32_t> &outputs = module->outputs();
+  for (size_t i = 0; i < bindings.outputs.size(); ++i) {
+    const uint32_t t = outputs[i];
+    // The first buffer bound to a tensor listed twice gets it in place.
+    if (bindings.outputs[i] && exclusive[t] && pointers[t] == planned[t])
+      pointers[t] = bindings.outputs[i]->address();
+  }
+  for (Launch &launch : launches)
+    for (size_t j = 0; j < launch.tensors.size(); ++j)
+      launch.params[j] = pointers[launch.tensors[j]];
+  applied = bindings;
 }
 
 void CudaBackend::dropGraph() {
@@ -153,6 +172,7 @@ Status CudaBackend::launch(const Bindings &bindings) {
   if (Status s = context->makeCurrent(); !s.ok())
     return s;
   readBack.clear();
+  applyBindings(bindings);
   if (!useGraphs)
     return enqueueSequence(bindings);
   if (!graph || !(graphBindings == bindings))

@@ -224,6 +224,60 @@ TEST(FakeCuda, DeviceBuffersBindInputsAndOutputs) {
   EXPECT_TRUE(bitEqual(got, want));
 }
 
+TEST(FakeCuda, OutputBuffersAreWrittenInPlaceUnlessShared) {
+  const std::vector<float> x = seededFloats(24, 5, -4, 4);
+  Module module, cpuModule;
+  ASSERT_OK(loadBuilt(routineModule().build(), module));
+  Session cuda, cpu;
+  ASSERT_OK(Session::create(module, cuda, MIXPREC_BACKEND_CUDA));
+  ASSERT_OK(Session::create(module, cpu, MIXPREC_BACKEND_CPU));
+  const std::vector<float> want = runOn(cpu, {4, 6}, x, 0);
+  Buffer out;
+  ASSERT_OK(Buffer::create(cuda, 96, out));
+  ASSERT_OK(cuda.bindOutputBuffer(0, out));
+  ASSERT_OK(cuda.bindInput("x", {4, 6}, x.data()));
+  ASSERT_OK(cuda.run());
+  std::vector<float> got(24);
+  ASSERT_OK(out.copyToHost(got.data(), 96));
+  EXPECT_TRUE(bitEqual(got, want));
+  // `y` has its bytes to itself: the run wrote it in the buffer, which is
+  // where the session now reads it from.
+  const std::vector<float> zeros(24, 0.0f);
+  ASSERT_OK(out.copyFromHost(zeros.data(), 96));
+  std::vector<float> read;
+  ASSERT_OK(cuda.copyOutput(0, read));
+  EXPECT_TRUE(bitEqual(read, zeros));
+
+  // `y2` shares y's bytes (an alias, as an output listed under two names):
+  // neither lives in its buffer; both are copied there after the run.
+  ModuleBuilder b = routineModule();
+  const int y2 = b.activation("y2", fb::DType::F32, {6, 4});
+  b.output(y2);
+  // x, t, y, peak at their own offsets; y2 at y's.
+  ASSERT_EQ(b.tensors[2].name, "y");
+  for (uint64_t t : {0, 1, 2, 3})
+    b.tensors[t].offset = 256 * t;
+  b.tensors[y2].offset = b.tensors[2].offset;
+  Module aliased;
+  ASSERT_OK(loadBuilt(b.build(/*keepOffsets=*/true), aliased));
+  Session session;
+  ASSERT_OK(Session::create(aliased, session, MIXPREC_BACKEND_CUDA));
+  Buffer first, second;
+  ASSERT_OK(Buffer::create(session, 96, first));
+  ASSERT_OK(Buffer::create(session, 96, second));
+  ASSERT_OK(session.bindOutputBuffer(0, first));
+  ASSERT_OK(session.bindOutputBuffer(3, second));
+  ASSERT_OK(session.bindInput("x", {4, 6}, x.data()));
+  ASSERT_OK(session.run());
+  for (Buffer *buffer : {&first, &second}) {
+    ASSERT_OK(buffer->copyToHost(got.data(), 96));
+    EXPECT_TRUE(bitEqual(got, want));
+  }
+  ASSERT_OK(first.copyFromHost(zeros.data(), 96));
+  ASSERT_OK(session.copyOutput(0, read));
+  EXPECT_TRUE(bitEqual(read, want)); // the arena's copy, untouched
+}
+
 TEST(FakeCuda, GraphCaptureAndItsOption) {
   // The fake driver cannot capture: a kernel-only module tries to (and says
   // so) unless graphs are turned off, and then runs step by step.
