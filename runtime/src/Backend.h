@@ -13,8 +13,41 @@
 #include "runtime/src/Module.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace mixprec::runtime {
+
+/// Memory a backend allocates for the application: device memory on CUDA,
+/// host memory on the CPU backend. Reference counted, so a buffer bound to a
+/// session stays valid while a run may use it, whatever the application
+/// frees first; a buffer keeps what its backend's memory needs alive.
+class DeviceBuffer {
+public:
+  virtual ~DeviceBuffer() = default;
+  size_t size() const { return size_; }
+  /// The CUdeviceptr on CUDA; the host address on the CPU backend.
+  uint64_t address() const { return address_; }
+  /// The backend instance that made it (a buffer binds to that session only).
+  const void *owner() const { return owner_; }
+  /// Synchronous copies; the C API has checked that the range fits.
+  virtual Status copyFromHost(size_t offset, const void *data, size_t bytes) = 0;
+  virtual Status copyToHost(size_t offset, void *data, size_t bytes) const = 0;
+
+protected:
+  size_t size_ = 0;
+  uint64_t address_ = 0;
+  const void *owner_ = nullptr;
+};
+
+/// Device buffers bound in place of staged host inputs and host-read outputs,
+/// one entry per module input and output; null entries take the host path.
+struct Bindings {
+  std::vector<std::shared_ptr<DeviceBuffer>> inputs, outputs;
+  bool operator==(const Bindings &other) const {
+    return inputs == other.inputs && outputs == other.outputs;
+  }
+};
 
 class Backend {
 public:
@@ -24,20 +57,39 @@ public:
   virtual mixprec_backend_t kind() const = 0;
 
   /// Copies an input's bytes (in the tensor's dtype, exactly its size) to
-  /// where the plan expects tensor `tensor`. Called before every run.
+  /// where the plan expects tensor `tensor`. Called before every run for
+  /// the inputs that are not bound to a device buffer.
   virtual Status setInput(uint32_t tensor, const void *data, size_t bytes) = 0;
 
-  /// Executes the module's steps in order.
-  virtual Status run() = 0;
+  /// Enqueues the module's steps in order: bound input buffers copied in
+  /// first, bound output buffers filled last (sizes checked by the C API).
+  /// The CPU backend runs them before returning.
+  virtual Status launch(const Bindings &bindings) = 0;
+
+  /// Waits for the last launch; its status (a failure inside the run).
+  virtual Status wait() = 0;
 
   /// Host-readable bytes of `tensor` (an output) after a run; valid until the
-  /// next setInput or run.
+  /// next setInput or launch.
   virtual Status readTensor(uint32_t tensor, const void **data) = 0;
+
+  /// Allocates `bytes` of this backend's memory for the application.
+  virtual Status allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) = 0;
+
+  /// The CUstream runs are enqueued on; null on the CPU backend.
+  virtual void *stream() const { return nullptr; }
+
+  /// One line for mixprec_session_backend_reason: where the session runs
+  /// ("CUDA backend on NVIDIA H200 (sm_90); ..."); "" when nothing to say.
+  virtual std::string description() const { return ""; }
 };
 
 struct BackendOptions {
   /// Limit on the arena plus the largest scratch buffer; 0: none.
   uint64_t maxMemoryBytes = 0;
+  /// CUDA: capture the launch sequence into a CUDA graph and replay it
+  /// (when every step can be captured); false: launch step by step.
+  bool cudaGraphs = true;
 };
 
 /// The CPU backend: the plan's arena in host memory, kernels from their
@@ -46,8 +98,9 @@ struct BackendOptions {
 Status createCpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options,
                         std::unique_ptr<Backend> &out);
 
-/// The CUDA backend: NO_DEVICE (with the driver's reason) where no GPU is
-/// found; UNIMPLEMENTED otherwise, until it is written.
+/// The CUDA backend (runtime/src/cuda/CudaBackend.h): NO_DEVICE (with the
+/// driver's reason) where no GPU is found, FAILED_PRECONDITION for a module
+/// without CUDA code or with none for this device.
 Status createCudaBackend(std::shared_ptr<const LoadedModule> module,
                          const BackendOptions &options, std::unique_ptr<Backend> &out);
 

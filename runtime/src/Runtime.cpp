@@ -49,9 +49,20 @@ struct mixprec_session_s {
   std::unique_ptr<Backend> backend;
   /// Bound inputs in their tensors' dtypes, handed to the backend per run.
   std::vector<std::unique_ptr<AlignedBytes>> staged;
+  /// Inputs and outputs bound to buffers (an input has staged data or a
+  /// buffer, never both).
+  rt::Bindings bindings;
   bool ran = false;
-  /// What auto chose and why; "" for a backend asked for by name.
+  /// A run_async not yet waited for.
+  bool pending = false;
+  /// What auto chose and why, and where a CUDA session runs; "" for the
+  /// CPU backend asked for by name.
   std::string backendReason;
+};
+
+struct mixprec_buffer_s {
+  std::shared_ptr<rt::DeviceBuffer> buffer;
+  mixprec_backend_t backend;
 };
 
 namespace {
@@ -162,6 +173,16 @@ mixprec_status_t findByName(const std::vector<mixprec_tensor_info_t> &infos, con
   return makeStatus(MIXPREC_NOT_FOUND, std::string("no ") + role + " named '" + name +
                                            "'; the module's " + role + "s are: " +
                                            nameList(infos));
+}
+
+/// FAILED_PRECONDITION while a run_async has not been waited for: the
+/// session's memory belongs to that run.
+mixprec_status_t checkNotPending(mixprec_session_t session, const char *call) {
+  if (session->pending)
+    return makeStatus(MIXPREC_FAILED_PRECONDITION,
+                      std::string(call) + ": a run is in flight: call mixprec_session_wait "
+                                          "first");
+  return nullptr;
 }
 
 std::string shapeText(size_t rank, const int64_t *dims) {
@@ -372,6 +393,8 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
     backend = options->backend;
   if (options && MIXPREC_HAS_FIELD(mixprec_session_options_t, options, max_memory_bytes))
     backendOptions.maxMemoryBytes = options->max_memory_bytes;
+  if (options && MIXPREC_HAS_FIELD(mixprec_session_options_t, options, disable_cuda_graphs))
+    backendOptions.cudaGraphs = options->disable_cuda_graphs == 0;
 
   std::unique_ptr<Backend> instance;
   Status s;
@@ -387,7 +410,7 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
     // CUDA when it can run the module; any reason it cannot means CPU.
     s = rt::createCudaBackend(module->module, backendOptions, instance);
     if (s.ok()) {
-      reason = "auto chose the CUDA backend";
+      reason = "auto chose the CUDA backend: " + instance->description();
     } else {
       reason = "auto chose the CPU backend: " + s.message();
       s = rt::createCpuBackend(module->module, backendOptions, instance);
@@ -405,7 +428,11 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
   session->module = module->module;
   session->backend = std::move(instance);
   session->staged.resize(session->module->inputs().size());
-  session->backendReason = std::move(reason);
+  session->bindings.inputs.resize(session->module->inputs().size());
+  session->bindings.outputs.resize(session->module->outputs().size());
+  session->backendReason = reason.empty() && backend == MIXPREC_BACKEND_CUDA
+                              ? session->backend->description()
+                              : std::move(reason);
   *out_session = session;
   return nullptr;
 }
@@ -426,6 +453,8 @@ mixprec_status_t mixprec_session_bind_input(mixprec_session_t session, size_t in
                                             size_t byte_size) {
   if (!session)
     return invalidArgument("bind_input: session must not be NULL");
+  if (mixprec_status_t s = checkNotPending(session, "bind_input"))
+    return s;
   const std::vector<uint32_t> &inputs = session->module->inputs();
   if (index >= inputs.size())
     return invalidArgument("input index " + std::to_string(index) +
@@ -483,6 +512,7 @@ mixprec_status_t mixprec_session_bind_input(mixprec_session_t session, size_t in
     num::encodeArray(format, values, staged->data(), static_cast<size_t>(t.elements), round);
   }
   session->staged[index] = std::move(staged);
+  session->bindings.inputs[index].reset();
   session->ran = false;
   return nullptr;
 }
@@ -502,25 +532,50 @@ mixprec_status_t mixprec_session_bind_input_by_name(mixprec_session_t session, c
   return mixprec_session_bind_input(session, index, dtype, rank, dims, data, byte_size);
 }
 
-mixprec_status_t mixprec_session_run(mixprec_session_t session) {
+mixprec_status_t mixprec_session_run_async(mixprec_session_t session) {
   if (!session)
     return invalidArgument("run: session must not be NULL");
+  if (mixprec_status_t s = checkNotPending(session, "run"))
+    return s;
   const std::vector<uint32_t> &inputs = session->module->inputs();
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (!session->staged[i])
+    if (!session->staged[i] && !session->bindings.inputs[i])
       return makeStatus(MIXPREC_FAILED_PRECONDITION,
                         "input '" + session->module->tensors()[inputs[i]].name +
                             "' is not bound");
   session->ran = false;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (Status s = session->backend->setInput(inputs[i], session->staged[i]->data(),
-                                              session->staged[i]->size());
-        !s.ok())
-      return toC(s);
-  if (Status s = session->backend->run(); !s.ok())
+    if (session->staged[i])
+      if (Status s = session->backend->setInput(inputs[i], session->staged[i]->data(),
+                                                session->staged[i]->size());
+          !s.ok())
+        return toC(s);
+  if (Status s = session->backend->launch(session->bindings); !s.ok())
+    return toC(s);
+  session->pending = true;
+  return nullptr;
+}
+
+mixprec_status_t mixprec_session_wait(mixprec_session_t session) {
+  if (!session)
+    return invalidArgument("wait: session must not be NULL");
+  if (!session->pending)
+    return nullptr;
+  session->pending = false;
+  if (Status s = session->backend->wait(); !s.ok())
     return toC(s);
   session->ran = true;
   return nullptr;
+}
+
+mixprec_status_t mixprec_session_run(mixprec_session_t session) {
+  if (mixprec_status_t s = mixprec_session_run_async(session))
+    return s;
+  return mixprec_session_wait(session);
+}
+
+void *mixprec_session_stream(mixprec_session_t session) {
+  return session ? session->backend->stream() : nullptr;
 }
 
 static mixprec_status_t outputTensor(mixprec_session_t session, size_t index, const char *call,
@@ -532,6 +587,8 @@ static mixprec_status_t outputTensor(mixprec_session_t session, size_t index, co
     return invalidArgument("output index " + std::to_string(index) +
                            " out of range: the module has " + std::to_string(outputs.size()) +
                            " outputs");
+  if (mixprec_status_t s = checkNotPending(session, call))
+    return s;
   if (!session->ran)
     return makeStatus(MIXPREC_FAILED_PRECONDITION,
                       std::string(call) + ": the session has not run since its inputs were "
@@ -599,6 +656,133 @@ mixprec_status_t mixprec_session_copy_output(mixprec_session_t session, size_t i
     std::memcpy(&bits, bytes + i * width, width); // little-endian hosts
     const float value = num::decode(format, bits);
     std::memcpy(out + i * sizeof(float), &value, sizeof(float));
+  }
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+mixprec_status_t mixprec_buffer_create(mixprec_session_t session, size_t byte_size,
+                                       mixprec_buffer_t *out_buffer) {
+  if (!session || !out_buffer)
+    return invalidArgument("mixprec_buffer_create: session and out_buffer must not be NULL");
+  auto *buffer = new (std::nothrow) mixprec_buffer_s();
+  if (!buffer)
+    return makeStatus(MIXPREC_OUT_OF_MEMORY, "cannot allocate a buffer handle");
+  buffer->backend = session->backend->kind();
+  if (Status s = session->backend->allocate(byte_size, buffer->buffer); !s.ok()) {
+    delete buffer;
+    return toC(s);
+  }
+  *out_buffer = buffer;
+  return nullptr;
+}
+
+void mixprec_buffer_release(mixprec_buffer_t buffer) { delete buffer; }
+
+size_t mixprec_buffer_size(mixprec_buffer_t buffer) {
+  return buffer ? buffer->buffer->size() : 0;
+}
+
+uint64_t mixprec_buffer_device_address(mixprec_buffer_t buffer) {
+  return buffer ? buffer->buffer->address() : 0;
+}
+
+mixprec_backend_t mixprec_buffer_backend(mixprec_buffer_t buffer) {
+  return buffer ? buffer->backend : MIXPREC_BACKEND_AUTO;
+}
+
+/// Checks a host copy's arguments against the buffer: `offset` and `bytes`
+/// inside it, `data` non-NULL when bytes are copied.
+static mixprec_status_t checkCopy(mixprec_buffer_t buffer, size_t offset, const void *data,
+                                  size_t byte_size, const char *call) {
+  if (!buffer)
+    return invalidArgument(std::string(call) + ": buffer must not be NULL");
+  if (byte_size && !data)
+    return invalidArgument(std::string(call) + ": data must not be NULL");
+  const size_t size = buffer->buffer->size();
+  if (offset > size || byte_size > size - offset)
+    return makeStatus(MIXPREC_SHAPE_MISMATCH,
+                      std::string(call) + ": " + std::to_string(byte_size) + " bytes at offset " +
+                          std::to_string(offset) + " do not fit the buffer's " +
+                          std::to_string(size) + " bytes");
+  return nullptr;
+}
+
+mixprec_status_t mixprec_buffer_copy_from_host(mixprec_buffer_t buffer, size_t offset,
+                                               const void *data, size_t byte_size) {
+  if (mixprec_status_t s = checkCopy(buffer, offset, data, byte_size, "buffer_copy_from_host"))
+    return s;
+  return toC(buffer->buffer->copyFromHost(offset, data, byte_size));
+}
+
+mixprec_status_t mixprec_buffer_copy_to_host(mixprec_buffer_t buffer, size_t offset, void *data,
+                                             size_t byte_size) {
+  if (mixprec_status_t s = checkCopy(buffer, offset, data, byte_size, "buffer_copy_to_host"))
+    return s;
+  return toC(buffer->buffer->copyToHost(offset, data, byte_size));
+}
+
+/// Checks that `buffer` can stand for tensor `t` ("input 'x'") of `session`:
+/// made by this session, exactly the tensor's byte size.
+static mixprec_status_t checkBinding(mixprec_session_t session, mixprec_buffer_t buffer,
+                                     const TensorDesc &t, const std::string &what) {
+  if (!buffer)
+    return invalidArgument(what + ": buffer must not be NULL");
+  if (buffer->buffer->owner() != session->backend.get())
+    return invalidArgument(
+        what + ": the buffer was created by another session (on the " +
+        mixprec_backend_name(buffer->backend) + " backend; this session runs on " +
+        mixprec_backend_name(session->backend->kind()) +
+        "): bind buffers created with this session's mixprec_buffer_create");
+  if (buffer->buffer->size() != t.bytes)
+    return makeStatus(MIXPREC_SHAPE_MISMATCH,
+                      what + " is " + rt::formatShape(t.shape) + " " + rt::dtypeName(t.dtype) +
+                          " (" + std::to_string(t.bytes) + " bytes), the buffer has " +
+                          std::to_string(buffer->buffer->size()) + " bytes");
+  return nullptr;
+}
+
+mixprec_status_t mixprec_session_bind_input_buffer(mixprec_session_t session, size_t index,
+                                                   mixprec_buffer_t buffer) {
+  if (!session)
+    return invalidArgument("bind_input_buffer: session must not be NULL");
+  if (mixprec_status_t s = checkNotPending(session, "bind_input_buffer"))
+    return s;
+  const std::vector<uint32_t> &inputs = session->module->inputs();
+  if (index >= inputs.size())
+    return invalidArgument("input index " + std::to_string(index) +
+                           " out of range: the module has " + std::to_string(inputs.size()) +
+                           " inputs");
+  const TensorDesc &t = session->module->tensors()[inputs[index]];
+  if (mixprec_status_t s = checkBinding(session, buffer, t, "input '" + t.name + "'"))
+    return s;
+  session->bindings.inputs[index] = buffer->buffer;
+  session->staged[index].reset();
+  session->ran = false;
+  return nullptr;
+}
+
+mixprec_status_t mixprec_session_bind_output_buffer(mixprec_session_t session, size_t index,
+                                                    mixprec_buffer_t buffer) {
+  if (!session)
+    return invalidArgument("bind_output_buffer: session must not be NULL");
+  if (mixprec_status_t s = checkNotPending(session, "bind_output_buffer"))
+    return s;
+  const std::vector<uint32_t> &outputs = session->module->outputs();
+  if (index >= outputs.size())
+    return invalidArgument("output index " + std::to_string(index) +
+                           " out of range: the module has " + std::to_string(outputs.size()) +
+                           " outputs");
+  const TensorDesc &t = session->module->tensors()[outputs[index]];
+  if (buffer) {
+    if (mixprec_status_t s = checkBinding(session, buffer, t, "output '" + t.name + "'"))
+      return s;
+    session->bindings.outputs[index] = buffer->buffer;
+  } else {
+    session->bindings.outputs[index].reset();
   }
   return nullptr;
 }

@@ -7,12 +7,19 @@
  *   MIXPREC_FAKE_CUDA_DEVICES  device count (default 1)
  *   MIXPREC_FAKE_CUDA_VERSION  cuDriverGetVersion's answer (default 13000)
  *   MIXPREC_FAKE_CUDA_MISSING  an entry point cuGetProcAddress does not find
- * Device 0 is "Fake GPU", compute capability 9.0. Entry points without a
- * fake here resolve to one that returns CUDA_ERROR_NOT_SUPPORTED; the
- * tests never call them.
+ *   MIXPREC_FAKE_CUDA_MEMORY   bytes of device memory (default 1 GiB): a
+ *                              cuMemAlloc beyond what is left fails with
+ *                              CUDA_ERROR_OUT_OF_MEMORY
+ * Device 0 is "Fake GPU", compute capability 9.0. Its "device memory" is
+ * host memory, and copies, memsets and stream waits do what they say at
+ * once, so the CUDA backend's sessions, buffers and host routine steps run
+ * on it; kernel launches do nothing, stream capture is not supported.
+ * Entry points without a fake here resolve to one that returns
+ * CUDA_ERROR_NOT_SUPPORTED.
  *===----------------------------------------------------------------------===*/
 #include <cuda.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +64,145 @@ static CUresult CUDAAPI fakeDeviceGetAttribute(int *value, CUdevice_attribute at
 
 static CUresult CUDAAPI notSupported(void) { return CUDA_ERROR_NOT_SUPPORTED; }
 
+static CUresult CUDAAPI fakeGetErrorName(CUresult error, const char **name) {
+  switch (error) {
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_SUPPORTED:
+    *name = "CUDA_ERROR_NOT_SUPPORTED";
+    return CUDA_SUCCESS;
+  default:
+    *name = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+static CUresult CUDAAPI fakeGetErrorString(CUresult error, const char **text) {
+  *text = error == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : NULL;
+  return *text ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Handles the fake hands out: any distinct non-null values. */
+static CUresult CUDAAPI fakeHandle(void **handle) {
+  static char handles[1];
+  *handle = handles;
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  (void)device;
+  return fakeHandle((void **)context);
+}
+
+static CUresult CUDAAPI fakeStreamCreate(CUstream *stream, unsigned int flags) {
+  (void)flags;
+  return fakeHandle((void **)stream);
+}
+
+static CUresult CUDAAPI fakeModuleLoadData(CUmodule *module, const void *image) {
+  (void)image;
+  return fakeHandle((void **)module);
+}
+
+static CUresult CUDAAPI fakeModuleGetFunction(CUfunction *function, CUmodule module,
+                                              const char *name) {
+  (void)module;
+  (void)name;
+  return fakeHandle((void **)function);
+}
+
+static CUresult CUDAAPI succeed(void) { return CUDA_SUCCESS; }
+
+/* Device memory: host memory with a header holding its size, counted
+ * against MIXPREC_FAKE_CUDA_MEMORY. */
+static size_t allocated;
+
+static size_t memoryBytes(void) {
+  const char *value = getenv("MIXPREC_FAKE_CUDA_MEMORY");
+  return value && *value ? (size_t)strtoull(value, NULL, 10) : (size_t)1 << 30;
+}
+
+static CUresult CUDAAPI fakeMemGetInfo(size_t *free, size_t *total) {
+  *total = memoryBytes();
+  *free = *total - allocated;
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemAlloc(CUdeviceptr *pointer, size_t bytes) {
+  if (bytes > memoryBytes() - allocated)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t *block = malloc(bytes + 16);
+  if (!block)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  block[0] = bytes;
+  allocated += bytes;
+  *pointer = (CUdeviceptr)(uintptr_t)((char *)block + 16);
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemFree(CUdeviceptr pointer) {
+  size_t *block = (size_t *)((char *)(uintptr_t)pointer - 16);
+  allocated -= block[0];
+  free(block);
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemcpyHtoD(CUdeviceptr to, const void *from, size_t bytes,
+                                       CUstream stream) {
+  (void)stream;
+  memcpy((void *)(uintptr_t)to, from, bytes);
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemcpyDtoH(void *to, CUdeviceptr from, size_t bytes,
+                                       CUstream stream) {
+  (void)stream;
+  memcpy(to, (const void *)(uintptr_t)from, bytes);
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemcpyDtoD(CUdeviceptr to, CUdeviceptr from, size_t bytes,
+                                       CUstream stream) {
+  (void)stream;
+  memmove((void *)(uintptr_t)to, (const void *)(uintptr_t)from, bytes);
+  return CUDA_SUCCESS;
+}
+
+static CUresult CUDAAPI fakeMemsetD8(CUdeviceptr to, unsigned char value, size_t bytes,
+                                     CUstream stream) {
+  (void)stream;
+  memset((void *)(uintptr_t)to, value, bytes);
+  return CUDA_SUCCESS;
+}
+
+/* The fakes by name; every other entry point is notSupported. */
+static const struct {
+  const char *name;
+  void *function;
+} kFakes[] = {
+    {"cuGetErrorName", (void *)&fakeGetErrorName},
+    {"cuGetErrorString", (void *)&fakeGetErrorString},
+    {"cuDevicePrimaryCtxRetain", (void *)&fakePrimaryCtxRetain},
+    {"cuDevicePrimaryCtxRelease", (void *)&succeed},
+    {"cuCtxSetCurrent", (void *)&succeed},
+    {"cuCtxSynchronize", (void *)&succeed},
+    {"cuStreamCreate", (void *)&fakeStreamCreate},
+    {"cuStreamDestroy", (void *)&succeed},
+    {"cuStreamSynchronize", (void *)&succeed},
+    {"cuModuleLoadData", (void *)&fakeModuleLoadData},
+    {"cuModuleUnload", (void *)&succeed},
+    {"cuModuleGetFunction", (void *)&fakeModuleGetFunction},
+    {"cuLaunchKernel", (void *)&succeed},
+    {"cuMemGetInfo", (void *)&fakeMemGetInfo},
+    {"cuMemAlloc", (void *)&fakeMemAlloc},
+    {"cuMemFree", (void *)&fakeMemFree},
+    {"cuMemcpyHtoDAsync", (void *)&fakeMemcpyHtoD},
+    {"cuMemcpyDtoHAsync", (void *)&fakeMemcpyDtoH},
+    {"cuMemcpyDtoDAsync", (void *)&fakeMemcpyDtoD},
+    {"cuMemsetD8Async", (void *)&fakeMemsetD8},
+};
+
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                   cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
   (void)cudaVersion;
@@ -79,7 +225,10 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
     *pfn = (void *)&fakeDeviceGetName;
   else if (strcmp(symbol, "cuDeviceGetAttribute") == 0)
     *pfn = (void *)&fakeDeviceGetAttribute;
-  else
+  for (size_t i = 0; !*pfn && i < sizeof(kFakes) / sizeof(kFakes[0]); ++i)
+    if (strcmp(symbol, kFakes[i].name) == 0)
+      *pfn = kFakes[i].function;
+  if (!*pfn)
     *pfn = (void *)&notSupported;
   *status = CU_GET_PROC_ADDRESS_SUCCESS;
   return CUDA_SUCCESS;

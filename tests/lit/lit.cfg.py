@@ -17,5 +17,8 @@ llvm_config.with_environment("PATH", os.path.join(config.mixprec_obj_root, "bin"
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.substitutions.append(("%mixprec_src", config.mixprec_src_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
+# A stand-in libcuda (runtime/tests/FakeCudaDriver.c) for MIXPREC_CUDA_DRIVER_LIBRARY.
+config.substitutions.append(("%fake_cuda_driver", os.path.join(
+    config.mixprec_obj_root, "runtime", "tests", "libmixprec_fake_cuda.so")))
 # FileCheck always runs with --enable-var-scope (see STYLE.md).
 config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))

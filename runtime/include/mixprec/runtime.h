@@ -1,7 +1,8 @@
 /*===- mixprec/runtime.h - mixprec runtime C API ---------------------------===*
  *
- * Loads a compiled mixprec module (.mpk), binds host inputs, runs it on a
- * backend (CPU now, CUDA later) and reads the outputs.
+ * Loads a compiled mixprec module (.mpk), binds host inputs (or device
+ * buffers), runs it on a backend (CPU or CUDA), synchronously or not, and
+ * reads the outputs.
  *
  * Conventions
  *  - Every call that can fail returns a mixprec_status_t. NULL means success.
@@ -205,13 +206,21 @@ typedef struct mixprec_session_options_t {
    * session that needs more fails with MIXPREC_OUT_OF_MEMORY. 0: no
    * limit. For services that load modules they do not control. */
   uint64_t max_memory_bytes;
+  /* Non-zero: a CUDA session launches its steps one by one on every run
+   * instead of replaying the CUDA graph it captured on the first (the
+   * environment variable MIXPREC_CUDA_GRAPHS=0 does the same for every
+   * session). Sessions with routine steps run on the host never capture. */
+  int32_t disable_cuda_graphs;
 } mixprec_session_options_t;
 
-#define MIXPREC_SESSION_OPTIONS_INIT {sizeof(mixprec_session_options_t), MIXPREC_BACKEND_AUTO, 0}
+#define MIXPREC_SESSION_OPTIONS_INIT {sizeof(mixprec_session_options_t), MIXPREC_BACKEND_AUTO, 0, 0}
 MIXPREC_API void mixprec_session_options_init(mixprec_session_options_t *options);
 
 /* MIXPREC_NO_DEVICE when CUDA is asked for and no GPU is found (the message
- * says why), MIXPREC_UNIMPLEMENTED while the CUDA backend is not there yet. */
+ * says why); MIXPREC_FAILED_PRECONDITION when the module has no CUDA code
+ * (compiled without --arch) or none this device can load;
+ * MIXPREC_OUT_OF_MEMORY naming the bytes asked and free when the device
+ * cannot hold the module's memory. */
 MIXPREC_API mixprec_status_t mixprec_session_create(mixprec_module_t module,
                                                     const mixprec_session_options_t *options,
                                                     mixprec_session_t *out_session);
@@ -221,10 +230,12 @@ MIXPREC_API void mixprec_session_release(mixprec_session_t session);
 MIXPREC_API mixprec_backend_t mixprec_session_backend(mixprec_session_t session);
 
 /* For a session created with MIXPREC_BACKEND_AUTO, which backend auto chose
- * and why, one line: "auto chose the CUDA backend", or "auto chose the CPU
- * backend: CUDA backend: no GPU: cannot load 'libcuda.so.1' ...".
- * "" when the backend was asked for by name, and for NULL. Owned by the
- * session. */
+ * and why, one line: "auto chose the CUDA backend: CUDA backend on NVIDIA
+ * H200 (sm_90, driver 13.0), ...", or "auto chose the CPU backend: CUDA
+ * backend: no GPU: cannot load 'libcuda.so.1' ...". A CUDA session asked
+ * for by name gets the part after "auto chose the CUDA backend: " (the
+ * device, and which routine steps run on the host). "" for a CPU session
+ * asked for by name, and for NULL. Owned by the session. */
 MIXPREC_API const char *mixprec_session_backend_reason(mixprec_session_t session);
 
 /* Copies `byte_size` bytes of host data into the session as input `index`.
@@ -244,9 +255,28 @@ MIXPREC_API mixprec_status_t mixprec_session_bind_input_by_name(mixprec_session_
                                                                 const void *data,
                                                                 size_t byte_size);
 
-/* Runs the module. Every input must be bound (MIXPREC_FAILED_PRECONDITION
- * names the first that is not). */
+/* Runs the module and waits for it. Every input must be bound, to host data
+ * or to a buffer (MIXPREC_FAILED_PRECONDITION names the first that is not).
+ * Same as mixprec_session_run_async then mixprec_session_wait. */
 MIXPREC_API mixprec_status_t mixprec_session_run(mixprec_session_t session);
+
+/* Starts a run and returns without waiting for the device: the run is
+ * enqueued on the session's stream (the CPU backend runs it before
+ * returning). Until mixprec_session_wait, the session accepts no other call
+ * but wait, stream and release (MIXPREC_FAILED_PRECONDITION); host data
+ * bound with mixprec_session_bind_input was copied when the run started.
+ * The status reports what failed while starting it. */
+MIXPREC_API mixprec_status_t mixprec_session_run_async(mixprec_session_t session);
+
+/* Waits for the run that mixprec_session_run_async started and returns its
+ * status (a failure on the device). Returns NULL at once when no run is in
+ * flight (and always on the CPU backend, whose runs are finished). */
+MIXPREC_API mixprec_status_t mixprec_session_wait(mixprec_session_t session);
+
+/* The stream the session's runs are enqueued on: a CUstream on the CUDA
+ * backend (an application may make its own work wait on it with events),
+ * NULL on the CPU backend and for NULL. Owned by the session. */
+MIXPREC_API void *mixprec_session_stream(mixprec_session_t session);
 
 /* Output `index` of the last successful run, in its own dtype. The pointer
  * is valid until the next bind, run or release of the session.
@@ -261,6 +291,58 @@ MIXPREC_API mixprec_status_t mixprec_session_output_data(mixprec_session_t sessi
 MIXPREC_API mixprec_status_t mixprec_session_copy_output(mixprec_session_t session, size_t index,
                                                          mixprec_dtype_t dtype, void *buffer,
                                                          size_t byte_size);
+
+/*===----------------------------------------------------------------------===*
+ * Buffers: memory of a session's backend (device memory on the CUDA backend,
+ * host memory on the CPU backend), bound in place of host inputs and
+ * outputs so that an application keeps tensors on the device between runs,
+ * as onnxruntime's IO binding does.
+ * Thread safety: as the session that made the buffer. A buffer may be
+ * released at any time: a session it is bound to keeps the memory until it
+ * is unbound or the session is released.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mixprec_buffer_s *mixprec_buffer_t;
+
+/* Allocates `byte_size` bytes of the session's backend memory, set to zero.
+ * MIXPREC_OUT_OF_MEMORY (with the bytes asked and free) when it cannot. */
+MIXPREC_API mixprec_status_t mixprec_buffer_create(mixprec_session_t session, size_t byte_size,
+                                                   mixprec_buffer_t *out_buffer);
+MIXPREC_API void mixprec_buffer_release(mixprec_buffer_t buffer);
+/* 0 for NULL. */
+MIXPREC_API size_t mixprec_buffer_size(mixprec_buffer_t buffer);
+/* The memory's address: a CUdeviceptr on the CUDA backend, a host pointer
+ * on the CPU backend; 0 for NULL. */
+MIXPREC_API uint64_t mixprec_buffer_device_address(mixprec_buffer_t buffer);
+/* The backend whose memory it is; MIXPREC_BACKEND_AUTO for NULL. */
+MIXPREC_API mixprec_backend_t mixprec_buffer_backend(mixprec_buffer_t buffer);
+
+/* Synchronous copies between host memory and `byte_size` bytes of the
+ * buffer at `offset` (MIXPREC_SHAPE_MISMATCH when they do not fit). A copy
+ * waits for the runs already started on the buffer's device. */
+MIXPREC_API mixprec_status_t mixprec_buffer_copy_from_host(mixprec_buffer_t buffer, size_t offset,
+                                                           const void *data, size_t byte_size);
+MIXPREC_API mixprec_status_t mixprec_buffer_copy_to_host(mixprec_buffer_t buffer, size_t offset,
+                                                         void *data, size_t byte_size);
+
+/* Binds input `index` to `buffer`: each run reads the input from it (in the
+ * input's own dtype, no conversion), replacing data bound with
+ * mixprec_session_bind_input (and binding host data replaces the buffer).
+ * The buffer must come from mixprec_buffer_create on this session
+ * (MIXPREC_INVALID_ARGUMENT) and have exactly the input's byte size
+ * (MIXPREC_SHAPE_MISMATCH). */
+MIXPREC_API mixprec_status_t mixprec_session_bind_input_buffer(mixprec_session_t session,
+                                                               size_t index,
+                                                               mixprec_buffer_t buffer);
+/* Binds output `index` to `buffer`: each run writes the output into it, in
+ * its own dtype, on the device (same rules as for inputs). On the CUDA
+ * backend the steps write it there directly, unless the memory plan shares
+ * its bytes with another tensor (an output listed under two names): then
+ * it is copied there at the end of the run. NULL unbinds. output_data and
+ * copy_output keep working for a bound output. */
+MIXPREC_API mixprec_status_t mixprec_session_bind_output_buffer(mixprec_session_t session,
+                                                                size_t index,
+                                                                mixprec_buffer_t buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

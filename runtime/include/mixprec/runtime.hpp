@@ -109,6 +109,42 @@ private:
   mixprec_module_t module_ = nullptr;
 };
 
+class Session;
+
+/// Memory of a session's backend (device memory on CUDA, host memory on the
+/// CPU backend), bound in place of host inputs and outputs. Move-only.
+class Buffer {
+public:
+  Buffer() = default;
+  Buffer(Buffer &&other) noexcept : buffer_(other.buffer_) { other.buffer_ = nullptr; }
+  Buffer &operator=(Buffer &&other) noexcept {
+    std::swap(buffer_, other.buffer_);
+    return *this;
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() { mixprec_buffer_release(buffer_); }
+
+  /// `byteSize` bytes of `session`'s backend memory, set to zero.
+  static Status create(const Session &session, size_t byteSize, Buffer &out);
+
+  bool valid() const { return buffer_ != nullptr; }
+  mixprec_buffer_t handle() const { return buffer_; }
+  size_t size() const { return mixprec_buffer_size(buffer_); }
+  /// A CUdeviceptr on CUDA, a host address on the CPU backend.
+  uint64_t deviceAddress() const { return mixprec_buffer_device_address(buffer_); }
+  mixprec_backend_t backend() const { return mixprec_buffer_backend(buffer_); }
+  Status copyFromHost(const void *data, size_t byteSize, size_t offset = 0) {
+    return Status(mixprec_buffer_copy_from_host(buffer_, offset, data, byteSize));
+  }
+  Status copyToHost(void *data, size_t byteSize, size_t offset = 0) const {
+    return Status(mixprec_buffer_copy_to_host(buffer_, offset, data, byteSize));
+  }
+
+private:
+  mixprec_buffer_t buffer_ = nullptr;
+};
+
 /// A module instantiated on a backend. Move-only; one thread at a time.
 class Session {
 public:
@@ -172,6 +208,22 @@ public:
   }
 
   Status run() { return Status(mixprec_session_run(session_)); }
+  /// Starts a run on the session's stream; wait() returns its status.
+  Status runAsync() { return Status(mixprec_session_run_async(session_)); }
+  Status wait() { return Status(mixprec_session_wait(session_)); }
+  /// A CUstream on the CUDA backend; nullptr on the CPU backend.
+  void *stream() const { return mixprec_session_stream(session_); }
+
+  /// Input or output `index` read from / written to `buffer` on the device.
+  Status bindInputBuffer(size_t index, const Buffer &buffer) {
+    return Status(mixprec_session_bind_input_buffer(session_, index, buffer.handle()));
+  }
+  Status bindOutputBuffer(size_t index, const Buffer &buffer) {
+    return Status(mixprec_session_bind_output_buffer(session_, index, buffer.handle()));
+  }
+  Status unbindOutputBuffer(size_t index) {
+    return Status(mixprec_session_bind_output_buffer(session_, index, nullptr));
+  }
 
   /// Output `index` in its own dtype; valid until the next bind or run.
   Status outputData(size_t index, const void *&data, size_t &byteSize) const {
@@ -194,6 +246,16 @@ private:
   Module module_; ///< for output shapes
   mixprec_session_t session_ = nullptr;
 };
+
+inline Status Buffer::create(const Session &session, size_t byteSize, Buffer &out) {
+  mixprec_buffer_t buffer = nullptr;
+  Status s(mixprec_buffer_create(session.handle(), byteSize, &buffer));
+  if (s.ok()) {
+    mixprec_buffer_release(out.buffer_);
+    out.buffer_ = buffer;
+  }
+  return s;
+}
 
 } // namespace mixprec
 

@@ -93,7 +93,70 @@ Status CpuBackend::readTensor(uint32_t tensor, const void **data) {
   return okStatus();
 }
 
-Status CpuBackend::run() {
+namespace {
+
+/// Host memory standing in for device memory, so that applications use one
+/// API whatever the backend.
+class HostBuffer final : public DeviceBuffer {
+public:
+  bool allocate(size_t bytes, const void *owner) {
+    if (!bytes_.allocate(bytes))
+      return false;
+    if (bytes)
+      std::memset(bytes_.data(), 0, bytes);
+    size_ = bytes;
+    address_ = reinterpret_cast<uintptr_t>(bytes_.data());
+    owner_ = owner;
+    return true;
+  }
+  Status copyFromHost(size_t offset, const void *data, size_t bytes) override {
+    if (bytes)
+      std::memcpy(bytes_.data() + offset, data, bytes);
+    return okStatus();
+  }
+  Status copyToHost(size_t offset, void *data, size_t bytes) const override {
+    if (bytes)
+      std::memcpy(data, bytes_.data() + offset, bytes);
+    return okStatus();
+  }
+
+private:
+  AlignedBytes bytes_;
+};
+
+} // namespace
+
+Status CpuBackend::allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) {
+  auto buffer = std::make_shared<HostBuffer>();
+  if (!buffer->allocate(bytes, this))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: cannot allocate a buffer of " + std::to_string(bytes) + " bytes");
+  out = std::move(buffer);
+  return okStatus();
+}
+
+/// Bound inputs are read from their buffers, bound outputs written to
+/// theirs: the CPU backend runs at once, so wait() has nothing left to do.
+Status CpuBackend::launch(const Bindings &bindings) {
+  const std::vector<uint32_t> &inputs = module->inputs(), &outputs = module->outputs();
+  for (size_t i = 0; i < bindings.inputs.size(); ++i)
+    if (const DeviceBuffer *b = bindings.inputs[i].get()) {
+      const TensorDesc &d = module->tensors()[inputs[i]];
+      if (Status s = b->copyToHost(0, arena.data() + d.offset, d.bytes); !s.ok())
+        return s;
+    }
+  if (Status s = runSteps(); !s.ok())
+    return s;
+  for (size_t i = 0; i < bindings.outputs.size(); ++i)
+    if (DeviceBuffer *b = bindings.outputs[i].get()) {
+      const TensorDesc &d = module->tensors()[outputs[i]];
+      if (Status s = b->copyFromHost(0, tensorData(outputs[i]), d.bytes); !s.ok())
+        return s;
+    }
+  return okStatus();
+}
+
+Status CpuBackend::runSteps() {
   const auto *steps = module->root().steps();
   for (size_t i = 0; steps && i < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i);

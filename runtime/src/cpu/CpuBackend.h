@@ -179,8 +179,16 @@ public:
   Status prepare();
   mixprec_backend_t kind() const override { return MIXPREC_BACKEND_CPU; }
   Status setInput(uint32_t tensor, const void *data, size_t bytes) override;
-  Status run() override;
+  Status launch(const Bindings &bindings) override;
+  Status wait() override { return okStatus(); }
   Status readTensor(uint32_t tensor, const void **data) override;
+  Status allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) override;
+
+  /// Runs opaque `index` alone on the host arena: the CUDA backend's host
+  /// routine steps, with their operands copied in by the caller.
+  Status runOpaqueStep(size_t index) { return runOpaque(module->opaques()[index]); }
+  /// Where tensor `t` lives on the host (the arena, or the module's constant).
+  uint8_t *hostTensor(int32_t t) { return tensorData(t); }
 
 private:
   /// A run of a piece: `length` consecutive points of one row run, whose
@@ -203,6 +211,7 @@ private:
     return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
   }
 
+  Status runSteps();
   Status runKernel(const KernelPlan &plan);
   Status runRow(const KernelPlan &plan, const std::vector<int64_t> &outerBase);
   Status evalPiece(const KernelPlan &plan, int32_t pass, const std::vector<Segment> &segments,

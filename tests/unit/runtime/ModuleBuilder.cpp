@@ -290,9 +290,12 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
       program.push_back(fb::CreateInstruction(fbb, i.opcode, fbb.CreateVector(i.operands),
                                               i.tensor, fbb.CreateVector(i.strides), i.value,
                                               i.dtype));
+    flatbuffers::Offset<fb::CudaLaunch> cuda;
+    if (k.cuda)
+      cuda = fb::CreateCudaLaunch(fbb, &*k.cuda);
     kernelOffsets.push_back(fb::CreateKernel(fbb, fbb.CreateString(k.name), 0,
                                              fbb.CreateVector(k.shape), k.rowDims,
-                                             fbb.CreateVector(program)));
+                                             fbb.CreateVector(program), cuda));
   }
 
   std::vector<flatbuffers::Offset<fb::Gemm>> gemmOffsets;
@@ -333,11 +336,14 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   auto gemmsOffset = fbb.CreateVector(gemmOffsets);
   auto opaquesOffset = fbb.CreateVector(opaqueOffsets);
   auto stepsOffset = fbb.CreateVector(stepOffsets);
+  flatbuffers::Offset<fb::CudaProgram> cudaOffset;
+  if (cuda)
+    cudaOffset = fb::CreateCudaProgram(fbb, &*cuda);
   auto root = fb::CreateModule(fbb, version, producer, inputsOffset, outputsOffset,
                                tensorsOffset, constantsOffset, kernelsOffset, gemmsOffset,
                                opaquesOffset, stepsOffset, arenaBytes ? *arenaBytes : arenaEnd,
                                arenaEnd, 0, side,
-                               seal ? runtime::kContentHashPlaceholder : 0);
+                               seal ? runtime::kContentHashPlaceholder : 0, cudaOffset);
   fbb.Finish(root, fb::ModuleIdentifier());
   built.module.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (seal)

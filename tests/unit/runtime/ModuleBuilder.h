@@ -58,6 +58,8 @@ struct KernelSpec {
   Shape shape;
   int32_t rowDims = 0;
   std::vector<InstructionSpec> program;
+  /// Kernel.cuda: how the CUDA backend launches it; absent when unset.
+  std::optional<fb::CudaLaunchT> cuda;
 
   /// Each returns the new instruction's index (its register).
   int load(int tensor, Shape strides);
@@ -146,6 +148,8 @@ public:
   /// Opaque index -> the options type written instead of its own (a forgery).
   std::map<size_t, fb::RoutineOptions> forgedOptionsTypes;
   std::vector<StepSpec> steps;
+  /// Module.cuda: the CUDA program; absent (a CPU-only module) when unset.
+  std::optional<fb::CudaProgramT> cuda;
   uint32_t version = 2;                 ///< the schema version the file claims
   bool seal = true;                     ///< write Module.content_hash
   std::string sideFilePath = "weights.bin";

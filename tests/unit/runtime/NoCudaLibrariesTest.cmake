@@ -7,7 +7,8 @@
 #     runs on the CPU under --backend auto, which says why, with the same
 #     results as --backend cpu; --backend cuda fails with NO_DEVICE;
 #  3. with a fake driver that finds a device, auto still says why it chose
-#     the CPU, and a driver that lacks an entry point names it.
+#     the CPU (the module has no CUDA code), and a driver that lacks an
+#     entry point names it.
 #
 # cmake -DRUNTIME=... -DREADELF=... -DMAKE_MODULE=... -DRUNNER=...
 #       -DFAKE_DRIVER=... -DWORK_DIR=... -P NoCudaLibrariesTest.cmake
@@ -92,7 +93,13 @@ expect("--backend cuda with CUDA hidden" "${err}"
 # 3. A fake driver with one device; then one that lacks an entry point.
 run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER}" "--backend;auto")
 expect("auto with a fake driver" "${out}" "backend cpu\n"
-  "auto chose the CPU backend: CUDA backend: not implemented yet \\(found 1 CUDA device\\(s\\), device 0: Fake GPU \\(sm_90\\), driver 13\\.0\\); use the CPU backend")
+  "auto chose the CPU backend: CUDA backend: module has no CUDA code: compile it with --arch sm_90")
+run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER}" "--backend;cuda")
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "--backend cuda, module without CUDA code: exit ${rc}:\n${out}\n${err}")
+endif()
+expect("--backend cuda, module without CUDA code" "${err}"
+  "embed: session: FAILED_PRECONDITION: CUDA backend: module has no CUDA code: compile it with --arch sm_90")
 run_runner("MIXPREC_CUDA_DRIVER_LIBRARY=${FAKE_DRIVER};MIXPREC_FAKE_CUDA_MISSING=cuLaunchKernel"
            "--backend;cuda")
 if(NOT rc EQUAL 1)
