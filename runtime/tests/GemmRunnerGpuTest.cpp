@@ -205,7 +205,9 @@ bool runCaseOnCpu(const GemmCase &c) {
     if (s.ok())
       s = cpu->setInput(t, in[t].bytes.data(), in[t].bytes.size());
   if (s.ok())
-    s = cpu->run();
+    s = cpu->launch({});
+  if (s.ok())
+    s = cpu->wait();
   const void *data = nullptr;
   if (s.ok())
     s = cpu->readTensor(gt::kOut, &data);
