@@ -32,6 +32,10 @@ while (($#)); do
   shift
 done
 export PYTHONUNBUFFERED=1
+# The table must be out before the device command's limit (10 minutes): the
+# run shortens or skips its last steps (torch.compile first) to end by then.
+start=$(date +%s)
+deadline=$((start + ${GPU_BENCH_BUDGET_S:-540}))
 
 # Builds libmixprec_runtime in the runtime-only configuration (no LLVM) into
 # $1 and the timing runner against it; prints the runner's path last.
@@ -106,7 +110,7 @@ case $mode in
       runner=$(build_runtime build-rt) || exit 1
       find_cublaslt
       python3 bench/gpu_bench.py run --folder build/gpu-bench --runner "$runner" \
-        --backend cuda --device cuda
+        --backend cuda --device cuda --deadline "$deadline"
     } 2>&1 | tee "$log"
     ;;
   dry)
@@ -116,6 +120,7 @@ case $mode in
     python3 -c 'import torch' 2>/dev/null ||
       echo "gpu.sh: note: no torch here: the PyTorch rows are left out (pip install torch)"
     python3 bench/gpu_bench.py run --folder build/gpu-bench-dry --runner "$runner" \
-      --backend cpu --device cpu --warmup 1 --repeat 5 --max-seconds 5 --compile-timeout 300
+      --backend cpu --device cpu --warmup 1 --repeat 5 --max-seconds 5 --compile-timeout 300 \
+      --check-fp32
     ;;
 esac

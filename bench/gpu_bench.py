@@ -168,6 +168,11 @@ def regenerate(folder, work, manifest):
     return errors
 
 
+def remaining(args):
+    """Seconds left before --deadline (a Unix time), or a day without one."""
+    return args.deadline - time.time() if args.deadline else 86400.0
+
+
 def run_torch(args, work, variants, timeout, ceilings):
     """bench/gpu_torch.py in its own process; (report or None, note)."""
     out = os.path.join(work, f"torch_{variants[0]}.json")
@@ -177,6 +182,8 @@ def run_torch(args, work, variants, timeout, ceilings):
            "--repeat", str(args.repeat), "--max-seconds", str(args.max_seconds)]
     if ceilings:
         cmd.append("--ceilings")
+    if timeout < 20:
+        return None, f"PyTorch {','.join(variants)}: not run: the time budget (--deadline) is spent"
     log("running " + " ".join(os.path.basename(c) if "/" in c else c for c in cmd[1:]))
     try:
         r = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
@@ -200,10 +207,13 @@ def run_module(args, work, entry, p):
            "--max-seconds", str(args.max_seconds), "--output-dir", out_dir]
     for iname in entry["inputs"]:
         cmd += ["--input", f"{iname}={os.path.join(work, entry['name'] + '.inputs', iname + '.f32')}"]
+    timeout = int(min(args.module_timeout, remaining(args) - 30))
+    if timeout < 10:
+        return {"error": "not run: the time budget (--deadline) is spent"}
     try:
-        r = subprocess.run(cmd, timeout=args.module_timeout, capture_output=True, text=True)
+        r = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
     except subprocess.TimeoutExpired:
-        return {"error": f"runner stopped after {args.module_timeout} s (time limit)"}
+        return {"error": f"runner stopped after {timeout} s (time limit)"}
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"error": f"runner exit {r.returncode}, no JSON: {r.stderr.strip()[-300:]}"}
@@ -342,7 +352,10 @@ def run(args):
     log(f"side files and inputs rebuilt in {work} ({time.time() - started:.0f} s)")
     notes = [f"{m} {p}: {r['error']}" for (m, p), r in module_results.items()]
 
-    eager, note = run_torch(args, work, EAGER_VARIANTS, args.torch_timeout, ceilings=True)
+    # PyTorch FP32 first: its outputs are the reference of every other row.
+    eager, note = (None, "PyTorch: skipped (--no-torch)") if args.no_torch else run_torch(
+        args, work, EAGER_VARIANTS, int(min(args.torch_timeout, remaining(args) - 150)),
+        ceilings=True)
     torch_results = eager["results"] if eager else []
     ceil = eager.get("ceilings") if eager else None
     if note:
@@ -360,10 +373,13 @@ def run(args):
             if "error" in res:
                 notes.append(f"mixprec {entry['name']} {p}: {res['error']}")
 
-    if args.skip_compile:
-        notes.append("torch.compile: skipped (--skip-compile)")
+    compile_timeout = int(min(args.compile_timeout, remaining(args) - 20))
+    if args.skip_compile or args.no_torch:
+        notes.append("torch.compile: skipped")
+    elif compile_timeout < 60:
+        notes.append(f"torch.compile: skipped: {remaining(args):.0f} s of the time budget left")
     else:
-        comp, note = run_torch(args, work, COMPILE_VARIANTS, args.compile_timeout, ceilings=False)
+        comp, note = run_torch(args, work, COMPILE_VARIANTS, compile_timeout, ceilings=False)
         if comp:
             torch_results += comp["results"]
         if note:
@@ -374,13 +390,15 @@ def run(args):
 
     rows = build_rows(manifest, torch_results, module_results, ceil)
     goal_lines = goals(manifest, rows, ceil)
+    check_ok, check_line = fp32_check(manifest, module_results)
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "device": (eager or {}).get("device_name"), "torch": (eager or {}).get("torch"),
               "backend": args.backend, "manifest": {k: manifest[k] for k in
                                                     ("shapes", "arch", "mixprec", "created")},
               "ceilings": ceil, "rows": rows, "goals": goal_lines, "notes": notes,
               "modules": {f"{m}_{p}": r for (m, p), r in module_results.items()},
-              "torch_results": torch_results, "seconds": round(time.time() - started, 1)}
+              "torch_results": torch_results, "fp32_check": check_line,
+              "seconds": round(time.time() - started, 1)}
     for path in filter(None, [args.json, os.path.join(os.environ["OUT"], "gpu_bench.json")
                               if os.environ.get("OUT") else None]):
         with open(path, "w") as f:
@@ -396,14 +414,91 @@ def run(args):
     else:
         print(f"ceilings: pending ({(ceil or {}).get('note') or (ceil or {}).get('error') or 'not measured'})")
     for entry in manifest["models"]:
-        print(f"{entry['name']}: {entry['shape']}, {entry['flops'] / 1e9:.1f} GFLOP per run")
+        dims = ", ".join(f"{k} {v}" for k, v in entry["shape"].items())
+        print(f"{entry['name']}: {dims}; {entry['flops'] / 1e9:.3g} GFLOP per run")
     if notes:
         print("notes:\n  " + "\n  ".join(notes))
     print("goals:\n  " + "\n  ".join(goal_lines))
     print("kernel bandwidth: pending: the runtime has no per-kernel timing hook yet; "
           "times are whole runs (host clock around a synchronous run)")
+    print(check_line)
     print_table(rows)
-    return 0
+    return 0 if check_ok or not args.check_fp32 else 1
+
+
+FP32_BOUND = 1e-4
+
+# SHA-256 of portable_normal(7, [1000, 3], 0.5): the bits every machine must draw.
+PORTABLE_PIN = "01d42167626a2a1b1f98388866ec472396d01a2ea1e5a76f31d0db6ecf53dcbc"
+
+
+def selftest(args):
+    """ctest bench_gpu_selftest, no GPU and no torch: the tiny models go through
+    prepare (side files rebuilt from their recipes, checked there) and run on
+    the CPU backend through gpu_runner; each precision must run, and the fp32
+    modules' outputs must equal `mixprec run` on the ONNX model (interpreter)
+    within 1e-5. Also pins portable_normal's bits."""
+    import hashlib
+    failures = []
+    digest = hashlib.sha256(gpu_models.portable_normal(7, [1000, 3], 0.5).tobytes()).hexdigest()
+    if digest != PORTABLE_PIN:
+        failures.append(f"portable_normal(7, [1000, 3], 0.5) has SHA-256 {digest}, "
+                        f"pinned {PORTABLE_PIN}: weights would differ between machines")
+    folder = os.path.join(args.work, "tiny")
+    if prepare(argparse.Namespace(mixprec=args.mixprec, out=folder, shapes="tiny", arch="auto")):
+        return 1
+    manifest = gpu_models.load_manifest(folder)
+    sides = sum(1 for e in manifest["models"] for m in e["modules"].values() if m["recipe"])
+    if sides < 3:
+        failures.append(f"only {sides} modules have a side file: the recipes went untested")
+    ns = argparse.Namespace(folder=folder, work=None, runner=args.runner, backend="cpu",
+                            device="cpu", json=os.path.join(args.work, "tiny.json"), warmup=0,
+                            repeat=2, max_seconds=5.0, module_timeout=120, torch_timeout=0,
+                            compile_timeout=0, skip_compile=True, no_torch=True, deadline=0,
+                            check_fp32=False)
+    run(ns)
+    with open(ns.json) as f:
+        report = json.load(f)
+    for key, res in report["modules"].items():
+        if "error" in res:
+            failures.append(f"{key}: {res['error']}")
+    work = folder + "-work"
+    for entry in manifest["models"]:
+        name, scratch = entry["name"], folder + ".scratch"
+        cmd = [args.mixprec, "run", os.path.join(scratch, name + ".onnx"), "--backend",
+               "interpreter", "--output-dir", os.path.join(work, "interp_" + name)]
+        for iname, arr in gpu_models.inputs_of(entry["inputs"]).items():
+            np.save(os.path.join(work, f"{name}_{iname}.npy"), arr)
+            cmd += ["--input", f"{iname}={os.path.join(work, f'{name}_{iname}.npy')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{' '.join(cmd)}: {r.stderr.strip()}")
+            continue
+        for out in entry["outputs"]:
+            ref = np.load(os.path.join(work, "interp_" + name, out + ".npy"))
+            got = np.fromfile(os.path.join(work, "out", name + "_fp32", out + ".f32"), "<f4")
+            rel = max_rel(got.reshape(ref.shape), ref)
+            print(f"selftest: {name} fp32 {out}: max rel err vs interpreter {rel:.2e}")
+            if not rel <= 1e-5:
+                failures.append(f"{name} fp32 {out}: max rel err {rel:.2e} vs the interpreter")
+    for f in failures:
+        print("selftest: FAILED: " + f)
+    print(f"selftest: {'FAILED' if failures else 'ok'} ({sides} side files rebuilt from recipes)")
+    return 1 if failures else 0
+
+
+def fp32_check(manifest, module_results):
+    """(ok, line): mixprec fp32 against PyTorch eager FP32, every model."""
+    parts, values = [], []
+    for entry in manifest["models"]:
+        v = module_results.get((entry["name"], "fp32"), {}).get("max_rel")
+        values.append(v)
+        parts.append(f"{entry['name']} {v:.2e}" if v is not None else f"{entry['name']} missing")
+    ok = all(v is not None and v < FP32_BOUND for v in values)
+    verdict = "ok" if ok else ("pending (no PyTorch reference)" if all(v is None for v in values)
+                               else "FAILED")
+    return ok, (f"check: mixprec fp32 vs PyTorch eager FP32, max rel err: {', '.join(parts)} "
+                f"(bound {FP32_BOUND:g}): {verdict}")
 
 
 def main(argv=None):
@@ -424,12 +519,21 @@ def main(argv=None):
     rp.add_argument("--warmup", type=int, default=10)
     rp.add_argument("--repeat", type=int, default=100)
     rp.add_argument("--max-seconds", type=float, default=10.0)
-    rp.add_argument("--module-timeout", type=int, default=120)
+    rp.add_argument("--module-timeout", type=int, default=90)
     rp.add_argument("--torch-timeout", type=int, default=240)
     rp.add_argument("--compile-timeout", type=int, default=240)
     rp.add_argument("--skip-compile", action="store_true")
+    rp.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out")
+    rp.add_argument("--deadline", type=float, default=0,
+                    help="Unix time by which the table must be printed (steps are shortened)")
+    rp.add_argument("--check-fp32", action="store_true",
+                    help=f"exit 1 unless mixprec fp32 is within {FP32_BOUND:g} of PyTorch FP32")
+    sp = sub.add_parser("selftest")
+    sp.add_argument("--mixprec", required=True)
+    sp.add_argument("--runner", required=True)
+    sp.add_argument("--work", required=True)
     args = ap.parse_args(argv)
-    return prepare(args) if args.cmd == "prepare" else run(args)
+    return {"prepare": prepare, "run": run, "selftest": selftest}[args.cmd](args)
 
 
 if __name__ == "__main__":

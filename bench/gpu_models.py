@@ -40,7 +40,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORTABLE_MIN_ELEMENTS = 65536
 
-# Model sizes: the GPU run and the CPU dry run (same weights, fewer tokens).
+# Model sizes: the GPU run, the CPU dry run (same weights, fewer tokens), a test.
 SHAPES = {
     "gpu": {
         "gpt_block": dict(batch=8, seq=512, hidden=768, heads=12, mlp=3072),
@@ -49,6 +49,11 @@ SHAPES = {
     "dry": {
         "gpt_block": dict(batch=1, seq=64, hidden=768, heads=12, mlp=3072),
         "mlp": dict(batch=16, d_in=1024, hidden1=4096, hidden2=4096, d_out=1024),
+    },
+    # ctest bench_gpu_selftest: one 4 MiB weight, so side files and recipes are there.
+    "tiny": {
+        "gpt_block": dict(batch=2, seq=16, hidden=64, heads=4, mlp=256),
+        "mlp": dict(batch=4, d_in=256, hidden1=1024, hidden2=1024, d_out=64),
     },
 }
 SEEDS = {"gpt_block": 101, "mlp": 102}
