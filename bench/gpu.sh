@@ -47,11 +47,12 @@ build_runtime() {
   fi
   local gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   echo "== runtime-only build in $dir" >&2
+  mkdir -p "$dir"
   cmake -S . -B "$dir" "${gen[@]}" -DMIXPREC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-        >"$dir.configure.log" 2>&1 ||
-    { tail -20 "$dir.configure.log" >&2; echo "gpu.sh: error: configure failed" >&2; return 1; }
-  timeout 400 cmake --build "$dir" --target mixprec_runtime -j"$(nproc)" >"$dir.build.log" 2>&1 ||
-    { tail -30 "$dir.build.log" >&2; echo "gpu.sh: error: runtime build failed" >&2; return 1; }
+        >"$dir/mixprec-configure.log" 2>&1 ||
+    { tail -20 "$dir/mixprec-configure.log" >&2; echo "gpu.sh: error: configure failed" >&2; return 1; }
+  timeout 300 cmake --build "$dir" --target mixprec_runtime -j"$(nproc)" >"$dir/mixprec-build.log" 2>&1 ||
+    { tail -30 "$dir/mixprec-build.log" >&2; echo "gpu.sh: error: runtime build failed" >&2; return 1; }
   local lib
   lib=$(dirname "$(find "$dir" -name 'libmixprec_runtime.so' | head -1)")
   cc -O2 -std=gnu11 -Wall bench/gpu_runner.c -Iruntime/include -L"$lib" -lmixprec_runtime \

@@ -451,6 +451,11 @@ def selftest(args):
     sides = sum(1 for e in manifest["models"] for m in e["modules"].values() if m["recipe"])
     if sides < 3:
         failures.append(f"only {sides} modules have a side file: the recipes went untested")
+    for e in manifest["models"]:          # every byte explained by a weight: nothing carried raw
+        for p, m in e["modules"].items():
+            kept = sum(n for _, n in (m["recipe"] or {}).get("raw", []))
+            if kept:
+                failures.append(f"{e['name']} {p}: {kept} side-file bytes no weight form explains")
     ns = argparse.Namespace(folder=folder, work=None, runner=args.runner, backend="cpu",
                             device="cpu", json=os.path.join(args.work, "tiny.json"), warmup=0,
                             repeat=2, max_seconds=5.0, module_timeout=120, torch_timeout=0,

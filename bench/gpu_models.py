@@ -87,9 +87,9 @@ def portable_normal(seed, shape, std):
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, np.float32)
     unit = float(std) * math.sqrt(3.0) / 2.0**24   # std of a sum of four 24-bit uniforms
-    base = np.uint64(seed & (2**64 - 1)) * np.uint64(2**20 + 7)
     chunk = 1 << 22
     with np.errstate(over="ignore"):
+        base = np.uint64(seed & (2**64 - 1)) * np.uint64(2**20 + 7)
         for start in range(0, n, chunk):
             idx = np.arange(start, min(n, start + chunk), dtype=np.uint64) * np.uint64(2) + base
             a, b = _splitmix64(idx), _splitmix64(idx + np.uint64(1))
