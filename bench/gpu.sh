@@ -7,8 +7,11 @@
 #                                                  runtime-only configuration and
 #                                                  the runner, time everything,
 #                                                  print the table last
-#   bash bench/gpu.sh --dry-run [--mixprec BIN]   here, no GPU: the whole flow on
-#                                                  the CPU at small shapes
+#   bash bench/gpu.sh --dry-run [--mixprec BIN] [--shapes dry|tiny]
+#                                                  here, no GPU: the whole flow on
+#                                                  the CPU at small shapes (dry: the
+#                                                  real weights, few tokens; tiny:
+#                                                  a quick look, seconds)
 #
 # On the GPU machine it reads build/gpu-bench (modules, recipes, manifest) and
 # build/runtime-deps (a full build's header-only dependencies): carry both.
@@ -21,12 +24,14 @@ cd "$(dirname "$0")/.."
 
 mode=gpu
 mixprec=build/bin/mixprec
+dry_shapes=dry
 while (($#)); do
   case $1 in
     --prepare) mode=prepare ;;
     --dry-run) mode=dry ;;
     --mixprec) mixprec=$2; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --shapes) dry_shapes=$2; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -101,13 +106,15 @@ case $mode in
     ;;
   gpu)
     [[ -f build/gpu-bench/manifest.json ]] ||
-      { echo "gpu.sh: error: no build/gpu-bench: run bash bench/gpu.sh --prepare here and carry it" >&2; exit 1; }
+      { echo "gpu.sh: error: no build/gpu-bench: run bash bench/gpu.sh --prepare here and carry it" >&2
+        exit 1; }
     log=/dev/null; [[ -n ${OUT:-} ]] && log=$OUT/gpu_bench.log
     {
       echo "== $(date -u +%FT%TZ) $(uname -m), $(nproc) CPUs"
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem \
                  --format=csv 2>&1 || echo "gpu.sh: nvidia-smi failed"
-      python3 -c 'import torch, sys; print("== torch", torch.__version__, "CUDA", torch.version.cuda, "GPU", torch.cuda.is_available())' 2>&1
+      python3 -c 'import torch; print("== torch", torch.__version__, "CUDA", torch.version.cuda,
+                                       "GPU", torch.cuda.is_available())' 2>&1
       runner=$(build_runtime build-rt) || exit 1
       find_cublaslt
       python3 bench/gpu_bench.py run --folder build/gpu-bench --runner "$runner" \
@@ -115,8 +122,8 @@ case $mode in
     } 2>&1 | tee "$log"
     ;;
   dry)
-    python3 bench/gpu_bench.py prepare --mixprec "$mixprec" --out build/gpu-bench-dry --shapes dry \
-      --arch auto || exit 1
+    python3 bench/gpu_bench.py prepare --mixprec "$mixprec" --out build/gpu-bench-dry \
+      --shapes "$dry_shapes" --arch auto || exit 1
     runner=$(build_runtime build-rt) || exit 1
     python3 -c 'import torch' 2>/dev/null ||
       echo "gpu.sh: note: no torch here: the PyTorch rows are left out (pip install torch)"

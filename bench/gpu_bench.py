@@ -188,7 +188,11 @@ def run_torch(args, work, variants, timeout, ceilings):
     try:
         r = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
     except subprocess.TimeoutExpired:
-        return None, f"PyTorch {','.join(variants)}: stopped after {timeout} s (time limit)"
+        note = f"PyTorch {','.join(variants)}: stopped after {timeout} s (time limit)"
+        if os.path.exists(out):                  # the results it had finished
+            with open(out) as f:
+                return json.load(f), note + "; the rows it finished are kept"
+        return None, note
     sys.stdout.write(r.stdout)
     if r.returncode != 0 or not os.path.exists(out):
         tail = " | ".join(r.stderr.strip().splitlines()[-3:])
@@ -227,17 +231,9 @@ def run_module(args, work, entry, p):
         if os.path.exists(ref_path):
             ref = np.load(ref_path)
             got = np.fromfile(os.path.join(out_dir, out["name"] + ".f32"), "<f4").reshape(ref.shape)
-            rels.append(max_rel(got, ref))
+            rels.append(gpu_models.max_rel(got, ref))
     res["max_rel"] = max(rels) if rels else None
     return res
-
-
-def max_rel(out, ref):
-    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
-    if not np.isfinite(out).all() and np.isfinite(ref).all():
-        return float("inf")
-    denom = np.abs(ref).max()
-    return float(np.abs(out - ref).max() / denom) if denom > 0 else float(np.abs(out - ref).max())
 
 
 def fmt_ms(v):
@@ -328,7 +324,8 @@ def print_table(rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if r["error"]:
-            cells = [r["model"], r["run"], "error", "", "", "", fmt_mb(r["planned"]) if r["planned"] else "-",
+            cells = [r["model"], r["run"], "error", "", "", "",
+                     fmt_mb(r["planned"]) if r["planned"] else "-",
                      "", "", r["kernel_bw"]]
         else:
             cells = [r["model"], r["run"], fmt_ms(r["median_ms"]), fmt_ms(r["min_ms"]),
@@ -383,7 +380,7 @@ def run(args):
         if comp:
             torch_results += comp["results"]
         if note:
-            notes.append(note + " (torch.compile rows left out)")
+            notes.append(note)
     for t in torch_results:
         if "error" in t:
             notes.append(f"{LABELS.get(t['variant'], t['variant'])} {t['model']}: {t['error']}")
@@ -412,7 +409,8 @@ def run(args):
         print(f"ceilings: bf16 GEMM 8192^3 {ceil['bf16_tflops']:.0f} TFLOP/s; device copy "
               f"{ceil['copy_gbs']:.0f} GB/s (read + write)")
     else:
-        print(f"ceilings: pending ({(ceil or {}).get('note') or (ceil or {}).get('error') or 'not measured'})")
+        why = (ceil or {}).get("note") or (ceil or {}).get("error") or "not measured"
+        print(f"ceilings: pending ({why})")
     for entry in manifest["models"]:
         dims = ", ".join(f"{k} {v}" for k, v in entry["shape"].items())
         print(f"{entry['name']}: {dims}; {entry['flops'] / 1e9:.3g} GFLOP per run")
@@ -482,7 +480,7 @@ def selftest(args):
         for out in entry["outputs"]:
             ref = np.load(os.path.join(work, "interp_" + name, out + ".npy"))
             got = np.fromfile(os.path.join(work, "out", name + "_fp32", out + ".f32"), "<f4")
-            rel = max_rel(got.reshape(ref.shape), ref)
+            rel = gpu_models.max_rel(got.reshape(ref.shape), ref)
             print(f"selftest: {name} fp32 {out}: max rel err vs interpreter {rel:.2e}")
             if not rel <= 1e-5:
                 failures.append(f"{name} fp32 {out}: max rel err {rel:.2e} vs the interpreter")
@@ -524,7 +522,7 @@ def main(argv=None):
     rp.add_argument("--warmup", type=int, default=10)
     rp.add_argument("--repeat", type=int, default=100)
     rp.add_argument("--max-seconds", type=float, default=10.0)
-    rp.add_argument("--module-timeout", type=int, default=90)
+    rp.add_argument("--module-timeout", type=int, default=60)
     rp.add_argument("--torch-timeout", type=int, default=240)
     rp.add_argument("--compile-timeout", type=int, default=240)
     rp.add_argument("--skip-compile", action="store_true")

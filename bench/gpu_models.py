@@ -251,6 +251,17 @@ def rebuild_side_file(recipe, raw_compressed, weights):
     return bytes(out)
 
 
+def max_rel(out, ref):
+    """max|out - ref| / max|ref| (inf when out has a non-finite value ref lacks)."""
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if out.shape != ref.shape:
+        return float("nan")
+    if not np.isfinite(out).all() and np.isfinite(ref).all():
+        return float("inf")
+    denom = np.abs(ref).max()
+    return float(np.abs(out - ref).max() / denom) if denom > 0 else float(np.abs(out - ref).max())
+
+
 def load_manifest(folder):
     with open(os.path.join(folder, "manifest.json")) as f:
         return json.load(f)

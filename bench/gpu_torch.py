@@ -119,17 +119,6 @@ def time_calls(fn, device, warmup, repeat, max_seconds):
     return times
 
 
-def max_rel(out, ref):
-    """max|out - ref| / max|ref| (inf when out has a non-finite value ref lacks)."""
-    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
-    if out.shape != ref.shape:
-        return float("nan")
-    if not np.isfinite(out).all() and np.isfinite(ref).all():
-        return float("inf")
-    denom = np.abs(ref).max()
-    return float(np.abs(out - ref).max() / denom) if denom > 0 else float(np.abs(out - ref).max())
-
-
 def run_variant(model, inputs, variant, device, args):
     """One variant's result dict (times, memory, outputs as numpy)."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(variant.rsplit("_", 1)[1])
@@ -215,6 +204,7 @@ def main(argv=None):
             report["ceilings"] = ceilings(args.device)
         except Exception as e:  # noqa: BLE001  (a broken ceiling must not lose the rest)
             report["ceilings"] = {"error": f"{type(e).__name__}: {e}"}
+        write_report(args.out, report)
     for entry in manifest["models"]:
         model, inputs = build(args.folder, entry, args.device)
         for variant in args.variants.split(","):
@@ -227,20 +217,27 @@ def main(argv=None):
                     for k, v in outs.items():
                         np.save(os.path.join(args.ref_dir, entry["name"], k + ".npy"), v)
                 if args.ref_dir:
+                    ref_dir = os.path.join(args.ref_dir, entry["name"])
                     res["max_rel"] = max(
-                        max_rel(v, np.load(os.path.join(args.ref_dir, entry["name"], k + ".npy")))
+                        gpu_models.max_rel(v, np.load(os.path.join(ref_dir, k + ".npy")))
                         for k, v in outs.items())
             except Exception as e:  # noqa: BLE001  (report it and go on with the rest)
                 res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 traceback.print_exc()
             print(json.dumps(res), flush=True)
             report["results"].append(res)
+            write_report(args.out, report)       # so far: a time limit keeps what is done
         del model, inputs
         if args.device == "cuda":
             torch.cuda.empty_cache()
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+    write_report(args.out, report)
     return 0
+
+
+def write_report(path, report):
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":
