@@ -147,7 +147,7 @@ def run_variant(model, inputs, variant, device, args):
 def ceilings(device):
     """Measured bf16 GEMM rate and device copy bandwidth (CUDA only)."""
     if device != "cuda":
-        return {"bf16_tflops": None, "copy_gbs": None, "note": "no GPU: pending"}
+        return {"bf16_tflops": None, "copy_gbs": None, "note": "no GPU"}
     out = {}
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
