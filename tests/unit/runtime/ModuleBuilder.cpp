@@ -290,9 +290,10 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
       program.push_back(fb::CreateInstruction(fbb, i.opcode, fbb.CreateVector(i.operands),
                                               i.tensor, fbb.CreateVector(i.strides), i.value,
                                               i.dtype));
+    auto cuda = k.cuda ? fb::CreateCudaLaunch(fbb, &*k.cuda) : 0;
     kernelOffsets.push_back(fb::CreateKernel(fbb, fbb.CreateString(k.name), 0,
                                              fbb.CreateVector(k.shape), k.rowDims,
-                                             fbb.CreateVector(program)));
+                                             fbb.CreateVector(program), cuda));
   }
 
   std::vector<flatbuffers::Offset<fb::Gemm>> gemmOffsets;
@@ -333,11 +334,12 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   auto gemmsOffset = fbb.CreateVector(gemmOffsets);
   auto opaquesOffset = fbb.CreateVector(opaqueOffsets);
   auto stepsOffset = fbb.CreateVector(stepOffsets);
+  auto cudaOffset = cuda ? fb::CreateCudaProgram(fbb, &*cuda) : 0;
   auto root = fb::CreateModule(fbb, version, producer, inputsOffset, outputsOffset,
                                tensorsOffset, constantsOffset, kernelsOffset, gemmsOffset,
                                opaquesOffset, stepsOffset, arenaBytes ? *arenaBytes : arenaEnd,
                                arenaEnd, 0, side,
-                               seal ? runtime::kContentHashPlaceholder : 0);
+                               seal ? runtime::kContentHashPlaceholder : 0, cudaOffset);
   fbb.Finish(root, fb::ModuleIdentifier());
   built.module.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (seal)

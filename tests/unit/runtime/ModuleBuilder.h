@@ -58,6 +58,8 @@ struct KernelSpec {
   Shape shape;
   int32_t rowDims = 0;
   std::vector<InstructionSpec> program;
+  /// Kernel.cuda (FlatBuffers' object API), or none.
+  std::optional<fb::CudaLaunchT> cuda;
 
   /// Each returns the new instruction's index (its register).
   int load(int tensor, Shape strides);
@@ -151,6 +153,8 @@ public:
   std::string sideFilePath = "weights.bin";
   std::optional<uint64_t> arenaBytes;   ///< default: end of the last activation
   std::optional<uint64_t> sideFileHash; ///< default: the real FNV-1a
+  /// Module.cuda (FlatBuffers' object API), or none.
+  std::optional<fb::CudaProgramT> cuda;
 };
 
 /// Writes bytes to a file; false on failure.
