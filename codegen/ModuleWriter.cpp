@@ -129,6 +129,10 @@ private:
   /// A graph input's or output's name, else its op's node name.
   std::string tensorName(Value v);
   bool addKernel(kernel::KernelOp op, std::string &error);
+  /// Kernel.cuda of `op`, whose CUDA function is `cudaKernel`.
+  fb::Offset<sc::CudaLaunch> addCudaLaunch(kernel::KernelOp op, const CudaKernel &cudaKernel);
+  /// Module.cuda, or null without CUDA code.
+  fb::Offset<sc::CudaProgram> addCudaProgram();
   bool addGemm(kernel::GemmOp op, std::string &error);
   void addRoutine(kernel::CallOp op);
 
@@ -146,6 +150,8 @@ private:
   LogicalResult visitOther(Operation *op) override;
   /// Where the visit methods say why a step has no module form.
   std::string *stepError = nullptr;
+  /// The kernels' CUDA code, or null.
+  const CudaModuleCode *cuda = nullptr;
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
 
   func::FuncOp func;
@@ -298,10 +304,50 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
   return true;
 }
 
+fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(kernel::KernelOp op,
+                                                 const CudaKernel &cudaKernel) {
+  // The CUDA function's parameters: the kernel's inputs, then its results.
+  std::vector<int32_t> params, zeroed;
+  for (Value v : op.getInputs())
+    params.push_back(tensorOf(v));
+  for (Value v : op.getResults())
+    params.push_back(tensorOf(v));
+  for (int result : cudaKernel.launch.zeroedResults)
+    zeroed.push_back(tensorOf(op.getResult(result)));
+  auto function = fbb.CreateString(cudaKernel.name);
+  auto paramsV = fbb.CreateVector(params);
+  auto zeroedV = fbb.CreateVector(zeroed);
+  return sc::CreateCudaLaunch(fbb, function, cudaKernel.launch.gridSize,
+                              static_cast<int32_t>(cudaKernel.launch.blockSize),
+                              cudaKernel.launch.rowKernel, paramsV, zeroedV);
+}
+
+fb::Offset<sc::CudaProgram> Writer::addCudaProgram() {
+  if (!cuda)
+    return 0;
+  auto version = fbb.CreateString(cuda->nvrtcVersion);
+  auto source = fbb.CreateString(cuda->source);
+  auto ptx = fbb.CreateString(cuda->ptx);
+  // An ELF image: aligned as the driver reads it in place.
+  fbb.ForceVectorAlignment(cuda->cubin.size(), sizeof(uint8_t), 64);
+  auto cubin = fbb.CreateVector(reinterpret_cast<const uint8_t *>(cuda->cubin.data()),
+                                cuda->cubin.size());
+  return sc::CreateCudaProgram(fbb, cuda->smVersion, version, source, ptx, cubin);
+}
+
 bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
   ProgramBuilder pb(fbb, op.getShape(), [&](Value v) { return tensorOf(v); });
   if (!pb.emit(op, error))
     return false;
+  fb::Offset<sc::CudaLaunch> launch = 0;
+  if (cuda) {
+    if (kernels.size() >= cuda->kernels.size()) {
+      error = "the CUDA program has " + std::to_string(cuda->kernels.size()) +
+              " kernels, the function more (a compiler bug)";
+      return false;
+    }
+    launch = addCudaLaunch(op, cuda->kernels[kernels.size()]);
+  }
   for (Value v : op.getInputs())
     stats.bytesMoved += bytesOf(v);
   for (Value v : op.getResults())
@@ -317,6 +363,8 @@ bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
   b.add_shape(shape);
   b.add_row_dims(static_cast<int32_t>(op.getRowDims()));
   b.add_program(program);
+  if (cuda)
+    b.add_cuda(launch);
   kernels.push_back(b.Finish()); // finish before building the step: no nesting
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Kernel, kernels.size() - 1));
   ++stats.kernels;
@@ -437,6 +485,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
                    const ModuleWriteOptions &options, const std::string &sideFileName,
                    std::vector<uint8_t> &sideFile, std::string &error) {
   Block &body = func.getBody().front();
+  cuda = options.cuda;
   std::vector<uint32_t> inputs, outputs;
   for (BlockArgument arg : body.getArguments()) {
     inputs.push_back(tensorOf(arg));
@@ -450,6 +499,11 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     stepError = &error;
     if (failed(visit(&op)))
       return false;
+  }
+  if (cuda && kernels.size() != cuda->kernels.size()) {
+    error = "the CUDA program has " + std::to_string(cuda->kernels.size()) +
+            " kernels, the function " + std::to_string(kernels.size()) + " (a compiler bug)";
+    return false;
   }
   // Graph outputs. A value returned under a name its tensor does not have
   // (a value returned twice under two names, a returned input or constant)
@@ -577,6 +631,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   auto opaquesV = fbb.CreateVector(opaques);
   auto stepsV = fbb.CreateVector(steps);
   auto planV = fbb.CreateVector(plan);
+  auto cudaProgram = addCudaProgram();
   sc::ModuleBuilder mb(fbb);
   mb.add_version(mixprec_schema_version());
   mb.add_producer(producer);
@@ -594,6 +649,8 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   if (!sideFile.empty())
     mb.add_side_file(side);
   mb.add_content_hash(runtime::kContentHashPlaceholder);
+  if (cuda)
+    mb.add_cuda(cudaProgram);
   fbb.Finish(mb.Finish(), sc::ModuleIdentifier());
   return true;
 }

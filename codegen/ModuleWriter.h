@@ -2,6 +2,8 @@
 #ifndef MIXPREC_CODEGEN_MODULEWRITER_H
 #define MIXPREC_CODEGEN_MODULEWRITER_H
 
+#include "codegen/Cuda/CudaProgram.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cstdint>
@@ -19,6 +21,9 @@ struct ModuleWriteOptions {
   /// Constants larger than this go to the side file `<module>.weights`.
   uint64_t sideFileThreshold = 1 << 20;
   std::string producer;
+  /// The kernels' CUDA code (compileCudaProgram on the same function), or
+  /// null: a module without CUDA code, as without `--arch`.
+  const CudaModuleCode *cuda = nullptr;
 };
 
 /// What the written module holds, for reports and benchmarks.

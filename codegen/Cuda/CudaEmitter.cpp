@@ -835,13 +835,9 @@ bool emitCudaKernels(func::FuncOp func, std::vector<CudaKernel> &out, std::strin
   return true;
 }
 
-LogicalResult translateModuleToCuda(ModuleOp module, llvm::raw_ostream &os) {
-  std::vector<CudaKernel> kernels;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    std::string error;
-    if (!emitCudaKernels(func, kernels, error))
-      return func.emitError(error);
-  }
+std::string cudaProgramSource(const std::vector<CudaKernel> &kernels) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
   os << cudaPrelude();
   for (const CudaKernel &k : kernels) {
     os << "\n// launch: grid " << k.launch.gridSize << ", block " << k.launch.blockSize;
@@ -849,6 +845,17 @@ LogicalResult translateModuleToCuda(ModuleOp module, llvm::raw_ostream &os) {
       os << ", out" << r << " zeroed first";
     os << "\n" << k.source;
   }
+  return text;
+}
+
+LogicalResult translateModuleToCuda(ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<CudaKernel> kernels;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    std::string error;
+    if (!emitCudaKernels(func, kernels, error))
+      return func.emitError(error);
+  }
+  os << cudaProgramSource(kernels);
   return success();
 }
 

@@ -78,6 +78,10 @@ bool emitCudaKernel(kernel::KernelOp op, const std::string &name, CudaKernel &ou
 /// mp_<function>_k<index>_<first source op>.
 bool emitCudaKernels(mlir::func::FuncOp func, std::vector<CudaKernel> &out, std::string &error);
 
+/// One program of `kernels`: the prelude, then each kernel after a comment
+/// saying how it is launched.
+std::string cudaProgramSource(const std::vector<CudaKernel> &kernels);
+
 /// Prints the prelude and every kernel of every function in `module`.
 mlir::LogicalResult translateModuleToCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 

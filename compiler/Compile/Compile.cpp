@@ -75,9 +75,26 @@ LogicalResult compileKernels(ModuleOp module) {
   return runPipeline(module, passes::buildKernelPipeline, "kernel");
 }
 
+FailureOr<codegen::CudaModuleCode> compileCuda(ModuleOp module,
+                                               const codegen::CudaCompileOptions *cuda,
+                                               codegen::CudaCompileStats &stats) {
+  FailureOr<func::FuncOp> func = entryFunction(module);
+  if (failed(func))
+    return failure();
+  codegen::CudaModuleCode code;
+  std::string error;
+  bool ok = cuda ? codegen::compileCudaProgram(*func, *cuda, code, stats, error)
+                 : codegen::emitCudaProgram(*func, code, error);
+  if (!ok)
+    return emitError(UnknownLoc::get(module.getContext())) << error;
+  return code;
+}
+
 FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &sideFileName,
                                             const codegen::ModuleWriteOptions &options,
-                                            codegen::ModuleStats &stats) {
+                                            codegen::ModuleStats &stats,
+                                            const codegen::CudaCompileOptions *cuda,
+                                            codegen::CudaCompileStats *cudaStats) {
   FailureOr<func::FuncOp> func = entryFunction(module);
   if (failed(func))
     return failure();
@@ -85,9 +102,18 @@ FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &
   std::vector<codegen::PrecisionEntry> plan = codegen::collectPrecisionPlan(*func);
   if (failed(compileKernels(module)))
     return failure();
+  codegen::ModuleWriteOptions writeOptions = options;
+  FailureOr<codegen::CudaModuleCode> code;
+  codegen::CudaCompileStats ignored;
+  if (cuda) {
+    code = compileCuda(module, cuda, cudaStats ? *cudaStats : ignored);
+    if (failed(code))
+      return failure();
+    writeOptions.cuda = &*code;
+  }
   codegen::ModuleImage image;
   std::string error;
-  if (!codegen::buildModule(*func, plan, sideFileName, options, stats, image, error))
+  if (!codegen::buildModule(*func, plan, sideFileName, writeOptions, stats, image, error))
     return emitError(UnknownLoc::get(module.getContext())) << error;
   return image;
 }

@@ -78,11 +78,22 @@ mlir::LogicalResult compilePrecision(mlir::ModuleOp module,
 mlir::LogicalResult compileKernels(mlir::ModuleOp module);
 
 /// Lowers an annotated graph to kernels and serializes it as a module whose
-/// side file is called `sideFileName`; fills `stats`.
-mlir::FailureOr<codegen::ModuleImage> buildModule(mlir::ModuleOp module,
-                                                  const std::string &sideFileName,
-                                                  const codegen::ModuleWriteOptions &options,
-                                                  codegen::ModuleStats &stats);
+/// side file is called `sideFileName`; fills `stats`. With `cuda` (`--arch`)
+/// the module also holds the kernels' CUDA code, compiled by NVRTC through
+/// the kernel cache (what that did goes to `cudaStats`).
+mlir::FailureOr<codegen::ModuleImage>
+buildModule(mlir::ModuleOp module, const std::string &sideFileName,
+            const codegen::ModuleWriteOptions &options, codegen::ModuleStats &stats,
+            const codegen::CudaCompileOptions *cuda = nullptr,
+            codegen::CudaCompileStats *cudaStats = nullptr);
+
+/// The CUDA code of a module's kernels (after compileKernels): emitted
+/// only (`code.source`, `code.kernels`) when `cuda` is null, else also
+/// compiled, as buildModule does. NVRTC's rejection is an error naming the
+/// kernel and the failing source line.
+mlir::FailureOr<codegen::CudaModuleCode> compileCuda(mlir::ModuleOp module,
+                                                     const codegen::CudaCompileOptions *cuda,
+                                                     codegen::CudaCompileStats &stats);
 
 /// Writes a module to `path` and its side file beside it, atomically.
 mlir::LogicalResult writeModule(mlir::MLIRContext &context, const std::string &path,

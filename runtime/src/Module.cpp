@@ -7,8 +7,9 @@
 //  3. the schema version (other than kSchemaVersion: UNSUPPORTED_VERSION);
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
-//     (tensors, arena placement, constants, kernel programs, GEMMs, opaque
-//     routines, steps, inputs and outputs);
+//     (tensors, arena placement, constants, kernel programs, the kernels'
+//     CUDA program and launches, GEMMs, opaque routines, steps, inputs and
+//     outputs);
 //  6. the side file: size and FNV-1a 64, then constants point into it.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +20,7 @@
 #include "runtime/src/OpaqueOps.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdint>
@@ -264,6 +266,8 @@ private:
   Status verifyAccess(const std::string &where, const schema::Instruction &inst,
                       const std::vector<int64_t> &space, int64_t spaceElements,
                       uint64_t &varyMask);
+  Status verifyCudaProgram();
+  Status verifyCudaLaunch(size_t index, std::vector<std::string> &functions);
   Status verifyGemm(size_t index);
   Status verifySteps();
   Status verifyInputsOutputs();
@@ -736,6 +740,106 @@ Status ModuleVerifier::verifyGemm(size_t index) {
   return okStatus();
 }
 
+/// Whether `name` is a C identifier (what cuModuleGetFunction can find).
+static bool isCIdentifier(const std::string &name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+Status ModuleVerifier::verifyCudaProgram() {
+  const schema::CudaProgram *cuda = root.cuda();
+  const size_t kernels = root.kernels() ? root.kernels()->size() : 0;
+  if (!cuda) {
+    // Launches without a program to launch them from.
+    for (size_t i = 0; i < kernels; ++i)
+      if (root.kernels()->Get(i)->cuda())
+        return invalidModule(module.kernelName(i) +
+                             " has a CUDA launch, but the module has no CUDA program");
+    return okStatus();
+  }
+  if (cuda->sm_version() <= 0)
+    return invalidModule("the CUDA program's sm_version " + std::to_string(cuda->sm_version()) +
+                         " is not an architecture");
+  const bool hasPtx = cuda->ptx() && cuda->ptx()->size() > 0;
+  const bool hasCubin = cuda->cubin() && cuda->cubin()->size() > 0;
+  if (!hasPtx && !hasCubin)
+    return invalidModule("the CUDA program has neither PTX nor a CUBIN");
+  std::vector<std::string> functions;
+  for (size_t i = 0; i < kernels; ++i)
+    if (Status s = verifyCudaLaunch(i, functions); !s.ok())
+      return s;
+  return okStatus();
+}
+
+/// Checks Kernel.cuda of kernel `index` against its (verified) program and
+/// the names in `functions` (each kernel's, so far); records it.
+Status ModuleVerifier::verifyCudaLaunch(size_t index, std::vector<std::string> &functions) {
+  const schema::Kernel &kernel = *root.kernels()->Get(index);
+  const std::string name = module.kernelName(index);
+  const schema::CudaLaunch *launch = kernel.cuda();
+  if (!launch)
+    return invalidModule(name + " has no CUDA launch, but the module has a CUDA program (every "
+                                "kernel needs one)");
+  auto fail = [&](const std::string &why) { return invalidModule(name + ": CUDA launch: " + why); };
+  CudaLaunchDesc d;
+  d.function = launch->function() ? launch->function()->str() : "";
+  if (!isCIdentifier(d.function))
+    return fail("function name '" + d.function + "' is not a C identifier");
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (functions[i] == d.function)
+      return fail("function '" + d.function + "' is also " + module.kernelName(i) + "'s");
+  functions.push_back(d.function);
+  d.gridSize = launch->grid_size();
+  if (d.gridSize < 0 || d.gridSize > INT32_MAX)
+    return fail("grid_size " + std::to_string(d.gridSize) + " out of range [0, 2^31-1]");
+  d.blockSize = launch->block_size();
+  if (d.blockSize < 32 || d.blockSize > 1024 || d.blockSize % 32 != 0)
+    return fail("block_size " + std::to_string(d.blockSize) +
+                " is not a multiple of 32 in [32, 1024]");
+  d.rowKernel = launch->row_kernel();
+  // The parameters are the program's Load tensors, then its Store tensors;
+  // the zeroed ones are F32 tensors an Amax is stored into.
+  std::vector<int32_t> loads, stores, amaxStores;
+  const auto *program = kernel.program();
+  for (size_t j = 0; program && j < program->size(); ++j) {
+    const schema::Instruction &inst = *program->Get(j);
+    if (inst.opcode() == schema::OpCode::Load)
+      loads.push_back(inst.tensor());
+    if (inst.opcode() != schema::OpCode::Store)
+      continue;
+    stores.push_back(inst.tensor());
+    if (program->Get(inst.operands()->Get(0))->opcode() == schema::OpCode::Amax)
+      amaxStores.push_back(inst.tensor());
+  }
+  std::vector<int32_t> expected = loads;
+  expected.insert(expected.end(), stores.begin(), stores.end());
+  if (launch->params())
+    d.params.assign(launch->params()->begin(), launch->params()->end());
+  for (size_t i = 0; i < d.params.size(); ++i)
+    if (!validTensor(d.params[i]))
+      return fail("parameter #" + std::to_string(i) + " is tensor " +
+                  std::to_string(d.params[i]) + " of " + std::to_string(tensors.size()));
+  if (d.params != expected)
+    return fail(std::to_string(d.params.size()) + " parameters do not match the program's " +
+                std::to_string(loads.size()) + " loaded and " + std::to_string(stores.size()) +
+                " stored tensors, in order");
+  if (launch->zeroed())
+    d.zeroed.assign(launch->zeroed()->begin(), launch->zeroed()->end());
+  for (int32_t t : d.zeroed) {
+    if (!validTensor(t))
+      return fail("zeroed tensor " + std::to_string(t) + " of " + std::to_string(tensors.size()));
+    if (std::find(amaxStores.begin(), amaxStores.end(), t) == amaxStores.end() ||
+        tensors[t].dtype != schema::DType::F32)
+      return fail("zeroes " + tensorName(t) +
+                  ", which is not an F32 tensor the kernel stores an Amax into");
+  }
+  module.cudaLaunches_.push_back(std::move(d));
+  return okStatus();
+}
+
 Status ModuleVerifier::verifySteps() {
   const auto *steps = root.steps();
   const size_t count = steps ? steps->size() : 0;
@@ -807,6 +911,8 @@ Status ModuleVerifier::run() {
   for (size_t i = 0; root.kernels() && i < root.kernels()->size(); ++i)
     if (Status s = verifyKernel(i); !s.ok())
       return s;
+  if (Status s = verifyCudaProgram(); !s.ok())
+    return s;
   for (size_t i = 0; root.gemms() && i < root.gemms()->size(); ++i)
     if (Status s = verifyGemm(i); !s.ok())
       return s;

@@ -97,6 +97,27 @@ struct GemmDesc {
   std::vector<int64_t> biasTarget;
 };
 
+/// How to launch one kernel of the module's CUDA program (Kernel.cuda)
+/// after verification: a 1-D grid of 1-D blocks.
+struct CudaLaunchDesc {
+  /// The extern "C" __global__ function: a C identifier, unique in the
+  /// module.
+  std::string function;
+  /// Blocks, in [0, 2^31-1]; 0: the iteration space is empty, launch nothing.
+  int64_t gridSize = 0;
+  /// Threads per block: a multiple of 32 in [32, 1024].
+  int32_t blockSize = 256;
+  /// One block per row (row reductions).
+  bool rowKernel = false;
+  /// The tensors passed, in parameter order, as device pointers of their
+  /// dtypes: the tensor of each Load of the kernel's program in order, then
+  /// that of each Store (the kernel's inputs, then its results).
+  std::vector<int32_t> params;
+  /// Tensors to set to 0.0f before the launch: F32 tensors the program
+  /// stores an Amax into (accumulated with atomicMax).
+  std::vector<int32_t> zeroed;
+};
+
 struct OpaqueOp;
 
 struct LoadOptions {
@@ -128,6 +149,14 @@ public:
   const std::vector<OpaqueOp> &opaques() const { return opaques_; }
   /// "kernel #0 'softmax'": how messages name a kernel.
   std::string kernelName(size_t index) const;
+  /// Module.cuda, or null when the module has no CUDA code (compiled
+  /// without --arch). When set: sm_version > 0, PTX (NUL-terminated, as
+  /// FlatBuffers strings are) or a CUBIN or both are present, and every
+  /// kernel has its launch in cudaLaunches().
+  const schema::CudaProgram *cudaProgram() const { return root_->cuda(); }
+  /// One launch per kernel (by kernel index) when cudaProgram() is set;
+  /// empty otherwise.
+  const std::vector<CudaLaunchDesc> &cudaLaunches() const { return cudaLaunches_; }
 
   ~LoadedModule();
 
@@ -149,6 +178,7 @@ private:
   std::vector<uint32_t> inputs_, outputs_;
   std::vector<GemmDesc> gemms_;
   std::vector<OpaqueOp> opaques_;
+  std::vector<CudaLaunchDesc> cudaLaunches_;
   uint64_t arenaBytesNeeded_ = 0;
 };
 

@@ -57,15 +57,26 @@ prints load and run times (JSON) to stderr.)"},
                 [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                 [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
                 [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
-                [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk] [-o OUT])",
+                [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk|cuda|ptx] [--arch sm_XX]
+                [-o OUT])",
      R"(Assign a precision to every op (with a reason), insert and fold casts.
 --emit mp-mlir (the default, unless OUT ends in .mpk) writes the
 annotated mp IR, which `mixprec run OUT.mlir` executes with its
 dtypes; mpk-mlir writes the fused, planned kernel IR; mpk (implied by
 -o OUT.mpk) writes the module an application loads with the runtime,
 large weights in OUT.mpk.weights, and prints its statistics (JSON) to
-stderr. --calibrate runs the FP32 graph on the given inputs first and
-moves ops whose values would overflow or underflow FP16.)"},
+stderr. --arch sm_XX (sm_80 and newer that this NVRTC knows) also puts
+the kernels' CUDA code into the module: one CUDA C++ program, compiled by
+NVRTC to PTX and a CUBIN for sm_XX, cached on disk in $MIXPREC_CACHE_DIR
+(else $XDG_CACHE_HOME/mixprec, else ~/.cache/mixprec) so that compiling
+the same model again runs NVRTC zero times; the statistics then add
+"cuda_kernels", "nvrtc_compiles" and "cache_hits". A damaged cache entry
+is rebuilt with a warning. --emit cuda writes that CUDA C++ (--arch,
+if given, is checked; the source is the same for every architecture);
+--emit ptx its PTX, for --arch (default: sm_90). --arch with mp-mlir or
+mpk-mlir is an error. --calibrate runs the FP32 graph on the given
+inputs first and moves ops whose values would overflow or underflow
+FP16.)"},
     {Command::Report, "report",
      R"(mixprec report MODEL [compile options] [--json FILE])",
      R"(Print the precision plan: a header line, a table with one row per op
@@ -234,7 +245,20 @@ cl::opt<Emit, false, EnumParser<Emit>> emitOpt(
     cl::init(Emit::Default), cl::sub(compileCommand),
     cl::values(clEnumValN(Emit::MpMlir, "mp-mlir", "the annotated mp IR"),
                clEnumValN(Emit::MpkMlir, "mpk-mlir", "the fused, planned kernel IR"),
-               clEnumValN(Emit::Mpk, "mpk", "the module an application loads (needs -o)")));
+               clEnumValN(Emit::Mpk, "mpk", "the module an application loads (needs -o)"),
+               clEnumValN(Emit::Cuda, "cuda", "the kernels' CUDA C++ (one NVRTC program)"),
+               clEnumValN(Emit::Ptx, "ptx", "the kernels' PTX for --arch (default sm_90)")));
+
+cl::opt<std::string> archOpt(
+    "arch",
+    cl::desc("Put the kernels' CUDA code, compiled by NVRTC for this GPU architecture "
+             "(sm_80 or newer), into the module; the architecture of --emit ptx"),
+    cl::value_desc("sm_XX"), cl::sub(compileCommand));
+
+cl::opt<int, false, IntegerInRangeParser<0, 1 << 30>> cudaTestBreakKernelOpt(
+    "cuda-test-break-kernel",
+    cl::desc("Test only: put an error into kernel #N's CUDA code, so that NVRTC rejects it"),
+    cl::init(-1), cl::value_desc("N"), cl::Hidden, cl::sub(compileCommand));
 
 cl::list<std::string, bool, NamedFileParser> calibrateOpt(
     "calibrate",
@@ -519,6 +543,8 @@ bool precisionGiven() { return precisionWasGiven; }
 const std::string &unknownPrecision() { return unknownPrecisionMessage; }
 const std::string &output() { return outputOpt; }
 Emit emit() { return emitOpt; }
+const std::string &arch() { return archOpt; }
+int cudaTestBreakKernel() { return cudaTestBreakKernelOpt; }
 const std::string &json() { return jsonOpt; }
 
 /// Splits NAME=FILE arguments (checked by NamedFileParser).

@@ -47,7 +47,7 @@ bool printHelpIfAsked(Command command, int argc, char **argv);
 int parseCommandLine(Command command, int argc, char **argv);
 
 /// What `compile --emit` writes.
-enum class Emit { Default, MpMlir, MpkMlir, Mpk };
+enum class Emit { Default, MpMlir, MpkMlir, Mpk, Cuda, Ptx };
 
 /// Where `run --backend` runs the model.
 enum class Backend { Default, Interpreter, Cpu, Cuda, Auto };
@@ -68,6 +68,11 @@ const std::string &unknownPrecision();
 /// -o (import, compile); "" when not given.
 const std::string &output();
 Emit emit();
+/// compile's --arch ("sm_90"), "" when not given.
+const std::string &arch();
+/// compile's hidden --cuda-test-break-kernel: the kernel NVRTC is made to
+/// reject (tests of that error), or -1.
+int cudaTestBreakKernel();
 /// --json (report, validate); "" when not given.
 const std::string &json();
 /// --input (run, validate) and --calibrate (compile, report, validate).

@@ -11,7 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Version.h"
+#include "codegen/Cuda/NvrtcCompiler.h"
 #include "codegen/ModuleWriter.h"
+#include "common/Escape.h"
 #include "common/Npy.h"
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
@@ -50,11 +52,14 @@ int runImport() {
   return emitModule(*module, opts::output());
 }
 
-/// Lowers an annotated module to kernels and writes it as .mpk to `path`;
-/// errors about the graph name the model, errors about files the file.
+/// Lowers an annotated module to kernels and writes it as .mpk to `path`,
+/// with the kernels' CUDA code when `cuda` is given; errors about the graph
+/// name the model, errors about files the file.
 int writeCompiledModule(ModuleOp module, const std::string &path,
                         const DiagnosticCapture &diagnostics,
-                        mixprec::codegen::ModuleStats &stats) {
+                        mixprec::codegen::ModuleStats &stats,
+                        const mixprec::codegen::CudaCompileOptions *cuda = nullptr,
+                        mixprec::codegen::CudaCompileStats *cudaStats = nullptr) {
   std::string error;
   if (!checkNotAnInput(path, error) ||
       !checkNotAnInput(mixprec::codegen::sideFilePathFor(path), error))
@@ -62,7 +67,7 @@ int writeCompiledModule(ModuleOp module, const std::string &path,
   mixprec::codegen::ModuleWriteOptions options;
   options.producer = std::string("mixprec ") + MIXPREC_VERSION;
   FailureOr<mixprec::codegen::ModuleImage> image = mixprec::compiler::buildModule(
-      module, mixprec::codegen::sideFileNameFor(path), options, stats);
+      module, mixprec::codegen::sideFileNameFor(path), options, stats, cuda, cudaStats);
   if (failed(image))
     return diagnostics.fail(opts::model());
   if (failed(mixprec::compiler::writeModule(*module.getContext(), path, *image)))
@@ -211,16 +216,50 @@ int runRun() {
 // mixprec compile
 //===----------------------------------------------------------------------===//
 
-/// Prints the statistics of a written module (JSON) on stderr.
-void printModuleStats(const mixprec::codegen::ModuleStats &stats, double compileMs) {
+/// Prints the statistics of a written module (JSON) on stderr; with CUDA
+/// code (`cuda`), what its compilation did too.
+void printModuleStats(const mixprec::codegen::ModuleStats &stats, double compileMs,
+                      const mixprec::codegen::CudaCompileStats *cuda) {
   llvm::errs() << llvm::format(
       "{\"compile_ms\": %.1f, \"kernels\": %lld, \"gemms\": %lld, \"routines\": %lld, "
       "\"arena_bytes\": %lld, \"buffer_bytes\": %lld, \"bytes_moved\": %lld, "
-      "\"minimum_bytes\": %lld, \"constant_bytes\": %lld, \"side_file_bytes\": %lld}\n",
+      "\"minimum_bytes\": %lld, \"constant_bytes\": %lld, \"side_file_bytes\": %lld",
       compileMs, (long long)stats.kernels, (long long)stats.gemms, (long long)stats.routines,
       (long long)stats.arenaBytes, (long long)stats.bufferBytes, (long long)stats.bytesMoved,
       (long long)stats.minimumBytes, (long long)stats.constantBytes,
       (long long)stats.sideFileBytes);
+  if (cuda)
+    llvm::errs() << llvm::format(", \"cuda_kernels\": %lld, \"nvrtc_compiles\": %lld, "
+                                 "\"cache_hits\": %lld",
+                                 (long long)cuda->kernels, (long long)cuda->nvrtcCompiles,
+                                 (long long)cuda->cacheHits);
+  llvm::errs() << "}\n";
+}
+
+/// The NVRTC options of compile's --arch (`smVersion`); kernel cache
+/// warnings are printed as "mixprec: warning: ..." lines.
+mixprec::codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
+  mixprec::codegen::CudaCompileOptions options;
+  options.smVersion = smVersion;
+  options.breakKernel = opts::cudaTestBreakKernel();
+  options.warn = [](const std::string &message) {
+    llvm::errs() << "mixprec: warning: " << mixprec::common::escapeControls(message) << "\n";
+  };
+  return options;
+}
+
+/// Writes the kernels' CUDA C++ (--emit cuda) or, with `cuda`, their PTX
+/// (--emit ptx) to -o or stdout.
+int emitCudaCode(ModuleOp module, CommandContext &command,
+                 const mixprec::codegen::CudaCompileOptions *cuda) {
+  if (failed(mixprec::compiler::compileKernels(module)))
+    return command.diagnostics.fail(opts::model());
+  mixprec::codegen::CudaCompileStats stats;
+  FailureOr<mixprec::codegen::CudaModuleCode> code =
+      mixprec::compiler::compileCuda(module, cuda, stats);
+  if (failed(code))
+    return command.diagnostics.fail(opts::model());
+  return writeTextFile(opts::output(), cuda ? code->ptx : code->source) ? 0 : 1;
 }
 
 /// `mixprec compile MODEL ...`: the annotated graph, its kernel IR or a module.
@@ -232,6 +271,16 @@ int runCompile() {
     emit = llvm::StringRef(output).ends_with(".mpk") ? Emit::Mpk : Emit::MpMlir;
   if (emit == Emit::Mpk && output.empty())
     return usageError("compile: --emit mpk needs -o FILE.mpk");
+  const std::string &arch = opts::arch();
+  if (!arch.empty() && (emit == Emit::MpMlir || emit == Emit::MpkMlir))
+    return usageError(std::string("compile: --arch applies to --emit mpk, cuda and ptx, not ") +
+                      (emit == Emit::MpMlir ? "mp-mlir" : "mpk-mlir"));
+  // --emit ptx without --arch: sm_90, the H100/H200 mixprec targets first.
+  int smVersion = 90;
+  std::string archError;
+  if (!arch.empty() && !mixprec::codegen::parseCudaArch(arch, smVersion, archError))
+    return fail(archError);
+  mixprec::codegen::CudaCompileOptions cuda = cudaCompileOptions(smVersion);
   auto start = std::chrono::steady_clock::now();
   CommandContext command;
   OwningOpRef<ModuleOp> module = compileModel(command);
@@ -244,10 +293,15 @@ int runCompile() {
       return command.diagnostics.fail(opts::model());
     return emitModule(*module, output);
   }
+  if (emit == Emit::Cuda || emit == Emit::Ptx)
+    return emitCudaCode(*module, command, emit == Emit::Ptx ? &cuda : nullptr);
   mixprec::codegen::ModuleStats stats;
-  if (int rc = writeCompiledModule(*module, output, command.diagnostics, stats))
+  mixprec::codegen::CudaCompileStats cudaStats;
+  const bool withCuda = !arch.empty();
+  if (int rc = writeCompiledModule(*module, output, command.diagnostics, stats,
+                                   withCuda ? &cuda : nullptr, &cudaStats))
     return rc;
-  printModuleStats(stats, millisecondsSince(start));
+  printModuleStats(stats, millisecondsSince(start), withCuda ? &cudaStats : nullptr);
   return 0;
 }
 

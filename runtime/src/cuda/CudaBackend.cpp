@@ -182,59 +182,27 @@ Status CudaBackend::loadProgram() {
   return okStatus();
 }
 
-/// Every kernel's Kernel.cuda, checked and resolved once.
+/// Every kernel's launch (Kernel.cuda, which the loader verified:
+/// LoadedModule::cudaLaunches), resolved once.
 Status CudaBackend::prepareLaunches() {
-  const auto *kernels = module->root().kernels();
-  const size_t tensorCount = module->tensors().size();
-  for (size_t i = 0; kernels && i < kernels->size(); ++i) {
+  const std::vector<CudaLaunchDesc> &descs = module->cudaLaunches();
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const CudaLaunchDesc &desc = descs[i];
     Launch launch;
     launch.name = module->kernelName(i);
-    const schema::CudaLaunch *cuda = kernels->Get(i)->cuda();
-    auto bad = [&](const std::string &why) {
-      return invalidModule(launch.name + ": " + why + " (Kernel.cuda)");
-    };
-    if (!cuda)
-      return failedPrecondition(launch.name + " has no CUDA launch: the module's CUDA code "
-                                              "is incomplete; recompile it with --arch");
-    if (cuda->grid_size() < 0 || cuda->grid_size() > INT_MAX)
-      return bad("grid_size " + std::to_string(cuda->grid_size()) + " outside [0, 2^31)");
-    if (cuda->block_size() < 1 || cuda->block_size() > 1024)
-      return bad("block_size " + std::to_string(cuda->block_size()) + " outside [1, 1024]");
-    auto tensorList = [&](const flatbuffers::Vector<int32_t> *list, const char *field,
-                          std::vector<int32_t> &out) {
-      for (size_t j = 0; list && j < list->size(); ++j) {
-        const int32_t t = list->Get(j);
-        if (t < 0 || static_cast<size_t>(t) >= tensorCount)
-          return bad(std::string(field) + "[" + std::to_string(j) + "] = " + std::to_string(t) +
-                     " is not a tensor index (the module has " + std::to_string(tensorCount) +
-                     ")");
-        out.push_back(t);
-      }
-      return okStatus();
-    };
-    std::vector<int32_t> params;
-    if (Status s = tensorList(cuda->params(), "params", params); !s.ok())
-      return s;
-    if (Status s = tensorList(cuda->zeroed(), "zeroed", launch.zeroed); !s.ok())
-      return s;
-    launch.grid = static_cast<unsigned>(cuda->grid_size());
-    launch.block = static_cast<unsigned>(cuda->block_size());
-    for (int32_t t : params)
+    launch.grid = static_cast<unsigned>(desc.gridSize);
+    launch.block = static_cast<unsigned>(desc.blockSize);
+    launch.zeroed = desc.zeroed;
+    for (int32_t t : desc.params)
       launch.params.push_back(pointers[t]);
-    launch.tensors = std::move(params);
-    if (launch.grid > 0) {
-      if (!program)
-        return failedPrecondition("the module has no CUDA program for " + launch.name);
-      const char *function = cuda->function() ? cuda->function()->c_str() : "";
-      if (!*function)
-        return bad("no function name");
-      if (CUresult r = api.cuModuleGetFunction(&launch.function, program, function);
+    launch.tensors = desc.params;
+    if (launch.grid > 0)
+      if (CUresult r = api.cuModuleGetFunction(&launch.function, program, desc.function.c_str());
           r != CUDA_SUCCESS)
         return cudaError(driver, r,
-                         launch.name + ": the module's program has no function '" + function +
-                             "'",
+                         launch.name + ": the module's program has no function '" +
+                             desc.function + "'",
                          MIXPREC_INVALID_MODULE);
-    }
     launches.push_back(std::move(launch));
   }
   // Addresses of the parameters, now that no vector moves any more.

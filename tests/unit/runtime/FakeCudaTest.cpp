@@ -84,7 +84,9 @@ ModuleBuilder kernelModule(int sm = 90, bool ptx = true) {
   const int x = b.input("x", fb::DType::F32, {256});
   const int y = b.activation("y", fb::DType::F32, {256});
   KernelSpec &k = b.kernel("twice", {256}, 0);
-  k.store(y, k.binary(fb::OpCode::Add, k.load(x, {1}), k.load(x, {1})), {1}, fb::DType::F32);
+  // One Load per parameter, as the compiler writes kernels (the loader checks it).
+  const int32_t v = k.load(x, {1});
+  k.store(y, k.binary(fb::OpCode::Add, v, v), {1}, fb::DType::F32);
   k.cuda = launch("mixprec_twice", 1, {x, y});
   b.output(y);
   b.cuda = program(sm, ptx);

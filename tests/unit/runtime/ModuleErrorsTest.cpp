@@ -409,6 +409,132 @@ TEST(Verify, KernelPrograms) {
   }
 }
 
+/// Small with CUDA code (Module.cuda, Kernel.cuda), as `mixprec compile
+/// --arch` writes it, and a second kernel that stores y's amax into `a`
+/// (so its launch zeroes `a` first).
+struct SmallCuda {
+  Small s;
+  int a;
+  SmallCuda() {
+    a = s.b.activation("a", fb::DType::F32, {});
+    KernelSpec &k = s.b.kernel("amax", {4, 8}, 0);
+    k.store(a, k.unary(fb::OpCode::Amax, k.load(s.y, {8, 1})), {0, 0}, fb::DType::F32);
+    s.b.kernels[0].cuda = launch("mp_main_k0_add", {s.x, s.c, s.y}, {});
+    s.b.kernels[1].cuda = launch("mp_main_k1_amax", {s.y, a}, {a});
+    fb::CudaProgramT program;
+    program.sm_version = 90;
+    program.nvrtc_version = "13.0";
+    program.source = "// the CUDA C++";
+    program.ptx = ".version 9.0\n.target sm_90\n";
+    s.b.cuda = program;
+  }
+  static fb::CudaLaunchT launch(const std::string &function, std::vector<int32_t> params,
+                                std::vector<int32_t> zeroed) {
+    fb::CudaLaunchT l;
+    l.function = function;
+    l.grid_size = 1;
+    l.block_size = 256;
+    l.params = std::move(params);
+    l.zeroed = std::move(zeroed);
+    return l;
+  }
+  fb::CudaLaunchT &launch(size_t kernel) { return *s.b.kernels[kernel].cuda; }
+};
+
+TEST(Verify, CudaCode) {
+  {
+    SmallCuda m;
+    EXPECT_EQ(loadCode(m.s.b.build()), MIXPREC_OK);
+    // A CUBIN alone will do; so will an empty grid (nothing to launch).
+    m.s.b.cuda->ptx.clear();
+    m.s.b.cuda->cubin = {0x7f, 'E', 'L', 'F'};
+    m.launch(0).grid_size = 0;
+    EXPECT_EQ(loadCode(m.s.b.build()), MIXPREC_OK);
+  }
+  const std::string badBlock = "is not a multiple of 32 in [32, 1024]";
+  for (int32_t block : {0, 48, 2048, -32}) {
+    SmallCuda m;
+    m.launch(1).block_size = block;
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #1 'amax': CUDA launch: block_size " + std::to_string(block) + " " +
+                        badBlock);
+  }
+  for (int64_t grid : {int64_t(-1), int64_t(1) << 31}) {
+    SmallCuda m;
+    m.launch(0).grid_size = grid;
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "grid_size " + std::to_string(grid) + " out of range [0, 2^31-1]");
+  }
+  for (std::string name : {"", "9lives", "mp k0"}) {
+    SmallCuda m;
+    m.launch(0).function = name;
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #0 'add': CUDA launch: function name '" + name +
+                        "' is not a C identifier");
+  }
+  {
+    SmallCuda m;
+    m.launch(1).function = "mp_main_k0_add";
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #1 'amax': CUDA launch: function 'mp_main_k0_add' is also "
+                    "kernel #0 'add''s");
+  }
+  {
+    SmallCuda m;
+    m.launch(0).params = {m.s.x, m.s.c, 17};
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE, "parameter #2 is tensor 17 of 4");
+  }
+  {
+    SmallCuda m;
+    m.launch(0).params = {m.s.c, m.s.x, m.s.y}; // the loads swapped
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #0 'add': CUDA launch: 3 parameters do not match the program's 2 "
+                    "loaded and 1 stored tensors, in order");
+  }
+  {
+    SmallCuda m;
+    m.launch(1).params = {m.s.y}; // the result missing
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE, "1 parameters do not match");
+  }
+  {
+    SmallCuda m;
+    m.launch(0).zeroed = {m.s.y}; // stored, but no amax
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #0 'add': CUDA launch: zeroes tensor #2 'y', which is not an F32 "
+                    "tensor the kernel stores an Amax into");
+  }
+  {
+    SmallCuda m;
+    m.launch(1).zeroed = {9};
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE, "zeroed tensor 9 of 4");
+  }
+  {
+    SmallCuda m;
+    m.s.b.cuda->ptx.clear();
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "the CUDA program has neither PTX nor a CUBIN");
+  }
+  {
+    SmallCuda m;
+    m.s.b.cuda->sm_version = 0;
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "the CUDA program's sm_version 0 is not an architecture");
+  }
+  {
+    // Some kernels without code: refused, not run half on the GPU.
+    SmallCuda m;
+    m.s.b.kernels[1].cuda.reset();
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #1 'amax' has no CUDA launch, but the module has a CUDA program");
+  }
+  {
+    SmallCuda m;
+    m.s.b.cuda.reset();
+    expectLoadError(m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    "kernel #0 'add' has a CUDA launch, but the module has no CUDA program");
+  }
+}
+
 TEST(Verify, RoutineOptions) {
   // Each forged options table of the convolutional plan is a load error
   // naming the routine and the rule.
