@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # cuda_kernels_check.sh MIXPREC CHECKER WORKDIR MODELS_DIR MODEL...: compiles
 # each MODEL and every MODELS_DIR/*/model.onnx (the e2e models) at fp32,
-# bf16, fp16 and fp8 to mpk IR and checks every kernel's CUDA C++ with NVRTC
-# (cuda_kernels_check). Fails if a model does not compile.
+# bf16, fp16 and fp8 to mpk IR and hands the files to CHECKER: every
+# kernel's CUDA C++ through NVRTC (cuda_kernels_check), or run on the CUDA
+# shim against the CPU backend (cuda_shim_models_check). Fails if a model
+# does not compile.
 set -euo pipefail
 mixprec=$1 checker=$2 work=$3 models=$4
 shift 4
