@@ -204,16 +204,16 @@ double ulpDistance(nx::Format format, uint32_t a, uint32_t b) {
   return std::fabs(static_cast<double>(ordered(a) - ordered(b)));
 }
 
+/// The explicit mantissa bits of `format` (its subnormals are that many
+/// binades below its smallest normal).
+int mantissaBits(nx::Format format) {
+  return std::ilogb(nx::formatMinNormal(format)) - std::ilogb(nx::formatMinSubnormal(format));
+}
+
 /// The spacing of `format` at magnitude |x| (its ULP there).
 double ulpAt(nx::Format format, double x) {
-  const int mantissa = format == nx::Format::F32    ? 23
-                       : format == nx::Format::F16  ? 10
-                       : format == nx::Format::BF16 ? 7
-                       : format == nx::Format::F8E4M3FN ? 3
-                                                        : 2;
-  const double minNormal = nx::formatMinNormal(format);
-  const double mag = std::max(std::fabs(x), minNormal);
-  return std::ldexp(1.0, std::ilogb(mag) - mantissa);
+  const double mag = std::max(std::fabs(x), nx::formatMinNormal(format));
+  return std::ldexp(1.0, std::ilogb(mag) - mantissaBits(format));
 }
 
 /// How a kernel's outputs must agree with the CPU backend's.
@@ -268,11 +268,6 @@ std::vector<Operation *> sliceOf(mixprec::kernel::KernelOp op, int result) {
   return slice;
 }
 
-/// The mantissa bits of a float type (23 for anything else).
-int mantissaBits(Type t) {
-  return t.isF16() ? 10 : t.isBF16() ? 7 : isa<Float8E4M3FNType>(t) ? 3 : isa<Float8E5M2Type>(t) ? 2 : 23;
-}
-
 /// How result `result` of `op` must agree, from the ops it depends on: a
 /// row sum makes it a Sum, else a transcendental function a Ulp, else
 /// Exact.
@@ -288,8 +283,9 @@ Bound boundOf(mixprec::kernel::KernelOp op, int result) {
   // to: after a reordered sum, each such rounding can move by one step.
   int coarsest = 23;
   for (Operation *inner : sliceOf(op, result)) {
-    if (inner->getResult(0) != yielded)
-      coarsest = std::min(coarsest, mantissaBits(tensorType(inner->getResult(0)).getElementType()));
+    std::optional<ElementType> type = elementType(tensorType(inner->getResult(0)).getElementType());
+    if (inner->getResult(0) != yielded && type && type->isFloat)
+      coarsest = std::min(coarsest, mantissaBits(type->format));
     if (auto reduce = dyn_cast<mixprec::kernel::RowReduceOp>(inner)) {
       if (reduce.getKind() == mixprec::kernel::RowReduceKind::sum)
         bound.kind = Bound::Sum;
