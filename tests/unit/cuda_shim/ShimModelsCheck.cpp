@@ -36,15 +36,17 @@
 //    most of these agree bit for bit (the report says how many);
 //  * after a row sum (the shim sums in a tree, the CPU backend in order):
 //    within 1 ULP of the result's dtype plus n 2^-24 (n the row length,
-//    recursive FP32 summation's bound) of the row's scale (sumScales); an
+//    recursive FP32 summation's bound) of the row's terms (SumScales); an
 //    element may also be off by a rounding flip of the coarsest dtype the
-//    value passes through after the sum (two of its steps of the scale),
-//    but at most 1 in 64 elements of a result may.
+//    value passes through after the sum (two of its steps of the row's
+//    largest output), but at most 1 in 64 elements of a result may.
 // Every kernel also runs on the shim with each block's threads in reverse
 // order and must give the same bits (a race shows). Fails (exit 1) naming
 // the kernel, result, element and both values; prints per file how many
 // kernels ran and how many were bit-exact; fails when a file has a kernel
-// that did not run, or no kernel at all.
+// that did not run, or no kernel at all. With --perturb, element 0 of every
+// shim result is changed, and the check passes only if it finds every
+// result wrong.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaEmitter.h"
@@ -79,6 +81,11 @@ namespace nx = mixprec::numerics;
 namespace shim = mixprec::cudashim;
 
 namespace {
+
+/// --perturb: change element 0 of every shim result, and pass only when
+/// every result is then found wrong (the test that shows the comparison
+/// sees each kernel's results).
+bool perturbShim = false;
 
 /// An element type as the runtime and the comparison see it.
 struct ElementType {
@@ -220,8 +227,9 @@ double ulpAt(nx::Format format, double x) {
 struct Bound {
   enum Kind { Exact, Ulp, Sum } kind = Exact;
   double ulps = 0;   ///< Ulp: ULPs of the output dtype
-  /// Sum: shares of the row's scale (sumScales): the reordered FP32 sum's
-  /// error, and one rounding flip of the coarsest dtype on the way.
+  /// Sum: shares of the row's scales (SumScales): the reordered FP32 sum's
+  /// error (of the terms' scale), and one rounding flip of the coarsest
+  /// dtype on the way (of the outputs' scale).
   double rowRel = 0, flipRel = 0;
   std::string why;   ///< the functions that set it
 };
@@ -440,15 +448,21 @@ std::string show(const HostTensor &t, const unsigned char *bytes, size_t i) {
   return buf;
 }
 
-/// The scale of a row sum's error at each element of result `result`: over
-/// the rows (points of the outer dims) the element belongs to, the larger
-/// of the row's largest finite output magnitude and the sum over the
-/// kernel's inputs of each one's largest finite magnitude in the row (the
-/// summed terms come from those, so reordering moves a sum by at most
-/// n u times that).
-std::vector<double> sumScales(mixprec::kernel::KernelOp op, const std::vector<Value> &distinct,
-                              const std::vector<HostTensor> &inputs, const HostTensor &want,
-                              int result) {
+/// The scales of a row sum's error at each element of a result, over the
+/// rows (points of the outer dims) the element belongs to.
+struct SumScales {
+  /// The larger of the row's largest finite output magnitude and the sum
+  /// over the kernel's inputs of each one's largest finite magnitude in the
+  /// row: the summed terms come from those, so reordering moves a sum by at
+  /// most n u times that.
+  std::vector<double> terms;
+  /// The row's largest finite output magnitude: a rounding flip after the
+  /// sum moves the row's outputs by a step of the dtype at that size.
+  std::vector<double> output;
+};
+
+SumScales sumScales(mixprec::kernel::KernelOp op, const std::vector<Value> &distinct,
+                    const std::vector<HostTensor> &inputs, const HostTensor &want, int result) {
   const std::vector<int64_t> space(op.getShape().begin(), op.getShape().end());
   const size_t firstRowDim = space.size() - op.getRowDims();
   int64_t rows = 1, rowLength = 1;
@@ -467,7 +481,7 @@ std::vector<double> sumScales(mixprec::kernel::KernelOp op, const std::vector<Va
   strides.push_back(mixprec::codegen::broadcastStrides(
       tensorType(yield.getValues()[result]).getShape(), space));
   tensors.push_back(&want);
-  std::vector<double> rowScale(rows, 0.0), rowMax(tensors.size());
+  std::vector<double> rowTerms(rows, 0.0), rowOutput(rows, 0.0), rowMax(tensors.size());
   std::vector<int64_t> coords(space.size());
   auto offset = [&](size_t t) {
     int64_t o = 0;
@@ -496,15 +510,18 @@ std::vector<double> sumScales(mixprec::kernel::KernelOp op, const std::vector<Va
     double inputs = 0;
     for (size_t t = 0; t + 1 < tensors.size(); ++t)
       inputs += rowMax[t];
-    rowScale[row] = std::max(inputs, rowMax.back());
+    rowTerms[row] = std::max(inputs, rowMax.back());
+    rowOutput[row] = rowMax.back();
   }
-  std::vector<double> scale(want.count(), 0.0);
+  SumScales scales{std::vector<double>(want.count(), 0.0),
+                   std::vector<double>(want.count(), 0.0)};
   for (int64_t point = 0; point < rows * rowLength; ++point) {
     setCoords(point);
-    double &s = scale[offset(tensors.size() - 1)];
-    s = std::max(s, rowScale[point / rowLength]);
+    const int64_t at = offset(tensors.size() - 1);
+    scales.terms[at] = std::max(scales.terms[at], rowTerms[point / rowLength]);
+    scales.output[at] = std::max(scales.output[at], rowOutput[point / rowLength]);
   }
-  return scale;
+  return scales;
 }
 
 /// Compares the shim's result `got` with the CPU backend's `want` under
@@ -512,7 +529,7 @@ std::vector<double> sumScales(mixprec::kernel::KernelOp op, const std::vector<Va
 /// differ beyond the bound; `bitExact` says whether every bit agreed and
 /// `worst` is raised to the largest share of its bound an error used.
 size_t compareOutput(const std::string &where, const HostTensor &want, const HostTensor &got,
-                     const Bound &bound, const std::vector<double> &scale, bool &bitExact,
+                     const Bound &bound, const SumScales &scale, bool &bitExact,
                      double &worst) {
   size_t bad = 0, flips = 0;
   const size_t n = want.count();
@@ -540,9 +557,9 @@ size_t compareOutput(const std::string &where, const HostTensor &want, const Hos
       } else {
         const double error = std::fabs(static_cast<double>(w) - g);
         const double limit = ulpAt(want.type.format, std::max(std::fabs(w), std::fabs(g))) +
-                             bound.rowRel * scale[i];
+                             bound.rowRel * scale.terms[i];
         ok = error <= limit;
-        if (!ok && error <= limit + bound.flipRel * scale[i]) {
+        if (!ok && error <= limit + bound.flipRel * scale.output[i]) {
           ok = true;
           ++flips;
         } else {
@@ -550,7 +567,7 @@ size_t compareOutput(const std::string &where, const HostTensor &want, const Hos
         }
       }
     }
-    if (!ok && bad++ < 5)
+    if (!ok && bad++ < 5 && !perturbShim)
       std::fprintf(stderr, "%s element %zu: shim %s, CPU backend %s\n", where.c_str(), i,
                    show(got, got.bytes.data(), i).c_str(),
                    show(want, want.bytes.data(), i).c_str());
@@ -630,6 +647,21 @@ void checkFunction(const std::string &file, func::FuncOp func,
       continue;
     }
     ++result.ran;
+    if (perturbShim)
+      for (std::vector<HostTensor> *results : {&onShim, &reversed})
+        for (HostTensor &t : *results)
+          if (!t.bytes.empty()) {
+            // Far beyond every bound: x + 2 for |x| < 1 (a NaN counts as
+            // 0), else -x; the low bit of an integer or bool.
+            if (t.type.isFloat) {
+              float x = floatAt(t, t.bytes.data(), 0);
+              x = std::isnan(x) ? 2.0f : std::fabs(x) < 1.0f ? x + 2.0f : -x;
+              const uint32_t bits = nx::encode(t.type.format, x);
+              std::memcpy(t.bytes.data(), &bits, t.type.bytes);
+            } else {
+              t.bytes[0] ^= 1;
+            }
+          }
     bool kernelExact = true;
     for (size_t r = 0; r < cpu.size(); ++r) {
       const std::string out = where + " out" + std::to_string(r);
@@ -640,13 +672,18 @@ void checkFunction(const std::string &file, func::FuncOp func,
                      out.c_str());
         ++bad;
       }
-      std::vector<double> scale;
+      SumScales scale;
       if (bound.kind == Bound::Sum && cpu[r].type.isFloat)
         scale = sumScales(op, distinct, inputs, cpu[r], static_cast<int>(r));
       bool exact = true;
       bad += compareOutput(out, cpu[r], onShim[r], bound, scale, exact,
                            result.worstOf[bound.kind]);
-      if (bad) {
+      if (perturbShim) {
+        if (bad == 0) {
+          std::fprintf(stderr, "%s: a changed element went unnoticed\n", out.c_str());
+          ++result.problems;
+        }
+      } else if (bad) {
         std::fprintf(stderr, "%s: %zu elements beyond the bound (%s)\n", out.c_str(), bad,
                      bound.kind == Bound::Exact ? "bit-exact"
                      : bound.kind == Bound::Ulp
@@ -667,8 +704,13 @@ void checkFunction(const std::string &file, func::FuncOp func,
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: cuda_shim_models_check FILE.mlir...\n");
+  int first = 1;
+  if (argc > 1 && std::string(argv[1]) == "--perturb") {
+    perturbShim = true;
+    first = 2;
+  }
+  if (argc <= first) {
+    std::fprintf(stderr, "usage: cuda_shim_models_check [--perturb] FILE.mlir...\n");
     return 2;
   }
   mlir::MLIRContext context;
@@ -676,7 +718,7 @@ int main(int argc, char **argv) {
   context.getOrLoadDialect<mixprec::kernel::KernelDialect>();
   context.getOrLoadDialect<mlir::func::FuncDialect>();
   int problems = 0, kernels = 0, ran = 0;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     const std::string file = argv[i];
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(file, &context);
     if (!module) {
@@ -730,7 +772,7 @@ int main(int argc, char **argv) {
     kernels += result.kernels;
     ran += result.ran;
   }
-  std::printf("%d kernels from %d files, %d compared: %d problems\n", kernels, argc - 1, ran,
+  std::printf("%d kernels from %d files, %d compared: %d problems\n", kernels, argc - first, ran,
               problems);
   return problems || kernels == 0 || ran != kernels ? 1 : 0;
 }
