@@ -8,7 +8,7 @@
 // deterministic random inputs, and compares the output BIT FOR BIT.
 //
 // The CPU side is a module of its own per routine: a function whose
-// arguments are the routine's inputs (a constant operand, a gather's
+// arguments are the routine's inputs (an integer constant, a gather's
 // indices, stays a constant, as the emitter requires) and whose result is
 // its output, planned and written by the module writer, run through the C
 // API. Inputs are random bytes (bools 0 or 1), so data movement is checked
@@ -36,6 +36,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <cstdio>
@@ -81,18 +82,26 @@ struct HostTensor {
   std::vector<unsigned char> bytes;
 };
 
-/// The routine's distinct operands that are no constants: the single-routine
-/// module's arguments.
+/// Whether `v` is an integer constant (a gather's indices): it stays a
+/// constant of the single-routine module. Other constants (weights) are
+/// arguments with random contents.
+bool isIntegerConstant(Value v) {
+  DenseIntElementsAttr values;
+  return matchPattern(v, m_Constant(&values));
+}
+
+/// The routine's distinct operands that are no integer constants: the
+/// single-routine module's arguments.
 std::vector<Value> argumentsOf(mixprec::kernel::CallOp op) {
   std::vector<Value> args;
   for (Value v : op.getInputs())
-    if (!matchPattern(v, m_Constant()) && llvm::find(args, v) == args.end())
+    if (!isIntegerConstant(v) && llvm::find(args, v) == args.end())
       args.push_back(v);
   return args;
 }
 
-/// The routine as a module of its own: arguments in0.. (its operands that
-/// are no constants), constants cloned, result out0.
+/// The routine as a module of its own: arguments in0.. (argumentsOf),
+/// integer constants cloned, result out0.
 bool singleRoutineModule(mixprec::kernel::CallOp op, mixprec::codegen::ModuleImage &image,
                          std::string &error) {
   MLIRContext *context = op.getContext();
@@ -112,7 +121,7 @@ bool singleRoutineModule(mixprec::kernel::CallOp op, mixprec::codegen::ModuleIma
   for (Value v : op.getInputs()) {
     if (mapping.contains(v))
       continue;
-    if (matchPattern(v, m_Constant())) {
+    if (isIntegerConstant(v)) {
       mapping.map(v, builder.clone(*v.getDefiningOp())->getResult(0));
       continue;
     }
@@ -267,7 +276,7 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
       bound.push_back(std::move(t));
     }
     for (Value v : op.getInputs())
-      if (matchPattern(v, m_Constant()))
+      if (isIntegerConstant(v))
         constants.push_back(HostTensor{typeOf(v), constantBytes(v)});
     std::vector<const HostTensor *> args;
     size_t nextConstant = 0;
@@ -331,7 +340,8 @@ int main(int argc, char **argv) {
         continue;
       std::string error;
       std::unique_ptr<shim::Program> program = shim::Program::compileSource(
-          std::string(argv[i]) + ".cu", mixprec::codegen::cudaProgramSource(kernels), {}, error);
+          llvm::sys::path::filename(argv[i]).str() + ".cu",
+          mixprec::codegen::cudaProgramSource(kernels), {}, error);
       if (!program) {
         std::fprintf(stderr, "%s: %s\n", argv[i], error.c_str());
         ++problems;
@@ -346,7 +356,12 @@ int main(int argc, char **argv) {
           ++problems;
         ++here;
       }
-      std::printf("%s: %d routine kernels checked\n", argv[i], here);
+      std::string host;
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (!routines[r])
+          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
+      std::printf("%s: %d routine kernels checked; on the host:%s\n", argv[i], here,
+                  host.empty() ? " none" : host.c_str());
       checked += here;
     }
   }
