@@ -10,6 +10,7 @@
 #include "common/numerics/Rounding.h"
 #include "runtime/src/Backend.h"
 #include "runtime/src/Module.h"
+#include "runtime/src/cuda/CudaDriver.h"
 
 #include <algorithm>
 #include <atomic>
@@ -271,6 +272,16 @@ const char *mixprec_backend_name(mixprec_backend_t backend) {
     return "cuda";
   }
   return "unknown";
+}
+
+mixprec_status_t mixprec_cuda_device_sm_version(int *sm_version) {
+  if (!sm_version)
+    return invalidArgument("mixprec_cuda_device_sm_version: sm_version is NULL");
+  const rt::cuda::Driver *driver = nullptr;
+  if (Status s = rt::cuda::driver(&driver); !s.ok())
+    return toC(s);
+  *sm_version = driver->smVersion;
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//

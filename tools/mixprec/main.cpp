@@ -18,6 +18,7 @@
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/Graph/IR/ShapeInference.h"
+#include "mixprec/runtime.h"
 #include "tools/mixprec/CliCommon.h"
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/Options.h"
@@ -79,6 +80,18 @@ int writeCompiledModule(ModuleOp module, const std::string &path,
 // mixprec run
 //===----------------------------------------------------------------------===//
 
+/// The NVRTC options of compile's --arch (`smVersion`); kernel cache
+/// warnings are printed as "mixprec: warning: ..." lines.
+mixprec::codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
+  mixprec::codegen::CudaCompileOptions options;
+  options.smVersion = smVersion;
+  options.breakKernel = opts::cudaTestBreakKernel();
+  options.warn = [](const std::string &message) {
+    llvm::errs() << "mixprec: warning: " << mixprec::common::escapeControls(message) << "\n";
+  };
+  return options;
+}
+
 /// Compiles the model just in time into a module in a temporary folder and
 /// runs it on the runtime's `backend`, as an application would.
 int runJustInTime(Backend backend) {
@@ -92,7 +105,28 @@ int runJustInTime(Backend backend) {
   llvm::SmallString<256> modulePath(jitDir);
   llvm::sys::path::append(modulePath, "jit.mpk");
   mixprec::codegen::ModuleStats stats;
-  int rc = writeCompiledModule(*compiled, modulePath.str().str(), command.diagnostics, stats);
+  // For CUDA (or auto, which may pick it), the module gets code for the
+  // device's architecture; without a device it has none and the runtime
+  // says why CUDA is not there.
+  mixprec::codegen::CudaCompileOptions cuda;
+  mixprec::codegen::CudaCompileStats cudaStats;
+  bool withCuda = false;
+  if (backend == Backend::Cuda || backend == Backend::Auto) {
+    int sm = 0;
+    mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+    const bool device = status == nullptr;
+    mixprec_status_free(status);
+    std::string archError;
+    int smVersion = 0;
+    withCuda = device && mixprec::codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion,
+                                                        archError);
+    if (device && !withCuda)
+      llvm::errs() << "mixprec: note: the device's architecture: " << archError
+                   << "; the module gets no CUDA code\n";
+    cuda = cudaCompileOptions(smVersion);
+  }
+  int rc = writeCompiledModule(*compiled, modulePath.str().str(), command.diagnostics, stats,
+                               withCuda ? &cuda : nullptr, withCuda ? &cudaStats : nullptr);
   if (rc == 0)
     rc = runCompiledModule(modulePath.str().str(), opts::model(), opts::inputs(), opts::seed(),
                            opts::backendName(backend).str(), opts::outputDir(), opts::repeat(),
@@ -234,18 +268,6 @@ void printModuleStats(const mixprec::codegen::ModuleStats &stats, double compile
                                  (long long)cuda->kernels, (long long)cuda->nvrtcCompiles,
                                  (long long)cuda->cacheHits);
   llvm::errs() << "}\n";
-}
-
-/// The NVRTC options of compile's --arch (`smVersion`); kernel cache
-/// warnings are printed as "mixprec: warning: ..." lines.
-mixprec::codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
-  mixprec::codegen::CudaCompileOptions options;
-  options.smVersion = smVersion;
-  options.breakKernel = opts::cudaTestBreakKernel();
-  options.warn = [](const std::string &message) {
-    llvm::errs() << "mixprec: warning: " << mixprec::common::escapeControls(message) << "\n";
-  };
-  return options;
 }
 
 /// Writes the kernels' CUDA C++ (--emit cuda) or, with `cuda`, their PTX

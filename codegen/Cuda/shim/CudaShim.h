@@ -21,8 +21,8 @@
 //  * Atomics: atomicMax/atomicMin on int and unsigned, atomicCAS on
 //    unsigned, atomicAdd on float. Blocks and fibers never run at the same
 //    time, so a plain read-modify-write is atomic here.
-//  * Math: the C library's expf, logf, tanhf, erff, sqrtf, fmaxf, fminf,
-//    fabsf, fmaf, isnan, isinf; rsqrtf as 1/sqrtf; __fadd_rn, __fsub_rn,
+//  * Math: the C library's expf, logf, tanhf, erff, powf, sqrtf, fmaxf,
+//    fminf, fabsf, fmaf, isnan, isinf; rsqrtf as 1/sqrtf; __fadd_rn, __fsub_rn,
 //    __fmul_rn, __fdiv_rn, __fmaf_rn; __int_as_float, __float_as_int,
 //    __float_as_uint, __uint_as_float.
 //  * Types and conversions: the real cuda_fp16.h, cuda_bf16.h, cuda_fp8.h

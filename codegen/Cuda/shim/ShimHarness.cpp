@@ -285,7 +285,11 @@ std::vector<std::string> findKernelNames(const std::string &source) {
 }
 
 Program::~Program() {
-  if (handle_ != nullptr)
+  // A sanitized build keeps the library loaded: LeakSanitizer's exit check
+  // reads the dynamic TLS (smem) of every library the thread ever touched,
+  // and after dlclose that block may be unmapped ("Tracer caught signal
+  // 11" once a process has loaded a few dozen programs). Its file can go.
+  if (handle_ != nullptr && !MIXPREC_CUDA_SHIM_SANITIZE)
     dlclose(handle_);
   removeFolder(folder_);
 }

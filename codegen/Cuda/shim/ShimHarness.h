@@ -33,7 +33,10 @@
 //    previous block on this OS thread left, zeros at first).
 //  * Math functions are the C library's, which differ from CUDA's by a few
 //    ULPs at most (CUDA's documented bounds: expf 2, logf 1, tanhf 2,
-//    erff 2, rsqrtf 2); conversions and + - * / are bit-exact.
+//    erff 2, powf 4, rsqrtf 2); conversions and + - * / are bit-exact.
+//    A NaN converted by the CUDA headers' host code is the canonical NaN
+//    (0x7fff, 0x7fffffff), where the rounding library keeps its sign and
+//    payload: the tests let a NaN meet any NaN.
 //
 // Thread safety: a Program may be launched from several OS threads at once
 // when the launches share no buffer one of them writes (each OS thread has

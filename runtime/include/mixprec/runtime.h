@@ -125,6 +125,11 @@ enum mixprec_backend_e {
 /* "auto", "cpu", "cuda"; "unknown" for other values. */
 MIXPREC_API const char *mixprec_backend_name(mixprec_backend_t backend);
 
+/* The compute capability of CUDA device 0 as an SM version (90 for sm_90),
+ * what a module for this machine is compiled for (`mixprec compile --arch`).
+ * MIXPREC_NO_DEVICE, saying why, where no driver or no device is found. */
+MIXPREC_API mixprec_status_t mixprec_cuda_device_sm_version(int *sm_version);
+
 /*===----------------------------------------------------------------------===*
  * Module: a loaded and fully verified .mpk.
  * Thread safety: immutable after load; every query may run concurrently

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # cuda_kernels_check.sh MIXPREC CHECKER WORKDIR MODELS_DIR MODEL...: compiles
 # each MODEL and every MODELS_DIR/*/model.onnx (the e2e models) at fp32,
-# bf16, fp16 and fp8 to mpk IR and checks every kernel's CUDA C++ with NVRTC
-# (cuda_kernels_check: each kernel alone, with ptxas's resource report).
-# Each is also compiled to a module with CUDA code (mixprec compile --arch
-# sm_90: the whole program through NVRTC, the launches through the runtime's
-# loader). Fails if a model does not compile.
+# bf16, fp16 and fp8 to mpk IR and hands the files to CHECKER: every
+# kernel's CUDA C++ through NVRTC (cuda_kernels_check), or run on the CUDA
+# shim against the CPU backend (cuda_shim_models_check for the kernels,
+# cuda_shim_routines_check for the routine kernels). Fails if a model
+# does not compile.
+# With the NVRTC checker, each is also compiled to a module with CUDA code
+# (mixprec compile --arch sm_90: the whole program through NVRTC, the
+# launches through the runtime's loader).
 set -euo pipefail
 mixprec=$1 checker=$2 work=$3 models=$4
 shift 4
@@ -22,7 +25,7 @@ for model in "$@" "${generated[@]}"; do
   for p in fp32 bf16 fp16 fp8; do
     out=$work/${name}_$p.mlir
     "$mixprec" compile "$model" --precision "$p" --emit mpk-mlir -o "$out"
-    if ! MIXPREC_CACHE_DIR=$work/cache "$mixprec" compile "$model" --precision "$p" \
+    if [[ $(basename "$checker") == cuda_kernels_check ]] && ! MIXPREC_CACHE_DIR=$work/cache "$mixprec" compile "$model" --precision "$p" \
         --arch sm_90 -o "$work/${name}_$p.mpk" 2> "$work/${name}_$p.err"; then
       cat "$work/${name}_$p.err" >&2
       exit 1
