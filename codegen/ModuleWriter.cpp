@@ -131,6 +131,10 @@ private:
   bool addKernel(kernel::KernelOp op, std::string &error);
   /// Kernel.cuda of `op`, whose CUDA function is `cudaKernel`.
   fb::Offset<sc::CudaLaunch> addCudaLaunch(kernel::KernelOp op, const CudaKernel &cudaKernel);
+  /// A CudaLaunch of `cudaKernel` passing the tensors `params`.
+  fb::Offset<sc::CudaLaunch> addCudaLaunch(const CudaKernel &cudaKernel,
+                                           const std::vector<int32_t> &params,
+                                           const std::vector<int32_t> &zeroed);
   /// Module.cuda, or null without CUDA code.
   fb::Offset<sc::CudaProgram> addCudaProgram();
   bool addGemm(kernel::GemmOp op, std::string &error);
@@ -314,6 +318,12 @@ fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(kernel::KernelOp op,
     params.push_back(tensorOf(v));
   for (int result : cudaKernel.launch.zeroedResults)
     zeroed.push_back(tensorOf(op.getResult(result)));
+  return addCudaLaunch(cudaKernel, params, zeroed);
+}
+
+fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(const CudaKernel &cudaKernel,
+                                                 const std::vector<int32_t> &params,
+                                                 const std::vector<int32_t> &zeroed) {
   auto function = fbb.CreateString(cudaKernel.name);
   auto paramsV = fbb.CreateVector(params);
   auto zeroedV = fbb.CreateVector(zeroed);
@@ -476,8 +486,16 @@ void Writer::addRoutine(kernel::CallOp op) {
   auto outv = fbb.CreateVector(outputs);
   sc::RoutineOptionsUnion options = serializeRoutineOptions(op.getOptions());
   auto optionsTable = options.Pack(fbb);
+  // Opaque.cuda: the routine's kernel, passed its inputs then its output.
+  fb::Offset<sc::CudaLaunch> launch = 0;
+  if (cuda && opaques.size() < cuda->routines.size() && cuda->routines[opaques.size()]) {
+    std::vector<int32_t> params = inputs;
+    params.insert(params.end(), outputs.begin(), outputs.end());
+    launch = addCudaLaunch(*cuda->routines[opaques.size()], params, {});
+  }
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Opaque, opaques.size()));
-  opaques.push_back(sc::CreateOpaque(fbb, name, type, in, outv, options.type, optionsTable));
+  opaques.push_back(
+      sc::CreateOpaque(fbb, name, type, in, outv, options.type, optionsTable, launch));
   ++stats.routines;
 }
 
@@ -503,6 +521,11 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   if (cuda && kernels.size() != cuda->kernels.size()) {
     error = "the CUDA program has " + std::to_string(cuda->kernels.size()) +
             " kernels, the function " + std::to_string(kernels.size()) + " (a compiler bug)";
+    return false;
+  }
+  if (cuda && opaques.size() != cuda->routines.size()) {
+    error = "the CUDA program has " + std::to_string(cuda->routines.size()) +
+            " routines, the function " + std::to_string(opaques.size()) + " (a compiler bug)";
     return false;
   }
   // Graph outputs. A value returned under a name its tensor does not have

@@ -62,6 +62,9 @@ struct CudaKernel {
   CudaLaunch launch;
 };
 
+/// A C identifier from an op or function name: other characters become '_'.
+std::string cudaIdentifier(llvm::StringRef text);
+
 /// The includes and device helpers every emitted kernel uses.
 const std::string &cudaPrelude();
 
@@ -82,7 +85,8 @@ bool emitCudaKernels(mlir::func::FuncOp func, std::vector<CudaKernel> &out, std:
 /// saying how it is launched.
 std::string cudaProgramSource(const std::vector<CudaKernel> &kernels);
 
-/// Prints the prelude and every kernel of every function in `module`.
+/// Prints the prelude and every kernel of every function in `module`, then
+/// its routines' kernels (CudaRoutines.h).
 mlir::LogicalResult translateModuleToCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 } // namespace mixprec::codegen

@@ -9,6 +9,15 @@
 namespace mixprec::codegen {
 namespace {
 
+/// The program's functions: every mpk.kernel's, then each routine kernel.
+std::vector<CudaKernel> programKernels(const CudaModuleCode &code) {
+  std::vector<CudaKernel> all = code.kernels;
+  for (const std::optional<CudaKernel> &routine : code.routines)
+    if (routine)
+      all.push_back(*routine);
+  return all;
+}
+
 /// Puts an undeclared identifier at the top of `kernel`'s body (the line
 /// after its signature), where NVRTC will reject it.
 void breakKernelBody(CudaKernel &kernel) {
@@ -30,7 +39,8 @@ bool emitCudaProgram(mlir::func::FuncOp func, CudaModuleCode &code, std::string 
   code.kernels.clear();
   if (!emitCudaKernels(func, code.kernels, error))
     return false;
-  code.source = cudaProgramSource(code.kernels);
+  code.routines = emitCudaRoutines(func);
+  code.source = cudaProgramSource(programKernels(code));
   return true;
 }
 
@@ -40,7 +50,7 @@ bool compileCudaProgram(mlir::func::FuncOp func, const CudaCompileOptions &optio
     return false;
   if (options.breakKernel >= 0 && static_cast<size_t>(options.breakKernel) < code.kernels.size()) {
     breakKernelBody(code.kernels[options.breakKernel]);
-    code.source = cudaProgramSource(code.kernels);
+    code.source = cudaProgramSource(programKernels(code));
   }
   NvrtcOptions nvrtc;
   nvrtc.smVersion = options.smVersion;

@@ -2,10 +2,12 @@
 //
 // `mixprec compile --arch sm_XX` puts CUDA code into a module: every
 // mpk.kernel of the planned function is emitted (CudaEmitter.h) into one
-// program, cudaPrelude() and then each kernel, and NVRTC compiles it for
+// program, cudaPrelude() and then each kernel, then the routines that have
+// a CUDA form (CudaRoutines.h), and NVRTC compiles it for
 // the architecture through the on-disk KernelCache, so compiling the same
 // model again calls NVRTC zero times. The module writer stores the result
-// as Module.cuda and each kernel's launch as Kernel.cuda
+// as Module.cuda, each kernel's launch as Kernel.cuda and each routine
+// kernel's as Opaque.cuda
 // (runtime/schema/module.fbs).
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +15,7 @@
 #define MIXPREC_CODEGEN_CUDA_CUDAPROGRAM_H
 
 #include "codegen/Cuda/CudaEmitter.h"
+#include "codegen/Cuda/CudaRoutines.h"
 
 #include <cstdint>
 #include <functional>
@@ -31,6 +34,10 @@ struct CudaModuleCode {
   /// One per mpk.kernel of the function, in program order (the order the
   /// module writer numbers kernels in).
   std::vector<CudaKernel> kernels;
+  /// One per mpk.call of the function, in program order (the order the
+  /// module writer numbers routines in): its kernel, after every
+  /// mpk.kernel's in the program, or nullopt (run on the host).
+  std::vector<std::optional<CudaKernel>> routines;
 };
 
 struct CudaCompileOptions {
@@ -53,8 +60,9 @@ struct CudaCompileStats {
   int64_t cacheHits = 0;
 };
 
-/// Emits every mpk.kernel of `func` into `code.kernels` and `code.source`
-/// (no compilation). Fails with the emitter's one-line error.
+/// Emits every mpk.kernel of `func` into `code.kernels`, every routine with
+/// a CUDA form into `code.routines`, and the program into `code.source` (no
+/// compilation). Fails with the emitter's one-line error.
 bool emitCudaProgram(mlir::func::FuncOp func, CudaModuleCode &code, std::string &error);
 
 /// The NVRTC program name of `func`'s kernels, "mp_<function>.cu": NVRTC's

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -267,7 +268,14 @@ private:
                       const std::vector<int64_t> &space, int64_t spaceElements,
                       uint64_t &varyMask);
   Status verifyCudaProgram();
-  Status verifyCudaLaunch(size_t index, std::vector<std::string> &functions);
+  Status verifyCudaLaunch(size_t index);
+  /// Reads the fields every CudaLaunch has (function name unique among
+  /// `cudaFunctions`, grid, block, params in range) into `d`, recording the
+  /// function as `owner`'s; `fail` builds the error.
+  Status readCudaLaunch(const schema::CudaLaunch &launch, const std::string &owner,
+                        const std::function<Status(const std::string &)> &fail,
+                        CudaLaunchDesc &d);
+  Status verifyOpaqueCudaLaunch(size_t index);
   Status verifyGemm(size_t index);
   Status verifySteps();
   Status verifyInputsOutputs();
@@ -283,6 +291,8 @@ private:
   LoadedModule &module;
   const schema::Module &root;
   std::vector<TensorDesc> &tensors;
+  /// Every CUDA function name so far, and the step whose it is.
+  std::vector<std::string> cudaFunctions, cudaFunctionOwners;
 };
 
 /// The FlatBuffers verifier checks a vector's length word (4-byte
@@ -767,16 +777,85 @@ Status ModuleVerifier::verifyCudaProgram() {
   const bool hasCubin = cuda->cubin() && cuda->cubin()->size() > 0;
   if (!hasPtx && !hasCubin)
     return invalidModule("the CUDA program has neither PTX nor a CUBIN");
-  std::vector<std::string> functions;
   for (size_t i = 0; i < kernels; ++i)
-    if (Status s = verifyCudaLaunch(i, functions); !s.ok())
+    if (Status s = verifyCudaLaunch(i); !s.ok())
       return s;
+  return okStatus();
+}
+
+Status ModuleVerifier::readCudaLaunch(const schema::CudaLaunch &launch, const std::string &owner,
+                                      const std::function<Status(const std::string &)> &fail,
+                                      CudaLaunchDesc &d) {
+  d.function = launch.function() ? launch.function()->str() : "";
+  if (!isCIdentifier(d.function))
+    return fail("function name '" + d.function + "' is not a C identifier");
+  for (size_t i = 0; i < cudaFunctions.size(); ++i)
+    if (cudaFunctions[i] == d.function)
+      return fail("function '" + d.function + "' is also " + cudaFunctionOwners[i] + "'s");
+  cudaFunctions.push_back(d.function);
+  cudaFunctionOwners.push_back(owner);
+  d.gridSize = launch.grid_size();
+  if (d.gridSize < 0 || d.gridSize > INT32_MAX)
+    return fail("grid_size " + std::to_string(d.gridSize) + " out of range [0, 2^31-1]");
+  d.blockSize = launch.block_size();
+  if (d.blockSize < 32 || d.blockSize > 1024 || d.blockSize % 32 != 0)
+    return fail("block_size " + std::to_string(d.blockSize) +
+                " is not a multiple of 32 in [32, 1024]");
+  d.rowKernel = launch.row_kernel();
+  if (launch.params())
+    d.params.assign(launch.params()->begin(), launch.params()->end());
+  for (size_t i = 0; i < d.params.size(); ++i)
+    if (!validTensor(d.params[i]))
+      return fail("parameter #" + std::to_string(i) + " is tensor " +
+                  std::to_string(d.params[i]) + " of " + std::to_string(tensors.size()));
+  return okStatus();
+}
+
+/// Checks Opaque.cuda of (verified) opaque `index`: a launch like a
+/// kernel's, passed the routine's inputs then its output, which overlaps
+/// none of them (the CPU routine copies through scratch then; a kernel
+/// cannot); records it.
+Status ModuleVerifier::verifyOpaqueCudaLaunch(size_t index) {
+  const OpaqueOp &op = module.opaques_[index];
+  const schema::CudaLaunch *launch = root.opaques()->Get(index)->cuda();
+  if (!launch) {
+    module.opaqueCudaLaunches_.push_back(std::nullopt);
+    return okStatus();
+  }
+  if (!root.cuda())
+    return invalidModule(op.name + " has a CUDA launch, but the module has no CUDA program");
+  auto fail = [&](const std::string &why) {
+    return invalidModule(op.name + ": CUDA launch: " + why);
+  };
+  CudaLaunchDesc d;
+  if (Status s = readCudaLaunch(*launch, op.name, fail, d); !s.ok())
+    return s;
+  std::vector<int32_t> expected;
+  for (int32_t t : op.inputs)
+    if (t >= 0)
+      expected.push_back(t);
+  expected.push_back(op.output);
+  if (d.params != expected)
+    return fail(std::to_string(d.params.size()) + " parameters are not the routine's " +
+                std::to_string(expected.size() - 1) + " inputs and its output, in order");
+  if (launch->zeroed() && launch->zeroed()->size())
+    return fail("a routine zeroes no tensor");
+  const TensorDesc &y = tensors[op.output];
+  for (int32_t t : expected) {
+    const TensorDesc &x = tensors[t];
+    if (t == op.output || x.isConstant() || !x.bytes || !y.bytes)
+      continue;
+    if (x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes)
+      return fail("the output " + tensorName(op.output) + " overlaps the input " +
+                  tensorName(t) + " (a kernel cannot copy through scratch)");
+  }
+  module.opaqueCudaLaunches_.push_back(std::move(d));
   return okStatus();
 }
 
 /// Checks Kernel.cuda of kernel `index` against its (verified) program and
 /// the names in `functions` (each kernel's, so far); records it.
-Status ModuleVerifier::verifyCudaLaunch(size_t index, std::vector<std::string> &functions) {
+Status ModuleVerifier::verifyCudaLaunch(size_t index) {
   const schema::Kernel &kernel = *root.kernels()->Get(index);
   const std::string name = module.kernelName(index);
   const schema::CudaLaunch *launch = kernel.cuda();
@@ -785,21 +864,8 @@ Status ModuleVerifier::verifyCudaLaunch(size_t index, std::vector<std::string> &
                                 "kernel needs one)");
   auto fail = [&](const std::string &why) { return invalidModule(name + ": CUDA launch: " + why); };
   CudaLaunchDesc d;
-  d.function = launch->function() ? launch->function()->str() : "";
-  if (!isCIdentifier(d.function))
-    return fail("function name '" + d.function + "' is not a C identifier");
-  for (size_t i = 0; i < functions.size(); ++i)
-    if (functions[i] == d.function)
-      return fail("function '" + d.function + "' is also " + module.kernelName(i) + "'s");
-  functions.push_back(d.function);
-  d.gridSize = launch->grid_size();
-  if (d.gridSize < 0 || d.gridSize > INT32_MAX)
-    return fail("grid_size " + std::to_string(d.gridSize) + " out of range [0, 2^31-1]");
-  d.blockSize = launch->block_size();
-  if (d.blockSize < 32 || d.blockSize > 1024 || d.blockSize % 32 != 0)
-    return fail("block_size " + std::to_string(d.blockSize) +
-                " is not a multiple of 32 in [32, 1024]");
-  d.rowKernel = launch->row_kernel();
+  if (Status s = readCudaLaunch(*launch, name, fail, d); !s.ok())
+    return s;
   // The parameters are the program's Load tensors, then its Store tensors;
   // the zeroed ones are F32 tensors an Amax is stored into.
   std::vector<int32_t> loads, stores, amaxStores;
@@ -816,12 +882,6 @@ Status ModuleVerifier::verifyCudaLaunch(size_t index, std::vector<std::string> &
   }
   std::vector<int32_t> expected = loads;
   expected.insert(expected.end(), stores.begin(), stores.end());
-  if (launch->params())
-    d.params.assign(launch->params()->begin(), launch->params()->end());
-  for (size_t i = 0; i < d.params.size(); ++i)
-    if (!validTensor(d.params[i]))
-      return fail("parameter #" + std::to_string(i) + " is tensor " +
-                  std::to_string(d.params[i]) + " of " + std::to_string(tensors.size()));
   if (d.params != expected)
     return fail(std::to_string(d.params.size()) + " parameters do not match the program's " +
                 std::to_string(loads.size()) + " loaded and " + std::to_string(stores.size()) +
@@ -922,6 +982,13 @@ Status ModuleVerifier::run() {
       return s;
     module.opaques_.push_back(std::move(op));
   }
+  // Routine kernels after every kernel's: their function names are checked
+  // against the kernels'.
+  for (size_t i = 0; root.opaques() && i < root.opaques()->size(); ++i)
+    if (Status s = verifyOpaqueCudaLaunch(i); !s.ok())
+      return s;
+  if (!root.cuda())
+    module.opaqueCudaLaunches_.clear();
   if (Status s = verifySteps(); !s.ok())
     return s;
   return verifyInputsOutputs();

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,13 @@ public:
   /// One launch per kernel (by kernel index) when cudaProgram() is set;
   /// empty otherwise.
   const std::vector<CudaLaunchDesc> &cudaLaunches() const { return cudaLaunches_; }
+  /// One entry per opaque (by opaque index) when cudaProgram() is set,
+  /// empty otherwise: the routine's kernel (Opaque.cuda; params are its
+  /// inputs, absent ones left out, then its output, which overlaps none of
+  /// them), or nullopt where the CUDA backend runs the routine on the host.
+  const std::vector<std::optional<CudaLaunchDesc>> &opaqueCudaLaunches() const {
+    return opaqueCudaLaunches_;
+  }
 
   ~LoadedModule();
 
@@ -179,6 +187,7 @@ private:
   std::vector<GemmDesc> gemms_;
   std::vector<OpaqueOp> opaques_;
   std::vector<CudaLaunchDesc> cudaLaunches_;
+  std::vector<std::optional<CudaLaunchDesc>> opaqueCudaLaunches_;
   uint64_t arenaBytesNeeded_ = 0;
 };
 

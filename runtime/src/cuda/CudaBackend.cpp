@@ -184,25 +184,45 @@ Status CudaBackend::loadProgram() {
 
 /// Every kernel's launch (Kernel.cuda, which the loader verified:
 /// LoadedModule::cudaLaunches), resolved once.
+/// `desc` as a launch named `name`: its function found in the program.
+Status CudaBackend::makeLaunch(const CudaLaunchDesc &desc, const std::string &name,
+                               Launch &launch) {
+  launch.name = name;
+  launch.grid = static_cast<unsigned>(desc.gridSize);
+  launch.block = static_cast<unsigned>(desc.blockSize);
+  launch.zeroed = desc.zeroed;
+  for (int32_t t : desc.params)
+    launch.params.push_back(pointers[t]);
+  launch.tensors = desc.params;
+  if (launch.grid > 0)
+    if (CUresult r = api.cuModuleGetFunction(&launch.function, program, desc.function.c_str());
+        r != CUDA_SUCCESS)
+      return cudaError(driver, r,
+                       launch.name + ": the module's program has no function '" +
+                           desc.function + "'",
+                       MIXPREC_INVALID_MODULE);
+  return okStatus();
+}
+
 Status CudaBackend::prepareLaunches() {
   const std::vector<CudaLaunchDesc> &descs = module->cudaLaunches();
   for (size_t i = 0; i < descs.size(); ++i) {
-    const CudaLaunchDesc &desc = descs[i];
     Launch launch;
-    launch.name = module->kernelName(i);
-    launch.grid = static_cast<unsigned>(desc.gridSize);
-    launch.block = static_cast<unsigned>(desc.blockSize);
-    launch.zeroed = desc.zeroed;
-    for (int32_t t : desc.params)
-      launch.params.push_back(pointers[t]);
-    launch.tensors = desc.params;
-    if (launch.grid > 0)
-      if (CUresult r = api.cuModuleGetFunction(&launch.function, program, desc.function.c_str());
-          r != CUDA_SUCCESS)
-        return cudaError(driver, r,
-                         launch.name + ": the module's program has no function '" +
-                             desc.function + "'",
-                         MIXPREC_INVALID_MODULE);
+    if (Status s = makeLaunch(descs[i], module->kernelName(i), launch); !s.ok())
+      return s;
+    launches.push_back(std::move(launch));
+  }
+  // Routine kernels after the kernels' (a kernel step's index is its
+  // launch's).
+  const std::vector<std::optional<CudaLaunchDesc>> &routines = module->opaqueCudaLaunches();
+  opaqueLaunches.assign(module->opaques().size(), -1);
+  for (size_t i = 0; i < routines.size(); ++i) {
+    if (!routines[i])
+      continue;
+    Launch launch;
+    if (Status s = makeLaunch(*routines[i], module->opaques()[i].name, launch); !s.ok())
+      return s;
+    opaqueLaunches[i] = static_cast<int64_t>(launches.size());
     launches.push_back(std::move(launch));
   }
   // Addresses of the parameters, now that no vector moves any more.
@@ -283,12 +303,13 @@ void CudaBackend::findExclusiveOutputs() {
   }
 }
 
-/// Routine steps run on the host: a CPU backend of the module holds their
-/// operands.
+/// Routine steps without a kernel (Opaque.cuda) run on the host: a CPU
+/// backend of the module holds their operands.
 Status CudaBackend::prepareHostSteps() {
   const auto *steps = module->root().steps();
   for (size_t i = 0; steps && i < steps->size(); ++i)
-    if (steps->Get(i)->kind() == schema::StepKind::Opaque)
+    if (steps->Get(i)->kind() == schema::StepKind::Opaque &&
+        opaqueLaunches[steps->Get(i)->index()] < 0)
       hostSteps.push_back(steps->Get(i)->index());
   if (hostSteps.empty())
     return okStatus();

@@ -10,8 +10,8 @@
 //
 // A run is one launch sequence on the stream: bound input buffers copied in,
 // every step in the module's order (kernels with their `zeroed` tensors
-// cleared first, GEMMs through GemmRunner, routines on the host: there are
-// no CUDA routines yet). An output bound to a buffer is written straight
+// cleared first, GEMMs through GemmRunner, routines as their kernels when
+// they have one (Opaque.cuda), else on the host). An output bound to a buffer is written straight
 // into it when it has its arena bytes to itself; one that shares them (an
 // alias of another tensor, a reused buffer) is copied into it at the end. When no step runs
 // on the host, the sequence is captured once into a CUDA graph and replayed
@@ -19,7 +19,7 @@
 // BackendOptions::cudaGraphs is off (MIXPREC_CUDA_GRAPHS=0 turns it off for
 // every session).
 //
-// Host routine steps copy their activation operands device -> host into a
+// Host routine steps (routines without a kernel) copy their activation operands device -> host into a
 // CpuBackend of the same module (its arena, same offsets), run the CPU
 // routine there, and copy the output back: the results are the CPU
 // backend's, bit for bit.
@@ -71,7 +71,7 @@ public:
 
 /// One kernel of the module, ready to launch.
 struct Launch {
-  std::string name; ///< "kernel #0 'softmax'"
+  std::string name; ///< "kernel #0 'softmax'", "opaque #2 't' (transpose)"
   CUfunction function = nullptr;
   unsigned grid = 0, block = 0;
   std::vector<int32_t> tensors;   ///< Kernel.cuda params: the tensors passed
@@ -100,6 +100,7 @@ public:
 private:
   Status makeContext();
   Status loadProgram();
+  Status makeLaunch(const CudaLaunchDesc &desc, const std::string &name, Launch &launch);
   Status prepareLaunches();
   Status allocateMemory();
   Status prepareHostSteps();
@@ -123,7 +124,10 @@ private:
   std::shared_ptr<Context> context;
   CUstream stream_ = nullptr;
   CUmodule program = nullptr;
-  std::vector<Launch> launches; ///< per kernel of the module
+  /// Per kernel of the module, then per routine with a kernel.
+  std::vector<Launch> launches;
+  /// Per opaque: the index of its launch in `launches`, or -1 (on the host).
+  std::vector<int64_t> opaqueLaunches;
   CUdeviceptr arena = 0, constants = 0;
   /// Per tensor: its device address as planned (arena + offset, or in the
   /// constants), and as the current bindings have it (`planned`, except

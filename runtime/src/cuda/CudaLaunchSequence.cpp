@@ -3,7 +3,8 @@
 // One sequence for both ways of running (CudaBackend.h): enqueued straight
 // on the stream, or enqueued once while the stream captures it into a CUDA
 // graph that later runs replay. Nothing here synchronizes with the host
-// except routine steps, which are the reason a module is not captured.
+// except routine steps without a kernel, which are the reason a module is
+// not captured.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cuda/CudaBackend.h"
@@ -99,7 +100,9 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
       s = enqueueGemm(step->index());
       break;
     case schema::StepKind::Opaque:
-      s = runHostStep(step->index());
+      s = opaqueLaunches[step->index()] >= 0
+              ? enqueueKernel(launches[opaqueLaunches[step->index()]])
+              : runHostStep(step->index());
       break;
     }
     if (!s.ok())

@@ -1,7 +1,8 @@
 //===- CudaKernelsCheck.cpp - every emitted kernel through NVRTC ----------===//
 //
-// cuda_kernels_check FILE.mlir...: emits the CUDA C++ of every mpk.kernel in
-// each planned mpk file (mixprec compile --emit mpk-mlir) and compiles each
+// cuda_kernels_check FILE.mlir...: emits the CUDA C++ of every mpk.kernel
+// and every routine with a CUDA form (CudaRoutines.h) in each planned mpk
+// file (mixprec compile --emit mpk-mlir) and compiles each
 // kernel with NVRTC for sm_80 and sm_90 with ptxas's resource report. Fails
 // (exit 1, one line per problem) when NVRTC rejects a kernel (its error names
 // the kernel and the source line), when ptxas reports spills, a stack frame
@@ -9,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaEmitter.h"
+#include "codegen/Cuda/CudaRoutines.h"
 #include "codegen/Cuda/NvrtcCompiler.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
@@ -102,6 +104,10 @@ int main(int argc, char **argv) {
         ++problems;
         continue;
       }
+      // The routines' kernels too (CudaRoutines.h).
+      for (auto &routine : mixprec::codegen::emitCudaRoutines(func))
+        if (routine)
+          emitted.push_back(std::move(*routine));
       for (const auto &kernel : emitted) {
         ++kernels;
         for (int sm : {80, 90})

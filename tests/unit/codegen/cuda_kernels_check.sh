@@ -3,7 +3,8 @@
 # each MODEL and every MODELS_DIR/*/model.onnx (the e2e models) at fp32,
 # bf16, fp16 and fp8 to mpk IR and hands the files to CHECKER: every
 # kernel's CUDA C++ through NVRTC (cuda_kernels_check), or run on the CUDA
-# shim against the CPU backend (cuda_shim_models_check). Fails if a model
+# shim against the CPU backend (cuda_shim_models_check for the kernels,
+# cuda_shim_routines_check for the routine kernels). Fails if a model
 # does not compile.
 # With the NVRTC checker, each is also compiled to a module with CUDA code
 # (mixprec compile --arch sm_90: the whole program through NVRTC, the

@@ -5,7 +5,7 @@
 // whose kernel launches do nothing). So the CUDA backend's own paths are
 // checked here: modules without CUDA code or without code for the device,
 // out of device memory, routine steps run on the host (results equal to the
-// CPU backend's, through device memory), the `zeroed` tensors of a launch,
+// CPU backend's, through device memory) unless they have a kernel, the `zeroed` tensors of a launch,
 // device buffers and their bindings, and the graph option. Kernels and
 // GEMMs computing on a device are the `gpu` tests' part.
 //
@@ -278,6 +278,70 @@ TEST(FakeCuda, OutputBuffersAreWrittenInPlaceUnlessShared) {
   ASSERT_OK(first.copyFromHost(zeros.data(), 96));
   ASSERT_OK(session.copyOutput(0, read));
   EXPECT_TRUE(bitEqual(read, want)); // the arena's copy, untouched
+}
+
+/// x [4,6] f32 -> transpose "flip" -> t [6,4], the routine as a kernel of
+/// the program (Opaque.cuda); with `softmax`, t -> softmax -> y [6,4] on the
+/// host after it. Outputs t (and y).
+ModuleBuilder routineKernelModule(bool softmax) {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {4, 6});
+  const int t = b.activation("t", fb::DType::F32, {6, 4});
+  OpaqueSpec flip{"flip", "transpose", {x}, {t}, transposeOptions({1, 0})};
+  flip.cuda = launch("mp_main_r0_flip", 1, {x, t});
+  b.opaque(flip);
+  b.output(t);
+  if (softmax) {
+    const int y = b.activation("y", fb::DType::F32, {6, 4});
+    b.opaque({"probs", "softmax", {t}, {y}, axisOptions(1)});
+    b.output(y);
+  }
+  b.cuda = program(90);
+  return b;
+}
+
+TEST(FakeCuda, RoutinesWithKernelsRunOnTheDevice) {
+  // Only the softmax, which has no kernel, runs on the host.
+  Module mixed;
+  ASSERT_OK(loadBuilt(routineKernelModule(true).build(), mixed));
+  Session session;
+  ASSERT_OK(Session::create(mixed, session, MIXPREC_BACKEND_CUDA));
+  EXPECT_STREQ(session.backendReason(),
+               "CUDA backend on Fake GPU (sm_90, driver 13.0), code for sm_90; 1 routine step "
+               "(softmax) run on the host, so runs are launched step by step");
+
+  // Every routine a kernel: the module is captured into a graph (which the
+  // fake cannot do, and says so).
+  Module module;
+  ASSERT_OK(loadBuilt(routineKernelModule(false).build(), module));
+  Session graphs;
+  ASSERT_OK(Session::create(module, graphs, MIXPREC_BACKEND_CUDA));
+  EXPECT_STREQ(graphs.backendReason(),
+               "CUDA backend on Fake GPU (sm_90, driver 13.0), code for sm_90; runs replay a "
+               "CUDA graph");
+  const std::vector<float> x = seededFloats(24, 6, -4, 4);
+  ASSERT_OK(graphs.bindInput("x", {4, 6}, x.data()));
+  EXPECT_TRUE(failsWith(graphs.run(), MIXPREC_EXECUTION_ERROR,
+                        "CUDA backend: cuStreamBeginCapture: CUDA_ERROR_NOT_SUPPORTED"));
+
+  // Step by step, the transpose is a launch, which the fake does not run:
+  // the output buffer keeps what it held (the host routine would have
+  // written x's transpose into it).
+  mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
+  options.backend = MIXPREC_BACKEND_CUDA;
+  options.disable_cuda_graphs = 1;
+  Session steps;
+  ASSERT_OK(Session::create(module, steps, options));
+  Buffer out;
+  ASSERT_OK(Buffer::create(steps, 96, out));
+  const std::vector<float> marks(24, -7.0f);
+  ASSERT_OK(out.copyFromHost(marks.data(), 96));
+  ASSERT_OK(steps.bindOutputBuffer(0, out));
+  ASSERT_OK(steps.bindInput("x", {4, 6}, x.data()));
+  ASSERT_OK(steps.run());
+  std::vector<float> got(24);
+  ASSERT_OK(out.copyToHost(got.data(), 96));
+  EXPECT_TRUE(bitEqual(got, marks));
 }
 
 TEST(FakeCuda, GraphCaptureAndItsOption) {

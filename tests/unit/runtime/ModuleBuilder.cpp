@@ -309,11 +309,14 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   for (size_t i = 0; i < opaques.size(); ++i) {
     const OpaqueSpec &o = opaques[i];
     auto forged = forgedOptionsTypes.find(i);
+    flatbuffers::Offset<fb::CudaLaunch> cuda;
+    if (o.cuda)
+      cuda = fb::CreateCudaLaunch(fbb, &*o.cuda);
     opaqueOffsets.push_back(fb::CreateOpaque(
         fbb, fbb.CreateString(o.name), fbb.CreateString(o.opType), fbb.CreateVector(o.inputs),
         fbb.CreateVector(o.outputs),
         forged != forgedOptionsTypes.end() ? forged->second : o.options.type,
-        o.options.Pack(fbb)));
+        o.options.Pack(fbb), cuda));
   }
 
   std::vector<flatbuffers::Offset<fb::Step>> stepOffsets;

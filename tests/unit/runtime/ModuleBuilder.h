@@ -91,6 +91,9 @@ struct OpaqueSpec {
   /// The options table as a plain struct (FlatBuffers' object API): tests
   /// edit it through options.AsConv2dOptions() and the like.
   fb::RoutineOptionsUnion options;
+  /// Opaque.cuda: the routine as a kernel; absent (run on the host) when
+  /// unset.
+  std::optional<fb::CudaLaunchT> cuda;
 };
 
 /// Routine options with the defaults of the schema but for what is given.

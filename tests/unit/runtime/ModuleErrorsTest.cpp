@@ -535,6 +535,100 @@ TEST(Verify, CudaCode) {
   }
 }
 
+/// SmallCuda and a routine after its kernels, t = transpose(y), as a kernel
+/// of the program (Opaque.cuda), as `mixprec compile --arch` writes it.
+struct SmallCudaRoutine {
+  SmallCuda m;
+  int t;
+  SmallCudaRoutine() {
+    t = m.s.b.activation("t", fb::DType::BF16, {8, 4});
+    OpaqueSpec o;
+    o.name = "t";
+    o.opType = "transpose";
+    o.inputs = {m.s.y};
+    o.outputs = {t};
+    o.options = transposeOptions({1, 0});
+    o.cuda = SmallCuda::launch("mp_main_r0_t", {m.s.y, t}, {});
+    m.s.b.opaque(o);
+    m.s.b.output(t);
+  }
+  fb::CudaLaunchT &launch() { return *m.s.b.opaques[0].cuda; }
+};
+
+TEST(Verify, RoutineCudaCode) {
+  const std::string routine = "opaque #0 't' (transpose)";
+  {
+    SmallCudaRoutine r;
+    EXPECT_EQ(loadCode(r.m.s.b.build()), MIXPREC_OK);
+    // Without Opaque.cuda the routine runs on the host: still valid.
+    r.m.s.b.opaques[0].cuda.reset();
+    EXPECT_EQ(loadCode(r.m.s.b.build()), MIXPREC_OK);
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().function = "mp_main_k1_amax";
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: function 'mp_main_k1_amax' is also kernel #1 "
+                              "'amax''s");
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().function = "mp main";
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: function name 'mp main' is not a C identifier");
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().block_size = 48;
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: block_size 48 is not a multiple of 32");
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().grid_size = -1;
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: grid_size -1 out of range");
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().params = {r.m.s.y, 17};
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: parameter #1 is tensor 17 of 5");
+  }
+  for (std::vector<int32_t> params : {std::vector<int32_t>{4, 2}, std::vector<int32_t>{2},
+                                      std::vector<int32_t>{2, 4, 4}}) {
+    SmallCudaRoutine r;
+    r.launch().params = params;
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: " + std::to_string(params.size()) +
+                        " parameters are not the routine's 1 inputs and its output, in order");
+  }
+  {
+    SmallCudaRoutine r;
+    r.launch().zeroed = {r.t};
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: a routine zeroes no tensor");
+  }
+  {
+    // The output over its input: the CPU routine copies through scratch, a
+    // kernel would read what it wrote.
+    SmallCudaRoutine r;
+    (void)r.m.s.b.build(); // lays out the arena
+    r.m.s.b.tensors[r.t].offset = r.m.s.b.tensors[r.m.s.y].offset;
+    expectLoadError(r.m.s.b.build(true), MIXPREC_INVALID_MODULE,
+                    routine + ": CUDA launch: the output tensor #4 't' overlaps the input "
+                              "tensor #2 'y'");
+  }
+  {
+    SmallCudaRoutine r;
+    r.m.s.b.cuda.reset();
+    r.m.s.b.kernels[0].cuda.reset();
+    r.m.s.b.kernels[1].cuda.reset();
+    expectLoadError(r.m.s.b.build(), MIXPREC_INVALID_MODULE,
+                    routine + " has a CUDA launch, but the module has no CUDA program");
+  }
+}
+
 TEST(Verify, RoutineOptions) {
   // Each forged options table of the convolutional plan is a load error
   // naming the routine and the rule.

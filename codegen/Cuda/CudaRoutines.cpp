@@ -1,0 +1,346 @@
+//===- CudaRoutines.cpp - CUDA kernels for mpk.call routines ---------------===//
+//
+// Data movement kernels walk the output in a grid-stride loop, split each
+// output index into coordinates (shapes are static: every extent and
+// stride is a literal) and copy one raw element from the input position the
+// CPU routine reads (runtime/cpu/Kernels.h: transposeRaw, sliceRaw,
+// concatRaw, gatherRaw). Copies move bits, so any dtype is an unsigned
+// integer of its size.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Cuda/CudaRoutines.h"
+
+#include "dialects/Kernel/IR/KernelOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+
+#include <sstream>
+
+using namespace mlir;
+
+namespace mixprec::codegen {
+namespace {
+
+/// Concat kernels with more inputs stay on the host: each input is a
+/// parameter and a branch of the kernel.
+constexpr size_t kMaxConcatInputs = 64;
+
+/// Threads per block of the data movement kernels, and the grid's cap (the
+/// loop strides over the rest).
+constexpr int64_t kBlock = 256;
+constexpr int64_t kMaxGrid = 65535;
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The unsigned C type of one element of `t` as raw bytes (i1 is one byte
+/// in memory), or null for other widths.
+const char *rawType(Type t) {
+  if (!t.isIntOrFloat())
+    return nullptr;
+  switch (t.getIntOrFloatBitWidth()) {
+  case 1:
+  case 8:
+    return "unsigned char";
+  case 16:
+    return "unsigned short";
+  case 32:
+    return "unsigned int";
+  case 64:
+    return "unsigned long long";
+  default:
+    return nullptr;
+  }
+}
+
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> denseStrides(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+std::string formatList(ArrayRef<int64_t> values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+/// Prints one routine kernel: a signature of the routine's operands, a
+/// grid-stride loop over the output's `total` elements, and the launch.
+class RoutinePrinter {
+public:
+  RoutinePrinter(kernel::CallOp op, std::string name) : op(op), name(std::move(name)) {}
+
+  /// The comment line and the signature; false if an operand has no raw
+  /// element type.
+  bool begin(const std::string &what);
+  /// `for (i ...)` over `total` output elements, with the launch to match.
+  void loop(int64_t total);
+  /// `x<d>` for every dim of `shape` from the loop index i.
+  void coords(ArrayRef<int64_t> shape);
+  /// Three coordinates o, a, k of i in an output viewed as
+  /// [outer, extent, inner].
+  void coords3(int64_t extent, int64_t inner);
+  CudaKernel finish();
+
+  std::ostringstream os;
+  CudaKernel kernel;
+
+private:
+  kernel::CallOp op;
+  std::string name;
+  bool looped = false;
+};
+
+bool RoutinePrinter::begin(const std::string &what) {
+  os << "// mpk.call " << name << ": " << kernel::stringifyRoutine(op.getOpType()).str();
+  if (!op.getOps().empty())
+    os << " \"" << cast<StringAttr>(op.getOps()[0]).str() << "\"";
+  os << " " << what << "\n";
+  os << "extern \"C\" __global__ void " << name << "(";
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    const char *type = rawType(typeOf(v).getElementType());
+    if (!type)
+      return false;
+    os << (i ? ", " : "") << "const " << type << " *in" << i;
+  }
+  const char *type = rawType(typeOf(op.getOutputs()[0]).getElementType());
+  if (!type)
+    return false;
+  os << ", " << type << " *out0) {\n";
+  return true;
+}
+
+void RoutinePrinter::loop(int64_t total) {
+  os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << total
+     << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
+  kernel.launch.blockSize = kBlock;
+  kernel.launch.gridSize = std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid);
+  looped = true;
+}
+
+void RoutinePrinter::coords(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return;
+  os << "    long long t = i;\n";
+  for (size_t d = shape.size(); d-- > 0;) {
+    os << "    const long long x" << d << " = ";
+    if (d == 0)
+      os << "t;\n";
+    else
+      os << "t % " << shape[d] << "LL; t /= " << shape[d] << "LL;\n";
+  }
+  os << "    (void)t;\n";
+}
+
+void RoutinePrinter::coords3(int64_t extent, int64_t inner) {
+  os << "    const long long k = i % " << inner << "LL;\n";
+  os << "    const long long a = i / " << inner << "LL % " << extent << "LL;\n";
+  os << "    const long long o = i / " << inner << "LL / " << extent << "LL;\n";
+}
+
+CudaKernel RoutinePrinter::finish() {
+  if (looped)
+    os << "  }\n";
+  os << "}\n";
+  kernel.name = name;
+  kernel.source = os.str();
+  return std::move(kernel);
+}
+
+/// out[x] = in[x_perm^-1]: output dim d walks input dim perm[d].
+std::optional<CudaKernel> transposeKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::TransposeOptionsAttr>(op.getOptions());
+  ArrayRef<int64_t> inShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  RoutinePrinter p(op, name);
+  if (!p.begin("perm " + formatList(options.getPerm()) + ", " + formatList(inShape) + " -> " +
+               formatList(outShape)))
+    return std::nullopt;
+  std::vector<int64_t> inStrides = denseStrides(inShape);
+  p.loop(product(outShape));
+  p.coords(outShape);
+  p.os << "    out0[i] = in0[0";
+  for (size_t d = 0; d < outShape.size(); ++d)
+    p.os << " + x" << d << " * " << inStrides[options.getPerm()[d]] << "LL";
+  p.os << "];\n";
+  return p.finish();
+}
+
+/// out[x] = in[starts + x * steps].
+std::optional<CudaKernel> sliceKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::SliceOptionsAttr>(op.getOptions());
+  ArrayRef<int64_t> inShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  RoutinePrinter p(op, name);
+  if (!p.begin("starts " + formatList(options.getStarts()) + ", steps " +
+               formatList(options.getSteps()) + ", " + formatList(inShape) + " -> " +
+               formatList(outShape)))
+    return std::nullopt;
+  std::vector<int64_t> inStrides = denseStrides(inShape);
+  int64_t base = 0;
+  for (size_t d = 0; d < inShape.size(); ++d)
+    base += options.getStarts()[d] * inStrides[d];
+  p.loop(product(outShape));
+  p.coords(outShape);
+  p.os << "    out0[i] = in0[" << base << "LL";
+  for (size_t d = 0; d < outShape.size(); ++d)
+    p.os << " + x" << d << " * " << options.getSteps()[d] * inStrides[d] << "LL";
+  p.os << "];\n";
+  return p.finish();
+}
+
+/// The axis of `options` in [0, rank) (negative counts from the end).
+int64_t normalizedAxis(kernel::AxisOptionsAttr options, int64_t rank) {
+  int64_t axis = options.getAxis();
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Each output element from the input whose range of the axis holds it.
+std::optional<CudaKernel> concatKernel(kernel::CallOp op, const std::string &name) {
+  if (op.getInputs().size() > kMaxConcatInputs)
+    return std::nullopt;
+  ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  const int64_t axis =
+      normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), outShape.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(outShape.size()))
+    return std::nullopt;
+  RoutinePrinter p(op, name);
+  if (!p.begin("axis " + std::to_string(axis) + ", " + std::to_string(op.getInputs().size()) +
+               " inputs -> " + formatList(outShape)))
+    return std::nullopt;
+  const int64_t extent = outShape[axis], inner = product(outShape.drop_front(axis + 1));
+  p.loop(product(outShape));
+  p.coords3(extent, inner);
+  int64_t first = 0;
+  for (auto [j, v] : llvm::enumerate(op.getInputs())) {
+    const int64_t e = typeOf(v).getShape()[axis];
+    if (e == 0)
+      continue;
+    p.os << "    " << (first ? "else if" : "if") << " (a < " << first + e << "LL) out0[i] = in"
+         << j << "[(o * " << e << "LL + a - " << first << "LL) * " << inner << "LL + k];\n";
+    first += e;
+  }
+  return p.finish();
+}
+
+/// Whether `indices` is a constant whose every value is in [-extent,
+/// extent), the range the CPU routine accepts.
+bool constantIndicesInRange(Value indices, int64_t extent) {
+  DenseIntElementsAttr values;
+  if (!matchPattern(indices, m_Constant(&values)))
+    return false;
+  for (const APInt &v : values) {
+    const int64_t index = v.getSExtValue();
+    if (index < -extent || index >= extent)
+      return false;
+  }
+  return true;
+}
+
+/// out[o, j, k] = data[o, indices[j] (negative from the end), k].
+std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name) {
+  ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
+  const int64_t axis =
+      normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), dataShape.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(dataShape.size()))
+    return std::nullopt;
+  const int64_t extent = dataShape[axis];
+  Value indices = op.getInputs()[1];
+  if (!constantIndicesInRange(indices, extent))
+    return std::nullopt;
+  RoutinePrinter p(op, name);
+  if (!p.begin("axis " + std::to_string(axis) + ", constant indices " +
+               formatList(typeOf(indices).getShape()) + " into " + formatList(dataShape)))
+    return std::nullopt;
+  const bool narrow = typeOf(indices).getElementType().isInteger(32);
+  const int64_t count = typeOf(indices).getNumElements();
+  const int64_t inner = product(dataShape.drop_front(axis + 1));
+  ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  p.loop(product(outShape));
+  p.coords3(count, inner);
+  p.os << "    long long index = (long long)" << (narrow ? "(int)" : "(long long)") << "in1[a];\n";
+  p.os << "    if (index < 0) index += " << extent << "LL;\n";
+  p.os << "    // In range: the compiler checked the constant; a module whose\n"
+          "    // indices were changed reads nothing outside the data.\n";
+  p.os << "    if (index >= 0 && index < " << extent << "LL) out0[i] = in0[(o * " << extent
+       << "LL + index) * " << inner << "LL + k];\n";
+  return p.finish();
+}
+
+/// One thread: num::fp8Scale (common/numerics/Rounding.cpp) in double,
+/// rounded once to float.
+std::optional<CudaKernel> fp8ScaleKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::Fp8ScaleOptionsAttr>(op.getOptions());
+  const bool e5m2 = isa<Float8E5M2Type>(options.getFormat());
+  const int64_t margin = options.getMargin();
+  if (!typeOf(op.getInputs()[0]).getElementType().isF32() ||
+      !typeOf(op.getOutputs()[0]).getElementType().isF32() || margin < -1024 || margin > 1024)
+    return std::nullopt;
+  RoutinePrinter p(op, name);
+  if (!p.begin(std::string("format ") + (e5m2 ? "f8E5M2" : "f8E4M3FN") + ", margin " +
+               std::to_string(margin)))
+    return std::nullopt;
+  p.os << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+          "  const double amax = __uint_as_float(in0[0]);\n"
+          "  float scale;\n"
+          "  if (isnan(amax) || isinf(amax)) scale = MP_NAN; // poisons the tensor's scale\n"
+          "  else if (!(amax > 0.0)) scale = 1.0f;\n"
+          "  else {\n"
+          "    const double s = "
+       << (e5m2 ? "57344.0" : "448.0") << " / amax / ldexp(1.0, " << margin
+       << ");\n"
+          "    scale = (float)(s < 3.4028234663852886e38 ? s : 3.4028234663852886e38);\n"
+          "  }\n"
+          "  out0[0] = __float_as_uint(scale);\n";
+  p.kernel.launch.gridSize = 1;
+  p.kernel.launch.blockSize = 32;
+  return p.finish();
+}
+
+} // namespace
+
+std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name) {
+  if (op.getOutputs().size() != 1)
+    return std::nullopt;
+  switch (op.getOpType()) {
+  case kernel::Routine::Transpose:
+    return transposeKernel(op, name);
+  case kernel::Routine::Slice:
+    return sliceKernel(op, name);
+  case kernel::Routine::Concat:
+    return concatKernel(op, name);
+  case kernel::Routine::Gather:
+    return gatherKernel(op, name);
+  case kernel::Routine::Fp8Scale:
+    return fp8ScaleKernel(op, name);
+  default:
+    return std::nullopt;
+  }
+}
+
+std::vector<std::optional<CudaKernel>> emitCudaRoutines(func::FuncOp func) {
+  std::vector<std::optional<CudaKernel>> out;
+  const std::string prefix = "mp_" + cudaIdentifier(func.getSymName());
+  for (auto op : func.getBody().front().getOps<kernel::CallOp>()) {
+    const std::string source = op.getOps().empty() ? kernel::stringifyRoutine(op.getOpType()).str()
+                                                   : cast<StringAttr>(op.getOps()[0]).str();
+    out.push_back(emitCudaRoutine(
+        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source)));
+  }
+  return out;
+}
+
+} // namespace mixprec::codegen

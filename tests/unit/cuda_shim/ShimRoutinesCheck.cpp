@@ -1,0 +1,372 @@
+//===- ShimRoutinesCheck.cpp - routine kernels on the shim vs the CPU backend -===//
+//
+// cuda_shim_routines_check FILE.mlir...: for every mpk.call of each planned
+// mpk file (mixprec compile --emit mpk-mlir) that has a CUDA form
+// (CudaRoutines.h), runs its kernel on the CUDA shim (the routine kernels
+// of a file compiled as one program with the prelude, by the host
+// compiler) and the same routine on the CPU backend, on the same
+// deterministic random inputs, and compares the output BIT FOR BIT.
+//
+// The CPU side is a module of its own per routine: a function whose
+// arguments are the routine's inputs (an integer constant, a gather's
+// indices, stays a constant, as the emitter requires) and whose result is
+// its output, planned and written by the module writer, run through the C
+// API. Inputs are random bytes (bools 0 or 1), so data movement is checked
+// on every bit pattern, NaN payloads included; fp8_scale runs once per
+// special amax (zeros, subnormals, the FLT_MAX edge, inf, NaN, ...) and on
+// random ones. The shim's output buffer starts as a pattern, so an element
+// the kernel never writes shows. Fails (exit 1) naming the routine, the
+// element and both values; fails when a file's routine kernels did not all
+// run, or when no file had one.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Cuda/CudaRoutines.h"
+#include "codegen/Cuda/shim/ShimHarness.h"
+#include "codegen/ModuleWriter.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Kernel/IR/KernelOps.h"
+#include "passes/Passes.h"
+
+#include "mixprec/runtime.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+namespace shim = mixprec::cudashim;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The runtime's dtype of an element type.
+mixprec_dtype_t dtypeOf(Type t) {
+  if (t.isF16())
+    return MIXPREC_DTYPE_F16;
+  if (t.isBF16())
+    return MIXPREC_DTYPE_BF16;
+  if (isa<Float8E4M3FNType>(t))
+    return MIXPREC_DTYPE_F8E4M3FN;
+  if (isa<Float8E5M2Type>(t))
+    return MIXPREC_DTYPE_F8E5M2;
+  if (t.isInteger(64))
+    return MIXPREC_DTYPE_I64;
+  if (t.isInteger(32))
+    return MIXPREC_DTYPE_I32;
+  if (t.isInteger(1))
+    return MIXPREC_DTYPE_BOOL;
+  return MIXPREC_DTYPE_F32;
+}
+
+size_t bytesOf(RankedTensorType t) {
+  const unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+  return static_cast<size_t>(t.getNumElements()) * std::max(1u, (bits + 7) / 8);
+}
+
+/// One tensor passed to both sides.
+struct HostTensor {
+  RankedTensorType type;
+  std::vector<unsigned char> bytes;
+};
+
+/// Whether `v` is an integer constant (a gather's indices): it stays a
+/// constant of the single-routine module. Other constants (weights) are
+/// arguments with random contents.
+bool isIntegerConstant(Value v) {
+  DenseIntElementsAttr values;
+  return matchPattern(v, m_Constant(&values));
+}
+
+/// The routine's distinct operands that are no integer constants: the
+/// single-routine module's arguments.
+std::vector<Value> argumentsOf(mixprec::kernel::CallOp op) {
+  std::vector<Value> args;
+  for (Value v : op.getInputs())
+    if (!isIntegerConstant(v) && llvm::find(args, v) == args.end())
+      args.push_back(v);
+  return args;
+}
+
+/// The routine as a module of its own: arguments in0.. (argumentsOf),
+/// integer constants cloned, result out0.
+bool singleRoutineModule(mixprec::kernel::CallOp op, mixprec::codegen::ModuleImage &image,
+                         std::string &error) {
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  SmallVector<Type> argTypes;
+  for (Value v : argumentsOf(op))
+    argTypes.push_back(v.getType());
+  OpBuilder builder(context);
+  auto func = func::FuncOp::create(loc, "main",
+                                   builder.getFunctionType(argTypes, op->getResultTypes()));
+  module->push_back(func);
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  IRMapping mapping;
+  unsigned arg = 0;
+  for (Value v : op.getInputs()) {
+    if (mapping.contains(v))
+      continue;
+    if (isIntegerConstant(v)) {
+      mapping.map(v, builder.clone(*v.getDefiningOp())->getResult(0));
+      continue;
+    }
+    mapping.map(v, entry->getArgument(arg));
+    func.setArgAttr(arg, mixprec::graph::GraphDialect::kNameAttr,
+                    builder.getStringAttr("in" + std::to_string(arg)));
+    ++arg;
+  }
+  Operation *clone = builder.clone(*op.getOperation(), mapping);
+  clone->removeAttr(mixprec::kernel::KernelDialect::kOffsetsAttr);
+  builder.create<func::ReturnOp>(loc, clone->getResults());
+  func.setResultAttr(0, mixprec::graph::GraphDialect::kNameAttr, builder.getStringAttr("out0"));
+  PassManager pm(context);
+  pm.addNestedPass<func::FuncOp>(mixprec::passes::createPlanMemoryPass());
+  if (failed(pm.run(*module))) {
+    error = "cannot plan the single-routine module";
+    return false;
+  }
+  mixprec::codegen::ModuleStats stats;
+  return mixprec::codegen::buildModule(func, {}, "routine.mpk.weights", {}, stats, image, error);
+}
+
+std::string takeStatus(mixprec_status_t status) {
+  std::string s = mixprec_status_message(status);
+  mixprec_status_free(status);
+  return s;
+}
+
+/// Runs the module on the CPU backend with `inputs` (the non-constant
+/// operands); fills `out`.
+bool runOnCpu(const mixprec::codegen::ModuleImage &image, const std::vector<HostTensor> &inputs,
+              HostTensor &out, std::string &error) {
+  mixprec_module_t module = nullptr;
+  if (mixprec_status_t s =
+          mixprec_module_load_memory(image.module.data(), image.module.size(), nullptr, &module)) {
+    error = "CPU backend: " + takeStatus(s);
+    return false;
+  }
+  mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
+  options.backend = MIXPREC_BACKEND_CPU;
+  mixprec_session_t session = nullptr;
+  mixprec_status_t s = mixprec_session_create(module, &options, &session);
+  mixprec_module_release(module);
+  for (size_t i = 0; !s && i < inputs.size(); ++i) {
+    ArrayRef<int64_t> dims = inputs[i].type.getShape();
+    s = mixprec_session_bind_input(session, i, dtypeOf(inputs[i].type.getElementType()),
+                                   dims.size(), dims.data(), inputs[i].bytes.data(),
+                                   inputs[i].bytes.size());
+  }
+  if (!s)
+    s = mixprec_session_run(session);
+  if (!s)
+    s = mixprec_session_copy_output(session, 0, dtypeOf(out.type.getElementType()),
+                                    out.bytes.data(), out.bytes.size());
+  mixprec_session_release(session);
+  if (s) {
+    error = "CPU backend: " + takeStatus(s);
+    return false;
+  }
+  return true;
+}
+
+/// The bytes of constant `v` as stored (dense, little-endian).
+std::vector<unsigned char> constantBytes(Value v) {
+  DenseIntElementsAttr values;
+  std::vector<unsigned char> bytes;
+  if (!matchPattern(v, m_Constant(&values)))
+    return bytes;
+  const size_t width = typeOf(v).getElementType().getIntOrFloatBitWidth() / 8;
+  for (const APInt &x : values) {
+    const int64_t wide = x.getSExtValue();
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(&wide);
+    bytes.insert(bytes.end(), p, p + width);
+  }
+  return bytes;
+}
+
+/// Runs the routine's kernel on the shim: `args` are its operands, in order.
+bool runOnShim(const shim::Program &program, const mixprec::codegen::CudaKernel &kernel,
+               const std::vector<const HostTensor *> &args, HostTensor &out, std::string &error) {
+  std::vector<shim::AlignedBuffer> buffers;
+  shim::KernelArgs launchArgs;
+  for (const HostTensor *t : args) {
+    buffers.push_back(shim::alignedBuffer(std::max<size_t>(t->bytes.size(), 1)));
+    std::memcpy(buffers.back().get(), t->bytes.data(), t->bytes.size());
+    launchArgs.add<const void *>(buffers.back().get());
+  }
+  buffers.push_back(shim::alignedBuffer(std::max<size_t>(out.bytes.size(), 1)));
+  std::memset(buffers.back().get(), 0xa5, out.bytes.size()); // unwritten elements show
+  launchArgs.add<void *>(buffers.back().get());
+  if (kernel.launch.gridSize > 0 &&
+      !program.launch(kernel.name, {static_cast<unsigned>(kernel.launch.gridSize)},
+                      {static_cast<unsigned>(kernel.launch.blockSize)}, 0, launchArgs, error))
+    return false;
+  std::memcpy(out.bytes.data(), buffers.back().get(), out.bytes.size());
+  return true;
+}
+
+/// The first differing element of `want` and `got`, or -1.
+int64_t firstDifference(const HostTensor &want, const HostTensor &got, size_t elementBytes) {
+  for (size_t i = 0; i < want.bytes.size(); i += elementBytes)
+    if (std::memcmp(want.bytes.data() + i, got.bytes.data() + i, elementBytes) != 0)
+      return static_cast<int64_t>(i / elementBytes);
+  return -1;
+}
+
+std::string hexBytes(const HostTensor &t, size_t element, size_t elementBytes) {
+  std::string s = "0x";
+  char buf[3];
+  for (size_t b = elementBytes; b-- > 0;) {
+    std::snprintf(buf, sizeof buf, "%02x", t.bytes[element * elementBytes + b]);
+    s += buf;
+  }
+  return s;
+}
+
+/// amax values fp8_scale runs on besides random ones: every branch of
+/// num::fp8Scale and the FLT_MAX clamp.
+const float kSpecialAmax[] = {0.0f, -0.0f, -1.0f, 1.0f, 448.0f, 57344.0f, 1e-30f, 1e-45f,
+                              1e-40f, 3e38f, INFINITY, -INFINITY, NAN, 0.1f, 1e6f};
+
+/// Checks one routine: true when it ran and agreed on every input tried.
+bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
+                  const mixprec::codegen::CudaKernel &kernel, const shim::Program &program,
+                  uint64_t seed) {
+  mixprec::codegen::ModuleImage image;
+  std::string error;
+  if (!singleRoutineModule(op, image, error)) {
+    std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
+    return false;
+  }
+  const RankedTensorType outType = typeOf(op.getOutputs()[0]);
+  const size_t elementBytes = std::max(1u, outType.getElementType().getIntOrFloatBitWidth() / 8);
+  const bool fp8Scale = op.getOpType() == mixprec::kernel::Routine::Fp8Scale;
+  std::mt19937_64 rng(seed);
+  const size_t trials = fp8Scale ? std::size(kSpecialAmax) + 16 : 2;
+  for (size_t trial = 0; trial < trials; ++trial) {
+    // The arguments' random bytes, then each operand's tensor.
+    const std::vector<Value> arguments = argumentsOf(op);
+    std::vector<HostTensor> bound, constants;
+    for (Value v : arguments) {
+      HostTensor t{typeOf(v), std::vector<unsigned char>(bytesOf(typeOf(v)))};
+      const bool isBool = t.type.getElementType().isInteger(1);
+      for (unsigned char &b : t.bytes)
+        b = isBool ? rng() % 2 : rng() % 256;
+      if (fp8Scale) {
+        float amax = trial < std::size(kSpecialAmax)
+                         ? kSpecialAmax[trial]
+                         : std::exp2(std::uniform_real_distribution<float>(-130, 130)(rng));
+        std::memcpy(t.bytes.data(), &amax, 4);
+      }
+      bound.push_back(std::move(t));
+    }
+    for (Value v : op.getInputs())
+      if (isIntegerConstant(v))
+        constants.push_back(HostTensor{typeOf(v), constantBytes(v)});
+    std::vector<const HostTensor *> args;
+    size_t nextConstant = 0;
+    for (Value v : op.getInputs()) {
+      auto at = llvm::find(arguments, v);
+      args.push_back(at != arguments.end() ? &bound[at - arguments.begin()]
+                                           : &constants[nextConstant++]);
+    }
+    HostTensor want{outType, std::vector<unsigned char>(bytesOf(outType))}, got = want;
+    if (!runOnCpu(image, bound, want, error) || !runOnShim(program, kernel, args, got, error)) {
+      std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
+      return false;
+    }
+    if (int64_t i = firstDifference(want, got, elementBytes); i >= 0) {
+      std::fprintf(stderr, "%s: element %lld is %s on the shim, %s on the CPU backend\n",
+                   where.c_str(), static_cast<long long>(i),
+                   hexBytes(got, i, elementBytes).c_str(), hexBytes(want, i, elementBytes).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: cuda_shim_routines_check FILE.mlir...\n");
+    return 2;
+  }
+  MLIRContext context;
+  context.getOrLoadDialect<mixprec::graph::GraphDialect>();
+  context.getOrLoadDialect<mixprec::kernel::KernelDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  int problems = 0, checked = 0;
+  for (int i = 1; i < argc; ++i) {
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(argv[i], &context);
+    if (!module) {
+      std::fprintf(stderr, "%s: cannot parse\n", argv[i]);
+      ++problems;
+      continue;
+    }
+    for (auto func : module->getOps<func::FuncOp>()) {
+      std::vector<mixprec::kernel::CallOp> calls;
+      for (auto call : func.getBody().front().getOps<mixprec::kernel::CallOp>())
+        calls.push_back(call);
+      std::vector<std::optional<mixprec::codegen::CudaKernel>> routines =
+          mixprec::codegen::emitCudaRoutines(func);
+      std::vector<mixprec::codegen::CudaKernel> kernels;
+      for (const auto &r : routines)
+        if (r)
+          kernels.push_back(*r);
+      if (kernels.empty())
+        continue;
+      std::string error;
+      std::unique_ptr<shim::Program> program = shim::Program::compileSource(
+          llvm::sys::path::filename(argv[i]).str() + ".cu",
+          mixprec::codegen::cudaProgramSource(kernels), {}, error);
+      if (!program) {
+        std::fprintf(stderr, "%s: %s\n", argv[i], error.c_str());
+        ++problems;
+        continue;
+      }
+      int here = 0;
+      for (size_t r = 0; r < calls.size(); ++r) {
+        if (!routines[r])
+          continue;
+        const std::string where = std::string(argv[i]) + ": " + routines[r]->name;
+        if (!checkRoutine(where, calls[r], *routines[r], *program, fnv1a(where)))
+          ++problems;
+        ++here;
+      }
+      std::string host;
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (!routines[r])
+          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
+      std::printf("%s: %d routine kernels checked; on the host:%s\n", argv[i], here,
+                  host.empty() ? " none" : host.c_str());
+      checked += here;
+    }
+  }
+  std::printf("%d routine kernels from %d files on the shim: %d problems\n", checked, argc - 1,
+              problems);
+  // A run that checked nothing proves nothing.
+  return problems || checked == 0 ? 1 : 0;
+}
