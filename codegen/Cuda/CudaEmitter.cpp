@@ -193,6 +193,9 @@ private:
   std::string offset(const std::vector<int64_t> &strides) const;
   void printStore(const Store &s, const std::string &indent);
   void printElementwise();
+  /// What an element-wise kernel evaluates per point, after printing its
+  /// amax accumulators (and their shared memory) if it has any.
+  std::vector<bool> printElementwiseSetup();
   /// Elements per thread of a vectorized element-wise kernel (see
   /// printVectorized), or 1 when the kernel is not one.
   int64_t vectorWidth();
@@ -427,6 +430,19 @@ void KernelPrinter::printParams() {
   os << ") {\n";
 }
 
+std::vector<bool> KernelPrinter::printElementwiseSetup() {
+  std::vector<bool> need(nodes.size(), false);
+  for (const Store &s : stores)
+    markNeeded(s.node, need, 0);
+  for (int si : amaxStores)
+    need[stores[si].node] = true;
+  if (!amaxStores.empty())
+    os << "  __shared__ float mp_smem[32];\n";
+  for (int si : amaxStores)
+    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  return need;
+}
+
 int64_t KernelPrinter::vectorWidth() {
   if (space.empty() || !stores.size())
     return 1;
@@ -465,15 +481,7 @@ void KernelPrinter::printVectorized(int64_t width) {
   int64_t total = 1;
   for (int64_t d : space)
     total *= d;
-  std::vector<bool> need(nodes.size(), false);
-  for (const Store &st : stores)
-    markNeeded(st.node, need, 0);
-  for (int si : amaxStores)
-    need[stores[si].node] = true;
-  if (!amaxStores.empty())
-    os << "  __shared__ float mp_smem[32];\n";
-  for (int si : amaxStores)
-    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  std::vector<bool> need = printElementwiseSetup();
   os << "  // " << width << " consecutive elements per thread: 16-byte (or narrower)\n"
      << "  // pack loads and stores.\n";
   os << "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < "
@@ -523,15 +531,7 @@ void KernelPrinter::printElementwise() {
   int64_t total = 1;
   for (int64_t d : space)
     total *= d;
-  std::vector<bool> need(nodes.size(), false);
-  for (const Store &s : stores)
-    markNeeded(s.node, need, 0);
-  for (int si : amaxStores)
-    need[stores[si].node] = true;
-  if (!amaxStores.empty())
-    os << "  __shared__ float mp_smem[32];\n";
-  for (int si : amaxStores)
-    os << "  float amax" << stores[si].result << " = 0.0f;\n";
+  std::vector<bool> need = printElementwiseSetup();
   os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << total
      << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
   printCoords(0, space.size(), "i", "    ");
