@@ -3,7 +3,7 @@
 // Shared by OnnxImporter.cpp (model, graph inputs/outputs, value table),
 // the op converters (one file per op family: OnnxGemm.cpp,
 // OnnxElementwise.cpp, OnnxNormalization.cpp, OnnxShape.cpp, OnnxPooling.cpp,
-// OnnxConstants.cpp; their helpers in OnnxOpHelpers.h/.cpp, the op table in
+// OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp, OnnxIndexing.cpp; their helpers in OnnxOpHelpers.h/.cpp, the op table in
 // OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto decoding and
 // compile-time constant helpers). Not part of the library's
 // interface.
@@ -312,6 +312,19 @@ private:
   void convertDropout(const NodeCtx &c);
   void convertShape(const NodeCtx &c);
 
+  // OnnxFold.cpp: ops whose values are known at compile time (shape
+  // subgraphs), and the evaluator that folds them.
+
+  // (end of OnnxFold.cpp's converters)
+
+  // OnnxComposite.cpp: ops built exactly from other mp ops (decompositions).
+
+  // (end of OnnxComposite.cpp's converters)
+
+  // OnnxIndexing.cpp: index-driven ops run as routines (TopK, ArgMax, ...).
+
+  // (end of OnnxIndexing.cpp's converters)
+
   struct OpInfo {
     const char *opType;
     Converter convert;
@@ -324,6 +337,9 @@ private:
   static llvm::ArrayRef<OpInfo> shapeOps();
   static llvm::ArrayRef<OpInfo> poolingOps();
   static llvm::ArrayRef<OpInfo> constantOps();
+  static llvm::ArrayRef<OpInfo> foldOps();
+  static llvm::ArrayRef<OpInfo> compositeOps();
+  static llvm::ArrayRef<OpInfo> indexingOps();
   /// The op type's row of the op table (OnnxOpRegistry.cpp), or null.
   static const OpInfo *findOp(llvm::StringRef opType);
 

@@ -2,7 +2,8 @@
 //
 // findOp: the op table, one family of rows per converter file
 // (OnnxGemm.cpp, OnnxElementwise.cpp, OnnxNormalization.cpp, OnnxShape.cpp,
-// OnnxPooling.cpp, OnnxConstants.cpp). Each row names the op type, its
+// OnnxPooling.cpp, OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp,
+// OnnxIndexing.cpp). Each row names the op type, its
 // converter and its ONNX schema forms (OpForm), kept next to the converter;
 // convertNode checks a node's attributes and arity against the forms before
 // the converter runs.
@@ -30,6 +31,9 @@ const Importer::OpInfo *Importer::findOp(llvm::StringRef opType) {
       &Importer::shapeOps,
       &Importer::poolingOps,
       &Importer::constantOps,
+      &Importer::foldOps,
+      &Importer::compositeOps,
+      &Importer::indexingOps,
   };
   for (Family family : families)
     for (const OpInfo &info : family())
