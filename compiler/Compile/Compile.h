@@ -26,6 +26,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ void prepareContext(mlir::MLIRContext &context);
 struct LoadOptions {
   /// Called with every other file the model reads (ONNX external data).
   std::function<void(const std::string &)> onExternalFile;
+  /// Sizes for an ONNX model's dynamic dims (OnnxImportOptions): input
+  /// shapes and symbolic dims by name (`--shape`), and the shapes of the
+  /// inputs at hand. An `.mlir` model, statically shaped, takes none.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  std::map<std::string, std::vector<int64_t>> dataShapes;
 };
 
 /// Imports an `.onnx` file, or parses and verifies `mp` IR in `.mlir`. On

@@ -85,14 +85,22 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
   if (pathRef.ends_with(".onnx")) {
     OnnxImportOptions importOptions;
     importOptions.onExternalFile = options.onExternalFile;
+    importOptions.inputShapes = options.inputShapes;
+    importOptions.dataShapes = options.dataShapes;
     std::string error;
     OwningOpRef<ModuleOp> module = importOnnxFile(context, path, importOptions, error);
     if (!module)
       emitError(UnknownLoc::get(&context)) << error;
     return module;
   }
-  if (pathRef.ends_with(".mlir"))
+  if (pathRef.ends_with(".mlir")) {
+    if (!options.inputShapes.empty()) {
+      emitError(UnknownLoc::get(&context))
+          << path << ": --shape applies to ONNX models; mp IR is statically shaped";
+      return nullptr;
+    }
     return parseMlirFile(context, path);
+  }
   emitError(UnknownLoc::get(&context))
       << path << ": unknown model format (expected .onnx or .mlir)";
   return nullptr;

@@ -4,10 +4,11 @@
 // converts the nodes in order (the converters: one file per op family,
 // dispatched by OnnxOpRegistry.cpp) and verifies the result.
 //
-// Shapes: every tensor is statically shaped. The importer infers each op's
-// result type with the shape functions the mp verifiers use
-// (ShapeInference.h); it does not run ONNX's checker or shape inference
-// (ONNX 1.12 rejects newer models).
+// Shapes: every tensor is statically shaped: symbolic input dims take the
+// sizes the options bind (specialisation, OnnxImporterOptions.h). The
+// importer infers each op's result type with the shape functions the mp
+// verifiers use (ShapeInference.h); it does not run ONNX's checker or shape
+// inference (ONNX 1.12 rejects newer models).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporter.h"
@@ -130,9 +131,44 @@ void Importer::addInitializers(const onnx::GraphProto &graph) {
   }
 }
 
+namespace {
+/// One dim of a graph input as the model declares it: a size, a symbolic
+/// name (dim_param), or unknown.
+struct DeclaredDim {
+  int64_t size = -1;  // >= 0: fixed
+  std::string param;  // non-empty: symbolic
+};
+
+/// "[batch, 128, ?]".
+std::string formatDeclared(llvm::ArrayRef<DeclaredDim> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    s += i ? ", " : "";
+    s += dims[i].size >= 0          ? std::to_string(dims[i].size)
+         : !dims[i].param.empty() ? escapeControls(dims[i].param)
+                                    : "?";
+  }
+  return s + "]";
+}
+
+/// Where a symbolic dim got its size: "--shape batch=8" or "graph input
+/// 'x' (dim 0)".
+struct Binding {
+  int64_t size;
+  std::string source;
+};
+} // namespace
+
 SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
                                             SmallVector<std::string> &names) {
-  SmallVector<Type> types;
+  struct Input {
+    std::string name;
+    Type elem;
+    std::optional<SmallVector<DeclaredDim>> declared; // none: no shape
+    const std::vector<int64_t> *given = nullptr;      // --shape or the data's
+    bool fromData = false;
+  };
+  SmallVector<Input> inputs;
   llvm::StringSet<> seen;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     const std::string &name = vi.name();
@@ -150,45 +186,138 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     if (!vi.has_type() || !vi.type().has_tensor_type())
       fail("graph input " + quotedName(name) + " is not a tensor");
     const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
-    Type elem = valueElementType(ctx, tt.elem_type());
-    if (!elem)
+    Input in;
+    in.name = name;
+    in.elem = valueElementType(ctx, tt.elem_type());
+    if (!in.elem)
       fail("graph input " + quotedName(name) + " has unsupported element type " +
            dataTypeName(tt.elem_type()) + " (supported: FLOAT, INT64, INT32, BOOL)");
-    Shape shape;
-    auto it = options.inputShapes.find(name);
-    if (it != options.inputShapes.end()) {
-      for (int64_t d : it->second) {
-        if (d < 0)
-          fail("the shape given for graph input " + quotedName(name) + " has a negative dimension");
-        shape.push_back(d);
-      }
-    } else {
-      if (!tt.has_shape())
-        fail("graph input " + quotedName(name) + " has no shape; static shapes are required");
+    if (tt.has_shape()) {
+      in.declared.emplace();
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto &dim = tt.shape().dim(i);
-        if (dim.has_dim_value() && dim.dim_value() >= 0) {
-          shape.push_back(dim.dim_value());
+        DeclaredDim d;
+        if (dim.has_dim_value() && dim.dim_value() < 0)
+          fail("graph input " + quotedName(name) + " has negative dimension " +
+               std::to_string(dim.dim_value()) + " at dim " + llvm::Twine(i));
+        if (dim.has_dim_value())
+          d.size = dim.dim_value();
+        else if (dim.has_dim_param())
+          d.param = dim.dim_param();
+        in.declared->push_back(d);
+      }
+    }
+    bool isStatic = in.declared && llvm::all_of(*in.declared, [](const DeclaredDim &d) {
+                      return d.size >= 0;
+                    });
+    if (auto it = options.inputShapes.find(name); it != options.inputShapes.end()) {
+      in.given = &it->second;
+    } else if (auto it = options.dataShapes.find(name);
+               it != options.dataShapes.end() && !isStatic) {
+      in.given = &it->second;
+      in.fromData = true;
+    }
+    inputs.push_back(std::move(in));
+  }
+  // Symbolic dims take their sizes from --shape NAME=N first, then from the
+  // shapes given for inputs; every binding of one name must agree.
+  llvm::StringMap<Binding> bindings;
+  llvm::StringSet<> usedParams;
+  for (const Input &in : inputs)
+    if (in.declared)
+      for (const DeclaredDim &d : *in.declared)
+        if (!d.param.empty())
+          usedParams.insert(d.param);
+  std::map<std::string, int64_t> dimParams = options.dimParams;
+  for (const auto &[name, dims] : options.inputShapes) {
+    if (seen.count(name) || values.count(name))
+      continue;
+    // `--shape batch=8` names a symbolic dim (a graph input of that name
+    // would win).
+    if (usedParams.count(name) && dims.size() == 1 && !options.dimParams.count(name)) {
+      dimParams[name] = dims.front();
+      continue;
+    }
+    fail("a shape is given for " + quotedName(name) +
+         ", which is not a graph input or a symbolic dimension of one");
+  }
+  for (const auto &[param, size] : dimParams) {
+    if (!usedParams.count(param))
+      fail("a size is given for symbolic dimension " + quotedName(param) +
+           ", which no graph input has");
+    if (size < 0)
+      fail("the size given for symbolic dimension " + quotedName(param) + " is negative");
+    bindings[param] = {size, "--shape " + escapeControls(param) + "=" + std::to_string(size)};
+  }
+  auto bind = [&](const std::string &param, int64_t size, const std::string &source) {
+    auto [it, inserted] = bindings.try_emplace(param, Binding{size, source});
+    if (!inserted && it->second.size != size)
+      fail("symbolic dimension " + quotedName(param) + " is " + std::to_string(size) + " in " +
+           source + " but " + std::to_string(it->second.size) + " in " + it->second.source);
+  };
+  for (const Input &in : inputs) {
+    if (!in.given)
+      continue;
+    std::string what = in.fromData ? "the input given for graph input " + quotedName(in.name)
+                                   : "the shape given for graph input " + quotedName(in.name);
+    const std::vector<int64_t> &given = *in.given;
+    for (int64_t d : given)
+      if (d < 0)
+        fail(what + " has a negative dimension");
+    if (!in.declared)
+      continue;
+    if (given.size() != in.declared->size())
+      fail(what + " has rank " + std::to_string(given.size()) + " (" +
+           graph::formatShape(given) + "); the model declares rank " +
+           std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
+    for (size_t i = 0; i < given.size(); ++i) {
+      const DeclaredDim &d = (*in.declared)[i];
+      if (d.size >= 0 && d.size != given[i])
+        fail(what + " is " + graph::formatShape(given) + ", but the model declares " +
+             formatDeclared(*in.declared) + ": dim " + std::to_string(i) + " is " +
+             std::to_string(d.size));
+      if (!d.param.empty())
+        bind(d.param, given[i],
+             "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")");
+    }
+  }
+
+  SmallVector<Type> types;
+  for (const Input &in : inputs) {
+    Shape shape;
+    if (in.given) {
+      shape.assign(in.given->begin(), in.given->end());
+    } else {
+      if (!in.declared)
+        fail("graph input " + quotedName(in.name) +
+             " has no shape; give it with --shape " + escapeControls(in.name) + "=DIMS");
+      for (auto [i, d] : llvm::enumerate(*in.declared)) {
+        if (d.size >= 0) {
+          shape.push_back(d.size);
           continue;
         }
-        std::string what = dim.has_dim_param() && !dim.dim_param().empty()
-                               ? "symbolic dimension " + quotedName(dim.dim_param())
-                           : dim.has_dim_value()
-                               ? "negative dimension " + std::to_string(dim.dim_value())
-                               : std::string("unknown dimension");
-        fail("graph input " + quotedName(name) + " has " + what + " at dim " + llvm::Twine(i) +
-             "; static shapes are required (set the input's shape explicitly)");
+        if (!d.param.empty()) {
+          if (auto it = bindings.find(d.param); it != bindings.end()) {
+            shape.push_back(it->second.size);
+            continue;
+          }
+          fail("graph input " + quotedName(in.name) + " has symbolic dimension " +
+               quotedName(d.param) + " at dim " + llvm::Twine(i) +
+               " with no size: give it with --shape " + escapeControls(d.param) +
+               "=N or --shape " + escapeControls(in.name) +
+               "=DIMS (mixprec run takes it from the input given)");
+        }
+        fail("graph input " + quotedName(in.name) + " has unknown dimension at dim " +
+             llvm::Twine(i) + " " + formatDeclared(*in.declared) + ": give its shape with --shape " +
+             escapeControls(in.name) + "=DIMS (mixprec run takes it from the input given)");
       }
     }
     if (graph::numElements(shape) < 0)
-      fail("graph input " + quotedName(name) + " shape " + graph::formatShape(shape) +
+      fail("graph input " + quotedName(in.name) + " shape " + graph::formatShape(shape) +
            " has too many elements");
-    names.push_back(name);
-    types.push_back(RankedTensorType::get(shape, elem));
+    names.push_back(in.name);
+    types.push_back(RankedTensorType::get(shape, in.elem));
   }
-  for (const auto &kv : options.inputShapes)
-    if (!seen.count(kv.first) && !values.count(kv.first))
-      fail("a shape is given for " + quotedName(kv.first) + ", which is not a graph input");
   return types;
 }
 

@@ -20,10 +20,19 @@
 namespace mixprec::compiler {
 
 struct OnnxImportOptions {
-  /// Static shapes for graph inputs by name. An entry replaces the declared
-  /// shape entirely (symbolic dims included); a name that is not a graph
-  /// input (or names an initializer) is an error.
+  /// Shapes for graph inputs by name (`--shape x=2x128`). The model's
+  /// fixed dims must agree; its symbolic dims (dim_param) take the given
+  /// sizes, consistently across inputs; a name that is not a graph input
+  /// (or names an initializer) is an error.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Sizes of symbolic dims by dim_param (`--shape batch=8`); a name no
+  /// graph input uses is an error.
+  std::map<std::string, int64_t> dimParams;
+  /// Shapes of the data at hand (`mixprec run --input`): they bind the
+  /// symbolic and unknown dims of inputs whose declared shape is not fully
+  /// static, with the checks of inputShapes; a static input ignores them
+  /// (the run itself compares its data).
+  std::map<std::string, std::vector<int64_t>> dataShapes;
   /// When set, called with the path of every external data file the import
   /// reads (a tool uses it to never write over one of its inputs).
   std::function<void(const std::string &)> onExternalFile;

@@ -364,14 +364,35 @@ int finishStdout(int rc) {
   return rc;
 }
 
-OwningOpRef<ModuleOp> loadModel(CommandContext &command) {
+std::map<std::string, std::vector<int64_t>> dataShapes() {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  // A file that cannot be read is reported where the inputs are loaded.
+  auto add = [&](const NamedFiles &files) {
+    for (const auto &[name, file] : files) {
+      support::NpyArray array;
+      std::string error;
+      if (common::whyNotReadable(file).empty() && support::readNpy(file, array, error))
+        shapes.emplace(name, array.shape);
+    }
+  };
+  add(opts::inputs());
+  add(opts::calibration());
+  return shapes;
+}
+
+OwningOpRef<ModuleOp> loadModel(CommandContext &command,
+                                std::vector<std::string> *externalFiles) {
   const std::string &path = opts::model();
   noteInput(path, "the model " + path);
   compiler::LoadOptions options;
   // External data files are inputs too: no output may replace them.
   options.onExternalFile = [&](const std::string &file) {
     noteInput(file, "external data of the model " + path);
+    if (externalFiles)
+      externalFiles->push_back(file);
   };
+  options.inputShapes = opts::shapes();
+  options.dataShapes = dataShapes();
   OwningOpRef<ModuleOp> module = compiler::loadModel(command.context, path, options);
   if (!module)
     command.diagnostics.fail();
@@ -406,9 +427,10 @@ static bool calibrateModel(ModuleOp module, const DiagnosticCapture &diagnostics
   return true;
 }
 
-OwningOpRef<ModuleOp> compileModel(CommandContext &command) {
+OwningOpRef<ModuleOp> compileModel(CommandContext &command,
+                                   std::vector<std::string> *externalFiles) {
   const DiagnosticCapture &diagnostics = command.diagnostics;
-  OwningOpRef<ModuleOp> module = loadModel(command);
+  OwningOpRef<ModuleOp> module = loadModel(command, externalFiles);
   if (!module)
     return nullptr;
   if (!opts::calibration().empty() && !calibrateModel(*module, diagnostics))

@@ -124,13 +124,21 @@ bool planOutputFiles(const std::string &outputDir, const std::vector<std::string
 bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::string &error);
 
 /// Loads the model (the files it reads become this command's inputs), or
-/// prints the error and returns null.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command);
+/// prints the error and returns null. `externalFiles`, if given, receives
+/// the other files the model read (ONNX external data).
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command,
+                                            std::vector<std::string> *externalFiles = nullptr);
+
+/// The shapes of the --input (else --calibrate) arrays by input name: they
+/// specialise a model's dynamic dims (LoadOptions::dataShapes).
+std::map<std::string, std::vector<int64_t>> dataShapes();
 
 /// Loads the model, calibrates it if asked (--calibrate), and runs the
 /// precision pipeline with the command line's precision options. Returns
-/// the annotated module, or null after printing the error.
-mlir::OwningOpRef<mlir::ModuleOp> compileModel(CommandContext &command);
+/// the annotated module, or null after printing the error (`externalFiles`:
+/// as loadModel's).
+mlir::OwningOpRef<mlir::ModuleOp> compileModel(CommandContext &command,
+                                               std::vector<std::string> *externalFiles = nullptr);
 
 /// The graph of `module`, or null after printing the error (naming the model).
 mlir::func::FuncOp entryFunctionOf(mlir::ModuleOp module, const DiagnosticCapture &diagnostics);

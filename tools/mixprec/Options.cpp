@@ -30,11 +30,18 @@ struct CommandInfo {
 /// Every command, in the order the usage text lists them.
 const CommandInfo kCommands[] = {
     {Command::Import, "import",
-     R"(mixprec import MODEL.onnx [-o OUT.mlir])",
-     R"(Import an ONNX model and print its mp graph IR (or write it to OUT).)"},
+     R"(mixprec import MODEL.onnx [--shape NAME=DIMS]... [-o OUT.mlir])",
+     R"(Import an ONNX model and print its mp graph IR (or write it to OUT).
+--shape NAME=DIMS (every command that reads a model takes it) fixes the
+shape of graph input NAME (x=2x128; x= for a scalar), --shape NAME=N the
+size of the symbolic dimension (dim_param) NAME (batch=8): a model with
+dynamic dims is specialised to these sizes; the model's fixed dims must
+agree and one name must get one size. `run` takes the shapes of the
+inputs it is given.)"},
     {Command::Run, "run",
      R"(mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
-            [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P])",
+            [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P]
+            [--shape NAME=DIMS]...)",
      R"(Run MODEL and write NAME.npy per graph output NAME into DIR (default:
 .); every byte of NAME outside [A-Za-z0-9_.-], and a leading '.', is
 written as %XX, so distinct names give distinct files ("a/b" ->
@@ -42,8 +49,12 @@ a%2Fb.npy, "a_b" -> a_b.npy). --backend interpreter runs the graph on
 the CPU reference interpreter (the default for .mlir), as imported or,
 with --precision, at that plan; cpu, cuda or auto (the default for
 .onnx: CUDA when a GPU is found, else CPU) compile it just in time (at
---precision, default fp32) to a temporary module and run it on the
-runtime. An .mpk module always runs on the runtime, with the plan it
+--precision, default fp32; dynamic dims take the shapes of the inputs)
+to a module and run it on the runtime; the module is kept in modules/
+of the cache folder ($MIXPREC_CACHE_DIR, else $XDG_CACHE_HOME/mixprec,
+else ~/.cache/mixprec), keyed by the model's bytes, the options and the
+shapes, so the same run again compiles nothing (--time: "jit_cache":
+"hit"). An .mpk module always runs on the runtime, with the plan it
 was compiled with; --precision is an error for it, and for an .mlir
 that already carries a plan. Without --input, every input is random
 (normal floats; integers: indices valid for their gather on the
@@ -58,7 +69,7 @@ prints load and run times (JSON) to stderr.)"},
                 [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
                 [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
                 [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk|cuda|ptx] [--arch sm_XX]
-                [-o OUT])",
+                [--shape NAME=DIMS]... [-o OUT])",
      R"(Assign a precision to every op (with a reason), insert and fold casts.
 --emit mp-mlir (the default, unless OUT ends in .mpk) writes the
 annotated mp IR, which `mixprec run OUT.mlir` executes with its
@@ -196,6 +207,31 @@ struct NamedFileParser : cl::parser<std::string> {
   }
 };
 
+/// NAME=DIMS: a graph input's shape ("2x128", "2,128") or a symbolic dim's
+/// size ("8"); "NAME=" is a scalar.
+struct ShapeParser : cl::parser<std::string> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    auto [name, dims] = arg.split('=');
+    bool ok = arg.contains('=') && !name.empty();
+    llvm::SmallVector<llvm::StringRef> parts;
+    if (!dims.empty())
+      dims.split(parts, dims.contains(',') ? ',' : 'x', -1, /*KeepEmpty=*/true);
+    for (llvm::StringRef part : parts) {
+      uint64_t size = 0;
+      ok = ok && parseUnsigned(part, size) && size <= (uint64_t(1) << 62);
+    }
+    if (!ok)
+      return reportOptionError(option, argName,
+                               "takes NAME=DIMS (an input's shape, e.g. x=2x128) or "
+                               "NAME=N (a symbolic dimension's size, e.g. batch=8), got '" +
+                                   arg + "'");
+    value = arg.str();
+    return false;
+  }
+};
+
 /// A folder name, which cannot be empty.
 struct FolderParser : cl::parser<std::string> {
   using parser::parser;
@@ -276,6 +312,13 @@ cl::opt<std::string> jsonOpt("json",
                              cl::desc("Also write the result as JSON ('-': only JSON, on stdout)"),
                              cl::value_desc("file"), cl::sub(reportCommand),
                              cl::sub(validateCommand));
+
+cl::list<std::string, bool, ShapeParser> shapeOpt(
+    "shape",
+    cl::desc("NAME=DIMS: the shape of graph input NAME (2x128), or NAME=N: the size of the "
+             "symbolic dimension NAME (batch=8); the model's dynamic dims are specialised to them"),
+    cl::value_desc("NAME=DIMS"), cl::sub(importCommand), cl::sub(compileCommand),
+    cl::sub(runCommand), cl::sub(reportCommand), cl::sub(validateCommand));
 
 cl::list<std::string, bool, NamedFileParser> inputOpt(
     "input", cl::desc("NAME=FILE.npy: a graph input (give every input, or none for random ones)"),
@@ -555,6 +598,24 @@ static NamedFiles namedFiles(llvm::ArrayRef<std::string> specs) {
     files.emplace_back(name.str(), file.str());
   }
   return files;
+}
+
+std::map<std::string, std::vector<int64_t>> shapes() {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (llvm::StringRef spec : shapeOpt) {
+    auto [name, dims] = spec.split('=');
+    llvm::SmallVector<llvm::StringRef> parts;
+    if (!dims.empty())
+      dims.split(parts, dims.contains(',') ? ',' : 'x');
+    std::vector<int64_t> &shape = out[name.str()];
+    shape.clear(); // the last --shape of a name holds
+    for (llvm::StringRef part : parts) {
+      uint64_t size = 0;
+      parseUnsigned(part, size);
+      shape.push_back(static_cast<int64_t>(size));
+    }
+  }
+  return out;
 }
 
 NamedFiles inputs() { return namedFiles(inputOpt); }

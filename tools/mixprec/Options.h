@@ -20,6 +20,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -75,6 +76,8 @@ const std::string &arch();
 int cudaTestBreakKernel();
 /// --json (report, validate); "" when not given.
 const std::string &json();
+/// --shape NAME=DIMS by name (every command; the last one of a name holds).
+std::map<std::string, std::vector<int64_t>> shapes();
 /// --input (run, validate) and --calibrate (compile, report, validate).
 NamedFiles inputs();
 NamedFiles calibration();

@@ -20,6 +20,7 @@
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "mixprec/runtime.h"
 #include "tools/mixprec/CliCommon.h"
+#include "tools/mixprec/JitCache.h"
 #include "tools/mixprec/Commands.h"
 #include "tools/mixprec/Options.h"
 
@@ -92,46 +93,110 @@ mixprec::codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
   return options;
 }
 
-/// Compiles the model just in time into a module in a temporary folder and
-/// runs it on the runtime's `backend`, as an application would.
-int runJustInTime(Backend backend) {
-  CommandContext command;
-  OwningOpRef<ModuleOp> compiled = compileModel(command);
-  if (!compiled)
-    return 1;
-  llvm::SmallString<256> jitDir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("mixprec-jit", jitDir))
-    return fail("cannot create a temporary directory: " + ec.message());
-  llvm::SmallString<256> modulePath(jitDir);
-  llvm::sys::path::append(modulePath, "jit.mpk");
-  mixprec::codegen::ModuleStats stats;
-  // For CUDA (or auto, which may pick it), the module gets code for the
-  // device's architecture; without a device it has none and the runtime
-  // says why CUDA is not there.
-  mixprec::codegen::CudaCompileOptions cuda;
-  mixprec::codegen::CudaCompileStats cudaStats;
-  bool withCuda = false;
-  if (backend == Backend::Cuda || backend == Backend::Auto) {
-    int sm = 0;
-    mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
-    const bool device = status == nullptr;
-    mixprec_status_free(status);
-    std::string archError;
-    int smVersion = 0;
-    withCuda = device && mixprec::codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion,
-                                                        archError);
-    if (device && !withCuda)
-      llvm::errs() << "mixprec: note: the device's architecture: " << archError
-                   << "; the module gets no CUDA code\n";
-    cuda = cudaCompileOptions(smVersion);
+/// The key of a just-in-time module (JitCache.h): what it depends on,
+/// before the model is even read; "" (with `error`) when the model cannot
+/// be read.
+std::string jitKey(const std::string &cudaArch, std::string &error) {
+  std::string model;
+  if (!fileFingerprint(opts::model(), model, error))
+    return "";
+  std::string key = std::string("mixprec-jit 1\nmixprec ") + MIXPREC_VERSION + "\nmodel " + model +
+                    "\ncuda " + (cudaArch.empty() ? "none" : cudaArch) + "\nprecision ";
+  llvm::raw_string_ostream os(key);
+  opts::precision().print(os);
+  auto shapes = [&](const char *what, const std::map<std::string, std::vector<int64_t>> &m) {
+    os << "\n" << what;
+    for (const auto &[name, dims] : m)
+      os << " " << mixprec::common::escapeControls(name) << "="
+         << mixprec::graph::formatShape(dims);
+  };
+  shapes("shapes", opts::shapes());
+  shapes("inputs", dataShapes());
+  os << "\n";
+  return key;
+}
+
+/// The CUDA architecture a just-in-time module gets code for on `backend`:
+/// the device's (cuda, or auto with a device), else none ("").
+std::string jitCudaArch(Backend backend, int &smVersion) {
+  if (backend != Backend::Cuda && backend != Backend::Auto)
+    return "";
+  int sm = 0;
+  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+  const bool device = status == nullptr;
+  mixprec_status_free(status);
+  if (!device)
+    return "";
+  std::string arch = "sm_" + std::to_string(sm), archError;
+  if (!mixprec::codegen::parseCudaArch(arch, smVersion, archError)) {
+    // Without a device the module has no CUDA code and the runtime says
+    // why CUDA is not there.
+    llvm::errs() << "mixprec: note: the device's architecture: " << archError
+                 << "; the module gets no CUDA code\n";
+    return "";
   }
-  int rc = writeCompiledModule(*compiled, modulePath.str().str(), command.diagnostics, stats,
-                               withCuda ? &cuda : nullptr, withCuda ? &cudaStats : nullptr);
-  if (rc == 0)
-    rc = runCompiledModule(modulePath.str().str(), opts::model(), opts::inputs(), opts::seed(),
-                           opts::backendName(backend).str(), opts::outputDir(), opts::repeat(),
-                           opts::time());
-  llvm::sys::fs::remove_directories(jitDir);
+  return arch;
+}
+
+/// Compiles the model just in time for the shapes at hand and runs it on
+/// the runtime's `backend`, as an application would. The module is kept
+/// in the cache (JitCache.h): the same model, options and shapes run again
+/// compile nothing.
+int runJustInTime(Backend backend) {
+  auto start = std::chrono::steady_clock::now();
+  int smVersion = 0;
+  std::string arch = jitCudaArch(backend, smVersion);
+  std::string error, why;
+  std::string key = jitKey(arch, error);
+  if (key.empty())
+    return fail(error);
+  JitCacheEntry entry;
+  bool cached = jitCacheEntry(key, entry, why);
+  if (!cached && !why.empty())
+    llvm::errs() << "mixprec: warning: the module cache is off: " << why << "\n";
+  bool hit = cached && jitCacheValid(entry, why);
+  if (cached && !hit && !why.empty())
+    llvm::errs() << "mixprec: warning: cached module " << entry.modulePath << " is not used ("
+                 << mixprec::common::escapeControls(why) << "); compiling again\n";
+
+  llvm::SmallString<256> jitDir;
+  std::string modulePath = entry.modulePath;
+  if (!hit) {
+    CommandContext command;
+    std::vector<std::string> externalFiles;
+    OwningOpRef<ModuleOp> compiled = compileModel(command, &externalFiles);
+    if (!compiled)
+      return 1;
+    if (!cached) {
+      if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("mixprec-jit", jitDir))
+        return fail("cannot create a temporary directory: " + ec.message());
+      llvm::SmallString<256> path(jitDir);
+      llvm::sys::path::append(path, "jit.mpk");
+      modulePath = std::string(path);
+    }
+    mixprec::codegen::ModuleStats stats;
+    mixprec::codegen::CudaCompileOptions cuda = cudaCompileOptions(smVersion);
+    mixprec::codegen::CudaCompileStats cudaStats;
+    const bool withCuda = !arch.empty();
+    int rc = writeCompiledModule(*compiled, modulePath, command.diagnostics, stats,
+                                 withCuda ? &cuda : nullptr, withCuda ? &cudaStats : nullptr);
+    if (rc != 0) {
+      if (!jitDir.empty())
+        llvm::sys::fs::remove_directories(jitDir);
+      return rc;
+    }
+    if (cached && !jitCacheCommit(entry, externalFiles, error))
+      llvm::errs() << "mixprec: warning: the module cache: " << error << "\n";
+  }
+  double compileMs = millisecondsSince(start);
+  if (opts::time())
+    llvm::errs() << llvm::format("{\"jit_cache\": \"%s\", \"compile_ms\": %.3f}\n",
+                                 hit ? "hit" : cached ? "miss" : "off", compileMs);
+  int rc = runCompiledModule(modulePath, opts::model(), opts::inputs(), opts::seed(),
+                             opts::backendName(backend).str(), opts::outputDir(), opts::repeat(),
+                             opts::time());
+  if (!jitDir.empty())
+    llvm::sys::fs::remove_directories(jitDir);
   return rc;
 }
 

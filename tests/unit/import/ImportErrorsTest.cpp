@@ -80,7 +80,37 @@ TEST_F(ImportTest, ErrorSymbolicInputDim) {
   std::string e = importError(m);
   EXPECT_THAT(e, HasSubstr(pathOf("model.onnx") + ": graph input 'tokens' has symbolic "
                                                   "dimension 'seq' at dim 1"));
-  EXPECT_THAT(e, HasSubstr("static shapes are required"));
+  EXPECT_THAT(e, HasSubstr("with no size: give it with --shape seq=N or --shape tokens=DIMS"));
+}
+
+TEST_F(ImportTest, SymbolicDimsBindFromSizesAndShapes) {
+  Model m(13);
+  for (const char *name : {"a", "b"}) {
+    auto *shape = m.input(name, {})->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->add_dim()->set_dim_param("batch");
+    shape->add_dim()->set_dim_value(4);
+  }
+  m.node("Add", {"a", "b"}, {"y"});
+  m.output("y");
+  compiler::OnnxImportOptions bySize;
+  bySize.dimParams["batch"] = 3;
+  auto mod = import(m, bySize);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(str(mainOf(*mod).getFunctionType()),
+            "(tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>");
+  // One input's data binds the dim for the other.
+  compiler::OnnxImportOptions byData;
+  byData.dataShapes["b"] = {5, 4};
+  mod = import(m, byData);
+  ASSERT_TRUE(mod);
+  EXPECT_EQ(str(mainOf(*mod).getFunctionType()),
+            "(tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>");
+  compiler::OnnxImportOptions clash;
+  clash.dataShapes["a"] = {5, 4};
+  clash.dataShapes["b"] = {6, 4};
+  EXPECT_THAT(importError(m, clash),
+              HasSubstr("symbolic dimension 'batch' is 6 in graph input 'b' (dim 0) but 5 in "
+                        "graph input 'a' (dim 0)"));
 }
 
 TEST_F(ImportTest, ErrorUnknownInputDimAndMissingShape) {

@@ -1,0 +1,59 @@
+//===- JitCache.h - modules `mixprec run` compiled, kept on disk -*- C++ -*-===//
+//
+// `mixprec run MODEL.onnx` compiles the model just in time for the shapes
+// of its inputs; running it again with the same shapes should compile
+// nothing. Each specialisation is kept as a module in the cache folder
+// (codegen::defaultCacheDirectory(): $MIXPREC_CACHE_DIR, else
+// $XDG_CACHE_HOME/mixprec, else ~/.cache/mixprec), under `modules/`:
+//   <16 hex>.mpk, <16 hex>.mpk.weights  the module, as `compile` writes it
+//   <16 hex>.key                        the full key, then the files the
+//                                       model read besides itself (ONNX
+//                                       external data) with size and mtime
+// The key is everything the module depends on: mixprec's version, the
+// model file's bytes (FNV-1a 64 and size), the precision options, the
+// --shape values and the shapes of the --input arrays, and the CUDA
+// architecture the module's code is for (or none). The .key file is
+// written last, so an entry without one is incomplete and unused. An entry
+// whose key text differs (a hash collision), whose external files changed,
+// or whose module the runtime's loader refuses (damaged, truncated) is
+// compiled again and replaced; the cache never makes a run fail: when the
+// folder cannot be created, the run compiles into a temporary folder, with
+// one warning (quietly when no folder is configured at all).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_TOOLS_MIXPREC_JITCACHE_H
+#define MIXPREC_TOOLS_MIXPREC_JITCACHE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixprec::tools {
+
+/// One specialisation's place in the cache.
+struct JitCacheEntry {
+  std::string keyText;    ///< the full key
+  std::string modulePath; ///< <dir>/modules/<hash>.mpk ("" when the cache is off)
+  std::string keyPath;    ///< <dir>/modules/<hash>.key
+};
+
+/// The entry of `keyText`; false when no cache folder is configured (`why`
+/// empty) or it cannot be created (`why` says so).
+bool jitCacheEntry(const std::string &keyText, JitCacheEntry &entry, std::string &why);
+
+/// Whether the entry holds a usable module: its key file matches the key
+/// text, the files it lists are unchanged and the runtime loads the module.
+/// `why` says why not when the entry exists but cannot be used.
+bool jitCacheValid(const JitCacheEntry &entry, std::string &why);
+
+/// Records a module written at entry.modulePath as complete: writes the
+/// key file listing `externalFiles` (with their size and mtime).
+bool jitCacheCommit(const JitCacheEntry &entry, const std::vector<std::string> &externalFiles,
+                    std::string &error);
+
+/// FNV-1a 64 and size of a file's bytes as "HASH:SIZE"; false on a read error.
+bool fileFingerprint(const std::string &path, std::string &out, std::string &error);
+
+} // namespace mixprec::tools
+
+#endif // MIXPREC_TOOLS_MIXPREC_JITCACHE_H
