@@ -122,6 +122,13 @@ def check_validate(args, m, mdir, precision, bound, tmp, checks):
                          "validate failed" + (f"; first non-finite op {first}" if first else ""))
         print(failure, flush=True)
         return
+    # validate's default bounds are this table's (README "Error bounds").
+    if doc.get("bounds") == f"{precision}'s default":
+        checks.check(doc.get("tolerance") == bound["max_rel"]
+                     and doc.get("min_cosine") == bound["min_cosine"],
+                     f"{m['name']}@{precision}:validate-defaults",
+                     f"validate's default bounds {doc.get('tolerance')}, {doc.get('min_cosine')} "
+                     f"vs precision_bounds.json {bound['max_rel']}, {bound['min_cosine']}")
     for o in doc["outputs"]:
         label = f"{m['name']}:{o['name']}@{precision}"
         rel, cos = o["max_rel"], o["cosine"]

@@ -131,10 +131,15 @@ being the exit status. max_rel = max|a-b| / max|b| (b: FP32); cosine
 over the values finite in both; nonfinite counts the mixed run; an op
 went non-finite when it holds more non-finite values than in the FP32
 run (constants included, so an FP16 weight above 65504 is named).
-Exit status: 0 all outputs finite, 3 some output holds inf/NaN (or
-its FP32 reference does where it does not: max_rel inf), 4 an
-output's max_rel exceeds --tolerance X, 1 errors. --json FILE writes
-the same as JSON (metrics that are not finite as null).)"},
+Exit status: 0 all outputs finite and within bounds, 3 some output
+holds inf/NaN (or its FP32 reference does where it does not: max_rel
+inf), 4 an output is out of bounds: max_rel above --tolerance X, or
+without it the README's bounds of the plan's precision (the loosest
+any op runs in: fp32 1e-5; tf32, fp16 5e-3 and cosine >= 0.999998;
+bf16 3e-2 and 0.9999; fp8 0.35 and 0.99); 1 errors. On failure it
+lists the ops that lost the most ("worst ops:") and, for FP16, a hint
+to --calibrate when values overflowed or flushed to zero. --json FILE
+writes the same as JSON (metrics that are not finite as null).)"},
 };
 
 /// The rules every command follows for the files it reads and writes.

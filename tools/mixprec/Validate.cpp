@@ -343,11 +343,85 @@ bool compareOutputs(func::FuncOp refFunc, func::FuncOp func, const ReferenceRun 
   return true;
 }
 
+/// What an output must meet: max_rel <= maxRel and, for the default
+/// bounds, cosine >= minCosine (negative: not checked).
+struct Bounds {
+  double maxRel = -1;
+  double minCosine = -1;
+  std::string source; ///< "--tolerance" or "bf16's default"
+};
+
+/// The precision whose bounds a plan is held to: the one asked for, or a
+/// looser one some op of the plan runs in (an FP16 plan whose ops fell back
+/// to BF16 is as accurate as BF16).
+passes::Precision boundsPrecision(func::FuncOp plan, passes::Precision asked) {
+  auto looseness = [](passes::Precision p) {
+    switch (p) {
+    case passes::Precision::FP32:
+      return 0;
+    case passes::Precision::TF32:
+    case passes::Precision::FP16:
+      return 1;
+    case passes::Precision::BF16:
+      return 2;
+    case passes::Precision::FP8:
+      return 3;
+    }
+    return 0;
+  };
+  passes::Precision result = asked;
+  plan.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes()) {
+      auto shaped = dyn_cast<ShapedType>(t);
+      if (!shaped)
+        continue;
+      Type e = shaped.getElementType();
+      std::optional<passes::Precision> p;
+      if (e.isBF16())
+        p = passes::Precision::BF16;
+      else if (isa<Float8E4M3FNType, Float8E5M2Type>(e))
+        p = passes::Precision::FP8;
+      else if (e.isF16())
+        p = passes::Precision::FP16;
+      if (p && looseness(*p) > looseness(result))
+        result = *p;
+    }
+  });
+  return result;
+}
+
+/// The bounds validate checks: --tolerance X (max_rel only), else the
+/// default of the plan's precision (boundsPrecision): the README's "Error
+/// bounds" table, which tests/e2e/precision_bounds.json holds for the e2e
+/// models. FP32 runs the reference itself; TF32 rounds GEMM operands to
+/// FP16's 10-bit mantissa and takes FP16's bounds.
+Bounds validationBounds(func::FuncOp plan) {
+  if (opts::tolerance() >= 0)
+    return {opts::tolerance(), -1, "--tolerance"};
+  passes::Precision asked = opts::precision().precision;
+  passes::Precision p = boundsPrecision(plan, asked);
+  std::string source = std::string(passes::precisionName(p)) + "'s default";
+  if (p != asked)
+    source += ": some ops run in " + std::string(passes::precisionName(p));
+  switch (p) {
+  case passes::Precision::FP32:
+    return {1e-5, 0.99999, source};
+  case passes::Precision::TF32:
+  case passes::Precision::FP16:
+    return {0.005, 0.999998, source};
+  case passes::Precision::BF16:
+    return {0.03, 0.9999, source};
+  case passes::Precision::FP8:
+    return {0.35, 0.99, source};
+  }
+  return {};
+}
+
 /// The exit status and its reason: non-finite outputs first (in the mixed
 /// plan, or only in the FP32 reference: an infinite max_rel is never ok),
-/// then the tolerance.
+/// then the bounds.
 std::pair<int, std::string> validationStatus(const std::vector<Comparison> &outputs,
-                                             double tolerance) {
+                                             const Bounds &bounds) {
   for (const Comparison &c : outputs)
     if (c.metrics.nonFinite || !std::isfinite(c.metrics.maxRel())) {
       std::string why = "output '" + c.name + "' has " + std::to_string(c.metrics.nonFinite) +
@@ -357,13 +431,49 @@ std::pair<int, std::string> validationStatus(const std::vector<Comparison> &outp
                " (max_rel inf)";
       return {kExitNonFinite, why};
     }
-  if (tolerance >= 0)
-    for (const Comparison &c : outputs)
-      if (!(c.metrics.maxRel() <= tolerance))
-        return {kExitTolerance, "output '" + c.name + "' max_rel " +
-                                    number(c.metrics.maxRel(), "%.3e") +
-                                    " exceeds the tolerance " + number(tolerance, "%g")};
+  std::string which = bounds.source == "--tolerance" ? "" : " (" + bounds.source + ")";
+  for (const Comparison &c : outputs) {
+    if (!(c.metrics.maxRel() <= bounds.maxRel))
+      return {kExitTolerance, "output '" + c.name + "' max_rel " +
+                                  number(c.metrics.maxRel(), "%.3e") + " exceeds the tolerance " +
+                                  number(bounds.maxRel, "%g") + which};
+    if (bounds.minCosine >= 0 && !(c.metrics.cosine() >= bounds.minCosine))
+      return {kExitTolerance, "output '" + c.name + "' cosine " +
+                                  number(c.metrics.cosine(), "%.8f") + " is below " +
+                                  number(bounds.minCosine, "%g") + which};
+  }
   return {0, "ok"};
+}
+
+/// The ops that lost the most against FP32 (largest max_rel first, at most
+/// `count`), for a failed validation.
+std::vector<const Comparison *> worstOps(const std::vector<Comparison> &ops, size_t count) {
+  std::vector<const Comparison *> worst;
+  for (const Comparison &c : ops)
+    if (c.metrics.elements > 0)
+      worst.push_back(&c);
+  auto loss = [](const Comparison *c) {
+    double r = c->metrics.maxRel();
+    return std::isnan(r) ? INFINITY : r;
+  };
+  std::stable_sort(worst.begin(), worst.end(),
+                   [&](const Comparison *a, const Comparison *b) { return loss(a) > loss(b); });
+  if (worst.size() > count)
+    worst.resize(count);
+  return worst;
+}
+
+/// Whether FP16's range is the likely cause of a failed FP16 plan: some op
+/// went non-finite (overflow), or an op lost (nearly) everything, its
+/// values flushed to zero (underflow: max_rel near 1 or cosine near 0).
+bool fp16RangeSuspected(const MixedRun &run) {
+  if (opts::precision().precision != passes::Precision::FP16 || !opts::calibration().empty())
+    return false;
+  if (run.firstNonFinite)
+    return true;
+  return llvm::any_of(run.opRows, [](const Comparison &c) {
+    return c.metrics.elements > 0 && (c.metrics.maxRel() >= 0.5 || c.metrics.cosine() < 0.5);
+  });
 }
 
 /// What validate found, as printed.
@@ -403,6 +513,18 @@ std::string validationText(const Validation &v) {
     table.push_back(tableRow(c, true));
   printTable(os, table, 2);
   printFirstNonFinite(os, v.run.firstNonFinite);
+  if (v.status != 0) {
+    os << "worst ops:\n";
+    table = {{"node", "type", "dtype", "max_rel", "cosine"}};
+    for (const Comparison *c : worstOps(v.run.opRows, 5))
+      table.push_back({c->name, c->type, c->dtype, number(c->metrics.maxRel(), "%.3e"),
+                       number(c->metrics.cosine(), "%.8f")});
+    printTable(os, table, 2);
+    if (fp16RangeSuspected(v.run))
+      os << "hint: FP16's range is the likely cause (values overflowed or flushed to zero): "
+            "compile with --calibrate NAME=FILE.npy (ops whose values FP16 cannot hold move "
+            "to BF16 or FP32), or use --precision bf16\n";
+  }
   os << "status: " << v.statusText << " (exit " << v.status << ")\n";
   return text;
 }
@@ -420,7 +542,7 @@ llvm::json::Value firstNonFiniteJson(const std::optional<Comparison> &first) {
 }
 
 /// The result as a JSON document.
-llvm::json::Value validationJson(const Validation &v, double tolerance) {
+llvm::json::Value validationJson(const Validation &v, const Bounds &bounds) {
   llvm::json::Array outputs, ops;
   for (const Comparison &c : v.outputs)
     outputs.push_back(toJson(c, false));
@@ -433,7 +555,11 @@ llvm::json::Value validationJson(const Validation &v, double tolerance) {
       {"ops", std::move(ops)},
       {"unmatched_ops", v.run.unmatched},
       {"first_nonfinite", firstNonFiniteJson(v.run.firstNonFinite)},
-      {"tolerance", tolerance >= 0 ? llvm::json::Value(tolerance) : llvm::json::Value(nullptr)},
+      {"tolerance", bounds.maxRel},
+      {"min_cosine", bounds.minCosine >= 0 ? llvm::json::Value(bounds.minCosine)
+                                           : llvm::json::Value(nullptr)},
+      {"bounds", bounds.source},
+      {"fp16_range_suspected", v.status != 0 && fp16RangeSuspected(v.run)},
       {"status", v.statusText},
       {"exit_status", v.status}};
 }
@@ -471,10 +597,10 @@ int runValidate() {
   Validation v;
   if (!compareRuns(loaded.referenceFunc, loaded.planFunc, v))
     return 1;
-  double tolerance = opts::tolerance();
-  std::tie(v.status, v.statusText) = validationStatus(v.outputs, tolerance);
+  Bounds bounds = validationBounds(loaded.planFunc);
+  std::tie(v.status, v.statusText) = validationStatus(v.outputs, bounds);
   const std::string &json = opts::json();
-  if (!json.empty() && !writeJson(json, validationJson(v, tolerance)))
+  if (!json.empty() && !writeJson(json, validationJson(v, bounds)))
     return 1;
   if (json != "-")
     llvm::outs() << validationText(v);
