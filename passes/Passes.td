@@ -91,6 +91,30 @@ def InsertCastsPass : Pass<"mp-insert-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
 }
 
+def ShareWeightsPass : Pass<"mp-share-weights", "mlir::func::FuncOp"> {
+  let summary = "Store a weight once when a GEMM and a data-movement op both read it";
+  let description = [{
+    A weight read by a 16-bit GEMM (through its cast) and by a data-movement
+    op that is FP32 only because its inputs are constants (a tied
+    embedding: gather for the tokens, the LM head's GEMM) would be stored in
+    both dtypes. The data-movement op reads the 16-bit copy instead (data
+    movement commutes with rounding) and its result is widened back to FP32
+    exactly; its reason becomes `follow:shared-weight`. Dtypes chosen by a
+    policy, an override or --keep-fp32 are kept; FP8 copies are left alone.
+    ```mlir
+    %w = mp.constant ... : tensor<50x16xf32>
+    %e = mp.gather %w, %ids {mp.precision = f32, mp.reason = "follow:constant-inputs"}
+    %c = mp.cast %w : tensor<50x16xf32> -> tensor<50x16xbf16>
+    %y = mp.linear %h, %c {transpose_weight = true, mp.precision = bf16}
+    // after:
+    %c = mp.cast %w : tensor<50x16xf32> -> tensor<50x16xbf16>
+    %g = mp.gather %c, %ids {mp.precision = bf16, mp.reason = "follow:shared-weight"}
+    %e = mp.cast %g : tensor<1x8x16xbf16> -> tensor<1x8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
 def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
   let summary = "Quantize FP8 GEMM operands with per-tensor scales and track amax";
   let description = [{

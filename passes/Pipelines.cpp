@@ -131,6 +131,7 @@ void buildPrecisionPipeline(OpPassManager &pm, const PrecisionPipelineOptions &o
   assign.overflowFallback = options.overflowFallback;
   funcPm.addPass(createAssignPrecisionPass(assign));
   funcPm.addPass(createInsertCastsPass());
+  funcPm.addPass(createShareWeightsPass());
   InsertScalingPassOptions scaling;
   scaling.scaling = options.fp8Scaling;
   scaling.margin = options.fp8Margin;
