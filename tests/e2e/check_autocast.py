@@ -105,7 +105,10 @@ GPT_BLOCK_DTYPES = {
     "n_Add_3": ("f32", "residual Add: FP32 stream + BF16 branch promotes, as in PyTorch"),
     "n_Add_6": ("f32", "residual Add (widest input)"),
     "n_Add_0": ("f32", "token + position embeddings, both FP32 parameters"),
-    "n_Gather_0": ("f32", "embedding of an FP32 parameter stays FP32, as in PyTorch"),
+    "n_Gather_0": ("bf16", "tied token embedding (wte is also the LM head): reads the BF16 "
+                           "copy the head needs and widens the rows to FP32 exactly, so wte is "
+                           "stored once (--mp-share-weights); PyTorch keeps the FP32 "
+                           "parameter and casts a BF16 copy for the head every step"),
     "n_Gather_1": ("f32", "position embedding (FP32 parameter)"),
     "n_Mul_0": ("bf16", "scores * 1/sqrt(hd): a 1-element constant adapts, like a Python "
                         "scalar"),
