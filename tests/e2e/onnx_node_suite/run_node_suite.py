@@ -26,7 +26,7 @@ one .npy per input) and run as a user would:
 
 The op type of a case is its node's op type (for the `_expanded` cases, the
 function op of the case they expand). Supported op types are read from the
-importer's op table (tests/e2e/supported_ops.py); a case is "of supported
+importer's op table (tests/e2e/onnx_suites.py); a case is "of supported
 ops" when every op type in its graph is supported (an expanded case is so
 when every op of its function body is). The run fails when
 
@@ -60,11 +60,10 @@ import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from supported_ops import graph_op_types, supported_ops  # noqa: E402
+from onnx_suites import finish, graph_op_types, out_file, supported_ops  # noqa: E402
 
 ELIGIBLE = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
             onnx.TensorProto.BOOL: np.bool_}
-SAFE = re.compile(r"[A-Za-z0-9_.-]")
 
 
 def collect():
@@ -106,15 +105,6 @@ def op_type_of(case, by_name):
         return by_name[base].model.graph.node[0].op_type
     nodes = case.model.graph.node
     return nodes[0].op_type if len(nodes) == 1 else "+".join(sorted(graph_op_types(case.model.graph)))
-
-
-def out_file(name):
-    """`run`'s file name for graph output NAME (README: bytes outside
-    [A-Za-z0-9_.-] and a leading '.' are %XX)."""
-    b = name.encode()
-    s = "".join(chr(c) if SAFE.match(chr(c)) and not (i == 0 and c == ord(".")) else f"%{c:02X}"
-                for i, c in enumerate(b))
-    return s + ".npy"
 
 
 def compare(got, ref, rtol, atol):
@@ -340,10 +330,7 @@ def main():
                        "onnx": onnx.__version__, "cases": dict(sorted(known_now.items()))}, f, indent=1)
             f.write("\n")
         print(f"wrote {len(known_now)} known failures to {args.known}")
-    for line in failures:
-        print(line)
-    print(f"{len(failures)} failures" if failures else "OK")
-    return 1 if failures else 0
+    return finish(failures)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""The ONNX op types mixprec imports, read from its op table.
+"""What the ONNX node suite and the real-model test share: the ONNX op types
+mixprec imports (read from its op table), the op types of a graph, the file
+`mixprec run` writes for an output, and the end of a run.
 
 The importer's op table is the rows `{"OpType", &Importer::convertX, kForms}`
 of the `Importer::*Ops()` functions in compiler/Import/*.cpp (OnnxOpRegistry.cpp's
@@ -8,6 +10,8 @@ tests never keep their own copy that could drift from the importer.
 import glob
 import os
 import re
+
+_SAFE = re.compile(r"[A-Za-z0-9_.-]")
 
 _TABLE_FN = re.compile(r"llvm::ArrayRef<Importer::OpInfo>\s+Importer::(\w+Ops)\(\)\s*\{(.*?)\n\}", re.S)
 _ROW = re.compile(r'\{\s*"([A-Za-z0-9_]+)"\s*,\s*&Importer::\w+')
@@ -42,3 +46,18 @@ def graph_op_types(graph):
             for g in attr.graphs:
                 types |= graph_op_types(g)
     return types
+
+
+def out_file(name):
+    """`run`'s file name for graph output NAME (README: bytes outside
+    [A-Za-z0-9_.-] and a leading '.' are %XX)."""
+    return "".join(chr(c) if _SAFE.match(chr(c)) and not (i == 0 and c == ord(".")) else f"%{c:02X}"
+                   for i, c in enumerate(name.encode())) + ".npy"
+
+
+def finish(failures):
+    """Prints the failures and the verdict; returns the exit status."""
+    for line in failures:
+        print(line)
+    print(f"{len(failures)} failures" if failures else "OK")
+    return 1 if failures else 0
