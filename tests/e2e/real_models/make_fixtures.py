@@ -375,6 +375,23 @@ def make_fixture(out, name, exporter, shapes, seed):
             "binding": binding, "ort_vs_torch_max_rel": vs_torch}
 
 
+def write_manifest(path, fixtures):
+    """Writes manifest.json, the fixtures in model, exporter, shapes order."""
+    order = [f"{n}.{e}.{s}" for n in MODELS for e in ("legacy", "dynamo") for s in ("static", "dynamic")]
+    doc = {"_doc": "Written by make_fixtures.py; read by run_real_models.py. Paths are relative "
+                   "to this folder. binding: a concrete size for each symbolic dim (the inputs' "
+                   "shapes).",
+           "generator": {"torch": torch.__version__, "onnx": onnx.__version__,
+                         "onnxruntime": ort.__version__,
+                         "transformers": __import__("transformers").__version__,
+                         "torchvision": __import__("torchvision").__version__},
+           "fixtures": [fixtures[k] for k in order if k in fixtures]}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE)
@@ -394,21 +411,12 @@ def main():
                     continue
                 entry = make_fixture(args.out, name, exporter, shapes, seed=1000 + i)
                 fixtures[fid] = entry
+                # Written after each fixture: a later export that fails keeps the others.
+                doc = write_manifest(manifest_path, fixtures)
                 print(f"{fid}: {entry['bytes'] / 1e6:.2f} MB, opset {entry['opset']}, "
                       f"dims {entry['binding']}, ort vs torch {entry['ort_vs_torch_max_rel']:.1e}",
                       flush=True)
-    order = [f"{n}.{e}.{s}" for n in MODELS for e in ("legacy", "dynamo") for s in ("static", "dynamic")]
-    doc = {"_doc": "Written by make_fixtures.py; read by run_real_models.py. Paths are relative "
-                   "to this folder. binding: a concrete size for each symbolic dim (the inputs' "
-                   "shapes).",
-           "generator": {"torch": torch.__version__, "onnx": onnx.__version__,
-                         "onnxruntime": ort.__version__,
-                         "transformers": __import__("transformers").__version__,
-                         "torchvision": __import__("torchvision").__version__},
-           "fixtures": [fixtures[k] for k in order if k in fixtures]}
-    with open(manifest_path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    doc = write_manifest(manifest_path, fixtures)
     total = sum(e["bytes"] for e in doc["fixtures"])
     print(f"{len(doc['fixtures'])} fixtures, {total / 1e6:.1f} MB of models")
 

@@ -106,7 +106,7 @@ def check_outputs(fixture, fdir, outdir, step, bound):
         rel, cos = metrics(got, ref)
         worst_rel, worst_cos = max(worst_rel, rel), min(worst_cos, cos)
         if not (rel <= bound[0]) or (bound[1] is not None and not (cos >= bound[1])):
-            cs = f", cosine {cos:.6f} (min {bound[1]:g})" if bound[1] is not None else ""
+            cs = f", cosine {cos:.7f} (min {bound[1]:g})" if bound[1] is not None else ""
             raise Step(step, f"'{o['name']}': max_rel {rel:.2e} (bound {bound[0]:g}){cs}")
     return worst_rel, worst_cos
 
@@ -235,6 +235,9 @@ def main():
             failures.append(f"{fx['id']}: FAILS (not an expected failure): {outcome}")
         elif outcome != "pass" and want != outcome:
             failures.append(f"{fx['id']}: fails differently: now '{outcome}', expected '{want}'")
+    if not args.only:
+        for fid in sorted(set(expected) - set(outcomes)):
+            failures.append(f"{fid}: listed in {os.path.basename(args.expectations)} but not in the manifest")
     print("(cells: worst max_rel over the outputs against onnxruntime; FAIL: the step failed, "
           "beyond the bound or with an error; -: not run)")
 
