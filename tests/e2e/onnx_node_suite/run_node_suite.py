@@ -200,7 +200,8 @@ def main():
     ap.add_argument("--update-baseline", action="store_true")
     ap.add_argument("--known", default=os.path.join(HERE, "known_failures.json"))
     ap.add_argument("--update-known", action="store_true")
-    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1))
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                    help="cases run at once (default: the CPUs this process may use)")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--only", default=None, help="regex over case names")
     args = ap.parse_args()
