@@ -8,7 +8,7 @@ exporters: the models, inputs and onnxruntime's outputs are committed).
 For each fixture, with its committed inputs (a concrete binding of its
 symbolic dims):
 
-  import   mixprec import model.onnx -o T/m.mlir
+  import   mixprec import model.onnx -o T/m.mlir [--shape NAME=AxB...]
   jit      mixprec run model.onnx --backend cpu --input ... --output-dir T/jit
            every output's max_rel <= 1e-5 against onnxruntime
   P.mpk    for P in fp32 bf16 fp16 fp8:
@@ -136,7 +136,7 @@ def check_fixture(args, bounds, fixture):
             return False
 
     try:
-        if not record("import", lambda: run([args.mixprec, "import", model, "-o", os.path.join(tmp, "m.mlir")],
+        if not record("import", lambda: run([args.mixprec, "import", model, "-o", os.path.join(tmp, "m.mlir")] + shapes,
                                             fdir, tmp, "import", to) and "ok"):
             return rec
         rec["imported"] = True
