@@ -45,6 +45,11 @@ struct LoadOptions {
   /// inputs at hand. An `.mlir` model, statically shaped, takes none.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   std::map<std::string, std::vector<int64_t>> dataShapes;
+  /// Values of small integer inputs at hand, for an input the model needs
+  /// at compile time (OnnxImportOptions::dataValues); `onValueUsed` is told
+  /// each one the model was specialised to.
+  std::map<std::string, std::vector<int64_t>> dataValues;
+  std::function<void(const std::string &)> onValueUsed;
 };
 
 /// Imports an `.onnx` file, or parses and verifies `mp` IR in `.mlir`. On

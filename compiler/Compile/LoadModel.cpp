@@ -87,6 +87,8 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     importOptions.onExternalFile = options.onExternalFile;
     importOptions.inputShapes = options.inputShapes;
     importOptions.dataShapes = options.dataShapes;
+    importOptions.dataValues = options.dataValues;
+    importOptions.onValueUsed = options.onValueUsed;
     std::string error;
     OwningOpRef<ModuleOp> module = importOnnxFile(context, path, importOptions, error);
     if (!module)

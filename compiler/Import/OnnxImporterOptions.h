@@ -33,6 +33,13 @@ struct OnnxImportOptions {
   /// static, with the checks of inputShapes; a static input ignores them
   /// (the run itself compares its data).
   std::map<std::string, std::vector<int64_t>> dataShapes;
+  /// Values of small integer inputs at hand (`mixprec run --input`): where
+  /// an op needs an input at compile time (Reshape's shape, ReduceSum's
+  /// axes, Slice's starts given as graph inputs), the value given is used,
+  /// and `onValueUsed` is told the input's name (the module is then
+  /// specialised to that value). Nowhere else: data stays data.
+  std::map<std::string, std::vector<int64_t>> dataValues;
+  std::function<void(const std::string &)> onValueUsed;
   /// When set, called with the path of every external data file the import
   /// reads (a tool uses it to never write over one of its inputs).
   std::function<void(const std::string &)> onExternalFile;

@@ -364,6 +364,48 @@ int finishStdout(int rc) {
   return rc;
 }
 
+std::map<std::string, std::vector<int64_t>> dataValues() {
+  std::map<std::string, std::vector<int64_t>> values;
+  for (const auto &[name, file] : opts::inputs()) {
+    support::NpyArray array;
+    std::string error;
+    if (!common::whyNotReadable(file).empty() || !support::readNpy(file, array, error))
+      continue; // reported where the inputs are loaded
+    int64_t n = array.numElements();
+    if (n > kMaxValueElements)
+      continue;
+    std::vector<int64_t> &out = values[name];
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t *p = array.data.data() + i * support::npyDTypeSize(array.dtype);
+      switch (array.dtype) {
+      case support::NpyDType::I64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        out.push_back(v);
+        break;
+      }
+      case support::NpyDType::I32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+        break;
+      }
+      case support::NpyDType::I8:
+        out.push_back(static_cast<int8_t>(*p));
+        break;
+      case support::NpyDType::U8:
+        out.push_back(*p);
+        break;
+      default:
+        values.erase(name); // not integers: never a shape or an axis list
+        goto next;
+      }
+    }
+  next:;
+  }
+  return values;
+}
+
 std::map<std::string, std::vector<int64_t>> dataShapes() {
   std::map<std::string, std::vector<int64_t>> shapes;
   // A file that cannot be read is reported where the inputs are loaded.
@@ -381,7 +423,8 @@ std::map<std::string, std::vector<int64_t>> dataShapes() {
 }
 
 OwningOpRef<ModuleOp> loadModel(CommandContext &command,
-                                std::vector<std::string> *externalFiles) {
+                                std::vector<std::string> *externalFiles,
+                                std::vector<std::string> *valuesUsed) {
   const std::string &path = opts::model();
   noteInput(path, "the model " + path);
   compiler::LoadOptions options;
@@ -393,6 +436,11 @@ OwningOpRef<ModuleOp> loadModel(CommandContext &command,
   };
   options.inputShapes = opts::shapes();
   options.dataShapes = dataShapes();
+  options.dataValues = dataValues();
+  options.onValueUsed = [&](const std::string &name) {
+    if (valuesUsed)
+      valuesUsed->push_back(name);
+  };
   OwningOpRef<ModuleOp> module = compiler::loadModel(command.context, path, options);
   if (!module)
     command.diagnostics.fail();
@@ -428,9 +476,10 @@ static bool calibrateModel(ModuleOp module, const DiagnosticCapture &diagnostics
 }
 
 OwningOpRef<ModuleOp> compileModel(CommandContext &command,
-                                   std::vector<std::string> *externalFiles) {
+                                   std::vector<std::string> *externalFiles,
+                                   std::vector<std::string> *valuesUsed) {
   const DiagnosticCapture &diagnostics = command.diagnostics;
-  OwningOpRef<ModuleOp> module = loadModel(command, externalFiles);
+  OwningOpRef<ModuleOp> module = loadModel(command, externalFiles, valuesUsed);
   if (!module)
     return nullptr;
   if (!opts::calibration().empty() && !calibrateModel(*module, diagnostics))

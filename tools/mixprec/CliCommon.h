@@ -125,9 +125,21 @@ bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::st
 
 /// Loads the model (the files it reads become this command's inputs), or
 /// prints the error and returns null. `externalFiles`, if given, receives
-/// the other files the model read (ONNX external data).
+/// the other files the model read (ONNX external data); `valuesUsed` the
+/// graph inputs whose --input values the model was specialised to.
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command,
-                                            std::vector<std::string> *externalFiles = nullptr);
+                                            std::vector<std::string> *externalFiles = nullptr,
+                                            std::vector<std::string> *valuesUsed = nullptr);
+
+/// The most elements an integer --input may have to be taken as a value
+/// (a shape, axes, sizes) at compile time.
+constexpr int64_t kMaxValueElements = 64;
+
+/// The values of the small integer --input arrays by input name: an input
+/// that the model needs at compile time (Reshape's shape, ReduceSum's
+/// axes given as graph inputs) is specialised to them
+/// (LoadOptions::dataValues).
+std::map<std::string, std::vector<int64_t>> dataValues();
 
 /// The shapes of the --input (else --calibrate) arrays by input name: they
 /// specialise a model's dynamic dims (LoadOptions::dataShapes).
@@ -135,10 +147,11 @@ std::map<std::string, std::vector<int64_t>> dataShapes();
 
 /// Loads the model, calibrates it if asked (--calibrate), and runs the
 /// precision pipeline with the command line's precision options. Returns
-/// the annotated module, or null after printing the error (`externalFiles`:
-/// as loadModel's).
+/// the annotated module, or null after printing the error (`externalFiles`,
+/// `valuesUsed`: as loadModel's).
 mlir::OwningOpRef<mlir::ModuleOp> compileModel(CommandContext &command,
-                                               std::vector<std::string> *externalFiles = nullptr);
+                                               std::vector<std::string> *externalFiles = nullptr,
+                                               std::vector<std::string> *valuesUsed = nullptr);
 
 /// The graph of `module`, or null after printing the error (naming the model).
 mlir::func::FuncOp entryFunctionOf(mlir::ModuleOp module, const DiagnosticCapture &diagnostics);

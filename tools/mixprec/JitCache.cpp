@@ -61,7 +61,13 @@ bool jitCacheEntry(const std::string &keyText, JitCacheEntry &entry, std::string
   return true;
 }
 
-bool jitCacheValid(const JitCacheEntry &entry, std::string &why) {
+std::string valueStamp(const std::vector<int64_t> &values) {
+  return llvm::utohexstr(runtime::fnv1a64(values.data(), values.size() * sizeof(int64_t)),
+                         /*LowerCase=*/true) +
+         ":" + std::to_string(values.size());
+}
+
+bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::string &why) {
   std::string text, error;
   if (entry.modulePath.empty() || !llvm::sys::fs::exists(entry.keyPath) ||
       !common::readRegularFile(entry.keyPath, text, error))
@@ -72,6 +78,13 @@ bool jitCacheValid(const JitCacheEntry &entry, std::string &why) {
   llvm::SmallVector<llvm::StringRef> stamps;
   rest.split(stamps, '\n', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef stamp : stamps) {
+    if (stamp.consume_front("value ")) {
+      auto [name, print] = stamp.rsplit(' ');
+      auto it = values.find(name.str());
+      if (it == values.end() || it->second != print)
+        return false; // specialised to other values: a plain miss, replaced
+      continue;
+    }
     std::string file = stamp.split(' ').second.split(' ').second.str();
     if (fileStamp(file) != stamp) {
       why = "the model's file " + file + " changed";
@@ -90,7 +103,7 @@ bool jitCacheValid(const JitCacheEntry &entry, std::string &why) {
 }
 
 bool jitCacheCommit(const JitCacheEntry &entry, const std::vector<std::string> &externalFiles,
-                    std::string &error) {
+                    const ValueStamps &used, std::string &error) {
   std::string text = entry.keyText + kFilesHeader;
   for (const std::string &file : externalFiles) {
     std::string stamp = fileStamp(file);
@@ -100,6 +113,8 @@ bool jitCacheCommit(const JitCacheEntry &entry, const std::vector<std::string> &
     }
     text += stamp + "\n";
   }
+  for (const auto &[name, print] : used)
+    text += "value " + name + " " + print + "\n";
   return common::writeFileAtomically(entry.keyPath, text.data(), text.size(), error);
 }
 

@@ -154,7 +154,13 @@ int runJustInTime(Backend backend) {
   bool cached = jitCacheEntry(key, entry, why);
   if (!cached && !why.empty())
     llvm::errs() << "mixprec: warning: the module cache is off: " << why << "\n";
-  bool hit = cached && jitCacheValid(entry, why);
+  // The values of the small integer inputs: a module specialised to some
+  // (an input the model needs at compile time) is valid for those only.
+  std::map<std::string, std::vector<int64_t>> values = dataValues();
+  ValueStamps stamps;
+  for (const auto &[name, v] : values)
+    stamps[name] = valueStamp(v);
+  bool hit = cached && jitCacheValid(entry, stamps, why);
   if (cached && !hit && !why.empty())
     llvm::errs() << "mixprec: warning: cached module " << entry.modulePath << " is not used ("
                  << mixprec::common::escapeControls(why) << "); compiling again\n";
@@ -163,8 +169,8 @@ int runJustInTime(Backend backend) {
   std::string modulePath = entry.modulePath;
   if (!hit) {
     CommandContext command;
-    std::vector<std::string> externalFiles;
-    OwningOpRef<ModuleOp> compiled = compileModel(command, &externalFiles);
+    std::vector<std::string> externalFiles, valuesUsed;
+    OwningOpRef<ModuleOp> compiled = compileModel(command, &externalFiles, &valuesUsed);
     if (!compiled)
       return 1;
     if (!cached) {
@@ -185,7 +191,10 @@ int runJustInTime(Backend backend) {
         llvm::sys::fs::remove_directories(jitDir);
       return rc;
     }
-    if (cached && !jitCacheCommit(entry, externalFiles, error))
+    ValueStamps used;
+    for (const std::string &name : valuesUsed)
+      used[name] = stamps[name];
+    if (cached && !jitCacheCommit(entry, externalFiles, used, error))
       llvm::errs() << "mixprec: warning: the module cache: " << error << "\n";
   }
   double compileMs = millisecondsSince(start);
