@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Ops imported as compositions of existing mp ops, against onnxruntime.
+
+Usage:
+    run_composite.py --mixprec BIN --work DIR [-k SUBSTRING ...]
+
+Each case is a small ONNX model of one op (Tile, Trilu, Pad, DepthToSpace,
+SpaceToDepth, CastLike, Split, InstanceNormalization, GroupNormalization,
+LayerNormalization's Mean/InvStdDev, the composite reductions, 1-D
+Conv/MaxPool/AveragePool) in one of its attribute variants and opset
+forms. For every case:
+
+  fp32   `BIN run` on the interpreter and on the runtime's CPU backend (JIT,
+         fp32) match onnxruntime (CPU, FP32, graph optimizations off):
+         max|a-b| / max|b| <= 1e-5 per output, same shape.
+  bf16/fp16
+         `BIN compile --precision P -o m.mpk`, then `BIN run m.mpk` on the
+         CPU backend: max_rel and cosine against onnxruntime within the
+         bounds of precision_bounds.json (the README's bounds).
+
+Then the bad-attribute cases: `BIN import` exits 1 with one line on stderr
+that contains the expected text.
+
+One line per check, then "N passed, N failed"; the exit status is 0 only if
+nothing failed and at least one check ran.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FLOAT = TensorProto.FLOAT
+
+
+def model(nodes, inputs, outputs, opset, inits=()):
+    graph = helper.make_graph(nodes, "composite", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8 if opset <= 17 else 10
+    # The outputs are declared without a shape: ONNX's inference fills it in.
+    m = onnx.shape_inference.infer_shapes(m)
+    try:
+        onnx.checker.check_model(m)
+    except onnx.checker.ValidationError as e:
+        # GroupNormalization-18 is deprecated (its scale and bias were per
+        # group), but exporters wrote it and onnxruntime runs it.
+        if "deprecated" not in str(e):
+            raise
+    return m
+
+
+def vi(name, shape, dtype=FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def i64(name, values, shape=None):
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)] if shape is None else shape,
+                              values)
+
+
+def f32(name, array):
+    array = np.asarray(array, np.float32)
+    return helper.make_tensor(name, FLOAT, array.shape, array.ravel().tolist())
+
+
+def one(op, shape, opset, inputs=(), inits=(), out_shape=None, outputs=("y",), **attrs):
+    """A model of one node reading x (and `inputs`, initializers) -> outputs;
+    `out_shape` declares y's shape where ONNX cannot infer it."""
+    node = helper.make_node(op, ["x"] + list(inputs), list(outputs), name="node", **attrs)
+    outs = [vi(o, out_shape if i == 0 else None) for i, o in enumerate(outputs) if o]
+    return model([node], [vi("x", shape)], outs, opset, inits)
+
+
+RNG = np.random.default_rng(10)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+CASES = {}
+
+
+def case(name, build, _shape):
+    CASES[name] = build
+
+
+# --- Tile -------------------------------------------------------------------
+case("tile_2x3", lambda: one("Tile", [2, 3, 4], 13, ["r"], [i64("r", [2, 1, 3])]), (2, 3, 4))
+case("tile_ones", lambda: one("Tile", [2, 3], 6, ["r"], [i64("r", [1, 1])]), (2, 3))
+# --- Trilu ------------------------------------------------------------------
+case("trilu_upper", lambda: one("Trilu", [2, 4, 5], 14), (2, 4, 5))
+case("trilu_lower_k1", lambda: one("Trilu", [4, 5], 14, ["k"], [i64("k", [1], [])], upper=0),
+     (4, 5))
+case("trilu_upper_kneg", lambda: one("Trilu", [3, 5, 4], 14, ["k"], [i64("k", [-1], [])]),
+     (3, 5, 4))
+case("trilu_lower_big_k", lambda: one("Trilu", [4, 4], 14, ["k"], [i64("k", [-9], [])],
+                                      upper=0), (4, 4))
+# --- Pad --------------------------------------------------------------------
+for mode in ["constant", "reflect", "edge"]:
+    case(f"pad_{mode}_2", lambda mode=mode: one("Pad", [2, 3, 5], 2, mode=mode,
+                                                pads=[0, 1, 2, 0, 2, 1], value=1.5),
+         (2, 3, 5))
+    case(f"pad_{mode}_11", lambda mode=mode: one(
+        "Pad", [2, 3, 5], 11, ["pads"], [i64("pads", [0, 2, 1, 0, 1, 3])], mode=mode),
+        (2, 3, 5))
+case("pad_constant_value_13", lambda: one(
+    "Pad", [2, 3, 5], 13, ["pads", "cv"], [i64("pads", [1, 0, 0, 0, 2, 1]), f32("cv", [-2.5])]),
+    (2, 3, 5))
+case("pad_negative_crop", lambda: one(
+    "Pad", [3, 6], 13, ["pads"], [i64("pads", [-1, 2, 1, -3])]), (3, 6))
+case("pad_axes_18", lambda: one(
+    "Pad", [2, 3, 5], 18, ["pads", "", "axes"], [i64("pads", [1, 2, 2, 1]), i64("axes", [-1, 1])],
+    mode="edge"), (2, 3, 5))
+case("pad_wrap_19", lambda: one(
+    "Pad", [2, 3, 4], 19, ["pads"], [i64("pads", [0, 2, 3, 0, 1, 2])], mode="wrap"), (2, 3, 4))
+case("pad_reflect_4d_2", lambda: one("Pad", [1, 2, 4, 4], 2, mode="reflect",
+                                     pads=[0, 0, 2, 1, 0, 0, 1, 3]), (1, 2, 4, 4))
+# --- DepthToSpace / SpaceToDepth ---------------------------------------------
+case("depth_to_space_dcr", lambda: one("DepthToSpace", [2, 8, 3, 2], 13, blocksize=2),
+     (2, 8, 3, 2))
+case("depth_to_space_crd", lambda: one("DepthToSpace", [1, 18, 2, 3], 13, blocksize=3,
+                                       mode="CRD"), (1, 18, 2, 3))
+case("depth_to_space_1", lambda: one("DepthToSpace", [1, 8, 2, 2], 1, blocksize=2),
+     (1, 8, 2, 2))
+case("space_to_depth", lambda: one("SpaceToDepth", [2, 3, 4, 6], 13, blocksize=2),
+     (2, 3, 4, 6))
+# --- CastLike ---------------------------------------------------------------
+case("castlike_same", lambda: model(
+    [helper.make_node("CastLike", ["x", "t"], ["c"], name="node"),
+     helper.make_node("Relu", ["c"], ["y"], name="relu")],
+    [vi("x", [3, 4])], [vi("y", None)], 15, [f32("t", [0.0])]), (3, 4))
+
+
+def castlike_int():
+    """x + CastLike(int64 constant, x)."""
+    nodes = [helper.make_node("CastLike", ["k", "x"], ["kf"], name="node"),
+             helper.make_node("Add", ["x", "kf"], ["y"], name="add")]
+    return model(nodes, [vi("x", [3, 4])], [vi("y", None)], 19,
+                 [i64("k", [1, -2, 3, 7], [4])])
+
+
+case("castlike_int_const", castlike_int, (3, 4))
+# --- Split ------------------------------------------------------------------
+case("split_attr_11", lambda: one("Split", [2, 7], 11, outputs=("y", "z"), axis=1,
+                                  split=[3, 4]), (2, 7))
+case("split_input_13", lambda: one("Split", [6, 3], 13, ["s"], [i64("s", [1, 2, 3])],
+                                   outputs=("y", "z", "w")), (6, 3))
+case("split_num_outputs_uneven_18", lambda: one("Split", [2, 7], 18, outputs=("y", "z", "w"),
+                                                axis=-1, num_outputs=3), (2, 7))
+case("split_equal_2", lambda: one("Split", [4, 6], 2, outputs=("y", "z"), axis=1), (4, 6))
+# --- InstanceNormalization / GroupNormalization -------------------------------
+IN_PARAMS = [f32("s", rand(4) + 1.0), f32("b", rand(4))]
+case("instance_norm", lambda: one("InstanceNormalization", [2, 4, 5, 6], 6, ["s", "b"],
+                                  IN_PARAMS, epsilon=1e-3), (2, 4, 5, 6))
+case("instance_norm_3d", lambda: one("InstanceNormalization", [2, 4, 9], 6, ["s", "b"],
+                                     IN_PARAMS), (2, 4, 9))
+GN18 = [f32("s", rand(3) + 1.0), f32("b", rand(3))]
+GN21 = [f32("s", rand(6) + 1.0), f32("b", rand(6))]
+case("group_norm_18", lambda: one("GroupNormalization", [2, 6, 4, 5], 18, ["s", "b"], GN18,
+                                  [2, 6, 4, 5], num_groups=3, epsilon=1e-4), (2, 6, 4, 5))
+case("group_norm_21", lambda: one("GroupNormalization", [2, 6, 4, 5], 21, ["s", "b"], GN21,
+                                  [2, 6, 4, 5], num_groups=3), (2, 6, 4, 5))
+case("group_norm_21_g1", lambda: one("GroupNormalization", [2, 6, 7], 21, ["s", "b"], GN21,
+                                     [2, 6, 7], num_groups=1), (2, 6, 7))
+
+
+def group_norm_runtime_params():
+    """GroupNormalization-18 whose per-group scale is computed (x-independent
+    but not an initializer: Relu of a constant... as a graph input)."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="node",
+                            num_groups=2)
+    return model([node], [vi("x", [2, 4, 3]), vi("s", [2])], [vi("y", [2, 4, 3])], 18,
+                 [f32("b", [0.5, -1.0])])
+
+
+case("group_norm_18_runtime_scale", group_norm_runtime_params, (2, 4, 3))
+# --- LayerNormalization's optional outputs ------------------------------------
+LN = [f32("g", rand(8) + 1.0), f32("beta", rand(8))]
+case("layer_norm_stats", lambda: one("LayerNormalization", [2, 3, 8], 17, ["g", "beta"], LN,
+                                     outputs=("y", "mean", "inv_std"), epsilon=1e-5),
+     (2, 3, 8))
+case("layer_norm_stats_axis1", lambda: one(
+    "LayerNormalization", [2, 3, 8], 17, ["g2"], [f32("g2", rand(3, 8))],
+    outputs=("y", "mean", "inv_std"), axis=1), (2, 3, 8))
+case("layer_norm_mean_only", lambda: one("LayerNormalization", [4, 8], 17, ["g", "beta"], LN,
+                                         outputs=("y", "mean")), (4, 8))
+# --- Reductions -------------------------------------------------------------
+for op in ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+           "ReduceMin"]:
+    low = op[6:].lower()
+    case(f"{low}_attr_13", lambda op=op: one(op, [3, 4, 5], 13, axes=[1], keepdims=1),
+         (3, 4, 5))
+    case(f"{low}_attr_all_nokeep", lambda op=op: one(op, [3, 4, 5], 11, keepdims=0), (3, 4, 5))
+    case(f"{low}_input_18", lambda op=op: one(op, [3, 4, 5], 18, ["axes"],
+                                              [i64("axes", [0, -1])], keepdims=0), (3, 4, 5))
+    case(f"{low}_noop_18", lambda op=op: one(op, [3, 4], 18, noop_with_empty_axes=1), (3, 4))
+    case(f"{low}_empty_axes_18", lambda op=op: one(op, [3, 4], 18, ["axes"], [i64("axes", [])]),
+         (3, 4))
+
+
+# --- 1-D Conv and pooling -------------------------------------------------------
+W1 = f32("w", rand(6, 2, 3) * 0.5)
+B1 = f32("b", rand(6))
+case("conv1d_basic", lambda: one("Conv", [2, 4, 10], 11, ["w", "b"], [f32("w", rand(6, 4, 3)),
+                                                                       B1]), (2, 4, 10))
+case("conv1d_group_stride_dil", lambda: one("Conv", [2, 4, 11], 11, ["w", "b"], [W1, B1],
+                                            group=2, strides=[2], dilations=[2], pads=[1, 2]),
+     (2, 4, 11))
+case("conv1d_same_upper", lambda: one("Conv", [1, 2, 9], 11, ["w"], [f32("w", rand(3, 2, 4))],
+                                      auto_pad="SAME_UPPER", strides=[2]), (1, 2, 9))
+case("maxpool1d", lambda: one("MaxPool", [2, 3, 11], 12, kernel_shape=[3], strides=[2],
+                              pads=[1, 1]), (2, 3, 11))
+case("maxpool1d_dil_ceil", lambda: one("MaxPool", [1, 2, 12], 12, kernel_shape=[2], strides=[3],
+                                       dilations=[2], ceil_mode=1), (1, 2, 12))
+case("avgpool1d", lambda: one("AveragePool", [2, 3, 10], 11, kernel_shape=[4], strides=[2],
+                              pads=[1, 2], count_include_pad=1), (2, 3, 10))
+case("avgpool1d_same_lower", lambda: one("AveragePool", [1, 3, 9], 11, kernel_shape=[2],
+                                         auto_pad="SAME_LOWER"), (1, 3, 9))
+
+
+def bad(op, shape, opset, want, inputs=(), inits=(), outputs=("y",), **attrs):
+    node = helper.make_node(op, ["x"] + list(inputs), list(outputs), name="bad_node", **attrs)
+    graph = helper.make_graph([node], "bad", [vi("x", shape)], [vi(o, None) for o in outputs],
+                              list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8 if opset <= 17 else 10
+    return m, want
+
+
+BAD = {
+    "tile_repeats_rank": bad("Tile", [2, 3], 13, "input 'repeats' has 1 values, the input has "
+                             "rank 2", ["r"], [i64("r", [2])]),
+    "tile_negative": bad("Tile", [2, 3], 13, "input 'repeats' must hold values in [0, 65536]",
+                         ["r"], [i64("r", [2, -1])]),
+    "tile_dynamic": bad("Tile", [2, 3], 13, "input 'repeats' ('x') must be a compile-time "
+                        "constant", ["x"]),
+    "trilu_rank1": bad("Trilu", [5], 14, "input must have rank >= 2"),
+    "trilu_upper_2": bad("Trilu", [3, 3], 14, "attribute 'upper'", upper=2),
+    "pad_mode": bad("Pad", [2, 3], 13, "attribute 'mode' must be constant, reflect, edge, got "
+                    "'mirror'", ["p"], [i64("p", [0, 1, 0, 1])], mode="mirror"),
+    "pad_wrap_before_19": bad("Pad", [2, 3], 18, "attribute 'mode' must be constant, reflect, "
+                              "edge, got 'wrap'", ["p"], [i64("p", [0, 1, 0, 1])], mode="wrap"),
+    "pad_count": bad("Pad", [2, 3], 13, "'pads' has 3 values, want 4", ["p"],
+                     [i64("p", [0, 1, 0])]),
+    "pad_crop_too_much": bad("Pad", [2, 3], 13, "pads of axis 1 remove 4 elements of 3", ["p"],
+                             [i64("p", [0, -2, 0, -2])]),
+    "depth_to_space_mode": bad("DepthToSpace", [1, 4, 2, 2], 13, "attribute 'mode' must be DCR "
+                               "or CRD", blocksize=2, mode="XYZ"),
+    "depth_to_space_channels": bad("DepthToSpace", [1, 6, 2, 2], 13, "C (6) must be a multiple "
+                                   "of blocksize^2 (4)", blocksize=2),
+    "space_to_depth_blocksize": bad("SpaceToDepth", [1, 4, 2, 2], 13, "attribute 'blocksize' "
+                                    "must be in [1, 4096], got 0", blocksize=0),
+    "space_to_depth_multiple": bad("SpaceToDepth", [1, 4, 3, 2], 13, "H and W (3, 2) must be "
+                                   "multiples of blocksize 2", blocksize=2),
+    "group_norm_groups": bad("GroupNormalization", [1, 6, 4], 21, "attribute 'num_groups' (4) "
+                             "must be positive and divide the channels (6)", ["s", "b"],
+                             [f32("s", np.ones(6)), f32("b", np.ones(6))], num_groups=4),
+    "group_norm_18_params": bad("GroupNormalization", [1, 6, 4], 18, "scale shape [6] must be "
+                                "[3] (one value per group)", ["s", "b"],
+                                [f32("s", np.ones(6)), f32("b", np.ones(6))], num_groups=3),
+    "instance_norm_eps": bad("InstanceNormalization", [1, 2, 4], 6, "attribute 'epsilon' must "
+                             "be positive", ["s", "b"], [f32("s", np.ones(2)),
+                                                         f32("b", np.ones(2))], epsilon=0.0),
+    "reduce_l2_axis": bad("ReduceL2", [2, 3], 13, "axis in attribute 'axes' 2 is out of range",
+                          axes=[2]),
+    "reduce_min_twice": bad("ReduceMin", [2, 3], 18, "input 'axes' names axis 1 twice",
+                            ["a"], [i64("a", [1, -1])]),
+    "layer_norm_stash": bad("LayerNormalization", [2, 4], 17, "attribute 'stash_type' must be 1",
+                            ["g"], [f32("g", np.ones(4))], stash_type=0),
+    "conv1d_kernel_len": bad("Conv", [1, 2, 8], 11, "attribute 'kernel_shape' must have 1 "
+                             "values, got 2", ["w"], [f32("w", np.ones((3, 2, 3)))],
+                             kernel_shape=[3, 3]),
+    "maxpool1d_pads": bad("MaxPool", [1, 2, 8], 12, "attribute 'pads' must have 2 values "
+                          "[begin, end]", kernel_shape=[2], pads=[1, 1, 1, 1]),
+}
+
+
+def compare(got, want):
+    """(max_rel, cosine) of got against want; raises on a shape mismatch."""
+    if got.shape != want.shape:
+        raise ValueError(f"shape {got.shape}, want {want.shape}")
+    g = got.astype(np.float64).ravel()
+    w = want.astype(np.float64).ravel()
+    if not np.isfinite(g).all():
+        raise ValueError("non-finite values")
+    scale = max(float(np.abs(w).max(initial=0.0)), 1e-30)
+    rel = float(np.abs(g - w).max(initial=0.0)) / scale
+    denom = np.linalg.norm(g) * np.linalg.norm(w)
+    cos = 1.0 if denom == 0 and np.array_equal(g, w) else float(g @ w / denom) if denom else 0.0
+    return rel, cos
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mixprec", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("-k", action="append", default=[])
+    args = ap.parse_args()
+    with open(os.path.join(HERE, "precision_bounds.json")) as f:
+        bounds = json.load(f)["bounds"]
+    passed = failed = 0
+
+    def report(ok, label, detail=""):
+        nonlocal passed, failed
+        print(f"{'ok  ' if ok else 'FAIL'} {label}" + (f": {detail}" if detail else ""))
+        passed += ok
+        failed += not ok
+
+    for name, build in CASES.items():
+        if args.k and not any(k in name for k in args.k):
+            continue
+        d = os.path.join(args.work, name)
+        os.makedirs(d, exist_ok=True)
+        m = build()
+        path = os.path.join(d, "model.onnx")
+        onnx.save(m, path)
+        gen = np.random.default_rng(zlib.crc32(name.encode()))
+        feeds, flags_in = {}, []
+        for i in m.graph.input:
+            dims = [d.dim_value for d in i.type.tensor_type.shape.dim]
+            v = gen.standard_normal(dims).astype(np.float32)
+            if "logsum_" in name:  # ReduceLogSum: positive sums
+                v = np.abs(v) + 0.1
+            feeds[i.name] = v
+            np.save(os.path.join(d, i.name + ".npy"), v)
+            flags_in += ["--input", f"{i.name}={os.path.join(d, i.name + '.npy')}"]
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in m.graph.output]
+        want = dict(zip(names, sess.run(None, feeds)))
+        runs = [("interpreter", None, ["--backend", "interpreter"]),
+                ("cpu-fp32", None, ["--backend", "cpu", "--precision", "fp32"]),
+                ("bf16", "bf16", []), ("fp16", "fp16", [])]
+        for label, precision, flags in runs:
+            out = os.path.join(d, label)
+            model_arg = path
+            if precision:
+                mpk = os.path.join(d, f"{label}.mpk")
+                r = run([args.mixprec, "compile", path, "--precision", precision, "-o", mpk])
+                if r.returncode != 0:
+                    report(False, f"{name} [{label}]", f"compile exit {r.returncode}: "
+                           f"{r.stderr.strip()}")
+                    continue
+                model_arg = mpk
+                flags = ["--backend", "cpu"]
+            r = run([args.mixprec, "run", model_arg, "--output-dir", out] + flags_in + flags)
+            if r.returncode != 0:
+                report(False, f"{name} [{label}]", f"run exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            for o in names:
+                file = os.path.join(out, o + ".npy")
+                try:
+                    rel, cos = compare(np.load(file).astype(np.float32),
+                                       want[o].astype(np.float32))
+                except (OSError, ValueError) as e:
+                    report(False, f"{name}:{o} [{label}]", str(e))
+                    continue
+                if precision:
+                    b = bounds[precision]
+                    ok = rel <= b["max_rel"] and cos >= b["min_cosine"]
+                else:
+                    ok = rel <= 1e-5
+                report(ok, f"{name}:{o} [{label}]", f"max_rel {rel:.2e} cosine {cos:.7f}")
+
+    for name, (m, want) in BAD.items():
+        if args.k and not any(k in name for k in args.k):
+            continue
+        d = os.path.join(args.work, "bad")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, name + ".onnx")
+        onnx.save(m, path)
+        r = run([args.mixprec, "import", path, "-o", os.path.join(d, name + ".mlir")])
+        lines = r.stderr.strip().splitlines()
+        ok = r.returncode == 1 and len(lines) == 1 and want in lines[0] and \
+            "bad_node" in lines[0] and not os.path.exists(os.path.join(d, name + ".mlir"))
+        report(ok, f"error {name}", f"exit {r.returncode}: {r.stderr.strip()}")
+
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
