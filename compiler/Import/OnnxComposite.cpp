@@ -11,6 +11,7 @@
 #include "compiler/Import/OnnxOpHelpers.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <limits>
 
@@ -624,6 +625,217 @@ void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
 }
 
 //===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Einsum.
+static const OpForm kEinsumForms[] = {
+    {12, 1, 2, 1, 1, "equation"},
+};
+
+namespace {
+/// An Einsum label: a letter, or the k-th dim of the ellipsis counted from
+/// its right end (256 + k), so that ellipsis dims of different ranks align
+/// as NumPy broadcasting does.
+using Label = int;
+constexpr Label kEllipsisLabel = 256;
+
+/// One operand's term of an Einsum equation, parsed against its rank.
+std::optional<std::string> parseTerm(llvm::StringRef term, int64_t rank,
+                                     SmallVectorImpl<Label> &labels, int64_t &ellipsisRank) {
+  size_t dots = term.find("...");
+  int64_t letters = 0;
+  for (char ch : term)
+    if (ch != '.') {
+      if (!llvm::isAlpha(ch))
+        return "equation term '" + term.str() + "' holds '" + std::string(1, ch) +
+               "', not a letter";
+      ++letters;
+    }
+  if (dots == llvm::StringRef::npos) {
+    if (llvm::is_contained(term, '.'))
+      return "equation term '" + term.str() + "' has a '.' outside an ellipsis";
+    if (letters != rank)
+      return "equation term '" + term.str() + "' has " + std::to_string(letters) +
+             " labels for an input of rank " + std::to_string(rank);
+    for (char ch : term)
+      labels.push_back(static_cast<unsigned char>(ch));
+    ellipsisRank = 0;
+    return std::nullopt;
+  }
+  llvm::StringRef before = term.substr(0, dots), after = term.substr(dots + 3);
+  if (before.contains('.') || after.contains('.'))
+    return "equation term '" + term.str() + "' has more than one ellipsis";
+  ellipsisRank = rank - letters;
+  if (ellipsisRank < 0)
+    return "equation term '" + term.str() + "' has " + std::to_string(letters) +
+           " labels for an input of rank " + std::to_string(rank);
+  for (char ch : before)
+    labels.push_back(static_cast<unsigned char>(ch));
+  for (int64_t k = ellipsisRank - 1; k >= 0; --k)
+    labels.push_back(kEllipsisLabel + k);
+  for (char ch : after)
+    labels.push_back(static_cast<unsigned char>(ch));
+  return std::nullopt;
+}
+} // namespace
+
+/// Einsum of one or two operands without repeated labels in a term (no
+/// diagonals): labels only one operand has and the output lacks are summed
+/// first (mp.reduce_sum); two operands then become one batched mp.matmul
+/// of [batch, free, contracted] x [batch, contracted, free] (transposes and
+/// reshapes around it), and a transpose gives the output's label order.
+void Importer::convertEinsum(const NodeCtx &c) {
+  std::string eq = attrString(c, "equation", "");
+  eq.erase(llvm::remove_if(eq, [](char ch) { return ch == ' '; }), eq.end());
+  if (eq.empty())
+    nodeFail(c, "attribute 'equation' is required");
+  int n = c.node.input_size();
+  llvm::StringRef lhs = eq, out;
+  bool explicitOut = false;
+  if (size_t arrow = llvm::StringRef(eq).find("->"); arrow != llvm::StringRef::npos) {
+    lhs = llvm::StringRef(eq).substr(0, arrow);
+    out = llvm::StringRef(eq).substr(arrow + 2);
+    explicitOut = true;
+  }
+  SmallVector<llvm::StringRef, 2> terms;
+  lhs.split(terms, ',');
+  if (static_cast<int>(terms.size()) != n)
+    nodeFail(c, "equation " + quotedName(eq) + " has " + llvm::Twine(terms.size()) +
+                    " input terms, the node has " + llvm::Twine(n) + " inputs");
+  SmallVector<Value, 2> vals;
+  SmallVector<SmallVector<Label>, 2> labels(n);
+  int64_t ellipsisRank = 0;
+  llvm::DenseMap<Label, int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    Value v = input(c, i);
+    requireFloat(c, i, elemOf(v));
+    vals.push_back(v);
+    int64_t er = 0;
+    if (auto err = parseTerm(terms[i], shapeOf(v).size(), labels[i], er))
+      nodeFail(c, "attribute 'equation': " + *err);
+    ellipsisRank = std::max(ellipsisRank, er);
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      Label l = labels[i][d];
+      if (llvm::count(labels[i], l) > 1)
+        nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+                        llvm::Twine(static_cast<char>(l)) + "' in one term: diagonals are not "
+                        "supported");
+      int64_t size = shapeOf(v)[d];
+      auto [it, fresh] = sizes.try_emplace(l, size);
+      // Ellipsis dims broadcast (1 against n); letters must agree.
+      if (!fresh && it->second != size) {
+        if (l >= kEllipsisLabel && (it->second == 1 || size == 1))
+          it->second = std::max(it->second, size);
+        else
+          nodeFail(c, "equation " + quotedName(eq) + ": label '" +
+                          (l >= kEllipsisLabel ? llvm::Twine("...") : llvm::Twine(char(l))) +
+                          "' has sizes " + llvm::Twine(it->second) + " and " + llvm::Twine(size));
+      }
+    }
+  }
+  // The output's labels: as written, or (implicit) the ellipsis then the
+  // letters used once, in alphabetical order.
+  SmallVector<Label> outLabels;
+  if (explicitOut) {
+    int64_t outLetters = 0;
+    for (char ch : out)
+      outLetters += ch != '.';
+    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0),
+                             outLabels, ellipsisRank))
+      nodeFail(c, "attribute 'equation': " + *err);
+  } else {
+    for (int64_t k = ellipsisRank - 1; k >= 0; --k)
+      outLabels.push_back(kEllipsisLabel + k);
+    for (Label l = 'A'; l <= 'z'; ++l) {
+      int uses = 0;
+      for (auto &ls : labels)
+        uses += llvm::count(ls, l);
+      if (uses == 1)
+        outLabels.push_back(l);
+    }
+  }
+  for (Label l : outLabels) {
+    if (llvm::count(outLabels, l) > 1)
+      nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+                      llvm::Twine(static_cast<char>(l)) + "' in the output");
+    if (!sizes.count(l))
+      nodeFail(c, "equation " + quotedName(eq) + ": output label '" +
+                      llvm::Twine(static_cast<char>(l)) + "' is in no input");
+  }
+  auto inOut = [&](Label l) { return llvm::is_contained(outLabels, l); };
+  auto inOther = [&](int i, Label l) { return n == 2 && llvm::is_contained(labels[1 - i], l); };
+  // Sum the labels only one operand has and the output lacks.
+  for (int i = 0; i < n; ++i) {
+    SmallVector<int64_t> axes;
+    SmallVector<Label> kept;
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      Label l = labels[i][d];
+      if (!inOut(l) && !inOther(i, l))
+        axes.push_back(d);
+      else
+        kept.push_back(l);
+    }
+    if (!axes.empty()) {
+      vals[i] = createInferred<graph::ReduceSumOp>(c, elemOf(vals[i]), vals[i],
+                                                   builder.getDenseI64ArrayAttr(axes),
+                                                   builder.getBoolAttr(false), TypeAttr());
+      labels[i] = kept;
+    }
+  }
+  // Puts v (labelled `have`) in the order `want`.
+  auto permute = [&](Value v, ArrayRef<Label> have, ArrayRef<Label> want) {
+    SmallVector<int64_t> perm;
+    for (Label l : want)
+      perm.push_back(llvm::find(have, l) - have.begin());
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return v;
+    return transpose(c, v, perm);
+  };
+  if (n == 1) {
+    defineValue(c, 0, permute(vals[0], labels[0], outLabels));
+    return;
+  }
+  SmallVector<Label> batch, freeA, freeB, contracted;
+  for (Label l : outLabels) {
+    bool a = llvm::is_contained(labels[0], l), b = llvm::is_contained(labels[1], l);
+    (a && b ? batch : a ? freeA : freeB).push_back(l);
+  }
+  for (Label l : labels[0])
+    if (!inOut(l))
+      contracted.push_back(l);
+  auto sizeOf = [&](ArrayRef<Label> ls, int i) {
+    SmallVector<int64_t> out;
+    for (Label l : ls)
+      out.push_back(shapeOf(vals[i])[llvm::find(labels[i], l) - labels[i].begin()]);
+    return out;
+  };
+  auto prod = [](ArrayRef<int64_t> v) { return product(v, 0, v.size()); };
+  SmallVector<Label> orderA(batch), orderB(batch);
+  orderA.append(freeA.begin(), freeA.end());
+  orderA.append(contracted.begin(), contracted.end());
+  orderB.append(contracted.begin(), contracted.end());
+  orderB.append(freeB.begin(), freeB.end());
+  SmallVector<int64_t> batchA = sizeOf(batch, 0), batchB = sizeOf(batch, 1);
+  int64_t m = prod(sizeOf(freeA, 0)), k = prod(sizeOf(contracted, 0)),
+          nn = prod(sizeOf(freeB, 1));
+  SmallVector<int64_t> shapeA(batchA), shapeB(batchB);
+  shapeA.append({m, k});
+  shapeB.append({k, nn});
+  Value a = reshape(c, permute(vals[0], labels[0], orderA), shapeA);
+  Value b = reshape(c, permute(vals[1], labels[1], orderB), shapeB);
+  Value prodV = createInferred<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  SmallVector<int64_t> resultShape(shapeOf(prodV).drop_back(2));
+  SmallVector<Label> resultLabels(batch);
+  for (auto [ls, i] : {std::pair{&freeA, 0}, std::pair{&freeB, 1}}) {
+    SmallVector<int64_t> sz = sizeOf(*ls, i);
+    resultShape.append(sz.begin(), sz.end());
+    resultLabels.append(ls->begin(), ls->end());
+  }
+  defineValue(c, 0, permute(reshape(c, prodV, resultShape), resultLabels, outLabels));
+}
+
+//===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -643,6 +855,7 @@ llvm::ArrayRef<Importer::OpInfo> Importer::compositeOps() {
       {"ReduceLogSum", &Importer::convertCompositeReduce, kCompositeReduceForms},
       {"ReduceLogSumExp", &Importer::convertCompositeReduce, kCompositeReduceForms},
       {"ReduceMin", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"Einsum", &Importer::convertEinsum, kEinsumForms},
   };
   return table;
 }

@@ -226,6 +226,35 @@ case("avgpool1d", lambda: one("AveragePool", [2, 3, 10], 11, kernel_shape=[4], s
 case("avgpool1d_same_lower", lambda: one("AveragePool", [1, 3, 9], 11, kernel_shape=[2],
                                          auto_pad="SAME_LOWER"), (1, 3, 9))
 
+# --- Einsum -------------------------------------------------------------------
+
+
+def einsum(equation, *shapes):
+    names = ["x", "w"][:len(shapes)]
+    node = helper.make_node("Einsum", names, ["y"], name="node", equation=equation)
+    out = np.einsum(equation.replace(" ", ""), *[np.zeros(s) for s in shapes]).shape
+    return model([node], [vi(n, s) for n, s in zip(names, shapes)], [vi("y", list(out))], 12)
+
+
+for label, eq, shapes in [
+        ("bmm", "bij,bjk->bik", ([2, 3, 4], [2, 4, 5])),
+        ("attention_scores", "bhqd,bhkd->bhqk", ([2, 3, 4, 5], [2, 3, 6, 5])),
+        ("attention_values", "bhqk,bhkd->bhqd", ([2, 3, 4, 6], [2, 3, 6, 5])),
+        ("ellipsis_matmul", "...ij,...jk->...ik", ([2, 3, 4, 5], [2, 3, 5, 2])),
+        ("ellipsis_broadcast", "...ij,...jk", ([2, 1, 4, 5], [1, 3, 5, 2])),
+        ("matvec", "ij,j->i", ([4, 5], [5])),
+        ("dot_rows", "bi,bi->b", ([3, 7], [3, 7])),
+        ("outer", "i,j->ij", ([4], [3])),
+        ("implicit_transpose_out", "ij,jk", ([3, 4], [4, 2])),
+        ("sum_free_label", "bij,bjk->bk", ([2, 3, 4], [2, 4, 5])),
+        ("transposed_output", "bij,bkj->bki", ([2, 3, 4], [2, 5, 4])),
+        ("linear_like", "btd,od->bto", ([2, 3, 4], [6, 4])),
+        ("transpose_one", "ijk->kji", ([2, 3, 4],)),
+        ("sum_one", "ijk->j", ([2, 3, 4],)),
+        ("spaces", "b i j, b j k -> b i k", ([2, 3, 4], [2, 4, 5]))]:
+    case(f"einsum_{label}", lambda eq=eq, shapes=shapes: einsum(eq, *shapes), None)
+
+
 
 def bad(op, shape, opset, want, inputs=(), inits=(), outputs=("y",), **attrs):
     node = helper.make_node(op, ["x"] + list(inputs), list(outputs), name="bad_node", **attrs)
@@ -281,6 +310,14 @@ BAD = {
                              kernel_shape=[3, 3]),
     "maxpool1d_pads": bad("MaxPool", [1, 2, 8], 12, "attribute 'pads' must have 2 values "
                           "[begin, end]", kernel_shape=[2], pads=[1, 1, 1, 1]),
+    "einsum_diagonal": bad("Einsum", [3, 3], 12, "repeats label 'i' in one term: diagonals are "
+                           "not supported", equation="ii->i"),
+    "einsum_rank": bad("Einsum", [3, 3], 12, "equation term 'ijk' has 3 labels for an input of "
+                       "rank 2", equation="ijk->i"),
+    "einsum_output_label": bad("Einsum", [3, 3], 12, "output label 'z' is in no input",
+                               equation="ij->z"),
+    "einsum_sizes": bad("Einsum", [3, 4], 12, "label 'j' has sizes 4 and 3", ["x"],
+                        equation="ij,jk->ik"),
 }
 
 
