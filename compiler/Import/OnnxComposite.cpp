@@ -836,6 +836,270 @@ void Importer::convertEinsum(const NodeCtx &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// Resize and Upsample
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Resize and Upsample.
+static const OpForm kResizeForms[] = {
+    {10, 2, 2, 1, 1, "mode"},
+    {11, 3, 4, 1, 1,
+     "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
+     "nearest_mode"},
+    {13, 1, 4, 1, 1,
+     "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
+     "nearest_mode"},
+    {18, 1, 4, 1, 1,
+     "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
+     "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+};
+static const OpForm kUpsampleForms[] = {
+    {7, 1, 1, 1, 1, "mode scales"},
+    {9, 2, 2, 1, 1, "mode"},
+};
+
+namespace {
+/// How one axis is resized: sizes and the scale the coordinates use (the
+/// given scale, or out / in when sizes were given).
+struct AxisResize {
+  int64_t in, out;
+  float scale;
+};
+
+/// The input coordinate of output index i (coordinate_transformation_mode),
+/// in float as onnxruntime computes it.
+float resizeCoordinate(llvm::StringRef mode, int64_t i, const AxisResize &a) {
+  float fi = static_cast<float>(i), s = a.scale;
+  if (mode == "half_pixel")
+    return (fi + 0.5f) / s - 0.5f;
+  if (mode == "half_pixel_symmetric") {
+    float adjustment = static_cast<float>(a.out) / (s * static_cast<float>(a.in));
+    float offset = static_cast<float>(a.in) / 2.0f * (1.0f - adjustment);
+    return offset + (fi + 0.5f) / s - 0.5f;
+  }
+  if (mode == "pytorch_half_pixel")
+    return a.out > 1 ? (fi + 0.5f) / s - 0.5f : 0.0f;
+  if (mode == "align_corners")
+    return a.out == 1 ? 0.0f : fi * static_cast<float>(a.in - 1) / static_cast<float>(a.out - 1);
+  return fi / s; // asymmetric
+}
+
+/// The input index nearest mode picks for coordinate x ("simple": Upsample's
+/// and Resize-10's rule, truncating up- and rounding up downsampled).
+int64_t nearestIndex(llvm::StringRef mode, float x, const AxisResize &a) {
+  int64_t i;
+  if (mode == "simple")
+    i = a.scale < 1.0f ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
+  else if (mode == "floor")
+    i = static_cast<int64_t>(std::floor(x));
+  else if (mode == "ceil")
+    i = static_cast<int64_t>(std::ceil(x));
+  else if (mode == "round_prefer_ceil")
+    i = static_cast<int64_t>(std::round(x));
+  else // round_prefer_floor
+    i = x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f
+            ? static_cast<int64_t>(std::floor(x))
+            : static_cast<int64_t>(std::round(x));
+  return std::clamp<int64_t>(i, 0, a.in - 1);
+}
+
+/// The [in, out] matrix of linear or cubic interpolation weights along one
+/// axis: column o holds the weights output o gives the input elements.
+SmallVector<float> interpolationMatrix(llvm::StringRef mode, llvm::StringRef transform,
+                                       const AxisResize &a, float cubicA, bool excludeOutside) {
+  SmallVector<float> m(a.in * a.out, 0.0f);
+  for (int64_t o = 0; o < a.out; ++o) {
+    float x = resizeCoordinate(transform, o, a);
+    if (mode == "linear") {
+      x = std::clamp(x, 0.0f, static_cast<float>(a.in - 1));
+      int64_t x0 = static_cast<int64_t>(x), x1 = std::min(x0 + 1, a.in - 1);
+      float w1 = x - static_cast<float>(x0);
+      m[x0 * a.out + o] += 1.0f - w1;
+      m[x1 * a.out + o] += w1;
+      continue;
+    }
+    // cubic: Keys' kernel with coefficient cubicA over 4 neighbours,
+    // clamped to the edges, or dropped and renormalized (exclude_outside).
+    int64_t x0 = static_cast<int64_t>(std::floor(x));
+    float t = x - static_cast<float>(x0), A = cubicA;
+    float w[4] = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+                  ((A + 2) * t - (A + 3)) * t * t + 1,
+                  ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+                  ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A};
+    float total = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+      int64_t idx = x0 - 1 + k;
+      if (excludeOutside && (idx < 0 || idx >= a.in))
+        w[k] = 0.0f;
+      total += w[k];
+    }
+    for (int k = 0; k < 4; ++k) {
+      int64_t idx = std::clamp<int64_t>(x0 - 1 + k, 0, a.in - 1);
+      m[idx * a.out + o] += excludeOutside ? w[k] / total : w[k];
+    }
+  }
+  return m;
+}
+} // namespace
+
+/// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
+/// mode gathers with constant indices (exact, any dtype); linear and cubic
+/// multiply by a constant [in, out] interpolation matrix (the axis moved
+/// last and back). Scales and sizes must be compile-time constants.
+void Importer::convertResize(const NodeCtx &c) {
+  bool upsample = c.node.op_type() == "Upsample";
+  bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t rank = t.getRank();
+  std::string mode = attrString(c, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
+    nodeFail(c, "attribute 'mode' must be nearest, linear" +
+                    llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
+  std::string transform = legacy ? "asymmetric"
+                                 : attrString(c, "coordinate_transformation_mode", "half_pixel");
+  std::string nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
+  if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+      transform != "align_corners" && transform != "asymmetric" &&
+      !(transform == "half_pixel_symmetric" && opset >= 19)) {
+    if (transform == "tf_crop_and_resize" || transform == "tf_half_pixel_for_nn")
+      nodeFail(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
+                      " is not supported");
+    nodeFail(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
+                "pytorch_half_pixel, align_corners or asymmetric" +
+                    llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
+                    quotedName(transform));
+  }
+  if (nearestMode != "simple" && nearestMode != "round_prefer_floor" &&
+      nearestMode != "round_prefer_ceil" && nearestMode != "floor" && nearestMode != "ceil")
+    nodeFail(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
+                "or ceil, got " + quotedName(nearestMode));
+  float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
+  bool excludeOutside = attrBool(c, "exclude_outside", false);
+  bool antialias = attrBool(c, "antialias", false);
+  std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
+                "not_smaller, got " + quotedName(policy));
+  SmallVector<int64_t> axes;
+  if (auto a = attrInts(c, "axes")) {
+    for (int64_t ax : *a) {
+      axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
+      if (llvm::count(axes, axes.back()) > 1)
+        nodeFail(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  // The scales or sizes of `axes`.
+  SmallVector<float> scales;
+  SmallVector<int64_t> sizes;
+  if (upsample && opset < 9) {
+    std::optional<SmallVector<float>> s;
+    if (const auto *a = findAttr(c, "scales", onnx::AttributeProto::FLOATS))
+      s = SmallVector<float>(a->floats().begin(), a->floats().end());
+    if (!s)
+      nodeFail(c, "attribute 'scales' is required");
+    scales = *s;
+  } else {
+    int scalesInput = legacy ? 1 : 2;
+    if (hasInput(c, scalesInput)) {
+      DenseElementsAttr k = requireConst(c, scalesInput, "scales");
+      if (!isFloat(k.getElementType()))
+        nodeFail(c, "input 'scales' must be FLOAT, got " + elementTypeName(k.getElementType()));
+      scales = floatValues(k);
+    }
+    if (!legacy && hasInput(c, 3)) {
+      if (!scales.empty())
+        nodeFail(c, "takes the 'scales' or the 'sizes' input, not both");
+      sizes = requireConstInts(c, 3, "sizes");
+    }
+    if (scales.empty() && sizes.empty())
+      nodeFail(c, "needs the 'scales' or the 'sizes' input");
+  }
+  size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != axes.size())
+    nodeFail(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
+                    llvm::Twine(given) + " values, want " + llvm::Twine(axes.size()));
+  SmallVector<AxisResize> plan;
+  for (int64_t d = 0; d < rank; ++d)
+    plan.push_back({shape[d], shape[d], 1.0f});
+  if (!scales.empty()) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      float s = scales[i];
+      if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
+        nodeFail(c, "scales must be positive and at most 65536, got " + std::to_string(s));
+      AxisResize &a = plan[axes[i]];
+      a.scale = s;
+      a.out = static_cast<int64_t>(std::floor(static_cast<float>(a.in) * s));
+    }
+  } else {
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
+        nodeFail(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
+    float common = 0.0f;
+    if (policy != "stretch")
+      for (size_t i = 0; i < axes.size(); ++i) {
+        float s = static_cast<float>(sizes[i]) / static_cast<float>(shape[axes[i]]);
+        common = i == 0 ? s : policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+      }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      AxisResize &a = plan[axes[i]];
+      if (policy == "stretch") {
+        a.out = sizes[i];
+        a.scale = static_cast<float>(a.out) / static_cast<float>(a.in);
+      } else {
+        a.scale = common;
+        a.out = static_cast<int64_t>(std::round(common * static_cast<float>(a.in)));
+      }
+    }
+  }
+  Value v = input(c, 0);
+  if (mode != "nearest")
+    requireFloat(c, 0, elemOf(v));
+  for (int64_t d = 0; d < rank; ++d) {
+    const AxisResize &a = plan[d];
+    if (a.out <= 0 || a.out > (int64_t(1) << 24))
+      nodeFail(c, "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) +
+                      " elements");
+    if (a.in == 0)
+      nodeFail(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
+    if (a.out == a.in && a.scale == 1.0f)
+      continue; // every transform maps i to i
+    if (antialias && a.scale < 1.0f && mode != "nearest")
+      nodeFail(c, "attribute 'antialias' is not supported when downscaling");
+    if (mode == "nearest") {
+      SmallVector<int64_t> idx;
+      for (int64_t o = 0; o < a.out; ++o)
+        idx.push_back(nearestIndex(nearestMode, resizeCoordinate(transform, o, a), a));
+      v = gatherAxis(c, v, d, idx);
+      continue;
+    }
+    if (a.in * a.out > kMaxFoldElements * 16)
+      nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" +
+                      llvm::Twine(a.in) + " x " + llvm::Twine(a.out) + ") is too large");
+    SmallVector<float> m = interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
+    Value w = constant(c.loc, makeF32Attr(ctx, {a.in, a.out}, m));
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != d)
+        perm.push_back(i);
+    perm.push_back(d);
+    bool last = d == rank - 1;
+    Value moved = last ? v : transpose(c, v, perm);
+    Value r = createInferred<graph::MatmulOp>(c, elemOf(v), moved, w, TypeAttr());
+    if (!last) {
+      SmallVector<int64_t> inverse(rank);
+      for (int64_t i = 0; i < rank; ++i)
+        inverse[perm[i]] = i;
+      r = transpose(c, r, inverse);
+    }
+    v = r;
+  }
+  defineValue(c, 0, v);
+}
+
+//===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -856,6 +1120,8 @@ llvm::ArrayRef<Importer::OpInfo> Importer::compositeOps() {
       {"ReduceLogSumExp", &Importer::convertCompositeReduce, kCompositeReduceForms},
       {"ReduceMin", &Importer::convertCompositeReduce, kCompositeReduceForms},
       {"Einsum", &Importer::convertEinsum, kEinsumForms},
+      {"Resize", &Importer::convertResize, kResizeForms},
+      {"Upsample", &Importer::convertResize, kUpsampleForms},
   };
   return table;
 }

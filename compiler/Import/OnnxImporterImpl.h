@@ -331,6 +331,7 @@ private:
   void convertGroupNorm(const NodeCtx &c);
   void convertCompositeReduce(const NodeCtx &c);
   void convertEinsum(const NodeCtx &c);
+  void convertResize(const NodeCtx &c);
   /// A 1-D Conv/MaxPool/AveragePool through `convert2d` (its 2-D converter).
   void convertWindow1d(const NodeCtx &c, Converter convert2d);
   float positiveEpsilon(const NodeCtx &c);

@@ -255,6 +255,88 @@ for label, eq, shapes in [
     case(f"einsum_{label}", lambda eq=eq, shapes=shapes: einsum(eq, *shapes), None)
 
 
+# --- Resize / Upsample --------------------------------------------------------
+
+
+def resize(opset, shape, out_shape, scales=None, sizes=None, **attrs):
+    """Resize of x with constant scales or sizes (roi empty)."""
+    inits, names = [], ["x"]
+    if opset == 10:
+        names.append("scales")
+        inits.append(f32("scales", scales))
+    elif opset == 11:  # roi and scales are required inputs, empty when unused
+        names += ["roi", "scales"]
+        inits += [f32("roi", np.zeros(0)), f32("scales", np.zeros(0) if scales is None else scales)]
+        if sizes is not None:
+            names.append("sizes")
+            inits.append(i64("sizes", sizes))
+    else:
+        names += ["", "scales" if scales is not None else ""]
+        if scales is not None:
+            inits.append(f32("scales", scales))
+        if sizes is not None:
+            names.append("sizes")
+            inits.append(i64("sizes", sizes))
+    node = helper.make_node("Resize", names, ["y"], name="node", **attrs)
+    return model([node], [vi("x", shape)], [vi("y", out_shape)], opset, inits)
+
+
+R4 = [1, 2, 4, 5]
+for label, build in [
+        ("nearest_10_up", lambda: resize(10, R4, [1, 2, 8, 15], [1, 1, 2, 3])),
+        ("nearest_10_down", lambda: resize(10, R4, [1, 2, 2, 3], [1, 1, 0.5, 0.6])),
+        ("linear_10", lambda: resize(10, R4, [1, 2, 8, 7], [1, 1, 2, 1.5], mode="linear")),
+        ("nearest_11_half_pixel", lambda: resize(11, R4, [1, 2, 8, 12], [1, 1, 2, 2.5])),
+        ("linear_11_sizes", lambda: resize(11, R4, [1, 2, 6, 3], None, [1, 2, 6, 3], mode="linear",
+                                           coordinate_transformation_mode="align_corners")),
+        ("nearest_13_asym_floor", lambda: resize(
+            13, R4, [1, 2, 6, 7], [1, 1, 1.5, 1.5], coordinate_transformation_mode="asymmetric",
+            nearest_mode="floor")),
+        ("nearest_13_align_ceil", lambda: resize(
+            13, R4, [1, 2, 7, 3], None, [1, 2, 7, 3], coordinate_transformation_mode="align_corners",
+            nearest_mode="ceil")),
+        ("nearest_13_prefer_ceil_sizes", lambda: resize(
+            13, R4, [1, 2, 2, 9], None, [1, 2, 2, 9], nearest_mode="round_prefer_ceil")),
+        ("linear_13_half_pixel", lambda: resize(13, R4, [1, 2, 8, 10], [1, 1, 2, 2],
+                                                mode="linear")),
+        ("linear_13_down", lambda: resize(13, R4, [1, 2, 3, 3], None, [1, 2, 3, 3],
+                                          mode="linear")),
+        ("linear_13_align_corners", lambda: resize(
+            13, R4, [1, 2, 7, 9], None, [1, 2, 7, 9], mode="linear",
+            coordinate_transformation_mode="align_corners")),
+        ("linear_13_pytorch", lambda: resize(
+            13, R4, [1, 2, 1, 9], None, [1, 2, 1, 9], mode="linear",
+            coordinate_transformation_mode="pytorch_half_pixel")),
+        ("trilinear_13", lambda: resize(13, [1, 2, 3, 4, 5], [1, 2, 6, 8, 7], None,
+                                        [1, 2, 6, 8, 7], mode="linear")),
+        ("cubic_13", lambda: resize(13, R4, [1, 2, 8, 10], [1, 1, 2, 2], mode="cubic")),
+        ("cubic_13_exclude", lambda: resize(13, R4, [1, 2, 7, 8], None, [1, 2, 7, 8],
+                                            mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5)),
+        ("linear_18_axes", lambda: resize(18, R4, [1, 2, 8, 10], [2.0, 2.0], mode="linear",
+                                          axes=[2, 3])),
+        ("nearest_18_not_larger", lambda: resize(
+            18, R4, [1, 2, 8, 10], None, [8, 12], axes=[2, 3], keep_aspect_ratio_policy="not_larger")),
+        ("linear_19_symmetric", lambda: resize(
+            19, R4, [1, 2, 6, 8], [1, 1, 1.5, 1.7], mode="linear",
+            coordinate_transformation_mode="half_pixel_symmetric"))]:
+    case(f"resize_{label}", build, None)
+
+
+def upsample(opset, mode):
+    inits, names, attrs = [], ["x"], {"mode": mode}
+    if opset == 7:
+        attrs["scales"] = [1.0, 1.0, 2.0, 3.0]
+    else:
+        names.append("scales")
+        inits.append(f32("scales", [1.0, 1.0, 2.0, 3.0]))
+    node = helper.make_node("Upsample", names, ["y"], name="node", **attrs)
+    return model([node], [vi("x", R4)], [vi("y", [1, 2, 8, 15])], opset, inits)
+
+
+for opset in [7, 9]:
+    for mode in ["nearest", "linear"]:
+        case(f"upsample_{opset}_{mode}", lambda opset=opset, mode=mode: upsample(opset, mode), None)
+
 
 def bad(op, shape, opset, want, inputs=(), inits=(), outputs=("y",), **attrs):
     node = helper.make_node(op, ["x"] + list(inputs), list(outputs), name="bad_node", **attrs)
@@ -318,6 +400,18 @@ BAD = {
                                equation="ij->z"),
     "einsum_sizes": bad("Einsum", [3, 4], 12, "label 'j' has sizes 4 and 3", ["x"],
                         equation="ij,jk->ik"),
+    "resize_dynamic_scales": bad("Resize", [1, 1, 2, 2], 13, "input 'scales' ('x') must be a "
+                                 "compile-time constant", ["", "x"]),
+    "resize_tf_crop": bad("Resize", [1, 1, 2, 2], 13, "'tf_crop_and_resize' is not supported",
+                          ["", "s"], [f32("s", [1, 1, 2, 2])],
+                          coordinate_transformation_mode="tf_crop_and_resize"),
+    "resize_mode": bad("Resize", [1, 1, 2, 2], 13, "attribute 'mode' must be nearest, linear or "
+                       "cubic, got 'area'", ["", "s"], [f32("s", [1, 1, 2, 2])], mode="area"),
+    "resize_scales_count": bad("Resize", [1, 1, 2, 2], 13, "'scales' has 2 values, want 4",
+                               ["", "s"], [f32("s", [2, 2])]),
+    "resize_antialias": bad("Resize", [1, 1, 4, 4], 18, "attribute 'antialias' is not supported "
+                            "when downscaling", ["", "s"], [f32("s", [1, 1, 0.5, 0.5])],
+                            mode="linear", antialias=1),
 }
 
 
