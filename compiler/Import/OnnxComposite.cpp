@@ -39,8 +39,8 @@ Value Importer::sliceAxis(const NodeCtx &c, Value v, int64_t axis, int64_t start
 }
 
 Value Importer::gatherAxis(const NodeCtx &c, Value v, int64_t axis, ArrayRef<int64_t> indices) {
-  Value ix = constant(c.loc, makeIntAttr({static_cast<int64_t>(indices.size())},
-                                         builder.getI64Type(), indices));
+  Value ix = constant(
+      c.loc, makeIntAttr({static_cast<int64_t>(indices.size())}, builder.getI64Type(), indices));
   return createInferred<graph::GatherOp>(c, elemOf(v), v, ix, builder.getI64IntegerAttr(axis));
 }
 
@@ -101,6 +101,7 @@ Value Importer::perChannel(const NodeCtx &c, int i, int64_t channels, int64_t gr
 
 /// The ONNX schema forms of Tile (opset 1 took tiles and axis inputs).
 static const OpForm kTileForms[] = {
+    {1, 3, 3, 1, 1, ""},
     {6, 2, 2, 1, 1, ""},
 };
 
@@ -109,6 +110,8 @@ static const OpForm kTileForms[] = {
 void Importer::convertTile(const NodeCtx &c) {
   Value x = input(c, 0);
   ArrayRef<int64_t> shape = shapeOf(x);
+  if (opset < 6)
+    nodeFail(c, "Tile before opset 6 (the 'tiles' and 'axis' inputs) is not supported");
   SmallVector<int64_t> repeats = requireConstInts(c, 1, "repeats");
   if (repeats.size() != shape.size())
     nodeFail(c, "input 'repeats' has " + llvm::Twine(repeats.size()) +
@@ -117,12 +120,11 @@ void Importer::convertTile(const NodeCtx &c) {
     if (r < 0 || r > 65536)
       nodeFail(c, "input 'repeats' must hold values in [0, 65536], got " +
                       graph::formatShape(repeats));
-  if (graph::numElements(shape) * [&] {
-        int64_t p = 1;
-        for (int64_t r : repeats)
-          p = std::min<int64_t>(p * std::max<int64_t>(r, 1), int64_t(1) << 40);
-        return p;
-      }() > (int64_t(1) << 31))
+  // The result's element count, saturated so that it cannot overflow.
+  int64_t count = graph::numElements(shape);
+  for (int64_t r : repeats)
+    count = std::min<int64_t>(count * r, int64_t(1) << 40);
+  if (count > (int64_t(1) << 31))
     nodeFail(c, "the tiled result would have more than 2^31 elements");
   Value v = x;
   for (size_t d = 0; d < repeats.size(); ++d) {
@@ -221,6 +223,9 @@ void Importer::convertPad(const NodeCtx &c) {
       nodeFail(c, "attribute '" + llvm::Twine(name) + "' is required");
     pads = *p;
     fillF = attrFloat(c, "value", 0.0f);
+    // An integer tensor pads with the value cast (truncated).
+    if (std::isfinite(fillF) && std::abs(fillF) < 9.0e18f)
+      fillI = static_cast<int64_t>(fillF);
   } else {
     pads = requireConstInts(c, 1, "pads");
     if (hasInput(c, 2)) {
@@ -262,7 +267,8 @@ void Importer::convertPad(const NodeCtx &c) {
     if (std::abs(before[d]) > (int64_t(1) << 24) || std::abs(after[d]) > (int64_t(1) << 24))
       nodeFail(c, "pads of axis " + llvm::Twine(d) + " are out of range [-2^24, 2^24]");
     // Negative pads remove elements first.
-    int64_t cropFront = std::max<int64_t>(0, -before[d]), cropBack = std::max<int64_t>(0, -after[d]);
+    int64_t cropFront = std::max<int64_t>(0, -before[d]),
+            cropBack = std::max<int64_t>(0, -after[d]);
     if (cropFront + cropBack > size)
       nodeFail(c, "pads of axis " + llvm::Twine(d) + " remove " +
                       llvm::Twine(cropFront + cropBack) + " elements of " + llvm::Twine(size));
@@ -279,9 +285,8 @@ void Importer::convertPad(const NodeCtx &c) {
         int64_t count = graph::numElements(s);
         if (count > kMaxFoldElements * 16)
           nodeFail(c, "the constant padding block " + graph::formatShape(s) + " is too large");
-        DenseElementsAttr a = isFloat(et)
-                                  ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
-                                  : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
+        DenseElementsAttr a = isFloat(et) ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
+                                          : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
         return constant(c.loc, a);
       };
       if (front)
@@ -309,6 +314,7 @@ static const OpForm kDepthToSpaceForms[] = {
 };
 static const OpForm kSpaceToDepthForms[] = {
     {1, 1, 1, 1, 1, "blocksize"},
+    {28, 1, 1, 1, 1, "blocksize mode"},
 };
 
 /// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose and a
@@ -325,18 +331,20 @@ void Importer::convertDepthSpace(const NodeCtx &c) {
   if (b <= 0 || b > 4096)
     nodeFail(c, "attribute 'blocksize' must be in [1, 4096], got " + llvm::Twine(b));
   int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
+  std::string mode = attrString(c, "mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    nodeFail(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
   if (c.node.op_type() == "SpaceToDepth") {
     if (h % b || w % b)
       nodeFail(c, "H and W (" + llvm::Twine(h) + ", " + llvm::Twine(w) +
                       ") must be multiples of blocksize " + llvm::Twine(b));
+    // DCR puts the block offsets before the channel, CRD (opset 28) after.
     Value r = reshape(c, x, {n, ch, h / b, b, w / b, b});
-    Value t = transpose(c, r, {0, 3, 5, 1, 2, 4});
+    Value t = mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4})
+                            : transpose(c, r, {0, 1, 3, 5, 2, 4});
     defineValue(c, 0, reshape(c, t, {n, ch * b * b, h / b, w / b}));
     return;
   }
-  std::string mode = attrString(c, "mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    nodeFail(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
   if (ch % (b * b))
     nodeFail(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
                     llvm::Twine(b * b) + ")");
@@ -420,8 +428,7 @@ void Importer::convertGroupNorm(const NodeCtx &c) {
       nodeFail(c, "attribute 'num_groups' is required");
     if (*g <= 0 || channels % *g)
       nodeFail(c, "attribute 'num_groups' (" + llvm::Twine(*g) +
-                      ") must be positive and divide the channels (" + llvm::Twine(channels) +
-                      ")");
+                      ") must be positive and divide the channels (" + llvm::Twine(channels) + ")");
     groups = *g;
     int64_t stash = attrInt(c, "stash_type", 1);
     if (stash != 1)
@@ -590,8 +597,8 @@ void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
     if (name != "pads" && name != "kernel_shape" && name != "strides" && name != "dilations")
       continue;
     SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
-    SmallVector<int64_t> v2 = name == "pads" ? SmallVector<int64_t>{0, v[0], 0, v[1]}
-                                             : SmallVector<int64_t>{1, v[0]};
+    SmallVector<int64_t> v2 =
+        name == "pads" ? SmallVector<int64_t>{0, v[0], 0, v[1]} : SmallVector<int64_t>{1, v[0]};
     a.clear_ints();
     for (int64_t i : v2)
       a.add_ints(i);
@@ -630,7 +637,7 @@ void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
 
 /// The ONNX schema forms of Einsum.
 static const OpForm kEinsumForms[] = {
-    {12, 1, 2, 1, 1, "equation"},
+    {12, 1, kVariadic, 1, 1, "equation"},
 };
 
 namespace {
@@ -691,6 +698,8 @@ void Importer::convertEinsum(const NodeCtx &c) {
   if (eq.empty())
     nodeFail(c, "attribute 'equation' is required");
   int n = c.node.input_size();
+  if (n > 2)
+    nodeFail(c, "Einsum of " + llvm::Twine(n) + " operands is not supported (one or two)");
   llvm::StringRef lhs = eq, out;
   bool explicitOut = false;
   if (size_t arrow = llvm::StringRef(eq).find("->"); arrow != llvm::StringRef::npos) {
@@ -719,7 +728,8 @@ void Importer::convertEinsum(const NodeCtx &c) {
       Label l = labels[i][d];
       if (llvm::count(labels[i], l) > 1)
         nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
-                        llvm::Twine(static_cast<char>(l)) + "' in one term: diagonals are not "
+                        llvm::Twine(static_cast<char>(l)) +
+                        "' in one term: diagonals are not "
                         "supported");
       int64_t size = shapeOf(v)[d];
       auto [it, fresh] = sizes.try_emplace(l, size);
@@ -741,8 +751,8 @@ void Importer::convertEinsum(const NodeCtx &c) {
     int64_t outLetters = 0;
     for (char ch : out)
       outLetters += ch != '.';
-    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0),
-                             outLabels, ellipsisRank))
+    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0), outLabels,
+                             ellipsisRank))
       nodeFail(c, "attribute 'equation': " + *err);
   } else {
     for (int64_t k = ellipsisRank - 1; k >= 0; --k)
@@ -817,8 +827,7 @@ void Importer::convertEinsum(const NodeCtx &c) {
   orderB.append(contracted.begin(), contracted.end());
   orderB.append(freeB.begin(), freeB.end());
   SmallVector<int64_t> batchA = sizeOf(batch, 0), batchB = sizeOf(batch, 1);
-  int64_t m = prod(sizeOf(freeA, 0)), k = prod(sizeOf(contracted, 0)),
-          nn = prod(sizeOf(freeB, 1));
+  int64_t m = prod(sizeOf(freeA, 0)), k = prod(sizeOf(contracted, 0)), nn = prod(sizeOf(freeB, 1));
   SmallVector<int64_t> shapeA(batchA), shapeB(batchB);
   shapeA.append({m, k});
   shapeB.append({k, nn});
@@ -840,19 +849,17 @@ void Importer::convertEinsum(const NodeCtx &c) {
 //===----------------------------------------------------------------------===//
 
 /// The ONNX schema forms of Resize and Upsample.
+// clang-format off: check_schema_forms.py reads each form's attributes as one string.
 static const OpForm kResizeForms[] = {
     {10, 2, 2, 1, 1, "mode"},
-    {11, 3, 4, 1, 1,
-     "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
-     "nearest_mode"},
-    {13, 1, 4, 1, 1,
-     "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode "
-     "nearest_mode"},
-    {18, 1, 4, 1, 1,
-     "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside "
-     "extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+    {11, 3, 4, 1, 1, "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode nearest_mode"},
+    {13, 1, 4, 1, 1, "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode nearest_mode"},
+    {18, 1, 4, 1, 1, "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
 };
+// clang-format on
+/// Upsample-1 (experimental: height_scale, width_scale) is refused.
 static const OpForm kUpsampleForms[] = {
+    {1, 1, 1, 1, 1, "height_scale mode width_scale"},
     {7, 1, 1, 1, 1, "mode scales"},
     {9, 2, 2, 1, 1, "mode"},
 };
@@ -947,6 +954,9 @@ SmallVector<float> interpolationMatrix(llvm::StringRef mode, llvm::StringRef tra
 /// last and back). Scales and sizes must be compile-time constants.
 void Importer::convertResize(const NodeCtx &c) {
   bool upsample = c.node.op_type() == "Upsample";
+  if (upsample && opset < 7)
+    nodeFail(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
+                "supported");
   bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
   RankedTensorType t = inputType(c, 0);
   ArrayRef<int64_t> shape = t.getShape();
@@ -955,8 +965,8 @@ void Importer::convertResize(const NodeCtx &c) {
   if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
     nodeFail(c, "attribute 'mode' must be nearest, linear" +
                     llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
-  std::string transform = legacy ? "asymmetric"
-                                 : attrString(c, "coordinate_transformation_mode", "half_pixel");
+  std::string transform =
+      legacy ? "asymmetric" : attrString(c, "coordinate_transformation_mode", "half_pixel");
   std::string nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
@@ -972,14 +982,16 @@ void Importer::convertResize(const NodeCtx &c) {
   if (nearestMode != "simple" && nearestMode != "round_prefer_floor" &&
       nearestMode != "round_prefer_ceil" && nearestMode != "floor" && nearestMode != "ceil")
     nodeFail(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
-                "or ceil, got " + quotedName(nearestMode));
+                "or ceil, got " +
+                    quotedName(nearestMode));
   float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
   bool excludeOutside = attrBool(c, "exclude_outside", false);
   bool antialias = attrBool(c, "antialias", false);
   std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
-                "not_smaller, got " + quotedName(policy));
+                "not_smaller, got " +
+                    quotedName(policy));
   SmallVector<int64_t> axes;
   if (auto a = attrInts(c, "axes")) {
     for (int64_t ax : *a) {
@@ -1060,8 +1072,8 @@ void Importer::convertResize(const NodeCtx &c) {
   for (int64_t d = 0; d < rank; ++d) {
     const AxisResize &a = plan[d];
     if (a.out <= 0 || a.out > (int64_t(1) << 24))
-      nodeFail(c, "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) +
-                      " elements");
+      nodeFail(c,
+               "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) + " elements");
     if (a.in == 0)
       nodeFail(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
     if (a.out == a.in && a.scale == 1.0f)
@@ -1076,8 +1088,8 @@ void Importer::convertResize(const NodeCtx &c) {
       continue;
     }
     if (a.in * a.out > kMaxFoldElements * 16)
-      nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" +
-                      llvm::Twine(a.in) + " x " + llvm::Twine(a.out) + ") is too large");
+      nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" + llvm::Twine(a.in) +
+                      " x " + llvm::Twine(a.out) + ") is too large");
     SmallVector<float> m = interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
     Value w = constant(c.loc, makeF32Attr(ctx, {a.in, a.out}, m));
     SmallVector<int64_t> perm;

@@ -32,8 +32,8 @@ save("tile", "Tile", [2, 3], [2, 6], 13, ["r"], [("r", i64(1, 2))])
 save("d2s", "DepthToSpace", [1, 8, 2, 3], [1, 2, 4, 6], 13, blocksize=2, mode="CRD")
 save("group_norm", "GroupNormalization", [2, 4, 3], [2, 4, 3], 18, ["s", "b"],
      [("s", f32(1, 2)), ("b", f32(0, 1))], num_groups=2)
-save("layer_norm_stats", "LayerNormalization", [2, 8], [2, 8], 17, ["g"], [("g", np.ones(8, np.float32))],
-     outputs=("y", "mean", "inv_std"))
+save("layer_norm_stats", "LayerNormalization", [2, 8], [2, 8], 17, ["g"],
+     [("g", np.ones(8, np.float32))], outputs=("y", "mean", "inv_std"))
 save("logsumexp", "ReduceLogSumExp", [3, 4], [3], 18, ["axes"], [("axes", i64(1))], keepdims=0)
 save("reduce_min", "ReduceMin", [3, 4], [1, 4], 13, axes=[0])
 save("einsum", "Einsum", [2, 3, 4], [2, 3, 5], 12, ["w"], [("w", np.ones((2, 4, 5), np.float32))],
