@@ -10,16 +10,1132 @@
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <limits>
+
 using namespace mlir;
 
 namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+Value Importer::sliceAxis(const NodeCtx &c, Value v, int64_t axis, int64_t start, int64_t count) {
+  ArrayRef<int64_t> shape = shapeOf(v);
+  if (start == 0 && count == shape[axis])
+    return v;
+  SmallVector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
+  Shape counts(shape.begin(), shape.end());
+  starts[axis] = start;
+  counts[axis] = count;
+  return builder
+      .create<graph::SliceOp>(c.loc, tensorType(counts, elemOf(v)), v,
+                              builder.getDenseI64ArrayAttr(starts),
+                              builder.getDenseI64ArrayAttr(steps))
+      .getOutput();
+}
+
+Value Importer::gatherAxis(const NodeCtx &c, Value v, int64_t axis, ArrayRef<int64_t> indices) {
+  Value ix = constant(
+      c.loc, makeIntAttr({static_cast<int64_t>(indices.size())}, builder.getI64Type(), indices));
+  return createInferred<graph::GatherOp>(c, elemOf(v), v, ix, builder.getI64IntegerAttr(axis));
+}
+
+Value Importer::concatAxis(const NodeCtx &c, ArrayRef<Value> parts, int64_t axis) {
+  if (parts.size() == 1)
+    return parts.front();
+  return createInferred<graph::ConcatOp>(c, elemOf(parts.front()), ValueRange(parts),
+                                         builder.getI64IntegerAttr(axis));
+}
+
+Value Importer::mulV(const NodeCtx &c, Value a, Value b) {
+  return createInferred<graph::MulOp>(c, elemOf(a), a, b);
+}
+Value Importer::addV(const NodeCtx &c, Value a, Value b) {
+  return createInferred<graph::AddOp>(c, elemOf(a), a, b);
+}
+Value Importer::subV(const NodeCtx &c, Value a, Value b) {
+  return createInferred<graph::SubOp>(c, elemOf(a), a, b);
+}
+
+/// |x| as relu(x) + relu(-x): one of the two terms is an exact zero, so the
+/// sum is exact at every precision (there is no mp abs op).
+Value Importer::absV(const NodeCtx &c, Value x) {
+  Value pos = builder.create<graph::ReluOp>(c.loc, x.getType(), x).getOutput();
+  Value neg = builder.create<graph::NegOp>(c.loc, x.getType(), x).getOutput();
+  Value negPos = builder.create<graph::ReluOp>(c.loc, x.getType(), neg).getOutput();
+  return addV(c, pos, negPos);
+}
+
+/// Input i, one value per channel or (`groups` < `channels`) per group of
+/// channels, as [C, 1, ...] to broadcast over an [N, C, ...] tensor of
+/// `rank`. A constant is spread and re-typed at compile time; a run-time
+/// value is spread with a gather of constant indices.
+Value Importer::perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups,
+                           int64_t rank) {
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape[0] = channels;
+  int64_t per = channels / groups;
+  if (DenseElementsAttr k = constInput(c, i)) {
+    SmallVector<float> v = floatValues(k), spread;
+    for (int64_t ch = 0; ch < channels; ++ch)
+      spread.push_back(v[ch / per]);
+    return constant(Location(entryOf(c, i).constantLoc), makeF32Attr(ctx, shape, spread));
+  }
+  Value p = input(c, i);
+  if (per != 1) {
+    SmallVector<int64_t> idx;
+    for (int64_t ch = 0; ch < channels; ++ch)
+      idx.push_back(ch / per);
+    p = gatherAxis(c, p, 0, idx);
+  }
+  return reshape(c, p, shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Tile, Trilu, Pad, DepthToSpace, SpaceToDepth, CastLike
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Tile (opset 1 took tiles and axis inputs).
+static const OpForm kTileForms[] = {
+    {1, 3, 3, 1, 1, ""},
+    {6, 2, 2, 1, 1, ""},
+};
+
+/// Tile: along each axis with r repeats, a concat of r copies (r = 0: an
+/// empty slice).
+void Importer::convertTile(const NodeCtx &c) {
+  Value x = input(c, 0);
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (opset < 6)
+    nodeFail(c, "Tile before opset 6 (the 'tiles' and 'axis' inputs) is not supported");
+  SmallVector<int64_t> repeats = requireConstInts(c, 1, "repeats");
+  if (repeats.size() != shape.size())
+    nodeFail(c, "input 'repeats' has " + llvm::Twine(repeats.size()) +
+                    " values, the input has rank " + llvm::Twine(shape.size()));
+  for (int64_t r : repeats)
+    if (r < 0 || r > 65536)
+      nodeFail(c, "input 'repeats' must hold values in [0, 65536], got " +
+                      graph::formatShape(repeats));
+  // The result's element count, saturated so that it cannot overflow.
+  int64_t count = graph::numElements(shape);
+  for (int64_t r : repeats)
+    count = std::min<int64_t>(count * r, int64_t(1) << 40);
+  if (count > (int64_t(1) << 31))
+    nodeFail(c, "the tiled result would have more than 2^31 elements");
+  Value v = x;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] == 1)
+      continue;
+    if (repeats[d] == 0) {
+      v = sliceAxis(c, v, d, 0, 0);
+      continue;
+    }
+    SmallVector<Value> copies(repeats[d], v);
+    v = concatAxis(c, copies, d);
+  }
+  defineValue(c, 0, v);
+}
+
+/// The ONNX schema forms of Trilu.
+static const OpForm kTriluForms[] = {
+    {14, 1, 2, 1, 1, "upper"},
+};
+
+/// Trilu: mp.where with a constant mask of the last two dims, built at
+/// import (upper keeps j - i >= k, lower keeps j - i <= k).
+void Importer::convertTrilu(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (shape.size() < 2)
+    nodeFail(c, "input must have rank >= 2, got " + graph::formatShape(shape));
+  bool upper = attrBool(c, "upper", true);
+  int64_t k = 0;
+  if (hasInput(c, 1)) {
+    SmallVector<int64_t> kv = requireConstInts(c, 1, "k");
+    if (kv.size() != 1)
+      nodeFail(c, "input 'k' must hold one value, got " + llvm::Twine(kv.size()));
+    k = kv[0];
+  }
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  if (rows * cols > kMaxFoldElements)
+    nodeFail(c, "the mask of the last two dims would have more than 2^20 elements");
+  // k far outside the matrix keeps or zeroes everything; clamp it so that
+  // j - i - k cannot overflow.
+  k = std::clamp<int64_t>(k, -rows - 1, cols + 1);
+  SmallVector<int64_t> mask;
+  mask.reserve(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.push_back(upper ? j - i >= k : j - i <= k);
+  Value m = constant(c.loc, makeIntAttr({rows, cols}, builder.getI1Type(), mask));
+  Value zero = constant(c.loc, makeF32Attr(ctx, {}, {0.0f}));
+  defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), m, x, zero));
+}
+
+/// The ONNX schema forms of Pad (opset 1 named the pads `paddings`).
+static const OpForm kPadForms[] = {
+    {1, 1, 1, 1, 1, "mode paddings value"},
+    {2, 1, 1, 1, 1, "mode pads value"},
+    {11, 2, 3, 1, 1, "mode"},
+    {18, 2, 4, 1, 1, "mode"},
+};
+
+/// The source index along an axis of size n of padded position p (p < 0
+/// before the data, p >= n after it) in Pad's `mode`.
+static int64_t padSource(llvm::StringRef mode, int64_t p, int64_t n) {
+  if (mode == "edge")
+    return std::clamp<int64_t>(p, 0, n - 1);
+  if (mode == "wrap")
+    return ((p % n) + n) % n;
+  // reflect: mirror at the edges without repeating them (period 2n - 2).
+  if (n == 1)
+    return 0;
+  int64_t period = 2 * n - 2;
+  int64_t q = ((p % period) + period) % period;
+  return q < n ? q : period - q;
+}
+
+/// Pad: negative pads crop (a slice); then per padded axis, constant mode
+/// concats constant blocks, the other modes gather the axis with constant
+/// indices.
+void Importer::convertPad(const NodeCtx &c) {
+  Value x = input(c, 0);
+  Type et = elemOf(x);
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  std::string mode = attrString(c, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && !(mode == "wrap" && opset >= 19))
+    nodeFail(c, "attribute 'mode' must be constant, reflect, edge" +
+                    llvm::Twine(opset >= 19 ? " or wrap" : "") + ", got " + quotedName(mode));
+  SmallVector<int64_t> pads;
+  float fillF = 0.0f;
+  int64_t fillI = 0;
+  SmallVector<int64_t> axes;
+  if (opset < 11) {
+    const char *name = opset < 2 ? "paddings" : "pads";
+    std::optional<SmallVector<int64_t>> p = attrInts(c, name);
+    if (!p)
+      nodeFail(c, "attribute '" + llvm::Twine(name) + "' is required");
+    pads = *p;
+    fillF = attrFloat(c, "value", 0.0f);
+    // An integer tensor pads with the value cast (truncated).
+    if (std::isfinite(fillF) && std::abs(fillF) < 9.0e18f)
+      fillI = static_cast<int64_t>(fillF);
+  } else {
+    pads = requireConstInts(c, 1, "pads");
+    if (hasInput(c, 2)) {
+      DenseElementsAttr v = requireConst(c, 2, "constant_value");
+      if (v.getNumElements() != 1)
+        nodeFail(c, "input 'constant_value' must hold one value, got " +
+                        llvm::Twine(v.getNumElements()));
+      if (v.getElementType() != et)
+        nodeFail(c, "input 'constant_value' is " + elementTypeName(v.getElementType()) +
+                        ", the data is " + elementTypeName(et));
+      if (isFloat(et))
+        fillF = floatValues(v)[0];
+      else
+        fillI = intValues(v)[0];
+    }
+    // The pads pair with the axes in the order given: no sorting.
+    if (hasInput(c, 3))
+      for (int64_t a : requireConstInts(c, 3, "axes")) {
+        axes.push_back(normalizeAxis(c, "axis in input 'axes'", a, rank));
+        if (llvm::count(axes, axes.back()) > 1)
+          nodeFail(c, "input 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+      }
+  }
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  int64_t n = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * n)
+    nodeFail(c, "'pads' has " + llvm::Twine(pads.size()) + " values, want " + llvm::Twine(2 * n) +
+                    " (begin and end for " + llvm::Twine(n) + " axes)");
+  SmallVector<int64_t> before(rank, 0), after(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    before[axes[i]] = pads[i];
+    after[axes[i]] = pads[n + i];
+  }
+  Value v = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = shapeOf(v)[d];
+    if (std::abs(before[d]) > (int64_t(1) << 24) || std::abs(after[d]) > (int64_t(1) << 24))
+      nodeFail(c, "pads of axis " + llvm::Twine(d) + " are out of range [-2^24, 2^24]");
+    // Negative pads remove elements first.
+    int64_t cropFront = std::max<int64_t>(0, -before[d]),
+            cropBack = std::max<int64_t>(0, -after[d]);
+    if (cropFront + cropBack > size)
+      nodeFail(c, "pads of axis " + llvm::Twine(d) + " remove " +
+                      llvm::Twine(cropFront + cropBack) + " elements of " + llvm::Twine(size));
+    v = sliceAxis(c, v, d, cropFront, size - cropFront - cropBack);
+    size -= cropFront + cropBack;
+    int64_t front = std::max<int64_t>(0, before[d]), back = std::max<int64_t>(0, after[d]);
+    if (front == 0 && back == 0)
+      continue;
+    if (mode == "constant") {
+      SmallVector<Value> parts;
+      auto block = [&](int64_t len) {
+        Shape s(shapeOf(v).begin(), shapeOf(v).end());
+        s[d] = len;
+        int64_t count = graph::numElements(s);
+        if (count > kMaxFoldElements * 16)
+          nodeFail(c, "the constant padding block " + graph::formatShape(s) + " is too large");
+        DenseElementsAttr a = isFloat(et) ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
+                                          : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
+        return constant(c.loc, a);
+      };
+      if (front)
+        parts.push_back(block(front));
+      parts.push_back(v);
+      if (back)
+        parts.push_back(block(back));
+      v = concatAxis(c, parts, d);
+      continue;
+    }
+    if (size == 0)
+      nodeFail(c, "cannot pad axis " + llvm::Twine(d) + " of size 0 in mode " + quotedName(mode));
+    SmallVector<int64_t> idx;
+    for (int64_t p = -front; p < size + back; ++p)
+      idx.push_back(padSource(mode, p, size));
+    v = gatherAxis(c, v, d, idx);
+  }
+  defineValue(c, 0, v);
+}
+
+/// The ONNX schema forms of DepthToSpace and SpaceToDepth.
+static const OpForm kDepthToSpaceForms[] = {
+    {1, 1, 1, 1, 1, "blocksize"},
+    {11, 1, 1, 1, 1, "blocksize mode"},
+};
+static const OpForm kSpaceToDepthForms[] = {
+    {1, 1, 1, 1, 1, "blocksize"},
+    {28, 1, 1, 1, 1, "blocksize mode"},
+};
+
+/// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose and a
+/// reshape back to 4-D.
+void Importer::convertDepthSpace(const NodeCtx &c) {
+  Value x = input(c, 0);
+  ArrayRef<int64_t> s = shapeOf(x);
+  if (s.size() != 4)
+    nodeFail(c, "input must be 4-D (N, C, H, W), got " + graph::formatShape(s));
+  std::optional<int64_t> bs = attrIntOpt(c, "blocksize");
+  if (!bs)
+    nodeFail(c, "attribute 'blocksize' is required");
+  int64_t b = *bs;
+  if (b <= 0 || b > 4096)
+    nodeFail(c, "attribute 'blocksize' must be in [1, 4096], got " + llvm::Twine(b));
+  int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
+  std::string mode = attrString(c, "mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    nodeFail(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
+  if (c.node.op_type() == "SpaceToDepth") {
+    if (h % b || w % b)
+      nodeFail(c, "H and W (" + llvm::Twine(h) + ", " + llvm::Twine(w) +
+                      ") must be multiples of blocksize " + llvm::Twine(b));
+    // DCR puts the block offsets before the channel, CRD (opset 28) after.
+    Value r = reshape(c, x, {n, ch, h / b, b, w / b, b});
+    Value t = mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4})
+                            : transpose(c, r, {0, 1, 3, 5, 2, 4});
+    defineValue(c, 0, reshape(c, t, {n, ch * b * b, h / b, w / b}));
+    return;
+  }
+  if (ch % (b * b))
+    nodeFail(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
+                    llvm::Twine(b * b) + ")");
+  int64_t oc = ch / (b * b);
+  Value t;
+  if (mode == "DCR")
+    t = transpose(c, reshape(c, x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2});
+  else
+    t = transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
+  defineValue(c, 0, reshape(c, t, {n, oc, h * b, w * b}));
+}
+
+/// The ONNX schema forms of CastLike.
+static const OpForm kCastLikeForms[] = {
+    {15, 2, 2, 1, 1, ""},
+    {19, 2, 2, 1, 1, "saturate"},
+    {24, 2, 2, 1, 1, "round_mode saturate"},
+};
+
+/// CastLike: mp.cast to the element type of input #1 (only its type is
+/// read). Constant inputs are folded by the generic constant folding.
+void Importer::convertCastLike(const NodeCtx &c) {
+  Type target = inputType(c, 1).getElementType();
+  std::string roundMode = attrString(c, "round_mode", "up");
+  if (roundMode != "up" && roundMode != "down")
+    nodeFail(c, "attribute 'round_mode' must be up or down, got " + quotedName(roundMode));
+  RankedTensorType t = inputType(c, 0);
+  if (t.getElementType() == target) {
+    aliasOutput(c, 0, 0);
+    return;
+  }
+  Value x = input(c, 0);
+  defineValue(
+      c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations: InstanceNormalization, GroupNormalization
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of InstanceNormalization.
+static const OpForm kInstanceNormForms[] = {
+    {1, 3, 3, 1, 1, "consumed_inputs epsilon"},
+    {6, 3, 3, 1, 1, "epsilon"},
+};
+
+/// GroupNormalization: scale and bias per group at opset 18, per channel
+/// from 21.
+static const OpForm kGroupNormForms[] = {
+    {18, 3, 3, 1, 1, "epsilon num_groups"},
+    {21, 3, 3, 1, 1, "epsilon num_groups stash_type"},
+};
+
+/// A normalization's epsilon attribute, positive (mp.layer_norm needs it).
+float Importer::positiveEpsilon(const NodeCtx &c) {
+  float eps = attrFloat(c, "epsilon", 1e-5f);
+  if (!(eps > 0.0f) || !std::isfinite(eps))
+    nodeFail(c, "attribute 'epsilon' must be positive and finite, got " + std::to_string(eps));
+  return eps;
+}
+
+/// InstanceNormalization and GroupNormalization: x [N, C, ...] reshaped to
+/// [N, G, C / G * spatial], mp.layer_norm (no affine) over the last axis,
+/// reshaped back, then times scale and plus bias per channel (Instance: G =
+/// C). Per-group parameters (GroupNormalization-18) are spread to the
+/// channels with a gather of constant indices.
+void Importer::convertGroupNorm(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  ArrayRef<int64_t> s = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(s.size());
+  if (rank < 3)
+    nodeFail(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(s));
+  float eps = positiveEpsilon(c);
+  int64_t channels = s[1];
+  bool instance = c.node.op_type() == "InstanceNormalization";
+  int64_t groups = channels;
+  if (!instance) {
+    std::optional<int64_t> g = attrIntOpt(c, "num_groups");
+    if (!g)
+      nodeFail(c, "attribute 'num_groups' is required");
+    if (*g <= 0 || channels % *g)
+      nodeFail(c, "attribute 'num_groups' (" + llvm::Twine(*g) +
+                      ") must be positive and divide the channels (" + llvm::Twine(channels) + ")");
+    groups = *g;
+    int64_t stash = attrInt(c, "stash_type", 1);
+    if (stash != 1)
+      nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  }
+  bool perGroup = !instance && opset < 21;
+  int64_t paramSize = perGroup ? groups : channels;
+  SmallVector<Value, 2> params;
+  static const char *roles[] = {"scale", "B"};
+  for (int i = 1; i <= 2; ++i) {
+    RankedTensorType t = inputType(c, i);
+    requireFloat(c, i, t.getElementType());
+    if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
+      nodeFail(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
+                      " must be [" + llvm::Twine(paramSize) + "] (one value per " +
+                      (perGroup ? "group" : "channel") + ")");
+    params.push_back(perChannel(c, i, channels, perGroup ? groups : channels, rank));
+  }
+  int64_t inner = product(s, 1, rank) / groups;
+  Value grouped = reshape(c, x, {s[0], groups, inner});
+  Value norm = builder
+                   .create<graph::LayerNormOp>(c.loc, grouped.getType(), grouped, Value(), Value(),
+                                               builder.getI64IntegerAttr(2),
+                                               builder.getF32FloatAttr(eps), TypeAttr())
+                   .getOutput();
+  Value y = reshape(c, norm, s);
+  defineValue(c, 0, addV(c, mulV(c, y, params[0]), params[1]));
+}
+
+/// Mean and InvStdDev keep the normalized dims as 1 (ONNX's shapes) and are
+/// built from mp.reduce_mean (fp32 class: it accumulates) and mp.rsqrt:
+/// mean, then the mean of (x - mean)^2 (the two-pass form, which does not
+/// cancel as E[x^2] - mean^2 does), then 1 / sqrt(var + epsilon).
+void Importer::defineLayerNormStats(const NodeCtx &c, Value x, int64_t axis, float eps) {
+  auto used = [&](int i) {
+    return i < c.node.output_size() && !c.node.output(i).empty() &&
+           usedNames.count(c.node.output(i));
+  };
+  if (!used(1) && !used(2))
+    return;
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < static_cast<int64_t>(shapeOf(x).size()); ++d)
+    axes.push_back(d);
+  DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
+  BoolAttr kd = builder.getBoolAttr(true);
+  Type et = elemOf(x);
+  Value mean = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
+  defineValue(c, 1, mean);
+  if (!used(2))
+    return;
+  Value d = subV(c, x, mean);
+  Value var = createInferred<graph::ReduceMeanOp>(c, et, mulV(c, d, d), axesAttr, kd, TypeAttr());
+  Value sum = addV(c, var, scalarF32(c, eps));
+  defineValue(c, 2, builder.create<graph::RsqrtOp>(c.loc, sum.getType(), sum).getOutput());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions: ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
+// ReduceLogSumExp, ReduceMin
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of the composite reductions: axes move from an
+/// attribute to input #1 at opset 18.
+static const OpForm kCompositeReduceForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {18, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+
+/// The composite reductions. Each sums or takes a maximum through
+/// mp.reduce_sum / mp.reduce_max: reduce_sum is fp32 class because it
+/// accumulates (a 16-bit running sum of squares loses the small terms), and
+/// exp/log/sqrt around it are fp32 class for their range. With
+/// noop_with_empty_axes and no axes, only the element-wise part runs (as in
+/// the ONNX reference: ReduceSumSquare gives x^2).
+void Importer::convertCompositeReduce(const NodeCtx &c) {
+  llvm::StringRef op = c.node.op_type();
+  RankedTensorType t = inputType(c, 0);
+  requireFloat(c, 0, t.getElementType());
+  bool keepDims = attrBool(c, "keepdims", true);
+  std::optional<SmallVector<int64_t>> axes = reduceAxes(c, 18);
+  Value x = input(c, 0);
+  Type et = t.getElementType();
+  BoolAttr kd = builder.getBoolAttr(keepDims);
+  auto sum = [&](Value v) -> Value {
+    if (!axes)
+      return v;
+    return createInferred<graph::ReduceSumOp>(c, et, v, builder.getDenseI64ArrayAttr(*axes), kd,
+                                              TypeAttr());
+  };
+  auto max = [&](Value v, bool keep) -> Value {
+    if (!axes)
+      return v;
+    return createInferred<graph::ReduceMaxOp>(c, et, v, builder.getDenseI64ArrayAttr(*axes),
+                                              builder.getBoolAttr(keep), TypeAttr());
+  };
+  auto unary = [&](auto tag, Value v) -> Value {
+    using OpT = decltype(tag);
+    return builder.create<OpT>(c.loc, v.getType(), v).getOutput();
+  };
+  Value r;
+  if (op == "ReduceL1") {
+    r = sum(absV(c, x));
+  } else if (op == "ReduceL2") {
+    r = axes ? unary(graph::SqrtOp(), sum(mulV(c, x, x))) : absV(c, x);
+  } else if (op == "ReduceSumSquare") {
+    r = sum(mulV(c, x, x));
+  } else if (op == "ReduceLogSum") {
+    r = unary(graph::LogOp(), sum(x));
+  } else if (op == "ReduceLogSumExp") {
+    if (!axes) {
+      r = x;
+    } else {
+      // Stable: max + log(sum(exp(x - max))), so that exp cannot overflow.
+      // A row whose maximum is infinite gives NaN (there is no mp op to test
+      // for infinity).
+      Value m = max(x, true);
+      Value e = unary(graph::ExpOp(), subV(c, x, m));
+      Value l = unary(graph::LogOp(), sum(e));
+      if (!keepDims)
+        m = reshape(c, m, shapeOf(l));
+      r = addV(c, l, m);
+    }
+  } else { // ReduceMin: -max(-x)
+    Value neg = unary(graph::NegOp(), x);
+    r = unary(graph::NegOp(), max(neg, keepDims));
+  }
+  defineValue(c, 0, r);
+}
+
+//===----------------------------------------------------------------------===//
+// 1-D Conv, MaxPool and AveragePool
+//===----------------------------------------------------------------------===//
+
+/// The window attributes of a 1-D node, one value each (pads: begin, end).
+static std::optional<std::string> check1dWindowAttr(const onnx::AttributeProto &a) {
+  llvm::StringRef name = a.name();
+  size_t want = name == "pads" ? 2 : 1;
+  if (name != "pads" && name != "kernel_shape" && name != "strides" && name != "dilations")
+    return std::nullopt;
+  if (static_cast<size_t>(a.ints_size()) == want)
+    return std::nullopt;
+  return "attribute '" + name.str() + "' must have " + std::to_string(want) + " values" +
+         (want == 2 ? " [begin, end]" : "") + ", got " + std::to_string(a.ints_size());
+}
+
+/// A 1-D window node (a 3-D [N, C, W] input) runs through its 2-D
+/// converter on a copy of the node: the input reshaped to [N, C, 1, W]
+/// (Conv's weight to [M, C / group, 1, K]), the window attributes with a
+/// leading 1 (pads with a 0 before each side), and the result reshaped
+/// back to 3-D. auto_pad then pads nothing along the added dim of size 1.
+void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
+  requireFloat(c, 0, inputType(c, 0).getElementType());
+  bool isConv = c.node.op_type() == "Conv";
+  if (isConv) {
+    RankedTensorType wt = inputType(c, 1);
+    requireFloat(c, 1, wt.getElementType());
+    if (wt.getRank() != 3)
+      nodeFail(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
+                      graph::formatShape(wt.getShape()));
+  }
+  onnx::NodeProto node = c.node;
+  for (onnx::AttributeProto &a : *node.mutable_attribute()) {
+    if (auto err = check1dWindowAttr(a))
+      nodeFail(c, *err);
+    llvm::StringRef name = a.name();
+    if (name != "pads" && name != "kernel_shape" && name != "strides" && name != "dilations")
+      continue;
+    SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+    SmallVector<int64_t> v2 =
+        name == "pads" ? SmallVector<int64_t>{0, v[0], 0, v[1]} : SmallVector<int64_t>{1, v[0]};
+    a.clear_ints();
+    for (int64_t i : v2)
+      a.add_ints(i);
+  }
+  // Synthetic value names (a control character keeps them apart from the
+  // file's names); removed from the value table afterwards.
+  std::string prefix = "\x01" + c.name + "\x01";
+  auto define = [&](int i, Value v) {
+    std::string name = prefix + std::to_string(i);
+    Entry e;
+    e.value = v;
+    values[name] = e;
+    node.set_input(i, name);
+  };
+  ArrayRef<int64_t> xs = inputType(c, 0).getShape();
+  define(0, reshapeInput(c, 0, {xs[0], xs[1], 1, xs[2]}));
+  if (isConv) {
+    ArrayRef<int64_t> ws = inputType(c, 1).getShape();
+    define(1, reshapeInput(c, 1, {ws[0], ws[1], 1, ws[2]}));
+  }
+  std::string out = prefix + "out";
+  node.set_output(0, out);
+  NodeCtx c2{node, c.name, c.loc};
+  (this->*convert2d)(c2);
+  Value y = values[out].value;
+  for (int i = 0; i < 2; ++i)
+    values.erase(prefix + std::to_string(i));
+  values.erase(out);
+  ArrayRef<int64_t> ys = shapeOf(y);
+  defineValue(c, 0, reshape(c, y, {ys[0], ys[1], ys[3]}));
+}
+
+//===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Einsum.
+static const OpForm kEinsumForms[] = {
+    {12, 1, kVariadic, 1, 1, "equation"},
+};
+
+namespace {
+/// An Einsum label: a letter, or the k-th dim of the ellipsis counted from
+/// its right end (256 + k), so that ellipsis dims of different ranks align
+/// as NumPy broadcasting does.
+using Label = int;
+constexpr Label kEllipsisLabel = 256;
+
+/// One operand's term of an Einsum equation, parsed against its rank.
+std::optional<std::string> parseTerm(llvm::StringRef term, int64_t rank,
+                                     SmallVectorImpl<Label> &labels, int64_t &ellipsisRank) {
+  size_t dots = term.find("...");
+  int64_t letters = 0;
+  for (char ch : term)
+    if (ch != '.') {
+      if (!llvm::isAlpha(ch))
+        return "equation term '" + term.str() + "' holds '" + std::string(1, ch) +
+               "', not a letter";
+      ++letters;
+    }
+  if (dots == llvm::StringRef::npos) {
+    if (llvm::is_contained(term, '.'))
+      return "equation term '" + term.str() + "' has a '.' outside an ellipsis";
+    if (letters != rank)
+      return "equation term '" + term.str() + "' has " + std::to_string(letters) +
+             " labels for an input of rank " + std::to_string(rank);
+    for (char ch : term)
+      labels.push_back(static_cast<unsigned char>(ch));
+    ellipsisRank = 0;
+    return std::nullopt;
+  }
+  llvm::StringRef before = term.substr(0, dots), after = term.substr(dots + 3);
+  if (before.contains('.') || after.contains('.'))
+    return "equation term '" + term.str() + "' has more than one ellipsis";
+  ellipsisRank = rank - letters;
+  if (ellipsisRank < 0)
+    return "equation term '" + term.str() + "' has " + std::to_string(letters) +
+           " labels for an input of rank " + std::to_string(rank);
+  for (char ch : before)
+    labels.push_back(static_cast<unsigned char>(ch));
+  for (int64_t k = ellipsisRank - 1; k >= 0; --k)
+    labels.push_back(kEllipsisLabel + k);
+  for (char ch : after)
+    labels.push_back(static_cast<unsigned char>(ch));
+  return std::nullopt;
+}
+} // namespace
+
+/// Einsum of one or two operands without repeated labels in a term (no
+/// diagonals): labels only one operand has and the output lacks are summed
+/// first (mp.reduce_sum); two operands then become one batched mp.matmul
+/// of [batch, free, contracted] x [batch, contracted, free] (transposes and
+/// reshapes around it), and a transpose gives the output's label order.
+void Importer::convertEinsum(const NodeCtx &c) {
+  std::string eq = attrString(c, "equation", "");
+  eq.erase(llvm::remove_if(eq, [](char ch) { return ch == ' '; }), eq.end());
+  if (eq.empty())
+    nodeFail(c, "attribute 'equation' is required");
+  int n = c.node.input_size();
+  if (n > 2)
+    nodeFail(c, "Einsum of " + llvm::Twine(n) + " operands is not supported (one or two)");
+  llvm::StringRef lhs = eq, out;
+  bool explicitOut = false;
+  if (size_t arrow = llvm::StringRef(eq).find("->"); arrow != llvm::StringRef::npos) {
+    lhs = llvm::StringRef(eq).substr(0, arrow);
+    out = llvm::StringRef(eq).substr(arrow + 2);
+    explicitOut = true;
+  }
+  SmallVector<llvm::StringRef, 2> terms;
+  lhs.split(terms, ',');
+  if (static_cast<int>(terms.size()) != n)
+    nodeFail(c, "equation " + quotedName(eq) + " has " + llvm::Twine(terms.size()) +
+                    " input terms, the node has " + llvm::Twine(n) + " inputs");
+  SmallVector<Value, 2> vals;
+  SmallVector<SmallVector<Label>, 2> labels(n);
+  int64_t ellipsisRank = 0;
+  llvm::DenseMap<Label, int64_t> sizes;
+  for (int i = 0; i < n; ++i) {
+    Value v = input(c, i);
+    requireFloat(c, i, elemOf(v));
+    vals.push_back(v);
+    int64_t er = 0;
+    if (auto err = parseTerm(terms[i], shapeOf(v).size(), labels[i], er))
+      nodeFail(c, "attribute 'equation': " + *err);
+    ellipsisRank = std::max(ellipsisRank, er);
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      Label l = labels[i][d];
+      if (llvm::count(labels[i], l) > 1)
+        nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+                        llvm::Twine(static_cast<char>(l)) +
+                        "' in one term: diagonals are not "
+                        "supported");
+      int64_t size = shapeOf(v)[d];
+      auto [it, fresh] = sizes.try_emplace(l, size);
+      // Ellipsis dims broadcast (1 against n); letters must agree.
+      if (!fresh && it->second != size) {
+        if (l >= kEllipsisLabel && (it->second == 1 || size == 1))
+          it->second = std::max(it->second, size);
+        else
+          nodeFail(c, "equation " + quotedName(eq) + ": label '" +
+                          (l >= kEllipsisLabel ? llvm::Twine("...") : llvm::Twine(char(l))) +
+                          "' has sizes " + llvm::Twine(it->second) + " and " + llvm::Twine(size));
+      }
+    }
+  }
+  // The output's labels: as written, or (implicit) the ellipsis then the
+  // letters used once, in alphabetical order.
+  SmallVector<Label> outLabels;
+  if (explicitOut) {
+    int64_t outLetters = 0;
+    for (char ch : out)
+      outLetters += ch != '.';
+    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0), outLabels,
+                             ellipsisRank))
+      nodeFail(c, "attribute 'equation': " + *err);
+  } else {
+    for (int64_t k = ellipsisRank - 1; k >= 0; --k)
+      outLabels.push_back(kEllipsisLabel + k);
+    for (Label l = 'A'; l <= 'z'; ++l) {
+      int uses = 0;
+      for (auto &ls : labels)
+        uses += llvm::count(ls, l);
+      if (uses == 1)
+        outLabels.push_back(l);
+    }
+  }
+  for (Label l : outLabels) {
+    if (llvm::count(outLabels, l) > 1)
+      nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+                      llvm::Twine(static_cast<char>(l)) + "' in the output");
+    if (!sizes.count(l))
+      nodeFail(c, "equation " + quotedName(eq) + ": output label '" +
+                      llvm::Twine(static_cast<char>(l)) + "' is in no input");
+  }
+  auto inOut = [&](Label l) { return llvm::is_contained(outLabels, l); };
+  auto inOther = [&](int i, Label l) { return n == 2 && llvm::is_contained(labels[1 - i], l); };
+  // Sum the labels only one operand has and the output lacks.
+  for (int i = 0; i < n; ++i) {
+    SmallVector<int64_t> axes;
+    SmallVector<Label> kept;
+    for (size_t d = 0; d < labels[i].size(); ++d) {
+      Label l = labels[i][d];
+      if (!inOut(l) && !inOther(i, l))
+        axes.push_back(d);
+      else
+        kept.push_back(l);
+    }
+    if (!axes.empty()) {
+      vals[i] = createInferred<graph::ReduceSumOp>(c, elemOf(vals[i]), vals[i],
+                                                   builder.getDenseI64ArrayAttr(axes),
+                                                   builder.getBoolAttr(false), TypeAttr());
+      labels[i] = kept;
+    }
+  }
+  // Puts v (labelled `have`) in the order `want`.
+  auto permute = [&](Value v, ArrayRef<Label> have, ArrayRef<Label> want) {
+    SmallVector<int64_t> perm;
+    for (Label l : want)
+      perm.push_back(llvm::find(have, l) - have.begin());
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return v;
+    return transpose(c, v, perm);
+  };
+  if (n == 1) {
+    defineValue(c, 0, permute(vals[0], labels[0], outLabels));
+    return;
+  }
+  SmallVector<Label> batch, freeA, freeB, contracted;
+  for (Label l : outLabels) {
+    bool a = llvm::is_contained(labels[0], l), b = llvm::is_contained(labels[1], l);
+    (a && b ? batch : a ? freeA : freeB).push_back(l);
+  }
+  for (Label l : labels[0])
+    if (!inOut(l))
+      contracted.push_back(l);
+  auto sizeOf = [&](ArrayRef<Label> ls, int i) {
+    SmallVector<int64_t> out;
+    for (Label l : ls)
+      out.push_back(shapeOf(vals[i])[llvm::find(labels[i], l) - labels[i].begin()]);
+    return out;
+  };
+  auto prod = [](ArrayRef<int64_t> v) { return product(v, 0, v.size()); };
+  SmallVector<Label> orderA(batch), orderB(batch);
+  orderA.append(freeA.begin(), freeA.end());
+  orderA.append(contracted.begin(), contracted.end());
+  orderB.append(contracted.begin(), contracted.end());
+  orderB.append(freeB.begin(), freeB.end());
+  SmallVector<int64_t> batchA = sizeOf(batch, 0), batchB = sizeOf(batch, 1);
+  int64_t m = prod(sizeOf(freeA, 0)), k = prod(sizeOf(contracted, 0)), nn = prod(sizeOf(freeB, 1));
+  SmallVector<int64_t> shapeA(batchA), shapeB(batchB);
+  shapeA.append({m, k});
+  shapeB.append({k, nn});
+  Value a = reshape(c, permute(vals[0], labels[0], orderA), shapeA);
+  Value b = reshape(c, permute(vals[1], labels[1], orderB), shapeB);
+  Value prodV = createInferred<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  SmallVector<int64_t> resultShape(shapeOf(prodV).drop_back(2));
+  SmallVector<Label> resultLabels(batch);
+  for (auto [ls, i] : {std::pair{&freeA, 0}, std::pair{&freeB, 1}}) {
+    SmallVector<int64_t> sz = sizeOf(*ls, i);
+    resultShape.append(sz.begin(), sz.end());
+    resultLabels.append(ls->begin(), ls->end());
+  }
+  defineValue(c, 0, permute(reshape(c, prodV, resultShape), resultLabels, outLabels));
+}
+
+//===----------------------------------------------------------------------===//
+// Resize and Upsample
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Resize and Upsample.
+// clang-format off: check_schema_forms.py reads each form's attributes as one string.
+static const OpForm kResizeForms[] = {
+    {10, 2, 2, 1, 1, "mode"},
+    {11, 3, 4, 1, 1, "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode nearest_mode"},
+    {13, 1, 4, 1, 1, "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode nearest_mode"},
+    {18, 1, 4, 1, 1, "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+};
+// clang-format on
+/// Upsample-1 (experimental: height_scale, width_scale) is refused.
+static const OpForm kUpsampleForms[] = {
+    {1, 1, 1, 1, 1, "height_scale mode width_scale"},
+    {7, 1, 1, 1, 1, "mode scales"},
+    {9, 2, 2, 1, 1, "mode"},
+};
+
+namespace {
+/// How one axis is resized: sizes and the scale the coordinates use (the
+/// given scale, or out / in when sizes were given).
+struct AxisResize {
+  int64_t in, out;
+  float scale;
+};
+
+/// The input coordinate of output index i (coordinate_transformation_mode),
+/// in float as onnxruntime computes it.
+float resizeCoordinate(llvm::StringRef mode, int64_t i, const AxisResize &a) {
+  float fi = static_cast<float>(i), s = a.scale;
+  if (mode == "half_pixel")
+    return (fi + 0.5f) / s - 0.5f;
+  if (mode == "half_pixel_symmetric") {
+    float adjustment = static_cast<float>(a.out) / (s * static_cast<float>(a.in));
+    float offset = static_cast<float>(a.in) / 2.0f * (1.0f - adjustment);
+    return offset + (fi + 0.5f) / s - 0.5f;
+  }
+  if (mode == "pytorch_half_pixel")
+    return a.out > 1 ? (fi + 0.5f) / s - 0.5f : 0.0f;
+  if (mode == "align_corners")
+    return a.out == 1 ? 0.0f : fi * static_cast<float>(a.in - 1) / static_cast<float>(a.out - 1);
+  return fi / s; // asymmetric
+}
+
+/// The input index nearest mode picks for coordinate x ("simple": Upsample's
+/// and Resize-10's rule, truncating up- and rounding up downsampled).
+int64_t nearestIndex(llvm::StringRef mode, float x, const AxisResize &a) {
+  int64_t i;
+  if (mode == "simple")
+    i = a.scale < 1.0f ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
+  else if (mode == "floor")
+    i = static_cast<int64_t>(std::floor(x));
+  else if (mode == "ceil")
+    i = static_cast<int64_t>(std::ceil(x));
+  else if (mode == "round_prefer_ceil")
+    i = static_cast<int64_t>(std::round(x));
+  else // round_prefer_floor
+    i = x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f
+            ? static_cast<int64_t>(std::floor(x))
+            : static_cast<int64_t>(std::round(x));
+  return std::clamp<int64_t>(i, 0, a.in - 1);
+}
+
+/// The [in, out] matrix of linear or cubic interpolation weights along one
+/// axis: column o holds the weights output o gives the input elements.
+SmallVector<float> interpolationMatrix(llvm::StringRef mode, llvm::StringRef transform,
+                                       const AxisResize &a, float cubicA, bool excludeOutside) {
+  SmallVector<float> m(a.in * a.out, 0.0f);
+  for (int64_t o = 0; o < a.out; ++o) {
+    float x = resizeCoordinate(transform, o, a);
+    if (mode == "linear") {
+      x = std::clamp(x, 0.0f, static_cast<float>(a.in - 1));
+      int64_t x0 = static_cast<int64_t>(x), x1 = std::min(x0 + 1, a.in - 1);
+      float w1 = x - static_cast<float>(x0);
+      m[x0 * a.out + o] += 1.0f - w1;
+      m[x1 * a.out + o] += w1;
+      continue;
+    }
+    // cubic: Keys' kernel with coefficient cubicA over 4 neighbours,
+    // clamped to the edges, or dropped and renormalized (exclude_outside).
+    int64_t x0 = static_cast<int64_t>(std::floor(x));
+    float t = x - static_cast<float>(x0), A = cubicA;
+    float w[4] = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+                  ((A + 2) * t - (A + 3)) * t * t + 1,
+                  ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+                  ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A};
+    float total = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+      int64_t idx = x0 - 1 + k;
+      if (excludeOutside && (idx < 0 || idx >= a.in))
+        w[k] = 0.0f;
+      total += w[k];
+    }
+    for (int k = 0; k < 4; ++k) {
+      int64_t idx = std::clamp<int64_t>(x0 - 1 + k, 0, a.in - 1);
+      m[idx * a.out + o] += excludeOutside ? w[k] / total : w[k];
+    }
+  }
+  return m;
+}
+} // namespace
+
+/// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
+/// mode gathers with constant indices (exact, any dtype); linear and cubic
+/// multiply by a constant [in, out] interpolation matrix (the axis moved
+/// last and back). Scales and sizes must be compile-time constants.
+void Importer::convertResize(const NodeCtx &c) {
+  bool upsample = c.node.op_type() == "Upsample";
+  if (upsample && opset < 7)
+    nodeFail(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
+                "supported");
+  bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t rank = t.getRank();
+  std::string mode = attrString(c, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
+    nodeFail(c, "attribute 'mode' must be nearest, linear" +
+                    llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
+  std::string transform =
+      legacy ? "asymmetric" : attrString(c, "coordinate_transformation_mode", "half_pixel");
+  std::string nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
+  if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
+      transform != "align_corners" && transform != "asymmetric" &&
+      !(transform == "half_pixel_symmetric" && opset >= 19)) {
+    if (transform == "tf_crop_and_resize" || transform == "tf_half_pixel_for_nn")
+      nodeFail(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
+                      " is not supported");
+    nodeFail(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
+                "pytorch_half_pixel, align_corners or asymmetric" +
+                    llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
+                    quotedName(transform));
+  }
+  if (nearestMode != "simple" && nearestMode != "round_prefer_floor" &&
+      nearestMode != "round_prefer_ceil" && nearestMode != "floor" && nearestMode != "ceil")
+    nodeFail(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
+                "or ceil, got " +
+                    quotedName(nearestMode));
+  float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
+  bool excludeOutside = attrBool(c, "exclude_outside", false);
+  bool antialias = attrBool(c, "antialias", false);
+  std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
+                "not_smaller, got " +
+                    quotedName(policy));
+  SmallVector<int64_t> axes;
+  if (auto a = attrInts(c, "axes")) {
+    for (int64_t ax : *a) {
+      axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
+      if (llvm::count(axes, axes.back()) > 1)
+        nodeFail(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  // The scales or sizes of `axes`.
+  SmallVector<float> scales;
+  SmallVector<int64_t> sizes;
+  if (upsample && opset < 9) {
+    std::optional<SmallVector<float>> s;
+    if (const auto *a = findAttr(c, "scales", onnx::AttributeProto::FLOATS))
+      s = SmallVector<float>(a->floats().begin(), a->floats().end());
+    if (!s)
+      nodeFail(c, "attribute 'scales' is required");
+    scales = *s;
+  } else {
+    int scalesInput = legacy ? 1 : 2;
+    if (hasInput(c, scalesInput)) {
+      DenseElementsAttr k = requireConst(c, scalesInput, "scales");
+      if (!isFloat(k.getElementType()))
+        nodeFail(c, "input 'scales' must be FLOAT, got " + elementTypeName(k.getElementType()));
+      scales = floatValues(k);
+    }
+    if (!legacy && hasInput(c, 3)) {
+      if (!scales.empty())
+        nodeFail(c, "takes the 'scales' or the 'sizes' input, not both");
+      sizes = requireConstInts(c, 3, "sizes");
+    }
+    if (scales.empty() && sizes.empty())
+      nodeFail(c, "needs the 'scales' or the 'sizes' input");
+  }
+  size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != axes.size())
+    nodeFail(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
+                    llvm::Twine(given) + " values, want " + llvm::Twine(axes.size()));
+  SmallVector<AxisResize> plan;
+  for (int64_t d = 0; d < rank; ++d)
+    plan.push_back({shape[d], shape[d], 1.0f});
+  if (!scales.empty()) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      float s = scales[i];
+      if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
+        nodeFail(c, "scales must be positive and at most 65536, got " + std::to_string(s));
+      AxisResize &a = plan[axes[i]];
+      a.scale = s;
+      a.out = static_cast<int64_t>(std::floor(static_cast<float>(a.in) * s));
+    }
+  } else {
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
+        nodeFail(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
+    float common = 0.0f;
+    if (policy != "stretch")
+      for (size_t i = 0; i < axes.size(); ++i) {
+        float s = static_cast<float>(sizes[i]) / static_cast<float>(shape[axes[i]]);
+        common = i == 0 ? s : policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+      }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      AxisResize &a = plan[axes[i]];
+      if (policy == "stretch") {
+        a.out = sizes[i];
+        a.scale = static_cast<float>(a.out) / static_cast<float>(a.in);
+      } else {
+        a.scale = common;
+        a.out = static_cast<int64_t>(std::round(common * static_cast<float>(a.in)));
+      }
+    }
+  }
+  Value v = input(c, 0);
+  if (mode != "nearest")
+    requireFloat(c, 0, elemOf(v));
+  for (int64_t d = 0; d < rank; ++d) {
+    const AxisResize &a = plan[d];
+    if (a.out <= 0 || a.out > (int64_t(1) << 24))
+      nodeFail(c,
+               "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) + " elements");
+    if (a.in == 0)
+      nodeFail(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
+    if (a.out == a.in && a.scale == 1.0f)
+      continue; // every transform maps i to i
+    if (antialias && a.scale < 1.0f && mode != "nearest")
+      nodeFail(c, "attribute 'antialias' is not supported when downscaling");
+    if (mode == "nearest") {
+      SmallVector<int64_t> idx;
+      for (int64_t o = 0; o < a.out; ++o)
+        idx.push_back(nearestIndex(nearestMode, resizeCoordinate(transform, o, a), a));
+      v = gatherAxis(c, v, d, idx);
+      continue;
+    }
+    if (a.in * a.out > kMaxFoldElements * 16)
+      nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" + llvm::Twine(a.in) +
+                      " x " + llvm::Twine(a.out) + ") is too large");
+    SmallVector<float> m = interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
+    Value w = constant(c.loc, makeF32Attr(ctx, {a.in, a.out}, m));
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != d)
+        perm.push_back(i);
+    perm.push_back(d);
+    bool last = d == rank - 1;
+    Value moved = last ? v : transpose(c, v, perm);
+    Value r = createInferred<graph::MatmulOp>(c, elemOf(v), moved, w, TypeAttr());
+    if (!last) {
+      SmallVector<int64_t> inverse(rank);
+      for (int64_t i = 0; i < rank; ++i)
+        inverse[perm[i]] = i;
+      r = transpose(c, r, inverse);
+    }
+    v = r;
+  }
+  defineValue(c, 0, v);
+}
 
 //===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<Importer::OpInfo> Importer::compositeOps() {
-  return {};
+  static const OpInfo table[] = {
+      {"Tile", &Importer::convertTile, kTileForms},
+      {"Trilu", &Importer::convertTrilu, kTriluForms},
+      {"Pad", &Importer::convertPad, kPadForms},
+      {"DepthToSpace", &Importer::convertDepthSpace, kDepthToSpaceForms},
+      {"SpaceToDepth", &Importer::convertDepthSpace, kSpaceToDepthForms},
+      {"CastLike", &Importer::convertCastLike, kCastLikeForms},
+      {"InstanceNormalization", &Importer::convertGroupNorm, kInstanceNormForms},
+      {"GroupNormalization", &Importer::convertGroupNorm, kGroupNormForms},
+      {"ReduceL1", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"ReduceL2", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"ReduceSumSquare", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"ReduceLogSum", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"ReduceLogSumExp", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"ReduceMin", &Importer::convertCompositeReduce, kCompositeReduceForms},
+      {"Einsum", &Importer::convertEinsum, kEinsumForms},
+      {"Resize", &Importer::convertResize, kResizeForms},
+      {"Upsample", &Importer::convertResize, kUpsampleForms},
+  };
+  return table;
 }
 
 } // namespace mixprec::compiler::onnx_import

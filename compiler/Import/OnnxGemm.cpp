@@ -105,6 +105,8 @@ static const OpForm kConvForms[] = {
 };
 
 void Importer::convertConv(const NodeCtx &c) {
+  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+    return convertWindow1d(c, &Importer::convertConv);
   Value x = input(c, 0), w = input(c, 1), bias = optInput(c, 2);
   require4D(c, shapeOf(x), "convolution");
   requireFloat(c, 0, elemOf(x));

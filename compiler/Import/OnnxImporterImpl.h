@@ -268,6 +268,11 @@ private:
                                         llvm::ArrayRef<int64_t> strides,
                                         llvm::ArrayRef<int64_t> dilations);
   void require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
+  /// The axes a Reduce* node reduces, sorted and non-negative: the `axes`
+  /// attribute before opset `inputFrom`, input #1 from it, every axis when
+  /// none are given; nullopt when nothing is reduced (noop_with_empty_axes
+  /// with no axes, or a rank-0 input).
+  std::optional<llvm::SmallVector<int64_t>> reduceAxes(const NodeCtx &c, int64_t inputFrom);
 
   // --- Converters (one file per op family) ---------------------------------
 public:
@@ -318,6 +323,33 @@ private:
   // (end of OnnxFold.cpp's converters)
 
   // OnnxComposite.cpp: ops built exactly from other mp ops (decompositions).
+  void convertTile(const NodeCtx &c);
+  void convertTrilu(const NodeCtx &c);
+  void convertPad(const NodeCtx &c);
+  void convertDepthSpace(const NodeCtx &c);
+  void convertCastLike(const NodeCtx &c);
+  void convertGroupNorm(const NodeCtx &c);
+  void convertCompositeReduce(const NodeCtx &c);
+  void convertEinsum(const NodeCtx &c);
+  void convertResize(const NodeCtx &c);
+  /// A 1-D Conv/MaxPool/AveragePool through `convert2d` (its 2-D converter).
+  void convertWindow1d(const NodeCtx &c, Converter convert2d);
+  float positiveEpsilon(const NodeCtx &c);
+  /// LayerNormalization's optional outputs Mean (#1) and InvStdDev (#2),
+  /// when something reads them.
+  void defineLayerNormStats(const NodeCtx &c, mlir::Value x, int64_t axis, float eps);
+  /// `count` elements of v along `axis` from `start` (v itself when all).
+  mlir::Value sliceAxis(const NodeCtx &c, mlir::Value v, int64_t axis, int64_t start,
+                        int64_t count);
+  /// v gathered along `axis` at constant `indices` (non-negative).
+  mlir::Value gatherAxis(const NodeCtx &c, mlir::Value v, int64_t axis,
+                         llvm::ArrayRef<int64_t> indices);
+  mlir::Value concatAxis(const NodeCtx &c, llvm::ArrayRef<mlir::Value> parts, int64_t axis);
+  mlir::Value mulV(const NodeCtx &c, mlir::Value a, mlir::Value b);
+  mlir::Value addV(const NodeCtx &c, mlir::Value a, mlir::Value b);
+  mlir::Value subV(const NodeCtx &c, mlir::Value a, mlir::Value b);
+  mlir::Value absV(const NodeCtx &c, mlir::Value x);
+  mlir::Value perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups, int64_t rank);
 
   // (end of OnnxComposite.cpp's converters)
 

@@ -75,7 +75,9 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
   float eps = attrFloat(c, "epsilon", 1e-5f);
   if (!(eps > 0.0f))
     nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
-  requireUnusedOutputs(c, 1, "only output #0 (Y) of LayerNormalization is supported");
+  int64_t stash = attrInt(c, "stash_type", 1);
+  if (stash != 1)
+    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
   // Scale and B are shaped like the normalized dims; one with the same
   // element count (e.g. [64] for [1, 64]) is reshaped to match.
@@ -100,6 +102,7 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
                                               builder.getI64IntegerAttr(axis),
                                               builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
+  defineLayerNormStats(c, x, axis, eps);
 }
 
 /// The ONNX schema forms of BatchNorm.
@@ -158,34 +161,14 @@ static const OpForm kReduceForms[] = {
 void Importer::convertReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
-  int64_t inputFrom = op == "ReduceSum" ? 13 : 18;
-  bool axesAsInput = opset >= inputFrom;
   bool keepDims = attrBool(c, "keepdims", true);
-  std::optional<SmallVector<int64_t>> axes;
-  bool noopWithEmptyAxes = false;
-  // checkSchema allows the attribute or the input, not both.
-  if (axesAsInput) {
-    noopWithEmptyAxes = attrBool(c, "noop_with_empty_axes", false);
-    if (hasInput(c, 1))
-      axes = requireConstInts(c, 1, "axes");
-  } else {
-    axes = attrInts(c, "axes");
+  std::optional<SmallVector<int64_t>> axes = reduceAxes(c, op == "ReduceSum" ? 13 : 18);
+  if (!axes) {
+    aliasOutput(c, 0, 0);
+    return;
   }
+  SmallVector<int64_t> norm = *axes;
   RankedTensorType t = inputType(c, 0);
-  int64_t rank = t.getRank();
-  SmallVector<int64_t> norm;
-  if (!axes || axes->empty()) {
-    // No axes: identity with noop_with_empty_axes, else every axis (mp
-    // reductions spell "all" out). A rank-0 input has nothing to reduce.
-    if (noopWithEmptyAxes || rank == 0) {
-      aliasOutput(c, 0, 0);
-      return;
-    }
-    for (int64_t d = 0; d < rank; ++d)
-      norm.push_back(d);
-  } else {
-    norm = normalizeAxes(c, axesAsInput ? "input 'axes'" : "attribute 'axes'", *axes, rank);
-  }
   requireFloat(c, 0, t.getElementType());
   Value x = input(c, 0);
   Type et = t.getElementType();

@@ -120,6 +120,31 @@ void Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::String
                     graph::formatShape(shape));
 }
 
+std::optional<SmallVector<int64_t>> Importer::reduceAxes(const NodeCtx &c, int64_t inputFrom) {
+  bool axesAsInput = opset >= inputFrom;
+  std::optional<SmallVector<int64_t>> axes;
+  bool noopWithEmptyAxes = false;
+  // checkSchema allows the attribute or the input, not both.
+  if (axesAsInput) {
+    noopWithEmptyAxes = attrBool(c, "noop_with_empty_axes", false);
+    if (hasInput(c, 1))
+      axes = requireConstInts(c, 1, "axes");
+  } else {
+    axes = attrInts(c, "axes");
+  }
+  int64_t rank = inputType(c, 0).getRank();
+  if (axes && !axes->empty())
+    return normalizeAxes(c, axesAsInput ? "input 'axes'" : "attribute 'axes'", *axes, rank);
+  // No axes: nothing with noop_with_empty_axes, else every axis (mp
+  // reductions spell "all" out). A rank-0 input has nothing to reduce.
+  if (noopWithEmptyAxes || rank == 0)
+    return std::nullopt;
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  return all;
+}
+
 SmallVector<int64_t> Importer::windowInts(const NodeCtx &c, llvm::StringRef name,
                                           std::optional<SmallVector<int64_t>> dflt) {
   std::optional<SmallVector<int64_t>> v = attrInts(c, name);

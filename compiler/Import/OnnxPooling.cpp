@@ -23,6 +23,8 @@ static const OpForm kMaxPoolForms[] = {
 };
 
 void Importer::convertMaxPool(const NodeCtx &c) {
+  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+    return convertWindow1d(c, &Importer::convertMaxPool);
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
   requireFloat(c, 0, elemOf(x));
@@ -54,6 +56,8 @@ static const OpForm kAveragePoolForms[] = {
 };
 
 void Importer::convertAveragePool(const NodeCtx &c) {
+  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+    return convertWindow1d(c, &Importer::convertAveragePool);
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
   requireFloat(c, 0, elemOf(x));

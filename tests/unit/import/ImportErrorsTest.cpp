@@ -521,17 +521,19 @@ TEST_F(ImportTest, ErrorGeluBadApproximate) {
                                         "\"none\" or \"tanh\", got \"fast\""));
 }
 
-TEST_F(ImportTest, ErrorLayerNormStatsOutputUsed) {
+TEST_F(ImportTest, ErrorLayerNormStatsStashType) {
+  // The Mean and InvStdDev outputs are computed in FP32 (stash_type 1),
+  // the only stash type there is.
   Model m(17);
   m.input("x", {2, 8});
   m.initIota("g", {8});
-  m.node("LayerNormalization", {"x", "g"}, {"y", "mean"}, "ln");
+  auto &n = m.node("LayerNormalization", {"x", "g"}, {"y", "mean"}, "ln");
+  attrI(n, "stash_type", 10);
   m.node("Relu", {"mean"}, {"z"});
   m.output("y");
   m.output("z");
-  EXPECT_THAT(importError(m),
-              HasSubstr("node 'ln' (LayerNormalization): output #1 ('mean') is used, but only "
-                        "output #0 (Y) of LayerNormalization is supported"));
+  EXPECT_THAT(importError(m), HasSubstr("node 'ln' (LayerNormalization): attribute 'stash_type' "
+                                        "must be 1 (FLOAT), got 10"));
 }
 
 TEST_F(ImportTest, ErrorLayerNormBadScaleAndEpsilon) {
@@ -573,15 +575,23 @@ TEST_F(ImportTest, ErrorBatchNormTrainingAndUsedOutputs) {
               HasSubstr("node 'bn' (BatchNormalization): output #1 ('running_mean') is used"));
 }
 
-TEST_F(ImportTest, ErrorConv1DIsUnsupported) {
+TEST_F(ImportTest, ErrorConv3DIsUnsupported) {
+  // 1-D (a 3-D input) runs as a 2-D convolution; 3-D does not.
   Model m(13);
-  m.input("x", {1, 3, 16});
-  m.initIota("w", {8, 3, 3});
-  m.node("Conv", {"x", "w"}, {"y"}, "conv1d");
+  m.input("x", {1, 3, 4, 4, 4});
+  m.initIota("w", {8, 3, 3, 3, 3});
+  m.node("Conv", {"x", "w"}, {"y"}, "conv3d");
   m.output("y");
-  EXPECT_THAT(importError(m), HasSubstr("node 'conv1d' (Conv): only 2-D convolution (a 4-D "
+  EXPECT_THAT(importError(m), HasSubstr("node 'conv3d' (Conv): only 2-D convolution (a 4-D "
                                         "NCHW input) is supported, got an input of shape "
-                                        "[1, 3, 16]"));
+                                        "[1, 3, 4, 4, 4]"));
+  Model n(13);
+  n.input("x", {1, 3, 16});
+  n.initIota("w", {8, 3, 3, 3});
+  n.node("Conv", {"x", "w"}, {"y"}, "conv1d");
+  n.output("y");
+  EXPECT_THAT(importError(n), HasSubstr("node 'conv1d' (Conv): weight must be 3-D (M, C/group, "
+                                        "K) for a 1-D convolution, got [8, 3, 3, 3]"));
 }
 
 TEST_F(ImportTest, ErrorConvAttributes) {
