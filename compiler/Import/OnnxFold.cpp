@@ -60,8 +60,11 @@ struct Tensor {
 
 /// How an op behaves when its result would be large: moves of data and
 /// float compute have an mp form at run time; the others only exist at
-/// compile time.
-enum class Kind { Move, Compute, Static };
+/// compile time. Layout changes of float constants (Transpose, Reshape...)
+/// are never folded: they are weights' layouts, which the converters and
+/// the compiler fold into the ops that read them (a transposed weight
+/// becomes mp.linear's transpose_weight, a tied weight is stored once).
+enum class Kind { Layout, Move, Compute, Static };
 
 class Eval;
 using EvalFn = void (*)(Eval &);
@@ -1161,11 +1164,11 @@ const EvalRow kEvalRows[] = {
     // Shapes and data movement.
     {"Shape", evalShape, Kind::Static},
     {"Size", evalSize, Kind::Static},
-    {"Reshape", evalReshape, Kind::Move},
-    {"Flatten", evalFlatten, Kind::Move},
-    {"Unsqueeze", evalUnsqueeze, Kind::Move},
-    {"Squeeze", evalSqueeze, Kind::Move},
-    {"Transpose", evalTranspose, Kind::Move},
+    {"Reshape", evalReshape, Kind::Layout},
+    {"Flatten", evalFlatten, Kind::Layout},
+    {"Unsqueeze", evalUnsqueeze, Kind::Layout},
+    {"Squeeze", evalSqueeze, Kind::Layout},
+    {"Transpose", evalTranspose, Kind::Layout},
     {"Concat", evalConcat, Kind::Move},
     {"Slice", evalSlice, Kind::Move},
     {"Gather", evalGather, Kind::Move},
@@ -1191,14 +1194,16 @@ const EvalRow *findEvalRow(llvm::StringRef opType) {
 }
 
 /// The element limit of a fold: ops that have an mp form at run time fold
-/// up to `limits.runTime` elements (float data movement, which keeps
-/// weights shared and their layout the compiler's, up to
-/// `limits.floatMove`); compile-time-only ops up to `limits.compileTime`.
+/// up to `limits.runTime` elements (float data movement up to
+/// `limits.floatMove`, float layout changes not at all); compile-time-only
+/// ops up to `limits.compileTime`.
 int64_t limitFor(Kind kind, ArrayRef<DenseElementsAttr> inputs, const FoldLimits &limits) {
   bool anyFloat = llvm::any_of(inputs, [](DenseElementsAttr a) {
     return a && isa<FloatType>(a.getElementType());
   });
   switch (kind) {
+  case Kind::Layout:
+    return anyFloat ? 0 : limits.runTime;
   case Kind::Move:
     return anyFloat ? limits.floatMove : limits.runTime;
   case Kind::Compute:
