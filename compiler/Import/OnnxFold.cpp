@@ -902,15 +902,9 @@ void evalConstantOfShape(Eval &e) {
              graph::formatShape(value.getType().getShape()));
   }
   e.reserve(dims);
-  if (isa<FloatType>(value.getElementType())) {
-    Tensor r = e.make(dims, e.f32());
-    std::fill(r.floats.begin(), r.floats.end(), floatValues(value).front());
-    e.result(r);
-    return;
-  }
-  Tensor r = e.make(dims, value.getElementType());
-  std::fill(r.ints.begin(), r.ints.end(), intValues(value).front());
-  e.result(r);
+  // A splat: nothing the size of the result is allocated.
+  e.outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(dims, value.getElementType()),
+                                             *value.value_begin<Attribute>()));
 }
 
 /// Range: ceil((limit - start) / delta) values start, start + delta, ...
@@ -1367,8 +1361,8 @@ std::string Importer::runTimeOrigin(const std::string &tensor) const {
 void Importer::failUnfolded(const NodeCtx &c) {
   FoldLimits limits;
   limits.compileTime = std::min(limits.compileTime, foldBudget);
-  nodeFail(c, "the result is too large to compute at compile time (more than " +
-                  llvm::Twine(limits.compileTime) + " elements are left to fold)");
+  nodeFail(c, "the result is too large to compute at compile time (the limit is " +
+                  llvm::Twine(limits.compileTime) + " elements)");
 }
 
 /// The ONNX schema forms of ConstantOfShape.

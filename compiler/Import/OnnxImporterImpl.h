@@ -411,7 +411,7 @@ private:
   // *graphProto) for errors, and the elements folding may still create.
   const onnx::GraphProto *graphProto = nullptr;
   llvm::StringMap<int> producers;
-  int64_t foldBudget = int64_t(1) << 26;
+  int64_t foldBudget = int64_t(1) << 25;
 };
 
 template <typename OpT, typename... Args>

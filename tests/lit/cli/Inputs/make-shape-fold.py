@@ -10,7 +10,7 @@ and onnxruntime's outputs, into argv[1]:
   Where; x.npy, expected_gpt2.npy.
 - expand.onnx: Expand with a run-time input (float values -0.0, NaN, inf
   and a run of broadcast axes) and an integer one; e.npy, i.npy,
-  expected_expand_f.npy, expected_expand_i.npy.
+  expected_expand_e.npy, expected_expand_i.npy.
 - bad-*.onnx: one bad node each (see shape-fold.test).
 """
 import sys
@@ -117,7 +117,7 @@ model = save(make(nodes, [helper.make_tensor_value_info("e", TensorProto.FLOAT, 
                   [ints("shape_f", [2, 1, 4]), ints("shape_i", [2, 5])]),
              "expand.onnx")
 ye, yi = run(model, {"e": e, "i": i})
-np.save(f"{out}/expected_expand_f.npy", ye)
+np.save(f"{out}/expected_expand_e.npy", ye)
 np.save(f"{out}/expected_expand_i.npy", yi)
 
 # --- Bad nodes ---------------------------------------------------------------
