@@ -1376,9 +1376,11 @@ void Importer::convertConstantOfShape(const NodeCtx &c) {
   failUnfolded(c);
 }
 
-/// The ONNX schema forms of Range.
+/// The ONNX schema forms of Range: stash_type (27) only concerns FLOAT16/BFLOAT16 inputs,
+/// which the importer holds as FLOAT.
 static const OpForm kRangeForms[] = {
     {11, 3, 3, 1, 1, ""},
+    {27, 3, 3, 1, 1, "stash_type"},
 };
 
 void Importer::convertRange(const NodeCtx &c) {

@@ -291,6 +291,13 @@ TEST_F(FoldTest, ExpandTileConstantOfShapeRange) {
   EXPECT_THAT(ints(node("Range"), {I({}, {0}), I({}, {-5}), I({}, {1})}), ElementsAre());
   EXPECT_THAT(floats(node("Range"), {F({}, {1}), F({}, {2}), F({}, {0.25f})}),
               ElementsAre(1, 1.25f, 1.5f, 1.75f));
+  // Floats accumulate in FP32 as onnxruntime's kernel does (start + i *
+  // delta would differ here).
+  std::vector<float> tenths = floats(node("Range"), {F({}, {0.1f}), F({}, {100}), F({}, {0.1f})});
+  ASSERT_EQ(tenths.size(), 999u);
+  float acc = 0.1f;
+  for (size_t k = 0; k < tenths.size(); ++k, acc += 0.1f)
+    ASSERT_EQ(tenths[k], acc) << k;
   EXPECT_THAT(error(node("Range"), {I({}, {0}), I({}, {5}), I({}, {0})}),
               HasSubstr("delta is zero"));
   EXPECT_EQ(eval(node("Range"), {I({}, {kMin64}), I({}, {kMax64}), I({}, {1})}).status,
