@@ -539,43 +539,6 @@ void evalSize(Eval &e) {
   e.result(r);
 }
 
-/// The dims a Reshape to `target` gives `in` (0 copies unless allowzero,
-/// one -1 is inferred).
-Shape reshapeTarget(Eval &e, ArrayRef<int64_t> in, ArrayRef<int64_t> target, bool allowZero) {
-  Shape out;
-  int inferIndex = -1;
-  for (size_t i = 0; i < target.size(); ++i) {
-    int64_t d = target[i];
-    if (d == 0 && !allowZero) {
-      if (i >= in.size())
-        e.fail("shape " + graph::formatShape(target) + " copies dim " + llvm::Twine(i) +
-               ", but the input has rank " + llvm::Twine(in.size()));
-      out.push_back(in[i]);
-    } else if (d == -1) {
-      if (inferIndex >= 0)
-        e.fail("shape " + graph::formatShape(target) + " has more than one -1");
-      inferIndex = static_cast<int>(i);
-      out.push_back(1);
-    } else if (d < 0) {
-      e.fail("shape " + graph::formatShape(target) + " has invalid dimension " + llvm::Twine(d));
-    } else {
-      out.push_back(d);
-    }
-  }
-  int64_t total = graph::numElements(in), known = graph::numElements(out);
-  if (known < 0)
-    e.fail("shape " + graph::formatShape(target) + " has too many elements");
-  if (inferIndex >= 0) {
-    if (known == 0 || total % known != 0)
-      e.fail("cannot reshape " + graph::formatShape(in) + " to " + graph::formatShape(target) +
-             ": the -1 dimension cannot be inferred");
-    out[inferIndex] = total / known;
-  } else if (known != total) {
-    e.fail("cannot reshape " + graph::formatShape(in) + " to " + graph::formatShape(out));
-  }
-  return out;
-}
-
 void evalReshape(Eval &e) {
   SmallVector<int64_t> target;
   if (e.opset < 5) {
@@ -587,7 +550,10 @@ void evalReshape(Eval &e) {
     target = e.ints(1, "shape");
   }
   bool allowZero = e.opset >= 14 && e.attrBool("allowzero", false);
-  e.reshaped(0, reshapeTarget(e, e.shapeOf(0), target, allowZero));
+  ShapeOrError out = reshapeShape(e.shapeOf(0), target, allowZero);
+  if (!out.ok())
+    e.fail(out.error);
+  e.reshaped(0, out.shape);
 }
 
 void evalFlatten(Eval &e) {
@@ -681,6 +647,19 @@ void forEachIndex(ArrayRef<int64_t> shape,
   }
 }
 
+/// Output: a tensor of `out` whose element at each index is input 0's
+/// element at flat index `source(index, strides)` (the input's row-major
+/// strides): the copies of Transpose, Slice and Tile.
+void gatherByIndex(Eval &e, ArrayRef<int64_t> out,
+                   llvm::function_ref<int64_t(ArrayRef<int64_t>, ArrayRef<int64_t>)> source) {
+  e.reserve(out);
+  Tensor x = e.in(0);
+  SmallVector<int64_t> strides = stridesOf(x.shape);
+  SmallVector<int64_t, 0> src(graph::numElements(out));
+  forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) { src[flat] = source(idx, strides); });
+  e.result(gatherFlat(e, x, out, src));
+}
+
 void evalTranspose(Eval &e) {
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
@@ -702,17 +681,12 @@ void evalTranspose(Eval &e) {
   Shape out;
   for (int64_t p : perm)
     out.push_back(in[p]);
-  e.reserve(out);
-  Tensor x = e.in(0);
-  SmallVector<int64_t> strides = stridesOf(in);
-  SmallVector<int64_t, 0> src(graph::numElements(out));
-  forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) {
+  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d)
       s += idx[d] * strides[perm[d]];
-    src[flat] = s;
+    return s;
   });
-  e.result(gatherFlat(e, x, out, src));
 }
 
 void evalConcat(Eval &e) {
@@ -804,17 +778,12 @@ void evalSlice(Eval &e) {
     step[axis] = steps[k];
     counts[axis] = count;
   }
-  e.reserve(counts);
-  Tensor x = e.in(0);
-  SmallVector<int64_t> strides = stridesOf(in);
-  SmallVector<int64_t, 0> src(graph::numElements(counts));
-  forEachIndex(counts, [&](int64_t flat, ArrayRef<int64_t> idx) {
+  gatherByIndex(e, counts, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d)
       s += (first[d] + idx[d] * step[d]) * strides[d];
-    src[flat] = s;
+    return s;
   });
-  e.result(gatherFlat(e, x, counts, src));
 }
 
 void evalGather(Eval &e) {
@@ -877,17 +846,12 @@ void evalTile(Eval &e) {
       throw NotFoldable{};
     out.push_back(in[d] * repeats[d]);
   }
-  e.reserve(out);
-  Tensor x = e.in(0);
-  SmallVector<int64_t> strides = stridesOf(in);
-  SmallVector<int64_t, 0> src(graph::numElements(out));
-  forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) {
+  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (size_t d = 0; d < in.size(); ++d)
       s += (idx[d] % in[d]) * strides[d];
-    src[flat] = s;
+    return s;
   });
-  e.result(gatherFlat(e, x, out, src));
 }
 
 void evalConstantOfShape(Eval &e) {
@@ -908,7 +872,8 @@ void evalConstantOfShape(Eval &e) {
 }
 
 /// Range: ceil((limit - start) / delta) values start, start + delta, ...
-/// (floats accumulate in FP32, as onnxruntime's kernel).
+/// (floats: the count in double, the values accumulated in FP32, as
+/// onnxruntime's kernel).
 void evalRange(Eval &e) {
   requireSameType(e);
   for (size_t i = 0; i < 3; ++i)
@@ -924,7 +889,9 @@ void evalRange(Eval &e) {
           delta = floatValues(e.attr(2))[0];
     if (delta == 0)
       e.fail("delta is zero");
-    double count = std::ceil(static_cast<double>(limit - start) / delta);
+    // The count in double from each bound, as onnxruntime computes it.
+    double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
+                             static_cast<double>(delta));
     if (!std::isfinite(count))
       e.fail("the number of elements is not finite");
     if (count > static_cast<double>(e.limit))

@@ -291,10 +291,15 @@ TEST_F(FoldTest, ExpandTileConstantOfShapeRange) {
   EXPECT_THAT(ints(node("Range"), {I({}, {0}), I({}, {-5}), I({}, {1})}), ElementsAre());
   EXPECT_THAT(floats(node("Range"), {F({}, {1}), F({}, {2}), F({}, {0.25f})}),
               ElementsAre(1, 1.25f, 1.5f, 1.75f));
-  // Floats accumulate in FP32 as onnxruntime's kernel does (start + i *
-  // delta would differ here).
+  // As onnxruntime: the count in double from each bound (999, where FP32's
+  // 100 - 0.1 would give 1000), the values accumulated in FP32 (start + i *
+  // delta would differ). And a count where FP32 arithmetic gives 82.
   std::vector<float> tenths = floats(node("Range"), {F({}, {0.1f}), F({}, {100}), F({}, {0.1f})});
   ASSERT_EQ(tenths.size(), 999u);
+  EXPECT_EQ(floats(node("Range"), {F({}, {-162.24919f}), F({}, {-0.15641023f}),
+                                   F({}, {1.9767412f})})
+                .size(),
+            83u);
   float acc = 0.1f;
   for (size_t k = 0; k < tenths.size(); ++k, acc += 0.1f)
     ASSERT_EQ(tenths[k], acc) << k;

@@ -11,6 +11,8 @@ and onnxruntime's outputs, into argv[1]:
 - expand.onnx: Expand with a run-time input (float values -0.0, NaN, inf
   and a run of broadcast axes) and an integer one; e.npy, i.npy,
   expected_expand_e.npy, expected_expand_i.npy.
+- computed.onnx: ReduceSum/Squeeze axes, Split sizes, Slice starts and
+  ends and Expand's shape computed from Shape; w.npy, expected_*.npy.
 - bad-*.onnx: one bad node each (see shape-fold.test).
 """
 import sys
@@ -119,6 +121,38 @@ model = save(make(nodes, [helper.make_tensor_value_info("e", TensorProto.FLOAT, 
 ye, yi = run(model, {"e": e, "i": i})
 np.save(f"{out}/expected_expand_e.npy", ye)
 np.save(f"{out}/expected_expand_i.npy", yi)
+
+# --- Inputs computed by shape subgraphs ------------------------------------
+# ReduceSum's and Squeeze's axes (rank - 1), Split's sizes (width / 2
+# twice), Slice's starts and ends, Expand's shape: all computed from Shape.
+w = rng.standard_normal((2, 6)).astype(np.float32)
+np.save(f"{out}/w.npy", w)
+nodes = [
+    n("Shape", ["w"], ["r"], name="shape"),
+    n("Size", ["r"], ["rank"], name="size"),
+    n("Sub", ["rank", "one"], ["last"], name="last"),
+    n("Unsqueeze", ["last", "axes0"], ["axes"], name="axes"),
+    n("ReduceSum", ["w", "axes"], ["s"], name="sum"),
+    n("Squeeze", ["s", "axes"], ["sq"], name="squeeze"),
+    n("Gather", ["r", "one"], ["width"], name="width", axis=0),
+    n("Div", ["width", "two"], ["half"], name="half"),
+    n("Unsqueeze", ["half", "axes0"], ["half1"], name="half1"),
+    n("Concat", ["half1", "half1"], ["sizes"], name="sizes", axis=0),
+    n("Split", ["w", "sizes"], ["a", "b"], name="split", axis=1),
+    n("Sub", ["a", "b"], ["d"], name="d"),
+    n("Sub", ["half1", "one1"], ["starts"], name="starts"),
+    n("Mul", ["half1", "two"], ["ends"], name="ends"),
+    n("Slice", ["w", "starts", "ends", "axes"], ["sl"], name="slice"),
+    n("Unsqueeze", ["sq", "axes"], ["sq1"], name="sq1"),
+    n("Expand", ["sq1", "r"], ["ex"], name="expand"),
+]
+outs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+        for name in ("sq", "d", "sl", "ex")]
+model = save(make(nodes, [helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 6])], outs,
+                  [ints("one", 1), ints("two", 2), ints("axes0", [0]), ints("one1", [1])]),
+             "computed.onnx")
+for name, value in zip(("sq", "d", "sl", "ex"), run(model, {"w": w})):
+    np.save(f"{out}/expected_{name}.npy", value)
 
 # --- Bad nodes ---------------------------------------------------------------
 X = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])]
