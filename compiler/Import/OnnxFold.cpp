@@ -60,11 +60,13 @@ struct Tensor {
 
 /// How an op behaves when its result would be large: moves of data and
 /// float compute have an mp form at run time; the others only exist at
-/// compile time. Layout changes of float constants (Transpose, Reshape...)
-/// are never folded: they are weights' layouts, which the converters and
-/// the compiler fold into the ops that read them (a transposed weight
-/// becomes mp.linear's transpose_weight, a tied weight is stored once).
-enum class Kind { Layout, Move, Compute, Static };
+/// compile time. Moves of float constants (Transpose, Reshape, Gather...)
+/// are never folded: those constants are weights, whose layout and lookups
+/// the converters and the compiler fold into the ops that read them (a
+/// transposed weight becomes mp.linear's transpose_weight, an embedding
+/// lookup stays an FP32 gather of the one stored table). Expand, Tile and
+/// Trilu of float constants (attention masks) fold as computations do.
+enum class Kind { Move, Compute, Static };
 
 class Eval;
 using EvalFn = void (*)(Eval &);
@@ -1125,16 +1127,16 @@ const EvalRow kEvalRows[] = {
     // Shapes and data movement.
     {"Shape", evalShape, Kind::Static},
     {"Size", evalSize, Kind::Static},
-    {"Reshape", evalReshape, Kind::Layout},
-    {"Flatten", evalFlatten, Kind::Layout},
-    {"Unsqueeze", evalUnsqueeze, Kind::Layout},
-    {"Squeeze", evalSqueeze, Kind::Layout},
-    {"Transpose", evalTranspose, Kind::Layout},
+    {"Reshape", evalReshape, Kind::Move},
+    {"Flatten", evalFlatten, Kind::Move},
+    {"Unsqueeze", evalUnsqueeze, Kind::Move},
+    {"Squeeze", evalSqueeze, Kind::Move},
+    {"Transpose", evalTranspose, Kind::Move},
     {"Concat", evalConcat, Kind::Move},
     {"Slice", evalSlice, Kind::Move},
     {"Gather", evalGather, Kind::Move},
-    {"Expand", evalExpand, Kind::Move},
-    {"Tile", evalTile, Kind::Move},
+    {"Expand", evalExpand, Kind::Compute},
+    {"Tile", evalTile, Kind::Compute},
     {"ConstantOfShape", evalConstantOfShape, Kind::Static},
     {"Range", evalRange, Kind::Static},
     // Reductions, scans, index ops.
@@ -1144,7 +1146,7 @@ const EvalRow kEvalRows[] = {
     {"ReduceMin", evalReduce, Kind::Compute},
     {"CumSum", evalCumSum, Kind::Compute},
     {"ArgMax", evalArgMax, Kind::Static},
-    {"Trilu", evalTrilu, Kind::Move},
+    {"Trilu", evalTrilu, Kind::Compute},
 };
 
 const EvalRow *findEvalRow(llvm::StringRef opType) {
@@ -1155,18 +1157,15 @@ const EvalRow *findEvalRow(llvm::StringRef opType) {
 }
 
 /// The element limit of a fold: ops that have an mp form at run time fold
-/// up to `limits.runTime` elements (float data movement up to
-/// `limits.floatMove`, float layout changes not at all); compile-time-only
-/// ops up to `limits.compileTime`.
+/// up to `limits.runTime` elements (moves of float data not at all);
+/// compile-time-only ops up to `limits.compileTime`.
 int64_t limitFor(Kind kind, ArrayRef<DenseElementsAttr> inputs, const FoldLimits &limits) {
   bool anyFloat = llvm::any_of(inputs, [](DenseElementsAttr a) {
     return a && isa<FloatType>(a.getElementType());
   });
   switch (kind) {
-  case Kind::Layout:
-    return anyFloat ? 0 : limits.runTime;
   case Kind::Move:
-    return anyFloat ? limits.floatMove : limits.runTime;
+    return anyFloat ? 0 : limits.runTime;
   case Kind::Compute:
     return anyFloat ? limits.runTime : limits.compileTime;
   case Kind::Static:
@@ -1257,7 +1256,6 @@ bool Importer::tryFold(const NodeCtx &c) {
   // model cannot make folding hold unbounded memory.
   FoldLimits limits;
   limits.runTime = std::min(limits.runTime, foldBudget);
-  limits.floatMove = std::min(limits.floatMove, foldBudget);
   limits.compileTime = std::min(limits.compileTime, foldBudget);
   FoldResult r = evaluateNode(ctx, c.node, opset, constants, limits);
   if (r.status == FoldResult::Failed)

@@ -138,13 +138,12 @@ mlir::DenseElementsAttr makeF32Attr(mlir::MLIRContext &ctx, llvm::ArrayRef<int64
 //===----------------------------------------------------------------------===//
 
 /// Element-count limits of one compile-time fold. Ops with an mp form at
-/// run time fold up to `runTime` elements (float data movement, which
-/// keeps weights shared and their layout the compiler's, up to
-/// `floatMove`), larger results are left to run time; ops that exist only
-/// at compile time fold up to `compileTime`.
+/// run time fold up to `runTime` elements, larger results are left to run
+/// time (and data movement of float constants, weights whose layout is the
+/// compiler's, always is); ops that exist only at compile time fold up to
+/// `compileTime`.
 struct FoldLimits {
   int64_t runTime = int64_t(1) << 22;
-  int64_t floatMove = int64_t(1) << 16;
   int64_t compileTime = int64_t(1) << 24;
 };
 
