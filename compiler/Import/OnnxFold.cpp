@@ -696,7 +696,10 @@ void evalConcat(Eval &e) {
   Shape first = e.shapeOf(0);
   if (first.empty())
     e.fail("inputs must have rank >= 1");
-  int64_t axis = e.axis(e.attrInt("axis", 1), static_cast<int64_t>(first.size()),
+  std::optional<int64_t> axisAttr = e.attrIntOpt("axis");
+  if (!axisAttr && e.opset >= 4)
+    e.fail("attribute 'axis' is required");
+  int64_t axis = e.axis(axisAttr.value_or(1), static_cast<int64_t>(first.size()),
                         "attribute 'axis'");
   SmallVector<SmallVector<int64_t, 4>> shapes;
   for (size_t i = 0; i < e.count(); ++i)

@@ -234,6 +234,9 @@ TEST_F(FoldTest, ConcatSliceGather) {
   EXPECT_THAT(ints(node("Concat", [](auto &n) { attrI(n, "axis", -1); }),
                    {I({2, 1}, {1, 2}), I({2, 2}, {3, 4, 5, 6})}),
               ElementsAre(1, 3, 4, 2, 5, 6));
+  EXPECT_THAT(error(node("Concat"), {I({1}, {2}), I({1}, {3})}),
+              HasSubstr("attribute 'axis' is required"));
+  EXPECT_THAT(ints(node("Concat"), {I({1, 1}, {2}), I({1, 1}, {3})}, 3), ElementsAre(2, 3));
   auto r = I({6}, {0, 1, 2, 3, 4, 5});
   EXPECT_THAT(ints(node("Slice"), {r, I({1}, {-1}), I({1}, {kMin64}), I({1}, {0}), I({1}, {-2})}),
               ElementsAre(5, 3, 1));
