@@ -10,12 +10,9 @@
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
 
-#include "llvm/ADT/APFloat.h"
-#include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
-#include <cmath>
 
 using namespace mlir;
 
@@ -24,37 +21,6 @@ namespace mixprec::compiler::onnx_import {
 //===----------------------------------------------------------------------===//
 // Casts, constants, identities
 //===----------------------------------------------------------------------===//
-
-/// Converts constant values between the importer's element types with ONNX
-/// Cast semantics: float to int truncates toward zero (saturating, NaN 0),
-/// anything to bool is "!= 0".
-static DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
-  Type from = in.getElementType();
-  ArrayRef<int64_t> shape = in.getType().getShape();
-  if (isa<FloatType>(from)) {
-    SmallVector<float> f = floatValues(in);
-    if (isa<FloatType>(to))
-      return makeF32Attr(ctx, shape, f);
-    SmallVector<int64_t> out;
-    for (float v : f) {
-      if (to.isInteger(1)) {
-        out.push_back(v != 0.0f);
-        continue;
-      }
-      llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
-      bool exact = false;
-      llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
-      out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
-    }
-    return makeIntAttr(shape, to, out);
-  }
-  SmallVector<int64_t> iv = intValues(in);
-  if (isa<FloatType>(to)) {
-    SmallVector<float> out(iv.begin(), iv.end());
-    return makeF32Attr(ctx, shape, out);
-  }
-  return makeIntAttr(shape, to, iv); // i32 wraps, bool is "!= 0"
-}
 
 /// The ONNX schema forms of Cast: saturate and round_mode only concern FP8/FP4 targets,
 /// which the importer refuses.

@@ -3,6 +3,12 @@
 // The ops of shape subgraphs (ConstantOfShape, Range, Size, Expand, ...)
 // and the evaluator that folds any node whose inputs are all compile-time
 // constants, so that the mp graph holds only tensor compute.
+//
+// The evaluator (evaluateNode) is a table keyed by op type, one function
+// per op or family, with ONNX semantics on the importer's element types
+// (f32, i64, i32, i1) and numpy broadcasting. Floats are computed in FP32,
+// as onnxruntime's constant folding does; integers wrap like the run time.
+// Importer::tryFold runs it from convertNode before the op's converter.
 // Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
 // OnnxOpRegistry.cpp.
 //
@@ -10,16 +16,1431 @@
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
 
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
 using namespace mlir;
 
 namespace mixprec::compiler::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Values of the evaluator
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// An error in the node being evaluated; the message is caught by
+/// evaluateNode and returned (never thrown through MLIR).
+struct EvalError {
+  std::string message;
+};
+/// The node is not folded (too large, or a type the evaluator leaves to
+/// the converter).
+struct NotFoldable {};
+
+/// A tensor of the evaluator: integers and bools in `ints`, f32 in
+/// `floats`.
+struct Tensor {
+  Shape shape;
+  Type elem;
+  SmallVector<int64_t, 0> ints;
+  SmallVector<float, 0> floats;
+
+  bool isFloat() const { return isa<FloatType>(elem); }
+  bool isBool() const { return elem.isInteger(1); }
+  int64_t size() const { return graph::numElements(shape); }
+};
+
+/// How an op behaves when its result would be large: moves of data and
+/// float compute have an mp form at run time; the others only exist at
+/// compile time. Moves of float constants (Transpose, Reshape, Gather...)
+/// are never folded: those constants are weights, whose layout and lookups
+/// the converters and the compiler fold into the ops that read them (a
+/// transposed weight becomes mp.linear's transpose_weight, an embedding
+/// lookup stays an FP32 gather of the one stored table). Expand, Tile and
+/// Trilu of float constants (attention masks) fold as computations do.
+enum class Kind { Move, Compute, Static };
+
+class Eval;
+using EvalFn = void (*)(Eval &);
+
+/// The evaluation of one node.
+class Eval {
+public:
+  Eval(MLIRContext &ctx, const onnx::NodeProto &node, int64_t opset,
+       ArrayRef<DenseElementsAttr> inputs, int64_t limit)
+      : ctx(ctx), node(node), opset(opset), inputs(inputs), limit(limit) {}
+
+  [[noreturn]] void fail(const llvm::Twine &message) const { throw EvalError{message.str()}; }
+
+  // --- Inputs --------------------------------------------------------------
+  bool has(size_t i) const { return i < inputs.size() && inputs[i]; }
+  size_t count() const { return inputs.size(); }
+  /// The constant of required input i (its values are not read).
+  DenseElementsAttr attr(size_t i) const {
+    if (!has(i))
+      fail("missing required input #" + llvm::Twine(i));
+    return inputs[i];
+  }
+  Shape shapeOf(size_t i) const { return Shape(attr(i).getType().getShape()); }
+  Type elemOf(size_t i) const { return attr(i).getElementType(); }
+  /// The values of required input i.
+  Tensor in(size_t i) const {
+    DenseElementsAttr a = attr(i);
+    Tensor t;
+    t.shape = Shape(a.getType().getShape());
+    t.elem = a.getElementType();
+    if (t.size() > limit)
+      throw NotFoldable{};
+    if (t.isFloat())
+      t.floats = floatValues(a);
+    else
+      t.ints = intValues(a);
+    return t;
+  }
+  /// The values of an integer input of at most one dim (axes, shapes, k).
+  SmallVector<int64_t> ints(size_t i, llvm::StringRef role) const {
+    DenseElementsAttr a = attr(i);
+    if (!a.getElementType().isInteger(64) && !a.getElementType().isInteger(32))
+      fail("input '" + role + "' must be INT64 or INT32, got " +
+           elementTypeName(a.getElementType()));
+    if (a.getType().getRank() > 1)
+      fail("input '" + role + "' must be 1-D, got shape " +
+           graph::formatShape(a.getType().getShape()));
+    if (a.getNumElements() > limit)
+      throw NotFoldable{};
+    return intValues(a);
+  }
+  /// A one-element integer input (Range's bounds, CumSum's axis, Trilu's k).
+  int64_t scalarInt(size_t i, llvm::StringRef role) const {
+    DenseElementsAttr a = attr(i);
+    if (!isa<IntegerType>(a.getElementType()) || a.getElementType().isInteger(1) ||
+        a.getNumElements() != 1)
+      fail("input '" + role + "' must be one INT64 or INT32 value, got " +
+           elementTypeName(a.getElementType()) + " " +
+           graph::formatShape(a.getType().getShape()));
+    return intValues(a).front();
+  }
+
+  // --- Attributes ----------------------------------------------------------
+  const onnx::AttributeProto *findAttr(llvm::StringRef name,
+                                       onnx::AttributeProto::AttributeType type) const {
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      if (a.name() != name)
+        continue;
+      if (a.type() != type && a.type() != onnx::AttributeProto::UNDEFINED)
+        fail("attribute '" + name + "' has the wrong type");
+      return &a;
+    }
+    return nullptr;
+  }
+  std::optional<int64_t> attrIntOpt(llvm::StringRef name) const {
+    if (const auto *a = findAttr(name, onnx::AttributeProto::INT))
+      return a->i();
+    return std::nullopt;
+  }
+  int64_t attrInt(llvm::StringRef name, int64_t dflt) const {
+    return attrIntOpt(name).value_or(dflt);
+  }
+  bool attrBool(llvm::StringRef name, bool dflt) const {
+    int64_t v = attrInt(name, dflt);
+    if (v != 0 && v != 1)
+      fail("attribute '" + name + "' must be 0 or 1, got " + llvm::Twine(v));
+    return v == 1;
+  }
+  std::optional<SmallVector<int64_t>> attrInts(llvm::StringRef name) const {
+    if (const auto *a = findAttr(name, onnx::AttributeProto::INTS))
+      return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+    return std::nullopt;
+  }
+
+  // --- Results -------------------------------------------------------------
+  /// Fails the fold (NotFoldable) when `shape` is over the element limit.
+  void reserve(ArrayRef<int64_t> shape) const {
+    int64_t n = graph::numElements(shape);
+    if (n < 0 || n > limit)
+      throw NotFoldable{};
+  }
+  Tensor make(ArrayRef<int64_t> shape, Type elem) const {
+    reserve(shape);
+    Tensor t;
+    t.shape = Shape(shape);
+    t.elem = elem;
+    if (t.isFloat())
+      t.floats.resize(t.size());
+    else
+      t.ints.resize(t.size());
+    return t;
+  }
+  void result(const Tensor &t) {
+    outputs.push_back(t.isFloat() ? makeF32Attr(ctx, t.shape, t.floats)
+                                  : makeIntAttr(t.shape, t.elem, t.ints));
+  }
+  /// Output as input i's values re-typed to `shape` (Reshape and friends).
+  void reshaped(size_t i, ArrayRef<int64_t> shape) {
+    DenseElementsAttr a = attr(i);
+    reserve(shape);
+    outputs.push_back(a.reshape(RankedTensorType::get(shape, a.getElementType())));
+  }
+
+  Type i64() const { return IntegerType::get(&ctx, 64); }
+  Type i1() const { return IntegerType::get(&ctx, 1); }
+  Type f32() const { return Float32Type::get(&ctx); }
+
+  int64_t axis(int64_t a, int64_t rank, llvm::StringRef what) const {
+    if (a < -rank || a >= rank)
+      fail(what + " " + llvm::Twine(a) + " is out of range [" + llvm::Twine(-rank) + ", " +
+           llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
+    return a < 0 ? a + rank : a;
+  }
+
+  MLIRContext &ctx;
+  const onnx::NodeProto &node;
+  int64_t opset;
+  ArrayRef<DenseElementsAttr> inputs;
+  int64_t limit;
+  SmallVector<DenseElementsAttr, 1> outputs;
+};
+
+//===----------------------------------------------------------------------===//
+// Indexing helpers
+//===----------------------------------------------------------------------===//
+
+/// For each element of `out` (row-major), the flat index of the element of
+/// a tensor of shape `in` that numpy broadcasting reads.
+SmallVector<int64_t, 0> broadcastSources(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  size_t rank = out.size(), lead = rank - in.size();
+  SmallVector<int64_t> inStrides = stridesOf(in), strides(rank, 0);
+  for (size_t d = 0; d < in.size(); ++d)
+    strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
+  int64_t n = graph::numElements(out);
+  SmallVector<int64_t, 0> src(n);
+  SmallVector<int64_t> idx(rank, 0);
+  int64_t at = 0;
+  for (int64_t flat = 0; flat < n; ++flat) {
+    src[flat] = at;
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      at += strides[d];
+      if (++idx[d] < out[d])
+        break;
+      at -= strides[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+  return src;
+}
+
+/// The broadcast shape of every present input.
+Shape broadcastAll(Eval &e, size_t first = 0) {
+  Shape s = e.shapeOf(first);
+  for (size_t i = first + 1; i < e.count(); ++i) {
+    ShapeOrError b = graph::broadcastShapes(s, e.shapeOf(i));
+    if (!b.ok())
+      e.fail(b.error);
+    s = b.shape;
+  }
+  return s;
+}
+
+/// Fails unless inputs [first, count) share one element type.
+void requireSameType(Eval &e, size_t first = 0) {
+  for (size_t i = first + 1; i < e.count(); ++i)
+    if (e.elemOf(i) != e.elemOf(first))
+      e.fail("operand element types differ: " + elementTypeName(e.elemOf(first)) + " and " +
+             elementTypeName(e.elemOf(i)));
+}
+
+void requireFloatInput(Eval &e, size_t i) {
+  if (!isa<FloatType>(e.elemOf(i)))
+    e.fail("input #" + llvm::Twine(i) + " must be FLOAT, got " + elementTypeName(e.elemOf(i)));
+}
+
+void requireBoolInput(Eval &e, size_t i) {
+  if (!e.elemOf(i).isInteger(1))
+    e.fail("input #" + llvm::Twine(i) + " must be BOOL, got " + elementTypeName(e.elemOf(i)));
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+using IntBinary = std::function<int64_t(int64_t, int64_t)>;
+using FloatBinary = std::function<float(float, float)>;
+
+/// A broadcasting binary op whose result has its operands' type.
+void binary(Eval &e, const IntBinary &onInts, const FloatBinary &onFloats) {
+  requireSameType(e);
+  Shape s = broadcastAll(e);
+  Tensor a = e.in(0), b = e.in(1), r = e.make(s, a.elem);
+  if ((a.isFloat() && !onFloats) || (!a.isFloat() && !onInts) || (a.isBool() && onInts))
+    e.fail("operand type " + elementTypeName(a.elem) + " is not supported");
+  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
+  for (size_t k = 0; k < ia.size(); ++k) {
+    if (a.isFloat())
+      r.floats[k] = onFloats(a.floats[ia[k]], b.floats[ib[k]]);
+    else
+      r.ints[k] = onInts(a.ints[ia[k]], b.ints[ib[k]]);
+  }
+  e.result(r);
+}
+
+/// A broadcasting comparison (Equal, Less, ...): BOOL result.
+void compare(Eval &e, const std::function<bool(int64_t, int64_t)> &onInts,
+             const std::function<bool(float, float)> &onFloats) {
+  requireSameType(e);
+  Shape s = broadcastAll(e);
+  Tensor a = e.in(0), b = e.in(1), r = e.make(s, e.i1());
+  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
+  for (size_t k = 0; k < ia.size(); ++k)
+    r.ints[k] = a.isFloat() ? onFloats(a.floats[ia[k]], b.floats[ib[k]])
+                            : onInts(a.ints[ia[k]], b.ints[ib[k]]);
+  e.result(r);
+}
+
+/// A unary op whose result has its operand's type; a null function means
+/// that type is refused.
+void unary(Eval &e, const std::function<int64_t(int64_t)> &onInts,
+           const std::function<float(float)> &onFloats) {
+  Tensor x = e.in(0);
+  if ((x.isFloat() && !onFloats) || (!x.isFloat() && !onInts) || x.isBool())
+    e.fail("input #0 has type " + elementTypeName(x.elem) + ", which " +
+           escapeControls(e.node.op_type()) + " does not take");
+  Tensor r = e.make(x.shape, x.elem);
+  for (int64_t k = 0; k < x.size(); ++k) {
+    if (x.isFloat())
+      r.floats[k] = onFloats(x.floats[k]);
+    else
+      r.ints[k] = onInts(x.ints[k]);
+  }
+  e.result(r);
+}
+
+/// Wrapping integer arithmetic (two's complement, as the run time).
+int64_t wrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+void evalAdd(Eval &e) { binary(e, wrapAdd, [](float a, float b) { return a + b; }); }
+void evalSub(Eval &e) { binary(e, wrapSub, [](float a, float b) { return a - b; }); }
+void evalMul(Eval &e) { binary(e, wrapMul, [](float a, float b) { return a * b; }); }
+
+/// Div: integers truncate toward zero, as onnxruntime's (C++ `/`); a zero
+/// divisor is an error rather than a crash.
+void evalDiv(Eval &e) {
+  binary(
+      e,
+      [&](int64_t a, int64_t b) -> int64_t {
+        if (b == 0)
+          e.fail("integer division by zero in constant folding");
+        if (a == std::numeric_limits<int64_t>::min() && b == -1)
+          return a; // the one overflowing quotient wraps to itself
+        return a / b;
+      },
+      [](float a, float b) { return a / b; });
+}
+
+/// Mod: fmod=0 takes the divisor's sign (integers only, as ONNX requires),
+/// fmod=1 the dividend's (C fmod).
+void evalMod(Eval &e) {
+  bool fmod = e.attrBool("fmod", false);
+  if (!fmod && isa<FloatType>(e.elemOf(0)))
+    e.fail("attribute 'fmod' must be 1 for FLOAT inputs");
+  binary(
+      e,
+      [&](int64_t a, int64_t b) -> int64_t {
+        if (b == 0)
+          e.fail("integer modulo by zero in constant folding");
+        if (b == -1)
+          return 0; // also avoids INT64_MIN % -1
+        int64_t r = a % b;
+        if (!fmod && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+        return r;
+      },
+      [](float a, float b) { return std::fmod(a, b); });
+}
+
+/// Pow: the exponent may have another type; the result has the base's.
+void evalPow(Eval &e) {
+  Shape s = broadcastAll(e);
+  Tensor a = e.in(0), b = e.in(1);
+  if (a.isBool() || b.isBool())
+    e.fail("Pow does not take BOOL operands");
+  Tensor r = e.make(s, a.elem);
+  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
+  for (size_t k = 0; k < ia.size(); ++k) {
+    double y = b.isFloat() ? b.floats[ib[k]] : static_cast<double>(b.ints[ib[k]]);
+    if (a.isFloat()) {
+      r.floats[k] = b.isFloat() ? std::pow(a.floats[ia[k]], b.floats[ib[k]])
+                                : static_cast<float>(std::pow(double(a.floats[ia[k]]), y));
+    } else {
+      double v = std::pow(static_cast<double>(a.ints[ia[k]]), y);
+      if (!(std::fabs(v) < 9.2e18))
+        e.fail("integer power overflows in constant folding");
+      r.ints[k] = static_cast<int64_t>(v);
+    }
+  }
+  e.result(r);
+}
+
+void evalNeg(Eval &e) {
+  unary(e, [](int64_t x) { return wrapSub(0, x); }, [](float x) { return -x; });
+}
+void evalAbs(Eval &e) {
+  unary(e, [](int64_t x) { return x < 0 ? wrapSub(0, x) : x; },
+        [](float x) { return std::fabs(x); });
+}
+void evalSign(Eval &e) {
+  unary(e, [](int64_t x) -> int64_t { return (x > 0) - (x < 0); },
+        [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; });
+}
+void evalSqrt(Eval &e) { unary(e, nullptr, [](float x) { return std::sqrt(x); }); }
+void evalReciprocal(Eval &e) { unary(e, nullptr, [](float x) { return 1.0f / x; }); }
+void evalFloor(Eval &e) { unary(e, nullptr, [](float x) { return std::floor(x); }); }
+void evalCeil(Eval &e) { unary(e, nullptr, [](float x) { return std::ceil(x); }); }
+
+void evalIsNaN(Eval &e) {
+  requireFloatInput(e, 0);
+  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
+  for (int64_t k = 0; k < x.size(); ++k)
+    r.ints[k] = std::isnan(x.floats[k]);
+  e.result(r);
+}
+
+void evalEqual(Eval &e) {
+  compare(e, std::equal_to<int64_t>(), std::equal_to<float>());
+}
+void evalLess(Eval &e) { compare(e, std::less<int64_t>(), std::less<float>()); }
+void evalLessOrEqual(Eval &e) {
+  compare(e, std::less_equal<int64_t>(), std::less_equal<float>());
+}
+void evalGreater(Eval &e) { compare(e, std::greater<int64_t>(), std::greater<float>()); }
+void evalGreaterOrEqual(Eval &e) {
+  compare(e, std::greater_equal<int64_t>(), std::greater_equal<float>());
+}
+
+/// And, Or, Xor on BOOL.
+void logic(Eval &e, const std::function<bool(bool, bool)> &f) {
+  requireBoolInput(e, 0);
+  requireBoolInput(e, 1);
+  compare(e, [&](int64_t a, int64_t b) { return f(a != 0, b != 0); }, nullptr);
+}
+void evalAnd(Eval &e) { logic(e, std::logical_and<bool>()); }
+void evalOr(Eval &e) { logic(e, std::logical_or<bool>()); }
+void evalXor(Eval &e) { logic(e, std::not_equal_to<bool>()); }
+void evalNot(Eval &e) {
+  requireBoolInput(e, 0);
+  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
+  for (int64_t k = 0; k < x.size(); ++k)
+    r.ints[k] = !x.ints[k];
+  e.result(r);
+}
+
+/// Min, Max, Sum, Mean: variadic, broadcasting; floats propagate NaN.
+void variadic(Eval &e, llvm::StringRef op) {
+  requireSameType(e);
+  Shape s = broadcastAll(e);
+  Tensor r = e.make(s, e.elemOf(0));
+  if (r.isBool())
+    e.fail("BOOL operands are not supported");
+  if (op == "Mean" && !r.isFloat())
+    e.fail("Mean takes FLOAT operands, got " + elementTypeName(r.elem));
+  for (size_t i = 0; i < e.count(); ++i) {
+    Tensor x = e.in(i);
+    SmallVector<int64_t, 0> src = broadcastSources(x.shape, s);
+    for (size_t k = 0; k < src.size(); ++k) {
+      if (r.isFloat()) {
+        float v = x.floats[src[k]], &acc = r.floats[k];
+        if (i == 0 || op == "Sum" || op == "Mean")
+          acc = i == 0 ? v : acc + v;
+        else if (std::isnan(v) || std::isnan(acc))
+          acc = std::numeric_limits<float>::quiet_NaN();
+        else
+          acc = op == "Min" ? std::min(acc, v) : std::max(acc, v);
+      } else {
+        int64_t v = x.ints[src[k]], &acc = r.ints[k];
+        acc = i == 0         ? v
+              : op == "Sum"  ? wrapAdd(acc, v)
+              : op == "Min"  ? std::min(acc, v)
+                             : std::max(acc, v);
+      }
+    }
+  }
+  if (op == "Mean")
+    for (float &v : r.floats)
+      v /= static_cast<float>(e.count());
+  e.result(r);
+}
+void evalMin(Eval &e) { variadic(e, "Min"); }
+void evalMax(Eval &e) { variadic(e, "Max"); }
+void evalSum(Eval &e) { variadic(e, "Sum"); }
+void evalMean(Eval &e) { variadic(e, "Mean"); }
+
+void evalWhere(Eval &e) {
+  requireBoolInput(e, 0);
+  requireSameType(e, 1);
+  Shape s = broadcastAll(e);
+  Tensor c = e.in(0), x = e.in(1), y = e.in(2), r = e.make(s, x.elem);
+  SmallVector<int64_t, 0> ic = broadcastSources(c.shape, s), ix = broadcastSources(x.shape, s),
+                          iy = broadcastSources(y.shape, s);
+  for (size_t k = 0; k < ic.size(); ++k) {
+    bool take = c.ints[ic[k]] != 0;
+    if (r.isFloat())
+      r.floats[k] = take ? x.floats[ix[k]] : y.floats[iy[k]];
+    else
+      r.ints[k] = take ? x.ints[ix[k]] : y.ints[iy[k]];
+  }
+  e.result(r);
+}
+
+void evalCast(Eval &e) {
+  std::optional<int64_t> to = e.attrIntOpt("to");
+  if (!to)
+    e.fail("attribute 'to' is required");
+  Type target = valueElementType(e.ctx, static_cast<int32_t>(*to));
+  if (!target)
+    throw NotFoldable{}; // the converter names the unsupported type
+  e.reserve(e.shapeOf(0));
+  e.outputs.push_back(foldCast(e.ctx, e.attr(0), target));
+}
+
+void evalIdentity(Eval &e) { e.outputs.push_back(e.attr(0)); }
+
+//===----------------------------------------------------------------------===//
+// Shapes and data movement
+//===----------------------------------------------------------------------===//
+
+void evalShape(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t start = e.attrInt("start", 0), end = e.attrInt("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  Tensor r = e.make({std::max<int64_t>(end - start, 0)}, e.i64());
+  for (int64_t d = start; d < end; ++d)
+    r.ints[d - start] = in[d];
+  e.result(r);
+}
+
+void evalSize(Eval &e) {
+  Tensor r = e.make({}, e.i64());
+  r.ints[0] = graph::numElements(e.shapeOf(0));
+  e.result(r);
+}
+
+void evalReshape(Eval &e) {
+  SmallVector<int64_t> target;
+  if (e.opset < 5) {
+    auto attr = e.attrInts("shape");
+    if (!attr)
+      e.fail("attribute 'shape' is required before opset 5");
+    target = *attr;
+  } else {
+    target = e.ints(1, "shape");
+  }
+  bool allowZero = e.opset >= 14 && e.attrBool("allowzero", false);
+  ShapeOrError out = reshapeShape(e.shapeOf(0), target, allowZero);
+  if (!out.ok())
+    e.fail(out.error);
+  e.reshaped(0, out.shape);
+}
+
+void evalFlatten(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size()), axis = e.attrInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    e.fail("attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
+           llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  e.reshaped(0, {product(in, 0, axis), product(in, axis, rank)});
+}
+
+/// Squeeze's and Unsqueeze's axes: the attribute before opset 13, the input
+/// from 13.
+std::optional<SmallVector<int64_t>> squeezeAxes(Eval &e) {
+  if (e.opset < 13)
+    return e.attrInts("axes");
+  if (e.has(1))
+    return e.ints(1, "axes");
+  return std::nullopt;
+}
+
+/// Sorted, unique, non-negative axes.
+SmallVector<int64_t> sortedAxes(Eval &e, ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes)
+    out.push_back(e.axis(a, rank, "axis"));
+  llvm::sort(out);
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i] == out[i - 1])
+      e.fail("axes name axis " + llvm::Twine(out[i]) + " twice");
+  return out;
+}
+
+void evalUnsqueeze(Eval &e) {
+  Shape in = e.shapeOf(0);
+  std::optional<SmallVector<int64_t>> axes = squeezeAxes(e);
+  if (!axes)
+    e.fail("axes are required");
+  int64_t outRank = static_cast<int64_t>(in.size() + axes->size());
+  SmallVector<int64_t> norm = sortedAxes(e, *axes, outRank);
+  Shape out;
+  size_t next = 0;
+  for (int64_t d = 0; d < outRank; ++d)
+    out.push_back(llvm::is_contained(norm, d) ? 1 : in[next++]);
+  e.reshaped(0, out);
+}
+
+void evalSqueeze(Eval &e) {
+  Shape in = e.shapeOf(0), out;
+  std::optional<SmallVector<int64_t>> axes = squeezeAxes(e);
+  SmallVector<int64_t> norm;
+  if (axes)
+    norm = sortedAxes(e, *axes, static_cast<int64_t>(in.size()));
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool named = llvm::is_contained(norm, static_cast<int64_t>(d));
+    if (named && in[d] != 1)
+      e.fail("cannot squeeze axis " + llvm::Twine(d) + " of size " + llvm::Twine(in[d]));
+    if (axes ? !named : in[d] != 1)
+      out.push_back(in[d]);
+  }
+  e.reshaped(0, out);
+}
+
+/// Gathers the elements of `x` at `src` (flat indices) into a tensor of
+/// `shape`.
+Tensor gatherFlat(Eval &e, const Tensor &x, ArrayRef<int64_t> shape, ArrayRef<int64_t> src) {
+  Tensor r = e.make(shape, x.elem);
+  for (size_t k = 0; k < src.size(); ++k) {
+    if (x.isFloat())
+      r.floats[k] = x.floats[src[k]];
+    else
+      r.ints[k] = x.ints[src[k]];
+  }
+  return r;
+}
+
+/// Calls `f(flat, index)` for every element of `shape` in row-major order.
+void forEachIndex(ArrayRef<int64_t> shape,
+                  llvm::function_ref<void(int64_t, ArrayRef<int64_t>)> f) {
+  int64_t n = graph::numElements(shape);
+  SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    f(flat, idx);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Output: a tensor of `out` whose element at each index is input 0's
+/// element at flat index `source(index, strides)` (the input's row-major
+/// strides): the copies of Transpose, Slice and Tile.
+void gatherByIndex(Eval &e, ArrayRef<int64_t> out,
+                   llvm::function_ref<int64_t(ArrayRef<int64_t>, ArrayRef<int64_t>)> source) {
+  e.reserve(out);
+  Tensor x = e.in(0);
+  SmallVector<int64_t> strides = stridesOf(x.shape);
+  SmallVector<int64_t, 0> src(graph::numElements(out));
+  forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) { src[flat] = source(idx, strides); });
+  e.result(gatherFlat(e, x, out, src));
+}
+
+void evalTranspose(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  SmallVector<int64_t> perm;
+  if (auto p = e.attrInts("perm"))
+    perm = *p;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  SmallVector<bool> seen(rank, false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    e.fail("attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
+           " entries");
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      e.fail("attribute 'perm' " + graph::formatShape(perm) + " is not a permutation");
+    seen[p] = true;
+  }
+  Shape out;
+  for (int64_t p : perm)
+    out.push_back(in[p]);
+  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+    int64_t s = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      s += idx[d] * strides[perm[d]];
+    return s;
+  });
+}
+
+void evalConcat(Eval &e) {
+  requireSameType(e);
+  Shape first = e.shapeOf(0);
+  if (first.empty())
+    e.fail("inputs must have rank >= 1");
+  std::optional<int64_t> axisAttr = e.attrIntOpt("axis");
+  if (!axisAttr && e.opset >= 4)
+    e.fail("attribute 'axis' is required");
+  int64_t axis = e.axis(axisAttr.value_or(1), static_cast<int64_t>(first.size()),
+                        "attribute 'axis'");
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  for (size_t i = 0; i < e.count(); ++i)
+    shapes.emplace_back(e.shapeOf(i));
+  ShapeOrError s = graph::concatShape(shapes, axis);
+  if (!s.ok())
+    e.fail(s.error);
+  Tensor r = e.make(s.shape, e.elemOf(0));
+  int64_t outer = product(s.shape, 0, axis), at = 0;
+  SmallVector<Tensor> parts;
+  for (size_t i = 0; i < e.count(); ++i)
+    parts.push_back(e.in(i));
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor &p : parts) {
+      int64_t chunk = product(p.shape, axis, p.shape.size());
+      for (int64_t k = 0; k < chunk; ++k, ++at) {
+        if (r.isFloat())
+          r.floats[at] = p.floats[o * chunk + k];
+        else
+          r.ints[at] = p.ints[o * chunk + k];
+      }
+    }
+  e.result(r);
+}
+
+void evalSlice(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (e.opset < 10) {
+    auto s = e.attrInts("starts"), en = e.attrInts("ends");
+    if (!s || !en)
+      e.fail("attributes 'starts' and 'ends' are required before opset 10");
+    starts = *s;
+    ends = *en;
+    if (auto a = e.attrInts("axes"))
+      axes = *a;
+  } else {
+    starts = e.ints(1, "starts");
+    ends = e.ints(2, "ends");
+    if (e.has(3))
+      axes = e.ints(3, "axes");
+    if (e.has(4))
+      steps = e.ints(4, "steps");
+  }
+  if (axes.empty() && !(e.opset >= 10 && e.has(3)))
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty() && !(e.opset >= 10 && e.has(4)))
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    e.fail("starts, ends, axes and steps must have the same length");
+  SmallVector<int64_t> first(rank, 0), step(rank, 1);
+  Shape counts = in;
+  SmallVector<bool> seen(rank, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = e.axis(axes[k], rank, "axis");
+    if (seen[axis])
+      e.fail("axis " + llvm::Twine(axis) + " is sliced twice");
+    seen[axis] = true;
+    if (steps[k] == 0)
+      e.fail("step of axis " + llvm::Twine(axis) + " is zero");
+    // ONNX: negative indices count from the end, then clamp ([0, dim] for
+    // positive steps, [-1, dim-1] for negative ones).
+    int64_t dim = in[axis], s = starts[k], en = ends[k], count = 0;
+    s = s < 0 ? s + dim : s;
+    en = en < 0 ? en + dim : en;
+    if (steps[k] > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      en = std::clamp<int64_t>(en, 0, dim);
+      if (en > s)
+        count = static_cast<int64_t>(uint64_t(en - s - 1) / uint64_t(steps[k])) + 1;
+    } else if (dim > 0) {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      en = std::clamp<int64_t>(en, -1, dim - 1);
+      if (s > en)
+        count = static_cast<int64_t>(uint64_t(s - en - 1) / (0 - uint64_t(steps[k]))) + 1;
+    }
+    first[axis] = count > 0 ? s : 0;
+    step[axis] = steps[k];
+    counts[axis] = count;
+  }
+  gatherByIndex(e, counts, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+    int64_t s = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      s += (first[d] + idx[d] * step[d]) * strides[d];
+    return s;
+  });
+}
+
+void evalGather(Eval &e) {
+  Shape ds = e.shapeOf(0), is = e.shapeOf(1);
+  Type it = e.elemOf(1);
+  if (!it.isInteger(64) && !it.isInteger(32))
+    e.fail("indices must be INT64 or INT32, got " + elementTypeName(it));
+  int64_t axis = e.axis(e.attrInt("axis", 0), static_cast<int64_t>(ds.size()),
+                        "attribute 'axis'");
+  ShapeOrError s = graph::gatherShape(ds, is, axis);
+  if (!s.ok())
+    e.fail(s.error);
+  e.reserve(s.shape);
+  Tensor x = e.in(0), idx = e.in(1);
+  int64_t dim = ds[axis], outer = product(ds, 0, axis),
+          inner = product(ds, axis + 1, ds.size());
+  SmallVector<int64_t, 0> src;
+  src.reserve(graph::numElements(s.shape));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i : idx.ints) {
+      if (i < -dim || i >= dim)
+        e.fail("index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
+               " of size " + llvm::Twine(dim));
+      int64_t base = (o * dim + (i < 0 ? i + dim : i)) * inner;
+      for (int64_t k = 0; k < inner; ++k)
+        src.push_back(base + k);
+    }
+  e.result(gatherFlat(e, x, s.shape, src));
+}
+
+/// A 1-D shape input of non-negative dims (ConstantOfShape, Expand).
+SmallVector<int64_t> shapeInput(Eval &e, size_t i) {
+  SmallVector<int64_t> dims = e.ints(i, "shape");
+  for (int64_t d : dims)
+    if (d < 0)
+      e.fail("shape " + graph::formatShape(dims) + " has a negative dimension");
+  return dims;
+}
+
+void evalExpand(Eval &e) {
+  Shape in = e.shapeOf(0);
+  ShapeOrError s = graph::broadcastShapes(in, shapeInput(e, 1));
+  if (!s.ok())
+    e.fail("cannot expand " + graph::formatShape(in) + ": " + s.error);
+  e.reserve(s.shape);
+  Tensor x = e.in(0);
+  e.result(gatherFlat(e, x, s.shape, broadcastSources(in, s.shape)));
+}
+
+void evalTile(Eval &e) {
+  Shape in = e.shapeOf(0), out;
+  SmallVector<int64_t> repeats = e.ints(1, "repeats");
+  if (repeats.size() != in.size())
+    e.fail("'repeats' has " + llvm::Twine(repeats.size()) + " values, the input has rank " +
+           llvm::Twine(in.size()));
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (repeats[d] < 0)
+      e.fail("'repeats' " + graph::formatShape(repeats) + " has a negative value");
+    if (repeats[d] != 0 && in[d] > std::numeric_limits<int64_t>::max() / repeats[d])
+      throw NotFoldable{};
+    out.push_back(in[d] * repeats[d]);
+  }
+  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+    int64_t s = 0;
+    for (size_t d = 0; d < in.size(); ++d)
+      s += (idx[d] % in[d]) * strides[d];
+    return s;
+  });
+}
+
+void evalConstantOfShape(Eval &e) {
+  SmallVector<int64_t> dims = shapeInput(e, 0);
+  DenseElementsAttr value = makeF32Attr(e.ctx, {1}, {0.0f});
+  if (const auto *a = e.findAttr("value", onnx::AttributeProto::TENSOR)) {
+    if (a->t().data_location() == onnx::TensorProto::EXTERNAL)
+      e.fail("attribute 'value' must be stored in the model, not as external data");
+    value = decodeTensor(e.ctx, a->t(), "", "attribute 'value'");
+    if (value.getNumElements() != 1)
+      e.fail("attribute 'value' must hold one element, got shape " +
+             graph::formatShape(value.getType().getShape()));
+  }
+  e.reserve(dims);
+  // A splat: nothing the size of the result is allocated.
+  e.outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(dims, value.getElementType()),
+                                             *value.value_begin<Attribute>()));
+}
+
+/// Range: ceil((limit - start) / delta) values start, start + delta, ...
+/// (floats: the count in double, the values accumulated in FP32, as
+/// onnxruntime's kernel).
+void evalRange(Eval &e) {
+  requireSameType(e);
+  for (size_t i = 0; i < 3; ++i)
+    if (e.attr(i).getNumElements() != 1)
+      e.fail("input #" + llvm::Twine(i) + " must be a scalar, got shape " +
+             graph::formatShape(e.shapeOf(i)));
+  Type elem = e.elemOf(0);
+  if (elem.isInteger(1))
+    e.fail("BOOL inputs are not supported");
+  int64_t n;
+  if (isa<FloatType>(elem)) {
+    float start = floatValues(e.attr(0))[0], limit = floatValues(e.attr(1))[0],
+          delta = floatValues(e.attr(2))[0];
+    if (delta == 0)
+      e.fail("delta is zero");
+    // The count in double from each bound, as onnxruntime computes it.
+    double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
+                             static_cast<double>(delta));
+    if (!std::isfinite(count))
+      e.fail("the number of elements is not finite");
+    if (count > static_cast<double>(e.limit))
+      throw NotFoldable{};
+    n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+    Tensor r = e.make({n}, elem);
+    float v = start;
+    for (int64_t k = 0; k < n; ++k, v += delta)
+      r.floats[k] = v;
+    e.result(r);
+    return;
+  }
+  int64_t start = intValues(e.attr(0))[0], limit = intValues(e.attr(1))[0],
+          delta = intValues(e.attr(2))[0];
+  if (delta == 0)
+    e.fail("delta is zero");
+  __int128 span = static_cast<__int128>(limit) - start;
+  __int128 count = span / delta + ((span % delta != 0) && ((span < 0) == (delta < 0)));
+  if (count > e.limit)
+    throw NotFoldable{};
+  n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+  Tensor r = e.make({n}, elem);
+  for (int64_t k = 0; k < n; ++k)
+    r.ints[k] = wrapAdd(start, wrapMul(k, delta));
+  e.result(r);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, scans, index ops
+//===----------------------------------------------------------------------===//
+
+/// ReduceSum/Prod/Max/Min: axes from the attribute (ReduceSum before 13,
+/// the others before 18) or the input; keepdims; noop_with_empty_axes.
+void evalReduce(Eval &e) {
+  llvm::StringRef op = e.node.op_type();
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  bool axesInput = e.opset >= (op == "ReduceSum" ? 13 : 18);
+  std::optional<SmallVector<int64_t>> axes =
+      axesInput ? (e.has(1) ? std::optional<SmallVector<int64_t>>(e.ints(1, "axes")) : std::nullopt)
+                : e.attrInts("axes");
+  bool keep = e.attrBool("keepdims", true);
+  if (!axes || axes->empty()) {
+    if (axesInput && e.attrBool("noop_with_empty_axes", false)) {
+      e.outputs.push_back(e.attr(0));
+      return;
+    }
+    axes = SmallVector<int64_t>();
+    for (int64_t d = 0; d < rank; ++d)
+      axes->push_back(d);
+  }
+  SmallVector<int64_t> norm = sortedAxes(e, *axes, rank);
+  Shape out, kept;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(norm, d);
+    kept.push_back(reduced ? 1 : in[d]);
+    if (!reduced || keep)
+      out.push_back(reduced ? 1 : in[d]);
+    if (reduced && in[d] == 0 && (op == "ReduceMax" || op == "ReduceMin"))
+      e.fail("cannot reduce an empty axis " + llvm::Twine(d) + " with " + op);
+  }
+  Tensor x = e.in(0), r = e.make(kept, x.elem);
+  if (x.isBool())
+    e.fail("BOOL inputs are not supported");
+  SmallVector<int64_t> outStrides = stridesOf(kept);
+  SmallVector<bool, 0> started(r.size(), false);
+  forEachIndex(in, [&](int64_t flat, ArrayRef<int64_t> idx) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      o += (kept[d] == 1 ? 0 : idx[d]) * outStrides[d];
+    bool first = !started[o];
+    started[o] = true;
+    if (x.isFloat()) {
+      float v = x.floats[flat], &acc = r.floats[o];
+      acc = first ? v
+            : op == "ReduceSum"  ? acc + v
+            : op == "ReduceProd" ? acc * v
+            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<float>::quiet_NaN()
+            : op == "ReduceMax" ? std::max(acc, v)
+                                : std::min(acc, v);
+    } else {
+      int64_t v = x.ints[flat], &acc = r.ints[o];
+      acc = first ? v
+            : op == "ReduceSum"  ? wrapAdd(acc, v)
+            : op == "ReduceProd" ? wrapMul(acc, v)
+            : op == "ReduceMax"  ? std::max(acc, v)
+                                 : std::min(acc, v);
+    }
+  });
+  // Outputs no element reached (an empty axis): the sum's and product's
+  // identities.
+  for (int64_t o = 0; o < r.size(); ++o)
+    if (!started[o]) {
+      if (r.isFloat())
+        r.floats[o] = op == "ReduceProd" ? 1.0f : 0.0f;
+      else
+        r.ints[o] = op == "ReduceProd" ? 1 : 0;
+    }
+  r.shape = out;
+  e.result(r);
+}
+
+void evalCumSum(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (rank == 0)
+    e.fail("input must have rank >= 1");
+  int64_t axis = e.axis(e.scalarInt(1, "axis"), rank, "axis");
+  bool exclusive = e.attrBool("exclusive", false), reverse = e.attrBool("reverse", false);
+  Tensor x = e.in(0), r = e.make(in, x.elem);
+  if (x.isBool())
+    e.fail("BOOL inputs are not supported");
+  int64_t dim = in[axis], inner = product(in, axis + 1, rank), outer = product(in, 0, axis);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      float fsum = 0;
+      int64_t isum = 0;
+      for (int64_t step = 0; step < dim; ++step) {
+        int64_t k = reverse ? dim - 1 - step : step;
+        int64_t at = (o * dim + k) * inner + i;
+        if (x.isFloat()) {
+          if (!exclusive)
+            fsum += x.floats[at];
+          r.floats[at] = fsum;
+          if (exclusive)
+            fsum += x.floats[at];
+        } else {
+          if (!exclusive)
+            isum = wrapAdd(isum, x.ints[at]);
+          r.ints[at] = isum;
+          if (exclusive)
+            isum = wrapAdd(isum, x.ints[at]);
+        }
+      }
+    }
+  e.result(r);
+}
+
+void evalArgMax(Eval &e) {
+  Shape in = e.shapeOf(0);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = e.axis(e.attrInt("axis", 0), rank, "attribute 'axis'");
+  bool keep = e.attrBool("keepdims", true), last = e.attrBool("select_last_index", false);
+  if (in[axis] == 0)
+    e.fail("cannot take ArgMax over the empty axis " + llvm::Twine(axis));
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis || keep)
+      out.push_back(d == axis ? 1 : in[d]);
+  Tensor x = e.in(0), r = e.make(out, e.i64());
+  int64_t dim = in[axis], inner = product(in, axis + 1, rank), outer = product(in, 0, axis);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < dim; ++k) {
+        int64_t a = (o * dim + k) * inner + i, b = (o * dim + best) * inner + i;
+        bool better = x.isFloat() ? (last ? x.floats[a] >= x.floats[b] : x.floats[a] > x.floats[b])
+                                  : (last ? x.ints[a] >= x.ints[b] : x.ints[a] > x.ints[b]);
+        if (better)
+          best = k;
+      }
+      r.ints[o * inner + i] = best;
+    }
+  e.result(r);
+}
+
+/// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of
+/// the last two dims; any k is valid (the triangle is then empty or full).
+void evalTrilu(Eval &e) {
+  Shape in = e.shapeOf(0);
+  if (in.size() < 2)
+    e.fail("input must have rank >= 2");
+  int64_t k = e.has(1) ? e.scalarInt(1, "k") : 0;
+  bool upper = e.attrBool("upper", true);
+  Tensor x = e.in(0), r = e.make(in, x.elem);
+  int64_t rows = in[in.size() - 2], cols = in.back();
+  for (int64_t flat = 0; flat < x.size(); ++flat) {
+    int64_t j = flat % cols, i = cols == 0 ? 0 : (flat / cols) % rows;
+    __int128 diff = static_cast<__int128>(j) - i;
+    bool keepIt = upper ? diff >= k : diff <= k;
+    if (x.isFloat())
+      r.floats[flat] = keepIt ? x.floats[flat] : 0.0f;
+    else
+      r.ints[flat] = keepIt ? x.ints[flat] : 0;
+  }
+  e.result(r);
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+struct EvalRow {
+  const char *opType;
+  EvalFn fn;
+  Kind kind;
+};
+
+const EvalRow kEvalRows[] = {
+    // Element-wise.
+    {"Add", evalAdd, Kind::Compute},
+    {"Sub", evalSub, Kind::Compute},
+    {"Mul", evalMul, Kind::Compute},
+    {"Div", evalDiv, Kind::Compute},
+    {"Mod", evalMod, Kind::Compute},
+    {"Pow", evalPow, Kind::Compute},
+    {"Neg", evalNeg, Kind::Compute},
+    {"Abs", evalAbs, Kind::Compute},
+    {"Sign", evalSign, Kind::Compute},
+    {"Sqrt", evalSqrt, Kind::Compute},
+    {"Reciprocal", evalReciprocal, Kind::Compute},
+    {"Floor", evalFloor, Kind::Compute},
+    {"Ceil", evalCeil, Kind::Compute},
+    {"IsNaN", evalIsNaN, Kind::Compute},
+    {"Equal", evalEqual, Kind::Compute},
+    {"Less", evalLess, Kind::Compute},
+    {"LessOrEqual", evalLessOrEqual, Kind::Compute},
+    {"Greater", evalGreater, Kind::Compute},
+    {"GreaterOrEqual", evalGreaterOrEqual, Kind::Compute},
+    {"And", evalAnd, Kind::Static},
+    {"Or", evalOr, Kind::Static},
+    {"Xor", evalXor, Kind::Static},
+    {"Not", evalNot, Kind::Static},
+    {"Min", evalMin, Kind::Compute},
+    {"Max", evalMax, Kind::Compute},
+    {"Sum", evalSum, Kind::Compute},
+    {"Mean", evalMean, Kind::Compute},
+    {"Where", evalWhere, Kind::Compute},
+    {"Cast", evalCast, Kind::Compute},
+    {"Identity", evalIdentity, Kind::Move},
+    // Shapes and data movement.
+    {"Shape", evalShape, Kind::Static},
+    {"Size", evalSize, Kind::Static},
+    {"Reshape", evalReshape, Kind::Move},
+    {"Flatten", evalFlatten, Kind::Move},
+    {"Unsqueeze", evalUnsqueeze, Kind::Move},
+    {"Squeeze", evalSqueeze, Kind::Move},
+    {"Transpose", evalTranspose, Kind::Move},
+    {"Concat", evalConcat, Kind::Move},
+    {"Slice", evalSlice, Kind::Move},
+    {"Gather", evalGather, Kind::Move},
+    {"Expand", evalExpand, Kind::Compute},
+    {"Tile", evalTile, Kind::Compute},
+    {"ConstantOfShape", evalConstantOfShape, Kind::Static},
+    {"Range", evalRange, Kind::Static},
+    // Reductions, scans, index ops.
+    {"ReduceSum", evalReduce, Kind::Compute},
+    {"ReduceProd", evalReduce, Kind::Compute},
+    {"ReduceMax", evalReduce, Kind::Compute},
+    {"ReduceMin", evalReduce, Kind::Compute},
+    {"CumSum", evalCumSum, Kind::Compute},
+    {"ArgMax", evalArgMax, Kind::Static},
+    {"Trilu", evalTrilu, Kind::Compute},
+};
+
+const EvalRow *findEvalRow(llvm::StringRef opType) {
+  for (const EvalRow &row : kEvalRows)
+    if (opType == row.opType)
+      return &row;
+  return nullptr;
+}
+
+/// The element limit of a fold: ops that have an mp form at run time fold
+/// up to `limits.runTime` elements (moves of float data not at all);
+/// compile-time-only ops up to `limits.compileTime`.
+int64_t limitFor(Kind kind, ArrayRef<DenseElementsAttr> inputs, const FoldLimits &limits) {
+  bool anyFloat = llvm::any_of(inputs, [](DenseElementsAttr a) {
+    return a && isa<FloatType>(a.getElementType());
+  });
+  switch (kind) {
+  case Kind::Move:
+    return anyFloat ? 0 : limits.runTime;
+  case Kind::Compute:
+    return anyFloat ? limits.runTime : limits.compileTime;
+  case Kind::Static:
+    return limits.compileTime;
+  }
+  return 0;
+}
+
+} // namespace
+
+/// Converts constant values between the importer's element types with ONNX
+/// Cast semantics: float to int truncates toward zero (saturating, NaN 0),
+/// anything to bool is "!= 0".
+DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
+  Type from = in.getElementType();
+  ArrayRef<int64_t> shape = in.getType().getShape();
+  if (isa<FloatType>(from)) {
+    SmallVector<float> f = floatValues(in);
+    if (isa<FloatType>(to))
+      return makeF32Attr(ctx, shape, f);
+    SmallVector<int64_t> out;
+    for (float v : f) {
+      if (to.isInteger(1)) {
+        out.push_back(v != 0.0f);
+        continue;
+      }
+      llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
+      bool exact = false;
+      llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
+      out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
+    }
+    return makeIntAttr(shape, to, out);
+  }
+  SmallVector<int64_t> iv = intValues(in);
+  if (isa<FloatType>(to)) {
+    SmallVector<float> out(iv.begin(), iv.end());
+    return makeF32Attr(ctx, shape, out);
+  }
+  return makeIntAttr(shape, to, iv); // i32 wraps, bool is "!= 0"
+}
+
+bool canEvaluate(llvm::StringRef opType) { return findEvalRow(opType) != nullptr; }
+
+FoldResult evaluateNode(MLIRContext &ctx, const onnx::NodeProto &node, int64_t opset,
+                        ArrayRef<DenseElementsAttr> inputs, const FoldLimits &limits) {
+  FoldResult result;
+  const EvalRow *row = findEvalRow(node.op_type());
+  if (!row)
+    return result;
+  Eval e(ctx, node, opset, inputs, limitFor(row->kind, inputs, limits));
+  try {
+    row->fn(e);
+  } catch (const NotFoldable &) {
+    return result;
+  } catch (const EvalError &err) {
+    result.status = FoldResult::Failed;
+    result.error = err.message;
+    return result;
+  } catch (const ImportError &err) { // decodeTensor's, about attribute 'value'
+    result.status = FoldResult::Failed;
+    result.error = err.what();
+    return result;
+  }
+  result.status = FoldResult::Folded;
+  result.outputs = std::move(e.outputs);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Folding in the importer
+//===----------------------------------------------------------------------===//
+
+bool Importer::tryFold(const NodeCtx &c) {
+  if (!canEvaluate(c.node.op_type()))
+    return false;
+  SmallVector<DenseElementsAttr> constants;
+  for (int i = 0; i < c.node.input_size(); ++i) {
+    if (!hasInput(c, i)) {
+      constants.push_back({});
+      continue;
+    }
+    DenseElementsAttr attr = constInput(c, i);
+    if (!attr)
+      return false;
+    constants.push_back(attr);
+  }
+  // Every fold stays within what is left of the import's budget, so that a
+  // model cannot make folding hold unbounded memory.
+  FoldLimits limits;
+  limits.runTime = std::min(limits.runTime, foldBudget);
+  limits.compileTime = std::min(limits.compileTime, foldBudget);
+  FoldResult r = evaluateNode(ctx, c.node, opset, constants, limits);
+  if (r.status == FoldResult::Failed)
+    nodeFail(c, r.error);
+  if (r.status == FoldResult::NotFolded)
+    return false;
+  for (auto [i, attr] : llvm::enumerate(r.outputs)) {
+    // An output equal to an input (Identity, a reshape to the same shape)
+    // stays that input's tensor.
+    auto same = llvm::find(constants, attr);
+    if (same != constants.end())
+      aliasOutput(c, static_cast<int>(i), static_cast<int>(same - constants.begin()));
+    else
+      defineConst(c, static_cast<int>(i), attr);
+    foldBudget -= attr.getNumElements();
+  }
+  return true;
+}
+
+std::string Importer::runTimeOrigin(const std::string &tensor) const {
+  // Walk back from the tensor through the nodes whose inputs are run-time
+  // values, to the graph inputs that it depends on.
+  auto isGraphInput = [&](const std::string &name) {
+    auto it = values.find(name);
+    return it != values.end() && it->second.value && isa<BlockArgument>(it->second.value);
+  };
+  if (isGraphInput(tensor))
+    return "it is graph input " + quotedName(tensor);
+  auto producer = producers.find(tensor);
+  if (producer == producers.end() || !graphProto)
+    return "it is computed at run time";
+  const onnx::NodeProto &node = graphProto->node(producer->second);
+  std::string nodeName = node.name().empty()
+                             ? node.op_type() + "_" + std::to_string(producer->second)
+                             : node.name();
+  std::string text = "it is computed at run time by node " + quotedName(nodeName) + " (" +
+                     escapeControls(node.op_type()) + ")";
+  SmallVector<std::string> found, work{tensor};
+  llvm::StringSet<> seen;
+  while (!work.empty() && seen.size() < 100000) {
+    std::string name = work.pop_back_val();
+    if (!seen.insert(name).second)
+      continue;
+    if (isGraphInput(name)) {
+      found.push_back(quotedName(name));
+      continue;
+    }
+    auto it = producers.find(name);
+    if (it == producers.end())
+      continue;
+    for (const std::string &in : graphProto->node(it->second).input()) {
+      auto v = values.find(in);
+      if (!in.empty() && v != values.end() && !v->second.constant)
+        work.push_back(in);
+    }
+  }
+  if (!found.empty())
+    text += " from graph input" + std::string(found.size() > 1 ? "s " : " ") +
+            llvm::join(found, ", ");
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOfShape, Range, Size, Expand
+//===----------------------------------------------------------------------===//
+
+/// Fails for a node of a compile-time-only op that tryFold did not fold.
+void Importer::failUnfolded(const NodeCtx &c) {
+  FoldLimits limits;
+  limits.compileTime = std::min(limits.compileTime, foldBudget);
+  nodeFail(c, "the result is too large to compute at compile time (the limit is " +
+                  llvm::Twine(limits.compileTime) + " elements)");
+}
+
+/// The ONNX schema forms of ConstantOfShape.
+static const OpForm kConstantOfShapeForms[] = {
+    {9, 1, 1, 1, 1, "value"},
+};
+
+void Importer::convertConstantOfShape(const NodeCtx &c) {
+  // tryFold folds it whenever the shape is constant.
+  requireConst(c, 0, "input");
+  failUnfolded(c);
+}
+
+/// The ONNX schema forms of Range: stash_type (27) only concerns FLOAT16/BFLOAT16 inputs,
+/// which the importer holds as FLOAT.
+static const OpForm kRangeForms[] = {
+    {11, 3, 3, 1, 1, ""},
+    {27, 3, 3, 1, 1, "stash_type"},
+};
+
+void Importer::convertRange(const NodeCtx &c) {
+  requireConst(c, 0, "start");
+  requireConst(c, 1, "limit");
+  requireConst(c, 2, "delta");
+  failUnfolded(c);
+}
+
+/// The ONNX schema forms of Size.
+static const OpForm kSizeForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
+
+void Importer::convertSize(const NodeCtx &c) {
+  // Shapes are static once imported, so Size is a compile-time constant.
+  RankedTensorType t = inputType(c, 0);
+  if (!t.hasStaticShape())
+    nodeFail(c, "input 'input' (" + quotedName(c.node.input(0)) +
+                    ") has a dynamic shape; its size must be known at compile time");
+  defineConst(c, 0, makeIntAttr({}, builder.getI64Type(), {graph::numElements(t.getShape())}));
+}
+
+/// The ONNX schema forms of Expand.
+static const OpForm kExpandForms[] = {
+    {8, 2, 2, 1, 1, ""},
+};
+
+/// Expand at run time: the input reshaped to the output's rank, then each
+/// run of consecutive broadcast axes merged into one and copied by one
+/// mp.gather with zero indices. A gather copies elements, so every bit
+/// (-0.0, NaN payloads, inf, integers) survives, on every backend that
+/// runs mp.gather; arithmetic (x * 1) would round under low-precision
+/// policies and does not exist for integers.
+void Importer::convertExpand(const NodeCtx &c) {
+  SmallVector<int64_t> shape = requireConstInts(c, 1, "shape");
+  for (int64_t d : shape)
+    if (d < 0)
+      nodeFail(c, "shape " + graph::formatShape(shape) + " has a negative dimension");
+  RankedTensorType t = inputType(c, 0);
+  ShapeOrError s = graph::broadcastShapes(t.getShape(), shape);
+  if (!s.ok())
+    nodeFail(c, "cannot expand " + graph::formatShape(t.getShape()) + ": " + s.error);
+  if (graph::numElements(s.shape) < 0)
+    nodeFail(c, "the output shape " + graph::formatShape(s.shape) + " has too many elements");
+  if (ArrayRef<int64_t>(s.shape) == t.getShape()) {
+    aliasOutput(c, 0, 0);
+    return;
+  }
+  size_t rank = s.shape.size(), lead = rank - t.getRank();
+  Shape in(lead, 1);
+  in.append(t.getShape().begin(), t.getShape().end());
+  // Collapse: each run of broadcast axes (1 in, n > 1 out) becomes one axis.
+  Shape from, to;
+  for (size_t d = 0; d < rank; ++d) {
+    bool broadcast = in[d] == 1 && s.shape[d] != 1;
+    bool extend = broadcast && d > 0 && in[d - 1] == 1 && s.shape[d - 1] != 1;
+    if (extend) {
+      to.back() *= s.shape[d];
+      continue;
+    }
+    from.push_back(in[d]);
+    to.push_back(s.shape[d]);
+  }
+  Value v = reshape(c, input(c, 0), from);
+  Shape current = from;
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] == to[d])
+      continue;
+    SmallVector<int64_t> zeros(to[d], 0);
+    Value indices = constant(c.loc, makeIntAttr({to[d]}, builder.getI64Type(), zeros));
+    current[d] = to[d];
+    v = builder
+            .create<graph::GatherOp>(c.loc, tensorType(current, t.getElementType()), v, indices,
+                                     builder.getI64IntegerAttr(static_cast<int64_t>(d)))
+            .getOutput();
+  }
+  defineValue(c, 0, reshape(c, v, s.shape));
+}
 
 //===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<Importer::OpInfo> Importer::foldOps() {
-  return {};
+  static const OpInfo table[] = {
+      {"ConstantOfShape", &Importer::convertConstantOfShape, kConstantOfShapeForms},
+      {"Range", &Importer::convertRange, kRangeForms},
+      {"Size", &Importer::convertSize, kSizeForms},
+      {"Expand", &Importer::convertExpand, kExpandForms},
+  };
+  return table;
 }
 
 } // namespace mixprec::compiler::onnx_import

@@ -360,6 +360,7 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   }
   builder.setInsertionPointToEnd(body);
 
+  graphProto = &graph;
   for (int i = 0; i < graph.node_size(); ++i)
     convertNode(graph.node(i), i);
   addReturn(graph, func);
@@ -400,6 +401,12 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   for (const std::string &out : node.output())
     if (!out.empty() && values.count(out))
       nodeFail(c, "output " + quotedName(out) + " is already defined");
+  for (const std::string &out : node.output())
+    if (!out.empty())
+      producers[out] = index;
+  // Nodes whose inputs are all known fold to constants (OnnxFold.cpp).
+  if (tryFold(c))
+    return;
   (this->*info->convert)(c);
 }
 
@@ -635,7 +642,8 @@ DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRe
   DenseElementsAttr attr = constInput(c, i);
   if (!attr)
     nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
-                    ") must be a compile-time constant (an initializer or Constant output)");
+                    ") must be a compile-time constant (an initializer, a Constant output or a "
+                    "value that folds): " + runTimeOrigin(c.node.input(i)));
   return attr;
 }
 

@@ -134,6 +134,44 @@ mlir::DenseElementsAttr makeF32Attr(mlir::MLIRContext &ctx, llvm::ArrayRef<int64
                                     llvm::ArrayRef<float> values);
 
 //===----------------------------------------------------------------------===//
+// Compile-time evaluation (OnnxFold.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Element-count limits of one compile-time fold. Ops with an mp form at
+/// run time fold up to `runTime` elements, larger results are left to run
+/// time (and data movement of float constants, weights whose layout is the
+/// compiler's, always is); ops that exist only at compile time fold up to
+/// `compileTime`.
+struct FoldLimits {
+  int64_t runTime = int64_t(1) << 22;
+  int64_t compileTime = int64_t(1) << 24;
+};
+
+/// What evaluateNode made of a node.
+struct FoldResult {
+  enum Status { NotFolded, Folded, Failed } status = NotFolded;
+  llvm::SmallVector<mlir::DenseElementsAttr, 1> outputs; // Folded: one per output
+  std::string error; // Failed: the one-line reason, without the node's name
+};
+
+/// Whether the evaluator knows `opType`.
+bool canEvaluate(llvm::StringRef opType);
+
+/// Evaluates `node` at compile time with ONNX semantics at `opset`, given
+/// its inputs' values (null where an input is absent): NotFolded for an op
+/// it does not know, a type it leaves to the converter or a result over
+/// `limits`; Failed when the node is invalid (division by zero, an
+/// attribute out of range...). Floats are computed in FP32.
+FoldResult evaluateNode(mlir::MLIRContext &ctx, const onnx::NodeProto &node, int64_t opset,
+                        llvm::ArrayRef<mlir::DenseElementsAttr> inputs,
+                        const FoldLimits &limits = {});
+
+/// Converts constant values between the importer's element types with ONNX
+/// Cast semantics.
+mlir::DenseElementsAttr foldCast(mlir::MLIRContext &ctx, mlir::DenseElementsAttr in,
+                                 mlir::Type to);
+
+//===----------------------------------------------------------------------===//
 // The importer
 //===----------------------------------------------------------------------===//
 
@@ -319,6 +357,18 @@ private:
 
   // OnnxFold.cpp: ops whose values are known at compile time (shape
   // subgraphs), and the evaluator that folds them.
+  /// Folds the node when every present input is a compile-time constant
+  /// and the evaluator knows its op; false leaves it to the converter.
+  bool tryFold(const NodeCtx &c);
+  /// Where a run-time tensor comes from, for errors: "it is graph input
+  /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
+  /// input 'x'".
+  std::string runTimeOrigin(const std::string &tensor) const;
+  [[noreturn]] void failUnfolded(const NodeCtx &c);
+  void convertConstantOfShape(const NodeCtx &c);
+  void convertRange(const NodeCtx &c);
+  void convertSize(const NodeCtx &c);
+  void convertExpand(const NodeCtx &c);
 
   // (end of OnnxFold.cpp's converters)
 
@@ -388,6 +438,11 @@ private:
   llvm::StringMap<Entry> values;
   llvm::StringSet<> usedNames;              // read by some node or a graph output
   llvm::StringMap<std::string> nodeOpTypes; // node name -> op type (diagnostics)
+  // OnnxFold.cpp's state: each tensor's producing node (its index in
+  // *graphProto) for errors, and the elements folding may still create.
+  const onnx::GraphProto *graphProto = nullptr;
+  llvm::StringMap<int> producers;
+  int64_t foldBudget = int64_t(1) << 25;
 };
 
 template <typename OpT, typename... Args>

@@ -47,6 +47,11 @@ constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
 
 inline std::string twineStr(const llvm::Twine &t) { return t.str(); }
 
+/// The shape a Reshape to `target` gives a tensor of shape `in` (0 copies
+/// the input's dim unless `allowZero`, one -1 is inferred), or why not.
+graph::ShapeOrError reshapeShape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> target,
+                                 bool allowZero);
+
 /// Window attributes (kernel, strides, dilations) must be positive and small
 /// enough that the window arithmetic cannot overflow.
 inline std::optional<std::string> checkWindowValues(llvm::StringRef name,

@@ -42,45 +42,7 @@ void Importer::convertReshape(const NodeCtx &c) {
     target = requireConstInts(c, 1, "shape");
   }
   bool allowZero = opset >= 14 && attrBool(c, "allowzero", false);
-  Shape out;
-  int inferIndex = -1;
-  for (size_t i = 0; i < target.size(); ++i) {
-    int64_t d = target[i];
-    if (d == 0 && !allowZero) {
-      if (i >= in.size())
-        nodeFail(c, "shape " + graph::formatShape(target) + " copies dim " + llvm::Twine(i) +
-                        " (0), but the input " + graph::formatShape(in) + " has rank " +
-                        llvm::Twine(in.size()));
-      out.push_back(in[i]);
-    } else if (d == -1) {
-      if (inferIndex >= 0)
-        nodeFail(c, "shape " + graph::formatShape(target) + " has more than one -1");
-      inferIndex = static_cast<int>(i);
-      out.push_back(1);
-    } else if (d < 0) {
-      nodeFail(c,
-               "shape " + graph::formatShape(target) + " has invalid dimension " + llvm::Twine(d));
-    } else {
-      out.push_back(d);
-    }
-  }
-  if (allowZero && inferIndex >= 0 && llvm::is_contained(target, 0))
-    nodeFail(c, "shape " + graph::formatShape(target) + " has both 0 and -1 with allowzero=1");
-  int64_t total = graph::numElements(in);
-  int64_t known = graph::numElements(out); // the -1 slot counts as 1
-  if (known < 0)
-    nodeFail(c, "shape " + graph::formatShape(target) + " has too many elements");
-  if (inferIndex >= 0) {
-    if (known == 0 || total % known != 0)
-      nodeFail(c, "cannot reshape " + graph::formatShape(in) + " to " + graph::formatShape(target) +
-                      ": the -1 dimension cannot be inferred");
-    out[inferIndex] = total / known;
-  } else if (known != total) {
-    nodeFail(c, "cannot reshape " + graph::formatShape(in) + " (" + llvm::Twine(total) +
-                    " elements) to " + graph::formatShape(out) + " (" + llvm::Twine(known) +
-                    " elements)");
-  }
-  defineReshaped(c, 0, out);
+  defineReshaped(c, 0, expectShape(c, reshapeShape(in, target, allowZero)));
 }
 
 /// The ONNX schema forms of Flatten.
