@@ -24,6 +24,20 @@ using mixprec::graph::ScalarFn;
 namespace mixprec::compiler {
 namespace {
 
+/// Element `i` of `t` as a double: exact for float32, bools and the int64
+/// values a model holds in practice (|x| < 2^53).
+double elementAsDouble(const HostTensor &t, int64_t i) {
+  switch (t.kind) {
+  case HostTensor::Kind::Float:
+    return t.floats[i];
+  case HostTensor::Kind::Int:
+    return static_cast<double>(t.ints[i]);
+  case HostTensor::Kind::Bool:
+    return t.bools[i];
+  }
+  return 0;
+}
+
 /// result = kind(operand 0), element by element.
 LogicalResult unary(Operation *op, cpu::UnaryOp kind, Evaluator &e) {
   Value in = op->getOperand(0), out = op->getResult(0);
@@ -62,19 +76,7 @@ LogicalResult castElements(Operation *op, Evaluator &e) {
   out.kind = HostTensor::kindOf(to);
   out.shape = in.shape;
   int64_t n = in.numElements();
-  // Gather every source element as double: exact for float32 and for the
-  // int64 values a model casts in practice (|x| < 2^53).
-  auto valueAt = [&](int64_t i) -> double {
-    switch (in.kind) {
-    case HostTensor::Kind::Float:
-      return in.floats[i];
-    case HostTensor::Kind::Int:
-      return static_cast<double>(in.ints[i]);
-    case HostTensor::Kind::Bool:
-      return in.bools[i];
-    }
-    return 0;
-  };
+  auto valueAt = [&](int64_t i) { return elementAsDouble(in, i); };
   switch (out.kind) {
   case HostTensor::Kind::Float:
     out.floats.resize(n);
@@ -115,17 +117,6 @@ std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64
       strides[rank - 1 - i] = stride;
     stride *= t.shape[d];
   }
-  auto valueAt = [&](int64_t i) -> double {
-    switch (t.kind) {
-    case HostTensor::Kind::Float:
-      return t.floats[i];
-    case HostTensor::Kind::Int:
-      return static_cast<double>(t.ints[i]);
-    case HostTensor::Kind::Bool:
-      return t.bools[i];
-    }
-    return 0;
-  };
   int64_t n = 1;
   for (int64_t d : outShape)
     n *= d;
@@ -133,7 +124,7 @@ std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64
   std::vector<int64_t> index(rank, 0);
   int64_t offset = 0;
   for (int64_t flat = 0; flat < n; ++flat) {
-    out[flat] = valueAt(offset);
+    out[flat] = elementAsDouble(t, offset);
     for (size_t d = rank; d-- > 0;) {
       offset += strides[d];
       if (++index[d] < outShape[d])
