@@ -106,6 +106,66 @@ std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
     return sc::OpCode::Quantize;
   case ScalarFn::Dequantize:
     return sc::OpCode::Div; // x / scale
+  case ScalarFn::Equal:
+    return sc::OpCode::Equal;
+  case ScalarFn::Less:
+    return sc::OpCode::Less;
+  case ScalarFn::LessOrEqual:
+    return sc::OpCode::LessOrEqual;
+  case ScalarFn::Greater:
+    return sc::OpCode::Greater;
+  case ScalarFn::GreaterOrEqual:
+    return sc::OpCode::GreaterOrEqual;
+  case ScalarFn::And:
+    return sc::OpCode::And;
+  case ScalarFn::Or:
+    return sc::OpCode::Or;
+  case ScalarFn::Xor:
+    return sc::OpCode::Xor;
+  case ScalarFn::Not:
+    return sc::OpCode::Not;
+  case ScalarFn::IsNaN:
+    return sc::OpCode::IsNaN;
+  case ScalarFn::IsInf:
+    return sc::OpCode::IsInf;
+  case ScalarFn::IsPosInf:
+    return sc::OpCode::IsPosInf;
+  case ScalarFn::IsNegInf:
+    return sc::OpCode::IsNegInf;
+  case ScalarFn::Sin:
+    return sc::OpCode::Sin;
+  case ScalarFn::Cos:
+    return sc::OpCode::Cos;
+  case ScalarFn::Abs:
+    return sc::OpCode::Abs;
+  case ScalarFn::Sign:
+    return sc::OpCode::Sign;
+  case ScalarFn::Floor:
+    return sc::OpCode::Floor;
+  case ScalarFn::Ceil:
+    return sc::OpCode::Ceil;
+  case ScalarFn::Round:
+    return sc::OpCode::Round;
+  case ScalarFn::Max:
+    return sc::OpCode::Max;
+  case ScalarFn::Min:
+    return sc::OpCode::Min;
+  case ScalarFn::Fmod:
+    return sc::OpCode::Fmod;
+  case ScalarFn::Softplus:
+    return sc::OpCode::Softplus;
+  case ScalarFn::Mish:
+    return sc::OpCode::Mish;
+  case ScalarFn::HardSwish:
+    return sc::OpCode::HardSwish;
+  case ScalarFn::PRelu:
+    return sc::OpCode::PRelu;
+  case ScalarFn::HardSigmoid:
+    return sc::OpCode::HardSigmoid;
+  case ScalarFn::Elu:
+    return sc::OpCode::Elu;
+  case ScalarFn::Selu:
+    return sc::OpCode::Selu;
   }
   return std::nullopt;
 }

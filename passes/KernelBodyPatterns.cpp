@@ -4,7 +4,8 @@
 // (kernel::isKernelInstruction). These patterns of --mp-lower-to-kernels
 // decompose the rest: softmax, log-softmax, layer and RMS norms and
 // reductions over the kernel's row into element-wise instructions and
-// mpk.row_reduce, silu into a sigmoid and a mul, amax into mpk.amax, and a
+// mpk.row_reduce, silu into a sigmoid and a mul, an activation's FP32
+// parameters into constant operands, amax into mpk.amax, and a
 // fusion's yield into the kernel's.
 // Intermediates are FP32 and only the op's result is rounded to its dtype,
 // in the order the runtime's CPU reference computes them; the instructions
@@ -247,6 +248,26 @@ struct DecomposeSilu : Decomposition<graph::SiluOp> {
   }
 };
 
+/// An element-wise op with FP32 parameters (leaky_relu's alpha, ...) is one
+/// instruction of its function that reads them as constants: FP32 values,
+/// never rounded to the op's dtype.
+struct ParamsToConstants : OpInterfaceConversionPattern<graph::ElementwiseOpInterface> {
+  using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::ElementwiseOpInterface op, ArrayRef<Value> operands,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<float, 2> params = op.getScalarParams();
+    if (params.empty() || !enclosingKernel(op))
+      return failure();
+    InstructionBuilder b(op, rewriter);
+    SmallVector<Value> args(operands);
+    for (float param : params)
+      args.push_back(b.constant(param));
+    rewriter.replaceOp(op, b.apply(op.getScalarFn(), args, elementTypeOf(op->getResult(0))));
+    return success();
+  }
+};
+
 /// An amax over the kernel's space is the kernel's amax primitive.
 struct AmaxToPrimitive : Decomposition<graph::AmaxOp> {
   using Decomposition::Decomposition;
@@ -280,7 +301,8 @@ void populateKernelBodyPatterns(RewritePatternSet &patterns) {
                DecomposeSoftmax<graph::LogSoftmaxOp, true>, DecomposeLayerNorm, DecomposeRmsNorm,
                DecomposeReduce<graph::ReduceSumOp, RowReduceKind::sum>,
                DecomposeReduce<graph::ReduceMaxOp, RowReduceKind::max>, DecomposeReduceMean,
-               DecomposeSilu, AmaxToPrimitive, YieldToKernelYield>(patterns.getContext());
+               DecomposeSilu, ParamsToConstants, AmaxToPrimitive, YieldToKernelYield>(
+      patterns.getContext());
 }
 
 } // namespace mixprec::passes

@@ -98,9 +98,39 @@ constexpr const char *kScalarFnExpr[] = {
     /*Cast*/ "mp_round_$T($0)",
     /*Quantize*/ "mp_quantize_$T($0, $1)",
     /*Dequantize*/ "$0 / $1",
+    /*Equal*/ "$0 == $1 ? 1.0f : 0.0f",
+    /*Less*/ "$0 < $1 ? 1.0f : 0.0f",
+    /*LessOrEqual*/ "$0 <= $1 ? 1.0f : 0.0f",
+    /*Greater*/ "$0 > $1 ? 1.0f : 0.0f",
+    /*GreaterOrEqual*/ "$0 >= $1 ? 1.0f : 0.0f",
+    /*And*/ "$0 != 0.0f && $1 != 0.0f ? 1.0f : 0.0f",
+    /*Or*/ "$0 != 0.0f || $1 != 0.0f ? 1.0f : 0.0f",
+    /*Xor*/ "($0 != 0.0f) != ($1 != 0.0f) ? 1.0f : 0.0f",
+    /*Not*/ "$0 == 0.0f ? 1.0f : 0.0f",
+    /*IsNaN*/ "isnan($0) ? 1.0f : 0.0f",
+    /*IsInf*/ "isinf($0) ? 1.0f : 0.0f",
+    /*IsPosInf*/ "isinf($0) && $0 > 0.0f ? 1.0f : 0.0f",
+    /*IsNegInf*/ "isinf($0) && $0 < 0.0f ? 1.0f : 0.0f",
+    /*Sin*/ "sinf($0)",
+    /*Cos*/ "cosf($0)",
+    /*Abs*/ "fabsf($0)",
+    /*Sign*/ "mp_sign($0)",
+    /*Floor*/ "floorf($0)",
+    /*Ceil*/ "ceilf($0)",
+    /*Round*/ "rintf($0)",
+    /*Max*/ "mp_max($0, $1)",
+    /*Min*/ "mp_min($0, $1)",
+    /*Fmod*/ "fmodf($0, $1)",
+    /*Softplus*/ "mp_softplus($0)",
+    /*Mish*/ "mp_mish($0)",
+    /*HardSwish*/ "mp_hard_swish($0)",
+    /*PRelu*/ "mp_prelu($0, $1)",
+    /*HardSigmoid*/ "mp_hard_sigmoid($0, $1, $2)",
+    /*Elu*/ "mp_elu($0, $1)",
+    /*Selu*/ "mp_selu($0, $1, $2)",
 };
 static_assert(sizeof(kScalarFnExpr) / sizeof(kScalarFnExpr[0]) ==
-                  static_cast<size_t>(graph::ScalarFn::Dequantize) + 1,
+                  static_cast<size_t>(graph::ScalarFn::Selu) + 1,
               "one CUDA expression per ScalarFn case");
 
 /// Fills `pattern`'s $0..$2 with `operands` and $T with `suffix`.
@@ -780,6 +810,19 @@ __device__ __forceinline__ float mp_gelu_tanh(float x) {
 }
 // NaN wins, as numpy.maximum and the CPU backend's row max.
 __device__ __forceinline__ float mp_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float mp_min(float a, float b) { return (a < b || a != a) ? a : b; }
+// runtime/cpu/ScalarFunctions.h's formulas, one rounding after them.
+__device__ __forceinline__ float mp_sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x)); }
+__device__ __forceinline__ float mp_softplus(float x) { return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+__device__ __forceinline__ float mp_mish(float x) { return x * tanhf(mp_softplus(x)); }
+__device__ __forceinline__ float mp_hard_sigmoid(float x, float alpha, float beta) {
+  const float y = alpha * x + beta;
+  return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+}
+__device__ __forceinline__ float mp_hard_swish(float x) { return x * mp_hard_sigmoid(x, 1.0f / 6.0f, 0.5f); }
+__device__ __forceinline__ float mp_prelu(float x, float slope) { return x < 0.0f ? slope * x : x; }
+__device__ __forceinline__ float mp_elu(float x, float alpha) { return x < 0.0f ? alpha * expm1f(x) : x; }
+__device__ __forceinline__ float mp_selu(float x, float alpha, float gamma) { return gamma * (x <= 0.0f ? alpha * expm1f(x) : x); }
 __device__ __forceinline__ float mp_amax_update(float acc, float x) {
   return isnan(x) || isnan(acc) ? MP_NAN : fmaxf(acc, fabsf(x));
 }

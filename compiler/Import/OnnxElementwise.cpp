@@ -1,8 +1,10 @@
 //===- OnnxElementwise.cpp - element-wise ONNX ops ------------------------===//
 //
-// The converters of the element-wise ops: Add/Sub/Mul/Div/Pow (with integer
-// folding of constant shape arithmetic), the unary activations, Gelu and
-// Where, each under its op's ONNX schema forms.
+// The converters of the element-wise ops: Add/Sub/Mul/Div/Pow (constants
+// fold in OnnxFold.cpp), the unary activations, Gelu and
+// Where, the comparisons and logic (bool results), the math ops and the
+// parametric activations, variadic Max/Min/Sum/Mean, Mod and Clip, each
+// under its op's ONNX schema forms.
 // Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
 // OnnxOpRegistry.cpp.
 //
@@ -12,6 +14,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 
 using namespace mlir;
 
@@ -161,6 +164,321 @@ void Importer::convertWhere(const NodeCtx &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// Comparisons and logic (bool results)
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Equal, Less, Greater, And, Or and Xor (legacy
+/// broadcasting ends at opset 7), and of LessOrEqual and GreaterOrEqual.
+static const OpForm kPredicateForms[] = {
+    {1, 2, 2, 1, 1, "axis broadcast"},
+    {7, 2, 2, 1, 1, ""},
+};
+static const OpForm kOrEqualForms[] = {
+    {12, 2, 2, 1, 1, ""},
+};
+
+/// Fails unless input `i` is BOOL.
+static void requireBool(const Importer &im, const NodeCtx &c, int i, Type t) {
+  if (!t.isInteger(1))
+    im.nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                       ") must be BOOL, got " + elementTypeName(t));
+}
+
+void Importer::convertCompare(const NodeCtx &c) {
+  llvm::StringRef op = c.node.op_type();
+  if (opset < 7 && hasAttr(c, "axis"))
+    nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
+  Value a = input(c, 0), b = input(c, 1);
+  Type ta = elemOf(a), tb = elemOf(b);
+  if (ta != tb)
+    nodeFail(c, "operand element types differ: " + elementTypeName(ta) + " and " +
+                    elementTypeName(tb));
+  if (ta.isInteger(1) && op != "Equal")
+    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is BOOL; " + op +
+                    " compares numbers");
+  Value r;
+  if (op == "Equal")
+    r = createInferred<graph::EqualOp>(c, nullptr, a, b);
+  else if (op == "Less")
+    r = createInferred<graph::LessOp>(c, nullptr, a, b);
+  else if (op == "LessOrEqual")
+    r = createInferred<graph::LessOrEqualOp>(c, nullptr, a, b);
+  else if (op == "Greater")
+    r = createInferred<graph::GreaterOp>(c, nullptr, a, b);
+  else
+    r = createInferred<graph::GreaterOrEqualOp>(c, nullptr, a, b);
+  defineValue(c, 0, r);
+}
+
+void Importer::convertLogic(const NodeCtx &c) {
+  llvm::StringRef op = c.node.op_type();
+  if (opset < 7 && hasAttr(c, "axis"))
+    nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
+  Value a = input(c, 0), b = input(c, 1);
+  requireBool(*this, c, 0, elemOf(a));
+  requireBool(*this, c, 1, elemOf(b));
+  Value r;
+  if (op == "And")
+    r = createInferred<graph::AndOp>(c, nullptr, a, b);
+  else if (op == "Or")
+    r = createInferred<graph::OrOp>(c, nullptr, a, b);
+  else
+    r = createInferred<graph::XorOp>(c, nullptr, a, b);
+  defineValue(c, 0, r);
+}
+
+/// The ONNX schema forms of Not, IsNaN and IsInf.
+static const OpForm kNotForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
+static const OpForm kIsNaNForms[] = {
+    {9, 1, 1, 1, 1, ""},
+};
+static const OpForm kIsInfForms[] = {
+    {10, 1, 1, 1, 1, "detect_negative detect_positive"},
+};
+
+void Importer::convertNot(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireBool(*this, c, 0, elemOf(x));
+  defineValue(c, 0, builder.create<graph::NotOp>(c.loc, x.getType(), x).getOutput());
+}
+
+void Importer::convertIsNaNOrInf(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  RankedTensorType boolType = tensorType(shapeOf(x), builder.getI1Type());
+  if (c.node.op_type() == "IsNaN") {
+    defineValue(c, 0, builder.create<graph::IsNaNOp>(c.loc, boolType, x).getOutput());
+    return;
+  }
+  bool negative = attrBool(c, "detect_negative", true);
+  bool positive = attrBool(c, "detect_positive", true);
+  if (!negative && !positive) { // detects nothing: all false
+    defineConst(c, 0,
+                makeIntAttr(shapeOf(x), builder.getI1Type(),
+                            SmallVector<int64_t>(graph::numElements(shapeOf(x)), 0)));
+    return;
+  }
+  defineValue(c, 0,
+              builder
+                  .create<graph::IsInfOp>(c.loc, boolType, x, builder.getBoolAttr(negative),
+                                          builder.getBoolAttr(positive))
+                  .getOutput());
+}
+
+//===----------------------------------------------------------------------===//
+// Math and activations
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Abs, Floor and Ceil; of Sin and Cos; of Sign;
+/// of Round; of Softplus; of HardSwish; of Mish.
+static const OpForm kLegacyUnaryForms[] = {
+    {1, 1, 1, 1, 1, "consumed_inputs"},
+    {6, 1, 1, 1, 1, ""},
+};
+static const OpForm kTrigForms[] = {
+    {7, 1, 1, 1, 1, ""},
+};
+static const OpForm kSignForms[] = {
+    {9, 1, 1, 1, 1, ""},
+};
+static const OpForm kRoundForms[] = {
+    {11, 1, 1, 1, 1, ""},
+};
+static const OpForm kSoftplusForms[] = {
+    {1, 1, 1, 1, 1, ""},
+};
+static const OpForm kHardSwishForms[] = {
+    {14, 1, 1, 1, 1, ""},
+};
+static const OpForm kMishForms[] = {
+    {18, 1, 1, 1, 1, ""},
+};
+
+void Importer::convertMathUnary(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  llvm::StringRef op = c.node.op_type();
+  Type t = x.getType();
+  Value r;
+  if (op == "Sin")
+    r = builder.create<graph::SinOp>(c.loc, t, x).getOutput();
+  else if (op == "Cos")
+    r = builder.create<graph::CosOp>(c.loc, t, x).getOutput();
+  else if (op == "Abs")
+    r = builder.create<graph::AbsOp>(c.loc, t, x).getOutput();
+  else if (op == "Sign")
+    r = builder.create<graph::SignOp>(c.loc, t, x).getOutput();
+  else if (op == "Floor")
+    r = builder.create<graph::FloorOp>(c.loc, t, x).getOutput();
+  else if (op == "Ceil")
+    r = builder.create<graph::CeilOp>(c.loc, t, x).getOutput();
+  else if (op == "Round")
+    r = builder.create<graph::RoundOp>(c.loc, t, x).getOutput();
+  else if (op == "Softplus")
+    r = builder.create<graph::SoftplusOp>(c.loc, t, x).getOutput();
+  else if (op == "Mish")
+    r = builder.create<graph::MishOp>(c.loc, t, x).getOutput();
+  else
+    r = builder.create<graph::HardSwishOp>(c.loc, t, x).getOutput();
+  defineValue(c, 0, r);
+}
+
+/// The ONNX schema forms of LeakyRelu and Elu; HardSigmoid; Selu.
+static const OpForm kAlphaForms[] = {
+    {1, 1, 1, 1, 1, "alpha consumed_inputs"},
+    {6, 1, 1, 1, 1, "alpha"},
+};
+static const OpForm kHardSigmoidForms[] = {
+    {1, 1, 1, 1, 1, "alpha beta consumed_inputs"},
+    {6, 1, 1, 1, 1, "alpha beta"},
+};
+static const OpForm kSeluForms[] = {
+    {1, 1, 1, 1, 1, "alpha gamma consumed_inputs"},
+    {6, 1, 1, 1, 1, "alpha gamma"},
+};
+
+void Importer::convertParamActivation(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  llvm::StringRef op = c.node.op_type();
+  Type t = x.getType();
+  auto f32 = [&](float v) { return builder.getF32FloatAttr(v); };
+  // A parameter must be finite: a NaN slope would turn results into garbage.
+  auto finiteAttr = [&](llvm::StringRef name, float dflt) {
+    float v = attrFloat(c, name, dflt);
+    if (!std::isfinite(v))
+      nodeFail(c, "attribute '" + name + "' must be finite, got " + std::to_string(v));
+    return v;
+  };
+  Value r;
+  if (op == "LeakyRelu") {
+    r = builder.create<graph::LeakyReluOp>(c.loc, t, x, f32(finiteAttr("alpha", 0.01f)))
+            .getOutput();
+  } else if (op == "Elu") {
+    r = builder.create<graph::EluOp>(c.loc, t, x, f32(finiteAttr("alpha", 1.0f)))
+            .getOutput();
+  } else if (op == "Selu") {
+    // ONNX's defaults, the float32 values of SELU's constants.
+    float alpha = finiteAttr("alpha", 1.67326319217681884765625f);
+    float gamma = finiteAttr("gamma", 1.05070102214813232421875f);
+    r = builder.create<graph::SeluOp>(c.loc, t, x, f32(alpha), f32(gamma)).getOutput();
+  } else {
+    float alpha = finiteAttr("alpha", 0.2f);
+    float beta = finiteAttr("beta", 0.5f);
+    r = builder.create<graph::HardSigmoidOp>(c.loc, t, x, f32(alpha), f32(beta)).getOutput();
+  }
+  defineValue(c, 0, r);
+}
+
+/// The ONNX schema forms of PRelu.
+static const OpForm kPReluForms[] = {
+    {1, 2, 2, 1, 1, "consumed_inputs"},
+    {6, 2, 2, 1, 1, ""},
+};
+
+void Importer::convertPRelu(const NodeCtx &c) {
+  Value x = input(c, 0), slope = input(c, 1);
+  requireFloat(c, 0, elemOf(x));
+  requireFloat(c, 1, elemOf(slope));
+  Shape s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
+  if (ArrayRef<int64_t>(s) != shapeOf(x))
+    nodeFail(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
+                    " does not broadcast to the input shape " + graph::formatShape(shapeOf(x)));
+  defineValue(c, 0, builder.create<graph::PReluOp>(c.loc, x.getType(), x, slope).getOutput());
+}
+
+//===----------------------------------------------------------------------===//
+// Variadic Max, Min, Sum, Mean; Mod; Clip
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Max, Min, Sum and Mean (NumPy broadcasting from 8).
+static const OpForm kVariadicForms[] = {
+    {1, 1, kVariadic, 1, 1, "consumed_inputs"},
+    {6, 1, kVariadic, 1, 1, ""},
+};
+
+void Importer::convertVariadic(const NodeCtx &c) {
+  llvm::StringRef op = c.node.op_type();
+  Value r = input(c, 0);
+  requireFloat(c, 0, elemOf(r));
+  for (int i = 1; i < c.node.input_size(); ++i) {
+    Value v = input(c, i);
+    requireFloat(c, i, elemOf(v));
+    if (op == "Max")
+      r = createInferred<graph::MaxOp>(c, nullptr, r, v);
+    else if (op == "Min")
+      r = createInferred<graph::MinOp>(c, nullptr, r, v);
+    else
+      r = createInferred<graph::AddOp>(c, nullptr, r, v);
+  }
+  if (op == "Mean" && c.node.input_size() > 1)
+    r = createInferred<graph::DivOp>(c, nullptr, r,
+                                     scalarF32(c, static_cast<float>(c.node.input_size())));
+  defineValue(c, 0, r);
+}
+
+/// The ONNX schema forms of Mod.
+static const OpForm kModForms[] = {
+    {10, 2, 2, 1, 1, "fmod"},
+};
+
+void Importer::convertMod(const NodeCtx &c) {
+  int64_t fmod = attrInt(c, "fmod", 0);
+  if (fmod != 0 && fmod != 1)
+    nodeFail(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
+  Value a = input(c, 0), b = input(c, 1);
+  if (!isFloat(elemOf(a)) || !isFloat(elemOf(b)))
+    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is " +
+                    elementTypeName(elemOf(a)) +
+                    "; integer Mod is supported only when both inputs are compile-time constants");
+  if (fmod != 1)
+    nodeFail(c, "attribute 'fmod' must be 1 for FLOAT inputs (ONNX), got 0");
+  defineValue(c, 0, createInferred<graph::FmodOp>(c, nullptr, a, b));
+}
+
+/// The ONNX schema forms of Clip: attributes until opset 11, then optional
+/// inputs.
+static const OpForm kClipForms[] = {
+    {1, 1, 1, 1, 1, "consumed_inputs max min"},
+    {6, 1, 1, 1, 1, "max min"},
+    {11, 1, 3, 1, 1, ""},
+};
+
+void Importer::convertClip(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  // An absent bound clamps nothing (ONNX's defaults are +-FLT_MAX, which
+  // differ only for infinite inputs: mixprec keeps them infinite).
+  Value lo, hi;
+  if (opset < 11) {
+    if (hasAttr(c, "min"))
+      lo = scalarF32(c, attrFloat(c, "min", 0.0f));
+    if (hasAttr(c, "max"))
+      hi = scalarF32(c, attrFloat(c, "max", 0.0f));
+  } else {
+    lo = optInput(c, 1);
+    hi = optInput(c, 2);
+    for (auto [i, bound] : llvm::enumerate(SmallVector<Value>{lo, hi})) {
+      if (!bound)
+        continue;
+      requireFloat(c, static_cast<int>(i) + 1, elemOf(bound));
+      if (graph::numElements(shapeOf(bound)) != 1)
+        nodeFail(c, "input #" + llvm::Twine(i + 1) + " (" + quotedName(c.node.input(i + 1)) +
+                        ") must be a scalar, got shape " + graph::formatShape(shapeOf(bound)));
+    }
+  }
+  // min(max(x, lo), hi): a bound of shape [1] must not widen a rank-0 x.
+  Value r = x;
+  if (lo)
+    r = createInferred<graph::MaxOp>(c, nullptr, r, reshape(c, lo, {}));
+  if (hi)
+    r = createInferred<graph::MinOp>(c, nullptr, r, reshape(c, hi, {}));
+  defineValue(c, 0, r);
+}
+
+//===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -182,6 +500,38 @@ llvm::ArrayRef<Importer::OpInfo> Importer::elementwiseOps() {
       {"Neg", &Importer::convertUnary, kUnaryForms},
       {"Gelu", &Importer::convertGelu, kGeluForms},
       {"Where", &Importer::convertWhere, kWhereForms},
+      {"Equal", &Importer::convertCompare, kPredicateForms},
+      {"Less", &Importer::convertCompare, kPredicateForms},
+      {"Greater", &Importer::convertCompare, kPredicateForms},
+      {"LessOrEqual", &Importer::convertCompare, kOrEqualForms},
+      {"GreaterOrEqual", &Importer::convertCompare, kOrEqualForms},
+      {"And", &Importer::convertLogic, kPredicateForms},
+      {"Or", &Importer::convertLogic, kPredicateForms},
+      {"Xor", &Importer::convertLogic, kPredicateForms},
+      {"Not", &Importer::convertNot, kNotForms},
+      {"IsNaN", &Importer::convertIsNaNOrInf, kIsNaNForms},
+      {"IsInf", &Importer::convertIsNaNOrInf, kIsInfForms},
+      {"Sin", &Importer::convertMathUnary, kTrigForms},
+      {"Cos", &Importer::convertMathUnary, kTrigForms},
+      {"Abs", &Importer::convertMathUnary, kLegacyUnaryForms},
+      {"Sign", &Importer::convertMathUnary, kSignForms},
+      {"Floor", &Importer::convertMathUnary, kLegacyUnaryForms},
+      {"Ceil", &Importer::convertMathUnary, kLegacyUnaryForms},
+      {"Round", &Importer::convertMathUnary, kRoundForms},
+      {"Softplus", &Importer::convertMathUnary, kSoftplusForms},
+      {"Mish", &Importer::convertMathUnary, kMishForms},
+      {"HardSwish", &Importer::convertMathUnary, kHardSwishForms},
+      {"LeakyRelu", &Importer::convertParamActivation, kAlphaForms},
+      {"Elu", &Importer::convertParamActivation, kAlphaForms},
+      {"Selu", &Importer::convertParamActivation, kSeluForms},
+      {"HardSigmoid", &Importer::convertParamActivation, kHardSigmoidForms},
+      {"PRelu", &Importer::convertPRelu, kPReluForms},
+      {"Max", &Importer::convertVariadic, kVariadicForms},
+      {"Min", &Importer::convertVariadic, kVariadicForms},
+      {"Sum", &Importer::convertVariadic, kVariadicForms},
+      {"Mean", &Importer::convertVariadic, kVariadicForms},
+      {"Mod", &Importer::convertMod, kModForms},
+      {"Clip", &Importer::convertClip, kClipForms},
   };
   return table;
 }

@@ -326,6 +326,16 @@ private:
   void convertUnary(const NodeCtx &c);
   void convertGelu(const NodeCtx &c);
   void convertWhere(const NodeCtx &c);
+  void convertCompare(const NodeCtx &c);
+  void convertLogic(const NodeCtx &c);
+  void convertNot(const NodeCtx &c);
+  void convertIsNaNOrInf(const NodeCtx &c);
+  void convertMathUnary(const NodeCtx &c);
+  void convertParamActivation(const NodeCtx &c);
+  void convertPRelu(const NodeCtx &c);
+  void convertVariadic(const NodeCtx &c);
+  void convertMod(const NodeCtx &c);
+  void convertClip(const NodeCtx &c);
   // OnnxNormalization.cpp
   void convertSoftmax(const NodeCtx &c);
   void convertLayerNorm(const NodeCtx &c);

@@ -12,6 +12,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ScalarFunctions.h"
 
 #include <cmath>
 
@@ -22,6 +23,20 @@ using mixprec::graph::ScalarFn;
 
 namespace mixprec::compiler {
 namespace {
+
+/// Element `i` of `t` as a double: exact for float32, bools and the int64
+/// values a model holds in practice (|x| < 2^53).
+double elementAsDouble(const HostTensor &t, int64_t i) {
+  switch (t.kind) {
+  case HostTensor::Kind::Float:
+    return t.floats[i];
+  case HostTensor::Kind::Int:
+    return static_cast<double>(t.ints[i]);
+  case HostTensor::Kind::Bool:
+    return t.bools[i];
+  }
+  return 0;
+}
 
 /// result = kind(operand 0), element by element.
 LogicalResult unary(Operation *op, cpu::UnaryOp kind, Evaluator &e) {
@@ -61,19 +76,7 @@ LogicalResult castElements(Operation *op, Evaluator &e) {
   out.kind = HostTensor::kindOf(to);
   out.shape = in.shape;
   int64_t n = in.numElements();
-  // Gather every source element as double: exact for float32 and for the
-  // int64 values a model casts in practice (|x| < 2^53).
-  auto valueAt = [&](int64_t i) -> double {
-    switch (in.kind) {
-    case HostTensor::Kind::Float:
-      return in.floats[i];
-    case HostTensor::Kind::Int:
-      return static_cast<double>(in.ints[i]);
-    case HostTensor::Kind::Bool:
-      return in.bools[i];
-    }
-    return 0;
-  };
+  auto valueAt = [&](int64_t i) { return elementAsDouble(in, i); };
   switch (out.kind) {
   case HostTensor::Kind::Float:
     out.floats.resize(n);
@@ -100,6 +103,98 @@ LogicalResult castElements(Operation *op, Evaluator &e) {
   }
   e.set(op->getResult(0), std::move(out));
   return success();
+}
+
+/// The values of `t` at every point of `outShape`, broadcast NumPy-style,
+/// as doubles: exact for floats, bools and integers below 2^53.
+std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64_t> &outShape) {
+  size_t rank = outShape.size();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    size_t d = t.shape.size() - 1 - i;
+    if (t.shape[d] != 1)
+      strides[rank - 1 - i] = stride;
+    stride *= t.shape[d];
+  }
+  int64_t n = 1;
+  for (int64_t d : outShape)
+    n *= d;
+  std::vector<double> out(n);
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t flat = 0; flat < n; ++flat) {
+    out[flat] = elementAsDouble(t, offset);
+    for (size_t d = rank; d-- > 0;) {
+      offset += strides[d];
+      if (++index[d] < outShape[d])
+        break;
+      offset -= strides[d] * outShape[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// result = f(operands..., params...) at every point, computed in FP32 (as
+/// the CPU backend's instruction) from the operands' exact values; a bool
+/// result is f != 0, a float one rounded once to its dtype. Predicates on
+/// integers compare them exactly (doubles hold every |x| <= 2^53).
+template <typename F> LogicalResult pointwise(Operation *op, Evaluator &e, F f) {
+  Value out = op->getResult(0);
+  std::vector<int64_t> outShape = shapeOf(out);
+  std::vector<std::vector<double>> args;
+  for (Value operand : op->getOperands())
+    args.push_back(broadcastValues(e.get(operand), outShape));
+  SmallVector<float, 2> params = cast<graph::ElementwiseOpInterface>(op).getScalarParams();
+  int64_t n = 1;
+  for (int64_t d : outShape)
+    n *= d;
+  std::vector<double> point(args.size() + params.size());
+  auto evalAt = [&](int64_t i) {
+    for (size_t a = 0; a < args.size(); ++a)
+      point[a] = args[a][i];
+    for (size_t p = 0; p < params.size(); ++p)
+      point[args.size() + p] = params[p];
+    return f(point.data());
+  };
+  if (HostTensor::kindOf(elementTypeOf(out)) == HostTensor::Kind::Bool) {
+    HostTensor r;
+    r.kind = HostTensor::Kind::Bool;
+    r.shape = outShape;
+    r.bools.resize(n);
+    for (int64_t i = 0; i < n; ++i)
+      r.bools[i] = evalAt(i) != 0.0;
+    e.set(out, std::move(r));
+    return success();
+  }
+  std::vector<float> r = e.allocFloats(out);
+  for (int64_t i = 0; i < n; ++i)
+    r[i] = static_cast<float>(evalAt(i));
+  e.setFloat(out, std::move(r));
+  return success();
+}
+
+/// A float function of one operand, computed in FP32.
+template <typename F> LogicalResult pointwise1(Operation *op, Evaluator &e, F f) {
+  return pointwise(op, e, [f](const double *x) {
+    return static_cast<double>(f(static_cast<float>(x[0])));
+  });
+}
+
+/// A float function of two operands (or an operand and a parameter), in FP32.
+template <typename F> LogicalResult pointwise2(Operation *op, Evaluator &e, F f) {
+  return pointwise(op, e, [f](const double *x) {
+    return static_cast<double>(f(static_cast<float>(x[0]), static_cast<float>(x[1])));
+  });
+}
+
+/// A float function of three values, in FP32.
+template <typename F> LogicalResult pointwise3(Operation *op, Evaluator &e, F f) {
+  return pointwise(op, e, [f](const double *x) {
+    return static_cast<double>(
+        f(static_cast<float>(x[0]), static_cast<float>(x[1]), static_cast<float>(x[2])));
+  });
 }
 
 /// result = fp8(input * scale), saturating finite values; an inf or NaN
@@ -172,6 +267,67 @@ LogicalResult evaluateElementwise(Operation *op, Evaluator &e) {
     return quantize(op, e);
   case ScalarFn::Dequantize:
     return dequantize(op, e);
+  // Predicates and logic compare the exact values (integers as integers).
+  case ScalarFn::Equal:
+    return pointwise(op, e, [](const double *x) { return double(x[0] == x[1]); });
+  case ScalarFn::Less:
+    return pointwise(op, e, [](const double *x) { return double(x[0] < x[1]); });
+  case ScalarFn::LessOrEqual:
+    return pointwise(op, e, [](const double *x) { return double(x[0] <= x[1]); });
+  case ScalarFn::Greater:
+    return pointwise(op, e, [](const double *x) { return double(x[0] > x[1]); });
+  case ScalarFn::GreaterOrEqual:
+    return pointwise(op, e, [](const double *x) { return double(x[0] >= x[1]); });
+  case ScalarFn::And:
+    return pointwise(op, e, [](const double *x) { return double(x[0] != 0 && x[1] != 0); });
+  case ScalarFn::Or:
+    return pointwise(op, e, [](const double *x) { return double(x[0] != 0 || x[1] != 0); });
+  case ScalarFn::Xor:
+    return pointwise(op, e, [](const double *x) { return double((x[0] != 0) != (x[1] != 0)); });
+  case ScalarFn::Not:
+    return pointwise(op, e, [](const double *x) { return double(x[0] == 0); });
+  case ScalarFn::IsNaN:
+    return pointwise(op, e, [](const double *x) { return double(std::isnan(x[0])); });
+  case ScalarFn::IsInf:
+    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0])); });
+  case ScalarFn::IsPosInf:
+    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
+  case ScalarFn::IsNegInf:
+    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
+  case ScalarFn::Sin:
+    return pointwise1(op, e, [](float x) { return std::sin(x); });
+  case ScalarFn::Cos:
+    return pointwise1(op, e, [](float x) { return std::cos(x); });
+  case ScalarFn::Abs:
+    return pointwise1(op, e, [](float x) { return std::fabs(x); });
+  case ScalarFn::Sign:
+    return pointwise1(op, e, cpu::scalar::sign);
+  case ScalarFn::Floor:
+    return pointwise1(op, e, [](float x) { return std::floor(x); });
+  case ScalarFn::Ceil:
+    return pointwise1(op, e, [](float x) { return std::ceil(x); });
+  case ScalarFn::Round:
+    return pointwise1(op, e, cpu::scalar::roundHalfEven);
+  case ScalarFn::Max:
+    return binary(op, cpu::BinaryOp::Max, e);
+  case ScalarFn::Min:
+    return binary(op, cpu::BinaryOp::Min, e);
+  case ScalarFn::Fmod:
+    return pointwise2(op, e, [](float x, float y) { return std::fmod(x, y); });
+  case ScalarFn::Softplus:
+    return pointwise1(op, e, cpu::scalar::softplus);
+  case ScalarFn::Mish:
+    return pointwise1(op, e, cpu::scalar::mish);
+  case ScalarFn::HardSwish:
+    return pointwise1(op, e, cpu::scalar::hardSwish);
+  case ScalarFn::PRelu:
+    return pointwise2(op, e, cpu::scalar::prelu);
+  case ScalarFn::Elu:
+    return pointwise2(op, e, cpu::scalar::elu);
+  case ScalarFn::HardSigmoid:
+    return pointwise3(op, e, cpu::scalar::hardSigmoid);
+  case ScalarFn::Selu:
+    return pointwise3(op, e, cpu::scalar::selu);
   }
   return e.fail("unknown scalar function");
 }

@@ -42,6 +42,21 @@ inline int operandCount(schema::OpCode op) {
   case O::RowSum:
   case O::RowMax:
   case O::Amax:
+  case O::Not:
+  case O::IsNaN:
+  case O::IsInf:
+  case O::IsPosInf:
+  case O::IsNegInf:
+  case O::Sin:
+  case O::Cos:
+  case O::Abs:
+  case O::Sign:
+  case O::Floor:
+  case O::Ceil:
+  case O::Round:
+  case O::Softplus:
+  case O::Mish:
+  case O::HardSwish:
     return 1;
   case O::Add:
   case O::Sub:
@@ -51,8 +66,21 @@ inline int operandCount(schema::OpCode op) {
   case O::Max:
   case O::Min:
   case O::Quantize:
+  case O::Equal:
+  case O::Less:
+  case O::LessOrEqual:
+  case O::Greater:
+  case O::GreaterOrEqual:
+  case O::And:
+  case O::Or:
+  case O::Xor:
+  case O::Fmod:
+  case O::PRelu:
+  case O::Elu:
     return 2;
   case O::Select:
+  case O::HardSigmoid:
+  case O::Selu:
     return 3;
   }
   return -1;

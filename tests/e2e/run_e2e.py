@@ -21,7 +21,8 @@ reference) and reports, using float64 arithmetic:
 
 max_rel is the pass criterion: an output passes iff its file exists, has
 b's shape and dtype float32, is finite wherever b is, and max_rel < --rtol
-(default 1e-4).  elem_rel is printed for information; with --elem-rtol X it
+(default 1e-4). A bool or integer output (b's dtype) passes iff it has b's
+shape and dtype and every element equals b's.  elem_rel is printed for information; with --elem-rtol X it
 must also be < X.  One line is printed per output, then exactly
 "N passed, N failed"; the exit status is 0 only if nothing failed (and at
 least one check ran).  A failed `mixprec run` (non-zero exit, timeout) fails
@@ -166,6 +167,14 @@ def check_model_outputs(args, m, mdir, tmp, tally):
             continue
         if got.shape != ref.shape:
             tally.report(False, label, f"shape {list(got.shape)} != expected {list(ref.shape)}")
+            continue
+        if ref.dtype != np.float32:  # bool and integer outputs: exactly
+            if got.dtype != ref.dtype:
+                tally.report(False, label, f"dtype {got.dtype} != expected {ref.dtype}")
+                continue
+            wrong = int(np.sum(got != ref))
+            tally.report(wrong == 0, label, f"shape={list(ref.shape)} dtype={ref.dtype} "
+                                            f"{wrong} of {ref.size} elements differ")
             continue
         if got.dtype != np.float32:
             tally.report(False, label, f"dtype {got.dtype} != expected float32")

@@ -44,6 +44,51 @@ def MP_ScalarFn : I32EnumAttr<"ScalarFn", "the scalar function of an element-wis
     I32EnumAttrCase<"Quantize", 20, "quantize">,
     // x / scale
     I32EnumAttrCase<"Dequantize", 21, "dequantize">,
+    // Predicates: 1 (true) or 0 (false), of operands compared exactly as
+    // given (a bf16 and an f32 operand compare their values, no rounding).
+    I32EnumAttrCase<"Equal", 22, "equal">,
+    I32EnumAttrCase<"Less", 23, "less">,
+    I32EnumAttrCase<"LessOrEqual", 24, "less_or_equal">,
+    I32EnumAttrCase<"Greater", 25, "greater">,
+    I32EnumAttrCase<"GreaterOrEqual", 26, "greater_or_equal">,
+    // Logic on 0/1 operands (non-zero is true).
+    I32EnumAttrCase<"And", 27, "and">,
+    I32EnumAttrCase<"Or", 28, "or">,
+    I32EnumAttrCase<"Xor", 29, "xor">,
+    I32EnumAttrCase<"Not", 30, "not">,
+    I32EnumAttrCase<"IsNaN", 31, "is_nan">,
+    // |x| == inf; IsPosInf x == +inf; IsNegInf x == -inf.
+    I32EnumAttrCase<"IsInf", 32, "is_inf">,
+    I32EnumAttrCase<"IsPosInf", 33, "is_pos_inf">,
+    I32EnumAttrCase<"IsNegInf", 34, "is_neg_inf">,
+    I32EnumAttrCase<"Sin", 35, "sin">,
+    I32EnumAttrCase<"Cos", 36, "cos">,
+    I32EnumAttrCase<"Abs", 37, "abs">,
+    // 1, -1, +0 for zeros, NaN for NaN (numpy.sign).
+    I32EnumAttrCase<"Sign", 38, "sign">,
+    I32EnumAttrCase<"Floor", 39, "floor">,
+    I32EnumAttrCase<"Ceil", 40, "ceil">,
+    // To the nearest integer, halves to even.
+    I32EnumAttrCase<"Round", 41, "round">,
+    // NaN in either operand wins (numpy.maximum, onnxruntime).
+    I32EnumAttrCase<"Max", 42, "max">,
+    I32EnumAttrCase<"Min", 43, "min">,
+    // C fmod: the remainder with the dividend's sign.
+    I32EnumAttrCase<"Fmod", 44, "fmod">,
+    // log(1 + exp(x)) as onnxruntime computes it; one rounding.
+    I32EnumAttrCase<"Softplus", 45, "softplus">,
+    // x * tanh(softplus(x)); one rounding.
+    I32EnumAttrCase<"Mish", 46, "mish">,
+    // x * min(max(x / 6 + 1/2, 0), 1); one rounding.
+    I32EnumAttrCase<"HardSwish", 47, "hard_swish">,
+    // x < 0 ? slope * x : x, operands (x, slope): PRelu and LeakyRelu.
+    I32EnumAttrCase<"PRelu", 48, "prelu">,
+    // min(max(alpha * x + beta, 0), 1), operands (x, alpha, beta).
+    I32EnumAttrCase<"HardSigmoid", 49, "hard_sigmoid">,
+    // x < 0 ? alpha * (exp(x) - 1) : x, operands (x, alpha).
+    I32EnumAttrCase<"Elu", 50, "elu">,
+    // gamma * (x <= 0 ? alpha * (exp(x) - 1) : x), operands (x, alpha, gamma).
+    I32EnumAttrCase<"Selu", 51, "selu">,
   ]> {
   let cppNamespace = "::mixprec::graph";
 }

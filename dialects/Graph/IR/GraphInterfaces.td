@@ -115,6 +115,14 @@ def MP_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface"> {
   let methods = [
     InterfaceMethod<"The scalar function computed at each point.",
       "::mixprec::graph::ScalarFn", "getScalarFn">,
+    InterfaceMethod<[{
+        The FP32 parameters the function takes after the op's operands
+        (LeakyRelu's alpha, ...), from its attributes: a kernel body holds
+        them as constant operands (Const instructions), so they are never
+        rounded to the op's dtype.
+      }],
+      "::llvm::SmallVector<float, 2>", "getScalarParams", (ins), [{}],
+      [{ return {}; }]>,
   ];
 }
 

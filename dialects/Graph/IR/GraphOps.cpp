@@ -103,6 +103,17 @@ LogicalResult verifyBinary(Operation *op) {
   return verifyInferredShape(op, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), out);
 }
 
+/// Shared checks of the predicates (bool results): float operands of any
+/// storage dtypes, or integer (bool) operands of one type.
+LogicalResult verifyPredicate(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1), out = op->getResult(0);
+  Type a = elementTypeOf(lhs), b = elementTypeOf(rhs);
+  if (a != b && !(isa<FloatType>(a) && isa<FloatType>(b)))
+    return op->emitOpError() << "operands must both be floats or share one integer type, got "
+                             << a << " and " << b;
+  return verifyInferredShape(op, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), out);
+}
+
 /// Shared checks of mp.softmax and mp.log_softmax.
 LogicalResult verifySoftmaxLike(Operation *op, int64_t axis, std::optional<Type> acc) {
   Value in = op->getOperand(0);
@@ -211,6 +222,35 @@ LogicalResult SubOp::verify() { return verifyBinary(*this); }
 LogicalResult MulOp::verify() { return verifyBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBinary(*this); }
 LogicalResult PowOp::verify() { return verifyBinary(*this); }
+
+LogicalResult MaxOp::verify() { return verifyBinary(*this); }
+LogicalResult MinOp::verify() { return verifyBinary(*this); }
+LogicalResult FmodOp::verify() { return verifyBinary(*this); }
+// The slope broadcasts to x, not x to the slope's shape.
+LogicalResult PReluOp::verify() {
+  if (failed(verifyBinary(*this)))
+    return failure();
+  if (shapeOf(getOutput()) != shapeOf(getLhs()))
+    return emitOpError() << "slope shape " << formatShape(shapeOf(getRhs()))
+                         << " must broadcast to the input shape "
+                         << formatShape(shapeOf(getLhs()));
+  return success();
+}
+
+LogicalResult EqualOp::verify() { return verifyPredicate(*this); }
+LogicalResult LessOp::verify() { return verifyPredicate(*this); }
+LogicalResult LessOrEqualOp::verify() { return verifyPredicate(*this); }
+LogicalResult GreaterOp::verify() { return verifyPredicate(*this); }
+LogicalResult GreaterOrEqualOp::verify() { return verifyPredicate(*this); }
+LogicalResult AndOp::verify() { return verifyPredicate(*this); }
+LogicalResult OrOp::verify() { return verifyPredicate(*this); }
+LogicalResult XorOp::verify() { return verifyPredicate(*this); }
+LogicalResult IsNaNOp::verify() { return verifySameShape(*this, getInput(), getOutput()); }
+LogicalResult IsInfOp::verify() {
+  if (!getDetectNegative() && !getDetectPositive())
+    return emitOpError() << "detects nothing: detect_negative or detect_positive must be true";
+  return verifySameShape(*this, getInput(), getOutput());
+}
 
 LogicalResult WhereOp::verify() {
   if (failed(verifySameElementType(*this, "rhs", elementTypeOf(getRhs()),

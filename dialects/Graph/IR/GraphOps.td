@@ -277,6 +277,194 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_Infer
 }
 
 //===----------------------------------------------------------------------===//
+// Predicates and logic (bool results: no precision to choose; the operands
+// are read exactly as given, so --mp-assign-precision gives them none and
+// --mp-insert-casts leaves their operands alone: comparing a bf16 value
+// with an f32 one compares the two values, never a rounded copy)
+//===----------------------------------------------------------------------===//
+
+// Operands a comparison reads: any storage float (the two may differ),
+// or one integer type, or bool (equal only: the importer checks).
+def MP_CompareTensor : RankedTensorOf<[MP_StorageFloat, I1, I32, I64]>;
+
+// `fn` names the ScalarFn case (0 or 1 per point) of a two-operand predicate.
+class Graph_PredicateOp<string mnemonic, string desc, string fn, TypeConstraint operand>
+    : Graph_Op<mnemonic, [Pure, MP_ElementwiseOpInterface, MP_InferShapedType]> {
+  let summary = "Element-wise " # desc # " with NumPy broadcasting, a bool result";
+  let description = [{
+    Operands broadcast to the result shape; the result is i1. Float
+    operands may have different storage dtypes: each is read exactly and
+    the values are compared (no cast is inserted, none is needed), so the
+    answer is the same at every precision the operands were computed in.
+    Integer operands are compared as integers by the interpreter; kernels
+    hold values as FP32, exact for |x| <= 2^24 (indices, masks, positions).
+    ```mlir
+    %m = mp.}] # mnemonic # [{ %a, %b : tensor<8x64xf32>, tensor<64xbf16> -> tensor<8x64xi1>
+    ```
+    Verifier: broadcast-compatible shapes and result shape; both operands
+    floats, or both of one integer (or bool) type.
+  }];
+  let arguments = (ins operand:$lhs, operand:$rhs);
+  let results = (outs MP_BoolTensor:$output);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
+        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
+      return ::mixprec::graph::detail::inferPredicateResult(location, operands, results);
+    }
+  }];
+}
+
+def Graph_EqualOp : Graph_PredicateOp<"equal", "a == b", "Equal", MP_CompareTensor>;
+def Graph_LessOp : Graph_PredicateOp<"less", "a < b", "Less", MP_CompareTensor>;
+def Graph_LessOrEqualOp
+    : Graph_PredicateOp<"less_or_equal", "a <= b", "LessOrEqual", MP_CompareTensor>;
+def Graph_GreaterOp : Graph_PredicateOp<"greater", "a > b", "Greater", MP_CompareTensor>;
+def Graph_GreaterOrEqualOp
+    : Graph_PredicateOp<"greater_or_equal", "a >= b", "GreaterOrEqual", MP_CompareTensor>;
+def Graph_AndOp : Graph_PredicateOp<"and", "logical and", "And", MP_BoolTensor>;
+def Graph_OrOp : Graph_PredicateOp<"or", "logical or", "Or", MP_BoolTensor>;
+def Graph_XorOp : Graph_PredicateOp<"xor", "logical exclusive or", "Xor", MP_BoolTensor>;
+
+def Graph_NotOp : Graph_Op<"not", [Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface]> {
+  let summary = "Element-wise logical negation";
+  let description = [{
+    ```mlir
+    %n = mp.not %m : tensor<8x64xi1>
+    ```
+    No verifier beyond the type constraints.
+  }];
+  let arguments = (ins MP_BoolTensor:$input);
+  let results = (outs MP_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let extraClassDeclaration = MP_ScalarFnOf<"Not">.decl;
+}
+
+def Graph_IsNaNOp : Graph_Op<"is_nan", [Pure, MP_ElementwiseOpInterface]> {
+  let summary = "Element-wise test for NaN, a bool result";
+  let description = [{
+    True where the input (any float dtype, read as given) is NaN.
+    ```mlir
+    %m = mp.is_nan %x : tensor<8x64xbf16> -> tensor<8x64xi1>
+    ```
+    Verifier: result shape equals the input's.
+  }];
+  let arguments = (ins MP_FloatTensor:$input);
+  let results = (outs MP_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = MP_ScalarFnOf<"IsNaN">.decl;
+}
+
+def Graph_IsInfOp : Graph_Op<"is_inf", [Pure, MP_ElementwiseOpInterface]> {
+  let summary = "Element-wise test for infinities, a bool result";
+  let description = [{
+    True where the input is +inf (when `detect_positive`) or -inf (when
+    `detect_negative`); both default to true (ONNX IsInf).
+    ```mlir
+    %m = mp.is_inf %x {detect_negative = false} : tensor<8x64xf32> -> tensor<8x64xi1>
+    ```
+    Verifier: result shape equals the input's; at least one of the two
+    detects (the importer gives the all-false case a constant).
+  }];
+  let arguments = (ins MP_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive);
+  let results = (outs MP_BoolTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mixprec::graph::ScalarFn getScalarFn() {
+      if (!getDetectNegative())
+        return ::mixprec::graph::ScalarFn::IsPosInf;
+      return getDetectPositive() ? ::mixprec::graph::ScalarFn::IsInf
+                                 : ::mixprec::graph::ScalarFn::IsNegInf;
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// More element-wise float functions (ONNX's math and activation ops)
+//===----------------------------------------------------------------------===//
+
+// sin and cos are periodic: a 16-bit argument has lost the phase
+// (bf16 already steps by 2 past |x| = 256), so they run in FP32 on the
+// widened value, as rotary embeddings compute their angles.
+def Graph_SinOp : Graph_UnaryOp<"sin", "sine (fp32 class: periodic, the phase needs FP32)",
+                                "Sin", [MP_Fp32Class]>;
+def Graph_CosOp : Graph_UnaryOp<"cos", "cosine (fp32 class: periodic, the phase needs FP32)",
+                                "Cos", [MP_Fp32Class]>;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "absolute value", "Abs">;
+def Graph_SignOp : Graph_UnaryOp<"sign", "sign: 1, -1, +0 for zeros, NaN for NaN", "Sign">;
+def Graph_FloorOp : Graph_UnaryOp<"floor", "floor", "Floor">;
+def Graph_CeilOp : Graph_UnaryOp<"ceil", "ceiling", "Ceil">;
+def Graph_RoundOp : Graph_UnaryOp<"round", "rounding to the nearest integer, halves to even",
+                                  "Round">;
+// PyTorch autocast runs softplus in FP32: log1p(exp(-|x|)) loses the small
+// tail in 16 bits and exp overflows FP16 past x = 11.
+def Graph_SoftplusOp : Graph_UnaryOp<"softplus",
+    "softplus log(1 + exp(x)) (fp32 class: as PyTorch autocast; exp overflows FP16 past 11 "
+    "and the log1p tail underflows 16-bit formats)", "Softplus", [MP_Fp32Class]>;
+def Graph_MishOp : Graph_UnaryOp<"mish",
+    "Mish x * tanh(softplus(x)), computed in FP32 and rounded once", "Mish">;
+def Graph_HardSwishOp : Graph_UnaryOp<"hard_swish",
+    "HardSwish x * min(max(x / 6 + 1/2, 0), 1), computed in FP32 and rounded once", "HardSwish">;
+
+def Graph_MaxOp : Graph_BinaryOp<"max", "maximum (NaN propagates)", "Max">;
+def Graph_MinOp : Graph_BinaryOp<"min", "minimum (NaN propagates)", "Min">;
+def Graph_FmodOp : Graph_BinaryOp<"fmod", "C fmod remainder (the dividend's sign)", "Fmod">;
+// PRelu's slope broadcasts to the input's shape, never the other way round
+// (ONNX's unidirectional broadcast): the verifier checks it.
+def Graph_PReluOp : Graph_BinaryOp<"prelu",
+    "PReLU x < 0 ? slope * x : x (slope broadcast to x, computed in FP32, rounded once)",
+    "PRelu">;
+
+// An activation with FP32 parameters held as attributes (getScalarParams):
+// computed in FP32 with the parameters unrounded, then rounded once.
+class Graph_ParamActivationOp<string mnemonic, string desc, string fn, dag params,
+                              code paramList>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface]> {
+  let summary = "Element-wise " # desc;
+  let description = [{
+    Same shape and element type in and out; the parameters are FP32
+    attributes, never rounded to the op's dtype (kernels read them as
+    constants).
+    ```mlir
+    %y = mp.}] # mnemonic # [{ %x {...} : tensor<8x64xbf16>
+    ```
+    No verifier beyond the type constraints.
+  }];
+  let arguments = !con((ins MP_FloatTensor:$input), params);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let extraClassDeclaration = MP_ScalarFnOf<fn>.decl # [{
+    ::llvm::SmallVector<float, 2> getScalarParams() { return }] # paramList # [{; }
+  }];
+}
+
+def Graph_LeakyReluOp : Graph_ParamActivationOp<"leaky_relu",
+    "LeakyReLU x < 0 ? alpha * x : x", "PRelu", (ins F32Attr:$alpha),
+    [{ {getAlpha().convertToFloat()} }]>;
+def Graph_EluOp : Graph_ParamActivationOp<"elu",
+    "ELU x < 0 ? alpha * (exp(x) - 1) : x", "Elu", (ins F32Attr:$alpha),
+    [{ {getAlpha().convertToFloat()} }]>;
+def Graph_SeluOp : Graph_ParamActivationOp<"selu",
+    "SELU gamma * (x <= 0 ? alpha * (exp(x) - 1) : x)", "Selu",
+    (ins F32Attr:$alpha, F32Attr:$gamma),
+    [{ {getAlpha().convertToFloat(), getGamma().convertToFloat()} }]>;
+def Graph_HardSigmoidOp : Graph_ParamActivationOp<"hard_sigmoid",
+    "HardSigmoid min(max(alpha * x + beta, 0), 1)", "HardSigmoid",
+    (ins F32Attr:$alpha, F32Attr:$beta),
+    [{ {getAlpha().convertToFloat(), getBeta().convertToFloat()} }]>;
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalizations (fp32 class: they accumulate)
 //===----------------------------------------------------------------------===//
 

@@ -64,6 +64,13 @@ LogicalResult inferBroadcastResult(std::optional<Location> location, ValueShapeR
                    elementAt(operands, 0), results);
 }
 
+LogicalResult inferPredicateResult(std::optional<Location> location, ValueShapeRange operands,
+                                   SmallVectorImpl<ShapedTypeComponents> &results) {
+  Type i1 = IntegerType::get(operands[0].getType().getContext(), 1);
+  return addResult(location, broadcastShapes(shapeAt(operands, 0), shapeAt(operands, 1)), i1,
+                   results);
+}
+
 LogicalResult inferReduceResult(std::optional<Location> location, ValueShapeRange operands,
                                 ArrayRef<int64_t> axes, bool keepDims,
                                 SmallVectorImpl<ShapedTypeComponents> &results) {

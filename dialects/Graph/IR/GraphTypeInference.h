@@ -17,6 +17,11 @@ mlir::LogicalResult
 inferBroadcastResult(std::optional<mlir::Location> location, mlir::ValueShapeRange operands,
                      llvm::SmallVectorImpl<mlir::ShapedTypeComponents> &results);
 
+/// Predicates: the operands broadcast; the element type is i1.
+mlir::LogicalResult
+inferPredicateResult(std::optional<mlir::Location> location, mlir::ValueShapeRange operands,
+                     llvm::SmallVectorImpl<mlir::ShapedTypeComponents> &results);
+
 /// Reductions: the input without (or with unit) `axes`, same element type.
 mlir::LogicalResult inferReduceResult(std::optional<mlir::Location> location,
                                       mlir::ValueShapeRange operands, llvm::ArrayRef<int64_t> axes,

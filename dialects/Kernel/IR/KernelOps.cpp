@@ -52,8 +52,23 @@ unsigned arityOf(graph::ScalarFn fn) {
   case ScalarFn::Pow:
   case ScalarFn::Quantize:
   case ScalarFn::Dequantize:
+  case ScalarFn::Equal:
+  case ScalarFn::Less:
+  case ScalarFn::LessOrEqual:
+  case ScalarFn::Greater:
+  case ScalarFn::GreaterOrEqual:
+  case ScalarFn::And:
+  case ScalarFn::Or:
+  case ScalarFn::Xor:
+  case ScalarFn::Max:
+  case ScalarFn::Min:
+  case ScalarFn::Fmod:
+  case ScalarFn::PRelu:
+  case ScalarFn::Elu:
     return 2;
   case ScalarFn::Select:
+  case ScalarFn::HardSigmoid:
+  case ScalarFn::Selu:
     return 3;
   case ScalarFn::Neg:
   case ScalarFn::Relu:
@@ -69,6 +84,21 @@ unsigned arityOf(graph::ScalarFn fn) {
   case ScalarFn::GeluErf:
   case ScalarFn::GeluTanh:
   case ScalarFn::Cast:
+  case ScalarFn::Not:
+  case ScalarFn::IsNaN:
+  case ScalarFn::IsInf:
+  case ScalarFn::IsPosInf:
+  case ScalarFn::IsNegInf:
+  case ScalarFn::Sin:
+  case ScalarFn::Cos:
+  case ScalarFn::Abs:
+  case ScalarFn::Sign:
+  case ScalarFn::Floor:
+  case ScalarFn::Ceil:
+  case ScalarFn::Round:
+  case ScalarFn::Softplus:
+  case ScalarFn::Mish:
+  case ScalarFn::HardSwish:
     return 1;
   }
   return 0;
@@ -111,8 +141,10 @@ void KernelDialect::initialize() {
 bool isKernelInstruction(Operation *op) {
   if (isa<ElementwiseOp, RowReduceOp, AmaxOp, YieldOp>(op))
     return true;
+  // An mp op with FP32 parameters becomes an mpk.elementwise reading them
+  // as constants (--mp-lower-to-kernels).
   if (auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(op))
-    return isOneInstruction(elementwise.getScalarFn());
+    return isOneInstruction(elementwise.getScalarFn()) && elementwise.getScalarParams().empty();
   if (op->hasTrait<OpTrait::ConstantLike>() && op->getNumResults() == 1)
     if (auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType()))
       return type.getNumElements() == 1;

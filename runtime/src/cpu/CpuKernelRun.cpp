@@ -9,6 +9,7 @@
 
 #include "runtime/format/KernelProgram.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ScalarFunctions.h"
 
 #include <cmath>
 #include <limits>
@@ -19,6 +20,27 @@ using schema::DType;
 using schema::OpCode;
 
 namespace {
+
+namespace scalar = cpu::scalar;
+
+/// r[i] = f(a[i]).
+template <typename F> void map1(F f, const float *a, float *r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    r[i] = f(a[i]);
+}
+
+/// r[i] = f(a[i], b[i]).
+template <typename F> void map2(F f, const float *a, const float *b, float *r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    r[i] = f(a[i], b[i]);
+}
+
+/// r[i] = f(a[i], b[i], c[i]).
+template <typename F>
+void map3(F f, const float *a, const float *b, const float *c, float *r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    r[i] = f(a[i], b[i], c[i]);
+}
 
 /// Advances a row-major counter over `dims`, moving each access's base
 /// offset along; returns false after the last point.
@@ -297,6 +319,91 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
     case OpCode::Select:
       for (int64_t i = 0; i < n; ++i)
         r[i] = a[i] != 0.0f ? b[i] : c[i];
+      break;
+    case OpCode::Equal:
+      map2([](float x, float y) { return scalar::truth(x == y); }, a, b, r, n);
+      break;
+    case OpCode::Less:
+      map2([](float x, float y) { return scalar::truth(x < y); }, a, b, r, n);
+      break;
+    case OpCode::LessOrEqual:
+      map2([](float x, float y) { return scalar::truth(x <= y); }, a, b, r, n);
+      break;
+    case OpCode::Greater:
+      map2([](float x, float y) { return scalar::truth(x > y); }, a, b, r, n);
+      break;
+    case OpCode::GreaterOrEqual:
+      map2([](float x, float y) { return scalar::truth(x >= y); }, a, b, r, n);
+      break;
+    case OpCode::And:
+      map2([](float x, float y) { return scalar::truth(x != 0.0f && y != 0.0f); }, a, b, r, n);
+      break;
+    case OpCode::Or:
+      map2([](float x, float y) { return scalar::truth(x != 0.0f || y != 0.0f); }, a, b, r, n);
+      break;
+    case OpCode::Xor:
+      map2([](float x, float y) { return scalar::truth((x != 0.0f) != (y != 0.0f)); }, a, b, r,
+           n);
+      break;
+    case OpCode::Not:
+      map1([](float x) { return scalar::truth(x == 0.0f); }, a, r, n);
+      break;
+    case OpCode::IsNaN:
+      map1([](float x) { return scalar::truth(std::isnan(x)); }, a, r, n);
+      break;
+    case OpCode::IsInf:
+      map1([](float x) { return scalar::truth(std::isinf(x)); }, a, r, n);
+      break;
+    case OpCode::IsPosInf:
+      map1([](float x) { return scalar::truth(std::isinf(x) && x > 0.0f); }, a, r, n);
+      break;
+    case OpCode::IsNegInf:
+      map1([](float x) { return scalar::truth(std::isinf(x) && x < 0.0f); }, a, r, n);
+      break;
+    case OpCode::Sin:
+      map1([](float x) { return std::sin(x); }, a, r, n);
+      break;
+    case OpCode::Cos:
+      map1([](float x) { return std::cos(x); }, a, r, n);
+      break;
+    case OpCode::Abs:
+      map1([](float x) { return std::fabs(x); }, a, r, n);
+      break;
+    case OpCode::Sign:
+      map1(scalar::sign, a, r, n);
+      break;
+    case OpCode::Floor:
+      map1([](float x) { return std::floor(x); }, a, r, n);
+      break;
+    case OpCode::Ceil:
+      map1([](float x) { return std::ceil(x); }, a, r, n);
+      break;
+    case OpCode::Round:
+      map1(scalar::roundHalfEven, a, r, n);
+      break;
+    case OpCode::Fmod:
+      map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
+      break;
+    case OpCode::Softplus:
+      map1(scalar::softplus, a, r, n);
+      break;
+    case OpCode::Mish:
+      map1(scalar::mish, a, r, n);
+      break;
+    case OpCode::HardSwish:
+      map1(scalar::hardSwish, a, r, n);
+      break;
+    case OpCode::PRelu:
+      map2(scalar::prelu, a, b, r, n);
+      break;
+    case OpCode::Elu:
+      map2(scalar::elu, a, b, r, n);
+      break;
+    case OpCode::HardSigmoid:
+      map3(scalar::hardSigmoid, a, b, c, r, n);
+      break;
+    case OpCode::Selu:
+      map3(scalar::selu, a, b, c, r, n);
       break;
     case OpCode::Quantize: {
       // As the interpreter: finite values saturate, an inf or NaN (or a NaN

@@ -29,8 +29,9 @@
 //    sqrt, rsqrt and reciprocal (1/sqrtf and 1/x on both sides, IEEE
 //    rounded), neg, relu, select, max/min, amax and row max;
 //  * within CUDA's documented ULP bound of the worst transcendental among
-//    them (expf 2, logf 1, tanhf 2, erff 2, powf 4; sigmoid and the GELUs
-//    are formulas around expf and erff), counted in ULPs of the result's
+//    them (expf 2, logf 1, tanhf 2, erff 2, powf 4, sinf and cosf 2; sigmoid,
+//    the GELUs, elu, selu, softplus and mish are formulas around expf, erff,
+//    expm1f, log1pf and tanhf), counted in ULPs of the result's
 //    dtype. The shim calls the C library, which is within those bounds of
 //    the true value too, and the CPU backend calls the same C library, so
 //    most of these agree bit for bit (the report says how many);
@@ -248,6 +249,15 @@ double cudaUlpBound(mixprec::graph::ScalarFn fn) {
   case ScalarFn::Erf:
   case ScalarFn::GeluErf:
     return 2;
+  case ScalarFn::Sin:
+  case ScalarFn::Cos:
+  case ScalarFn::Elu:  // expm1f (1 ulp), then a product
+  case ScalarFn::Selu:
+    return 2;
+  case ScalarFn::Softplus: // log1pf (1) of expf (2)
+    return 3;
+  case ScalarFn::Mish: // tanhf (2) of softplus
+    return 4;
   case ScalarFn::Log:
     return 1;
   case ScalarFn::Pow:

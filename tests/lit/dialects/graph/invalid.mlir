@@ -1065,3 +1065,38 @@ func.func @valid$controls(%a: tensor<16x32xf8E5M2>, %b: tensor<32x8xf8E4M3FN>, %
   %2 = mp.slice %y {starts = array<i64: 0, 7>, steps = array<i64: 1, -2>} : tensor<4x8xf32> -> tensor<4x4xf32>
   return %0, %1, %2 : tensor<16x8xbf16>, tensor<1x8x8x8xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A comparison reads floats of any dtypes, or one integer type: not a mix.
+func.func @less$int_float(%a: tensor<4xi64>, %b: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{operands must both be floats or share one integer type, got 'i64' and 'f32'}}
+  %0 = mp.less %a, %b : tensor<4xi64>, tensor<4xf32> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// PRelu's slope broadcasts to x, never x to the slope.
+func.func @prelu$widens(%x: tensor<4xf32>, %s: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{slope shape [3, 4] must broadcast to the input shape [4]}}
+  %0 = mp.prelu %x, %s : tensor<4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// IsInf must detect at least one infinity.
+func.func @is_inf$nothing(%x: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{detects nothing: detect_negative or detect_positive must be true}}
+  %0 = mp.is_inf %x {detect_negative = false, detect_positive = false} : tensor<4xf32> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// Valid control: float operands of different dtypes compare as given.
+func.func @valid$mixed_float_compare(%a: tensor<4xbf16>, %b: tensor<f32>) -> tensor<4xi1> {
+  %0 = mp.greater_or_equal %a, %b : tensor<4xbf16>, tensor<f32> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}

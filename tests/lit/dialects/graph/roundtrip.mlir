@@ -248,3 +248,37 @@ func.func @fp8$scaled_gemms(%x: tensor<8x64xbf16>, %qw: tensor<32x64xf8E4M3FN>, 
   %1 = mp.scaled_matmul %q, %qv, %s, %sw {acc_type = f32} : (tensor<8x64xf8E4M3FN>, tensor<64x16xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<8x16xf32>
   return %0, %1 : tensor<8x32xbf16>, tensor<8x16xf32>
 }
+
+// -----
+
+// Predicates, logic and the math ops of ONNX (issue 10).
+// CHECK-LABEL: func.func @ew$predicates_and_math
+func.func @ew$predicates_and_math(%x: tensor<4x8xf32>, %y: tensor<8xbf16>, %i: tensor<4x8xi64>, %j: tensor<i64>, %m: tensor<4x8xi1>) -> (tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: mp.less_or_equal %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xbf16> -> tensor<4x8xi1>
+  %0 = mp.less_or_equal %x, %y : tensor<4x8xf32>, tensor<8xbf16> -> tensor<4x8xi1>
+  // CHECK: mp.equal %{{.*}}, %{{.*}} : tensor<4x8xi64>, tensor<i64> -> tensor<4x8xi1>
+  %1 = mp.equal %i, %j : tensor<4x8xi64>, tensor<i64> -> tensor<4x8xi1>
+  // CHECK: mp.xor %{{.*}}, %{{.*}} : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  %2 = mp.xor %0, %1 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  // CHECK: mp.not %{{.*}} : tensor<4x8xi1>
+  %3 = mp.not %2 : tensor<4x8xi1>
+  // CHECK: mp.is_inf %{{.*}} {detect_negative = false} : tensor<4x8xf32> -> tensor<4x8xi1>
+  %4 = mp.is_inf %x {detect_negative = false} : tensor<4x8xf32> -> tensor<4x8xi1>
+  // CHECK: mp.is_nan %{{.*}} : tensor<4x8xf32> -> tensor<4x8xi1>
+  %5 = mp.is_nan %x : tensor<4x8xf32> -> tensor<4x8xi1>
+  %6 = mp.or %4, %5 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  %7 = mp.and %6, %m : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  // CHECK: mp.selu %{{.*}} {alpha = 1.500000e+00 : f32, gamma = 2.000000e+00 : f32} : tensor<4x8xf32>
+  %8 = mp.selu %x {alpha = 1.5 : f32, gamma = 2.0 : f32} : tensor<4x8xf32>
+  // CHECK: mp.leaky_relu %{{.*}} {alpha = 1.000000e-01 : f32} : tensor<4x8xf32>
+  %9 = mp.leaky_relu %8 {alpha = 0.1 : f32} : tensor<4x8xf32>
+  %10 = mp.sin %9 : tensor<4x8xf32>
+  // CHECK: mp.prelu %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %s = mp.constant dense<0.25> : tensor<8xf32>
+  %11 = mp.prelu %10, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: mp.fmod %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %12 = mp.fmod %11, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: mp.hard_sigmoid %{{.*}} {alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32} : tensor<4x8xf32>
+  %13 = mp.hard_sigmoid %12 {alpha = 0.2 : f32, beta = 0.5 : f32} : tensor<4x8xf32>
+  return %3, %7, %11, %13 : tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>
+}
