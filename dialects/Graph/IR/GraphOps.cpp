@@ -339,6 +339,52 @@ LogicalResult GatherOp::verify() {
       *this, gatherShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()), getOutput());
 }
 
+LogicalResult GatherElementsOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getData()))))
+    return failure();
+  return verifyInferredShape(
+      *this, gatherElementsShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()),
+      getOutput());
+}
+
+LogicalResult GatherNdOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getData()))))
+    return failure();
+  return verifyInferredShape(
+      *this, gatherNdShape(shapeOf(getData()), shapeOf(getIndices()), getBatchDims()),
+      getOutput());
+}
+
+LogicalResult ArgMaxOp::verify() {
+  return verifyInferredShape(*this, argReduceShape(shapeOf(getInput()), getAxis(), getKeepdims()),
+                             getOutput());
+}
+
+LogicalResult ArgMinOp::verify() {
+  return verifyInferredShape(*this, argReduceShape(shapeOf(getInput()), getAxis(), getKeepdims()),
+                             getOutput());
+}
+
+LogicalResult TopKOp::verify() {
+  if (failed(verifySameElementType(*this, "values", elementTypeOf(getValues()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  ShapeOrError s = topKShape(shapeOf(getInput()), getAxis(), getK());
+  if (failed(verifyInferredShape(*this, s, getValues())))
+    return failure();
+  return verifyInferredShape(*this, s, getIndices());
+}
+
+LogicalResult CumSumOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  return verifyInferredShape(*this, axisPreservingShape(shapeOf(getInput()), getAxis()),
+                             getOutput());
+}
+
 LogicalResult MaxPool2dOp::verify() {
   ArrayRef<int64_t> dilations;
   if (auto d = getDilations())
