@@ -114,6 +114,11 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.indices = a.getIndices();
         table.Set(std::move(t));
       })
+      .Case([&](kernel::ScatterNdOptionsAttr a) {
+        sc::ScatterNdOptionsT t;
+        t.reduction = a.getReduction();
+        table.Set(std::move(t));
+      })
       .Case([&](kernel::CumSumOptionsAttr a) {
         sc::CumSumOptionsT t;
         t.axis = a.getAxis();

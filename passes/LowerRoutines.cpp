@@ -15,6 +15,7 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -138,6 +139,17 @@ template <typename OpTy> Attribute argReduceOptions(OpTy op) {
                                            op.getSelectLastIndex());
 }
 
+/// scatter_nd: the reduction's number in the schema (none, add, mul, max, min).
+Attribute scatterNdOptions(graph::ScatterNdOp op) {
+  int64_t reduction = llvm::StringSwitch<int64_t>(op.getReduction())
+                          .Case("add", 1)
+                          .Case("mul", 2)
+                          .Case("max", 3)
+                          .Case("min", 4)
+                          .Default(0);
+  return kernel::ScatterNdOptionsAttr::get(op.getContext(), reduction);
+}
+
 Attribute cumSumOptions(graph::CumSumOp op) {
   return kernel::CumSumOptionsAttr::get(op.getContext(), op.getAxis(), op.getExclusive(),
                                         op.getReverse());
@@ -190,6 +202,8 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ArgMax, argReduceOptions<ArgMaxOp>);
   addRoutine(patterns, Routine::ArgMin, argReduceOptions<ArgMinOp>);
   addRoutine(patterns, Routine::CumSum, cumSumOptions);
+  addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
+  addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
   patterns.add<TopKPattern>(patterns.getContext());
 }
 

@@ -327,6 +327,7 @@ private:
   void convertArgReduce(const NodeCtx &c);
   void convertTopK(const NodeCtx &c);
   void convertCumSum(const NodeCtx &c);
+  void convertScatterNd(const NodeCtx &c);
 
   // (end of OnnxIndexing.cpp's converters)
 

@@ -191,6 +191,57 @@ void Importer::convertCumSum(const NodeCtx &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// ScatterND
+//===----------------------------------------------------------------------===//
+
+static const OpForm kScatterNdForms[] = {
+    {11, 3, 3, 1, 1, ""},
+    {16, 3, 3, 1, 1, "reduction"},
+};
+
+void Importer::convertScatterNd(const NodeCtx &c) {
+  Entry &indices = entryOf(c, 1);
+  RankedTensorType it = entryType(indices);
+  requireIndices(*this, c, it.getElementType(), 1);
+  Value data = input(c, 0);
+  requireNumeric(*this, c, elemOf(data));
+  std::string reduction = attrString(c, "reduction", "none");
+  // Opset 16 has none, add and mul; 18 adds max and min.
+  bool known = reduction == "none" || reduction == "add" || reduction == "mul" ||
+               (opset >= 18 && (reduction == "max" || reduction == "min"));
+  if (!known)
+    nodeFail(c, "attribute 'reduction' '" + reduction + "' is not one of none, add, mul" +
+                    (opset >= 18 ? ", max, min" : " (max and min from opset 18)"));
+  ArrayRef<int64_t> ds = shapeOf(data);
+  Shape expected = expectShape(c, graph::gatherNdShape(ds, it.getShape(), 0));
+  Value updates = input(c, 2);
+  if (elemOf(updates) != elemOf(data))
+    nodeFail(c, "updates (" + quotedName(c.node.input(2)) + ") are " +
+                    elementTypeName(elemOf(updates)) + ", the data is " +
+                    elementTypeName(elemOf(data)));
+  if (shapeOf(updates) != ArrayRef<int64_t>(expected))
+    nodeFail(c, "updates (" + quotedName(c.node.input(2)) + ") have shape " +
+                    graph::formatShape(shapeOf(updates)) + ", the indices address " +
+                    graph::formatShape(expected));
+  if (indices.constant)
+    checkConstIndices(*this, c, intValues(indices.constant), it.getShape().back(),
+                      [&](int64_t j) { return ds[j]; });
+  Value ix = materialize(indices);
+  defineValue(c, 0,
+              createInferred<graph::ScatterNdOp>(c, elemOf(data), data, ix, updates,
+                                                 builder.getStringAttr(reduction)));
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceProd (converted with the other reductions, convertReduce)
+//===----------------------------------------------------------------------===//
+
+static const OpForm kReduceProdForms[] = {
+    {1, 1, 1, 1, 1, "axes keepdims"},
+    {18, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
+};
+
+//===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +253,8 @@ llvm::ArrayRef<Importer::OpInfo> Importer::indexingOps() {
       {"ArgMin", &Importer::convertArgReduce, kArgReduceForms},
       {"TopK", &Importer::convertTopK, kTopKForms},
       {"CumSum", &Importer::convertCumSum, kCumSumForms},
+      {"ScatterND", &Importer::convertScatterNd, kScatterNdForms},
+      {"ReduceProd", &Importer::convertReduce, kReduceProdForms},
   };
   return table;
 }

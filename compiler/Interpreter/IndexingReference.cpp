@@ -1,4 +1,4 @@
-//===- IndexingReference.cpp - gather_elements, gather_nd, arg_max, topk ---===//
+//===- IndexingReference.cpp - gathers, scatter_nd, arg_max, topk, cumsum -===//
 //
 // The index-driven ops run the CPU backend's kernels (runtime/cpu/Indexing.h)
 // on the interpreter's host tensors: floats as stored (already rounded to
@@ -9,6 +9,8 @@
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "runtime/cpu/Indexing.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 namespace cpu = mixprec::runtime::cpu;
@@ -47,6 +49,13 @@ void *rawData(HostTensor &t, size_t &elemSize) {
   return const_cast<void *>(rawData(static_cast<const HostTensor &>(t), elemSize));
 }
 
+/// The message of an index out of range (as the CPU backend words it).
+std::string indexError(const cpu::BadIndex &bad) {
+  return "index " + std::to_string(bad.value) + " (element " + std::to_string(bad.position) +
+         " of the indices) is out of range for dim " + std::to_string(bad.dim) + " of size " +
+         std::to_string(bad.size);
+}
+
 /// Runs a gather kernel `fn(data, out, elemSize) -> BadIndex` into the
 /// output of `op`, failing with the index at fault.
 template <typename Fn>
@@ -57,9 +66,7 @@ LogicalResult runGather(Operation *op, Value data, Value output, Evaluator &e, F
   const void *src = rawData(in, elemSize);
   cpu::BadIndex bad = fn(src, rawData(out, elemSize), elemSize);
   if (!bad.ok())
-    return e.fail("index " + std::to_string(bad.value) + " (element " +
-                  std::to_string(bad.position) + " of the indices) is out of range for dim " +
-                  std::to_string(bad.dim) + " of size " + std::to_string(bad.size));
+    return e.fail(indexError(bad));
   e.set(output, std::move(out));
   return success();
 }
@@ -152,6 +159,35 @@ struct CumSumReference : ReferenceModel<CumSumReference, graph::CumSumOp> {
   }
 };
 
+struct ScatterNdReference : ReferenceModel<ScatterNdReference, graph::ScatterNdOp> {
+  static LogicalResult run(graph::ScatterNdOp op, Evaluator &e) {
+    const HostTensor &data = e.get(op.getData()), &idx = e.get(op.getIndices());
+    const HostTensor &updates = e.get(op.getUpdates());
+    auto reduction = llvm::StringSwitch<cpu::ScatterReduction>(op.getReduction())
+                         .Case("add", cpu::ScatterReduction::Add)
+                         .Case("mul", cpu::ScatterReduction::Mul)
+                         .Case("max", cpu::ScatterReduction::Max)
+                         .Case("min", cpu::ScatterReduction::Min)
+                         .Default(cpu::ScatterReduction::None);
+    HostTensor out = allocate(data.kind, data.shape);
+    cpu::BadIndex bad =
+        data.kind == HostTensor::Kind::Float
+            ? cpu::scatterNd(data.floats.data(), data.shape, idx.ints.data(), idx.shape,
+                             updates.floats.data(), reduction, out.floats.data())
+            : cpu::scatterNd(data.ints.data(), data.shape, idx.ints.data(), idx.shape,
+                             updates.ints.data(), reduction, out.ints.data());
+    if (!bad.ok())
+      return e.fail(indexError(bad));
+    if (out.kind == HostTensor::Kind::Float) {
+      e.setFloat(op.getOutput(), std::move(out.floats)); // add/mul round to the dtype
+      return success();
+    }
+    wrapIntegers(elementTypeOf(op.getOutput()), out.ints);
+    e.set(op.getOutput(), std::move(out));
+    return success();
+  }
+};
+
 } // namespace
 
 void attachIndexingReferenceModels(MLIRContext *ctx) {
@@ -161,6 +197,7 @@ void attachIndexingReferenceModels(MLIRContext *ctx) {
   graph::ArgMinOp::attachInterface<ArgMinReference>(*ctx);
   graph::TopKOp::attachInterface<TopKReference>(*ctx);
   graph::CumSumOp::attachInterface<CumSumReference>(*ctx);
+  graph::ScatterNdOp::attachInterface<ScatterNdReference>(*ctx);
 }
 
 } // namespace mixprec::compiler

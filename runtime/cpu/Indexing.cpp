@@ -172,6 +172,54 @@ void cumSum(const T *in, const Shape &s, int64_t axis, bool exclusive, bool reve
     }
 }
 
+template <typename T>
+BadIndex scatterNd(const T *data, const Shape &ds, const int64_t *idx, const Shape &is,
+                   const T *updates, ScatterReduction reduction, T *out) {
+  const int64_t m = is.back();
+  const int64_t tuples = span(is, 0, is.size() - 1);
+  const int64_t slice = span(ds, m, ds.size());
+  for (int64_t t = 0; t < tuples; ++t)
+    for (int64_t j = 0; j < m; ++j)
+      if (!inRange(idx[t * m + j], ds[j]))
+        return {t * m + j, idx[t * m + j], j, ds[j]};
+  const int64_t n = numElements(ds);
+  if (out != data)
+    std::copy(data, data + n, out);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t i = idx[t * m + j];
+      offset += (i < 0 ? i + ds[j] : i) * span(ds, j + 1, ds.size());
+    }
+    T *dst = out + offset;
+    const T *src = updates + t * slice;
+    for (int64_t e = 0; e < slice; ++e) {
+      switch (reduction) {
+      case ScatterReduction::None:
+        dst[e] = src[e];
+        break;
+      case ScatterReduction::Add:
+        dst[e] = dst[e] + src[e];
+        break;
+      case ScatterReduction::Mul:
+        dst[e] = dst[e] * src[e];
+        break;
+      case ScatterReduction::Max:
+        dst[e] = std::max(dst[e], src[e]);
+        break;
+      case ScatterReduction::Min:
+        dst[e] = std::min(dst[e], src[e]);
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+template BadIndex scatterNd<float>(const float *, const Shape &, const int64_t *, const Shape &,
+                                   const float *, ScatterReduction, float *);
+template BadIndex scatterNd<int64_t>(const int64_t *, const Shape &, const int64_t *,
+                                     const Shape &, const int64_t *, ScatterReduction, int64_t *);
 template void argReduce<float>(const float *, const Shape &, int64_t, bool, bool, int64_t *);
 template void argReduce<int64_t>(const int64_t *, const Shape &, int64_t, bool, bool, int64_t *);
 template void topK<float>(const float *, const Shape &, int64_t, int64_t, bool, float *,

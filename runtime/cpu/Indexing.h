@@ -64,6 +64,18 @@ void topK(const T *in, const Shape &s, int64_t axis, int64_t k, bool largest, T 
 template <typename T>
 void cumSum(const T *in, const Shape &s, int64_t axis, bool exclusive, bool reverse, T *out);
 
+/// How ScatterND combines an update with the data (the schema's numbers).
+enum class ScatterReduction { None = 0, Add = 1, Mul = 2, Max = 3, Min = 4 };
+
+/// ONNX ScatterND: `out` = data (shape `ds`) with the slice each index
+/// tuple (the last dim of `is`) addresses replaced by, or combined with,
+/// the matching slice of `updates` (shape is[:-1] + ds[is.back():]), tuple
+/// after tuple. `out` may alias `data`. Writes nothing when an index is out
+/// of range.
+template <typename T>
+BadIndex scatterNd(const T *data, const Shape &ds, const int64_t *idx, const Shape &is,
+                   const T *updates, ScatterReduction reduction, T *out);
+
 } // namespace mixprec::runtime::cpu
 
 #endif // MIXPREC_RUNTIME_CPU_INDEXING_H

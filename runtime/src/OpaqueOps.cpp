@@ -54,6 +54,8 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"arg_min", OpaqueKind::ArgMin, Options::ArgReduceOptions},
     {"topk", OpaqueKind::TopK, Options::TopKOptions},
     {"cumsum", OpaqueKind::CumSum, Options::CumSumOptions},
+    {"reduce_prod", OpaqueKind::ReduceProd, Options::ReduceOptions},
+    {"scatter_nd", OpaqueKind::ScatterNd, Options::ScatterNdOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -112,6 +114,7 @@ private:
   Status transpose();
   Status slice();
   Status concat();
+  Status gatherAlongAxis();
   Status gather();
   Status axisNormalization(int64_t axis, bool isNorm, size_t maxInputs);
   Status batchNorm();
@@ -125,6 +128,7 @@ private:
   Status argReduce();
   Status topK();
   Status cumSum();
+  Status scatterNd();
 
   const schema::Opaque &op;
   const std::vector<TensorDesc> &tensors;
@@ -364,17 +368,21 @@ Status OpaqueVerifier::concat() {
   return okStatus();
 }
 
-Status OpaqueVerifier::gather() {
+/// What gather and gather_elements share: data, indices and an axis of the data.
+Status OpaqueVerifier::gatherAlongAxis() {
   if (Status s = operands(2, 2, 2); !s.ok())
     return s;
-  const TensorDesc &data = in(0), &idx = in(1), &y = result();
-  if (Status s = indexTensor(idx); !s.ok())
+  if (Status s = indexTensor(in(1)); !s.ok())
     return s;
-  if (data.shape.empty())
+  if (in(0).shape.empty())
     return fail("cannot gather from a scalar");
-  if (Status s = axisAttr(options<schema::AxisOptions>().axis(), data.shape.size(), out.axis);
-      !s.ok())
+  return axisAttr(options<schema::AxisOptions>().axis(), in(0).shape.size(), out.axis);
+}
+
+Status OpaqueVerifier::gather() {
+  if (Status s = gatherAlongAxis(); !s.ok())
     return s;
+  const TensorDesc &data = in(0), &idx = in(1), &y = result();
   std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + out.axis);
   expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
   expected.insert(expected.end(), data.shape.begin() + out.axis + 1, data.shape.end());
@@ -399,16 +407,9 @@ Status OpaqueVerifier::numericTensor(const TensorDesc &t, const char *role) cons
 }
 
 Status OpaqueVerifier::gatherElements() {
-  if (Status s = operands(2, 2, 2); !s.ok())
+  if (Status s = gatherAlongAxis(); !s.ok())
     return s;
   const TensorDesc &data = in(0), &idx = in(1), &y = result();
-  if (Status s = indexTensor(idx); !s.ok())
-    return s;
-  if (data.shape.empty())
-    return fail("cannot gather from a scalar");
-  if (Status s = axisAttr(options<schema::AxisOptions>().axis(), data.shape.size(), out.axis);
-      !s.ok())
-    return s;
   if (idx.shape.size() != data.shape.size())
     return fail("indices '" + idx.name + "' " + formatShape(idx.shape) +
                 " must have the rank of data " + formatShape(data.shape));
@@ -501,6 +502,33 @@ Status OpaqueVerifier::cumSum() {
   out.exclusive = o.exclusive();
   out.reverse = o.reverse();
   return sameShape(x, y);
+}
+
+Status OpaqueVerifier::scatterNd() {
+  if (Status s = operands(3, 3, 3); !s.ok())
+    return s;
+  const TensorDesc &data = in(0), &idx = in(1), &updates = in(2), &y = result();
+  if (Status s = numericTensor(data, "data"); !s.ok())
+    return s;
+  if (Status s = indexTensor(idx); !s.ok())
+    return s;
+  for (const TensorDesc *t : {&updates, &y})
+    if (t->dtype != data.dtype)
+      return fail("'" + t->name + "' is " + dtypeName(t->dtype) + ", the data is " +
+                  dtypeName(data.dtype));
+  out.scatterReduction = options<schema::ScatterNdOptions>().reduction();
+  if (out.scatterReduction < 0 || out.scatterReduction > 4)
+    return fail("reduction " + std::to_string(out.scatterReduction) + " out of range [0, 4]");
+  // The updates hold one slice per index tuple: a gather_nd's output shape.
+  bool ok = false;
+  cpu::Shape expected = cpu::gatherNdShape(data.shape, idx.shape, 0, &ok);
+  if (!ok)
+    return fail("indices " + formatShape(idx.shape) + " do not address data " +
+                formatShape(data.shape));
+  if (updates.shape != expected)
+    return fail("updates '" + updates.name + "' have shape " + formatShape(updates.shape) +
+                ", expected " + formatShape(expected));
+  return sameShape(data, y);
 }
 
 /// softmax, log_softmax (isNorm false) and the norms over dims [axis, rank).
@@ -707,6 +735,7 @@ Status OpaqueVerifier::run() {
   case OpaqueKind::ReduceSum:
   case OpaqueKind::ReduceMean:
   case OpaqueKind::ReduceMax:
+  case OpaqueKind::ReduceProd:
     return reduce();
   case OpaqueKind::Fp8Scale:
     return fp8Scale();
@@ -719,6 +748,8 @@ Status OpaqueVerifier::run() {
     return topK();
   case OpaqueKind::CumSum:
     return cumSum();
+  case OpaqueKind::ScatterNd:
+    return scatterNd();
   }
   return fail("unhandled op type");
 }

@@ -27,9 +27,10 @@
 // gather_nd) copies elements of any dtype and needs the output dtype to
 // equal the input's; the gathers check every index at run time and fail,
 // naming the op and writing nothing, at one out of range. arg_max, arg_min,
-// topk and cumsum take float (decoded to FP32, exact), i32 or i64 inputs
-// (runtime/cpu/Indexing.h); their indices are i64, topk's values and
-// cumsum's output keep the input dtype (cumsum in FP32 rounds once). fp8_scale
+// topk, cumsum and scatter_nd take float (decoded to FP32, exact), i32 or
+// i64 inputs (runtime/cpu/Indexing.h); their indices are i64, topk's
+// values, cumsum's and scatter_nd's outputs keep the input dtype (rounded
+// once); scatter_nd checks its indices as the gathers do. fp8_scale
 // computes (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
 // non-finite amax.
 //
@@ -69,6 +70,8 @@ enum class OpaqueKind {
   ArgMin,
   TopK,
   CumSum,
+  ReduceProd,
+  ScatterNd,
 };
 
 /// An opaque step after verification: options decoded and normalized.
@@ -97,6 +100,7 @@ struct OpaqueOp {
   int64_t batchDims = 0, k = 0;
   bool selectLast = false, largest = true, writesIndices = false;
   bool exclusive = false, reverse = false;
+  int64_t scatterReduction = 0; ///< scatter_nd: cpu::ScatterReduction's number
 };
 
 /// Decodes and verifies opaque `index` against the module's tensors: op type

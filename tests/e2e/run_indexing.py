@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Index-driven ops (issue 10) as ONNX models, against onnxruntime.
 
+GatherElements, GatherND, ScatterND, ArgMax/ArgMin, TopK, CumSum and
+ReduceProd, each in its attribute and opset variants.
+
 Usage:
     run_indexing.py --mixprec BIN --work DIR
 
@@ -8,8 +11,9 @@ Builds each model into DIR and runs it with onnxruntime (CPU, FP32) and
 with `BIN run` on the interpreter, on the runtime's CPU backend (just in
 time) and as a module written by `BIN compile -o` (the .mpk round trip).
 Outputs must match: exactly for data movement and indices (GatherElements,
-GatherND, ArgMax/ArgMin, TopK's indices), within max_rel 1e-5 otherwise
-(TopK's values, CumSum). At bf16 the runtime must equal the interpreter bit
+GatherND, ScatterND without arithmetic, ArgMax/ArgMin, TopK's indices, integer
+results), within max_rel 1e-5 otherwise (TopK's values, CumSum, ScatterND's
+reductions, ReduceProd). At bf16 the runtime must equal the interpreter bit
 for bit. Then the bad inputs: a run-time index out of range (exit 1, the
 op named, no output file), and import errors naming the node. One line per
 check, then "N passed, N failed"; the exit status is 0 only if nothing failed.
@@ -155,6 +159,45 @@ def cases(rng):
         model([node("CumSum", ["x", "a"], ["y"], exclusive=1)],
               [vi("x", I64, [2, 6])], [vi("y", I64, [2, 6])], [const("a", I64, 0)]),
         {"x": rng.integers(-9, 9, [2, 6]).astype(np.int64)}, {"y"})
+    # ScatterND: replace with negative indices (opset 11), add and mul with
+    # repeated tuples (16), max/min (18), run-time indices, integer data.
+    c["scatter_nd_none"] = (
+        model([node("ScatterND", ["x", "i", "u"], ["y"])],
+              [vi("x", F, [4, 5, 3]), vi("u", F, [3, 3])], [vi("y", F, [4, 5, 3])],
+              [const("i", I64, [[0, 1], [-1, -1], [2, 0]])], opset=11),
+        {"x": floats(rng, [4, 5, 3]), "u": floats(rng, [3, 3])}, {"y"})
+    for reduction, opset in [("add", 16), ("mul", 16), ("max", 18), ("min", 18)]:
+        c[f"scatter_nd_{reduction}"] = (
+            model([node("ScatterND", ["x", "i", "u"], ["y"], reduction=reduction)],
+                  [vi("x", F, [5, 4]), vi("i", I64, [4, 1]), vi("u", F, [4, 4])],
+                  [vi("y", F, [5, 4])], opset=opset),
+            {"x": floats(rng, [5, 4]), "i": np.array([[1], [-1], [1], [0]], np.int64),
+             "u": floats(rng, [4, 4])}, set())
+    c["scatter_nd_int_full_tuple"] = (
+        model([node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
+              [vi("x", I64, [3, 4]), vi("u", I64, [3])], [vi("y", I64, [3, 4])],
+              [const("i", I64, [[0, 0], [2, -1], [0, 0]])], opset=16),
+        {"x": rng.integers(-9, 9, [3, 4]).astype(np.int64),
+         "u": rng.integers(-9, 9, [3]).astype(np.int64)}, {"y"})
+    # ReduceProd: axes attribute (13), axes input (18), all axes, no axes
+    # with noop_with_empty_axes, keepdims 0.
+    c["reduce_prod_axes_attr"] = (
+        model([node("ReduceProd", ["x"], ["y"], axes=[-1], keepdims=0)],
+              [vi("x", F, [3, 4, 5])], [vi("y", F, [3, 4])], opset=13),
+        {"x": floats(rng, [3, 4, 5]) * 0.5 + 1.0}, set())
+    c["reduce_prod_axes_input"] = (
+        model([node("ReduceProd", ["x", "a"], ["y"])],
+              [vi("x", F, [3, 4, 5])], [vi("y", F, [1, 4, 1])],
+              [const("a", I64, [0, 2])], opset=18),
+        {"x": floats(rng, [3, 4, 5]) * 0.5 + 1.0}, set())
+    c["reduce_prod_all"] = (
+        model([node("ReduceProd", ["x"], ["y"], keepdims=0)],
+              [vi("x", F, [2, 3])], [vi("y", F, [])], opset=18),
+        {"x": floats(rng, [2, 3])}, set())
+    c["reduce_prod_noop"] = (
+        model([node("ReduceProd", ["x"], ["y"], noop_with_empty_axes=1)],
+              [vi("x", F, [2, 3])], [vi("y", F, [2, 3])], opset=18),
+        {"x": floats(rng, [2, 3])}, {"y"})
     return c
 
 
@@ -283,6 +326,13 @@ def check_errors(args, checks):
                   [vi("x", F, [3, 4]), vi("i", I64, [2, 2])], [vi("y", F, [2])]),
             {"x": np.zeros([3, 4], np.float32), "i": np.array([[0, 1], [2, -5]], np.int64)},
             "index -5 (element 3 of the indices) is out of range for dim 1 of size 4"),
+        "scatter_nd": (
+            model([node("ScatterND", ["x", "i", "u"], ["y"])],
+                  [vi("x", F, [3, 4]), vi("i", I64, [2, 1]), vi("u", F, [2, 4])],
+                  [vi("y", F, [3, 4])]),
+            {"x": np.zeros([3, 4], np.float32), "i": np.array([[1], [3]], np.int64),
+             "u": np.ones([2, 4], np.float32)},
+            "index 3 (element 1 of the indices) is out of range for dim 0 of size 3"),
     }
     for name, (m, inputs, message) in bad_index.items():
         case, path = save_case(args.work, "bad_" + name, m, inputs)
@@ -313,6 +363,18 @@ def check_errors(args, checks):
             model([node("CumSum", ["x", "a"], ["y"])],
                   [vi("x", F, [2, 3]), vi("a", I64, [])], [vi("y", F, [2, 3])]),
             "node 'n_cumsum' (CumSum): input 'axis'"),
+        "scatter_nd_max_before_opset18": (
+            model([node("ScatterND", ["x", "i", "u"], ["y"], reduction="max")],
+                  [vi("x", F, [3, 4]), vi("u", F, [1, 4])], [vi("y", F, [3, 4])],
+                  [const("i", I64, [[1]])], opset=16),
+            "node 'n_scatternd' (ScatterND): attribute 'reduction' 'max' is not one of none, "
+            "add, mul (max and min from opset 18)"),
+        "scatter_nd_updates_shape": (
+            model([node("ScatterND", ["x", "i", "u"], ["y"])],
+                  [vi("x", F, [3, 4]), vi("u", F, [1, 3])], [vi("y", F, [3, 4])],
+                  [const("i", I64, [[1]])]),
+            "node 'n_scatternd' (ScatterND): updates ('u') have shape [1, 3], the indices "
+            "address [1, 4]"),
         "argmax_axis_out_of_range": (
             model([node("ArgMax", ["x"], ["y"], axis=2)],
                   [vi("x", F, [2, 3])], [vi("y", I64, [2, 3])]),

@@ -385,6 +385,28 @@ LogicalResult CumSumOp::verify() {
                              getOutput());
 }
 
+LogicalResult ScatterNdOp::verify() {
+  Type element = elementTypeOf(getData());
+  if (failed(verifySameElementType(*this, "updates", elementTypeOf(getUpdates()), element)) ||
+      failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()), element)))
+    return failure();
+  StringRef r = getReduction();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return emitOpError() << "reduction must be none, add, mul, max or min, got '" << r << "'";
+  // The updates hold one slice per index tuple: a GatherND's result shape.
+  ShapeOrError updates = gatherNdShape(shapeOf(getData()), shapeOf(getIndices()), 0);
+  if (!updates.ok())
+    return emitOpError() << updates.error;
+  if (shapeOf(getUpdates()) != ArrayRef<int64_t>(updates.shape))
+    return emitOpError() << "updates have shape " << formatShape(shapeOf(getUpdates()))
+                         << ", the indices address " << formatShape(updates.shape);
+  return verifySameShape(*this, getData(), getOutput());
+}
+
+LogicalResult ReduceProdOp::verify() {
+  return verifyReduce(*this, getAxes(), getKeepdims(), std::nullopt);
+}
+
 LogicalResult MaxPool2dOp::verify() {
   ArrayRef<int64_t> dilations;
   if (auto d = getDilations())

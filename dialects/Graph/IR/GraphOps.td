@@ -615,6 +615,51 @@ def Graph_CumSumOp : Graph_Op<"cumsum", [Pure, MP_Fp32Class, MP_InferShapedType]
   let hasVerifier = 1;
 }
 
+def Graph_ScatterNdOp : Graph_Op<"scatter_nd", [Pure, MP_DataMovement, MP_InferShapedType]> {
+  let summary = "`data` with slices at index tuples replaced (or combined) by `updates`";
+  let description = [{
+    ONNX `ScatterND`: a copy of `data` where each tuple of
+    `indices.shape[-1]` indices addresses a slice that the matching slice
+    of `updates` (shape `indices.shape[:-1] + data.shape[indices.shape[-1]:]`)
+    replaces (`reduction = "none"`, later tuples win) or combines with
+    (`add`, `mul`, `max`, `min`, in the data's dtype). Negative indices
+    count from the end; an index out of range is a run-time error. A data
+    movement op: it follows the precision of `data` and `updates`.
+    ```mlir
+    %y = mp.scatter_nd %x, %i, %u {reduction = "add"}
+        : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<4x5xf32>
+    ```
+    Verifier: tuple length, updates' shape, result shape, element types,
+    the reduction's name.
+  }];
+  let arguments = (ins MP_NumericTensor:$data, MP_IndexTensor:$indices, MP_NumericTensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs MP_NumericTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+// FP32 class: a product of many terms leaves FP16's range (and BF16's
+// precision) after a few factors, so it multiplies in FP32.
+def Graph_ReduceProdOp : Graph_Op<"reduce_prod", [Pure, MP_Fp32Class, MP_InferShapedType]> {
+  let summary = "Reduces with a product over `axes` (a routine, not a row kernel)";
+  let description = [{
+    `axes` are non-negative, strictly increasing and not empty (the importer
+    spells "all axes" out). With `keepdims` the reduced dims stay as 1. An
+    empty reduction gives 1.
+    ```mlir
+    %p = mp.reduce_prod %x {axes = array<i64: 1>, keepdims = true}
+        : tensor<8x64xf32> -> tensor<8x1xf32>
+    ```
+    Verifier: axes, result shape.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
 class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
     : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
   let summary = desc # " pooling over 2-D windows (NCHW)";

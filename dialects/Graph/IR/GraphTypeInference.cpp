@@ -261,6 +261,26 @@ LogicalResult TopKOp::inferReturnTypeComponents(
   return addResult(location, s, IntegerType::get(ctx, 64), results);
 }
 
+LogicalResult ScatterNdOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  // The tuples must address the data (the updates' shape is the verifier's).
+  ShapeOrError tuples = gatherNdShape(shapeAt(operands, 0), shapeAt(operands, 1), 0);
+  if (!tuples.ok())
+    return emitOptionalError(location, tuples.error);
+  return addResult(location, ShapeOrError{Shape(shapeAt(operands, 0)), ""}, elementAt(operands, 0),
+                   results);
+}
+
+LogicalResult ReduceProdOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return detail::inferReduceResult(location, operands, op.getAxes(), op.getKeepdims(), results);
+}
+
 LogicalResult CumSumOp::inferReturnTypeComponents(
     MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,

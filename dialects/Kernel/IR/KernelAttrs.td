@@ -149,8 +149,8 @@ def Kernel_BatchNormOptionsAttr : Kernel_Options<"BatchNorm", "batch_norm", ["Ba
 }
 
 def Kernel_ReduceOptionsAttr : Kernel_Options<"Reduce", "reduce",
-    ["ReduceSum", "ReduceMean", "ReduceMax"]> {
-  let summary = "Options of the reduce_sum, reduce_mean and reduce_max routines";
+    ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceProd"]> {
+  let summary = "Options of the reduce_sum, reduce_mean, reduce_max and reduce_prod routines";
   let description = [{
     ```mlir
     #mpk.reduce<axes = [0], keepdims = true>
@@ -226,6 +226,20 @@ def Kernel_CumSumOptionsAttr : Kernel_Options<"CumSum", "cumsum", ["CumSum"]> {
   }];
   let parameters = (ins "int64_t":$axis, Kernel_BoolParameter:$exclusive,
                         Kernel_BoolParameter:$reverse);
+}
+
+def Kernel_ScatterNdOptionsAttr : Kernel_Options<"ScatterNd", "scatter_nd", ["ScatterNd"]> {
+  let summary = "Options of the scatter_nd routine: how an update meets the data";
+  let description = [{
+    `reduction`: 0 replaces (none), 1 adds, 2 multiplies, 3 keeps the
+    maximum, 4 the minimum (the schema's ScatterNdOptions).
+    ```mlir
+    #mpk.scatter_nd<reduction = 1>
+    ```
+    Verifier: `reduction` in [0, 4].
+  }];
+  let parameters = (ins "int64_t":$reduction);
+  let genVerifyDecl = 1;
 }
 
 #endif // MIXPREC_KERNEL_ATTRS

@@ -36,7 +36,9 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"ArgMax", 19, "arg_max">,
     I32EnumAttrCase<"ArgMin", 20, "arg_min">,
     I32EnumAttrCase<"TopK", 21, "topk">,
-    I32EnumAttrCase<"CumSum", 22, "cumsum">
+    I32EnumAttrCase<"CumSum", 22, "cumsum">,
+    I32EnumAttrCase<"ReduceProd", 23, "reduce_prod">,
+    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

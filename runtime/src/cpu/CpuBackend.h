@@ -223,7 +223,7 @@ private:
   Status runFloatRoutine(const OpaqueOp &op);
   Status runIndexRoutine(const OpaqueOp &op);
   const int64_t *indexOperand(int32_t tensor, Scratch &scratch);
-  Status gatherIndexError(const OpaqueOp &op, const cpu::BadIndex &bad);
+  Status indexRangeError(const OpaqueOp &op, const cpu::BadIndex &bad);
   bool roundGemmOperandsToTf32(const OpaqueOp &op, const float *&a, const float *&b);
   Status storeFloats(const OpaqueOp &op, const float *values);
   const float *floatOperand(int32_t tensor, Scratch &scratch);

@@ -36,6 +36,7 @@ Status CpuBackend::runOpaque(const OpaqueOp &op) {
   case OpaqueKind::ArgMin:
   case OpaqueKind::TopK:
   case OpaqueKind::CumSum:
+  case OpaqueKind::ScatterNd:
     return runIndexRoutine(op);
   default:
     return runFloatRoutine(op);
@@ -58,8 +59,9 @@ const int64_t *CpuBackend::indexOperand(int32_t tensor, Scratch &s) {
   return wide;
 }
 
-/// The execution error of a gather_elements or gather_nd index out of range.
-Status CpuBackend::gatherIndexError(const OpaqueOp &op, const cpu::BadIndex &bad) {
+/// The execution error of a gather_elements, gather_nd or scatter_nd index
+/// out of range.
+Status CpuBackend::indexRangeError(const OpaqueOp &op, const cpu::BadIndex &bad) {
   return Status(MIXPREC_EXECUTION_ERROR,
                 op.name + ": index " + std::to_string(bad.value) + " (element " +
                     std::to_string(bad.position) + " of the indices) is out of range for dim " +
@@ -108,7 +110,7 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
             ? cpu::gatherElementsRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)
             : cpu::gatherNdRaw(x, shapeOf(0), indices, idx.shape, op.batchDims, dst, elemSize);
     if (!bad.ok())
-      return gatherIndexError(op, bad);
+      return indexRangeError(op, bad);
     break;
   }
   default: {
@@ -137,7 +139,7 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
   return okStatus();
 }
 
-/// arg_max, arg_min, topk and cumsum on FP32 (float inputs, decoded
+/// arg_max, arg_min, topk, cumsum and scatter_nd on FP32 (float inputs, decoded
 /// exactly) or int64 (i32/i64 inputs); index outputs are i64, values keep
 /// the input dtype.
 Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
@@ -181,6 +183,21 @@ Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
     else
       cpu::cumSum(xi, x.shape, op.axis, op.exclusive, op.reverse, vi);
     break;
+  case OpaqueKind::ScatterNd: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    const float *uf = isFloat ? floatOperand(op.inputs[2], scratch[2]) : nullptr;
+    const int64_t *ui = isFloat ? nullptr : indexOperand(op.inputs[2], scratch[2]);
+    if (!indices || (!uf && !ui))
+      return outOfMemory(op.name, (idx.elements + tensors[op.inputs[2]].elements) * 8);
+    const auto reduction = static_cast<cpu::ScatterReduction>(op.scatterReduction);
+    cpu::BadIndex bad =
+        isFloat ? cpu::scatterNd(xf, x.shape, indices, idx.shape, uf, reduction, vf)
+                : cpu::scatterNd(xi, x.shape, indices, idx.shape, ui, reduction, vi);
+    if (!bad.ok())
+      return indexRangeError(op, bad);
+    break;
+  }
   default:
     return Status(MIXPREC_INTERNAL, op.name + ": not an index routine");
   }
@@ -283,9 +300,11 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
   }
   case OpaqueKind::ReduceSum:
   case OpaqueKind::ReduceMean:
-  case OpaqueKind::ReduceMax: {
+  case OpaqueKind::ReduceMax:
+  case OpaqueKind::ReduceProd: {
     const cpu::ReduceOp kind = op.kind == OpaqueKind::ReduceSum    ? cpu::ReduceOp::Sum
                                : op.kind == OpaqueKind::ReduceMean ? cpu::ReduceOp::Mean
+                               : op.kind == OpaqueKind::ReduceProd ? cpu::ReduceOp::Prod
                                                                    : cpu::ReduceOp::Max;
     cpu::reduce(kind, x, shapeOf(0), op.axes, op.keepDims, result);
     break;

@@ -185,5 +185,59 @@ TEST(IndexRoutines, LoaderRefusesForgedOptionsAndShapes) {
   }
 }
 
+/// scatter_nd: data[3,4] with rows idx[2,1] combined with updates[2,4].
+ModuleBuilder scatterBuilder(int64_t reduction) {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {3, 4});
+  const int idx = b.input("idx", fb::DType::I64, {2, 1});
+  const int u = b.input("u", fb::DType::F32, {2, 4});
+  const int y = b.activation("y", fb::DType::F32, {3, 4});
+  fb::ScatterNdOptionsT t;
+  t.reduction = reduction;
+  b.opaque({"sn", "scatter_nd", {x, idx, u}, {y}, unionOf(std::move(t))});
+  b.output(y);
+  return b;
+}
+
+TEST(IndexRoutines, ScatterNdCombinesRepeatedRowsInOrder) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const std::vector<float> u = {10, 10, 10, 10, 2, 2, 2, 2};
+  const std::vector<int64_t> idx = {-2, 1};
+  // none: the later tuple wins; add and mul combine both with row 1.
+  const std::vector<std::pair<int64_t, std::vector<float>>> cases = {
+      {0, {1, 2, 3, 4, 2, 2, 2, 2, 9, 10, 11, 12}},
+      {1, {1, 2, 3, 4, 17, 18, 19, 20, 9, 10, 11, 12}},
+      {2, {1, 2, 3, 4, 100, 120, 140, 160, 9, 10, 11, 12}},
+      {4, {1, 2, 3, 4, 2, 2, 2, 2, 9, 10, 11, 12}},
+  };
+  for (const auto &[reduction, want] : cases) {
+    Module module;
+    Session session;
+    openCpu(scatterBuilder(reduction).build(), module, session);
+    ASSERT_OK(session.bindInput("x", {3, 4}, x.data()));
+    ASSERT_OK(session.bindInput("idx", MIXPREC_DTYPE_I64, {2, 1}, idx.data(), 16));
+    ASSERT_OK(session.bindInput("u", {2, 4}, u.data()));
+    ASSERT_OK(session.run());
+    std::vector<float> out;
+    ASSERT_OK(session.copyOutput(0, out));
+    EXPECT_EQ(out, want) << "reduction " << reduction;
+  }
+}
+
+TEST(IndexRoutines, ScatterNdLoaderChecks) {
+  EXPECT_EQ(loadCode(scatterBuilder(3).build()), MIXPREC_OK);
+  expectLoadError(scatterBuilder(5), "opaque #0 'sn' (scatter_nd): reduction 5 out of range [0, 4]");
+  {
+    ModuleBuilder b = scatterBuilder(0);
+    b.tensors[b.opaques[0].inputs[2]].shape = {2, 3};
+    expectLoadError(b, "(scatter_nd): updates 'u' have shape [2,3], expected [2,4]");
+  }
+  {
+    ModuleBuilder b = scatterBuilder(0);
+    b.tensors[b.opaques[0].inputs[1]].shape = {2, 3};
+    expectLoadError(b, "(scatter_nd): indices [2,3] do not address data [3,4]");
+  }
+}
+
 } // namespace
 } // namespace mixprec::testing

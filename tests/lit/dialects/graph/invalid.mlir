@@ -1146,3 +1146,30 @@ func.func @cumsum$axis(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
   %0 = mp.cumsum %x {axis = -1 : i64} : tensor<4x3xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// ScatterND updates hold one slice per index tuple.
+func.func @scatter_nd$updates(%x: tensor<4x5xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{updates have shape [2, 4], the indices address [2, 5]}}
+  %0 = mp.scatter_nd %x, %i, %u : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// ScatterND reductions are ONNX's.
+func.func @scatter_nd$reduction(%x: tensor<4x5xf32>, %i: tensor<2x1xi64>, %u: tensor<2x5xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, got 'sub'}}
+  %0 = mp.scatter_nd %x, %i, %u {reduction = "sub"} : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// ReduceProd result shape.
+func.func @reduce_prod$shape(%x: tensor<4x5xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result shape [4] does not match the inferred shape [4, 1]}}
+  %0 = mp.reduce_prod %x {axes = array<i64: 1>} : tensor<4x5xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -267,5 +267,9 @@ func.func @indexing$ops(%x: tensor<4x5x6xf32>, %i: tensor<4x2x6xi64>, %t: tensor
   %4:2 = mp.topk %x {axis = 1 : i64, k = 3 : i64, largest = false} : tensor<4x5x6xf32> -> (tensor<4x3x6xf32>, tensor<4x3x6xi64>)
   // CHECK: mp.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x7xi64> -> tensor<2x7xi64>
   %5 = mp.cumsum %n {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x7xi64> -> tensor<2x7xi64>
+  // CHECK: mp.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "add"} : (tensor<4x5x6xf32>, tensor<3x2xi32>, tensor<3x6xf32>) -> tensor<4x5x6xf32>
+  %6 = mp.scatter_nd %x, %t, %1 {reduction = "add"} : (tensor<4x5x6xf32>, tensor<3x2xi32>, tensor<3x6xf32>) -> tensor<4x5x6xf32>
+  // CHECK: mp.reduce_prod %{{.*}} {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x5x6xf32> -> tensor<5xf32>
+  %7 = mp.reduce_prod %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x5x6xf32> -> tensor<5xf32>
   return
 }
