@@ -93,6 +93,38 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         sc::MatmulOptionsT t;
         t.tf32 = a.getTf32();
         table.Set(std::move(t));
+      })
+      .Case([&](kernel::GatherNdOptionsAttr a) {
+        sc::GatherNdOptionsT t;
+        t.batch_dims = a.getBatchDims();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::ArgReduceOptionsAttr a) {
+        sc::ArgReduceOptionsT t;
+        t.axis = a.getAxis();
+        t.keepdims = a.getKeepdims();
+        t.select_last_index = a.getSelectLastIndex();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::TopKOptionsAttr a) {
+        sc::TopKOptionsT t;
+        t.axis = a.getAxis();
+        t.k = a.getK();
+        t.largest = a.getLargest();
+        t.indices = a.getIndices();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::ScatterNdOptionsAttr a) {
+        sc::ScatterNdOptionsT t;
+        t.reduction = a.getReduction();
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::CumSumOptionsAttr a) {
+        sc::CumSumOptionsT t;
+        t.axis = a.getAxis();
+        t.exclusive = a.getExclusive();
+        t.reverse = a.getReverse();
+        table.Set(std::move(t));
       });
   return table;
 }

@@ -15,6 +15,7 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -128,6 +129,53 @@ Attribute matmulOptions(graph::MatmulOp op) {
   return kernel::MatmulOptionsAttr::get(op.getContext(), graph::computesInTf32(op));
 }
 
+Attribute gatherNdOptions(graph::GatherNdOp op) {
+  return kernel::GatherNdOptionsAttr::get(op.getContext(), op.getBatchDims());
+}
+
+/// arg_max, arg_min: the axis, keepdims, which of equal extremes.
+template <typename OpTy> Attribute argReduceOptions(OpTy op) {
+  return kernel::ArgReduceOptionsAttr::get(op.getContext(), op.getAxis(), op.getKeepdims(),
+                                           op.getSelectLastIndex());
+}
+
+/// scatter_nd: the reduction's number in the schema (none, add, mul, max, min).
+Attribute scatterNdOptions(graph::ScatterNdOp op) {
+  int64_t reduction = llvm::StringSwitch<int64_t>(op.getReduction())
+                          .Case("add", 1)
+                          .Case("mul", 2)
+                          .Case("max", 3)
+                          .Case("min", 4)
+                          .Default(0);
+  return kernel::ScatterNdOptionsAttr::get(op.getContext(), reduction);
+}
+
+Attribute cumSumOptions(graph::CumSumOp op) {
+  return kernel::CumSumOptionsAttr::get(op.getContext(), op.getAxis(), op.getExclusive(),
+                                        op.getReverse());
+}
+
+/// mp.topk has two results and a routine writes one, so each result
+/// becomes one topk call (the values, then the indices).
+struct TopKPattern : OpConversionPattern<graph::TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::TopKOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> replacements;
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      auto options = kernel::TopKOptionsAttr::get(op.getContext(), op.getAxis(), op.getK(),
+                                                  op.getLargest(), /*indices=*/i == 1);
+      auto call = rewriter.create<kernel::CallOp>(
+          op.getLoc(), TypeRange{result.getType()}, Routine::TopK, adaptor.getOperands(),
+          cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
+      replacements.push_back(call.getResult(0));
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
@@ -149,6 +197,14 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceMax, reduceOptions<ReduceMaxOp>);
   addRoutine(patterns, Routine::Fp8Scale, fp8ScaleOptions);
   addRoutine(patterns, Routine::Matmul, matmulOptions);
+  addRoutine(patterns, Routine::GatherElements, axisOptions<GatherElementsOp>);
+  addRoutine(patterns, Routine::GatherNd, gatherNdOptions);
+  addRoutine(patterns, Routine::ArgMax, argReduceOptions<ArgMaxOp>);
+  addRoutine(patterns, Routine::ArgMin, argReduceOptions<ArgMinOp>);
+  addRoutine(patterns, Routine::CumSum, cumSumOptions);
+  addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
+  addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
+  patterns.add<TopKPattern>(patterns.getContext());
 }
 
 } // namespace mixprec::passes

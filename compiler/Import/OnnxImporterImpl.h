@@ -414,6 +414,12 @@ private:
   // (end of OnnxComposite.cpp's converters)
 
   // OnnxIndexing.cpp: index-driven ops run as routines (TopK, ArgMax, ...).
+  void convertGatherElements(const NodeCtx &c);
+  void convertGatherNd(const NodeCtx &c);
+  void convertArgReduce(const NodeCtx &c);
+  void convertTopK(const NodeCtx &c);
+  void convertCumSum(const NodeCtx &c);
+  void convertScatterNd(const NodeCtx &c);
 
   // (end of OnnxIndexing.cpp's converters)
 

@@ -179,6 +179,8 @@ void Importer::convertReduce(const NodeCtx &c) {
     r = createInferred<graph::ReduceSumOp>(c, et, x, axesAttr, kd, TypeAttr());
   else if (op == "ReduceMean")
     r = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
+  else if (op == "ReduceProd") // its row is in OnnxIndexing.cpp
+    r = createInferred<graph::ReduceProdOp>(c, et, x, axesAttr, kd);
   else
     r = createInferred<graph::ReduceMaxOp>(c, et, x, axesAttr, kd, TypeAttr());
   defineValue(c, 0, r);

@@ -70,7 +70,8 @@ struct BatchNormReference : ReferenceModel<BatchNormReference, graph::BatchNormO
   }
 };
 
-/// mp.reduce_sum, mp.reduce_mean and mp.reduce_max: cpu::reduce with `Kind`.
+/// mp.reduce_sum, mp.reduce_mean, mp.reduce_max and mp.reduce_prod:
+/// cpu::reduce with `Kind`.
 template <typename OpT, cpu::ReduceOp Kind>
 struct ReduceReference : ReferenceModel<ReduceReference<OpT, Kind>, OpT> {
   static LogicalResult run(OpT op, Evaluator &e) {
@@ -126,6 +127,8 @@ void attachReductionReferenceModels(MLIRContext *ctx) {
       *ctx);
   graph::ReduceMeanOp::attachInterface<
       ReduceReference<graph::ReduceMeanOp, cpu::ReduceOp::Mean>>(*ctx);
+  graph::ReduceProdOp::attachInterface<
+      ReduceReference<graph::ReduceProdOp, cpu::ReduceOp::Prod>>(*ctx);
   graph::ReduceMaxOp::attachInterface<ReduceReference<graph::ReduceMaxOp, cpu::ReduceOp::Max>>(
       *ctx);
   graph::MaxPool2dOp::attachInterface<MaxPool2dReference>(*ctx);

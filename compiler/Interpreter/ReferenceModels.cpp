@@ -75,6 +75,7 @@ void registerReferenceExternalModels(DialectRegistry &registry) {
     attachReductionReferenceModels(ctx);
     attachDataMovementReferenceModels(ctx);
     attachScalingAndFusionReferenceModels(ctx);
+    attachIndexingReferenceModels(ctx);
   });
 }
 

@@ -31,6 +31,7 @@ void attachGemmReferenceModels(mlir::MLIRContext *ctx);
 void attachReductionReferenceModels(mlir::MLIRContext *ctx);
 void attachDataMovementReferenceModels(mlir::MLIRContext *ctx);
 void attachScalingAndFusionReferenceModels(mlir::MLIRContext *ctx);
+void attachIndexingReferenceModels(mlir::MLIRContext *ctx);
 
 /// The first 2 or 4 values of a dense i64 array attribute, as the CPU
 /// kernels take them.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/OpaqueOps.h"
 
+#include "runtime/cpu/Indexing.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
@@ -47,6 +48,14 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"reduce_max", OpaqueKind::ReduceMax, Options::ReduceOptions},
     {"fp8_scale", OpaqueKind::Fp8Scale, Options::Fp8ScaleOptions},
     {"matmul", OpaqueKind::Matmul, Options::MatmulOptions},
+    {"gather_elements", OpaqueKind::GatherElements, Options::AxisOptions},
+    {"gather_nd", OpaqueKind::GatherNd, Options::GatherNdOptions},
+    {"arg_max", OpaqueKind::ArgMax, Options::ArgReduceOptions},
+    {"arg_min", OpaqueKind::ArgMin, Options::ArgReduceOptions},
+    {"topk", OpaqueKind::TopK, Options::TopKOptions},
+    {"cumsum", OpaqueKind::CumSum, Options::CumSumOptions},
+    {"reduce_prod", OpaqueKind::ReduceProd, Options::ReduceOptions},
+    {"scatter_nd", OpaqueKind::ScatterNd, Options::ScatterNdOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -105,12 +114,21 @@ private:
   Status transpose();
   Status slice();
   Status concat();
+  Status gatherAlongAxis();
   Status gather();
   Status axisNormalization(int64_t axis, bool isNorm, size_t maxInputs);
   Status batchNorm();
   Status reduce();
   Status matmul();
   Status fp8Scale();
+  Status indexTensor(const TensorDesc &t) const;
+  Status numericTensor(const TensorDesc &t, const char *role) const;
+  Status gatherElements();
+  Status gatherNd();
+  Status argReduce();
+  Status topK();
+  Status cumSum();
+  Status scatterNd();
 
   const schema::Opaque &op;
   const std::vector<TensorDesc> &tensors;
@@ -350,17 +368,21 @@ Status OpaqueVerifier::concat() {
   return okStatus();
 }
 
-Status OpaqueVerifier::gather() {
+/// What gather and gather_elements share: data, indices and an axis of the data.
+Status OpaqueVerifier::gatherAlongAxis() {
   if (Status s = operands(2, 2, 2); !s.ok())
     return s;
-  const TensorDesc &data = in(0), &idx = in(1), &y = result();
-  if (idx.dtype != schema::DType::I64 && idx.dtype != schema::DType::I32)
-    return fail("indices '" + idx.name + "' must be i64 or i32, got " + dtypeName(idx.dtype));
-  if (data.shape.empty())
-    return fail("cannot gather from a scalar");
-  if (Status s = axisAttr(options<schema::AxisOptions>().axis(), data.shape.size(), out.axis);
-      !s.ok())
+  if (Status s = indexTensor(in(1)); !s.ok())
     return s;
+  if (in(0).shape.empty())
+    return fail("cannot gather from a scalar");
+  return axisAttr(options<schema::AxisOptions>().axis(), in(0).shape.size(), out.axis);
+}
+
+Status OpaqueVerifier::gather() {
+  if (Status s = gatherAlongAxis(); !s.ok())
+    return s;
+  const TensorDesc &data = in(0), &idx = in(1), &y = result();
   std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + out.axis);
   expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
   expected.insert(expected.end(), data.shape.begin() + out.axis + 1, data.shape.end());
@@ -368,6 +390,145 @@ Status OpaqueVerifier::gather() {
     return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
                 formatShape(expected));
   return okStatus();
+}
+
+Status OpaqueVerifier::indexTensor(const TensorDesc &t) const {
+  if (t.dtype != schema::DType::I64 && t.dtype != schema::DType::I32)
+    return fail("indices '" + t.name + "' must be i64 or i32, got " + dtypeName(t.dtype));
+  return okStatus();
+}
+
+/// The inputs arg_max, topk and cumsum take: floats, i32 or i64.
+Status OpaqueVerifier::numericTensor(const TensorDesc &t, const char *role) const {
+  if (!isFloatDType(t.dtype) && t.dtype != schema::DType::I64 && t.dtype != schema::DType::I32)
+    return fail(std::string(role) + " '" + t.name + "' must be a float, i32 or i64 tensor, got " +
+                dtypeName(t.dtype));
+  return okStatus();
+}
+
+Status OpaqueVerifier::gatherElements() {
+  if (Status s = gatherAlongAxis(); !s.ok())
+    return s;
+  const TensorDesc &data = in(0), &idx = in(1), &y = result();
+  if (idx.shape.size() != data.shape.size())
+    return fail("indices '" + idx.name + "' " + formatShape(idx.shape) +
+                " must have the rank of data " + formatShape(data.shape));
+  for (size_t d = 0; d < data.shape.size(); ++d)
+    if (static_cast<int64_t>(d) != out.axis && idx.shape[d] > data.shape[d])
+      return fail("indices '" + idx.name + "' " + formatShape(idx.shape) + " exceed data " +
+                  formatShape(data.shape) + " in dim " + std::to_string(d));
+  return sameShape(idx, y);
+}
+
+Status OpaqueVerifier::gatherNd() {
+  if (Status s = operands(2, 2, 2); !s.ok())
+    return s;
+  const TensorDesc &data = in(0), &idx = in(1), &y = result();
+  if (Status s = indexTensor(idx); !s.ok())
+    return s;
+  out.batchDims = options<schema::GatherNdOptions>().batch_dims();
+  bool ok = false;
+  cpu::Shape expected = cpu::gatherNdShape(data.shape, idx.shape, out.batchDims, &ok);
+  if (!ok)
+    return fail("data " + formatShape(data.shape) + " and indices " + formatShape(idx.shape) +
+                " do not fit batch_dims " + std::to_string(out.batchDims));
+  if (y.shape != expected)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
+                formatShape(expected));
+  return okStatus();
+}
+
+Status OpaqueVerifier::argReduce() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  const schema::ArgReduceOptions &o = options<schema::ArgReduceOptions>();
+  const TensorDesc &x = in(0), &y = result();
+  if (Status s = numericTensor(x, "input"); !s.ok())
+    return s;
+  if (y.dtype != schema::DType::I64)
+    return fail("output '" + y.name + "' must be i64, got " + dtypeName(y.dtype));
+  if (Status s = axisAttr(o.axis(), x.shape.size(), out.axis); !s.ok())
+    return s;
+  if (x.shape[out.axis] == 0)
+    return fail("axis " + std::to_string(out.axis) + " of " + formatShape(x.shape) + " is empty");
+  out.keepDims = o.keepdims();
+  out.selectLast = o.select_last_index();
+  std::vector<int64_t> expected = cpu::reducedShape(x.shape, {out.axis}, out.keepDims);
+  if (y.shape != expected)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
+                formatShape(expected));
+  return okStatus();
+}
+
+Status OpaqueVerifier::topK() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  const schema::TopKOptions &o = options<schema::TopKOptions>();
+  const TensorDesc &x = in(0), &y = result();
+  if (Status s = numericTensor(x, "input"); !s.ok())
+    return s;
+  if (Status s = axisAttr(o.axis(), x.shape.size(), out.axis); !s.ok())
+    return s;
+  out.k = o.k();
+  out.largest = o.largest();
+  out.writesIndices = o.indices();
+  if (out.k < 0 || out.k > x.shape[out.axis])
+    return fail("k " + std::to_string(out.k) + " is out of range [0, " +
+                std::to_string(x.shape[out.axis]) + "]");
+  schema::DType want = out.writesIndices ? schema::DType::I64 : x.dtype;
+  if (y.dtype != want)
+    return fail("output '" + y.name + "' must be " + dtypeName(want) + ", got " +
+                dtypeName(y.dtype));
+  std::vector<int64_t> expected = x.shape;
+  expected[out.axis] = out.k;
+  if (y.shape != expected)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
+                formatShape(expected));
+  return okStatus();
+}
+
+Status OpaqueVerifier::cumSum() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  const schema::CumSumOptions &o = options<schema::CumSumOptions>();
+  const TensorDesc &x = in(0), &y = result();
+  if (Status s = numericTensor(x, "input"); !s.ok())
+    return s;
+  if (y.dtype != x.dtype)
+    return fail("output '" + y.name + "' is " + dtypeName(y.dtype) + ", the input is " +
+                dtypeName(x.dtype));
+  if (Status s = axisAttr(o.axis(), x.shape.size(), out.axis); !s.ok())
+    return s;
+  out.exclusive = o.exclusive();
+  out.reverse = o.reverse();
+  return sameShape(x, y);
+}
+
+Status OpaqueVerifier::scatterNd() {
+  if (Status s = operands(3, 3, 3); !s.ok())
+    return s;
+  const TensorDesc &data = in(0), &idx = in(1), &updates = in(2), &y = result();
+  if (Status s = numericTensor(data, "data"); !s.ok())
+    return s;
+  if (Status s = indexTensor(idx); !s.ok())
+    return s;
+  for (const TensorDesc *t : {&updates, &y})
+    if (t->dtype != data.dtype)
+      return fail("'" + t->name + "' is " + dtypeName(t->dtype) + ", the data is " +
+                  dtypeName(data.dtype));
+  out.scatterReduction = options<schema::ScatterNdOptions>().reduction();
+  if (out.scatterReduction < 0 || out.scatterReduction > 4)
+    return fail("reduction " + std::to_string(out.scatterReduction) + " out of range [0, 4]");
+  // The updates hold one slice per index tuple: a gather_nd's output shape.
+  bool ok = false;
+  cpu::Shape expected = cpu::gatherNdShape(data.shape, idx.shape, 0, &ok);
+  if (!ok)
+    return fail("indices " + formatShape(idx.shape) + " do not address data " +
+                formatShape(data.shape));
+  if (updates.shape != expected)
+    return fail("updates '" + updates.name + "' have shape " + formatShape(updates.shape) +
+                ", expected " + formatShape(expected));
+  return sameShape(data, y);
 }
 
 /// softmax, log_softmax (isNorm false) and the norms over dims [axis, rank).
@@ -536,15 +697,22 @@ Status OpaqueVerifier::run() {
   case OpaqueKind::Transpose:
   case OpaqueKind::Slice:
   case OpaqueKind::Concat:
-  case OpaqueKind::Gather: {
-    Status s = out.kind == OpaqueKind::Transpose ? transpose()
-               : out.kind == OpaqueKind::Slice   ? slice()
-               : out.kind == OpaqueKind::Concat  ? concat()
-                                                 : gather();
+  case OpaqueKind::Gather:
+  case OpaqueKind::GatherElements:
+  case OpaqueKind::GatherNd: {
+    Status s = out.kind == OpaqueKind::Transpose        ? transpose()
+               : out.kind == OpaqueKind::Slice          ? slice()
+               : out.kind == OpaqueKind::Concat         ? concat()
+               : out.kind == OpaqueKind::GatherElements ? gatherElements()
+               : out.kind == OpaqueKind::GatherNd       ? gatherNd()
+                                                        : gather();
     if (!s.ok())
       return s;
+    const bool gathers = out.kind == OpaqueKind::Gather ||
+                         out.kind == OpaqueKind::GatherElements ||
+                         out.kind == OpaqueKind::GatherNd;
     for (size_t i = 0; i < out.inputs.size(); ++i) {
-      if (out.kind == OpaqueKind::Gather && i == 1)
+      if (gathers && i == 1)
         continue;
       if (in(i).dtype != result().dtype)
         return fail("input '" + in(i).name + "' is " + dtypeName(in(i).dtype) +
@@ -567,11 +735,21 @@ Status OpaqueVerifier::run() {
   case OpaqueKind::ReduceSum:
   case OpaqueKind::ReduceMean:
   case OpaqueKind::ReduceMax:
+  case OpaqueKind::ReduceProd:
     return reduce();
   case OpaqueKind::Fp8Scale:
     return fp8Scale();
   case OpaqueKind::Matmul:
     return matmul();
+  case OpaqueKind::ArgMax:
+  case OpaqueKind::ArgMin:
+    return argReduce();
+  case OpaqueKind::TopK:
+    return topK();
+  case OpaqueKind::CumSum:
+    return cumSum();
+  case OpaqueKind::ScatterNd:
+    return scatterNd();
   }
   return fail("unhandled op type");
 }

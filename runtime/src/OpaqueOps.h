@@ -23,8 +23,14 @@
 // FP32 reference kernel (runtime/cpu/Kernels.h) and round the result
 // once to the output dtype (FP8 saturating), as the reference interpreter
 // does; conv2d and matmul with tf32 round both GEMM operands to TF32 first.
-// Data movement (transpose, slice, concat, gather) copies elements of any
-// dtype and needs the output dtype to equal the input's. fp8_scale
+// Data movement (transpose, slice, concat, gather, gather_elements,
+// gather_nd) copies elements of any dtype and needs the output dtype to
+// equal the input's; the gathers check every index at run time and fail,
+// naming the op and writing nothing, at one out of range. arg_max, arg_min,
+// topk, cumsum and scatter_nd take float (decoded to FP32, exact), i32 or
+// i64 inputs (runtime/cpu/Indexing.h); their indices are i64, topk's
+// values, cumsum's and scatter_nd's outputs keep the input dtype (rounded
+// once); scatter_nd checks its indices as the gathers do. fp8_scale
 // computes (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
 // non-finite amax.
 //
@@ -58,6 +64,14 @@ enum class OpaqueKind {
   ReduceMax,
   Fp8Scale,
   Matmul,
+  GatherElements,
+  GatherNd,
+  ArgMax,
+  ArgMin,
+  TopK,
+  CumSum,
+  ReduceProd,
+  ScatterNd,
 };
 
 /// An opaque step after verification: options decoded and normalized.
@@ -81,6 +95,12 @@ struct OpaqueOp {
   float epsilon = 0.0f;
   int64_t margin = 0;
   schema::DType fp8Format = schema::DType::F8E4M3FN;
+  // Index routines: gather_nd's batch dims; arg_max/arg_min's choice among
+  // equal extremes; topk's k, order and output; cumsum's direction.
+  int64_t batchDims = 0, k = 0;
+  bool selectLast = false, largest = true, writesIndices = false;
+  bool exclusive = false, reverse = false;
+  int64_t scatterReduction = 0; ///< scatter_nd: cpu::ScatterReduction's number
 };
 
 /// Decodes and verifies opaque `index` against the module's tensors: op type

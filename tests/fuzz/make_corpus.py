@@ -10,7 +10,9 @@ Usage:
            array, and a version 2.0 header
   module/  the test modules of make_test_module (MLP and convolution, sealed
            and unsealed: an unsealed module lets mutations past the content
-           hash) and the tiny MLP compiled by `mixprec compile` at bf16 and fp8
+           hash), the tiny MLP compiled by `mixprec compile` at bf16 and fp8,
+           and the index routines' model of tests/lit/cli (gather_elements,
+           gather_nd, arg_max, topk, cumsum) compiled at fp32
 
 BUILD_DIR is a Release build (build/) holding bin/mixprec and make_test_module.
 policy/ holds hand-written JSON and is not generated. Output is deterministic:
@@ -97,6 +99,11 @@ def write_modules(out, build, mlp_onnx):
             path = os.path.join(out, "tiny_mlp_%s.mpk" % precision)
             subprocess.run([mixprec, "compile", mlp_onnx, "--precision", precision,
                             "-o", path], check=True, stderr=subprocess.DEVNULL, cwd=tmp)
+        make_indexing = os.path.join(HERE, "..", "lit", "cli", "Inputs", "make-indexing.py")
+        subprocess.run([sys.executable, make_indexing, tmp], check=True)
+        subprocess.run([mixprec, "compile", os.path.join(tmp, "indexing.onnx"), "--precision",
+                        "fp32", "-o", os.path.join(out, "tiny_indexing.mpk")], check=True,
+                       stderr=subprocess.DEVNULL, cwd=tmp)
 
 
 def main():

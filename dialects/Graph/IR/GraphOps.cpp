@@ -379,6 +379,74 @@ LogicalResult GatherOp::verify() {
       *this, gatherShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()), getOutput());
 }
 
+LogicalResult GatherElementsOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getData()))))
+    return failure();
+  return verifyInferredShape(
+      *this, gatherElementsShape(shapeOf(getData()), shapeOf(getIndices()), getAxis()),
+      getOutput());
+}
+
+LogicalResult GatherNdOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getData()))))
+    return failure();
+  return verifyInferredShape(
+      *this, gatherNdShape(shapeOf(getData()), shapeOf(getIndices()), getBatchDims()),
+      getOutput());
+}
+
+LogicalResult ArgMaxOp::verify() {
+  return verifyInferredShape(*this, argReduceShape(shapeOf(getInput()), getAxis(), getKeepdims()),
+                             getOutput());
+}
+
+LogicalResult ArgMinOp::verify() {
+  return verifyInferredShape(*this, argReduceShape(shapeOf(getInput()), getAxis(), getKeepdims()),
+                             getOutput());
+}
+
+LogicalResult TopKOp::verify() {
+  if (failed(verifySameElementType(*this, "values", elementTypeOf(getValues()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  ShapeOrError s = topKShape(shapeOf(getInput()), getAxis(), getK());
+  if (failed(verifyInferredShape(*this, s, getValues())))
+    return failure();
+  return verifyInferredShape(*this, s, getIndices());
+}
+
+LogicalResult CumSumOp::verify() {
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()),
+                                   elementTypeOf(getInput()))))
+    return failure();
+  return verifyInferredShape(*this, axisPreservingShape(shapeOf(getInput()), getAxis()),
+                             getOutput());
+}
+
+LogicalResult ScatterNdOp::verify() {
+  Type element = elementTypeOf(getData());
+  if (failed(verifySameElementType(*this, "updates", elementTypeOf(getUpdates()), element)) ||
+      failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()), element)))
+    return failure();
+  StringRef r = getReduction();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return emitOpError() << "reduction must be none, add, mul, max or min, got '" << r << "'";
+  // The updates hold one slice per index tuple: a GatherND's result shape.
+  ShapeOrError updates = gatherNdShape(shapeOf(getData()), shapeOf(getIndices()), 0);
+  if (!updates.ok())
+    return emitOpError() << updates.error;
+  if (shapeOf(getUpdates()) != ArrayRef<int64_t>(updates.shape))
+    return emitOpError() << "updates have shape " << formatShape(shapeOf(getUpdates()))
+                         << ", the indices address " << formatShape(updates.shape);
+  return verifySameShape(*this, getData(), getOutput());
+}
+
+LogicalResult ReduceProdOp::verify() {
+  return verifyReduce(*this, getAxes(), getKeepdims(), std::nullopt);
+}
+
 LogicalResult MaxPool2dOp::verify() {
   ArrayRef<int64_t> dilations;
   if (auto d = getDilations())

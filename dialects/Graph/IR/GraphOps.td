@@ -686,6 +686,168 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement, MP_InferShapedTy
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Index-driven ops (routines; OnnxIndexing.cpp imports them)
+//===----------------------------------------------------------------------===//
+
+def Graph_GatherElementsOp : Graph_Op<"gather_elements",
+    [Pure, MP_DataMovement, MP_InferShapedType]> {
+  let summary = "Picks elements of `data` along `axis` at per-element indices";
+  let description = [{
+    ONNX `GatherElements`: the output has the shape of `indices` (the rank
+    of `data`, each dim off `axis` at most the data's), and
+    `output[i] = data[i with dim axis replaced by indices[i]]`. Negative
+    indices count from the end; an index out of range is a run-time error.
+    ```mlir
+    %y = mp.gather_elements %x, %i {axis = 1 : i64}
+        : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+    Verifier: axis range, ranks, result shape and element type.
+  }];
+  let arguments = (ins MP_AnyTensor:$data, MP_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_GatherNdOp : Graph_Op<"gather_nd", [Pure, MP_DataMovement, MP_InferShapedType]> {
+  let summary = "Picks slices of `data` at index tuples (the last dim of `indices`)";
+  let description = [{
+    ONNX `GatherND`: the first `batch_dims` dims of `data` and `indices`
+    are shared; each tuple of `indices.shape[-1]` indices addresses a slice,
+    so `output.shape = indices.shape[:-1] + data.shape[batch_dims +
+    indices.shape[-1]:]`. Negative indices count from the end; an index out
+    of range is a run-time error.
+    ```mlir
+    %y = mp.gather_nd %x, %i {batch_dims = 0 : i64}
+        : (tensor<4x5x6xf32>, tensor<3x2xi64>) -> tensor<3x6xf32>
+    ```
+    Verifier: batch dims, tuple length, result shape and element type.
+  }];
+  let arguments = (ins MP_AnyTensor:$data, MP_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs MP_AnyTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+// The element types ArgMax, TopK and CumSum take: floats and the integers
+// ONNX allows for them.
+def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
+
+// ArgMax and ArgMin: an int64 result, so the precision passes leave them
+// unannotated and they compare their input in the dtype it is stored in.
+class Graph_ArgReduceOp<string mnemonic, string desc>
+    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
+  let summary = "The index of the " # desc # " along `axis` (int64)";
+  let description = [{
+    ONNX `ArgMax`/`ArgMin`: the first index of the extreme value, the last
+    with `select_last_index`; with `keepdims` the axis stays as 1.
+    ```mlir
+    %i = mp.}] # mnemonic # [{ %x {axis = 1 : i64, keepdims = false}
+        : tensor<8x64xf32> -> tensor<8xi64>
+    ```
+    Verifier: axis range, a non-empty axis, result shape, i64 result.
+  }];
+  let arguments = (ins MP_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                       DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ArgMaxOp : Graph_ArgReduceOp<"arg_max", "maximum">;
+def Graph_ArgMinOp : Graph_ArgReduceOp<"arg_min", "minimum">;
+
+def Graph_TopKOp : Graph_Op<"topk", [Pure, MP_InferShapedType]> {
+  let summary = "The `k` largest (or smallest) values along `axis` and their indices";
+  let description = [{
+    ONNX `TopK` with `k` fixed at compile time: `values` keep the input's
+    element type (the op follows its input's precision, and compares in
+    it), `indices` are int64. Results are sorted, equal values lower index
+    first (onnxruntime's order; ONNX leaves the order free for `sorted = 0`).
+    ```mlir
+    %v, %i = mp.topk %x {axis = 1 : i64, k = 3 : i64}
+        : tensor<8x64xf32> -> (tensor<8x3xf32>, tensor<8x3xi64>)
+    ```
+    Verifier: axis range, 0 <= k <= the axis' size, result shapes and types.
+  }];
+  let arguments = (ins MP_NumericTensor:$input, I64Attr:$axis, I64Attr:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest,
+                       DefaultValuedAttr<BoolAttr, "true">:$sorted);
+  let results = (outs MP_NumericTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`";
+  let hasVerifier = 1;
+}
+
+// FP32 class: a running sum in 16 bits loses the small terms once the sum
+// grows (BF16 keeps 8 bits), so it accumulates and stores in FP32.
+def Graph_CumSumOp : Graph_Op<"cumsum", [Pure, MP_Fp32Class, MP_InferShapedType]> {
+  let summary = "Running sums along `axis`";
+  let description = [{
+    ONNX `CumSum` with a compile-time axis: `exclusive` leaves the element
+    itself out, `reverse` sums from the end. Floats accumulate in double
+    and round once per output; integers sum exactly (wrapping).
+    ```mlir
+    %y = mp.cumsum %x {axis = 1 : i64, exclusive = false, reverse = false}
+        : tensor<2x8xf32> -> tensor<2x8xf32>
+    ```
+    Verifier: axis range, result shape and element type.
+  }];
+  let arguments = (ins MP_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs MP_NumericTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_ScatterNdOp : Graph_Op<"scatter_nd", [Pure, MP_DataMovement, MP_InferShapedType]> {
+  let summary = "`data` with slices at index tuples replaced (or combined) by `updates`";
+  let description = [{
+    ONNX `ScatterND`: a copy of `data` where each tuple of
+    `indices.shape[-1]` indices addresses a slice that the matching slice
+    of `updates` (shape `indices.shape[:-1] + data.shape[indices.shape[-1]:]`)
+    replaces (`reduction = "none"`, later tuples win) or combines with
+    (`add`, `mul`, `max`, `min`, in the data's dtype). Negative indices
+    count from the end; an index out of range is a run-time error. A data
+    movement op: it follows the precision of `data` and `updates`.
+    ```mlir
+    %y = mp.scatter_nd %x, %i, %u {reduction = "add"}
+        : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<4x5xf32>
+    ```
+    Verifier: tuple length, updates' shape, result shape, element types,
+    the reduction's name.
+  }];
+  let arguments = (ins MP_NumericTensor:$data, MP_IndexTensor:$indices, MP_NumericTensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs MP_NumericTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+// FP32 class: a product of many terms leaves FP16's range (and BF16's
+// precision) after a few factors, so it multiplies in FP32.
+def Graph_ReduceProdOp : Graph_Op<"reduce_prod", [Pure, MP_Fp32Class, MP_InferShapedType]> {
+  let summary = "Reduces with a product over `axes` (a routine, not a row kernel)";
+  let description = [{
+    `axes` are non-negative, strictly increasing and not empty (the importer
+    spells "all axes" out). With `keepdims` the reduced dims stay as 1. An
+    empty reduction gives 1.
+    ```mlir
+    %p = mp.reduce_prod %x {axes = array<i64: 1>, keepdims = true}
+        : tensor<8x64xf32> -> tensor<8x1xf32>
+    ```
+    Verifier: axes, result shape.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
 class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
     : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
   let summary = desc # " pooling over 2-D windows (NCHW)";

@@ -203,3 +203,98 @@ LogicalResult GatherOp::inferReturnTypeComponents(
 }
 
 } // namespace mixprec::graph
+
+//===----------------------------------------------------------------------===//
+// Index-driven ops
+//===----------------------------------------------------------------------===//
+
+namespace mixprec::graph {
+
+LogicalResult GatherElementsOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location,
+                   gatherElementsShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getAxis()),
+                   elementAt(operands, 0), results);
+}
+
+LogicalResult GatherNdOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location,
+                   gatherNdShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getBatchDims()),
+                   elementAt(operands, 0), results);
+}
+
+/// ArgMax and ArgMin: int64 indices.
+template <typename OpTy>
+static LogicalResult inferArgReduce(MLIRContext *ctx, std::optional<Location> location,
+                                    ValueShapeRange operands, DictionaryAttr attributes,
+                                    OpaqueProperties properties, RegionRange regions,
+                                    SmallVectorImpl<ShapedTypeComponents> &results) {
+  typename OpTy::Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location, argReduceShape(shapeAt(operands, 0), op.getAxis(), op.getKeepdims()),
+                   IntegerType::get(ctx, 64), results);
+}
+
+LogicalResult ArgMaxOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferArgReduce<ArgMaxOp>(ctx, location, operands, attributes, properties, regions,
+                                  results);
+}
+
+LogicalResult ArgMinOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferArgReduce<ArgMinOp>(ctx, location, operands, attributes, properties, regions,
+                                  results);
+}
+
+LogicalResult TopKOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  ShapeOrError s = topKShape(shapeAt(operands, 0), op.getAxis(), op.getK());
+  if (failed(addResult(location, s, elementAt(operands, 0), results)))
+    return failure();
+  return addResult(location, s, IntegerType::get(ctx, 64), results);
+}
+
+LogicalResult ScatterNdOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  // The tuples must address the data (the updates' shape is the verifier's).
+  ShapeOrError tuples = gatherNdShape(shapeAt(operands, 0), shapeAt(operands, 1), 0);
+  if (!tuples.ok())
+    return emitOptionalError(location, tuples.error);
+  return addResult(location, ShapeOrError{Shape(shapeAt(operands, 0)), ""}, elementAt(operands, 0),
+                   results);
+}
+
+LogicalResult ReduceProdOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return detail::inferReduceResult(location, operands, op.getAxes(), op.getKeepdims(), results);
+}
+
+LogicalResult CumSumOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location, axisPreservingShape(shapeAt(operands, 0), op.getAxis()),
+                   elementAt(operands, 0), results);
+}
+
+} // namespace mixprec::graph

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mixprec::graph {
@@ -245,6 +246,77 @@ ShapeOrError gatherShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> i
   out.append(indices.begin(), indices.end());
   out.append(data.begin() + axis + 1, data.end());
   return {out, ""};
+}
+
+namespace {
+/// The rule an axis out of [0, rank) breaks, or empty.
+std::string axisError(int64_t axis, size_t rank) {
+  if (axis >= 0 && axis < static_cast<int64_t>(rank))
+    return "";
+  return "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
+}
+} // namespace
+
+ShapeOrError gatherElementsShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
+                                 int64_t axis) {
+  if (std::string e = axisError(axis, data.size()); !e.empty())
+    return ShapeOrError::failure(e);
+  if (indices.size() != data.size())
+    return ShapeOrError::failure("indices have rank " + std::to_string(indices.size()) +
+                                 ", data has rank " + std::to_string(data.size()));
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d])
+      return ShapeOrError::failure("indices " + formatShape(indices) + " exceed data " +
+                                   formatShape(data) + " in dim " + std::to_string(d));
+  return {Shape(indices.begin(), indices.end()), ""};
+}
+
+ShapeOrError gatherNdShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
+                           int64_t batchDims) {
+  const int64_t r = data.size(), q = indices.size();
+  if (q < 1)
+    return ShapeOrError::failure("indices must have rank >= 1");
+  if (batchDims < 0 || batchDims >= std::min(r, q))
+    return ShapeOrError::failure("batch_dims " + std::to_string(batchDims) +
+                                 " must be in [0, min(data rank, indices rank))");
+  const int64_t m = indices.back();
+  if (m < 1 || m > r - batchDims)
+    return ShapeOrError::failure("the last dim of indices " + formatShape(indices) +
+                                 " must be in [1, " + std::to_string(r - batchDims) + "]");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (data[d] != indices[d])
+      return ShapeOrError::failure("batch dim " + std::to_string(d) + " differs: data " +
+                                   formatShape(data) + ", indices " + formatShape(indices));
+  Shape out(indices.begin(), indices.end() - 1);
+  out.append(data.begin() + batchDims + m, data.end());
+  return {out, ""};
+}
+
+ShapeOrError argReduceShape(llvm::ArrayRef<int64_t> input, int64_t axis, bool keepDims) {
+  if (std::string e = axisError(axis, input.size()); !e.empty())
+    return ShapeOrError::failure(e);
+  if (input[axis] == 0)
+    return ShapeOrError::failure("axis " + std::to_string(axis) + " of " + formatShape(input) +
+                                 " is empty");
+  return reduceShape(input, {axis}, keepDims);
+}
+
+ShapeOrError topKShape(llvm::ArrayRef<int64_t> input, int64_t axis, int64_t k) {
+  if (std::string e = axisError(axis, input.size()); !e.empty())
+    return ShapeOrError::failure(e);
+  if (k < 0 || k > input[axis])
+    return ShapeOrError::failure("k " + std::to_string(k) + " is out of range [0, " +
+                                 std::to_string(input[axis]) + "] for axis " +
+                                 std::to_string(axis));
+  Shape out(input.begin(), input.end());
+  out[axis] = k;
+  return {out, ""};
+}
+
+ShapeOrError axisPreservingShape(llvm::ArrayRef<int64_t> input, int64_t axis) {
+  if (std::string e = axisError(axis, input.size()); !e.empty())
+    return ShapeOrError::failure(e);
+  return {Shape(input.begin(), input.end()), ""};
 }
 
 std::string checkSliceBounds(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> starts,

@@ -71,6 +71,24 @@ ShapeOrError concatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs, i
 ShapeOrError gatherShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
                          int64_t axis);
 
+/// ONNX GatherElements: the indices' shape (same rank as data, each dim
+/// off the non-negative `axis` at most the data's).
+ShapeOrError gatherElementsShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
+                                 int64_t axis);
+
+/// ONNX GatherND: indices[:-1] + data[batchDims + indices[-1]:].
+ShapeOrError gatherNdShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
+                           int64_t batchDims);
+
+/// ArgMax/ArgMin over the non-negative `axis`, which must not be empty.
+ShapeOrError argReduceShape(llvm::ArrayRef<int64_t> input, int64_t axis, bool keepDims);
+
+/// TopK: the input with `k` (in [0, dim]) on the non-negative `axis`.
+ShapeOrError topKShape(llvm::ArrayRef<int64_t> input, int64_t axis, int64_t k);
+
+/// An op that keeps its input's shape along a non-negative `axis` (CumSum).
+ShapeOrError axisPreservingShape(llvm::ArrayRef<int64_t> input, int64_t axis);
+
 /// Checks that a strided slice with `counts` elements per dim stays in bounds.
 std::string checkSliceBounds(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> starts,
                              llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts);

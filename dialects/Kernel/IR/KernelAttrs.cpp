@@ -111,4 +111,11 @@ LogicalResult Fp8ScaleOptionsAttr::verify(function_ref<InFlightDiagnostic()> emi
   return success();
 }
 
+LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                           int64_t reduction) {
+  if (reduction < 0 || reduction > 4)
+    return emitError() << "scatter_nd reduction must be in [0, 4], got " << reduction;
+  return success();
+}
+
 } // namespace mixprec::kernel

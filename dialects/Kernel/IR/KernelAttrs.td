@@ -117,8 +117,8 @@ def Kernel_SliceOptionsAttr : Kernel_Options<"Slice", "slice", ["Slice"]> {
 }
 
 def Kernel_AxisOptionsAttr : Kernel_Options<"Axis", "axis",
-    ["Concat", "Gather", "Softmax", "LogSoftmax"]> {
-  let summary = "Options of the concat, gather, softmax and log_softmax routines";
+    ["Concat", "Gather", "Softmax", "LogSoftmax", "GatherElements"]> {
+  let summary = "Options of the concat, gather, softmax, log_softmax and gather_elements routines";
   let description = [{
     ```mlir
     #mpk.axis<axis = 0>
@@ -149,8 +149,8 @@ def Kernel_BatchNormOptionsAttr : Kernel_Options<"BatchNorm", "batch_norm", ["Ba
 }
 
 def Kernel_ReduceOptionsAttr : Kernel_Options<"Reduce", "reduce",
-    ["ReduceSum", "ReduceMean", "ReduceMax"]> {
-  let summary = "Options of the reduce_sum, reduce_mean and reduce_max routines";
+    ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceProd"]> {
+  let summary = "Options of the reduce_sum, reduce_mean, reduce_max and reduce_prod routines";
   let description = [{
     ```mlir
     #mpk.reduce<axes = [0], keepdims = true>
@@ -180,6 +180,66 @@ def Kernel_MatmulOptionsAttr : Kernel_Options<"Matmul", "matmul", ["Matmul"]> {
     ```
   }];
   let parameters = (ins Kernel_BoolParameter:$tf32);
+}
+
+def Kernel_GatherNdOptionsAttr : Kernel_Options<"GatherNd", "gather_nd", ["GatherNd"]> {
+  let summary = "Options of the gather_nd routine: the leading dims data and indices share";
+  let description = [{
+    ```mlir
+    #mpk.gather_nd<batch_dims = 0>
+    ```
+  }];
+  let parameters = (ins "int64_t":$batch_dims);
+}
+
+def Kernel_ArgReduceOptionsAttr : Kernel_Options<"ArgReduce", "arg_reduce",
+    ["ArgMax", "ArgMin"]> {
+  let summary = "Options of the arg_max and arg_min routines";
+  let description = [{
+    ```mlir
+    #mpk.arg_reduce<axis = 1, keepdims = true, select_last_index = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$axis, Kernel_BoolParameter:$keepdims,
+                        Kernel_BoolParameter:$select_last_index);
+}
+
+def Kernel_TopKOptionsAttr : Kernel_Options<"TopK", "topk", ["TopK"]> {
+  let summary = "Options of the topk routine; `indices` picks the output it writes";
+  let description = [{
+    An mp.topk lowers to one call per result it uses: the values
+    (`indices = false`) and the int64 indices (`indices = true`).
+    ```mlir
+    #mpk.topk<axis = 1, k = 3, largest = true, indices = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$axis, "int64_t":$k, Kernel_BoolParameter:$largest,
+                        Kernel_BoolParameter:$indices);
+}
+
+def Kernel_CumSumOptionsAttr : Kernel_Options<"CumSum", "cumsum", ["CumSum"]> {
+  let summary = "Options of the cumsum routine";
+  let description = [{
+    ```mlir
+    #mpk.cumsum<axis = 1, exclusive = false, reverse = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$axis, Kernel_BoolParameter:$exclusive,
+                        Kernel_BoolParameter:$reverse);
+}
+
+def Kernel_ScatterNdOptionsAttr : Kernel_Options<"ScatterNd", "scatter_nd", ["ScatterNd"]> {
+  let summary = "Options of the scatter_nd routine: how an update meets the data";
+  let description = [{
+    `reduction`: 0 replaces (none), 1 adds, 2 multiplies, 3 keeps the
+    maximum, 4 the minimum (the schema's ScatterNdOptions).
+    ```mlir
+    #mpk.scatter_nd<reduction = 1>
+    ```
+    Verifier: `reduction` in [0, 4].
+  }];
+  let parameters = (ins "int64_t":$reduction);
+  let genVerifyDecl = 1;
 }
 
 #endif // MIXPREC_KERNEL_ATTRS

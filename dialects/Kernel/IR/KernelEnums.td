@@ -30,7 +30,15 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"ReduceMean", 13, "reduce_mean">,
     I32EnumAttrCase<"ReduceMax", 14, "reduce_max">,
     I32EnumAttrCase<"Fp8Scale", 15, "fp8_scale">,
-    I32EnumAttrCase<"Matmul", 16, "matmul">
+    I32EnumAttrCase<"Matmul", 16, "matmul">,
+    I32EnumAttrCase<"GatherElements", 17, "gather_elements">,
+    I32EnumAttrCase<"GatherNd", 18, "gather_nd">,
+    I32EnumAttrCase<"ArgMax", 19, "arg_max">,
+    I32EnumAttrCase<"ArgMin", 20, "arg_min">,
+    I32EnumAttrCase<"TopK", 21, "topk">,
+    I32EnumAttrCase<"CumSum", 22, "cumsum">,
+    I32EnumAttrCase<"ReduceProd", 23, "reduce_prod">,
+    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

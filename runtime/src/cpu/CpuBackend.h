@@ -32,6 +32,7 @@
 
 #include "runtime/src/Backend.h"
 #include "runtime/src/OpaqueOps.h"
+#include "runtime/cpu/Indexing.h"
 #include "common/numerics/Rounding.h"
 
 #include <algorithm>
@@ -220,6 +221,9 @@ private:
   Status runOpaque(const OpaqueOp &op);
   Status runDataMovement(const OpaqueOp &op);
   Status runFloatRoutine(const OpaqueOp &op);
+  Status runIndexRoutine(const OpaqueOp &op);
+  const int64_t *indexOperand(int32_t tensor, Scratch &scratch);
+  Status indexRangeError(const OpaqueOp &op, const cpu::BadIndex &bad);
   bool roundGemmOperandsToTf32(const OpaqueOp &op, const float *&a, const float *&b);
   Status storeFloats(const OpaqueOp &op, const float *values);
   const float *floatOperand(int32_t tensor, Scratch &scratch);

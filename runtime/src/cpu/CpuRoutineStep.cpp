@@ -7,7 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/cpu/CpuBackend.h"
 
+#include "runtime/cpu/Indexing.h"
 #include "runtime/cpu/Kernels.h"
+
+#include <cstring>
 
 namespace mixprec::runtime {
 
@@ -21,10 +24,48 @@ Status CpuBackend::storeFloats(const OpaqueOp &op, const float *values) {
 }
 
 Status CpuBackend::runOpaque(const OpaqueOp &op) {
-  if (op.kind == OpaqueKind::Transpose || op.kind == OpaqueKind::Slice ||
-      op.kind == OpaqueKind::Concat || op.kind == OpaqueKind::Gather)
+  switch (op.kind) {
+  case OpaqueKind::Transpose:
+  case OpaqueKind::Slice:
+  case OpaqueKind::Concat:
+  case OpaqueKind::Gather:
+  case OpaqueKind::GatherElements:
+  case OpaqueKind::GatherNd:
     return runDataMovement(op);
-  return runFloatRoutine(op);
+  case OpaqueKind::ArgMax:
+  case OpaqueKind::ArgMin:
+  case OpaqueKind::TopK:
+  case OpaqueKind::CumSum:
+  case OpaqueKind::ScatterNd:
+    return runIndexRoutine(op);
+  default:
+    return runFloatRoutine(op);
+  }
+}
+
+/// The i64 or i32 tensor `tensor` as int64 values, widened into `s` when
+/// narrower; null when scratch runs out.
+const int64_t *CpuBackend::indexOperand(int32_t tensor, Scratch &s) {
+  const TensorDesc &d = module->tensors()[tensor];
+  const uint8_t *data = tensorData(tensor);
+  if (d.dtype == DType::I64)
+    return reinterpret_cast<const int64_t *>(data);
+  int64_t *wide = static_cast<int64_t *>(s.bytes(d.elements * 8));
+  if (!wide)
+    return nullptr;
+  const int32_t *narrow = reinterpret_cast<const int32_t *>(data);
+  for (int64_t i = 0; i < d.elements; ++i)
+    wide[i] = narrow[i];
+  return wide;
+}
+
+/// The execution error of a gather_elements, gather_nd or scatter_nd index
+/// out of range.
+Status CpuBackend::indexRangeError(const OpaqueOp &op, const cpu::BadIndex &bad) {
+  return Status(MIXPREC_EXECUTION_ERROR,
+                op.name + ": index " + std::to_string(bad.value) + " (element " +
+                    std::to_string(bad.position) + " of the indices) is out of range for dim " +
+                    std::to_string(bad.dim) + " of size " + std::to_string(bad.size));
 }
 
 /// Copies raw elements; through scratch if the plan overlaps the output
@@ -58,18 +99,25 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
     cpu::detail::concatRaw(ins, shapes, op.axis, dst, elemSize);
     break;
   }
+  case OpaqueKind::GatherElements:
+  case OpaqueKind::GatherNd: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    if (!indices)
+      return outOfMemory(op.name, idx.elements * 8);
+    cpu::BadIndex bad =
+        op.kind == OpaqueKind::GatherElements
+            ? cpu::gatherElementsRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)
+            : cpu::gatherNdRaw(x, shapeOf(0), indices, idx.shape, op.batchDims, dst, elemSize);
+    if (!bad.ok())
+      return indexRangeError(op, bad);
+    break;
+  }
   default: {
     const TensorDesc &idx = tensors[op.inputs[1]];
-    const int64_t *indices = reinterpret_cast<const int64_t *>(tensorData(op.inputs[1]));
-    if (idx.dtype == DType::I32) {
-      int64_t *wide = static_cast<int64_t *>(scratch[1].bytes(idx.elements * 8));
-      if (!wide)
-        return outOfMemory(op.name, idx.elements * 8);
-      const int32_t *narrow = reinterpret_cast<const int32_t *>(tensorData(op.inputs[1]));
-      for (int64_t i = 0; i < idx.elements; ++i)
-        wide[i] = narrow[i];
-      indices = wide;
-    }
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    if (!indices)
+      return outOfMemory(op.name, idx.elements * 8);
     const int64_t dim = shapeOf(0)[op.axis];
     if (!cpu::detail::gatherRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)) {
       int64_t badIndex = 0;
@@ -88,6 +136,81 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
   }
   if (alias)
     std::memcpy(tensorData(op.output), dst, y.bytes);
+  return okStatus();
+}
+
+/// arg_max, arg_min, topk, cumsum and scatter_nd on FP32 (float inputs, decoded
+/// exactly) or int64 (i32/i64 inputs); index outputs are i64, values keep
+/// the input dtype.
+Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &x = tensors[op.inputs[0]], &y = tensors[op.output];
+  const bool isFloat = isFloatDType(x.dtype);
+  // The input as FP32 or int64; the results in scratch (the plan may place
+  // the output over the input).
+  const float *xf = isFloat ? floatOperand(op.inputs[0], scratch[0]) : nullptr;
+  const int64_t *xi = isFloat ? nullptr : indexOperand(op.inputs[0], scratch[0]);
+  int64_t *indices = static_cast<int64_t *>(scratch[4].bytes(y.elements * 8));
+  void *values = scratch[5].bytes(y.elements * 8);
+  if ((!xf && !xi) || !indices || !values)
+    return outOfMemory(op.name, (x.elements + 2 * y.elements) * 8);
+  float *vf = static_cast<float *>(values);
+  int64_t *vi = static_cast<int64_t *>(values);
+  switch (op.kind) {
+  case OpaqueKind::ArgMax:
+  case OpaqueKind::ArgMin: {
+    const bool isMax = op.kind == OpaqueKind::ArgMax;
+    if (isFloat)
+      cpu::argReduce(xf, x.shape, op.axis, isMax, op.selectLast, indices);
+    else
+      cpu::argReduce(xi, x.shape, op.axis, isMax, op.selectLast, indices);
+    std::memcpy(tensorData(op.output), indices, y.bytes);
+    return okStatus();
+  }
+  case OpaqueKind::TopK:
+    if (isFloat)
+      cpu::topK(xf, x.shape, op.axis, op.k, op.largest, vf, indices);
+    else
+      cpu::topK(xi, x.shape, op.axis, op.k, op.largest, vi, indices);
+    if (op.writesIndices) {
+      std::memcpy(tensorData(op.output), indices, y.bytes);
+      return okStatus();
+    }
+    break;
+  case OpaqueKind::CumSum:
+    if (isFloat)
+      cpu::cumSum(xf, x.shape, op.axis, op.exclusive, op.reverse, vf);
+    else
+      cpu::cumSum(xi, x.shape, op.axis, op.exclusive, op.reverse, vi);
+    break;
+  case OpaqueKind::ScatterNd: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    const float *uf = isFloat ? floatOperand(op.inputs[2], scratch[2]) : nullptr;
+    const int64_t *ui = isFloat ? nullptr : indexOperand(op.inputs[2], scratch[2]);
+    if (!indices || (!uf && !ui))
+      return outOfMemory(op.name, (idx.elements + tensors[op.inputs[2]].elements) * 8);
+    const auto reduction = static_cast<cpu::ScatterReduction>(op.scatterReduction);
+    cpu::BadIndex bad =
+        isFloat ? cpu::scatterNd(xf, x.shape, indices, idx.shape, uf, reduction, vf)
+                : cpu::scatterNd(xi, x.shape, indices, idx.shape, ui, reduction, vi);
+    if (!bad.ok())
+      return indexRangeError(op, bad);
+    break;
+  }
+  default:
+    return Status(MIXPREC_INTERNAL, op.name + ": not an index routine");
+  }
+  if (isFloat)
+    return storeFloats(op, vf);
+  // Integer values in the input's dtype (i32 wraps as the sum would).
+  if (y.dtype == DType::I64) {
+    std::memcpy(tensorData(op.output), vi, y.bytes);
+  } else {
+    int32_t *out = reinterpret_cast<int32_t *>(tensorData(op.output));
+    for (int64_t i = 0; i < y.elements; ++i)
+      out[i] = static_cast<int32_t>(vi[i]);
+  }
   return okStatus();
 }
 
@@ -177,9 +300,11 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
   }
   case OpaqueKind::ReduceSum:
   case OpaqueKind::ReduceMean:
-  case OpaqueKind::ReduceMax: {
+  case OpaqueKind::ReduceMax:
+  case OpaqueKind::ReduceProd: {
     const cpu::ReduceOp kind = op.kind == OpaqueKind::ReduceSum    ? cpu::ReduceOp::Sum
                                : op.kind == OpaqueKind::ReduceMean ? cpu::ReduceOp::Mean
+                               : op.kind == OpaqueKind::ReduceProd ? cpu::ReduceOp::Prod
                                                                    : cpu::ReduceOp::Max;
     cpu::reduce(kind, x, shapeOf(0), op.axes, op.keepDims, result);
     break;

@@ -1100,3 +1100,111 @@ func.func @valid$mixed_float_compare(%a: tensor<4xbf16>, %b: tensor<f32>) -> ten
   %0 = mp.greater_or_equal %a, %b : tensor<4xbf16>, tensor<f32> -> tensor<4xi1>
   return %0 : tensor<4xi1>
 }
+
+// -----
+
+// GatherElements indices have the data's rank.
+func.func @gather_elements$rank(%x: tensor<4x8xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{indices have rank 1, data has rank 2}}
+  %0 = mp.gather_elements %x, %i {axis = 0 : i64} : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// GatherElements indices fit the data off the axis.
+func.func @gather_elements$off_axis(%x: tensor<4x8xf32>, %i: tensor<9x9xi64>) -> tensor<9x9xf32> {
+  // expected-error @+1 {{indices [9, 9] exceed data [4, 8] in dim 1}}
+  %0 = mp.gather_elements %x, %i {axis = 0 : i64} : (tensor<4x8xf32>, tensor<9x9xi64>) -> tensor<9x9xf32>
+  return %0 : tensor<9x9xf32>
+}
+
+// -----
+
+// GatherND tuples address at most the dims after the batch dims.
+func.func @gather_nd$tuple(%x: tensor<2x3xf32>, %i: tensor<4x3xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{the last dim of indices [4, 3] must be in [1, 2]}}
+  %0 = mp.gather_nd %x, %i : (tensor<2x3xf32>, tensor<4x3xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// GatherND batch dims agree.
+func.func @gather_nd$batch(%x: tensor<2x3xf32>, %i: tensor<3x1xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{batch dim 0 differs: data [2, 3], indices [3, 1]}}
+  %0 = mp.gather_nd %x, %i {batch_dims = 1 : i64} : (tensor<2x3xf32>, tensor<3x1xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// ArgMax over an empty axis has no answer.
+func.func @arg_max$empty(%x: tensor<4x0xf32>) -> tensor<4x1xi64> {
+  // expected-error @+1 {{axis 1 of [4, 0] is empty}}
+  %0 = mp.arg_max %x {axis = 1 : i64} : tensor<4x0xf32> -> tensor<4x1xi64>
+  return %0 : tensor<4x1xi64>
+}
+
+// -----
+
+// ArgMin writes int64 indices.
+func.func @arg_min$type(%x: tensor<4x3xf32>) -> tensor<4x1xi32> {
+  // expected-error @+1 {{result #0 must be ranked tensor of 64-bit signless integer values}}
+  %0 = mp.arg_min %x {axis = 1 : i64} : tensor<4x3xf32> -> tensor<4x1xi32>
+  return %0 : tensor<4x1xi32>
+}
+
+// -----
+
+// TopK's k fits the axis.
+func.func @topk$k(%x: tensor<4x3xf32>) -> (tensor<4x5xf32>, tensor<4x5xi64>) {
+  // expected-error @+1 {{k 5 is out of range [0, 3] for axis 1}}
+  %0:2 = mp.topk %x {axis = 1 : i64, k = 5 : i64} : tensor<4x3xf32> -> (tensor<4x5xf32>, tensor<4x5xi64>)
+  return %0#0, %0#1 : tensor<4x5xf32>, tensor<4x5xi64>
+}
+
+// -----
+
+// TopK's values keep the input's element type.
+func.func @topk$type(%x: tensor<4x3xf32>) -> (tensor<4x2xbf16>, tensor<4x2xi64>) {
+  // expected-error @+1 {{values element type must be 'f32', got 'bf16'}}
+  %0:2 = mp.topk %x {axis = 1 : i64, k = 2 : i64} : tensor<4x3xf32> -> (tensor<4x2xbf16>, tensor<4x2xi64>)
+  return %0#0, %0#1 : tensor<4x2xbf16>, tensor<4x2xi64>
+}
+
+// -----
+
+// CumSum axis in range.
+func.func @cumsum$axis(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{axis -1 is out of range for rank 2}}
+  %0 = mp.cumsum %x {axis = -1 : i64} : tensor<4x3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// ScatterND updates hold one slice per index tuple.
+func.func @scatter_nd$updates(%x: tensor<4x5xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{updates have shape [2, 4], the indices address [2, 5]}}
+  %0 = mp.scatter_nd %x, %i, %u : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// ScatterND reductions are ONNX's.
+func.func @scatter_nd$reduction(%x: tensor<4x5xf32>, %i: tensor<2x1xi64>, %u: tensor<2x5xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, got 'sub'}}
+  %0 = mp.scatter_nd %x, %i, %u {reduction = "sub"} : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// ReduceProd result shape.
+func.func @reduce_prod$shape(%x: tensor<4x5xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result shape [4] does not match the inferred shape [4, 1]}}
+  %0 = mp.reduce_prod %x {axes = array<i64: 1>} : tensor<4x5xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -282,3 +282,28 @@ func.func @ew$predicates_and_math(%x: tensor<4x8xf32>, %y: tensor<8xbf16>, %i: t
   %13 = mp.hard_sigmoid %12 {alpha = 0.2 : f32, beta = 0.5 : f32} : tensor<4x8xf32>
   return %3, %7, %11, %13 : tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Index-driven ops (issue 10).
+// CHECK-LABEL: func.func @indexing$ops
+func.func @indexing$ops(%x: tensor<4x5x6xf32>, %i: tensor<4x2x6xi64>, %t: tensor<3x2xi32>,
+                        %n: tensor<2x7xi64>) {
+  // CHECK: mp.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<4x5x6xf32>, tensor<4x2x6xi64>) -> tensor<4x2x6xf32>
+  %0 = mp.gather_elements %x, %i {axis = 1 : i64} : (tensor<4x5x6xf32>, tensor<4x2x6xi64>) -> tensor<4x2x6xf32>
+  // CHECK: mp.gather_nd %{{.*}}, %{{.*}} : (tensor<4x5x6xf32>, tensor<3x2xi32>) -> tensor<3x6xf32>
+  %1 = mp.gather_nd %x, %t {batch_dims = 0 : i64} : (tensor<4x5x6xf32>, tensor<3x2xi32>) -> tensor<3x6xf32>
+  // CHECK: mp.arg_max %{{.*}} {axis = 2 : i64, keepdims = false} : tensor<4x5x6xf32> -> tensor<4x5xi64>
+  %2 = mp.arg_max %x {axis = 2 : i64, keepdims = false} : tensor<4x5x6xf32> -> tensor<4x5xi64>
+  // CHECK: mp.arg_min %{{.*}} {axis = 0 : i64, select_last_index = true} : tensor<2x7xi64> -> tensor<1x7xi64>
+  %3 = mp.arg_min %n {axis = 0 : i64, select_last_index = true} : tensor<2x7xi64> -> tensor<1x7xi64>
+  // CHECK: mp.topk %{{.*}} {axis = 1 : i64, k = 3 : i64, largest = false} : tensor<4x5x6xf32> -> (tensor<4x3x6xf32>, tensor<4x3x6xi64>)
+  %4:2 = mp.topk %x {axis = 1 : i64, k = 3 : i64, largest = false} : tensor<4x5x6xf32> -> (tensor<4x3x6xf32>, tensor<4x3x6xi64>)
+  // CHECK: mp.cumsum %{{.*}} {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x7xi64> -> tensor<2x7xi64>
+  %5 = mp.cumsum %n {axis = 1 : i64, exclusive = true, reverse = true} : tensor<2x7xi64> -> tensor<2x7xi64>
+  // CHECK: mp.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "add"} : (tensor<4x5x6xf32>, tensor<3x2xi32>, tensor<3x6xf32>) -> tensor<4x5x6xf32>
+  %6 = mp.scatter_nd %x, %t, %1 {reduction = "add"} : (tensor<4x5x6xf32>, tensor<3x2xi32>, tensor<3x6xf32>) -> tensor<4x5x6xf32>
+  // CHECK: mp.reduce_prod %{{.*}} {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x5x6xf32> -> tensor<5xf32>
+  %7 = mp.reduce_prod %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x5x6xf32> -> tensor<5xf32>
+  return
+}

@@ -307,6 +307,24 @@ func.func @options$bool_keyword(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tenso
 
 // -----
 
+// scatter_nd's reduction is one of the schema's five.
+func.func @options$scatter_reduction(%a: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{scatter_nd reduction must be in [0, 4], got 5}}
+  %y = mpk.call scatter_nd(%a, %i, %u) #mpk.scatter_nd<reduction = 5> {ops = ["s"]} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// The index routines take their own options.
+func.func @options$topk_takes_topk(%a: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'mpk.call' op routine 'topk' does not take options #mpk.arg_reduce<axis = 1, keepdims = true, select_last_index = false>}}
+  %y = mpk.call topk(%a) #mpk.arg_reduce<axis = 1, keepdims = true, select_last_index = false> {ops = ["t"]} : (tensor<4x8xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
 // An alias is the same bytes: element type and count stay.
 func.func @alias$count(%x: tensor<2x16xf32>) -> tensor<2x8xf32> {
   // expected-error @+1 {{'mpk.alias' op an alias keeps the element type and count}}

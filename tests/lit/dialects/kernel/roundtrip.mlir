@@ -165,3 +165,35 @@ func.func @alias$reshape(%x: tensor<2x16x64xf32>) -> tensor<2x16x4x16xf32> {
   %y = mpk.alias %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
   return %y : tensor<2x16x4x16xf32>
 }
+
+// -----
+
+// The index routines' options (issue 10).
+// CHECK-LABEL: func.func @call$indexing
+// CHECK: mpk.call gather_elements(%{{.*}}, %{{.*}}) #mpk.axis<axis = -1> {ops = ["ge"]}
+// CHECK: mpk.call gather_nd(%{{.*}}, %{{.*}}) #mpk.gather_nd<batch_dims = 1> {ops = ["gn"]}
+// CHECK: mpk.call arg_max(%{{.*}}) #mpk.arg_reduce<axis = 1, keepdims = false, select_last_index = true> {ops = ["am"]}
+// CHECK: mpk.call arg_min(%{{.*}}) #mpk.arg_reduce<axis = 0, keepdims = true, select_last_index = false> {ops = ["an"]}
+// CHECK: mpk.call topk(%{{.*}}) #mpk.topk<axis = 1, k = 2, largest = false, indices = true> {ops = ["tk"]}
+// CHECK: mpk.call cumsum(%{{.*}}) #mpk.cumsum<axis = 1, exclusive = true, reverse = false> {ops = ["cs"]}
+// CHECK: mpk.call scatter_nd(%{{.*}}, %{{.*}}, %{{.*}}) #mpk.scatter_nd<reduction = 2> {ops = ["sn"]}
+// CHECK: mpk.call reduce_prod(%{{.*}}) #mpk.reduce<axes = [1], keepdims = false> {ops = ["rp"]}
+func.func @call$indexing(%m: tensor<4x8xf32>, %i: tensor<4x2xi64>, %j: tensor<4x1xi32>) {
+  %0 = mpk.call gather_elements(%m, %i) #mpk.axis<axis = -1> {ops = ["ge"]}
+      : (tensor<4x8xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  %1 = mpk.call gather_nd(%m, %j) #mpk.gather_nd<batch_dims = 1> {ops = ["gn"]}
+      : (tensor<4x8xf32>, tensor<4x1xi32>) -> tensor<4xf32>
+  %2 = mpk.call arg_max(%m) #mpk.arg_reduce<axis = 1, keepdims = false, select_last_index = true> {ops = ["am"]}
+      : (tensor<4x8xf32>) -> tensor<4xi64>
+  %3 = mpk.call arg_min(%m) #mpk.arg_reduce<axis = 0, keepdims = true, select_last_index = false> {ops = ["an"]}
+      : (tensor<4x8xf32>) -> tensor<1x8xi64>
+  %4 = mpk.call topk(%m) #mpk.topk<axis = 1, k = 2, largest = false, indices = true> {ops = ["tk"]}
+      : (tensor<4x8xf32>) -> tensor<4x2xi64>
+  %5 = mpk.call cumsum(%m) #mpk.cumsum<axis = 1, exclusive = true, reverse = false> {ops = ["cs"]}
+      : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %6 = mpk.call scatter_nd(%m, %j, %1) #mpk.scatter_nd<reduction = 2> {ops = ["sn"]}
+      : (tensor<4x8xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<4x8xf32>
+  %7 = mpk.call reduce_prod(%m) #mpk.reduce<axes = [1], keepdims = false> {ops = ["rp"]}
+      : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
