@@ -638,8 +638,28 @@ RankedTensorType Importer::inputType(const NodeCtx &c, int i) { return entryType
 
 DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf(c, i).constant; }
 
+DenseElementsAttr Importer::givenInputValue(const std::string &name) {
+  auto given = options.dataValues.find(name);
+  auto it = values.find(name);
+  if (given == options.dataValues.end() || it == values.end() || !it->second.value ||
+      !isa<BlockArgument>(it->second.value))
+    return nullptr;
+  auto type = cast<RankedTensorType>(it->second.value.getType());
+  if (!type.getElementType().isInteger(64) && !type.getElementType().isInteger(32))
+    return nullptr;
+  if (graph::numElements(type.getShape()) != static_cast<int64_t>(given->second.size()))
+    return nullptr; // the run reports the mismatch
+  if (options.onValueUsed)
+    options.onValueUsed(name);
+  return makeIntAttr(type.getShape(), type.getElementType(), given->second);
+}
+
 DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
   DenseElementsAttr attr = constInput(c, i);
+  // A graph input the run gave a value for: the module is specialised to
+  // it (`mixprec run` then keys its cached module by that value too).
+  if (!attr)
+    attr = givenInputValue(c.node.input(i));
   if (!attr)
     nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
                     ") must be a compile-time constant (an initializer, a Constant output or a "

@@ -244,7 +244,12 @@ private:
   /// The compile-time value of input i, or null when it is only known at
   /// run time.
   mlir::DenseElementsAttr constInput(const NodeCtx &c, int i);
-  /// Like constInput, but an error naming `role` when it is not constant.
+  /// The value `mixprec run` was given for graph input `name`
+  /// (OnnxImportOptions::dataValues), as a constant of its type; null when
+  /// none was given or the name is not an integer graph input.
+  mlir::DenseElementsAttr givenInputValue(const std::string &name);
+  /// Like constInput, but an error naming `role` when it is not constant
+  /// (a graph input whose value the run gave counts: givenInputValue).
   mlir::DenseElementsAttr requireConst(const NodeCtx &c, int i, llvm::StringRef role);
   /// A 0-D or 1-D integer constant input, as values.
   llvm::SmallVector<int64_t> requireConstInts(const NodeCtx &c, int i, llvm::StringRef role);
