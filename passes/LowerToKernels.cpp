@@ -220,12 +220,21 @@ struct AmaxToKernel : OpConversionPattern<graph::AmaxOp> {
   }
 };
 
-/// A reshape is the same bytes under another shape: an alias, no step.
+/// A reshape is the same bytes under another shape: an alias, no step. A
+/// reshaped constant is a constant of the new shape (constants live in the
+/// module's constant table, not in the arena an alias points into).
 struct ReshapeToAlias : OpConversionPattern<graph::ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult matchAndRewrite(graph::ReshapeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
+    auto constant = adaptor.getInput().getDefiningOp<graph::ConstantOp>();
+    if (auto value = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr) {
+      auto reshaped = rewriter.create<graph::ConstantOp>(
+          op.getLoc(), op.getType(), value.reshape(cast<ShapedType>(op.getType())));
+      rewriter.replaceOp(op, reshaped.getResult());
+      return success();
+    }
     rewriter.replaceOpWithNewOp<kernel::AliasOp>(op, op.getType(), adaptor.getInput());
     return success();
   }

@@ -409,6 +409,17 @@ void evalSign(Eval &e) {
 }
 void evalSqrt(Eval &e) { unary(e, nullptr, [](float x) { return std::sqrt(x); }); }
 void evalReciprocal(Eval &e) { unary(e, nullptr, [](float x) { return 1.0f / x; }); }
+// The transcendental functions of exported shape and position arithmetic
+// (T5's log-spaced relative-position buckets, rotary angles), in FP32 as
+// onnxruntime's constant folding computes them.
+void evalLog(Eval &e) { unary(e, nullptr, [](float x) { return std::log(x); }); }
+void evalExp(Eval &e) { unary(e, nullptr, [](float x) { return std::exp(x); }); }
+void evalSin(Eval &e) { unary(e, nullptr, [](float x) { return std::sin(x); }); }
+void evalCos(Eval &e) { unary(e, nullptr, [](float x) { return std::cos(x); }); }
+void evalTanh(Eval &e) { unary(e, nullptr, [](float x) { return std::tanh(x); }); }
+void evalErf(Eval &e) { unary(e, nullptr, [](float x) { return std::erf(x); }); }
+/// Round: halves to even, as ONNX says (the default rounding mode).
+void evalRound(Eval &e) { unary(e, nullptr, [](float x) { return std::nearbyint(x); }); }
 void evalFloor(Eval &e) { unary(e, nullptr, [](float x) { return std::floor(x); }); }
 void evalCeil(Eval &e) { unary(e, nullptr, [](float x) { return std::ceil(x); }); }
 
@@ -1108,6 +1119,13 @@ const EvalRow kEvalRows[] = {
     {"Sign", evalSign, Kind::Compute},
     {"Sqrt", evalSqrt, Kind::Compute},
     {"Reciprocal", evalReciprocal, Kind::Compute},
+    {"Log", evalLog, Kind::Compute},
+    {"Exp", evalExp, Kind::Compute},
+    {"Sin", evalSin, Kind::Compute},
+    {"Cos", evalCos, Kind::Compute},
+    {"Tanh", evalTanh, Kind::Compute},
+    {"Erf", evalErf, Kind::Compute},
+    {"Round", evalRound, Kind::Compute},
     {"Floor", evalFloor, Kind::Compute},
     {"Ceil", evalCeil, Kind::Compute},
     {"IsNaN", evalIsNaN, Kind::Compute},
