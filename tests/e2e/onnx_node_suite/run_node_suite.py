@@ -265,7 +265,7 @@ def main():
             if r["name"] not in known and not args.update_known:
                 failures.append(f"SUPPORTED OP FAILS (not in {os.path.basename(args.known)}): "
                                 f"{label}: {r['detail']}")
-            elif known[r["name"]] != r["detail"]:
+            elif r["name"] in known and known[r["name"]] != r["detail"]:
                 failures.append(f"KNOWN FAILURE CHANGED: {label}: now '{r['detail']}', "
                                 f"listed '{known[r['name']]}'")
         if r["result"] == "pass" and r["name"] in known:
