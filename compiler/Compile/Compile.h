@@ -49,6 +49,7 @@ struct LoadOptions {
   /// at compile time (OnnxImportOptions::dataValues); `onValueUsed` is told
   /// each one the model was specialised to.
   std::map<std::string, std::vector<int64_t>> dataValues;
+  std::map<std::string, std::vector<float>> dataFloatValues;
   std::function<void(const std::string &)> onValueUsed;
 };
 

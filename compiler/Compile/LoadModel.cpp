@@ -88,6 +88,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     importOptions.inputShapes = options.inputShapes;
     importOptions.dataShapes = options.dataShapes;
     importOptions.dataValues = options.dataValues;
+    importOptions.dataFloatValues = options.dataFloatValues;
     importOptions.onValueUsed = options.onValueUsed;
     std::string error;
     OwningOpRef<ModuleOp> module = importOnnxFile(context, path, importOptions, error);

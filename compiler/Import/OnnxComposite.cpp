@@ -885,8 +885,12 @@ float resizeCoordinate(llvm::StringRef mode, int64_t i, const AxisResize &a) {
   }
   if (mode == "pytorch_half_pixel")
     return a.out > 1 ? (fi + 0.5f) / s - 0.5f : 0.0f;
-  if (mode == "align_corners")
-    return a.out == 1 ? 0.0f : fi * static_cast<float>(a.in - 1) / static_cast<float>(a.out - 1);
+  if (mode == "align_corners") {
+    // The resized length is scale * in, unrounded, as ONNX's reference
+    // computes it (it is `out` when sizes are given).
+    float resized = s * static_cast<float>(a.in);
+    return resized == 1.0f ? 0.0f : fi * static_cast<float>(a.in - 1) / (resized - 1.0f);
+  }
   return fi / s; // asymmetric
 }
 

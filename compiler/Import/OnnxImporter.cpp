@@ -639,19 +639,25 @@ RankedTensorType Importer::inputType(const NodeCtx &c, int i) { return entryType
 DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf(c, i).constant; }
 
 DenseElementsAttr Importer::givenInputValue(const std::string &name) {
-  auto given = options.dataValues.find(name);
   auto it = values.find(name);
-  if (given == options.dataValues.end() || it == values.end() || !it->second.value ||
-      !isa<BlockArgument>(it->second.value))
+  if (it == values.end() || !it->second.value || !isa<BlockArgument>(it->second.value))
     return nullptr;
   auto type = cast<RankedTensorType>(it->second.value.getType());
-  if (!type.getElementType().isInteger(64) && !type.getElementType().isInteger(32))
-    return nullptr;
-  if (graph::numElements(type.getShape()) != static_cast<int64_t>(given->second.size()))
-    return nullptr; // the run reports the mismatch
-  if (options.onValueUsed)
+  int64_t n = graph::numElements(type.getShape());
+  DenseElementsAttr attr;
+  if (type.getElementType().isInteger(64) || type.getElementType().isInteger(32)) {
+    auto given = options.dataValues.find(name);
+    if (given != options.dataValues.end() && n == static_cast<int64_t>(given->second.size()))
+      attr = makeIntAttr(type.getShape(), type.getElementType(), given->second);
+  } else if (type.getElementType().isF32()) {
+    auto given = options.dataFloatValues.find(name);
+    if (given != options.dataFloatValues.end() && n == static_cast<int64_t>(given->second.size()))
+      attr = makeF32Attr(ctx, type.getShape(), given->second);
+  }
+  // (A count that differs from the input's is the run's to report.)
+  if (attr && options.onValueUsed)
     options.onValueUsed(name);
-  return makeIntAttr(type.getShape(), type.getElementType(), given->second);
+  return attr;
 }
 
 DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {

@@ -344,6 +344,7 @@ private:
   // OnnxNormalization.cpp
   void convertSoftmax(const NodeCtx &c);
   void convertLayerNorm(const NodeCtx &c);
+  void convertRmsNorm(const NodeCtx &c);
   void convertBatchNorm(const NodeCtx &c);
   void convertReduce(const NodeCtx &c);
   // OnnxShape.cpp

@@ -39,6 +39,8 @@ struct OnnxImportOptions {
   /// and `onValueUsed` is told the input's name (the module is then
   /// specialised to that value). Nowhere else: data stays data.
   std::map<std::string, std::vector<int64_t>> dataValues;
+  /// The same for small float inputs (Resize's scales given as an input).
+  std::map<std::string, std::vector<float>> dataFloatValues;
   std::function<void(const std::string &)> onValueUsed;
   /// When set, called with the path of every external data file the import
   /// reads (a tool uses it to never write over one of its inputs).

@@ -105,6 +105,53 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
   defineLayerNormStats(c, x, axis, eps);
 }
 
+/// The ONNX schema forms of RMSNormalization.
+static const OpForm kRmsNormForms[] = {
+    {23, 2, 2, 1, 1, "axis epsilon stash_type"},
+};
+
+void Importer::convertRmsNorm(const NodeCtx &c) {
+  Value x = input(c, 0);
+  requireFloat(c, 0, elemOf(x));
+  requireFloat(c, 1, inputType(c, 1).getElementType());
+  ArrayRef<int64_t> shape = shapeOf(x);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
+  float eps = attrFloat(c, "epsilon", 1e-5f);
+  if (!(eps > 0.0f))
+    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
+  int64_t stash = attrInt(c, "stash_type", 1);
+  if (stash != 1)
+    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  ArrayRef<int64_t> normalized = shape.drop_front(axis);
+  // A scale shaped like the normalized dims goes into the op; one that
+  // only broadcasts to them (numpy rules, e.g. [D] for [S, D]) multiplies
+  // the normalized result.
+  RankedTensorType scaleType = inputType(c, 1);
+  bool exact = scaleType.getShape() == normalized;
+  Value scale = input(c, 1);
+  Value y = builder
+                .create<graph::RmsNormOp>(c.loc, x.getType(), x, exact ? scale : Value(),
+                                          builder.getI64IntegerAttr(axis),
+                                          builder.getF32FloatAttr(eps), TypeAttr())
+                .getOutput();
+  if (!exact) {
+    if (scaleType.getRank() > static_cast<int64_t>(normalized.size()))
+      nodeFail(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
+                      " does not broadcast to the normalized shape " +
+                      graph::formatShape(normalized));
+    Shape s = expectShape(c, graph::broadcastShapes(shape, scaleType.getShape()));
+    if (s != Shape(shape.begin(), shape.end()))
+      nodeFail(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
+                      " does not broadcast to the normalized shape " +
+                      graph::formatShape(normalized));
+    y = builder.create<graph::MulOp>(c.loc, x.getType(), y, scale).getOutput();
+  }
+  defineValue(c, 0, y);
+}
+
 /// The ONNX schema forms of BatchNorm.
 static const OpForm kBatchNormForms[] = {
     {1, 5, 5, 1, 5, "consumed_inputs epsilon is_test momentum spatial"},
@@ -195,6 +242,7 @@ llvm::ArrayRef<Importer::OpInfo> Importer::normalizationOps() {
       {"Softmax", &Importer::convertSoftmax, kSoftmaxForms},
       {"LogSoftmax", &Importer::convertSoftmax, kSoftmaxForms},
       {"LayerNormalization", &Importer::convertLayerNorm, kLayerNormForms},
+      {"RMSNormalization", &Importer::convertRmsNorm, kRmsNormForms},
       {"BatchNormalization", &Importer::convertBatchNorm, kBatchNormForms},
       {"ReduceSum", &Importer::convertReduce, kReduceSumForms},
       {"ReduceMean", &Importer::convertReduce, kReduceForms},

@@ -364,8 +364,10 @@ int finishStdout(int rc) {
   return rc;
 }
 
-std::map<std::string, std::vector<int64_t>> dataValues() {
+std::map<std::string, std::vector<int64_t>> dataValues(
+    std::map<std::string, std::vector<float>> *floatValues) {
   std::map<std::string, std::vector<int64_t>> values;
+  std::map<std::string, std::vector<float>> floats;
   for (const auto &[name, file] : opts::inputs()) {
     support::NpyArray array;
     std::string error;
@@ -396,13 +398,25 @@ std::map<std::string, std::vector<int64_t>> dataValues() {
       case support::NpyDType::U8:
         out.push_back(*p);
         break;
+      case support::NpyDType::F32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        floats[name].push_back(v);
+        break;
+      }
       default:
-        values.erase(name); // not integers: never a shape or an axis list
+        values.erase(name); // never a shape, scales or an axis list
+        floats.erase(name);
         goto next;
       }
     }
   next:;
   }
+  // A float array is kept only as floats (its integer map entry is empty).
+  for (const auto &[name, v] : floats)
+    values.erase(name);
+  if (floatValues)
+    *floatValues = std::move(floats);
   return values;
 }
 
@@ -436,7 +450,7 @@ OwningOpRef<ModuleOp> loadModel(CommandContext &command,
   };
   options.inputShapes = opts::shapes();
   options.dataShapes = dataShapes();
-  options.dataValues = dataValues();
+  options.dataValues = dataValues(&options.dataFloatValues);
   options.onValueUsed = [&](const std::string &name) {
     if (valuesUsed)
       valuesUsed->push_back(name);

@@ -135,11 +135,12 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command,
 /// (a shape, axes, sizes) at compile time.
 constexpr int64_t kMaxValueElements = 64;
 
-/// The values of the small integer --input arrays by input name: an input
-/// that the model needs at compile time (Reshape's shape, ReduceSum's
-/// axes given as graph inputs) is specialised to them
-/// (LoadOptions::dataValues).
-std::map<std::string, std::vector<int64_t>> dataValues();
+/// The values of the small integer --input arrays by input name (and of
+/// the small float32 ones in `floatValues`): an input that the model needs
+/// at compile time (Reshape's shape, ReduceSum's axes, Resize's scales
+/// given as graph inputs) is specialised to them (LoadOptions::dataValues).
+std::map<std::string, std::vector<int64_t>>
+dataValues(std::map<std::string, std::vector<float>> *floatValues = nullptr);
 
 /// The shapes of the --input (else --calibrate) arrays by input name: they
 /// specialise a model's dynamic dims (LoadOptions::dataShapes).

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 using namespace mlir;
 using mixprec::compiler::GraphSignature;
@@ -100,7 +101,15 @@ std::string jitKey(const std::string &cudaArch, std::string &error) {
   std::string model;
   if (!fileFingerprint(opts::model(), model, error))
     return "";
-  std::string key = std::string("mixprec-jit 1\nmixprec ") + MIXPREC_VERSION + "\nmodel " + model +
+  // The compiler itself: a rebuilt or reinstalled mixprec (same version
+  // string, other code) must not reuse what the old one compiled.
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr), selfStamp = "?";
+  llvm::sys::fs::file_status status;
+  if (!self.empty() && !llvm::sys::fs::status(self, status))
+    selfStamp = std::to_string(status.getSize()) + " " +
+                std::to_string(status.getLastModificationTime().time_since_epoch().count());
+  std::string key = std::string("mixprec-jit 1\nmixprec ") + MIXPREC_VERSION + " " + selfStamp +
+                    "\nmodel " + model +
                     "\ncuda " + (cudaArch.empty() ? "none" : cudaArch) + "\nprecision ";
   llvm::raw_string_ostream os(key);
   opts::precision().print(os);
@@ -156,10 +165,20 @@ int runJustInTime(Backend backend) {
     llvm::errs() << "mixprec: warning: the module cache is off: " << why << "\n";
   // The values of the small integer inputs: a module specialised to some
   // (an input the model needs at compile time) is valid for those only.
-  std::map<std::string, std::vector<int64_t>> values = dataValues();
+  std::map<std::string, std::vector<float>> floatValues;
+  std::map<std::string, std::vector<int64_t>> values = dataValues(&floatValues);
   ValueStamps stamps;
   for (const auto &[name, v] : values)
     stamps[name] = valueStamp(v);
+  for (const auto &[name, v] : floatValues) {
+    std::vector<int64_t> bits;
+    for (float f : v) {
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      bits.push_back(b);
+    }
+    stamps[name] = "f" + valueStamp(bits);
+  }
   bool hit = cached && jitCacheValid(entry, stamps, why);
   if (cached && !hit && !why.empty())
     llvm::errs() << "mixprec: warning: cached module " << entry.modulePath << " is not used ("
