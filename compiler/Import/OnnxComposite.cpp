@@ -1119,12 +1119,16 @@ void Importer::convertResize(const NodeCtx &c) {
 // Attention (opset 23/24)
 //===----------------------------------------------------------------------===//
 
-/// The ONNX schema forms of Attention (24 added nonpad_kv_seqlen).
+/// The ONNX schema forms of Attention (24 added nonpad_kv_seqlen, 25 the
+/// sliding window).
 static const OpForm kAttentionForms[] = {
     {23, 3, 6, 1, 4,
      "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
     {24, 3, 7, 1, 4,
      "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
+    {25, 3, 7, 1, 4,
+     "is_causal kv_num_heads left_window_size q_num_heads qk_matmul_output_mode right_window_size "
+     "scale softcap softmax_precision"},
 };
 
 /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D] (the
@@ -1174,6 +1178,8 @@ void Importer::convertAttention(const NodeCtx &c) {
     nodeFail(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
                     " and V " + graph::formatShape(shapeOf(v)) +
                     " do not fit [B, H, S, D] attention (as 4-D)");
+  if (rank == 4 && opset >= 25 && (qHeadsAttr || kvHeadsAttr))
+    nodeFail(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
   if (rank == 4 && ((qHeadsAttr && *qHeadsAttr != qHeads) ||
                     (kvHeadsAttr && *kvHeadsAttr != kHeads)))
     nodeFail(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
@@ -1196,6 +1202,12 @@ void Importer::convertAttention(const NodeCtx &c) {
                                      : 1.0 / std::sqrt(static_cast<double>(headSize));
   if (!(scale > 0.0) || !std::isfinite(scale))
     nodeFail(c, "attribute 'scale' must be positive and finite, got " + std::to_string(scale));
+  int64_t leftWindow = attrInt(c, "left_window_size", -1);
+  int64_t rightWindow = attrInt(c, "right_window_size", -1);
+  if (leftWindow < -1 || rightWindow < -1)
+    nodeFail(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
+                "non-negative, got " +
+                    llvm::Twine(leftWindow) + " and " + llvm::Twine(rightWindow));
   float softcap = attrFloat(c, "softcap", 0.0f);
   if (!(softcap >= 0.0f) || !std::isfinite(softcap))
     nodeFail(c, "attribute 'softcap' must be non-negative and finite, got " +
@@ -1216,8 +1228,8 @@ void Importer::convertAttention(const NodeCtx &c) {
   int64_t kvLen = shapeOf(k)[2];
 
   // The bias's compile-time part: causal (bottom-right, offset by the past
-  // or by nonpad_kv_seqlen - qLen per batch) and padding (keys at or past
-  // nonpad_kv_seqlen).
+  // or by nonpad_kv_seqlen - qLen per batch), the sliding window (same
+  // offset) and padding (keys at or past nonpad_kv_seqlen).
   std::optional<SmallVector<int64_t>> nonpad;
   if (hasInput(c, 6)) {
     if (pastK)
@@ -1237,9 +1249,10 @@ void Importer::convertAttention(const NodeCtx &c) {
     for (int64_t i = 0; i < qLen; ++i) {
       bool rowOpen = false;
       for (int64_t j = 0; j < kvLen; ++j) {
-        bool allowed = true;
-        if (causal)
-          allowed = j <= i + (nonpad ? (*nonpad)[b] - qLen : pastLen);
+        int64_t diff = i + (nonpad ? (*nonpad)[b] - qLen : pastLen) - j;
+        bool allowed = !causal || diff >= 0;
+        if ((leftWindow >= 0 && diff > leftWindow) || (rightWindow >= 0 && -diff > rightWindow))
+          allowed = false;
         if (nonpad && j >= (*nonpad)[b])
           allowed = false;
         anyFixed |= !allowed;
