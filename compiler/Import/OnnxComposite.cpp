@@ -1121,15 +1121,13 @@ void Importer::convertResize(const NodeCtx &c) {
 
 /// The ONNX schema forms of Attention (24 added nonpad_kv_seqlen, 25 the
 /// sliding window).
+// clang-format off: check_schema_forms.py reads each form's attributes as one string.
 static const OpForm kAttentionForms[] = {
-    {23, 3, 6, 1, 4,
-     "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
-    {24, 3, 7, 1, 4,
-     "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
-    {25, 3, 7, 1, 4,
-     "is_causal kv_num_heads left_window_size q_num_heads qk_matmul_output_mode right_window_size "
-     "scale softcap softmax_precision"},
+    {23, 3, 6, 1, 4, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
+    {24, 3, 7, 1, 4, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
+    {25, 3, 7, 1, 4, "is_causal kv_num_heads left_window_size q_num_heads qk_matmul_output_mode right_window_size scale softcap softmax_precision"},
 };
+// clang-format on
 
 /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D] (the
 /// reference's reshape and transpose).
