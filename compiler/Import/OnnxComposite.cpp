@@ -1116,6 +1116,222 @@ void Importer::convertResize(const NodeCtx &c) {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention (opset 23/24)
+//===----------------------------------------------------------------------===//
+
+/// The ONNX schema forms of Attention (24 added nonpad_kv_seqlen, 25 the
+/// sliding window).
+// clang-format off: check_schema_forms.py reads each form's attributes as one string.
+static const OpForm kAttentionForms[] = {
+    {23, 3, 6, 1, 4, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
+    {24, 3, 7, 1, 4, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap softmax_precision"},
+    {25, 3, 7, 1, 4, "is_causal kv_num_heads left_window_size q_num_heads qk_matmul_output_mode right_window_size scale softcap softmax_precision"},
+};
+// clang-format on
+
+/// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D] (the
+/// reference's reshape and transpose).
+Value Importer::attentionHeads(const NodeCtx &c, Value v, int64_t heads, llvm::StringRef role) {
+  ArrayRef<int64_t> s = shapeOf(v);
+  if (heads <= 0 || s[2] % heads)
+    nodeFail(c, "input '" + role + "' hidden size " + llvm::Twine(s[2]) +
+                    " is not a multiple of the head count " + llvm::Twine(heads));
+  return transpose(c, reshape(c, v, {s[0], s[1], heads, s[2] / heads}), {0, 2, 1, 3});
+}
+
+/// Attention as the ONNX reference computes it (onnx/reference/ops/
+/// op_attention.py): Q and K each times sqrt(scale), Q K^T, softcap, plus
+/// the bias (mask, causal and padding parts; the parts known at import are
+/// one constant), softmax, rows whose bias is all -inf zeroed, times V.
+void Importer::convertAttention(const NodeCtx &c) {
+  static const char *roles[] = {"Q", "K", "V"};
+  SmallVector<Value, 3> qkv;
+  for (int i = 0; i < 3; ++i) {
+    qkv.push_back(input(c, i));
+    requireFloat(c, i, elemOf(qkv[i]));
+  }
+  int64_t rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
+  for (int i = 0; i < 3; ++i)
+    if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
+      nodeFail(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
+                      llvm::Twine(roles[i]) + " " + graph::formatShape(shapeOf(qkv[i])));
+  std::optional<int64_t> qHeadsAttr = attrIntOpt(c, "q_num_heads");
+  std::optional<int64_t> kvHeadsAttr = attrIntOpt(c, "kv_num_heads");
+  if (rank == 3) {
+    if (!qHeadsAttr || !kvHeadsAttr)
+      nodeFail(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
+    qkv[0] = attentionHeads(c, qkv[0], *qHeadsAttr, "Q");
+    qkv[1] = attentionHeads(c, qkv[1], *kvHeadsAttr, "K");
+    qkv[2] = attentionHeads(c, qkv[2], *kvHeadsAttr, "V");
+  }
+  Value q = qkv[0], k = qkv[1], v = qkv[2];
+  Type et = elemOf(q);
+  for (int i = 1; i < 3; ++i)
+    if (elemOf(qkv[i]) != et)
+      nodeFail(c, "inputs Q, K and V must have one element type");
+  int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
+  int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
+  if (shapeOf(k)[0] != batch || shapeOf(v)[0] != batch || shapeOf(v)[1] != kHeads ||
+      shapeOf(k)[3] != headSize || shapeOf(v)[2] != shapeOf(k)[2])
+    nodeFail(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
+                    " and V " + graph::formatShape(shapeOf(v)) +
+                    " do not fit [B, H, S, D] attention (as 4-D)");
+  if (rank == 4 && opset >= 25 && (qHeadsAttr || kvHeadsAttr))
+    nodeFail(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
+  if (rank == 4 && ((qHeadsAttr && *qHeadsAttr != qHeads) ||
+                    (kvHeadsAttr && *kvHeadsAttr != kHeads)))
+    nodeFail(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
+                    llvm::Twine(qHeads) + ", " + llvm::Twine(kHeads) + ")");
+  if (qHeads != kHeads && qHeads % kHeads)
+    nodeFail(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
+                    llvm::Twine(kHeads) + " (grouped-query attention)");
+  bool causal = attrBool(c, "is_causal", false);
+  int64_t mode = attrInt(c, "qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3)
+    nodeFail(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(mode));
+  // softmax_precision: mp.softmax always runs in FP32, at least every
+  // precision the attribute can ask for here.
+  if (std::optional<int64_t> sp = attrIntOpt(c, "softmax_precision"))
+    if (*sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
+      nodeFail(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
+                   llvm::Twine(*sp));
+  // The reference takes sqrt(scale) in double and rounds it to the input type.
+  double scale = hasAttr(c, "scale") ? attrFloat(c, "scale", 1.0f)
+                                     : 1.0 / std::sqrt(static_cast<double>(headSize));
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    nodeFail(c, "attribute 'scale' must be positive and finite, got " + std::to_string(scale));
+  int64_t leftWindow = attrInt(c, "left_window_size", -1);
+  int64_t rightWindow = attrInt(c, "right_window_size", -1);
+  if (leftWindow < -1 || rightWindow < -1)
+    nodeFail(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
+                "non-negative, got " +
+                    llvm::Twine(leftWindow) + " and " + llvm::Twine(rightWindow));
+  float softcap = attrFloat(c, "softcap", 0.0f);
+  if (!(softcap >= 0.0f) || !std::isfinite(softcap))
+    nodeFail(c, "attribute 'softcap' must be non-negative and finite, got " +
+                    std::to_string(softcap));
+
+  // The cache: present = concat(past, new) on the sequence axis.
+  Value pastK = optInput(c, 4), pastV = optInput(c, 5);
+  if (!pastK != !pastV)
+    nodeFail(c, "inputs 'past_key' and 'past_value' must be given together");
+  int64_t pastLen = 0;
+  if (pastK) {
+    pastLen = shapeOf(pastK)[2];
+    k = concatAxis(c, {pastK, k}, 2);
+    v = concatAxis(c, {pastV, v}, 2);
+  }
+  defineValue(c, 1, k);
+  defineValue(c, 2, v);
+  int64_t kvLen = shapeOf(k)[2];
+
+  // The bias's compile-time part: causal (bottom-right, offset by the past
+  // or by nonpad_kv_seqlen - qLen per batch), the sliding window (same
+  // offset) and padding (keys at or past nonpad_kv_seqlen).
+  std::optional<SmallVector<int64_t>> nonpad;
+  if (hasInput(c, 6)) {
+    if (pastK)
+      nodeFail(c, "input 'nonpad_kv_seqlen' cannot be combined with past_key/past_value");
+    nonpad = requireConstInts(c, 6, "nonpad_kv_seqlen");
+    if (static_cast<int64_t>(nonpad->size()) != batch)
+      nodeFail(c, "input 'nonpad_kv_seqlen' has " + llvm::Twine(nonpad->size()) +
+                      " values, the batch is " + llvm::Twine(batch));
+  }
+  int64_t biasBatch = nonpad ? batch : 1;
+  if (biasBatch * qLen * kvLen > kMaxFoldElements)
+    nodeFail(c, "the attention bias would have more than 2^20 elements");
+  const float ninf = -std::numeric_limits<float>::infinity();
+  SmallVector<float> fixed;
+  bool anyFixed = false, fixedRowMasked = false;
+  for (int64_t b = 0; b < biasBatch; ++b)
+    for (int64_t i = 0; i < qLen; ++i) {
+      bool rowOpen = false;
+      for (int64_t j = 0; j < kvLen; ++j) {
+        int64_t diff = i + (nonpad ? (*nonpad)[b] - qLen : pastLen) - j;
+        bool allowed = !causal || diff >= 0;
+        if ((leftWindow >= 0 && diff > leftWindow) || (rightWindow >= 0 && -diff > rightWindow))
+          allowed = false;
+        if (nonpad && j >= (*nonpad)[b])
+          allowed = false;
+        anyFixed |= !allowed;
+        rowOpen |= allowed;
+        fixed.push_back(allowed ? 0.0f : ninf);
+      }
+      fixedRowMasked |= !rowOpen;
+    }
+  SmallVector<int64_t> fixedShape = nonpad ? SmallVector<int64_t>{batch, 1, qLen, kvLen}
+                                           : SmallVector<int64_t>{qLen, kvLen};
+  Value bias;
+  bool hasMask = hasInput(c, 3);
+  if (Value mask = optInput(c, 3)) {
+    Type mt = elemOf(mask);
+    ArrayRef<int64_t> ms = shapeOf(mask);
+    if (ms.empty() || ms.back() > kvLen)
+      nodeFail(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
+                      " must end in at most the key length " + llvm::Twine(kvLen));
+    if (mt.isInteger(1))
+      mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
+    else
+      requireFloat(c, 3, mt);
+    if (ms.back() < kvLen) {
+      Shape padShape(ms.begin(), ms.end());
+      padShape.back() = kvLen - ms.back();
+      SmallVector<float> pad(product(padShape, 0, padShape.size()), ninf);
+      mask = concatAxis(c, {mask, constant(c.loc, makeF32Attr(ctx, padShape, pad))},
+                        static_cast<int64_t>(ms.size()) - 1);
+    }
+    bias = anyFixed ? addV(c, mask, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed))) : mask;
+  } else if (anyFixed) {
+    bias = constant(c.loc, makeF32Attr(ctx, fixedShape, fixed));
+  }
+
+  // Grouped-query attention: each K/V head repeated for its Q heads.
+  if (qHeads != kHeads) {
+    SmallVector<int64_t> idx;
+    for (int64_t h = 0; h < qHeads; ++h)
+      idx.push_back(h / (qHeads / kHeads));
+    k = gatherAxis(c, k, 1, idx);
+    v = gatherAxis(c, v, 1, idx);
+  }
+  Value s = scalarF32(c, static_cast<float>(std::sqrt(scale)));
+  Value kt = transpose(c, mulV(c, k, s), {0, 1, 3, 2});
+  Value qk = createInferred<graph::MatmulOp>(c, et, mulV(c, q, s), kt, TypeAttr());
+  if (softcap > 0.0f) {
+    Value cap = scalarF32(c, softcap);
+    Value t = createInferred<graph::DivOp>(c, et, qk, cap);
+    t = builder.create<graph::TanhOp>(c.loc, t.getType(), t).getOutput();
+    qk = mulV(c, t, cap);
+  }
+  Value logits = bias ? addV(c, qk, bias) : qk;
+  Value probs =
+      builder
+          .create<graph::SoftmaxOp>(c.loc, logits.getType(), logits, builder.getI64IntegerAttr(3),
+                                    TypeAttr())
+          .getOutput();
+  // A row with no attendable key (its bias all -inf) gives 0, as in the
+  // reference, not the NaN of exp(-inf - -inf).
+  if (bias && (hasMask || fixedRowMasked)) {
+    int64_t last = static_cast<int64_t>(shapeOf(bias).size()) - 1;
+    Value rowMax = createInferred<graph::ReduceMaxOp>(c, et, bias,
+                                                      builder.getDenseI64ArrayAttr({last}),
+                                                      builder.getBoolAttr(true), TypeAttr());
+    Value rowMasked =
+        builder
+            .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(rowMax), builder.getI1Type()),
+                                    rowMax, builder.getBoolAttr(true), builder.getBoolAttr(false))
+            .getOutput();
+    probs = createInferred<graph::WhereOp>(c, et, rowMasked, scalarF32(c, 0.0f), probs);
+  }
+  Value y = createInferred<graph::MatmulOp>(c, et, probs, v, TypeAttr());
+  if (rank == 3) {
+    ArrayRef<int64_t> ys = shapeOf(y);
+    y = reshape(c, transpose(c, y, {0, 2, 1, 3}), {ys[0], ys[2], ys[1] * ys[3]});
+  }
+  defineValue(c, 0, y);
+  defineValue(c, 3, mode == 2 ? logits : mode == 3 ? probs : qk);
+}
+
+//===----------------------------------------------------------------------===//
 // The family's rows of the op table (findOp, OnnxOpRegistry.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -1138,6 +1354,7 @@ llvm::ArrayRef<Importer::OpInfo> Importer::compositeOps() {
       {"Einsum", &Importer::convertEinsum, kEinsumForms},
       {"Resize", &Importer::convertResize, kResizeForms},
       {"Upsample", &Importer::convertResize, kUpsampleForms},
+      {"Attention", &Importer::convertAttention, kAttentionForms},
   };
   return table;
 }

@@ -398,6 +398,10 @@ private:
   void convertCompositeReduce(const NodeCtx &c);
   void convertEinsum(const NodeCtx &c);
   void convertResize(const NodeCtx &c);
+  void convertAttention(const NodeCtx &c);
+  /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D].
+  mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
+                             llvm::StringRef role);
   /// A 1-D Conv/MaxPool/AveragePool through `convert2d` (its 2-D converter).
   void convertWindow1d(const NodeCtx &c, Converter convert2d);
   float positiveEpsilon(const NodeCtx &c);
