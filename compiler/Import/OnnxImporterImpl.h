@@ -343,6 +343,13 @@ private:
   void convertClip(const NodeCtx &c);
   // OnnxNormalization.cpp
   void convertSoftmax(const NodeCtx &c);
+  /// The normalized dims' first axis and epsilon of LayerNormalization and
+  /// RMSNormalization (axis, epsilon > 0, stash_type 1), checked for `rank`.
+  struct NormAttributes {
+    int64_t axis;
+    float eps;
+  };
+  NormAttributes normAttributes(const NodeCtx &c, int64_t rank);
   void convertLayerNorm(const NodeCtx &c);
   void convertRmsNorm(const NodeCtx &c);
   void convertBatchNorm(const NodeCtx &c);

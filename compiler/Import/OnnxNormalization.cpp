@@ -57,6 +57,19 @@ void Importer::convertSoftmax(const NodeCtx &c) {
 }
 
 /// The ONNX schema forms of LayerNorm.
+Importer::NormAttributes Importer::normAttributes(const NodeCtx &c, int64_t rank) {
+  if (rank == 0)
+    nodeFail(c, "input must have rank >= 1");
+  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
+  float eps = attrFloat(c, "epsilon", 1e-5f);
+  if (!(eps > 0.0f))
+    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
+  int64_t stash = attrInt(c, "stash_type", 1);
+  if (stash != 1)
+    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  return {axis, eps};
+}
+
 static const OpForm kLayerNormForms[] = {
     {17, 2, 3, 1, 3, "axis epsilon stash_type *"},
 };
@@ -68,16 +81,7 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
   if (hasInput(c, 2))
     requireFloat(c, 2, inputType(c, 2).getElementType());
   ArrayRef<int64_t> shape = shapeOf(x);
-  int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
-  float eps = attrFloat(c, "epsilon", 1e-5f);
-  if (!(eps > 0.0f))
-    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
-  int64_t stash = attrInt(c, "stash_type", 1);
-  if (stash != 1)
-    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
   // Scale and B are shaped like the normalized dims; one with the same
   // element count (e.g. [64] for [1, 64]) is reshaped to match.
@@ -115,16 +119,7 @@ void Importer::convertRmsNorm(const NodeCtx &c) {
   requireFloat(c, 0, elemOf(x));
   requireFloat(c, 1, inputType(c, 1).getElementType());
   ArrayRef<int64_t> shape = shapeOf(x);
-  int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
-  float eps = attrFloat(c, "epsilon", 1e-5f);
-  if (!(eps > 0.0f))
-    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
-  int64_t stash = attrInt(c, "stash_type", 1);
-  if (stash != 1)
-    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
   // A scale shaped like the normalized dims goes into the op; one that
   // only broadcasts to them (numpy rules, e.g. [D] for [S, D]) multiplies
