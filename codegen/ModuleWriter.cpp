@@ -645,7 +645,8 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
           std::memcpy(bytes.data() + i, one.data(), std::min(each, one.size()));
       } else {
         ArrayRef<char> raw = dense.getRawData();
-        std::memcpy(bytes.data(), raw.data(), std::min(raw.size(), bytes.size()));
+        if (!bytes.empty() && !raw.empty())
+          std::memcpy(bytes.data(), raw.data(), std::min(raw.size(), bytes.size()));
       }
       stats.constantBytes += bytes.size();
       fb::Offset<sc::Constant> entry;

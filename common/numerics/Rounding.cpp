@@ -476,7 +476,8 @@ void encodeArray(Format f, const float *in, void *out, size_t n, RoundOptions o)
     break;
   }
   if (!ftz) {
-    std::memcpy(out, in, n * sizeof(float));
+    if (n > 0) // an empty array's pointers may be null
+      std::memcpy(out, in, n * sizeof(float));
     return;
   }
   roundF32Array(in, static_cast<float *>(out), n, sat, ftz);
@@ -495,7 +496,8 @@ void decodeArray(Format f, const void *in, float *out, size_t n) {
   case Format::F32:
     break;
   }
-  std::memcpy(out, in, n * sizeof(float));
+  if (n > 0) // an empty array's pointers may be null
+    std::memcpy(out, in, n * sizeof(float));
 }
 
 // ---- Format facts ------------------------------------------------------------

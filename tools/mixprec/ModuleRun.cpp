@@ -65,7 +65,8 @@ bool encodeInput(const mixprec_tensor_info_t &info, const std::string &path,
   size_t n = info.element_count;
   switch (info.dtype) {
   case MIXPREC_DTYPE_I64:
-    std::memcpy(bytes.data(), t.ints.data(), n * sizeof(int64_t));
+    if (n > 0) // an empty tensor's vectors may hold no storage
+      std::memcpy(bytes.data(), t.ints.data(), n * sizeof(int64_t));
     return true;
   case MIXPREC_DTYPE_I32:
     for (size_t i = 0; i < n; ++i) {
@@ -80,7 +81,8 @@ bool encodeInput(const mixprec_tensor_info_t &info, const std::string &path,
     }
     return true;
   case MIXPREC_DTYPE_BOOL:
-    std::memcpy(bytes.data(), t.bools.data(), n);
+    if (n > 0)
+      std::memcpy(bytes.data(), t.bools.data(), n);
     return true;
   default:
     numerics::encodeArray(static_cast<numerics::Format>(info.dtype), t.floats.data(),
