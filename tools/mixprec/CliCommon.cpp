@@ -364,76 +364,78 @@ int finishStdout(int rc) {
   return rc;
 }
 
-std::map<std::string, std::vector<int64_t>> dataValues(
-    std::map<std::string, std::vector<float>> *floatValues) {
-  std::map<std::string, std::vector<int64_t>> values;
-  std::map<std::string, std::vector<float>> floats;
-  for (const auto &[name, file] : opts::inputs()) {
-    support::NpyArray array;
-    std::string error;
-    if (!common::whyNotReadable(file).empty() || !support::readNpy(file, array, error))
-      continue; // reported where the inputs are loaded
-    int64_t n = array.numElements();
-    if (n > kMaxValueElements)
-      continue;
-    std::vector<int64_t> &out = values[name];
-    for (int64_t i = 0; i < n; ++i) {
-      const uint8_t *p = array.data.data() + i * support::npyDTypeSize(array.dtype);
-      switch (array.dtype) {
-      case support::NpyDType::I64: {
-        int64_t v;
-        std::memcpy(&v, p, 8);
-        out.push_back(v);
-        break;
-      }
-      case support::NpyDType::I32: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        out.push_back(v);
-        break;
-      }
-      case support::NpyDType::I8:
-        out.push_back(static_cast<int8_t>(*p));
-        break;
-      case support::NpyDType::U8:
-        out.push_back(*p);
-        break;
-      case support::NpyDType::F32: {
-        float v;
-        std::memcpy(&v, p, 4);
-        floats[name].push_back(v);
-        break;
-      }
-      default:
-        values.erase(name); // never a shape, scales or an axis list
-        floats.erase(name);
-        goto next;
-      }
+namespace {
+/// The elements of an integer or float32 array, or false for other dtypes.
+bool arrayValues(const support::NpyArray &array, std::vector<int64_t> &ints,
+                 std::vector<float> &floats) {
+  int64_t n = array.numElements();
+  size_t size = support::npyDTypeSize(array.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t *p = array.data.data() + i * size;
+    switch (array.dtype) {
+    case support::NpyDType::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      ints.push_back(v);
+      break;
     }
-  next:;
+    case support::NpyDType::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      ints.push_back(v);
+      break;
+    }
+    case support::NpyDType::I8:
+      ints.push_back(static_cast<int8_t>(*p));
+      break;
+    case support::NpyDType::U8:
+      ints.push_back(*p);
+      break;
+    case support::NpyDType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      floats.push_back(v);
+      break;
+    }
+    default:
+      return false; // never a shape, scales or an axis list
+    }
   }
-  // A float array is kept only as floats (its integer map entry is empty).
-  for (const auto &[name, v] : floats)
-    values.erase(name);
-  if (floatValues)
-    *floatValues = std::move(floats);
-  return values;
+  return true;
 }
+} // namespace
 
-std::map<std::string, std::vector<int64_t>> dataShapes() {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  // A file that cannot be read is reported where the inputs are loaded.
-  auto add = [&](const NamedFiles &files) {
-    for (const auto &[name, file] : files) {
-      support::NpyArray array;
-      std::string error;
-      if (common::whyNotReadable(file).empty() && support::readNpy(file, array, error))
-        shapes.emplace(name, array.shape);
-    }
-  };
-  add(opts::inputs());
-  add(opts::calibration());
-  return shapes;
+const GivenArrays &givenArrays() {
+  // The command line does not change during a run: each file is read once
+  // here (the run reads its inputs again when it binds them).
+  static const GivenArrays given = [] {
+    GivenArrays g;
+    // A file that cannot be read is reported where the inputs are loaded;
+    // an --input shape wins over a --calibrate one of the same name.
+    auto add = [&](const NamedFiles &files, bool values) {
+      for (const auto &[name, file] : files) {
+        support::NpyArray array;
+        std::string error;
+        if (!common::whyNotReadable(file).empty() || !support::readNpy(file, array, error))
+          continue;
+        g.shapes.emplace(name, array.shape);
+        if (!values || array.numElements() > kMaxValueElements)
+          continue;
+        std::vector<int64_t> ints;
+        std::vector<float> floats;
+        if (!arrayValues(array, ints, floats))
+          continue;
+        if (array.dtype == support::NpyDType::F32)
+          g.floatValues[name] = std::move(floats);
+        else
+          g.intValues[name] = std::move(ints);
+      }
+    };
+    add(opts::inputs(), /*values=*/true);
+    add(opts::calibration(), /*values=*/false);
+    return g;
+  }();
+  return given;
 }
 
 OwningOpRef<ModuleOp> loadModel(CommandContext &command,
@@ -449,8 +451,10 @@ OwningOpRef<ModuleOp> loadModel(CommandContext &command,
       externalFiles->push_back(file);
   };
   options.inputShapes = opts::shapes();
-  options.dataShapes = dataShapes();
-  options.dataValues = dataValues(&options.dataFloatValues);
+  const GivenArrays &given = givenArrays();
+  options.dataShapes = given.shapes;
+  options.dataValues = given.intValues;
+  options.dataFloatValues = given.floatValues;
   options.onValueUsed = [&](const std::string &name) {
     if (valuesUsed)
       valuesUsed->push_back(name);

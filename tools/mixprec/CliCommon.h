@@ -135,16 +135,22 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(CommandContext &command,
 /// (a shape, axes, sizes) at compile time.
 constexpr int64_t kMaxValueElements = 64;
 
-/// The values of the small integer --input arrays by input name (and of
-/// the small float32 ones in `floatValues`): an input that the model needs
-/// at compile time (Reshape's shape, ReduceSum's axes, Resize's scales
-/// given as graph inputs) is specialised to them (LoadOptions::dataValues).
-std::map<std::string, std::vector<int64_t>>
-dataValues(std::map<std::string, std::vector<float>> *floatValues = nullptr);
+/// What the --input (and --calibrate) arrays say before the model is
+/// compiled, by input name.
+struct GivenArrays {
+  /// Their shapes (--input before --calibrate): they specialise a model's
+  /// dynamic dims (LoadOptions::dataShapes).
+  std::map<std::string, std::vector<int64_t>> shapes;
+  /// The values of the small integer and float32 --input arrays (at most
+  /// kMaxValueElements): an input that the model needs at compile time
+  /// (Reshape's shape, ReduceSum's axes, Resize's scales given as graph
+  /// inputs) is specialised to them (LoadOptions::dataValues).
+  std::map<std::string, std::vector<int64_t>> intValues;
+  std::map<std::string, std::vector<float>> floatValues;
+};
 
-/// The shapes of the --input (else --calibrate) arrays by input name: they
-/// specialise a model's dynamic dims (LoadOptions::dataShapes).
-std::map<std::string, std::vector<int64_t>> dataShapes();
+/// The given arrays, each file read once per process.
+const GivenArrays &givenArrays();
 
 /// Loads the model, calibrates it if asked (--calibrate), and runs the
 /// precision pipeline with the command line's precision options. Returns

@@ -120,7 +120,7 @@ std::string jitKey(const std::string &cudaArch, std::string &error) {
          << mixprec::graph::formatShape(dims);
   };
   shapes("shapes", opts::shapes());
-  shapes("inputs", dataShapes());
+  shapes("inputs", givenArrays().shapes);
   os << "\n";
   return key;
 }
@@ -165,12 +165,11 @@ int runJustInTime(Backend backend) {
     llvm::errs() << "mixprec: warning: the module cache is off: " << why << "\n";
   // The values of the small integer inputs: a module specialised to some
   // (an input the model needs at compile time) is valid for those only.
-  std::map<std::string, std::vector<float>> floatValues;
-  std::map<std::string, std::vector<int64_t>> values = dataValues(&floatValues);
+  const GivenArrays &given = givenArrays();
   ValueStamps stamps;
-  for (const auto &[name, v] : values)
+  for (const auto &[name, v] : given.intValues)
     stamps[name] = valueStamp(v);
-  for (const auto &[name, v] : floatValues) {
+  for (const auto &[name, v] : given.floatValues) {
     std::vector<int64_t> bits;
     for (float f : v) {
       uint32_t b;
