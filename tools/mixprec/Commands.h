@@ -12,6 +12,7 @@
 
 #include "tools/mixprec/Options.h"
 
+#include "mixprec/runtime.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/JSON.h"
@@ -33,10 +34,12 @@ int runValidate();
 /// Runs a compiled .mpk module through the runtime's C API on `backend`
 /// (cpu, cuda or auto) and writes <output>.npy files; returns the exit code.
 /// Errors name `displayName` (the user's model for a just-in-time run).
+/// `loaded`, when not null, is `path` already loaded (a JIT cache hit): it is
+/// run and released instead of loading the file again.
 int runCompiledModule(const std::string &path, const std::string &displayName,
                       const NamedFiles &inputFiles,
                       uint64_t seed, const std::string &backend, const std::string &outputDir,
-                      int repeat, bool time);
+                      int repeat, bool time, mixprec_module_t loaded = nullptr);
 
 /// The label an op is shown (and matched) by: its ONNX node name, else
 /// "FILE:LINE:COL" (file base name) from its location, else "" (no label).

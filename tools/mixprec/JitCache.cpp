@@ -67,7 +67,9 @@ std::string valueStamp(const std::vector<int64_t> &values) {
          ":" + std::to_string(values.size());
 }
 
-bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::string &why) {
+bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::string &why,
+                   mixprec_module_t *loaded) {
+  *loaded = nullptr;
   std::string text, error;
   if (entry.modulePath.empty() || !llvm::sys::fs::exists(entry.keyPath) ||
       !common::readRegularFile(entry.keyPath, text, error))
@@ -98,7 +100,7 @@ bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::s
     mixprec_status_free(status);
     return false;
   }
-  mixprec_module_release(module);
+  *loaded = module;
   return true;
 }
 

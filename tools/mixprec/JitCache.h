@@ -27,6 +27,8 @@
 #ifndef MIXPREC_TOOLS_MIXPREC_JITCACHE_H
 #define MIXPREC_TOOLS_MIXPREC_JITCACHE_H
 
+#include "mixprec/runtime.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -53,7 +55,10 @@ using ValueStamps = std::map<std::string, std::string>;
 /// text, the files it lists are unchanged, the input values it was
 /// specialised to are those of `values` (the run's) and the runtime loads
 /// the module. `why` says why not when the entry exists but cannot be used.
-bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::string &why);
+/// On success `*loaded` holds the loaded module (the caller releases it), so
+/// a hit loads and checks the module and its weights once, not twice.
+bool jitCacheValid(const JitCacheEntry &entry, const ValueStamps &values, std::string &why,
+                   mixprec_module_t *loaded);
 
 /// Records a module written at entry.modulePath as complete: writes the
 /// key file listing `externalFiles` (with their size and mtime) and the

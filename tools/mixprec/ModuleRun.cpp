@@ -141,14 +141,17 @@ bool writeModuleOutput(const mixprec_tensor_info_t &info, const void *data,
 
 int runCompiledModule(const std::string &path, const std::string &displayName,
                       const NamedFiles &inputFiles, uint64_t seed, const std::string &backendName,
-                      const std::string &outputDir, int repeat, bool time) {
+                      const std::string &outputDir, int repeat, bool time,
+                      mixprec_module_t loaded) {
   mixprec_backend_t backend = MIXPREC_BACKEND_AUTO;
   if (backendName == "cpu")
     backend = MIXPREC_BACKEND_CPU;
   else if (backendName == "cuda")
     backend = MIXPREC_BACKEND_CUDA;
-  else if (backendName != "auto" && !backendName.empty())
+  else if (backendName != "auto" && !backendName.empty()) {
+    mixprec_module_release(loaded);
     return usageError("run: --backend takes cpu, cuda or auto, got '" + backendName + "'");
+  }
   // A just-in-time module is the user's model under another name: errors
   // say the model, never the temporary file.
   auto named = [&](std::string message) {
@@ -165,10 +168,11 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
   }
 
   auto loadStart = std::chrono::steady_clock::now();
-  mixprec_module_t module = nullptr;
-  if (std::string e = takeError(mixprec_module_load_file(path.c_str(), nullptr, &module));
-      !e.empty())
-    return fail(named(e));
+  mixprec_module_t module = loaded;
+  if (!module)
+    if (std::string e = takeError(mixprec_module_load_file(path.c_str(), nullptr, &module));
+        !e.empty())
+      return fail(named(e));
   double loadMs = millisecondsSince(loadStart);
   mixprec_session_options_t options;
   mixprec_session_options_init(&options);

@@ -178,7 +178,8 @@ int runJustInTime(Backend backend) {
     }
     stamps[name] = "f" + valueStamp(bits);
   }
-  bool hit = cached && jitCacheValid(entry, stamps, why);
+  mixprec_module_t loaded = nullptr; // the cached module, loaded once on a hit
+  bool hit = cached && jitCacheValid(entry, stamps, why, &loaded);
   if (cached && !hit && !why.empty())
     llvm::errs() << "mixprec: warning: cached module " << entry.modulePath << " is not used ("
                  << mixprec::common::escapeControls(why) << "); compiling again\n";
@@ -221,7 +222,7 @@ int runJustInTime(Backend backend) {
                                  hit ? "hit" : cached ? "miss" : "off", compileMs);
   int rc = runCompiledModule(modulePath, opts::model(), opts::inputs(), opts::seed(),
                              opts::backendName(backend).str(), opts::outputDir(), opts::repeat(),
-                             opts::time());
+                             opts::time(), loaded);
   if (!jitDir.empty())
     llvm::sys::fs::remove_directories(jitDir);
   return rc;
