@@ -25,7 +25,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="bench-out/gpt2", help="folder for gpt2.onnx")
+    parser.add_argument("--out", default="out/gpt2", help="folder for gpt2.onnx (out/ is git-ignored)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--seq", type=int, default=64)
     args = parser.parse_args()
