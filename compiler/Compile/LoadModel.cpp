@@ -4,12 +4,27 @@
 #include "common/FileIO.h"
 #include "compiler/Import/OnnxImporter.h"
 #include "compiler/Import/OnnxImporterOptions.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "passes/PrecisionUtils.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -28,7 +43,10 @@ struct KeptDiagnostic {
 KeptDiagnostic keepParseError(Diagnostic &diag) {
   KeptDiagnostic kept;
   llvm::raw_string_ostream os(kept.message);
-  if (auto file = dyn_cast<FileLineColLoc>(diag.getLocation()))
+  auto file = dyn_cast<FileLineColLoc>(diag.getLocation());
+  if (file && file.getLine() == 0 && file.getColumn() == 0) // bytecode: no position
+    os << file.getFilename().getValue() << ": MLIR bytecode";
+  else if (file)
     os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
   else
     os << diag.getLocation();
@@ -38,8 +56,112 @@ KeptDiagnostic keepParseError(Diagnostic &diag) {
   return kept;
 }
 
-/// Parses and verifies `.mlir` text; the first error is emitted again, with
-/// its notes, as the one error of the load.
+/// Whether the file starts as MLIR bytecode does ("ML\xEFR"), whatever its name.
+bool hasBytecodeMagic(const std::string &path) {
+  char magic[4] = {};
+  std::ifstream file(path, std::ios::binary);
+  return file.read(magic, sizeof(magic)) && std::memcmp(magic, "ML\xEFR", 4) == 0;
+}
+
+/// How to get a file that runs, for the errors about files that do not.
+constexpr const char *kRunnableHint =
+    "write a runnable one with `mixprec compile MODEL -o FILE.mlirbc` (MLIR bytecode) or "
+    "-o FILE.mlir without --elide-weights";
+
+/// Gives every mp.constant dense data: a `dense_resource` blob (MLIR's text
+/// form for large data) becomes the dense attribute the compiler reads. A
+/// constant without data, elided for reading (`dense_resource<__elided__>`)
+/// or naming a blob the file does not hold, is an error: the graph must
+/// never run on missing weights.
+LogicalResult materializeResources(ModuleOp module, const std::string &path) {
+  WalkResult walk = module.walk([&](graph::ConstantOp op) {
+    auto resource = dyn_cast<DenseResourceElementsAttr>(op.getValue());
+    if (!resource)
+      return WalkResult::advance();
+    DenseResourceElementsHandle handle = resource.getRawHandle();
+    std::string name = passes::opName(op);
+    std::string which = "mp.constant" + (name.empty() ? "" : " '" + name + "'");
+    AsmResourceBlob *blob = handle.getBlob();
+    if (!blob) {
+      InFlightDiagnostic diag = emitError(UnknownLoc::get(module.getContext())) << path << ": ";
+      if (handle.getKey() == "__elided__")
+        diag << "the weights are elided (" << which
+             << " is dense_resource<__elided__>): the file was printed for reading; "
+             << kRunnableHint;
+      else
+        diag << which << " names the resource '" << handle.getKey()
+             << "', which the file does not hold";
+      return WalkResult::interrupt();
+    }
+    bool splat = false;
+    ArrayRef<char> data = blob->getData();
+    if (!DenseElementsAttr::isValidRawBuffer(resource.getType(), data, splat)) {
+      emitError(UnknownLoc::get(module.getContext()))
+          << path << ": " << which << ": resource '" << handle.getKey() << "' holds "
+          << data.size() << " bytes, which is not a " << resource.getType();
+      return WalkResult::interrupt();
+    }
+    op.setValueAttr(DenseElementsAttr::getFromRawBuffer(resource.getType(), data));
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// The process's virtual memory in bytes (/proc/self/statm), or 0.
+uint64_t virtualMemoryBytes() {
+  unsigned long pages = 0;
+  FILE *statm = std::fopen("/proc/self/statm", "r");
+  if (!statm)
+    return 0;
+  if (std::fscanf(statm, "%lu", &pages) != 1)
+    pages = 0;
+  std::fclose(statm);
+  return uint64_t(pages) * uint64_t(sysconf(_SC_PAGESIZE));
+}
+
+/// Why MLIR's bytecode reader cannot be trusted with `bytes`, or "". MLIR
+/// 19's reader trusts a file further than a damaged one deserves: an
+/// attribute that refers to itself recurses until the stack runs out, a
+/// damaged count allocates gigabytes. So the file is read first in a child
+/// process, its memory bounded (the process's, plus 16 times the file,
+/// plus 1 GiB); a child that dies is the answer, and the command reports
+/// it instead of dying. A child that merely fails leaves the error to the
+/// real read, which reports it with its notes.
+std::string bytecodeReaderFailure(const std::string &path, llvm::StringRef bytes) {
+  uint64_t limit = virtualMemoryBytes() + 16 * uint64_t(bytes.size()) + (uint64_t(1) << 30);
+  pid_t pid = fork();
+  if (pid < 0)
+    return ""; // cannot check: the real read goes ahead
+  if (pid == 0) {
+    int devNull = open("/dev/null", O_WRONLY);
+    if (devNull >= 0)
+      dup2(devNull, STDERR_FILENO); // LLVM's "out of memory" line is the parent's to say
+    struct rlimit rl = {limit, limit};
+    setrlimit(RLIMIT_AS, &rl);
+    MLIRContext context(MLIRContext::Threading::DISABLED);
+    prepareContext(context);
+    context.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(bytes, path, /*RequiresNullTerminator=*/false),
+        llvm::SMLoc());
+    (void)parseSourceFile<ModuleOp>(sourceMgr, &context);
+    _exit(0); // no atexit handlers, no flush of the parent's buffers
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return "";
+  if (!WIFSIGNALED(status))
+    return "";
+  return "the MLIR bytecode reader failed on it (signal " + std::to_string(WTERMSIG(status)) +
+         (WTERMSIG(status) == SIGABRT ? ", out of memory or a damaged entry"
+                                      : ", a damaged entry") +
+         "): the file is damaged or was not written by mixprec";
+}
+
+/// Parses and verifies `.mlir` text or MLIR bytecode; the first error is
+/// emitted again, with its notes, as the one error of the load.
 OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &path) {
   Location unknown = UnknownLoc::get(&context);
   // Only regular files: /dev/zero would be read forever, a FIFO would block.
@@ -48,10 +170,16 @@ OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &pat
     emitError(unknown) << error;
     return nullptr;
   }
+  if (isBytecode(llvm::MemoryBufferRef(text, path)))
+    if (std::string why = bytecodeReaderFailure(path, text); !why.empty()) {
+      emitError(unknown) << path << ": " << why;
+      return nullptr;
+    }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   std::optional<KeptDiagnostic> first;
   OwningOpRef<ModuleOp> module;
+  bool parsed = false;
   {
     ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
       if (!first && diag.getSeverity() == DiagnosticSeverity::Error)
@@ -59,9 +187,10 @@ OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &pat
       return success();
     });
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (module && succeeded(verify(*module)))
-      return module;
+    parsed = module && succeeded(verify(*module));
   }
+  if (parsed)
+    return succeeded(materializeResources(*module, path)) ? std::move(module) : nullptr;
   if (!first) {
     emitError(unknown) << path << ": cannot parse as MLIR";
     return nullptr;
@@ -82,7 +211,9 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     emitError(UnknownLoc::get(&context)) << path << ": cannot read: " << why;
     return nullptr;
   }
-  if (pathRef.ends_with(".onnx")) {
+  // MLIR bytecode is known by its first bytes, under any name.
+  const bool bytecode = hasBytecodeMagic(path);
+  if (pathRef.ends_with(".onnx") && !bytecode) {
     OnnxImportOptions importOptions;
     importOptions.onExternalFile = options.onExternalFile;
     importOptions.inputShapes = options.inputShapes;
@@ -96,7 +227,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
       emitError(UnknownLoc::get(&context)) << error;
     return module;
   }
-  if (pathRef.ends_with(".mlir")) {
+  if (bytecode || pathRef.ends_with(".mlir") || pathRef.ends_with(".mlirbc")) {
     if (!options.inputShapes.empty()) {
       emitError(UnknownLoc::get(&context))
           << path << ": --shape applies to ONNX models; mp IR is statically shaped";
@@ -105,7 +236,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     return parseMlirFile(context, path);
   }
   emitError(UnknownLoc::get(&context))
-      << path << ": unknown model format (expected .onnx or .mlir)";
+      << path << ": unknown model format (expected .onnx, .mlir or .mlirbc)";
   return nullptr;
 }
 

@@ -1,6 +1,8 @@
 //===- CliCommon.cpp - pieces shared by the mixprec subcommands ------------===//
 #include "tools/mixprec/CliCommon.h"
 
+#include "Version.h"
+
 #include "common/Npy.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
@@ -9,6 +11,7 @@
 #include "common/FileIO.h"
 #include "common/Escape.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -106,11 +109,15 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Prints IR with op locations (node names), so they survive a round trip.
-void printModule(ModuleOp module, llvm::raw_ostream &os) {
+void printModule(ModuleOp module, llvm::raw_ostream &os, bool elideWeights) {
   OpPrintingFlags flags;
   flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
+  if (elideWeights) {
+    os << kElidedHeader << "\n";
+    flags.elideLargeElementsAttrs(kElideElementsOver);
+  } else {
+    flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
+  }
   module.print(os, flags);
   os << "\n";
 }
@@ -303,14 +310,26 @@ bool writeOutput(const HostTensor &t, const std::string &path, std::string &erro
 }
 
 
-int emitModule(ModuleOp module, const std::string &output) {
-  if (output.empty() || output == "-") {
-    printModule(module, llvm::outs());
-    return 0;
-  }
+int emitModule(ModuleOp module, const std::string &output, IrForm form) {
+  const bool toStdout = output.empty() || output == "-";
+  // Stdout is written as the IR is printed; a file gets it whole, atomically.
   std::string text;
-  llvm::raw_string_ostream os(text);
-  printModule(module, os);
+  llvm::raw_string_ostream buffer(text);
+  llvm::raw_ostream &os = toStdout ? static_cast<llvm::raw_ostream &>(llvm::outs()) : buffer;
+  if (form == IrForm::Bytecode) {
+    if (toStdout && llvm::outs().is_displayed())
+      return usageError("MLIR bytecode is binary: write it with -o FILE.mlirbc, not to a terminal");
+    const std::string producer = std::string("mixprec ") + MIXPREC_VERSION;
+    BytecodeWriterConfig config(producer);
+    if (failed(writeBytecodeToFile(module, os, config)))
+      return fail("cannot write the module as MLIR bytecode");
+  } else {
+    // Weights are noise to a reader at a terminal, and megabytes of it.
+    bool elide = opts::elideWeights() || (toStdout && llvm::outs().is_displayed());
+    printModule(module, os, elide);
+  }
+  if (toStdout)
+    return 0;
   return writeTextFile(output, text) ? 0 : 1;
 }
 

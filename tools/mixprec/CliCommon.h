@@ -59,11 +59,27 @@ struct CommandContext {
 
 double millisecondsSince(std::chrono::steady_clock::time_point start);
 
-/// Prints IR with op locations (node names), so they survive a round trip.
-void printModule(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// Constants with more elements than this are elided in IR printed for reading.
+constexpr int64_t kElideElementsOver = 16;
 
-/// Writes `module` to `output` (stdout when empty or "-"); returns an exit code.
-int emitModule(mlir::ModuleOp module, const std::string &output);
+/// The first line of IR printed for reading: what is missing and how to get
+/// a file that runs (loadModel refuses an elided file with the same advice).
+constexpr const char *kElidedHeader =
+    "// mixprec: for reading only: constants over 16 elements are elided "
+    "(dense_resource<__elided__>), so this file does not run; for a runnable one "
+    "write -o FILE.mlirbc (MLIR bytecode) or -o FILE.mlir without --elide-weights";
+
+/// Prints IR with op locations (node names), so they survive a round trip;
+/// with `elideWeights`, large constants elided under kElidedHeader.
+void printModule(mlir::ModuleOp module, llvm::raw_ostream &os, bool elideWeights = false);
+
+/// How emitModule writes IR: MLIR text, or MLIR bytecode (`.mlirbc`).
+enum class IrForm { Text, Bytecode };
+
+/// Writes `module` to `output` (stdout when empty or "-"); returns an exit
+/// code. Text is elided for reading with --elide-weights, or when it goes
+/// to a terminal; bytecode is never written to a terminal.
+int emitModule(mlir::ModuleOp module, const std::string &output, IrForm form = IrForm::Text);
 
 //===----------------------------------------------------------------------===//
 // The file-writing rules (stated in the usage text and the README): every

@@ -30,8 +30,14 @@ struct CommandInfo {
 /// Every command, in the order the usage text lists them.
 const CommandInfo kCommands[] = {
     {Command::Import, "import",
-     R"(mixprec import MODEL.onnx [--shape NAME=DIMS]... [-o OUT.mlir])",
-     R"(Import an ONNX model and print its mp graph IR (or write it to OUT).
+     R"(mixprec import MODEL.onnx [--shape NAME=DIMS]... [--elide-weights] [-o OUT.mlir|OUT.mlirbc])",
+     R"(Import an ONNX model and print its mp graph IR (or write it to OUT:
+MLIR bytecode for OUT.mlirbc). Values are named after the ONNX nodes and
+initializers (%fc1, %fc1.weight), graph inputs are %argN with their
+names as mp.name attributes. IR printed to a terminal, or with
+--elide-weights, is for reading: constants over 16 elements are elided
+(dense_resource<__elided__>) under a first-line comment, and commands
+refuse such a file; a file to run again is written with -o.
 --shape NAME=DIMS (every command that reads a model takes it) fixes the
 shape of graph input NAME (x=2x128; x= for a scalar), --shape NAME=N the
 size of the symbolic dimension (dim_param) NAME (batch=8): a model with
@@ -68,12 +74,17 @@ prints load and run times (JSON) to stderr.)"},
                 [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                 [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
                 [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
-                [--fp8-margin N] [--emit mp-mlir|mpk-mlir|mpk|cuda|ptx] [--arch sm_XX]
-                [--shape NAME=DIMS]... [-o OUT])",
+                [--fp8-margin N] [--emit mp-mlir|mp-mlirbc|mpk-mlir|mpk|cuda|ptx]
+                [--elide-weights] [--arch sm_XX] [--shape NAME=DIMS]... [-o OUT])",
      R"(Assign a precision to every op (with a reason), insert and fold casts.
---emit mp-mlir (the default, unless OUT ends in .mpk) writes the
-annotated mp IR, which `mixprec run OUT.mlir` executes with its
-dtypes; mpk-mlir writes the fused, planned kernel IR; mpk (implied by
+--emit mp-mlir (the default, unless OUT ends in .mpk or .mlirbc) writes
+the annotated mp IR, which `mixprec run OUT.mlir` executes with its
+dtypes; printed to a terminal, or with --elide-weights (mp-mlir and
+mpk-mlir), it is for reading: constants over 16 elements are elided and
+the file does not run. mp-mlirbc (implied by -o OUT.mlirbc) writes the
+same IR as MLIR bytecode, weights as raw bytes: smaller and faster to
+read; every command reads it, and mixprec-opt. mpk-mlir writes the
+fused, planned kernel IR; mpk (implied by
 -o OUT.mpk) writes the module an application loads with the runtime,
 large weights in OUT.mpk.weights, and prints its statistics (JSON) to
 stderr. --arch sm_XX (sm_80 and newer that this NVRTC knows) also puts
@@ -89,7 +100,7 @@ mpk-mlir is an error. --calibrate runs the FP32 graph on the given
 inputs first and moves ops whose values would overflow or underflow
 FP16.)"},
     {Command::Report, "report",
-     R"(mixprec report MODEL [compile options] [--json FILE])",
+     R"(mixprec report MODEL [compile options] [--graph] [--json FILE])",
      R"(Print the precision plan: a header line, a table with one row per op
 in program order (constants left out; casts are rows of class "cast",
 FP8 amax/fp8_scale/quantize/dequantize rows of class "scaling")
@@ -110,9 +121,13 @@ element 2*C/groups*kH*kW), one per element otherwise, none for data
 movement and casts. Bytes: every constant; GEMM weights (constant-
 derived weight operands, at the dtype the GEMM reads them); every
 non-constant op result; moved: each op's operands and results, before
-fusion (reshapes none). "fp32" is the imported graph. --json FILE
-writes it all as JSON, with each op's flops and bytes ("-": JSON on
-stdout instead of the text).)"},
+fusion (reshapes none). "fp32" is the imported graph. --graph prints,
+instead of the table, the annotated graph: "inputs: NAME = %argN, ...",
+"outputs: NAME = %VALUE, ..." and one line per op
+  value = op operands in out acc reason
+(values as the printed IR names them). --json FILE writes it all as
+JSON, with each op's flops and bytes ("-": JSON on stdout instead of
+the text).)"},
     {Command::Validate, "validate",
      R"(mixprec validate MODEL [compile options] [--input NAME=FILE.npy]... [--seed N]
                  [--tolerance X] [--json FILE])",
@@ -285,10 +300,18 @@ cl::opt<Emit, false, EnumParser<Emit>> emitOpt(
     "emit", cl::desc("What compile writes (default: mpk for -o FILE.mpk, else mp-mlir)"),
     cl::init(Emit::Default), cl::sub(compileCommand),
     cl::values(clEnumValN(Emit::MpMlir, "mp-mlir", "the annotated mp IR"),
+               clEnumValN(Emit::MpMlirbc, "mp-mlirbc",
+                          "the annotated mp IR as MLIR bytecode (weights as raw bytes)"),
                clEnumValN(Emit::MpkMlir, "mpk-mlir", "the fused, planned kernel IR"),
                clEnumValN(Emit::Mpk, "mpk", "the module an application loads (needs -o)"),
                clEnumValN(Emit::Cuda, "cuda", "the kernels' CUDA C++ (one NVRTC program)"),
                clEnumValN(Emit::Ptx, "ptx", "the kernels' PTX for --arch (default sm_90)")));
+
+cl::opt<bool> elideWeightsOpt(
+    "elide-weights",
+    cl::desc("Print the IR for reading: constants over 16 elements elided (the default when "
+             "it goes to a terminal); such a file does not run"),
+    cl::ValueDisallowed, cl::sub(importCommand), cl::sub(compileCommand));
 
 cl::opt<std::string> archOpt(
     "arch",
@@ -317,6 +340,12 @@ cl::opt<std::string> jsonOpt("json",
                              cl::desc("Also write the result as JSON ('-': only JSON, on stdout)"),
                              cl::value_desc("file"), cl::sub(reportCommand),
                              cl::sub(validateCommand));
+
+cl::opt<bool> graphOpt(
+    "graph",
+    cl::desc("Print the plan as the annotated graph: one line per op with its value name "
+             "(as the IR prints it), operands, dtypes in and out, accumulator and reason"),
+    cl::ValueDisallowed, cl::sub(reportCommand));
 
 cl::list<std::string, bool, ShapeParser> shapeOpt(
     "shape",
@@ -591,9 +620,11 @@ bool precisionGiven() { return precisionWasGiven; }
 const std::string &unknownPrecision() { return unknownPrecisionMessage; }
 const std::string &output() { return outputOpt; }
 Emit emit() { return emitOpt; }
+bool elideWeights() { return elideWeightsOpt; }
 const std::string &arch() { return archOpt; }
 int cudaTestBreakKernel() { return cudaTestBreakKernelOpt; }
 const std::string &json() { return jsonOpt; }
+bool graph() { return graphOpt; }
 
 /// Splits NAME=FILE arguments (checked by NamedFileParser).
 static NamedFiles namedFiles(llvm::ArrayRef<std::string> specs) {

@@ -48,7 +48,7 @@ bool printHelpIfAsked(Command command, int argc, char **argv);
 int parseCommandLine(Command command, int argc, char **argv);
 
 /// What `compile --emit` writes.
-enum class Emit { Default, MpMlir, MpkMlir, Mpk, Cuda, Ptx };
+enum class Emit { Default, MpMlir, MpMlirbc, MpkMlir, Mpk, Cuda, Ptx };
 
 /// Where `run --backend` runs the model.
 enum class Backend { Default, Interpreter, Cpu, Cuda, Auto };
@@ -69,11 +69,15 @@ const std::string &unknownPrecision();
 /// -o (import, compile); "" when not given.
 const std::string &output();
 Emit emit();
+/// --elide-weights (import, compile): print IR for reading, large constants elided.
+bool elideWeights();
 /// compile's --arch ("sm_90"), "" when not given.
 const std::string &arch();
 /// compile's hidden --cuda-test-break-kernel: the kernel NVRTC is made to
 /// reject (tests of that error), or -1.
 int cudaTestBreakKernel();
+/// report --graph: the plan as a dataflow table (value, op, operands, ...).
+bool graph();
 /// --json (report, validate); "" when not given.
 const std::string &json();
 /// --shape NAME=DIMS by name (every command; the last one of a name holds).

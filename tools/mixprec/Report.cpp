@@ -13,11 +13,13 @@
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -206,6 +208,8 @@ ByteTotals countBytes(func::FuncOp func) {
 /// One op as the report shows it.
 struct Row {
   std::string node, type, opClass, precision, inputs, output, acc, reason;
+  /// --graph: the op's results and operands as the printed IR names them.
+  std::string values, operands;
   std::vector<std::string> inputList, outputList;
   int64_t flops = 0, bytes = 0; ///< one run's cost (JSON only)
 };
@@ -296,6 +300,8 @@ using Tally = std::map<std::string, int64_t>;
 /// summary, against the FP32 reference.
 struct PlanSummary {
   std::vector<Row> rows;
+  /// --graph: "NAME = %argN" per graph input, "NAME = %value" per output.
+  std::vector<std::string> inputs, outputs;
   Tally flops, gemmFlops, opsByPrecision, opsByClass;
   int64_t totalFlops = 0, totalGemmFlops = 0, opCount = 0;
   int64_t casts = 0, quantizes = 0, dequantizes = 0;
@@ -326,12 +332,47 @@ void addOp(PlanSummary &summary, Operation &op) {
   summary.rows.push_back(std::move(row));
 }
 
+/// `values` as the printed IR names them ("%fc1,%fc1.weight"), or "-".
+std::string valueNames(ValueRange values, AsmState &state) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(values, os, [&](Value v) { v.printAsOperand(os, state); }, ",");
+  return s.empty() ? "-" : s;
+}
+
+/// Fills the --graph columns: every value named as `compile --emit mp-mlir`
+/// prints it (the same AsmState numbering), and the graph's inputs and
+/// outputs by their model names.
+void nameValues(PlanSummary &summary, func::FuncOp plan) {
+  AsmState state(plan);
+  Block &body = plan.getBody().front();
+  size_t row = 0;
+  for (Operation &op : body)
+    if (!isa<func::ReturnOp>(op) && !isa<mp::ConstantOp>(op)) {
+      summary.rows[row].values = valueNames(op.getResults(), state);
+      summary.rows[row++].operands = valueNames(op.getOperands(), state);
+    }
+  auto modelName = [](DictionaryAttr attrs) {
+    auto name = attrs ? attrs.getAs<StringAttr>(GraphDialect::kNameAttr) : StringAttr();
+    return name ? name.getValue().str() : std::string("?");
+  };
+  for (BlockArgument arg : body.getArguments())
+    summary.inputs.push_back(modelName(plan.getArgAttrDict(arg.getArgNumber())) + " = " +
+                             valueNames(arg, state));
+  Operation *ret = body.getTerminator();
+  for (OpOperand &result : ret->getOpOperands())
+    summary.outputs.push_back(modelName(plan.getResultAttrDict(result.getOperandNumber())) +
+                              " = " + valueNames(result.get(), state));
+}
+
 /// Counts the plan op by op (constants left out) and the bytes of both graphs.
 PlanSummary summarize(func::FuncOp plan, func::FuncOp reference) {
   PlanSummary summary;
   for (Operation &op : plan.getBody().front())
     if (!isa<func::ReturnOp>(op) && !isa<mp::ConstantOp>(op))
       addOp(summary, op);
+  if (opts::graph())
+    nameValues(summary, plan);
   summary.mixed = countBytes(plan);
   summary.fp32 = countBytes(reference);
   return summary;
@@ -372,11 +413,29 @@ void printSummary(llvm::raw_ostream &os, const PlanSummary &s) {
   os << "  bytes moved, op by op: " << bytesText(s.mixed.traffic, s.fp32.traffic) << "\n";
 }
 
-/// The report as text: the header line, one row per op, the summary.
+/// The --graph table: the graph's inputs and outputs, then one line per op,
+/// `VALUE = OP OPERANDS` with its dtypes in and out, accumulator and reason.
+void printGraphTable(llvm::raw_ostream &os, const PlanSummary &summary) {
+  os << "inputs: " << llvm::join(summary.inputs, ", ") << "\n";
+  os << "outputs: " << llvm::join(summary.outputs, ", ") << "\n";
+  std::vector<std::vector<std::string>> table{
+      {"value", "", "op", "operands", "in", "out", "acc", "reason"}};
+  for (const Row &r : summary.rows)
+    table.push_back({r.values, "=", r.type, r.operands, r.inputs, r.output, r.acc, r.reason});
+  printTable(os, table, 0);
+}
+
+/// The report as text: the header line, one row per op (or the --graph
+/// table), the summary.
 std::string reportText(const PlanSummary &summary) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "mixprec report: " << planDescription() << "\n";
+  if (opts::graph()) {
+    printGraphTable(os, summary);
+    printSummary(os, summary);
+    return text;
+  }
   std::vector<std::vector<std::string>> table{
       {"node", "type", "class", "precision", "inputs", "output", "acc", "reason"}};
   for (const Row &r : summary.rows)

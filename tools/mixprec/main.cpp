@@ -46,13 +46,19 @@ void printVersion(llvm::raw_ostream &os) {
   os << "mixprec " << MIXPREC_VERSION << " (MLIR/LLVM " << MIXPREC_LLVM_VERSION << ")\n";
 }
 
-/// `mixprec import MODEL [-o OUT.mlir]`: the model's mp IR.
+/// Whether `-o PATH` asks for MLIR bytecode (`.mlirbc`).
+bool isBytecodePath(llvm::StringRef path) { return path.ends_with(".mlirbc"); }
+
+/// `mixprec import MODEL [-o OUT.mlir|OUT.mlirbc]`: the model's mp IR.
 int runImport() {
+  const std::string &output = opts::output();
+  if (opts::elideWeights() && isBytecodePath(output))
+    return usageError("import: --elide-weights applies to MLIR text, not to " + output);
   CommandContext command;
   OwningOpRef<ModuleOp> module = loadModel(command);
   if (!module)
     return 1;
-  return emitModule(*module, opts::output());
+  return emitModule(*module, output, isBytecodePath(output) ? IrForm::Bytecode : IrForm::Text);
 }
 
 /// Lowers an annotated module to kernels and writes it as .mpk to `path`,
@@ -380,16 +386,25 @@ int emitCudaCode(ModuleOp module, CommandContext &command,
 /// `mixprec compile MODEL ...`: the annotated graph, its kernel IR or a module.
 int runCompile() {
   const std::string &output = opts::output();
-  // -o x.mpk implies --emit mpk; otherwise the annotated graph is printed.
+  // -o x.mpk implies --emit mpk, -o x.mlirbc mp-mlirbc; otherwise the
+  // annotated graph is printed.
   Emit emit = opts::emit();
   if (emit == Emit::Default)
-    emit = llvm::StringRef(output).ends_with(".mpk") ? Emit::Mpk : Emit::MpMlir;
+    emit = llvm::StringRef(output).ends_with(".mpk") ? Emit::Mpk
+           : isBytecodePath(output)                  ? Emit::MpMlirbc
+                                                     : Emit::MpMlir;
   if (emit == Emit::Mpk && output.empty())
     return usageError("compile: --emit mpk needs -o FILE.mpk");
+  const bool printsIr = emit == Emit::MpMlir || emit == Emit::MpkMlir;
+  if (opts::elideWeights() && !printsIr)
+    return usageError("compile: --elide-weights applies to --emit mp-mlir and mpk-mlir (IR "
+                      "printed for reading), not to a file meant to run");
   const std::string &arch = opts::arch();
-  if (!arch.empty() && (emit == Emit::MpMlir || emit == Emit::MpkMlir))
+  if (!arch.empty() && (printsIr || emit == Emit::MpMlirbc))
     return usageError(std::string("compile: --arch applies to --emit mpk, cuda and ptx, not ") +
-                      (emit == Emit::MpMlir ? "mp-mlir" : "mpk-mlir"));
+                      (emit == Emit::MpMlir     ? "mp-mlir"
+                       : emit == Emit::MpMlirbc ? "mp-mlirbc"
+                                                : "mpk-mlir"));
   // --emit ptx without --arch: sm_90, the H100/H200 mixprec targets first.
   int smVersion = 90;
   std::string archError;
@@ -401,8 +416,8 @@ int runCompile() {
   OwningOpRef<ModuleOp> module = compileModel(command);
   if (!module)
     return 1;
-  if (emit == Emit::MpMlir)
-    return emitModule(*module, output);
+  if (emit == Emit::MpMlir || emit == Emit::MpMlirbc)
+    return emitModule(*module, output, emit == Emit::MpMlirbc ? IrForm::Bytecode : IrForm::Text);
   if (emit == Emit::MpkMlir) {
     if (failed(mixprec::compiler::compileKernels(*module)))
       return command.diagnostics.fail(opts::model());

@@ -2,6 +2,8 @@
 #include "dialects/Graph/IR/GraphOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -9,12 +11,76 @@ using namespace mlir;
 #include "dialects/Graph/IR/GraphEnums.cpp.inc"
 
 namespace mixprec::graph {
+namespace {
+
+/// The node (or initializer) name the importer put in an op's location: a
+/// NameLoc, or the first NameLoc of a FusedLoc (a fusion of several ops);
+/// "" for other locations (a hand-written .mlir file's FILE:LINE:COL).
+StringRef nodeNameOf(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return name.getName().getValue();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  return "";
+}
+
+/// `name` as an SSA value name that the parser reads back: runs of bytes
+/// outside [A-Za-z0-9_.$-] become one '_' ("/h.3/attn/MatMul" ->
+/// "h.3_attn_MatMul"), leading and trailing punctuation goes, and a leading
+/// digit gets a '_' (MLIR's own suffixes keep duplicates apart). "" when
+/// nothing is left: the value is numbered.
+std::string valueNameFor(StringRef name) {
+  std::string out;
+  for (char c : name) {
+    bool keep = llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '-';
+    char put = keep ? c : '_';
+    if (put == '_' && !out.empty() && out.back() == '_')
+      continue;
+    out.push_back(put);
+  }
+  auto isPunct = [](char c) { return !llvm::isAlnum(c); };
+  while (!out.empty() && isPunct(out.back()))
+    out.pop_back();
+  size_t first = 0;
+  while (first < out.size() && isPunct(out[first]))
+    ++first;
+  out.erase(0, first);
+  if (!out.empty() && llvm::isDigit(out.front()))
+    out.insert(out.begin(), '_');
+  return out;
+}
+
+/// OpAsmOpInterface for every mp op: its results print named after the
+/// model's node (`%fc1 = mp.linear ...`, `%topk:2 = ...` for several
+/// results) instead of numbered. Attached to each op of the dialect when it
+/// loads, so an op added to GraphOps.td gets it with no edit of its own.
+/// Names come from the location, which every pass already keeps (and the
+/// bytecode and text formats store), so no attribute has to be carried.
+struct NamedResults : OpAsmOpInterface::FallbackModel<NamedResults> {
+  void getAsmResultNames(Operation *op, OpAsmSetValueNameFn setNameFn) const {
+    if (op->getNumResults() == 0)
+      return;
+    std::string name = valueNameFor(nodeNameOf(op->getLoc()));
+    if (!name.empty())
+      setNameFn(op->getResult(0), name);
+  }
+  void getAsmBlockArgumentNames(Operation *, Region &, OpAsmSetValueNameFn) const {}
+  void getAsmBlockNames(Operation *, OpAsmSetBlockNameFn) const {}
+  static StringRef getDefaultDialect() { return ""; }
+};
+
+} // namespace
 
 void GraphDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Graph/IR/GraphOps.cpp.inc"
       >();
+  for (RegisteredOperationName name : getContext()->getRegisteredOperations())
+    if (&name.getDialect() == this)
+      name.attachInterface<NamedResults>();
 }
 
 LogicalResult GraphDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {

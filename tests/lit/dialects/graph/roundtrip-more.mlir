@@ -1,0 +1,63 @@
+// RUN: mixprec-opt %s | FileCheck %s
+// RUN: mixprec-opt %s | mixprec-opt | FileCheck %s
+// RUN: mixprec-opt --mlir-print-op-generic %s | mixprec-opt | FileCheck %s
+
+// The mp ops roundtrip.mlir does not show print and parse back to
+// themselves (bytecode-roundtrip.test round-trips both files as bytecode).
+
+// CHECK-LABEL: func.func @unary$more
+func.func @unary$more(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: mp.abs %{{.*}} : tensor<4x8xf32>
+  %0 = mp.abs %x : tensor<4x8xf32>
+  // CHECK: mp.ceil
+  %1 = mp.ceil %0 : tensor<4x8xf32>
+  // CHECK: mp.floor
+  %2 = mp.floor %1 : tensor<4x8xf32>
+  // CHECK: mp.round
+  %3 = mp.round %2 : tensor<4x8xf32>
+  // CHECK: mp.sign
+  %4 = mp.sign %3 : tensor<4x8xf32>
+  // CHECK: mp.cos
+  %5 = mp.cos %4 : tensor<4x8xf32>
+  // CHECK: mp.softplus
+  %6 = mp.softplus %5 : tensor<4x8xf32>
+  // CHECK: mp.mish
+  %7 = mp.mish %6 : tensor<4x8xf32>
+  // CHECK: mp.hard_swish
+  %8 = mp.hard_swish %7 : tensor<4x8xf32>
+  // CHECK: mp.elu %{{.*}} {alpha = 5.000000e-01 : f32} : tensor<4x8xf32>
+  %9 = mp.elu %8 {alpha = 0.5 : f32} : tensor<4x8xf32>
+  return %9 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @binary$more
+func.func @binary$more(%a: tensor<4x8xf32>, %b: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>) {
+  // CHECK: mp.max %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %0 = mp.max %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: mp.min
+  %1 = mp.min %0, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: mp.less %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %2 = mp.less %1, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: mp.greater
+  %3 = mp.greater %1, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: mp.greater_or_equal
+  %4 = mp.greater_or_equal %1, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  return %1, %2, %3, %4 : tensor<4x8xf32>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>
+}
+
+// CHECK-LABEL: func.func @fusion$elementwise
+func.func @fusion$elementwise(%x: tensor<8x64xbf16>, %b: tensor<64xbf16>) -> tensor<8x64xbf16> {
+  // CHECK: mp.fusion elementwise(%{{.*}}, %{{.*}}) {ops = ["add1", "relu1"]} : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16> {
+  // CHECK: mp.add
+  // CHECK: mp.relu
+  // CHECK: mp.yield %{{.*}} : tensor<8x64xbf16>
+  %y = mp.fusion elementwise(%x, %b) {ops = ["add1", "relu1"]}
+      : (tensor<8x64xbf16>, tensor<64xbf16>) -> tensor<8x64xbf16> {
+  ^bb0(%a: tensor<8x64xbf16>, %c: tensor<64xbf16>):
+    %0 = mp.add %a, %c : tensor<8x64xbf16>, tensor<64xbf16> -> tensor<8x64xbf16>
+    %1 = mp.relu %0 : tensor<8x64xbf16>
+    mp.yield %1 : tensor<8x64xbf16>
+  }
+  return %y : tensor<8x64xbf16>
+}
