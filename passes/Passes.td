@@ -91,6 +91,31 @@ def InsertCastsPass : Pass<"mp-insert-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
 }
 
+def TieTransposedWeightsPass : Pass<"mp-tie-transposed-weights", "mlir::func::FuncOp"> {
+  let summary = "Read a weight stored again transposed through its first copy";
+  let description = [{
+    Exporters write a tied weight a second time when one reader wants it
+    transposed: torch.onnx's legacy exporter stores GPT-2's token table
+    [V, D] for the Gather and, as a separate initializer, its transpose
+    [D, V] for the LM head's MatMul. A 2-D constant read as the weight of a
+    GEMM whose data is exactly the transpose of another constant of the
+    function is replaced, in that GEMM, by the other constant with the
+    GEMM's `transpose_weight` flipped (an `mp.matmul` with a 2-D weight
+    becomes the equivalent `mp.linear`), so the weight is stored once
+    (and `--mp-share-weights` can then keep one 16-bit copy). Runs before
+    the precision assignment; bytes are compared exactly, never rounded.
+    ```mlir
+    %t = mp.constant dense<...> : tensor<50x16xf32>
+    %h = mp.constant dense<...> : tensor<16x50xf32>  // %t transposed
+    %y = mp.matmul %x, %h : (tensor<1x8x16xf32>, tensor<16x50xf32>) -> tensor<1x8x50xf32>
+    // after:
+    %y = mp.linear %x, %t {transpose_weight = true}
+        : (tensor<1x8x16xf32>, tensor<50x16xf32>) -> tensor<1x8x50xf32>
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
 def ShareWeightsPass : Pass<"mp-share-weights", "mlir::func::FuncOp"> {
   let summary = "Store a weight once when a GEMM and a data-movement op both read it";
   let description = [{

@@ -118,6 +118,8 @@ void buildPrecisionPipeline(OpPassManager &pm, const PrecisionPipelineOptions &o
   // Canonical forms first (x * sigmoid(x) is mp.silu), so that policy
   // decisions and reports see the ops a reader expects.
   funcPm.addPass(createCanonicalizerPass());
+  // A weight exported twice, once transposed for a GEMM, is read once.
+  funcPm.addPass(createTieTransposedWeightsPass());
   // The passes take their options from this one declaration; the list
   // options are views of its vectors, which outlive the pass creation.
   AssignPrecisionPassOptions assign;
