@@ -1259,7 +1259,7 @@ FoldResult evaluateNode(MLIRContext &ctx, const onnx::NodeProto &node, int64_t o
 // Folding in the importer
 //===----------------------------------------------------------------------===//
 
-bool Importer::tryFold(const NodeCtx &c) {
+bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
   if (!canEvaluate(c.node.op_type()))
     return false;
   SmallVector<DenseElementsAttr> constants;
@@ -1269,6 +1269,8 @@ bool Importer::tryFold(const NodeCtx &c) {
       continue;
     }
     DenseElementsAttr attr = constInput(c, i);
+    if (!attr && givenValues)
+      attr = givenInputValue(c.node.input(i));
     if (!attr)
       return false;
     constants.push_back(attr);
@@ -1357,9 +1359,11 @@ static const OpForm kConstantOfShapeForms[] = {
 };
 
 void Importer::convertConstantOfShape(const NodeCtx &c) {
-  // tryFold folds it whenever the shape is constant.
+  // convertNode's tryFold folded it if the shape was constant; a shape given
+  // as a graph input with its value at hand (`mixprec run`) folds here.
   requireConst(c, 0, "input");
-  failUnfolded(c);
+  if (!tryFold(c, /*givenValues=*/true))
+    failUnfolded(c);
 }
 
 /// The ONNX schema forms of Range: stash_type (27) only concerns FLOAT16/BFLOAT16 inputs,
@@ -1373,7 +1377,8 @@ void Importer::convertRange(const NodeCtx &c) {
   requireConst(c, 0, "start");
   requireConst(c, 1, "limit");
   requireConst(c, 2, "delta");
-  failUnfolded(c);
+  if (!tryFold(c, /*givenValues=*/true))
+    failUnfolded(c);
 }
 
 /// The ONNX schema forms of Size.

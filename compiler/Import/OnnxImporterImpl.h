@@ -382,7 +382,10 @@ private:
   // subgraphs), and the evaluator that folds them.
   /// Folds the node when every present input is a compile-time constant
   /// and the evaluator knows its op; false leaves it to the converter.
-  bool tryFold(const NodeCtx &c);
+  /// With `givenValues`, a graph input the run gave a value for counts as
+  /// a constant (givenInputValue): for the ops that exist only at compile
+  /// time (ConstantOfShape, Range), whose converters require it anyway.
+  bool tryFold(const NodeCtx &c, bool givenValues = false);
   /// Where a run-time tensor comes from, for errors: "it is graph input
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
