@@ -376,6 +376,7 @@ private:
   void convertConstant(const NodeCtx &c);
   void convertIdentity(const NodeCtx &c);
   void convertDropout(const NodeCtx &c);
+  mlir::DenseElementsAttr dropoutMask(const NodeCtx &c);
   void convertShape(const NodeCtx &c);
 
   // OnnxFold.cpp: ops whose values are known at compile time (shape
@@ -408,6 +409,12 @@ private:
   void convertCompositeReduce(const NodeCtx &c);
   void convertEinsum(const NodeCtx &c);
   void convertResize(const NodeCtx &c);
+  /// Resize's roi input for tf_crop_and_resize: [starts, ends] of every
+  /// axis of `rank` (0 and 1 where `axes` leaves one out).
+  llvm::SmallVector<float> resizeRoi(const NodeCtx &c, llvm::ArrayRef<int64_t> axes, int64_t rank);
+  /// A constant slice of v's shape with size 1 along `axis`, holding
+  /// `value` in v's element type (saturated and truncated for integers).
+  mlir::Value extrapolationSlice(const NodeCtx &c, mlir::Value v, int64_t axis, float value);
   void convertAttention(const NodeCtx &c);
   /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D].
   mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
