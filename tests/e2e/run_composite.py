@@ -127,6 +127,26 @@ case("depth_to_space_1", lambda: one("DepthToSpace", [1, 8, 2, 2], 1, blocksize=
 case("space_to_depth_crd_28", lambda: one("SpaceToDepth", [1, 2, 4, 6], 28, blocksize=2,
                                           mode="CRD"))
 case("space_to_depth", lambda: one("SpaceToDepth", [2, 3, 4, 6], 13, blocksize=2))
+# --- BatchNormalization training_mode: the batch's statistics --------------
+
+
+def batchnorm_training(opset, shape, **attrs):
+    """BatchNormalization(training_mode=1) of x -> y, running_mean, running_var."""
+    c = shape[1]
+    gen = np.random.default_rng(7)
+    inits = [f32("s", gen.standard_normal(c)), f32("b", gen.standard_normal(c)),
+             f32("mean", gen.standard_normal(c)), f32("var", gen.random(c) + 0.5)]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"],
+                            ["y", "running_mean", "running_var"], name="node", training_mode=1,
+                            **attrs)
+    return model([node], [vi("x", shape)], [vi("y", shape), vi("running_mean", [c]),
+                                            vi("running_var", [c])], opset, inits)
+
+
+case("batchnorm_training_15", lambda: batchnorm_training(15, [2, 3, 4, 5]))
+case("batchnorm_training_14_eps_momentum", lambda: batchnorm_training(
+    14, [3, 4, 6], epsilon=1e-2, momentum=0.7))
+case("batchnorm_training_2d", lambda: batchnorm_training(15, [8, 5]))
 # --- Dropout: inference, or training with ratio 0; the mask all true -------
 BOOL = TensorProto.BOOL
 
@@ -450,6 +470,15 @@ BAD = {
                                equation="ij->z"),
     "einsum_sizes": bad("Einsum", [3, 4], 12, "label 'j' has sizes 4 and 3", ["x"],
                         equation="ij,jk->ik"),
+    "batchnorm_training_mode": bad("BatchNormalization", [2, 3, 4], 15, "attribute "
+                                   "'training_mode' must be 0 or 1, got 2",
+                                   ["s", "b", "m", "v"],
+                                   [f32(n, np.ones(3)) for n in ("s", "b", "m", "v")],
+                                   training_mode=2),
+    "batchnorm_inference_running_mean": bad(
+        "BatchNormalization", [2, 3, 4], 15, "output #1 ('rm') is used, but only output #0 (Y) "
+        "of BatchNormalization is supported", ["s", "b", "m", "v"],
+        [f32(n, np.ones(3)) for n in ("s", "b", "m", "v")], outputs=("y", "rm")),
     "dropout_training": bad("Dropout", [2, 3], 13, "training_mode must be false: only "
                             "inference is supported (or ratio 0; with ratio 0.250000 the output "
                             "is random)", ["r", "t"],
