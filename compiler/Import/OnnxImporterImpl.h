@@ -387,6 +387,8 @@ private:
   /// a constant (givenInputValue): for the ops that exist only at compile
   /// time (ConstantOfShape, Range), whose converters require it anyway.
   bool tryFold(const NodeCtx &c, bool givenValues = false);
+  /// Fails node c, which computes in DOUBLE but does not fold.
+  [[noreturn]] void failDouble(const NodeCtx &c);
   /// Where a run-time tensor comes from, for errors: "it is graph input
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
