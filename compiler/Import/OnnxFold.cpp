@@ -28,6 +28,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 
@@ -1034,22 +1035,21 @@ void evalReduce(Eval &e) {
       o += (kept[d] == 1 ? 0 : idx[d]) * outStrides[d];
     bool first = !started[o];
     started[o] = true;
+    // One step of a float reduction, in FLOAT or DOUBLE (NaN propagates
+    // through Max and Min).
+    auto step = [&](auto v, auto &acc) {
+      using T = std::remove_reference_t<decltype(acc)>;
+      acc = first ? v
+            : op == "ReduceSum"  ? acc + v
+            : op == "ReduceProd" ? acc * v
+            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<T>::quiet_NaN()
+            : op == "ReduceMax" ? std::max<T>(acc, v)
+                                : std::min<T>(acc, v);
+    };
     if (x.isDouble()) {
-      double v = x.doubles[flat], &acc = r.doubles[o];
-      acc = first ? v
-            : op == "ReduceSum"  ? acc + v
-            : op == "ReduceProd" ? acc * v
-            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<double>::quiet_NaN()
-            : op == "ReduceMax" ? std::max(acc, v)
-                                : std::min(acc, v);
+      step(x.doubles[flat], r.doubles[o]);
     } else if (x.isFloat()) {
-      float v = x.floats[flat], &acc = r.floats[o];
-      acc = first ? v
-            : op == "ReduceSum"  ? acc + v
-            : op == "ReduceProd" ? acc * v
-            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<float>::quiet_NaN()
-            : op == "ReduceMax" ? std::max(acc, v)
-                                : std::min(acc, v);
+      step(x.floats[flat], r.floats[o]);
     } else {
       int64_t v = x.ints[flat], &acc = r.ints[o];
       acc = first ? v
@@ -1280,6 +1280,17 @@ int64_t limitFor(Kind kind, ArrayRef<DenseElementsAttr> inputs, const FoldLimits
 
 } // namespace
 
+/// ONNX Cast of one float value to integer type `to`: truncation toward
+/// zero, saturating, NaN 0; BOOL is "!= 0".
+static int64_t castToInteger(double v, Type to) {
+  if (to.isInteger(1))
+    return v != 0.0;
+  llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
+  bool exact = false;
+  llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
+  return std::isnan(v) ? 0 : r.getSExtValue();
+}
+
 /// foldCast from or to DOUBLE: every value of the other types is exact in
 /// double; double to FLOAT rounds to nearest even, to integers truncates
 /// toward zero (saturating, NaN 0), to BOOL is "!= 0".
@@ -1302,16 +1313,8 @@ DenseElementsAttr foldDoubleCast(MLIRContext &ctx, DenseElementsAttr in, Type to
     return makeF32Attr(ctx, shape, f);
   }
   SmallVector<int64_t> out;
-  for (double v : d) {
-    if (to.isInteger(1)) {
-      out.push_back(v != 0.0);
-      continue;
-    }
-    llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
-    bool exact = false;
-    llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
-    out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
-  }
+  for (double v : d)
+    out.push_back(castToInteger(v, to));
   return makeIntAttr(shape, to, out);
 }
 
@@ -1328,16 +1331,8 @@ DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
     if (isa<FloatType>(to))
       return makeF32Attr(ctx, shape, f);
     SmallVector<int64_t> out;
-    for (float v : f) {
-      if (to.isInteger(1)) {
-        out.push_back(v != 0.0f);
-        continue;
-      }
-      llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
-      bool exact = false;
-      llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
-      out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
-    }
+    for (float v : f)
+      out.push_back(castToInteger(v, to)); // exact in double
     return makeIntAttr(shape, to, out);
   }
   SmallVector<int64_t> iv = intValues(in);
