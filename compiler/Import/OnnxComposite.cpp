@@ -11,6 +11,7 @@
 #include "compiler/Import/OnnxOpHelpers.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <limits>
@@ -1118,7 +1119,11 @@ Value Importer::extrapolationSlice(const NodeCtx &c, Value v, int64_t axis, floa
 /// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
 /// mode gathers with constant indices (exact, any dtype); linear and cubic
 /// multiply by a constant [in, out] interpolation matrix (the axis moved
-/// last and back). Scales and sizes must be compile-time constants.
+/// last and back): onnxruntime's rule, or with antialias and
+/// tf_crop_and_resize onnx's reference windows (referenceMatrix); outputs
+/// tf_crop_and_resize extrapolates read a slice of extrapolation_value
+/// appended to the axis. Scales, sizes and roi must be compile-time
+/// constants.
 void Importer::convertResize(const NodeCtx &c) {
   bool upsample = c.node.op_type() == "Upsample";
   if (upsample && opset < 7)
@@ -1263,7 +1268,12 @@ void Importer::convertResize(const NodeCtx &c) {
       continue; // every transform maps i to i
     // tf_crop_and_resize: the extrapolation value, appended along d, is
     // what the outputs outside the input read (a gather or a weight of 1).
-    Value extended = crop ? concatAxis(c, {v, extrapolationSlice(c, v, d, extrapolation)}, d) : v;
+    bool outside = crop && llvm::any_of(llvm::seq<int64_t>(0, a.out), [&](int64_t o) {
+                     double x = referenceCoordinate(transform, o, a);
+                     return x < 0.0 || x > static_cast<double>(a.in - 1);
+                   });
+    Value extended =
+        outside ? concatAxis(c, {v, extrapolationSlice(c, v, d, extrapolation)}, d) : v;
     if (mode == "nearest") {
       SmallVector<int64_t> idx;
       for (int64_t o = 0; o < a.out; ++o) {
@@ -1288,10 +1298,10 @@ void Importer::convertResize(const NodeCtx &c) {
     SmallVector<float> m =
         reference ? referenceMatrix(mode, transform, a, cubicA, excludeOutside, antialias)
                   : interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
-    if (reference && !crop)
+    if (reference && !outside)
       m.resize(a.in * a.out); // no extrapolation row
-    v = crop ? extended : v;
-    Value w = constant(c.loc, makeF32Attr(ctx, {crop ? a.in + 1 : a.in, a.out}, m));
+    v = extended;
+    Value w = constant(c.loc, makeF32Attr(ctx, {outside ? a.in + 1 : a.in, a.out}, m));
     SmallVector<int64_t> perm;
     for (int64_t i = 0; i < rank; ++i)
       if (i != d)

@@ -209,9 +209,10 @@ void Importer::convertBatchNorm(const NodeCtx &c) {
     mean = reshape(c, m, {channels});
     var = reshape(c, v, {channels});
     // running = input * momentum + batch * (1 - momentum)
+    Value keptShare = scalarF32(c, momentum), batchShare = scalarF32(c, 1.0f - momentum);
     auto running = [&](Value in, Value batch) {
-      Value kept = createInferred<graph::MulOp>(c, et, in, scalarF32(c, momentum));
-      Value added = createInferred<graph::MulOp>(c, et, batch, scalarF32(c, 1.0f - momentum));
+      Value kept = createInferred<graph::MulOp>(c, et, in, keptShare);
+      Value added = createInferred<graph::MulOp>(c, et, batch, batchShare);
       return createInferred<graph::AddOp>(c, et, kept, added);
     };
     defineValue(c, 1, running(params[2], mean));
