@@ -11,6 +11,7 @@
 #include "compiler/Import/OnnxOpHelpers.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <limits>
@@ -870,6 +871,10 @@ namespace {
 struct AxisResize {
   int64_t in, out;
   float scale;
+  /// The scale as onnx's reference holds it (double: the given FLOAT, or
+  /// out / in), and the axis' region of interest (tf_crop_and_resize).
+  double refScale;
+  float roiStart = 0.0f, roiEnd = 1.0f;
 };
 
 /// The input coordinate of output index i (coordinate_transformation_mode),
@@ -950,12 +955,175 @@ SmallVector<float> interpolationMatrix(llvm::StringRef mode, llvm::StringRef tra
   }
   return m;
 }
+
+/// The input coordinate of output index y as onnx's reference computes it
+/// (op_resize.py's _compute_x_ori: double, the resized length scale * in
+/// unrounded; the roi's difference and start term in FLOAT as numpy's
+/// float32 scalars compute them).
+double referenceCoordinate(llvm::StringRef mode, int64_t y, const AxisResize &a) {
+  double s = a.refScale, in = static_cast<double>(a.in), width = s * in;
+  double fy = static_cast<double>(y);
+  if (mode == "tf_crop_and_resize") {
+    double span = static_cast<double>(a.roiEnd - a.roiStart);
+    double x = width == 1.0 ? span * (in - 1.0) / 2.0 : fy * span * (in - 1.0) / (width - 1.0);
+    return x + static_cast<double>(a.roiStart * static_cast<float>(a.in - 1));
+  }
+  if (mode == "align_corners")
+    return width == 1.0 ? 0.0 : fy * (in - 1.0) / (width - 1.0);
+  if (mode == "asymmetric")
+    return fy / s;
+  if (mode == "pytorch_half_pixel")
+    return width == 1.0 ? -0.5 : (fy + 0.5) / s - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    double offset = in / 2.0 * (1.0 - static_cast<double>(a.out) / width);
+    return offset + (fy + 0.5) / s - 0.5;
+  }
+  return (fy + 0.5) / s - 0.5; // half_pixel
+}
+
+/// Keys' cubic kernel with coefficient A at distance x.
+double cubicKernel(double x, double A) {
+  x = std::abs(x);
+  if (x <= 1.0)
+    return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+  if (x < 2.0)
+    return ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
+  return 0.0;
+}
+
+/// The filter coefficients of onnx's reference for `ratio` in (0, 1]: linear
+/// or cubic, and with antialias the filter stretched by 1 / scale when
+/// downscaling (and normalized), as _linear_coeffs_antialias and
+/// _cubic_coeffs_antialias compute them.
+SmallVector<double> referenceCoeffs(llvm::StringRef mode, double ratio, double scale,
+                                    bool antialias, double A) {
+  SmallVector<double> k;
+  if (!antialias) {
+    if (mode == "linear")
+      return {1.0 - ratio, ratio};
+    for (double d : {ratio + 1.0, ratio, 1.0 - ratio, 2.0 - ratio})
+      k.push_back(cubicKernel(d, A));
+    return k;
+  }
+  scale = std::min(scale, 1.0);
+  double support = mode == "linear" ? 1.0 : 2.0;
+  int64_t start = static_cast<int64_t>(std::floor(-support / scale)) + 1;
+  int64_t end = 2 - start; // exclusive
+  double total = 0.0;
+  for (int64_t i = start; i < end; ++i) {
+    double x = scale * (static_cast<double>(i) - ratio);
+    k.push_back(mode == "linear" ? std::clamp(1.0 - std::abs(x), 0.0, 1.0) : cubicKernel(x, A));
+    total += k.back();
+  }
+  for (double &v : k)
+    v /= total;
+  return k;
+}
+
+/// The [in + 1, out] weights of onnx's reference resize along one axis
+/// (_interpolate_1d_along_axis): the coefficients of each output's window
+/// of input elements (edge-clamped, or dropped and renormalized with
+/// exclude_outside); an output that tf_crop_and_resize extrapolates reads
+/// row `in` (the extrapolation value) with weight 1.
+SmallVector<float> referenceMatrix(llvm::StringRef mode, llvm::StringRef transform,
+                                   const AxisResize &a, double cubicA, bool excludeOutside,
+                                   bool antialias) {
+  SmallVector<float> m((a.in + 1) * a.out, 0.0f);
+  double last = static_cast<double>(a.in - 1);
+  for (int64_t o = 0; o < a.out; ++o) {
+    double x = referenceCoordinate(transform, o, a);
+    if (transform == "tf_crop_and_resize" && (x < 0.0 || x > last)) {
+      m[a.in * a.out + o] = 1.0f;
+      continue;
+    }
+    double floorX = std::floor(x);
+    double ratio = x == floorX ? 1.0 : x - floorX; // prefer the element left of x
+    SmallVector<double> k = referenceCoeffs(mode, ratio, a.refScale, antialias, cubicA);
+    // The n elements nearest x, ties to the smaller index, as the reference
+    // finds them in the edge-padded input.
+    int64_t n = static_cast<int64_t>(k.size()), pad = (n + 1) / 2;
+    double padded = x + static_cast<double>(pad);
+    double p = std::floor(padded), frac = padded - p;
+    int64_t offset = n % 2 == 0 ? (frac == 0.0 ? -(n / 2) : -(n / 2) + 1)
+                                : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1);
+    int64_t first = static_cast<int64_t>(p) + offset - pad;
+    if (excludeOutside) {
+      double total = 0.0;
+      for (int64_t j = 0; j < n; ++j) {
+        if (first + j < 0 || first + j >= a.in)
+          k[j] = 0.0;
+        total += k[j];
+      }
+      for (double &v : k)
+        v /= total == 0.0 ? 1.0 : total;
+    }
+    // Accumulate in double, then round once.
+    SmallVector<double> column(a.in, 0.0);
+    for (int64_t j = 0; j < n; ++j)
+      column[std::clamp<int64_t>(first + j, 0, a.in - 1)] += k[j];
+    for (int64_t i = 0; i < a.in; ++i)
+      m[i * a.out + o] = static_cast<float>(column[i]);
+  }
+  return m;
+}
 } // namespace
+
+SmallVector<float> Importer::resizeRoi(const NodeCtx &c, ArrayRef<int64_t> axes, int64_t rank) {
+  if (!hasInput(c, 1))
+    nodeFail(c, "input 'roi' is required with coordinate_transformation_mode "
+                "'tf_crop_and_resize'");
+  DenseElementsAttr k = requireConst(c, 1, "roi");
+  if (!isFloat(k.getElementType()))
+    nodeFail(c, "input 'roi' must be FLOAT, got " + elementTypeName(k.getElementType()));
+  SmallVector<float> given = floatValues(k);
+  size_t n = axes.size();
+  if (given.size() != 2 * n)
+    nodeFail(c, "input 'roi' has " + llvm::Twine(given.size()) + " values, want " +
+                    llvm::Twine(2 * n) + " (a start and an end per resized axis)");
+  SmallVector<float> roi(rank, 0.0f);
+  roi.append(rank, 1.0f);
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(given[i]) || !std::isfinite(given[n + i]))
+      nodeFail(c, "input 'roi' must hold finite values");
+    roi[axes[i]] = given[i];
+    roi[rank + axes[i]] = given[n + i];
+  }
+  return roi;
+}
+
+Value Importer::extrapolationSlice(const NodeCtx &c, Value v, int64_t axis, float value) {
+  SmallVector<int64_t> shape(shapeOf(v));
+  shape[axis] = 1;
+  Type elem = elemOf(v);
+  int64_t n = graph::numElements(shape);
+  if (isFloat(elem))
+    return constant(c.loc, makeF32Attr(ctx, shape, SmallVector<float>(n, value)));
+  // Integers: onnx's reference saturates to the type's range, then truncates.
+  int64_t iv;
+  if (elem.isInteger(1))
+    iv = value != 0.0f;
+  else if (std::isnan(value))
+    iv = 0;
+  else {
+    bool i32 = elem.isInteger(32);
+    int64_t lo = i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+    int64_t hi = i32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+    double t = std::trunc(static_cast<double>(value));
+    iv = t <= static_cast<double>(lo)   ? lo
+         : t >= static_cast<double>(hi) ? hi
+                                        : static_cast<int64_t>(t);
+  }
+  return constant(c.loc, makeIntAttr(shape, elem, SmallVector<int64_t>(n, iv)));
+}
 
 /// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
 /// mode gathers with constant indices (exact, any dtype); linear and cubic
 /// multiply by a constant [in, out] interpolation matrix (the axis moved
-/// last and back). Scales and sizes must be compile-time constants.
+/// last and back): onnxruntime's rule, or with antialias and
+/// tf_crop_and_resize onnx's reference windows (referenceMatrix); outputs
+/// tf_crop_and_resize extrapolates read a slice of extrapolation_value
+/// appended to the axis. Scales, sizes and roi must be compile-time
+/// constants.
 void Importer::convertResize(const NodeCtx &c) {
   bool upsample = c.node.op_type() == "Upsample";
   if (upsample && opset < 7)
@@ -974,12 +1142,12 @@ void Importer::convertResize(const NodeCtx &c) {
   std::string nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
-      !(transform == "half_pixel_symmetric" && opset >= 19)) {
-    if (transform == "tf_crop_and_resize" || transform == "tf_half_pixel_for_nn")
+      !(transform == "half_pixel_symmetric" && opset >= 19) && transform != "tf_crop_and_resize") {
+    if (transform == "tf_half_pixel_for_nn")
       nodeFail(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
                       " is not supported");
     nodeFail(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
-                "pytorch_half_pixel, align_corners or asymmetric" +
+                "pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize" +
                     llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
                     quotedName(transform));
   }
@@ -989,6 +1157,8 @@ void Importer::convertResize(const NodeCtx &c) {
                 "or ceil, got " +
                     quotedName(nearestMode));
   float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
+  float extrapolation = attrFloat(c, "extrapolation_value", 0.0f);
+  bool crop = transform == "tf_crop_and_resize";
   bool excludeOutside = attrBool(c, "exclude_outside", false);
   bool antialias = attrBool(c, "antialias", false);
   std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
@@ -1039,7 +1209,7 @@ void Importer::convertResize(const NodeCtx &c) {
                     llvm::Twine(given) + " values, want " + llvm::Twine(axes.size()));
   SmallVector<AxisResize> plan;
   for (int64_t d = 0; d < rank; ++d)
-    plan.push_back({shape[d], shape[d], 1.0f});
+    plan.push_back({shape[d], shape[d], 1.0f, 1.0});
   if (!scales.empty()) {
     for (size_t i = 0; i < axes.size(); ++i) {
       float s = scales[i];
@@ -1047,6 +1217,7 @@ void Importer::convertResize(const NodeCtx &c) {
         nodeFail(c, "scales must be positive and at most 65536, got " + std::to_string(s));
       AxisResize &a = plan[axes[i]];
       a.scale = s;
+      a.refScale = static_cast<double>(s);
       a.out = static_cast<int64_t>(std::floor(static_cast<float>(a.in) * s));
     }
   } else {
@@ -1054,20 +1225,33 @@ void Importer::convertResize(const NodeCtx &c) {
       if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
         nodeFail(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
     float common = 0.0f;
+    double refCommon = 0.0;
     if (policy != "stretch")
       for (size_t i = 0; i < axes.size(); ++i) {
         float s = static_cast<float>(sizes[i]) / static_cast<float>(shape[axes[i]]);
+        double r = static_cast<double>(sizes[i]) / static_cast<double>(shape[axes[i]]);
         common = i == 0 ? s : policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+        refCommon =
+            i == 0 ? r : policy == "not_larger" ? std::min(refCommon, r) : std::max(refCommon, r);
       }
     for (size_t i = 0; i < axes.size(); ++i) {
       AxisResize &a = plan[axes[i]];
       if (policy == "stretch") {
         a.out = sizes[i];
         a.scale = static_cast<float>(a.out) / static_cast<float>(a.in);
+        a.refScale = static_cast<double>(a.out) / static_cast<double>(a.in);
       } else {
         a.scale = common;
+        a.refScale = refCommon;
         a.out = static_cast<int64_t>(std::round(common * static_cast<float>(a.in)));
       }
+    }
+  }
+  if (crop) {
+    SmallVector<float> roi = resizeRoi(c, axes, rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      plan[d].roiStart = roi[d];
+      plan[d].roiEnd = roi[rank + d];
     }
   }
   Value v = input(c, 0);
@@ -1080,22 +1264,44 @@ void Importer::convertResize(const NodeCtx &c) {
                "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) + " elements");
     if (a.in == 0)
       nodeFail(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
-    if (a.out == a.in && a.scale == 1.0f)
+    if (a.out == a.in && a.scale == 1.0f && a.roiStart == 0.0f && a.roiEnd == 1.0f)
       continue; // every transform maps i to i
-    if (antialias && a.scale < 1.0f && mode != "nearest")
-      nodeFail(c, "attribute 'antialias' is not supported when downscaling");
+    // tf_crop_and_resize: the extrapolation value, appended along d, is
+    // what the outputs outside the input read (a gather or a weight of 1).
+    bool outside = crop && llvm::any_of(llvm::seq<int64_t>(0, a.out), [&](int64_t o) {
+                     double x = referenceCoordinate(transform, o, a);
+                     return x < 0.0 || x > static_cast<double>(a.in - 1);
+                   });
+    Value extended =
+        outside ? concatAxis(c, {v, extrapolationSlice(c, v, d, extrapolation)}, d) : v;
     if (mode == "nearest") {
       SmallVector<int64_t> idx;
-      for (int64_t o = 0; o < a.out; ++o)
+      for (int64_t o = 0; o < a.out; ++o) {
+        if (crop) {
+          double x = referenceCoordinate(transform, o, a);
+          idx.push_back(x < 0.0 || x > static_cast<double>(a.in - 1)
+                            ? a.in
+                            : nearestIndex(nearestMode, static_cast<float>(x), a));
+          continue;
+        }
         idx.push_back(nearestIndex(nearestMode, resizeCoordinate(transform, o, a), a));
-      v = gatherAxis(c, v, d, idx);
+      }
+      v = gatherAxis(c, extended, d, idx);
       continue;
     }
     if (a.in * a.out > kMaxFoldElements * 16)
       nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" + llvm::Twine(a.in) +
                       " x " + llvm::Twine(a.out) + ") is too large");
-    SmallVector<float> m = interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
-    Value w = constant(c.loc, makeF32Attr(ctx, {a.in, a.out}, m));
+    // The reference's windows where they differ from onnxruntime's rule
+    // above: the antialias filter and tf_crop_and_resize.
+    bool reference = antialias || crop;
+    SmallVector<float> m =
+        reference ? referenceMatrix(mode, transform, a, cubicA, excludeOutside, antialias)
+                  : interpolationMatrix(mode, transform, a, cubicA, excludeOutside);
+    if (reference && !outside)
+      m.resize(a.in * a.out); // no extrapolation row
+    v = extended;
+    Value w = constant(c.loc, makeF32Attr(ctx, {outside ? a.in + 1 : a.in, a.out}, m));
     SmallVector<int64_t> perm;
     for (int64_t i = 0; i < rank; ++i)
       if (i != d)

@@ -112,14 +112,40 @@ static const OpForm kDropoutForms[] = {
 };
 
 void Importer::convertDropout(const NodeCtx &c) {
-  // Inference: Dropout is the identity unless training_mode is set.
+  // Inference: Dropout is the identity unless training_mode is set; in
+  // training with ratio 0 too (onnx's reference). Otherwise the output is
+  // random, which mixprec does not compute.
   if (hasInput(c, 2)) {
     DenseElementsAttr mode = requireConst(c, 2, "training_mode");
-    if (llvm::any_of(intValues(mode), [](int64_t v) { return v != 0; }))
-      nodeFail(c, "training_mode must be false: only inference is supported");
+    if (llvm::any_of(intValues(mode), [](int64_t v) { return v != 0; })) {
+      float ratio = 0.5f;
+      if (hasInput(c, 1)) {
+        DenseElementsAttr r = requireConst(c, 1, "ratio");
+        if (!isFloat(r.getElementType()) || r.getNumElements() != 1)
+          nodeFail(c, "input 'ratio' must be a FLOAT scalar");
+        ratio = floatValues(r)[0];
+      }
+      if (ratio != 0.0f)
+        nodeFail(c, "training_mode must be false: only inference is supported (or ratio 0; "
+                    "with ratio " +
+                        std::to_string(ratio) + " the output is random)");
+    }
   }
-  requireUnusedOutputs(c, 1, "the mask output of Dropout is not supported");
   aliasOutput(c, 0, 0);
+  if (c.node.output_size() > 1 && !c.node.output(1).empty())
+    defineConst(c, 1, dropoutMask(c));
+}
+
+/// Dropout's mask where nothing is dropped: all true (BOOL from opset 10,
+/// the input's type, 1.0, before).
+DenseElementsAttr Importer::dropoutMask(const NodeCtx &c) {
+  RankedTensorType x = inputType(c, 0);
+  if (opset >= 10)
+    return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), builder.getI1Type()), true);
+  Type elem = x.getElementType();
+  requireFloat(c, 0, elem);
+  return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), elem),
+                                builder.getFloatAttr(elem, 1.0));
 }
 
 /// The ONNX schema forms of Shape.

@@ -8,6 +8,9 @@
 // per op or family, with ONNX semantics on the importer's element types
 // (f32, i64, i32, i1) and numpy broadcasting. Floats are computed in FP32,
 // as onnxruntime's constant folding does; integers wrap like the run time.
+// DOUBLE (f64) values exist only here: a Cast to DOUBLE of a constant, and
+// the few ops that compute on them in double (kDoubleOps), until a Cast
+// back; mixprec has no DOUBLE tensors at run time.
 // Importer::tryFold runs it from convertNode before the op's converter.
 // Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
 // OnnxOpRegistry.cpp.
@@ -25,6 +28,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 
@@ -46,14 +50,16 @@ struct EvalError {
 struct NotFoldable {};
 
 /// A tensor of the evaluator: integers and bools in `ints`, f32 in
-/// `floats`.
+/// `floats`, f64 in `doubles`.
 struct Tensor {
   Shape shape;
   Type elem;
   SmallVector<int64_t, 0> ints;
   SmallVector<float, 0> floats;
+  SmallVector<double, 0> doubles;
 
-  bool isFloat() const { return isa<FloatType>(elem); }
+  bool isDouble() const { return elem.isF64(); }
+  bool isFloat() const { return isa<FloatType>(elem) && !isDouble(); }
   bool isBool() const { return elem.isInteger(1); }
   int64_t size() const { return graph::numElements(shape); }
 };
@@ -99,7 +105,9 @@ public:
     t.elem = a.getElementType();
     if (t.size() > limit)
       throw NotFoldable{};
-    if (t.isFloat())
+    if (t.isDouble())
+      t.doubles.assign(a.getValues<double>().begin(), a.getValues<double>().end());
+    else if (t.isFloat())
       t.floats = floatValues(a);
     else
       t.ints = intValues(a);
@@ -173,13 +181,20 @@ public:
     Tensor t;
     t.shape = Shape(shape);
     t.elem = elem;
-    if (t.isFloat())
+    if (t.isDouble())
+      t.doubles.resize(t.size());
+    else if (t.isFloat())
       t.floats.resize(t.size());
     else
       t.ints.resize(t.size());
     return t;
   }
   void result(const Tensor &t) {
+    if (t.isDouble()) {
+      outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(t.shape, t.elem),
+                                               ArrayRef<double>(t.doubles)));
+      return;
+    }
     outputs.push_back(t.isFloat() ? makeF32Attr(ctx, t.shape, t.floats)
                                   : makeIntAttr(t.shape, t.elem, t.ints));
   }
@@ -273,17 +288,25 @@ void requireBoolInput(Eval &e, size_t i) {
 
 using IntBinary = std::function<int64_t(int64_t, int64_t)>;
 using FloatBinary = std::function<float(float, float)>;
+using DoubleBinary = std::function<double(double, double)>;
 
-/// A broadcasting binary op whose result has its operands' type.
-void binary(Eval &e, const IntBinary &onInts, const FloatBinary &onFloats) {
+/// A broadcasting binary op whose result has its operands' type (DOUBLE
+/// only where `onDoubles` is given).
+void binary(Eval &e, const IntBinary &onInts, const FloatBinary &onFloats,
+            const DoubleBinary &onDoubles = nullptr) {
   requireSameType(e);
   Shape s = broadcastAll(e);
   Tensor a = e.in(0), b = e.in(1), r = e.make(s, a.elem);
-  if ((a.isFloat() && !onFloats) || (!a.isFloat() && !onInts) || (a.isBool() && onInts))
+  if (a.isDouble() && !onDoubles)
+    throw NotFoldable{};
+  if ((a.isFloat() && !onFloats) || (!a.isFloat() && !a.isDouble() && !onInts) ||
+      (a.isBool() && onInts))
     e.fail("operand type " + elementTypeName(a.elem) + " is not supported");
   SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
   for (size_t k = 0; k < ia.size(); ++k) {
-    if (a.isFloat())
+    if (a.isDouble())
+      r.doubles[k] = onDoubles(a.doubles[ia[k]], b.doubles[ib[k]]);
+    else if (a.isFloat())
       r.floats[k] = onFloats(a.floats[ia[k]], b.floats[ib[k]]);
     else
       r.ints[k] = onInts(a.ints[ia[k]], b.ints[ib[k]]);
@@ -305,16 +328,21 @@ void compare(Eval &e, const std::function<bool(int64_t, int64_t)> &onInts,
 }
 
 /// A unary op whose result has its operand's type; a null function means
-/// that type is refused.
+/// that type is refused (DOUBLE: left unfolded).
 void unary(Eval &e, const std::function<int64_t(int64_t)> &onInts,
-           const std::function<float(float)> &onFloats) {
+           const std::function<float(float)> &onFloats,
+           const std::function<double(double)> &onDoubles = nullptr) {
   Tensor x = e.in(0);
-  if ((x.isFloat() && !onFloats) || (!x.isFloat() && !onInts) || x.isBool())
+  if (x.isDouble() && !onDoubles)
+    throw NotFoldable{};
+  if ((x.isFloat() && !onFloats) || (!x.isFloat() && !x.isDouble() && !onInts) || x.isBool())
     e.fail("input #0 has type " + elementTypeName(x.elem) + ", which " +
            escapeControls(e.node.op_type()) + " does not take");
   Tensor r = e.make(x.shape, x.elem);
   for (int64_t k = 0; k < x.size(); ++k) {
-    if (x.isFloat())
+    if (x.isDouble())
+      r.doubles[k] = onDoubles(x.doubles[k]);
+    else if (x.isFloat())
       r.floats[k] = onFloats(x.floats[k]);
     else
       r.ints[k] = onInts(x.ints[k]);
@@ -333,9 +361,18 @@ int64_t wrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-void evalAdd(Eval &e) { binary(e, wrapAdd, [](float a, float b) { return a + b; }); }
-void evalSub(Eval &e) { binary(e, wrapSub, [](float a, float b) { return a - b; }); }
-void evalMul(Eval &e) { binary(e, wrapMul, [](float a, float b) { return a * b; }); }
+void evalAdd(Eval &e) {
+  binary(e, wrapAdd, [](float a, float b) { return a + b; },
+         [](double a, double b) { return a + b; });
+}
+void evalSub(Eval &e) {
+  binary(e, wrapSub, [](float a, float b) { return a - b; },
+         [](double a, double b) { return a - b; });
+}
+void evalMul(Eval &e) {
+  binary(e, wrapMul, [](float a, float b) { return a * b; },
+         [](double a, double b) { return a * b; });
+}
 
 /// Div: integers truncate toward zero, as onnxruntime's (C++ `/`); a zero
 /// divisor is an error rather than a crash.
@@ -349,7 +386,7 @@ void evalDiv(Eval &e) {
           return a; // the one overflowing quotient wraps to itself
         return a / b;
       },
-      [](float a, float b) { return a / b; });
+      [](float a, float b) { return a / b; }, [](double a, double b) { return a / b; });
 }
 
 /// Mod: fmod=0 takes the divisor's sign (integers only, as ONNX requires),
@@ -397,23 +434,30 @@ void evalPow(Eval &e) {
 }
 
 void evalNeg(Eval &e) {
-  unary(e, [](int64_t x) { return wrapSub(0, x); }, [](float x) { return -x; });
+  unary(e, [](int64_t x) { return wrapSub(0, x); }, [](float x) { return -x; },
+        [](double x) { return -x; });
 }
 void evalAbs(Eval &e) {
   unary(e, [](int64_t x) { return x < 0 ? wrapSub(0, x) : x; },
-        [](float x) { return std::fabs(x); });
+        [](float x) { return std::fabs(x); }, [](double x) { return std::fabs(x); });
 }
 void evalSign(Eval &e) {
   unary(e, [](int64_t x) -> int64_t { return (x > 0) - (x < 0); },
         [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; });
 }
-void evalSqrt(Eval &e) { unary(e, nullptr, [](float x) { return std::sqrt(x); }); }
+void evalSqrt(Eval &e) {
+  unary(e, nullptr, [](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
+}
 void evalReciprocal(Eval &e) { unary(e, nullptr, [](float x) { return 1.0f / x; }); }
 // The transcendental functions of exported shape and position arithmetic
 // (T5's log-spaced relative-position buckets, rotary angles), in FP32 as
 // onnxruntime's constant folding computes them.
-void evalLog(Eval &e) { unary(e, nullptr, [](float x) { return std::log(x); }); }
-void evalExp(Eval &e) { unary(e, nullptr, [](float x) { return std::exp(x); }); }
+void evalLog(Eval &e) {
+  unary(e, nullptr, [](float x) { return std::log(x); }, [](double x) { return std::log(x); });
+}
+void evalExp(Eval &e) {
+  unary(e, nullptr, [](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
+}
 void evalSin(Eval &e) { unary(e, nullptr, [](float x) { return std::sin(x); }); }
 void evalCos(Eval &e) { unary(e, nullptr, [](float x) { return std::cos(x); }); }
 void evalTanh(Eval &e) { unary(e, nullptr, [](float x) { return std::tanh(x); }); }
@@ -521,11 +565,22 @@ void evalCast(Eval &e) {
   std::optional<int64_t> to = e.attrIntOpt("to");
   if (!to)
     e.fail("attribute 'to' is required");
-  Type target = valueElementType(e.ctx, static_cast<int32_t>(*to));
+  Type target = *to == onnx::TensorProto::DOUBLE
+                    ? Float64Type::get(&e.ctx)
+                    : valueElementType(e.ctx, static_cast<int32_t>(*to));
   if (!target)
     throw NotFoldable{}; // the converter names the unsupported type
   e.reserve(e.shapeOf(0));
   e.outputs.push_back(foldCast(e.ctx, e.attr(0), target));
+}
+
+/// CastLike of a DOUBLE constant (the others are the converter's: an
+/// mp.cast); input #1 gives only the type.
+void evalCastLike(Eval &e) {
+  if (!e.elemOf(0).isF64())
+    throw NotFoldable{};
+  e.reserve(e.shapeOf(0));
+  e.outputs.push_back(foldCast(e.ctx, e.attr(0), e.elemOf(1)));
 }
 
 void evalIdentity(Eval &e) { e.outputs.push_back(e.attr(0)); }
@@ -980,14 +1035,21 @@ void evalReduce(Eval &e) {
       o += (kept[d] == 1 ? 0 : idx[d]) * outStrides[d];
     bool first = !started[o];
     started[o] = true;
-    if (x.isFloat()) {
-      float v = x.floats[flat], &acc = r.floats[o];
+    // One step of a float reduction, in FLOAT or DOUBLE (NaN propagates
+    // through Max and Min).
+    auto step = [&](auto v, auto &acc) {
+      using T = std::remove_reference_t<decltype(acc)>;
       acc = first ? v
             : op == "ReduceSum"  ? acc + v
             : op == "ReduceProd" ? acc * v
-            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<float>::quiet_NaN()
-            : op == "ReduceMax" ? std::max(acc, v)
-                                : std::min(acc, v);
+            : std::isnan(v) || std::isnan(acc) ? std::numeric_limits<T>::quiet_NaN()
+            : op == "ReduceMax" ? std::max<T>(acc, v)
+                                : std::min<T>(acc, v);
+    };
+    if (x.isDouble()) {
+      step(x.doubles[flat], r.doubles[o]);
+    } else if (x.isFloat()) {
+      step(x.floats[flat], r.floats[o]);
     } else {
       int64_t v = x.ints[flat], &acc = r.ints[o];
       acc = first ? v
@@ -1001,7 +1063,9 @@ void evalReduce(Eval &e) {
   // identities.
   for (int64_t o = 0; o < r.size(); ++o)
     if (!started[o]) {
-      if (r.isFloat())
+      if (r.isDouble())
+        r.doubles[o] = op == "ReduceProd" ? 1.0 : 0.0;
+      else if (r.isFloat())
         r.floats[o] = op == "ReduceProd" ? 1.0f : 0.0f;
       else
         r.ints[o] = op == "ReduceProd" ? 1 : 0;
@@ -1144,6 +1208,7 @@ const EvalRow kEvalRows[] = {
     {"Mean", evalMean, Kind::Compute},
     {"Where", evalWhere, Kind::Compute},
     {"Cast", evalCast, Kind::Compute},
+    {"CastLike", evalCastLike, Kind::Compute},
     {"Identity", evalIdentity, Kind::Move},
     // Shapes and data movement.
     {"Shape", evalShape, Kind::Static},
@@ -1169,6 +1234,24 @@ const EvalRow kEvalRows[] = {
     {"ArgMax", evalArgMax, Kind::Static},
     {"Trilu", evalTrilu, Kind::Compute},
 };
+
+/// The ops the evaluator computes on DOUBLE values, in double.
+const char *const kDoubleOps[] = {"Cast", "CastLike",  "Identity",   "Add",       "Sub",
+                                  "Mul",  "Div",       "Neg",        "Abs",       "Sqrt",
+                                  "Exp",  "Log",       "ReduceSum",  "ReduceProd", "ReduceMax",
+                                  "ReduceMin"};
+
+} // namespace
+
+/// The names of kDoubleOps, for errors.
+static SmallVector<llvm::StringRef> doubleOpNames() {
+  return SmallVector<llvm::StringRef>(std::begin(kDoubleOps), std::end(kDoubleOps));
+}
+
+namespace {
+bool takesDouble(llvm::StringRef opType) {
+  return llvm::any_of(kDoubleOps, [&](const char *op) { return opType == op; });
+}
 
 const EvalRow *findEvalRow(llvm::StringRef opType) {
   for (const EvalRow &row : kEvalRows)
@@ -1197,27 +1280,59 @@ int64_t limitFor(Kind kind, ArrayRef<DenseElementsAttr> inputs, const FoldLimits
 
 } // namespace
 
+/// ONNX Cast of one float value to integer type `to`: truncation toward
+/// zero, saturating, NaN 0; BOOL is "!= 0".
+static int64_t castToInteger(double v, Type to) {
+  if (to.isInteger(1))
+    return v != 0.0;
+  llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
+  bool exact = false;
+  llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
+  return std::isnan(v) ? 0 : r.getSExtValue();
+}
+
+/// foldCast from or to DOUBLE: every value of the other types is exact in
+/// double; double to FLOAT rounds to nearest even, to integers truncates
+/// toward zero (saturating, NaN 0), to BOOL is "!= 0".
+DenseElementsAttr foldDoubleCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
+  Type from = in.getElementType();
+  ArrayRef<int64_t> shape = in.getType().getShape();
+  SmallVector<double> d;
+  if (from.isF64())
+    d.assign(in.getValues<double>().begin(), in.getValues<double>().end());
+  else if (isa<FloatType>(from))
+    for (float v : floatValues(in))
+      d.push_back(v);
+  else
+    for (int64_t v : intValues(in))
+      d.push_back(static_cast<double>(v));
+  if (to.isF64())
+    return DenseElementsAttr::get(RankedTensorType::get(shape, to), ArrayRef<double>(d));
+  if (isa<FloatType>(to)) {
+    SmallVector<float> f(d.begin(), d.end());
+    return makeF32Attr(ctx, shape, f);
+  }
+  SmallVector<int64_t> out;
+  for (double v : d)
+    out.push_back(castToInteger(v, to));
+  return makeIntAttr(shape, to, out);
+}
+
 /// Converts constant values between the importer's element types with ONNX
 /// Cast semantics: float to int truncates toward zero (saturating, NaN 0),
 /// anything to bool is "!= 0".
 DenseElementsAttr foldCast(MLIRContext &ctx, DenseElementsAttr in, Type to) {
   Type from = in.getElementType();
   ArrayRef<int64_t> shape = in.getType().getShape();
+  if (from.isF64() || to.isF64())
+    return foldDoubleCast(ctx, in, to);
   if (isa<FloatType>(from)) {
     SmallVector<float> f = floatValues(in);
     if (isa<FloatType>(to))
       return makeF32Attr(ctx, shape, f);
     SmallVector<int64_t> out;
-    for (float v : f) {
-      if (to.isInteger(1)) {
-        out.push_back(v != 0.0f);
-        continue;
-      }
-      llvm::APSInt r(to.getIntOrFloatBitWidth(), /*isUnsigned=*/false);
-      bool exact = false;
-      llvm::APFloat(v).convertToInteger(r, llvm::APFloat::rmTowardZero, &exact);
-      out.push_back(std::isnan(v) ? 0 : r.getSExtValue());
-    }
+    for (float v : f)
+      out.push_back(castToInteger(v, to)); // exact in double
     return makeIntAttr(shape, to, out);
   }
   SmallVector<int64_t> iv = intValues(in);
@@ -1236,6 +1351,11 @@ FoldResult evaluateNode(MLIRContext &ctx, const onnx::NodeProto &node, int64_t o
   const EvalRow *row = findEvalRow(node.op_type());
   if (!row)
     return result;
+  bool anyDouble = llvm::any_of(inputs, [](DenseElementsAttr a) {
+    return a && a.getElementType().isF64();
+  });
+  if (anyDouble && !takesDouble(node.op_type()))
+    return result; // tryFold names the node
   Eval e(ctx, node, opset, inputs, limitFor(row->kind, inputs, limits));
   try {
     row->fn(e);
@@ -1259,19 +1379,57 @@ FoldResult evaluateNode(MLIRContext &ctx, const onnx::NodeProto &node, int64_t o
 // Folding in the importer
 //===----------------------------------------------------------------------===//
 
-bool Importer::tryFold(const NodeCtx &c) {
+/// Whether node c computes in DOUBLE: a Cast to DOUBLE, or an input that is
+/// a DOUBLE constant (DOUBLE values exist only at compile time).
+static bool computesInDouble(const onnx::NodeProto &node, ArrayRef<DenseElementsAttr> constants) {
+  if (node.op_type() == "Cast")
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == "to" && a.i() == onnx::TensorProto::DOUBLE)
+        return true;
+  return llvm::any_of(constants,
+                      [](DenseElementsAttr a) { return a && a.getElementType().isF64(); });
+}
+
+void Importer::failDouble(const NodeCtx &c) {
+  FoldLimits limits;
+  nodeFail(c, "computes in DOUBLE, which mixprec evaluates only at compile time (it has no "
+              "DOUBLE tensors), for " +
+                  llvm::Twine(llvm::join(doubleOpNames(), ", ")) + " up to " +
+                  llvm::Twine(std::min(limits.runTime, foldBudget)) + " elements");
+}
+
+bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
+  SmallVector<DenseElementsAttr> constants;
+  for (int i = 0; i < c.node.input_size(); ++i)
+    constants.push_back(hasInput(c, i) ? constInput(c, i) : DenseElementsAttr());
+  // A node in DOUBLE must fold: run-time inputs count with the values the
+  // run gave, and an empty one (no values to know) as an empty constant;
+  // CastLike reads only the type of its input #1.
+  bool inDouble = computesInDouble(c.node, constants);
+  if (inDouble && !canEvaluate(c.node.op_type()))
+    failDouble(c);
   if (!canEvaluate(c.node.op_type()))
     return false;
-  SmallVector<DenseElementsAttr> constants;
   for (int i = 0; i < c.node.input_size(); ++i) {
-    if (!hasInput(c, i)) {
-      constants.push_back({});
+    if (!hasInput(c, i) || constants[i])
       continue;
-    }
-    DenseElementsAttr attr = constInput(c, i);
+    DenseElementsAttr attr;
+    if (givenValues || inDouble)
+      attr = givenInputValue(c.node.input(i));
+    RankedTensorType t = inputType(c, i);
+    if (!attr && inDouble && t.hasStaticShape() && graph::numElements(t.getShape()) == 0)
+      attr = DenseElementsAttr::get(t, ArrayRef<Attribute>());
+    if (!attr && inDouble && c.node.op_type() == "CastLike" && i == 1 && t.hasStaticShape())
+      attr = DenseElementsAttr::get(t, builder.getZeroAttr(t.getElementType()));
+    if (!attr && inDouble && !constants[0] && c.node.op_type() == "Cast")
+      return false; // a run-time Cast to DOUBLE: convertCast refuses it
+    if (!attr && inDouble)
+      nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                      ") is computed at run time, but the node computes in DOUBLE, which "
+                      "mixprec evaluates only at compile time (it has no DOUBLE tensors)");
     if (!attr)
       return false;
-    constants.push_back(attr);
+    constants[i] = attr;
   }
   // Every fold stays within what is left of the import's budget, so that a
   // model cannot make folding hold unbounded memory.
@@ -1281,6 +1439,8 @@ bool Importer::tryFold(const NodeCtx &c) {
   FoldResult r = evaluateNode(ctx, c.node, opset, constants, limits);
   if (r.status == FoldResult::Failed)
     nodeFail(c, r.error);
+  if (r.status == FoldResult::NotFolded && inDouble)
+    failDouble(c);
   if (r.status == FoldResult::NotFolded)
     return false;
   for (auto [i, attr] : llvm::enumerate(r.outputs)) {
@@ -1357,9 +1517,11 @@ static const OpForm kConstantOfShapeForms[] = {
 };
 
 void Importer::convertConstantOfShape(const NodeCtx &c) {
-  // tryFold folds it whenever the shape is constant.
+  // convertNode's tryFold folded it if the shape was constant; a shape given
+  // as a graph input with its value at hand (`mixprec run`) folds here.
   requireConst(c, 0, "input");
-  failUnfolded(c);
+  if (!tryFold(c, /*givenValues=*/true))
+    failUnfolded(c);
 }
 
 /// The ONNX schema forms of Range: stash_type (27) only concerns FLOAT16/BFLOAT16 inputs,
@@ -1373,7 +1535,8 @@ void Importer::convertRange(const NodeCtx &c) {
   requireConst(c, 0, "start");
   requireConst(c, 1, "limit");
   requireConst(c, 2, "delta");
-  failUnfolded(c);
+  if (!tryFold(c, /*givenValues=*/true))
+    failUnfolded(c);
 }
 
 /// The ONNX schema forms of Size.

@@ -547,6 +547,11 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
     if (o.name().empty() || it == values.end())
       fail("graph output " + quotedName(o.name()) +
            " is not produced by any node, input or initializer");
+    // DOUBLE values exist only while folding (OnnxFold.cpp).
+    if (it->second.constant && it->second.constant.getElementType().isF64())
+      fail("graph output " + quotedName(o.name()) +
+           " is DOUBLE: mixprec has no DOUBLE tensors (it computes DOUBLE only at compile time, "
+           "until a Cast to another type)");
     Value v = materialize(it->second);
     auto type = cast<RankedTensorType>(v.getType());
     checkGraphOutputType(o, type);

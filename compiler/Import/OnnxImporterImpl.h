@@ -376,13 +376,19 @@ private:
   void convertConstant(const NodeCtx &c);
   void convertIdentity(const NodeCtx &c);
   void convertDropout(const NodeCtx &c);
+  mlir::DenseElementsAttr dropoutMask(const NodeCtx &c);
   void convertShape(const NodeCtx &c);
 
   // OnnxFold.cpp: ops whose values are known at compile time (shape
   // subgraphs), and the evaluator that folds them.
   /// Folds the node when every present input is a compile-time constant
   /// and the evaluator knows its op; false leaves it to the converter.
-  bool tryFold(const NodeCtx &c);
+  /// With `givenValues`, a graph input the run gave a value for counts as
+  /// a constant (givenInputValue): for the ops that exist only at compile
+  /// time (ConstantOfShape, Range), whose converters require it anyway.
+  bool tryFold(const NodeCtx &c, bool givenValues = false);
+  /// Fails node c, which computes in DOUBLE but does not fold.
+  [[noreturn]] void failDouble(const NodeCtx &c);
   /// Where a run-time tensor comes from, for errors: "it is graph input
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
@@ -405,6 +411,12 @@ private:
   void convertCompositeReduce(const NodeCtx &c);
   void convertEinsum(const NodeCtx &c);
   void convertResize(const NodeCtx &c);
+  /// Resize's roi input for tf_crop_and_resize: [starts, ends] of every
+  /// axis of `rank` (0 and 1 where `axes` leaves one out).
+  llvm::SmallVector<float> resizeRoi(const NodeCtx &c, llvm::ArrayRef<int64_t> axes, int64_t rank);
+  /// A constant slice of v's shape with size 1 along `axis`, holding
+  /// `value` in v's element type (saturated and truncated for integers).
+  mlir::Value extrapolationSlice(const NodeCtx &c, mlir::Value v, int64_t axis, float value);
   void convertAttention(const NodeCtx &c);
   /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D].
   mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,

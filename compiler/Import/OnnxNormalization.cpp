@@ -156,17 +156,30 @@ static const OpForm kBatchNormForms[] = {
     {14, 5, 5, 1, 3, "epsilon momentum training_mode"},
 };
 
+/// BatchNormalization. In inference, mp.batch_norm with the running
+/// statistics. With training_mode (opset 14+), as onnx's reference: the
+/// batch's mean and population variance over every axis but 1 (two
+/// mp.reduce_mean, fp32 class: they accumulate; the variance in the
+/// two-pass form, mean((x - mean)^2), which does not cancel) normalize x
+/// through the same mp.batch_norm, and outputs #1 and #2 are the running
+/// statistics updated with `momentum` (input * momentum + batch * (1 -
+/// momentum), the population variance too).
 void Importer::convertBatchNorm(const NodeCtx &c) {
   Value x = input(c, 0);
   requireFloat(c, 0, elemOf(x));
-  if (attrInt(c, "training_mode", 0) != 0)
-    nodeFail(c, "attribute 'training_mode' must be 0: only inference is supported");
+  int64_t training = attrInt(c, "training_mode", 0);
+  if (training != 0 && training != 1)
+    nodeFail(c, "attribute 'training_mode' must be 0 or 1, got " + llvm::Twine(training));
   if (opset < 9 && attrInt(c, "spatial", 1) != 1)
     nodeFail(c, "attribute 'spatial' must be 1: per-activation statistics are not supported");
   float eps = attrFloat(c, "epsilon", 1e-5f);
   if (!(eps >= 0.0f))
     nodeFail(c, "attribute 'epsilon' must be non-negative, got " + std::to_string(eps));
-  requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported");
+  float momentum = attrFloat(c, "momentum", 0.9f);
+  if (training && !std::isfinite(momentum))
+    nodeFail(c, "attribute 'momentum' must be finite, got " + std::to_string(momentum));
+  if (!training)
+    requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported");
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
     nodeFail(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
@@ -181,11 +194,34 @@ void Importer::convertBatchNorm(const NodeCtx &c) {
                       " must be [" + llvm::Twine(channels) + "] (one value per channel)");
     params.push_back(reshapeInput(c, i, {channels}));
   }
+  Value mean = params[2], var = params[3];
+  if (training) {
+    SmallVector<int64_t> axes{0};
+    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
+      axes.push_back(d);
+    DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
+    BoolAttr keep = builder.getBoolAttr(true);
+    Type et = elemOf(x);
+    Value m = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, keep, TypeAttr());
+    Value d = createInferred<graph::SubOp>(c, et, x, m);
+    Value v = createInferred<graph::ReduceMeanOp>(c, et, createInferred<graph::MulOp>(c, et, d, d),
+                                                  axesAttr, keep, TypeAttr());
+    mean = reshape(c, m, {channels});
+    var = reshape(c, v, {channels});
+    // running = input * momentum + batch * (1 - momentum)
+    Value keptShare = scalarF32(c, momentum), batchShare = scalarF32(c, 1.0f - momentum);
+    auto running = [&](Value in, Value batch) {
+      Value kept = createInferred<graph::MulOp>(c, et, in, keptShare);
+      Value added = createInferred<graph::MulOp>(c, et, batch, batchShare);
+      return createInferred<graph::AddOp>(c, et, kept, added);
+    };
+    defineValue(c, 1, running(params[2], mean));
+    defineValue(c, 2, running(params[3], var));
+  }
   defineValue(c, 0,
               builder
-                  .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1],
-                                              params[2], params[3], builder.getF32FloatAttr(eps),
-                                              TypeAttr())
+                  .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1], mean,
+                                              var, builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
 }
 

@@ -127,6 +127,42 @@ case("depth_to_space_1", lambda: one("DepthToSpace", [1, 8, 2, 2], 1, blocksize=
 case("space_to_depth_crd_28", lambda: one("SpaceToDepth", [1, 2, 4, 6], 28, blocksize=2,
                                           mode="CRD"))
 case("space_to_depth", lambda: one("SpaceToDepth", [2, 3, 4, 6], 13, blocksize=2))
+# --- BatchNormalization training_mode: the batch's statistics --------------
+
+
+def batchnorm_training(opset, shape, **attrs):
+    """BatchNormalization(training_mode=1) of x -> y, running_mean, running_var."""
+    c = shape[1]
+    gen = np.random.default_rng(7)
+    inits = [f32("s", gen.standard_normal(c)), f32("b", gen.standard_normal(c)),
+             f32("mean", gen.standard_normal(c)), f32("var", gen.random(c) + 0.5)]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"],
+                            ["y", "running_mean", "running_var"], name="node", training_mode=1,
+                            **attrs)
+    return model([node], [vi("x", shape)], [vi("y", shape), vi("running_mean", [c]),
+                                            vi("running_var", [c])], opset, inits)
+
+
+case("batchnorm_training_15", lambda: batchnorm_training(15, [2, 3, 4, 5]))
+case("batchnorm_training_14_eps_momentum", lambda: batchnorm_training(
+    14, [3, 4, 6], epsilon=1e-2, momentum=0.7))
+case("batchnorm_training_2d", lambda: batchnorm_training(15, [8, 5]))
+# --- Dropout: inference, or training with ratio 0; the mask all true -------
+BOOL = TensorProto.BOOL
+
+
+def dropout(opset, shape, inputs=(), inits=(), mask=BOOL, **attrs):
+    """Dropout of x -> y, mask (BOOL from opset 10, FLOAT before)."""
+    node = helper.make_node("Dropout", ["x"] + list(inputs), ["y", "mask"], name="node", **attrs)
+    return model([node], [vi("x", shape)], [vi("y", shape), vi("mask", shape, mask)], opset,
+                 inits)
+
+
+case("dropout_mask_13", lambda: dropout(13, [2, 3, 4]))
+case("dropout_training_ratio0_mask", lambda: dropout(
+    13, [3, 5], ["r", "t"], [f32("r", np.float32(0.0)), helper.make_tensor("t", BOOL, [], [True])]))
+# (Before opset 12 onnxruntime writes the mask all false, onnx's reference all
+# true, as mixprec: tests/lit/cli/dropout-mask.test.)
 # --- CastLike ---------------------------------------------------------------
 case("castlike_same", lambda: model(
     [helper.make_node("CastLike", ["x", "t"], ["c"], name="node"),
@@ -248,20 +284,22 @@ for label, eq, shapes in [
 # --- Resize / Upsample --------------------------------------------------------
 
 
-def resize(opset, shape, out_shape, scales=None, sizes=None, **attrs):
-    """Resize of x with constant scales or sizes (roi empty)."""
+def resize(opset, shape, out_shape, scales=None, sizes=None, roi=None, **attrs):
+    """Resize of x with constant scales or sizes (and roi, empty unless given)."""
     inits, names = [], ["x"]
     if opset == 10:
         names.append("scales")
         inits.append(f32("scales", scales))
     elif opset == 11:  # roi and scales are required inputs, empty when unused
         names += ["roi", "scales"]
-        inits += [f32("roi", np.zeros(0)), f32("scales", np.zeros(0) if scales is None else scales)]
+        inits += [f32("roi", np.zeros(0) if roi is None else roi), f32("scales", np.zeros(0) if scales is None else scales)]
         if sizes is not None:
             names.append("sizes")
             inits.append(i64("sizes", sizes))
     else:
-        names += ["", "scales" if scales is not None else ""]
+        names += ["roi" if roi is not None else "", "scales" if scales is not None else ""]
+        if roi is not None:
+            inits.append(f32("roi", roi))
         if scales is not None:
             inits.append(f32("scales", scales))
         if sizes is not None:
@@ -310,7 +348,41 @@ for label, build in [
             keep_aspect_ratio_policy="not_larger")),
         ("linear_19_symmetric", lambda: resize(
             19, R4, [1, 2, 6, 8], [1, 1, 1.5, 1.7], mode="linear",
-            coordinate_transformation_mode="half_pixel_symmetric"))]:
+            coordinate_transformation_mode="half_pixel_symmetric")),
+        # antialias: the filter stretched by 1 / scale when downscaling.
+        ("linear_18_antialias", lambda: resize(
+            18, [1, 2, 9, 12], [1, 2, 4, 5], [1, 1, 0.5, 0.45], mode="linear", antialias=1)),
+        ("linear_18_antialias_sizes", lambda: resize(
+            18, [1, 2, 9, 12], [1, 2, 3, 5], None, [1, 2, 3, 5], mode="linear", antialias=1)),
+        ("cubic_18_antialias", lambda: resize(
+            18, [1, 2, 9, 12], [1, 2, 4, 5], [1, 1, 0.5, 0.45], mode="cubic", antialias=1)),
+        ("cubic_18_antialias_sizes_exclude", lambda: resize(
+            18, [1, 2, 9, 12], [1, 2, 3, 7], None, [3, 7], mode="cubic", antialias=1,
+            axes=[2, 3], exclude_outside=1, cubic_coeff_a=-0.5)),
+        ("cubic_18_antialias_up_down", lambda: resize(
+            18, [1, 2, 9, 4], [1, 2, 4, 9], None, [1, 2, 4, 9], mode="cubic", antialias=1,
+            coordinate_transformation_mode="align_corners")),
+        # tf_crop_and_resize: a region of interest, extrapolated outside.
+        ("linear_13_crop", lambda: resize(
+            13, R4, [1, 2, 3, 3], None, [1, 2, 3, 3],
+            [0, 0, 0.2, 0.3, 1, 1, 0.9, 0.8], mode="linear",
+            coordinate_transformation_mode="tf_crop_and_resize")),
+        ("linear_13_crop_extrapolate", lambda: resize(
+            13, R4, [1, 2, 6, 7], None, [1, 2, 6, 7],
+            [0, 0, -0.3, 0.4, 1, 1, 1.2, 1.5], mode="linear",
+            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=2.5)),
+        ("cubic_13_crop_extrapolate", lambda: resize(
+            13, R4, [1, 2, 5, 4], [1, 1, 1.25, 0.8],
+            None, [0, 0, 0.1, -0.2, 1, 1, 1.3, 0.7], mode="cubic",
+            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-1.0)),
+        ("nearest_18_crop_axes", lambda: resize(
+            18, R4, [1, 2, 7, 6], None, [6, 7], [0.8, -0.2, 1.2, 0.6], axes=[3, 2],
+            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0)),
+        # (An axis that keeps its size but has a roi other than [0, 1]: onnxruntime
+        # 1.2x resizes it otherwise than onnx's reference, which mixprec follows.)
+        ("linear_11_crop_one", lambda: resize(
+            11, R4, [1, 2, 1, 4], None, [1, 2, 1, 4], [0, 0, 0.25, 0.5, 1, 1, 0.75, 1.0],
+            mode="linear", coordinate_transformation_mode="tf_crop_and_resize"))]:
     case(f"resize_{label}", build)
 
 
@@ -398,18 +470,41 @@ BAD = {
                                equation="ij->z"),
     "einsum_sizes": bad("Einsum", [3, 4], 12, "label 'j' has sizes 4 and 3", ["x"],
                         equation="ij,jk->ik"),
+    "batchnorm_training_mode": bad("BatchNormalization", [2, 3, 4], 15, "attribute "
+                                   "'training_mode' must be 0 or 1, got 2",
+                                   ["s", "b", "m", "v"],
+                                   [f32(n, np.ones(3)) for n in ("s", "b", "m", "v")],
+                                   training_mode=2),
+    "batchnorm_inference_running_mean": bad(
+        "BatchNormalization", [2, 3, 4], 15, "output #1 ('rm') is used, but only output #0 (Y) "
+        "of BatchNormalization is supported", ["s", "b", "m", "v"],
+        [f32(n, np.ones(3)) for n in ("s", "b", "m", "v")], outputs=("y", "rm")),
+    "dropout_training": bad("Dropout", [2, 3], 13, "training_mode must be false: only "
+                            "inference is supported (or ratio 0; with ratio 0.250000 the output "
+                            "is random)", ["r", "t"],
+                            [f32("r", np.float32(0.25)), helper.make_tensor("t", TensorProto.BOOL,
+                                                                           [], [True])]),
+    "dropout_training_default_ratio": bad("Dropout", [2, 3], 12, "with ratio 0.500000 the "
+                                          "output is random", ["", "t"],
+                                          [helper.make_tensor("t", TensorProto.BOOL, [], [1])]),
     "resize_dynamic_scales": bad("Resize", [1, 1, 2, 2], 13, "input 'scales' ('x') must be a "
                                  "compile-time constant", ["", "x"]),
-    "resize_tf_crop": bad("Resize", [1, 1, 2, 2], 13, "'tf_crop_and_resize' is not supported",
-                          ["", "s"], [f32("s", [1, 1, 2, 2])],
-                          coordinate_transformation_mode="tf_crop_and_resize"),
+    "resize_crop_no_roi": bad("Resize", [1, 1, 2, 2], 13, "input 'roi' is required with "
+                              "coordinate_transformation_mode 'tf_crop_and_resize'",
+                              ["", "s"], [f32("s", [1, 1, 2, 2])],
+                              coordinate_transformation_mode="tf_crop_and_resize"),
+    "resize_crop_roi_count": bad("Resize", [1, 1, 2, 2], 18, "input 'roi' has 4 values, want 2 "
+                                 "(a start and an end per resized axis)", ["r", "s"],
+                                 [f32("r", [0, 0, 1, 1]), f32("s", [2])], axes=[3],
+                                 coordinate_transformation_mode="tf_crop_and_resize"),
+    "resize_tf_half_pixel_for_nn": bad("Resize", [1, 1, 2, 2], 11, "'tf_half_pixel_for_nn' is "
+                                       "not supported", ["r", "s"],
+                                       [f32("r", []), f32("s", [1, 1, 2, 2])],
+                                       coordinate_transformation_mode="tf_half_pixel_for_nn"),
     "resize_mode": bad("Resize", [1, 1, 2, 2], 13, "attribute 'mode' must be nearest, linear or "
                        "cubic, got 'area'", ["", "s"], [f32("s", [1, 1, 2, 2])], mode="area"),
     "resize_scales_count": bad("Resize", [1, 1, 2, 2], 13, "'scales' has 2 values, want 4",
                                ["", "s"], [f32("s", [2, 2])]),
-    "resize_antialias": bad("Resize", [1, 1, 4, 4], 18, "attribute 'antialias' is not supported "
-                            "when downscaling", ["", "s"], [f32("s", [1, 1, 0.5, 0.5])],
-                            mode="linear", antialias=1),
 }
 
 

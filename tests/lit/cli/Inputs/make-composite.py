@@ -40,5 +40,13 @@ save("einsum", "Einsum", [2, 3, 4], [2, 3, 5], 12, ["w"], [("w", np.ones((2, 4, 
      equation="bij,bjk->bik")
 save("resize_linear", "Resize", [1, 1, 2, 2], [1, 1, 2, 4], 13, ["", "s"],
      [("s", f32(1, 1, 1, 2))], mode="linear", coordinate_transformation_mode="align_corners")
+save("resize_antialias", "Resize", [1, 1, 1, 4], [1, 1, 1, 2], 18, ["", "s"],
+     [("s", f32(1, 1, 1, 0.5))], mode="linear", antialias=1)
+save("resize_crop", "Resize", [1, 1, 1, 3], [1, 1, 1, 3], 13, ["roi", "", "sizes"],
+     [("roi", f32(0, 0, 0, 0.5, 1, 1, 1, 1.5)), ("sizes", i64(1, 1, 1, 3))], mode="linear",
+     coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=9.0)
+save("bn_training", "BatchNormalization", [2, 3, 4], [2, 3, 4], 15, ["s", "b", "m", "v"],
+     [(k, f32(1, 2, 3)) for k in ("s", "b", "m", "v")], outputs=("y", "running_mean", "running_var"),
+     training_mode=1, momentum=0.75)
 save("conv1d", "Conv", [1, 2, 8], [1, 3, 4], 11, ["w"], [("w", np.ones((3, 2, 3), np.float32))],
      strides=[2], pads=[1, 0])
