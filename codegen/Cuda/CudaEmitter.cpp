@@ -128,9 +128,10 @@ constexpr const char *kScalarFnExpr[] = {
     /*HardSigmoid*/ "mp_hard_sigmoid($0, $1, $2)",
     /*Elu*/ "mp_elu($0, $1)",
     /*Selu*/ "mp_selu($0, $1, $2)",
+    /*Mod*/ "mp_floor_mod($0, $1)",
 };
 static_assert(sizeof(kScalarFnExpr) / sizeof(kScalarFnExpr[0]) ==
-                  static_cast<size_t>(graph::ScalarFn::Selu) + 1,
+                  static_cast<size_t>(graph::ScalarFn::Mod) + 1,
               "one CUDA expression per ScalarFn case");
 
 /// Fills `pattern`'s $0..$2 with `operands` and $T with `suffix`.
@@ -821,6 +822,7 @@ __device__ __forceinline__ float mp_hard_sigmoid(float x, float alpha, float bet
 }
 __device__ __forceinline__ float mp_hard_swish(float x) { return x * mp_hard_sigmoid(x, 1.0f / 6.0f, 0.5f); }
 __device__ __forceinline__ float mp_prelu(float x, float slope) { return x < 0.0f ? slope * x : x; }
+__device__ __forceinline__ float mp_floor_mod(float x, float y) { const float m = fmodf(x, y); if (y == 0.0f) return m; if (m != 0.0f) return ((y < 0.0f) != (m < 0.0f)) ? m + y : m; return copysignf(0.0f, y); }
 __device__ __forceinline__ float mp_elu(float x, float alpha) { return x < 0.0f ? alpha * expm1f(x) : x; }
 __device__ __forceinline__ float mp_selu(float x, float alpha, float gamma) { return gamma * (x <= 0.0f ? alpha * expm1f(x) : x); }
 __device__ __forceinline__ float mp_amax_update(float acc, float x) {

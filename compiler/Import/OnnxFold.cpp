@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
+#include "runtime/cpu/IntElementwise.h"
+#include "runtime/cpu/ScalarFunctions.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APSInt.h"
@@ -352,12 +354,10 @@ void evalDiv(Eval &e) {
       [](float a, float b) { return a / b; });
 }
 
-/// Mod: fmod=0 takes the divisor's sign (integers only, as ONNX requires),
-/// fmod=1 the dividend's (C fmod).
+/// Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's (C fmod);
+/// floats as the run-time kernels compute them (numpy.mod for fmod=0).
 void evalMod(Eval &e) {
   bool fmod = e.attrBool("fmod", false);
-  if (!fmod && isa<FloatType>(e.elemOf(0)))
-    e.fail("attribute 'fmod' must be 1 for FLOAT inputs");
   binary(
       e,
       [&](int64_t a, int64_t b) -> int64_t {
@@ -370,7 +370,9 @@ void evalMod(Eval &e) {
           r += b;
         return r;
       },
-      [](float a, float b) { return std::fmod(a, b); });
+      [fmod](float a, float b) {
+        return fmod ? std::fmod(a, b) : runtime::cpu::scalar::floorMod(a, b);
+      });
 }
 
 /// Pow: the exponent may have another type; the result has the base's.
@@ -390,7 +392,10 @@ void evalPow(Eval &e) {
       double v = std::pow(static_cast<double>(a.ints[ia[k]]), y);
       if (!(std::fabs(v) < 9.2e18))
         e.fail("integer power overflows in constant folding");
-      r.ints[k] = static_cast<int64_t>(v);
+      // An integer exponent: the exact power (the run time's), not the
+      // double's rounding past 2^53.
+      r.ints[k] = b.isFloat() ? static_cast<int64_t>(v)
+                              : runtime::cpu::intscalar::pow(a.ints[ia[k]], b.ints[ib[k]]);
     }
   }
   e.result(r);

@@ -283,6 +283,12 @@ private:
   llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
   void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
+  /// Fails unless `t` is a float, INT32 or INT64 (run-time integers are
+  /// exact: the int_elementwise routine).
+  void requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
+  /// ReduceMax over `axes` of a bool tensor (any; false over no values).
+  mlir::Value reduceAnyBool(const NodeCtx &c, mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                            bool keepDims);
   mlir::RankedTensorType tensorType(llvm::ArrayRef<int64_t> shape, mlir::Type elem) const;
   /// The result type `OpT` infers (InferShapedTypeOpInterface) when built
   /// from `args`, its builder's arguments after the result type, with
