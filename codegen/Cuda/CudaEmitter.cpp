@@ -861,6 +861,30 @@ __device__ __forceinline__ float mp_block_amax(float v, float *smem) {
   v = mp_block_max(v, smem);
   return isnan(v) ? MP_NAN : v;
 }
+
+// The int_elementwise routine's integer ops (runtime/cpu/IntElementwise.h):
+// int64, wrapping as two's complement (computed unsigned), x / 0 = x % 0 = 0.
+__device__ __forceinline__ long long mp_i64_add(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_mul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_neg(long long a) { return (long long)(0ULL - (unsigned long long)a); }
+__device__ __forceinline__ long long mp_i64_abs(long long a) { return a < 0 ? mp_i64_neg(a) : a; }
+__device__ __forceinline__ long long mp_i64_div(long long a, long long b) { return b == 0 ? 0LL : (b == -1 ? mp_i64_neg(a) : a / b); }
+__device__ __forceinline__ long long mp_i64_fmod(long long a, long long b) { return (b == 0 || b == -1) ? 0LL : a % b; }
+__device__ __forceinline__ long long mp_i64_mod(long long a, long long b) { const long long r = mp_i64_fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+__device__ __forceinline__ long long mp_i64_pow(long long a, long long e) {
+  if (e < 0) return a == 1 ? 1LL : (a == -1 ? ((e & 1) ? -1LL : 1LL) : 0LL);
+  unsigned long long r = 1ULL, b = (unsigned long long)a;
+  for (unsigned long long k = (unsigned long long)e; k; k >>= 1) { if (k & 1ULL) r *= b; b *= b; }
+  return (long long)r;
+}
+__device__ __forceinline__ long long mp_i64_powf(long long a, float e) {
+  const double r = pow((double)a, (double)e);
+  if (isnan(r)) return 0LL;
+  if (r >= 9223372036854775808.0) return 9223372036854775807LL;
+  if (r < -9223372036854775808.0) return -9223372036854775807LL - 1LL;
+  return (long long)trunc(r);
+}
 )";
   return prelude;
 }

@@ -1301,6 +1301,33 @@ bool Importer::tryFold(const NodeCtx &c) {
   return true;
 }
 
+SmallVector<std::string> Importer::runTimeInputs(const std::string &tensor) const {
+  auto isGraphInput = [&](const std::string &name) {
+    auto it = values.find(name);
+    return it != values.end() && it->second.value && isa<BlockArgument>(it->second.value);
+  };
+  SmallVector<std::string> found, work{tensor};
+  llvm::StringSet<> seen;
+  while (!work.empty() && seen.size() < 100000 && graphProto) {
+    std::string name = work.pop_back_val();
+    if (!seen.insert(name).second)
+      continue;
+    if (isGraphInput(name)) {
+      found.push_back(name);
+      continue;
+    }
+    auto it = producers.find(name);
+    if (it == producers.end())
+      continue;
+    for (const std::string &in : graphProto->node(it->second).input()) {
+      auto v = values.find(in);
+      if (!in.empty() && v != values.end() && !v->second.constant)
+        work.push_back(in);
+    }
+  }
+  return found;
+}
+
 std::string Importer::runTimeOrigin(const std::string &tensor) const {
   // Walk back from the tensor through the nodes whose inputs are run-time
   // values, to the graph inputs that it depends on.
@@ -1319,25 +1346,9 @@ std::string Importer::runTimeOrigin(const std::string &tensor) const {
                              : node.name();
   std::string text = "it is computed at run time by node " + quotedName(nodeName) + " (" +
                      escapeControls(node.op_type()) + ")";
-  SmallVector<std::string> found, work{tensor};
-  llvm::StringSet<> seen;
-  while (!work.empty() && seen.size() < 100000) {
-    std::string name = work.pop_back_val();
-    if (!seen.insert(name).second)
-      continue;
-    if (isGraphInput(name)) {
-      found.push_back(quotedName(name));
-      continue;
-    }
-    auto it = producers.find(name);
-    if (it == producers.end())
-      continue;
-    for (const std::string &in : graphProto->node(it->second).input()) {
-      auto v = values.find(in);
-      if (!in.empty() && v != values.end() && !v->second.constant)
-        work.push_back(in);
-    }
-  }
+  SmallVector<std::string> found;
+  for (const std::string &name : runTimeInputs(tensor))
+    found.push_back(quotedName(name));
   if (!found.empty())
     text += " from graph input" + std::string(found.size() > 1 ? "s " : " ") +
             llvm::join(found, ", ");

@@ -202,6 +202,9 @@ public:
 
   /// Builds the module; throws ImportError.
   mlir::OwningOpRef<mlir::ModuleOp> importModel(const onnx::ModelProto &model);
+  /// After a failed importModel: the graph inputs to pin for another try
+  /// (see pinRequest), or none.
+  const std::set<std::string> &inputsToPin() const { return pinRequest; }
 
   // --- Errors --------------------------------------------------------------
   [[noreturn]] void fail(const llvm::Twine &message) const;
@@ -393,6 +396,12 @@ private:
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
   std::string runTimeOrigin(const std::string &tensor) const;
+  /// The graph inputs that run-time tensor `tensor` is computed from.
+  llvm::SmallVector<std::string> runTimeInputs(const std::string &tensor) const;
+  /// Set when a compile-time input failed to fold only because it is
+  /// computed from graph inputs the run gave values for: the inputs to pin
+  /// (OnnxImportOptions::pinnedInputs) in another import.
+  std::set<std::string> pinRequest;
   [[noreturn]] void failUnfolded(const NodeCtx &c);
   void convertConstantOfShape(const NodeCtx &c);
   void convertRange(const NodeCtx &c);

@@ -61,8 +61,9 @@ static int64_t numElements(Value v) {
 
 int64_t defaultFlopCount(Operation *op) {
   PrecisionClass c = precisionClassFromTraits(op);
+  // Integer ops are exact int64 arithmetic: no floating-point operations.
   if (op->hasTrait<OpTrait::DataMovement>() || c == PrecisionClass::Cast ||
-      c == PrecisionClass::Constant)
+      c == PrecisionClass::Constant || c == PrecisionClass::Integer)
     return 0;
   int64_t most = 0;
   for (Value v : op->getOperands())
