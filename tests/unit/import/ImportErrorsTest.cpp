@@ -458,7 +458,7 @@ TEST_F(ImportTest, ErrorBoolArithmeticAtRunTime) {
   ints.input("ids", {3}, TP::INT64);
   ints.ints("one", {1});
   ints.node("Add", {"ids", "one"}, {"y"}, "add");
-  ints.output("y");
+  ints.output("y", Dims{3}, TP::INT64);
   EXPECT_TRUE(import(ints));
   Model m(13);
   m.input("flags", {3}, TP::BOOL);
