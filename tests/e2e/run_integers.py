@@ -24,6 +24,7 @@ status is 0 only if nothing failed.
 """
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
