@@ -152,6 +152,8 @@ std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
     return sc::OpCode::Min;
   case ScalarFn::Fmod:
     return sc::OpCode::Fmod;
+  case ScalarFn::Mod:
+    return sc::OpCode::Mod;
   case ScalarFn::Softplus:
     return sc::OpCode::Softplus;
   case ScalarFn::Mish:

@@ -125,6 +125,11 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.exclusive = a.getExclusive();
         t.reverse = a.getReverse();
         table.Set(std::move(t));
+      })
+      .Case([&](kernel::IntElementwiseOptionsAttr a) {
+        sc::IntElementwiseOptionsT t;
+        t.op = a.getOp();
+        table.Set(std::move(t));
       });
   return table;
 }

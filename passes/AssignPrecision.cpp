@@ -232,6 +232,7 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Precisio
   case graph::PrecisionClass::Constant:
   case graph::PrecisionClass::Cast:
   case graph::PrecisionClass::Scaling:
+  case graph::PrecisionClass::Integer: // exact in int64: no precision to choose
     return {nullptr, ""};
   }
 

@@ -23,7 +23,9 @@ std::optional<StringRef> gemmEpilogueOf(Operation *op) {
 }
 
 bool isElementwiseKernelOp(Operation *op) {
-  return isa<graph::ElementwiseOpInterface>(op);
+  // Integer ops run exactly in the int_elementwise routine, not in FP32
+  // kernel registers (exact only to 2^24).
+  return isa<graph::ElementwiseOpInterface>(op) && !graph::computesOnIntegers(op);
 }
 
 bool isGemmOp(Operation *op) { return op->hasTrait<graph::OpTrait::GemmKernel>(); }

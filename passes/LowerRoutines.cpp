@@ -176,9 +176,34 @@ struct TopKPattern : OpConversionPattern<graph::TopKOp> {
   }
 };
 
+/// An element-wise op on integers (graph::computesOnIntegers) becomes an
+/// int_elementwise call: exact in int64, where a kernel's FP32 registers
+/// would round past 2^24.
+struct IntElementwisePattern : OpInterfaceConversionPattern<graph::ElementwiseOpInterface> {
+  using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::ElementwiseOpInterface op, ArrayRef<Value> operands,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!graph::computesOnIntegers(op))
+      return rewriter.notifyMatchFailure(op, "not an integer op");
+    int64_t intOp = graph::intElementwiseOpOf(op);
+    if (intOp < 0)
+      return op->emitOpError() << "has no integer form (int_elementwise computes add, sub, "
+                                  "mul, div, mod, fmod, pow, max, min, neg, abs, select, the "
+                                  "comparisons and casts)";
+    auto options = cast<kernel::RoutineOptionsInterface>(
+        kernel::IntElementwiseOptionsAttr::get(op->getContext(), intOp));
+    rewriter.replaceOpWithNewOp<kernel::CallOp>(op, op->getResultTypes(),
+                                                Routine::IntElementwise, operands, options,
+                                                namesOf(op->getContext(), {op}));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<IntElementwisePattern>(patterns.getContext());
   using namespace graph;
   addRoutine(patterns, Routine::Conv2d, conv2dOptions);
   addRoutine(patterns, Routine::MaxPool2d, maxPool2dOptions);

@@ -184,7 +184,7 @@ struct ElementwiseToKernel : OpInterfaceConversionPattern<graph::ElementwiseOpIn
 
   LogicalResult matchAndRewrite(graph::ElementwiseOpInterface op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!atFunctionLevel(op))
+    if (!atFunctionLevel(op) || !isElementwiseKernelOp(op))
       return failure();
     wrapInKernel(op, operands, shapeOf(op->getResult(0)), 0, rewriter);
     return success();

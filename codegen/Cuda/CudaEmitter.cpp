@@ -128,9 +128,10 @@ constexpr const char *kScalarFnExpr[] = {
     /*HardSigmoid*/ "mp_hard_sigmoid($0, $1, $2)",
     /*Elu*/ "mp_elu($0, $1)",
     /*Selu*/ "mp_selu($0, $1, $2)",
+    /*Mod*/ "mp_floor_mod($0, $1)",
 };
 static_assert(sizeof(kScalarFnExpr) / sizeof(kScalarFnExpr[0]) ==
-                  static_cast<size_t>(graph::ScalarFn::Selu) + 1,
+                  static_cast<size_t>(graph::ScalarFn::Mod) + 1,
               "one CUDA expression per ScalarFn case");
 
 /// Fills `pattern`'s $0..$2 with `operands` and $T with `suffix`.
@@ -821,6 +822,7 @@ __device__ __forceinline__ float mp_hard_sigmoid(float x, float alpha, float bet
 }
 __device__ __forceinline__ float mp_hard_swish(float x) { return x * mp_hard_sigmoid(x, 1.0f / 6.0f, 0.5f); }
 __device__ __forceinline__ float mp_prelu(float x, float slope) { return x < 0.0f ? slope * x : x; }
+__device__ __forceinline__ float mp_floor_mod(float x, float y) { const float m = fmodf(x, y); if (y == 0.0f) return m; if (m != 0.0f) return ((y < 0.0f) != (m < 0.0f)) ? m + y : m; return copysignf(0.0f, y); }
 __device__ __forceinline__ float mp_elu(float x, float alpha) { return x < 0.0f ? alpha * expm1f(x) : x; }
 __device__ __forceinline__ float mp_selu(float x, float alpha, float gamma) { return gamma * (x <= 0.0f ? alpha * expm1f(x) : x); }
 __device__ __forceinline__ float mp_amax_update(float acc, float x) {
@@ -858,6 +860,30 @@ __device__ __forceinline__ float mp_block_amax(float v, float *smem) {
   // Values are >= 0 or NaN; mp_max keeps a NaN, made canonical.
   v = mp_block_max(v, smem);
   return isnan(v) ? MP_NAN : v;
+}
+
+// The int_elementwise routine's integer ops (runtime/cpu/IntElementwise.h):
+// int64, wrapping as two's complement (computed unsigned), x / 0 = x % 0 = 0.
+__device__ __forceinline__ long long mp_i64_add(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_mul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
+__device__ __forceinline__ long long mp_i64_neg(long long a) { return (long long)(0ULL - (unsigned long long)a); }
+__device__ __forceinline__ long long mp_i64_abs(long long a) { return a < 0 ? mp_i64_neg(a) : a; }
+__device__ __forceinline__ long long mp_i64_div(long long a, long long b) { return b == 0 ? 0LL : (b == -1 ? mp_i64_neg(a) : a / b); }
+__device__ __forceinline__ long long mp_i64_fmod(long long a, long long b) { return (b == 0 || b == -1) ? 0LL : a % b; }
+__device__ __forceinline__ long long mp_i64_mod(long long a, long long b) { const long long r = mp_i64_fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+__device__ __forceinline__ long long mp_i64_pow(long long a, long long e) {
+  if (e < 0) return a == 1 ? 1LL : (a == -1 ? ((e & 1) ? -1LL : 1LL) : 0LL);
+  unsigned long long r = 1ULL, b = (unsigned long long)a;
+  for (unsigned long long k = (unsigned long long)e; k; k >>= 1) { if (k & 1ULL) r *= b; b *= b; }
+  return (long long)r;
+}
+__device__ __forceinline__ long long mp_i64_powf(long long a, float e) {
+  const double r = pow((double)a, (double)e);
+  if (isnan(r)) return 0LL;
+  if (r >= 9223372036854775808.0) return 9223372036854775807LL;
+  if (r < -9223372036854775808.0) return -9223372036854775807LL - 1LL;
+  return (long long)trunc(r);
 }
 )";
   return prelude;

@@ -310,6 +310,76 @@ std::optional<CudaKernel> fp8ScaleKernel(kernel::CallOp op, const std::string &n
   return p.finish();
 }
 
+/// The int64 value of operand `i` at element offset `offset`: i64 as is,
+/// i32 sign-extended, bool 0/1, an f32 (pow's exponent) as its float; null
+/// for other dtypes (f16/bf16 exponents stay on the host).
+std::optional<std::string> intOperandLoad(Type t, size_t i, const std::string &offset) {
+  const std::string at = "in" + std::to_string(i) + "[" + offset + "]";
+  if (t.isInteger(64))
+    return "(long long)" + at;
+  if (t.isInteger(32))
+    return "(long long)(int)" + at;
+  if (t.isInteger(1))
+    return "(long long)(" + at + " != 0)";
+  if (t.isF32())
+    return "__uint_as_float(" + at + ")";
+  return std::nullopt;
+}
+
+/// int_elementwise: each operand broadcast to the output (stride 0 on its
+/// size-1 and missing dims), the op on int64 by the prelude's mp_i64_*
+/// helpers (the CPU routine's functions), stored in the output's dtype: i32
+/// keeps the low 32 bits, bool is != 0.
+std::optional<CudaKernel> intElementwiseKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::IntElementwiseOptionsAttr>(op.getOptions());
+  static const char *const kExpr[] = {
+      "mp_i64_add(v0, v1)",  "mp_i64_sub(v0, v1)", "mp_i64_mul(v0, v1)",
+      "mp_i64_div(v0, v1)",  "mp_i64_mod(v0, v1)", "mp_i64_fmod(v0, v1)",
+      "mp_i64_pow(v0, v1)",  "(v0 > v1 ? v0 : v1)", "(v0 < v1 ? v0 : v1)",
+      "mp_i64_neg(v0)",      "mp_i64_abs(v0)",     "(v0 != 0 ? v1 : v2)",
+      "(long long)(v0 == v1)", "(long long)(v0 < v1)", "(long long)(v0 <= v1)",
+      "(long long)(v0 > v1)", "(long long)(v0 >= v1)", "v0"};
+  static_assert(sizeof(kExpr) / sizeof(kExpr[0]) == 18, "one expression per int_elementwise op");
+  const int64_t which = options.getOp();
+  if (which < 0 || which >= 18)
+    return std::nullopt;
+  Type outType = typeOf(op.getOutputs()[0]).getElementType();
+  if (!outType.isInteger(64) && !outType.isInteger(32) && !outType.isInteger(1))
+    return std::nullopt;
+  ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  RoutinePrinter p(op, name);
+  if (!p.begin("op " + std::to_string(which) + ", " + formatList(outShape)))
+    return std::nullopt;
+  p.loop(product(outShape));
+  p.coords(outShape);
+  std::string expr = kExpr[which];
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    ArrayRef<int64_t> shape = typeOf(v).getShape();
+    std::vector<int64_t> strides = denseStrides(shape);
+    std::string offset = "0LL";
+    const size_t lead = outShape.size() - shape.size();
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1)
+        offset += " + x" + std::to_string(lead + d) + " * " + std::to_string(strides[d]) + "LL";
+    std::optional<std::string> load = intOperandLoad(typeOf(v).getElementType(), i, offset);
+    if (!load)
+      return std::nullopt;
+    const bool isFloat = typeOf(v).getElementType().isF32();
+    p.os << "    const " << (isFloat ? "float" : "long long") << " v" << i << " = " << *load
+         << ";\n";
+  }
+  if (which == 6 && typeOf(op.getInputs()[1]).getElementType().isF32())
+    expr = "mp_i64_powf(v0, v1)";
+  p.os << "    const long long r = " << expr << ";\n";
+  if (outType.isInteger(1))
+    p.os << "    out0[i] = r != 0 ? 1 : 0;\n";
+  else if (outType.isInteger(32))
+    p.os << "    out0[i] = (unsigned int)(unsigned long long)r;\n";
+  else
+    p.os << "    out0[i] = (unsigned long long)r;\n";
+  return p.finish();
+}
+
 } // namespace
 
 std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name) {
@@ -326,6 +396,8 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
     return gatherKernel(op, name);
   case kernel::Routine::Fp8Scale:
     return fp8ScaleKernel(op, name);
+  case kernel::Routine::IntElementwise:
+    return intElementwiseKernel(op, name);
   default:
     return std::nullopt;
   }

@@ -150,7 +150,7 @@ static const OpForm kTriluForms[] = {
 /// import (upper keeps j - i >= k, lower keeps j - i <= k).
 void Importer::convertTrilu(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  requireFloatOrInteger(c, 0, elemOf(x)); // integers select exactly (int_elementwise)
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
     nodeFail(c, "input must have rank >= 2, got " + graph::formatShape(shape));
@@ -174,7 +174,8 @@ void Importer::convertTrilu(const NodeCtx &c) {
     for (int64_t j = 0; j < cols; ++j)
       mask.push_back(upper ? j - i >= k : j - i <= k);
   Value m = constant(c.loc, makeIntAttr({rows, cols}, builder.getI1Type(), mask));
-  Value zero = constant(c.loc, makeF32Attr(ctx, {}, {0.0f}));
+  Value zero = isFloat(elemOf(x)) ? constant(c.loc, makeF32Attr(ctx, {}, {0.0f}))
+                                  : constant(c.loc, makeIntAttr({}, elemOf(x), {0}));
   defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), m, x, zero));
 }
 
@@ -507,9 +508,22 @@ static const OpForm kCompositeReduceForms[] = {
 void Importer::convertCompositeReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   RankedTensorType t = inputType(c, 0);
-  requireFloat(c, 0, t.getElementType());
+  const bool boolMin = op == "ReduceMin" && t.getElementType().isInteger(1);
+  if (!boolMin)
+    requireFloat(c, 0, t.getElementType());
   bool keepDims = attrBool(c, "keepdims", true);
   std::optional<SmallVector<int64_t>> axes = reduceAxes(c, 18);
+  if (boolMin) {
+    // all(x) = not(any(not x)): true over no values, as ONNX's reference.
+    Value x = input(c, 0);
+    if (!axes) {
+      defineValue(c, 0, x);
+      return;
+    }
+    auto notOf = [&](Value v) { return builder.create<graph::NotOp>(c.loc, v.getType(), v); };
+    defineValue(c, 0, notOf(reduceAnyBool(c, notOf(x), *axes, keepDims)));
+    return;
+  }
   Value x = input(c, 0);
   Type et = t.getElementType();
   BoolAttr kd = builder.getBoolAttr(keepDims);

@@ -52,13 +52,19 @@ void Importer::convertBinary(const NodeCtx &c) {
     nodeFail(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
                     " is too large to fold");
   }
-  if (!isFloat(ta))
-    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is " + elementTypeName(ta) +
-                    "; integer arithmetic is supported only when both inputs are compile-time "
-                    "constants");
+  requireFloatOrInteger(c, 0, ta);
   Value a = materialize(ea);
   Value b;
-  if (op == "Pow" && !isFloat(tb)) {
+  if (op == "Pow" && isRuntimeInteger(ta)) {
+    // An integer power (exact, wrapping) or, with a float exponent, the
+    // truncated double power (ONNX's reference: numpy.power(int64, float32)
+    // is float64, then astype(int64)). An integer exponent of the other
+    // width is cast to the base's (an exponent past 2^31 has no use).
+    requireFloatOrInteger(c, 1, tb);
+    b = materialize(eb);
+    if (isRuntimeInteger(tb) && tb != ta)
+      b = builder.create<graph::CastOp>(c.loc, tensorType(sb, ta), b).getOutput();
+  } else if (op == "Pow" && !isFloat(tb)) {
     // Pow(float, int) is a float power: convert the exponent.
     if (eb.constant) {
       SmallVector<float> f;
@@ -101,8 +107,11 @@ static const OpForm kErfForms[] = {
 
 void Importer::convertUnary(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
   llvm::StringRef op = c.node.op_type();
+  if (op == "Neg") // also on integers, exactly (wrapping)
+    requireFloatOrInteger(c, 0, elemOf(x));
+  else
+    requireFloat(c, 0, elemOf(x));
   Type t = x.getType();
   Value r;
   if (op == "Relu")
@@ -156,8 +165,8 @@ void Importer::convertWhere(const NodeCtx &c) {
   if (!elemOf(cond).isInteger(1))
     nodeFail(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
-  requireFloat(c, 1, elemOf(x));
-  requireFloat(c, 2, elemOf(y));
+  requireFloatOrInteger(c, 1, elemOf(x));
+  requireFloatOrInteger(c, 2, elemOf(y));
   if (elemOf(x) != elemOf(y))
     nodeFail(c, "X and Y element types differ");
   defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y));
@@ -298,8 +307,11 @@ static const OpForm kMishForms[] = {
 
 void Importer::convertMathUnary(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
   llvm::StringRef op = c.node.op_type();
+  if (op == "Abs") // also on integers, exactly (wrapping)
+    requireFloatOrInteger(c, 0, elemOf(x));
+  else
+    requireFloat(c, 0, elemOf(x));
   Type t = x.getType();
   Value r;
   if (op == "Sin")
@@ -402,10 +414,22 @@ static const OpForm kVariadicForms[] = {
 void Importer::convertVariadic(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   Value r = input(c, 0);
-  requireFloat(c, 0, elemOf(r));
+  // Max and Min also take integers (exact); Sum and Mean floats only (ONNX).
+  const bool integers = op == "Max" || op == "Min";
+  auto require = [&](int i, Type t) {
+    if (integers)
+      requireFloatOrInteger(c, i, t);
+    else
+      requireFloat(c, i, t);
+  };
+  require(0, elemOf(r));
   for (int i = 1; i < c.node.input_size(); ++i) {
     Value v = input(c, i);
-    requireFloat(c, i, elemOf(v));
+    require(i, elemOf(v));
+    if (elemOf(v) != elemOf(r))
+      nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) + ") is " +
+                      elementTypeName(elemOf(v)) + ", input #0 is " +
+                      elementTypeName(elemOf(r)));
     if (op == "Max")
       r = createInferred<graph::MaxOp>(c, nullptr, r, v);
     else if (op == "Min")
@@ -429,13 +453,18 @@ void Importer::convertMod(const NodeCtx &c) {
   if (fmod != 0 && fmod != 1)
     nodeFail(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
   Value a = input(c, 0), b = input(c, 1);
-  if (!isFloat(elemOf(a)) || !isFloat(elemOf(b)))
-    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is " +
-                    elementTypeName(elemOf(a)) +
-                    "; integer Mod is supported only when both inputs are compile-time constants");
-  if (fmod != 1)
-    nodeFail(c, "attribute 'fmod' must be 1 for FLOAT inputs (ONNX), got 0");
-  defineValue(c, 0, createInferred<graph::FmodOp>(c, nullptr, a, b));
+  requireFloatOrInteger(c, 0, elemOf(a));
+  requireFloatOrInteger(c, 1, elemOf(b));
+  if (elemOf(a) != elemOf(b))
+    nodeFail(c, "operand element types differ: " + elementTypeName(elemOf(a)) + " and " +
+                    elementTypeName(elemOf(b)));
+  // fmod=1: C's remainder (the dividend's sign); fmod=0: the floor
+  // remainder (the divisor's sign, numpy.mod), on floats too: onnxruntime
+  // refuses fmod=0 for floats, ONNX's reference computes numpy.mod.
+  if (fmod == 1)
+    defineValue(c, 0, createInferred<graph::FmodOp>(c, nullptr, a, b));
+  else
+    defineValue(c, 0, createInferred<graph::ModOp>(c, nullptr, a, b));
 }
 
 /// The ONNX schema forms of Clip: attributes until opset 11, then optional

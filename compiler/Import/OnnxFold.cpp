@@ -18,6 +18,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
+#include "runtime/cpu/IntElementwise.h"
+#include "runtime/cpu/ScalarFunctions.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APSInt.h"
@@ -389,12 +391,10 @@ void evalDiv(Eval &e) {
       [](float a, float b) { return a / b; }, [](double a, double b) { return a / b; });
 }
 
-/// Mod: fmod=0 takes the divisor's sign (integers only, as ONNX requires),
-/// fmod=1 the dividend's (C fmod).
+/// Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's (C fmod);
+/// floats as the run-time kernels compute them (numpy.mod for fmod=0).
 void evalMod(Eval &e) {
   bool fmod = e.attrBool("fmod", false);
-  if (!fmod && isa<FloatType>(e.elemOf(0)))
-    e.fail("attribute 'fmod' must be 1 for FLOAT inputs");
   binary(
       e,
       [&](int64_t a, int64_t b) -> int64_t {
@@ -407,7 +407,9 @@ void evalMod(Eval &e) {
           r += b;
         return r;
       },
-      [](float a, float b) { return std::fmod(a, b); });
+      [fmod](float a, float b) {
+        return fmod ? std::fmod(a, b) : runtime::cpu::scalar::floorMod(a, b);
+      });
 }
 
 /// Pow: the exponent may have another type; the result has the base's.
@@ -427,7 +429,10 @@ void evalPow(Eval &e) {
       double v = std::pow(static_cast<double>(a.ints[ia[k]]), y);
       if (!(std::fabs(v) < 9.2e18))
         e.fail("integer power overflows in constant folding");
-      r.ints[k] = static_cast<int64_t>(v);
+      // An integer exponent: the exact power (the run time's), not the
+      // double's rounding past 2^53.
+      r.ints[k] = b.isFloat() ? static_cast<int64_t>(v)
+                              : runtime::cpu::intscalar::pow(a.ints[ia[k]], b.ints[ib[k]]);
     }
   }
   e.result(r);
@@ -1456,6 +1461,33 @@ bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
   return true;
 }
 
+SmallVector<std::string> Importer::runTimeInputs(const std::string &tensor) const {
+  auto isGraphInput = [&](const std::string &name) {
+    auto it = values.find(name);
+    return it != values.end() && it->second.value && isa<BlockArgument>(it->second.value);
+  };
+  SmallVector<std::string> found, work{tensor};
+  llvm::StringSet<> seen;
+  while (!work.empty() && seen.size() < 100000 && graphProto) {
+    std::string name = work.pop_back_val();
+    if (!seen.insert(name).second)
+      continue;
+    if (isGraphInput(name)) {
+      found.push_back(name);
+      continue;
+    }
+    auto it = producers.find(name);
+    if (it == producers.end())
+      continue;
+    for (const std::string &in : graphProto->node(it->second).input()) {
+      auto v = values.find(in);
+      if (!in.empty() && v != values.end() && !v->second.constant)
+        work.push_back(in);
+    }
+  }
+  return found;
+}
+
 std::string Importer::runTimeOrigin(const std::string &tensor) const {
   // Walk back from the tensor through the nodes whose inputs are run-time
   // values, to the graph inputs that it depends on.
@@ -1474,25 +1506,9 @@ std::string Importer::runTimeOrigin(const std::string &tensor) const {
                              : node.name();
   std::string text = "it is computed at run time by node " + quotedName(nodeName) + " (" +
                      escapeControls(node.op_type()) + ")";
-  SmallVector<std::string> found, work{tensor};
-  llvm::StringSet<> seen;
-  while (!work.empty() && seen.size() < 100000) {
-    std::string name = work.pop_back_val();
-    if (!seen.insert(name).second)
-      continue;
-    if (isGraphInput(name)) {
-      found.push_back(quotedName(name));
-      continue;
-    }
-    auto it = producers.find(name);
-    if (it == producers.end())
-      continue;
-    for (const std::string &in : graphProto->node(it->second).input()) {
-      auto v = values.find(in);
-      if (!in.empty() && v != values.end() && !v->second.constant)
-        work.push_back(in);
-    }
-  }
+  SmallVector<std::string> found;
+  for (const std::string &name : runTimeInputs(tensor))
+    found.push_back(quotedName(name));
   if (!found.empty())
     text += " from graph input" + std::string(found.size() > 1 ? "s " : " ") +
             llvm::join(found, ", ");

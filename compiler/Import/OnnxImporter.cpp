@@ -357,6 +357,15 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
     Entry e;
     e.value = body->getArgument(i);
     values[name] = e;
+    // A pinned input is its given value everywhere (the argument stays,
+    // unread); the module is specialised to it (onValueUsed).
+    if (options.pinnedInputs.count(name))
+      if (DenseElementsAttr given = givenInputValue(name)) {
+        Entry pinned;
+        pinned.constant = given;
+        pinned.constantLoc = nameLoc(name);
+        values[name] = pinned;
+      }
   }
   builder.setInsertionPointToEnd(body);
 
@@ -671,6 +680,18 @@ DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRe
   // it (`mixprec run` then keys its cached module by that value too).
   if (!attr)
     attr = givenInputValue(c.node.input(i));
+  if (!attr) {
+    // Computed at run time from graph inputs the run gave values for: ask
+    // for another import with those inputs pinned to their values (the
+    // error stands if there is nothing new to pin).
+    SmallVector<std::string> from = runTimeInputs(c.node.input(i));
+    auto given = [&](const std::string &name) {
+      return options.dataValues.count(name) || options.dataFloatValues.count(name);
+    };
+    if (!from.empty() && llvm::all_of(from, given) &&
+        llvm::any_of(from, [&](const std::string &n) { return !options.pinnedInputs.count(n); }))
+      pinRequest.insert(from.begin(), from.end());
+  }
   if (!attr)
     nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
                     ") must be a compile-time constant (an initializer, a Constant output or a "
@@ -865,8 +886,23 @@ OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::Stri
         return nullptr;
       }
     }
-    onnx_import::Importer importer(context, path, options);
-    return importer.importModel(model);
+    // Imports again, with more graph inputs pinned to their given values,
+    // while an import fails only for want of them (Importer::pinRequest);
+    // each round pins at least one more input, so this ends.
+    OnnxImportOptions pinning = options;
+    while (true) {
+      onnx_import::Importer importer(context, path, pinning);
+      try {
+        return importer.importModel(model);
+      } catch (const onnx_import::ImportError &e) {
+        size_t before = pinning.pinnedInputs.size();
+        pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
+        if (pinning.pinnedInputs.size() == before) {
+          error = e.what();
+          return nullptr;
+        }
+      }
+    }
   } catch (const onnx_import::ImportError &e) {
     error = e.what();
   } catch (const std::bad_alloc &) {

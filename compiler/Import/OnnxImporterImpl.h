@@ -202,6 +202,9 @@ public:
 
   /// Builds the module; throws ImportError.
   mlir::OwningOpRef<mlir::ModuleOp> importModel(const onnx::ModelProto &model);
+  /// After a failed importModel: the graph inputs to pin for another try
+  /// (see pinRequest), or none.
+  const std::set<std::string> &inputsToPin() const { return pinRequest; }
 
   // --- Errors --------------------------------------------------------------
   [[noreturn]] void fail(const llvm::Twine &message) const;
@@ -283,6 +286,12 @@ private:
   llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
   void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
+  /// Fails unless `t` is a float, INT32 or INT64 (run-time integers are
+  /// exact: the int_elementwise routine).
+  void requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
+  /// ReduceMax over `axes` of a bool tensor (any; false over no values).
+  mlir::Value reduceAnyBool(const NodeCtx &c, mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                            bool keepDims);
   mlir::RankedTensorType tensorType(llvm::ArrayRef<int64_t> shape, mlir::Type elem) const;
   /// The result type `OpT` infers (InferShapedTypeOpInterface) when built
   /// from `args`, its builder's arguments after the result type, with
@@ -393,6 +402,12 @@ private:
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
   std::string runTimeOrigin(const std::string &tensor) const;
+  /// The graph inputs that run-time tensor `tensor` is computed from.
+  llvm::SmallVector<std::string> runTimeInputs(const std::string &tensor) const;
+  /// Set when a compile-time input failed to fold only because it is
+  /// computed from graph inputs the run gave values for: the inputs to pin
+  /// (OnnxImportOptions::pinnedInputs) in another import.
+  std::set<std::string> pinRequest;
   [[noreturn]] void failUnfolded(const NodeCtx &c);
   void convertConstantOfShape(const NodeCtx &c);
   void convertRange(const NodeCtx &c);

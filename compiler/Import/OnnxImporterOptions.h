@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct OnnxImportOptions {
   /// The same for small float inputs (Resize's scales given as an input).
   std::map<std::string, std::vector<float>> dataFloatValues;
   std::function<void(const std::string &)> onValueUsed;
+  /// Graph inputs (of dataValues/dataFloatValues) that are the given
+  /// constants from the start, everywhere they are read: the importer adds
+  /// one and imports again when a compile-time input is computed from it at
+  /// run time (a CenterCropPad's pads from its `shape` input). Callers leave
+  /// it empty.
+  std::set<std::string> pinnedInputs;
   /// When set, called with the path of every external data file the import
   /// reads (a tool uses it to never write over one of its inputs).
   std::function<void(const std::string &)> onExternalFile;

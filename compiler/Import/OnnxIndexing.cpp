@@ -27,7 +27,7 @@ static void requireIndices(const Importer &imp, const NodeCtx &c, Type t, int i)
 /// Fails unless input 0 is a float, INT32 or INT64 tensor (what ArgMax,
 /// TopK and CumSum run on).
 static void requireNumeric(const Importer &imp, const NodeCtx &c, Type t) {
-  if (!isFloat(t) && !t.isInteger(64) && !t.isInteger(32))
+  if (!isFloat(t) && !isRuntimeInteger(t))
     imp.nodeFail(c, "input (" + quotedName(c.node.input(0)) +
                         ") must be a float, INT32 or INT64 tensor, got " + elementTypeName(t));
 }

@@ -236,6 +236,17 @@ static const OpForm kReduceForms[] = {
     {18, 1, 2, 1, 1, "keepdims noop_with_empty_axes"},
 };
 
+/// ReduceMax of bools, "any": the 0/1 values widened to FP32 (exact), their
+/// maximum, > 0.5. An empty set's maximum is -inf, so its "any" is false,
+/// as ONNX's reference gives (ReduceMin, "all", is not(any(not x)): true).
+Value Importer::reduceAnyBool(const NodeCtx &c, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  Type f32 = builder.getF32Type();
+  Value wide = builder.create<graph::CastOp>(c.loc, tensorType(shapeOf(x), f32), x).getOutput();
+  Value m = createInferred<graph::ReduceMaxOp>(c, f32, wide, builder.getDenseI64ArrayAttr(axes),
+                                               builder.getBoolAttr(keepDims), TypeAttr());
+  return createInferred<graph::GreaterOp>(c, nullptr, m, scalarF32(c, 0.5f));
+}
+
 void Importer::convertReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
@@ -247,6 +258,10 @@ void Importer::convertReduce(const NodeCtx &c) {
   }
   SmallVector<int64_t> norm = *axes;
   RankedTensorType t = inputType(c, 0);
+  if (op == "ReduceMax" && t.getElementType().isInteger(1)) {
+    defineValue(c, 0, reduceAnyBool(c, input(c, 0), norm, keepDims));
+    return;
+  }
   requireFloat(c, 0, t.getElementType());
   Value x = input(c, 0);
   Type et = t.getElementType();

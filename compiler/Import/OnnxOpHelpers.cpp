@@ -95,6 +95,12 @@ void Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
                     ") must be FLOAT, got " + elementTypeName(t));
 }
 
+void Importer::requireFloatOrInteger(const NodeCtx &c, int i, Type t) const {
+  if (!isFloat(t) && !isRuntimeInteger(t))
+    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                    ") must be FLOAT, INT32 or INT64, got " + elementTypeName(t));
+}
+
 RankedTensorType Importer::tensorType(ArrayRef<int64_t> shape, Type elem) const {
   return RankedTensorType::get(shape, elem);
 }

@@ -25,6 +25,8 @@ inline mlir::Type elemOf(mlir::Value v) {
 }
 
 inline bool isFloat(mlir::Type t) { return mlir::isa<mlir::FloatType>(t); }
+/// INT32 or INT64: the integers mixprec computes at run time, exactly.
+inline bool isRuntimeInteger(mlir::Type t) { return t.isInteger(32) || t.isInteger(64); }
 
 /// Product of dims [begin, end); callers pass shapes whose total fits int64.
 inline int64_t product(llvm::ArrayRef<int64_t> shape, size_t begin, size_t end) {

@@ -11,6 +11,7 @@
 #include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"
+#include "runtime/cpu/IntElementwise.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ScalarFunctions.h"
 
@@ -197,6 +198,49 @@ template <typename F> LogicalResult pointwise3(Operation *op, Evaluator &e, F f)
   });
 }
 
+/// An op on integers (graph::computesOnIntegers), exactly as the runtime's
+/// int_elementwise routine: operands widened to int64 (bools 0/1; pow's
+/// float exponent as is), cpu::intElementwise, the result kept in its
+/// dtype (i32: the low 32 bits; bool: != 0).
+LogicalResult integerOp(Operation *op, Evaluator &e) {
+  int64_t intOp = graph::intElementwiseOpOf(op);
+  if (intOp < 0)
+    return e.fail("has no integer form");
+  std::vector<cpu::IntOperand> operands(op->getNumOperands());
+  std::vector<std::vector<int64_t>> widened(op->getNumOperands());
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    const HostTensor &t = e.get(operand);
+    operands[i].shape = t.shape;
+    if (t.kind == HostTensor::Kind::Float) {
+      operands[i].floats = t.floats.data();
+    } else if (t.kind == HostTensor::Kind::Int) {
+      operands[i].ints = t.ints.data();
+    } else {
+      widened[i].assign(t.bools.begin(), t.bools.end());
+      operands[i].ints = widened[i].data();
+    }
+  }
+  Value out = op->getResult(0);
+  HostTensor r;
+  r.kind = HostTensor::kindOf(elementTypeOf(out));
+  r.shape = shapeOf(out);
+  std::vector<int64_t> values(r.numElements());
+  cpu::intElementwise(static_cast<cpu::IntOp>(intOp), operands.data(),
+                      static_cast<int>(operands.size()), values.data(), r.shape);
+  if (r.kind == HostTensor::Kind::Bool) {
+    r.bools.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      r.bools[i] = values[i] != 0;
+  } else {
+    if (elementTypeOf(out).isInteger(32))
+      for (int64_t &v : values)
+        v = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+    r.ints = std::move(values);
+  }
+  e.set(out, std::move(r));
+  return success();
+}
+
 /// result = fp8(input * scale), saturating finite values; an inf or NaN
 /// (or a NaN scale) is NaN.
 LogicalResult quantize(Operation *op, Evaluator &e) {
@@ -222,6 +266,8 @@ LogicalResult dequantize(Operation *op, Evaluator &e) {
 } // namespace
 
 LogicalResult evaluateElementwise(Operation *op, Evaluator &e) {
+  if (graph::computesOnIntegers(op))
+    return integerOp(op, e);
   switch (cast<graph::ElementwiseOpInterface>(op).getScalarFn()) {
   case ScalarFn::Add:
     return binary(op, cpu::BinaryOp::Add, e);
@@ -314,6 +360,8 @@ LogicalResult evaluateElementwise(Operation *op, Evaluator &e) {
     return binary(op, cpu::BinaryOp::Min, e);
   case ScalarFn::Fmod:
     return pointwise2(op, e, [](float x, float y) { return std::fmod(x, y); });
+  case ScalarFn::Mod:
+    return pointwise2(op, e, cpu::scalar::floorMod);
   case ScalarFn::Softplus:
     return pointwise1(op, e, cpu::scalar::softplus);
   case ScalarFn::Mish:

@@ -55,6 +55,18 @@ inline float selu(float x, float alpha, float gamma) {
 /// To the nearest integer, halves to even (the default rounding mode).
 inline float roundHalfEven(float x) { return std::nearbyint(x); }
 
+/// The floor remainder with the divisor's sign, as numpy.mod (npy_divmod)
+/// computes it in FP32: fmod, plus y when the signs differ; a zero result
+/// takes y's sign; a zero divisor gives fmod's NaN.
+inline float floorMod(float x, float y) {
+  float m = std::fmod(x, y);
+  if (y == 0.0f)
+    return m;
+  if (m != 0.0f)
+    return ((y < 0.0f) != (m < 0.0f)) ? m + y : m;
+  return std::copysign(0.0f, y);
+}
+
 } // namespace mixprec::runtime::cpu::scalar
 
 #endif // MIXPREC_RUNTIME_CPU_SCALARFUNCTIONS_H

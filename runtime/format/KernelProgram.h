@@ -75,6 +75,7 @@ inline int operandCount(schema::OpCode op) {
   case O::Or:
   case O::Xor:
   case O::Fmod:
+  case O::Mod:
   case O::PRelu:
   case O::Elu:
     return 2;

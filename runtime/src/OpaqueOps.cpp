@@ -8,6 +8,7 @@
 #include "runtime/src/OpaqueOps.h"
 
 #include "runtime/cpu/Indexing.h"
+#include "runtime/cpu/IntElementwise.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
@@ -56,6 +57,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"cumsum", OpaqueKind::CumSum, Options::CumSumOptions},
     {"reduce_prod", OpaqueKind::ReduceProd, Options::ReduceOptions},
     {"scatter_nd", OpaqueKind::ScatterNd, Options::ScatterNdOptions},
+    {"int_elementwise", OpaqueKind::IntElementwise, Options::IntElementwiseOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -129,6 +131,7 @@ private:
   Status topK();
   Status cumSum();
   Status scatterNd();
+  Status intElementwise();
 
   const schema::Opaque &op;
   const std::vector<TensorDesc> &tensors;
@@ -504,6 +507,40 @@ Status OpaqueVerifier::cumSum() {
   return sameShape(x, y);
 }
 
+/// int_elementwise: the op's operand count, integer (or bool) operands
+/// and output (pow's exponent may be a float), each operand broadcasting
+/// to the output's shape; comparisons write bool.
+Status OpaqueVerifier::intElementwise() {
+  out.intOp = options<schema::IntElementwiseOptions>().op();
+  if (out.intOp < 0 || out.intOp > cpu::kLastIntOp)
+    return fail("op " + std::to_string(out.intOp) + " out of range [0, " +
+                std::to_string(cpu::kLastIntOp) + "]");
+  const auto kind = static_cast<cpu::IntOp>(out.intOp);
+  const size_t arity = cpu::intOpArity(kind);
+  if (Status s = operands(arity, arity, arity); !s.ok())
+    return s;
+  auto isInt = [](schema::DType d) {
+    return d == schema::DType::I64 || d == schema::DType::I32 || d == schema::DType::Bool;
+  };
+  for (size_t i = 0; i < arity; ++i) {
+    const TensorDesc &t = in(i);
+    const bool floatExponent = kind == cpu::IntOp::Pow && i == 1 && isFloatDType(t.dtype);
+    if (!isInt(t.dtype) && !floatExponent)
+      return fail("input '" + t.name + "' must be an i64, i32 or bool tensor, got " +
+                  dtypeName(t.dtype));
+    bool ok = false;
+    if (cpu::broadcastShapes(t.shape, result().shape, &ok) != result().shape || !ok)
+      return fail("input '" + t.name + "' " + formatShape(t.shape) +
+                  " does not broadcast to the output " + formatShape(result().shape));
+  }
+  const bool compares = kind >= cpu::IntOp::Equal && kind <= cpu::IntOp::GreaterOrEqual;
+  if (compares ? result().dtype != schema::DType::Bool : !isInt(result().dtype))
+    return fail("output '" + result().name + "' must be " +
+                (compares ? std::string("bool") : std::string("an i64, i32 or bool tensor")) +
+                ", got " + dtypeName(result().dtype));
+  return okStatus();
+}
+
 Status OpaqueVerifier::scatterNd() {
   if (Status s = operands(3, 3, 3); !s.ok())
     return s;
@@ -750,6 +787,8 @@ Status OpaqueVerifier::run() {
     return cumSum();
   case OpaqueKind::ScatterNd:
     return scatterNd();
+  case OpaqueKind::IntElementwise:
+    return intElementwise();
   }
   return fail("unhandled op type");
 }

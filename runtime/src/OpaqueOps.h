@@ -30,7 +30,11 @@
 // topk, cumsum and scatter_nd take float (decoded to FP32, exact), i32 or
 // i64 inputs (runtime/cpu/Indexing.h); their indices are i64, topk's
 // values, cumsum's and scatter_nd's outputs keep the input dtype (rounded
-// once); scatter_nd checks its indices as the gathers do. fp8_scale
+// once); scatter_nd checks its indices as the gathers do. int_elementwise
+// computes one integer op exactly in int64 (runtime/cpu/IntElementwise.h)
+// on i32, i64 or bool operands (pow's exponent may be a float, decoded to
+// FP32) broadcast to its i32, i64 or bool output: i32 keeps the low 32
+// bits, bool is != 0; comparisons write bool. fp8_scale
 // computes (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
 // non-finite amax.
 //
@@ -72,6 +76,7 @@ enum class OpaqueKind {
   CumSum,
   ReduceProd,
   ScatterNd,
+  IntElementwise,
 };
 
 /// An opaque step after verification: options decoded and normalized.
@@ -101,6 +106,7 @@ struct OpaqueOp {
   bool selectLast = false, largest = true, writesIndices = false;
   bool exclusive = false, reverse = false;
   int64_t scatterReduction = 0; ///< scatter_nd: cpu::ScatterReduction's number
+  int64_t intOp = 0;            ///< int_elementwise: cpu::IntOp's number
 };
 
 /// Decodes and verifies opaque `index` against the module's tensors: op type

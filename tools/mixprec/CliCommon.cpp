@@ -284,8 +284,9 @@ bool planOutputFiles(const std::string &outputDir, const std::vector<std::string
   return true;
 }
 
-/// Writes one output tensor as .npy (float32, int64 or bool).
-bool writeOutput(const HostTensor &t, const std::string &path, std::string &error) {
+/// Writes one output tensor as .npy (float32, int64 or bool; int32 for an
+/// INT32 output, `int32`: the interpreter holds every integer as int64).
+bool writeOutput(const HostTensor &t, const std::string &path, std::string &error, bool int32) {
   using mixprec::support::NpyArray;
   using mixprec::support::NpyDType;
   NpyArray array;
@@ -300,7 +301,12 @@ bool writeOutput(const HostTensor &t, const std::string &path, std::string &erro
     bytesOf(t.floats, NpyDType::F32);
     break;
   case HostTensor::Kind::Int:
-    bytesOf(t.ints, NpyDType::I64);
+    if (int32) {
+      std::vector<int32_t> narrow(t.ints.begin(), t.ints.end()); // in range: i32 values
+      bytesOf(narrow, NpyDType::I32);
+    } else {
+      bytesOf(t.ints, NpyDType::I64);
+    }
     break;
   case HostTensor::Kind::Bool:
     bytesOf(t.bools, NpyDType::Bool);

@@ -137,7 +137,8 @@ bool planOutputFiles(const std::string &outputDir, const std::vector<std::string
                      std::vector<std::string> &paths, std::string &error);
 
 /// Writes one output tensor as .npy (float32, int64 or bool).
-bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::string &error);
+bool writeOutput(const compiler::HostTensor &t, const std::string &path, std::string &error,
+                 bool int32 = false);
 
 /// Loads the model (the files it reads become this command's inputs), or
 /// prints the error and returns null. `externalFiles`, if given, receives

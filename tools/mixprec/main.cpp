@@ -267,7 +267,7 @@ int writeOutputs(const GraphSignature &sig, const std::vector<HostTensor> &outpu
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (paths[i].empty())
       continue;
-    if (!writeOutput(outputs[i], paths[i], error))
+    if (!writeOutput(outputs[i], paths[i], error, sig.outputs[i].elementType.isInteger(32)))
       return fail(error);
     llvm::outs() << "wrote " << paths[i] << "  (" << sig.outputs[i].name << ", "
                  << mixprec::graph::formatShape(outputs[i].shape) << ")\n";

@@ -89,6 +89,9 @@ def MP_ScalarFn : I32EnumAttr<"ScalarFn", "the scalar function of an element-wis
     I32EnumAttrCase<"Elu", 50, "elu">,
     // gamma * (x <= 0 ? alpha * (exp(x) - 1) : x), operands (x, alpha, gamma).
     I32EnumAttrCase<"Selu", 51, "selu">,
+    // The floor remainder with the divisor's sign (numpy.mod): fmod(x, y),
+    // plus y when the two differ in sign.
+    I32EnumAttrCase<"Mod", 52, "mod">,
   ]> {
   let cppNamespace = "::mixprec::graph";
 }

@@ -1,7 +1,10 @@
 //===- GraphInterfaces.cpp - op facts of the mp dialect --------------------===//
 #include "dialects/Graph/IR/GraphInterfaces.h"
 
+#include "runtime/cpu/IntElementwise.h"
+
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 
@@ -25,6 +28,8 @@ llvm::StringRef stringifyPrecisionClass(PrecisionClass c) {
     return "cast";
   case PrecisionClass::Scaling:
     return "scaling";
+  case PrecisionClass::Integer:
+    return "integer";
   }
   return "?";
 }
@@ -32,6 +37,9 @@ llvm::StringRef stringifyPrecisionClass(PrecisionClass c) {
 namespace detail {
 
 PrecisionClass precisionClassFromTraits(Operation *op) {
+  // Before the fp32 trait: an integer pow has no float to widen.
+  if (!op->hasTrait<OpTrait::CastClass>() && computesOnIntegers(op))
+    return PrecisionClass::Integer;
   if (op->hasTrait<OpTrait::LowpClass>())
     return PrecisionClass::Lowp;
   if (op->hasTrait<OpTrait::Fp32Class>())
@@ -53,8 +61,9 @@ static int64_t numElements(Value v) {
 
 int64_t defaultFlopCount(Operation *op) {
   PrecisionClass c = precisionClassFromTraits(op);
+  // Integer ops are exact int64 arithmetic: no floating-point operations.
   if (op->hasTrait<OpTrait::DataMovement>() || c == PrecisionClass::Cast ||
-      c == PrecisionClass::Constant)
+      c == PrecisionClass::Constant || c == PrecisionClass::Integer)
     return 0;
   int64_t most = 0;
   for (Value v : op->getOperands())
@@ -90,6 +99,78 @@ PrecisionClass precisionClassOf(Operation *op) {
   if (auto policy = dyn_cast<PrecisionPolicyOpInterface>(op))
     return policy.getPrecisionClass();
   return PrecisionClass::Follow;
+}
+
+/// Whether `t` is a tensor of i32 or i64 (not bool).
+static bool isIntegerTensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  auto integer = tensor ? dyn_cast<IntegerType>(tensor.getElementType()) : nullptr;
+  return integer && integer.getWidth() > 1;
+}
+
+/// Whether `t` is a tensor of floats.
+static bool isFloatTensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+bool computesOnIntegers(Operation *op) {
+  if (!isa<ElementwiseOpInterface>(op) || op->getNumResults() != 1)
+    return false;
+  if (isFloatTensor(op->getResult(0).getType()))
+    return false;
+  // A cast from a float reads FP32 values: it stays in float kernels.
+  if (op->hasTrait<OpTrait::CastClass>() && isFloatTensor(op->getOperand(0).getType()))
+    return false;
+  return isIntegerTensor(op->getResult(0).getType()) ||
+         llvm::any_of(op->getOperandTypes(), isIntegerTensor);
+}
+
+int64_t intElementwiseOpOf(Operation *op) {
+  using runtime::cpu::IntOp;
+  auto elementwise = dyn_cast<ElementwiseOpInterface>(op);
+  if (!elementwise)
+    return -1;
+  switch (elementwise.getScalarFn()) {
+  case ScalarFn::Add:
+    return int64_t(IntOp::Add);
+  case ScalarFn::Sub:
+    return int64_t(IntOp::Sub);
+  case ScalarFn::Mul:
+    return int64_t(IntOp::Mul);
+  case ScalarFn::Div:
+    return int64_t(IntOp::Div);
+  case ScalarFn::Mod:
+    return int64_t(IntOp::Mod);
+  case ScalarFn::Fmod:
+    return int64_t(IntOp::Fmod);
+  case ScalarFn::Pow:
+    return int64_t(IntOp::Pow);
+  case ScalarFn::Max:
+    return int64_t(IntOp::Max);
+  case ScalarFn::Min:
+    return int64_t(IntOp::Min);
+  case ScalarFn::Neg:
+    return int64_t(IntOp::Neg);
+  case ScalarFn::Abs:
+    return int64_t(IntOp::Abs);
+  case ScalarFn::Select:
+    return int64_t(IntOp::Select);
+  case ScalarFn::Equal:
+    return int64_t(IntOp::Equal);
+  case ScalarFn::Less:
+    return int64_t(IntOp::Less);
+  case ScalarFn::LessOrEqual:
+    return int64_t(IntOp::LessOrEqual);
+  case ScalarFn::Greater:
+    return int64_t(IntOp::Greater);
+  case ScalarFn::GreaterOrEqual:
+    return int64_t(IntOp::GreaterOrEqual);
+  case ScalarFn::Cast:
+    return int64_t(IntOp::Cast);
+  default:
+    return -1;
+  }
 }
 
 int64_t rowReductionDimsOf(Operation *op) {

@@ -12,9 +12,11 @@
 namespace mixprec::graph {
 
 /// An op's class in the default precision policy (DESIGN.md).
-enum class PrecisionClass { Lowp, Fp32, Follow, Constant, Cast, Scaling };
+/// Integer: an element-wise op on i32/i64 values (computesOnIntegers), exact
+/// in int64 whatever the plan: it has no precision to choose.
+enum class PrecisionClass { Lowp, Fp32, Follow, Constant, Cast, Scaling, Integer };
 
-/// "lowp", "fp32", "follow", "constant", "cast" or "scaling".
+/// "lowp", "fp32", "follow", "constant", "cast", "scaling" or "integer".
 llvm::StringRef stringifyPrecisionClass(PrecisionClass c);
 
 namespace OpTrait {
@@ -59,6 +61,18 @@ namespace mixprec::graph {
 /// The policy class of any op: an mp op answers for itself; anything else
 /// (func.return, ops of other dialects) follows its inputs.
 PrecisionClass precisionClassOf(mlir::Operation *op);
+
+/// Whether `op` is an element-wise op on integers: it has an i32/i64
+/// operand or result and no float result, and is no cast from a float.
+/// Such ops run exactly in int64 (the int_elementwise routine), never in the
+/// FP32 registers of a fused kernel. Bool-only logic is not one: 0 and 1 are
+/// exact in any kernel.
+bool computesOnIntegers(mlir::Operation *op);
+
+/// The int_elementwise routine's op number (runtime/cpu/IntElementwise.h's
+/// IntOp, the schema's IntElementwiseOptions.op) of an integer op, or -1
+/// for an element-wise function with no integer form.
+int64_t intElementwiseOpOf(mlir::Operation *op);
 
 /// The row-reduction width of `op` (RowReductionOpInterface), or -1 if it
 /// is no row reduction.

@@ -221,7 +221,18 @@ LogicalResult AddOp::verify() { return verifyBinary(*this); }
 LogicalResult SubOp::verify() { return verifyBinary(*this); }
 LogicalResult MulOp::verify() { return verifyBinary(*this); }
 LogicalResult DivOp::verify() { return verifyBinary(*this); }
-LogicalResult PowOp::verify() { return verifyBinary(*this); }
+// An integer base may take a float exponent (ONNX Pow(int64, float32)
+// gives int64); floats share one type.
+LogicalResult PowOp::verify() {
+  Type base = elementTypeOf(getLhs()), exponent = elementTypeOf(getRhs());
+  if (!isa<IntegerType>(base) || !isa<FloatType>(exponent))
+    return verifyBinary(*this);
+  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()), base)))
+    return failure();
+  return verifyInferredShape(*this, broadcastShapes(shapeOf(getLhs()), shapeOf(getRhs())),
+                             getOutput());
+}
+LogicalResult ModOp::verify() { return verifyBinary(*this); }
 
 LogicalResult MaxOp::verify() { return verifyBinary(*this); }
 LogicalResult MinOp::verify() { return verifyBinary(*this); }

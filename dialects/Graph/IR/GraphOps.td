@@ -164,7 +164,16 @@ class MP_ScalarFnOf<string fn> {
               # fn # "; }";
 }
 
-class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
+// Floats, or the integers computed exactly at run time (i32, i64): the
+// element-wise ops below that take them, and ArgMax, TopK, CumSum.
+def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
+
+// `operand` is what the operands and the result may hold: floats, or
+// (MP_NumericTensor) also i32/i64, which run exactly in int64
+// (runtime/cpu/IntElementwise.h: the int_elementwise routine, the integer
+// precision class).
+class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
+                     TypeConstraint operand = MP_FloatTensor>
     : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType],
                                      traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
@@ -176,8 +185,8 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
     ```
     Verifier: broadcast-compatible shapes, result shape, one element type.
   }];
-  let arguments = (ins MP_FloatTensor:$lhs, MP_FloatTensor:$rhs);
-  let results = (outs MP_FloatTensor:$output);
+  let arguments = (ins operand:$lhs, operand:$rhs);
+  let results = (outs operand:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
   }];
@@ -194,16 +203,22 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
   }];
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add">;
-def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction", "Sub">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication", "Mul"> {
+// On i32/i64: wrapping (two's complement) arithmetic; div truncates toward
+// zero and x / 0 is 0; pow by squaring (a float exponent: the truncated
+// double power, the lhs's type).
+def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add", [], MP_NumericTensor>;
+def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction", "Sub", [], MP_NumericTensor>;
+def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication", "Mul", [], MP_NumericTensor> {
   // x * sigmoid(x), the form exporters write for SiLU, becomes mp.silu.
   let hasCanonicalizer = 1;
 }
-def Graph_DivOp : Graph_BinaryOp<"div", "division", "Div">;
-def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", "Pow", [MP_Fp32Class]>;
+def Graph_DivOp : Graph_BinaryOp<"div", "division", "Div", [], MP_NumericTensor>;
+// On integers the rhs (the exponent) may be a float: ONNX Pow(int64, float).
+def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", "Pow", [MP_Fp32Class],
+                                 MP_NumericTensor>;
 
-class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits = []>
+class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
+                    TypeConstraint operand = MP_FloatTensor>
     : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface],
                                      traits)> {
   let summary = "Element-wise " # desc;
@@ -214,13 +229,14 @@ class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits 
     ```
     No verifier beyond the type constraints.
   }];
-  let arguments = (ins MP_FloatTensor:$input);
-  let results = (outs MP_FloatTensor:$output);
+  let arguments = (ins operand:$input);
+  let results = (outs operand:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
 }
 
-def Graph_NegOp : Graph_UnaryOp<"neg", "negation", "Neg">;
+// On integers: wraps (neg of the minimum is the minimum).
+def Graph_NegOp : Graph_UnaryOp<"neg", "negation", "Neg", [], MP_NumericTensor>;
 def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)", "Relu">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent", "Tanh">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))", "Sigmoid">;
@@ -268,13 +284,20 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_Infer
     Verifier: shapes broadcast to the result; lhs, rhs and result share an
     element type.
   }];
-  let arguments = (ins MP_BoolTensor:$condition, MP_FloatTensor:$lhs,
-                       MP_FloatTensor:$rhs);
-  let results = (outs MP_FloatTensor:$output);
+  let arguments = (ins MP_BoolTensor:$condition, MP_NumericTensor:$lhs,
+                       MP_NumericTensor:$rhs);
+  let results = (outs MP_NumericTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<"Select">.decl;
 }
+
+// Issue 10 (integers at run time): the floor remainder. Floats compute
+// m = fmod(x, y) in FP32 and add y when m and y differ in sign (numpy.mod);
+// i32/i64 run exactly (x mod 0 = 0). mp.fmod is ONNX's fmod=1 form.
+def Graph_ModOp : Graph_BinaryOp<"mod",
+    "floor remainder with the divisor's sign (numpy.mod, ONNX Mod fmod=0)", "Mod", [],
+    MP_NumericTensor>;
 
 //===----------------------------------------------------------------------===//
 // Predicates and logic (bool results: no precision to choose; the operands
@@ -401,7 +424,7 @@ def Graph_SinOp : Graph_UnaryOp<"sin", "sine (fp32 class: periodic, the phase ne
                                 "Sin", [MP_Fp32Class]>;
 def Graph_CosOp : Graph_UnaryOp<"cos", "cosine (fp32 class: periodic, the phase needs FP32)",
                                 "Cos", [MP_Fp32Class]>;
-def Graph_AbsOp : Graph_UnaryOp<"abs", "absolute value", "Abs">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "absolute value", "Abs", [], MP_NumericTensor>;
 def Graph_SignOp : Graph_UnaryOp<"sign", "sign: 1, -1, +0 for zeros, NaN for NaN", "Sign">;
 def Graph_FloorOp : Graph_UnaryOp<"floor", "floor", "Floor">;
 def Graph_CeilOp : Graph_UnaryOp<"ceil", "ceiling", "Ceil">;
@@ -417,9 +440,10 @@ def Graph_MishOp : Graph_UnaryOp<"mish",
 def Graph_HardSwishOp : Graph_UnaryOp<"hard_swish",
     "HardSwish x * min(max(x / 6 + 1/2, 0), 1), computed in FP32 and rounded once", "HardSwish">;
 
-def Graph_MaxOp : Graph_BinaryOp<"max", "maximum (NaN propagates)", "Max">;
-def Graph_MinOp : Graph_BinaryOp<"min", "minimum (NaN propagates)", "Min">;
-def Graph_FmodOp : Graph_BinaryOp<"fmod", "C fmod remainder (the dividend's sign)", "Fmod">;
+def Graph_MaxOp : Graph_BinaryOp<"max", "maximum (NaN propagates)", "Max", [], MP_NumericTensor>;
+def Graph_MinOp : Graph_BinaryOp<"min", "minimum (NaN propagates)", "Min", [], MP_NumericTensor>;
+def Graph_FmodOp : Graph_BinaryOp<"fmod", "C fmod remainder (the dividend's sign)", "Fmod", [],
+                                  MP_NumericTensor>;
 // PRelu's slope broadcasts to the input's shape, never the other way round
 // (ONNX's unidirectional broadcast): the verifier checks it.
 def Graph_PReluOp : Graph_BinaryOp<"prelu",
@@ -730,10 +754,6 @@ def Graph_GatherNdOp : Graph_Op<"gather_nd", [Pure, MP_DataMovement, MP_InferSha
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
-
-// The element types ArgMax, TopK and CumSum take: floats and the integers
-// ONNX allows for them.
-def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
 
 // ArgMax and ArgMin: an int64 result, so the precision passes leave them
 // unannotated and they compare their input in the dtype it is stored in.

@@ -118,4 +118,11 @@ LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> em
   return success();
 }
 
+LogicalResult IntElementwiseOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                                int64_t op) {
+  if (op < 0 || op > 17)
+    return emitError() << "int_elementwise op must be in [0, 17], got " << op;
+  return success();
+}
+
 } // namespace mixprec::kernel

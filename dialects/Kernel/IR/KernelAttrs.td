@@ -242,4 +242,21 @@ def Kernel_ScatterNdOptionsAttr : Kernel_Options<"ScatterNd", "scatter_nd", ["Sc
   let genVerifyDecl = 1;
 }
 
+def Kernel_IntElementwiseOptionsAttr : Kernel_Options<"IntElementwise", "int_elementwise",
+    ["IntElementwise"]> {
+  let summary = "Options of the int_elementwise routine: which integer op it computes";
+  let description = [{
+    `op` is the schema's IntElementwiseOptions.op (runtime/cpu/IntElementwise.h):
+    0 add, 1 sub, 2 mul, 3 div, 4 mod, 5 fmod, 6 pow, 7 max, 8 min, 9 neg,
+    10 abs, 11 select, 12 equal, 13 less, 14 less_or_equal, 15 greater,
+    16 greater_or_equal, 17 cast.
+    ```mlir
+    #mpk.int_elementwise<op = 3>
+    ```
+    Verifier: `op` in [0, 17].
+  }];
+  let parameters = (ins "int64_t":$op);
+  let genVerifyDecl = 1;
+}
+
 #endif // MIXPREC_KERNEL_ATTRS

@@ -38,7 +38,10 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"TopK", 21, "topk">,
     I32EnumAttrCase<"CumSum", 22, "cumsum">,
     I32EnumAttrCase<"ReduceProd", 23, "reduce_prod">,
-    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">
+    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">,
+    // Issue 10: integer element-wise ops, exact in int64 (60: clear of the
+    // numbers other routines of the issue take).
+    I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

@@ -63,6 +63,7 @@ unsigned arityOf(graph::ScalarFn fn) {
   case ScalarFn::Max:
   case ScalarFn::Min:
   case ScalarFn::Fmod:
+  case ScalarFn::Mod:
   case ScalarFn::PRelu:
   case ScalarFn::Elu:
     return 2;

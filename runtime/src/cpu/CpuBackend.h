@@ -222,6 +222,7 @@ private:
   Status runDataMovement(const OpaqueOp &op);
   Status runFloatRoutine(const OpaqueOp &op);
   Status runIndexRoutine(const OpaqueOp &op);
+  Status runIntRoutine(const OpaqueOp &op);
   const int64_t *indexOperand(int32_t tensor, Scratch &scratch);
   Status indexRangeError(const OpaqueOp &op, const cpu::BadIndex &bad);
   bool roundGemmOperandsToTf32(const OpaqueOp &op, const float *&a, const float *&b);

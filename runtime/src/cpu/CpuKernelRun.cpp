@@ -384,6 +384,9 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
     case OpCode::Fmod:
       map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
       break;
+    case OpCode::Mod:
+      map2(scalar::floorMod, a, b, r, n);
+      break;
     case OpCode::Softplus:
       map1(scalar::softplus, a, r, n);
       break;

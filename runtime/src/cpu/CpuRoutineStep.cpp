@@ -8,6 +8,7 @@
 #include "runtime/src/cpu/CpuBackend.h"
 
 #include "runtime/cpu/Indexing.h"
+#include "runtime/cpu/IntElementwise.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cstring>
@@ -38,6 +39,8 @@ Status CpuBackend::runOpaque(const OpaqueOp &op) {
   case OpaqueKind::CumSum:
   case OpaqueKind::ScatterNd:
     return runIndexRoutine(op);
+  case OpaqueKind::IntElementwise:
+    return runIntRoutine(op);
   default:
     return runFloatRoutine(op);
   }
@@ -210,6 +213,59 @@ Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
     int32_t *out = reinterpret_cast<int32_t *>(tensorData(op.output));
     for (int64_t i = 0; i < y.elements; ++i)
       out[i] = static_cast<int32_t>(vi[i]);
+  }
+  return okStatus();
+}
+
+/// int_elementwise: every operand widened to int64 (bool as 0/1; pow's
+/// float exponent decoded to FP32), the op in int64 (cpu::intElementwise,
+/// the interpreter's function), the result stored in the output's dtype:
+/// i32 keeps the low 32 bits (two's complement), bool is != 0.
+Status CpuBackend::runIntRoutine(const OpaqueOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &y = tensors[op.output];
+  cpu::IntOperand operands[3];
+  const int count = static_cast<int>(op.inputs.size());
+  for (int i = 0; i < count; ++i) {
+    const TensorDesc &d = tensors[op.inputs[i]];
+    operands[i].shape = d.shape;
+    const uint8_t *data = tensorData(op.inputs[i]);
+    if (isFloatDType(d.dtype)) {
+      if (!(operands[i].floats = floatOperand(op.inputs[i], scratch[i])))
+        return outOfMemory(op.name, d.elements * 4);
+    } else if (d.dtype == DType::I64) {
+      operands[i].ints = reinterpret_cast<const int64_t *>(data);
+    } else {
+      int64_t *wide = static_cast<int64_t *>(scratch[i].bytes(d.elements * 8));
+      if (!wide)
+        return outOfMemory(op.name, d.elements * 8);
+      for (int64_t e = 0; e < d.elements; ++e)
+        wide[e] = d.dtype == DType::I32 ? reinterpret_cast<const int32_t *>(data)[e]
+                                        : static_cast<int64_t>(data[e] != 0);
+      operands[i].ints = wide;
+    }
+  }
+  // The result in scratch: the plan may place the output over an input.
+  int64_t *values = static_cast<int64_t *>(scratch[5].bytes(y.elements * 8));
+  if (!values)
+    return outOfMemory(op.name, y.elements * 8);
+  cpu::intElementwise(static_cast<cpu::IntOp>(op.intOp), operands, count, values, y.shape);
+  uint8_t *out = tensorData(op.output);
+  switch (y.dtype) {
+  case DType::I64:
+    std::memcpy(out, values, y.bytes);
+    break;
+  case DType::I32:
+    for (int64_t i = 0; i < y.elements; ++i) {
+      // The low 32 bits, as two's complement (no out-of-range conversion).
+      const auto low = static_cast<uint32_t>(static_cast<uint64_t>(values[i]));
+      std::memcpy(out + 4 * i, &low, 4);
+    }
+    break;
+  default: // Bool
+    for (int64_t i = 0; i < y.elements; ++i)
+      out[i] = values[i] != 0 ? 1 : 0;
+    break;
   }
   return okStatus();
 }

@@ -451,15 +451,22 @@ TEST_F(ImportTest, ErrorGatherFloatIndices) {
                                         "INT32, got FLOAT"));
 }
 
-TEST_F(ImportTest, ErrorIntegerArithmeticAtRunTime) {
+// Integer arithmetic at run time imports (the int_elementwise routine);
+// bools have no arithmetic.
+TEST_F(ImportTest, ErrorBoolArithmeticAtRunTime) {
+  Model ints(13);
+  ints.input("ids", {3}, TP::INT64);
+  ints.ints("one", {1});
+  ints.node("Add", {"ids", "one"}, {"y"}, "add");
+  ints.output("y", Dims{3}, TP::INT64);
+  EXPECT_TRUE(import(ints));
   Model m(13);
-  m.input("ids", {3}, TP::INT64);
-  m.ints("one", {1});
-  m.node("Add", {"ids", "one"}, {"y"}, "add");
+  m.input("flags", {3}, TP::BOOL);
+  m.input("more", {3}, TP::BOOL);
+  m.node("Add", {"flags", "more"}, {"y"}, "add");
   m.output("y");
-  EXPECT_THAT(importError(m),
-              HasSubstr("node 'add' (Add): input #0 ('ids') is INT64; integer arithmetic is "
-                        "supported only when both inputs are compile-time constants"));
+  EXPECT_THAT(importError(m), HasSubstr("node 'add' (Add): input #0 ('flags') must be FLOAT, "
+                                        "INT32 or INT64, got BOOL"));
 }
 
 TEST_F(ImportTest, ErrorMixedOperandTypes) {

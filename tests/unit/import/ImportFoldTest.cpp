@@ -122,8 +122,9 @@ TEST_F(FoldTest, ModFollowsTheFmodAttribute) {
   EXPECT_THAT(floats(node("Mod", [](auto &n) { attrI(n, "fmod", 1); }),
                      {F({2}, {-7.5f, 7.5f}), F({}, {2})}),
               ElementsAre(-1.5f, 1.5f));
-  EXPECT_THAT(error(node("Mod"), {F({1}, {1}), F({1}, {2})}),
-              HasSubstr("'fmod' must be 1 for FLOAT"));
+  // fmod=0 on floats: numpy.mod, the divisor's sign (as the run time).
+  EXPECT_THAT(floats(node("Mod"), {F({2}, {-7.5f, 7.5f}), F({}, {-2})}),
+              ElementsAre(-1.5f, -0.5f));
   EXPECT_THAT(error(node("Mod"), {a, I({}, {0})}), HasSubstr("modulo by zero"));
 }
 

@@ -343,11 +343,20 @@ func.func @div$result_shape(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<3x
 
 // -----
 
-// Element-wise ops take float tensors only.
-func.func @pow$integer(%a: tensor<4xi64>) -> tensor<4xi64> {
+// Arithmetic takes floats or i32/i64 (exact at run time), never bools.
+func.func @pow$bool(%a: tensor<4xi1>) -> tensor<4xi1> {
   // expected-error @+1 {{operand #0 must be ranked tensor of}}
-  %0 = mp.pow %a, %a : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
-  return %0 : tensor<4xi64>
+  %0 = mp.pow %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// Only an integer base takes an exponent of another type (a float).
+func.func @pow$float_base_int_exponent(%a: tensor<4xf32>, %b: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{rhs element type}}
+  %0 = mp.pow %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

@@ -307,3 +307,23 @@ func.func @indexing$ops(%x: tensor<4x5x6xf32>, %i: tensor<4x2x6xi64>, %t: tensor
   %7 = mp.reduce_prod %x {axes = array<i64: 0, 2>, keepdims = false} : tensor<4x5x6xf32> -> tensor<5xf32>
   return
 }
+
+// -----
+
+// Integer element-wise ops (issue 10: exact at run time), an integer power
+// by a float exponent, the floor remainder on both kinds.
+// CHECK-LABEL: func.func @integer_ops
+// CHECK: mp.pow %arg0, %arg2 : tensor<4xi64>, tensor<4xf32> -> tensor<4xi64>
+// CHECK: mp.mod %arg0, %arg1 : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+// CHECK: mp.mod %arg2, %arg2 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK: mp.neg %{{.*}} : tensor<4xi32>
+// CHECK: mp.where %{{.*}}, %arg0, %arg1 : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+func.func @integer_ops(%a: tensor<4xi64>, %b: tensor<4xi64>, %e: tensor<4xf32>, %c: tensor<4xi32>) -> (tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<4xi32>, tensor<4xi64>) {
+  %0 = mp.pow %a, %e : tensor<4xi64>, tensor<4xf32> -> tensor<4xi64>
+  %1 = mp.mod %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+  %2 = mp.mod %e, %e : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %3 = mp.neg %c : tensor<4xi32>
+  %m = mp.less %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi1>
+  %4 = mp.where %m, %a, %b : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0, %1, %2, %3, %4 : tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<4xi32>, tensor<4xi64>
+}
