@@ -38,7 +38,14 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"TopK", 21, "topk">,
     I32EnumAttrCase<"CumSum", 22, "cumsum">,
     I32EnumAttrCase<"ReduceProd", 23, "reduce_prod">,
-    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">
+    I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">,
+    // N-D windows (issue 10, h-nd): numbered from 40 to stay clear of the
+    // routines other branches append.
+    I32EnumAttrCase<"Conv", 40, "conv">,
+    I32EnumAttrCase<"ConvTranspose", 41, "conv_transpose">,
+    I32EnumAttrCase<"MaxPool", 42, "max_pool">,
+    I32EnumAttrCase<"AvgPool", 43, "avg_pool">,
+    I32EnumAttrCase<"MaxPoolIndices", 44, "max_pool_indices">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;
