@@ -195,6 +195,27 @@ void forEachTap(const Window &win, const int64_t *in, const WindowTaps &t,
   }
 }
 
+/// Calls fn(plane input, window taps, coordinate scratch, flat output
+/// index) for every output position of a pooling op, in order: each
+/// [N, C] plane of `in` and each position of the output plane.
+template <typename Fn>
+void forEachWindow(const Shape &is, const Window &win, const Shape &os, Fn fn, const float *in) {
+  const size_t dims = is.size() - 2;
+  assert(dims >= 1 && os.size() == is.size() && os[0] == is[0] && os[1] == is[1]);
+  const int64_t planes = is[0] * is[1];
+  const int64_t planeIn = product(is.data() + 2, dims), plane = product(os.data() + 2, dims);
+  WindowTaps t{std::vector<int64_t>(dims), std::vector<int64_t>(dims),
+               std::vector<int64_t>(dims)};
+  std::vector<int64_t> o(dims, 0), coord(dims, 0);
+  for (int64_t p = 0; p < planes; ++p) {
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t q = 0; q < plane; ++q, advance(o, os.data() + 2)) {
+      windowTaps(win, is.data() + 2, o, t);
+      fn(in + p * planeIn, t, coord, p * plane + q);
+    }
+  }
+}
+
 /// The window of a 2-D entry point: pads {top, left, bottom, right}.
 Window window2d(const std::array<int64_t, 2> &kernel, const std::array<int64_t, 2> &strides,
                 const std::array<int64_t, 4> &pads,
@@ -312,75 +333,55 @@ void convTranspose(const float *in, const Shape &is, const float *w, const Shape
 void maxPool(const float *in, const Shape &is, const Window &win, float *out,
              const Shape &os, int64_t *indices, bool columnMajor) {
   const size_t dims = is.size() - 2;
-  assert(dims >= 1 && os.size() == is.size() && os[0] == is[0] && os[1] == is[1]);
-  const int64_t planes = is[0] * is[1];
-  const int64_t planeIn = product(is.data() + 2, dims), plane = product(os.data() + 2, dims);
   const int64_t *spatial = is.data() + 2;
-  WindowTaps t{std::vector<int64_t>(dims), std::vector<int64_t>(dims),
-               std::vector<int64_t>(dims)};
-  std::vector<int64_t> o(dims, 0), coord(dims, 0), best(dims, 0);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *x = in + p * planeIn;
-    std::fill(o.begin(), o.end(), 0);
-    for (int64_t q = 0; q < plane; ++q, advance(o, os.data() + 2)) {
-      windowTaps(win, spatial, o, t);
-      float mx = -std::numeric_limits<float>::infinity();
-      bool found = false;
-      forEachTap(win, spatial, t, coord, [&](int64_t offset) {
-        const float v = x[offset];
-        // NaN propagates; the first of equal maxima keeps its index.
-        if (!found || v > mx || (v != v && mx == mx)) {
-          mx = v;
-          best = coord;
-          found = true;
-        }
-      });
-      out[p * plane + q] = mx;
-      if (!indices)
-        continue;
-      // The flat index in the whole input, its spatial part row-major (last
-      // dim fastest) or column-major (first dim fastest).
-      int64_t flat = 0;
-      if (columnMajor)
-        for (size_t s = dims; s-- > 0;)
-          flat = flat * spatial[s] + best[s];
-      else
-        for (size_t s = 0; s < dims; ++s)
-          flat = flat * spatial[s] + best[s];
-      indices[p * plane + q] = p * planeIn + (found ? flat : 0);
-    }
-  }
+  std::vector<int64_t> best(dims, 0);
+  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+                                 int64_t at) {
+    float mx = -std::numeric_limits<float>::infinity();
+    bool found = false;
+    forEachTap(win, spatial, t, coord, [&](int64_t offset) {
+      const float v = x[offset];
+      // NaN propagates; the first of equal maxima keeps its index.
+      if (!found || v > mx || (v != v && mx == mx)) {
+        mx = v;
+        best = coord;
+        found = true;
+      }
+    });
+    out[at] = mx;
+    if (!indices)
+      return;
+    // The flat index in the whole input, its spatial part row-major (last
+    // dim fastest) or column-major (first dim fastest).
+    int64_t flat = 0;
+    if (columnMajor)
+      for (size_t s = dims; s-- > 0;)
+        flat = flat * spatial[s] + best[s];
+    else
+      for (size_t s = 0; s < dims; ++s)
+        flat = flat * spatial[s] + best[s];
+    indices[at] = (x - in) + (found ? flat : 0);
+  }, in);
 }
 
 void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
              float *out, const Shape &os) {
   const size_t dims = is.size() - 2;
-  assert(dims >= 1 && os.size() == is.size() && os[0] == is[0] && os[1] == is[1]);
-  const int64_t planes = is[0] * is[1];
-  const int64_t planeIn = product(is.data() + 2, dims), plane = product(os.data() + 2, dims);
   const int64_t *spatial = is.data() + 2;
-  WindowTaps t{std::vector<int64_t>(dims), std::vector<int64_t>(dims),
-               std::vector<int64_t>(dims)};
-  std::vector<int64_t> o(dims, 0), coord(dims, 0);
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *x = in + p * planeIn;
-    std::fill(o.begin(), o.end(), 0);
-    for (int64_t q = 0; q < plane; ++q, advance(o, os.data() + 2)) {
-      windowTaps(win, spatial, o, t);
-      float sum = 0.0f;
-      forEachTap(win, spatial, t, coord, [&](int64_t offset) { sum += x[offset]; });
-      int64_t valid = 1, padded = 1;
-      for (size_t s = 0; s < dims; ++s) {
-        valid *= t.hi[s] - t.lo[s];
-        padded *= paddedTaps(t.start[s], win.kernel[s], win.dilations[s], spatial[s],
-                             win.pads[dims + s]);
-      }
-      // A window with no input element yields 0, as in onnxruntime;
-      // pooledSize never produces one.
-      out[p * plane + q] =
-          valid == 0 ? 0.0f : sum / static_cast<float>(countIncludePad ? padded : valid);
+  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+                                 int64_t at) {
+    float sum = 0.0f;
+    forEachTap(win, spatial, t, coord, [&](int64_t offset) { sum += x[offset]; });
+    int64_t valid = 1, padded = 1;
+    for (size_t s = 0; s < dims; ++s) {
+      valid *= t.hi[s] - t.lo[s];
+      padded *= paddedTaps(t.start[s], win.kernel[s], win.dilations[s], spatial[s],
+                           win.pads[dims + s]);
     }
-  }
+    // A window with no input element yields 0, as in onnxruntime;
+    // pooledSize never produces one.
+    out[at] = valid == 0 ? 0.0f : sum / static_cast<float>(countIncludePad ? padded : valid);
+  }, in);
 }
 
 void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,

@@ -126,6 +126,7 @@ private:
                      const flatbuffers::Vector<int64_t> *dilations, size_t dims,
                      bool negativePads);
   Status spatialOutput(const std::vector<int64_t> &expected) const;
+  Status convChannels(int64_t m, int64_t inChannels) const;
   Status convNd();
   Status poolNd();
   Status transpose();
@@ -258,24 +259,8 @@ Status OpaqueVerifier::conv2d() {
     return s;
   if (Status s = windowAttrs(); !s.ok())
     return s;
-  const int64_t m = w.shape[0];
-  if (out.groups < 1 || x.shape[1] % out.groups != 0 || x.shape[1] / out.groups != w.shape[1] ||
-      m % out.groups != 0)
-    return fail("groups " + std::to_string(out.groups) + " do not divide input " +
-                formatShape(x.shape) + " and weight " + formatShape(w.shape));
-  if (w.shape[2] < 1 || w.shape[3] < 1)
-    return fail("weight '" + w.name + "' has an empty kernel window " + formatShape(w.shape));
-  if (hasInput(2)) {
-    if (Status s = floatTensor(in(2), "bias"); !s.ok())
-      return s;
-    if (in(2).elements != m)
-      return fail("bias '" + in(2).name + "' has " + std::to_string(in(2).elements) +
-                  " elements, expected " + std::to_string(m));
-  }
-  if (y.shape[0] != x.shape[0] || y.shape[1] != m)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) +
-                ", expected [N,M,..] = [" + std::to_string(x.shape[0]) + "," + std::to_string(m) +
-                ",..]");
+  if (Status s = convChannels(w.shape[0], w.shape[1] * out.groups); !s.ok())
+    return s;
   return planeOutput(w.shape[2], w.shape[3], false);
 }
 
@@ -362,6 +347,33 @@ Status OpaqueVerifier::spatialOutput(const std::vector<int64_t> &expected) const
   return okStatus();
 }
 
+/// The channel rules of a convolution with `m` output channels whose weight
+/// expects `inChannels` input channels: out.groups divides both and
+/// inChannels is the input's, the kernel window is not empty, the bias (if
+/// any) is float with m values, the output is [N, m, ...].
+Status OpaqueVerifier::convChannels(int64_t m, int64_t inChannels) const {
+  const TensorDesc &x = in(0), &w = in(1), &y = result();
+  const int64_t g = out.groups;
+  if (g < 1 || x.shape[1] % g != 0 || m % g != 0 || inChannels != x.shape[1])
+    return fail("groups " + std::to_string(g) + " do not divide input " + formatShape(x.shape) +
+                " and weight " + formatShape(w.shape));
+  for (size_t d = 2; d < w.shape.size(); ++d)
+    if (w.shape[d] < 1)
+      return fail("weight '" + w.name + "' has an empty kernel window " + formatShape(w.shape));
+  if (hasInput(2)) {
+    if (Status s = floatTensor(in(2), "bias"); !s.ok())
+      return s;
+    if (in(2).elements != m)
+      return fail("bias '" + in(2).name + "' has " + std::to_string(in(2).elements) +
+                  " elements, expected " + std::to_string(m));
+  }
+  if (y.shape[0] != x.shape[0] || y.shape[1] != m)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) +
+                ", expected [N,M,..] = [" + std::to_string(x.shape[0]) + "," + std::to_string(m) +
+                ",..]");
+  return okStatus();
+}
+
 /// conv and conv_transpose.
 Status OpaqueVerifier::convNd() {
   if (Status s = operands(2, 3, 2); !s.ok())
@@ -386,27 +398,14 @@ Status OpaqueVerifier::convNd() {
     return s;
   out.groups = o.groups();
   out.tf32 = o.tf32();
-  const int64_t g = out.groups, c = x.shape[1];
+  const int64_t g = out.groups;
+  if (g < 1 || g > kMaxWindowAttr)
+    return fail("groups " + std::to_string(g) + " out of range [1, 2^31]");
   // Weight [M, C/g, k...] (conv) or [C, M/g, k...] (conv_transpose).
-  const int64_t m = transposed ? w.shape[1] * g : w.shape[0];
-  const int64_t inChannels = transposed ? w.shape[0] : w.shape[1] * g;
-  if (g < 1 || g > kMaxWindowAttr || c % g != 0 || m % g != 0 || inChannels != c)
-    return fail("groups " + std::to_string(g) + " do not divide input " + formatShape(x.shape) +
-                " and weight " + formatShape(w.shape));
-  for (size_t d = 2; d < w.shape.size(); ++d)
-    if (w.shape[d] < 1)
-      return fail("weight '" + w.name + "' has an empty kernel window " + formatShape(w.shape));
-  if (hasInput(2)) {
-    if (Status s = floatTensor(in(2), "bias"); !s.ok())
-      return s;
-    if (in(2).elements != m)
-      return fail("bias '" + in(2).name + "' has " + std::to_string(in(2).elements) +
-                  " elements, expected " + std::to_string(m));
-  }
-  if (y.shape[0] != x.shape[0] || y.shape[1] != m)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) +
-                ", expected [N,M,..] = [" + std::to_string(x.shape[0]) + "," + std::to_string(m) +
-                ",..]");
+  if (Status s = transposed ? convChannels(w.shape[1] * g, w.shape[0])
+                            : convChannels(w.shape[0], w.shape[1] * g);
+      !s.ok())
+    return s;
   const cpu::Window &win = out.window;
   std::vector<int64_t> expected;
   for (size_t s = 0; s < dims; ++s) {
