@@ -50,6 +50,27 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.count_include_pad = a.getCountIncludePad();
         table.Set(std::move(t));
       })
+      .Case([&](kernel::ConvOptionsAttr a) {
+        sc::ConvOptionsT t;
+        t.strides.assign(a.getStrides().begin(), a.getStrides().end());
+        t.pads.assign(a.getPads().begin(), a.getPads().end());
+        t.dilations.assign(a.getDilations().begin(), a.getDilations().end());
+        t.groups = a.getGroups();
+        t.tf32 = a.getTf32();
+        t.output_padding.assign(a.getOutputPadding().begin(), a.getOutputPadding().end());
+        table.Set(std::move(t));
+      })
+      .Case([&](kernel::PoolOptionsAttr a) {
+        sc::PoolOptionsT t;
+        t.kernel.assign(a.getKernel().begin(), a.getKernel().end());
+        t.strides.assign(a.getStrides().begin(), a.getStrides().end());
+        t.pads.assign(a.getPads().begin(), a.getPads().end());
+        t.dilations.assign(a.getDilations().begin(), a.getDilations().end());
+        t.ceil_mode = a.getCeilMode();
+        t.count_include_pad = a.getCountIncludePad();
+        t.storage_order = a.getStorageOrder();
+        table.Set(std::move(t));
+      })
       .Case([&](kernel::TransposeOptionsAttr a) {
         sc::TransposeOptionsT t;
         t.perm.assign(a.getPerm().begin(), a.getPerm().end());

@@ -92,6 +92,34 @@ Attribute avgPool2dOptions(graph::AvgPool2dOp op) {
                                         op.getCountIncludePad());
 }
 
+/// conv: its N-D window, groups, and TF32 from the precision plan.
+Attribute convOptions(graph::ConvOp op) {
+  return kernel::ConvOptionsAttr::get(op.getContext(), op.getStrides(), op.getPads(),
+                                      op.getDilations(), op.getGroups(),
+                                      graph::computesInTf32(op), {});
+}
+
+/// conv_transpose: as conv, with the output padding.
+Attribute convTransposeOptions(graph::ConvTransposeOp op) {
+  return kernel::ConvOptionsAttr::get(op.getContext(), op.getStrides(), op.getPads(),
+                                      op.getDilations(), op.getGroups(),
+                                      graph::computesInTf32(op), op.getOutputPadding());
+}
+
+/// max_pool, avg_pool, max_pool_indices: the N-D window; the padding count
+/// and the storage order where they apply.
+template <typename OpTy> Attribute poolOptions(OpTy op) {
+  bool countIncludePad = false;
+  int64_t storageOrder = 0;
+  if constexpr (std::is_same_v<OpTy, graph::AvgPoolOp>)
+    countIncludePad = op.getCountIncludePad();
+  if constexpr (std::is_same_v<OpTy, graph::MaxPoolIndicesOp>)
+    storageOrder = op.getStorageOrder();
+  return kernel::PoolOptionsAttr::get(op.getContext(), op.getKernelShape(), op.getStrides(),
+                                      op.getPads(), op.getDilations(), op.getCeilMode(),
+                                      countIncludePad, storageOrder);
+}
+
 Attribute transposeOptions(graph::TransposeOp op) {
   return kernel::TransposeOptionsAttr::get(op.getContext(), op.getPerm());
 }
@@ -208,6 +236,11 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::Conv2d, conv2dOptions);
   addRoutine(patterns, Routine::MaxPool2d, maxPool2dOptions);
   addRoutine(patterns, Routine::AvgPool2d, avgPool2dOptions);
+  addRoutine(patterns, Routine::Conv, convOptions);
+  addRoutine(patterns, Routine::ConvTranspose, convTransposeOptions);
+  addRoutine(patterns, Routine::MaxPool, poolOptions<MaxPoolOp>);
+  addRoutine(patterns, Routine::AvgPool, poolOptions<AvgPoolOp>);
+  addRoutine(patterns, Routine::MaxPoolIndices, poolOptions<MaxPoolIndicesOp>);
   addRoutine(patterns, Routine::Transpose, transposeOptions);
   addRoutine(patterns, Routine::Slice, sliceOptions);
   addRoutine(patterns, Routine::Concat, axisOptions<ConcatOp>);

@@ -104,45 +104,177 @@ static const OpForm kConvForms[] = {
     {1, 2, 3, 1, 1, "auto_pad dilations group kernel_shape pads strides"},
 };
 
+/// The rank rule of N-D window nodes: an input of rank 3 to 5.
+static std::optional<std::string> checkWindowRank(llvm::StringRef what, ArrayRef<int64_t> shape) {
+  if (shape.size() >= 3 && shape.size() <= 5)
+    return std::nullopt;
+  return "only 1-D to 3-D " + what.str() + " (an input of rank 3 to 5) is supported, got an " +
+         "input of shape " + graph::formatShape(shape);
+}
+
+/// The weight's spatial dims as the kernel: `kernel_shape` must agree.
+static std::optional<std::string> checkKernelAttr(std::optional<SmallVector<int64_t>> attr,
+                                                  ArrayRef<int64_t> kernel) {
+  if (attr && ArrayRef<int64_t>(*attr) != kernel)
+    return "attribute 'kernel_shape' " + graph::formatShape(*attr) +
+           " does not match the weight's spatial dims " + graph::formatShape(kernel);
+  if (auto err = checkWindowValues("kernel_shape", kernel, kernel.size()))
+    return "weight spatial dims " + graph::formatShape(kernel) + " are not a valid kernel: " +
+           *err;
+  return std::nullopt;
+}
+
+/// The optional bias of a convolution: float, one value per output channel.
+void Importer::requireConvBias(const NodeCtx &c, Value bias, int64_t channels) {
+  if (!bias)
+    return;
+  requireFloat(c, 2, elemOf(bias));
+  if (shapeOf(bias) != ArrayRef<int64_t>{channels})
+    nodeFail(c, "bias shape " + graph::formatShape(shapeOf(bias)) + " must be [" +
+                    llvm::Twine(channels) + "] (one per output channel)");
+}
+
+Importer::ConvNode Importer::convNode(const NodeCtx &c, bool transposed) {
+  ConvNode n{input(c, 0), input(c, 1), optInput(c, 2)};
+  if (auto err = checkWindowRank(transposed ? "transposed convolution" : "convolution",
+                                 shapeOf(n.x)))
+    nodeFail(c, *err);
+  const size_t rank = shapeOf(n.x).size(), dims = rank - 2;
+  requireFloat(c, 0, elemOf(n.x));
+  requireFloat(c, 1, elemOf(n.w));
+  ArrayRef<int64_t> ws = shapeOf(n.w);
+  if (ws.size() != rank)
+    nodeFail(c, transposed  ? "weight must have the input's rank " + llvm::Twine(rank) +
+                                  " (C, M/group, k...), got " + graph::formatShape(ws)
+                : rank == 4 ? "weight must be 4-D (M, C/group, kH, kW), got " +
+                                  graph::formatShape(ws)
+                            : "weight must be 5-D (M, C/group, kD, kH, kW), got " +
+                                  graph::formatShape(ws));
+  n.kernel.assign(ws.begin() + 2, ws.end());
+  if (auto err = checkKernelAttr(attrInts(c, "kernel_shape"), n.kernel))
+    nodeFail(c, *err);
+  SmallVector<int64_t> ones(dims, 1);
+  n.strides = windowInts(c, "strides", ones, dims);
+  n.dilations = windowInts(c, "dilations", ones, dims);
+  n.group = attrInt(c, "group", 1);
+  if (n.group <= 0)
+    nodeFail(c, "attribute 'group' must be positive, got " + llvm::Twine(n.group));
+  return n;
+}
+
 void Importer::convertConv(const NodeCtx &c) {
   if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
     return convertWindow1d(c, &Importer::convertConv);
-  Value x = input(c, 0), w = input(c, 1), bias = optInput(c, 2);
-  require4D(c, shapeOf(x), "convolution");
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, elemOf(w));
-  if (shapeOf(w).size() != 4)
-    nodeFail(c, "weight must be 4-D (M, C/group, kH, kW), got " + graph::formatShape(shapeOf(w)));
-  ArrayRef<int64_t> kernel = shapeOf(w).drop_front(2);
-  if (auto k = attrInts(c, "kernel_shape"))
-    if (ArrayRef<int64_t>(*k) != kernel)
-      nodeFail(c, "attribute 'kernel_shape' " + graph::formatShape(*k) +
-                      " does not match the weight's spatial dims " + graph::formatShape(kernel));
-  if (auto err = checkWindowValues("kernel_shape", kernel, 2))
-    nodeFail(c, "weight spatial dims " + graph::formatShape(kernel) +
-                    " are not a valid kernel: " + *err);
-  SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
-  SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
-  int64_t group = attrInt(c, "group", 1);
-  if (group <= 0)
-    nodeFail(c, "attribute 'group' must be positive, got " + llvm::Twine(group));
+  ConvNode n = convNode(c, /*transposed=*/false);
+  Value x = n.x, w = n.w, bias = n.bias;
+  const size_t rank = shapeOf(x).size();
+  ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
+  int64_t group = n.group;
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
   DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
   DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
   DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
   IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
-  RankedTensorType t = inferredType<graph::Conv2dOp>(
-      c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr, TypeAttr());
-  if (bias) {
-    requireFloat(c, 2, elemOf(bias));
-    if (shapeOf(bias) != ArrayRef<int64_t>{shapeOf(w)[0]})
-      nodeFail(c, "bias shape " + graph::formatShape(shapeOf(bias)) + " must be [" +
-                      llvm::Twine(shapeOf(w)[0]) + "] (one per output channel)");
+  // 2-D keeps mp.conv2d (its routine and its CUDA-less host step are the
+  // same); 3-D is mp.conv.
+  auto build = [&](auto opTag) {
+    using OpT = decltype(opTag);
+    RankedTensorType t = inferredType<OpT>(c, elemOf(x), x, w, bias, stridesAttr, padsAttr,
+                                           dilationsAttr, groupAttr, TypeAttr());
+    requireConvBias(c, bias, shapeOf(w)[0]);
+    return builder
+        .create<OpT>(c.loc, t, x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr,
+                     TypeAttr())
+        .getOutput();
+  };
+  defineValue(c, 0, rank == 4 ? build(graph::Conv2dOp()) : build(graph::ConvOp()));
+}
+
+/// The ONNX schema forms of ConvTranspose.
+static const OpForm kConvTransposeForms[] = {
+    {1, 2, 3, 1, 1,
+     "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
+};
+
+SmallVector<int64_t> Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape,
+                                                 ArrayRef<int64_t> kernel,
+                                                 ArrayRef<int64_t> strides,
+                                                 ArrayRef<int64_t> dilations,
+                                                 ArrayRef<int64_t> outputPadding) {
+  const size_t dims = kernel.size();
+  std::optional<SmallVector<int64_t>> pads = explicitPads(c, dims);
+  std::string autoPad = autoPadMode(c);
+  std::optional<SmallVector<int64_t>> outputShape = attrInts(c, "output_shape");
+  if (outputShape) {
+    // The spatial dims, or (as some exporters write it) the whole shape.
+    if (outputShape->size() == dims + 2)
+      outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
+    if (outputShape->size() != dims)
+      nodeFail(c, "attribute 'output_shape' must have " + llvm::Twine(dims) + " values, got " +
+                      graph::formatShape(*outputShape));
   }
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (!outputShape && !same) {
+    if (autoPad != "NOTSET" && pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
+      nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
+    return autoPad == "NOTSET" && pads ? *pads : SmallVector<int64_t>(2 * dims, 0);
+  }
+  // ONNX: output_shape (else, for SAME_*, input * stride) fixes the total
+  // padding; SAME_UPPER puts its odd element at the end, every other mode
+  // at the beginning. Explicit pads are ignored then.
+  SmallVector<int64_t> out(2 * dims, 0);
+  for (size_t i = 0; i < dims; ++i) {
+    int64_t target = outputShape ? (*outputShape)[i] : inShape[2 + i] * strides[i];
+    int64_t natural = strides[i] * (inShape[2 + i] - 1) + outputPadding[i] +
+                      (kernel[i] - 1) * dilations[i] + 1;
+    if (outputShape && (target <= 0 || target > std::numeric_limits<int32_t>::max()))
+      nodeFail(c, "attribute 'output_shape' " + graph::formatShape(*outputShape) +
+                      " must hold sizes in [1, 2^31 - 1]");
+    // A target above the unpadded size pads negatively: the added
+    // positions get the bias alone. The halves round down (floor), as in
+    // ONNX's reference; without auto_pad the added positions all go to the
+    // end (as the reference and onnxruntime place them).
+    int64_t total = natural - target;
+    int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+    out[i] = autoPad == "SAME_UPPER" ? half : total - half;
+    if (autoPad == "NOTSET")
+      out[i] = std::max<int64_t>(0, out[i]);
+    out[dims + i] = total - out[i];
+  }
+  return out;
+}
+
+void Importer::convertConvTranspose(const NodeCtx &c) {
+  ConvNode n = convNode(c, /*transposed=*/true);
+  Value x = n.x, w = n.w, bias = n.bias;
+  const size_t dims = n.kernel.size();
+  ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
+  int64_t group = n.group;
+  SmallVector<int64_t> outputPadding =
+      attrInts(c, "output_padding").value_or(SmallVector<int64_t>(dims, 0));
+  if (outputPadding.size() != dims)
+    nodeFail(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
+                    graph::formatShape(outputPadding));
+  for (size_t i = 0; i < dims; ++i)
+    if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
+      nodeFail(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
+                      " must hold values in [0, max(stride, dilation)) per dim");
+  SmallVector<int64_t> pads =
+      convTransposePads(c, shapeOf(x), kernel, strides, dilations, outputPadding);
+  DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
+  DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
+  DenseI64ArrayAttr outputPaddingAttr = builder.getDenseI64ArrayAttr(outputPadding);
+  IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
+  RankedTensorType t = inferredType<graph::ConvTransposeOp>(
+      c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, outputPaddingAttr,
+      groupAttr, TypeAttr());
+  requireConvBias(c, bias, t.getShape()[1]);
   defineValue(c, 0,
               builder
-                  .create<graph::Conv2dOp>(c.loc, t, x, w, bias, stridesAttr, padsAttr,
-                                           dilationsAttr, groupAttr, TypeAttr())
+                  .create<graph::ConvTransposeOp>(c.loc, t, x, w, bias, stridesAttr, padsAttr,
+                                                  dilationsAttr, outputPaddingAttr, groupAttr,
+                                                  TypeAttr())
                   .getOutput());
 }
 
@@ -155,6 +287,7 @@ llvm::ArrayRef<Importer::OpInfo> Importer::gemmOps() {
       {"MatMul", &Importer::convertMatMul, kMatMulForms},
       {"Gemm", &Importer::convertGemm, kGemmForms},
       {"Conv", &Importer::convertConv, kConvForms},
+      {"ConvTranspose", &Importer::convertConvTranspose, kConvTransposeForms},
   };
   return table;
 }

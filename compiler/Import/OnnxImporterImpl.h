@@ -272,10 +272,12 @@ private:
   std::string attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt) const;
   std::optional<llvm::SmallVector<int64_t>> attrInts(const NodeCtx &c, llvm::StringRef name) const;
   bool hasAttr(const NodeCtx &c, llvm::StringRef name) const;
-  /// A 2-value window attribute (kernel_shape, strides, dilations), each
-  /// value in [1, INT32_MAX]; `dflt` when absent (required when no default).
+  /// A window attribute (kernel_shape, strides, dilations) of `count`
+  /// values (one per spatial dim), each in [1, INT32_MAX]; `dflt` when
+  /// absent (required when no default).
   llvm::SmallVector<int64_t> windowInts(const NodeCtx &c, llvm::StringRef name,
-                                        std::optional<llvm::SmallVector<int64_t>> dflt);
+                                        std::optional<llvm::SmallVector<int64_t>> dflt,
+                                        size_t count = 2);
   /// Fails unless attribute `name` is absent or 0/1; returns it as bool.
   bool attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt) const;
 
@@ -314,7 +316,13 @@ private:
   mlir::Value transpose(const NodeCtx &c, mlir::Value v, llvm::ArrayRef<int64_t> perm);
   /// Defines output 0 as `input` reshaped to `shape`, folding constants.
   void defineReshaped(const NodeCtx &c, int inputIndex, llvm::ArrayRef<int64_t> shape);
-  /// Resolves ONNX window attributes (auto_pad, pads) to [top, left, bottom, right].
+  /// The `pads` attribute of a window node with `dims` spatial dims (2 *
+  /// dims values in [0, INT32_MAX]), if set.
+  std::optional<llvm::SmallVector<int64_t>> explicitPads(const NodeCtx &c, size_t dims);
+  /// The `auto_pad` attribute, checked: NOTSET, VALID, SAME_UPPER or SAME_LOWER.
+  std::string autoPadMode(const NodeCtx &c);
+  /// Resolves ONNX window attributes (auto_pad, pads) to the begins then the
+  /// ends ([top, left, bottom, right] in 2-D), one per dim of `kernel`.
   llvm::SmallVector<int64_t> windowPads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
                                         llvm::ArrayRef<int64_t> kernel,
                                         llvm::ArrayRef<int64_t> strides,
@@ -335,6 +343,25 @@ private:
   void convertMatMul(const NodeCtx &c);
   void convertGemm(const NodeCtx &c);
   void convertConv(const NodeCtx &c);
+  void convertConvTranspose(const NodeCtx &c);
+  /// What Conv and ConvTranspose share: operands, window and group.
+  struct ConvNode {
+    mlir::Value x, w, bias;
+    llvm::SmallVector<int64_t> kernel, strides, dilations;
+    int64_t group = 1;
+  };
+  /// Checks a Conv (or, `transposed`, ConvTranspose) node of 1 to 3
+  /// spatial dims: ranks, float operands, kernel_shape against the
+  /// weight, strides, dilations, group.
+  ConvNode convNode(const NodeCtx &c, bool transposed);
+  /// Fails unless `bias` (input #2) is absent or float of shape [channels].
+  void requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
+  /// ConvTranspose's pads from auto_pad, output_shape or pads.
+  llvm::SmallVector<int64_t> convTransposePads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
+                                               llvm::ArrayRef<int64_t> kernel,
+                                               llvm::ArrayRef<int64_t> strides,
+                                               llvm::ArrayRef<int64_t> dilations,
+                                               llvm::ArrayRef<int64_t> outputPadding);
   // OnnxElementwise.cpp
   void convertBinary(const NodeCtx &c);
   void convertUnary(const NodeCtx &c);
@@ -379,6 +406,9 @@ private:
   // OnnxPooling.cpp
   void convertMaxPool(const NodeCtx &c);
   void convertAveragePool(const NodeCtx &c);
+  /// MaxPool and AveragePool as the N-D ops (3-D, AveragePool's dilations,
+  /// MaxPool's Indices): the window attributes of any of 1 to 3 dims.
+  void convertPoolNd(const NodeCtx &c);
   void convertGlobalPool(const NodeCtx &c);
   // OnnxConstants.cpp
   void convertCast(const NodeCtx &c);

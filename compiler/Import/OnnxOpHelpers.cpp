@@ -195,43 +195,57 @@ std::optional<SmallVector<int64_t>> Importer::reduceAxes(const NodeCtx &c, int64
 }
 
 SmallVector<int64_t> Importer::windowInts(const NodeCtx &c, llvm::StringRef name,
-                                          std::optional<SmallVector<int64_t>> dflt) {
+                                          std::optional<SmallVector<int64_t>> dflt,
+                                          size_t count) {
   std::optional<SmallVector<int64_t>> v = attrInts(c, name);
   if (!v) {
     if (!dflt)
       nodeFail(c, "attribute '" + name + "' is required");
     v = dflt;
   }
-  if (auto err = checkWindowValues(name, *v, 2))
+  if (auto err = checkWindowValues(name, *v, count))
     nodeFail(c, *err);
   return *v;
+}
+
+std::optional<SmallVector<int64_t>> Importer::explicitPads(const NodeCtx &c, size_t dims) {
+  std::optional<SmallVector<int64_t>> pads = attrInts(c, "pads");
+  if (!pads)
+    return std::nullopt;
+  if (pads->size() != 2 * dims)
+    nodeFail(c, "attribute 'pads' must have " + llvm::Twine(2 * dims) + " values " +
+                    (dims == 2 ? "[top, left, bottom, right]" : "[begins..., ends...]") +
+                    ", got " + llvm::Twine(pads->size()));
+  for (int64_t p : *pads)
+    if (p < 0 || p > std::numeric_limits<int32_t>::max())
+      nodeFail(c, "attribute 'pads' must hold non-negative values, got " +
+                      graph::formatShape(*pads));
+  return pads;
+}
+
+std::string Importer::autoPadMode(const NodeCtx &c) {
+  std::string autoPad = attrString(c, "auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
+                    quotedName(autoPad));
+  return autoPad;
 }
 
 SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> inShape,
                                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                           ArrayRef<int64_t> dilations) {
-  std::string autoPad = attrString(c, "auto_pad", "NOTSET");
-  std::optional<SmallVector<int64_t>> pads = attrInts(c, "pads");
-  if (pads) {
-    if (pads->size() != 4)
-      nodeFail(c, "attribute 'pads' must have 4 values [top, left, bottom, right], got " +
-                      llvm::Twine(pads->size()));
-    for (int64_t p : *pads)
-      if (p < 0 || p > std::numeric_limits<int32_t>::max())
-        nodeFail(c, "attribute 'pads' must hold non-negative values, got " +
-                        graph::formatShape(*pads));
-  }
+  const size_t dims = kernel.size();
+  std::optional<SmallVector<int64_t>> pads = explicitPads(c, dims);
+  std::string autoPad = autoPadMode(c);
+  SmallVector<int64_t> out(2 * dims, 0);
   if (autoPad == "NOTSET")
-    return pads ? *pads : SmallVector<int64_t>{0, 0, 0, 0};
-  if (autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
-    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
-                    quotedName(autoPad));
+    return pads ? *pads : out;
   if (pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
     nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
-  SmallVector<int64_t> out{0, 0, 0, 0};
   if (autoPad == "VALID")
     return out;
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < dims; ++i) {
     int64_t in = inShape[2 + i], s = strides[i];
     int64_t outSize = (in + s - 1) / s;
     int64_t effective = (kernel[i] - 1) * dilations[i] + 1;
@@ -240,7 +254,7 @@ SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> in
     // beginning.
     int64_t small = total / 2, large = total - small;
     out[i] = autoPad == "SAME_UPPER" ? small : large;
-    out[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+    out[dims + i] = autoPad == "SAME_UPPER" ? large : small;
   }
   return out;
 }

@@ -22,15 +22,25 @@ static const OpForm kMaxPoolForms[] = {
     {10, 1, 1, 1, 2, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
 };
 
+/// Whether MaxPool node `c` has its Indices output (#1) read.
+static bool indicesUsed(const onnx::NodeProto &node, const llvm::StringSet<> &used) {
+  return node.output_size() > 1 && !node.output(1).empty() && used.count(node.output(1));
+}
+
 void Importer::convertMaxPool(const NodeCtx &c) {
-  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+  int64_t storageOrder = attrInt(c, "storage_order", 0);
+  if (storageOrder != 0 && storageOrder != 1)
+    nodeFail(c, "attribute 'storage_order' must be 0 (row-major) or 1 (column-major), got " +
+                llvm::Twine(storageOrder));
+  int64_t rank = inputType(c, 0).getRank();
+  // mp.max_pool2d has no indices; 1-D runs through it (OnnxComposite.cpp).
+  if (indicesUsed(c.node, usedNames) || rank == 5)
+    return convertPoolNd(c);
+  if (rank == 3)
     return convertWindow1d(c, &Importer::convertMaxPool);
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
   requireFloat(c, 0, elemOf(x));
-  if (attrInt(c, "storage_order", 0) != 0)
-    nodeFail(c, "attribute 'storage_order' must be 0 (only row-major indices are defined)");
-  requireUnusedOutputs(c, 1, "the Indices output of MaxPool is not supported");
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
@@ -55,8 +65,17 @@ static const OpForm kAveragePoolForms[] = {
     {19, 1, 1, 1, 1, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
 };
 
+/// Whether `dilations` is set with a value other than 1.
+static bool dilated(std::optional<SmallVector<int64_t>> dilations) {
+  return dilations && llvm::any_of(*dilations, [](int64_t d) { return d != 1; });
+}
+
 void Importer::convertAveragePool(const NodeCtx &c) {
-  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+  int64_t rank = inputType(c, 0).getRank();
+  // mp.avg_pool2d has no dilations; 1-D runs through the 2-D converter.
+  if (rank == 5 || (rank == 4 && dilated(attrInts(c, "dilations"))))
+    return convertPoolNd(c);
+  if (rank == 3)
     return convertWindow1d(c, &Importer::convertAveragePool);
   Value x = input(c, 0);
   require4D(c, shapeOf(x), "pooling");
@@ -64,9 +83,6 @@ void Importer::convertAveragePool(const NodeCtx &c) {
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
-  if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    nodeFail(c, "attribute 'dilations' " + graph::formatShape(dilations) +
-                    " is not supported for AveragePool (only 1)");
   bool ceilMode = attrBool(c, "ceil_mode", false);
   bool countIncludePad = attrBool(c, "count_include_pad", false);
   SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
@@ -76,6 +92,46 @@ void Importer::convertAveragePool(const NodeCtx &c) {
                   builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
                   ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
                   countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
+}
+
+void Importer::convertPoolNd(const NodeCtx &c) {
+  Value x = input(c, 0);
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (shape.size() < 3 || shape.size() > 5)
+    nodeFail(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
+                "of shape " +
+                    graph::formatShape(shape));
+  requireFloat(c, 0, elemOf(x));
+  const size_t dims = shape.size() - 2;
+  SmallVector<int64_t> ones(dims, 1);
+  SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt, dims);
+  SmallVector<int64_t> strides = windowInts(c, "strides", ones, dims);
+  SmallVector<int64_t> dilations = windowInts(c, "dilations", ones, dims);
+  bool ceilMode = attrBool(c, "ceil_mode", false);
+  SmallVector<int64_t> pads = windowPads(c, shape, kernel, strides, dilations);
+  DenseI64ArrayAttr kernelAttr = builder.getDenseI64ArrayAttr(kernel);
+  DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
+  DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
+  BoolAttr ceilAttr = ceilMode ? builder.getBoolAttr(true) : BoolAttr();
+  if (c.node.op_type() == "AveragePool") {
+    bool countIncludePad = attrBool(c, "count_include_pad", false);
+    defineValue(c, 0,
+                createInferred<graph::AvgPoolOp>(
+                    c, elemOf(x), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr, ceilAttr,
+                    countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
+    return;
+  }
+  defineValue(c, 0,
+              createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr, stridesAttr,
+                                               padsAttr, dilationsAttr, ceilAttr));
+  if (!indicesUsed(c.node, usedNames))
+    return;
+  int64_t storageOrder = attrInt(c, "storage_order", 0);
+  defineValue(c, 1,
+              createInferred<graph::MaxPoolIndicesOp>(
+                  c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr,
+                  ceilAttr, storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
 }
 
 /// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.

@@ -78,6 +78,45 @@ struct Conv2dReference : ReferenceModel<Conv2dReference, graph::Conv2dOp> {
   }
 };
 
+/// mp.conv and mp.conv_transpose: the N-D kernels on the GEMM operands.
+template <typename Derived, typename OpT, bool transposed>
+struct ConvNdReference : ReferenceModel<Derived, OpT> {
+  static LogicalResult run(OpT op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+    runtime::cpu::Window win = windowOf({}, op.getStrides(), op.getPads(), op.getDilations());
+    const float *x = e.gemmOperand(op, op.getInput(), sa);
+    const float *w = e.gemmOperand(op, op.getWeight(), sb);
+    if constexpr (transposed)
+      cpu::convTranspose(x, shapeOf(op.getInput()), w, shapeOf(op.getWeight()),
+                         biasOf(op.getBias(), e), win, op.getGroups(), r.data(),
+                         shapeOf(op.getOutput()));
+    else
+      cpu::conv(x, shapeOf(op.getInput()), w, shapeOf(op.getWeight()), biasOf(op.getBias(), e),
+                win, op.getGroups(), r.data(), shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+
+  /// The column buffer of one image and group: (C/groups) prod(k) x the
+  /// output plane (conv), or (M/groups) prod(k) x the input plane plus the
+  /// transposed weight (conv_transpose).
+  uint64_t getScratchBytes(Operation *op) const {
+    auto conv = cast<OpT>(op);
+    std::vector<int64_t> w = shapeOf(conv.getWeight());
+    std::vector<int64_t> plane = shapeOf(transposed ? conv.getInput() : conv.getOutput());
+    uint64_t rows = 1, cols = 1;
+    for (size_t d = 1; d < w.size(); ++d)
+      rows = mulBytes(rows, static_cast<uint64_t>(w[d]));
+    for (size_t d = 2; d < plane.size(); ++d)
+      cols = mulBytes(cols, static_cast<uint64_t>(plane[d]));
+    uint64_t weightCopy = transposed ? mulBytes(rows, static_cast<uint64_t>(w[0])) : 0;
+    return mulBytes(sizeof(float), mulBytes(rows, cols) + weightCopy);
+  }
+};
+struct ConvReference : ConvNdReference<ConvReference, graph::ConvOp, false> {};
+struct ConvTransposeReference
+    : ConvNdReference<ConvTransposeReference, graph::ConvTransposeOp, true> {};
+
 struct ScaledMatmulReference : ReferenceModel<ScaledMatmulReference, graph::ScaledMatmulOp> {
   static LogicalResult run(graph::ScaledMatmulOp op, Evaluator &e) {
     std::vector<float> r = e.allocFloats(op.getOutput());
@@ -109,6 +148,8 @@ void attachGemmReferenceModels(MLIRContext *ctx) {
   graph::MatmulOp::attachInterface<MatmulReference>(*ctx);
   graph::LinearOp::attachInterface<LinearReference>(*ctx);
   graph::Conv2dOp::attachInterface<Conv2dReference>(*ctx);
+  graph::ConvOp::attachInterface<ConvReference>(*ctx);
+  graph::ConvTransposeOp::attachInterface<ConvTransposeReference>(*ctx);
   graph::ScaledMatmulOp::attachInterface<ScaledMatmulReference>(*ctx);
   graph::ScaledLinearOp::attachInterface<ScaledLinearReference>(*ctx);
 }

@@ -114,6 +114,43 @@ struct AvgPool2dReference : ReferenceModel<AvgPool2dReference, graph::AvgPool2dO
   }
 };
 
+/// mp.max_pool and mp.avg_pool: the N-D kernels.
+template <typename Derived, typename OpT>
+struct PoolNdReference : ReferenceModel<Derived, OpT> {
+  static LogicalResult run(OpT op, Evaluator &e) {
+    std::vector<float> r = e.allocFloats(op.getOutput());
+    runtime::cpu::Window win =
+        windowOf(op.getKernelShape(), op.getStrides(), op.getPads(), op.getDilations());
+    if constexpr (std::is_same_v<OpT, graph::AvgPoolOp>)
+      cpu::avgPool(e.floats(op.getInput()), shapeOf(op.getInput()), win,
+                   op.getCountIncludePad(), r.data(), shapeOf(op.getOutput()));
+    else
+      cpu::maxPool(e.floats(op.getInput()), shapeOf(op.getInput()), win, r.data(),
+                   shapeOf(op.getOutput()));
+    e.setFloat(op.getOutput(), std::move(r));
+    return success();
+  }
+};
+struct MaxPoolReference : PoolNdReference<MaxPoolReference, graph::MaxPoolOp> {};
+struct AvgPoolReference : PoolNdReference<AvgPoolReference, graph::AvgPoolOp> {};
+
+/// mp.max_pool_indices: max_pool's indices (its values are dropped).
+struct MaxPoolIndicesReference
+    : ReferenceModel<MaxPoolIndicesReference, graph::MaxPoolIndicesOp> {
+  static LogicalResult run(graph::MaxPoolIndicesOp op, Evaluator &e) {
+    HostTensor out;
+    out.kind = HostTensor::Kind::Int;
+    out.shape = shapeOf(op.getOutput());
+    out.ints.resize(cpu::numElements(out.shape));
+    std::vector<float> values(out.ints.size());
+    cpu::maxPool(e.floats(op.getInput()), shapeOf(op.getInput()),
+                 windowOf(op.getKernelShape(), op.getStrides(), op.getPads(), op.getDilations()),
+                 values.data(), out.shape, out.ints.data(), op.getStorageOrder() == 1);
+    e.set(op.getOutput(), std::move(out));
+    return success();
+  }
+};
+
 } // namespace
 
 void attachReductionReferenceModels(MLIRContext *ctx) {
@@ -133,6 +170,9 @@ void attachReductionReferenceModels(MLIRContext *ctx) {
       *ctx);
   graph::MaxPool2dOp::attachInterface<MaxPool2dReference>(*ctx);
   graph::AvgPool2dOp::attachInterface<AvgPool2dReference>(*ctx);
+  graph::MaxPoolOp::attachInterface<MaxPoolReference>(*ctx);
+  graph::AvgPoolOp::attachInterface<AvgPoolReference>(*ctx);
+  graph::MaxPoolIndicesOp::attachInterface<MaxPoolIndicesReference>(*ctx);
 }
 
 } // namespace mixprec::compiler

@@ -11,6 +11,8 @@
 #include "compiler/Interpreter/Evaluator.h"
 #include "compiler/Interpreter/ReferenceOpInterface.h"
 
+#include "runtime/cpu/Kernels.h"
+
 #include "mlir/IR/MLIRContext.h"
 
 #include <array>
@@ -38,6 +40,18 @@ void attachIndexingReferenceModels(mlir::MLIRContext *ctx);
 inline std::array<int64_t, 2> pairOf(llvm::ArrayRef<int64_t> v) { return {v[0], v[1]}; }
 inline std::array<int64_t, 4> quadOf(llvm::ArrayRef<int64_t> v) {
   return {v[0], v[1], v[2], v[3]};
+}
+
+/// The N-D window of a convolution (no kernel: the weight's) or pooling
+/// op, as the CPU kernels take it.
+inline runtime::cpu::Window windowOf(llvm::ArrayRef<int64_t> kernel,
+                                     llvm::ArrayRef<int64_t> strides,
+                                     llvm::ArrayRef<int64_t> pads,
+                                     llvm::ArrayRef<int64_t> dilations) {
+  return {{kernel.begin(), kernel.end()},
+          {strides.begin(), strides.end()},
+          {pads.begin(), pads.end()},
+          {dilations.begin(), dilations.end()}};
 }
 
 } // namespace mixprec::compiler

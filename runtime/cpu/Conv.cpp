@@ -1,4 +1,8 @@
-//===- Conv.cpp - Conv2d (im2col + SGEMM) and 2-D pooling -----------------===//
+//===- Conv.cpp - N-D convolution, transposed convolution, pooling --------===//
+//
+// 1, 2 or 3 spatial dims. Convolutions are im2col + SGEMM, transposed
+// convolutions SGEMM + col2im; pooling walks each window directly. The 2-D
+// entry points are the N-D kernels with two spatial dims.
 //
 // Every input read is bounds-checked against the input plane (not derived from
 // the output shape), so an output shape that disagrees with pooledSize can
@@ -38,49 +42,188 @@ void validRange(int64_t start, int64_t step, int64_t count, int64_t size,
   *hi = h;
 }
 
-struct Conv2dGeom {
-  int64_t c, h, w;    // per-group input channels and plane
-  int64_t kh, kw;     // kernel
-  int64_t oh, ow;     // output plane
-  int64_t sh, sw;     // strides
-  int64_t dh, dw;     // dilations
-  int64_t padT, padL; // begin pads
+int64_t product(const int64_t *v, size_t n) {
+  int64_t p = 1;
+  for (size_t i = 0; i < n; ++i)
+    p *= v[i];
+  return p;
+}
+
+/// Steps the row-major multi-index `idx` over `sizes` (the odometer).
+void advance(std::vector<int64_t> &idx, const int64_t *sizes) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < sizes[d])
+      return;
+    idx[d] = 0;
+  }
+}
+
+/// The geometry im2col and col2im share: grid point g of a window op and
+/// kernel tap k meet at plane position q = g * stride + k * dilation -
+/// padBegin, per spatial dim. For im2col the grid is the output and the
+/// plane the input; for col2im (transposed convolution) the other way round.
+struct TapGeom {
+  size_t dims;
+  const int64_t *grid, *plane, *kernel, *strides, *dilations, *padBegin;
 };
 
-// col[(c*kh + i)*kw + j][oh*OW + ow] = x[c][oh*sh + i*dh - padT]
-//                                          [ow*sw + j*dw - padL], 0 outside.
-void im2col(const float *src, const Conv2dGeom &g, float *col) {
-  const int64_t plane = g.oh * g.ow;
-  for (int64_t c = 0; c < g.c; ++c) {
-    const float *x = src + c * g.h * g.w;
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        float *row = col + ((c * g.kh + i) * g.kw + j) * plane;
-        const int64_t wOff = j * g.dw - g.padL;
-        int64_t owLo, owHi;
-        validRange(wOff, g.sw, g.ow, g.w, &owLo, &owHi);
-        for (int64_t oh = 0; oh < g.oh; ++oh) {
-          float *r = row + oh * g.ow;
-          const int64_t ih = oh * g.sh + i * g.dh - g.padT;
-          if (ih < 0 || ih >= g.h) {
-            std::fill(r, r + g.ow, 0.0f);
-            continue;
-          }
-          std::fill(r, r + owLo, 0.0f);
-          if (owLo < owHi) {
-            // First valid tap; never form a pointer before the row.
-            const float *xr = x + ih * g.w + owLo * g.sw + wOff;
-            if (g.sw == 1) {
-              std::copy(xr, xr + (owHi - owLo), r + owLo);
-            } else {
-              for (int64_t ow = owLo; ow < owHi; ++ow)
-                r[ow] = xr[(ow - owLo) * g.sw];
-            }
-          }
-          std::fill(r + owHi, r + g.ow, 0.0f);
-        }
+/// Calls fn(tap, gridOffset, planeOffset, count, step) for every kernel tap
+/// and every run of grid points along the last dim whose plane positions
+/// lie inside the plane: `count` points from flat grid offset `gridOffset`
+/// meet the plane at `planeOffset + j * step`.
+template <typename Fn> void forEachRun(const TapGeom &g, Fn fn) {
+  const size_t last = g.dims - 1;
+  const int64_t taps = product(g.kernel, g.dims), points = product(g.grid, g.dims);
+  if (taps == 0 || points == 0)
+    return;
+  const int64_t outer = points / g.grid[last];
+  std::vector<int64_t> k(g.dims, 0), o(last, 0);
+  for (int64_t tap = 0; tap < taps; ++tap, advance(k, g.kernel)) {
+    const int64_t off = k[last] * g.dilations[last] - g.padBegin[last];
+    int64_t lo, hi;
+    validRange(off, g.strides[last], g.grid[last], g.plane[last], &lo, &hi);
+    if (lo >= hi)
+      continue;
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t r = 0; r < outer; ++r, advance(o, g.grid)) {
+      int64_t planeOffset = 0;
+      bool inside = true;
+      for (size_t s = 0; s < last && inside; ++s) {
+        const int64_t q = o[s] * g.strides[s] + k[s] * g.dilations[s] - g.padBegin[s];
+        inside = q >= 0 && q < g.plane[s];
+        planeOffset = planeOffset * g.plane[s] + q;
       }
+      if (inside)
+        fn(tap, r * g.grid[last] + lo,
+           planeOffset * g.plane[last] + lo * g.strides[last] + off, hi - lo,
+           g.strides[last]);
+    }
   }
+}
+
+/// col[c * taps + tap][p] = x[c][position of output p and tap], 0 in the
+/// padding; `channels` planes of `g.plane`'s size.
+void im2col(const float *src, int64_t channels, const TapGeom &g, float *col) {
+  const int64_t taps = product(g.kernel, g.dims), points = product(g.grid, g.dims);
+  const int64_t planeSize = product(g.plane, g.dims);
+  std::fill(col, col + channels * taps * points, 0.0f);
+  forEachRun(g, [&](int64_t tap, int64_t gridOffset, int64_t planeOffset, int64_t count,
+                    int64_t step) {
+    for (int64_t c = 0; c < channels; ++c) {
+      float *r = col + (c * taps + tap) * points + gridOffset;
+      const float *x = src + c * planeSize + planeOffset;
+      if (step == 1)
+        std::copy(x, x + count, r);
+      else
+        for (int64_t j = 0; j < count; ++j)
+          r[j] = x[j * step];
+    }
+  });
+}
+
+/// The adjoint of im2col: dst[c][position of input p and tap] +=
+/// col[c * taps + tap][p]; the grid is the input, the plane the output.
+void col2im(const float *col, int64_t channels, const TapGeom &g, float *dst) {
+  const int64_t taps = product(g.kernel, g.dims), points = product(g.grid, g.dims);
+  const int64_t planeSize = product(g.plane, g.dims);
+  forEachRun(g, [&](int64_t tap, int64_t gridOffset, int64_t planeOffset, int64_t count,
+                    int64_t step) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float *r = col + (c * taps + tap) * points + gridOffset;
+      float *y = dst + c * planeSize + planeOffset;
+      for (int64_t j = 0; j < count; ++j)
+        y[j * step] += r[j];
+    }
+  });
+}
+
+/// Fills `planes` planes of `size` floats with bias[c] (0 without a bias).
+void fillBias(float *dst, int64_t planes, int64_t size, const float *bias) {
+  for (int64_t c = 0; c < planes; ++c)
+    std::fill(dst + c * size, dst + (c + 1) * size, bias ? bias[c] : 0.0f);
+}
+
+/// The window of output position `o` along every spatial dim: its first
+/// input coordinate and its valid tap range.
+struct WindowTaps {
+  std::vector<int64_t> start, lo, hi;
+};
+
+void windowTaps(const Window &win, const int64_t *in, const std::vector<int64_t> &o,
+                WindowTaps &t) {
+  const size_t dims = o.size();
+  for (size_t s = 0; s < dims; ++s) {
+    t.start[s] = o[s] * win.strides[s] - win.pads[s];
+    validRange(t.start[s], win.dilations[s], win.kernel[s], in[s], &t.lo[s], &t.hi[s]);
+  }
+}
+
+/// Taps of a window starting at `start` that lie in the padded extent
+/// [-padBegin, size + padEnd). The window never starts before -padBegin, so
+/// only its end is clipped: the ceil-mode overhang is not counted even with
+/// count_include_pad (onnxruntime's divisor).
+int64_t paddedTaps(int64_t start, int64_t k, int64_t dil, int64_t size, int64_t padEnd) {
+  const int64_t end = std::min(start + k * dil, size + padEnd);
+  return end > start ? 1 + (end - start - 1) / dil : 0;
+}
+
+/// Calls fn(flat input offset in the plane, tap coordinates) for every
+/// in-bounds tap of a window, in row-major tap order.
+template <typename Fn>
+void forEachTap(const Window &win, const int64_t *in, const WindowTaps &t,
+                std::vector<int64_t> &coord, Fn fn) {
+  const size_t dims = coord.size();
+  for (size_t s = 0; s < dims; ++s)
+    if (t.lo[s] >= t.hi[s])
+      return;
+  std::vector<int64_t> k(t.lo);
+  while (true) {
+    int64_t offset = 0;
+    for (size_t s = 0; s < dims; ++s) {
+      coord[s] = t.start[s] + k[s] * win.dilations[s];
+      offset = offset * in[s] + coord[s];
+    }
+    fn(offset);
+    size_t d = dims;
+    while (d-- > 0) {
+      if (++k[d] < t.hi[d])
+        break;
+      k[d] = t.lo[d];
+    }
+    if (d == static_cast<size_t>(-1))
+      return;
+  }
+}
+
+/// Calls fn(plane input, window taps, coordinate scratch, flat output
+/// index) for every output position of a pooling op, in order: each
+/// [N, C] plane of `in` and each position of the output plane.
+template <typename Fn>
+void forEachWindow(const Shape &is, const Window &win, const Shape &os, Fn fn, const float *in) {
+  const size_t dims = is.size() - 2;
+  assert(dims >= 1 && os.size() == is.size() && os[0] == is[0] && os[1] == is[1]);
+  const int64_t planes = is[0] * is[1];
+  const int64_t planeIn = product(is.data() + 2, dims), plane = product(os.data() + 2, dims);
+  WindowTaps t{std::vector<int64_t>(dims), std::vector<int64_t>(dims),
+               std::vector<int64_t>(dims)};
+  std::vector<int64_t> o(dims, 0), coord(dims, 0);
+  for (int64_t p = 0; p < planes; ++p) {
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t q = 0; q < plane; ++q, advance(o, os.data() + 2)) {
+      windowTaps(win, is.data() + 2, o, t);
+      fn(in + p * planeIn, t, coord, p * plane + q);
+    }
+  }
+}
+
+/// The window of a 2-D entry point: pads {top, left, bottom, right}.
+Window window2d(const std::array<int64_t, 2> &kernel, const std::array<int64_t, 2> &strides,
+                const std::array<int64_t, 4> &pads,
+                const std::array<int64_t, 2> &dilations) {
+  return {{kernel.begin(), kernel.end()},
+          {strides.begin(), strides.end()},
+          {pads.begin(), pads.end()},
+          {dilations.begin(), dilations.end()}};
 }
 
 } // namespace
@@ -110,60 +253,145 @@ void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
   *padEnd = upper ? large : small;
 }
 
+int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                       int64_t padEnd, int64_t dilation, int64_t outputPadding) {
+  return stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - padBegin - padEnd;
+}
+
+void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
+          const float *bias, const Window &win, int64_t groups, float *out,
+          const Shape &os) {
+  const size_t dims = is.size() - 2;
+  assert(dims >= 1 && ws.size() == is.size() && os.size() == is.size());
+  assert(groups > 0 && is[1] == ws[1] * groups && ws[0] % groups == 0);
+  assert(os[0] == is[0] && os[1] == ws[0]);
+  const int64_t n = is[0], c = is[1], m = ws[0], cg = ws[1], mg = m / groups;
+  const int64_t planeIn = product(is.data() + 2, dims);
+  const int64_t plane = product(os.data() + 2, dims);
+  const int64_t kc = cg * product(ws.data() + 2, dims);
+  if (n == 0 || m == 0 || plane == 0)
+    return;
+  TapGeom g{dims, os.data() + 2, is.data() + 2, ws.data() + 2, win.strides.data(),
+            win.dilations.data(), win.pads.data()};
+  // A 1x1, stride-1, unpadded conv reads the input plane as-is: it already
+  // is the [C, spatial] column matrix.
+  bool direct = plane == planeIn;
+  for (size_t s = 0; s < dims; ++s)
+    direct = direct && ws[2 + s] == 1 && win.strides[s] == 1 && win.pads[s] == 0 &&
+             win.pads[dims + s] == 0;
+  std::vector<float> col(direct ? 0 : static_cast<size_t>(kc * plane));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      const float *src = in + (b * c + grp * cg) * planeIn;
+      float *dst = out + (b * m + grp * mg) * plane;
+      const float *cols = src;
+      if (!direct) {
+        im2col(src, cg, g, col.data());
+        cols = col.data();
+      }
+      if (bias)
+        fillBias(dst, mg, plane, bias + grp * mg);
+      detail::sgemm(false, mg, plane, kc, w + grp * mg * kc, kc, cols, plane, dst, plane,
+                    bias ? 1.0f : 0.0f);
+    }
+}
+
+void convTranspose(const float *in, const Shape &is, const float *w, const Shape &ws,
+                   const float *bias, const Window &win, int64_t groups, float *out,
+                   const Shape &os) {
+  const size_t dims = is.size() - 2;
+  assert(dims >= 1 && ws.size() == is.size() && os.size() == is.size());
+  assert(groups > 0 && is[1] == ws[0] && ws[0] % groups == 0);
+  const int64_t n = is[0], c = is[1], cg = c / groups, mg = ws[1], m = mg * groups;
+  assert(os[0] == n && os[1] == m);
+  const int64_t planeIn = product(is.data() + 2, dims);
+  const int64_t plane = product(os.data() + 2, dims);
+  const int64_t taps = product(ws.data() + 2, dims), rows = mg * taps;
+  if (n == 0 || m == 0 || plane == 0)
+    return;
+  TapGeom g{dims, is.data() + 2, os.data() + 2, ws.data() + 2, win.strides.data(),
+            win.dilations.data(), win.pads.data()};
+  // Per group, col = W_g^T x_g: W_g is [C/g, M/g * taps], so its transpose
+  // is formed once per group.
+  std::vector<float> wt(static_cast<size_t>(rows * cg)), col(static_cast<size_t>(rows * planeIn));
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    const float *wg = w + grp * cg * rows;
+    for (int64_t ci = 0; ci < cg; ++ci)
+      for (int64_t r = 0; r < rows; ++r)
+        wt[r * cg + ci] = wg[ci * rows + r];
+    for (int64_t b = 0; b < n; ++b) {
+      const float *src = in + (b * c + grp * cg) * planeIn;
+      float *dst = out + (b * m + grp * mg) * plane;
+      detail::sgemm(false, rows, planeIn, cg, wt.data(), cg, src, planeIn, col.data(), planeIn,
+                    0.0f);
+      fillBias(dst, mg, plane, bias ? bias + grp * mg : nullptr);
+      col2im(col.data(), mg, g, dst);
+    }
+  }
+}
+
+void maxPool(const float *in, const Shape &is, const Window &win, float *out,
+             const Shape &os, int64_t *indices, bool columnMajor) {
+  const size_t dims = is.size() - 2;
+  const int64_t *spatial = is.data() + 2;
+  std::vector<int64_t> best(dims, 0);
+  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+                                 int64_t at) {
+    float mx = -std::numeric_limits<float>::infinity();
+    bool found = false;
+    forEachTap(win, spatial, t, coord, [&](int64_t offset) {
+      const float v = x[offset];
+      // NaN propagates; the first of equal maxima keeps its index.
+      if (!found || v > mx || (v != v && mx == mx)) {
+        mx = v;
+        best = coord;
+        found = true;
+      }
+    });
+    out[at] = mx;
+    if (!indices)
+      return;
+    // The flat index in the whole input, its spatial part row-major (last
+    // dim fastest) or column-major (first dim fastest).
+    int64_t flat = 0;
+    if (columnMajor)
+      for (size_t s = dims; s-- > 0;)
+        flat = flat * spatial[s] + best[s];
+    else
+      for (size_t s = 0; s < dims; ++s)
+        flat = flat * spatial[s] + best[s];
+    indices[at] = (x - in) + (found ? flat : 0);
+  }, in);
+}
+
+void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
+             float *out, const Shape &os) {
+  const size_t dims = is.size() - 2;
+  const int64_t *spatial = is.data() + 2;
+  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+                                 int64_t at) {
+    float sum = 0.0f;
+    forEachTap(win, spatial, t, coord, [&](int64_t offset) { sum += x[offset]; });
+    int64_t valid = 1, padded = 1;
+    for (size_t s = 0; s < dims; ++s) {
+      valid *= t.hi[s] - t.lo[s];
+      padded *= paddedTaps(t.start[s], win.kernel[s], win.dilations[s], spatial[s],
+                           win.pads[dims + s]);
+    }
+    // A window with no input element yields 0, as in onnxruntime;
+    // pooledSize never produces one.
+    out[at] = valid == 0 ? 0.0f : sum / static_cast<float>(countIncludePad ? padded : valid);
+  }, in);
+}
+
 void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
             const float *bias, const std::array<int64_t, 2> &strides,
             const std::array<int64_t, 4> &pads,
             const std::array<int64_t, 2> &dilations, int64_t groups, float *out,
             const Shape &os) {
   assert(is.size() == 4 && ws.size() == 4 && os.size() == 4);
-  assert(groups > 0 && is[1] == ws[1] * groups && ws[0] % groups == 0);
-  assert(os[0] == is[0] && os[1] == ws[0]);
-  const int64_t n = is[0], c = is[1], m = ws[0];
-  Conv2dGeom g;
-  g.c = ws[1];
-  g.h = is[2];
-  g.w = is[3];
-  g.kh = ws[2];
-  g.kw = ws[3];
-  g.oh = os[2];
-  g.ow = os[3];
-  g.sh = strides[0];
-  g.sw = strides[1];
-  g.dh = dilations[0];
-  g.dw = dilations[1];
-  g.padT = pads[0];
-  g.padL = pads[1];
-  assert(g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0);
-  const int64_t mg = m / groups;
-  const int64_t kc = g.c * g.kh * g.kw;
-  const int64_t plane = g.oh * g.ow;
-  if (n == 0 || m == 0 || plane == 0)
-    return;
-  // A 1x1, stride-1, unpadded conv reads the input plane as-is: it already
-  // is the [C, H*W] column matrix.
-  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 &&
-                      pads[0] == 0 && pads[1] == 0 && pads[2] == 0 &&
-                      pads[3] == 0 && g.oh == g.h && g.ow == g.w;
-  std::vector<float> col(direct ? 0 : static_cast<size_t>(kc * plane));
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t grp = 0; grp < groups; ++grp) {
-      const float *src = in + (b * c + grp * g.c) * g.h * g.w;
-      float *dst = out + (b * m + grp * mg) * plane;
-      float beta = 0.0f;
-      if (bias) {
-        for (int64_t oc = 0; oc < mg; ++oc)
-          std::fill(dst + oc * plane, dst + (oc + 1) * plane,
-                    bias[grp * mg + oc]);
-        beta = 1.0f;
-      }
-      const float *cols = src;
-      if (!direct) {
-        im2col(src, g, col.data());
-        cols = col.data();
-      }
-      detail::sgemm(false, mg, plane, kc, w + grp * mg * kc, kc, cols, plane,
-                    dst, plane, beta);
-    }
+  conv(in, is, w, ws, bias, window2d({ws[2], ws[3]}, strides, pads, dilations), groups, out,
+       os);
 }
 
 void maxPool2d(const float *in, const Shape &is,
@@ -172,32 +400,8 @@ void maxPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 4> &pads,
                const std::array<int64_t, 2> &dilations, float *out,
                const Shape &os) {
-  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] && os[1] == is[1]);
-  const int64_t planes = is[0] * is[1], h = is[2], w = is[3];
-  const int64_t oh = os[2], ow = os[3];
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *x = in + p * h * w;
-    float *y = out + p * oh * ow;
-    for (int64_t i = 0; i < oh; ++i) {
-      const int64_t hs = i * strides[0] - pads[0];
-      int64_t khLo, khHi;
-      validRange(hs, dilations[0], kernel[0], h, &khLo, &khHi);
-      for (int64_t j = 0; j < ow; ++j) {
-        const int64_t wsIdx = j * strides[1] - pads[1];
-        int64_t kwLo, kwHi;
-        validRange(wsIdx, dilations[1], kernel[1], w, &kwLo, &kwHi);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t kh = khLo; kh < khHi; ++kh) {
-          const float *row = x + (hs + kh * dilations[0]) * w;
-          for (int64_t kw = kwLo; kw < kwHi; ++kw) {
-            const float v = row[wsIdx + kw * dilations[1]];
-            mx = (v > mx || v != v) ? v : mx;
-          }
-        }
-        y[i * ow + j] = mx;
-      }
-    }
-  }
+  assert(is.size() == 4 && os.size() == 4);
+  maxPool(in, is, window2d(kernel, strides, pads, dilations), out, os);
 }
 
 void avgPool2d(const float *in, const Shape &is,
@@ -206,47 +410,8 @@ void avgPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 4> &pads, bool countIncludePad,
                float *out, const Shape &os,
                const std::array<int64_t, 2> &dilations) {
-  assert(is.size() == 4 && os.size() == 4 && os[0] == is[0] && os[1] == is[1]);
-  const int64_t planes = is[0] * is[1], h = is[2], w = is[3];
-  const int64_t oh = os[2], ow = os[3];
-  const int64_t dh = dilations[0], dw = dilations[1];
-  // Taps of a window starting at `start` that lie in the padded extent
-  // [-padBegin, size + padEnd). The window never starts before -padBegin, so
-  // only its end is clipped: the ceil-mode overhang is not counted even with
-  // count_include_pad (onnxruntime's divisor).
-  auto paddedTaps = [](int64_t start, int64_t k, int64_t dil, int64_t size,
-                       int64_t padEnd) {
-    const int64_t end = std::min(start + k * dil, size + padEnd);
-    return end > start ? 1 + (end - start - 1) / dil : 0;
-  };
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *x = in + p * h * w;
-    float *y = out + p * oh * ow;
-    for (int64_t i = 0; i < oh; ++i) {
-      const int64_t hs = i * strides[0] - pads[0];
-      int64_t khLo, khHi;
-      validRange(hs, dh, kernel[0], h, &khLo, &khHi);
-      const int64_t padH = paddedTaps(hs, kernel[0], dh, h, pads[2]);
-      for (int64_t j = 0; j < ow; ++j) {
-        const int64_t ws0 = j * strides[1] - pads[1];
-        int64_t kwLo, kwHi;
-        validRange(ws0, dw, kernel[1], w, &kwLo, &kwHi);
-        float sum = 0.0f;
-        for (int64_t kh = khLo; kh < khHi; ++kh) {
-          const float *row = x + (hs + kh * dh) * w;
-          for (int64_t kw = kwLo; kw < kwHi; ++kw)
-            sum += row[ws0 + kw * dw];
-        }
-        const int64_t valid = (khHi - khLo) * (kwHi - kwLo);
-        const int64_t count =
-            countIncludePad ? padH * paddedTaps(ws0, kernel[1], dw, w, pads[3])
-                            : valid;
-        // A window with no input element yields 0, as in onnxruntime;
-        // pooledSize never produces one.
-        y[i * ow + j] = valid == 0 ? 0.0f : sum / static_cast<float>(count);
-      }
-    }
-  }
+  assert(is.size() == 4 && os.size() == 4);
+  avgPool(in, is, window2d(kernel, strides, pads, dilations), countIncludePad, out, os);
 }
 
 } // namespace mixprec::runtime::cpu

@@ -278,6 +278,45 @@ void avgPool2d(const float *in, const Shape &is,
                float *out, const Shape &os,
                const std::array<int64_t, 2> &dilations = {1, 1});
 
+/// The window of an N-D convolution or pooling op (1 to 3 spatial dims),
+/// one value per spatial dim: kernel (pooling only; a convolution's is its
+/// weight's), strides, dilations; pads are the begins then the ends (ONNX
+/// order: {top, left, bottom, right} in 2-D).
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+};
+
+/// ONNX ConvTranspose's output size along one spatial dim:
+/// stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - pads.
+int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                       int64_t padEnd, int64_t dilation, int64_t outputPadding);
+
+/// ONNX Conv, N-D: in [N, C, D...], w [M, C/groups, k...], bias [M] or null,
+/// out [N, M, O...] (pooledSize with ceilMode=false). im2col + SGEMM per
+/// image and group.
+void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
+          const float *bias, const Window &win, int64_t groups, float *out,
+          const Shape &os);
+
+/// ONNX ConvTranspose, N-D: in [N, C, D...], w [C, M/groups, k...], bias
+/// [M] or null, out [N, M, O...] (O as transposedSize gives with the
+/// output padding the caller chose). SGEMM (W_g^T x_g) + col2im per image
+/// and group, accumulated in FP32.
+void convTranspose(const float *in, const Shape &is, const float *w, const Shape &ws,
+                   const float *bias, const Window &win, int64_t groups, float *out,
+                   const Shape &os);
+
+/// ONNX MaxPool, N-D. Padding never wins: only in-bounds elements take part.
+/// NaN propagates. With `indices`, also writes ONNX's Indices output: the
+/// flat index of the (first) maximum in the whole input, its spatial part
+/// row-major, or column-major (storage_order 1) when `columnMajor`.
+void maxPool(const float *in, const Shape &is, const Window &win, float *out,
+             const Shape &os, int64_t *indices = nullptr, bool columnMajor = false);
+
+/// ONNX AveragePool, N-D, with avgPool2d's divisor rule per dim.
+void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
+             float *out, const Shape &os);
+
 /// ONNX GlobalAveragePool / GlobalMaxPool over all dims after [N, C].
 void globalAvgPool(const float *in, const Shape &is, float *out);
 void globalMaxPool(const float *in, const Shape &is, float *out);

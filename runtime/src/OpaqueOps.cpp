@@ -57,6 +57,11 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"cumsum", OpaqueKind::CumSum, Options::CumSumOptions},
     {"reduce_prod", OpaqueKind::ReduceProd, Options::ReduceOptions},
     {"scatter_nd", OpaqueKind::ScatterNd, Options::ScatterNdOptions},
+    {"conv", OpaqueKind::Conv, Options::ConvOptions},
+    {"conv_transpose", OpaqueKind::ConvTranspose, Options::ConvOptions},
+    {"max_pool", OpaqueKind::MaxPool, Options::PoolOptions},
+    {"avg_pool", OpaqueKind::AvgPool, Options::PoolOptions},
+    {"max_pool_indices", OpaqueKind::MaxPoolIndices, Options::PoolOptions},
     {"int_elementwise", OpaqueKind::IntElementwise, Options::IntElementwiseOptions},
 };
 
@@ -95,11 +100,15 @@ private:
 
   /// The options table, of the type run() checked.
   template <typename T> const T &options() const { return *op.options_as<T>(); }
-  /// Decodes the strides, pads and dilations of a 2-D window table.
+  /// Decodes the strides, pads and dilations of a 2-D window table (also
+  /// as out.window, which the backends run every window routine with).
   template <typename T> void readWindow(const T &o) {
     out.strides = {o.stride_h(), o.stride_w()};
     out.pads = {o.pad_top(), o.pad_left(), o.pad_bottom(), o.pad_right()};
     out.dilations = {o.dilation_h(), o.dilation_w()};
+    out.window.strides.assign(out.strides.begin(), out.strides.end());
+    out.window.pads.assign(out.pads.begin(), out.pads.end());
+    out.window.dilations.assign(out.dilations.begin(), out.dilations.end());
   }
 
   Status operands(size_t minInputs, size_t maxInputs, size_t optionalFrom);
@@ -113,6 +122,15 @@ private:
 
   Status conv2d();
   Status pool2d(bool isMax);
+  Status spatialRank(size_t &dims) const;
+  Status windowLists(const flatbuffers::Vector<int64_t> *strides,
+                     const flatbuffers::Vector<int64_t> *pads,
+                     const flatbuffers::Vector<int64_t> *dilations, size_t dims,
+                     bool negativePads);
+  Status spatialOutput(const std::vector<int64_t> &expected) const;
+  Status convChannels(int64_t m, int64_t inChannels) const;
+  Status convNd();
+  Status poolNd();
   Status transpose();
   Status slice();
   Status concat();
@@ -244,24 +262,8 @@ Status OpaqueVerifier::conv2d() {
     return s;
   if (Status s = windowAttrs(); !s.ok())
     return s;
-  const int64_t m = w.shape[0];
-  if (out.groups < 1 || x.shape[1] % out.groups != 0 || x.shape[1] / out.groups != w.shape[1] ||
-      m % out.groups != 0)
-    return fail("groups " + std::to_string(out.groups) + " do not divide input " +
-                formatShape(x.shape) + " and weight " + formatShape(w.shape));
-  if (w.shape[2] < 1 || w.shape[3] < 1)
-    return fail("weight '" + w.name + "' has an empty kernel window " + formatShape(w.shape));
-  if (hasInput(2)) {
-    if (Status s = floatTensor(in(2), "bias"); !s.ok())
-      return s;
-    if (in(2).elements != m)
-      return fail("bias '" + in(2).name + "' has " + std::to_string(in(2).elements) +
-                  " elements, expected " + std::to_string(m));
-  }
-  if (y.shape[0] != x.shape[0] || y.shape[1] != m)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) +
-                ", expected [N,M,..] = [" + std::to_string(x.shape[0]) + "," + std::to_string(m) +
-                ",..]");
+  if (Status s = convChannels(w.shape[0], w.shape[1] * out.groups); !s.ok())
+    return s;
   return planeOutput(w.shape[2], w.shape[3], false);
 }
 
@@ -270,6 +272,7 @@ Status OpaqueVerifier::pool2d(bool isMax) {
     return s;
   const schema::Pool2dOptions &o = options<schema::Pool2dOptions>();
   out.kernel = {o.kernel_h(), o.kernel_w()};
+  out.window.kernel.assign(out.kernel.begin(), out.kernel.end());
   readWindow(o);
   out.ceilMode = o.ceil_mode();
   out.countIncludePad = o.count_include_pad();
@@ -289,6 +292,181 @@ Status OpaqueVerifier::pool2d(bool isMax) {
     return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected [" +
                 std::to_string(x.shape[0]) + "," + std::to_string(x.shape[1]) + ",..]");
   return planeOutput(out.kernel[0], out.kernel[1], out.ceilMode);
+}
+
+/// The spatial dims of input 0 ([N, C, D...]): 1 to 3; the output has its rank.
+Status OpaqueVerifier::spatialRank(size_t &dims) const {
+  const TensorDesc &x = in(0), &y = result();
+  if (x.shape.size() < 3 || x.shape.size() > 5)
+    return fail("'" + x.name + "' must be [N, C, D...] with 1 to 3 spatial dims, got " +
+                formatShape(x.shape));
+  if (y.shape.size() != x.shape.size())
+    return fail("output '" + y.name + "' must have rank " + std::to_string(x.shape.size()) +
+                ", got " + formatShape(y.shape));
+  dims = x.shape.size() - 2;
+  return okStatus();
+}
+
+/// Decodes the strides, pads and dilations of an N-D window into
+/// out.window (one entry per spatial dim, pads twice as many) and bounds
+/// them; a transposed convolution's pads may be negative.
+Status OpaqueVerifier::windowLists(const flatbuffers::Vector<int64_t> *strides,
+                                   const flatbuffers::Vector<int64_t> *pads,
+                                   const flatbuffers::Vector<int64_t> *dilations, size_t dims,
+                                   bool negativePads) {
+  cpu::Window &w = out.window;
+  if (Status s = listField(strides, "strides", dims, w.strides); !s.ok())
+    return s;
+  if (Status s = listField(pads, "pads", 2 * dims, w.pads); !s.ok())
+    return s;
+  if (Status s = listField(dilations, "dilations", dims, w.dilations); !s.ok())
+    return s;
+  for (int64_t v : w.kernel)
+    if (v < 1 || v > kMaxWindowAttr)
+      return fail("kernel size " + std::to_string(v) + " out of range [1, 2^31]");
+  for (int64_t v : w.strides)
+    if (v < 1 || v > kMaxWindowAttr)
+      return fail("stride " + std::to_string(v) + " out of range [1, 2^31]");
+  for (int64_t v : w.dilations)
+    if (v < 1 || v > kMaxWindowAttr)
+      return fail("dilation " + std::to_string(v) + " out of range [1, 2^31]");
+  for (int64_t v : w.pads)
+    if (v < (negativePads ? -kMaxWindowAttr : 0) || v > kMaxWindowAttr)
+      return fail("pad " + std::to_string(v) + " out of range [" +
+                  (negativePads ? "-2^31" : "0") + ", 2^31]");
+  return okStatus();
+}
+
+/// Checks that the output's spatial dims are `expected`.
+Status OpaqueVerifier::spatialOutput(const std::vector<int64_t> &expected) const {
+  const TensorDesc &x = in(0), &y = result();
+  std::vector<int64_t> got(y.shape.begin() + 2, y.shape.end());
+  for (int64_t d : expected)
+    if (d <= 0)
+      return fail("the window does not fit the padded input " + formatShape(x.shape));
+  if (got != expected)
+    return fail("output '" + y.name + "' has spatial size " + formatShape(got) +
+                ", the attributes give " + formatShape(expected));
+  return okStatus();
+}
+
+/// The channel rules of a convolution with `m` output channels whose weight
+/// expects `inChannels` input channels: out.groups divides both and
+/// inChannels is the input's, the kernel window is not empty, the bias (if
+/// any) is float with m values, the output is [N, m, ...].
+Status OpaqueVerifier::convChannels(int64_t m, int64_t inChannels) const {
+  const TensorDesc &x = in(0), &w = in(1), &y = result();
+  const int64_t g = out.groups;
+  if (g < 1 || x.shape[1] % g != 0 || m % g != 0 || inChannels != x.shape[1])
+    return fail("groups " + std::to_string(g) + " do not divide input " + formatShape(x.shape) +
+                " and weight " + formatShape(w.shape));
+  for (size_t d = 2; d < w.shape.size(); ++d)
+    if (w.shape[d] < 1)
+      return fail("weight '" + w.name + "' has an empty kernel window " + formatShape(w.shape));
+  if (hasInput(2)) {
+    if (Status s = floatTensor(in(2), "bias"); !s.ok())
+      return s;
+    if (in(2).elements != m)
+      return fail("bias '" + in(2).name + "' has " + std::to_string(in(2).elements) +
+                  " elements, expected " + std::to_string(m));
+  }
+  if (y.shape[0] != x.shape[0] || y.shape[1] != m)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) +
+                ", expected [N,M,..] = [" + std::to_string(x.shape[0]) + "," + std::to_string(m) +
+                ",..]");
+  return okStatus();
+}
+
+/// conv and conv_transpose.
+Status OpaqueVerifier::convNd() {
+  if (Status s = operands(2, 3, 2); !s.ok())
+    return s;
+  const bool transposed = out.kind == OpaqueKind::ConvTranspose;
+  const schema::ConvOptions &o = options<schema::ConvOptions>();
+  size_t dims = 0;
+  if (Status s = spatialRank(dims); !s.ok())
+    return s;
+  const TensorDesc &x = in(0), &w = in(1), &y = result();
+  if (w.shape.size() != x.shape.size())
+    return fail("weight '" + w.name + "' must have rank " + std::to_string(x.shape.size()) +
+                ", got " + formatShape(w.shape));
+  for (auto [t, role] : {std::pair{&x, "input"}, {&w, "weight"}, {&y, "output"}})
+    if (Status s = floatTensor(*t, role); !s.ok())
+      return s;
+  if (Status s = windowLists(o.strides(), o.pads(), o.dilations(), dims, transposed); !s.ok())
+    return s;
+  if (Status s = listField(o.output_padding(), "output_padding", transposed ? dims : 0,
+                           out.outputPadding);
+      !s.ok())
+    return s;
+  out.groups = o.groups();
+  out.tf32 = o.tf32();
+  const int64_t g = out.groups;
+  if (g < 1 || g > kMaxWindowAttr)
+    return fail("groups " + std::to_string(g) + " out of range [1, 2^31]");
+  // Weight [M, C/g, k...] (conv) or [C, M/g, k...] (conv_transpose).
+  if (Status s = transposed ? convChannels(w.shape[1] * g, w.shape[0])
+                            : convChannels(w.shape[0], w.shape[1] * g);
+      !s.ok())
+    return s;
+  const cpu::Window &win = out.window;
+  std::vector<int64_t> expected;
+  for (size_t s = 0; s < dims; ++s) {
+    const int64_t k = w.shape[2 + s];
+    if (!transposed) {
+      expected.push_back(cpu::pooledSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
+                                         win.pads[dims + s], win.dilations[s], false));
+      continue;
+    }
+    const int64_t pad = out.outputPadding[s];
+    if (pad < 0 || pad >= std::max(win.strides[s], win.dilations[s]))
+      return fail("output_padding " + formatShape(out.outputPadding) +
+                  " must be non-negative and below the stride or the dilation");
+    if (x.shape[2 + s] < 1)
+      return fail("input '" + x.name + "' has an empty spatial dim " + formatShape(x.shape));
+    expected.push_back(cpu::transposedSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
+                                           win.pads[dims + s], win.dilations[s], pad));
+  }
+  return spatialOutput(expected);
+}
+
+/// max_pool, avg_pool and max_pool_indices.
+Status OpaqueVerifier::poolNd() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  const schema::PoolOptions &o = options<schema::PoolOptions>();
+  size_t dims = 0;
+  if (Status s = spatialRank(dims); !s.ok())
+    return s;
+  const TensorDesc &x = in(0), &y = result();
+  if (Status s = listField(o.kernel(), "kernel", dims, out.window.kernel); !s.ok())
+    return s;
+  if (Status s = windowLists(o.strides(), o.pads(), o.dilations(), dims, false); !s.ok())
+    return s;
+  out.ceilMode = o.ceil_mode();
+  out.countIncludePad = o.count_include_pad();
+  if (out.countIncludePad && out.kind != OpaqueKind::AvgPool)
+    return fail("count_include_pad applies to avg_pool only");
+  const bool indices = out.kind == OpaqueKind::MaxPoolIndices;
+  if (o.storage_order() != 0 && (!indices || o.storage_order() != 1))
+    return fail("storage_order " + std::to_string(o.storage_order()) +
+                (indices ? " must be 0 or 1" : " applies to max_pool_indices only"));
+  out.columnMajor = o.storage_order() == 1;
+  if (Status s = floatTensor(x, "input"); !s.ok())
+    return s;
+  if (indices ? y.dtype != schema::DType::I64 : !isFloatDType(y.dtype))
+    return fail("output '" + y.name + "' must be " + (indices ? "i64" : "a float tensor") +
+                ", got " + dtypeName(y.dtype));
+  if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1])
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected [" +
+                std::to_string(x.shape[0]) + "," + std::to_string(x.shape[1]) + ",..]");
+  const cpu::Window &win = out.window;
+  std::vector<int64_t> expected;
+  for (size_t s = 0; s < dims; ++s)
+    expected.push_back(cpu::pooledSize(x.shape[2 + s], win.kernel[s], win.strides[s],
+                                       win.pads[s], win.pads[dims + s], win.dilations[s],
+                                       out.ceilMode));
+  return spatialOutput(expected);
 }
 
 Status OpaqueVerifier::transpose() {
@@ -731,6 +909,13 @@ Status OpaqueVerifier::run() {
     return pool2d(true);
   case OpaqueKind::AvgPool2d:
     return pool2d(false);
+  case OpaqueKind::Conv:
+  case OpaqueKind::ConvTranspose:
+    return convNd();
+  case OpaqueKind::MaxPool:
+  case OpaqueKind::AvgPool:
+  case OpaqueKind::MaxPoolIndices:
+    return poolNd();
   case OpaqueKind::Transpose:
   case OpaqueKind::Slice:
   case OpaqueKind::Concat:

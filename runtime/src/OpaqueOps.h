@@ -14,15 +14,21 @@
 // input dim, axes are in range (negative ones count from the end) and
 // reduction axes distinct; windows, strides and dilations are in [1, 2^31],
 // pads in [0, 2^31], groups divide the channels; count_include_pad is set
-// for avg_pool2d only; an fp8_scale format is F8E4M3FN or F8E5M2, its margin
+// for avg_pool2d and avg_pool only, storage_order (0 or 1) for
+// max_pool_indices only, output_padding (below the stride or the dilation)
+// for conv_transpose only; an fp8_scale format is F8E4M3FN or F8E5M2, its margin
 // in [-1024, 1024]; and every shape relation a routine relies on to stay in
 // bounds (a slice reads inside its input, a convolution's output has the
 // size its window gives).
 //
+// The N-D window routines (conv, conv_transpose, max_pool, avg_pool,
+// max_pool_indices) take 1 to 3 spatial dims and one list entry per dim;
+// max_pool_indices writes i64.
+//
 // Numerics: float routines decode their inputs to FP32 (exact), run the
 // FP32 reference kernel (runtime/cpu/Kernels.h) and round the result
 // once to the output dtype (FP8 saturating), as the reference interpreter
-// does; conv2d and matmul with tf32 round both GEMM operands to TF32 first.
+// does; conv2d, conv, conv_transpose and matmul with tf32 round both GEMM operands to TF32 first.
 // Data movement (transpose, slice, concat, gather, gather_elements,
 // gather_nd) copies elements of any dtype and needs the output dtype to
 // equal the input's; the gathers check every index at run time and fail,
@@ -42,6 +48,7 @@
 #ifndef MIXPREC_RUNTIME_OPAQUEOPS_H
 #define MIXPREC_RUNTIME_OPAQUEOPS_H
 
+#include "runtime/cpu/Kernels.h"
 #include "runtime/src/Module.h"
 
 #include <array>
@@ -76,6 +83,11 @@ enum class OpaqueKind {
   CumSum,
   ReduceProd,
   ScatterNd,
+  Conv,
+  ConvTranspose,
+  MaxPool,
+  AvgPool,
+  MaxPoolIndices,
   IntElementwise,
 };
 
@@ -91,6 +103,12 @@ struct OpaqueOp {
   std::array<int64_t, 4> pads{0, 0, 0, 0};
   int64_t groups = 1;
   bool tf32 = false, ceilMode = false, countIncludePad = false;
+  // The N-D window routines (conv ... max_pool_indices): their window
+  // (kernel for pooling only), conv_transpose's output padding,
+  // max_pool_indices' column-major order (storage_order 1).
+  cpu::Window window;
+  std::vector<int64_t> outputPadding;
+  bool columnMajor = false;
   // Axis-based ops (normalized to [0, rank)); reductions: sorted, unique axes.
   int64_t axis = 0;
   std::vector<int64_t> axes;

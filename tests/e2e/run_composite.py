@@ -7,12 +7,14 @@ Usage:
 Each case is a small ONNX model of one op (Tile, Trilu, Pad, DepthToSpace,
 SpaceToDepth, CastLike, Split, InstanceNormalization, GroupNormalization,
 LayerNormalization's Mean/InvStdDev, the composite reductions, 1-D
-Conv/MaxPool/AveragePool) in one of its attribute variants and opset
-forms. For every case:
+Conv/MaxPool/AveragePool), and the N-D window ops (3-D Conv and pooling,
+ConvTranspose in 1, 2 and 3-D, AveragePool's dilations, MaxPool's Indices)
+in one of its attribute variants and opset forms. For every case:
 
   fp32   `BIN run` on the interpreter and on the runtime's CPU backend (JIT,
          fp32) match onnxruntime (CPU, FP32, graph optimizations off):
-         max|a-b| / max|b| <= 1e-5 per output, same shape.
+         max|a-b| / max|b| <= 1e-5 per output, same shape; integer outputs
+         (MaxPool's Indices) exactly, at every precision.
   bf16/fp16
          `BIN compile --precision P -o m.mpk`, then `BIN run m.mpk` on the
          CPU backend: max_rel and cosine against onnxruntime within the
@@ -252,6 +254,77 @@ case("avgpool1d", lambda: one("AveragePool", [2, 3, 10], 11, kernel_shape=[4], s
 case("avgpool1d_same_lower", lambda: one("AveragePool", [1, 3, 9], 11, kernel_shape=[2],
                                          auto_pad="SAME_LOWER"))
 
+# --- N-D window ops: 3-D Conv and pooling, ConvTranspose, AveragePool dilations --
+def with_weights(op, shape, opset, w, b=None, **attrs):
+    inits = [f32("w", w)] + ([f32("b", b)] if b is not None else [])
+    return one(op, shape, opset, [i.name for i in inits], inits, **attrs)
+
+
+case("conv3d_basic", lambda: with_weights("Conv", [1, 2, 5, 6, 4], 11, rand(4, 2, 3, 3, 3),
+                                          rand(4), pads=[1, 1, 1, 1, 1, 1]))
+case("conv3d_group_stride_dil", lambda: with_weights(
+    "Conv", [2, 4, 7, 6, 8], 11, rand(6, 2, 3, 2, 3) * 0.5, rand(6), group=2, strides=[2, 1, 2],
+    dilations=[1, 2, 1], pads=[1, 0, 1, 0, 1, 1]))
+case("conv3d_same_lower", lambda: with_weights("Conv", [1, 3, 6, 5, 7], 11, rand(2, 3, 2, 3, 2),
+                                               auto_pad="SAME_LOWER", strides=[2, 2, 2]))
+case("convtranspose2d_basic", lambda: with_weights("ConvTranspose", [1, 3, 4, 5], 11,
+                                                   rand(3, 2, 3, 3), rand(2)))
+case("convtranspose2d_strides_pads_outpad", lambda: with_weights(
+    "ConvTranspose", [2, 2, 3, 4], 11, rand(2, 3, 3, 2), rand(3), strides=[3, 2],
+    pads=[1, 2, 0, 1], output_padding=[1, 1]))
+case("convtranspose1d_group_dil", lambda: with_weights(
+    "ConvTranspose", [2, 4, 7], 11, rand(4, 3, 3), rand(6), group=2, strides=[2],
+    dilations=[2], pads=[1, 0]))
+case("convtranspose3d", lambda: with_weights("ConvTranspose", [1, 2, 3, 4, 3], 11,
+                                             rand(2, 2, 2, 3, 2), strides=[2, 1, 2]))
+case("convtranspose2d_output_shape", lambda: with_weights(
+    "ConvTranspose", [1, 1, 3, 3], 11, rand(1, 2, 3, 3), strides=[3, 2], output_shape=[10, 8]))
+case("convtranspose2d_output_shape_upper", lambda: with_weights(
+    "ConvTranspose", [1, 2, 3, 3], 11, rand(2, 2, 3, 3), strides=[3, 2], output_shape=[8, 6],
+    auto_pad="SAME_UPPER"))
+# Beyond the unpadded size (9, 9) by less than the stride: negative end pads.
+case("convtranspose2d_output_shape_beyond", lambda: with_weights(
+    "ConvTranspose", [1, 2, 3, 3], 11, rand(2, 2, 3, 3), rand(2), strides=[3, 3],
+    output_shape=[10, 11]))
+case("convtranspose2d_same_lower", lambda: with_weights(
+    "ConvTranspose", [1, 2, 4, 3], 11, rand(2, 3, 4, 4), rand(3), strides=[2, 2],
+    auto_pad="SAME_LOWER"))
+case("convtranspose2d_depthwise_dil", lambda: with_weights(
+    "ConvTranspose", [2, 4, 5, 5], 11, rand(4, 1, 3, 3), rand(4), group=4, dilations=[2, 2],
+    pads=[1, 2, 2, 1]))
+case("maxpool3d", lambda: one("MaxPool", [1, 2, 6, 7, 5], 12, kernel_shape=[2, 3, 2],
+                              strides=[2, 2, 1], pads=[0, 1, 0, 1, 1, 0]))
+case("maxpool3d_dil_ceil", lambda: one("MaxPool", [1, 2, 7, 6, 8], 12, kernel_shape=[2, 2, 2],
+                                       dilations=[2, 1, 2], ceil_mode=1, strides=[2, 2, 2]))
+case("avgpool3d_count_pad", lambda: one("AveragePool", [1, 2, 6, 5, 7], 11,
+                                        kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1],
+                                        count_include_pad=1, strides=[2, 2, 2]))
+case("avgpool3d_dil_ceil", lambda: one("AveragePool", [1, 2, 9, 8, 10], 19,
+                                       kernel_shape=[2, 3, 2], dilations=[2, 2, 2], ceil_mode=1,
+                                       strides=[3, 3, 3]))
+case("avgpool2d_dilations", lambda: one("AveragePool", [1, 2, 9, 9], 19, kernel_shape=[3, 3],
+                                        dilations=[2, 1], pads=[1, 1, 2, 0],
+                                        count_include_pad=1))
+case("avgpool1d_dilations", lambda: one("AveragePool", [1, 2, 11], 19, kernel_shape=[3],
+                                        dilations=[2], strides=[2]))
+
+
+def max_pool_indices(shape, **attrs):
+    """MaxPool with both outputs: y (float) and i (int64 flat indices)."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], name="node", **attrs)
+    return model([node], [vi("x", shape)],
+                 [vi("y", None), vi("i", None, TensorProto.INT64)], 12)
+
+
+case("maxpool_indices_2d", lambda: max_pool_indices([2, 3, 7, 6], kernel_shape=[3, 3],
+                                                    strides=[2, 2], pads=[1, 1, 1, 1]))
+case("maxpool_indices_2d_colmajor", lambda: max_pool_indices(
+    [1, 2, 5, 7], kernel_shape=[2, 3], strides=[2, 1], storage_order=1, dilations=[2, 1]))
+case("maxpool_indices_3d_colmajor", lambda: max_pool_indices(
+    [1, 2, 4, 5, 3], kernel_shape=[2, 2, 2], storage_order=1, ceil_mode=1, strides=[2, 2, 2]))
+case("maxpool_indices_1d", lambda: max_pool_indices([2, 2, 9], kernel_shape=[3], strides=[2],
+                                                    pads=[1, 1]))
+
 # --- Einsum -------------------------------------------------------------------
 
 
@@ -456,6 +529,44 @@ BAD = {
                              kernel_shape=[3, 3]),
     "maxpool1d_pads": bad("MaxPool", [1, 2, 8], 12, "attribute 'pads' must have 2 values "
                           "[begin, end]", kernel_shape=[2], pads=[1, 1, 1, 1]),
+    "conv_rank6": bad("Conv", [1, 1, 2, 2, 2, 2], 11, "only 1-D to 3-D convolution (an input "
+                      "of rank 3 to 5) is supported", ["w"], [f32("w", np.ones((1, 1, 1, 1, 1, 1)))]),
+    "conv3d_strides": bad("Conv", [1, 1, 4, 4, 4], 11, "attribute 'strides' must have 3 values, "
+                          "got 2", ["w"], [f32("w", np.ones((1, 1, 2, 2, 2)))], strides=[1, 1]),
+    "convtranspose_output_padding": bad(
+        "ConvTranspose", [1, 1, 3, 3], 11, "attribute 'output_padding' [2, 0] must hold values "
+        "in [0, max(stride, dilation)) per dim", ["w"], [f32("w", np.ones((1, 1, 3, 3)))],
+        strides=[2, 2], output_padding=[2, 0]),
+    "convtranspose_output_shape": bad(
+        "ConvTranspose", [1, 1, 3, 3], 11, "attribute 'output_shape' [0, 5] must hold sizes in "
+        "[1, 2^31 - 1]", ["w"], [f32("w", np.ones((1, 1, 3, 3)))], output_shape=[0, 5]),
+    "convtranspose_output_shape_len": bad(
+        "ConvTranspose", [1, 1, 3, 3], 11, "attribute 'output_shape' must have 2 values, got "
+        "[5]", ["w"], [f32("w", np.ones((1, 1, 3, 3)))], output_shape=[5]),
+    "convtranspose_weight_rank": bad(
+        "ConvTranspose", [1, 2, 3, 3], 11, "weight must have the input's rank 4 (C, M/group, "
+        "k...), got [2, 1, 3]", ["w"], [f32("w", np.ones((2, 1, 3)))]),
+    "convtranspose_groups": bad(
+        "ConvTranspose", [1, 3, 3, 3], 11, "input channels 3 and output channels 4 must both "
+        "divide by groups 2", ["w"], [f32("w", np.ones((3, 2, 3, 3)))], group=2),
+    "convtranspose_channels": bad(
+        "ConvTranspose", [1, 3, 3, 3], 11, "weight [2, 1, 3, 3] expects 2 input channels, got 3",
+        ["w"], [f32("w", np.ones((2, 1, 3, 3)))]),
+    "convtranspose_pads": bad(
+        "ConvTranspose", [1, 1, 2, 2], 11, "pads [2, 2, 2, 2] leave no output of input "
+        "[1, 1, 2, 2] and kernel [2, 2]", ["w"], [f32("w", np.ones((1, 1, 2, 2)))],
+        pads=[2, 2, 2, 2]),
+    "maxpool_storage_order": bad("MaxPool", [1, 2, 4, 4], 12, "attribute 'storage_order' must "
+                                 "be 0 (row-major) or 1 (column-major), got 2",
+                                 kernel_shape=[2, 2], storage_order=2),
+    "maxpool3d_kernel_len": bad("MaxPool", [1, 2, 4, 4, 4], 12, "attribute 'kernel_shape' must "
+                                "have 3 values, got 2", kernel_shape=[2, 2]),
+    "avgpool3d_pads": bad("AveragePool", [1, 2, 4, 4, 4], 11, "attribute 'pads' must have 6 "
+                          "values [begins..., ends...], got 4", kernel_shape=[2, 2, 2],
+                          pads=[1, 1, 1, 1]),
+    "avgpool3d_pads_kernel": bad("AveragePool", [1, 2, 4, 4, 4], 11, "pads [2, 0, 0, 0, 0, 0] "
+                                 "must be smaller than kernel_shape [2, 2, 2]",
+                                 kernel_shape=[2, 2, 2], pads=[2, 0, 0, 0, 0, 0]),
     "tile_1": bad("Tile", [2, 3], 1, "Tile before opset 6", ["t", "a"],
                   [f32("t", [3.0]), f32("a", [1.0])]),
     "einsum_three": bad("Einsum", [3, 3], 12, "Einsum of 3 operands is not supported",
@@ -603,7 +714,10 @@ def main():
                 except (OSError, ValueError) as e:
                     report(False, f"{name}:{o} [{label}]", str(e))
                     continue
-                if precision:
+                if want[o].dtype.kind == "i":
+                    got = np.load(file)
+                    ok = got.dtype == want[o].dtype and np.array_equal(got, want[o])
+                elif precision:
                     b = bounds[precision]
                     ok = rel <= b["max_rel"] and cos >= b["min_cosine"]
                 else:
@@ -621,7 +735,9 @@ def main():
         # The same op on 16-bit data: x through a MatMul by the identity
         # first (a GEMM, so the mixed plans run it and what follows it in
         # bf16/fp16 rather than keeping the whole graph in FP32).
-        low = lowp_variant(m)
+        # (Not for MaxPool's Indices: values that round to equal 16-bit
+        # values tie, and the first of them wins.)
+        low = lowp_variant(m) if "indices" not in name else None
         if low is not None:
             check(name + "_lowp", low, runs[2:])
 

@@ -129,7 +129,7 @@ int64_t bytesMovedBy(Operation *op) {
   return policy ? policy.getByteCount() : 0;
 }
 
-/// The operands of a GEMM that hold weights: the weight of linear/conv2d,
+/// The operands of a GEMM that hold weights: the weight of linear/conv,
 /// either operand of a matmul.
 SmallVector<Value, 2> weightOperands(Operation *op) {
   if (auto linear = dyn_cast<mp::LinearOp>(op))
@@ -139,6 +139,10 @@ SmallVector<Value, 2> weightOperands(Operation *op) {
   if (auto matmul = dyn_cast<mp::ScaledMatmulOp>(op))
     return {matmul.getLhs(), matmul.getRhs()};
   if (auto conv = dyn_cast<mp::Conv2dOp>(op))
+    return {conv.getWeight()};
+  if (auto conv = dyn_cast<mp::ConvOp>(op))
+    return {conv.getWeight()};
+  if (auto conv = dyn_cast<mp::ConvTransposeOp>(op))
     return {conv.getWeight()};
   if (auto matmul = dyn_cast<mp::MatmulOp>(op))
     return {matmul.getLhs(), matmul.getRhs()};

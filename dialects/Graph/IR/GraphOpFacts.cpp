@@ -69,6 +69,24 @@ int64_t Conv2dOp::getFlopCount() {
   return 2 * tensorType(getOutput()).getNumElements() * w[1] * w[2] * w[3];
 }
 
+// Each output element sums C/groups * prod(k) products.
+int64_t ConvOp::getFlopCount() {
+  ArrayRef<int64_t> w = tensorType(getWeight()).getShape();
+  int64_t perOutput = 1;
+  for (int64_t d : w.drop_front(1))
+    perOutput *= d;
+  return 2 * tensorType(getOutput()).getNumElements() * perOutput;
+}
+
+// Each input element meets M/groups * prod(k) weights.
+int64_t ConvTransposeOp::getFlopCount() {
+  ArrayRef<int64_t> w = tensorType(getWeight()).getShape();
+  int64_t perInput = 1;
+  for (int64_t d : w.drop_front(1))
+    perInput *= d;
+  return 2 * tensorType(getInput()).getNumElements() * perInput;
+}
+
 //===----------------------------------------------------------------------===//
 // Row reductions
 //===----------------------------------------------------------------------===//

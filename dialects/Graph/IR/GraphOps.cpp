@@ -198,23 +198,46 @@ LogicalResult LinearOp::verify() {
   return verifyAccType(*this, getAccType());
 }
 
-LogicalResult Conv2dOp::verify() {
-  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
-                                    elementTypeOf(getWeight()))))
+/// Shared checks of the convolutions: operand types, the inferred shape,
+/// a bias of one value per output channel, `acc_type`.
+static LogicalResult verifyConvolution(Operation *op, Value input, Value weight, Value bias,
+                                       Value output, const ShapeOrError &inferred,
+                                       std::optional<Type> acc) {
+  if (failed(verifyGemmOperandTypes(op, elementTypeOf(input), elementTypeOf(weight))))
     return failure();
-  ShapeOrError inferred = conv2dShape(shapeOf(getInput()), shapeOf(getWeight()), getStrides(),
-                                      getPads(), getDilations(), getGroups());
-  if (failed(verifyInferredShape(*this, inferred, getOutput())))
+  if (failed(verifyInferredShape(op, inferred, output)))
     return failure();
-  if (Value bias = getBias()) {
-    if (failed(verifySameElementType(*this, "bias", elementTypeOf(bias),
-                                     elementTypeOf(getOutput()))))
+  if (bias) {
+    if (failed(verifySameElementType(op, "bias", elementTypeOf(bias), elementTypeOf(output))))
       return failure();
-    if (shapeOf(bias) != ArrayRef<int64_t>{shapeOf(getWeight())[0]})
-      return emitOpError() << "bias shape " << formatShape(shapeOf(bias)) << " must be ["
-                           << shapeOf(getWeight())[0] << "] (one per output channel)";
+    int64_t channels = shapeOf(output)[1];
+    if (shapeOf(bias) != ArrayRef<int64_t>{channels})
+      return op->emitOpError() << "bias shape " << formatShape(shapeOf(bias)) << " must be ["
+                               << channels << "] (one per output channel)";
   }
-  return verifyAccType(*this, getAccType());
+  return verifyAccType(op, acc);
+}
+
+LogicalResult Conv2dOp::verify() {
+  return verifyConvolution(*this, getInput(), getWeight(), getBias(), getOutput(),
+                           conv2dShape(shapeOf(getInput()), shapeOf(getWeight()), getStrides(),
+                                       getPads(), getDilations(), getGroups()),
+                           getAccType());
+}
+
+LogicalResult ConvOp::verify() {
+  return verifyConvolution(*this, getInput(), getWeight(), getBias(), getOutput(),
+                           convShape(shapeOf(getInput()), shapeOf(getWeight()), getStrides(),
+                                     getPads(), getDilations(), getGroups()),
+                           getAccType());
+}
+
+LogicalResult ConvTransposeOp::verify() {
+  return verifyConvolution(*this, getInput(), getWeight(), getBias(), getOutput(),
+                           convTransposeShape(shapeOf(getInput()), shapeOf(getWeight()),
+                                              getStrides(), getPads(), getDilations(),
+                                              getOutputPadding(), getGroups()),
+                           getAccType());
 }
 
 LogicalResult AddOp::verify() { return verifyBinary(*this); }
@@ -468,6 +491,40 @@ LogicalResult MaxPool2dOp::verify() {
 
 LogicalResult AvgPool2dOp::verify() {
   return verifyPool(*this, getKernelShape(), getStrides(), getPads(), {}, getCeilMode());
+}
+
+/// The N-D pooling ops: the window, and the result's element type (the
+/// input's, or i64 for the indices, which ODS checks).
+static LogicalResult verifyPoolNd(Operation *op, ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations, bool ceilMode, bool indices) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  if (!indices &&
+      failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(in))))
+    return failure();
+  if (dilations.size() != kernel.size())
+    return op->emitOpError() << "dilations must have " << kernel.size() << " values, got "
+                             << dilations.size();
+  return verifyInferredShape(
+      op, poolShape(shapeOf(in), kernel, strides, pads, dilations, ceilMode), out);
+}
+
+LogicalResult MaxPoolOp::verify() {
+  return verifyPoolNd(*this, getKernelShape(), getStrides(), getPads(), getDilations(),
+                      getCeilMode(), false);
+}
+
+LogicalResult AvgPoolOp::verify() {
+  return verifyPoolNd(*this, getKernelShape(), getStrides(), getPads(), getDilations(),
+                      getCeilMode(), false);
+}
+
+LogicalResult MaxPoolIndicesOp::verify() {
+  if (getStorageOrder() != 0 && getStorageOrder() != 1)
+    return emitOpError() << "storage_order must be 0 (row-major) or 1 (column-major), got "
+                         << getStorageOrder();
+  return verifyPoolNd(*this, getKernelShape(), getStrides(), getPads(), getDilations(),
+                      getCeilMode(), true);
 }
 
 LogicalResult QuantizeOp::verify() {

@@ -154,6 +154,70 @@ def Graph_Conv2dOp : Graph_Op<"conv2d",
   let hasVerifier = 1;
 }
 
+def Graph_ConvOp : Graph_Op<"conv",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
+    ["getFlopCount"]> {
+  let summary = "N-D convolution (1 to 3 spatial dims), NC... input";
+  let description = [{
+    ONNX `Conv` for any of 1, 2 or 3 spatial dims: `input` is [N, C, D...],
+    `weight` [M, C / groups, k...], `bias` optional [M]; `strides` and
+    `dilations` hold one value per spatial dim, `pads` the begins then the
+    ends. A GEMM-class op as `mp.conv2d` (lowp, FP32 accumulation; no FP8
+    form). The importer writes `mp.conv2d` for 2-D and this op for 3-D.
+    ```mlir
+    %y = mp.conv %x, %w {strides = array<i64: 1, 1, 1>, pads = array<i64: 1, 1, 1, 1, 1, 1>,
+        dilations = array<i64: 1, 1, 1>, groups = 1 : i64}
+        : (tensor<1x2x8x8x8xf32>, tensor<4x2x3x3x3xf32>) -> tensor<1x4x8x8x8xf32>
+    ```
+    Verifier: ranks, attribute lengths and signs, channel and group
+    arithmetic, output size, element types, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$input, MP_FloatTensor:$weight,
+                       Optional<MP_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_ConvTransposeOp : Graph_Op<"conv_transpose",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
+    ["getFlopCount"]> {
+  let summary = "N-D transposed convolution (1 to 3 spatial dims)";
+  let description = [{
+    ONNX `ConvTranspose` with explicit pads (the importer resolves
+    `auto_pad` and `output_shape` into `pads`): `input` is [N, C, D...],
+    `weight` [C, M / groups, k...], `bias` optional [M]; each output dim is
+    stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads.
+    Precision: GEMM-class as `mp.conv2d` (lowp operands, FP32 accumulation,
+    no FP8 form): it is the adjoint GEMM of a convolution.
+    ```mlir
+    %y = mp.conv_transpose %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+        dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, groups = 1 : i64}
+        : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x7xf32>
+    ```
+    Verifier: ranks, attribute lengths and signs, output_padding below the
+    stride or dilation, channel and group arithmetic, output size, element
+    types, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$input, MP_FloatTensor:$weight,
+                       Optional<MP_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise ops (follow in the default policy, but for the fp32 class)
 //===----------------------------------------------------------------------===//
@@ -895,6 +959,45 @@ def Graph_MaxPool2dOp : Graph_Pool2dOp<"max_pool2d", "Max",
     (ins OptionalAttr<DenseI64ArrayAttr>:$dilations)>;
 def Graph_AvgPool2dOp : Graph_Pool2dOp<"avg_pool2d", "Average",
     (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad)>;
+
+class Graph_PoolOp<string mnemonic, string desc, dag extraArgs, Type resultType>
+    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
+  let summary = desc # " over N-D windows (1 to 3 spatial dims)";
+  let description = [{
+    ONNX pooling for [N, C, D...] inputs with 1, 2 or 3 spatial dims:
+    `kernel_shape`, `strides` and `dilations` hold one value per spatial
+    dim, `pads` the begins then the ends; with `ceil_mode` the output size
+    rounds up (a window must still start inside the input or its leading
+    padding). The importer writes `mp.max_pool2d`/`mp.avg_pool2d` where
+    they express the node and these ops otherwise (3-D, AveragePool with
+    dilations, MaxPool's Indices).
+    ```mlir
+    %y = mp.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>,
+        pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>}
+        : tensor<1x3x8x8x8xf32> -> tensor<1x3x4x4x4x}] # !if(!eq(mnemonic, "max_pool_indices"), "i64", "f32") # [{>
+    ```
+    Verifier: rank, attribute lengths and signs, result shape and type.
+  }];
+  let arguments = !con((ins MP_NonFP8FloatTensor:$input,
+                            DenseI64ArrayAttr:$kernel_shape,
+                            DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                            DenseI64ArrayAttr:$dilations,
+                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
+                       extraArgs);
+  let results = (outs resultType:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", "Max pooling", (ins), MP_NonFP8FloatTensor>;
+def Graph_AvgPoolOp : Graph_PoolOp<"avg_pool", "Average pooling",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad), MP_NonFP8FloatTensor>;
+// MaxPool's Indices output (int64): an integer result, so the precision
+// passes leave it unannotated; it compares its input in the dtype it is
+// stored in, as mp.arg_max does.
+def Graph_MaxPoolIndicesOp : Graph_PoolOp<"max_pool_indices",
+    "The flat input index of each max-pooling window's maximum",
+    (ins DefaultValuedAttr<I64Attr, "0">:$storage_order), RankedTensorOf<[I64]>>;
 
 //===----------------------------------------------------------------------===//
 // FP8 scaling

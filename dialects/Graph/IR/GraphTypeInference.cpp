@@ -123,6 +123,29 @@ LogicalResult Conv2dOp::inferReturnTypeComponents(
                    nullptr, results);
 }
 
+LogicalResult ConvOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location,
+                   convShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getStrides(),
+                             op.getPads(), op.getDilations(), op.getGroups()),
+                   nullptr, results);
+}
+
+LogicalResult ConvTransposeOp::inferReturnTypeComponents(
+    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location,
+                   convTransposeShape(shapeAt(operands, 0), shapeAt(operands, 1),
+                                      op.getStrides(), op.getPads(), op.getDilations(),
+                                      op.getOutputPadding(), op.getGroups()),
+                   nullptr, results);
+}
+
 //===----------------------------------------------------------------------===//
 // Element-wise ops (the binary ops' rule is inferBroadcastResult)
 //===----------------------------------------------------------------------===//
@@ -165,6 +188,44 @@ LogicalResult AvgPool2dOp::inferReturnTypeComponents(
                    pool2dShape(shapeAt(operands, 0), op.getKernelShape(), op.getStrides(),
                                op.getPads(), {}, op.getCeilMode()),
                    elementAt(operands, 0), results);
+}
+
+/// The N-D pooling ops: the window's shape; values keep the input's
+/// element type, indices are i64.
+template <typename OpTy>
+LogicalResult inferPoolNd(MLIRContext *ctx, std::optional<Location> location,
+                          ValueShapeRange operands, DictionaryAttr attributes,
+                          OpaqueProperties properties, RegionRange regions, bool indices,
+                          SmallVectorImpl<ShapedTypeComponents> &results) {
+  typename OpTy::Adaptor op(operands.getValues(), attributes, properties, regions);
+  return addResult(location,
+                   poolShape(shapeAt(operands, 0), op.getKernelShape(), op.getStrides(),
+                             op.getPads(), op.getDilations(), op.getCeilMode()),
+                   indices ? Type(IntegerType::get(ctx, 64)) : elementAt(operands, 0), results);
+}
+
+LogicalResult MaxPoolOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferPoolNd<MaxPoolOp>(ctx, location, operands, attributes, properties, regions, false,
+                                results);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferPoolNd<AvgPoolOp>(ctx, location, operands, attributes, properties, regions, false,
+                                results);
+}
+
+LogicalResult MaxPoolIndicesOp::inferReturnTypeComponents(
+    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferPoolNd<MaxPoolIndicesOp>(ctx, location, operands, attributes, properties, regions,
+                                       true, results);
 }
 
 //===----------------------------------------------------------------------===//

@@ -100,23 +100,80 @@ int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
   return out;
 }
 
-static std::string checkWindowAttrs(llvm::ArrayRef<int64_t> strides,
+/// Checks the strides, pads and dilations of a window op with `dims`
+/// spatial dims (dilations may be empty: all ones). A transposed
+/// convolution's pads may be negative (ONNX's output_shape can ask for
+/// more than the unpadded size).
+static std::string checkWindowAttrs(size_t dims, llvm::ArrayRef<int64_t> strides,
                                     llvm::ArrayRef<int64_t> pads,
-                                    llvm::ArrayRef<int64_t> dilations) {
-  if (strides.size() != 2)
-    return "strides must have 2 values, got " + std::to_string(strides.size());
-  if (pads.size() != 4)
-    return "pads must have 4 values [top, left, bottom, right], got " +
+                                    llvm::ArrayRef<int64_t> dilations,
+                                    bool negativePads = false) {
+  std::string n = std::to_string(dims);
+  if (strides.size() != dims)
+    return "strides must have " + n + " values, got " + std::to_string(strides.size());
+  if (pads.size() != 2 * dims)
+    return "pads must have " + std::to_string(2 * dims) + " values " +
+           (dims == 2 ? "[top, left, bottom, right]" : "[begins..., ends...]") + ", got " +
            std::to_string(pads.size());
-  if (!dilations.empty() && dilations.size() != 2)
-    return "dilations must have 2 values, got " + std::to_string(dilations.size());
+  if (!dilations.empty() && dilations.size() != dims)
+    return "dilations must have " + n + " values, got " + std::to_string(dilations.size());
   if (llvm::any_of(strides, [](int64_t s) { return s <= 0; }))
     return "strides must be positive, got " + formatShape(strides);
-  if (llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+  if (!negativePads && llvm::any_of(pads, [](int64_t p) { return p < 0; }))
     return "pads must be non-negative, got " + formatShape(pads);
   if (llvm::any_of(dilations, [](int64_t d) { return d <= 0; }))
     return "dilations must be positive, got " + formatShape(dilations);
   return "";
+}
+
+/// The rank rule of the N-D window ops: [N, C] and 1 to 3 spatial dims.
+static std::string checkSpatialRank(llvm::ArrayRef<int64_t> input) {
+  if (input.size() < 3 || input.size() > 5)
+    return "input must be [N, C, spatial...] with 1 to 3 spatial dims, got " +
+           formatShape(input);
+  return "";
+}
+
+/// Group arithmetic of a convolution with `inChannels` and `outChannels`,
+/// whose weight expects `expectedIn` input channels.
+static std::string checkGroups(llvm::ArrayRef<int64_t> weight, int64_t inChannels,
+                               int64_t outChannels, int64_t expectedIn, int64_t groups) {
+  if (groups <= 0)
+    return "groups must be positive, got " + std::to_string(groups);
+  if (inChannels % groups != 0 || outChannels % groups != 0)
+    return "input channels " + std::to_string(inChannels) + " and output channels " +
+           std::to_string(outChannels) + " must both divide by groups " + std::to_string(groups);
+  if (expectedIn != inChannels)
+    return "weight " + formatShape(weight) + " expects " + std::to_string(expectedIn) +
+           " input channels, got " + std::to_string(inChannels);
+  return "";
+}
+
+ShapeOrError convShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                       llvm::ArrayRef<int64_t> dilations, int64_t groups) {
+  if (std::string e = checkSpatialRank(input); !e.empty())
+    return ShapeOrError::failure(e);
+  const size_t dims = input.size() - 2;
+  if (weight.size() != input.size())
+    return ShapeOrError::failure("weight must have the input's rank " +
+                                 std::to_string(input.size()) + " [M, C/groups, k...], got " +
+                                 formatShape(weight));
+  if (dilations.size() != dims)
+    return ShapeOrError::failure("dilations must have " + std::to_string(dims) + " values");
+  if (std::string e = checkWindowAttrs(dims, strides, pads, dilations); !e.empty())
+    return ShapeOrError::failure(e);
+  if (std::string e = checkGroups(weight, input[1], weight[0], weight[1] * groups, groups); !e.empty())
+    return ShapeOrError::failure(e);
+  Shape out{input[0], weight[0]};
+  for (size_t i = 0; i < dims; ++i) {
+    out.push_back(pooledSize(input[2 + i], weight[2 + i], strides[i], pads[i], pads[dims + i],
+                             dilations[i], /*ceilMode=*/false));
+    if (out.back() <= 0)
+      return ShapeOrError::failure("kernel " + formatShape(weight.drop_front(2)) +
+                                   " does not fit the padded input " + formatShape(input));
+  }
+  return {out, ""};
 }
 
 ShapeOrError conv2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
@@ -126,26 +183,70 @@ ShapeOrError conv2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
     return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
   if (weight.size() != 4)
     return ShapeOrError::failure("weight must be OIHW (rank 4), got " + formatShape(weight));
-  if (dilations.size() != 2)
-    return ShapeOrError::failure("dilations must have 2 values");
-  if (std::string e = checkWindowAttrs(strides, pads, dilations); !e.empty())
+  return convShape(input, weight, strides, pads, dilations, groups);
+}
+
+ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                                llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                                llvm::ArrayRef<int64_t> dilations,
+                                llvm::ArrayRef<int64_t> outputPadding, int64_t groups) {
+  if (std::string e = checkSpatialRank(input); !e.empty())
     return ShapeOrError::failure(e);
+  const size_t dims = input.size() - 2;
+  if (weight.size() != input.size())
+    return ShapeOrError::failure("weight must have the input's rank " +
+                                 std::to_string(input.size()) + " [C, M/groups, k...], got " +
+                                 formatShape(weight));
+  if (dilations.size() != dims)
+    return ShapeOrError::failure("dilations must have " + std::to_string(dims) + " values");
+  if (std::string e = checkWindowAttrs(dims, strides, pads, dilations, /*negativePads=*/true);
+      !e.empty())
+    return ShapeOrError::failure(e);
+  if (outputPadding.size() != dims)
+    return ShapeOrError::failure("output_padding must have " + std::to_string(dims) +
+                                 " values, got " + std::to_string(outputPadding.size()));
   if (groups <= 0)
     return ShapeOrError::failure("groups must be positive, got " + std::to_string(groups));
-  if (input[1] % groups != 0 || weight[0] % groups != 0)
-    return ShapeOrError::failure("input channels " + std::to_string(input[1]) +
-                                 " and output channels " + std::to_string(weight[0]) +
-                                 " must both divide by groups " + std::to_string(groups));
-  if (weight[1] * groups != input[1])
-    return ShapeOrError::failure("weight " + formatShape(weight) + " expects " +
-                                 std::to_string(weight[1] * groups) +
-                                 " input channels, got " + std::to_string(input[1]));
-  Shape out{input[0], weight[0], 0, 0};
-  for (int i = 0; i < 2; ++i) {
-    out[2 + i] = pooledSize(input[2 + i], weight[2 + i], strides[i], pads[i], pads[2 + i],
-                            dilations[i], /*ceilMode=*/false);
-    if (out[2 + i] <= 0)
-      return ShapeOrError::failure("kernel " + formatShape(weight.drop_front(2)) +
+  if (std::string e = checkGroups(weight, input[1], weight[1] * groups, weight[0], groups); !e.empty())
+    return ShapeOrError::failure(e);
+  Shape out{input[0], weight[1] * groups};
+  for (size_t i = 0; i < dims; ++i) {
+    // ONNX allows output padding below the stride or the dilation.
+    if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
+      return ShapeOrError::failure("output_padding " + formatShape(outputPadding) +
+                                   " must be non-negative and below the stride or the dilation");
+    int64_t size = strides[i] * (input[2 + i] - 1) + outputPadding[i] +
+                   (weight[2 + i] - 1) * dilations[i] + 1 - pads[i] - pads[dims + i];
+    if (input[2 + i] <= 0 || weight[2 + i] <= 0 || size <= 0)
+      return ShapeOrError::failure("pads " + formatShape(pads) + " leave no output of input " +
+                                   formatShape(input) + " and kernel " +
+                                   formatShape(weight.drop_front(2)));
+    out.push_back(size);
+  }
+  return {out, ""};
+}
+
+ShapeOrError poolShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
+                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                       llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
+  if (std::string e = checkSpatialRank(input); !e.empty())
+    return ShapeOrError::failure(e);
+  const size_t dims = input.size() - 2;
+  if (kernel.size() != dims || llvm::any_of(kernel, [](int64_t k) { return k <= 0; }))
+    return ShapeOrError::failure("kernel_shape must be " + std::to_string(dims) +
+                                 " positive values, got " + formatShape(kernel));
+  if (std::string e = checkWindowAttrs(dims, strides, pads, dilations); !e.empty())
+    return ShapeOrError::failure(e);
+  Shape out{input[0], input[1]};
+  for (size_t i = 0; i < dims; ++i) {
+    if (pads[i] >= kernel[i] || pads[dims + i] >= kernel[i])
+      return ShapeOrError::failure("pads " + formatShape(pads) +
+                                   " must be smaller than kernel_shape " + formatShape(kernel));
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    out.push_back(pooledSize(input[2 + i], kernel[i], strides[i], pads[i], pads[dims + i],
+                             dilation, ceilMode));
+    if (out.back() <= 0)
+      return ShapeOrError::failure("window " + formatShape(kernel) +
                                    " does not fit the padded input " + formatShape(input));
   }
   return {out, ""};
@@ -156,24 +257,7 @@ ShapeOrError pool2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
                          llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
   if (input.size() != 4)
     return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
-  if (kernel.size() != 2 || llvm::any_of(kernel, [](int64_t k) { return k <= 0; }))
-    return ShapeOrError::failure("kernel_shape must be 2 positive values, got " +
-                                 formatShape(kernel));
-  if (std::string e = checkWindowAttrs(strides, pads, dilations); !e.empty())
-    return ShapeOrError::failure(e);
-  Shape out{input[0], input[1], 0, 0};
-  for (int i = 0; i < 2; ++i) {
-    if (pads[i] >= kernel[i] || pads[2 + i] >= kernel[i])
-      return ShapeOrError::failure("pads " + formatShape(pads) +
-                                   " must be smaller than kernel_shape " + formatShape(kernel));
-    int64_t dilation = dilations.empty() ? 1 : dilations[i];
-    out[2 + i] = pooledSize(input[2 + i], kernel[i], strides[i], pads[i], pads[2 + i],
-                            dilation, ceilMode);
-    if (out[2 + i] <= 0)
-      return ShapeOrError::failure("window " + formatShape(kernel) +
-                                   " does not fit the padded input " + formatShape(input));
-  }
-  return {out, ""};
+  return poolShape(input, kernel, strides, pads, dilations, ceilMode);
 }
 
 ShapeOrError reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,

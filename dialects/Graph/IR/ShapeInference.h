@@ -57,6 +57,25 @@ ShapeOrError pool2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
                          llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
                          llvm::ArrayRef<int64_t> dilations, bool ceilMode);
 
+/// N-D convolution (1 to 3 spatial dims): input [N, C, D...], weight
+/// [M, C/groups, k...]; pads are the begins then the ends.
+ShapeOrError convShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                       llvm::ArrayRef<int64_t> dilations, int64_t groups);
+
+/// N-D transposed convolution: input [N, C, D...], weight [C, M/groups,
+/// k...]; each output dim is ONNX's stride * (in - 1) + output_padding +
+/// (k - 1) * dilation + 1 - pads.
+ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
+                                llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                                llvm::ArrayRef<int64_t> dilations,
+                                llvm::ArrayRef<int64_t> outputPadding, int64_t groups);
+
+/// N-D pooling window (1 to 3 spatial dims); dilations may be empty.
+ShapeOrError poolShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
+                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                       llvm::ArrayRef<int64_t> dilations, bool ceilMode);
+
 /// Reduction over sorted, unique, non-negative axes.
 ShapeOrError reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
                          bool keepDims);

@@ -95,6 +95,44 @@ LogicalResult Pool2dOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitE
                  succeeded(expectCount(emitError, "dilations", dilations, 2)));
 }
 
+/// Fails unless `dims` (the spatial dims of an N-D window) is 1 to 3.
+static LogicalResult expectSpatialDims(function_ref<InFlightDiagnostic()> emitError,
+                                       StringRef name, size_t dims) {
+  if (dims < 1 || dims > 3)
+    return emitError() << name << " needs 1 to 3 entries (one per spatial dim), got " << dims;
+  return success();
+}
+
+LogicalResult ConvOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                      ArrayRef<int64_t> dilations, int64_t groups, bool,
+                                      ArrayRef<int64_t> outputPadding) {
+  if (failed(expectSpatialDims(emitError, "strides", strides.size())) ||
+      failed(expectCount(emitError, "pads", pads, 2 * strides.size())) ||
+      failed(expectCount(emitError, "dilations", dilations, strides.size())))
+    return failure();
+  if (!outputPadding.empty() &&
+      failed(expectCount(emitError, "output_padding", outputPadding, strides.size())))
+    return failure();
+  if (groups < 1)
+    return emitError() << "groups must be at least 1, got " << groups;
+  return success();
+}
+
+LogicalResult PoolOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                                      bool, bool, int64_t storageOrder) {
+  if (failed(expectSpatialDims(emitError, "kernel", kernel.size())) ||
+      failed(expectCount(emitError, "strides", strides, kernel.size())) ||
+      failed(expectCount(emitError, "pads", pads, 2 * kernel.size())) ||
+      failed(expectCount(emitError, "dilations", dilations, kernel.size())))
+    return failure();
+  if (storageOrder != 0 && storageOrder != 1)
+    return emitError() << "storage_order must be 0 or 1, got " << storageOrder;
+  return success();
+}
+
 LogicalResult SliceOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                        ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
   if (failed(expectCount(emitError, "steps", steps, starts.size())))

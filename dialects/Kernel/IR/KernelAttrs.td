@@ -93,6 +93,47 @@ def Kernel_Pool2dOptionsAttr : Kernel_Options<"Pool2d", "pool2d", ["MaxPool2d", 
   let genVerifyDecl = 1;
 }
 
+def Kernel_ConvOptionsAttr : Kernel_Options<"Conv", "conv", ["Conv", "ConvTranspose"],
+    "routine == Routine::ConvTranspose || getOutputPadding().empty()"> {
+  let summary = "Options of the N-D conv and conv_transpose routines";
+  let description = [{
+    One stride, dilation (and, for conv_transpose, output padding) per
+    spatial dim (1 to 3); `pads` the begins then the ends; `tf32` rounds
+    the input and the weight to TF32 first.
+    ```mlir
+    #mpk.conv<strides = [1, 1, 1], pads = [1, 1, 1, 1, 1, 1], dilations = [1, 1, 1], groups = 1, tf32 = false, output_padding = []>
+    ```
+    Verifier: 1 to 3 strides, as many dilations, twice as many pads, no
+    or one output padding per dim, groups >= 1.
+  }];
+  let parameters = (ins Kernel_IntListParameter:$strides, Kernel_IntListParameter:$pads,
+                        Kernel_IntListParameter:$dilations, "int64_t":$groups,
+                        Kernel_BoolParameter:$tf32, Kernel_IntListParameter:$output_padding);
+  let genVerifyDecl = 1;
+}
+
+def Kernel_PoolOptionsAttr : Kernel_Options<"Pool", "pool",
+    ["MaxPool", "AvgPool", "MaxPoolIndices"],
+    "(routine == Routine::AvgPool || !getCountIncludePad()) && " #
+    "(routine == Routine::MaxPoolIndices || getStorageOrder() == 0)"> {
+  let summary = "Options of the N-D max_pool, avg_pool and max_pool_indices routines";
+  let description = [{
+    One kernel size, stride and dilation per spatial dim (1 to 3); `pads`
+    the begins then the ends; `count_include_pad` applies to avg_pool,
+    `storage_order` (0 row-major, 1 column-major) to max_pool_indices.
+    ```mlir
+    #mpk.pool<kernel = [2, 2, 2], strides = [2, 2, 2], pads = [0, 0, 0, 0, 0, 0], dilations = [1, 1, 1], ceil_mode = false, count_include_pad = false, storage_order = 0>
+    ```
+    Verifier: 1 to 3 kernel dims, as many strides and dilations, twice as
+    many pads, storage_order 0 or 1.
+  }];
+  let parameters = (ins Kernel_IntListParameter:$kernel, Kernel_IntListParameter:$strides,
+                        Kernel_IntListParameter:$pads, Kernel_IntListParameter:$dilations,
+                        Kernel_BoolParameter:$ceil_mode, Kernel_BoolParameter:$count_include_pad,
+                        "int64_t":$storage_order);
+  let genVerifyDecl = 1;
+}
+
 def Kernel_TransposeOptionsAttr : Kernel_Options<"Transpose", "transpose", ["Transpose"]> {
   let summary = "Options of the transpose routine: output dim i is input dim perm[i]";
   let description = [{

@@ -39,6 +39,13 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"CumSum", 22, "cumsum">,
     I32EnumAttrCase<"ReduceProd", 23, "reduce_prod">,
     I32EnumAttrCase<"ScatterNd", 24, "scatter_nd">,
+    // N-D windows (issue 10, h-nd): numbered from 40 to stay clear of the
+    // routines other branches append.
+    I32EnumAttrCase<"Conv", 40, "conv">,
+    I32EnumAttrCase<"ConvTranspose", 41, "conv_transpose">,
+    I32EnumAttrCase<"MaxPool", 42, "max_pool">,
+    I32EnumAttrCase<"AvgPool", 43, "avg_pool">,
+    I32EnumAttrCase<"MaxPoolIndices", 44, "max_pool_indices">,
     // Issue 10: integer element-wise ops, exact in int64 (60: clear of the
     // numbers other routines of the issue take).
     I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">

@@ -24,16 +24,28 @@ Status CpuBackend::prepare() {
   // The largest scratch buffer that is not a copy of a tensor: im2col.
   uint64_t im2colBytes = 0;
   for (const OpaqueOp &op : module->opaques()) {
-    if (op.kind != OpaqueKind::Conv2d)
+    const bool transposed = op.kind == OpaqueKind::ConvTranspose;
+    if (op.kind != OpaqueKind::Conv2d && op.kind != OpaqueKind::Conv && !transposed)
       continue;
     const auto &ws = module->tensors()[op.inputs[1]].shape;
+    const auto &xs = module->tensors()[op.inputs[0]].shape;
     const auto &os = module->tensors()[op.output].shape;
-    const __int128 kc = static_cast<__int128>(ws[1]) * ws[2] * ws[3];
-    const __int128 plane = static_cast<__int128>(os[2]) * os[3];
-    if (kc * plane > kMaxScratchFloats || kc > INT_MAX || plane > INT_MAX || ws[0] > INT_MAX)
+    // The GEMM's inner dim and the column buffer's rows and columns: conv
+    // [C/g * taps] x [out plane]; conv_transpose [M/g * taps] x [in plane]
+    // (plus its transposed weight, [M/g * taps] x [C/g]).
+    __int128 taps = 1, plane = 1;
+    for (size_t d = 2; d < ws.size(); ++d) {
+      taps *= ws[d];
+      plane *= transposed ? xs[d] : os[d];
+    }
+    const __int128 rows = ws[1] * taps;
+    const __int128 inner = transposed ? xs[1] / op.groups : rows;
+    const __int128 floats = rows * plane + (transposed ? rows * inner : 0);
+    if (floats > kMaxScratchFloats || rows > INT_MAX || plane > INT_MAX || inner > INT_MAX ||
+        ws[0] > INT_MAX)
       return Status(MIXPREC_UNIMPLEMENTED,
                     op.name + ": the im2col buffer or GEMM exceeds the CPU backend's limits");
-    im2colBytes = std::max<uint64_t>(im2colBytes, static_cast<uint64_t>(kc * plane) * 4);
+    im2colBytes = std::max<uint64_t>(im2colBytes, static_cast<uint64_t>(floats) * 4);
   }
   if (options.maxMemoryBytes && (arenaBytes > options.maxMemoryBytes ||
                                  im2colBytes > options.maxMemoryBytes - arenaBytes))

@@ -38,6 +38,7 @@ Status CpuBackend::runOpaque(const OpaqueOp &op) {
   case OpaqueKind::TopK:
   case OpaqueKind::CumSum:
   case OpaqueKind::ScatterNd:
+  case OpaqueKind::MaxPoolIndices:
     return runIndexRoutine(op);
   case OpaqueKind::IntElementwise:
     return runIntRoutine(op);
@@ -142,7 +143,7 @@ Status CpuBackend::runDataMovement(const OpaqueOp &op) {
   return okStatus();
 }
 
-/// arg_max, arg_min, topk, cumsum and scatter_nd on FP32 (float inputs, decoded
+/// arg_max, arg_min, topk, cumsum, scatter_nd and max_pool_indices on FP32 (float inputs, decoded
 /// exactly) or int64 (i32/i64 inputs); index outputs are i64, values keep
 /// the input dtype.
 Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
@@ -180,6 +181,11 @@ Status CpuBackend::runIndexRoutine(const OpaqueOp &op) {
       return okStatus();
     }
     break;
+  case OpaqueKind::MaxPoolIndices:
+    // The loader checked a float input; the values are not kept.
+    cpu::maxPool(xf, x.shape, op.window, vf, y.shape, indices, op.columnMajor);
+    std::memcpy(tensorData(op.output), indices, y.bytes);
+    return okStatus();
   case OpaqueKind::CumSum:
     if (isFloat)
       cpu::cumSum(xf, x.shape, op.axis, op.exclusive, op.reverse, vf);
@@ -293,7 +299,9 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
   if (!x)
     return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
   switch (op.kind) {
-  case OpaqueKind::Conv2d: {
+  case OpaqueKind::Conv2d:
+  case OpaqueKind::Conv:
+  case OpaqueKind::ConvTranspose: {
     const float *w = input(1);
     const float *bias = present(2) ? input(2) : nullptr;
     if (!w || (present(2) && !bias))
@@ -301,17 +309,20 @@ Status CpuBackend::runFloatRoutine(const OpaqueOp &op) {
     // As the interpreter's TF32 GEMM operands: x and w, not the bias.
     if (op.tf32 && !roundGemmOperandsToTf32(op, x, w))
       return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
-    cpu::conv2d(x, shapeOf(0), w, shapeOf(1), bias, op.strides, op.pads, op.dilations,
-                op.groups, result, y.shape);
+    if (op.kind == OpaqueKind::ConvTranspose)
+      cpu::convTranspose(x, shapeOf(0), w, shapeOf(1), bias, op.window, op.groups, result,
+                         y.shape);
+    else
+      cpu::conv(x, shapeOf(0), w, shapeOf(1), bias, op.window, op.groups, result, y.shape);
     break;
   }
   case OpaqueKind::MaxPool2d:
-    cpu::maxPool2d(x, shapeOf(0), op.kernel, op.strides, op.pads, op.dilations, result,
-                   y.shape);
+  case OpaqueKind::MaxPool:
+    cpu::maxPool(x, shapeOf(0), op.window, result, y.shape);
     break;
   case OpaqueKind::AvgPool2d:
-    cpu::avgPool2d(x, shapeOf(0), op.kernel, op.strides, op.pads, op.countIncludePad, result,
-                   y.shape, op.dilations);
+  case OpaqueKind::AvgPool:
+    cpu::avgPool(x, shapeOf(0), op.window, op.countIncludePad, result, y.shape);
     break;
   case OpaqueKind::Softmax:
     cpu::softmax(x, shapeOf(0), op.axis, result);

@@ -585,16 +585,16 @@ TEST_F(ImportTest, ErrorBatchNormTrainingAndUsedOutputs) {
               HasSubstr("node 'bn' (BatchNormalization): output #1 ('running_mean') is used"));
 }
 
-TEST_F(ImportTest, ErrorConv3DIsUnsupported) {
-  // 1-D (a 3-D input) runs as a 2-D convolution; 3-D does not.
+TEST_F(ImportTest, ErrorConvRankIsUnsupported) {
+  // 1-D (a 3-D input) runs as a 2-D convolution, 3-D as mp.conv; 4-D does not.
   Model m(13);
-  m.input("x", {1, 3, 4, 4, 4});
-  m.initIota("w", {8, 3, 3, 3, 3});
-  m.node("Conv", {"x", "w"}, {"y"}, "conv3d");
+  m.input("x", {1, 3, 4, 4, 4, 4});
+  m.initIota("w", {8, 3, 3, 3, 3, 3});
+  m.node("Conv", {"x", "w"}, {"y"}, "conv4d");
   m.output("y");
-  EXPECT_THAT(importError(m), HasSubstr("node 'conv3d' (Conv): only 2-D convolution (a 4-D "
-                                        "NCHW input) is supported, got an input of shape "
-                                        "[1, 3, 4, 4, 4]"));
+  EXPECT_THAT(importError(m), HasSubstr("node 'conv4d' (Conv): only 1-D to 3-D convolution (an "
+                                        "input of rank 3 to 5) is supported, got an input of "
+                                        "shape [1, 3, 4, 4, 4, 4]"));
   Model n(13);
   n.input("x", {1, 3, 16});
   n.initIota("w", {8, 3, 3, 3});
@@ -602,6 +602,13 @@ TEST_F(ImportTest, ErrorConv3DIsUnsupported) {
   n.output("y");
   EXPECT_THAT(importError(n), HasSubstr("node 'conv1d' (Conv): weight must be 3-D (M, C/group, "
                                         "K) for a 1-D convolution, got [8, 3, 3, 3]"));
+  Model o(13);
+  o.input("x", {1, 3, 4, 4, 4});
+  o.initIota("w", {8, 3, 3, 3});
+  o.node("Conv", {"x", "w"}, {"y"}, "conv3d");
+  o.output("y");
+  EXPECT_THAT(importError(o), HasSubstr("node 'conv3d' (Conv): weight must be 5-D (M, C/group, "
+                                        "kD, kH, kW), got [8, 3, 3, 3]"));
 }
 
 TEST_F(ImportTest, ErrorConvAttributes) {
@@ -635,24 +642,16 @@ TEST_F(ImportTest, ErrorConvAttributes) {
                         "divide by groups 2"));
 }
 
-TEST_F(ImportTest, ErrorMaxPoolIndicesAndStorageOrder) {
-  Model m(13);
-  m.input("x", {1, 2, 4, 4});
-  auto &n = m.node("MaxPool", {"x"}, {"y", "idx"}, "mp");
-  attrIs(n, "kernel_shape", {2, 2});
-  m.output("y");
-  m.output("idx", std::nullopt, TP::INT64);
-  EXPECT_THAT(importError(m), HasSubstr("node 'mp' (MaxPool): output #1 ('idx') is used, but "
-                                        "the Indices output of MaxPool is not supported"));
-
+TEST_F(ImportTest, ErrorMaxPoolStorageOrder) {
   Model o(13);
   o.input("x", {1, 2, 4, 4});
   auto &p = o.node("MaxPool", {"x"}, {"y"}, "mp");
   attrIs(p, "kernel_shape", {2, 2});
-  attrI(p, "storage_order", 1);
+  attrI(p, "storage_order", 2);
   o.output("y");
   EXPECT_THAT(importError(o),
-              HasSubstr("node 'mp' (MaxPool): attribute 'storage_order' must be 0"));
+              HasSubstr("node 'mp' (MaxPool): attribute 'storage_order' must be 0 (row-major) "
+                        "or 1 (column-major), got 2"));
 
   Model q(13);
   q.input("x", {1, 2, 4, 4});
@@ -660,17 +659,28 @@ TEST_F(ImportTest, ErrorMaxPoolIndicesAndStorageOrder) {
   q.output("y");
   EXPECT_THAT(importError(q),
               HasSubstr("node 'mp' (MaxPool): attribute 'kernel_shape' is required"));
+
+  Model r(13);
+  r.input("x", {1, 2, 4, 4, 4});
+  auto &t = r.node("MaxPool", {"x"}, {"y", "idx"}, "mp");
+  attrIs(t, "kernel_shape", {2, 2});
+  r.output("y");
+  r.output("idx", std::nullopt, TP::INT64);
+  EXPECT_THAT(importError(r),
+              HasSubstr("node 'mp' (MaxPool): attribute 'kernel_shape' must have 3 values, "
+                        "got 2"));
 }
 
 TEST_F(ImportTest, ErrorAveragePoolDilations) {
+  // Dilations are supported (mp.avg_pool); they must be positive.
   Model m(19);
   m.input("x", {1, 2, 8, 8});
   auto &n = m.node("AveragePool", {"x"}, {"y"}, "ap");
   attrIs(n, "kernel_shape", {2, 2});
-  attrIs(n, "dilations", {2, 2});
+  attrIs(n, "dilations", {2, 0});
   m.output("y");
-  EXPECT_THAT(importError(m), HasSubstr("node 'ap' (AveragePool): attribute 'dilations' [2, 2] "
-                                        "is not supported"));
+  EXPECT_THAT(importError(m), HasSubstr("node 'ap' (AveragePool): attribute 'dilations' must "
+                                        "hold positive values, got [2, 0]"));
 }
 
 TEST_F(ImportTest, ErrorDropoutTrainingMode) {

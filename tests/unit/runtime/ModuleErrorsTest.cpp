@@ -807,5 +807,129 @@ TEST(Verify, GemmsOpaquesStepsAndSignature) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The N-D window routines (conv, conv_transpose, max_pool, avg_pool,
+// max_pool_indices)
+//===----------------------------------------------------------------------===//
+
+/// A 3-D conv, a 1-D conv_transpose and the three N-D pools, each a routine.
+ModuleBuilder windowModule() {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {1, 2, 4, 4, 4});
+  const int w = b.constantFloats("w", fb::DType::F32, {3, 2, 3, 3, 3},
+                                 std::vector<float>(3 * 2 * 27, 0.5f));
+  const int y = b.activation("y", fb::DType::F32, {1, 3, 4, 4, 4});
+  const int s = b.input("s", fb::DType::F32, {1, 2, 5});
+  const int wt = b.constantFloats("wt", fb::DType::F32, {2, 3, 3}, std::vector<float>(18, 1.0f));
+  const int t = b.activation("t", fb::DType::F32, {1, 3, 12});
+  const int mp = b.activation("mp", fb::DType::F32, {1, 3, 2, 2, 2});
+  const int ap = b.activation("ap", fb::DType::F32, {1, 3, 2, 2, 2});
+  const int mi = b.activation("mi", fb::DType::I64, {1, 3, 2, 2, 2});
+  fb::ConvOptionsT conv;
+  conv.strides = {1, 1, 1};
+  conv.pads = {1, 1, 1, 1, 1, 1};
+  conv.dilations = {1, 1, 1};
+  b.opaque({"conv", "conv", {x, w}, {y}, fb::RoutineOptionsUnion()});
+  b.opaques.back().options.Set(conv);
+  fb::ConvOptionsT ct; // 2 * (5 - 1) + 1 + 3 = 12
+  ct.strides = {2};
+  ct.pads = {0, 0};
+  ct.dilations = {1};
+  ct.output_padding = {1};
+  b.opaque({"up", "conv_transpose", {s, wt}, {t}, fb::RoutineOptionsUnion()});
+  b.opaques.back().options.Set(ct);
+  fb::PoolOptionsT pool;
+  pool.kernel = {2, 2, 2};
+  pool.strides = {2, 2, 2};
+  pool.pads = {0, 0, 0, 0, 0, 0};
+  pool.dilations = {1, 1, 1};
+  for (auto [name, out] : {std::pair{"max_pool", mp}, {"avg_pool", ap}, {"max_pool_indices", mi}}) {
+    b.opaque({name, name, {y}, {out}, fb::RoutineOptionsUnion()});
+    b.opaques.back().options.Set(pool);
+  }
+  for (int o : {t, mp, ap, mi})
+    b.output(o);
+  return b;
+}
+
+TEST(ModuleErrors, WindowRoutines) {
+  {
+    ModuleBuilder b = windowModule();
+    std::string message;
+    EXPECT_EQ(loadCode(b.build(), &message), MIXPREC_OK) << message;
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[0].options.AsConvOptions()->pads = {1, 1, 1, 1};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "opaque #0 'conv' (conv): pads needs 6 entries, got 4");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[0].options.AsConvOptions()->output_padding = {0, 0, 0};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output_padding needs 0 entries, got 3");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[0].options.AsConvOptions()->pads = {1, 1, 1, 1, -1, 1};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "pad -1 out of range [0, 2^31]");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[0].options.AsConvOptions()->strides = {1, 2, 1};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "output 'y' has spatial size [4,4,4], the attributes give [4,2,4]");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[1].options.AsConvOptions()->output_padding = {2};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(conv_transpose): output_padding [2] must be non-negative and below the "
+                    "stride or the dilation");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[1].options.AsConvOptions()->pads = {0, -1}; // 13 positions, the output has 12
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "output 't' has spatial size [12], the attributes give [13]");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[1].options.AsConvOptions()->groups = 2; // weight [2, 3, k]: M = 6
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output 't' has shape [1,3,12]");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[2].options.AsPoolOptions()->storage_order = 1;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "(max_pool): storage_order 1 applies to max_pool_indices only");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[2].options.AsPoolOptions()->count_include_pad = true;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "count_include_pad applies to avg_pool only");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[4].options.AsPoolOptions()->storage_order = 2;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "storage_order 2 must be 0 or 1");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.tensors[b.opaques[4].outputs[0]].dtype = fb::DType::F32;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output 'mi' must be i64, got f32");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[3].options.AsPoolOptions()->kernel = {2, 2, 0};
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "kernel size 0 out of range [1, 2^31]");
+  }
+  {
+    ModuleBuilder b = windowModule();
+    b.opaques[3].options.Set(fb::TransposeOptionsT());
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "takes PoolOptions, got TransposeOptions");
+  }
+}
+
 } // namespace
 } // namespace mixprec::testing

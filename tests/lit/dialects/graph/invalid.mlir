@@ -1217,3 +1217,75 @@ func.func @reduce_prod$shape(%x: tensor<4x5xf32>) -> tensor<4xf32> {
   %0 = mp.reduce_prod %x {axes = array<i64: 1>} : tensor<4x5xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// N-D conv: 1 to 3 spatial dims.
+func.func @conv$rank(%x: tensor<1x2x2x2x2x2xf32>, %w: tensor<1x2x1x1x1x1xf32>) -> tensor<1x1x2x2x2x2xf32> {
+  // expected-error @+1 {{input must be [N, C, spatial...] with 1 to 3 spatial dims, got [1, 2, 2, 2, 2, 2]}}
+  %0 = mp.conv %x, %w {strides = array<i64: 1, 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1, 1>} : (tensor<1x2x2x2x2x2xf32>, tensor<1x2x1x1x1x1xf32>) -> tensor<1x1x2x2x2x2xf32>
+  return %0 : tensor<1x1x2x2x2x2xf32>
+}
+
+// -----
+
+// N-D conv: pads are the begins then the ends, 2 per dim.
+func.func @conv$pads(%x: tensor<1x2x4x4x4xf32>, %w: tensor<1x2x3x3x3xf32>) -> tensor<1x1x2x2x2xf32> {
+  // expected-error @+1 {{pads must have 6 values [begins..., ends...], got 4}}
+  %0 = mp.conv %x, %w {strides = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>} : (tensor<1x2x4x4x4xf32>, tensor<1x2x3x3x3xf32>) -> tensor<1x1x2x2x2xf32>
+  return %0 : tensor<1x1x2x2x2xf32>
+}
+
+// -----
+
+// conv_transpose: output_padding below the stride or the dilation.
+func.func @conv_transpose$output_padding(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> tensor<1x2x7x7xf32> {
+  // expected-error @+1 {{output_padding [2, 0] must be non-negative and below the stride or the dilation}}
+  %0 = mp.conv_transpose %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 2, 0>} : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x7xf32>
+  return %0 : tensor<1x2x7x7xf32>
+}
+
+// -----
+
+// conv_transpose: the weight is [C, M/groups, k...].
+func.func @conv_transpose$channels(%x: tensor<1x3x3x3xf32>, %w: tensor<2x2x3x3xf32>) -> tensor<1x2x5x5xf32> {
+  // expected-error @+1 {{weight [2, 2, 3, 3] expects 2 input channels, got 3}}
+  %0 = mp.conv_transpose %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>} : (tensor<1x3x3x3xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+  return %0 : tensor<1x2x5x5xf32>
+}
+
+// -----
+
+// conv_transpose: the result shape ONNX's rule gives.
+func.func @conv_transpose$result(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32> {
+  // expected-error @+1 {{result shape [1, 2, 6, 6] does not match the inferred shape [1, 2, 7, 7]}}
+  %0 = mp.conv_transpose %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>} : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  return %0 : tensor<1x2x6x6xf32>
+}
+
+// -----
+
+// N-D pooling: one dilation per spatial dim.
+func.func @avg_pool$dilations(%x: tensor<1x2x4x4x4xf32>) -> tensor<1x2x3x3x3xf32> {
+  // expected-error @+1 {{dilations must have 3 values, got 2}}
+  %0 = mp.avg_pool %x {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 1, 1, 1>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x2x4x4x4xf32> -> tensor<1x2x3x3x3xf32>
+  return %0 : tensor<1x2x3x3x3xf32>
+}
+
+// -----
+
+// max_pool_indices: storage_order 0 or 1.
+func.func @max_pool_indices$storage_order(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xi64> {
+  // expected-error @+1 {{storage_order must be 0 (row-major) or 1 (column-major), got 2}}
+  %0 = mp.max_pool_indices %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, storage_order = 2 : i64} : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xi64>
+  return %0 : tensor<1x2x2x2xi64>
+}
+
+// -----
+
+// max_pool_indices: an i64 result.
+func.func @max_pool_indices$result_type(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  // expected-error @+1 {{result #0 must be ranked tensor of 64-bit signless integer values}}
+  %0 = mp.max_pool_indices %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32>
+  return %0 : tensor<1x2x2x2xf32>
+}

@@ -310,6 +310,24 @@ func.func @indexing$ops(%x: tensor<4x5x6xf32>, %i: tensor<4x2x6xi64>, %t: tensor
 
 // -----
 
+// The N-D window ops: 3-D conv, 2-D transposed conv, 3-D pooling, indices.
+// CHECK-LABEL: func.func @window$nd
+func.func @window$nd(%x: tensor<1x2x8x8x8xf32>, %w: tensor<4x2x3x3x3xf32>, %y: tensor<1x1x3x3xf32>, %wt: tensor<1x2x3x3xf32>, %b: tensor<2xf32>) -> (tensor<1x4x8x8x8xf32>, tensor<1x2x9x6xf32>, tensor<1x2x4x4x4xf32>, tensor<1x2x3x3x3xf32>, tensor<1x2x4x4x4xi64>) {
+  // CHECK: mp.conv %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1, 1>, pads = array<i64: 1, 1, 1, 1, 1, 1>, strides = array<i64: 1, 1, 1>} : (tensor<1x2x8x8x8xf32>, tensor<4x2x3x3x3xf32>) -> tensor<1x4x8x8x8xf32>
+  %0 = mp.conv %x, %w {strides = array<i64: 1, 1, 1>, pads = array<i64: 1, 1, 1, 1, 1, 1>, dilations = array<i64: 1, 1, 1>} : (tensor<1x2x8x8x8xf32>, tensor<4x2x3x3x3xf32>) -> tensor<1x4x8x8x8xf32>
+  // CHECK: mp.conv_transpose %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, output_padding = array<i64: 1, 0>, pads = array<i64: 1, 0, 0, 1>, strides = array<i64: 3, 2>} : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>, tensor<2xf32>) -> tensor<1x2x9x6xf32>
+  %1 = mp.conv_transpose %y, %wt, %b {strides = array<i64: 3, 2>, pads = array<i64: 1, 0, 0, 1>, dilations = array<i64: 1, 1>, output_padding = array<i64: 1, 0>} : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>, tensor<2xf32>) -> tensor<1x2x9x6xf32>
+  // CHECK: mp.max_pool %{{.*}} {dilations = array<i64: 1, 1, 1>, kernel_shape = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, strides = array<i64: 2, 2, 2>} : tensor<1x2x8x8x8xf32> -> tensor<1x2x4x4x4xf32>
+  %2 = mp.max_pool %x {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>} : tensor<1x2x8x8x8xf32> -> tensor<1x2x4x4x4xf32>
+  // CHECK: mp.avg_pool %{{.*}} {ceil_mode = true, count_include_pad = true, dilations = array<i64: 2, 2, 2>, kernel_shape = array<i64: 2, 2, 2>, pads = array<i64: 1, 1, 1, 1, 1, 1>, strides = array<i64: 3, 3, 3>} : tensor<1x2x8x8x8xf32> -> tensor<1x2x3x3x3xf32>
+  %3 = mp.avg_pool %x {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 3, 3, 3>, pads = array<i64: 1, 1, 1, 1, 1, 1>, dilations = array<i64: 2, 2, 2>, ceil_mode = true, count_include_pad = true} : tensor<1x2x8x8x8xf32> -> tensor<1x2x3x3x3xf32>
+  // CHECK: mp.max_pool_indices %{{.*}} {dilations = array<i64: 1, 1, 1>, kernel_shape = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, storage_order = 1 : i64, strides = array<i64: 2, 2, 2>} : tensor<1x2x8x8x8xf32> -> tensor<1x2x4x4x4xi64>
+  %4 = mp.max_pool_indices %x {kernel_shape = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>, pads = array<i64: 0, 0, 0, 0, 0, 0>, dilations = array<i64: 1, 1, 1>, storage_order = 1 : i64} : tensor<1x2x8x8x8xf32> -> tensor<1x2x4x4x4xi64>
+  return %0, %1, %2, %3, %4 : tensor<1x4x8x8x8xf32>, tensor<1x2x9x6xf32>, tensor<1x2x4x4x4xf32>, tensor<1x2x3x3x3xf32>, tensor<1x2x4x4x4xi64>
+}
+
+// -----
+
 // Integer element-wise ops (issue 10: exact at run time), an integer power
 // by a float exponent, the floor remainder on both kinds.
 // CHECK-LABEL: func.func @integer_ops

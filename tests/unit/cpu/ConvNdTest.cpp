@@ -1,0 +1,289 @@
+// N-D convolution, transposed convolution and pooling (1 to 3 spatial dims)
+// against direct loops over the ONNX definitions.
+#include "tests/unit/cpu/TestUtil.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mixprec::runtime::cpu;
+using namespace mixprec::runtime::cpu::testing;
+
+namespace {
+
+using V = std::vector<int64_t>;
+
+/// Every multi-index of `sizes`, row-major.
+std::vector<V> allIndices(const V &sizes) {
+  std::vector<V> out;
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(unravel(i, sizes));
+  return out;
+}
+
+/// in + a leading [n, c].
+Shape withNC(int64_t n, int64_t c, const V &spatial) {
+  Shape s{n, c};
+  s.insert(s.end(), spatial.begin(), spatial.end());
+  return s;
+}
+
+struct ConvNdCase {
+  V in, kernel, strides, pads, dil, outPad;
+  int64_t n, c, m, groups;
+  bool bias;
+};
+
+const std::vector<ConvNdCase> &convCases() {
+  static const std::vector<ConvNdCase> cases = {
+      {{9}, {3}, {2}, {1, 2}, {2}, {1}, 2, 4, 6, 2, true},
+      {{7}, {1}, {1}, {0, 0}, {1}, {0}, 1, 3, 5, 1, false},
+      {{5, 6, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 1, 2, 4, 1,
+       true},
+      {{7, 6, 8}, {3, 2, 3}, {2, 1, 2}, {1, 0, 1, 0, 1, 1}, {1, 2, 1}, {1, 0, 1}, 2, 4, 6, 2,
+       true},
+      {{4, 5, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}, {0, 0, 0}, 1, 3, 2, 1,
+       false}, // 1x1x1: the direct path
+      {{6, 5}, {3, 2}, {3, 2}, {1, 0, 2, 1}, {1, 2}, {2, 1}, 1, 4, 4, 4, true}, // depthwise
+  };
+  return cases;
+}
+
+TEST(ConvNd, MatchesDirectReference) {
+  uint32_t seed = 201;
+  for (const ConvNdCase &c : convCases()) {
+    const size_t dims = c.in.size();
+    const int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+    V out;
+    for (size_t s = 0; s < dims; ++s)
+      out.push_back(pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s], c.pads[dims + s],
+                               c.dil[s], false));
+    const Shape is = withNC(c.n, c.c, c.in), ws = withNC(c.m, cg, c.kernel),
+                os = withNC(c.n, c.m, out);
+    std::vector<float> x = randomFloats(count(is), -1, 1, seed++);
+    std::vector<float> w = randomFloats(count(ws), -1, 1, seed++);
+    std::vector<float> b = randomFloats(c.m, -1, 1, seed++);
+    std::vector<float> y(count(os), 77.0f);
+    conv(x.data(), is, w.data(), ws, c.bias ? b.data() : nullptr,
+         Window{{}, c.strides, c.pads, c.dil}, c.groups, y.data(), os);
+    std::vector<double> ref(y.size()), tol(y.size());
+    for (int64_t i = 0; i < count(os); ++i) {
+      V o = unravel(i, os);
+      const int64_t g = o[1] / mg;
+      double sum = c.bias ? b[o[1]] : 0.0, mag = std::fabs(sum);
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (const V &k : allIndices(c.kernel)) {
+          V xi{o[0], g * cg + ci}, wi{o[1], ci};
+          bool inside = true;
+          for (size_t s = 0; s < dims; ++s) {
+            int64_t q = o[2 + s] * c.strides[s] + k[s] * c.dil[s] - c.pads[s];
+            inside = inside && q >= 0 && q < c.in[s];
+            xi.push_back(q);
+            wi.push_back(k[s]);
+          }
+          if (!inside)
+            continue;
+          const double p = double(x[ravel(xi, is)]) * w[ravel(wi, ws)];
+          sum += p;
+          mag += std::fabs(p);
+        }
+      ref[i] = sum;
+      tol[i] = 1e-5 * mag + 1e-6;
+    }
+    EXPECT_TRUE(allCloseScaled(y, ref, tol)) << "input " << shapeStr(is);
+  }
+}
+
+TEST(ConvTransposeNd, MatchesScatterDefinition) {
+  uint32_t seed = 301;
+  for (const ConvNdCase &c : convCases()) {
+    const size_t dims = c.in.size();
+    const int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+    V out;
+    for (size_t s = 0; s < dims; ++s)
+      out.push_back(transposedSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s],
+                                   c.pads[dims + s], c.dil[s], c.outPad[s]));
+    const Shape is = withNC(c.n, c.c, c.in), ws = withNC(c.c, mg, c.kernel),
+                os = withNC(c.n, c.m, out);
+    std::vector<float> x = randomFloats(count(is), -1, 1, seed++);
+    std::vector<float> w = randomFloats(count(ws), -1, 1, seed++);
+    std::vector<float> b = randomFloats(c.m, -1, 1, seed++);
+    std::vector<float> y(count(os), 77.0f);
+    convTranspose(x.data(), is, w.data(), ws, c.bias ? b.data() : nullptr,
+                  Window{{}, c.strides, c.pads, c.dil}, c.groups, y.data(), os);
+    // y[n, m, o] = bias[m] + sum x[n, c, i] * w[c, m % mg, k] over the
+    // (i, k) with o = i * stride + k * dilation - pad, c in m's group.
+    std::vector<double> ref(y.size(), 0.0), mag(y.size(), 0.0);
+    for (int64_t i = 0; i < count(os); ++i) {
+      V o = unravel(i, os);
+      ref[i] = c.bias ? b[o[1]] : 0.0;
+      mag[i] = std::fabs(ref[i]);
+    }
+    for (int64_t i = 0; i < count(is); ++i) {
+      V xi = unravel(i, is);
+      const int64_t g = xi[1] / cg;
+      for (int64_t mm = 0; mm < mg; ++mm)
+        for (const V &k : allIndices(c.kernel)) {
+          V oi{xi[0], g * mg + mm}, wi{xi[1], mm};
+          bool inside = true;
+          for (size_t s = 0; s < dims; ++s) {
+            int64_t q = xi[2 + s] * c.strides[s] + k[s] * c.dil[s] - c.pads[s];
+            inside = inside && q >= 0 && q < out[s];
+            oi.push_back(q);
+            wi.push_back(k[s]);
+          }
+          if (!inside)
+            continue;
+          const double p = double(x[i]) * w[ravel(wi, ws)];
+          ref[ravel(oi, os)] += p;
+          mag[ravel(oi, os)] += std::fabs(p);
+        }
+    }
+    std::vector<double> tol(y.size());
+    for (size_t i = 0; i < tol.size(); ++i)
+      tol[i] = 1e-5 * mag[i] + 1e-6;
+    EXPECT_TRUE(allCloseScaled(y, ref, tol)) << "input " << shapeStr(is);
+  }
+}
+
+struct PoolNdCase {
+  V in, kernel, strides, pads, dil;
+  bool ceil;
+};
+
+const std::vector<PoolNdCase> &poolCases() {
+  static const std::vector<PoolNdCase> cases = {
+      {{11}, {3}, {2}, {1, 1}, {1}, false},
+      {{12}, {2}, {3}, {0, 0}, {2}, true},
+      {{6, 7, 5}, {2, 3, 2}, {2, 2, 1}, {0, 1, 0, 1, 1, 0}, {1, 1, 1}, false},
+      {{7, 6, 8}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, {2, 1, 2}, true},
+      {{4, 4, 4}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, {2, 2, 2}, true},
+      {{5, 7}, {3, 3}, {2, 1}, {1, 1, 2, 0}, {2, 1}, true},
+  };
+  return cases;
+}
+
+/// The window taps of output `o`: their input coordinates, and whether each
+/// lies inside the input and inside the padded extent.
+struct Tap {
+  V at;
+  bool inside, inPadded;
+};
+
+std::vector<Tap> tapsOf(const PoolNdCase &c, const V &o) {
+  const size_t dims = c.in.size();
+  std::vector<Tap> taps;
+  for (const V &k : allIndices(c.kernel)) {
+    Tap t{{}, true, true};
+    for (size_t s = 0; s < dims; ++s) {
+      int64_t q = o[2 + s] * c.strides[s] + k[s] * c.dil[s] - c.pads[s];
+      t.at.push_back(q);
+      t.inside = t.inside && q >= 0 && q < c.in[s];
+      t.inPadded = t.inPadded && q >= -c.pads[s] && q < c.in[s] + c.pads[dims + s];
+    }
+    taps.push_back(t);
+  }
+  return taps;
+}
+
+Shape poolOut(const PoolNdCase &c, int64_t n, int64_t ch) {
+  const size_t dims = c.in.size();
+  V out;
+  for (size_t s = 0; s < dims; ++s)
+    out.push_back(pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s], c.pads[dims + s],
+                             c.dil[s], c.ceil));
+  return withNC(n, ch, out);
+}
+
+TEST(MaxPoolNd, ValuesAndIndicesRowAndColumnMajor) {
+  uint32_t seed = 401;
+  for (const PoolNdCase &c : poolCases()) {
+    const Shape is = withNC(2, 3, c.in), os = poolOut(c, 2, 3);
+    const size_t dims = c.in.size();
+    // All-negative input: a padding value of 0 would win if it took part.
+    std::vector<float> x = randomFloats(count(is), -5, -1, seed++);
+    for (bool columnMajor : {false, true}) {
+      std::vector<float> y(count(os));
+      std::vector<int64_t> idx(count(os), -7);
+      maxPool(x.data(), is, Window{c.kernel, c.strides, c.pads, c.dil}, y.data(), os,
+              idx.data(), columnMajor);
+      std::vector<double> ref(y.size());
+      std::vector<int64_t> refIdx(y.size());
+      for (int64_t i = 0; i < count(os); ++i) {
+        V o = unravel(i, os);
+        double best = -INFINITY;
+        V at;
+        for (const Tap &t : tapsOf(c, o)) {
+          if (!t.inside)
+            continue;
+          V xi{o[0], o[1]};
+          xi.insert(xi.end(), t.at.begin(), t.at.end());
+          double v = x[ravel(xi, is)];
+          if (v > best) {
+            best = v;
+            at = t.at;
+          }
+        }
+        ref[i] = best;
+        // ONNX: the flat index in the whole input; the spatial part with
+        // the last dim fastest, or the first (storage_order 1).
+        int64_t spatial = 0;
+        for (size_t s = 0; s < dims; ++s) {
+          size_t d = columnMajor ? dims - 1 - s : s;
+          spatial = spatial * c.in[d] + at[d];
+        }
+        refIdx[i] = (o[0] * is[1] + o[1]) * (count(is) / (is[0] * is[1])) + spatial;
+      }
+      EXPECT_TRUE(allClose(y, ref, 0, 0)) << shapeStr(is);
+      EXPECT_EQ(idx, refIdx) << shapeStr(is) << " column-major " << columnMajor;
+    }
+  }
+}
+
+TEST(AvgPoolNd, CountIncludePadDilationsAndCeilMode) {
+  uint32_t seed = 501;
+  for (const PoolNdCase &c : poolCases())
+    for (bool includePad : {false, true}) {
+      const Shape is = withNC(1, 2, c.in), os = poolOut(c, 1, 2);
+      std::vector<float> x = randomFloats(count(is), -1, 1, seed++);
+      std::vector<float> y(count(os));
+      avgPool(x.data(), is, Window{c.kernel, c.strides, c.pads, c.dil}, includePad, y.data(),
+              os);
+      std::vector<double> ref(y.size());
+      for (int64_t i = 0; i < count(os); ++i) {
+        V o = unravel(i, os);
+        double sum = 0;
+        int64_t valid = 0, padded = 0;
+        for (const Tap &t : tapsOf(c, o)) {
+          // Taps in the ceil-mode overhang beyond the pads never count.
+          padded += t.inPadded;
+          if (!t.inside)
+            continue;
+          V xi{o[0], o[1]};
+          xi.insert(xi.end(), t.at.begin(), t.at.end());
+          sum += x[ravel(xi, is)];
+          ++valid;
+        }
+        ref[i] = valid == 0 ? 0.0 : sum / double(includePad ? padded : valid);
+      }
+      EXPECT_TRUE(allClose(y, ref, 1e-5, 1e-6))
+          << shapeStr(is) << " include_pad " << includePad;
+    }
+}
+
+TEST(ConvTransposeNd, OnnxExample) {
+  // onnx backend test "convtranspose": x 3x3 of 0..8, w 2 kernels of ones.
+  std::vector<float> x(9), w(18, 1.0f), y(50);
+  for (int i = 0; i < 9; ++i)
+    x[i] = float(i);
+  convTranspose(x.data(), {1, 1, 3, 3}, w.data(), {1, 2, 3, 3}, nullptr,
+                Window{{}, {1, 1}, {0, 0, 0, 0}, {1, 1}}, 1, y.data(), {1, 2, 5, 5});
+  const std::vector<float> plane = {0,  1,  3,  3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                                    27, 15, 9,  20, 33, 24, 13, 6,  13, 21, 15, 8};
+  EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + 25), plane);
+  EXPECT_EQ(std::vector<float>(y.begin() + 25, y.end()), plane);
+}
+
+} // namespace
