@@ -1409,8 +1409,10 @@ void Importer::convertAttention(const NodeCtx &c) {
   int64_t mode = attrInt(c, "qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
     nodeFail(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(mode));
-  // softmax_precision: mp.softmax always runs in FP32, at least every
-  // precision the attribute can ask for here.
+  // softmax_precision: mp.softmax always runs in FP32, which covers FLOAT,
+  // FLOAT16 and BFLOAT16. DOUBLE is computed in FP32 too (mixprec has no
+  // FP64 compute; the README says so): the output has the inputs' FP32 type,
+  // and an FP32 softmax with FP32 sums is within a few ulps of the double one.
   if (std::optional<int64_t> sp = attrIntOpt(c, "softmax_precision"))
     if (*sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
       nodeFail(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
