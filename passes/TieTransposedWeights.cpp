@@ -17,10 +17,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace mixprec::passes {
 #define GEN_PASS_DEF_TIETRANSPOSEDWEIGHTSPASS
@@ -58,39 +59,33 @@ Matrix matrixOf(graph::ConstantOp op) {
   return m;
 }
 
-/// FNV-1a over `m`'s elements read column by column (the row-major bytes
-/// of its transpose), or row by row.
-uint64_t hashOf(const Matrix &m, bool transposed) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](const char *p) {
-    for (size_t b = 0; b < m.elementBytes; ++b) {
-      h ^= static_cast<uint8_t>(p[b]);
-      h *= 0x100000001b3ull;
-    }
-  };
-  if (!transposed) {
-    for (char c : m.data) {
-      h ^= static_cast<uint8_t>(c);
-      h *= 0x100000001b3ull;
-    }
-    return h;
-  }
-  for (int64_t c = 0; c < m.cols; ++c)
-    for (int64_t r = 0; r < m.rows; ++r)
-      mix(m.data.data() + (r * m.cols + c) * m.elementBytes);
-  return h;
+/// Whether `t[r][c]` equals `m[c][r]` (same element bytes).
+bool sameAt(const Matrix &t, const Matrix &m, int64_t r, int64_t c) {
+  return std::memcmp(t.data.data() + (r * t.cols + c) * t.elementBytes,
+                     m.data.data() + (c * m.cols + r) * m.elementBytes, t.elementBytes) == 0;
 }
 
-/// Whether `t` holds exactly the transpose of `m` (same element type).
+/// Whether `t` holds exactly the transpose of `m` (same element type). A few
+/// spread-out elements are compared first, so that the many pairs of
+/// transposed shapes that are not copies (GPT-2's MLP weights, [D, 4D] and
+/// [4D, D]) cost nothing; a full comparison walks 64x64 tiles, so that the
+/// strided side stays in cache.
 bool isTransposeOf(const Matrix &t, const Matrix &m) {
-  if (t.rows != m.cols || t.cols != m.rows ||
-      t.elementType != m.elementType)
+  if (t.rows != m.cols || t.cols != m.rows || t.elementType != m.elementType)
     return false;
-  for (int64_t r = 0; r < t.rows; ++r)
-    for (int64_t c = 0; c < t.cols; ++c)
-      if (std::memcmp(t.data.data() + (r * t.cols + c) * t.elementBytes,
-                      m.data.data() + (c * m.cols + r) * m.elementBytes, t.elementBytes))
-        return false;
+  const int64_t n = t.rows * t.cols;
+  for (int64_t k = 0; k < 64; ++k) {
+    int64_t flat = (k * 0x9E3779B97F4A7C15ull % 1000003ull) * n / 1000003;
+    if (!sameAt(t, m, flat / t.cols, flat % t.cols))
+      return false;
+  }
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < t.rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < t.cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(r0 + kTile, t.rows); ++r)
+        for (int64_t c = c0; c < std::min(c0 + kTile, t.cols); ++c)
+          if (!sameAt(t, m, r, c))
+            return false;
   return true;
 }
 
@@ -147,26 +142,23 @@ void readThrough(graph::ConstantOp copy, graph::ConstantOp original) {
 struct TieTransposedWeightsPass
     : public impl::TieTransposedWeightsPassBase<TieTransposedWeightsPass> {
   void runOnOperation() override {
-    // Every 2-D constant, keyed by the hash of its transpose: a GEMM weight
-    // whose row-major hash matches is then compared exactly.
     std::vector<Matrix> matrices;
     getOperation().walk([&](graph::ConstantOp op) {
       Matrix m = matrixOf(op);
       if (m.op)
         matrices.push_back(m);
     });
-    if (matrices.size() < 2)
-      return;
-    llvm::DenseMap<uint64_t, SmallVector<size_t, 1>> byTransposedHash;
+    // The constants of each shape: a copy [K, N] is looked for among [N, K].
+    std::map<std::pair<int64_t, int64_t>, SmallVector<size_t, 2>> byShape;
     for (size_t i = 0; i < matrices.size(); ++i)
-      byTransposedHash[hashOf(matrices[i], /*transposed=*/true)].push_back(i);
+      byShape[{matrices[i].rows, matrices[i].cols}].push_back(i);
     llvm::DenseSet<Operation *> erased;
     for (size_t i = 0; i < matrices.size(); ++i) {
       Matrix copy = matrices[i];
       if (erased.contains(copy.op) || !onlyGemmWeight(copy.op.getResult()))
         continue;
-      auto it = byTransposedHash.find(hashOf(copy, /*transposed=*/false));
-      if (it == byTransposedHash.end())
+      auto it = byShape.find({copy.cols, copy.rows});
+      if (it == byShape.end())
         continue;
       for (size_t j : it->second) {
         Matrix original = matrices[j];
