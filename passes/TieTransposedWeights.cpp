@@ -34,7 +34,8 @@ namespace mixprec::passes {
 namespace {
 
 /// A 2-D float constant with its raw row-major bytes; null data for
-/// constants this pass leaves alone (splats, other ranks, non-dense data).
+/// constants this pass leaves alone (empty ones, splats, other ranks,
+/// non-dense data).
 struct Matrix {
   graph::ConstantOp op;
   Type elementType;
@@ -47,7 +48,7 @@ Matrix matrixOf(graph::ConstantOp op) {
   Matrix m;
   auto type = dyn_cast<RankedTensorType>(op.getType());
   auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
-  if (!type || type.getRank() != 2 || !dense || dense.isSplat() ||
+  if (!type || type.getRank() != 2 || type.getNumElements() == 0 || !dense || dense.isSplat() ||
       !isa<FloatType>(type.getElementType()) || type.getElementTypeBitWidth() % 8 != 0)
     return m;
   m.op = op;

@@ -52,3 +52,17 @@ func.func @untouched(%x: tensor<4x2xf32>, %v: tensor<2xf32>) -> (tensor<4x3xf32>
   %z = mp.matmul %v, %h : (tensor<2xf32>, tensor<2x3xf32>) -> tensor<3xf32>
   return %y, %a, %z : tensor<4x3xf32>, tensor<2x3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Empty weights have nothing to share (and no element to sample).
+
+// CHECK-LABEL: func.func @empty
+// CHECK-COUNT-2: mp.constant
+// CHECK: mp.matmul
+func.func @empty(%x: tensor<4x0xf32>) -> (tensor<4x3xf32>, tensor<3x0xf32>) {
+  %w = mp.constant dense<> : tensor<0x3xf32>
+  %t = mp.constant dense<> : tensor<3x0xf32>
+  %y = mp.matmul %x, %w : (tensor<4x0xf32>, tensor<0x3xf32>) -> tensor<4x3xf32>
+  return %y, %t : tensor<4x3xf32>, tensor<3x0xf32>
+}
