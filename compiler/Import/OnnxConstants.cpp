@@ -30,10 +30,82 @@ static const OpForm kCastForms[] = {
     {24, 1, 1, 1, 1, "round_mode saturate to"},
 };
 
+/// A run-time Cast to DOUBLE is accepted only as the start of a DOUBLE
+/// island that ends in casts back to a float type: the "compute the softmax
+/// in higher precision" idiom of exported models (ONNX's expanded Attention
+/// with softmax_precision = DOUBLE: Cast(DOUBLE) -> Softmax -> Cast(FLOAT)).
+/// mixprec has no FP64 kernels; its Softmax and LogSoftmax keep FP32
+/// accumulators (max-subtracted exponentials summed in FP32), and the island's
+/// result is rounded to FLOAT on the way out anyway, so the
+/// island is computed in FP32: the results differ from an FP64 softmax rounded
+/// to FP32 by a few FP32 ulps (the same rule as Attention's softmax_precision).
+/// Anything else that reads a DOUBLE value (another op, a graph output, the
+/// type of a CastLike) is refused, naming the node, as before.
+std::string Importer::doubleIslandError(const NodeCtx &c) {
+  llvm::StringMap<llvm::SmallVector<const onnx::NodeProto *, 2>> readers;
+  for (const onnx::NodeProto &n : graphProto->node())
+    for (const std::string &in : n.input())
+      if (!in.empty())
+        readers[in].push_back(&n);
+  auto refuse = [](const llvm::Twine &why) {
+    return ("casts a run-time tensor to DOUBLE; mixprec has no FP64 kernels and accepts "
+            "that only around Softmax/LogSoftmax/Identity whose results are all cast back "
+            "to FLOAT (computed in FP32), but " +
+            why)
+        .str();
+  };
+  llvm::SmallVector<std::string> work{c.node.output(0)};
+  llvm::StringSet<> seen;
+  while (!work.empty()) {
+    std::string name = work.pop_back_val();
+    if (!seen.insert(name).second)
+      continue;
+    for (const onnx::ValueInfoProto &o : graphProto->output())
+      if (o.name() == name)
+        return refuse("the DOUBLE tensor " + quotedName(name) + " is a graph output");
+    for (const onnx::NodeProto *n : readers.lookup(name)) {
+      std::string who = "node " + quotedName(n->name()) + " (" + n->op_type() + ")";
+      bool onlyInput0 = n->input_size() >= 1 && n->input(0) == name &&
+                        llvm::count(n->input(), name) == 1;
+      const std::string &op = n->op_type();
+      if (op == "Cast" && onlyInput0) {
+        int64_t to = -1;
+        for (const onnx::AttributeProto &a : n->attribute())
+          if (a.name() == "to")
+            to = a.i();
+        if (to == onnx::TensorProto::FLOAT)
+          continue; // an exit
+        if (to == onnx::TensorProto::DOUBLE) {
+          work.push_back(n->output(0));
+          continue;
+        }
+        return refuse(who + " casts the DOUBLE tensor " + quotedName(name) + " to " +
+                      dataTypeName(static_cast<int32_t>(to)));
+      }
+      if ((op == "Softmax" || op == "LogSoftmax" || op == "Identity") && onlyInput0 &&
+          n->output_size() == 1) {
+        work.push_back(n->output(0));
+        continue;
+      }
+      return refuse(who + " reads the DOUBLE tensor " + quotedName(name));
+    }
+  }
+  return "";
+}
+
 void Importer::convertCast(const NodeCtx &c) {
   std::optional<int64_t> to = attrIntOpt(c, "to");
   if (!to)
     nodeFail(c, "attribute 'to' is required");
+  if (*to == onnx::TensorProto::DOUBLE && !entryOf(c, 0).constant) {
+    Entry &e = entryOf(c, 0);
+    if (!isa<FloatType>(entryType(e).getElementType()))
+      nodeFail(c, "casts a run-time integer tensor to DOUBLE; mixprec has no FP64 tensors");
+    if (std::string error = doubleIslandError(c); !error.empty())
+      nodeFail(c, error);
+    aliasOutput(c, 0, 0); // the island is computed in FP32 (doubleIslandError)
+    return;
+  }
   Type target = valueElementType(ctx, static_cast<int32_t>(*to));
   if (!target)
     nodeFail(c, "attribute 'to' = " + dataTypeName(static_cast<int32_t>(*to)) +

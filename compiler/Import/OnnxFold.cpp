@@ -1415,6 +1415,11 @@ bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
     failDouble(c);
   if (!canEvaluate(c.node.op_type()))
     return false;
+  // A run-time float tensor cast to DOUBLE that starts a DOUBLE island is
+  // computed in FP32 (convertCast), not folded from values the run gave.
+  if (inDouble && c.node.op_type() == "Cast" && !constants[0] &&
+      isa<FloatType>(inputType(c, 0).getElementType()) && doubleIslandError(c).empty())
+    return false;
   for (int i = 0; i < c.node.input_size(); ++i) {
     if (!hasInput(c, i) || constants[i])
       continue;

@@ -426,6 +426,10 @@ private:
   /// a constant (givenInputValue): for the ops that exist only at compile
   /// time (ConstantOfShape, Range), whose converters require it anyway.
   bool tryFold(const NodeCtx &c, bool givenValues = false);
+  /// For Cast node c (to DOUBLE, of a run-time float tensor): "" when what
+  /// it starts is a DOUBLE island, computed in FP32 (OnnxConstants.cpp),
+  /// else why not.
+  std::string doubleIslandError(const NodeCtx &c);
   /// Fails node c, which computes in DOUBLE but does not fold.
   [[noreturn]] void failDouble(const NodeCtx &c);
   /// Where a run-time tensor comes from, for errors: "it is graph input

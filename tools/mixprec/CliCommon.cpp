@@ -13,6 +13,7 @@
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
+#include "dialects/Graph/IR/GraphAsm.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -118,7 +119,7 @@ void printModule(ModuleOp module, llvm::raw_ostream &os, bool elideWeights) {
   } else {
     flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
   }
-  module.print(os, flags);
+  graph::printModuleNamed(module, os, flags);
   os << "\n";
 }
 

@@ -122,7 +122,7 @@ movement and casts. Bytes: every constant; GEMM weights (constant-
 derived weight operands, at the dtype the GEMM reads them); every
 non-constant op result; moved: each op's operands and results, before
 fusion (reshapes none). "fp32" is the imported graph. --graph prints,
-instead of the table, the annotated graph: "inputs: NAME = %argN, ...",
+instead of the table, the annotated graph: "inputs: NAME = %NAME, ...",
 "outputs: NAME = %VALUE, ..." and one line per op
   value = op operands in out acc reason
 (values as the printed IR names them). --json FILE writes it all as

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/mixprec/Commands.h"
 
+#include "dialects/Graph/IR/GraphAsm.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/PrecisionUtils.h"
 #include "tools/mixprec/CliCommon.h"
@@ -304,7 +305,7 @@ using Tally = std::map<std::string, int64_t>;
 /// summary, against the FP32 reference.
 struct PlanSummary {
   std::vector<Row> rows;
-  /// --graph: "NAME = %argN" per graph input, "NAME = %value" per output.
+  /// --graph: "NAME = %name" per graph input, "NAME = %value" per output.
   std::vector<std::string> inputs, outputs;
   Tally flops, gemmFlops, opsByPrecision, opsByClass;
   int64_t totalFlops = 0, totalGemmFlops = 0, opCount = 0;
@@ -336,25 +337,52 @@ void addOp(PlanSummary &summary, Operation &op) {
   summary.rows.push_back(std::move(row));
 }
 
-/// `values` as the printed IR names them ("%fc1,%fc1.weight"), or "-".
-std::string valueNames(ValueRange values, AsmState &state) {
+/// The printed IR's name of `v` ("%fc1"): `argNames` for a renamed graph
+/// argument (printModuleNamed), the AsmState's otherwise.
+std::string valueName(Value v, AsmState &state, ArrayRef<std::string> argNames) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < argNames.size() &&
+        !argNames[arg.getArgNumber()].empty())
+      return "%" + argNames[arg.getArgNumber()];
   std::string s;
   llvm::raw_string_ostream os(s);
-  llvm::interleave(values, os, [&](Value v) { v.printAsOperand(os, state); }, ",");
+  v.printAsOperand(os, state);
+  return s;
+}
+
+/// `values` as the printed IR names them ("%fc1,%fc1.weight"), or "-".
+std::string valueNames(ValueRange values, AsmState &state, ArrayRef<std::string> argNames) {
+  std::string s;
+  for (Value v : values)
+    s += (s.empty() ? "" : ",") + valueName(v, state, argNames);
   return s.empty() ? "-" : s;
 }
 
 /// Fills the --graph columns: every value named as `compile --emit mp-mlir`
-/// prints it (the same AsmState numbering), and the graph's inputs and
+/// prints it (the same AsmState numbering, the arguments renamed after
+/// their inputs as printModuleNamed does), and the graph's inputs and
 /// outputs by their model names.
 void nameValues(PlanSummary &summary, func::FuncOp plan) {
   AsmState state(plan);
   Block &body = plan.getBody().front();
+  // The names the function's values print with, the printer's %argN among
+  // them: the arguments' new names stay clear of them.
+  llvm::StringSet<> taken;
+  auto take = [&](Value v) {
+    std::string printed = valueName(v, state, {});
+    taken.insert(llvm::StringRef(printed).drop_front().split('#').first);
+  };
+  for (BlockArgument arg : body.getArguments())
+    take(arg);
+  for (Operation &op : body)
+    for (Value v : op.getResults())
+      take(v);
+  SmallVector<std::string> argNames = graph::argumentNames(plan, taken);
   size_t row = 0;
   for (Operation &op : body)
     if (!isa<func::ReturnOp>(op) && !isa<mp::ConstantOp>(op)) {
-      summary.rows[row].values = valueNames(op.getResults(), state);
-      summary.rows[row++].operands = valueNames(op.getOperands(), state);
+      summary.rows[row].values = valueNames(op.getResults(), state, argNames);
+      summary.rows[row++].operands = valueNames(op.getOperands(), state, argNames);
     }
   auto modelName = [](DictionaryAttr attrs) {
     auto name = attrs ? attrs.getAs<StringAttr>(GraphDialect::kNameAttr) : StringAttr();
@@ -362,11 +390,11 @@ void nameValues(PlanSummary &summary, func::FuncOp plan) {
   };
   for (BlockArgument arg : body.getArguments())
     summary.inputs.push_back(modelName(plan.getArgAttrDict(arg.getArgNumber())) + " = " +
-                             valueNames(arg, state));
+                             valueName(arg, state, argNames));
   Operation *ret = body.getTerminator();
   for (OpOperand &result : ret->getOpOperands())
     summary.outputs.push_back(modelName(plan.getResultAttrDict(result.getOperandNumber())) +
-                              " = " + valueNames(result.get(), state));
+                              " = " + valueName(result.get(), state, argNames));
 }
 
 /// Counts the plan op by op (constants left out) and the bytes of both graphs.

@@ -1,5 +1,6 @@
 //===- GraphDialect.cpp - the mp dialect and its attribute checks ----------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/GraphAsm.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -24,32 +25,6 @@ StringRef nodeNameOf(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().getValue();
   return "";
-}
-
-/// `name` as an SSA value name that the parser reads back: runs of bytes
-/// outside [A-Za-z0-9_.$-] become one '_' ("/h.3/attn/MatMul" ->
-/// "h.3_attn_MatMul"), leading and trailing punctuation goes, and a leading
-/// digit gets a '_' (MLIR's own suffixes keep duplicates apart). "" when
-/// nothing is left: the value is numbered.
-std::string valueNameFor(StringRef name) {
-  std::string out;
-  for (char c : name) {
-    bool keep = llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '-';
-    char put = keep ? c : '_';
-    if (put == '_' && !out.empty() && out.back() == '_')
-      continue;
-    out.push_back(put);
-  }
-  auto isPunct = [](char c) { return !llvm::isAlnum(c); };
-  while (!out.empty() && isPunct(out.back()))
-    out.pop_back();
-  size_t first = 0;
-  while (first < out.size() && isPunct(out[first]))
-    ++first;
-  out.erase(0, first);
-  if (!out.empty() && llvm::isDigit(out.front()))
-    out.insert(out.begin(), '_');
-  return out;
 }
 
 /// OpAsmOpInterface for every mp op: its results print named after the

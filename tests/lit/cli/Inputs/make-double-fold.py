@@ -7,7 +7,11 @@
   log(0) = -inf, the reduced shape [2, 1, 4].
 - bad-softmax.onnx: Softmax of a DOUBLE constant (the evaluator has no
   Softmax in double).
-- bad-runtime.onnx: Cast to DOUBLE of a run-time input.
+- island.onnx: Cast to DOUBLE of a run-time input, Softmax/Identity/LogSoftmax,
+  casts back to FLOAT (accepted: computed in FP32).
+- bad-runtime.onnx: the same island with an Add reading the DOUBLE tensor.
+- bad-runtime-output.onnx: a run-time DOUBLE graph output.
+- bad-runtime-int.onnx: Cast to DOUBLE of a run-time INT64 input.
 - bad-castlike.onnx: CastLike of a run-time input to a DOUBLE constant's type.
 - bad-output.onnx: a DOUBLE graph output (a Cast of a constant).
 """
@@ -55,10 +59,35 @@ save("bad-softmax", [
     helper.make_node("Cast", ["sd"], ["y"], name="back", to=F),
 ], [], [y], [f32("a", [1.0, 2.0])])
 
+x3 = helper.make_tensor_value_info("x", F, [2, 3])
+# A run-time DOUBLE island (computed in FP32): Cast<DOUBLE> -> Softmax ->
+# Identity, and LogSoftmax, each result cast back to FLOAT.
+save("island", [
+    helper.make_node("Cast", ["x"], ["xd"], name="to_double", to=D),
+    helper.make_node("Softmax", ["xd"], ["sd"], name="softmax_double", axis=-1),
+    helper.make_node("Identity", ["sd"], ["sd2"], name="same"),
+    helper.make_node("Cast", ["sd2"], ["y"], name="back", to=F),
+    helper.make_node("LogSoftmax", ["xd"], ["ld"], name="logsoftmax_double", axis=0),
+    helper.make_node("Cast", ["ld"], ["z"], name="back_float", to=F),
+], [x3], [y, helper.make_tensor_value_info("z", F, None)])
+
 save("bad-runtime", [
     helper.make_node("Cast", ["x"], ["xd"], name="to_double", to=D),
-    helper.make_node("Cast", ["xd"], ["y"], name="back", to=F),
-], [helper.make_tensor_value_info("x", F, [3])], [y])
+    helper.make_node("Softmax", ["xd"], ["sd"], name="softmax_double"),
+    helper.make_node("Cast", ["sd"], ["y"], name="back", to=F),
+    helper.make_node("Add", ["xd", "xd"], ["twice"], name="add_double"),
+    helper.make_node("Cast", ["twice"], ["z"], name="back2", to=F),
+], [x3], [y, helper.make_tensor_value_info("z", F, None)])
+
+save("bad-runtime-output", [
+    helper.make_node("Cast", ["x"], ["xd"], name="to_double", to=D),
+    helper.make_node("Softmax", ["xd"], ["y"], name="softmax_double"),
+], [x3], [helper.make_tensor_value_info("y", D, None)])
+
+save("bad-runtime-int", [
+    helper.make_node("Cast", ["i"], ["id"], name="int_to_double", to=D),
+    helper.make_node("Cast", ["id"], ["y"], name="back", to=F),
+], [helper.make_tensor_value_info("i", TensorProto.INT64, [3])], [y])
 
 save("bad-castlike", [
     helper.make_node("Cast", ["a"], ["ad"], name="to_double", to=D),

@@ -6,7 +6,8 @@
 // importer puts each node's name there): made valid SSA names that parse
 // back, duplicates kept apart by MLIR's suffixes, numbered when no name
 // is left (an empty or all-punctuation name, a FILE:LINE:COL location).
-// Graph inputs keep %argN and carry their names as mp.name attributes.
+// Graph inputs carry their names as mp.name attributes; mixprec-opt prints
+// them %argN, mixprec names them after the inputs (cli/argument-names.test).
 // The names survive printing with locations (as mixprec prints) and
 // re-parsing, and bytecode.
 
