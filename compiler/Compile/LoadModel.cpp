@@ -1,5 +1,6 @@
 //===- LoadModel.cpp - an .onnx or .mlir model into mp IR ------------------===//
 #include "compiler/Compile/Compile.h"
+#include "compiler/Compile/BytecodeGuard.h"
 
 #include "common/FileIO.h"
 #include "compiler/Import/OnnxImporter.h"
@@ -20,20 +21,6 @@
 #include <csignal>
 #include <cstdio>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define MIXPREC_SANITIZED 1
-#endif
-#endif
-#if !defined(MIXPREC_SANITIZED) && defined(__SANITIZE_ADDRESS__)
-#define MIXPREC_SANITIZED 1
-#endif
-#ifndef MIXPREC_SANITIZED
-#define MIXPREC_SANITIZED 0
-#endif
-#if MIXPREC_SANITIZED
-#include <sanitizer/common_interface_defs.h>
-#endif
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -122,64 +109,6 @@ LogicalResult materializeResources(ModuleOp module, const std::string &path) {
   return failure(walk.wasInterrupted());
 }
 
-/// The process's virtual memory in bytes (/proc/self/statm), or 0.
-uint64_t virtualMemoryBytes() {
-  unsigned long pages = 0;
-  FILE *statm = std::fopen("/proc/self/statm", "r");
-  if (!statm)
-    return 0;
-  if (std::fscanf(statm, "%lu", &pages) != 1)
-    pages = 0;
-  std::fclose(statm);
-  return uint64_t(pages) * uint64_t(sysconf(_SC_PAGESIZE));
-}
-
-/// Why MLIR's bytecode reader cannot be trusted with `bytes`, or "". MLIR
-/// 19's reader trusts a file further than a damaged one deserves: an
-/// attribute that refers to itself recurses until the stack runs out, a
-/// damaged count allocates gigabytes. So the file is read first in a child
-/// process, its memory bounded (the process's, plus 16 times the file,
-/// plus 1 GiB); a child that dies is the answer, and the command reports
-/// it instead of dying. A child that merely fails leaves the error to the
-/// real read, which reports it with its notes.
-std::string bytecodeReaderFailure(const std::string &path, llvm::StringRef bytes) {
-  uint64_t limit = virtualMemoryBytes() + 16 * uint64_t(bytes.size()) + (uint64_t(1) << 30);
-  pid_t pid = fork();
-  if (pid < 0)
-    return ""; // cannot check: the real read goes ahead
-  if (pid == 0) {
-    int devNull = open("/dev/null", O_WRONLY);
-    if (devNull >= 0)
-      dup2(devNull, STDERR_FILENO); // LLVM's "out of memory" line is the parent's to say
-#if MIXPREC_SANITIZED
-    // In a sanitizer build the child's death is expected too: its report goes
-    // to the silenced stderr, not to the log files that make CI fail.
-    __sanitizer_set_report_path("stderr");
-#endif
-    struct rlimit rl = {limit, limit};
-    setrlimit(RLIMIT_AS, &rl);
-    MLIRContext context(MLIRContext::Threading::DISABLED);
-    prepareContext(context);
-    context.getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(
-        llvm::MemoryBuffer::getMemBuffer(bytes, path, /*RequiresNullTerminator=*/false),
-        llvm::SMLoc());
-    (void)parseSourceFile<ModuleOp>(sourceMgr, &context);
-    _exit(0); // no atexit handlers, no flush of the parent's buffers
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return "";
-  if (!WIFSIGNALED(status))
-    return "";
-  return "the MLIR bytecode reader failed on it (signal " + std::to_string(WTERMSIG(status)) +
-         (WTERMSIG(status) == SIGABRT ? ", out of memory or a damaged entry"
-                                      : ", a damaged entry") +
-         "): the file is damaged or was not written by mixprec";
-}
-
 /// Parses and verifies `.mlir` text or MLIR bytecode; the first error is
 /// emitted again, with its notes, as the one error of the load.
 OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &path) {
@@ -191,7 +120,7 @@ OwningOpRef<ModuleOp> parseMlirFile(MLIRContext &context, const std::string &pat
     return nullptr;
   }
   if (isBytecode(llvm::MemoryBufferRef(text, path)))
-    if (std::string why = bytecodeReaderFailure(path, text); !why.empty()) {
+    if (std::string why = bytecodeReaderFailure(path, text, prepareContext); !why.empty()) {
       emitError(unknown) << path << ": " << why;
       return nullptr;
     }
