@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/SwapByteOrder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -456,6 +457,18 @@ DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
       fail("raw_data has " + llvm::Twine(t.raw_data().size()) + " bytes, expected " +
            llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
            graph::formatShape(shape));
+    // FLOAT and INT64 weights are already in the attribute's layout on a
+    // little-endian host: one copy into the attribute, no decoding loop or
+    // intermediate vector (most of a large model's import).
+    if (llvm::sys::IsLittleEndianHost && bytes > 0 &&
+        (t.data_type() == onnx::TensorProto::FLOAT ||
+         t.data_type() == onnx::TensorProto::INT64)) {
+      Type elem = t.data_type() == onnx::TensorProto::FLOAT ? Type(Float32Type::get(&ctx))
+                                                             : Type(IntegerType::get(&ctx, 64));
+      return DenseElementsAttr::getFromRawBuffer(
+          RankedTensorType::get(shape, elem),
+          llvm::ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
+    }
     decoder.fromRaw(t.raw_data().data());
   } else {
     decoder.fromFields();
