@@ -351,9 +351,11 @@ template <typename T> LogicalResult evaluateAs(Operation *op, Evaluator &e) {
   case ScalarFn::IsInf:
     return pointwise<T>(op, e, [](const double *x) { return double(std::isinf(x[0])); });
   case ScalarFn::IsPosInf:
-    return pointwise<T>(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
+    return pointwise<T>(op, e,
+                        [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
   case ScalarFn::IsNegInf:
-    return pointwise<T>(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
+    return pointwise<T>(op, e,
+                        [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
   case ScalarFn::Sin:
     return pointwise1<T>(op, e, [](auto x) { return std::sin(x); });
   case ScalarFn::Cos:
@@ -387,7 +389,8 @@ template <typename T> LogicalResult evaluateAs(Operation *op, Evaluator &e) {
   case ScalarFn::Elu:
     return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::elu(x, y); });
   case ScalarFn::HardSigmoid:
-    return pointwise3<T>(op, e, [](auto x, auto y, auto z) { return cpu::scalar::hardSigmoid(x, y, z); });
+    return pointwise3<T>(
+        op, e, [](auto x, auto y, auto z) { return cpu::scalar::hardSigmoid(x, y, z); });
   case ScalarFn::Selu:
     return pointwise3<T>(op, e, [](auto x, auto y, auto z) { return cpu::scalar::selu(x, y, z); });
   }

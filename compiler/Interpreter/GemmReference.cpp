@@ -127,8 +127,7 @@ struct ScaledMatmulReference : ReferenceModel<ScaledMatmulReference, graph::Scal
     cpu::matmul(e.values<T>(op.getLhs()), shapeOf(op.getLhs()), e.values<T>(op.getRhs()),
                 shapeOf(op.getRhs()), r.data(), shapeOf(op.getOutput()));
     dequantizeGemm(r, e.values<T>(op.getLhsScale())[0], e.values<T>(op.getRhsScale())[0],
-                   static_cast<const T *>(nullptr), {},
-                   shapeOf(op.getOutput()));
+                   static_cast<const T *>(nullptr), {}, shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
   }

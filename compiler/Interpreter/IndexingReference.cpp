@@ -113,8 +113,8 @@ struct ArgReduceReference : ReferenceModel<Derived, OpT> {
     const HostTensor &in = e.get(op.getInput());
     HostTensor out = allocate<T>(HostTensor::Kind::Int, shapeOf(op.getOutput()));
     if (in.kind == HostTensor::Kind::Float)
-      cpu::argReduce(floatStorage<T>(in).data(), in.shape, op.getAxis(), isMax, op.getSelectLastIndex(),
-                     out.ints.data());
+      cpu::argReduce(floatStorage<T>(in).data(), in.shape, op.getAxis(), isMax,
+                     op.getSelectLastIndex(), out.ints.data());
     else
       cpu::argReduce(in.ints.data(), in.shape, op.getAxis(), isMax, op.getSelectLastIndex(),
                      out.ints.data());
@@ -147,8 +147,8 @@ struct CumSumReference : ReferenceModel<CumSumReference, graph::CumSumOp> {
     const HostTensor &in = e.get(op.getInput());
     if (in.kind == HostTensor::Kind::Float) {
       std::vector<T> out = e.alloc<T>(op.getOutput());
-      cpu::cumSum(floatStorage<T>(in).data(), in.shape, op.getAxis(), op.getExclusive(), op.getReverse(),
-                  out.data());
+      cpu::cumSum(floatStorage<T>(in).data(), in.shape, op.getAxis(), op.getExclusive(),
+                  op.getReverse(), out.data());
       e.setFloat(op.getOutput(), std::move(out));
       return success();
     }
