@@ -603,15 +603,19 @@ float roundToTf32(float x) {
   return r;
 }
 
-float fp8Scale(Format f, double amax, int64_t margin) {
+double fp8ScaleExact(Format f, double amax, int64_t margin) {
   if (!std::isfinite(amax))
-    return std::numeric_limits<float>::quiet_NaN();
+    return std::numeric_limits<double>::quiet_NaN();
   if (!(amax > 0))
-    return 1.0f;
+    return 1.0;
+  return formatMaxFinite(f) / amax / std::ldexp(1.0, static_cast<int>(margin));
+}
+
+float fp8Scale(Format f, double amax, int64_t margin) {
   // A subnormal amax would give a scale beyond float range: an inf scale
-  // would make every quantized value NaN.
-  const double scale = formatMaxFinite(f) / amax / std::ldexp(1.0, static_cast<int>(margin));
-  return static_cast<float>(std::min(scale, static_cast<double>(FLT_MAX)));
+  // would make every quantized value NaN. (std::min keeps a NaN.)
+  return static_cast<float>(
+      std::min(fp8ScaleExact(f, amax, margin), static_cast<double>(FLT_MAX)));
 }
 
 float quantizeFp8(Format f, float x, float scale) {

@@ -115,6 +115,10 @@ float roundToTf32(float x);
 /// let saturation turn an inf into +-max finite). Compiler, interpreter and
 /// runtime all call this one function.
 float fp8Scale(Format f, double amax, int64_t margin);
+/// The same rule in double, neither rounded nor clamped to float range
+/// (NaN for a non-finite amax, 1 for a zero one): the interpreter's FP64
+/// mode.
+double fp8ScaleExact(Format f, double amax, int64_t margin);
 
 /// FP8 quantization, x * scale stored in `f`: finite values saturate
 /// (CUDA satfinite, beyond max finite becomes +-max finite); a non-finite x

@@ -1,7 +1,8 @@
 //===- DataMovementReference.cpp - reshape, transpose, slice, concat, gather -===//
 //
 // Data movement copies stored values without arithmetic, so it works on
-// every element kind (float, integer, bool) and never rounds.
+// every element kind (float, integer, bool) and never rounds; floats are
+// held as T (float, or double in the FP64 mode).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/ReferenceModels.h"
@@ -16,8 +17,8 @@ namespace mixprec::compiler {
 namespace {
 
 /// Applies a data-movement kernel `fn(in, out)` to whichever storage `in`
-/// uses, into a tensor of shape `outShape`.
-template <typename Fn>
+/// uses (floats as T), into a tensor of shape `outShape`.
+template <typename T, typename Fn>
 HostTensor moveData(const HostTensor &in, std::vector<int64_t> outShape, Fn &&fn) {
   HostTensor out;
   out.kind = in.kind;
@@ -25,8 +26,8 @@ HostTensor moveData(const HostTensor &in, std::vector<int64_t> outShape, Fn &&fn
   int64_t n = cpu::numElements(out.shape);
   switch (in.kind) {
   case HostTensor::Kind::Float:
-    out.floats.resize(n);
-    fn(in.floats.data(), out.floats.data());
+    floatStorage<T>(out).resize(n);
+    fn(floatStorage<T>(in).data(), floatStorage<T>(out).data());
     break;
   case HostTensor::Kind::Int:
     out.ints.resize(n);
@@ -42,7 +43,7 @@ HostTensor moveData(const HostTensor &in, std::vector<int64_t> outShape, Fn &&fn
 
 struct ReshapeReference : ReferenceModel<ReshapeReference, graph::ReshapeOp> {
   /// Row-major order is kept: the same values under another shape.
-  static LogicalResult run(graph::ReshapeOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::ReshapeOp op, Evaluator &e) {
     HostTensor r = e.get(op.getInput());
     r.shape = shapeOf(op.getOutput());
     e.set(op.getOutput(), std::move(r));
@@ -51,24 +52,24 @@ struct ReshapeReference : ReferenceModel<ReshapeReference, graph::ReshapeOp> {
 };
 
 struct TransposeReference : ReferenceModel<TransposeReference, graph::TransposeOp> {
-  static LogicalResult run(graph::TransposeOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::TransposeOp op, Evaluator &e) {
     std::vector<int64_t> perm(op.getPerm().begin(), op.getPerm().end());
     std::vector<int64_t> inShape = shapeOf(op.getInput());
-    e.set(op.getOutput(), moveData(e.get(op.getInput()), shapeOf(op.getOutput()),
-                                   [&](const auto *in, auto *out) {
-                                     cpu::transpose(in, inShape, perm, out);
-                                   }));
+    e.set(op.getOutput(), moveData<T>(e.get(op.getInput()), shapeOf(op.getOutput()),
+                                      [&](const auto *in, auto *out) {
+                                        cpu::transpose(in, inShape, perm, out);
+                                      }));
     return success();
   }
 };
 
 struct SliceReference : ReferenceModel<SliceReference, graph::SliceOp> {
-  static LogicalResult run(graph::SliceOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::SliceOp op, Evaluator &e) {
     std::vector<int64_t> starts(op.getStarts().begin(), op.getStarts().end());
     std::vector<int64_t> steps(op.getSteps().begin(), op.getSteps().end());
     std::vector<int64_t> inShape = shapeOf(op.getInput()), outShape = shapeOf(op.getOutput());
     e.set(op.getOutput(),
-          moveData(e.get(op.getInput()), outShape, [&](const auto *in, auto *out) {
+          moveData<T>(e.get(op.getInput()), outShape, [&](const auto *in, auto *out) {
             cpu::slice(in, inShape, starts, steps, outShape, out);
           }));
     return success();
@@ -76,7 +77,7 @@ struct SliceReference : ReferenceModel<SliceReference, graph::SliceOp> {
 };
 
 struct ConcatReference : ReferenceModel<ConcatReference, graph::ConcatOp> {
-  static LogicalResult run(graph::ConcatOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::ConcatOp op, Evaluator &e) {
     HostTensor out;
     out.kind = e.get(op.getInputs().front()).kind;
     out.shape = shapeOf(op.getOutput());
@@ -86,8 +87,8 @@ struct ConcatReference : ReferenceModel<ConcatReference, graph::ConcatOp> {
     int64_t n = cpu::numElements(out.shape);
     // Joins the inputs' storage of one kind (`member`) into `dest`.
     auto join = [&](auto member, auto &dest) {
-      using T = typename std::decay_t<decltype(dest)>::value_type;
-      std::vector<const T *> ins;
+      using Elem = typename std::decay_t<decltype(dest)>::value_type;
+      std::vector<const Elem *> ins;
       for (Value v : op.getInputs())
         ins.push_back((e.get(v).*member).data());
       dest.resize(n);
@@ -95,7 +96,10 @@ struct ConcatReference : ReferenceModel<ConcatReference, graph::ConcatOp> {
     };
     switch (out.kind) {
     case HostTensor::Kind::Float:
-      join(&HostTensor::floats, out.floats);
+      if constexpr (std::is_same_v<T, float>)
+        join(&HostTensor::floats, out.floats);
+      else
+        join(&HostTensor::doubles, out.doubles);
       break;
     case HostTensor::Kind::Int:
       join(&HostTensor::ints, out.ints);
@@ -111,12 +115,12 @@ struct ConcatReference : ReferenceModel<ConcatReference, graph::ConcatOp> {
 
 struct GatherReference : ReferenceModel<GatherReference, graph::GatherOp> {
   /// An index out of range is a run-time error (negative ones count from the end).
-  static LogicalResult run(graph::GatherOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::GatherOp op, Evaluator &e) {
     const HostTensor &indices = e.get(op.getIndices());
     std::vector<int64_t> dataShape = shapeOf(op.getData());
     bool inRange = true;
     HostTensor out =
-        moveData(e.get(op.getData()), shapeOf(op.getOutput()), [&](const auto *in, auto *out) {
+        moveData<T>(e.get(op.getData()), shapeOf(op.getOutput()), [&](const auto *in, auto *out) {
           inRange = cpu::gather(in, dataShape, indices.ints.data(), indices.shape, op.getAxis(),
                                 out);
         });

@@ -4,6 +4,8 @@
 // (ElementwiseOpInterface); this file maps each function to its CPU
 // reference kernel. A new element-wise op with an existing function needs
 // nothing here; a new function needs one case (the switch is exhaustive).
+// Every function is written once for float tensors held as T: float (the
+// FP32 mode, FP32 arithmetic) or double (the FP64 mode, double arithmetic).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/Evaluator.h"
@@ -25,12 +27,12 @@ using mixprec::graph::ScalarFn;
 namespace mixprec::compiler {
 namespace {
 
-/// Element `i` of `t` as a double: exact for float32, bools and the int64
-/// values a model holds in practice (|x| < 2^53).
-double elementAsDouble(const HostTensor &t, int64_t i) {
+/// Element `i` of `t` (floats held as T) as a double: exact for floats,
+/// bools and the int64 values a model holds in practice (|x| < 2^53).
+template <typename T> double elementAsDouble(const HostTensor &t, int64_t i) {
   switch (t.kind) {
   case HostTensor::Kind::Float:
-    return t.floats[i];
+    return floatStorage<T>(t)[i];
   case HostTensor::Kind::Int:
     return static_cast<double>(t.ints[i]);
   case HostTensor::Kind::Bool:
@@ -40,51 +42,56 @@ double elementAsDouble(const HostTensor &t, int64_t i) {
 }
 
 /// result = kind(operand 0), element by element.
-LogicalResult unary(Operation *op, cpu::UnaryOp kind, Evaluator &e) {
+template <typename T> LogicalResult unary(Operation *op, cpu::UnaryOp kind, Evaluator &e) {
   Value in = op->getOperand(0), out = op->getResult(0);
-  std::vector<float> r = e.allocFloats(out);
-  cpu::unary(kind, e.floats(in), r.data(), static_cast<int64_t>(r.size()));
+  std::vector<T> r = e.alloc<T>(out);
+  cpu::unary(kind, e.values<T>(in), r.data(), static_cast<int64_t>(r.size()));
   e.setFloat(out, std::move(r));
   return success();
 }
 
 /// result = operand 0 (kind) operand 1, broadcasting.
-LogicalResult binary(Operation *op, cpu::BinaryOp kind, Evaluator &e) {
+template <typename T> LogicalResult binary(Operation *op, cpu::BinaryOp kind, Evaluator &e) {
   Value a = op->getOperand(0), b = op->getOperand(1), out = op->getResult(0);
-  std::vector<float> r = e.allocFloats(out);
-  cpu::binary(kind, e.floats(a), shapeOf(a), e.floats(b), shapeOf(b), r.data(), shapeOf(out));
+  std::vector<T> r = e.alloc<T>(out);
+  cpu::binary(kind, e.values<T>(a), shapeOf(a), e.values<T>(b), shapeOf(b), r.data(),
+              shapeOf(out));
   e.setFloat(out, std::move(r));
   return success();
 }
 
 /// result = condition ? lhs : rhs, broadcasting.
-LogicalResult select(Operation *op, Evaluator &e) {
+template <typename T> LogicalResult select(Operation *op, Evaluator &e) {
   Value c = op->getOperand(0), a = op->getOperand(1), b = op->getOperand(2),
         out = op->getResult(0);
-  std::vector<float> r = e.allocFloats(out);
-  cpu::where(e.get(c).bools.data(), shapeOf(c), e.floats(a), shapeOf(a), e.floats(b),
+  std::vector<T> r = e.alloc<T>(out);
+  cpu::where(e.get(c).bools.data(), shapeOf(c), e.values<T>(a), shapeOf(a), e.values<T>(b),
              shapeOf(b), r.data(), shapeOf(out));
   e.setFloat(out, std::move(r));
   return success();
 }
 
-/// Converts between any element kinds: floats round to the result dtype,
-/// floats to integers truncate toward zero (ONNX Cast), non-zero is true.
-LogicalResult castElements(Operation *op, Evaluator &e) {
+/// Converts between any element kinds: floats round to the result dtype
+/// (in the FP64 mode they stay as they are), floats to integers truncate
+/// toward zero (ONNX Cast), non-zero is true.
+template <typename T> LogicalResult castElements(Operation *op, Evaluator &e) {
   const HostTensor &in = e.get(op->getOperand(0));
   Type to = elementTypeOf(op->getResult(0));
   HostTensor out;
   out.kind = HostTensor::kindOf(to);
   out.shape = in.shape;
   int64_t n = in.numElements();
-  auto valueAt = [&](int64_t i) { return elementAsDouble(in, i); };
+  auto valueAt = [&](int64_t i) { return elementAsDouble<T>(in, i); };
   switch (out.kind) {
-  case HostTensor::Kind::Float:
-    out.floats.resize(n);
+  case HostTensor::Kind::Float: {
+    std::vector<T> &values = floatStorage<T>(out);
+    values.resize(n);
     for (int64_t i = 0; i < n; ++i)
-      out.floats[i] = static_cast<float>(valueAt(i));
-    roundToStorage(to, out.floats);
+      values[i] = static_cast<T>(valueAt(i));
+    if constexpr (std::is_same_v<T, float>)
+      roundToStorage(to, values);
     break;
+  }
   case HostTensor::Kind::Int:
     out.ints.resize(n);
     for (int64_t i = 0; i < n; ++i) {
@@ -108,6 +115,7 @@ LogicalResult castElements(Operation *op, Evaluator &e) {
 
 /// The values of `t` at every point of `outShape`, broadcast NumPy-style,
 /// as doubles: exact for floats, bools and integers below 2^53.
+template <typename T>
 std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64_t> &outShape) {
   size_t rank = outShape.size();
   std::vector<int64_t> strides(rank, 0);
@@ -125,7 +133,7 @@ std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64
   std::vector<int64_t> index(rank, 0);
   int64_t offset = 0;
   for (int64_t flat = 0; flat < n; ++flat) {
-    out[flat] = elementAsDouble(t, offset);
+    out[flat] = elementAsDouble<T>(t, offset);
     for (size_t d = rank; d-- > 0;) {
       offset += strides[d];
       if (++index[d] < outShape[d])
@@ -137,16 +145,17 @@ std::vector<double> broadcastValues(const HostTensor &t, const std::vector<int64
   return out;
 }
 
-/// result = f(operands..., params...) at every point, computed in FP32 (as
-/// the CPU backend's instruction) from the operands' exact values; a bool
-/// result is f != 0, a float one rounded once to its dtype. Predicates on
-/// integers compare them exactly (doubles hold every |x| <= 2^53).
-template <typename F> LogicalResult pointwise(Operation *op, Evaluator &e, F f) {
+/// result = f(operands..., params...) at every point, from the operands'
+/// exact values (f computes in T: FP32 as the CPU backend's instruction, or
+/// double); a bool result is f != 0, a float one rounded once to its dtype
+/// (FP32 mode). Predicates on integers compare them exactly (doubles hold
+/// every |x| <= 2^53).
+template <typename T, typename F> LogicalResult pointwise(Operation *op, Evaluator &e, F f) {
   Value out = op->getResult(0);
   std::vector<int64_t> outShape = shapeOf(out);
   std::vector<std::vector<double>> args;
   for (Value operand : op->getOperands())
-    args.push_back(broadcastValues(e.get(operand), outShape));
+    args.push_back(broadcastValues<T>(e.get(operand), outShape));
   SmallVector<float, 2> params = cast<graph::ElementwiseOpInterface>(op).getScalarParams();
   int64_t n = 1;
   for (int64_t d : outShape)
@@ -169,32 +178,32 @@ template <typename F> LogicalResult pointwise(Operation *op, Evaluator &e, F f) 
     e.set(out, std::move(r));
     return success();
   }
-  std::vector<float> r = e.allocFloats(out);
+  std::vector<T> r = e.alloc<T>(out);
   for (int64_t i = 0; i < n; ++i)
-    r[i] = static_cast<float>(evalAt(i));
+    r[i] = static_cast<T>(evalAt(i));
   e.setFloat(out, std::move(r));
   return success();
 }
 
-/// A float function of one operand, computed in FP32.
-template <typename F> LogicalResult pointwise1(Operation *op, Evaluator &e, F f) {
-  return pointwise(op, e, [f](const double *x) {
-    return static_cast<double>(f(static_cast<float>(x[0])));
+/// A float function of one operand, computed in T.
+template <typename T, typename F> LogicalResult pointwise1(Operation *op, Evaluator &e, F f) {
+  return pointwise<T>(op, e, [f](const double *x) {
+    return static_cast<double>(f(static_cast<T>(x[0])));
   });
 }
 
-/// A float function of two operands (or an operand and a parameter), in FP32.
-template <typename F> LogicalResult pointwise2(Operation *op, Evaluator &e, F f) {
-  return pointwise(op, e, [f](const double *x) {
-    return static_cast<double>(f(static_cast<float>(x[0]), static_cast<float>(x[1])));
+/// A float function of two operands (or an operand and a parameter), in T.
+template <typename T, typename F> LogicalResult pointwise2(Operation *op, Evaluator &e, F f) {
+  return pointwise<T>(op, e, [f](const double *x) {
+    return static_cast<double>(f(static_cast<T>(x[0]), static_cast<T>(x[1])));
   });
 }
 
-/// A float function of three values, in FP32.
-template <typename F> LogicalResult pointwise3(Operation *op, Evaluator &e, F f) {
-  return pointwise(op, e, [f](const double *x) {
+/// A float function of three values, in T.
+template <typename T, typename F> LogicalResult pointwise3(Operation *op, Evaluator &e, F f) {
+  return pointwise<T>(op, e, [f](const double *x) {
     return static_cast<double>(
-        f(static_cast<float>(x[0]), static_cast<float>(x[1]), static_cast<float>(x[2])));
+        f(static_cast<T>(x[0]), static_cast<T>(x[1]), static_cast<T>(x[2])));
   });
 }
 
@@ -212,6 +221,9 @@ LogicalResult integerOp(Operation *op, Evaluator &e) {
     const HostTensor &t = e.get(operand);
     operands[i].shape = t.shape;
     if (t.kind == HostTensor::Kind::Float) {
+      // The kernel reads a float exponent as FP32: no FP64 form.
+      if (e.computesInDouble())
+        return e.fail("an integer op with a float operand is not supported in the FP64 mode");
       operands[i].floats = t.floats.data();
     } else if (t.kind == HostTensor::Kind::Int) {
       operands[i].ints = t.ints.data();
@@ -242,25 +254,147 @@ LogicalResult integerOp(Operation *op, Evaluator &e) {
 }
 
 /// result = fp8(input * scale), saturating finite values; an inf or NaN
-/// (or a NaN scale) is NaN.
-LogicalResult quantize(Operation *op, Evaluator &e) {
-  float scale = e.floats(op->getOperand(1))[0];
+/// (or a NaN scale) is NaN. In the FP64 mode: input * scale in double, no
+/// FP8 grid and no saturation.
+template <typename T> LogicalResult quantize(Operation *op, Evaluator &e) {
+  T scale = e.values<T>(op->getOperand(1))[0];
   Value out = op->getResult(0);
-  std::vector<float> r(e.get(op->getOperand(0)).floats);
-  num::quantizeFp8Array(*graph::storageFormatOf(elementTypeOf(out)), r.data(), scale, r.data(),
-                        r.size());
-  e.setFloat(out, std::move(r)); // exact: already FP8 values
+  std::vector<T> r(floatStorage<T>(e.get(op->getOperand(0))));
+  if constexpr (std::is_same_v<T, float>)
+    num::quantizeFp8Array(*graph::storageFormatOf(elementTypeOf(out)), r.data(), scale,
+                          r.data(), r.size());
+  else
+    for (T &v : r)
+      v *= scale;
+  e.setFloat(out, std::move(r)); // FP32 mode: exact, already FP8 values
   return success();
 }
 
 /// result = input / scale.
-LogicalResult dequantize(Operation *op, Evaluator &e) {
-  float scale = e.floats(op->getOperand(1))[0];
-  std::vector<float> r(e.get(op->getOperand(0)).floats);
-  for (float &v : r)
+template <typename T> LogicalResult dequantize(Operation *op, Evaluator &e) {
+  T scale = e.values<T>(op->getOperand(1))[0];
+  std::vector<T> r(floatStorage<T>(e.get(op->getOperand(0))));
+  for (T &v : r)
     v /= scale;
   e.setFloat(op->getResult(0), std::move(r));
   return success();
+}
+
+/// evaluateElementwise with float tensors held as T.
+template <typename T> LogicalResult evaluateAs(Operation *op, Evaluator &e) {
+  switch (cast<graph::ElementwiseOpInterface>(op).getScalarFn()) {
+  case ScalarFn::Add:
+    return binary<T>(op, cpu::BinaryOp::Add, e);
+  case ScalarFn::Sub:
+    return binary<T>(op, cpu::BinaryOp::Sub, e);
+  case ScalarFn::Mul:
+    return binary<T>(op, cpu::BinaryOp::Mul, e);
+  case ScalarFn::Div:
+    return binary<T>(op, cpu::BinaryOp::Div, e);
+  case ScalarFn::Pow:
+    return binary<T>(op, cpu::BinaryOp::Pow, e);
+  case ScalarFn::Neg:
+    return unary<T>(op, cpu::UnaryOp::Neg, e);
+  case ScalarFn::Relu:
+    return unary<T>(op, cpu::UnaryOp::Relu, e);
+  case ScalarFn::Tanh:
+    return unary<T>(op, cpu::UnaryOp::Tanh, e);
+  case ScalarFn::Sigmoid:
+    return unary<T>(op, cpu::UnaryOp::Sigmoid, e);
+  case ScalarFn::Silu:
+    return unary<T>(op, cpu::UnaryOp::Silu, e);
+  case ScalarFn::Exp:
+    return unary<T>(op, cpu::UnaryOp::Exp, e);
+  case ScalarFn::Log:
+    return unary<T>(op, cpu::UnaryOp::Log, e);
+  case ScalarFn::Sqrt:
+    return unary<T>(op, cpu::UnaryOp::Sqrt, e);
+  case ScalarFn::Rsqrt:
+    return unary<T>(op, cpu::UnaryOp::Rsqrt, e);
+  case ScalarFn::Erf:
+    return unary<T>(op, cpu::UnaryOp::Erf, e);
+  case ScalarFn::Reciprocal:
+    return unary<T>(op, cpu::UnaryOp::Reciprocal, e);
+  case ScalarFn::GeluErf:
+    return unary<T>(op, cpu::UnaryOp::GeluErf, e);
+  case ScalarFn::GeluTanh:
+    return unary<T>(op, cpu::UnaryOp::GeluTanh, e);
+  case ScalarFn::Select:
+    return select<T>(op, e);
+  case ScalarFn::Cast:
+    return castElements<T>(op, e);
+  case ScalarFn::Quantize:
+    return quantize<T>(op, e);
+  case ScalarFn::Dequantize:
+    return dequantize<T>(op, e);
+  // Predicates and logic compare the exact values (integers as integers).
+  case ScalarFn::Equal:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] == x[1]); });
+  case ScalarFn::Less:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] < x[1]); });
+  case ScalarFn::LessOrEqual:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] <= x[1]); });
+  case ScalarFn::Greater:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] > x[1]); });
+  case ScalarFn::GreaterOrEqual:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] >= x[1]); });
+  case ScalarFn::And:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] != 0 && x[1] != 0); });
+  case ScalarFn::Or:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] != 0 || x[1] != 0); });
+  case ScalarFn::Xor:
+    return pointwise<T>(op, e, [](const double *x) { return double((x[0] != 0) != (x[1] != 0)); });
+  case ScalarFn::Not:
+    return pointwise<T>(op, e, [](const double *x) { return double(x[0] == 0); });
+  case ScalarFn::IsNaN:
+    return pointwise<T>(op, e, [](const double *x) { return double(std::isnan(x[0])); });
+  case ScalarFn::IsInf:
+    return pointwise<T>(op, e, [](const double *x) { return double(std::isinf(x[0])); });
+  case ScalarFn::IsPosInf:
+    return pointwise<T>(op, e,
+                        [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
+  case ScalarFn::IsNegInf:
+    return pointwise<T>(op, e,
+                        [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
+  case ScalarFn::Sin:
+    return pointwise1<T>(op, e, [](auto x) { return std::sin(x); });
+  case ScalarFn::Cos:
+    return pointwise1<T>(op, e, [](auto x) { return std::cos(x); });
+  case ScalarFn::Abs:
+    return pointwise1<T>(op, e, [](auto x) { return std::fabs(x); });
+  case ScalarFn::Sign:
+    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::sign(x); });
+  case ScalarFn::Floor:
+    return pointwise1<T>(op, e, [](auto x) { return std::floor(x); });
+  case ScalarFn::Ceil:
+    return pointwise1<T>(op, e, [](auto x) { return std::ceil(x); });
+  case ScalarFn::Round:
+    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::roundHalfEven(x); });
+  case ScalarFn::Max:
+    return binary<T>(op, cpu::BinaryOp::Max, e);
+  case ScalarFn::Min:
+    return binary<T>(op, cpu::BinaryOp::Min, e);
+  case ScalarFn::Fmod:
+    return pointwise2<T>(op, e, [](auto x, auto y) { return std::fmod(x, y); });
+  case ScalarFn::Mod:
+    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::floorMod(x, y); });
+  case ScalarFn::Softplus:
+    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::softplus(x); });
+  case ScalarFn::Mish:
+    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::mish(x); });
+  case ScalarFn::HardSwish:
+    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::hardSwish(x); });
+  case ScalarFn::PRelu:
+    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::prelu(x, y); });
+  case ScalarFn::Elu:
+    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::elu(x, y); });
+  case ScalarFn::HardSigmoid:
+    return pointwise3<T>(
+        op, e, [](auto x, auto y, auto z) { return cpu::scalar::hardSigmoid(x, y, z); });
+  case ScalarFn::Selu:
+    return pointwise3<T>(op, e, [](auto x, auto y, auto z) { return cpu::scalar::selu(x, y, z); });
+  }
+  return e.fail("unknown scalar function");
 }
 
 } // namespace
@@ -268,116 +402,9 @@ LogicalResult dequantize(Operation *op, Evaluator &e) {
 LogicalResult evaluateElementwise(Operation *op, Evaluator &e) {
   if (graph::computesOnIntegers(op))
     return integerOp(op, e);
-  switch (cast<graph::ElementwiseOpInterface>(op).getScalarFn()) {
-  case ScalarFn::Add:
-    return binary(op, cpu::BinaryOp::Add, e);
-  case ScalarFn::Sub:
-    return binary(op, cpu::BinaryOp::Sub, e);
-  case ScalarFn::Mul:
-    return binary(op, cpu::BinaryOp::Mul, e);
-  case ScalarFn::Div:
-    return binary(op, cpu::BinaryOp::Div, e);
-  case ScalarFn::Pow:
-    return binary(op, cpu::BinaryOp::Pow, e);
-  case ScalarFn::Neg:
-    return unary(op, cpu::UnaryOp::Neg, e);
-  case ScalarFn::Relu:
-    return unary(op, cpu::UnaryOp::Relu, e);
-  case ScalarFn::Tanh:
-    return unary(op, cpu::UnaryOp::Tanh, e);
-  case ScalarFn::Sigmoid:
-    return unary(op, cpu::UnaryOp::Sigmoid, e);
-  case ScalarFn::Silu:
-    return unary(op, cpu::UnaryOp::Silu, e);
-  case ScalarFn::Exp:
-    return unary(op, cpu::UnaryOp::Exp, e);
-  case ScalarFn::Log:
-    return unary(op, cpu::UnaryOp::Log, e);
-  case ScalarFn::Sqrt:
-    return unary(op, cpu::UnaryOp::Sqrt, e);
-  case ScalarFn::Rsqrt:
-    return unary(op, cpu::UnaryOp::Rsqrt, e);
-  case ScalarFn::Erf:
-    return unary(op, cpu::UnaryOp::Erf, e);
-  case ScalarFn::Reciprocal:
-    return unary(op, cpu::UnaryOp::Reciprocal, e);
-  case ScalarFn::GeluErf:
-    return unary(op, cpu::UnaryOp::GeluErf, e);
-  case ScalarFn::GeluTanh:
-    return unary(op, cpu::UnaryOp::GeluTanh, e);
-  case ScalarFn::Select:
-    return select(op, e);
-  case ScalarFn::Cast:
-    return castElements(op, e);
-  case ScalarFn::Quantize:
-    return quantize(op, e);
-  case ScalarFn::Dequantize:
-    return dequantize(op, e);
-  // Predicates and logic compare the exact values (integers as integers).
-  case ScalarFn::Equal:
-    return pointwise(op, e, [](const double *x) { return double(x[0] == x[1]); });
-  case ScalarFn::Less:
-    return pointwise(op, e, [](const double *x) { return double(x[0] < x[1]); });
-  case ScalarFn::LessOrEqual:
-    return pointwise(op, e, [](const double *x) { return double(x[0] <= x[1]); });
-  case ScalarFn::Greater:
-    return pointwise(op, e, [](const double *x) { return double(x[0] > x[1]); });
-  case ScalarFn::GreaterOrEqual:
-    return pointwise(op, e, [](const double *x) { return double(x[0] >= x[1]); });
-  case ScalarFn::And:
-    return pointwise(op, e, [](const double *x) { return double(x[0] != 0 && x[1] != 0); });
-  case ScalarFn::Or:
-    return pointwise(op, e, [](const double *x) { return double(x[0] != 0 || x[1] != 0); });
-  case ScalarFn::Xor:
-    return pointwise(op, e, [](const double *x) { return double((x[0] != 0) != (x[1] != 0)); });
-  case ScalarFn::Not:
-    return pointwise(op, e, [](const double *x) { return double(x[0] == 0); });
-  case ScalarFn::IsNaN:
-    return pointwise(op, e, [](const double *x) { return double(std::isnan(x[0])); });
-  case ScalarFn::IsInf:
-    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0])); });
-  case ScalarFn::IsPosInf:
-    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
-  case ScalarFn::IsNegInf:
-    return pointwise(op, e, [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
-  case ScalarFn::Sin:
-    return pointwise1(op, e, [](float x) { return std::sin(x); });
-  case ScalarFn::Cos:
-    return pointwise1(op, e, [](float x) { return std::cos(x); });
-  case ScalarFn::Abs:
-    return pointwise1(op, e, [](float x) { return std::fabs(x); });
-  case ScalarFn::Sign:
-    return pointwise1(op, e, cpu::scalar::sign);
-  case ScalarFn::Floor:
-    return pointwise1(op, e, [](float x) { return std::floor(x); });
-  case ScalarFn::Ceil:
-    return pointwise1(op, e, [](float x) { return std::ceil(x); });
-  case ScalarFn::Round:
-    return pointwise1(op, e, cpu::scalar::roundHalfEven);
-  case ScalarFn::Max:
-    return binary(op, cpu::BinaryOp::Max, e);
-  case ScalarFn::Min:
-    return binary(op, cpu::BinaryOp::Min, e);
-  case ScalarFn::Fmod:
-    return pointwise2(op, e, [](float x, float y) { return std::fmod(x, y); });
-  case ScalarFn::Mod:
-    return pointwise2(op, e, cpu::scalar::floorMod);
-  case ScalarFn::Softplus:
-    return pointwise1(op, e, cpu::scalar::softplus);
-  case ScalarFn::Mish:
-    return pointwise1(op, e, cpu::scalar::mish);
-  case ScalarFn::HardSwish:
-    return pointwise1(op, e, cpu::scalar::hardSwish);
-  case ScalarFn::PRelu:
-    return pointwise2(op, e, cpu::scalar::prelu);
-  case ScalarFn::Elu:
-    return pointwise2(op, e, cpu::scalar::elu);
-  case ScalarFn::HardSigmoid:
-    return pointwise3(op, e, cpu::scalar::hardSigmoid);
-  case ScalarFn::Selu:
-    return pointwise3(op, e, cpu::scalar::selu);
-  }
-  return e.fail("unknown scalar function");
+  if (e.computesInDouble())
+    return evaluateAs<double>(op, e);
+  return evaluateAs<float>(op, e);
 }
 
 } // namespace mixprec::compiler

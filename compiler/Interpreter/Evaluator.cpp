@@ -13,6 +13,8 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
+
 using namespace mlir;
 namespace cpu = mixprec::runtime::cpu;
 namespace num = mixprec::numerics;
@@ -52,7 +54,28 @@ ElementsAttr constantValueOf(Operation *op) {
   return dyn_cast<ElementsAttr>(value);
 }
 
-bool decodeConstant(ElementsAttr attr, HostTensor &out, std::string &error) {
+namespace {
+
+/// The values of a float constant as doubles, widened exactly from its dtype.
+std::vector<double> readWideConstant(DenseElementsAttr dense) {
+  std::vector<double> values;
+  values.reserve(dense.getNumElements());
+  if (dense.getElementType().isF32()) {
+    for (float v : dense.getValues<float>())
+      values.push_back(v);
+    return values;
+  }
+  for (APFloat v : dense.getValues<APFloat>()) {
+    bool losesInfo = false;
+    v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+    values.push_back(v.convertToDouble());
+  }
+  return values;
+}
+
+} // namespace
+
+bool decodeConstant(ElementsAttr attr, HostTensor &out, std::string &error, bool wide) {
   auto type = cast<RankedTensorType>(attr.getType());
   out.kind = HostTensor::kindOf(type.getElementType());
   out.shape.assign(type.getShape().begin(), type.getShape().end());
@@ -63,7 +86,10 @@ bool decodeConstant(ElementsAttr attr, HostTensor &out, std::string &error) {
   }
   switch (out.kind) {
   case HostTensor::Kind::Float:
-    out.floats = graph::readFloatConstant(dense);
+    if (wide)
+      out.doubles = readWideConstant(dense);
+    else
+      out.floats = graph::readFloatConstant(dense);
     return true;
   case HostTensor::Kind::Int:
     out.ints.reserve(dense.getNumElements());
@@ -88,10 +114,12 @@ uint64_t mulBytes(uint64_t a, uint64_t b) {
   return product;
 }
 
-uint64_t hostBytesOf(Type type) {
+uint64_t hostBytesOf(Type type, bool wide) {
   auto tensor = cast<RankedTensorType>(type);
   HostTensor::Kind kind = HostTensor::kindOf(tensor.getElementType());
-  uint64_t bytes = kind == HostTensor::Kind::Float ? 4 : kind == HostTensor::Kind::Int ? 8 : 1;
+  uint64_t bytes = kind == HostTensor::Kind::Float ? (wide ? 8 : 4)
+                   : kind == HostTensor::Kind::Int ? 8
+                                                   : 1;
   for (int64_t d : tensor.getShape())
     if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
       return UINT64_MAX;
@@ -101,15 +129,20 @@ uint64_t hostBytesOf(Type type) {
 namespace {
 
 uint64_t hostBytes(const HostTensor &t) {
-  return t.floats.size() * sizeof(float) + t.ints.size() * sizeof(int64_t) + t.bools.size();
+  return t.floats.size() * sizeof(float) + t.doubles.size() * sizeof(double) +
+         t.ints.size() * sizeof(int64_t) + t.bools.size();
 }
 
 /// What an op allocates besides its results: what its reference kernel
-/// says (ReferenceOpInterface), plus TF32 copies of its operands.
-uint64_t scratchBytesOf(Operation *op) {
+/// says (ReferenceOpInterface), plus TF32 copies of its operands. In the
+/// FP64 mode (`wide`) the kernels' float scratch is double, twice as large,
+/// and there are no TF32 copies.
+uint64_t scratchBytesOf(Operation *op, bool wide) {
   uint64_t bytes = 0;
   if (auto reference = dyn_cast<ReferenceOpInterface>(op))
     bytes = reference.getScratchBytes();
+  if (wide)
+    return mulBytes(bytes, 2);
   if (graph::computesInTf32(op))
     for (Value v : op->getOperands())
       bytes = addBytes(bytes, hostBytesOf(v.getType()));
@@ -128,8 +161,8 @@ bool hasReferenceSemantics(Operation *op) {
 //===----------------------------------------------------------------------===//
 
 Evaluator::Evaluator(llvm::DenseMap<Value, HostTensor> &env,
-                     const llvm::DenseMap<Value, HostTensor> &constants)
-    : env(env), constants(constants) {
+                     const llvm::DenseMap<Value, HostTensor> &constants, bool wide)
+    : env(env), constants(constants), wide(wide) {
   for (const auto &entry : constants)
     constantBytes += hostBytes(entry.second);
 }
@@ -144,13 +177,20 @@ const HostTensor &Evaluator::get(Value v) const {
   return it != env.end() ? it->second : constants.find(v)->second;
 }
 
-std::vector<float> Evaluator::allocFloats(Value result) const {
-  return std::vector<float>(cpu::numElements(shapeOf(result)));
-}
+int64_t Evaluator::numElementsOf(Value v) { return cpu::numElements(shapeOf(v)); }
 
 void Evaluator::setFloat(Value result, std::vector<float> values) {
+  assert(!wide && "an FP32 result in the FP64 mode");
   roundToStorage(elementTypeOf(result), values);
   env[result] = HostTensor::makeFloat(shapeOf(result), std::move(values));
+}
+
+void Evaluator::setFloat(Value result, std::vector<double> values) {
+  assert(wide && "an FP64 result in the FP32 mode");
+  HostTensor t;
+  t.shape = shapeOf(result);
+  t.doubles = std::move(values);
+  env[result] = std::move(t);
 }
 
 void Evaluator::set(Value result, HostTensor tensor) { env[result] = std::move(tensor); }
@@ -167,11 +207,11 @@ const float *Evaluator::gemmOperand(Operation *gemm, Value v, std::vector<float>
 LogicalResult Evaluator::checkMemory(Operation *op) {
   uint64_t results = 0;
   for (Value v : op->getResults())
-    results = addBytes(results, hostBytesOf(v.getType()));
+    results = addBytes(results, hostBytesOf(v.getType(), wide));
   uint64_t live = constantBytes;
   for (const auto &entry : env)
     live = addBytes(live, hostBytes(entry.second));
-  const uint64_t need = addBytes(results, scratchBytesOf(op));
+  const uint64_t need = addBytes(results, scratchBytesOf(op, wide));
   if (cpu::fitsInMemory(live, need))
     return success();
   std::string shapes;
@@ -193,7 +233,7 @@ LogicalResult Evaluator::execute(Operation *op) {
   if (ElementsAttr value = constantValueOf(op)) {
     HostTensor t;
     std::string why;
-    if (!decodeConstant(value, t, why))
+    if (!decodeConstant(value, t, why, wide))
       return fail(why);
     set(op->getResult(0), std::move(t));
     return success();

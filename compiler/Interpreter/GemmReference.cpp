@@ -2,7 +2,8 @@
 //
 // GEMMs run through OpenBLAS on the operands as stored (rounded to their
 // dtype; TF32 GEMMs round FP32 operands to TF32 first) and accumulate in
-// FP32; the result is rounded once to its dtype.
+// FP32; the result is rounded once to its dtype. In the FP64 mode (T =
+// double) they run DGEMM on the double operands.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/ReferenceModels.h"
@@ -17,25 +18,28 @@ namespace mixprec::compiler {
 namespace {
 
 /// An optional bias operand's values, or null.
-const float *biasOf(Value bias, Evaluator &e) { return bias ? e.floats(bias) : nullptr; }
+template <typename T> const T *biasOf(Value bias, Evaluator &e) {
+  return bias ? e.values<T>(bias) : nullptr;
+}
 
 /// An optional bias operand's shape, or empty.
 cpu::Shape biasShapeOf(Value bias) { return bias ? shapeOf(bias) : cpu::Shape{}; }
 
-/// Applies an FP8 GEMM's epilogue in FP32, as cuBLASLt does: multiply the
-/// accumulator by both dequantization scales (1/scale), then add the bias.
-void dequantizeGemm(std::vector<float> &acc, float scaleA, float scaleB, const float *bias,
+/// Applies an FP8 GEMM's epilogue in FP32 (T), as cuBLASLt does: multiply
+/// the accumulator by both dequantization scales (1/scale), then add the bias.
+template <typename T>
+void dequantizeGemm(std::vector<T> &acc, T scaleA, T scaleB, const T *bias,
                     const cpu::Shape &biasShape, const cpu::Shape &outShape) {
-  float factor = (1.0f / scaleA) * (1.0f / scaleB);
-  for (float &v : acc)
+  T factor = (T(1) / scaleA) * (T(1) / scaleB);
+  for (T &v : acc)
     v *= factor;
   if (bias)
     cpu::binary(cpu::BinaryOp::Add, acc.data(), outShape, bias, biasShape, acc.data(), outShape);
 }
 
 struct MatmulReference : ReferenceModel<MatmulReference, graph::MatmulOp> {
-  static LogicalResult run(graph::MatmulOp op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+  template <typename T> static LogicalResult run(graph::MatmulOp op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput()), sa, sb;
     cpu::matmul(e.gemmOperand(op, op.getLhs(), sa), shapeOf(op.getLhs()),
                 e.gemmOperand(op, op.getRhs(), sb), shapeOf(op.getRhs()), r.data(),
                 shapeOf(op.getOutput()));
@@ -45,11 +49,11 @@ struct MatmulReference : ReferenceModel<MatmulReference, graph::MatmulOp> {
 };
 
 struct LinearReference : ReferenceModel<LinearReference, graph::LinearOp> {
-  static LogicalResult run(graph::LinearOp op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+  template <typename T> static LogicalResult run(graph::LinearOp op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput()), sa, sb;
     cpu::linear(e.gemmOperand(op, op.getInput(), sa), shapeOf(op.getInput()),
                 e.gemmOperand(op, op.getWeight(), sb), shapeOf(op.getWeight()),
-                op.getTransposeWeight(), biasOf(op.getBias(), e), biasShapeOf(op.getBias()),
+                op.getTransposeWeight(), biasOf<T>(op.getBias(), e), biasShapeOf(op.getBias()),
                 r.data(), shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
@@ -57,11 +61,11 @@ struct LinearReference : ReferenceModel<LinearReference, graph::LinearOp> {
 };
 
 struct Conv2dReference : ReferenceModel<Conv2dReference, graph::Conv2dOp> {
-  static LogicalResult run(graph::Conv2dOp op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+  template <typename T> static LogicalResult run(graph::Conv2dOp op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput()), sa, sb;
     cpu::conv2d(e.gemmOperand(op, op.getInput(), sa), shapeOf(op.getInput()),
                 e.gemmOperand(op, op.getWeight(), sb), shapeOf(op.getWeight()),
-                biasOf(op.getBias(), e), pairOf(op.getStrides()), quadOf(op.getPads()),
+                biasOf<T>(op.getBias(), e), pairOf(op.getStrides()), quadOf(op.getPads()),
                 pairOf(op.getDilations()), op.getGroups(), r.data(), shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
@@ -81,17 +85,17 @@ struct Conv2dReference : ReferenceModel<Conv2dReference, graph::Conv2dOp> {
 /// mp.conv and mp.conv_transpose: the N-D kernels on the GEMM operands.
 template <typename Derived, typename OpT, bool transposed>
 struct ConvNdReference : ReferenceModel<Derived, OpT> {
-  static LogicalResult run(OpT op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput()), sa, sb;
+  template <typename T> static LogicalResult run(OpT op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput()), sa, sb;
     runtime::cpu::Window win = windowOf({}, op.getStrides(), op.getPads(), op.getDilations());
-    const float *x = e.gemmOperand(op, op.getInput(), sa);
-    const float *w = e.gemmOperand(op, op.getWeight(), sb);
+    const T *x = e.gemmOperand(op, op.getInput(), sa);
+    const T *w = e.gemmOperand(op, op.getWeight(), sb);
     if constexpr (transposed)
       cpu::convTranspose(x, shapeOf(op.getInput()), w, shapeOf(op.getWeight()),
-                         biasOf(op.getBias(), e), win, op.getGroups(), r.data(),
+                         biasOf<T>(op.getBias(), e), win, op.getGroups(), r.data(),
                          shapeOf(op.getOutput()));
     else
-      cpu::conv(x, shapeOf(op.getInput()), w, shapeOf(op.getWeight()), biasOf(op.getBias(), e),
+      cpu::conv(x, shapeOf(op.getInput()), w, shapeOf(op.getWeight()), biasOf<T>(op.getBias(), e),
                 win, op.getGroups(), r.data(), shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
@@ -118,25 +122,25 @@ struct ConvTransposeReference
     : ConvNdReference<ConvTransposeReference, graph::ConvTransposeOp, true> {};
 
 struct ScaledMatmulReference : ReferenceModel<ScaledMatmulReference, graph::ScaledMatmulOp> {
-  static LogicalResult run(graph::ScaledMatmulOp op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput());
-    cpu::matmul(e.floats(op.getLhs()), shapeOf(op.getLhs()), e.floats(op.getRhs()),
+  template <typename T> static LogicalResult run(graph::ScaledMatmulOp op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput());
+    cpu::matmul(e.values<T>(op.getLhs()), shapeOf(op.getLhs()), e.values<T>(op.getRhs()),
                 shapeOf(op.getRhs()), r.data(), shapeOf(op.getOutput()));
-    dequantizeGemm(r, e.floats(op.getLhsScale())[0], e.floats(op.getRhsScale())[0], nullptr, {},
-                   shapeOf(op.getOutput()));
+    dequantizeGemm(r, e.values<T>(op.getLhsScale())[0], e.values<T>(op.getRhsScale())[0],
+                   static_cast<const T *>(nullptr), {}, shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
   }
 };
 
 struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::ScaledLinearOp> {
-  static LogicalResult run(graph::ScaledLinearOp op, Evaluator &e) {
-    std::vector<float> r = e.allocFloats(op.getOutput());
-    cpu::linear(e.floats(op.getInput()), shapeOf(op.getInput()), e.floats(op.getWeight()),
+  template <typename T> static LogicalResult run(graph::ScaledLinearOp op, Evaluator &e) {
+    std::vector<T> r = e.alloc<T>(op.getOutput());
+    cpu::linear(e.values<T>(op.getInput()), shapeOf(op.getInput()), e.values<T>(op.getWeight()),
                 shapeOf(op.getWeight()), op.getTransposeWeight(), nullptr, {}, r.data(),
                 shapeOf(op.getOutput()));
-    dequantizeGemm(r, e.floats(op.getInputScale())[0], e.floats(op.getWeightScale())[0],
-                   biasOf(op.getBias(), e), biasShapeOf(op.getBias()), shapeOf(op.getOutput()));
+    dequantizeGemm(r, e.values<T>(op.getInputScale())[0], e.values<T>(op.getWeightScale())[0],
+                   biasOf<T>(op.getBias(), e), biasShapeOf(op.getBias()), shapeOf(op.getOutput()));
     e.setFloat(op.getOutput(), std::move(r));
     return success();
   }

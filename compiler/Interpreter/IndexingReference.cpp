@@ -2,7 +2,8 @@
 //
 // The index-driven ops run the CPU backend's kernels (runtime/cpu/Indexing.h)
 // on the interpreter's host tensors: floats as stored (already rounded to
-// their dtype, so comparisons happen in it), integers as int64.
+// their dtype, so comparisons happen in it; double in the FP64 mode),
+// integers as int64.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/ReferenceModels.h"
@@ -18,14 +19,15 @@ namespace cpu = mixprec::runtime::cpu;
 namespace mixprec::compiler {
 namespace {
 
-/// A host tensor of `kind` and `shape` with room for its elements.
-HostTensor allocate(HostTensor::Kind kind, std::vector<int64_t> shape) {
+/// A host tensor of `kind` and `shape` with room for its elements (floats
+/// as T).
+template <typename T> HostTensor allocate(HostTensor::Kind kind, std::vector<int64_t> shape) {
   HostTensor t;
   t.kind = kind;
   t.shape = std::move(shape);
   int64_t n = cpu::numElements(t.shape);
   if (kind == HostTensor::Kind::Float)
-    t.floats.resize(n);
+    floatStorage<T>(t).resize(n);
   else if (kind == HostTensor::Kind::Int)
     t.ints.resize(n);
   else
@@ -33,11 +35,11 @@ HostTensor allocate(HostTensor::Kind kind, std::vector<int64_t> shape) {
   return t;
 }
 
-/// The storage of `t` as raw bytes and the size of one element.
-const void *rawData(const HostTensor &t, size_t &elemSize) {
+/// The storage of `t` (floats as T) as raw bytes and the size of one element.
+template <typename T> const void *rawData(const HostTensor &t, size_t &elemSize) {
   switch (t.kind) {
   case HostTensor::Kind::Float:
-    return elemSize = sizeof(float), t.floats.data();
+    return elemSize = sizeof(T), floatStorage<T>(t).data();
   case HostTensor::Kind::Int:
     return elemSize = sizeof(int64_t), t.ints.data();
   case HostTensor::Kind::Bool:
@@ -45,8 +47,8 @@ const void *rawData(const HostTensor &t, size_t &elemSize) {
   }
   return elemSize = sizeof(uint8_t), t.bools.data();
 }
-void *rawData(HostTensor &t, size_t &elemSize) {
-  return const_cast<void *>(rawData(static_cast<const HostTensor &>(t), elemSize));
+template <typename T> void *rawData(HostTensor &t, size_t &elemSize) {
+  return const_cast<void *>(rawData<T>(static_cast<const HostTensor &>(t), elemSize));
 }
 
 /// The message of an index out of range (as the CPU backend words it).
@@ -58,13 +60,13 @@ std::string indexError(const cpu::BadIndex &bad) {
 
 /// Runs a gather kernel `fn(data, out, elemSize) -> BadIndex` into the
 /// output of `op`, failing with the index at fault.
-template <typename Fn>
+template <typename T, typename Fn>
 LogicalResult runGather(Operation *op, Value data, Value output, Evaluator &e, Fn &&fn) {
   const HostTensor &in = e.get(data);
-  HostTensor out = allocate(in.kind, shapeOf(output));
+  HostTensor out = allocate<T>(in.kind, shapeOf(output));
   size_t elemSize = 0;
-  const void *src = rawData(in, elemSize);
-  cpu::BadIndex bad = fn(src, rawData(out, elemSize), elemSize);
+  const void *src = rawData<T>(in, elemSize);
+  cpu::BadIndex bad = fn(src, rawData<T>(out, elemSize), elemSize);
   if (!bad.ok())
     return e.fail(indexError(bad));
   e.set(output, std::move(out));
@@ -81,10 +83,10 @@ void wrapIntegers(Type elementType, std::vector<int64_t> &values) {
 
 struct GatherElementsReference
     : ReferenceModel<GatherElementsReference, graph::GatherElementsOp> {
-  static LogicalResult run(graph::GatherElementsOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::GatherElementsOp op, Evaluator &e) {
     const HostTensor &idx = e.get(op.getIndices());
     std::vector<int64_t> ds = shapeOf(op.getData());
-    return runGather(op, op.getData(), op.getOutput(), e,
+    return runGather<T>(op, op.getData(), op.getOutput(), e,
                      [&](const void *src, void *dst, size_t elemSize) {
                        return cpu::gatherElementsRaw(src, ds, idx.ints.data(), idx.shape,
                                                      op.getAxis(), dst, elemSize);
@@ -93,10 +95,10 @@ struct GatherElementsReference
 };
 
 struct GatherNdReference : ReferenceModel<GatherNdReference, graph::GatherNdOp> {
-  static LogicalResult run(graph::GatherNdOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::GatherNdOp op, Evaluator &e) {
     const HostTensor &idx = e.get(op.getIndices());
     std::vector<int64_t> ds = shapeOf(op.getData());
-    return runGather(op, op.getData(), op.getOutput(), e,
+    return runGather<T>(op, op.getData(), op.getOutput(), e,
                      [&](const void *src, void *dst, size_t elemSize) {
                        return cpu::gatherNdRaw(src, ds, idx.ints.data(), idx.shape,
                                                op.getBatchDims(), dst, elemSize);
@@ -107,12 +109,12 @@ struct GatherNdReference : ReferenceModel<GatherNdReference, graph::GatherNdOp> 
 /// ArgMax (`isMax`) and ArgMin.
 template <typename Derived, typename OpT, bool isMax>
 struct ArgReduceReference : ReferenceModel<Derived, OpT> {
-  static LogicalResult run(OpT op, Evaluator &e) {
+  template <typename T> static LogicalResult run(OpT op, Evaluator &e) {
     const HostTensor &in = e.get(op.getInput());
-    HostTensor out = allocate(HostTensor::Kind::Int, shapeOf(op.getOutput()));
+    HostTensor out = allocate<T>(HostTensor::Kind::Int, shapeOf(op.getOutput()));
     if (in.kind == HostTensor::Kind::Float)
-      cpu::argReduce(in.floats.data(), in.shape, op.getAxis(), isMax, op.getSelectLastIndex(),
-                     out.ints.data());
+      cpu::argReduce(floatStorage<T>(in).data(), in.shape, op.getAxis(), isMax,
+                     op.getSelectLastIndex(), out.ints.data());
     else
       cpu::argReduce(in.ints.data(), in.shape, op.getAxis(), isMax, op.getSelectLastIndex(),
                      out.ints.data());
@@ -124,13 +126,13 @@ struct ArgMaxReference : ArgReduceReference<ArgMaxReference, graph::ArgMaxOp, tr
 struct ArgMinReference : ArgReduceReference<ArgMinReference, graph::ArgMinOp, false> {};
 
 struct TopKReference : ReferenceModel<TopKReference, graph::TopKOp> {
-  static LogicalResult run(graph::TopKOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::TopKOp op, Evaluator &e) {
     const HostTensor &in = e.get(op.getInput());
-    HostTensor values = allocate(in.kind, shapeOf(op.getValues()));
-    HostTensor indices = allocate(HostTensor::Kind::Int, shapeOf(op.getIndices()));
+    HostTensor values = allocate<T>(in.kind, shapeOf(op.getValues()));
+    HostTensor indices = allocate<T>(HostTensor::Kind::Int, shapeOf(op.getIndices()));
     if (in.kind == HostTensor::Kind::Float)
-      cpu::topK(in.floats.data(), in.shape, op.getAxis(), op.getK(), op.getLargest(),
-                values.floats.data(), indices.ints.data());
+      cpu::topK(floatStorage<T>(in).data(), in.shape, op.getAxis(), op.getK(), op.getLargest(),
+                floatStorage<T>(values).data(), indices.ints.data());
     else
       cpu::topK(in.ints.data(), in.shape, op.getAxis(), op.getK(), op.getLargest(),
                 values.ints.data(), indices.ints.data());
@@ -141,16 +143,16 @@ struct TopKReference : ReferenceModel<TopKReference, graph::TopKOp> {
 };
 
 struct CumSumReference : ReferenceModel<CumSumReference, graph::CumSumOp> {
-  static LogicalResult run(graph::CumSumOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::CumSumOp op, Evaluator &e) {
     const HostTensor &in = e.get(op.getInput());
     if (in.kind == HostTensor::Kind::Float) {
-      std::vector<float> out = e.allocFloats(op.getOutput());
-      cpu::cumSum(in.floats.data(), in.shape, op.getAxis(), op.getExclusive(), op.getReverse(),
-                  out.data());
+      std::vector<T> out = e.alloc<T>(op.getOutput());
+      cpu::cumSum(floatStorage<T>(in).data(), in.shape, op.getAxis(), op.getExclusive(),
+                  op.getReverse(), out.data());
       e.setFloat(op.getOutput(), std::move(out));
       return success();
     }
-    HostTensor out = allocate(HostTensor::Kind::Int, shapeOf(op.getOutput()));
+    HostTensor out = allocate<T>(HostTensor::Kind::Int, shapeOf(op.getOutput()));
     cpu::cumSum(in.ints.data(), in.shape, op.getAxis(), op.getExclusive(), op.getReverse(),
                 out.ints.data());
     wrapIntegers(elementTypeOf(op.getOutput()), out.ints);
@@ -160,7 +162,7 @@ struct CumSumReference : ReferenceModel<CumSumReference, graph::CumSumOp> {
 };
 
 struct ScatterNdReference : ReferenceModel<ScatterNdReference, graph::ScatterNdOp> {
-  static LogicalResult run(graph::ScatterNdOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::ScatterNdOp op, Evaluator &e) {
     const HostTensor &data = e.get(op.getData()), &idx = e.get(op.getIndices());
     const HostTensor &updates = e.get(op.getUpdates());
     auto reduction = llvm::StringSwitch<cpu::ScatterReduction>(op.getReduction())
@@ -169,17 +171,18 @@ struct ScatterNdReference : ReferenceModel<ScatterNdReference, graph::ScatterNdO
                          .Case("max", cpu::ScatterReduction::Max)
                          .Case("min", cpu::ScatterReduction::Min)
                          .Default(cpu::ScatterReduction::None);
-    HostTensor out = allocate(data.kind, data.shape);
+    HostTensor out = allocate<T>(data.kind, data.shape);
     cpu::BadIndex bad =
         data.kind == HostTensor::Kind::Float
-            ? cpu::scatterNd(data.floats.data(), data.shape, idx.ints.data(), idx.shape,
-                             updates.floats.data(), reduction, out.floats.data())
+            ? cpu::scatterNd(floatStorage<T>(data).data(), data.shape, idx.ints.data(),
+                             idx.shape, floatStorage<T>(updates).data(), reduction,
+                             floatStorage<T>(out).data())
             : cpu::scatterNd(data.ints.data(), data.shape, idx.ints.data(), idx.shape,
                              updates.ints.data(), reduction, out.ints.data());
     if (!bad.ok())
       return e.fail(indexError(bad));
     if (out.kind == HostTensor::Kind::Float) {
-      e.setFloat(op.getOutput(), std::move(out.floats)); // add/mul round to the dtype
+      e.setFloat(op.getOutput(), std::move(floatStorage<T>(out))); // add/mul round (FP32)
       return success();
     }
     wrapIntegers(elementTypeOf(op.getOutput()), out.ints);

@@ -8,6 +8,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace cpu = mixprec::runtime::cpu;
 
@@ -32,8 +34,9 @@ HostTensor::Kind HostTensor::kindOf(Type elementType) {
 
 namespace {
 
-/// Checks one runtime input against its declared type.
-bool checkInput(const TensorSpec &spec, const HostTensor &t, std::string &error) {
+/// Checks one runtime input against its declared type (`wide`: float
+/// values in HostTensor::doubles, the FP64 mode).
+bool checkInput(const TensorSpec &spec, const HostTensor &t, bool wide, std::string &error) {
   if (t.shape != spec.shape) {
     error = "input '" + spec.name + "' has shape " + graph::formatShape(t.shape) +
             ", the graph expects " + graph::formatShape(spec.shape);
@@ -48,7 +51,7 @@ bool checkInput(const TensorSpec &spec, const HostTensor &t, std::string &error)
             expected;
     return false;
   }
-  size_t stored = t.kind == HostTensor::Kind::Float ? t.floats.size()
+  size_t stored = t.kind == HostTensor::Kind::Float ? (wide ? t.doubles.size() : t.floats.size())
                   : t.kind == HostTensor::Kind::Int ? t.ints.size()
                                                     : t.bools.size();
   if (static_cast<int64_t>(stored) != t.numElements()) {
@@ -129,7 +132,7 @@ bool Interpreter::prepare(std::string &error) {
     if (!value)
       continue;
     HostTensor t;
-    if (!decodeConstant(value, t, error)) {
+    if (!decodeConstant(value, t, error, mode == Mode::Fp64)) {
       error = describeOp(&op) + ": " + error;
       return false;
     }
@@ -169,16 +172,16 @@ bool Interpreter::run(const std::vector<HostTensor> &inputs, std::vector<HostTen
 
   llvm::DenseMap<Value, HostTensor> env;
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    if (!checkInput(sig.inputs[i], inputs[i], error))
+    if (!checkInput(sig.inputs[i], inputs[i], mode == Mode::Fp64, error))
       return false;
     HostTensor t = inputs[i];
-    if (t.kind == HostTensor::Kind::Float)
+    if (t.kind == HostTensor::Kind::Float && mode == Mode::Fp32)
       roundToStorage(sig.inputs[i].elementType, t.floats);
     env[arg] = std::move(t);
     noteLastUse(arg);
   }
 
-  Evaluator evaluator(env, constants);
+  Evaluator evaluator(env, constants, mode == Mode::Fp64);
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       outputs.clear();
@@ -209,6 +212,99 @@ bool Interpreter::run(const std::vector<HostTensor> &inputs, std::vector<HostTen
   }
   error = "graph function has no return";
   return false;
+}
+
+namespace {
+
+/// Whether a double holds an integer that int64 and double both represent
+/// exactly (|v| < 2^53).
+bool isExactInteger(double v) { return std::trunc(v) == v && std::fabs(v) < 0x1p53; }
+
+/// An FP64-mode input as the interpreter holds it, checking that integer
+/// and bool values are integral and fit their element type.
+bool toHostTensor(const TensorSpec &spec, const HostTensorF64 &in, HostTensor &out,
+                  std::string &error) {
+  out.kind = HostTensor::kindOf(spec.elementType);
+  out.shape = in.shape;
+  if (out.kind == HostTensor::Kind::Float) {
+    out.doubles = in.values;
+    return true;
+  }
+  unsigned width = spec.elementType.getIntOrFloatBitWidth();
+  for (auto [i, v] : llvm::enumerate(in.values)) {
+    bool fits = isExactInteger(v);
+    if (fits && out.kind == HostTensor::Kind::Bool)
+      fits = v == 0 || v == 1;
+    else if (fits && width < 64)
+      fits = v >= -std::ldexp(1.0, width - 1) && v < std::ldexp(1.0, width - 1);
+    if (!fits) {
+      std::string type;
+      llvm::raw_string_ostream(type) << spec.elementType;
+      error = "input '" + spec.name + "' element " + std::to_string(i) + " (" +
+              std::to_string(v) + ") is not a " + type + " value";
+      return false;
+    }
+    if (out.kind == HostTensor::Kind::Bool)
+      out.bools.push_back(v != 0);
+    else
+      out.ints.push_back(static_cast<int64_t>(v));
+  }
+  return true;
+}
+
+/// An FP64-mode output: floats as held, integers as exact doubles (an
+/// integer of 2^53 or more has none: an error), bools as 0/1.
+bool toHostTensorF64(const TensorSpec &spec, const HostTensor &in, HostTensorF64 &out,
+                     std::string &error) {
+  out.shape = in.shape;
+  switch (in.kind) {
+  case HostTensor::Kind::Float:
+    out.values = in.doubles;
+    return true;
+  case HostTensor::Kind::Bool:
+    out.values.assign(in.bools.begin(), in.bools.end());
+    return true;
+  case HostTensor::Kind::Int:
+    for (auto [i, v] : llvm::enumerate(in.ints)) {
+      if (v <= -(int64_t(1) << 53) || v >= (int64_t(1) << 53)) {
+        error = "output '" + spec.name + "' element " + std::to_string(i) + " (" +
+                std::to_string(v) + ") is not exactly representable as a double";
+        return false;
+      }
+      out.values.push_back(static_cast<double>(v));
+    }
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+FailureOr<std::vector<HostTensorF64>> interpretF64(func::FuncOp func,
+                                                   ArrayRef<HostTensorF64> inputs,
+                                                   std::string &error) {
+  // prepare() first: it checks the signature that getSignature reads.
+  Interpreter interpreter(func, Interpreter::Mode::Fp64);
+  if (!interpreter.prepare(error))
+    return failure();
+  GraphSignature sig = getSignature(func);
+  if (inputs.size() != sig.inputs.size()) {
+    error = "expected " + std::to_string(sig.inputs.size()) + " inputs, got " +
+            std::to_string(inputs.size());
+    return failure();
+  }
+  std::vector<HostTensor> hostInputs(inputs.size());
+  for (auto [spec, in, host] : llvm::zip(sig.inputs, inputs, hostInputs))
+    if (!toHostTensor(spec, in, host, error))
+      return failure();
+  std::vector<HostTensor> hostOutputs;
+  if (!interpreter.run(hostInputs, hostOutputs, error))
+    return failure();
+  std::vector<HostTensorF64> outputs(hostOutputs.size());
+  for (auto [spec, host, out] : llvm::zip(sig.outputs, hostOutputs, outputs))
+    if (!toHostTensorF64(spec, host, out, error))
+      return failure();
+  return outputs;
 }
 
 } // namespace mixprec::compiler

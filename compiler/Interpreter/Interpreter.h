@@ -12,6 +12,23 @@
 // mp ops. Whoever creates a context that runs the interpreter calls
 // registerReferenceExternalModels on it.
 //
+// The FP64 mode (interpretF64, Interpreter::Mode::Fp64) runs the same op
+// semantics with every float tensor held and computed in double, never
+// rounded to a storage dtype: the reference that finite-difference gradient
+// checks need. Integer and bool tensors behave as in the FP32 mode. What
+// the precision-specific ops do there:
+//  * casts between float types are identities; int <-> float as always;
+//  * TF32 GEMMs multiply the double operands (no TF32 rounding);
+//  * mp.quantize is x * scale and mp.dequantize x / scale, in double, with
+//    no FP8 grid and no saturation (inf and NaN follow IEEE arithmetic);
+//  * mp.amax is max |x| in double (NaN anywhere gives NaN);
+//  * mp.fp8_scale is numerics::fp8ScaleExact, the same rule in double
+//    without the clamp to float range;
+//  * mp.scaled_matmul / mp.scaled_linear multiply in double, then by
+//    (1/scale_a)(1/scale_b) and add the bias, as in FP32;
+//  * an integer mp.pow with a float exponent is refused (its kernel reads
+//    the exponent as float).
+//
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
 #define MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
@@ -35,7 +52,8 @@ void registerReferenceExternalModels(mlir::DialectRegistry &registry);
 void registerReferenceExternalModels(mlir::MLIRContext &context);
 
 /// A tensor in host memory. Float tensors of any storage dtype hold their
-/// values as float32 (exactly representable: they were rounded on store);
+/// values as float32 (exactly representable: they were rounded on store),
+/// or, in the FP64 mode, as double in `doubles` (`floats` then empty);
 /// integer tensors hold int64; bool tensors hold 0/1 bytes.
 struct HostTensor {
   enum class Kind { Float, Int, Bool };
@@ -44,6 +62,7 @@ struct HostTensor {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<uint8_t> bools;
+  std::vector<double> doubles;
 
   int64_t numElements() const;
   static HostTensor makeFloat(std::vector<int64_t> shape, std::vector<float> values);
@@ -75,7 +94,13 @@ mlir::func::FuncOp findEntryFunction(mlir::ModuleOp module, std::string &error);
 /// Executes a graph function. Constants are decoded once, by prepare().
 class Interpreter {
 public:
-  explicit Interpreter(mlir::func::FuncOp func) : func(func) {}
+  /// Fp32: float values computed in FP32 and rounded to their storage
+  /// dtype. Fp64: computed and kept in double (float inputs and outputs in
+  /// HostTensor::doubles); see the file comment.
+  enum class Mode { Fp32, Fp64 };
+
+  explicit Interpreter(mlir::func::FuncOp func, Mode mode = Mode::Fp32)
+      : func(func), mode(mode) {}
 
   /// Checks every op has reference semantics and decodes constants. Returns
   /// false and sets `error` (naming the op) otherwise.
@@ -95,9 +120,27 @@ public:
 private:
   Observer observer;
   mlir::func::FuncOp func;
+  Mode mode;
   llvm::DenseMap<mlir::Value, HostTensor> constants;
   bool prepared = false;
 };
+
+/// A tensor for the FP64 mode: float tensors' values in `values`, integer and
+/// bool tensors' values as exact doubles too (|v| < 2^53 checked, else error).
+struct HostTensorF64 {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+};
+
+/// Runs `func` (an mp-dialect func.func, the same ops `Interpreter` accepts)
+/// with every float op computed and kept in double (Interpreter::Mode::Fp64).
+/// Inputs in argument order; the element type of each argument says how its
+/// values are read (float: as is; integer/bool: must be integral, bool 0 or
+/// 1, within the integer type's range). Constants are read from the IR and
+/// widened exactly. Outputs in result order. Fails with a message naming the
+/// op (or the input or output at fault).
+mlir::FailureOr<std::vector<HostTensorF64>>
+interpretF64(mlir::func::FuncOp func, llvm::ArrayRef<HostTensorF64> inputs, std::string &error);
 
 } // namespace mixprec::compiler
 

@@ -16,20 +16,25 @@ namespace {
 
 struct AmaxReference : ReferenceModel<AmaxReference, graph::AmaxOp> {
   /// NaN anywhere makes the result NaN (so the scale computed from it is 1).
-  static LogicalResult run(graph::AmaxOp op, Evaluator &e) {
-    float amax = 0.0f;
-    for (float v : e.get(op.getInput()).floats)
+  template <typename T> static LogicalResult run(graph::AmaxOp op, Evaluator &e) {
+    T amax = 0;
+    for (T v : floatStorage<T>(e.get(op.getInput())))
       amax = std::isnan(v) || std::isnan(amax) ? NAN : std::max(amax, std::fabs(v));
-    e.setFloat(op.getOutput(), {amax});
+    e.setFloat(op.getOutput(), std::vector<T>{amax});
     return success();
   }
 };
 
 struct Fp8ScaleReference : ReferenceModel<Fp8ScaleReference, graph::Fp8ScaleOp> {
-  static LogicalResult run(graph::Fp8ScaleOp op, Evaluator &e) {
+  /// FP32: numerics::fp8Scale; FP64: the same rule unrounded (fp8ScaleExact).
+  template <typename T> static LogicalResult run(graph::Fp8ScaleOp op, Evaluator &e) {
     auto format = op.getFormat().isFloat8E5M2() ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
-    e.setFloat(op.getScale(), {num::fp8Scale(format, e.floats(op.getAmax())[0],
-                                             static_cast<int64_t>(op.getMargin()))});
+    T amax = e.values<T>(op.getAmax())[0];
+    auto margin = static_cast<int64_t>(op.getMargin());
+    if constexpr (std::is_same_v<T, float>)
+      e.setFloat(op.getScale(), std::vector<float>{num::fp8Scale(format, amax, margin)});
+    else
+      e.setFloat(op.getScale(), std::vector<double>{num::fp8ScaleExact(format, amax, margin)});
     return success();
   }
 };
@@ -37,7 +42,7 @@ struct Fp8ScaleReference : ReferenceModel<Fp8ScaleReference, graph::Fp8ScaleOp> 
 struct FusionReference : ReferenceModel<FusionReference, graph::FusionOp> {
   /// A fused kernel computes exactly what its ops compute, rounding every
   /// intermediate to its IR dtype; only the memory traffic differs.
-  static LogicalResult run(graph::FusionOp op, Evaluator &e) {
+  template <typename T> static LogicalResult run(graph::FusionOp op, Evaluator &e) {
     Block &body = op.getBody().front();
     // Copy before inserting: get() refers into the environment, which may rehash.
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {

@@ -19,14 +19,25 @@
 
 namespace mixprec::compiler {
 
-/// The model of op `OpT`: `Derived::run(OpT, Evaluator &)` computes it.
-/// A model whose kernel allocates scratch defines getScratchBytes too.
+/// The model of op `OpT`: `Derived::run<T>(OpT, Evaluator &)` computes it
+/// with float tensors held as T, float (the FP32 mode) or double (the FP64
+/// mode). A model whose kernel allocates scratch defines getScratchBytes too.
 template <typename Derived, typename OpT>
 struct ReferenceModel : ReferenceOpInterface::ExternalModel<Derived, OpT> {
   mlir::LogicalResult evaluate(mlir::Operation *op, Evaluator &evaluator) const {
-    return Derived::run(mlir::cast<OpT>(op), evaluator);
+    if (evaluator.computesInDouble())
+      return Derived::template run<double>(mlir::cast<OpT>(op), evaluator);
+    return Derived::template run<float>(mlir::cast<OpT>(op), evaluator);
   }
 };
+
+/// An op's float attribute (an epsilon) as T: exactly as the IR holds it.
+template <typename T> T floatAttrAs(const llvm::APFloat &value) {
+  if constexpr (std::is_same_v<T, float>)
+    return value.convertToFloat();
+  else
+    return value.convertToDouble();
+}
 
 /// Attaches the models of one op family to the ops of a loaded mp dialect.
 void attachGemmReferenceModels(mlir::MLIRContext *ctx);

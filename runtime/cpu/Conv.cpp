@@ -103,15 +103,16 @@ template <typename Fn> void forEachRun(const TapGeom &g, Fn fn) {
 
 /// col[c * taps + tap][p] = x[c][position of output p and tap], 0 in the
 /// padding; `channels` planes of `g.plane`'s size.
-void im2col(const float *src, int64_t channels, const TapGeom &g, float *col) {
+template <typename T>
+void im2col(const T *src, int64_t channels, const TapGeom &g, T *col) {
   const int64_t taps = product(g.kernel, g.dims), points = product(g.grid, g.dims);
   const int64_t planeSize = product(g.plane, g.dims);
-  std::fill(col, col + channels * taps * points, 0.0f);
+  std::fill(col, col + channels * taps * points, T(0));
   forEachRun(g, [&](int64_t tap, int64_t gridOffset, int64_t planeOffset, int64_t count,
                     int64_t step) {
     for (int64_t c = 0; c < channels; ++c) {
-      float *r = col + (c * taps + tap) * points + gridOffset;
-      const float *x = src + c * planeSize + planeOffset;
+      T *r = col + (c * taps + tap) * points + gridOffset;
+      const T *x = src + c * planeSize + planeOffset;
       if (step == 1)
         std::copy(x, x + count, r);
       else
@@ -123,14 +124,15 @@ void im2col(const float *src, int64_t channels, const TapGeom &g, float *col) {
 
 /// The adjoint of im2col: dst[c][position of input p and tap] +=
 /// col[c * taps + tap][p]; the grid is the input, the plane the output.
-void col2im(const float *col, int64_t channels, const TapGeom &g, float *dst) {
+template <typename T>
+void col2im(const T *col, int64_t channels, const TapGeom &g, T *dst) {
   const int64_t taps = product(g.kernel, g.dims), points = product(g.grid, g.dims);
   const int64_t planeSize = product(g.plane, g.dims);
   forEachRun(g, [&](int64_t tap, int64_t gridOffset, int64_t planeOffset, int64_t count,
                     int64_t step) {
     for (int64_t c = 0; c < channels; ++c) {
-      const float *r = col + (c * taps + tap) * points + gridOffset;
-      float *y = dst + c * planeSize + planeOffset;
+      const T *r = col + (c * taps + tap) * points + gridOffset;
+      T *y = dst + c * planeSize + planeOffset;
       for (int64_t j = 0; j < count; ++j)
         y[j * step] += r[j];
     }
@@ -138,9 +140,10 @@ void col2im(const float *col, int64_t channels, const TapGeom &g, float *dst) {
 }
 
 /// Fills `planes` planes of `size` floats with bias[c] (0 without a bias).
-void fillBias(float *dst, int64_t planes, int64_t size, const float *bias) {
+template <typename T>
+void fillBias(T *dst, int64_t planes, int64_t size, const T *bias) {
   for (int64_t c = 0; c < planes; ++c)
-    std::fill(dst + c * size, dst + (c + 1) * size, bias ? bias[c] : 0.0f);
+    std::fill(dst + c * size, dst + (c + 1) * size, bias ? bias[c] : T(0));
 }
 
 /// The window of output position `o` along every spatial dim: its first
@@ -198,8 +201,8 @@ void forEachTap(const Window &win, const int64_t *in, const WindowTaps &t,
 /// Calls fn(plane input, window taps, coordinate scratch, flat output
 /// index) for every output position of a pooling op, in order: each
 /// [N, C] plane of `in` and each position of the output plane.
-template <typename Fn>
-void forEachWindow(const Shape &is, const Window &win, const Shape &os, Fn fn, const float *in) {
+template <typename T, typename Fn>
+void forEachWindow(const Shape &is, const Window &win, const Shape &os, Fn fn, const T *in) {
   const size_t dims = is.size() - 2;
   assert(dims >= 1 && os.size() == is.size() && os[0] == is[0] && os[1] == is[1]);
   const int64_t planes = is[0] * is[1];
@@ -258,8 +261,12 @@ int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBe
   return stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - padBegin - padEnd;
 }
 
-void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
-          const float *bias, const Window &win, int64_t groups, float *out,
+namespace {
+
+/// conv() in T.
+template <typename T>
+void convT(const T *in, const Shape &is, const T *w, const Shape &ws,
+          const T *bias, const Window &win, int64_t groups, T *out,
           const Shape &os) {
   const size_t dims = is.size() - 2;
   assert(dims >= 1 && ws.size() == is.size() && os.size() == is.size());
@@ -279,25 +286,27 @@ void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
   for (size_t s = 0; s < dims; ++s)
     direct = direct && ws[2 + s] == 1 && win.strides[s] == 1 && win.pads[s] == 0 &&
              win.pads[dims + s] == 0;
-  std::vector<float> col(direct ? 0 : static_cast<size_t>(kc * plane));
+  std::vector<T> col(direct ? 0 : static_cast<size_t>(kc * plane));
   for (int64_t b = 0; b < n; ++b)
     for (int64_t grp = 0; grp < groups; ++grp) {
-      const float *src = in + (b * c + grp * cg) * planeIn;
-      float *dst = out + (b * m + grp * mg) * plane;
-      const float *cols = src;
+      const T *src = in + (b * c + grp * cg) * planeIn;
+      T *dst = out + (b * m + grp * mg) * plane;
+      const T *cols = src;
       if (!direct) {
         im2col(src, cg, g, col.data());
         cols = col.data();
       }
       if (bias)
         fillBias(dst, mg, plane, bias + grp * mg);
-      detail::sgemm(false, mg, plane, kc, w + grp * mg * kc, kc, cols, plane, dst, plane,
-                    bias ? 1.0f : 0.0f);
+      detail::gemm(false, mg, plane, kc, w + grp * mg * kc, kc, cols, plane, dst, plane,
+                    bias ? T(1) : T(0));
     }
 }
 
-void convTranspose(const float *in, const Shape &is, const float *w, const Shape &ws,
-                   const float *bias, const Window &win, int64_t groups, float *out,
+/// convTranspose() in T.
+template <typename T>
+void convTransposeT(const T *in, const Shape &is, const T *w, const Shape &ws,
+                   const T *bias, const Window &win, int64_t groups, T *out,
                    const Shape &os) {
   const size_t dims = is.size() - 2;
   assert(dims >= 1 && ws.size() == is.size() && os.size() == is.size());
@@ -313,34 +322,36 @@ void convTranspose(const float *in, const Shape &is, const float *w, const Shape
             win.dilations.data(), win.pads.data()};
   // Per group, col = W_g^T x_g: W_g is [C/g, M/g * taps], so its transpose
   // is formed once per group.
-  std::vector<float> wt(static_cast<size_t>(rows * cg)), col(static_cast<size_t>(rows * planeIn));
+  std::vector<T> wt(static_cast<size_t>(rows * cg)), col(static_cast<size_t>(rows * planeIn));
   for (int64_t grp = 0; grp < groups; ++grp) {
-    const float *wg = w + grp * cg * rows;
+    const T *wg = w + grp * cg * rows;
     for (int64_t ci = 0; ci < cg; ++ci)
       for (int64_t r = 0; r < rows; ++r)
         wt[r * cg + ci] = wg[ci * rows + r];
     for (int64_t b = 0; b < n; ++b) {
-      const float *src = in + (b * c + grp * cg) * planeIn;
-      float *dst = out + (b * m + grp * mg) * plane;
-      detail::sgemm(false, rows, planeIn, cg, wt.data(), cg, src, planeIn, col.data(), planeIn,
-                    0.0f);
+      const T *src = in + (b * c + grp * cg) * planeIn;
+      T *dst = out + (b * m + grp * mg) * plane;
+      detail::gemm(false, rows, planeIn, cg, wt.data(), cg, src, planeIn, col.data(), planeIn,
+                    T(0));
       fillBias(dst, mg, plane, bias ? bias + grp * mg : nullptr);
       col2im(col.data(), mg, g, dst);
     }
   }
 }
 
-void maxPool(const float *in, const Shape &is, const Window &win, float *out,
+/// maxPool() in T.
+template <typename T>
+void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
              const Shape &os, int64_t *indices, bool columnMajor) {
   const size_t dims = is.size() - 2;
   const int64_t *spatial = is.data() + 2;
   std::vector<int64_t> best(dims, 0);
-  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+  forEachWindow(is, win, os, [&](const T *x, const WindowTaps &t, std::vector<int64_t> &coord,
                                  int64_t at) {
-    float mx = -std::numeric_limits<float>::infinity();
+    T mx = -std::numeric_limits<T>::infinity();
     bool found = false;
     forEachTap(win, spatial, t, coord, [&](int64_t offset) {
-      const float v = x[offset];
+      const T v = x[offset];
       // NaN propagates; the first of equal maxima keeps its index.
       if (!found || v > mx || (v != v && mx == mx)) {
         mx = v;
@@ -364,13 +375,15 @@ void maxPool(const float *in, const Shape &is, const Window &win, float *out,
   }, in);
 }
 
-void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
-             float *out, const Shape &os) {
+/// avgPool() in T.
+template <typename T>
+void avgPoolT(const T *in, const Shape &is, const Window &win, bool countIncludePad,
+             T *out, const Shape &os) {
   const size_t dims = is.size() - 2;
   const int64_t *spatial = is.data() + 2;
-  forEachWindow(is, win, os, [&](const float *x, const WindowTaps &t, std::vector<int64_t> &coord,
+  forEachWindow(is, win, os, [&](const T *x, const WindowTaps &t, std::vector<int64_t> &coord,
                                  int64_t at) {
-    float sum = 0.0f;
+    T sum = T(0);
     forEachTap(win, spatial, t, coord, [&](int64_t offset) { sum += x[offset]; });
     int64_t valid = 1, padded = 1;
     for (size_t s = 0; s < dims; ++s) {
@@ -380,8 +393,54 @@ void avgPool(const float *in, const Shape &is, const Window &win, bool countIncl
     }
     // A window with no input element yields 0, as in onnxruntime;
     // pooledSize never produces one.
-    out[at] = valid == 0 ? 0.0f : sum / static_cast<float>(countIncludePad ? padded : valid);
+    out[at] = valid == 0 ? T(0) : sum / static_cast<T>(countIncludePad ? padded : valid);
   }, in);
+}
+
+} // namespace
+
+void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
+          const float *bias, const Window &win, int64_t groups, float *out,
+          const Shape &os) {
+  convT(in, is, w, ws, bias, win, groups, out, os);
+}
+
+void convTranspose(const float *in, const Shape &is, const float *w, const Shape &ws,
+                   const float *bias, const Window &win, int64_t groups, float *out,
+                   const Shape &os) {
+  convTransposeT(in, is, w, ws, bias, win, groups, out, os);
+}
+
+void maxPool(const float *in, const Shape &is, const Window &win, float *out,
+             const Shape &os, int64_t *indices, bool columnMajor) {
+  maxPoolT(in, is, win, out, os, indices, columnMajor);
+}
+
+void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
+             float *out, const Shape &os) {
+  avgPoolT(in, is, win, countIncludePad, out, os);
+}
+
+void conv(const double *in, const Shape &is, const double *w, const Shape &ws,
+          const double *bias, const Window &win, int64_t groups, double *out,
+          const Shape &os) {
+  convT(in, is, w, ws, bias, win, groups, out, os);
+}
+
+void convTranspose(const double *in, const Shape &is, const double *w, const Shape &ws,
+                   const double *bias, const Window &win, int64_t groups, double *out,
+                   const Shape &os) {
+  convTransposeT(in, is, w, ws, bias, win, groups, out, os);
+}
+
+void maxPool(const double *in, const Shape &is, const Window &win, double *out,
+             const Shape &os, int64_t *indices, bool columnMajor) {
+  maxPoolT(in, is, win, out, os, indices, columnMajor);
+}
+
+void avgPool(const double *in, const Shape &is, const Window &win, bool countIncludePad,
+             double *out, const Shape &os) {
+  avgPoolT(in, is, win, countIncludePad, out, os);
 }
 
 void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
@@ -409,6 +468,36 @@ void avgPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &strides,
                const std::array<int64_t, 4> &pads, bool countIncludePad,
                float *out, const Shape &os,
+               const std::array<int64_t, 2> &dilations) {
+  assert(is.size() == 4 && os.size() == 4);
+  avgPool(in, is, window2d(kernel, strides, pads, dilations), countIncludePad, out, os);
+}
+
+void conv2d(const double *in, const Shape &is, const double *w, const Shape &ws,
+            const double *bias, const std::array<int64_t, 2> &strides,
+            const std::array<int64_t, 4> &pads,
+            const std::array<int64_t, 2> &dilations, int64_t groups, double *out,
+            const Shape &os) {
+  assert(is.size() == 4 && ws.size() == 4 && os.size() == 4);
+  conv(in, is, w, ws, bias, window2d({ws[2], ws[3]}, strides, pads, dilations), groups, out,
+       os);
+}
+
+void maxPool2d(const double *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads,
+               const std::array<int64_t, 2> &dilations, double *out,
+               const Shape &os) {
+  assert(is.size() == 4 && os.size() == 4);
+  maxPool(in, is, window2d(kernel, strides, pads, dilations), out, os);
+}
+
+void avgPool2d(const double *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads, bool countIncludePad,
+               double *out, const Shape &os,
                const std::array<int64_t, 2> &dilations) {
   assert(is.size() == 4 && os.size() == 4);
   avgPool(in, is, window2d(kernel, strides, pads, dilations), countIncludePad, out, os);

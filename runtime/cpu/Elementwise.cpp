@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace mixprec::runtime::cpu {
 
@@ -61,18 +62,18 @@ namespace {
 // One contiguous output run of a broadcast binary op. After coalescing, the
 // input strides along the run are 0 (broadcast) or 1, so the three common
 // patterns get their own vectorizable loops.
-template <typename F>
-inline void binaryRun(F f, const float *a, int64_t sa, const float *b,
-                      int64_t sb, float *o, int64_t n) {
+template <typename T, typename F>
+inline void binaryRun(F f, const T *a, int64_t sa, const T *b,
+                      int64_t sb, T *o, int64_t n) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(a[i], b[i]);
   } else if (sa == 1 && sb == 0) {
-    const float bv = b[0];
+    const T bv = b[0];
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(a[i], bv);
   } else if (sa == 0 && sb == 1) {
-    const float av = a[0];
+    const T av = a[0];
     for (int64_t i = 0; i < n; ++i)
       o[i] = f(av, b[i]);
   } else {
@@ -81,9 +82,9 @@ inline void binaryRun(F f, const float *a, int64_t sa, const float *b,
   }
 }
 
-template <typename F>
-void binaryImpl(F f, const float *a, const Shape &as, const float *b,
-                const Shape &bs, float *out, const Shape &os) {
+template <typename T, typename F>
+void binaryImpl(F f, const T *a, const Shape &as, const T *b,
+                const Shape &bs, T *out, const Shape &os) {
   const int64_t n = numElements(os);
   if (n == 0)
     return;
@@ -114,117 +115,142 @@ void binaryImpl(F f, const float *a, const Shape &as, const float *b,
                         });
 }
 
-inline float maxPropagateNaN(float x, float y) {
+template <typename T> inline T maxPropagateNaN(T x, T y) {
   // Written so that a NaN in either operand wins, like numpy.maximum.
   return (x > y || x != x) ? x : y;
 }
-inline float minPropagateNaN(float x, float y) {
+template <typename T> inline T minPropagateNaN(T x, T y) {
   return (x < y || x != x) ? x : y;
 }
 
-} // namespace
-
-void binary(BinaryOp op, const float *a, const Shape &as, const float *b,
-            const Shape &bs, float *out, const Shape &outShape) {
+/// binary() in T (float: the runtime's kernel; double: the interpreter's
+/// FP64 mode).
+template <typename T>
+void binaryT(BinaryOp op, const T *a, const Shape &as, const T *b,
+             const Shape &bs, T *out, const Shape &outShape) {
 #ifndef NDEBUG
   bool ok = false;
   assert(broadcastShapes(as, bs, &ok) == outShape && ok);
 #endif
   switch (op) {
   case BinaryOp::Add:
-    return binaryImpl([](float x, float y) { return x + y; }, a, as, b, bs, out,
+    return binaryImpl([](T x, T y) { return x + y; }, a, as, b, bs, out,
                       outShape);
   case BinaryOp::Sub:
-    return binaryImpl([](float x, float y) { return x - y; }, a, as, b, bs, out,
+    return binaryImpl([](T x, T y) { return x - y; }, a, as, b, bs, out,
                       outShape);
   case BinaryOp::Mul:
-    return binaryImpl([](float x, float y) { return x * y; }, a, as, b, bs, out,
+    return binaryImpl([](T x, T y) { return x * y; }, a, as, b, bs, out,
                       outShape);
   case BinaryOp::Div:
-    return binaryImpl([](float x, float y) { return x / y; }, a, as, b, bs, out,
+    return binaryImpl([](T x, T y) { return x / y; }, a, as, b, bs, out,
                       outShape);
   case BinaryOp::Pow:
-    return binaryImpl([](float x, float y) { return std::pow(x, y); }, a, as, b,
+    return binaryImpl([](T x, T y) { return std::pow(x, y); }, a, as, b,
                       bs, out, outShape);
   case BinaryOp::Max:
-    return binaryImpl(maxPropagateNaN, a, as, b, bs, out, outShape);
+    return binaryImpl(maxPropagateNaN<T>, a, as, b, bs, out, outShape);
   case BinaryOp::Min:
-    return binaryImpl(minPropagateNaN, a, as, b, bs, out, outShape);
+    return binaryImpl(minPropagateNaN<T>, a, as, b, bs, out, outShape);
   }
   assert(false && "unknown BinaryOp");
 }
 
+} // namespace
+
+void binary(BinaryOp op, const float *a, const Shape &as, const float *b,
+            const Shape &bs, float *out, const Shape &outShape) {
+  binaryT(op, a, as, b, bs, out, outShape);
+}
+
+void binary(BinaryOp op, const double *a, const Shape &as, const double *b,
+            const Shape &bs, double *out, const Shape &outShape) {
+  binaryT(op, a, as, b, bs, out, outShape);
+}
+
 namespace {
 
-inline float sigmoid(float x) {
+/// A constant as T: the float literal for float (so the FP32 kernels keep
+/// their exact constants), the double literal for double.
+template <typename T> constexpr T literal(float f, double d) {
+  if constexpr (std::is_same_v<T, float>)
+    return f;
+  else
+    return d;
+}
+
+template <typename T> inline T sigmoid(T x) {
   // exp of a non-positive argument only, so neither branch overflows.
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
+  if (x >= T(0))
+    return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
 }
 
-inline float geluErf(float x) {
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+template <typename T> inline T geluErf(T x) {
+  constexpr T kInvSqrt2 =
+      literal<T>(0.70710678118654752440f, 0.70710678118654752440);
+  return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
 }
 
-inline float geluTanh(float x) {
+template <typename T> inline T geluTanh(T x) {
   // 0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u)) exactly. The sigmoid form avoids
   // the cancellation in 1 + tanh(u) for negative x, saturates cleanly (x/inf
   // = -0 for very negative x) and is ~2.5x faster than tanhf.
-  constexpr float kTwoSqrt2OverPi = 1.59576912160573071176f;
-  const float u2 = kTwoSqrt2OverPi * (x + 0.044715f * x * x * x);
-  return x / (1.0f + std::exp(-u2));
+  constexpr T kTwoSqrt2OverPi =
+      literal<T>(1.59576912160573071176f, 1.59576912160573071176);
+  const T u2 =
+      kTwoSqrt2OverPi * (x + literal<T>(0.044715f, 0.044715) * x * x * x);
+  return x / (T(1) + std::exp(-u2));
 }
 
-template <typename F>
-inline void unaryLoop(F f, const float *in, float *out, int64_t n) {
+template <typename T, typename F>
+inline void unaryLoop(F f, const T *in, T *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = f(in[i]);
 }
 
-} // namespace
-
-void unary(UnaryOp op, const float *in, float *out, int64_t n) {
+/// unary() in T.
+template <typename T> void unaryT(UnaryOp op, const T *in, T *out, int64_t n) {
   assert(n >= 0);
   switch (op) {
   case UnaryOp::Neg:
-    return unaryLoop([](float x) { return -x; }, in, out, n);
+    return unaryLoop([](T x) { return -x; }, in, out, n);
   case UnaryOp::Abs:
-    return unaryLoop([](float x) { return std::fabs(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::fabs(x); }, in, out, n);
   case UnaryOp::Relu:
     // `x < 0 ? 0 : x` keeps NaN, like onnxruntime's max(x, 0).
-    return unaryLoop([](float x) { return x < 0.0f ? 0.0f : x; }, in, out, n);
+    return unaryLoop([](T x) { return x < T(0) ? T(0) : x; }, in, out, n);
   case UnaryOp::GeluErf:
-    return unaryLoop(geluErf, in, out, n);
+    return unaryLoop(geluErf<T>, in, out, n);
   case UnaryOp::GeluTanh:
-    return unaryLoop(geluTanh, in, out, n);
+    return unaryLoop(geluTanh<T>, in, out, n);
   case UnaryOp::Tanh:
-    return unaryLoop([](float x) { return std::tanh(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::tanh(x); }, in, out, n);
   case UnaryOp::Sigmoid:
-    return unaryLoop(sigmoid, in, out, n);
+    return unaryLoop(sigmoid<T>, in, out, n);
   case UnaryOp::Silu:
-    return unaryLoop([](float x) { return x * sigmoid(x); }, in, out, n);
+    return unaryLoop([](T x) { return x * sigmoid(x); }, in, out, n);
   case UnaryOp::Exp:
-    return unaryLoop([](float x) { return std::exp(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::exp(x); }, in, out, n);
   case UnaryOp::Log:
-    return unaryLoop([](float x) { return std::log(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::log(x); }, in, out, n);
   case UnaryOp::Sqrt:
-    return unaryLoop([](float x) { return std::sqrt(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::sqrt(x); }, in, out, n);
   case UnaryOp::Rsqrt:
-    return unaryLoop([](float x) { return 1.0f / std::sqrt(x); }, in, out, n);
+    return unaryLoop([](T x) { return T(1) / std::sqrt(x); }, in, out, n);
   case UnaryOp::Erf:
-    return unaryLoop([](float x) { return std::erf(x); }, in, out, n);
+    return unaryLoop([](T x) { return std::erf(x); }, in, out, n);
   case UnaryOp::Reciprocal:
-    return unaryLoop([](float x) { return 1.0f / x; }, in, out, n);
+    return unaryLoop([](T x) { return T(1) / x; }, in, out, n);
   }
   assert(false && "unknown UnaryOp");
 }
 
-void where(const uint8_t *cond, const Shape &cs, const float *a,
-           const Shape &as, const float *b, const Shape &bs, float *out,
-           const Shape &os) {
+/// where() in T.
+template <typename T>
+void whereT(const uint8_t *cond, const Shape &cs, const T *a, const Shape &as,
+            const T *b, const Shape &bs, T *out, const Shape &os) {
 #ifndef NDEBUG
   bool ok1 = false, ok2 = false;
   Shape ab = broadcastShapes(as, bs, &ok1);
@@ -238,10 +264,10 @@ void where(const uint8_t *cond, const Shape &cs, const float *a,
   detail::forEachRow<4>(plan, {0, 0, 0, 0},
                         [&](const std::array<int64_t, 4> &off, int64_t n,
                             const std::array<int64_t, 4> &st) {
-                          float *o = out + off[0];
+                          T *o = out + off[0];
                           const uint8_t *c = cond + off[1];
-                          const float *pa = a + off[2];
-                          const float *pb = b + off[3];
+                          const T *pa = a + off[2];
+                          const T *pb = b + off[3];
                           if (st[1] == 1 && st[2] == 1 && st[3] == 1) {
                             for (int64_t i = 0; i < n; ++i)
                               o[i] = c[i] ? pa[i] : pb[i];
@@ -250,6 +276,22 @@ void where(const uint8_t *cond, const Shape &cs, const float *a,
                           for (int64_t i = 0; i < n; ++i)
                             o[i] = c[i * st[1]] ? pa[i * st[2]] : pb[i * st[3]];
                         });
+}
+
+} // namespace
+
+void unary(UnaryOp op, const float *in, float *out, int64_t n) { unaryT(op, in, out, n); }
+void unary(UnaryOp op, const double *in, double *out, int64_t n) { unaryT(op, in, out, n); }
+
+void where(const uint8_t *cond, const Shape &cs, const float *a,
+           const Shape &as, const float *b, const Shape &bs, float *out,
+           const Shape &os) {
+  whereT(cond, cs, a, as, b, bs, out, os);
+}
+void where(const uint8_t *cond, const Shape &cs, const double *a,
+           const Shape &as, const double *b, const Shape &bs, double *out,
+           const Shape &os) {
+  whereT(cond, cs, a, as, b, bs, out, os);
 }
 
 } // namespace mixprec::runtime::cpu

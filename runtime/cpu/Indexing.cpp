@@ -228,5 +228,12 @@ template void topK<int64_t>(const int64_t *, const Shape &, int64_t, int64_t, bo
                             int64_t *);
 template void cumSum<float>(const float *, const Shape &, int64_t, bool, bool, float *);
 template void cumSum<int64_t>(const int64_t *, const Shape &, int64_t, bool, bool, int64_t *);
+// The interpreter's FP64 mode.
+template BadIndex scatterNd<double>(const double *, const Shape &, const int64_t *, const Shape &,
+                                    const double *, ScatterReduction, double *);
+template void argReduce<double>(const double *, const Shape &, int64_t, bool, bool, int64_t *);
+template void topK<double>(const double *, const Shape &, int64_t, int64_t, bool, double *,
+                           int64_t *);
+template void cumSum<double>(const double *, const Shape &, int64_t, bool, bool, double *);
 
 } // namespace mixprec::runtime::cpu

@@ -1,7 +1,9 @@
 //===- Kernels.h - FP32 CPU reference kernels -------------------*- C++ -*-===//
 //
 // Reference kernels for the standalone runtime: the MLIR interpreter and the
-// compiled-module CPU backend both call these. Semantics follow ONNX (results
+// compiled-module CPU backend both call these. The arithmetic kernels also
+// have a double overload, the same code instantiated in FP64 (accumulators
+// stay double), for the interpreter's FP64 mode (gradient checks). Semantics follow ONNX (results
 // are checked against onnxruntime FP32), so every deviation from the ONNX
 // definition would show up as a numerical mismatch downstream.
 //
@@ -59,6 +61,8 @@ enum class BinaryOp { Add, Sub, Mul, Div, Pow, Max, Min };
 /// the output shape (in-place update).
 void binary(BinaryOp op, const float *a, const Shape &as, const float *b,
             const Shape &bs, float *out, const Shape &outShape);
+void binary(BinaryOp op, const double *a, const Shape &as, const double *b,
+            const Shape &bs, double *out, const Shape &outShape);
 
 enum class UnaryOp {
   Neg,
@@ -79,10 +83,14 @@ enum class UnaryOp {
 
 /// out[i] = op(in[i]); `out` may alias `in`.
 void unary(UnaryOp op, const float *in, float *out, int64_t n);
+void unary(UnaryOp op, const double *in, double *out, int64_t n);
 
 /// out = cond ? a : b, all three broadcast to `os` (cond bytes: nonzero=true).
 void where(const uint8_t *cond, const Shape &cs, const float *a,
            const Shape &as, const float *b, const Shape &bs, float *out,
+           const Shape &os);
+void where(const uint8_t *cond, const Shape &cs, const double *a,
+           const Shape &as, const double *b, const Shape &bs, double *out,
            const Shape &os);
 
 //===----------------------------------------------------------------------===//
@@ -97,6 +105,8 @@ Shape matmulShape(const Shape &as, const Shape &bs, bool *ok);
 /// result; batch dims broadcast. `os` must equal matmulShape(as, bs).
 void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
             float *out, const Shape &os);
+void matmul(const double *a, const Shape &as, const double *b, const Shape &bs,
+            double *out, const Shape &os);
 
 /// y = x * (transposeW ? W^T : W) + bias.
 /// x: [..., K] (leading dims flattened into M); W: [N,K] if transposeW else
@@ -106,6 +116,9 @@ void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
 void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
             bool transposeW, const float *bias, const Shape &biasShape,
             float *out, const Shape &os);
+void linear(const double *x, const Shape &xs, const double *w, const Shape &ws,
+            bool transposeW, const double *bias, const Shape &biasShape,
+            double *out, const Shape &os);
 
 //===----------------------------------------------------------------------===//
 // Normalization / softmax
@@ -115,22 +128,31 @@ void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
 /// are allowed. `out` may alias `in`.
 void softmax(const float *in, const Shape &s, int64_t axis, float *out);
 void logSoftmax(const float *in, const Shape &s, int64_t axis, float *out);
+void softmax(const double *in, const Shape &s, int64_t axis, double *out);
+void logSoftmax(const double *in, const Shape &s, int64_t axis, double *out);
 
 /// ONNX LayerNormalization: normalizes over dims [axis, rank) with population
 /// variance and eps inside the sqrt. scale/bias have numElements equal to the
 /// product of the normalized dims; bias may be null. Negative axes allowed.
 void layerNorm(const float *in, const Shape &s, int64_t axis,
                const float *scale, const float *bias, float eps, float *out);
+void layerNorm(const double *in, const Shape &s, int64_t axis,
+               const double *scale, const double *bias, double eps, double *out);
 
 /// y = x / sqrt(mean(x^2 over [axis, rank)) + eps) * scale; scale may be null.
 void rmsNorm(const float *in, const Shape &s, int64_t axis, const float *scale,
              float eps, float *out);
+void rmsNorm(const double *in, const Shape &s, int64_t axis, const double *scale,
+             double eps, double *out);
 
 /// ONNX BatchNormalization (inference): s = [N, C, spatial...]; per-channel
 /// scale/bias/mean/var of length C.
 void batchNormInference(const float *in, const Shape &s, const float *scale,
                         const float *bias, const float *mean, const float *var,
                         float eps, float *out);
+void batchNormInference(const double *in, const Shape &s, const double *scale,
+                        const double *bias, const double *mean, const double *var,
+                        double eps, double *out);
 
 //===----------------------------------------------------------------------===//
 // Reductions
@@ -164,6 +186,8 @@ Shape reducedShape(const Shape &s, const std::vector<int64_t> &axes,
 /// memory layout, and is accepted for the caller's readability/asserts.
 void reduce(ReduceOp op, const float *in, const Shape &s,
             const std::vector<int64_t> &axes, bool keepDims, float *out);
+void reduce(ReduceOp op, const double *in, const Shape &s,
+            const std::vector<int64_t> &axes, bool keepDims, double *out);
 
 //===----------------------------------------------------------------------===//
 // Data movement (any trivially copyable element type)
@@ -256,6 +280,11 @@ void conv2d(const float *in, const Shape &is, const float *w, const Shape &ws,
             const std::array<int64_t, 4> &pads,
             const std::array<int64_t, 2> &dilations, int64_t groups, float *out,
             const Shape &os);
+void conv2d(const double *in, const Shape &is, const double *w, const Shape &ws,
+            const double *bias, const std::array<int64_t, 2> &strides,
+            const std::array<int64_t, 4> &pads,
+            const std::array<int64_t, 2> &dilations, int64_t groups, double *out,
+            const Shape &os);
 
 /// ONNX MaxPool, 2-D. Padding never wins: only in-bounds elements take part
 /// (a window with none yields -inf). NaN propagates.
@@ -264,6 +293,12 @@ void maxPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &strides,
                const std::array<int64_t, 4> &pads,
                const std::array<int64_t, 2> &dilations, float *out,
+               const Shape &os);
+void maxPool2d(const double *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads,
+               const std::array<int64_t, 2> &dilations, double *out,
                const Shape &os);
 
 /// ONNX AveragePool, 2-D (dilations from opset 19). With countIncludePad the
@@ -276,6 +311,12 @@ void avgPool2d(const float *in, const Shape &is,
                const std::array<int64_t, 2> &strides,
                const std::array<int64_t, 4> &pads, bool countIncludePad,
                float *out, const Shape &os,
+               const std::array<int64_t, 2> &dilations = {1, 1});
+void avgPool2d(const double *in, const Shape &is,
+               const std::array<int64_t, 2> &kernel,
+               const std::array<int64_t, 2> &strides,
+               const std::array<int64_t, 4> &pads, bool countIncludePad,
+               double *out, const Shape &os,
                const std::array<int64_t, 2> &dilations = {1, 1});
 
 /// The window of an N-D convolution or pooling op (1 to 3 spatial dims),
@@ -297,6 +338,9 @@ int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBe
 void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
           const float *bias, const Window &win, int64_t groups, float *out,
           const Shape &os);
+void conv(const double *in, const Shape &is, const double *w, const Shape &ws,
+          const double *bias, const Window &win, int64_t groups, double *out,
+          const Shape &os);
 
 /// ONNX ConvTranspose, N-D: in [N, C, D...], w [C, M/groups, k...], bias
 /// [M] or null, out [N, M, O...] (O as transposedSize gives with the
@@ -305,6 +349,9 @@ void conv(const float *in, const Shape &is, const float *w, const Shape &ws,
 void convTranspose(const float *in, const Shape &is, const float *w, const Shape &ws,
                    const float *bias, const Window &win, int64_t groups, float *out,
                    const Shape &os);
+void convTranspose(const double *in, const Shape &is, const double *w, const Shape &ws,
+                   const double *bias, const Window &win, int64_t groups, double *out,
+                   const Shape &os);
 
 /// ONNX MaxPool, N-D. Padding never wins: only in-bounds elements take part.
 /// NaN propagates. With `indices`, also writes ONNX's Indices output: the
@@ -312,10 +359,14 @@ void convTranspose(const float *in, const Shape &is, const float *w, const Shape
 /// row-major, or column-major (storage_order 1) when `columnMajor`.
 void maxPool(const float *in, const Shape &is, const Window &win, float *out,
              const Shape &os, int64_t *indices = nullptr, bool columnMajor = false);
+void maxPool(const double *in, const Shape &is, const Window &win, double *out,
+             const Shape &os, int64_t *indices = nullptr, bool columnMajor = false);
 
 /// ONNX AveragePool, N-D, with avgPool2d's divisor rule per dim.
 void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
              float *out, const Shape &os);
+void avgPool(const double *in, const Shape &is, const Window &win, bool countIncludePad,
+             double *out, const Shape &os);
 
 /// ONNX GlobalAveragePool / GlobalMaxPool over all dims after [N, C].
 void globalAvgPool(const float *in, const Shape &is, float *out);

@@ -23,6 +23,19 @@ namespace mixprec::runtime::cpu {
 
 namespace detail {
 
+namespace {
+
+/// C = beta * C: the product of a zero-length dot product (0 for beta 0,
+/// so garbage in C never leaks through as NaN).
+template <typename T>
+void scaleByBeta(int64_t m, int64_t n, T *c, int64_t ldc, T beta) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+}
+
+} // namespace
+
 // Degenerate sizes are handled here because BLAS rejects lda/ldb of 0 and
 // some builds print xerbla errors for them.
 void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
@@ -30,13 +43,8 @@ void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
            float beta) {
   if (m == 0 || n == 0)
     return;
-  if (k == 0) {
-    // A zero-length dot product is 0, so C = beta * C.
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    return;
-  }
+  if (k == 0)
+    return scaleByBeta(m, n, c, ldc, beta);
 #ifdef MIXPREC_NO_BLAS
   portableSgemm(transB, m, n, k, a, lda, b, ldb, c, ldc, beta);
 #else
@@ -45,6 +53,31 @@ void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
   cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
               1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
+#endif
+}
+
+void dgemm(bool transB, int64_t m, int64_t n, int64_t k, const double *a,
+           int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc,
+           double beta) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0)
+    return scaleByBeta(m, n, c, ldc, beta);
+#ifdef MIXPREC_NO_BLAS
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = beta == 0.0 ? 0.0 : beta * c[i * ldc + j];
+      for (int64_t p = 0; p < k; ++p)
+        sum += a[i * lda + p] * (transB ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = sum;
+    }
+#else
+  assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
+         ldb <= INT_MAX && ldc <= INT_MAX && "blasint is 32-bit");
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
 #endif
 }
@@ -95,8 +128,12 @@ Shape matmulShape(const Shape &as, const Shape &bs, bool *ok) {
   return out;
 }
 
-void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
-            float *out, const Shape &os) {
+namespace {
+
+/// matmul() in T.
+template <typename T>
+void matmulT(const T *a, const Shape &as, const T *b, const Shape &bs, T *out,
+             const Shape &os) {
   MatmulDims d;
   bool dimsOk = matmulDims(as, bs, d);
   (void)dimsOk;
@@ -108,7 +145,7 @@ void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
   // A shared (unbatched) B with a fully batched A is one tall GEMM: this is
   // the common x[B,S,K] @ W[K,N] case and much faster than per-batch calls.
   if (numElements(d.batchB) == 1 && numElements(d.batchA) == nb) {
-    detail::sgemm(false, nb * m, n, k, a, k, b, n, out, n, 0.0f);
+    detail::gemm(false, nb * m, n, k, a, k, b, n, out, n, T(0));
     return;
   }
   std::vector<int64_t> so = contiguousStrides(d.batch);
@@ -124,16 +161,18 @@ void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
                         [&](const std::array<int64_t, 3> &off, int64_t cnt,
                             const std::array<int64_t, 3> &st) {
                           for (int64_t j = 0; j < cnt; ++j)
-                            detail::sgemm(false, m, n, k,
-                                          a + off[1] + j * st[1], k,
-                                          b + off[2] + j * st[2], n,
-                                          out + off[0] + j * st[0], n, 0.0f);
+                            detail::gemm(false, m, n, k,
+                                         a + off[1] + j * st[1], k,
+                                         b + off[2] + j * st[2], n,
+                                         out + off[0] + j * st[0], n, T(0));
                         });
 }
 
-void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
-            bool transposeW, const float *bias, const Shape &biasShape,
-            float *out, const Shape &os) {
+/// linear() in T.
+template <typename T>
+void linearT(const T *x, const Shape &xs, const T *w, const Shape &ws,
+             bool transposeW, const T *bias, const Shape &biasShape, T *out,
+             const Shape &os) {
   assert(!xs.empty() && ws.size() == 2);
   const int64_t k = xs.back();
   int64_t m = 1;
@@ -146,7 +185,7 @@ void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
   expected.push_back(n);
   assert(expected == os);
 #endif
-  float beta = 0.0f;
+  T beta = 0;
   if (bias) {
     // Prefill the output with the broadcast bias and let GEMM accumulate
     // onto it (beta = 1): no second pass over the output.
@@ -162,9 +201,31 @@ void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
 #endif
       expand(bias, biasShape, out, flat2d);
     }
-    beta = 1.0f;
+    beta = 1;
   }
-  detail::sgemm(transposeW, m, n, k, x, k, w, transposeW ? k : n, out, n, beta);
+  detail::gemm(transposeW, m, n, k, x, k, w, transposeW ? k : n, out, n, beta);
+}
+
+} // namespace
+
+void matmul(const float *a, const Shape &as, const float *b, const Shape &bs,
+            float *out, const Shape &os) {
+  matmulT(a, as, b, bs, out, os);
+}
+void matmul(const double *a, const Shape &as, const double *b, const Shape &bs,
+            double *out, const Shape &os) {
+  matmulT(a, as, b, bs, out, os);
+}
+
+void linear(const float *x, const Shape &xs, const float *w, const Shape &ws,
+            bool transposeW, const float *bias, const Shape &biasShape,
+            float *out, const Shape &os) {
+  linearT(x, xs, w, ws, transposeW, bias, biasShape, out, os);
+}
+void linear(const double *x, const Shape &xs, const double *w, const Shape &ws,
+            bool transposeW, const double *bias, const Shape &biasShape,
+            double *out, const Shape &os) {
+  linearT(x, xs, w, ws, transposeW, bias, biasShape, out, os);
 }
 
 } // namespace mixprec::runtime::cpu

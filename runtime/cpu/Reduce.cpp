@@ -24,30 +24,30 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct SumAcc {
   static constexpr double kInit = 0.0;
-  static double step(double a, float x) { return a + x; }
+  template <typename X> static double step(double a, X x) { return a + x; }
   static double combine(double a, double b) { return a + b; }
 };
 struct SumSquareAcc {
   static constexpr double kInit = 0.0;
-  static double step(double a, float x) {
+  template <typename X> static double step(double a, X x) {
     return a + static_cast<double>(x) * x;
   }
   static double combine(double a, double b) { return a + b; }
 };
 struct AbsSumAcc {
   static constexpr double kInit = 0.0;
-  static double step(double a, float x) { return a + std::fabs(x); }
+  template <typename X> static double step(double a, X x) { return a + std::fabs(x); }
   static double combine(double a, double b) { return a + b; }
 };
 struct ProdAcc {
   static constexpr double kInit = 1.0;
-  static double step(double a, float x) { return a * x; }
+  template <typename X> static double step(double a, X x) { return a * x; }
   static double combine(double a, double b) { return a * b; }
 };
 // NaN wins (x != x), matching numpy / onnxruntime's NaN-propagating max.
 struct MaxAcc {
   static constexpr double kInit = -kInf;
-  static double step(double a, float x) {
+  template <typename X> static double step(double a, X x) {
     return (x > a || x != x) ? static_cast<double>(x) : a;
   }
   static double combine(double a, double b) {
@@ -56,7 +56,7 @@ struct MaxAcc {
 };
 struct MinAcc {
   static constexpr double kInit = kInf;
-  static double step(double a, float x) {
+  template <typename X> static double step(double a, X x) {
     return (x < a || x != x) ? static_cast<double>(x) : a;
   }
   static double combine(double a, double b) {
@@ -64,8 +64,8 @@ struct MinAcc {
   }
 };
 
-template <typename Acc>
-double reduceRun(const float *x, int64_t n, int64_t stride, double a) {
+template <typename Acc, typename T>
+double reduceRun(const T *x, int64_t n, int64_t stride, double a) {
   if (stride != 1) {
     for (int64_t i = 0; i < n; ++i)
       a = Acc::step(a, x[i * stride]);
@@ -115,15 +115,15 @@ ReducePlan makeReducePlan(const Shape &s, const std::vector<int64_t> &axes) {
   return rp;
 }
 
-template <typename Acc>
-void accumulate(const ReducePlan &rp, const float *in,
+template <typename Acc, typename T>
+void accumulate(const ReducePlan &rp, const T *in,
                 std::vector<double> &acc) {
   acc.assign(rp.outCount, Acc::kInit);
   double *a = acc.data();
   detail::forEachRow<2>(rp.plan, {0, 0},
                         [&](const std::array<int64_t, 2> &off, int64_t n,
                             const std::array<int64_t, 2> &st) {
-                          const float *x = in + off[0];
+                          const T *x = in + off[0];
                           double *y = a + off[1];
                           if (st[1] == 0) {
                             y[0] = reduceRun<Acc>(x, n, st[0], y[0]);
@@ -154,8 +154,12 @@ Shape reducedShape(const Shape &s, const std::vector<int64_t> &axes,
   return out;
 }
 
-void reduce(ReduceOp op, const float *in, const Shape &s,
-            const std::vector<int64_t> &axes, bool keepDims, float *out) {
+namespace {
+
+/// reduce() in T: the accumulators are double either way.
+template <typename T>
+void reduceT(ReduceOp op, const T *in, const Shape &s,
+             const std::vector<int64_t> &axes, bool keepDims, T *out) {
   (void)keepDims; // Same memory layout either way.
   for (size_t i = 1; i < axes.size(); ++i)
     assert(axes[i - 1] < axes[i] && "axes must be sorted and unique");
@@ -163,7 +167,7 @@ void reduce(ReduceOp op, const float *in, const Shape &s,
   std::vector<double> acc;
   auto finish = [&](auto f) {
     for (int64_t i = 0; i < rp.outCount; ++i)
-      out[i] = static_cast<float>(f(acc[i]));
+      out[i] = static_cast<T>(f(acc[i]));
   };
   switch (op) {
   case ReduceOp::Sum:
@@ -211,18 +215,30 @@ void reduce(ReduceOp op, const float *in, const Shape &s,
     detail::forEachRow<2>(rp.plan, {0, 0},
                           [&](const std::array<int64_t, 2> &off, int64_t n,
                               const std::array<int64_t, 2> &st) {
-                            const float *x = in + off[0];
+                            const T *x = in + off[0];
                             for (int64_t i = 0; i < n; ++i) {
                               const int64_t j = off[1] + i * st[1];
                               a[j] += std::exp(x[i * st[0]] - shift[j]);
                             }
                           });
     for (int64_t i = 0; i < rp.outCount; ++i)
-      out[i] = static_cast<float>(std::log(acc[i]) + mx[i]);
+      out[i] = static_cast<T>(std::log(acc[i]) + mx[i]);
     return;
   }
   }
   assert(false && "unknown ReduceOp");
+}
+
+} // namespace
+
+void reduce(ReduceOp op, const float *in, const Shape &s,
+            const std::vector<int64_t> &axes, bool keepDims, float *out) {
+  reduceT(op, in, s, axes, keepDims, out);
+}
+
+void reduce(ReduceOp op, const double *in, const Shape &s,
+            const std::vector<int64_t> &axes, bool keepDims, double *out) {
+  reduceT(op, in, s, axes, keepDims, out);
 }
 
 void globalAvgPool(const float *in, const Shape &is, float *out) {

@@ -370,7 +370,7 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       map1([](float x) { return std::fabs(x); }, a, r, n);
       break;
     case OpCode::Sign:
-      map1(scalar::sign, a, r, n);
+      map1(scalar::sign<float>, a, r, n);
       break;
     case OpCode::Floor:
       map1([](float x) { return std::floor(x); }, a, r, n);
@@ -379,34 +379,34 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       map1([](float x) { return std::ceil(x); }, a, r, n);
       break;
     case OpCode::Round:
-      map1(scalar::roundHalfEven, a, r, n);
+      map1(scalar::roundHalfEven<float>, a, r, n);
       break;
     case OpCode::Fmod:
       map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
       break;
     case OpCode::Mod:
-      map2(scalar::floorMod, a, b, r, n);
+      map2(scalar::floorMod<float>, a, b, r, n);
       break;
     case OpCode::Softplus:
-      map1(scalar::softplus, a, r, n);
+      map1(scalar::softplus<float>, a, r, n);
       break;
     case OpCode::Mish:
-      map1(scalar::mish, a, r, n);
+      map1(scalar::mish<float>, a, r, n);
       break;
     case OpCode::HardSwish:
-      map1(scalar::hardSwish, a, r, n);
+      map1(scalar::hardSwish<float>, a, r, n);
       break;
     case OpCode::PRelu:
-      map2(scalar::prelu, a, b, r, n);
+      map2(scalar::prelu<float>, a, b, r, n);
       break;
     case OpCode::Elu:
-      map2(scalar::elu, a, b, r, n);
+      map2(scalar::elu<float>, a, b, r, n);
       break;
     case OpCode::HardSigmoid:
-      map3(scalar::hardSigmoid, a, b, c, r, n);
+      map3(scalar::hardSigmoid<float>, a, b, c, r, n);
       break;
     case OpCode::Selu:
-      map3(scalar::selu, a, b, c, r, n);
+      map3(scalar::selu<float>, a, b, c, r, n);
       break;
     case OpCode::Quantize: {
       // As the interpreter: finite values saturate, an inf or NaN (or a NaN
