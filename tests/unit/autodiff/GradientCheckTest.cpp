@@ -190,6 +190,34 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   }
 }
 
+// loss= picks a result by name among several; the others are dropped.
+TEST(Autodiff, LossChosenByName) {
+  MLIRContext context;
+  context.loadDialect<mixprec::graph::GraphDialect, func::FuncDialect>();
+  mixprec::compiler::registerReferenceExternalModels(context);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+    func.func @f(%x: tensor<2xf32> {mp.name = "x"})
+        -> (tensor<2xf32> {mp.name = "y"}, tensor<f32> {mp.name = "l"}) {
+      %0 = mp.mul %x, %x : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+      %1 = mp.reduce_sum %0 {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>
+      return %0, %1 : tensor<2xf32>, tensor<f32>
+    })mlir",
+                                                             &context);
+  ASSERT_TRUE(module);
+  mixprec::passes::GradientOptions options;
+  options.wrt = {"x"};
+  options.loss = "l";
+  FailureOr<func::FuncOp> grad =
+      mixprec::passes::buildGradientFunction(module->lookupSymbol<func::FuncOp>("f"), options);
+  ASSERT_TRUE(succeeded(grad));
+  EXPECT_EQ(grad->getName(), "f_grad");
+  std::vector<HostTensor> outputs =
+      interpreterFp32()(*grad, {HostTensor::makeFloat({2}, {3.0f, -0.5f})});
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].floats, (std::vector<float>{9.25f}));
+  EXPECT_EQ(outputs[1].floats, (std::vector<float>{6.0f, -1.0f})); // d(x^2)/dx = 2x, summed
+}
+
 //===----------------------------------------------------------------------===//
 // The cases
 //===----------------------------------------------------------------------===//
