@@ -509,6 +509,12 @@ Value elementTuples(GradBuilder &g, Value indices, int64_t axis) {
   return g.concat(parts, static_cast<int64_t>(shape.size()));
 }
 
+/// The adjoint of reading `data` along `axis` at per-element `indices`
+/// (GatherElements, TopK's values): `dy` scattered back, repeats summed.
+Value scatterAlongAxis(GradBuilder &g, Value data, Value indices, uint64_t axis, Value dy) {
+  return g.scatterAdd(shapeOf(data), elementTuples(g, indices, static_cast<int64_t>(axis)), dy);
+}
+
 /// The adjoint of a convolution's input: the transposed convolution of `dy`
 /// with the same weight ([M, C/groups, k...] read as [C_in, M_out/groups,
 /// k...]), with the output padding, or extra end padding (a ceil-mode
@@ -988,8 +994,7 @@ LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ValueRange resultGr
   if (!dy || !isFloatTensor(dy))
     return success();
   GradBuilder g(b, gradientLocation(*this));
-  Value tuples = elementTuples(g, getIndices(), static_cast<int64_t>(getAxis()));
-  setGrad(*this, g, 0, g.scatterAdd(shapeOf(getData()), tuples, dy), operandGrads);
+  setGrad(*this, g, 0, scatterAlongAxis(g, getData(), getIndices(), getAxis(), dy), operandGrads);
   return success();
 }
 
@@ -1019,8 +1024,8 @@ LogicalResult TopKOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (!dy || !isFloatTensor(dy))
     return success();
   GradBuilder g(b, gradientLocation(*this));
-  Value tuples = elementTuples(g, getIndices(), static_cast<int64_t>(getAxis()));
-  setGrad(*this, g, 0, g.scatterAdd(shapeOf(getInput()), tuples, dy), operandGrads);
+  setGrad(*this, g, 0, scatterAlongAxis(g, getInput(), getIndices(), getAxis(), dy),
+          operandGrads);
   return success();
 }
 
@@ -1116,59 +1121,59 @@ Value avgPoolGrad(GradBuilder &g, Value x, Value y, Value dy, ArrayRef<int64_t> 
 
 } // namespace
 
-LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
-                                        SmallVectorImpl<Value> &operandGrads) {
-  Value dy = startRule(*this, resultGrads, operandGrads);
+namespace {
+/// The rule of a max pooling op (the 2-D one has optional dilations).
+template <typename OpT>
+LogicalResult maxPoolGradients(OpT op, ArrayRef<int64_t> dilations, OpBuilder &b,
+                               ValueRange resultGrads, SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(op, resultGrads, operandGrads);
   if (!dy)
     return success();
-  GradBuilder g(b, gradientLocation(*this));
-  setGrad(*this, g, 0,
-          maxPoolGrad(g, getInput(), dy, getKernelShape(), getStrides(), getPads(),
-                      getDilations(), getCeilMode()),
+  GradBuilder g(b, gradientLocation(op));
+  setGrad(op, g, 0,
+          maxPoolGrad(g, op.getInput(), dy, op.getKernelShape(), op.getStrides(), op.getPads(),
+                      dilations, op.getCeilMode()),
           operandGrads);
   return success();
+}
+
+/// The rule of an average pooling op (the 2-D one has no dilations).
+template <typename OpT>
+LogicalResult avgPoolGradients(OpT op, ArrayRef<int64_t> dilations, OpBuilder &b,
+                               ValueRange resultGrads, SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(op));
+  setGrad(op, g, 0,
+          avgPoolGrad(g, op.getInput(), op.getOutput(), dy, op.getKernelShape(), op.getStrides(),
+                      op.getPads(), dilations, op.getCountIncludePad()),
+          operandGrads);
+  return success();
+}
+} // namespace
+
+LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  return maxPoolGradients(*this, getDilations(), b, resultGrads, operandGrads);
 }
 
 LogicalResult MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
-  Value dy = startRule(*this, resultGrads, operandGrads);
-  if (!dy)
-    return success();
-  GradBuilder g(b, gradientLocation(*this));
   SmallVector<int64_t> dilations{1, 1};
   if (auto d = getDilations())
     dilations.assign(d->begin(), d->end());
-  setGrad(*this, g, 0,
-          maxPoolGrad(g, getInput(), dy, getKernelShape(), getStrides(), getPads(), dilations,
-                      getCeilMode()),
-          operandGrads);
-  return success();
+  return maxPoolGradients(*this, dilations, b, resultGrads, operandGrads);
 }
 
 LogicalResult AvgPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  Value dy = startRule(*this, resultGrads, operandGrads);
-  if (!dy)
-    return success();
-  GradBuilder g(b, gradientLocation(*this));
-  setGrad(*this, g, 0,
-          avgPoolGrad(g, getInput(), getOutput(), dy, getKernelShape(), getStrides(), getPads(),
-                      getDilations(), getCountIncludePad()),
-          operandGrads);
-  return success();
+  return avgPoolGradients(*this, getDilations(), b, resultGrads, operandGrads);
 }
 
 LogicalResult AvgPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
-  Value dy = startRule(*this, resultGrads, operandGrads);
-  if (!dy)
-    return success();
-  GradBuilder g(b, gradientLocation(*this));
-  setGrad(*this, g, 0,
-          avgPoolGrad(g, getInput(), getOutput(), dy, getKernelShape(), getStrides(), getPads(),
-                      {1, 1}, getCountIncludePad()),
-          operandGrads);
-  return success();
+  return avgPoolGradients(*this, {1, 1}, b, resultGrads, operandGrads);
 }
 
 } // namespace mixprec::graph
