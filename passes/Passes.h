@@ -6,6 +6,7 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mixprec::passes {

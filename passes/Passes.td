@@ -252,4 +252,52 @@ def PlanMemoryPass : Pass<"mp-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::kernel::KernelDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def AutodiffPass : Pass<"mp-autodiff", "mlir::ModuleOp"> {
+  let summary = "Append the function that computes a loss and its gradients";
+  let description = [{
+    For a function whose result (or the result `loss=` names) holds one
+    float element, appends `@<name>_grad`: the forward ops, then a reverse
+    sweep that asks each op on the path from the `wrt=` inputs to the loss
+    for its gradient rule (`GradientOpInterface`; element-wise ops derive
+    theirs from their scalar function). Adjoints of a value read several
+    times are summed in FP32. `wrt` names function arguments (`mp.name`) or
+    constants (their node name), which become arguments of the gradient
+    function; `params` stands for every named float constant of rank >= 1.
+    Results: the loss, then one gradient per wrt input (`grad:<name>`), zeros
+    for an input the loss does not depend on through float values. An op
+    on the path with no gradient rule is an error naming it.
+    ```mlir
+    func.func @main(%x: tensor<4xf32> {mp.name = "x"}) -> tensor<f32> {
+      %0 = mp.mul %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %1 = mp.reduce_sum %0 {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+    // after --mp-autodiff=wrt=x, also:
+    func.func @main_grad(%x: tensor<4xf32> {mp.name = "x"})
+        -> (tensor<f32> {mp.name = "loss"}, tensor<4xf32> {mp.name = "grad:x"}) {
+      ... forward ...
+      %one = mp.constant dense<1.0> : tensor<f32>
+      %d = mp.reshape %one : tensor<f32> -> tensor<1xf32>
+      %b = mp.add %d, %zeros : tensor<1xf32>, tensor<4xf32> -> tensor<4xf32>
+      %g1 = mp.mul %b, %x ...   %g2 = mp.mul %b, %x ...
+      %g = mp.add %g1, %g2 ...  // two uses of %x, summed in FP32
+      return %1, %g : tensor<f32>, tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"\"",
+           "The function to differentiate (default: @main, or the only one)">,
+    ListOption<"wrt", "wrt", "std::string",
+               "Argument or constant names to differentiate with respect to, or params">,
+    Option<"loss", "loss", "std::string", "\"\"",
+           "The result to differentiate, by mp.name or index (default: the only one)">,
+  ];
+}
+
 #endif // MIXPREC_PASSES

@@ -2,6 +2,7 @@
 #ifndef MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H
 #define MIXPREC_DIALECTS_GRAPH_IR_GRAPHINTERFACES_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -50,6 +51,11 @@ PrecisionClass precisionClassFromTraits(mlir::Operation *op);
 int64_t defaultFlopCount(mlir::Operation *op);
 /// The default byte count (see getByteCount in GraphInterfaces.td).
 int64_t defaultByteCount(mlir::Operation *op);
+/// The gradient rule of an element-wise op (GradientOpInterface's default):
+/// the derivative table of its ScalarFn, reduced to each operand's shape.
+llvm::LogicalResult buildElementwiseGradients(mlir::Operation *op, mlir::OpBuilder &builder,
+                                              mlir::ValueRange resultGrads,
+                                              llvm::SmallVectorImpl<mlir::Value> &operandGrads);
 } // namespace detail
 
 } // namespace mixprec::graph

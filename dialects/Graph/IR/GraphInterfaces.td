@@ -139,4 +139,35 @@ def MP_GemmOpInterface : OpInterface<"GemmOpInterface"> {
   ];
 }
 
+def MP_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mixprec::graph";
+  let description = [{
+    The op's reverse-mode gradient rule (as Enzyme's MLIR
+    `AutoDiffOpInterface`): given the adjoints of its results, it builds the
+    mp ops that compute the adjoint of each operand, where the builder
+    stands. The reverse sweep (passes/Autodiff.cpp) asks every op on the
+    path from the inputs to the loss, and never keeps a list of op types.
+    Element-wise ops take the default rule, which reads the op's ScalarFn
+    in one table of derivative expressions (GraphGradients.cpp); the other
+    ops implement their own there. Reductions inside a rule accumulate in
+    FP32 (the ops' default `acc_type`), and the normalizations compute
+    their backward in FP32 whatever the storage dtype.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Fills `operandGrads` with one value per operand: the adjoint of that
+        operand (its type), or null where the operand is not differentiable
+        (integer indices, masks) or every result adjoint is null.
+        `resultGrads` holds one adjoint per result (null: none reaches it),
+        each of the result's type. Fails, with an error on the op, for a
+        configuration the rule does not cover.
+      }],
+      "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::ValueRange":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads), [{}],
+      [{ return ::mixprec::graph::detail::buildElementwiseGradients(
+             $_op.getOperation(), builder, resultGrads, operandGrads); }]>,
+  ];
+}
+
 #endif // MIXPREC_GRAPH_INTERFACES

@@ -24,6 +24,10 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 def MP_InferShapedType
     : DeclareOpInterfaceMethods<InferShapedTypeOpInterface, ["inferReturnTypeComponents"]>;
 
+// The op's gradient rule is its own (GraphGradients.cpp); element-wise ops
+// list MP_GradientOpInterface alone and take the ScalarFn table's rule.
+def MP_OwnGradient : DeclareOpInterfaceMethods<MP_GradientOpInterface, ["buildGradients"]>;
+
 //===----------------------------------------------------------------------===//
 // Constants and casts
 //===----------------------------------------------------------------------===//
@@ -45,7 +49,8 @@ def Graph_ConstantOp : Graph_Op<"constant",
   let hasFolder = 1;
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterface]> {
+def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterface,
+                                       MP_GradientOpInterface]> {
   let summary = "Converts the element type, rounding to nearest even";
   let description = [{
     Rounds each element to the result element type, round-to-nearest-even.
@@ -77,7 +82,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 
 def Graph_MatmulOp : Graph_Op<"matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
@@ -100,7 +105,7 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 
 def Graph_LinearOp : Graph_Op<"linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
     ["hasFp8GemmForm", "getFlopCount"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
@@ -127,7 +132,7 @@ def Graph_LinearOp : Graph_Op<"linear",
 }
 
 def Graph_Conv2dOp : Graph_Op<"conv2d",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
     ["getFlopCount"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
@@ -155,7 +160,7 @@ def Graph_Conv2dOp : Graph_Op<"conv2d",
 }
 
 def Graph_ConvOp : Graph_Op<"conv",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
     ["getFlopCount"]> {
   let summary = "N-D convolution (1 to 3 spatial dims), NC... input";
   let description = [{
@@ -186,7 +191,7 @@ def Graph_ConvOp : Graph_Op<"conv",
 }
 
 def Graph_ConvTransposeOp : Graph_Op<"conv_transpose",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType],
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
     ["getFlopCount"]> {
   let summary = "N-D transposed convolution (1 to 3 spatial dims)";
   let description = [{
@@ -238,8 +243,8 @@ def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
 // precision class).
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                      TypeConstraint operand = MP_FloatTensor>
-    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType],
-                                     traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType,
+                                      MP_GradientOpInterface], traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -283,8 +288,8 @@ def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", "Pow", [MP_
 
 class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                     TypeConstraint operand = MP_FloatTensor>
-    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface],
-                                     traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface,
+                                      MP_GradientOpInterface], traits)> {
   let summary = "Element-wise " # desc;
   let description = [{
     Same shape and element type in and out.
@@ -313,7 +318,7 @@ def Graph_ErfOp : Graph_UnaryOp<"erf", "error function", "Erf", [MP_Fp32Class]>;
 def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x", "Reciprocal", [MP_Fp32Class]>;
 
 def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
-                                     MP_ElementwiseOpInterface]> {
+                                     MP_ElementwiseOpInterface, MP_GradientOpInterface]> {
   let summary = "Element-wise GELU, exact (erf) or tanh approximation";
   let description = [{
     `approximate none` (the default, not printed): 0.5 x (1 + erf(x / sqrt 2));
@@ -337,7 +342,8 @@ def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
   }];
 }
 
-def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_InferShapedType]> {
+def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_InferShapedType,
+                                      MP_GradientOpInterface]> {
   let summary = "Element-wise select with NumPy broadcasting";
   let description = [{
     `output = condition ? lhs : rhs`; all three broadcast to the result.
@@ -518,7 +524,8 @@ def Graph_PReluOp : Graph_BinaryOp<"prelu",
 // computed in FP32 with the parameters unrounded, then rounded once.
 class Graph_ParamActivationOp<string mnemonic, string desc, string fn, dag params,
                               code paramList>
-    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface]> {
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface,
+                          MP_GradientOpInterface]> {
   let summary = "Element-wise " # desc;
   let description = [{
     Same shape and element type in and out; the parameters are FP32
@@ -558,7 +565,7 @@ def Graph_HardSigmoidOp : Graph_ParamActivationOp<"hard_sigmoid",
 
 class Graph_SoftmaxLikeOp<string mnemonic, string desc>
     : Graph_Op<mnemonic, [Pure, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
-                         DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
+                         DeclareOpInterfaceMethods<MP_RowReductionOpInterface>, MP_OwnGradient]> {
   let summary = desc # " along one axis";
   let description = [{
     Normalizes along `axis` (0 <= axis < rank; the importer normalizes
@@ -582,7 +589,7 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm",
     [Pure, AttrSizedOperandSegments, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
-     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
+     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>, MP_OwnGradient]> {
   let summary = "Layer normalization over the trailing dimensions from `axis`";
   let description = [{
     ONNX `LayerNormalization`: mean and (population) variance over dims
@@ -607,7 +614,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm",
 
 def Graph_RmsNormOp : Graph_Op<"rms_norm",
     [Pure, MP_Fp32Class, MP_Accumulates, MP_RowReductionKernel,
-     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>]> {
+     DeclareOpInterfaceMethods<MP_RowReductionOpInterface>, MP_OwnGradient]> {
   let summary = "RMS normalization over the trailing dimensions from `axis`";
   let description = [{
     `x / sqrt(mean(x^2 over dims [axis, rank)) + epsilon) * scale`, `scale`
@@ -628,7 +635,8 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm",
   let hasVerifier = 1;
 }
 
-def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, MP_Fp32Class, MP_Accumulates]> {
+def Graph_BatchNormOp : Graph_Op<"batch_norm",
+    [Pure, MP_Fp32Class, MP_Accumulates, MP_OwnGradient]> {
   let summary = "Batch normalization with running statistics (inference)";
   let description = [{
     `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]` with the
@@ -651,8 +659,8 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, MP_Fp32Class, MP_Accumulat
 
 class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat([Pure, MP_RowReductionKernel, MP_InferShapedType,
-                                      DeclareOpInterfaceMethods<MP_RowReductionOpInterface>],
-                                     traits)> {
+                                      DeclareOpInterfaceMethods<MP_RowReductionOpInterface>,
+                                      MP_OwnGradient], traits)> {
   let summary = "Reduces with " # desc # " over `axes`";
   let description = [{
     `axes` are non-negative, strictly increasing and not empty (the importer
@@ -690,7 +698,8 @@ def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "the maximum">;
 // Data movement (follow class)
 //===----------------------------------------------------------------------===//
 
-def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement], ["getByteCount"]> {
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement, MP_OwnGradient],
+                               ["getByteCount"]> {
   let summary = "Reinterprets the shape, same elements in row-major order";
   let description = [{
     ```mlir
@@ -704,7 +713,8 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement], ["getByteCoun
   let hasVerifier = 1;
 }
 
-def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement, MP_InferShapedType]> {
+def Graph_TransposeOp : Graph_Op<"transpose",
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Permutes dimensions";
   let description = [{
     `output.shape[i] = input.shape[perm[i]]`.
@@ -720,7 +730,8 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, MP_DataMovement, MP_InferSh
   let hasVerifier = 1;
 }
 
-def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement, MP_InferShapedType]> {
+def Graph_ConcatOp : Graph_Op<"concat",
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Joins tensors along one axis";
   let description = [{
     ```mlir
@@ -736,7 +747,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure, MP_DataMovement, MP_InferShapedTy
   let hasVerifier = 1;
 }
 
-def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement]> {
+def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement, MP_OwnGradient]> {
   let summary = "Strided slice, static per dimension";
   let description = [{
     Along each dim d, takes `output.shape[d]` elements starting at
@@ -756,7 +767,8 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement]> {
   let hasVerifier = 1;
 }
 
-def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement, MP_InferShapedType]> {
+def Graph_GatherOp : Graph_Op<"gather",
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Takes slices of `data` along `axis` at integer indices";
   let description = [{
     ONNX `Gather`: `output.shape = data.shape[:axis] + indices.shape +
@@ -779,7 +791,7 @@ def Graph_GatherOp : Graph_Op<"gather", [Pure, MP_DataMovement, MP_InferShapedTy
 //===----------------------------------------------------------------------===//
 
 def Graph_GatherElementsOp : Graph_Op<"gather_elements",
-    [Pure, MP_DataMovement, MP_InferShapedType]> {
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Picks elements of `data` along `axis` at per-element indices";
   let description = [{
     ONNX `GatherElements`: the output has the shape of `indices` (the rank
@@ -798,7 +810,8 @@ def Graph_GatherElementsOp : Graph_Op<"gather_elements",
   let hasVerifier = 1;
 }
 
-def Graph_GatherNdOp : Graph_Op<"gather_nd", [Pure, MP_DataMovement, MP_InferShapedType]> {
+def Graph_GatherNdOp : Graph_Op<"gather_nd",
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Picks slices of `data` at index tuples (the last dim of `indices`)";
   let description = [{
     ONNX `GatherND`: the first `batch_dims` dims of `data` and `indices`
@@ -844,7 +857,7 @@ class Graph_ArgReduceOp<string mnemonic, string desc>
 def Graph_ArgMaxOp : Graph_ArgReduceOp<"arg_max", "maximum">;
 def Graph_ArgMinOp : Graph_ArgReduceOp<"arg_min", "minimum">;
 
-def Graph_TopKOp : Graph_Op<"topk", [Pure, MP_InferShapedType]> {
+def Graph_TopKOp : Graph_Op<"topk", [Pure, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "The `k` largest (or smallest) values along `axis` and their indices";
   let description = [{
     ONNX `TopK` with `k` fixed at compile time: `values` keep the input's
@@ -867,7 +880,8 @@ def Graph_TopKOp : Graph_Op<"topk", [Pure, MP_InferShapedType]> {
 
 // FP32 class: a running sum in 16 bits loses the small terms once the sum
 // grows (BF16 keeps 8 bits), so it accumulates and stores in FP32.
-def Graph_CumSumOp : Graph_Op<"cumsum", [Pure, MP_Fp32Class, MP_InferShapedType]> {
+def Graph_CumSumOp : Graph_Op<"cumsum",
+    [Pure, MP_Fp32Class, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Running sums along `axis`";
   let description = [{
     ONNX `CumSum` with a compile-time axis: `exclusive` leaves the element
@@ -887,7 +901,8 @@ def Graph_CumSumOp : Graph_Op<"cumsum", [Pure, MP_Fp32Class, MP_InferShapedType]
   let hasVerifier = 1;
 }
 
-def Graph_ScatterNdOp : Graph_Op<"scatter_nd", [Pure, MP_DataMovement, MP_InferShapedType]> {
+def Graph_ScatterNdOp : Graph_Op<"scatter_nd",
+    [Pure, MP_DataMovement, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "`data` with slices at index tuples replaced (or combined) by `updates`";
   let description = [{
     ONNX `ScatterND`: a copy of `data` where each tuple of
@@ -913,7 +928,8 @@ def Graph_ScatterNdOp : Graph_Op<"scatter_nd", [Pure, MP_DataMovement, MP_InferS
 
 // FP32 class: a product of many terms leaves FP16's range (and BF16's
 // precision) after a few factors, so it multiplies in FP32.
-def Graph_ReduceProdOp : Graph_Op<"reduce_prod", [Pure, MP_Fp32Class, MP_InferShapedType]> {
+def Graph_ReduceProdOp : Graph_Op<"reduce_prod",
+    [Pure, MP_Fp32Class, MP_InferShapedType, MP_OwnGradient]> {
   let summary = "Reduces with a product over `axes` (a routine, not a row kernel)";
   let description = [{
     `axes` are non-negative, strictly increasing and not empty (the importer
@@ -933,7 +949,7 @@ def Graph_ReduceProdOp : Graph_Op<"reduce_prod", [Pure, MP_Fp32Class, MP_InferSh
 }
 
 class Graph_Pool2dOp<string mnemonic, string desc, dag extraArgs>
-    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
+    : Graph_Op<mnemonic, [Pure, MP_InferShapedType, MP_OwnGradient]> {
   let summary = desc # " pooling over 2-D windows (NCHW)";
   let description = [{
     ONNX pooling for 4-D inputs; `pads` is [top, left, bottom, right];
@@ -960,8 +976,9 @@ def Graph_MaxPool2dOp : Graph_Pool2dOp<"max_pool2d", "Max",
 def Graph_AvgPool2dOp : Graph_Pool2dOp<"avg_pool2d", "Average",
     (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad)>;
 
-class Graph_PoolOp<string mnemonic, string desc, dag extraArgs, Type resultType>
-    : Graph_Op<mnemonic, [Pure, MP_InferShapedType]> {
+class Graph_PoolOp<string mnemonic, string desc, dag extraArgs, Type resultType,
+                   list<Trait> traits = [MP_OwnGradient]>
+    : Graph_Op<mnemonic, !listconcat([Pure, MP_InferShapedType], traits)> {
   let summary = desc # " over N-D windows (1 to 3 spatial dims)";
   let description = [{
     ONNX pooling for [N, C, D...] inputs with 1, 2 or 3 spatial dims:
@@ -997,7 +1014,7 @@ def Graph_AvgPoolOp : Graph_PoolOp<"avg_pool", "Average pooling",
 // stored in, as mp.arg_max does.
 def Graph_MaxPoolIndicesOp : Graph_PoolOp<"max_pool_indices",
     "The flat input index of each max-pooling window's maximum",
-    (ins DefaultValuedAttr<I64Attr, "0">:$storage_order), RankedTensorOf<[I64]>>;
+    (ins DefaultValuedAttr<I64Attr, "0">:$storage_order), RankedTensorOf<[I64]>, []>;
 
 //===----------------------------------------------------------------------===//
 // FP8 scaling

@@ -1,0 +1,1179 @@
+//===- GraphGradients.cpp - gradient rules of the mp ops -------------------===//
+//
+// GradientOpInterface (GraphInterfaces.td): each op builds the adjoints of
+// its operands from the adjoints of its results, as mp ops. Element-wise ops
+// share one rule: the derivative table of their ScalarFn (scalarPartials),
+// times the result adjoint, reduced to each operand's shape (sumToShape).
+// The other ops write their rule below, grouped as GraphOps.td groups them.
+// GradBuilder keeps the rules readable as formulas: it computes the result
+// type of each op it builds (NumPy broadcasting, reductions, reshapes).
+//
+// Rules that are exact only under a condition say so: reduce_prod divides
+// by the input (not defined at zeros), scatter_nd (reduction none) assumes
+// distinct index tuples, max and reduce_max split ties evenly.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+
+namespace mixprec::graph {
+namespace {
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+ArrayRef<int64_t> shapeOf(Value v) { return tensorType(v).getShape(); }
+Type elementTypeOf(Value v) { return tensorType(v).getElementType(); }
+bool isFloatTensor(Value v) { return isa<FloatType>(elementTypeOf(v)); }
+
+/// The location of the ops of `op`'s gradient rule: its node name with
+/// ".grad" appended, so that the printed IR names them after the op.
+Location gradientLocation(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return NameLoc::get(StringAttr::get(op->getContext(), name.getName().str() + ".grad"),
+                            loc);
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return NameLoc::get(StringAttr::get(op->getContext(), name.getName().str() + ".grad"), loc);
+  return loc;
+}
+
+/// The value of a splat float constant, if `v` is one.
+std::optional<double> splatValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// Builds the ops of gradient formulas at one location, computing each
+/// result type from the operands, so that a rule reads as its formula.
+class GradBuilder {
+public:
+  GradBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// A splat float constant of `shape` (rank 0 by default).
+  Value splat(double v, Type elementType, ArrayRef<int64_t> shape = {}) {
+    auto type = RankedTensorType::get(shape, elementType);
+    return b.create<ConstantOp>(loc, type,
+                                DenseElementsAttr::get(type, FloatAttr::get(elementType, v)));
+  }
+  /// A rank-0 constant of `like`'s element type: broadcasts in any binary op.
+  Value scalar(double v, Value like) { return splat(v, elementTypeOf(like)); }
+  /// Zeros of `like`'s type.
+  Value zerosLike(Value like) { return splat(0.0, elementTypeOf(like), shapeOf(like)); }
+  /// An integer constant of `shape` holding `values` (row-major).
+  Value indexConstant(ArrayRef<int64_t> values, ArrayRef<int64_t> shape, Type elementType) {
+    auto type = RankedTensorType::get(shape, elementType);
+    SmallVector<APInt> ints;
+    for (int64_t v : values)
+      ints.push_back(APInt(elementType.getIntOrFloatBitWidth(), v, /*isSigned=*/true));
+    return b.create<ConstantOp>(loc, type, DenseElementsAttr::get(type, ints));
+  }
+
+  /// A broadcasting binary op; its result has `lhs`'s element type.
+  template <typename OpT> Value binary(Value lhs, Value rhs) {
+    ShapeOrError shape = broadcastShapes(shapeOf(lhs), shapeOf(rhs));
+    auto type = RankedTensorType::get(shape.shape, elementTypeOf(lhs));
+    return b.create<OpT>(loc, type, lhs, rhs);
+  }
+  Value add(Value x, Value y) {
+    if (splatValue(y) == 0.0 && sameShapeAfterBroadcast(x, y))
+      return x;
+    return binary<AddOp>(x, y);
+  }
+  Value sub(Value x, Value y) { return binary<SubOp>(x, y); }
+  /// x * y, with the products by splat 0, 1 and -1 folded (they are most
+  /// partial derivatives of the table).
+  Value mul(Value x, Value y) {
+    if (std::optional<double> c = splatValue(y); c && sameShapeAfterBroadcast(x, y)) {
+      if (*c == 1.0)
+        return x;
+      if (*c == -1.0)
+        return neg(x);
+      if (*c == 0.0)
+        return zerosLike(x);
+    }
+    return binary<MulOp>(x, y);
+  }
+  Value div(Value x, Value y) { return binary<DivOp>(x, y); }
+  Value neg(Value x) { return unary<NegOp>(x); }
+  template <typename OpT> Value unary(Value x) { return b.create<OpT>(loc, x.getType(), x); }
+  /// A bool tensor comparing `x` and `y` (broadcast).
+  template <typename OpT> Value compare(Value x, Value y) {
+    ShapeOrError shape = broadcastShapes(shapeOf(x), shapeOf(y));
+    return b.create<OpT>(loc, RankedTensorType::get(shape.shape, b.getI1Type()), x, y);
+  }
+  /// condition ? x : y, broadcast; the result has `x`'s element type.
+  Value where(Value condition, Value x, Value y) {
+    ShapeOrError shape = broadcastShapes(shapeOf(condition), shapeOf(x));
+    shape = broadcastShapes(shape.shape, shapeOf(y));
+    return b.create<WhereOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)),
+                             condition, x, y);
+  }
+  /// 1 where `condition` holds, else 0, in `like`'s element type.
+  Value indicator(Value condition, Value like) {
+    return where(condition, scalar(1.0, like), scalar(0.0, like));
+  }
+
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (shapeOf(x) == shape)
+      return x;
+    return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, elementTypeOf(x)), x);
+  }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return x;
+    ShapeOrError shape = transposeShape(shapeOf(x), perm);
+    return b.create<TransposeOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)), x,
+                                 perm);
+  }
+  /// Swaps the last two dims.
+  Value transposeLast2(Value x) {
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, shapeOf(x).size()));
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    return transpose(x, perm);
+  }
+  /// A slice from the origin with unit steps.
+  Value sliceFront(Value x, ArrayRef<int64_t> shape) {
+    if (shapeOf(x) == shape)
+      return x;
+    SmallVector<int64_t> zeros(shape.size(), 0), ones(shape.size(), 1);
+    return b.create<SliceOp>(loc, RankedTensorType::get(shape, elementTypeOf(x)), x, zeros, ones);
+  }
+  Value cast(Value x, Type elementType) {
+    if (elementTypeOf(x) == elementType)
+      return x;
+    return b.create<CastOp>(loc, RankedTensorType::get(shapeOf(x), elementType), x);
+  }
+  Value toF32(Value x) { return cast(x, b.getF32Type()); }
+
+  /// A sum over `axes` (increasing), accumulated in FP32 (the default acc_type).
+  Value reduceSum(Value x, ArrayRef<int64_t> axes, bool keepDims) {
+    if (axes.empty())
+      return x;
+    ShapeOrError shape = reduceShape(shapeOf(x), axes, keepDims);
+    return b.create<ReduceSumOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)), x,
+                                 axes, keepDims, TypeAttr());
+  }
+  /// The mean over `axes`, as a sum times 1/count (FP32 accumulation).
+  Value reduceMean(Value x, ArrayRef<int64_t> axes) {
+    int64_t count = 1;
+    for (int64_t a : axes)
+      count *= shapeOf(x)[a];
+    return mul(reduceSum(x, axes, /*keepDims=*/true), scalar(1.0 / double(count), x));
+  }
+
+  /// The adjoint of a broadcast: `x` summed over the dims that broadcasting
+  /// added or stretched to reach its shape, reshaped to `shape`.
+  Value sumToShape(Value x, ArrayRef<int64_t> shape) {
+    ArrayRef<int64_t> from = shapeOf(x);
+    if (from == shape)
+      return x;
+    size_t lead = from.size() - shape.size();
+    SmallVector<int64_t> axes;
+    for (size_t i = 0; i < from.size(); ++i)
+      if (i < lead || (shape[i - lead] == 1 && from[i] != 1))
+        axes.push_back(static_cast<int64_t>(i));
+    return reshape(reduceSum(x, axes, /*keepDims=*/true), shape);
+  }
+  /// `x` broadcast to `shape` (NumPy rules): there is no broadcast op, so it
+  /// adds zeros of that shape, which is exact.
+  Value broadcastTo(Value x, ArrayRef<int64_t> shape) {
+    if (shapeOf(x) == shape)
+      return x;
+    return binary<AddOp>(x, splat(0.0, elementTypeOf(x), shape));
+  }
+
+  /// numpy.matmul (both operands of `lhs`'s element type).
+  Value matmul(Value lhs, Value rhs) {
+    ShapeOrError shape = matmulShape(shapeOf(lhs), shapeOf(rhs));
+    return b.create<MatmulOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(lhs)), lhs,
+                              rhs, TypeAttr());
+  }
+  Value linear(Value input, Value weight, bool transposeWeight) {
+    ShapeOrError shape = linearShape(shapeOf(input), shapeOf(weight), transposeWeight);
+    return b.create<LinearOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(input)),
+                              input, weight, Value(), transposeWeight, TypeAttr());
+  }
+  /// A convolution without bias: mp.conv2d for 2 spatial dims (as the
+  /// importer writes it), mp.conv otherwise.
+  Value conv(Value input, Value weight, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+             ArrayRef<int64_t> dilations, int64_t groups) {
+    ShapeOrError shape =
+        convShape(shapeOf(input), shapeOf(weight), strides, pads, dilations, groups);
+    auto type = RankedTensorType::get(shape.shape, elementTypeOf(input));
+    if (shapeOf(input).size() == 4)
+      return b.create<Conv2dOp>(loc, type, input, weight, Value(), strides, pads, dilations,
+                                groups, TypeAttr());
+    return b.create<ConvOp>(loc, type, input, weight, Value(), strides, pads, dilations, groups,
+                            TypeAttr());
+  }
+  Value convTranspose(Value input, Value weight, ArrayRef<int64_t> strides,
+                      ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                      ArrayRef<int64_t> outputPadding, int64_t groups) {
+    ShapeOrError shape = convTransposeShape(shapeOf(input), shapeOf(weight), strides, pads,
+                                            dilations, outputPadding, groups);
+    return b.create<ConvTransposeOp>(loc,
+                                     RankedTensorType::get(shape.shape, elementTypeOf(input)),
+                                     input, weight, Value(), strides, pads, dilations,
+                                     outputPadding, groups, TypeAttr());
+  }
+  Value concat(ValueRange parts, int64_t axis) {
+    if (parts.size() == 1)
+      return parts[0];
+    SmallVector<SmallVector<int64_t, 4>> shapes;
+    for (Value p : parts)
+      shapes.emplace_back(shapeOf(p));
+    ShapeOrError shape = concatShape(shapes, axis);
+    return b.create<ConcatOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(parts[0])),
+                              parts, axis);
+  }
+  /// scatter_nd(zeros of `dataShape`, tuples, updates, "add"): the adjoint
+  /// of reading the elements (or slices) at `tuples`.
+  Value scatterAdd(ArrayRef<int64_t> dataShape, Value tuples, Value updates) {
+    Value zeros = splat(0.0, elementTypeOf(updates), dataShape);
+    return b.create<ScatterNdOp>(loc, zeros.getType(), zeros, tuples, updates, "add");
+  }
+
+  OpBuilder &b;
+  Location loc;
+
+private:
+  /// Whether broadcasting `y` against `x` leaves `x`'s shape unchanged.
+  bool sameShapeAfterBroadcast(Value x, Value y) {
+    ShapeOrError shape = broadcastShapes(shapeOf(x), shapeOf(y));
+    return shape.ok() && ArrayRef<int64_t>(shape.shape) == shapeOf(x);
+  }
+};
+
+/// The shape of a reduction's input with the reduced dims kept as 1.
+SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(shape);
+  for (int64_t a : axes)
+    kept[a] = 1;
+  return kept;
+}
+
+/// The dims [from, rank) of a rank-`rank` tensor.
+SmallVector<int64_t> trailingAxes(int64_t from, int64_t rank) {
+  return llvm::to_vector(llvm::seq<int64_t>(from, rank));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops: the derivative table
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The partial derivatives of the scalar function `fn` with respect to each
+/// of its arguments `x` (the op's operands, then its FP32 parameters as
+/// rank-0 constants), given its result `y`, as tensors that broadcast to
+/// `y`'s shape: one entry per argument, null where the function is not
+/// differentiable in it (a select's condition). Failure for functions with
+/// no derivative (predicates, logic, FP8 scaling).
+FailureOr<SmallVector<Value>> scalarPartials(ScalarFn fn, GradBuilder &g, ArrayRef<Value> x,
+                                             Value y) {
+  auto c = [&](double v) { return g.scalar(v, y); };
+  auto sq = [&](Value v) { return g.mul(v, v); };
+  switch (fn) {
+  case ScalarFn::Add:
+    return SmallVector<Value>{c(1), c(1)};
+  case ScalarFn::Sub:
+    return SmallVector<Value>{c(1), c(-1)};
+  case ScalarFn::Mul:
+    return SmallVector<Value>{x[1], x[0]};
+  case ScalarFn::Div: // d/dx 1/b, d/db -y/b
+    return SmallVector<Value>{g.div(c(1), x[1]), g.neg(g.div(y, x[1]))};
+  case ScalarFn::Pow: { // b x^(b-1), and y log x (0 where x = 0, as PyTorch)
+    Value dBase = g.mul(x[1], g.binary<PowOp>(x[0], g.sub(x[1], c(1))));
+    Value dExp = g.where(g.compare<EqualOp>(x[0], c(0)), c(0),
+                         g.mul(y, g.unary<LogOp>(x[0])));
+    return SmallVector<Value>{dBase, dExp};
+  }
+  case ScalarFn::Neg:
+    return SmallVector<Value>{c(-1)};
+  case ScalarFn::Relu:
+    return SmallVector<Value>{g.indicator(g.compare<GreaterOp>(x[0], c(0)), y)};
+  case ScalarFn::Tanh:
+    return SmallVector<Value>{g.sub(c(1), sq(y))};
+  case ScalarFn::Sigmoid:
+    return SmallVector<Value>{g.mul(y, g.sub(c(1), y))};
+  case ScalarFn::Silu: { // s (1 + x (1 - s)), s = sigmoid(x)
+    Value s = g.unary<SigmoidOp>(x[0]);
+    return SmallVector<Value>{g.mul(s, g.add(c(1), g.mul(x[0], g.sub(c(1), s))))};
+  }
+  case ScalarFn::Exp:
+    return SmallVector<Value>{y};
+  case ScalarFn::Log:
+    return SmallVector<Value>{g.div(c(1), x[0])};
+  case ScalarFn::Sqrt:
+    return SmallVector<Value>{g.div(c(0.5), y)};
+  case ScalarFn::Rsqrt: // -y^3 / 2
+    return SmallVector<Value>{g.mul(c(-0.5), g.mul(y, sq(y)))};
+  case ScalarFn::Erf: // 2/sqrt(pi) exp(-x^2)
+    return SmallVector<Value>{
+        g.mul(c(2.0 / std::sqrt(M_PI)), g.unary<ExpOp>(g.neg(sq(x[0]))))};
+  case ScalarFn::Reciprocal:
+    return SmallVector<Value>{g.neg(sq(y))};
+  case ScalarFn::GeluErf: { // Phi(x) + x phi(x)
+    Value cdf = g.mul(c(0.5), g.add(c(1), g.unary<ErfOp>(g.mul(x[0], c(M_SQRT1_2)))));
+    Value pdf = g.mul(c(1.0 / std::sqrt(2.0 * M_PI)),
+                      g.unary<ExpOp>(g.mul(c(-0.5), sq(x[0]))));
+    return SmallVector<Value>{g.add(cdf, g.mul(x[0], pdf))};
+  }
+  case ScalarFn::GeluTanh: { // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3a x^2)
+    const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
+    Value x2 = sq(x[0]);
+    Value t = g.unary<TanhOp>(g.mul(c(k), g.mul(x[0], g.add(c(1), g.mul(c(a), x2)))));
+    Value inner = g.mul(c(k), g.add(c(1), g.mul(c(3 * a), x2)));
+    Value dT = g.mul(g.mul(c(0.5), x[0]), g.mul(g.sub(c(1), sq(t)), inner));
+    return SmallVector<Value>{g.add(g.mul(c(0.5), g.add(c(1), t)), dT)};
+  }
+  case ScalarFn::Select:
+    return SmallVector<Value>{Value(), g.indicator(x[0], y),
+                              g.indicator(g.unary<NotOp>(x[0]), y)};
+  case ScalarFn::Cast:
+    return SmallVector<Value>{c(1)};
+  case ScalarFn::Sin:
+    return SmallVector<Value>{g.unary<CosOp>(x[0])};
+  case ScalarFn::Cos:
+    return SmallVector<Value>{g.neg(g.unary<SinOp>(x[0]))};
+  case ScalarFn::Abs:
+    return SmallVector<Value>{g.unary<SignOp>(x[0])};
+  case ScalarFn::Sign:
+  case ScalarFn::Floor:
+  case ScalarFn::Ceil:
+  case ScalarFn::Round: // piecewise constant
+    return SmallVector<Value>{c(0)};
+  case ScalarFn::Max:
+  case ScalarFn::Min: { // the selected operand; ties split evenly
+    Value lhsWins = fn == ScalarFn::Max ? g.compare<GreaterOp>(x[0], x[1])
+                                        : g.compare<LessOp>(x[0], x[1]);
+    Value half = g.where(g.compare<EqualOp>(x[0], x[1]), c(0.5), c(0));
+    Value dLhs = g.where(lhsWins, c(1), half);
+    return SmallVector<Value>{dLhs, g.sub(c(1), dLhs)};
+  }
+  case ScalarFn::Fmod:
+  case ScalarFn::Mod: // y = x - q b with q = (x - y) / b constant between jumps
+    return SmallVector<Value>{c(1), g.neg(g.div(g.sub(x[0], y), x[1]))};
+  case ScalarFn::Softplus:
+    return SmallVector<Value>{g.unary<SigmoidOp>(x[0])};
+  case ScalarFn::Mish: { // t + x s (1 - t^2), t = tanh(softplus(x)), s = sigmoid(x)
+    Value t = g.unary<TanhOp>(g.unary<SoftplusOp>(x[0]));
+    Value s = g.unary<SigmoidOp>(x[0]);
+    return SmallVector<Value>{g.add(t, g.mul(g.mul(x[0], s), g.sub(c(1), sq(t))))};
+  }
+  case ScalarFn::HardSwish: // 0 below -3, 1 above 3, x/3 + 1/2 between
+    return SmallVector<Value>{
+        g.where(g.compare<LessOp>(x[0], c(-3)), c(0),
+                g.where(g.compare<GreaterOp>(x[0], c(3)), c(1),
+                        g.add(g.mul(x[0], c(1.0 / 3.0)), c(0.5))))};
+  case ScalarFn::PRelu: { // (x, slope)
+    Value negative = g.compare<LessOp>(x[0], c(0));
+    return SmallVector<Value>{g.where(negative, x[1], c(1)), g.where(negative, x[0], c(0))};
+  }
+  case ScalarFn::HardSigmoid: { // (x, alpha, beta): alpha inside (0, 1)
+    Value z = g.add(g.mul(x[1], x[0]), x[2]);
+    Value inside = g.binary<AndOp>(g.compare<GreaterOp>(z, c(0)), g.compare<LessOp>(z, c(1)));
+    return SmallVector<Value>{g.where(inside, x[1], c(0)), Value(), Value()};
+  }
+  case ScalarFn::Elu: // (x, alpha): y + alpha below 0
+    return SmallVector<Value>{
+        g.where(g.compare<LessOp>(x[0], c(0)), g.add(y, x[1]), c(1)), Value()};
+  case ScalarFn::Selu: // (x, alpha, gamma): gamma alpha exp(x) at or below 0, else gamma
+    return SmallVector<Value>{
+        g.where(g.compare<LessOrEqualOp>(x[0], c(0)),
+                g.mul(g.mul(x[2], x[1]), g.unary<ExpOp>(x[0])), x[2]),
+        Value(), Value()};
+  case ScalarFn::Quantize:
+  case ScalarFn::Dequantize:
+  case ScalarFn::Equal:
+  case ScalarFn::Less:
+  case ScalarFn::LessOrEqual:
+  case ScalarFn::Greater:
+  case ScalarFn::GreaterOrEqual:
+  case ScalarFn::And:
+  case ScalarFn::Or:
+  case ScalarFn::Xor:
+  case ScalarFn::Not:
+  case ScalarFn::IsNaN:
+  case ScalarFn::IsInf:
+  case ScalarFn::IsPosInf:
+  case ScalarFn::IsNegInf:
+    break;
+  }
+  return failure();
+}
+
+} // namespace
+
+namespace detail {
+
+LogicalResult buildElementwiseGradients(Operation *op, OpBuilder &builder,
+                                        ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(op->getNumOperands(), Value());
+  Value dy = resultGrads[0];
+  Value y = op->getResult(0);
+  // Integer and bool results carry no gradient.
+  if (!dy || !isFloatTensor(y))
+    return success();
+  auto elementwise = cast<ElementwiseOpInterface>(op);
+  GradBuilder g(builder, gradientLocation(op));
+  SmallVector<Value> args(op->getOperands());
+  for (float p : elementwise.getScalarParams())
+    args.push_back(g.scalar(p, y));
+  FailureOr<SmallVector<Value>> partials = scalarPartials(elementwise.getScalarFn(), g, args, y);
+  if (failed(partials))
+    return op->emitError() << "no gradient rule for the scalar function '"
+                           << stringifyScalarFn(elementwise.getScalarFn()) << "'";
+  for (auto [i, x] : llvm::enumerate(op->getOperands())) {
+    Value partial = (*partials)[i];
+    if (!partial || !isFloatTensor(x))
+      continue;
+    // The partial derivative is in the operand's dtype; a cast's is 1 in the result's.
+    Value contribution = g.mul(dy, g.cast(partial, elementTypeOf(dy)));
+    operandGrads[i] = g.cast(g.sumToShape(g.broadcastTo(contribution, shapeOf(y)), shapeOf(x)),
+                             elementTypeOf(x));
+  }
+  return success();
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Helpers of the ops' own rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Starts a rule: one null adjoint per operand; the result adjoint `dy`
+/// of result `result` (null when none reaches it).
+Value startRule(Operation *op, ValueRange resultGrads, SmallVectorImpl<Value> &operandGrads,
+                unsigned result = 0) {
+  operandGrads.assign(op->getNumOperands(), Value());
+  return resultGrads[result];
+}
+
+/// Stores `grad` as the adjoint of ODS operand group `group` when the op has
+/// that (optional) operand and it is a float: cast to the operand's dtype.
+template <typename OpT>
+void setGrad(OpT op, GradBuilder &g, unsigned group, Value grad,
+             SmallVectorImpl<Value> &operandGrads) {
+  auto [start, length] = op.getODSOperandIndexAndLength(group);
+  if (length != 1 || !grad)
+    return;
+  Value operand = op->getOperand(start);
+  if (isFloatTensor(operand))
+    operandGrads[start] = g.cast(grad, elementTypeOf(operand));
+}
+
+/// The coordinate along `dim` of each position of `shape`, as a constant of
+/// shape [shape..., 1] and element type `t` (one column of index tuples).
+Value coordinates(GradBuilder &g, ArrayRef<int64_t> shape, int64_t dim, Type t) {
+  int64_t n = numElements(shape), stride = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    stride *= shape[d];
+  SmallVector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = (i / stride) % shape[dim];
+  SmallVector<int64_t> column(shape);
+  column.push_back(1);
+  return g.indexConstant(values, column, t);
+}
+
+/// Index tuples [S..., rank] (S the shape of `indices`, of the data's rank)
+/// addressing, at each position, the element GatherElements reads: the
+/// position with dim `axis` replaced by the index.
+Value elementTuples(GradBuilder &g, Value indices, int64_t axis) {
+  ArrayRef<int64_t> shape = shapeOf(indices);
+  SmallVector<int64_t> column(shape);
+  column.push_back(1);
+  SmallVector<Value> parts;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    parts.push_back(d == axis ? g.reshape(indices, column)
+                              : coordinates(g, shape, d, elementTypeOf(indices)));
+  return g.concat(parts, static_cast<int64_t>(shape.size()));
+}
+
+/// The adjoint of reading `data` along `axis` at per-element `indices`
+/// (GatherElements, TopK's values): `dy` scattered back, repeats summed.
+Value scatterAlongAxis(GradBuilder &g, Value data, Value indices, uint64_t axis, Value dy) {
+  return g.scatterAdd(shapeOf(data), elementTuples(g, indices, static_cast<int64_t>(axis)), dy);
+}
+
+/// The adjoint of a convolution's input: the transposed convolution of `dy`
+/// with the same weight ([M, C/groups, k...] read as [C_in, M_out/groups,
+/// k...]), with the output padding, or extra end padding (a ceil-mode
+/// pooling window past the end), that gives back `inputShape`.
+Value convInputGrad(GradBuilder &g, Value dy, Value weight, ArrayRef<int64_t> inputShape,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                    ArrayRef<int64_t> dilations, int64_t groups) {
+  size_t dims = inputShape.size() - 2;
+  SmallVector<int64_t> endPadded(pads), outputPadding(dims, 0);
+  for (size_t s = 0; s < dims; ++s) {
+    int64_t k = shapeOf(weight)[2 + s], o = shapeOf(dy)[2 + s];
+    int64_t size = strides[s] * (o - 1) + (k - 1) * dilations[s] + 1 - pads[s] - pads[dims + s];
+    int64_t missing = inputShape[2 + s] - size;
+    if (missing >= 0)
+      outputPadding[s] = missing;
+    else
+      endPadded[dims + s] -= missing;
+  }
+  return g.convTranspose(dy, weight, strides, endPadded, dilations, outputPadding, groups);
+}
+
+/// The adjoint of a convolution's weight (shape `weightShape`, [M, C/groups,
+/// k...]) given its input `x` [N, C, S...] and output adjoint `dy` [N, M,
+/// O...]: dW[m, c, j] = sum over n, o of dy[n, m, o] x[n, c, o*s + j*d - p].
+/// That is itself a grouped convolution, of x with the channels of each
+/// group as its batch and N as its channels, by dy with N as its input
+/// channels, strides and dilations swapped; it may reach past k (the rows
+/// the forward's floor dropped), which the slice cuts.
+Value convWeightGrad(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> weightShape,
+                     ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                     ArrayRef<int64_t> dilations, int64_t groups) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t n = xs[0], perGroup = xs[1] / groups;
+  SmallVector<int64_t> split{n, groups, perGroup}, merged{perGroup, groups * n};
+  SmallVector<int64_t> groupsFirst{2, 1, 0}, swap01{1, 0};
+  for (size_t s = 2; s < xs.size(); ++s) {
+    split.push_back(xs[s]);
+    merged.push_back(xs[s]);
+    groupsFirst.push_back(static_cast<int64_t>(s + 1));
+    swap01.push_back(static_cast<int64_t>(s));
+  }
+  Value input = g.reshape(g.transpose(g.reshape(x, split), groupsFirst), merged);
+  Value out = g.conv(input, g.transpose(dy, swap01), /*strides=*/dilations, pads,
+                     /*dilations=*/strides, groups);
+  SmallVector<int64_t> kept{perGroup, weightShape[0]};
+  kept.append(weightShape.begin() + 2, weightShape.end());
+  return g.transpose(g.sliceFront(out, kept), swap01);
+}
+
+/// Every dim of a rank-`rank` tensor but the channel (dim 1).
+SmallVector<int64_t> allButChannel(int64_t rank) {
+  SmallVector<int64_t> axes{0};
+  axes.append(trailingAxes(2, rank));
+  return axes;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// GEMM-class ops
+//===----------------------------------------------------------------------===//
+
+// dA = dY B^T and dB = A^T dY, 1-D operands promoted as numpy.matmul does,
+// each summed over the batch dims it was broadcast along.
+LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Type t = elementTypeOf(dy);
+  ArrayRef<int64_t> aShape = shapeOf(getLhs()), bShape = shapeOf(getRhs());
+  Value a = g.cast(getLhs(), t), bb = g.cast(getRhs(), t);
+  if (aShape.size() == 1)
+    a = g.reshape(a, {1, aShape[0]});
+  if (bShape.size() == 1)
+    bb = g.reshape(bb, {bShape[0], 1});
+  Value d = g.reshape(dy, matmulShape(shapeOf(a), shapeOf(bb)).shape);
+  Value da = g.sumToShape(g.matmul(d, g.transposeLast2(bb)), shapeOf(a));
+  Value db = g.sumToShape(g.matmul(g.transposeLast2(a), d), shapeOf(bb));
+  setGrad(*this, g, 0, g.reshape(da, aShape), operandGrads);
+  setGrad(*this, g, 1, g.reshape(db, bShape), operandGrads);
+  return success();
+}
+
+// dX = dY W^T (a linear with the flag flipped); dW from the rows of X and
+// dY flattened to [P, K] and [P, N]; the bias sums dY to its shape.
+LogicalResult LinearOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Type t = elementTypeOf(dy);
+  Value x = g.cast(getInput(), t), w = g.cast(getWeight(), t);
+  bool transposed = getTransposeWeight();
+  setGrad(*this, g, 0, g.linear(dy, w, !transposed), operandGrads);
+  int64_t k = shapeOf(x).empty() ? 1 : shapeOf(x).back();
+  int64_t n = shapeOf(dy).empty() ? 1 : shapeOf(dy).back();
+  int64_t rows = numElements(shapeOf(x)) / k;
+  Value x2 = g.reshape(x, {rows, k}), d2 = g.reshape(dy, {rows, n});
+  Value dw = transposed ? g.matmul(g.transposeLast2(d2), x2) : g.matmul(g.transposeLast2(x2), d2);
+  setGrad(*this, g, 1, dw, operandGrads);
+  if (getBias())
+    setGrad(*this, g, 2, g.sumToShape(dy, shapeOf(getBias())), operandGrads);
+  return success();
+}
+
+namespace {
+/// The rule of mp.conv2d and mp.conv: input by a transposed convolution,
+/// weight by a convolution of x with dy, bias by a sum over all but channels.
+template <typename OpT>
+LogicalResult convGradients(OpT op, OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(op));
+  Type t = elementTypeOf(dy);
+  Value x = g.cast(op.getInput(), t), w = g.cast(op.getWeight(), t);
+  int64_t groups = static_cast<int64_t>(op.getGroups());
+  setGrad(op, g, 0,
+          convInputGrad(g, dy, w, shapeOf(x), op.getStrides(), op.getPads(), op.getDilations(),
+                        groups),
+          operandGrads);
+  setGrad(op, g, 1,
+          convWeightGrad(g, x, dy, shapeOf(w), op.getStrides(), op.getPads(), op.getDilations(),
+                         groups),
+          operandGrads);
+  setGrad(op, g, 2, g.reduceSum(dy, allButChannel(shapeOf(dy).size()), false), operandGrads);
+  return success();
+}
+} // namespace
+
+LogicalResult Conv2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  return convGradients(*this, b, resultGrads, operandGrads);
+}
+LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  return convGradients(*this, b, resultGrads, operandGrads);
+}
+
+// The adjoint of a transposed convolution's input is the convolution of dy
+// with the same weight (cut to the input's size where the output padding
+// reached a stride further); its weight's is convWeightGrad with the roles
+// of input and output exchanged.
+LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                              SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Type t = elementTypeOf(dy);
+  Value x = g.cast(getInput(), t), w = g.cast(getWeight(), t);
+  int64_t groups = static_cast<int64_t>(getGroups());
+  Value dx = g.conv(dy, w, getStrides(), getPads(), getDilations(), groups);
+  setGrad(*this, g, 0, g.sliceFront(dx, shapeOf(x)), operandGrads);
+  setGrad(*this, g, 1,
+          convWeightGrad(g, dy, x, shapeOf(w), getStrides(), getPads(), getDilations(), groups),
+          operandGrads);
+  setGrad(*this, g, 2, g.reduceSum(dy, allButChannel(shapeOf(dy).size()), false), operandGrads);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations (backward in FP32: every sum accumulates in FP32 and the
+// values it sums are FP32, whatever the storage dtype)
+//===----------------------------------------------------------------------===//
+
+// dx = y (dy - sum(dy y)).
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value y = g.toF32(getOutput()), d = g.toF32(dy);
+  int64_t axis = static_cast<int64_t>(getAxis());
+  Value dot = g.reduceSum(g.mul(d, y), {axis}, /*keepDims=*/true);
+  setGrad(*this, g, 0, g.mul(y, g.sub(d, dot)), operandGrads);
+  return success();
+}
+
+// dx = dy - exp(y) sum(dy).
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value y = g.toF32(getOutput()), d = g.toF32(dy);
+  int64_t axis = static_cast<int64_t>(getAxis());
+  Value total = g.reduceSum(d, {axis}, /*keepDims=*/true);
+  setGrad(*this, g, 0, g.sub(d, g.mul(g.unary<ExpOp>(y), total)), operandGrads);
+  return success();
+}
+
+// With xhat = (x - mean) r, r = 1 / sqrt(var + eps) and h = dy * scale:
+// dx = r (h - mean(h) - xhat mean(h xhat)); dscale = sum(dy xhat); dbias = sum(dy).
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value x = g.toF32(getInput()), d = g.toF32(dy);
+  SmallVector<int64_t> axes = trailingAxes(getAxis(), shapeOf(x).size());
+  Value centered = g.sub(x, g.reduceMean(x, axes));
+  Value variance = g.reduceMean(g.mul(centered, centered), axes);
+  Value r = g.unary<RsqrtOp>(g.add(variance, g.scalar(getEpsilon().convertToDouble(), x)));
+  Value xhat = g.mul(centered, r);
+  Value h = getScale() ? g.mul(d, g.toF32(getScale())) : d;
+  Value inner = g.sub(g.sub(h, g.reduceMean(h, axes)), g.mul(xhat, g.reduceMean(g.mul(h, xhat), axes)));
+  setGrad(*this, g, 0, g.mul(r, inner), operandGrads);
+  if (getScale())
+    setGrad(*this, g, 1, g.sumToShape(g.mul(d, xhat), shapeOf(getScale())), operandGrads);
+  if (getBias())
+    setGrad(*this, g, 2, g.sumToShape(d, shapeOf(getBias())), operandGrads);
+  return success();
+}
+
+// With r = 1 / sqrt(mean(x^2) + eps), xhat = x r, h = dy * scale:
+// dx = r (h - xhat mean(h xhat)); dscale = sum(dy xhat).
+LogicalResult RmsNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value x = g.toF32(getInput()), d = g.toF32(dy);
+  SmallVector<int64_t> axes = trailingAxes(getAxis(), shapeOf(x).size());
+  Value r = g.unary<RsqrtOp>(
+      g.add(g.reduceMean(g.mul(x, x), axes), g.scalar(getEpsilon().convertToDouble(), x)));
+  Value xhat = g.mul(x, r);
+  Value h = getScale() ? g.mul(d, g.toF32(getScale())) : d;
+  setGrad(*this, g, 0, g.mul(r, g.sub(h, g.mul(xhat, g.reduceMean(g.mul(h, xhat), axes)))),
+          operandGrads);
+  if (getScale())
+    setGrad(*this, g, 1, g.sumToShape(g.mul(d, xhat), shapeOf(getScale())), operandGrads);
+  return success();
+}
+
+// The inference form is affine in x per channel: y = (x - m) r s + b with
+// r = 1 / sqrt(v + eps). dx = dy s r; ds = sum(dy (x - m) r); db = sum(dy);
+// dm = -sum(dy) s r; dv = -sum(dy (x - m)) s r^3 / 2.
+LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  int64_t rank = shapeOf(getInput()).size(), channels = shapeOf(getInput())[1];
+  SmallVector<int64_t> perChannel(rank, 1);
+  perChannel[1] = channels;
+  auto channel = [&](Value v) { return g.reshape(g.toF32(v), perChannel); };
+  Value x = g.toF32(getInput()), d = g.toF32(dy);
+  Value r = g.unary<RsqrtOp>(
+      g.add(channel(getVariance()), g.scalar(getEpsilon().convertToDouble(), x)));
+  Value scale = channel(getScale());
+  Value centered = g.sub(x, channel(getMean()));
+  SmallVector<int64_t> axes = allButChannel(rank);
+  auto sumPerChannel = [&](Value v) { return g.reduceSum(v, axes, /*keepDims=*/false); };
+  Value sr = g.mul(scale, r);
+  setGrad(*this, g, 0, g.mul(d, sr), operandGrads);
+  setGrad(*this, g, 1, sumPerChannel(g.mul(d, g.mul(centered, r))), operandGrads);
+  setGrad(*this, g, 2, sumPerChannel(d), operandGrads);
+  setGrad(*this, g, 3, g.neg(sumPerChannel(g.mul(d, sr))), operandGrads);
+  Value dv = g.mul(g.mul(d, centered), g.mul(sr, g.mul(g.mul(r, r), g.scalar(-0.5, x))));
+  setGrad(*this, g, 4, sumPerChannel(dv), operandGrads);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions: the result adjoint, with the reduced dims kept, broadcast back
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The result adjoint of a reduction of `input` over `axes`, reshaped to
+/// keep the reduced dims (as 1), in the input's dtype.
+Value keptAdjoint(GradBuilder &g, Value dy, Value input, ArrayRef<int64_t> axes) {
+  return g.cast(g.reshape(dy, keptShape(shapeOf(input), axes)), elementTypeOf(input));
+}
+} // namespace
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value d = keptAdjoint(g, dy, getInput(), getAxes());
+  setGrad(*this, g, 0, g.broadcastTo(d, shapeOf(getInput())), operandGrads);
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value d = keptAdjoint(g, dy, getInput(), getAxes());
+  int64_t count = 1;
+  for (int64_t a : getAxes())
+    count *= shapeOf(getInput())[a];
+  Value spread = g.broadcastTo(g.mul(d, g.scalar(1.0 / double(count), d)), shapeOf(getInput()));
+  setGrad(*this, g, 0, spread, operandGrads);
+  return success();
+}
+
+// The maximum's adjoint goes to the elements equal to it, split evenly
+// among ties (as torch.amax).
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value x = getInput();
+  Value d = keptAdjoint(g, dy, x, getAxes());
+  Value y = keptAdjoint(g, getOutput(), x, getAxes());
+  Value mask = g.indicator(g.compare<EqualOp>(x, y), x);
+  Value ties = g.reduceSum(mask, getAxes(), /*keepDims=*/true);
+  setGrad(*this, g, 0, g.mul(mask, g.div(d, ties)), operandGrads);
+  return success();
+}
+
+// dx = dy y / x: exact where no reduced element is zero.
+LogicalResult ReduceProdOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value x = getInput();
+  Value d = keptAdjoint(g, dy, x, getAxes());
+  Value y = keptAdjoint(g, getOutput(), x, getAxes());
+  setGrad(*this, g, 0, g.mul(g.div(y, x), d), operandGrads);
+  return success();
+}
+
+// A running sum's adjoint is the running sum of dy the other way.
+LogicalResult CumSumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Value dx = b.create<CumSumOp>(g.loc, dy.getType(), dy, getAxis(), getExclusive(), !getReverse());
+  setGrad(*this, g, 0, dx, operandGrads);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement: the inverse movement, or a scatter-add of what was read
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  setGrad(*this, g, 0, g.reshape(dy, shapeOf(getInput())), operandGrads);
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  SmallVector<int64_t> inverse(getPerm().size());
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    inverse[p] = static_cast<int64_t>(i);
+  setGrad(*this, g, 0, g.transpose(dy, inverse), operandGrads);
+  return success();
+}
+
+// Each input's adjoint is its stretch of dy along the axis.
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  int64_t axis = static_cast<int64_t>(getAxis()), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> shape = shapeOf(input);
+    SmallVector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
+    starts[axis] = offset;
+    offset += shape[axis];
+    operandGrads[i] = b.create<SliceOp>(g.loc, input.getType(), dy, starts, steps);
+  }
+  return success();
+}
+
+// Unit steps: dy padded back with zero blocks (concats). Other steps: dy
+// scattered to the positions read (a constant index tuple per element).
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(dy);
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  if (llvm::all_of(steps, [](int64_t s) { return s == 1; })) {
+    Value padded = dy;
+    for (size_t d = 0; d < in.size(); ++d) {
+      SmallVector<Value> parts;
+      SmallVector<int64_t> block(shapeOf(padded));
+      if ((block[d] = starts[d]) > 0)
+        parts.push_back(g.splat(0.0, elementTypeOf(dy), block));
+      parts.push_back(padded);
+      if ((block[d] = in[d] - starts[d] - out[d]) > 0)
+        parts.push_back(g.splat(0.0, elementTypeOf(dy), block));
+      padded = g.concat(parts, static_cast<int64_t>(d));
+    }
+    setGrad(*this, g, 0, padded, operandGrads);
+    return success();
+  }
+  int64_t rank = static_cast<int64_t>(in.size()), n = numElements(out);
+  SmallVector<int64_t> tuples(n * rank);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      tuples[i * rank + d] = starts[d] + (rest % out[d]) * steps[d];
+      rest /= out[d];
+    }
+  }
+  SmallVector<int64_t> tupleShape(out);
+  tupleShape.push_back(rank);
+  Value index = g.indexConstant(tuples, tupleShape, b.getI64Type());
+  setGrad(*this, g, 0, g.scatterAdd(in, index, dy), operandGrads);
+  return success();
+}
+
+// data[:axis] + I + data[axis+1:] gathered: dy with the index dims moved to
+// the front is scattered (summing repeats) into data with `axis` moved to
+// the front, which then moves back.
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  int64_t axis = static_cast<int64_t>(getAxis()), ni = static_cast<int64_t>(indices.size());
+  int64_t rank = static_cast<int64_t>(data.size());
+  SmallVector<int64_t> indicesFirst, axisFirstShape{data[axis]}, back;
+  for (int64_t i = 0; i < ni; ++i)
+    indicesFirst.push_back(axis + i);
+  for (int64_t i = 0; i < axis; ++i)
+    indicesFirst.push_back(i);
+  for (int64_t i = axis + ni; i < static_cast<int64_t>(shapeOf(dy).size()); ++i)
+    indicesFirst.push_back(i);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      axisFirstShape.push_back(data[d]);
+  // Dim d of data sits at d + 1 of the axis-first layout (the axis at 0).
+  for (int64_t d = 0; d < rank; ++d)
+    back.push_back(d < axis ? d + 1 : (d == axis ? 0 : d));
+  SmallVector<int64_t> column(indices);
+  column.push_back(1);
+  Value scattered = g.scatterAdd(axisFirstShape, g.reshape(getIndices(), column),
+                                 g.transpose(dy, indicesFirst));
+  setGrad(*this, g, 0, g.transpose(scattered, back), operandGrads);
+  return success();
+}
+
+LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                               SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  setGrad(*this, g, 0, scatterAlongAxis(g, getData(), getIndices(), getAxis(), dy), operandGrads);
+  return success();
+}
+
+// The tuples address slices of data past its batch dims; the batch
+// coordinates are prepended so that scatter_nd (no batch dims) reads them.
+LogicalResult GatherNdOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  ArrayRef<int64_t> indices = shapeOf(getIndices());
+  ArrayRef<int64_t> positions = indices.drop_back();
+  SmallVector<Value> parts;
+  for (int64_t d = 0; d < static_cast<int64_t>(getBatchDims()); ++d)
+    parts.push_back(coordinates(g, positions, d, elementTypeOf(getIndices())));
+  parts.push_back(getIndices());
+  Value tuples = g.concat(parts, static_cast<int64_t>(indices.size()) - 1);
+  setGrad(*this, g, 0, g.scatterAdd(shapeOf(getData()), tuples, dy), operandGrads);
+  return success();
+}
+
+// The values' adjoint goes back to where each value was taken from.
+LogicalResult TopKOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  setGrad(*this, g, 0, scatterAlongAxis(g, getInput(), getIndices(), getAxis(), dy),
+          operandGrads);
+  return success();
+}
+
+// reduction none: data's adjoint is dy with the overwritten slices zeroed,
+// the updates' the slices of dy they landed in (exact for distinct tuples:
+// of repeated ones only the last lands). add: dy, and the same slices.
+LogicalResult ScatterNdOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy || !isFloatTensor(dy))
+    return success();
+  StringRef reduction = getReduction();
+  if (reduction != "none" && reduction != "add")
+    return emitOpError() << "has no gradient rule for reduction '" << reduction << "'";
+  GradBuilder g(b, gradientLocation(*this));
+  Value dData = dy;
+  if (reduction == "none") {
+    Value zeros = g.zerosLike(getUpdates());
+    dData = b.create<ScatterNdOp>(g.loc, dy.getType(), dy, getIndices(), zeros, "none");
+  }
+  setGrad(*this, g, 0, dData, operandGrads);
+  ShapeOrError sliceShape = gatherNdShape(shapeOf(dy), shapeOf(getIndices()), 0);
+  Value dUpdates = b.create<GatherNdOp>(
+      g.loc, RankedTensorType::get(sliceShape.shape, elementTypeOf(dy)), dy, getIndices(), 0);
+  setGrad(*this, g, 2, dUpdates, operandGrads);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Max pooling's adjoint: dy scattered (summed) to the flat input index of
+/// each window's maximum, which mp.max_pool_indices gives.
+Value maxPoolGrad(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> kernel,
+                  ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                  ArrayRef<int64_t> dilations, bool ceilMode) {
+  auto indexType = RankedTensorType::get(shapeOf(dy), g.b.getI64Type());
+  Value indices = g.b.create<MaxPoolIndicesOp>(g.loc, indexType, x, kernel, strides, pads,
+                                               dilations, ceilMode, 0);
+  int64_t n = numElements(shapeOf(dy));
+  Value flat = g.scatterAdd({numElements(shapeOf(x))}, g.reshape(indices, {n, 1}),
+                            g.reshape(g.cast(dy, elementTypeOf(x)), {n}));
+  return g.reshape(flat, shapeOf(x));
+}
+
+/// Average pooling's divisor at each output position, as the CPU kernel
+/// counts it (runtime/cpu/Conv.cpp avgPool): the taps inside the input, or
+/// with `countIncludePad` inside [-padBegin, size + padEnd); [1, 1, O...].
+Value avgPoolDivisors(GradBuilder &g, Value x, Value y, ArrayRef<int64_t> kernel,
+                      ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                      ArrayRef<int64_t> dilations, bool countIncludePad) {
+  ArrayRef<int64_t> in = shapeOf(x).drop_front(2), out = shapeOf(y).drop_front(2);
+  size_t dims = in.size();
+  SmallVector<int64_t> shape{1, 1};
+  shape.append(out.begin(), out.end());
+  int64_t n = numElements(out);
+  std::vector<float> divisors(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t count = 1, rest = i;
+    for (int64_t d = static_cast<int64_t>(dims) - 1; d >= 0; --d) {
+      int64_t start = (rest % out[d]) * strides[d] - pads[d], taps = 0;
+      rest /= out[d];
+      for (int64_t k = 0; k < kernel[d]; ++k) {
+        int64_t at = start + k * dilations[d];
+        taps += countIncludePad ? at < in[d] + pads[dims + d] : at >= 0 && at < in[d];
+      }
+      count *= taps;
+    }
+    divisors[i] = count == 0 ? 1.0f : static_cast<float>(count);
+  }
+  auto f32 = RankedTensorType::get(shape, g.b.getF32Type());
+  Value constant = g.b.create<ConstantOp>(g.loc, f32, DenseElementsAttr::get(f32,
+                                                                           ArrayRef(divisors)));
+  return g.cast(constant, elementTypeOf(y));
+}
+
+/// Average pooling's adjoint: dy over each window's divisor, spread over its
+/// taps by a depthwise transposed convolution with a kernel of ones.
+Value avgPoolGrad(GradBuilder &g, Value x, Value y, Value dy, ArrayRef<int64_t> kernel,
+                  ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                  ArrayRef<int64_t> dilations, bool countIncludePad) {
+  int64_t channels = shapeOf(x)[1];
+  SmallVector<int64_t> weightShape{channels, 1};
+  weightShape.append(kernel.begin(), kernel.end());
+  Value ones = g.splat(1.0, elementTypeOf(x), weightShape);
+  Value scaled = g.div(g.cast(dy, elementTypeOf(x)),
+                       avgPoolDivisors(g, x, y, kernel, strides, pads, dilations, countIncludePad));
+  return convInputGrad(g, scaled, ones, shapeOf(x), strides, pads, dilations, channels);
+}
+
+} // namespace
+
+namespace {
+/// The rule of a max pooling op (the 2-D one has optional dilations).
+template <typename OpT>
+LogicalResult maxPoolGradients(OpT op, ArrayRef<int64_t> dilations, OpBuilder &b,
+                               ValueRange resultGrads, SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(op));
+  setGrad(op, g, 0,
+          maxPoolGrad(g, op.getInput(), dy, op.getKernelShape(), op.getStrides(), op.getPads(),
+                      dilations, op.getCeilMode()),
+          operandGrads);
+  return success();
+}
+
+/// The rule of an average pooling op (the 2-D one has no dilations).
+template <typename OpT>
+LogicalResult avgPoolGradients(OpT op, ArrayRef<int64_t> dilations, OpBuilder &b,
+                               ValueRange resultGrads, SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(op, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(op));
+  setGrad(op, g, 0,
+          avgPoolGrad(g, op.getInput(), op.getOutput(), dy, op.getKernelShape(), op.getStrides(),
+                      op.getPads(), dilations, op.getCountIncludePad()),
+          operandGrads);
+  return success();
+}
+} // namespace
+
+LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  return maxPoolGradients(*this, getDilations(), b, resultGrads, operandGrads);
+}
+
+LogicalResult MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  SmallVector<int64_t> dilations{1, 1};
+  if (auto d = getDilations())
+    dilations.assign(d->begin(), d->end());
+  return maxPoolGradients(*this, dilations, b, resultGrads, operandGrads);
+}
+
+LogicalResult AvgPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  return avgPoolGradients(*this, getDilations(), b, resultGrads, operandGrads);
+}
+
+LogicalResult AvgPool2dOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  return avgPoolGradients(*this, {1, 1}, b, resultGrads, operandGrads);
+}
+
+} // namespace mixprec::graph
