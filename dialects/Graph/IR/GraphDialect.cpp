@@ -91,10 +91,10 @@ static LogicalResult verifyStateArgument(FunctionOpInterface fn, unsigned argInd
   if (attr.getName() == GraphDialect::kStateInitAttr) {
     auto init = dyn_cast<ElementsAttr>(attr.getValue());
     if (!init)
-      return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName()
+      return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName().getValue()
                              << "' must be an elements attribute (the state's initial value)";
     if (!name)
-      return fn->emitError() << "argument #" << argIndex << " has '" << attr.getName()
+      return fn->emitError() << "argument #" << argIndex << " has '" << attr.getName().getValue()
                              << "' but no '" << GraphDialect::kStateAttr << "' name";
     if (init.getType() != type)
       return fn->emitError() << "state '" << name.getValue() << "': initial value is "
@@ -102,7 +102,7 @@ static LogicalResult verifyStateArgument(FunctionOpInterface fn, unsigned argInd
     return success();
   }
   if (!name || name.getValue().empty())
-    return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName()
+    return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName().getValue()
                            << "' must be a non-empty string attribute (the state's name)";
   auto diag = [&]() {
     return fn->emitError() << "state '" << name.getValue() << "' (argument #" << argIndex
@@ -135,7 +135,7 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op, unsigned, un
     return verifyOperationAttribute(op, attr);
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn)
-    return op->emitError() << "'" << attr.getName() << "' belongs on a graph function's argument";
+    return op->emitError() << "'" << attr.getName().getValue() << "' belongs on a graph function's argument";
   return verifyStateArgument(fn, argIndex, attr);
 }
 
@@ -147,7 +147,7 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op, unsigned,
   auto fn = dyn_cast<FunctionOpInterface>(op);
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!fn || !name)
-    return op->emitError() << "'" << attr.getName()
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a string on a graph function's result";
   for (unsigned j = 0; j < fn.getNumArguments(); ++j)
     if (fn.getArgAttr(j, kStateAttr) == name)
