@@ -135,7 +135,8 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op, unsigned, un
     return verifyOperationAttribute(op, attr);
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn)
-    return op->emitError() << "'" << attr.getName().getValue() << "' belongs on a graph function's argument";
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' belongs on a graph function's argument";
   return verifyStateArgument(fn, argIndex, attr);
 }
 
