@@ -29,6 +29,9 @@ namespace sc = mixprec::schema;
 namespace mixprec::codegen {
 namespace {
 
+/// The schema version of a module without state (module.fbs, v3).
+constexpr uint32_t kStatelessSchemaVersion = 2;
+
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The schema dtype of an element type, if the format has one.
@@ -55,6 +58,29 @@ std::optional<sc::DType> dtypeOf(Type t) {
 int64_t bytesOf(Value v) {
   unsigned bits = typeOf(v).getElementType().getIntOrFloatBitWidth();
   return typeOf(v).getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+/// The bytes of a dense value of type `type` as the module stores them
+/// (bool as one 0/1 byte, a splat repeated).
+std::vector<uint8_t> denseBytes(DenseElementsAttr dense, RankedTensorType type) {
+  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(type.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8)));
+  if (type.getElementType().isInteger(1)) {
+    size_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      bytes[i++] = b;
+  } else if (dense.isSplat()) {
+    ArrayRef<char> one = dense.getRawData();
+    size_t each = bytes.size() / std::max<int64_t>(1, type.getNumElements());
+    for (size_t i = 0; i < bytes.size(); i += each)
+      std::memcpy(bytes.data() + i, one.data(), std::min(each, one.size()));
+  } else {
+    ArrayRef<char> raw = dense.getRawData();
+    if (!bytes.empty() && !raw.empty())
+      std::memcpy(bytes.data(), raw.data(), std::min(raw.size(), bytes.size()));
+  }
+  return bytes;
 }
 
 /// The expression-program opcode of a scalar function, or nullopt for silu,
@@ -568,7 +594,10 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   cuda = options.cuda;
   std::vector<uint32_t> inputs, outputs;
   for (BlockArgument arg : body.getArguments()) {
-    inputs.push_back(tensorOf(arg));
+    // State arguments are no inputs: the session binds them (below).
+    int32_t t = tensorOf(arg);
+    if (!func.getArgAttr(arg.getArgNumber(), graph::GraphDialect::kStateAttr))
+      inputs.push_back(t);
     if (auto off = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "mpk.offset"))
       offsets[arg] = off.getInt();
   }
@@ -599,6 +628,9 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   for (Value v : ret->getOperands())
     tensorOf(v); // every tensor has its index before aliases are numbered
   for (OpOperand &operand : ret->getOpOperands()) {
+    // A state's update is no output: the session commits it (below).
+    if (func.getResultAttr(operand.getOperandNumber(), graph::GraphDialect::kStateUpdateAttr))
+      continue;
     int32_t t = tensorOf(operand.get());
     auto nameAttr = func.getResultAttrOfType<StringAttr>(operand.getOperandNumber(),
                                                          graph::GraphDialect::kNameAttr);
@@ -623,6 +655,27 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   // Tensors and constants, now that every value has an index.
   std::vector<fb::Offset<sc::Tensor>> tensors;
   std::vector<fb::Offset<sc::Constant>> constants;
+  // A constant's bytes, inline or (beyond the threshold) in the side file;
+  // its index.
+  auto addConstant = [&](const std::vector<uint8_t> &bytes) {
+    stats.constantBytes += bytes.size();
+    fb::Offset<sc::Constant> entry;
+    if (bytes.size() > options.sideFileThreshold) {
+      // 64-byte aligned inside the side file, like the inline data.
+      sideFile.resize((sideFile.size() + 63) / 64 * 64);
+      uint64_t at = sideFile.size();
+      sideFile.insert(sideFile.end(), bytes.begin(), bytes.end());
+      entry = sc::CreateConstant(fbb, 0, at, bytes.size());
+      stats.sideFileBytes += bytes.size();
+    } else {
+      // force_align: 64 in the schema; FlatBuffers 2.0.8 aligns on request.
+      fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 64);
+      auto data = fbb.CreateVector(bytes);
+      entry = sc::CreateConstant(fbb, data);
+    }
+    constants.push_back(entry);
+    return static_cast<int32_t>(constants.size() - 1);
+  };
   std::vector<std::pair<uint64_t, int32_t>> placements; // offset, constant
   for (Value v : tensorValues) {
     auto type = typeOf(v);
@@ -634,39 +687,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     int32_t constantIndex = -1;
     uint64_t offset = 0;
     if (auto c = v.getDefiningOp<graph::ConstantOp>()) {
-      auto dense = cast<DenseElementsAttr>(c.getValue());
-      std::vector<uint8_t> bytes(static_cast<size_t>(bytesOf(v)));
-      if (type.getElementType().isInteger(1)) {
-        size_t i = 0;
-        for (bool b : dense.getValues<bool>())
-          bytes[i++] = b;
-      } else if (dense.isSplat()) {
-        ArrayRef<char> one = dense.getRawData();
-        size_t each = bytes.size() / std::max<int64_t>(1, type.getNumElements());
-        for (size_t i = 0; i < bytes.size(); i += each)
-          std::memcpy(bytes.data() + i, one.data(), std::min(each, one.size()));
-      } else {
-        ArrayRef<char> raw = dense.getRawData();
-        if (!bytes.empty() && !raw.empty())
-          std::memcpy(bytes.data(), raw.data(), std::min(raw.size(), bytes.size()));
-      }
-      stats.constantBytes += bytes.size();
-      fb::Offset<sc::Constant> entry;
-      if (bytes.size() > options.sideFileThreshold) {
-        // 64-byte aligned inside the side file, like the inline data.
-        sideFile.resize((sideFile.size() + 63) / 64 * 64);
-        uint64_t at = sideFile.size();
-        sideFile.insert(sideFile.end(), bytes.begin(), bytes.end());
-        entry = sc::CreateConstant(fbb, 0, at, bytes.size());
-        stats.sideFileBytes += bytes.size();
-      } else {
-        // force_align: 64 in the schema; FlatBuffers 2.0.8 aligns on request.
-        fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 64);
-        auto data = fbb.CreateVector(bytes);
-        entry = sc::CreateConstant(fbb, data);
-      }
-      constantIndex = static_cast<int32_t>(constants.size());
-      constants.push_back(entry);
+      constantIndex = addConstant(denseBytes(cast<DenseElementsAttr>(c.getValue()), type));
     } else {
       Value root = v;
       while (auto alias = root.getDefiningOp<kernel::AliasOp>())
@@ -689,6 +710,35 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     auto [offset, constantIndex] = placements[alias.source];
     tensors.push_back(sc::CreateTensor(fbb, name, *dtypeOf(type.getElementType()), shape, offset,
                                        constantIndex));
+  }
+
+  // Module state (mp.state arguments, GraphBase.td): the state tensor, its
+  // update and its initial value as a constant.
+  std::vector<fb::Offset<sc::StateBinding>> states;
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                  graph::GraphDialect::kStateAttr);
+    if (!name)
+      continue;
+    auto init = func.getArgAttrOfType<DenseElementsAttr>(arg.getArgNumber(),
+                                                         graph::GraphDialect::kStateInitAttr);
+    if (!init) {
+      error = "state '" + name.str() + "': its initial value (mp.state_init) is not dense data";
+      return false;
+    }
+    std::optional<uint32_t> update;
+    for (OpOperand &operand : ret->getOpOperands())
+      if (func.getResultAttr(operand.getOperandNumber(), graph::GraphDialect::kStateUpdateAttr) ==
+          name)
+        update = static_cast<uint32_t>(tensorOf(operand.get()));
+    if (!update) {
+      error = "state '" + name.str() + "' has no update (mp.state_update)";
+      return false;
+    }
+    const int32_t initial = addConstant(denseBytes(init, typeOf(arg)));
+    states.push_back(sc::CreateStateBinding(fbb, fbb.CreateString(name.str()),
+                                            static_cast<uint32_t>(tensorOf(arg)), *update,
+                                            static_cast<uint32_t>(initial)));
   }
 
   std::vector<fb::Offset<sc::OpPrecision>> plan;
@@ -718,8 +768,11 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   auto stepsV = fbb.CreateVector(steps);
   auto planV = fbb.CreateVector(plan);
   auto cudaProgram = addCudaProgram();
+  auto statesV = fbb.CreateVector(states);
   sc::ModuleBuilder mb(fbb);
-  mb.add_version(mixprec_schema_version());
+  // A module without state is written as version 2, which runtimes from
+  // before state (version 3) run as they did.
+  mb.add_version(states.empty() ? kStatelessSchemaVersion : mixprec_schema_version());
   mb.add_producer(producer);
   mb.add_inputs(inputsV);
   mb.add_outputs(outputsV);
@@ -737,6 +790,8 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   mb.add_content_hash(runtime::kContentHashPlaceholder);
   if (cuda)
     mb.add_cuda(cudaProgram);
+  if (!states.empty())
+    mb.add_state(statesV);
   fbb.Finish(mb.Finish(), sc::ModuleIdentifier());
   return true;
 }

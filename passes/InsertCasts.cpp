@@ -96,10 +96,12 @@ struct InsertCastsPass : public impl::InsertCastsPassBase<InsertCastsPass> {
     CastBuilder casts;
 
     // Without keep-io-types, a float input that every consumer wants in one
-    // dtype takes that dtype in the signature.
+    // dtype takes that dtype in the signature. State (an FP32 master weight,
+    // say) keeps its dtype: the session holds it across runs as it is.
     if (!keepIo)
       for (BlockArgument arg : body.getArguments())
-        retypeArgument(arg);
+        if (!func.getArgAttr(arg.getArgNumber(), GraphDialect::kStateAttr))
+          retypeArgument(arg);
 
     SmallVector<Operation *> annotated;
     for (Operation &op : body)
@@ -119,7 +121,8 @@ struct InsertCastsPass : public impl::InsertCastsPassBase<InsertCastsPass> {
     SmallVector<Type> resultTypes;
     for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
       Type original = func.getFunctionType().getResult(i);
-      if (keepIo && operand.getType() != original)
+      const bool state = func.getResultAttr(i, GraphDialect::kStateUpdateAttr) != nullptr;
+      if ((keepIo || state) && operand.getType() != original)
         ret.setOperand(i, casts.get(operand, cast<RankedTensorType>(original).getElementType()));
       resultTypes.push_back(ret.getOperand(i).getType());
     }

@@ -1,6 +1,7 @@
 //===- PlanMemory.cpp - --mp-plan-memory -----------------------------------===//
 #include "passes/Passes.h"
 
+#include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -46,7 +47,9 @@ struct Buffer {
 struct PlanMemoryPass : public impl::PlanMemoryPassBase<PlanMemoryPass> {
   /// 1. Give each value a buffer, aliases sharing their input's.
   /// 2. Extend each buffer's live range over every reader of every value
-  ///    in it; returned values live to the end.
+  ///    in it; returned values live to the end, and so do state arguments
+  ///    (mp.state): no other buffer ever shares a state's bytes, so the
+  ///    state persists in the session's arena between runs.
   /// 3. In definition order, place each buffer at the lowest 256-aligned
   ///    offset that no overlapping live buffer occupies.
   void runOnOperation() override {
@@ -65,8 +68,11 @@ struct PlanMemoryPass : public impl::PlanMemoryPassBase<PlanMemoryPass> {
       bufferOf[v] = buffers.size();
       buffers.push_back({v, alignUp(bytesOf(v)), def, def, -1});
     };
-    for (BlockArgument arg : body.getArguments())
+    for (BlockArgument arg : body.getArguments()) {
       addBuffer(arg, -1);
+      if (func.getArgAttr(arg.getArgNumber(), graph::GraphDialect::kStateAttr))
+        buffers.back().lastUse = n;
+    }
     for (Operation &op : body) {
       if (auto alias = dyn_cast<kernel::AliasOp>(op)) {
         auto it = bufferOf.find(alias.getInput());

@@ -106,7 +106,28 @@ LogicalResult materializeResources(ModuleOp module, const std::string &path) {
     op.setValueAttr(DenseElementsAttr::getFromRawBuffer(resource.getType(), data));
     return WalkResult::advance();
   });
-  return failure(walk.wasInterrupted());
+  if (walk.wasInterrupted())
+    return failure();
+  // A state's initial value (mp.state_init) likewise.
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto resource =
+          func.getArgAttrOfType<DenseResourceElementsAttr>(i, graph::GraphDialect::kStateInitAttr);
+      if (!resource)
+        continue;
+      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+      bool splat = false;
+      if (!blob || !DenseElementsAttr::isValidRawBuffer(resource.getType(), blob->getData(),
+                                                        splat))
+        return emitError(UnknownLoc::get(module.getContext()))
+               << path << ": the initial value of state argument #" << i << " ("
+               << graph::GraphDialect::kStateInitAttr << ") is "
+               << (blob ? "not a " : "dense_resource without data, not a ")
+               << resource.getType() << "; " << kRunnableHint;
+      func.setArgAttr(i, graph::GraphDialect::kStateInitAttr,
+                      DenseElementsAttr::getFromRawBuffer(resource.getType(), blob->getData()));
+    }
+  return success();
 }
 
 /// Parses and verifies `.mlir` text or MLIR bytecode; the first error is

@@ -58,19 +58,21 @@ public:
 
   /// Copies an input's bytes (in the tensor's dtype, exactly its size) to
   /// where the plan expects tensor `tensor`. Called before every run for
-  /// the inputs that are not bound to a device buffer.
+  /// the inputs that are not bound to a device buffer, and to set a state
+  /// tensor (its initial value, a write, a checkpoint).
   virtual Status setInput(uint32_t tensor, const void *data, size_t bytes) = 0;
 
   /// Enqueues the module's steps in order: bound input buffers copied in
-  /// first, bound output buffers filled last (sizes checked by the C API).
-  /// The CPU backend runs them before returning.
+  /// first, bound output buffers filled last (sizes checked by the C API),
+  /// then each state's update copied into the state, only once every step
+  /// succeeded. The CPU backend runs them before returning.
   virtual Status launch(const Bindings &bindings) = 0;
 
   /// Waits for the last launch; its status (a failure inside the run).
   virtual Status wait() = 0;
 
-  /// Host-readable bytes of `tensor` (an output) after a run; valid until the
-  /// next setInput or launch.
+  /// Host-readable bytes of `tensor` (an output after a run, or a state);
+  /// valid until the next setInput or launch.
   virtual Status readTensor(uint32_t tensor, const void **data) = 0;
 
   /// Allocates `bytes` of this backend's memory for the application.

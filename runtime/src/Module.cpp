@@ -4,12 +4,13 @@
 //  1. size and file identifier ("MPK1");
 //  2. the FlatBuffers verifier (every offset, vector and string in bounds),
 //     and the root table's fields inside the table;
-//  3. the schema version (other than kSchemaVersion: UNSUPPORTED_VERSION);
+//  3. the schema version (outside [kOldestSchemaVersion, kSchemaVersion]:
+//     UNSUPPORTED_VERSION);
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
 //     (tensors, arena placement, constants, kernel programs, the kernels'
-//     CUDA program and launches, GEMMs, opaque routines, steps, inputs and
-//     outputs);
+//     CUDA program and launches, GEMMs, opaque routines, steps, inputs,
+//     outputs and state bindings);
 //  6. the side file: size and FNV-1a 64, then constants point into it.
 //
 //===----------------------------------------------------------------------===//
@@ -279,6 +280,7 @@ private:
   Status verifyGemm(size_t index);
   Status verifySteps();
   Status verifyInputsOutputs();
+  Status verifyStates();
 
   /// "tensor #3 'h'".
   std::string tensorName(size_t i) const {
@@ -959,6 +961,71 @@ Status ModuleVerifier::verifyInputsOutputs() {
   return collect(root.outputs(), "output", module.outputs_);
 }
 
+/// State bindings (v3): indices in range, a unique non-empty name, a state
+/// tensor that is an activation and no input, an update of its dtype and
+/// shape, an initial constant of exactly its bytes. A state's bytes are
+/// replaced after every run, so no input or output may share them, and no
+/// update may share another state's (committing one would change the next).
+Status ModuleVerifier::verifyStates() {
+  const auto *list = root.state();
+  const size_t constants = root.constants() ? root.constants()->size() : 0;
+  auto shares = [&](uint32_t a, uint32_t b) {
+    const TensorDesc &x = tensors[a], &y = tensors[b];
+    if (x.isConstant() || y.isConstant() || x.bytes == 0 || y.bytes == 0)
+      return false;
+    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+  };
+  for (size_t i = 0; list && i < list->size(); ++i) {
+    const schema::StateBinding *b = list->Get(i);
+    std::string what = "state #" + std::to_string(i);
+    if (!b->name() || b->name()->size() == 0)
+      return invalidModule(what + " has no name");
+    StateDesc d;
+    d.name = b->name()->str();
+    what += " '" + d.name + "'";
+    for (const StateDesc &other : module.states_)
+      if (other.name == d.name)
+        return invalidModule("two states are named '" + d.name + "'");
+    if (b->input() >= tensors.size() || b->output() >= tensors.size())
+      return invalidModule(what + ": tensor " + std::to_string(b->input()) + " (state) or " +
+                           std::to_string(b->output()) + " (update) of " +
+                           std::to_string(tensors.size()));
+    if (b->initial() >= constants)
+      return invalidModule(what + ": initial value is constant " +
+                           std::to_string(b->initial()) + " of " + std::to_string(constants));
+    d.tensor = b->input();
+    d.update = b->output();
+    const TensorDesc &t = tensors[d.tensor], &u = tensors[d.update];
+    if (t.isConstant())
+      return invalidModule(what + " is " + tensorName(d.tensor) + ", a constant");
+    if (u.dtype != t.dtype || u.shape != t.shape)
+      return invalidModule(what + " is " + dtypeName(t.dtype) + " " + formatShape(t.shape) +
+                           ", its update " + tensorName(d.update) + " is " +
+                           dtypeName(u.dtype) + " " + formatShape(u.shape));
+    const schema::Constant *c = root.constants()->Get(b->initial());
+    const uint64_t size = c->data() ? c->data()->size() : c->external_size();
+    if (size != t.bytes)
+      return invalidModule(what + " (" + dtypeName(t.dtype) + " " + formatShape(t.shape) +
+                           ") needs " + std::to_string(t.bytes) + " bytes, its initial value "
+                           "(constant #" + std::to_string(b->initial()) + ") holds " +
+                           std::to_string(size));
+    for (uint32_t in : module.inputs_)
+      if (in == d.tensor || shares(in, d.tensor))
+        return invalidModule(what + " shares its bytes with input " + tensorName(in));
+    for (uint32_t out : module.outputs_)
+      if (out == d.tensor || shares(out, d.tensor))
+        return invalidModule(what + " shares its bytes with output " + tensorName(out) +
+                             ", which a run would replace after writing it");
+    module.states_.push_back(std::move(d));
+  }
+  for (const StateDesc &a : module.states_)
+    for (const StateDesc &b : module.states_)
+      if (&a != &b && shares(a.update, b.tensor))
+        return invalidModule("the update of state '" + a.name + "' shares its bytes with state '" +
+                             b.name + "'");
+  return okStatus();
+}
+
 Status ModuleVerifier::run() {
   if (Status s = verifyAlignment(); !s.ok())
     return s;
@@ -991,7 +1058,9 @@ Status ModuleVerifier::run() {
     module.opaqueCudaLaunches_.clear();
   if (Status s = verifySteps(); !s.ok())
     return s;
-  return verifyInputsOutputs();
+  if (Status s = verifyInputsOutputs(); !s.ok())
+    return s;
+  return verifyStates();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1090,11 +1159,11 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
                       " is newer than this runtime reads (version " +
                       std::to_string(kSchemaVersion) + ", runtime " +
                       mixprec_runtime_version() + "); upgrade libmixprec_runtime");
-  if (version < kSchemaVersion)
+  if (version < kOldestSchemaVersion)
     return Status(MIXPREC_UNSUPPORTED_VERSION,
                   "module schema version " + std::to_string(version) +
                       " is older than this runtime reads (version " +
-                      std::to_string(kSchemaVersion) + ", runtime " +
+                      std::to_string(kOldestSchemaVersion) + ", runtime " +
                       mixprec_runtime_version() + "); recompile the module");
   size_t hashOffset = 0;
   const uint64_t stored = module->root_->content_hash();
@@ -1120,6 +1189,12 @@ Status LoadedModule::fromOwnedBytes(std::unique_ptr<LoadedModule> module,
     const schema::Constant *c = constants->Get(t.constantIndex);
     t.constantData = c->data() ? c->data()->data()
                                : module->sideFile_.data() + c->external_offset();
+  }
+  for (size_t i = 0; i < module->states_.size(); ++i) {
+    StateDesc &d = module->states_[i];
+    const schema::Constant *c = constants->Get(module->root_->state()->Get(i)->initial());
+    if (module->tensors_[d.tensor].bytes)
+      d.initial = c->data() ? c->data()->data() : module->sideFile_.data() + c->external_offset();
   }
   out = std::shared_ptr<const LoadedModule>(module.release());
   return okStatus();

@@ -23,10 +23,13 @@
 
 namespace mixprec::runtime {
 
-/// The module schema version this runtime reads (runtime/schema/module.fbs
-/// says what changed when): older modules are refused, to be recompiled, as
-/// newer ones are.
-constexpr uint32_t kSchemaVersion = 2;
+/// The newest module schema version this runtime reads
+/// (runtime/schema/module.fbs says what changed when): newer modules are
+/// refused, as are modules older than kOldestSchemaVersion (recompile them).
+constexpr uint32_t kSchemaVersion = 3;
+/// Version 3 only added module state, so version 2 modules (without state)
+/// read as before.
+constexpr uint32_t kOldestSchemaVersion = 2;
 /// Largest rank a module may use (bounds per-dim loops and bit masks).
 constexpr size_t kMaxRank = 32;
 /// Largest element count of one tensor or iteration space (2^48): keeps
@@ -119,6 +122,17 @@ struct CudaLaunchDesc {
   std::vector<int32_t> zeroed;
 };
 
+/// A state binding after verification (schema::StateBinding): the state
+/// tensor the steps read, the tensor whose bytes become its next value
+/// after a successful run (`update == tensor` for a state that never
+/// changes), and its initial value.
+struct StateDesc {
+  std::string name; ///< non-empty, unique among the module's states
+  uint32_t tensor = 0, update = 0;
+  /// The initial value: exactly the state tensor's bytes (null when 0).
+  const uint8_t *initial = nullptr;
+};
+
 struct OpaqueOp;
 
 struct LoadOptions {
@@ -148,6 +162,8 @@ public:
   uint64_t arenaBytesNeeded() const { return arenaBytesNeeded_; }
   const std::vector<GemmDesc> &gemms() const { return gemms_; }
   const std::vector<OpaqueOp> &opaques() const { return opaques_; }
+  /// The module's state (v3), in the module's order.
+  const std::vector<StateDesc> &states() const { return states_; }
   /// "kernel #0 'softmax'": how messages name a kernel.
   std::string kernelName(size_t index) const;
   /// Module.cuda, or null when the module has no CUDA code (compiled
@@ -186,6 +202,7 @@ private:
   std::vector<uint32_t> inputs_, outputs_;
   std::vector<GemmDesc> gemms_;
   std::vector<OpaqueOp> opaques_;
+  std::vector<StateDesc> states_;
   std::vector<CudaLaunchDesc> cudaLaunches_;
   std::vector<std::optional<CudaLaunchDesc>> opaqueCudaLaunches_;
   uint64_t arenaBytesNeeded_ = 0;

@@ -4,6 +4,7 @@
 #include "Version.h"
 
 #include "common/Npy.h"
+#include "compiler/Interpreter/Evaluator.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "common/Npy.h"
@@ -153,6 +154,17 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
         !tensorFromNpy(*it, path, array, inputs[index], error))
       return false;
     given[index] = true;
+  }
+  // A state argument (mp.state) starts from its initial value unless given.
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    auto init = func.getArgAttrOfType<ElementsAttr>(i, graph::GraphDialect::kStateInitAttr);
+    if (given[i] || !init)
+      continue;
+    if (!compiler::decodeConstant(init, inputs[i], error)) {
+      error = "state '" + sig.inputs[i].name + "': " + error;
+      return false;
+    }
+    given[i] = true;
   }
   if (!inputFiles.empty())
     for (size_t i = 0; i < sig.inputs.size(); ++i)

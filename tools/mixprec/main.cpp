@@ -17,6 +17,7 @@
 #include "common/Npy.h"
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
+#include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "mixprec/runtime.h"
 #include "tools/mixprec/CliCommon.h"
@@ -275,6 +276,30 @@ int writeOutputs(const GraphSignature &sig, const std::vector<HostTensor> &outpu
   return 0;
 }
 
+/// Module state on the interpreter (GraphBase.td, mp.state): a state
+/// argument starts from its mp.state_init (loadInputs), each --repeat run
+/// from the previous run's update, and the updates are written as outputs.
+/// A state argument or update result without an mp.name is named after
+/// its state. Returns (argument, result) per state.
+std::vector<std::pair<size_t, size_t>> nameStates(func::FuncOp func, GraphSignature &sig) {
+  using mixprec::graph::GraphDialect;
+  std::vector<std::pair<size_t, size_t>> states;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr);
+    if (!name)
+      continue;
+    if (!func.getArgAttr(i, GraphDialect::kNameAttr))
+      sig.inputs[i].name = name.str();
+    for (unsigned r = 0; r < func.getNumResults(); ++r)
+      if (func.getResultAttr(r, GraphDialect::kStateUpdateAttr) == name) {
+        if (!func.getResultAttr(r, GraphDialect::kNameAttr))
+          sig.outputs[r].name = name.str();
+        states.push_back({i, r});
+      }
+  }
+  return states;
+}
+
 /// Prints the --time line of an interpreter run.
 void printTimes(double importMs, double prepareMs, std::vector<double> runMs) {
   std::sort(runMs.begin(), runMs.end());
@@ -296,6 +321,7 @@ int runOnInterpreter() {
     return 1;
   double importMs = millisecondsSince(importStart);
   GraphSignature sig = mixprec::compiler::getSignature(func);
+  std::vector<std::pair<size_t, size_t>> states = nameStates(func, sig);
   if (int rc = checkOutputNames(func, sig))
     return rc;
   std::vector<HostTensor> inputs, outputs;
@@ -313,6 +339,8 @@ int runOnInterpreter() {
     if (!interpreter.run(inputs, outputs, error))
       return fail(opts::model() + ": " + error);
     runMs.push_back(millisecondsSince(runStart));
+    for (auto [arg, result] : states) // the next run starts from the updated state
+      inputs[arg] = outputs[result];
   }
   if (opts::time())
     printTimes(importMs, prepareMs, runMs);

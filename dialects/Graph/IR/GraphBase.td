@@ -25,6 +25,10 @@ def Graph_Dialect : Dialect {
     `mp.dequantize` gives it back, `mp.amax` measures what scales need.
   }];
   let hasOperationAttrVerify = 1;
+  // mp.name, mp.state, mp.state_init on graph arguments; mp.name,
+  // mp.state_update on results.
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   // Folds (a cast of a constant) materialize as mp.constant.
   let hasConstantMaterializer = 1;
   let extraClassDeclaration = [{
@@ -39,6 +43,16 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kCalibUnderflowAttr = "mp.calib_underflow";
     /// On a function: graph inputs and outputs keep their original dtypes.
     static constexpr ::llvm::StringLiteral kKeepIoTypesAttr = "mp.keep_io_types";
+    /// Module state (a training step's parameters, optimizer state...): a
+    /// graph argument with `mp.state = "NAME"` (a string) and
+    /// `mp.state_init = <elements of its type>` is state NAME, kept by the
+    /// runtime session across runs and initialised from mp.state_init, not
+    /// a user input; the graph result with `mp.state_update = "NAME"` is
+    /// its next value, not a user output. Every state has exactly one
+    /// update, of its type; state names are unique.
+    static constexpr ::llvm::StringLiteral kStateAttr = "mp.state";
+    static constexpr ::llvm::StringLiteral kStateInitAttr = "mp.state_init";
+    static constexpr ::llvm::StringLiteral kStateUpdateAttr = "mp.state_update";
   }];
 }
 

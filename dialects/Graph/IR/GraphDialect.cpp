@@ -3,6 +3,7 @@
 #include "dialects/Graph/IR/GraphAsm.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -77,6 +78,84 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op, NamedAttribu
     return expect(isa<UnitAttr>(attr.getValue()), "a unit attribute");
   return op->emitError() << "unknown mp dialect attribute '" << attr.getName().getValue()
                          << "'";
+}
+
+/// The state convention (GraphBase.td, kStateAttr) on argument `argIndex`
+/// of `fn`, which carries `mp.state` or `mp.state_init`: a string name, an
+/// initial value of the argument's type, a name no other argument has,
+/// exactly one result that updates it, of its type.
+static LogicalResult verifyStateArgument(FunctionOpInterface fn, unsigned argIndex,
+                                         NamedAttribute attr) {
+  Type type = fn.getArgumentTypes()[argIndex];
+  auto name = fn.getArgAttrOfType<StringAttr>(argIndex, GraphDialect::kStateAttr);
+  if (attr.getName() == GraphDialect::kStateInitAttr) {
+    auto init = dyn_cast<ElementsAttr>(attr.getValue());
+    if (!init)
+      return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName().getValue()
+                             << "' must be an elements attribute (the state's initial value)";
+    if (!name)
+      return fn->emitError() << "argument #" << argIndex << " has '" << attr.getName().getValue()
+                             << "' but no '" << GraphDialect::kStateAttr << "' name";
+    if (init.getType() != type)
+      return fn->emitError() << "state '" << name.getValue() << "': initial value is "
+                             << init.getType() << ", the argument is " << type;
+    return success();
+  }
+  if (!name || name.getValue().empty())
+    return fn->emitError() << "argument #" << argIndex << ": '" << attr.getName().getValue()
+                           << "' must be a non-empty string attribute (the state's name)";
+  auto diag = [&]() {
+    return fn->emitError() << "state '" << name.getValue() << "' (argument #" << argIndex
+                           << "): ";
+  };
+  if (!fn.getArgAttr(argIndex, GraphDialect::kStateInitAttr))
+    return diag() << "no '" << GraphDialect::kStateInitAttr << "' initial value";
+  for (unsigned j = 0; j < fn.getNumArguments(); ++j)
+    if (j != argIndex && fn.getArgAttr(j, GraphDialect::kStateAttr) == name)
+      return diag() << "argument #" << j << " has the same name";
+  int updates = 0;
+  for (unsigned r = 0; r < fn.getNumResults(); ++r) {
+    if (fn.getResultAttr(r, GraphDialect::kStateUpdateAttr) != name)
+      continue;
+    if (++updates > 1)
+      return diag() << "updated by more than one result (#" << r << " again)";
+    if (fn.getResultTypes()[r] != type)
+      return diag() << "its update (result #" << r << ") is " << fn.getResultTypes()[r]
+                    << ", the state is " << type;
+  }
+  if (updates == 0)
+    return diag() << "no result carries '" << GraphDialect::kStateUpdateAttr << " = \""
+                  << name.getValue() << "\"' (its next value)";
+  return success();
+}
+
+LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned argIndex,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kStateAttr && attr.getName() != kStateInitAttr)
+    return verifyOperationAttribute(op, attr);
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' belongs on a graph function's argument";
+  return verifyStateArgument(fn, argIndex, attr);
+}
+
+LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  if (attr.getName() != kStateUpdateAttr)
+    return verifyOperationAttribute(op, attr);
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!fn || !name)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a string on a graph function's result";
+  for (unsigned j = 0; j < fn.getNumArguments(); ++j)
+    if (fn.getArgAttr(j, kStateAttr) == name)
+      return success(); // the argument's check covers the rest
+  return op->emitError() << "result #" << resultIndex << " updates state '" << name.getValue()
+                         << "', which no argument is (no argument has mp.state = \""
+                         << name.getValue() << "\")";
 }
 
 } // namespace mixprec::graph

@@ -284,7 +284,8 @@ MIXPREC_API mixprec_status_t mixprec_session_wait(mixprec_session_t session);
 MIXPREC_API void *mixprec_session_stream(mixprec_session_t session);
 
 /* Output `index` of the last successful run, in its own dtype. The pointer
- * is valid until the next bind, run or release of the session.
+ * is valid until the next bind, run or release of the session (or state
+ * write, reset or checkpoint load).
  * MIXPREC_FAILED_PRECONDITION before the first run, or after a bind or a
  * failed run (run again). */
 MIXPREC_API mixprec_status_t mixprec_session_output_data(mixprec_session_t session, size_t index,
@@ -348,6 +349,64 @@ MIXPREC_API mixprec_status_t mixprec_session_bind_input_buffer(mixprec_session_t
 MIXPREC_API mixprec_status_t mixprec_session_bind_output_buffer(mixprec_session_t session,
                                                                 size_t index,
                                                                 mixprec_buffer_t buffer);
+
+/*===----------------------------------------------------------------------===*
+ * State: tensors a module keeps across runs (schema version 3), such as a
+ * compiled training step's parameters, optimizer state and loss scale. The
+ * compiled graph reads each state as an argument and returns its next
+ * value; the session holds the state (initialised from the module when the
+ * session is created), binds it on every run, and replaces it with the
+ * next value only when the run succeeds: a failed run leaves every state
+ * as it was. States are neither inputs nor outputs: the input and output
+ * counts, infos and names above leave them out. State data is in the
+ * state's own dtype, exactly its byte size.
+ * Thread safety: the module queries as the module's; the session calls as
+ * the session's (and not while a run is in flight: FAILED_PRECONDITION).
+ * A write, reset or checkpoint load makes pointers from output_data invalid.
+ *===----------------------------------------------------------------------===*/
+
+/* 0 for a NULL module or a module without state. */
+MIXPREC_API size_t mixprec_module_state_count(mixprec_module_t module);
+/* The state's name, dtype and shape. */
+MIXPREC_API mixprec_status_t mixprec_module_state_info(mixprec_module_t module, size_t index,
+                                                       mixprec_tensor_info_t *out_info);
+
+/* Copies state `name` (MIXPREC_NOT_FOUND, listing the states, when there is
+ * none) into `buffer`, or replaces it with `data`; `byte_size` must be its
+ * exact size (MIXPREC_SHAPE_MISMATCH). */
+MIXPREC_API mixprec_status_t mixprec_session_read_state(mixprec_session_t session,
+                                                        const char *name, void *buffer,
+                                                        size_t byte_size);
+MIXPREC_API mixprec_status_t mixprec_session_write_state(mixprec_session_t session,
+                                                         const char *name, const void *data,
+                                                         size_t byte_size);
+/* Sets every state back to its initial value from the module. */
+MIXPREC_API mixprec_status_t mixprec_session_reset_state(mixprec_session_t session);
+
+/* Writes every state and `user_bytes` bytes of `user_blob` (the
+ * application's own: a trainer's step, RNG state, data order) to a
+ * checkpoint file at `path`, atomically: a temporary file in the same
+ * folder, synced, then renamed over `path`, so a crash mid-write leaves the
+ * previous checkpoint intact (MIXPREC_IO_ERROR, saying why, when it cannot
+ * be written). The file holds a format version, a fingerprint of the
+ * module's state names, dtypes and shapes, and a checksum. */
+MIXPREC_API mixprec_status_t mixprec_session_save_checkpoint(mixprec_session_t session,
+                                                             const char *path,
+                                                             const void *user_blob,
+                                                             size_t user_bytes);
+/* Replaces every state with a checkpoint's and copies its user blob into
+ * `user_blob_out` (`capacity` bytes; its size to `*user_bytes` when not
+ * NULL). The whole file is checked first, and on any error no state
+ * changes: MIXPREC_IO_ERROR when it cannot be read;
+ * MIXPREC_UNSUPPORTED_VERSION for a newer format; MIXPREC_INVALID_ARGUMENT
+ * for a truncated or corrupted file or a checkpoint of another model (its
+ * states' names, dtypes or shapes differ, named in the message);
+ * MIXPREC_SHAPE_MISMATCH when the user blob does not fit `capacity`. */
+MIXPREC_API mixprec_status_t mixprec_session_load_checkpoint(mixprec_session_t session,
+                                                             const char *path,
+                                                             void *user_blob_out,
+                                                             size_t capacity,
+                                                             size_t *user_bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

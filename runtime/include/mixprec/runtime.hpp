@@ -100,6 +100,11 @@ public:
   Status findOutput(const char *name, size_t &index) const {
     return Status(mixprec_module_find_output(module_, name, &index));
   }
+  /// State kept across runs (schema v3): not among the inputs and outputs.
+  size_t stateCount() const { return mixprec_module_state_count(module_); }
+  Status stateInfo(size_t index, mixprec_tensor_info_t &info) const {
+    return Status(mixprec_module_state_info(module_, index, &info));
+  }
 
 private:
   void reset(mixprec_module_t module) {
@@ -240,6 +245,30 @@ public:
       return s;
     out.resize(info.element_count);
     return copyOutput(index, MIXPREC_DTYPE_F32, out.data(), out.size() * sizeof(float));
+  }
+
+  /// State `name` in its own dtype (exactly its byte size).
+  Status readState(const char *name, void *buffer, size_t byteSize) const {
+    return Status(mixprec_session_read_state(session_, name, buffer, byteSize));
+  }
+  Status writeState(const char *name, const void *data, size_t byteSize) {
+    return Status(mixprec_session_write_state(session_, name, data, byteSize));
+  }
+  /// Every state back to its initial value.
+  Status resetState() { return Status(mixprec_session_reset_state(session_)); }
+  /// Every state and the application's `userBytes` of `userBlob`, written
+  /// atomically to `path`.
+  Status saveCheckpoint(const char *path, const void *userBlob = nullptr, size_t userBytes = 0) {
+    return Status(mixprec_session_save_checkpoint(session_, path, userBlob, userBytes));
+  }
+  /// Every state from `path` (checked first: on error nothing changes), its
+  /// user blob into `userBlob` (`capacity` bytes, its size to `userBytes`).
+  Status loadCheckpoint(const char *path, void *userBlob, size_t capacity, size_t &userBytes) {
+    return Status(
+        mixprec_session_load_checkpoint(session_, path, userBlob, capacity, &userBytes));
+  }
+  Status loadCheckpoint(const char *path) {
+    return Status(mixprec_session_load_checkpoint(session_, path, nullptr, 0, nullptr));
   }
 
 private:

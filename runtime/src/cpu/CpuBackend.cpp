@@ -148,7 +148,8 @@ Status CpuBackend::allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) {
 }
 
 /// Bound inputs are read from their buffers, bound outputs written to
-/// theirs: the CPU backend runs at once, so wait() has nothing left to do.
+/// theirs, then the state updated: the CPU backend runs at once, so wait()
+/// has nothing left to do.
 Status CpuBackend::launch(const Bindings &bindings) {
   const std::vector<uint32_t> &inputs = module->inputs(), &outputs = module->outputs();
   for (size_t i = 0; i < bindings.inputs.size(); ++i)
@@ -165,6 +166,13 @@ Status CpuBackend::launch(const Bindings &bindings) {
       if (Status s = b->copyFromHost(0, tensorData(outputs[i]), d.bytes); !s.ok())
         return s;
     }
+  // Every step succeeded: each state takes its update (a failed run
+  // returned above, leaving the state as it was). States share no bytes
+  // with other states' updates (the loader checks), so order is free.
+  for (const StateDesc &state : module->states())
+    if (state.tensor != state.update && module->tensors()[state.tensor].bytes)
+      std::memmove(tensorData(state.tensor), tensorData(state.update),
+                   module->tensors()[state.tensor].bytes);
   return okStatus();
 }
 

@@ -79,7 +79,7 @@ Status CudaBackend::copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, cons
   return okStatus();
 }
 
-/// Bound inputs in, every step, bound outputs out.
+/// Bound inputs in, every step, bound outputs out, the state updated.
 Status CudaBackend::enqueueSequence(const Bindings &bindings) {
   const std::vector<uint32_t> &inputs = module->inputs(), &outputs = module->outputs();
   for (size_t i = 0; i < bindings.inputs.size(); ++i)
@@ -116,6 +116,15 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
                                   "copying into the bound buffer of output");
             !s.ok())
           return s;
+  // The run got this far: each state takes its update (a copy on the
+  // stream, captured with the rest), so a run that failed before leaves the
+  // state as it was.
+  for (const StateDesc &state : module->states())
+    if (pointers[state.tensor] != pointers[state.update])
+      if (Status s = copyTensor(state.tensor, pointers[state.tensor], pointers[state.update],
+                                "committing the update of state");
+          !s.ok())
+        return s;
   return okStatus();
 }
 

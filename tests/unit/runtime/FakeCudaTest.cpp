@@ -13,6 +13,7 @@
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #ifndef MIXPREC_FAKE_CUDA_DRIVER
@@ -104,6 +105,61 @@ std::vector<float> runOn(Session &session, const std::vector<int64_t> &dims,
     s = session.copyOutput(index, out);
   EXPECT_TRUE(s.ok()) << s.codeName() << ": " << s.message();
   return out;
+}
+
+/// x [2,2] input, state s [1,2] from [1,2]: s_new = s @ x and y = sum(s_new),
+/// both routines on the host; the CUDA backend keeps s in device memory.
+ModuleBuilder stateModule() {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {2, 2});
+  const int s = b.state("s", fb::DType::F32, {1, 2}, {1, 2});
+  const int next = b.activation("s_new", fb::DType::F32, {1, 2});
+  const int y = b.activation("y", fb::DType::F32, {});
+  fb::RoutineOptionsUnion matmul;
+  matmul.Set(fb::MatmulOptionsT());
+  b.opaque({"step", "matmul", {s, x}, {next}, matmul});
+  b.opaque({"sum", "reduce_sum", {next}, {y}, reduceOptions({0, 1}, false)});
+  b.states.back().update = static_cast<uint32_t>(next);
+  b.output(y);
+  b.cuda = program(90);
+  return b;
+}
+
+TEST(FakeCuda, StateIsKeptInDeviceMemoryAndCommittedAfterEachRun) {
+  Module module;
+  ASSERT_OK(loadBuilt(stateModule().build(), module));
+  Session cuda, cpu;
+  ASSERT_OK(Session::create(module, cuda, MIXPREC_BACKEND_CUDA));
+  ASSERT_OK(Session::create(module, cpu, MIXPREC_BACKEND_CPU));
+  const std::vector<float> x = {1, 1, 0, 1};
+  std::vector<float> state(2), cpuState(2);
+  ASSERT_OK(cuda.readState("s", state.data(), 8));
+  EXPECT_EQ(state, (std::vector<float>{1, 2}));
+  for (int run = 1; run <= 3; ++run) {
+    EXPECT_EQ(runOn(cuda, {2, 2}, x, 0), runOn(cpu, {2, 2}, x, 0)) << "run " << run;
+    ASSERT_OK(cuda.readState("s", state.data(), 8));
+    ASSERT_OK(cpu.readState("s", cpuState.data(), 8));
+    EXPECT_EQ(state, (std::vector<float>{1, float(2 + run)})) << "run " << run;
+    EXPECT_EQ(state, cpuState);
+  }
+  // Written, reset, and through a checkpoint into the CPU session.
+  const std::vector<float> written = {5, -1};
+  ASSERT_OK(cuda.writeState("s", written.data(), 8));
+  ASSERT_OK(cuda.readState("s", state.data(), 8));
+  EXPECT_EQ(state, written);
+  const std::string path = ::testing::TempDir() + "fake_cuda_state.ckpt";
+  ASSERT_OK(cuda.saveCheckpoint(path.c_str()));
+  ASSERT_OK(cuda.resetState());
+  ASSERT_OK(cuda.readState("s", state.data(), 8));
+  EXPECT_EQ(state, (std::vector<float>{1, 2}));
+  ASSERT_OK(cpu.loadCheckpoint(path.c_str()));
+  ASSERT_OK(cpu.readState("s", cpuState.data(), 8));
+  EXPECT_EQ(cpuState, written);
+  ASSERT_OK(cuda.loadCheckpoint(path.c_str()));
+  EXPECT_EQ(runOn(cuda, {2, 2}, x, 0), runOn(cpu, {2, 2}, x, 0));
+  ASSERT_OK(cuda.readState("s", state.data(), 8));
+  EXPECT_EQ(state, (std::vector<float>{5, 4}));
+  std::remove(path.c_str());
 }
 
 TEST(FakeCuda, ModuleWithoutCudaCode) {

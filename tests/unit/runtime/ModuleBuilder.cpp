@@ -109,6 +109,17 @@ int ModuleBuilder::input(const std::string &name, fb::DType dtype, const Shape &
   return t;
 }
 
+int ModuleBuilder::state(const std::string &name, fb::DType dtype, const Shape &shape,
+                         const std::vector<float> &initial) {
+  const int t = activation(name, dtype, shape);
+  const int init = constantFloats(name + ".init", dtype, shape, initial);
+  states.push_back({name, static_cast<uint32_t>(t), static_cast<uint32_t>(t),
+                    static_cast<uint32_t>(tensors[init].constant)});
+  if (version < 3)
+    version = 3;
+  return t;
+}
+
 int ModuleBuilder::activation(const std::string &name, fb::DType dtype, const Shape &shape) {
   TensorSpec t;
   t.name = name;
@@ -342,11 +353,17 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   flatbuffers::Offset<fb::CudaProgram> cudaOffset;
   if (cuda)
     cudaOffset = fb::CreateCudaProgram(fbb, &*cuda);
+  std::vector<flatbuffers::Offset<fb::StateBinding>> stateOffsets;
+  for (const StateSpec &st : states)
+    stateOffsets.push_back(fb::CreateStateBinding(fbb, fbb.CreateString(st.name), st.tensor,
+                                                  st.update, st.initial));
+  auto statesOffset = states.empty() ? 0 : fbb.CreateVector(stateOffsets);
   auto root = fb::CreateModule(fbb, version, producer, inputsOffset, outputsOffset,
                                tensorsOffset, constantsOffset, kernelsOffset, gemmsOffset,
                                opaquesOffset, stepsOffset, arenaBytes ? *arenaBytes : arenaEnd,
                                arenaEnd, 0, side,
-                               seal ? runtime::kContentHashPlaceholder : 0, cudaOffset);
+                               seal ? runtime::kContentHashPlaceholder : 0, cudaOffset,
+                               statesOffset);
   fbb.Finish(root, fb::ModuleIdentifier());
   built.module.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (seal)

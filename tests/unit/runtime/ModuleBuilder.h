@@ -113,6 +113,12 @@ struct StepSpec {
   uint32_t index = 0;
 };
 
+/// A state binding (schema v3): tensor indices and the initial constant.
+struct StateSpec {
+  std::string name;
+  uint32_t tensor = 0, update = 0, initial = 0;
+};
+
 struct BuiltModule {
   std::vector<uint8_t> module;
   std::vector<uint8_t> sideFile; ///< empty when no constant is external
@@ -130,6 +136,11 @@ public:
   int constantFloats(const std::string &name, fb::DType dtype, const Shape &shape,
                      const std::vector<float> &values, bool external = false);
   void output(int tensor) { outputs.push_back(static_cast<uint32_t>(tensor)); }
+  /// A state tensor (an activation) with its initial value (a constant of
+  /// `initial` encoded to `dtype`), its own update until `states.back()
+  /// .update` is set; makes the module version 3.
+  int state(const std::string &name, fb::DType dtype, const Shape &shape,
+            const std::vector<float> &initial);
 
   /// Appends a kernel (and its step); the reference stays valid until the
   /// next kernel() call.
@@ -151,6 +162,7 @@ public:
   /// Opaque index -> the options type written instead of its own (a forgery).
   std::map<size_t, fb::RoutineOptions> forgedOptionsTypes;
   std::vector<StepSpec> steps;
+  std::vector<StateSpec> states;
   /// Module.cuda: the CUDA program; absent (a CPU-only module) when unset.
   std::optional<fb::CudaProgramT> cuda;
   uint32_t version = 2;                 ///< the schema version the file claims

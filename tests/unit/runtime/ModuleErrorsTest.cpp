@@ -140,11 +140,16 @@ TEST(ModuleFile, MissingFileIsAnIoError) {
 
 TEST(ModuleFile, NewerSchemaVersion) {
   ModuleBuilder b = mlpBuilder(false);
-  b.version = 3;
+  b.version = 4;
   std::string message;
   EXPECT_EQ(loadCode(b.build(), &message), MIXPREC_UNSUPPORTED_VERSION);
-  EXPECT_NE(message.find("version 3 is newer"), std::string::npos) << message;
-  EXPECT_NE(message.find("(version 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("version 4 is newer"), std::string::npos) << message;
+  EXPECT_NE(message.find("(version 3"), std::string::npos) << message;
+  // Version 3 only added state: a module without it loads as 2 or 3.
+  for (uint32_t readable : {2u, 3u}) {
+    b.version = readable;
+    EXPECT_EQ(loadCode(b.build(), &message), MIXPREC_OK) << message;
+  }
   b.version = 0;
   expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "version 0");
 }
@@ -159,6 +164,93 @@ TEST(ModuleFile, OlderSchemaVersion) {
   expectLoadError(b.build(), MIXPREC_UNSUPPORTED_VERSION,
                   "module schema version 1 is older than this runtime reads (version 2, "
                   "runtime 0.1.0); recompile the module");
+}
+
+//===----------------------------------------------------------------------===//
+// State bindings (schema v3)
+//===----------------------------------------------------------------------===//
+
+/// x [4] -> s_new = x + s (s: state [4], from 1..4) -> y = s_new; the MLP
+/// plan's shape of things with one state.
+ModuleBuilder stateBuilder() {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {4});
+  const int s = b.state("s", fb::DType::F32, {4}, {1, 2, 3, 4});
+  const int next = b.activation("s_new", fb::DType::F32, {4});
+  const int y = b.activation("y", fb::DType::F32, {4});
+  KernelSpec &k = b.kernel("step", {4}, 0);
+  const int sum = k.binary(fb::OpCode::Add, k.load(x, {1}), k.load(s, {1}));
+  k.store(next, sum, {1}, fb::DType::F32);
+  k.store(y, sum, {1}, fb::DType::F32);
+  b.states.back().update = static_cast<uint32_t>(next);
+  b.output(y);
+  return b;
+}
+
+TEST(ModuleState, ValidModuleLoadsWithoutStateAmongInputsAndOutputs) {
+  Module module;
+  ASSERT_OK(loadBuilt(stateBuilder().build(), module));
+  EXPECT_EQ(module.schemaVersion(), 3u);
+  EXPECT_EQ(module.inputCount(), 1u);
+  EXPECT_EQ(module.outputCount(), 1u);
+  ASSERT_EQ(module.stateCount(), 1u);
+  mixprec_tensor_info_t info;
+  ASSERT_OK(module.stateInfo(0, info));
+  EXPECT_STREQ(info.name, "s");
+  EXPECT_EQ(info.byte_size, 16u);
+  EXPECT_EQ(module.stateInfo(1, info).code(), MIXPREC_INVALID_ARGUMENT);
+  // Each run adds x to the state the session keeps.
+  Session session;
+  ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CPU));
+  std::vector<float> x(4, 1.0f), y, state(4);
+  ASSERT_OK(session.bindInput("x", {4}, x.data()));
+  for (int run = 1; run <= 3; ++run) {
+    ASSERT_OK(session.run());
+    ASSERT_OK(session.copyOutput(0, y));
+    ASSERT_OK(session.readState("s", state.data(), 16));
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(y[i], float(i + 1 + run)) << "run " << run;
+      EXPECT_EQ(state[i], y[i]);
+    }
+  }
+}
+
+TEST(ModuleState, IndicesOutOfRangeAreRefused) {
+  for (int field = 0; field < 3; ++field) {
+    ModuleBuilder b = stateBuilder();
+    StateSpec &st = b.states.back();
+    (field == 0 ? st.tensor : field == 1 ? st.update : st.initial) = 1000;
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    field == 2 ? "state #0 's': initial value is constant 1000 of"
+                               : "state #0 's': tensor ");
+  }
+}
+
+TEST(ModuleState, InconsistentBindingsAreRefused) {
+  ModuleBuilder b = stateBuilder();
+  b.states.back().name = "";
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "state #0 has no name");
+  b = stateBuilder();
+  b.states.push_back(b.states.back());
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "two states are named 's'");
+  b = stateBuilder();
+  b.states.back().update = static_cast<uint32_t>(
+      b.activation("wide", fb::DType::F32, {5}));
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "its update tensor #");
+  b = stateBuilder();
+  b.states.back().initial = 0; // the only constant is s.init (16 bytes): fine
+  b.constantFloats("short", fb::DType::F32, {2}, {1, 2});
+  b.states.back().initial = 1;
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "its initial value (constant #1) holds 8");
+  b = stateBuilder();
+  b.states.back().tensor = b.inputs[0];
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "shares its bytes with input");
+  b = stateBuilder();
+  b.output(static_cast<int>(b.states.back().tensor));
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "shares its bytes with output");
+  b = stateBuilder();
+  b.states.back().tensor = 2; // s.init, a constant
+  expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "a constant");
 }
 
 TEST(ModuleFile, ContentHashEntryMovedOutOfTheTable) {

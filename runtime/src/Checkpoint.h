@@ -1,0 +1,63 @@
+//===- Checkpoint.h - a session's state saved to and loaded from a file -*- C++ -*-===//
+//
+// A checkpoint holds every state tensor of a session by name, with its dtype
+// and shape, and an opaque blob the application adds (a trainer's step, RNG
+// state, data order). It is written atomically (common/FileIO.h: a
+// temporary beside the file, synced, renamed), so a crash mid-write leaves
+// the previous checkpoint in place. All integers are little-endian:
+//
+//   "MIXPCKPT"                8 bytes
+//   format version            u32 (kCheckpointVersion)
+//   state count               u32
+//   fingerprint               u64: FNV-1a 64 of the module's state names,
+//                             dtypes and shapes (checkpointFingerprint)
+//   per state, in the module's order:
+//     name length, name       u32, bytes
+//     dtype, rank             u32 (schema::DType), u32
+//     dims                    i64 x rank
+//     byte size, bytes        u64, the tensor's bytes in its dtype
+//   user blob size, blob      u64, bytes
+//   checksum                  u64: FNV-1a 64 of every byte before it
+//
+// Loading checks the whole file (magic, version, checksum, that its states
+// are the session's by name, dtype and shape) before writing any state, so
+// a refused checkpoint leaves the session as it was.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CHECKPOINT_H
+#define MIXPREC_RUNTIME_CHECKPOINT_H
+
+#include "runtime/src/Backend.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mixprec::runtime {
+
+/// The checkpoint format version this runtime writes and reads; newer
+/// files are refused (UNSUPPORTED_VERSION).
+constexpr uint32_t kCheckpointVersion = 1;
+
+/// What identifies a module's state layout: FNV-1a 64 of each state's name,
+/// dtype and shape, in order. Two modules share checkpoints exactly when
+/// their fingerprints agree (the same model recompiled, for another
+/// architecture say, keeps its checkpoints).
+uint64_t checkpointFingerprint(const LoadedModule &module);
+
+/// Writes the backend's state and `userBytes` of `userBlob` to `path`.
+/// Test hook: with MIXPREC_TEST_CHECKPOINT_STALL=1 in the environment the
+/// writer stops for good after the first half of the file is in the
+/// temporary (a test kills it there).
+Status saveCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
+                      const void *userBlob, size_t userBytes);
+
+/// Reads `path`, checks it against the module, then writes every state to
+/// the backend and the user blob to `userBlob` (`capacity` bytes; its size
+/// to `*userBytes`).
+Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
+                      void *userBlob, size_t capacity, size_t *userBytes);
+
+} // namespace mixprec::runtime
+
+#endif // MIXPREC_RUNTIME_CHECKPOINT_H
