@@ -300,4 +300,52 @@ def AutodiffPass : Pass<"mp-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
+  let summary = "Build one training step: forward, loss, gradients, optimizer, loss scaling";
+  let description = [{
+    Turns the forward function into the function that runs one training
+    step (passes/TrainingStep.h, buildTrainingStep): the named float
+    constants of rank >= 1 that no `frozen` glob matches become FP32 master
+    weights kept as module state (`mp.state`), with the optimizer's state,
+    the step count and the loss-scale state; the step computes the loss
+    (cross-entropy over integer `labels`, MSE against `targets`, or the
+    model's own), scales it, differentiates it (--mp-autodiff's sweep),
+    unscales the gradients and checks them for inf/NaN (a non-finite one
+    skips the update, leaving every master and optimizer state
+    bit-identical), clips them by global norm, updates the masters (SGD with
+    momentum or AdamW, PyTorch's formulas) and the loss scale (GradScaler's
+    rule). Results: loss, skipped, grad_norm, loss_scale, then the state
+    updates. Without keep-forward the forward function is replaced (the step
+    takes its name when it was @main).
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"funcName", "func", "std::string", "\"main\"", "The forward function">,
+    Option<"lossKind", "loss", "std::string", "\"ce\"", "ce, mse or model">,
+    Option<"output", "output", "std::string", "\"\"",
+           "The forward result the loss reads (mp.name; default the first)">,
+    Option<"optimizerKind", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "SGD: L2 added to the gradient; AdamW: decoupled decay">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"scalingKind", "loss-scale", "std::string", "\"dynamic\"", "none, static or dynamic">,
+    Option<"initScale", "init-scale", "double", "65536.0", "Initial (or static) loss scale">,
+    Option<"growthFactor", "growth-factor", "double", "2.0", "Dynamic scaling growth">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5", "Dynamic scaling backoff">,
+    Option<"growthInterval", "growth-interval", "int64_t", "2000",
+           "Clean steps before the scale grows">,
+    Option<"hysteresis", "hysteresis", "int64_t", "1",
+           "Overflows absorbed before the scale backs off (1: every one backs off)">,
+    Option<"minScale", "min-scale", "double", "0.0", "Floor of the loss scale (0: none)">,
+    Option<"clipNorm", "clip-norm", "double", "0.0", "Global-norm gradient clipping (0: off)">,
+    ListOption<"frozen", "frozen", "std::string", "Globs of constants not to train">,
+    Option<"stepName", "name", "std::string", "\"train_step\"", "The step function's name">,
+    Option<"keepForward", "keep-forward", "bool", "false", "Keep the forward function">,
+  ];
+}
+
 #endif // MIXPREC_PASSES

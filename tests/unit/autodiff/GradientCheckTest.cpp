@@ -3,8 +3,8 @@
 // For every op with a gradient rule: a tiny function computes
 // loss = reduce_sum(op(inputs) * w) for a random w; buildGradientFunction
 // differentiates it; its gradients must match central differences of the
-// forward function. Both run through one evaluation function (`evaluate`,
-// the FP32 interpreter today), so that an FP64 mode can replace it.
+// forward function, both computed in FP64 (the interpreter's FP64 mode);
+// the FP32 interpreter's gradients must then be within FP32 rounding.
 // Inputs are drawn away from kinks (relu at 0, max ties, ...); ops that are
 // piecewise constant (floor, sign, ...) must give exactly zero instead.
 //
@@ -27,6 +27,7 @@
 
 using namespace mlir;
 using mixprec::compiler::HostTensor;
+using mixprec::compiler::HostTensorF64;
 using mixprec::compiler::Interpreter;
 
 namespace {
@@ -77,8 +78,8 @@ struct Case {
 /// gtest prints a case by its name.
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
-/// Evaluates a function on inputs: the FP32 interpreter (an FP64 mode can
-/// take its place without touching the checks).
+/// Evaluates a function on inputs in the FP32 interpreter (the FP64 check
+/// calls interpretF64 directly).
 using Evaluate =
     std::function<std::vector<HostTensor>(func::FuncOp, const std::vector<HostTensor> &)>;
 
@@ -164,30 +165,53 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   if (c.adjust)
     c.adjust(inputs);
 
-  std::vector<HostTensor> outputs = evaluate(*grad, inputs);
+  // The check runs in FP64 (the interpreter's FP64 mode: every float op in
+  // double, casts identities), so that the finite differences are accurate
+  // to ~1e-9 and a wrong rule cannot hide in FP32 noise: step 1e-5 relative,
+  // central differences (truncation error ~h^2), tolerance 1e-5 relative.
+  std::vector<HostTensorF64> inputs64;
+  for (const HostTensor &t : inputs)
+    inputs64.push_back({t.shape, std::vector<double>(t.floats.begin(), t.floats.end())});
+  auto run64 = [&](func::FuncOp f, const std::vector<HostTensorF64> &in) {
+    std::string error;
+    FailureOr<std::vector<HostTensorF64>> out = mixprec::compiler::interpretF64(f, in, error);
+    EXPECT_TRUE(succeeded(out)) << error;
+    return succeeded(out) ? *out : std::vector<HostTensorF64>();
+  };
+  std::vector<HostTensorF64> outputs = run64(*grad, inputs64);
   ASSERT_EQ(outputs.size(), c.inputs.size() + 1);
-  float loss = evaluate(forward, inputs)[0].floats[0];
-  EXPECT_EQ(outputs[0].floats[0], loss) << "the gradient function's loss";
+  std::vector<HostTensorF64> forwardOut = run64(forward, inputs64);
+  ASSERT_EQ(forwardOut.size(), 1u);
+  EXPECT_EQ(outputs[0].values[0], forwardOut[0].values[0]) << "the gradient function's loss";
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const std::vector<float> &g = outputs[i + 1].floats;
-    ASSERT_EQ(g.size(), inputs[i].floats.size()) << c.inputs[i].name;
+    const std::vector<double> &g = outputs[i + 1].values;
+    ASSERT_EQ(g.size(), inputs64[i].values.size()) << c.inputs[i].name;
     for (size_t k = 0; k < g.size(); ++k) {
       if (c.exactZero) {
-        EXPECT_EQ(g[k], 0.0f) << c.inputs[i].name << "[" << k << "]";
+        EXPECT_EQ(g[k], 0.0) << c.inputs[i].name << "[" << k << "]";
         continue;
       }
-      std::vector<HostTensor> moved = inputs;
-      float x = inputs[i].floats[k], h = c.step * std::max(1.0f, std::fabs(x));
-      moved[i].floats[k] = x + h;
-      float up = evaluate(forward, moved)[0].floats[0];
-      moved[i].floats[k] = x - h;
-      float down = evaluate(forward, moved)[0].floats[0];
-      double fd = (double(up) - double(down)) / (2.0 * h);
-      EXPECT_LE(std::fabs(g[k] - fd), 2e-2 * std::max(1.0, std::fabs(fd)))
+      std::vector<HostTensorF64> moved = inputs64;
+      double x = inputs64[i].values[k], h = 1e-5 * std::max(1.0, std::fabs(x));
+      moved[i].values[k] = x + h;
+      double up = run64(forward, moved)[0].values[0];
+      moved[i].values[k] = x - h;
+      double down = run64(forward, moved)[0].values[0];
+      double fd = (up - down) / (2.0 * h);
+      EXPECT_LE(std::fabs(g[k] - fd), 1e-5 * std::max(1.0, std::fabs(fd)))
           << c.inputs[i].name << "[" << k << "]: gradient " << g[k] << ", finite difference "
           << fd;
     }
   }
+  // The FP32 interpreter runs the same gradient function (the precision
+  // the step runs at): finite, and within FP32 rounding of the FP64 one.
+  std::vector<HostTensor> outputs32 = evaluate(*grad, inputs);
+  ASSERT_EQ(outputs32.size(), outputs.size());
+  for (size_t i = 1; i < outputs.size(); ++i)
+    for (size_t k = 0; k < outputs[i].values.size(); ++k)
+      EXPECT_LE(std::fabs(outputs32[i].floats[k] - outputs[i].values[k]),
+                1e-3 * std::max(1.0, std::fabs(outputs[i].values[k])))
+          << c.inputs[i - 1].name << "[" << k << "] in FP32";
 }
 
 // loss= picks a result by name among several; the others are dropped.

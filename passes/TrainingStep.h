@@ -1,0 +1,108 @@
+//===- TrainingStep.h - one mixed-precision training step ------*- C++ -*-===//
+//
+// buildTrainingStep turns a forward graph into the function that runs one
+// training step: forward, loss, loss scaling, reverse-mode gradients
+// (Autodiff.h), unscaling with a non-finite check, gradient clipping, the
+// optimizer update of FP32 master weights and state, and the loss-scale
+// update. Parameters, optimizer state, the step count and the loss-scale
+// state are module state (`mp.state`, GraphBase.td): the runtime session
+// keeps them across runs and checkpoints them. Everything is mp ops, so the
+// precision passes, `report` and the backends treat the step like any graph.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_PASSES_TRAININGSTEP_H
+#define MIXPREC_PASSES_TRAININGSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixprec::passes {
+
+/// What the step computes. Defaults follow PyTorch (torch.optim.SGD/AdamW,
+/// torch.amp.GradScaler) so that runs compare with it.
+struct TrainingOptions {
+  enum class Loss {
+    CrossEntropy, ///< mean over the batch of -log_softmax(logits)[label]
+    Mse,          ///< mean of (output - target)^2
+    Model,        ///< the forward output already is the loss (one element)
+  };
+  Loss loss = Loss::CrossEntropy;
+  /// The forward result the loss reads (its `mp.name`); "" for the first.
+  std::string output;
+
+  enum class Optimizer { Sgd, AdamW };
+  Optimizer optimizer = Optimizer::Sgd;
+  double lr = 0.01;
+  double momentum = 0.0;     ///< SGD (dampening 0, no Nesterov)
+  double weightDecay = 0.0;  ///< SGD: added to the gradient; AdamW: decoupled
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8; ///< AdamW
+
+  enum class Scaling {
+    None,    ///< scale 1 (still checked: a non-finite gradient skips the step)
+    Static,  ///< a fixed scale, initScale
+    Dynamic, ///< GradScaler: grows after growthInterval clean steps, backs off on overflow
+  };
+  Scaling scaling = Scaling::Dynamic;
+  double initScale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+  /// Overflows absorbed before the scale backs off (DeepSpeed's hysteresis;
+  /// 1, GradScaler's behaviour, backs off at every overflow).
+  int64_t hysteresis = 1;
+  /// The scale never backs off below this (0: no floor).
+  double minScale = 0.0;
+
+  /// Clip the unscaled gradients to this global L2 norm (0: no clipping),
+  /// as torch.nn.utils.clip_grad_norm_ (coefficient max/(norm + 1e-6)).
+  double clipNorm = 0.0;
+
+  /// Constants whose name matches one of these globs stay constants; the
+  /// other named float constants of rank >= 1 are trained.
+  std::vector<std::string> frozen;
+
+  /// The step function's name.
+  std::string name = "train_step";
+};
+
+/// The parse of `--loss`, `--optimizer`, `--loss-scale` values; false for
+/// an unknown name.
+bool parseLoss(llvm::StringRef text, TrainingOptions::Loss &out);
+bool parseOptimizer(llvm::StringRef text, TrainingOptions::Optimizer &out);
+bool parseScaling(llvm::StringRef text, TrainingOptions::Scaling &out);
+
+/// Fails, with a message, for options out of range (lr <= 0, momentum
+/// outside [0, 1), betas outside [0, 1), eps <= 0, a scale <= 0, growth
+/// factor <= 1, backoff outside (0, 1), interval or hysteresis < 1, clip < 0).
+std::string checkTrainingOptions(const TrainingOptions &options);
+
+/// Appends the step function after `forward` and returns it.
+///
+/// Arguments: `forward`'s arguments (the data), then the labels (`labels`:
+/// integer class indices of the logits' shape without the class dim, for
+/// cross-entropy; `targets`: the output's type, for MSE; none for a model
+/// loss), then the state, each `mp.state` with its `mp.state_init`:
+/// per parameter its FP32 master weight (named as the constant) and the
+/// optimizer's state (`NAME.momentum_buffer`, or `NAME.exp_avg` and
+/// `NAME.exp_avg_sq`), then `step`, and with dynamic scaling `loss_scale`,
+/// `growth_tracker` (and `hysteresis` when it is above 1).
+///
+/// Results: `loss` (unscaled), `skipped` (1 when a gradient was not finite
+/// and nothing was updated, else 0), `grad_norm` (global L2 norm of the
+/// unscaled gradients, before clipping), `loss_scale` (the scale this step
+/// used), then one `mp.state_update` per state. A skipped step leaves every
+/// master weight, optimizer state and the step count bit-identical (the
+/// updates select the old values), and only the loss-scale state moves.
+///
+/// Fails with an error on `forward` for: no trainable parameter, a loss
+/// output that does not fit the loss (class dim, one element), options out
+/// of range, a forward op without a gradient rule on the path to the loss.
+mlir::FailureOr<mlir::func::FuncOp> buildTrainingStep(mlir::func::FuncOp forward,
+                                                      const TrainingOptions &options);
+
+} // namespace mixprec::passes
+
+#endif // MIXPREC_PASSES_TRAININGSTEP_H

@@ -1,0 +1,47 @@
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd momentum=0.9 lr=0.1" %s | FileCheck %s
+// RUN: mixprec-opt --mp-build-training-step="loss=ce optimizer=adamw loss-scale=none frozen=b" %s | FileCheck %s --check-prefix=ADAMW
+// RUN: not mixprec-opt --mp-build-training-step="optimizer=rmsprop" %s 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not mixprec-opt --mp-build-training-step="momentum=1.5" %s 2>&1 | FileCheck %s --check-prefix=BADMOM
+// RUN: not mixprec-opt --mp-build-training-step="frozen=*" %s 2>&1 | FileCheck %s --check-prefix=NOPARAM
+
+// The step replaces @main: the data, the labels, then the state (masters,
+// optimizer state, step, loss-scale state), each with its initial value;
+// results loss, skipped, grad_norm, loss_scale, then the state updates.
+// CHECK-LABEL: func.func @main(%arg0: tensor<2x3xf32> {mp.name = "x"}, %arg1: tensor<2x2xf32> {mp.name = "targets"},
+// CHECK-SAME: {mp.name = "w", mp.state = "w", mp.state_init = dense<{{\[\[}}5.000000e-01{{.*}}3.750000e-01]]> : tensor<3x2xf32>}
+// CHECK-SAME: {mp.name = "b", mp.state = "b", mp.state_init = dense<[1.000000e-01, 2.000000e-01]> : tensor<2xf32>}
+// CHECK-SAME: {mp.name = "w.momentum_buffer", mp.state = "w.momentum_buffer", mp.state_init = dense<0.000000e+00> : tensor<3x2xf32>}
+// CHECK-SAME: {mp.name = "step", mp.state = "step", mp.state_init = dense<0.000000e+00> : tensor<f32>}
+// CHECK-SAME: {mp.name = "loss_scale", mp.state = "loss_scale", mp.state_init = dense<6.553600e+04> : tensor<f32>}
+// CHECK-SAME: {mp.name = "growth_tracker", mp.state = "growth_tracker", mp.state_init = dense<0.000000e+00> : tensor<f32>}
+// CHECK-SAME: -> (tensor<f32> {mp.name = "loss"}, tensor<f32> {mp.name = "skipped"}, tensor<f32> {mp.name = "grad_norm"}, tensor<f32> {mp.name = "loss_scale"}, tensor<3x2xf32> {mp.state_update = "w"}
+// The gradients are unscaled, checked for inf/NaN, and a skipped step
+// selects the old values.
+// CHECK: mp.reciprocal
+// CHECK: mp.is_nan
+// CHECK: mp.is_inf
+// CHECK: mp.where
+// CHECK-NOT: func.func @main_loss
+
+// ADAMW: func.func @main(%arg0: tensor<2x3xf32> {mp.name = "x"}, %arg1: tensor<2xi64> {mp.name = "labels"},
+// ADAMW-SAME: {mp.name = "w", mp.state = "w"
+// ADAMW-SAME: {mp.name = "w.exp_avg", mp.state = "w.exp_avg"
+// ADAMW-SAME: {mp.name = "w.exp_avg_sq", mp.state = "w.exp_avg_sq"
+// ADAMW-SAME: {mp.name = "step", mp.state = "step"
+// ADAMW-NOT: mp.state = "b"
+// ADAMW-NOT: mp.state = "loss_scale"
+// ADAMW: mp.log_softmax
+// ADAMW: mp.gather_elements
+// ADAMW: mp.pow
+
+// BADOPT: error: --mp-build-training-step: unknown optimizer 'rmsprop'
+// BADMOM: error: momentum must be in [0, 1), got 1.5
+// NOPARAM: error: nothing to train: no named float constant of rank >= 1 that no --frozen glob matches in @main
+
+func.func @main(%x: tensor<2x3xf32> {mp.name = "x"}) -> (tensor<2x2xf32> {mp.name = "y"}) {
+  %w = mp.constant dense<[[0.5, -0.25], [0.125, 1.0], [-0.75, 0.375]]> : tensor<3x2xf32> loc("w")
+  %b = mp.constant dense<[0.1, 0.2]> : tensor<2xf32> loc("b")
+  %y = mp.matmul %x, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32> loc("fc")
+  %z = mp.add %y, %b : tensor<2x2xf32>, tensor<2xf32> -> tensor<2x2xf32> loc("bias")
+  return %z : tensor<2x2xf32>
+}
