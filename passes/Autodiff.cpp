@@ -29,20 +29,23 @@ namespace mixprec::passes {
 using namespace mlir;
 
 namespace mixprec::passes {
-namespace {
 
-/// The `mp.name` of argument or result attributes, or "".
-StringRef nameIn(DictionaryAttr attrs) {
+StringRef mpNameIn(DictionaryAttr attrs) {
   auto name = attrs ? attrs.getAs<StringAttr>(graph::GraphDialect::kNameAttr) : nullptr;
   return name ? name.getValue() : "";
 }
 
-/// The name a constant goes by: its `mp.name` attribute, else its node name.
+DictionaryAttr mpNameAttrs(Builder &b, StringRef name) {
+  return b.getDictionaryAttr(b.getNamedAttr(graph::GraphDialect::kNameAttr, b.getStringAttr(name)));
+}
+
 std::string constantName(graph::ConstantOp op) {
   if (auto name = op->getAttrOfType<StringAttr>(graph::GraphDialect::kNameAttr))
     return name.str();
   return opName(op);
 }
+
+namespace {
 
 bool isFloatTensor(Type t) {
   auto tensor = dyn_cast<RankedTensorType>(t);
@@ -60,7 +63,7 @@ FailureOr<unsigned> findLoss(func::FuncOp f, StringRef loss) {
     index = 0;
   } else {
     for (unsigned i = 0; i < n; ++i)
-      if (nameIn(f.getResultAttrDict(i)) == loss)
+      if (mpNameIn(f.getResultAttrDict(i)) == loss)
         index = i;
     unsigned number;
     if (!index && !loss.getAsInteger(10, number) && number < n)
@@ -105,7 +108,7 @@ FailureOr<SmallVector<WrtInput>> resolveWrt(func::FuncOp f, ArrayRef<std::string
     }
     std::optional<unsigned> argument;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (nameIn(f.getArgAttrDict(i)) == name)
+      if (mpNameIn(f.getArgAttrDict(i)) == name)
         argument = i;
     if (argument) {
       if (failed(add({name, argument, {}})))
@@ -250,14 +253,12 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp f, const GradientOpti
   b.setInsertionPointAfter(f);
   auto grad = b.create<func::FuncOp>(f.getLoc(), name, FunctionType::get(ctx, argTypes, resultTypes));
   Block *body = grad.addEntryBlock();
-  auto nameAttr = [&](StringRef n) {
-    return b.getDictionaryAttr(b.getNamedAttr(graph::GraphDialect::kNameAttr, b.getStringAttr(n)));
-  };
+  auto nameAttr = [&](StringRef n) { return mpNameAttrs(b, n); };
   for (unsigned i = 0; i < f.getNumArguments(); ++i)
     if (DictionaryAttr attrs = f.getArgAttrDict(i))
       grad.setArgAttrs(i, attrs);
   unsigned nextArg = f.getNumArguments();
-  StringRef lossName = nameIn(f.getResultAttrDict(*lossIndex));
+  StringRef lossName = mpNameIn(f.getResultAttrDict(*lossIndex));
   grad.setResultAttrs(0, nameAttr(lossName.empty() ? "loss" : lossName));
 
   // 2. The forward ops, the differentiated constants read from arguments.

@@ -10,12 +10,25 @@
 #ifndef MIXPREC_PASSES_AUTODIFF_H
 #define MIXPREC_PASSES_AUTODIFF_H
 
+#include "dialects/Graph/IR/GraphOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 
 #include <string>
 #include <vector>
 
 namespace mixprec::passes {
+
+/// The `mp.name` of argument or result attributes, or "".
+llvm::StringRef mpNameIn(mlir::DictionaryAttr attrs);
+
+/// `{mp.name = name}`, the attributes of a named argument or result.
+mlir::DictionaryAttr mpNameAttrs(mlir::Builder &b, llvm::StringRef name);
+
+/// The name a constant goes by: its `mp.name` attribute, else its node name
+/// (the NameLoc the ONNX importer gives an initializer).
+std::string constantName(graph::ConstantOp op);
 
 /// What to differentiate.
 struct GradientOptions {

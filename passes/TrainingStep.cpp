@@ -114,18 +114,9 @@ std::string checkTrainingOptions(const TrainingOptions &o) {
 
 namespace {
 
-/// The `mp.name` of argument or result attributes, or "".
-StringRef nameIn(DictionaryAttr attrs) {
-  auto name = attrs ? attrs.getAs<StringAttr>(GraphDialect::kNameAttr) : nullptr;
-  return name ? name.getValue() : "";
-}
-
-/// The name a constant goes by: its `mp.name` attribute, else its node name
-/// (the ONNX importer's NameLoc of the initializer).
-std::string constantName(graph::ConstantOp op) {
-  if (auto name = op->getAttrOfType<StringAttr>(GraphDialect::kNameAttr))
-    return name.str();
-  return opName(op);
+/// The name of the step's second input: the targets of MSE, else labels.
+StringRef labelsName(const TrainingOptions &o) {
+  return o.loss == TrainingOptions::Loss::Mse ? "targets" : "labels";
 }
 
 /// A trained constant: its name and its value, widened to FP32 (the master).
@@ -175,13 +166,9 @@ FailureOr<unsigned> findOutput(func::FuncOp f, StringRef name) {
   if (name.empty())
     return 0u;
   for (unsigned i = 0; i < f.getNumResults(); ++i)
-    if (nameIn(f.getResultAttrDict(i)) == name)
+    if (mpNameIn(f.getResultAttrDict(i)) == name)
       return i;
   return f.emitError() << "no result of @" << f.getName() << " is named '" << name << "'";
-}
-
-DictionaryAttr nameDict(OpBuilder &b, StringRef name) {
-  return b.getDictionaryAttr(b.getNamedAttr(GraphDialect::kNameAttr, b.getStringAttr(name)));
 }
 
 /// Builds @<name>_loss: the forward graph with the params as arguments
@@ -232,11 +219,11 @@ FailureOr<func::FuncOp> buildLossFunction(func::FuncOp f, ArrayRef<Param> params
       lossFn.setArgAttrs(arg, attrs);
   Value labels, scale;
   if (labelsType) {
-    lossFn.setArgAttrs(arg, nameDict(b, o.loss == TrainingOptions::Loss::Mse ? "targets" : "labels"));
+    lossFn.setArgAttrs(arg, mpNameAttrs(b, labelsName(o)));
     labels = body->getArgument(arg++);
   }
   if (scaled) {
-    lossFn.setArgAttrs(arg, nameDict(b, "loss_scale"));
+    lossFn.setArgAttrs(arg, mpNameAttrs(b, "loss_scale"));
     scale = body->getArgument(arg++);
   }
 
@@ -244,7 +231,7 @@ FailureOr<func::FuncOp> buildLossFunction(func::FuncOp f, ArrayRef<Param> params
   IRMapping mapping;
   mapping.map(f.getArguments(), body->getArguments().take_front(f.getNumArguments()));
   for (Param p : params) {
-    lossFn.setArgAttrs(arg, nameDict(b, p.name));
+    lossFn.setArgAttrs(arg, mpNameAttrs(b, p.name));
     Value master = body->getArgument(arg++);
     if (master.getType() != p.constant.getType()) {
       GraphBuilder gb(b, p.constant.getLoc());
@@ -289,7 +276,7 @@ FailureOr<func::FuncOp> buildLossFunction(func::FuncOp f, ArrayRef<Param> params
   if (scaled)
     loss = gb.mul(loss, scale);
   b.create<func::ReturnOp>(loc, loss);
-  lossFn.setResultAttrs(0, nameDict(b, "scaled_loss"));
+  lossFn.setResultAttrs(0, mpNameAttrs(b, "scaled_loss"));
   return lossFn;
 }
 
@@ -426,7 +413,7 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
       step.setArgAttrs(arg, attrs);
   Value labels;
   if (labelsType) {
-    step.setArgAttrs(arg, nameDict(b, o.loss == TrainingOptions::Loss::Mse ? "targets" : "labels"));
+    step.setArgAttrs(arg, mpNameAttrs(b, labelsName(o)));
     labels = body->getArgument(arg++);
   }
   for (State &s : states) {
@@ -550,7 +537,7 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   b.create<func::ReturnOp>(forward.getLoc(), results);
   const char *names[] = {"loss", "skipped", "grad_norm", "loss_scale"};
   for (unsigned i = 0; i < 4; ++i)
-    step.setResultAttrs(i, nameDict(b, names[i]));
+    step.setResultAttrs(i, mpNameAttrs(b, names[i]));
   for (auto [i, s] : llvm::enumerate(states))
     step.setResultAttrs(4 + i, b.getDictionaryAttr(b.getNamedAttr(
                                    GraphDialect::kStateUpdateAttr, b.getStringAttr(s.name))));
