@@ -125,9 +125,9 @@ void printModuleNamed(ModuleOp module, llvm::raw_ostream &os, const OpPrintingFl
   }
   starts.push_back(text.size());
 
-  std::string out;
-  out.reserve(text.size() + 64);
-  out.append(text, 0, starts[0]);
+  // Streamed piece by piece: a runnable file's text holds every weight as
+  // hex (hundreds of MB), so it is not copied a second time.
+  os << llvm::StringRef(text).take_front(starts[0]);
   for (auto [i, func] : llvm::enumerate(funcs)) {
     llvm::StringRef segment = llvm::StringRef(text).slice(starts[i], starts[i + 1]);
     // Names already in the function (results named after nodes, numbered
@@ -138,26 +138,21 @@ void printModuleNamed(ModuleOp module, llvm::raw_ostream &os, const OpPrintingFl
                         [&](size_t at, size_t len) { used.insert(segment.substr(at, len)); });
     });
     SmallVector<std::string> names = argumentNames(func, used);
-    llvm::DenseMap<unsigned, std::string> rename; // argument number -> name
-    for (auto [a, name] : llvm::enumerate(names))
-      if (!name.empty())
-        rename[a] = name;
-    size_t copied = 0; // segment offset up to which `out` has the text
+    size_t copied = 0; // segment offset up to which `os` has the text
     forEachCodeRun(segment, [&](size_t b, size_t e) {
       forEachValueToken(segment, b, e, [&](size_t at, size_t len) {
         llvm::StringRef token = segment.substr(at, len);
         unsigned number;
         if (!token.consume_front("arg") || token.getAsInteger(10, number) ||
-            !rename.count(number) || std::to_string(number) != token)
+            number >= names.size() || names[number].empty() ||
+            std::to_string(number) != token)
           return;
-        out.append(segment.data() + copied, at - copied);
-        out += rename[number];
+        os << segment.slice(copied, at) << names[number];
         copied = at + len;
       });
     });
-    out.append(segment.data() + copied, segment.size() - copied);
+    os << segment.drop_front(copied);
   }
-  os << out;
 }
 
 } // namespace mixprec::graph
