@@ -56,7 +56,8 @@ Failure parseOptions(const std::string &text, passes::PrecisionPipelineOptions &
     passes::ScopedOptionErrorHandler handler(
         [&](const llvm::cl::Option &option, llvm::StringRef argName, const std::string &why) {
           if (message.empty())
-            message = "--" + (argName.empty() ? option.ArgStr : argName).str() + " " + why;
+            message = "--" + (argName.empty() ? option.ArgStr : argName).str() +
+                      (llvm::StringRef(why).starts_with("takes ") ? " " : ": ") + why;
         });
     std::string parserErrors;
     llvm::raw_string_ostream errors(parserErrors);

@@ -149,8 +149,8 @@ def test_inputs_outputs_and_positional_call():
         assert np.array_equal(by_name[k], positional[k])
         assert by_name[k].flags.writeable and by_name[k].flags.c_contiguous
     # Each output owns its memory: changing it changes no later run.
-    by_name["logits"][...] = 0
-    assert np.array_equal(m.run(x=x)["logits"], positional["logits"])
+    by_name["probs"][...] = 0
+    assert np.array_equal(m.run(x=x)["probs"], positional["probs"])
 
 
 def test_dlpack_and_array_forms_give_the_same_outputs():
@@ -177,7 +177,7 @@ def test_dlpack_and_array_forms_give_the_same_outputs():
         for k in expected:
             assert np.array_equal(got[k], expected[k]), type(given)
     # Outputs go back out through DLPack.
-    out = expected["logits"]
+    out = expected["probs"]
     assert np.array_equal(np.from_dlpack(out), out)
 
 
@@ -186,8 +186,8 @@ def test_torch_dlpack_round_trip():
     m = mlp_module()
     x = mlp_input()
     got = m.run(x=torch.from_numpy(x))
-    assert np.array_equal(got["logits"], m.run(x=x)["logits"])
-    assert torch.from_dlpack(got["logits"]).shape == got["logits"].shape
+    assert np.array_equal(got["probs"], m.run(x=x)["probs"])
+    assert torch.from_dlpack(got["probs"]).shape == got["probs"].shape
 
 
 def test_input_errors_name_the_input():
@@ -238,8 +238,10 @@ def test_compile_errors_carry_the_cli_line(cli, tmp_path):
             mixprec.compile(model, precision="bf16")
         assert str(info.value) == first[len("mixprec: error: "):]
         assert model in str(info.value)
-    with pytest.raises(mixprec.InvalidArgumentError, match="precision.*takes fp32.*fp64"):
+    with pytest.raises(mixprec.InvalidArgumentError, match="--precision: unknown precision 'fp64'"):
         mixprec.compile(os.path.join(REPO, "examples/mlp.onnx"), precision="fp64")
+    with pytest.raises(mixprec.InvalidArgumentError, match="--fp16-margin takes a positive"):
+        mixprec.compile(os.path.join(REPO, "examples/mlp.onnx"), fp16_margin=-1)
     with pytest.raises(mixprec.InvalidArgumentError, match="backend"):
         mixprec.compile(os.path.join(REPO, "examples/mlp.onnx"), backend="tpu")
 
