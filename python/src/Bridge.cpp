@@ -22,6 +22,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <mutex>
+
 using namespace mlir;
 using mixprec::compiler::HostTensor;
 
@@ -51,6 +53,10 @@ Failure compileFailure(const compiler::FirstError &first, const std::string &sub
 /// Parses the precision options; a bad value is an invalid argument in the
 /// words the CLI uses for the flag.
 Failure parseOptions(const std::string &text, passes::PrecisionPipelineOptions &options) {
+  // The option error handler is process-wide (the CLI parses once): parses
+  // from Python threads take turns.
+  static std::mutex parsing;
+  std::lock_guard<std::mutex> turn(parsing);
   std::string message;
   {
     passes::ScopedOptionErrorHandler handler(
@@ -171,6 +177,24 @@ Failure entryOf(Context &ctx, ModuleOp module, const std::string &model, func::F
   return {};
 }
 
+/// The imported FP32 graph and the compiled plan of one model, side by
+/// side (report and validate compare them).
+struct ReferenceAndPlan {
+  OwningOpRef<ModuleOp> reference, plan;
+  func::FuncOp referenceFunc, planFunc;
+};
+
+/// Loads the reference and compiles the plan, as `mixprec report` does.
+Failure loadReferenceAndPlan(Context &ctx, const CompileRequest &request, ReferenceAndPlan &out) {
+  if (Failure f = loadReference(ctx, request, out.reference))
+    return f;
+  if (Failure f = entryOf(ctx, *out.reference, request.displayName, out.referenceFunc))
+    return f;
+  if (Failure f = loadPlan(ctx, request, out.plan))
+    return f;
+  return entryOf(ctx, *out.plan, request.displayName, out.planFunc);
+}
+
 /// The plan info report and validate print, from the request's options.
 compiler::PlanInfo planInfo(const CompileRequest &request) {
   passes::PrecisionPipelineOptions options;
@@ -243,16 +267,10 @@ Failure compileModel(const CompileRequest &request, std::unique_ptr<CompiledMode
 
 Failure report(const CompileRequest &request, bool graph, std::string &json, std::string &text) {
   Context ctx;
-  OwningOpRef<ModuleOp> reference, plan;
-  func::FuncOp referenceFunc, planFunc;
-  if (Failure f = loadReference(ctx, request, reference))
+  ReferenceAndPlan loaded;
+  if (Failure f = loadReferenceAndPlan(ctx, request, loaded))
     return f;
-  if (Failure f = entryOf(ctx, *reference, request.displayName, referenceFunc))
-    return f;
-  if (Failure f = loadPlan(ctx, request, plan))
-    return f;
-  if (Failure f = entryOf(ctx, *plan, request.displayName, planFunc))
-    return f;
+  func::FuncOp referenceFunc = loaded.referenceFunc, planFunc = loaded.planFunc;
   compiler::PlanDocument doc =
       compiler::reportPlan(planFunc, referenceFunc, planInfo(request), graph);
   json = jsonText(std::move(doc.json));
@@ -263,16 +281,10 @@ Failure report(const CompileRequest &request, bool graph, std::string &json, std
 Failure validate(const CompileRequest &request, const NamedArrays &inputs, uint64_t seed,
                  double tolerance, std::string &json, std::string &text, int &status) {
   Context ctx;
-  OwningOpRef<ModuleOp> reference, plan;
-  func::FuncOp referenceFunc, planFunc;
-  if (Failure f = loadReference(ctx, request, reference))
+  ReferenceAndPlan loaded;
+  if (Failure f = loadReferenceAndPlan(ctx, request, loaded))
     return f;
-  if (Failure f = entryOf(ctx, *reference, request.displayName, referenceFunc))
-    return f;
-  if (Failure f = loadPlan(ctx, request, plan))
-    return f;
-  if (Failure f = entryOf(ctx, *plan, request.displayName, planFunc))
-    return f;
+  func::FuncOp referenceFunc = loaded.referenceFunc, planFunc = loaded.planFunc;
   compiler::GraphSignature sig = compiler::getSignature(referenceFunc);
   std::vector<HostTensor> tensors;
   std::vector<bool> given;

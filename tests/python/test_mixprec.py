@@ -68,6 +68,13 @@ def test_e2e_models_against_onnxruntime(e2e_models, precision):
     assert checked >= 15
 
 
+def e2e_model(e2e_models, name):
+    """(model path, manifest entry, inputs) of one e2e model."""
+    folder, models = e2e_models
+    m = next(m for m in models if m["name"] == name)
+    return os.path.join(folder, m["model"]), m, model_inputs(folder, m)
+
+
 def cli_json(cli, tmp_path, command, model, args):
     path = tmp_path / f"{command}.json"
     proc = subprocess.run([cli, command, model, *args, "--json", str(path)],
@@ -80,10 +87,8 @@ def cli_json(cli, tmp_path, command, model, args):
 @pytest.mark.parametrize("name", ["mlp", "gpt_block", "cnn"])
 @pytest.mark.parametrize("precision", ["bf16", "fp8"])
 def test_report_equals_cli_json(e2e_models, cli, tmp_path, name, precision):
-    folder, models = e2e_models
-    m = next(m for m in models if m["name"] == name)
-    model = os.path.join(folder, m["model"])
-    shapes = {k: v.shape for k, v in model_inputs(folder, m).items()}
+    model, _, inputs = e2e_model(e2e_models, name)
+    shapes = {k: v.shape for k, v in inputs.items()}
     shape_args = [a for k, v in shapes.items() for a in ("--shape", f"{k}={'x'.join(map(str, v))}")]
     expected, proc = cli_json(cli, tmp_path, "report", model,
                               ["--precision", precision, *shape_args])
@@ -96,14 +101,13 @@ def test_report_equals_cli_json(e2e_models, cli, tmp_path, name, precision):
 @pytest.mark.parametrize("name", ["mlp", "encoder", "rmsnorm_mlp"])
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_validate_equals_cli_json(e2e_models, cli, tmp_path, name, precision):
-    folder, models = e2e_models
-    m = next(m for m in models if m["name"] == name)
-    model = os.path.join(folder, m["model"])
+    model, m, inputs = e2e_model(e2e_models, name)
+    folder = e2e_models[0]
     input_args = [a for i in m["inputs"]
                   for a in ("--input", f"{i['name']}={os.path.join(folder, i['file'])}")]
     expected, proc = cli_json(cli, tmp_path, "validate", model,
                               ["--precision", precision, *input_args])
-    got = mixprec.validate(model, precision=precision, inputs=model_inputs(folder, m))
+    got = mixprec.validate(model, precision=precision, inputs=inputs)
     assert got.json == expected
     assert got.ok and got.status == "ok" and got.first_nonfinite is None
     assert str(got) == proc.stdout
@@ -297,10 +301,8 @@ def test_onnx_model_proto():
 
 
 def test_four_threads_give_identical_results(e2e_models):
-    folder, models = e2e_models
-    m = next(m for m in models if m["name"] == "gpt_block")
-    inputs = model_inputs(folder, m)
-    module = mixprec.compile(os.path.join(folder, m["model"]), precision="bf16",
+    model, _, inputs = e2e_model(e2e_models, "gpt_block")
+    module = mixprec.compile(model, precision="bf16",
                              shapes={k: v.shape for k, v in inputs.items()}, backend="cpu")
     expected = module.run(**inputs)
 
@@ -312,6 +314,20 @@ def test_four_threads_give_identical_results(e2e_models):
             for got in results:
                 for k in expected:
                     assert np.array_equal(got[k], expected[k])
+
+
+def test_four_threads_compile_at_once():
+    model = os.path.join(REPO, "examples/mlp.onnx")
+    expected = mixprec.compile(model, precision="fp16", backend="cpu").ir(elide_weights=False)
+
+    def compile_one(i):
+        if i % 2:  # an option error on one thread is not another's
+            with pytest.raises(mixprec.InvalidArgumentError, match="fp16-margin"):
+                mixprec.compile(model, precision="fp16", fp16_margin=-1)
+        return mixprec.compile(model, precision="fp16", backend="cpu").ir(elide_weights=False)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(compile_one, range(8))) == [expected] * 8
 
 
 def test_state_and_checkpoints(tmp_path):
