@@ -248,7 +248,7 @@ public:
                           built.sideFile))
       return f;
     if (failed(compiler::writeModule(ctx.context, path, built)))
-      return failure(Failure::Kind::InvalidArgument,
+      return failure(Failure::Kind::Io,
                      ctx.first.message().empty() ? path + ": cannot write" : ctx.first.message());
     return {};
   }

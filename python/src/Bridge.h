@@ -25,7 +25,7 @@ namespace mixprec::python {
 
 /// Why a call failed. `kind` says which Python exception it becomes.
 struct Failure {
-  enum class Kind { None, Compile, InvalidArgument };
+  enum class Kind { None, Compile, InvalidArgument, Io };
   Kind kind = Kind::None;
   std::string message;
   std::vector<std::string> notes;

@@ -55,7 +55,9 @@ void check(mixprec_status_t status, const std::string &prefix = "") {
 void check(const Failure &failure) {
   if (!failure)
     return;
-  int code = failure.kind == Failure::Kind::Compile ? kCompileError : MIXPREC_INVALID_ARGUMENT;
+  int code = failure.kind == Failure::Kind::Compile ? kCompileError
+             : failure.kind == Failure::Kind::Io    ? MIXPREC_IO_ERROR
+                                                    : MIXPREC_INVALID_ARGUMENT;
   throw MixprecFailure{code, failure.message, failure.notes};
 }
 

@@ -262,6 +262,8 @@ def test_save_load_and_damaged_module(tmp_path):
         loaded.ir()
     with pytest.raises(mixprec.IoError):
         mixprec.load(tmp_path / "missing.mpk")
+    with pytest.raises(mixprec.IoError, match="cannot write"):
+        m.save(tmp_path / "no_such_folder" / "mlp.mpk")
     damaged = tmp_path / "damaged.mpk"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
