@@ -12,7 +12,8 @@ APT_PKGS=(
   libopenblas-dev libgtest-dev libgmock-dev
   clang-19 libclang-rt-19-dev
 )
-PIP_PKGS=(lit numpy onnx onnxruntime ml_dtypes)
+# nanobind and scikit-build-core build the Python package (python/), pytest tests it.
+PIP_PKGS=(lit numpy onnx onnxruntime ml_dtypes nanobind scikit-build-core pytest)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

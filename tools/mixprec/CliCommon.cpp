@@ -37,42 +37,8 @@ namespace {
 bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
                    const mixprec::support::NpyArray &array, HostTensor &out,
                    std::string &error) {
-  return hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape, path,
-                           spec.name, out,
-                           error);
-}
-
-/// The size of the table a gather reads with this input, or 0 if none.
-int64_t gatherRange(func::FuncOp func, unsigned argIndex) {
-  Value arg = func.getArgument(argIndex);
-  for (Operation *user : arg.getUsers())
-    if (auto gather = dyn_cast<mixprec::graph::GatherOp>(user))
-      if (gather.getIndices() == arg)
-        return cast<RankedTensorType>(gather.getData().getType()).getShape()[gather.getAxis()];
-  return 0;
-}
-
-/// Random input for `spec`: normal floats, indices valid for their gather.
-HostTensor randomInput(const TensorSpec &spec, int64_t indexRange, std::mt19937_64 &rng) {
-  HostTensor t;
-  t.shape = spec.shape;
-  int64_t n = t.numElements();
-  if (spec.elementType.isInteger(1)) {
-    t.kind = HostTensor::Kind::Bool;
-    std::bernoulli_distribution coin(0.5);
-    for (int64_t i = 0; i < n; ++i)
-      t.bools.push_back(coin(rng));
-  } else if (isa<IntegerType>(spec.elementType)) {
-    t.kind = HostTensor::Kind::Int;
-    std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(indexRange, 2) - 1);
-    for (int64_t i = 0; i < n; ++i)
-      t.ints.push_back(pick(rng));
-  } else {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < n; ++i)
-      t.floats.push_back(normal(rng));
-  }
-  return t;
+  return compiler::hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape,
+                                     path, spec.name, out, error);
 }
 
 
@@ -88,20 +54,11 @@ int usageError(const std::string &message) {
   return 2;
 }
 
-DiagnosticCapture::DiagnosticCapture(MLIRContext &context)
-    : handler(&context, [this](Diagnostic &diag) {
-        if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty()) {
-          error = compiler::formatDiagnostic(diag);
-          for (Diagnostic &note : diag.getNotes())
-            notes.push_back(compiler::formatDiagnostic(note));
-        }
-        return success();
-      }) {}
-
 int DiagnosticCapture::fail(llvm::StringRef subject) const {
+  const std::string &error = first.message();
   std::string line = error.empty() ? "failed without a diagnostic" : error;
   int rc = tools::fail(subject.empty() ? line : subject.str() + ": " + line);
-  for (const std::string &note : notes)
+  for (const std::string &note : first.notes())
     llvm::errs() << "mixprec: note: " << common::escapeControls(note) << "\n";
   return rc;
 }
@@ -109,19 +66,6 @@ int DiagnosticCapture::fail(llvm::StringRef subject) const {
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
-}
-
-void printModule(ModuleOp module, llvm::raw_ostream &os, bool elideWeights) {
-  OpPrintingFlags flags;
-  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  if (elideWeights) {
-    os << kElidedHeader << "\n";
-    flags.elideLargeElementsAttrs(kElideElementsOver);
-  } else {
-    flags.elideLargeElementsAttrs(std::numeric_limits<int64_t>::max());
-  }
-  graph::printModuleNamed(module, os, flags);
-  os << "\n";
 }
 
 
@@ -156,16 +100,8 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
     given[index] = true;
   }
   // A state argument (mp.state) starts from its initial value unless given.
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    auto init = func.getArgAttrOfType<ElementsAttr>(i, graph::GraphDialect::kStateInitAttr);
-    if (given[i] || !init)
-      continue;
-    if (!compiler::decodeConstant(init, inputs[i], error)) {
-      error = "state '" + sig.inputs[i].name + "': " + error;
-      return false;
-    }
-    given[i] = true;
-  }
+  if (!compiler::initialStates(func, sig, given, inputs, error))
+    return false;
   if (!inputFiles.empty())
     for (size_t i = 0; i < sig.inputs.size(); ++i)
       if (!given[i]) {
@@ -173,10 +109,7 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
                 "' not given (give every input, or none for random ones)";
         return false;
       }
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (!given[i])
-      inputs[i] = randomInput(sig.inputs[i], gatherRange(func, i), rng);
+  compiler::randomInputs(func, sig, given, seed, inputs);
   return true;
 }
 
@@ -195,76 +128,6 @@ std::string fileNameFor(const std::string &name) {
   if (s.empty())
     s = "%";
   return s + ".npy";
-}
-
-bool hostTensorFromNpy(const mixprec::support::NpyArray &array, HostTensor::Kind kind,
-                       llvm::ArrayRef<int64_t> shape, const std::string &path,
-                       const std::string &input, HostTensor &out, std::string &error) {
-  using mixprec::support::NpyDType;
-  if (llvm::ArrayRef<int64_t>(array.shape) != shape) {
-    error = path + ": input '" + input + "' has shape " +
-            mixprec::graph::formatShape(array.shape) + ", the model expects " +
-            mixprec::graph::formatShape(shape);
-    return false;
-  }
-  out = HostTensor();
-  out.kind = kind;
-  out.shape = array.shape;
-  int64_t n = array.numElements();
-  if (n < 0 || array.data.size() != static_cast<size_t>(n) * mixprec::support::npyDTypeSize(array.dtype)) {
-    error = path + ": input '" + input + "': array data size does not match its shape";
-    return false;
-  }
-  auto wrongDType = [&](const char *want) {
-    error = path + ": input '" + input + "' must be " + want + ", got dtype " +
-            mixprec::support::npyDTypeDescr(array.dtype);
-    return false;
-  };
-  auto readInts = [&](auto tag) {
-    using T = decltype(tag);
-    out.ints.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      T v;
-      std::memcpy(&v, array.data.data() + i * sizeof(T), sizeof(T));
-      out.ints[i] = static_cast<int64_t>(v);
-    }
-  };
-  switch (kind) {
-  case HostTensor::Kind::Bool:
-    if (array.dtype != NpyDType::Bool && array.dtype != NpyDType::U8)
-      return wrongDType("a bool array");
-    out.bools.assign(array.data.begin(), array.data.end());
-    for (uint8_t &b : out.bools)
-      b = b != 0;
-    return true;
-  case HostTensor::Kind::Int:
-    switch (array.dtype) {
-    case NpyDType::I64:
-      readInts(int64_t{});
-      return true;
-    case NpyDType::I32:
-      readInts(int32_t{});
-      return true;
-    case NpyDType::I8:
-      readInts(int8_t{});
-      return true;
-    case NpyDType::U8:
-      readInts(uint8_t{});
-      return true;
-    default:
-      return wrongDType("an integer array");
-    }
-  case HostTensor::Kind::Float:
-    if (array.dtype != NpyDType::F32 && array.dtype != NpyDType::F64 &&
-        array.dtype != NpyDType::F16)
-      return wrongDType("a float array");
-    if (!mixprec::support::npyToFloat32(array, out.floats, error)) {
-      error = path + ": input '" + input + "': " + error;
-      return false;
-    }
-    return true;
-  }
-  return false;
 }
 
 bool parseUnsigned(llvm::StringRef text, uint64_t &out) {
@@ -573,12 +436,8 @@ int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out) {
   return out.planFunc ? 0 : 1;
 }
 
-std::string planDescription() {
-  std::string text = opts::model() + " --precision " +
-                     passes::precisionName(opts::precision().precision).str();
-  if (!opts::precision().policyFile.empty())
-    text += " --policy " + opts::precision().policyFile;
-  return text;
+compiler::PlanInfo planInfo() {
+  return {opts::model(), opts::precision().precision, opts::precision().policyFile};
 }
 
 } // namespace mixprec::tools

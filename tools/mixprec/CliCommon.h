@@ -5,6 +5,7 @@
 #include "common/Npy.h"
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
+#include "compiler/Report/Report.h"
 #include "tools/mixprec/Options.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -36,7 +37,7 @@ int usageError(const std::string &message);
 /// (warnings, later errors) are dropped.
 class DiagnosticCapture {
 public:
-  explicit DiagnosticCapture(mlir::MLIRContext &context);
+  explicit DiagnosticCapture(mlir::MLIRContext &context) : first(context) {}
 
   /// Prints the error as "mixprec: error: SUBJECT: ERROR" (without
   /// "SUBJECT: " when empty), then "mixprec: note: NOTE" per note, each
@@ -44,9 +45,7 @@ public:
   int fail(llvm::StringRef subject = "") const;
 
 private:
-  std::string error;
-  std::vector<std::string> notes;
-  mlir::ScopedDiagnosticHandler handler;
+  compiler::FirstError first;
 };
 
 /// What one command compiles in: a context prepared for mixprec models
@@ -59,19 +58,12 @@ struct CommandContext {
 
 double millisecondsSince(std::chrono::steady_clock::time_point start);
 
-/// Constants with more elements than this are elided in IR printed for reading.
-constexpr int64_t kElideElementsOver = 16;
-
-/// The first line of IR printed for reading: what is missing and how to get
-/// a file that runs (loadModel refuses an elided file with the same advice).
-constexpr const char *kElidedHeader =
-    "// mixprec: for reading only: constants over 16 elements are elided "
-    "(dense_resource<__elided__>), so this file does not run; for a runnable one "
-    "write -o FILE.mlirbc (MLIR bytecode) or -o FILE.mlir without --elide-weights";
-
-/// Prints IR with op locations (node names), so they survive a round trip;
-/// with `elideWeights`, large constants elided under kElidedHeader.
-void printModule(mlir::ModuleOp module, llvm::raw_ostream &os, bool elideWeights = false);
+// IR printing and array conversion live in the report library, which the
+// Python package shares.
+using compiler::hostTensorFromNpy;
+using compiler::kElidedHeader;
+using compiler::kElideElementsOver;
+using compiler::printModule;
 
 /// How emitModule writes IR: MLIR text, or MLIR bytecode (`.mlirbc`).
 enum class IrForm { Text, Bytecode };
@@ -116,16 +108,6 @@ bool loadInputs(mlir::func::FuncOp func, const compiler::GraphSignature &sig,
 /// distinct names give distinct files ("a/b" -> "a%2Fb.npy", "a_b" ->
 /// "a_b.npy").
 std::string fileNameFor(const std::string &name);
-
-/// Converts an .npy array into the values an input of `kind` takes, by the
-/// one rule both the interpreter and the runtime use: float inputs take
-/// float16/32/64 arrays; integer inputs integer arrays (exact, as int64);
-/// bool inputs bool arrays (uint8 0/1 too). The shape must be `shape`.
-/// Fails naming `path` and `input`.
-bool hostTensorFromNpy(const mixprec::support::NpyArray &array,
-                       compiler::HostTensor::Kind kind, llvm::ArrayRef<int64_t> shape,
-                       const std::string &path, const std::string &input,
-                       compiler::HostTensor &out, std::string &error);
 
 /// Parses a whole unsigned decimal number (no sign, no overflow).
 bool parseUnsigned(llvm::StringRef text, uint64_t &out);
@@ -191,8 +173,8 @@ struct ReferenceAndPlan {
 /// after printing the error.
 int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out);
 
-/// The header line of report and validate: "MODEL --precision P [--policy F]".
-std::string planDescription();
+/// What report and validate are of: the model and the precision options.
+compiler::PlanInfo planInfo();
 
 } // namespace mixprec::tools
 

@@ -41,17 +41,8 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
                       uint64_t seed, const std::string &backend, const std::string &outputDir,
                       int repeat, bool time, mixprec_module_t loaded = nullptr);
 
-/// The label an op is shown (and matched) by: its ONNX node name, else
-/// "FILE:LINE:COL" (file base name) from its location, else "" (no label).
-std::string nodeLabel(mlir::Operation *op);
-
 /// Writes a JSON document to `path` ("-": stdout); false after printing the error.
 bool writeJson(const std::string &path, llvm::json::Value document);
-
-/// Prints rows (the first is the header), each column padded to its widest
-/// cell with two spaces between columns, each line indented by `indent`.
-void printTable(llvm::raw_ostream &os, const std::vector<std::vector<std::string>> &rows,
-                unsigned indent);
 
 } // namespace mixprec::tools
 

@@ -37,64 +37,10 @@ std::string takeError(mixprec_status_t status) {
   return message.empty() ? "runtime error" : message;
 }
 
-/// The kind of host tensor an input of module dtype `dtype` takes.
-compiler::HostTensor::Kind kindOf(mixprec_dtype_t dtype) {
-  switch (dtype) {
-  case MIXPREC_DTYPE_I64:
-  case MIXPREC_DTYPE_I32:
-    return compiler::HostTensor::Kind::Int;
-  case MIXPREC_DTYPE_BOOL:
-    return compiler::HostTensor::Kind::Bool;
-  default:
-    return compiler::HostTensor::Kind::Float;
-  }
-}
-
-/// Encodes a host tensor as the bytes of `info`'s dtype. Integers travel as
-/// integers (never through float); a value that does not fit int32 fails.
-bool encodeInput(const mixprec_tensor_info_t &info, const std::string &path,
-                 const compiler::HostTensor &t, std::vector<uint8_t> &bytes,
-                 std::string &error) {
-  std::vector<int64_t> dims(info.dims, info.dims + info.rank);
-  if (t.shape != dims) {
-    error = path + ": input '" + std::string(info.name) + "' has shape " +
-            graph::formatShape(t.shape) + ", the module expects " + graph::formatShape(dims);
-    return false;
-  }
-  bytes.assign(info.byte_size, 0);
-  size_t n = info.element_count;
-  switch (info.dtype) {
-  case MIXPREC_DTYPE_I64:
-    if (n > 0) // an empty tensor's vectors may hold no storage
-      std::memcpy(bytes.data(), t.ints.data(), n * sizeof(int64_t));
-    return true;
-  case MIXPREC_DTYPE_I32:
-    for (size_t i = 0; i < n; ++i) {
-      int64_t v = t.ints[i];
-      if (v < INT32_MIN || v > INT32_MAX) {
-        error = path + ": input '" + std::string(info.name) + "': value " + std::to_string(v) +
-                " at flat index " + std::to_string(i) + " does not fit int32";
-        return false;
-      }
-      int32_t w = static_cast<int32_t>(v);
-      std::memcpy(bytes.data() + 4 * i, &w, 4);
-    }
-    return true;
-  case MIXPREC_DTYPE_BOOL:
-    if (n > 0)
-      std::memcpy(bytes.data(), t.bools.data(), n);
-    return true;
-  default:
-    numerics::encodeArray(static_cast<numerics::Format>(info.dtype), t.floats.data(),
-                          bytes.data(), n);
-    return true;
-  }
-}
-
 /// Random input for `info`: normal floats, 0/1 integers and bools.
 compiler::HostTensor randomInput(const mixprec_tensor_info_t &info, std::mt19937_64 &rng) {
   compiler::HostTensor t;
-  t.kind = kindOf(info.dtype);
+  t.kind = compiler::kindOfDType(info.dtype);
   t.shape.assign(info.dims, info.dims + info.rank);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> bit(0, 1);
@@ -198,7 +144,7 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
   auto bind = [&](size_t index, const mixprec_tensor_info_t &info, const std::string &source,
                   const compiler::HostTensor &t) {
     std::vector<uint8_t> bytes;
-    if (!encodeInput(info, source, t, bytes, error))
+    if (!compiler::encodeModuleInput(info, source, t, bytes, error))
       return false;
     if (std::string e = takeError(mixprec_session_bind_input(
             session, index, info.dtype, info.rank, info.dims, bytes.data(), bytes.size()));
@@ -221,7 +167,7 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
     support::NpyArray array;
     compiler::HostTensor t;
     if (!support::readNpy(file, array, error) ||
-        !hostTensorFromNpy(array, kindOf(info.dtype),
+        !hostTensorFromNpy(array, compiler::kindOfDType(info.dtype),
                            std::vector<int64_t>(info.dims, info.dims + info.rank), file, name,
                            t, error) ||
         !bind(index, info, file, t))

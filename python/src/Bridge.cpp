@@ -1,0 +1,339 @@
+//===- Bridge.cpp - the compile API for the Python extension ---------------===//
+//
+// Built like the rest of mixprec (no exceptions, no RTTI): calls the compile
+// API and the report library in the order `mixprec compile`, `report` and
+// `validate` do (tools/mixprec/CliCommon.cpp: compileModel,
+// loadReferenceAndPlan), with arrays from Python where the CLI reads files.
+//
+//===----------------------------------------------------------------------===//
+#include "python/src/Bridge.h"
+
+#include "Version.h"
+
+#include "codegen/Cuda/NvrtcCompiler.h"
+#include "codegen/ModuleWriter.h"
+#include "common/numerics/Rounding.h"
+#include "common/Escape.h"
+#include "compiler/Compile/Compile.h"
+#include "compiler/Report/Report.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
+using namespace mlir;
+using mixprec::compiler::HostTensor;
+
+namespace mixprec::python {
+namespace {
+
+/// A failure of kind `kind` with `message` as the CLI prints it (control
+/// characters escaped, so it stays one line).
+Failure failure(Failure::Kind kind, const std::string &message,
+                const std::vector<std::string> &notes = {}) {
+  Failure f;
+  f.kind = kind;
+  f.message = common::escapeControls(message);
+  for (const std::string &note : notes)
+    f.notes.push_back(common::escapeControls(note));
+  return f;
+}
+
+/// The first error on the context as a compile failure, "SUBJECT: " first
+/// when `subject` is not empty (as DiagnosticCapture::fail prints it).
+Failure compileFailure(const compiler::FirstError &first, const std::string &subject = "") {
+  std::string line = first.message().empty() ? "failed without a diagnostic" : first.message();
+  return failure(Failure::Kind::Compile, subject.empty() ? line : subject + ": " + line,
+                 first.notes());
+}
+
+/// Parses the precision options; a bad value is an invalid argument in the
+/// words the CLI uses for the flag.
+Failure parseOptions(const std::string &text, passes::PrecisionPipelineOptions &options) {
+  // The option error handler is process-wide (the CLI parses once): parses
+  // from Python threads take turns.
+  static std::mutex parsing;
+  std::lock_guard<std::mutex> turn(parsing);
+  std::string message;
+  {
+    passes::ScopedOptionErrorHandler handler(
+        [&](const llvm::cl::Option &option, llvm::StringRef argName, const std::string &why) {
+          if (message.empty())
+            message = "--" + (argName.empty() ? option.ArgStr : argName).str() +
+                      (llvm::StringRef(why).starts_with("takes ") ? " " : ": ") + why;
+        });
+    std::string parserErrors;
+    llvm::raw_string_ostream errors(parserErrors);
+    if (succeeded(options.parseFromString(text, errors)))
+      return {};
+    if (message.empty())
+      message = parserErrors.empty() ? "bad options '" + text + "'" : parserErrors;
+  }
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  return failure(Failure::Kind::InvalidArgument, message);
+}
+
+/// Converts the arrays given for `func`'s inputs (in the CLI's words, with
+/// `flag` for the file flag) into host tensors; inputs not given stay
+/// unset in `given`.
+Failure convertArrays(func::FuncOp func, const compiler::GraphSignature &sig,
+                      const NamedArrays &arrays, const std::string &subject,
+                      const std::string &what, std::vector<HostTensor> &inputs,
+                      std::vector<bool> &given) {
+  inputs.assign(sig.inputs.size(), HostTensor());
+  given.assign(sig.inputs.size(), false);
+  for (const auto &[name, array] : arrays) {
+    size_t index = sig.inputs.size();
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      if (sig.inputs[i].name == name)
+        index = i;
+    if (index == sig.inputs.size()) {
+      std::string known;
+      for (const compiler::TensorSpec &s : sig.inputs)
+        known += (known.empty() ? "" : ", ") + s.name;
+      return failure(Failure::Kind::InvalidArgument, what + " '" + name + "': the model has no input '" +
+                                                         name + "' (its inputs: " + known + ")");
+    }
+    std::string error;
+    const compiler::TensorSpec &spec = sig.inputs[index];
+    if (!compiler::hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape,
+                                     subject, name, inputs[index], error))
+      return failure(Failure::Kind::InvalidArgument, error);
+    given[index] = true;
+  }
+  std::string error;
+  if (!compiler::initialStates(func, sig, given, inputs, error))
+    return failure(Failure::Kind::InvalidArgument, subject + ": " + error);
+  if (!arrays.empty())
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      if (!given[i])
+        return failure(Failure::Kind::InvalidArgument,
+                       what + ": input '" + sig.inputs[i].name +
+                           "' not given (give every input, or none for random ones)");
+  return {};
+}
+
+/// A context prepared for mixprec models, with its first error kept.
+struct Context {
+  Context() : first(context) { compiler::prepareContext(context); }
+  MLIRContext context;
+  compiler::FirstError first;
+};
+
+/// Loads the model as imported (the FP32 reference).
+Failure loadReference(Context &ctx, const CompileRequest &request,
+                      OwningOpRef<ModuleOp> &module) {
+  compiler::LoadOptions options;
+  options.inputShapes = request.shapes;
+  for (const auto &[name, array] : request.calibrate)
+    options.dataShapes.emplace(name, array.shape);
+  module = compiler::loadModel(ctx.context, request.path, options);
+  if (!module)
+    return compileFailure(ctx.first);
+  return {};
+}
+
+/// Loads, calibrates and runs the precision pipeline: `mixprec compile`'s
+/// compileModel with the request for its command line.
+Failure loadPlan(Context &ctx, const CompileRequest &request, OwningOpRef<ModuleOp> &module) {
+  passes::PrecisionPipelineOptions options;
+  if (Failure f = parseOptions(request.options, options))
+    return f;
+  if (Failure f = loadReference(ctx, request, module))
+    return f;
+  const std::string &model = request.displayName;
+  if (!request.calibrate.empty()) {
+    FailureOr<func::FuncOp> func = compiler::entryFunction(*module);
+    if (failed(func))
+      return compileFailure(ctx.first, model);
+    std::vector<HostTensor> inputs;
+    std::vector<bool> given;
+    compiler::GraphSignature sig = compiler::getSignature(*func);
+    if (Failure f = convertArrays(*func, sig, request.calibrate, model, "calibrate", inputs,
+                                  given)) {
+      f.message = model + ": " + f.message;
+      return f;
+    }
+    if (failed(compiler::calibrate(*func, {inputs})))
+      return compileFailure(ctx.first, model);
+  }
+  compiler::ExistingPlan existing =
+      request.precisionGiven ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
+  if (failed(compiler::compilePrecision(*module, options, existing)))
+    return compileFailure(ctx.first, model);
+  return {};
+}
+
+/// The graph of a loaded model.
+Failure entryOf(Context &ctx, ModuleOp module, const std::string &model, func::FuncOp &func) {
+  FailureOr<func::FuncOp> entry = compiler::entryFunction(module);
+  if (failed(entry))
+    return compileFailure(ctx.first, model);
+  func = *entry;
+  return {};
+}
+
+/// The imported FP32 graph and the compiled plan of one model, side by
+/// side (report and validate compare them).
+struct ReferenceAndPlan {
+  OwningOpRef<ModuleOp> reference, plan;
+  func::FuncOp referenceFunc, planFunc;
+};
+
+/// Loads the reference and compiles the plan, as `mixprec report` does.
+Failure loadReferenceAndPlan(Context &ctx, const CompileRequest &request, ReferenceAndPlan &out) {
+  if (Failure f = loadReference(ctx, request, out.reference))
+    return f;
+  if (Failure f = entryOf(ctx, *out.reference, request.displayName, out.referenceFunc))
+    return f;
+  if (Failure f = loadPlan(ctx, request, out.plan))
+    return f;
+  return entryOf(ctx, *out.plan, request.displayName, out.planFunc);
+}
+
+/// The plan info report and validate print, from the request's options.
+compiler::PlanInfo planInfo(const CompileRequest &request) {
+  passes::PrecisionPipelineOptions options;
+  (void)parseOptions(request.options, options); // parsed before, by loadPlan
+  return {request.displayName, options.precision, options.policyFile};
+}
+
+/// A JSON document as `--json` writes it (two-space indent, newline).
+std::string jsonText(llvm::json::Value document) {
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", document) << "\n";
+  return json;
+}
+
+class Compiled final : public CompiledModel {
+public:
+  Context ctx;
+  OwningOpRef<ModuleOp> module;
+  std::string displayName;
+
+  std::string ir(bool elideWeights) override {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    compiler::printModule(*module, os, elideWeights);
+    return text;
+  }
+
+  Failure image(const std::string &sideFileName, int smVersion, std::vector<uint8_t> &bytes,
+                std::vector<uint8_t> &sideFile) override {
+    // buildModule lowers the graph it is given: a clone keeps the plan.
+    OwningOpRef<ModuleOp> lowered = module->clone();
+    codegen::ModuleWriteOptions options;
+    options.producer = producer();
+    codegen::ModuleStats stats;
+    codegen::CudaCompileOptions cuda;
+    cuda.smVersion = smVersion;
+    cuda.warn = [](const std::string &) {}; // the kernel cache turns itself off quietly
+    FailureOr<codegen::ModuleImage> built = compiler::buildModule(
+        *lowered, sideFileName, options, stats, smVersion > 0 ? &cuda : nullptr);
+    if (failed(built))
+      return compileFailure(ctx.first, displayName);
+    bytes = std::move(built->module);
+    sideFile = std::move(built->sideFile);
+    return {};
+  }
+
+  Failure save(const std::string &path, int smVersion) override {
+    codegen::ModuleImage built;
+    if (Failure f = image(codegen::sideFileNameFor(path), smVersion, built.module,
+                          built.sideFile))
+      return f;
+    if (failed(compiler::writeModule(ctx.context, path, built)))
+      return failure(Failure::Kind::Io,
+                     ctx.first.message().empty() ? path + ": cannot write" : ctx.first.message());
+    return {};
+  }
+};
+
+} // namespace
+
+Failure compileModel(const CompileRequest &request, std::unique_ptr<CompiledModel> &out) {
+  auto compiled = std::make_unique<Compiled>();
+  compiled->displayName = request.displayName;
+  if (Failure f = loadPlan(compiled->ctx, request, compiled->module))
+    return f;
+  out = std::move(compiled);
+  return {};
+}
+
+Failure report(const CompileRequest &request, bool graph, std::string &json, std::string &text) {
+  Context ctx;
+  ReferenceAndPlan loaded;
+  if (Failure f = loadReferenceAndPlan(ctx, request, loaded))
+    return f;
+  func::FuncOp referenceFunc = loaded.referenceFunc, planFunc = loaded.planFunc;
+  compiler::PlanDocument doc =
+      compiler::reportPlan(planFunc, referenceFunc, planInfo(request), graph);
+  json = jsonText(std::move(doc.json));
+  text = std::move(doc.text);
+  return {};
+}
+
+Failure validate(const CompileRequest &request, const NamedArrays &inputs, uint64_t seed,
+                 double tolerance, std::string &json, std::string &text, int &status) {
+  Context ctx;
+  ReferenceAndPlan loaded;
+  if (Failure f = loadReferenceAndPlan(ctx, request, loaded))
+    return f;
+  func::FuncOp referenceFunc = loaded.referenceFunc, planFunc = loaded.planFunc;
+  compiler::GraphSignature sig = compiler::getSignature(referenceFunc);
+  std::vector<HostTensor> tensors;
+  std::vector<bool> given;
+  if (Failure f = convertArrays(referenceFunc, sig, inputs, request.displayName, "inputs",
+                                tensors, given))
+    return f;
+  compiler::randomInputs(referenceFunc, sig, given, seed, tensors);
+  compiler::ValidateOptions options;
+  options.tolerance = tolerance;
+  options.calibrated = !request.calibrate.empty();
+  compiler::PlanDocument doc;
+  std::string error;
+  if (!compiler::validatePlan(referenceFunc, planFunc, tensors, planInfo(request), options, doc,
+                              error))
+    return failure(Failure::Kind::Compile, error);
+  json = jsonText(std::move(doc.json));
+  text = std::move(doc.text);
+  status = doc.status;
+  return {};
+}
+
+Failure encodeInput(const mixprec_tensor_info_t &info, const support::NpyArray &array,
+                    const std::string &subject, std::vector<uint8_t> &bytes) {
+  HostTensor tensor;
+  std::string error;
+  std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+  if (!compiler::hostTensorFromNpy(array, compiler::kindOfDType(info.dtype), dims, subject,
+                                   info.name, tensor, error) ||
+      !compiler::encodeModuleInput(info, subject, tensor, bytes, error))
+    return failure(Failure::Kind::InvalidArgument, error);
+  return {};
+}
+
+int deviceSmVersion() {
+  int sm = 0;
+  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+  const bool device = status == nullptr;
+  mixprec_status_free(status);
+  int smVersion = 0;
+  std::string error;
+  if (!device || !codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion, error))
+    return 0;
+  return smVersion;
+}
+
+void decodeFloats(mixprec_dtype_t dtype, const void *data, float *out, size_t n) {
+  numerics::decodeArray(static_cast<numerics::Format>(dtype), data, out, n);
+}
+
+std::string producer() { return std::string("mixprec ") + MIXPREC_VERSION; }
+
+} // namespace mixprec::python

@@ -1,0 +1,99 @@
+//===- Bridge.h - the compile API for the Python extension ------*- C++ -*-===//
+//
+// The Python extension is built with exceptions and RTTI (nanobind needs
+// both) and LLVM/MLIR without: this header is the wall between them. It
+// declares plain C++ (strings, vectors, the runtime's C types) over the
+// compile API (compiler/Compile/Compile.h) and the report library
+// (compiler/Report/Report.h); Bridge.cpp, built like the rest of mixprec,
+// implements it and never throws. Failures are a Failure: the one line the
+// CLI prints after "mixprec: error: ", and its notes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_PYTHON_BRIDGE_H
+#define MIXPREC_PYTHON_BRIDGE_H
+
+#include "common/Npy.h"
+#include "mixprec/runtime.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixprec::python {
+
+/// Why a call failed. `kind` says which Python exception it becomes.
+struct Failure {
+  enum class Kind { None, Compile, InvalidArgument, Io };
+  Kind kind = Kind::None;
+  std::string message;
+  std::vector<std::string> notes;
+  explicit operator bool() const { return kind != Kind::None; }
+};
+
+/// Named arrays given from Python (inputs, calibration data), in call order.
+using NamedArrays = std::vector<std::pair<std::string, support::NpyArray>>;
+
+/// What to compile: the model file, the precision pipeline's options as
+/// `mixprec-opt --mp-precision-pipeline=` takes them ("precision=bf16
+/// keep-fp32=softmax"), `--shape` sizes, `--calibrate` arrays.
+struct CompileRequest {
+  std::string path;
+  /// The model as errors and reports name it (the path, or what the
+  /// caller gave when it wrote a temporary file).
+  std::string displayName;
+  std::string options;
+  /// Whether a precision was asked for: a graph that carries a plan keeps
+  /// it only when none was.
+  bool precisionGiven = true;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  NamedArrays calibrate;
+};
+
+/// A compiled model: the annotated graph on its own MLIR context.
+class CompiledModel {
+public:
+  virtual ~CompiledModel() = default;
+  /// The annotated IR as `mixprec compile --emit mp-mlir` prints it.
+  virtual std::string ir(bool elideWeights) = 0;
+  /// The module bytes and side file of the graph, the side file called
+  /// `sideFileName`; with `smVersion` > 0 the kernels' CUDA code too.
+  virtual Failure image(const std::string &sideFileName, int smVersion,
+                        std::vector<uint8_t> &module, std::vector<uint8_t> &sideFile) = 0;
+  /// Writes the module (and its side file beside it) to `path`, atomically.
+  virtual Failure save(const std::string &path, int smVersion) = 0;
+};
+
+/// Loads and compiles a model at the request's precision.
+Failure compileModel(const CompileRequest &request, std::unique_ptr<CompiledModel> &out);
+
+/// `mixprec report --json`: the document (JSON text) and the printed text.
+Failure report(const CompileRequest &request, bool graph, std::string &json, std::string &text);
+
+/// `mixprec validate --json`: inputs given (all, or none for random ones
+/// from `seed`); `tolerance` negative for the default bounds.
+Failure validate(const CompileRequest &request, const NamedArrays &inputs, uint64_t seed,
+                 double tolerance, std::string &json, std::string &text, int &status);
+
+/// Encodes an array as module input `info`'s bytes by the CLI's rules
+/// (float inputs take float16/32/64, integer inputs integer arrays, bool
+/// inputs bool or uint8; the shape must match); errors name `subject` and
+/// the input.
+Failure encodeInput(const mixprec_tensor_info_t &info, const support::NpyArray &array,
+                    const std::string &subject, std::vector<uint8_t> &bytes);
+
+/// The SM version of this machine's GPU (90 for sm_90) when it has one
+/// that NVRTC compiles for, else 0: a module for the CUDA backend then
+/// gets no CUDA code, and the runtime says why CUDA is not there.
+int deviceSmVersion();
+
+/// Decodes `n` values of a float dtype (F16, BF16, FP8) to float32.
+void decodeFloats(mixprec_dtype_t dtype, const void *data, float *out, size_t n);
+
+/// The producer string modules are written with ("mixprec 0.1.0").
+std::string producer();
+
+} // namespace mixprec::python
+
+#endif // MIXPREC_PYTHON_BRIDGE_H

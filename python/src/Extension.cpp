@@ -1,0 +1,557 @@
+//===- Extension.cpp - mixprec._mixprec, the Python extension --------------===//
+//
+// nanobind bindings over the runtime's C API (runtime/include/mixprec/
+// runtime.h: modules, sessions, state, checkpoints) and the compile API
+// through Bridge.h. Built with exceptions and RTTI, and without LLVM or MLIR
+// headers. Every status and compile failure becomes a MixprecFailure, which
+// the translator below raises as the mixprec.Error subclass of its code
+// (python/mixprec/_errors.py); the GIL is released while compiling and
+// running. Arrays arrive C-contiguous on the CPU (mixprec/__init__.py makes
+// them so from numpy or any DLPack producer).
+//
+//===----------------------------------------------------------------------===//
+#include "python/src/Bridge.h"
+
+#include "mixprec/runtime.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace mixprec::python;
+
+namespace {
+
+/// A failure on its way to Python: `code` is a mixprec_status_code_t, or
+/// kCompileError for the compiler's.
+struct MixprecFailure {
+  int code;
+  std::string message;
+  std::vector<std::string> notes;
+};
+constexpr int kCompileError = -1;
+
+/// Throws a status as a MixprecFailure (after freeing it); OK does nothing.
+void check(mixprec_status_t status, const std::string &prefix = "") {
+  if (!status)
+    return;
+  MixprecFailure f{mixprec_status_code(status), prefix + mixprec_status_message(status), {}};
+  mixprec_status_free(status);
+  throw f;
+}
+
+/// Throws a bridge failure as a MixprecFailure.
+void check(const Failure &failure) {
+  if (!failure)
+    return;
+  int code = failure.kind == Failure::Kind::Compile ? kCompileError
+             : failure.kind == Failure::Kind::Io    ? MIXPREC_IO_ERROR
+                                                    : MIXPREC_INVALID_ARGUMENT;
+  throw MixprecFailure{code, failure.message, failure.notes};
+}
+
+/// An array from Python: read-only, C-contiguous, in host memory.
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+/// The .npy dtype of an array (what the CLI's input rules are stated in);
+/// other dtypes fail naming `what`.
+mixprec::support::NpyDType npyDTypeOf(const InArray &a, const std::string &what) {
+  using mixprec::support::NpyDType;
+  nb::dlpack::dtype t = a.dtype();
+  using Code = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    if (t.code == uint8_t(Code::Float) && t.bits == 32)
+      return NpyDType::F32;
+    if (t.code == uint8_t(Code::Float) && t.bits == 64)
+      return NpyDType::F64;
+    if (t.code == uint8_t(Code::Float) && t.bits == 16)
+      return NpyDType::F16;
+    if (t.code == uint8_t(Code::Int) && t.bits == 64)
+      return NpyDType::I64;
+    if (t.code == uint8_t(Code::Int) && t.bits == 32)
+      return NpyDType::I32;
+    if (t.code == uint8_t(Code::Int) && t.bits == 8)
+      return NpyDType::I8;
+    if (t.code == uint8_t(Code::UInt) && t.bits == 8)
+      return NpyDType::U8;
+    if (t.code == uint8_t(Code::Bool) && t.bits == 8)
+      return NpyDType::Bool;
+  }
+  static const char *codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  std::string name = (t.code < 7 ? codes[t.code] : "code" + std::to_string(t.code)) +
+                     std::to_string(t.bits);
+  throw MixprecFailure{MIXPREC_DTYPE_MISMATCH,
+                       what + " has dtype " + name +
+                           ", which mixprec does not take (float16/32/64, int8/32/64, uint8, "
+                           "bool)",
+                       {}};
+}
+
+/// Copies an array into the .npy form the bridge converts from.
+mixprec::support::NpyArray npyOf(const InArray &a, const std::string &what) {
+  mixprec::support::NpyArray array;
+  array.dtype = npyDTypeOf(a, what);
+  for (size_t d = 0; d < a.ndim(); ++d)
+    array.shape.push_back(a.shape(d));
+  const uint8_t *p = static_cast<const uint8_t *>(a.data());
+  array.data.assign(p, p + a.nbytes());
+  return array;
+}
+
+/// Named arrays from a Python dict (name -> C-contiguous array).
+NamedArrays namedArrays(const std::vector<std::pair<std::string, InArray>> &arrays,
+                        const std::string &what) {
+  NamedArrays out;
+  for (const auto &[name, a] : arrays)
+    out.emplace_back(name, npyOf(a, what + " '" + name + "'"));
+  return out;
+}
+
+/// A numpy array that owns `bytes` (moved in), of `dtype` and `shape`.
+nb::object ownedArray(std::vector<uint8_t> bytes, nb::dlpack::dtype dtype,
+                      const std::vector<size_t> &shape) {
+  auto *storage = new std::vector<uint8_t>(std::move(bytes));
+  nb::capsule owner(storage, [](void *p) noexcept { delete static_cast<std::vector<uint8_t> *>(p); });
+  return nb::cast(nb::ndarray<nb::numpy>(storage->data(), shape.size(), shape.data(), owner,
+                                         nullptr, dtype));
+}
+
+/// The numpy dtype an output or state of `dtype` is returned in: float32
+/// for every float dtype (decoded exactly), else its own.
+nb::dlpack::dtype hostDType(mixprec_dtype_t dtype) {
+  switch (dtype) {
+  case MIXPREC_DTYPE_I64:
+    return nb::dtype<int64_t>();
+  case MIXPREC_DTYPE_I32:
+    return nb::dtype<int32_t>();
+  case MIXPREC_DTYPE_BOOL:
+    return nb::dtype<bool>();
+  default:
+    return nb::dtype<float>();
+  }
+}
+
+/// Whether a dtype is a float dtype (returned as float32).
+bool isFloat(mixprec_dtype_t dtype) {
+  return dtype != MIXPREC_DTYPE_I64 && dtype != MIXPREC_DTYPE_I32 && dtype != MIXPREC_DTYPE_BOOL;
+}
+
+/// (name, dtype name, shape) of a tensor info.
+std::tuple<std::string, std::string, std::vector<int64_t>> describe(const mixprec_tensor_info_t &i) {
+  return {i.name, mixprec_dtype_name(i.dtype), std::vector<int64_t>(i.dims, i.dims + i.rank)};
+}
+
+mixprec_backend_t backendOf(const std::string &name) {
+  if (name == "cpu")
+    return MIXPREC_BACKEND_CPU;
+  if (name == "cuda")
+    return MIXPREC_BACKEND_CUDA;
+  if (name == "auto")
+    return MIXPREC_BACKEND_AUTO;
+  throw MixprecFailure{MIXPREC_INVALID_ARGUMENT,
+                       "backend takes cpu, cuda or auto, got '" + name + "'", {}};
+}
+
+/// A loaded module and its sessions. Sessions run one call at a time, so
+/// a stateless module keeps a pool (threads that run at once each take
+/// one); a module with state has one session, whose state persists, and
+/// its runs take turns.
+class Module {
+public:
+  Module(mixprec_module_t module, std::unique_ptr<CompiledModel> compiled, std::string name,
+         const std::string &backend)
+      : module(module), compiled(std::move(compiled)), name(std::move(name)),
+        backend(backendOf(backend)) {
+    stateful = mixprec_module_state_count(module) > 0;
+    mixprec_session_t first = nullptr;
+    try {
+      first = createSession(); // a backend that cannot run fails here
+    } catch (...) {
+      mixprec_module_release(module);
+      throw;
+    }
+    reason = mixprec_session_backend_reason(first);
+    chosen = mixprec_backend_name(mixprec_session_backend(first));
+    idle.push_back(first);
+  }
+  ~Module() {
+    for (mixprec_session_t s : idle)
+      mixprec_session_release(s);
+    mixprec_module_release(module);
+  }
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> inputs() const {
+    std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> out;
+    for (size_t i = 0; i < mixprec_module_input_count(module); ++i)
+      out.push_back(describe(inputInfo(i)));
+    return out;
+  }
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> outputs() const {
+    std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> out;
+    for (size_t i = 0; i < mixprec_module_output_count(module); ++i) {
+      mixprec_tensor_info_t info;
+      check(mixprec_module_output_info(module, i, &info));
+      out.push_back(describe(info));
+    }
+    return out;
+  }
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> states() const {
+    std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> out;
+    for (size_t i = 0; i < mixprec_module_state_count(module); ++i)
+      out.push_back(describe(stateInfo(i)));
+    return out;
+  }
+
+  /// Binds every input, runs, and returns the outputs by name.
+  nb::dict run(const std::vector<std::pair<std::string, InArray>> &given) {
+    size_t count = mixprec_module_input_count(module);
+    std::vector<mixprec::support::NpyArray> arrays(count);
+    std::vector<bool> have(count, false);
+    for (const auto &[inputName, a] : given) {
+      size_t index = 0;
+      check(mixprec_module_find_input(module, inputName.c_str(), &index),
+            name + ": input '" + inputName + "': ");
+      arrays[index] = npyOf(a, name + ": input '" + inputName + "'");
+      have[index] = true;
+    }
+    for (size_t i = 0; i < count; ++i)
+      if (!have[i])
+        throw MixprecFailure{MIXPREC_INVALID_ARGUMENT,
+                             name + ": input '" + std::string(inputInfo(i).name) +
+                                 "' not given (the module's inputs: " + inputNames() + ")",
+                             {}};
+    size_t outputCount = mixprec_module_output_count(module);
+    std::vector<std::vector<uint8_t>> results(outputCount);
+    {
+      nb::gil_scoped_release release;
+      std::vector<std::vector<uint8_t>> bytes(count);
+      for (size_t i = 0; i < count; ++i)
+        check(encodeInput(inputInfo(i), arrays[i], name, bytes[i]));
+      std::unique_lock<std::mutex> turn(runLock, std::defer_lock);
+      if (stateful)
+        turn.lock();
+      mixprec_session_t session = takeSession();
+      try {
+        for (size_t i = 0; i < count; ++i) {
+          mixprec_tensor_info_t info = inputInfo(i);
+          check(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
+                                           bytes[i].data(), bytes[i].size()),
+                name + ": ");
+        }
+        check(mixprec_session_run(session), name + ": ");
+        for (size_t i = 0; i < outputCount; ++i) {
+          mixprec_tensor_info_t info;
+          check(mixprec_module_output_info(module, i, &info));
+          mixprec_dtype_t as = isFloat(info.dtype) ? MIXPREC_DTYPE_F32 : info.dtype;
+          results[i].resize(info.element_count * mixprec_dtype_size(as));
+          check(mixprec_session_copy_output(session, i, as, results[i].data(),
+                                            results[i].size()));
+        }
+      } catch (...) {
+        giveBack(session);
+        throw;
+      }
+      giveBack(session);
+    }
+    nb::dict out;
+    for (size_t i = 0; i < outputCount; ++i) {
+      mixprec_tensor_info_t info;
+      check(mixprec_module_output_info(module, i, &info));
+      std::vector<size_t> shape(info.dims, info.dims + info.rank);
+      out[info.name] = ownedArray(std::move(results[i]), hostDType(info.dtype), shape);
+    }
+    return out;
+  }
+
+  std::string ir(bool elide) {
+    if (!compiled)
+      throw MixprecFailure{MIXPREC_FAILED_PRECONDITION,
+                           name + ": a module loaded from a .mpk file has no IR (compile the "
+                                  "model with mixprec.compile for Module.ir)",
+                           {}};
+    std::lock_guard<std::mutex> guard(compileLock);
+    return compiled->ir(elide);
+  }
+
+  void save(const std::string &path) {
+    if (!compiled)
+      throw MixprecFailure{MIXPREC_FAILED_PRECONDITION,
+                           name + ": a module loaded from a .mpk file is saved already (copy "
+                                  "the file and its .weights)",
+                           {}};
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> guard(compileLock);
+    check(compiled->save(path, smVersion));
+  }
+
+  nb::object readState(const std::string &stateName) {
+    mixprec_tensor_info_t info = stateInfo(findState(stateName));
+    std::vector<uint8_t> raw(info.byte_size);
+    {
+      std::lock_guard<std::mutex> turn(runLock);
+      check(mixprec_session_read_state(stateSession(), stateName.c_str(), raw.data(),
+                                       raw.size()));
+    }
+    std::vector<size_t> shape(info.dims, info.dims + info.rank);
+    if (isFloat(info.dtype) && info.dtype != MIXPREC_DTYPE_F32) {
+      std::vector<uint8_t> floats(info.element_count * sizeof(float));
+      decodeFloats(info.dtype, raw.data(), reinterpret_cast<float *>(floats.data()),
+                   info.element_count);
+      raw = std::move(floats);
+    }
+    return ownedArray(std::move(raw), hostDType(info.dtype), shape);
+  }
+
+  void writeState(const std::string &stateName, const InArray &a) {
+    mixprec_tensor_info_t info = stateInfo(findState(stateName));
+    std::vector<uint8_t> bytes;
+    check(encodeInput(info, npyOf(a, name + ": state '" + stateName + "'"), name, bytes));
+    std::lock_guard<std::mutex> turn(runLock);
+    check(mixprec_session_write_state(stateSession(), stateName.c_str(), bytes.data(),
+                                      bytes.size()));
+  }
+
+  void resetState() {
+    std::lock_guard<std::mutex> turn(runLock);
+    check(mixprec_session_reset_state(stateSession()));
+  }
+
+  void saveCheckpoint(const std::string &path, const nb::bytes &blob) {
+    std::string data(blob.c_str(), blob.size());
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> turn(runLock);
+    check(mixprec_session_save_checkpoint(stateSession(), path.c_str(), data.data(), data.size()));
+  }
+
+  nb::bytes loadCheckpoint(const std::string &path, size_t capacity) {
+    std::vector<char> blob(capacity + 1);
+    size_t size = 0;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> turn(runLock);
+      check(mixprec_session_load_checkpoint(stateSession(), path.c_str(), blob.data(),
+                                            blob.size(), &size));
+    }
+    return nb::bytes(blob.data(), size);
+  }
+
+  std::string backendName() const { return chosen; }
+  std::string backendReason() const { return reason; }
+  std::string displayName() const { return name; }
+  int smVersion = 0;
+
+private:
+  mixprec_tensor_info_t inputInfo(size_t i) const {
+    mixprec_tensor_info_t info;
+    check(mixprec_module_input_info(module, i, &info));
+    return info;
+  }
+  mixprec_tensor_info_t stateInfo(size_t i) const {
+    mixprec_tensor_info_t info;
+    check(mixprec_module_state_info(module, i, &info));
+    return info;
+  }
+  std::string inputNames() const {
+    std::string names;
+    for (size_t i = 0; i < mixprec_module_input_count(module); ++i)
+      names += (names.empty() ? "" : ", ") + std::string(inputInfo(i).name);
+    return names;
+  }
+  size_t findState(const std::string &stateName) const {
+    std::string names;
+    for (size_t i = 0; i < mixprec_module_state_count(module); ++i) {
+      if (stateInfo(i).name == stateName)
+        return i;
+      names += (names.empty() ? "" : ", ") + std::string(stateInfo(i).name);
+    }
+    throw MixprecFailure{MIXPREC_NOT_FOUND,
+                         name + ": no state '" + stateName + "' (its states: " +
+                             (names.empty() ? "none" : names) + ")",
+                         {}};
+  }
+  /// The session that holds the state (a stateful module has one).
+  mixprec_session_t stateSession() {
+    std::lock_guard<std::mutex> guard(poolLock);
+    return idle.front();
+  }
+  mixprec_session_t createSession() {
+    mixprec_session_options_t options;
+    mixprec_session_options_init(&options);
+    options.backend = backend;
+    mixprec_session_t session = nullptr;
+    check(mixprec_session_create(module, &options, &session), name + ": ");
+    return session;
+  }
+  mixprec_session_t takeSession() {
+    {
+      std::lock_guard<std::mutex> guard(poolLock);
+      if (stateful)
+        return idle.front();
+      if (!idle.empty()) {
+        mixprec_session_t s = idle.back();
+        idle.pop_back();
+        return s;
+      }
+    }
+    return createSession();
+  }
+  void giveBack(mixprec_session_t session) {
+    if (stateful)
+      return;
+    std::lock_guard<std::mutex> guard(poolLock);
+    idle.push_back(session);
+  }
+
+  mixprec_module_t module;
+  std::unique_ptr<CompiledModel> compiled;
+  std::string name;
+  mixprec_backend_t backend;
+  bool stateful = false;
+  std::string reason, chosen;
+  std::mutex poolLock, runLock, compileLock;
+  std::vector<mixprec_session_t> idle;
+};
+
+/// The request the Python arguments describe.
+CompileRequest request(const std::string &path, const std::string &display,
+                       const std::string &options, bool precisionGiven,
+                       const std::map<std::string, std::vector<int64_t>> &shapes,
+                       const std::vector<std::pair<std::string, InArray>> &calibrate) {
+  CompileRequest r;
+  r.path = path;
+  r.displayName = display;
+  r.options = options;
+  r.precisionGiven = precisionGiven;
+  r.shapes = shapes;
+  r.calibrate = namedArrays(calibrate, "calibrate input");
+  return r;
+}
+
+/// Loads a module image from memory with its side file.
+mixprec_module_t loadImage(const std::vector<uint8_t> &bytes, const std::vector<uint8_t> &side,
+                           const std::string &name) {
+  mixprec_load_options_t options;
+  mixprec_load_options_init(&options);
+  options.side_file_data = side.data();
+  options.side_file_size = side.size();
+  mixprec_module_t module = nullptr;
+  check(mixprec_module_load_memory(bytes.data(), bytes.size(), &options, &module), name + ": ");
+  return module;
+}
+
+} // namespace
+
+NB_MODULE(_mixprec, m) {
+  m.doc() = "mixprec's compiler and runtime (use the mixprec package, not this module)";
+
+  // Failures become the mixprec.Error subclass of their code, with notes.
+  nb::register_exception_translator([](const std::exception_ptr &p, void *) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const MixprecFailure &f) {
+      nb::object errors = nb::module_::import_("mixprec._errors");
+      nb::object cls = errors.attr("error_class")(f.code);
+      nb::object exc = cls(f.message);
+      exc.attr("notes") = nb::cast(f.notes);
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    }
+  });
+
+  nb::class_<Module>(m, "Module")
+      .def("inputs", &Module::inputs)
+      .def("outputs", &Module::outputs)
+      .def("states", &Module::states)
+      .def("run", &Module::run)
+      .def("ir", &Module::ir)
+      .def("save", &Module::save)
+      .def("read_state", &Module::readState)
+      .def("write_state", &Module::writeState)
+      .def("reset_state", &Module::resetState)
+      .def("save_checkpoint", &Module::saveCheckpoint)
+      .def("load_checkpoint", &Module::loadCheckpoint)
+      .def_prop_ro("backend", &Module::backendName)
+      .def_prop_ro("backend_reason", &Module::backendReason)
+      .def_prop_ro("name", &Module::displayName);
+
+  m.def("compile",
+        [](const std::string &path, const std::string &display, const std::string &options,
+           bool precisionGiven, const std::map<std::string, std::vector<int64_t>> &shapes,
+           const std::vector<std::pair<std::string, InArray>> &calibrate,
+           const std::string &backend) {
+          backendOf(backend);
+          CompileRequest r = request(path, display, options, precisionGiven, shapes, calibrate);
+          std::unique_ptr<CompiledModel> compiled;
+          std::vector<uint8_t> bytes, side;
+          int sm = 0;
+          {
+            nb::gil_scoped_release release;
+            sm = backend == "cpu" ? 0 : deviceSmVersion();
+            check(compileModel(r, compiled));
+            check(compiled->image("module.mpk.weights", sm, bytes, side));
+          }
+          mixprec_module_t module = loadImage(bytes, side, display);
+          auto *result = new Module(module, std::move(compiled), display, backend);
+          result->smVersion = sm;
+          return result;
+        },
+        nb::rv_policy::take_ownership);
+
+  m.def("load",
+        [](const std::string &path, const std::string &backend) {
+          backendOf(backend);
+          mixprec_module_t module = nullptr;
+          {
+            nb::gil_scoped_release release;
+            mixprec_status_t status = mixprec_module_load_file(path.c_str(), nullptr, &module);
+            check(status);
+          }
+          return new Module(module, nullptr, path, backend);
+        },
+        nb::rv_policy::take_ownership);
+
+  m.def("report", [](const std::string &path, const std::string &display,
+                     const std::string &options, bool precisionGiven,
+                     const std::map<std::string, std::vector<int64_t>> &shapes,
+                     const std::vector<std::pair<std::string, InArray>> &calibrate, bool graph) {
+    CompileRequest r = request(path, display, options, precisionGiven, shapes, calibrate);
+    std::string json, text;
+    {
+      nb::gil_scoped_release release;
+      check(report(r, graph, json, text));
+    }
+    return std::make_pair(json, text);
+  });
+
+  m.def("validate", [](const std::string &path, const std::string &display,
+                       const std::string &options, bool precisionGiven,
+                       const std::map<std::string, std::vector<int64_t>> &shapes,
+                       const std::vector<std::pair<std::string, InArray>> &calibrate,
+                       const std::vector<std::pair<std::string, InArray>> &inputs,
+                       uint64_t seed, double tolerance) {
+    CompileRequest r = request(path, display, options, precisionGiven, shapes, calibrate);
+    NamedArrays arrays = namedArrays(inputs, "input");
+    std::string json, text;
+    int status = 0;
+    {
+      nb::gil_scoped_release release;
+      check(validate(r, arrays, seed, tolerance, json, text, status));
+    }
+    return std::make_tuple(json, text, status);
+  });
+
+  m.def("runtime_version", [] { return std::string(mixprec_runtime_version()); });
+  m.def("version", [] { return producer(); });
+}
