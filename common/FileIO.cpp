@@ -257,6 +257,15 @@ bool PendingFile::commit(std::string &error) {
     return false;
   }
   temp_.clear();
+  if (!inPlace_) {
+    // The rename is durable once the folder's entry is on disk: a crash
+    // right after commit must not bring the old file back.
+    int folder = ::open(folderOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (folder >= 0) {
+      ::fsync(folder);
+      ::close(folder);
+    }
+  }
   return true;
 }
 

@@ -544,6 +544,71 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   return step;
 }
 
+FailureOr<func::FuncOp> buildEvalFunction(func::FuncOp forward, const TrainingOptions &o,
+                                           StringRef name) {
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError() << "@" << forward.getName() << " must have one block";
+  auto module = forward->getParentOfType<ModuleOp>();
+  if (module && module.lookupSymbol(name))
+    return forward.emitError() << "@" << name << " exists already";
+  FailureOr<SmallVector<Param>> params = findParams(forward, o);
+  if (failed(params))
+    return failure();
+  MLIRContext *ctx = forward.getContext();
+  SmallVector<Type> argTypes(forward.getArgumentTypes());
+  SmallVector<Type> resultTypes(forward.getResultTypes());
+  for (const Param &p : *params) {
+    argTypes.push_back(p.master.getType());
+    resultTypes.push_back(p.master.getType());
+  }
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(forward);
+  auto eval = b.create<func::FuncOp>(forward.getLoc(), name,
+                                     FunctionType::get(ctx, argTypes, resultTypes));
+  Block *body = eval.addEntryBlock();
+  unsigned numArgs = forward.getNumArguments(), numResults = forward.getNumResults();
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (DictionaryAttr attrs = forward.getArgAttrDict(i))
+      eval.setArgAttrs(i, attrs);
+  for (unsigned i = 0; i < numResults; ++i)
+    if (DictionaryAttr attrs = forward.getResultAttrDict(i))
+      eval.setResultAttrs(i, attrs);
+  b.setInsertionPointToEnd(body);
+  IRMapping mapping;
+  mapping.map(forward.getArguments(), body->getArguments().take_front(numArgs));
+  SmallVector<Value> updates;
+  for (auto [i, p] : llvm::enumerate(*params)) {
+    unsigned arg = numArgs + i;
+    eval.setArgAttrs(arg, b.getDictionaryAttr({
+                              b.getNamedAttr(GraphDialect::kNameAttr, b.getStringAttr(p.name)),
+                              b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(p.name)),
+                              b.getNamedAttr(GraphDialect::kStateInitAttr, p.master),
+                          }));
+    eval.setResultAttrs(numResults + i,
+                        b.getDictionaryAttr(b.getNamedAttr(GraphDialect::kStateUpdateAttr,
+                                                           b.getStringAttr(p.name))));
+    Value master = body->getArgument(arg);
+    updates.push_back(master);
+    if (master.getType() != p.constant.getType()) {
+      GraphBuilder gb(b, p.constant.getLoc());
+      master = gb.cast(master, cast<RankedTensorType>(p.constant.getType()).getElementType());
+    }
+    mapping.map(p.constant.getResult(), master);
+  }
+  Block &fBody = forward.getBody().front();
+  for (Operation &op : fBody.without_terminator()) {
+    auto constant = dyn_cast<graph::ConstantOp>(op);
+    if (!constant || !mapping.contains(constant.getResult()))
+      b.clone(op, mapping);
+  }
+  SmallVector<Value> results;
+  for (Value v : fBody.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  results.append(updates);
+  b.create<func::ReturnOp>(forward.getLoc(), results);
+  return eval;
+}
+
 //===----------------------------------------------------------------------===//
 // --mp-build-training-step
 //===----------------------------------------------------------------------===//

@@ -103,6 +103,17 @@ std::string checkTrainingOptions(const TrainingOptions &options);
 mlir::FailureOr<mlir::func::FuncOp> buildTrainingStep(mlir::func::FuncOp forward,
                                                       const TrainingOptions &options);
 
+/// Appends `name` after `forward`: the forward graph whose trained constants
+/// (as buildTrainingStep finds them) are read from module state of the same
+/// names and FP32 types (cast back to each constant's type where it had
+/// another), each state's update being its own value. A session of the
+/// compiled function takes the master weights of a training session by
+/// name (read_state, write_state) and evaluates the model as trained.
+/// Results: `forward`'s, then the state updates.
+mlir::FailureOr<mlir::func::FuncOp> buildEvalFunction(mlir::func::FuncOp forward,
+                                                      const TrainingOptions &options,
+                                                      llvm::StringRef name);
+
 } // namespace mixprec::passes
 
 #endif // MIXPREC_PASSES_TRAININGSTEP_H

@@ -12,6 +12,8 @@
 
 #include "tools/mixprec/Options.h"
 
+#include "codegen/Cuda/CudaProgram.h"
+
 #include "mixprec/runtime.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -30,6 +32,19 @@ int runReport();
 /// [--tolerance X] [--json FILE]`; returns the exit code (0 ok, 1 error,
 /// 3 non-finite outputs, 4 tolerance exceeded).
 int runValidate();
+
+/// `mixprec train MODEL --data NAME=FILE.npy ... [options]` (Train.cpp);
+/// returns the exit code (0 ok, 1 error, 2 usage, 5 the loss scale cannot
+/// recover).
+int runTrain();
+
+/// The NVRTC options of an architecture (`smVersion`); kernel cache
+/// warnings are printed as "mixprec: warning: ..." lines.
+codegen::CudaCompileOptions cudaCompileOptions(int smVersion);
+
+/// The CUDA architecture a module compiled just in time gets code for on
+/// `backend`: the device's (cuda, or auto with a device), else none ("").
+std::string jitCudaArch(Backend backend, int &smVersion);
 
 /// Runs a compiled .mpk module through the runtime's C API on `backend`
 /// (cpu, cuda or auto) and writes <output>.npy files; returns the exit code.

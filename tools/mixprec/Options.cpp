@@ -5,6 +5,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <cmath>
 
 
 namespace cl = llvm::cl;
@@ -155,6 +158,35 @@ bf16 3e-2 and 0.9999; fp8 0.35 and 0.99); 1 errors. On failure it
 lists the ops that lost the most ("worst ops:") and, for FP16, a hint
 to --calibrate when values overflowed or flushed to zero. --json FILE
 writes the same as JSON (metrics that are not finite as null).)"},
+    {Command::Train, "train",
+     R"(mixprec train MODEL --data NAME=FILE.npy... [--labels FILE.npy] [--loss ce|mse|model]
+            [--optimizer sgd|adamw] [--lr X] [--precision P] [--loss-scale none|static|dynamic]
+            [--batch N] [--steps N | --epochs N] [--log-every N] [--csv FILE]
+            [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--seed N]
+            [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32]
+            [--backend cpu|cuda|auto] [--state-dir DIR] [more: train --help])",
+     R"(Train MODEL's float initializers (FP32 master weights; --frozen GLOB
+keeps some fixed) on the rows of the --data arrays (dim 0: one sample
+each; every graph input gets one) against --labels (integer classes for
+cross-entropy over the logits, targets of the output's shape for mse;
+none for --loss model, whose output is the loss). The step (forward,
+loss, scaled gradients, unscale + inf/NaN check, clipping, optimizer,
+loss-scale update) is built, compiled at --precision and run on the
+runtime (--backend, default auto); an overflowing step is skipped and
+changes nothing but the loss scale. Batches of --batch rows (the last
+partial batch of an epoch is dropped) in an order shuffled per epoch
+from --seed (--no-shuffle: file order). Every --log-every steps a line:
+step, epoch, mean loss, loss scale, skipped steps, grad norm, samples/s;
+--csv FILE gets one row per step. With --test-data the model, as
+trained, is evaluated at the end (and every --eval-every steps): test
+loss and, for cross-entropy, accuracy. --checkpoint FILE is written
+atomically at the end (and every --checkpoint-every steps): master
+weights, optimizer and loss-scale state, step and data order; --resume
+FILE continues such a run bit for bit. --compare fp32 trains an FP32
+copy beside it on the same batches and reports the loss gap.
+--state-dir DIR writes every state (NAME.npy) at the end. Exit status
+5 when the loss scale cannot recover (--max-skipped-in-a-row skipped
+steps): the diagnosis names the first op whose value overflowed.)"},
 };
 
 /// The rules every command follows for the files it reads and writes.
@@ -192,6 +224,7 @@ cl::SubCommand compileCommand("compile", infoOf(Command::Compile).description);
 cl::SubCommand runCommand("run", infoOf(Command::Run).description);
 cl::SubCommand reportCommand("report", infoOf(Command::Report).description);
 cl::SubCommand validateCommand("validate", infoOf(Command::Validate).description);
+cl::SubCommand trainCommand("train", infoOf(Command::Train).description);
 
 /// The subcommand of a command.
 cl::SubCommand &subCommandOf(Command command) {
@@ -206,6 +239,8 @@ cl::SubCommand &subCommandOf(Command command) {
     return reportCommand;
   case Command::Validate:
     return validateCommand;
+  case Command::Train:
+    return trainCommand;
   }
   llvm_unreachable("unknown command");
 }
@@ -290,7 +325,8 @@ struct NonNegativeNumbers {
 
 cl::list<std::string> modelArg(cl::Positional, cl::desc("<model>"), cl::sub(importCommand),
                                cl::sub(compileCommand), cl::sub(runCommand),
-                               cl::sub(reportCommand), cl::sub(validateCommand));
+                               cl::sub(reportCommand), cl::sub(validateCommand),
+                               cl::sub(trainCommand));
 
 cl::opt<std::string> outputOpt("o", cl::desc("Write to this file instead of stdout ('-': stdout)"),
                                cl::value_desc("file"), cl::sub(importCommand),
@@ -352,16 +388,17 @@ cl::list<std::string, bool, ShapeParser> shapeOpt(
     cl::desc("NAME=DIMS: the shape of graph input NAME (2x128), or NAME=N: the size of the "
              "symbolic dimension NAME (batch=8); the model's dynamic dims are specialised to them"),
     cl::value_desc("NAME=DIMS"), cl::sub(importCommand), cl::sub(compileCommand),
-    cl::sub(runCommand), cl::sub(reportCommand), cl::sub(validateCommand));
+    cl::sub(runCommand), cl::sub(reportCommand), cl::sub(validateCommand),
+    cl::sub(trainCommand));
 
 cl::list<std::string, bool, NamedFileParser> inputOpt(
     "input", cl::desc("NAME=FILE.npy: a graph input (give every input, or none for random ones)"),
     cl::value_desc("NAME=FILE.npy"), cl::sub(runCommand), cl::sub(validateCommand));
 
 cl::opt<unsigned long long, false, SeedParser> seedOpt(
-    "seed", cl::desc("Seed of the random inputs, in [0, 2^64-1]"), cl::init(0),
-    cl::value_desc("N"),
-    cl::sub(runCommand), cl::sub(validateCommand));
+    "seed", cl::desc("Seed of the random inputs (train: of the data order), in [0, 2^64-1]"),
+    cl::init(0), cl::value_desc("N"), cl::sub(runCommand), cl::sub(validateCommand),
+    cl::sub(trainCommand));
 
 cl::opt<double, false, NumberParser<NonNegativeNumbers>> toleranceOpt(
     "tolerance", cl::desc("Exit 4 when an output's max_rel exceeds this"), cl::init(-1),
@@ -381,14 +418,195 @@ cl::opt<bool> timeOpt("time", cl::desc("Print load and run times (JSON) to stder
                       cl::ValueDisallowed, cl::sub(runCommand));
 
 cl::opt<Backend, false, EnumParser<Backend>> backendOpt(
-    "backend", cl::desc("Where run runs the model"), cl::init(Backend::Default),
-    cl::sub(runCommand),
+    "backend", cl::desc("Where run (or train) runs the model"), cl::init(Backend::Default),
+    cl::sub(runCommand), cl::sub(trainCommand),
     cl::values(clEnumValN(Backend::Interpreter, "interpreter",
                           "the CPU reference interpreter (default for .mlir)"),
                clEnumValN(Backend::Cpu, "cpu", "the runtime's CPU backend"),
                clEnumValN(Backend::Cuda, "cuda", "the runtime's CUDA backend"),
                clEnumValN(Backend::Auto, "auto",
                           "CUDA when a GPU is found, else CPU (default for .onnx)")));
+
+//===----------------------------------------------------------------------===//
+// train
+//===----------------------------------------------------------------------===//
+
+using TrainingOptions = passes::TrainingOptions;
+
+/// Numbers of any finite value (train's ranges are checked together, by
+/// passes::checkTrainingOptions, after parsing).
+struct FiniteNumbers {
+  static constexpr const char *kWhat = "a finite number";
+  static bool contains(double x) { return std::isfinite(x); }
+};
+using FiniteParser = NumberParser<FiniteNumbers>;
+
+/// A whole decimal number in [lo, 2^40].
+template <int64_t Lo> struct CountParser : cl::parser<long long> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             long long &value) {
+    uint64_t parsed = 0;
+    if (!parseUnsigned(arg, parsed) || parsed < uint64_t(Lo) || parsed > (uint64_t(1) << 40))
+      return reportOptionError(option, argName,
+                               "takes an integer in [" + llvm::Twine(Lo) + ", 2^40], got '" +
+                                   arg + "'");
+    value = static_cast<long long>(parsed);
+    return false;
+  }
+};
+
+/// A file name, which cannot be empty.
+struct FileParser : cl::parser<std::string> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    if (arg.empty())
+      return reportOptionError(option, argName, "needs a file name, got ''");
+    value = arg.str();
+    return false;
+  }
+};
+
+/// A glob (llvm::GlobPattern).
+struct GlobParser : cl::parser<std::string> {
+  using parser::parser;
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    if (auto glob = llvm::GlobPattern::create(arg); !glob) {
+      std::string why = llvm::toString(glob.takeError());
+      return reportOptionError(option, argName,
+                               "takes a glob, got '" + arg + "' (" + why + ")");
+    }
+    value = arg.str();
+    return false;
+  }
+};
+
+cl::list<std::string, bool, NamedFileParser> dataOpt(
+    "data", cl::desc("NAME=FILE.npy: the training samples of graph input NAME (dim 0: samples)"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> labelsOpt(
+    "labels", cl::desc("FILE.npy: integer class per sample (ce) or the targets (mse)"),
+    cl::value_desc("FILE.npy"), cl::sub(trainCommand));
+cl::list<std::string, bool, NamedFileParser> testDataOpt(
+    "test-data", cl::desc("NAME=FILE.npy: samples the trained model is evaluated on"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> testLabelsOpt(
+    "test-labels", cl::desc("FILE.npy: the labels (or targets) of --test-data"),
+    cl::value_desc("FILE.npy"), cl::sub(trainCommand));
+
+cl::opt<TrainingOptions::Loss, false, EnumParser<TrainingOptions::Loss>> lossOpt(
+    "loss", cl::desc("The loss"), cl::init(TrainingOptions::Loss::CrossEntropy),
+    cl::sub(trainCommand),
+    cl::values(clEnumValN(TrainingOptions::Loss::CrossEntropy, "ce",
+                          "cross-entropy over the logits (class dim last) with --labels"),
+               clEnumValN(TrainingOptions::Loss::Mse, "mse",
+                          "mean squared error against --labels (targets)"),
+               clEnumValN(TrainingOptions::Loss::Model, "model",
+                          "the model's output (one element) is the loss")));
+cl::opt<std::string> trainOutputOpt(
+    "output", cl::desc("The graph output the loss reads (default: the first)"),
+    cl::value_desc("NAME"), cl::sub(trainCommand));
+cl::opt<TrainingOptions::Optimizer, false, EnumParser<TrainingOptions::Optimizer>> optimizerOpt(
+    "optimizer", cl::desc("The optimizer (PyTorch's formulas)"),
+    cl::init(TrainingOptions::Optimizer::Sgd), cl::sub(trainCommand),
+    cl::values(clEnumValN(TrainingOptions::Optimizer::Sgd, "sgd",
+                          "SGD with --momentum and --weight-decay"),
+               clEnumValN(TrainingOptions::Optimizer::AdamW, "adamw",
+                          "AdamW with --beta1, --beta2, --eps, --weight-decay")));
+cl::opt<double, false, FiniteParser> lrOpt("lr", cl::desc("Learning rate (default 0.01)"),
+                                           cl::init(0.01), cl::value_desc("X"),
+                                           cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> momentumOpt("momentum", cl::desc("SGD momentum in [0, 1)"),
+                                                 cl::init(0.0), cl::value_desc("X"),
+                                                 cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> weightDecayOpt(
+    "weight-decay", cl::desc("SGD: L2 added to the gradient; AdamW: decoupled decay"),
+    cl::init(0.0), cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> beta1Opt("beta1", cl::desc("AdamW beta1 (0.9)"),
+                                              cl::init(0.9), cl::value_desc("X"),
+                                              cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> beta2Opt("beta2", cl::desc("AdamW beta2 (0.999)"),
+                                              cl::init(0.999), cl::value_desc("X"),
+                                              cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> epsOpt("eps", cl::desc("AdamW epsilon (1e-8)"),
+                                            cl::init(1e-8), cl::value_desc("X"),
+                                            cl::sub(trainCommand));
+cl::opt<TrainingOptions::Scaling, false, EnumParser<TrainingOptions::Scaling>> lossScaleOpt(
+    "loss-scale", cl::desc("Loss scaling (default: dynamic at fp16, none otherwise)"),
+    cl::sub(trainCommand),
+    cl::values(clEnumValN(TrainingOptions::Scaling::None, "none",
+                          "no scaling (a non-finite gradient still skips the step)"),
+               clEnumValN(TrainingOptions::Scaling::Static, "static", "a fixed --init-scale"),
+               clEnumValN(TrainingOptions::Scaling::Dynamic, "dynamic",
+                          "GradScaler's: grows every --growth-interval clean steps, backs off "
+                          "on overflow")));
+cl::opt<double, false, FiniteParser> initScaleOpt(
+    "init-scale", cl::desc("Initial (or static) loss scale (65536)"), cl::init(65536.0),
+    cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> growthFactorOpt("growth-factor",
+                                                     cl::desc("Scale growth factor (2)"),
+                                                     cl::init(2.0), cl::value_desc("X"),
+                                                     cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> backoffFactorOpt("backoff-factor",
+                                                      cl::desc("Scale backoff factor (0.5)"),
+                                                      cl::init(0.5), cl::value_desc("X"),
+                                                      cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> growthIntervalOpt(
+    "growth-interval", cl::desc("Clean steps before the scale grows (2000)"), cl::init(2000),
+    cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> hysteresisOpt(
+    "hysteresis", cl::desc("Overflows absorbed before the scale backs off (1)"), cl::init(1),
+    cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> minScaleOpt(
+    "min-scale", cl::desc("The scale never backs off below this (0: no floor)"), cl::init(0.0),
+    cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> clipNormOpt(
+    "clip-norm", cl::desc("Clip the unscaled gradients to this global L2 norm (0: off)"),
+    cl::init(0.0), cl::value_desc("X"), cl::sub(trainCommand));
+cl::list<std::string, bool, GlobParser> frozenOpt(
+    "frozen", cl::desc("GLOB: initializers whose name matches stay fixed"),
+    cl::value_desc("GLOB"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> batchOpt("batch", cl::desc("Samples per step (32)"),
+                                                 cl::init(32), cl::value_desc("N"),
+                                                 cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> stepsOpt("steps", cl::desc("Steps to train in all"),
+                                                 cl::init(0), cl::value_desc("N"),
+                                                 cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> epochsOpt(
+    "epochs", cl::desc("Epochs to train in all (default 1 without --steps)"), cl::init(0),
+    cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> logEveryOpt("log-every",
+                                                    cl::desc("A progress line every N steps (10)"),
+                                                    cl::init(10), cl::value_desc("N"),
+                                                    cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> evalEveryOpt(
+    "eval-every", cl::desc("Evaluate on --test-data every N steps (default: at the end)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> csvOpt("csv", cl::desc("Write one row per step here"),
+                                               cl::value_desc("FILE"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> checkpointOpt(
+    "checkpoint", cl::desc("Write the training state here at the end (atomically)"),
+    cl::value_desc("FILE"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> checkpointEveryOpt(
+    "checkpoint-every", cl::desc("Also write --checkpoint every N steps"), cl::init(0),
+    cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> resumeOpt(
+    "resume", cl::desc("Continue the run a checkpoint was written by"), cl::value_desc("FILE"),
+    cl::sub(trainCommand));
+cl::opt<std::string, false, FolderParser> stateDirOpt(
+    "state-dir", cl::desc("Write every state (weights, optimizer state) as NAME.npy here"),
+    cl::value_desc("folder"), cl::sub(trainCommand));
+cl::opt<bool> noShuffleOpt("no-shuffle", cl::desc("Batches in file order"), cl::ValueDisallowed,
+                           cl::sub(trainCommand));
+cl::opt<std::string> compareOpt("compare",
+                                cl::desc("Train a copy at this precision beside (fp32)"),
+                                cl::value_desc("fp32"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> maxSkippedOpt(
+    "max-skipped-in-a-row",
+    cl::desc("Stop with a diagnosis after this many skipped steps in a row (50)"), cl::init(50),
+    cl::value_desc("N"), cl::sub(trainCommand));
 
 /// Whether --precision was on the command line, and why its value is
 /// not a precision ("" if it is).
@@ -398,7 +616,7 @@ std::string unknownPrecisionMessage;
 /// The options no subcommand declares: they arrive here, in order.
 cl::list<std::string> unknownArgs(cl::Sink, cl::sub(importCommand), cl::sub(compileCommand),
                                   cl::sub(runCommand), cl::sub(reportCommand),
-                                  cl::sub(validateCommand));
+                                  cl::sub(validateCommand), cl::sub(trainCommand));
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -608,6 +826,7 @@ passes::PrecisionPipelineOptions &precision() {
     options->addToSubCommand(compileCommand);
     options->addToSubCommand(reportCommand);
     options->addToSubCommand(validateCommand);
+    options->addToSubCommand(trainCommand);
     // run compiles just in time at --precision; the other options are
     // compile's.
     options->addToSubCommand(runCommand, {"precision"});
@@ -664,6 +883,57 @@ bool time() { return timeOpt; }
 Backend backend() { return backendOpt; }
 
 llvm::StringRef backendName(Backend backend) { return backendOpt.getParser().nameOf(backend); }
+
+const TrainSettings &train() {
+  static TrainSettings settings = [] {
+    TrainSettings t;
+    TrainingOptions &o = t.step;
+    o.loss = lossOpt;
+    o.output = trainOutputOpt;
+    o.optimizer = optimizerOpt;
+    o.lr = lrOpt;
+    o.momentum = momentumOpt;
+    o.weightDecay = weightDecayOpt;
+    o.beta1 = beta1Opt;
+    o.beta2 = beta2Opt;
+    o.eps = epsOpt;
+    // GradScaler is what FP16 needs; BF16 and FP32 have FP32's range.
+    if (lossScaleOpt.getNumOccurrences())
+      o.scaling = lossScaleOpt;
+    else
+      o.scaling = precision().precision.getValue() == passes::Precision::FP16
+                      ? TrainingOptions::Scaling::Dynamic
+                      : TrainingOptions::Scaling::None;
+    o.initScale = initScaleOpt;
+    o.growthFactor = growthFactorOpt;
+    o.backoffFactor = backoffFactorOpt;
+    o.growthInterval = growthIntervalOpt;
+    o.hysteresis = hysteresisOpt;
+    o.minScale = minScaleOpt;
+    o.clipNorm = clipNormOpt;
+    o.frozen.assign(frozenOpt.begin(), frozenOpt.end());
+    o.name = "main";
+    t.data = namedFiles(dataOpt);
+    t.testData = namedFiles(testDataOpt);
+    t.labels = labelsOpt;
+    t.testLabels = testLabelsOpt;
+    t.batch = batchOpt;
+    t.steps = stepsOpt;
+    t.epochs = epochsOpt;
+    t.logEvery = logEveryOpt;
+    t.evalEvery = evalEveryOpt;
+    t.checkpointEvery = checkpointEveryOpt;
+    t.csv = csvOpt;
+    t.checkpoint = checkpointOpt;
+    t.resume = resumeOpt;
+    t.stateDir = stateDirOpt;
+    t.shuffle = !noShuffleOpt;
+    t.compare = compareOpt;
+    t.maxSkippedInARow = maxSkippedOpt;
+    return t;
+  }();
+  return settings;
+}
 
 } // namespace opts
 } // namespace mixprec::tools

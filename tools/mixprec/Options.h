@@ -16,6 +16,7 @@
 #define MIXPREC_TOOLS_MIXPREC_OPTIONS_H
 
 #include "passes/Pipelines.h"
+#include "passes/TrainingStep.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -29,7 +30,7 @@
 namespace mixprec::tools {
 
 /// The commands of mixprec.
-enum class Command { Import, Compile, Run, Report, Validate };
+enum class Command { Import, Compile, Run, Report, Validate, Train };
 
 /// The command named `name`, if there is one.
 std::optional<Command> findCommand(llvm::StringRef name);
@@ -95,6 +96,27 @@ bool time();
 Backend backend();
 /// The name of a backend, as --backend takes it ("" for Default).
 llvm::StringRef backendName(Backend backend);
+
+/// What `mixprec train` was asked to do.
+struct TrainSettings {
+  /// The step: loss, optimizer, loss scaling, clipping, frozen globs.
+  passes::TrainingOptions step;
+  /// --data / --test-data NAME=FILE.npy, --labels / --test-labels FILE.npy.
+  NamedFiles data, testData;
+  std::string labels, testLabels;
+  int64_t batch = 32;
+  /// --steps (0: not given) and --epochs (0: not given; 1 when neither is).
+  int64_t steps = 0, epochs = 0;
+  int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0;
+  std::string csv, checkpoint, resume, stateDir;
+  bool shuffle = true;
+  /// --compare: the precision of the run beside this one ("" for none).
+  std::string compare;
+  /// Stop after this many skipped steps in a row (the loss scale cannot
+  /// recover), with a diagnosis.
+  int64_t maxSkippedInARow = 50;
+};
+const TrainSettings &train();
 } // namespace opts
 
 } // namespace mixprec::tools

@@ -89,18 +89,6 @@ int writeCompiledModule(ModuleOp module, const std::string &path,
 // mixprec run
 //===----------------------------------------------------------------------===//
 
-/// The NVRTC options of compile's --arch (`smVersion`); kernel cache
-/// warnings are printed as "mixprec: warning: ..." lines.
-mixprec::codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
-  mixprec::codegen::CudaCompileOptions options;
-  options.smVersion = smVersion;
-  options.breakKernel = opts::cudaTestBreakKernel();
-  options.warn = [](const std::string &message) {
-    llvm::errs() << "mixprec: warning: " << mixprec::common::escapeControls(message) << "\n";
-  };
-  return options;
-}
-
 /// The key of a just-in-time module (JitCache.h): what it depends on,
 /// before the model is even read; "" (with `error`) when the model cannot
 /// be read.
@@ -130,28 +118,6 @@ std::string jitKey(const std::string &cudaArch, std::string &error) {
   shapes("inputs", givenArrays().shapes);
   os << "\n";
   return key;
-}
-
-/// The CUDA architecture a just-in-time module gets code for on `backend`:
-/// the device's (cuda, or auto with a device), else none ("").
-std::string jitCudaArch(Backend backend, int &smVersion) {
-  if (backend != Backend::Cuda && backend != Backend::Auto)
-    return "";
-  int sm = 0;
-  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
-  const bool device = status == nullptr;
-  mixprec_status_free(status);
-  if (!device)
-    return "";
-  std::string arch = "sm_" + std::to_string(sm), archError;
-  if (!mixprec::codegen::parseCudaArch(arch, smVersion, archError)) {
-    // Without a device the module has no CUDA code and the runtime says
-    // why CUDA is not there.
-    llvm::errs() << "mixprec: note: the device's architecture: " << archError
-                 << "; the module gets no CUDA code\n";
-    return "";
-  }
-  return arch;
 }
 
 /// Compiles the model just in time for the shapes at hand and runs it on
@@ -476,6 +442,8 @@ int runCommand(Command command) {
     return runReport();
   case Command::Validate:
     return runValidate();
+  case Command::Train:
+    return runTrain();
   }
   return 1;
 }
@@ -504,6 +472,44 @@ int runMixprec(int argc, char **argv) {
 }
 
 } // namespace
+
+namespace mixprec::tools {
+
+/// The NVRTC options of compile's --arch (`smVersion`); kernel cache
+/// warnings are printed as "mixprec: warning: ..." lines.
+codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
+  mixprec::codegen::CudaCompileOptions options;
+  options.smVersion = smVersion;
+  options.breakKernel = opts::cudaTestBreakKernel();
+  options.warn = [](const std::string &message) {
+    llvm::errs() << "mixprec: warning: " << mixprec::common::escapeControls(message) << "\n";
+  };
+  return options;
+}
+
+/// The CUDA architecture a just-in-time module gets code for on `backend`:
+/// the device's (cuda, or auto with a device), else none ("").
+std::string jitCudaArch(Backend backend, int &smVersion) {
+  if (backend != Backend::Cuda && backend != Backend::Auto)
+    return "";
+  int sm = 0;
+  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+  const bool device = status == nullptr;
+  mixprec_status_free(status);
+  if (!device)
+    return "";
+  std::string arch = "sm_" + std::to_string(sm), archError;
+  if (!mixprec::codegen::parseCudaArch(arch, smVersion, archError)) {
+    // Without a device the module has no CUDA code and the runtime says
+    // why CUDA is not there.
+    llvm::errs() << "mixprec: note: the device's architecture: " << archError
+                 << "; the module gets no CUDA code\n";
+    return "";
+  }
+  return arch;
+}
+
+} // namespace mixprec::tools
 
 int main(int argc, char **argv) {
   llvm::cl::SetVersionPrinter(printVersion);

@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""`mixprec train` end to end on the digits MLP (examples/train_digits).
+
+Usage:
+    run_train.py --mixprec BIN --example DIR --work DIR [--timeout S] [-k NAME ...]
+
+Checks, one line each, then exactly "N passed, N failed":
+
+  curves      fp32, bf16 and fp16 (dynamic loss scaling) train EPOCHS epochs
+              with the same seed: bf16 and fp16 reach the fp32 run's test
+              accuracy within 1 point, with >= 95% of their steps applied;
+              the fp32 run reaches >= 90% (it learns at all).
+  compare     --compare fp32 trains an FP32 copy beside bf16 on the same
+              batches: its CSV columns equal the plain fp32 run's losses bit
+              for bit, and the summary reports the loss gap.
+  overflow    a batch planted to overflow FP16 (step 4, --no-shuffle) is
+              skipped (CSV skipped = 1 at step 4 only), the scale halves
+              (65536 used at step 4, 32768 at step 5), and every master
+              weight and AdamW state after step 4 is bit-identical to a run
+              that stopped after step 3; step count unchanged, only the
+              loss-scale state moved (scale halved, growth tracker reset).
+  resume      20 steps in one run vs 10 + --resume 10: the same CSV rows
+              (loss, scale, grad norm, skipped) and the same final state,
+              bit for bit, on the CPU backend (fp16, dynamic scaling with a
+              growth interval of 3 so that the scale state moves).
+  kill        SIGKILL at random moments of a run writing a checkpoint every
+              step: each time the checkpoint left behind resumes.
+  stuck       every batch overflows at fp16 with --min-scale 1: exit 5 after
+              --max-skipped-in-a-row steps, naming the first non-finite op;
+              the checkpoint of the last good step is kept and resumes; with a
+              static scale of 1e9 the note names the gradient that overflows.
+  bad-*       labels out of range, data that disagrees with the model, an
+              option out of range, a checkpoint of another model, of other
+              optimizer state, and of another batch size: one error line
+              naming the file or option, exit 1 (2 for usage), no crash.
+"""
+
+import argparse
+import csv
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_e2e import Tally, describe_failure, run_cmd  # noqa: E402
+
+EPOCHS = 20
+BATCH = 32
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def read_states(folder):
+    return {name[:-4]: np.load(os.path.join(folder, name))
+            for name in sorted(os.listdir(folder)) if name.endswith(".npy")}
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        ex = args.example
+        self.model = os.path.join(ex, "mlp.onnx")
+        self.base = [args.mixprec, "train", self.model,
+                     "--data", "x=" + os.path.join(ex, "x_train.npy"),
+                     "--labels", os.path.join(ex, "y_train.npy")]
+        self.test = ["--test-data", "x=" + os.path.join(ex, "x_test.npy"),
+                     "--test-labels", os.path.join(ex, "y_test.npy")]
+
+    def train(self, *extra, base=None, timeout=None):
+        argv = (base or self.base) + ["--backend", "cpu"] + [str(e) for e in extra]
+        rc, out, err = run_cmd(argv, timeout or self.args.timeout)
+        return argv, rc, out, err
+
+
+def check_curves(r, work, tally, results):
+    common = ["--batch", BATCH, "--epochs", EPOCHS, "--optimizer", "sgd", "--lr", "0.1",
+              "--momentum", "0.9", "--seed", "7", "--log-every", "44"] + r.test
+    for p in ["fp32", "bf16", "fp16"]:
+        csv_path = os.path.join(work, f"digits_{p}.csv")
+        argv, rc, out, err = r.train(*common, "--precision", p, "--csv", csv_path)
+        if rc != 0:
+            tally.report(False, f"curves {p}", "\n" + describe_failure(argv, rc, out, err))
+            return
+        rows = read_csv(csv_path)
+        last = rows[-1]
+        results[p] = {"accuracy": float(last["test_accuracy"]),
+                      "applied": sum(row["skipped"] == "0" for row in rows) / len(rows),
+                      "rows": rows}
+        print(f"      {p}: test accuracy {100 * results[p]['accuracy']:.2f}%, "
+              f"{100 * results[p]['applied']:.1f}% of {len(rows)} steps applied, "
+              f"last loss {float(last['loss']):.4f}", flush=True)
+    ref = results["fp32"]["accuracy"]
+    tally.report(ref >= 0.90, "curves fp32 learns", f"test accuracy {100 * ref:.2f}%")
+    for p in ["bf16", "fp16"]:
+        acc, applied = results[p]["accuracy"], results[p]["applied"]
+        tally.report(abs(acc - ref) <= 0.01 and applied >= 0.95, f"curves {p}",
+                     f"accuracy {100 * acc:.2f}% vs fp32 {100 * ref:.2f}% (within 1 point), "
+                     f"{100 * applied:.1f}% applied (>= 95%)")
+
+
+def check_compare(r, work, tally, results):
+    csv_path = os.path.join(work, "compare.csv")
+    argv, rc, out, err = r.train("--batch", BATCH, "--steps", 44, "--optimizer", "sgd",
+                                 "--lr", "0.1", "--momentum", "0.9", "--seed", "7",
+                                 "--precision", "bf16", "--compare", "fp32", "--csv", csv_path,
+                                 *r.test)
+    if rc != 0:
+        tally.report(False, "compare", "\n" + describe_failure(argv, rc, out, err))
+        return
+    rows = read_csv(csv_path)
+    fp32 = results.get("fp32", {}).get("rows", [])[:44]
+    same = len(fp32) == 44 and all(a["fp32_loss"] == b["loss"] for a, b in zip(rows, fp32))
+    tally.report(same and "mean loss gap" in out and len(rows) == 44, "compare",
+                 "fp32 column equals the fp32 run bit for bit" if same else
+                 "fp32 column differs from the fp32 run")
+
+
+def check_overflow(r, work, tally):
+    ex = r.args.example
+    x = np.load(os.path.join(ex, "x_train.npy"))
+    planted = x.copy()
+    planted[3 * BATCH:4 * BATCH] *= 1e6  # batch 4 (file order): beyond FP16's 65504
+    planted_path = os.path.join(work, "x_planted.npy")
+    np.save(planted_path, planted)
+    base = [r.args.mixprec, "train", r.model, "--data", "x=" + planted_path,
+            "--labels", os.path.join(ex, "y_train.npy")]
+    common = ["--batch", BATCH, "--no-shuffle", "--precision", "fp16", "--optimizer", "adamw",
+              "--lr", "0.01"]
+    dirs = {}
+    for steps in (3, 4, 5):
+        dirs[steps] = os.path.join(work, f"overflow_{steps}")
+        csv_path = os.path.join(work, f"overflow_{steps}.csv")
+        argv, rc, out, err = r.train(*common, "--steps", steps, "--state-dir", dirs[steps],
+                                     "--csv", csv_path, base=base)
+        if rc != 0:
+            tally.report(False, "overflow", "\n" + describe_failure(argv, rc, out, err))
+            return
+    rows = read_csv(os.path.join(work, "overflow_5.csv"))
+    skipped = [row["skipped"] for row in rows]
+    scales = [float(row["loss_scale"]) for row in rows]
+    a, b = read_states(dirs[3]), read_states(dirs[4])
+    moved = sorted(k for k in a if a[k].tobytes() != b[k].tobytes())
+    trained = [k for k in a if k not in ("step", "loss_scale", "growth_tracker")]
+    ok = (skipped == ["0", "0", "0", "1", "0"] and scales[3] == 65536 and scales[4] == 32768
+          and moved == ["growth_tracker", "loss_scale"] and float(b["loss_scale"]) == 32768
+          and float(a["growth_tracker"]) == 3 and float(b["growth_tracker"]) == 0
+          and float(b["step"]) == 3 and len(trained) == 18)
+    tally.report(ok, "overflow", f"skipped {skipped}, scales {scales}, states that moved over "
+                 f"the skipped step: {moved} ({len(trained)} master/AdamW states unchanged)")
+
+
+def check_resume(r, work, tally):
+    common = ["--batch", BATCH, "--precision", "fp16", "--optimizer", "sgd", "--lr", "0.05",
+              "--momentum", "0.9", "--growth-interval", 3, "--seed", "11"]
+    whole_csv, whole_dir = os.path.join(work, "whole.csv"), os.path.join(work, "whole")
+    part_csv, part_dir = os.path.join(work, "part2.csv"), os.path.join(work, "part2")
+    ck = os.path.join(work, "resume.ckpt")
+    runs = [r.train(*common, "--steps", 20, "--csv", whole_csv, "--state-dir", whole_dir),
+            r.train(*common, "--steps", 10, "--checkpoint", ck),
+            r.train(*common, "--steps", 20, "--resume", ck, "--csv", part_csv,
+                    "--state-dir", part_dir)]
+    for argv, rc, out, err in runs:
+        if rc != 0:
+            tally.report(False, "resume", "\n" + describe_failure(argv, rc, out, err))
+            return
+    keys = ["step", "epoch", "loss", "loss_scale", "skipped", "grad_norm"]
+    whole = [[row[k] for k in keys] for row in read_csv(whole_csv)[10:]]
+    part = [[row[k] for k in keys] for row in read_csv(part_csv)]
+    a, b = read_states(whole_dir), read_states(part_dir)
+    same_states = a.keys() == b.keys() and all(a[k].tobytes() == b[k].tobytes() for k in a)
+    scales = sorted({row[3] for row in whole})
+    tally.report(whole == part and same_states and len(scales) > 1, "resume",
+                 f"steps 11-20 identical: {whole == part}, final states identical: "
+                 f"{same_states}, loss scales seen {scales}")
+
+
+def check_kill(r, work, tally):
+    ck = os.path.join(work, "kill.ckpt")
+    common = ["--batch", BATCH, "--precision", "bf16", "--seed", "3"]
+    argv, rc, out, err = r.train(*common, "--steps", 2, "--checkpoint", ck)
+    if rc != 0:
+        tally.report(False, "kill", "\n" + describe_failure(argv, rc, out, err))
+        return
+    rng = random.Random(5)
+    kills = 0
+    for attempt in range(5):
+        argv = r.base + ["--backend", "cpu", *map(str, common), "--steps", "100000",
+                         "--checkpoint", ck, "--checkpoint-every", "1", "--resume", ck,
+                         "--log-every", "100000"]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(1.0 + rng.random() * 1.5)
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            kills += 1
+        p.wait()
+        # The checkpoint names the steps it holds ("steps_done N" in the
+        # trainer's record); resuming runs one more.
+        done = int(re.search(rb"steps_done (\d+)", open(ck, "rb").read()).group(1))
+        argv, rc, out, err = r.train(*common, "--steps", done + 1, "--resume", ck)
+        if rc != 0:
+            tally.report(False, f"kill #{attempt + 1}",
+                         "\n" + describe_failure(argv, rc, out, err))
+            return
+    leftovers = [f for f in os.listdir(work) if f.startswith(".kill.ckpt.tmp")]
+    tally.report(kills == 5, "kill", f"{kills} SIGKILLs during checkpointing runs, the "
+                 f"checkpoint resumed after each ({len(leftovers)} temporary files left)")
+
+
+def check_stuck(r, work, tally):
+    ex = r.args.example
+    x = np.load(os.path.join(ex, "x_train.npy"))
+    bad_path = os.path.join(work, "x_all_overflow.npy")
+    np.save(bad_path, x * 1e6)
+    ck = os.path.join(work, "stuck.ckpt")
+    common = ["--batch", BATCH, "--precision", "fp16", "--min-scale", "1", "--seed", "1"]
+    argv, rc, out, err = r.train(*common, "--steps", 3, "--checkpoint", ck)
+    if rc != 0:
+        tally.report(False, "stuck", "\n" + describe_failure(argv, rc, out, err))
+        return
+    before = open(ck, "rb").read()
+    bad = [r.args.mixprec, "train", r.model, "--data", "x=" + bad_path,
+           "--labels", os.path.join(ex, "y_train.npy")]
+    argv, rc, out, err = r.train(*common, "--steps", 200, "--resume", ck, "--checkpoint", ck,
+                                 "--max-skipped-in-a-row", 20, base=bad)
+    lines = err.strip().splitlines()
+    named = any("first non-finite value" in line and "'" in line for line in lines)
+    kept = open(ck, "rb").read() == before
+    argv2, rc2, out2, err2 = r.train(*common, "--steps", 4, "--resume", ck)
+    ok = rc == 5 and lines and lines[0].startswith("mixprec: error:") and named and kept \
+        and rc2 == 0
+    tally.report(ok, "stuck", (lines[0] if lines else "") + " | " +
+                 next((line for line in lines if "first non-finite" in line), "(no diagnosis)")
+                 + f" | checkpoint kept: {kept}, resumes: {rc2 == 0}")
+
+
+def check_stuck_gradient(r, work, tally):
+    # A static scale of 1e9 at fp16: the scaled gradient of the loss
+    # overflows FP16 at every step (the forward pass is fine).
+    argv, rc, out, err = r.train("--batch", BATCH, "--precision", "fp16", "--loss-scale",
+                                 "static", "--init-scale", "1e9", "--max-skipped-in-a-row", 5)
+    note = next((line for line in err.splitlines() if "first non-finite" in line), "")
+    ok = rc == 5 and "in the backward pass: the gradient of 'loss' overflows" in note
+    tally.report(ok, "stuck-gradient", note if ok else "\n" + describe_failure(argv, rc, out, err))
+
+
+def expect_error(r, tally, label, argv, code, needles):
+    rc, out, err = run_cmd(argv, r.args.timeout)
+    first = err.strip().splitlines()[0] if err.strip() else ""
+    ok = rc == code and first.startswith("mixprec: error:") and all(n in first for n in needles)
+    tally.report(ok, label, first if ok else "\n" + describe_failure(argv, rc, out, err))
+
+
+def check_bad_inputs(r, work, tally):
+    ex = r.args.example
+    y = np.load(os.path.join(ex, "y_train.npy"))
+    y_bad = y.copy()
+    y_bad[17] = 10
+    bad_labels = os.path.join(work, "y_out_of_range.npy")
+    np.save(bad_labels, y_bad)
+    expect_error(r, tally, "bad-labels",
+                 [r.args.mixprec, "train", r.model, "--data",
+                  "x=" + os.path.join(ex, "x_train.npy"), "--labels", bad_labels,
+                  "--backend", "cpu"], 1, ["y_out_of_range.npy", "label 10", "sample 17"])
+    x = np.load(os.path.join(ex, "x_train.npy"))
+    wide = os.path.join(work, "x_wide.npy")
+    np.save(wide, np.concatenate([x, x[:, :1]], axis=1))
+    expect_error(r, tally, "bad-data-shape",
+                 [r.args.mixprec, "train", r.model, "--data", "x=" + wide, "--labels",
+                  os.path.join(ex, "y_train.npy")], 1, ["'x'", "65"])
+    short = os.path.join(work, "y_short.npy")
+    np.save(short, y[:-1])
+    expect_error(r, tally, "bad-sample-count",
+                 r.base[:5] + ["--labels", short], 1, ["1437", "1436"])
+    expect_error(r, tally, "bad-option", r.base + ["--momentum", "1.5"], 2, ["momentum"])
+    expect_error(r, tally, "bad-option-lr", r.base + ["--lr", "0"], 2, ["learning rate"])
+    ck = os.path.join(work, "sgd.ckpt")
+    argv, rc, out, err = r.train("--steps", 2, "--checkpoint", ck, "--precision", "bf16")
+    if rc != 0:
+        tally.report(False, "bad-checkpoint", "\n" + describe_failure(argv, rc, out, err))
+        return
+    expect_error(r, tally, "bad-checkpoint-optimizer",
+                 r.base + ["--steps", "4", "--resume", ck, "--precision", "bf16",
+                           "--optimizer", "adamw"], 1, ["sgd.ckpt", "cannot resume"])
+    expect_error(r, tally, "bad-checkpoint-batch",
+                 r.base + ["--steps", "4", "--resume", ck, "--precision", "bf16",
+                           "--batch", "16"], 1, ["sgd.ckpt", "--batch 32"])
+    other = os.path.join(work, "other.onnx")
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(r.model)
+    w = numpy_helper.to_array(m.graph.initializer[0]).copy()
+    w[0, 0] += 1
+    m.graph.initializer[0].CopyFrom(numpy_helper.from_array(w, m.graph.initializer[0].name))
+    onnx.save(m, other)
+    expect_error(r, tally, "bad-checkpoint-model",
+                 [r.args.mixprec, "train", other] + r.base[3:] +
+                 ["--steps", "4", "--resume", ck, "--precision", "bf16"], 1,
+                 ["sgd.ckpt", "another model"])
+
+
+CHECKS = ["curves", "compare", "overflow", "resume", "kill", "stuck", "bad"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mixprec", required=True)
+    ap.add_argument("--example", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("-k", nargs="*", default=CHECKS)
+    args = ap.parse_args(argv)
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    r = Runner(args)
+    tally = Tally()
+    results = {}
+    if "curves" in args.k:
+        check_curves(r, args.work, tally, results)
+    if "compare" in args.k:
+        check_compare(r, args.work, tally, results)
+    if "overflow" in args.k:
+        check_overflow(r, args.work, tally)
+    if "resume" in args.k:
+        check_resume(r, args.work, tally)
+    if "kill" in args.k:
+        check_kill(r, args.work, tally)
+    if "stuck" in args.k:
+        check_stuck(r, args.work, tally)
+        check_stuck_gradient(r, args.work, tally)
+    if "bad" in args.k:
+        check_bad_inputs(r, args.work, tally)
+    print(f"{tally.passed} passed, {tally.failed} failed")
+    return 0 if tally.failed == 0 and tally.passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
