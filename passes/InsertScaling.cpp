@@ -2,13 +2,16 @@
 #include "passes/Passes.h"
 
 #include "common/numerics/Rounding.h"
+#include "dialects/Graph/IR/GraphBuilder.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"
+#include "passes/PrecisionUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 
@@ -96,17 +99,41 @@ bool needsMissingCalibration(Operation *gemm, StringRef scaling) {
 
 /// How activations are scaled (the pass options).
 struct ScalingOptions {
-  std::string scaling; ///< current, static or auto
+  std::string scaling; ///< current, delayed, static or auto
   int64_t margin;
+  bool hybrid; ///< gradient operands in f8E5M2
 };
+
+/// A run-time scale the pattern made (mp.amax, mp.fp8_scale), and the site
+/// it scales ("fc1.input"): delayed scaling turns it into module state.
+struct ScaleSite {
+  graph::Fp8ScaleOp scale;
+  std::string name;
+};
+
+/// The name of operand `index` of a GEMM, for state names: the op's name
+/// (or "gemm") and the operand's role.
+std::string siteName(Operation *gemm, unsigned index) {
+  std::string name = opName(gemm);
+  if (name.empty())
+    name = "gemm";
+  bool linear = isa<graph::LinearOp>(gemm);
+  return name + "." + (index == 0 ? (linear ? "input" : "lhs") : (linear ? "weight" : "rhs"));
+}
+
+/// Whether operand `index` of `gemm` carries a gradient (mp.grad_operands).
+bool isGradOperand(Operation *gemm, unsigned index) {
+  auto indices = gemm->getAttrOfType<DenseI64ArrayAttr>(GraphDialect::kGradOperandsAttr);
+  return indices && llvm::is_contained(indices.asArrayRef(), int64_t(index));
+}
 
 /// An FP8 matmul or linear becomes its scaled form: both operands quantized
 /// (constants now, activations at run time) and the GEMM dequantizing in
 /// its epilogue. Under scaling=static an activation without calibration
 /// evidence does not match (the pass reports it before the rewrite).
 struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterface> {
-  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options)
-      : OpInterfaceRewritePattern(ctx), options(std::move(options)) {}
+  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options, std::vector<ScaleSite> &sites)
+      : OpInterfaceRewritePattern(ctx), options(std::move(options)), sites(sites) {}
 
   LogicalResult matchAndRewrite(graph::PrecisionPolicyOpInterface gemm,
                                 PatternRewriter &rewriter) const override {
@@ -117,11 +144,18 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
     if (needsMissingCalibration(op, options.scaling))
       return rewriter.notifyMatchFailure(op, "scaling=static without calibration");
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-    Quantized qa = quantize(rewriter, op, lhs, format);
-    Quantized qb = quantize(rewriter, op, rhs, format);
+    // The hybrid format: the operand that carries a gradient in E5M2
+    // (range), the other in the GEMM's type (precision).
+    Type e5m2 = Float8E5M2Type::get(op->getContext());
+    auto formatOf = [&](unsigned index) {
+      return options.hybrid && isGradOperand(op, index) ? e5m2 : format;
+    };
+    Quantized qa = quantize(rewriter, op, 0, lhs, formatOf(0));
+    Quantized qb = quantize(rewriter, op, 1, rhs, formatOf(1));
     Operation *scaled = createScaledGemm(rewriter, op, qa, qb);
     for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
-                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr})
+                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr,
+                           GraphDialect::kGradOperandsAttr})
       if (Attribute a = op->getAttr(name))
         scaled->setAttr(name, a);
     rewriter.replaceOp(op, scaled->getResults());
@@ -137,7 +171,8 @@ private:
   /// Quantizes operand `v` of `user`: constants now, activations with a
   /// calibrated static scale or, failing that, current scaling (mp.amax,
   /// mp.fp8_scale) at run time.
-  Quantized quantize(PatternRewriter &b, Operation *user, Value v, Type format) const {
+  Quantized quantize(PatternRewriter &b, Operation *user, unsigned index, Value v,
+                     Type format) const {
     if (auto constant = v.getDefiningOp<graph::ConstantOp>())
       if (std::optional<Quantized> q = quantizeConstant(b, constant, format, options.margin))
         return *q;
@@ -153,8 +188,10 @@ private:
     } else {
       auto scalar = RankedTensorType::get({}, b.getF32Type());
       Value amax = b.create<graph::AmaxOp>(loc, scalar, v);
-      scale = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
-                                          b.getI64IntegerAttr(options.margin));
+      auto scaleOp = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
+                                                 b.getI64IntegerAttr(options.margin));
+      scale = scaleOp;
+      sites.push_back({scaleOp, siteName(user, index)});
     }
     Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
     return Quantized{q, scale};
@@ -214,7 +251,77 @@ private:
   }
 
   ScalingOptions options;
+  std::vector<ScaleSite> &sites;
 };
+
+/// Turns the current scaling of `site` into delayed scaling: the scale is
+/// read from state `fp8.SITE.scale`, and the run's amax updates the state
+/// `fp8.SITE.amax_history` and, from it, the next scale
+/// (InsertScalingPass's description). Appends the two states to `func`.
+void makeDelayed(func::FuncOp func, const ScaleSite &site, int64_t length, bool mostRecent,
+                 int64_t margin) {
+  graph::Fp8ScaleOp current = site.scale;
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(current);
+  Location loc = current.getLoc();
+  graph::GraphBuilder gb(b, loc);
+  Type f32 = b.getF32Type();
+  auto scalar = RankedTensorType::get({}, f32);
+  auto historyType = RankedTensorType::get({length}, f32);
+  std::string historyName = "fp8." + site.name + ".amax_history",
+              scaleName = "fp8." + site.name + ".scale";
+  auto stateAttrs = [&](const std::string &name, Attribute init) {
+    return b.getDictionaryAttr({
+        b.getNamedAttr(GraphDialect::kNameAttr, b.getStringAttr(name)),
+        b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
+        b.getNamedAttr(GraphDialect::kStateInitAttr, init),
+    });
+  };
+  unsigned args = func.getNumArguments();
+  (void)func.insertArgument(args, historyType,
+                            stateAttrs(historyName, DenseElementsAttr::get(historyType, 0.0f)),
+                            loc);
+  (void)func.insertArgument(args + 1, scalar,
+                            stateAttrs(scaleName, DenseElementsAttr::get(scalar, 1.0f)), loc);
+  Value history = func.getArgument(args), scale = func.getArgument(args + 1);
+
+  // This run quantizes with the scale the previous runs left.
+  Value amax = current.getAmax();
+  current.getScale().replaceAllUsesWith(scale);
+  b.setInsertionPointAfter(current);
+  Value pushed = gb.reshape(amax, {1});
+  if (length > 1)
+    pushed = b.create<graph::ConcatOp>(loc, historyType,
+                                       ValueRange{pushed, gb.sliceFront(history, {length - 1})},
+                                       0);
+  Value from = mostRecent ? amax
+                          : b.create<graph::ReduceMaxOp>(loc, scalar, pushed,
+                                                         ArrayRef<int64_t>{0}, false, TypeAttr())
+                                .getResult();
+  Value candidate = b.create<graph::Fp8ScaleOp>(loc, scalar, from, current.getFormatAttr(),
+                                                b.getI64IntegerAttr(margin));
+  // Transformer Engine keeps the old scale for an amax of 0 or inf/NaN.
+  auto boolType = RankedTensorType::get({}, b.getI1Type());
+  Value finite = b.create<graph::NotOp>(
+      loc, boolType,
+      b.create<graph::OrOp>(loc, boolType, b.create<graph::IsNaNOp>(loc, boolType, from),
+                            b.create<graph::IsInfOp>(loc, boolType, from, true, true)));
+  Value positive = gb.compare<graph::GreaterOp>(from, gb.splat(0.0, f32));
+  Value usable = b.create<graph::AndOp>(loc, boolType, finite, positive);
+  Value next = gb.where(usable, candidate, scale);
+  current.erase();
+
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  unsigned results = func.getNumResults();
+  auto update = [&](const std::string &name) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(GraphDialect::kStateUpdateAttr, b.getStringAttr(name)));
+  };
+  (void)func.insertResult(results, historyType, update(historyName));
+  (void)func.insertResult(results + 1, scalar, update(scaleName));
+  ret->insertOperands(ret->getNumOperands(), ValueRange{pushed, next});
+  (void)ctx;
+}
 
 //===----------------------------------------------------------------------===//
 // --mp-insert-scaling
@@ -230,8 +337,22 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
   ///    which is --mp-fold-casts' job.
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (scaling != "auto" && scaling != "current" && scaling != "static") {
-      func.emitError() << "scaling must be current, static or auto, got '" << scaling << "'";
+    if (scaling != "auto" && scaling != "current" && scaling != "static" &&
+        scaling != "delayed") {
+      func.emitError() << "scaling must be current, delayed, static or auto, got '" << scaling
+                       << "'";
+      return signalPassFailure();
+    }
+    if (format != "hybrid" && format != "e4m3") {
+      func.emitError() << "FP8 format must be hybrid or e4m3, got '" << format << "'";
+      return signalPassFailure();
+    }
+    if (amaxAlgo != "max" && amaxAlgo != "most-recent") {
+      func.emitError() << "amax-algo must be max or most-recent, got '" << amaxAlgo << "'";
+      return signalPassFailure();
+    }
+    if (historyLength < 1) {
+      func.emitError() << "amax-history must be at least 1, got " << historyLength;
       return signalPassFailure();
     }
     if (margin < 0) {
@@ -250,7 +371,11 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
         return signalPassFailure();
       }
     RewritePatternSet patterns(&getContext());
-    patterns.add<ScaleFp8Gemm>(&getContext(), ScalingOptions{scaling, margin});
+    std::vector<ScaleSite> sites;
+    patterns.add<ScaleFp8Gemm>(&getContext(),
+                               ScalingOptions{scaling == "delayed" ? std::string("current") : std::string(scaling), margin,
+                                              format == "hybrid"},
+                               sites);
     GreedyRewriteConfig config;
     config.strictMode = GreedyRewriteStrictness::ExistingOps;
     bool allErased = false;
@@ -259,6 +384,21 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
         !allErased) {
       func.emitError() << "--mp-insert-scaling left an FP8 GEMM unscaled";
       return signalPassFailure();
+    }
+    if (scaling != "delayed")
+      return;
+    // One state pair per site, named uniquely ("#2" for a second GEMM of
+    // the same name).
+    llvm::StringSet<> names;
+    for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr))
+        names.insert(name.getValue());
+    for (ScaleSite &site : sites) {
+      std::string base = site.name;
+      for (int n = 2; names.contains("fp8." + site.name + ".scale"); ++n)
+        site.name = base + "#" + std::to_string(n);
+      names.insert("fp8." + site.name + ".scale");
+      makeDelayed(func, site, historyLength, amaxAlgo == "most-recent", margin);
     }
   }
 };

@@ -152,6 +152,20 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
     becomes `mp.scaled_matmul` / `mp.scaled_linear` with both scales.
     scale = (fp8_max / amax) / 2^margin; quantization saturates. One
     rewrite pattern (ScaleFp8Gemm), applied greedily to the FP8 GEMMs.
+
+    `scaling=delayed` (Transformer Engine's DelayedScaling): each run-time
+    operand is quantized with a scale kept as module state
+    (`fp8.SITE.scale`, initially 1), computed after the previous run; the
+    run measures the tensor's amax, pushes it at the front of the state
+    `fp8.SITE.amax_history` (`amax-history` entries, initially 0) and sets
+    the next scale from the max of the history (`amax-algo=max`) or the
+    amax just measured (`most-recent`), keeping the old scale when that
+    amax is 0 or not finite. SITE is the GEMM's name and the operand
+    (`fc1.input`, `fc1.grad.weight`).
+
+    `format=hybrid` (the default): operands that a gradient rule marked as
+    carrying the gradient (`mp.grad_operands`) are quantized to f8E5M2,
+    whose range gradients need; the others to the GEMM's FP8 type.
     ```mlir
     %y = mp.linear %x, %w {mp.precision = f8E4M3FN} : (...) -> tensor<8x32xbf16>
     // after:
@@ -164,8 +178,16 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
   let options = [
     Option<"scaling", "scaling", "std::string", "\"auto\"",
-           "Activation scales: current, static (needs calibration) or auto">,
+           "Activation scales: current, delayed, static (needs calibration) or auto">,
     Option<"margin", "margin", "int64_t", "0", "Scale margin: scale /= 2^margin">,
+    Option<"format", "format", "std::string", "\"hybrid\"",
+           "hybrid: gradient operands (mp.grad_operands) in f8E5M2, the rest in the "
+           "GEMM's FP8 type; e4m3: every operand in the GEMM's type">,
+    Option<"historyLength", "amax-history", "int64_t", "1024",
+           "Delayed scaling: the amax history's length">,
+    Option<"amaxAlgo", "amax-algo", "std::string", "\"max\"",
+           "Delayed scaling: the amax a scale is computed from, max (over the history) or "
+           "most-recent">,
   ];
 }
 

@@ -137,6 +137,9 @@ void buildPrecisionPipeline(OpPassManager &pm, const PrecisionPipelineOptions &o
   InsertScalingPassOptions scaling;
   scaling.scaling = options.fp8Scaling;
   scaling.margin = options.fp8Margin;
+  scaling.format = options.fp8Format;
+  scaling.historyLength = options.amaxHistory;
+  scaling.amaxAlgo = options.amaxAlgo;
   funcPm.addPass(createInsertScalingPass(scaling));
   funcPm.addPass(createFoldCastsPass());
 }

@@ -209,9 +209,20 @@ struct PrecisionPipelineOptions : public mlir::PassPipelineOptions<PrecisionPipe
       llvm::cl::desc("Where ops that FP16 cannot hold go: bf16 or fp32"), llvm::cl::init("bf16")};
   Option<std::string> fp8Scaling{
       *this, "fp8-scaling",
-      llvm::cl::desc("FP8 activation scales: current, static (from --calibrate) or auto "
-                     "(static where calibrated)"),
+      llvm::cl::desc("FP8 activation scales: current, delayed (amax history in module "
+                     "state), static (from --calibrate) or auto (static where calibrated)"),
       llvm::cl::init("auto")};
+  Option<std::string> fp8Format{
+      *this, "fp8-format",
+      llvm::cl::desc("FP8 formats: hybrid (gradients f8E5M2, the rest f8E4M3FN) or e4m3"),
+      llvm::cl::init("hybrid")};
+  Option<int, IntegerInRangeParser<1, 1 << 20>> amaxHistory{
+      *this, "amax-history", llvm::cl::desc("Delayed FP8 scaling: amax history length"),
+      llvm::cl::init(1024)};
+  Option<std::string> amaxAlgo{
+      *this, "amax-algo",
+      llvm::cl::desc("Delayed FP8 scaling: scale from the history's max or the most-recent amax"),
+      llvm::cl::init("max")};
   Option<int, IntegerInRangeParser<0, 64>> fp8Margin{
       *this, "fp8-margin", llvm::cl::desc("FP8 scale margin: scales are divided by 2^N"),
       llvm::cl::init(0)};

@@ -140,7 +140,9 @@ bool readColumns(const NamedFiles &data, const std::string &labelsPath, llvm::St
 
 /// Converts each column to the kind its module input takes (float, int,
 /// bool), checking class labels against the number of classes.
-bool convertColumns(std::vector<Column> &columns, const mixprec::Module &module,
+/// `batch`: the samples per run the module must take (0: any, the
+/// evaluation's).
+bool convertColumns(std::vector<Column> &columns, const mixprec::Module &module, int64_t batch,
                     std::string &error, const Column *trainLabels = nullptr) {
   for (Column &c : columns) {
     if (trainLabels && &c == &columns.back()) {
@@ -164,6 +166,13 @@ bool convertColumns(std::vector<Column> &columns, const mixprec::Module &module,
     if (mixprec::Status s = module.inputInfo(index, info); !s.ok())
       return error = s.message(), false;
     c.dtype = info.dtype;
+    if (batch > 0 && info.rank > 0 && info.dims[0] != batch)
+      return error = opts::model() + ": graph input '" + c.name + "' has a fixed batch of " +
+                     std::to_string(info.dims[0]) + " (" +
+                     graph::formatShape(std::vector<int64_t>(info.dims, info.dims + info.rank)) +
+                     "): train with --batch " + std::to_string(info.dims[0]) +
+                     ", or export the model with a symbolic batch dim",
+             false;
     std::vector<int64_t> expected(info.dims + std::min<size_t>(info.rank, 1), info.dims + info.rank);
     if (info.rank == 0 || expected != c.rowShape)
       return error = c.path + ": its samples have shape " + graph::formatShape(c.rowShape) +
@@ -400,6 +409,11 @@ struct Run {
     if (int rc = compileAndLoad(command, *evalGraph, precision, opts::backend(), *eval))
       return rc;
     evalOutput = t.step.output.empty() ? 0 : outputIndex(eval->module, t.step.output.c_str());
+    // A model with a fixed batch evaluates in batches of that size.
+    mixprec_tensor_info_t info;
+    if (size_t index = 0; eval->module.findInput(test.front().name.c_str(), index).ok() &&
+                          eval->module.inputInfo(index, info).ok() && info.rank > 0)
+      evalBatch = info.dims[0];
     return 0;
   }
 
@@ -726,6 +740,11 @@ int runTrain() {
   if (!opts::unknownPrecision().empty())
     return usageError("train: --precision " + opts::unknownPrecision());
   noteInput(opts::model(), "the model " + opts::model());
+  // FP8 training scales as Transformer Engine's default recipe does:
+  // delayed scaling from an amax history kept in the step's state.
+  passes::PrecisionPipelineOptions &precision = opts::precision();
+  if (precision.precision.getValue() == passes::Precision::FP8 && !precision.fp8Scaling.hasValue())
+    precision.fp8Scaling = "delayed";
 
   // The data.
   std::string error;
@@ -762,8 +781,8 @@ int runTrain() {
     if (int rc = compare->build(compareCommand, fp32Options, train, test))
       return rc;
   }
-  if (!convertColumns(train, primary.step.module, error) ||
-      (!test.empty() && !convertColumns(test, primary.eval->module, error,
+  if (!convertColumns(train, primary.step.module, t.batch, error) ||
+      (!test.empty() && !convertColumns(test, primary.eval->module, 0, error,
                                         modelLoss ? nullptr : &train.back())))
     return fail(error);
   if (o.loss == TrainingOptions::Loss::CrossEntropy &&

@@ -41,6 +41,10 @@ def Graph_Dialect : Dialect {
     /// largest |x|, and the share of non-zero values below FP16's normal range.
     static constexpr ::llvm::StringLiteral kCalibAmaxAttr = "mp.calib_amax";
     static constexpr ::llvm::StringLiteral kCalibUnderflowAttr = "mp.calib_underflow";
+    /// On a GEMM a gradient rule made (an i64 array): the operands that
+    /// carry a gradient. FP8 training quantizes those to f8E5M2 (the
+    /// hybrid format) and the others to f8E4M3FN.
+    static constexpr ::llvm::StringLiteral kGradOperandsAttr = "mp.grad_operands";
     /// On a function: graph inputs and outputs keep their original dtypes.
     static constexpr ::llvm::StringLiteral kKeepIoTypesAttr = "mp.keep_io_types";
     /// Module state (a training step's parameters, optimizer state...): a

@@ -76,6 +76,14 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op, NamedAttribu
     return expect(isa<FloatAttr>(attr.getValue()), "a float attribute");
   if (name == kKeepIoTypesAttr)
     return expect(isa<UnitAttr>(attr.getValue()), "a unit attribute");
+  if (name == kGradOperandsAttr) {
+    auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    return expect(indices && llvm::all_of(indices.asArrayRef(),
+                                          [&](int64_t i) {
+                                            return i >= 0 && i < int64_t(op->getNumOperands());
+                                          }),
+                  "an array of operand indices");
+  }
   return op->emitError() << "unknown mp dialect attribute '" << attr.getName().getValue()
                          << "'";
 }

@@ -47,6 +47,15 @@ Location gradientLocation(Operation *op) {
 }
 
 
+/// Marks operand `index` of the GEMM that made `product` as the one that
+/// carries the gradient (GraphDialect::kGradOperandsAttr); returns `product`.
+Value gradOperand(Value product, int64_t index) {
+  Operation *gemm = product.getDefiningOp();
+  gemm->setAttr(GraphDialect::kGradOperandsAttr,
+                DenseI64ArrayAttr::get(gemm->getContext(), {index}));
+  return product;
+}
+
 /// The shape of a reduction's input with the reduced dims kept as 1.
 SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes) {
   SmallVector<int64_t> kept(shape);
@@ -383,8 +392,17 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (bShape.size() == 1)
     bb = g.reshape(bb, {bShape[0], 1});
   Value d = g.reshape(dy, matmulShape(shapeOf(a), shapeOf(bb)).shape);
-  Value da = g.sumToShape(g.matmul(d, g.transposeLast2(bb)), shapeOf(a));
-  Value db = g.sumToShape(g.matmul(g.transposeLast2(a), d), shapeOf(bb));
+  Value da = g.matmul(d, g.transposeLast2(bb));
+  Value db = g.matmul(g.transposeLast2(a), d);
+  // The gradients of a GEMM by a weight (a constant, or an argument: a
+  // parameter when the step is built) are FP8 GEMMs at fp8, as it is.
+  Value weight = stripViews(getRhs());
+  if (bShape.size() == 2 && (isa<BlockArgument>(weight) || weight.getDefiningOp<ConstantOp>())) {
+    gradOperand(da, 0);
+    gradOperand(db, 1);
+  }
+  da = g.sumToShape(da, shapeOf(a));
+  db = g.sumToShape(db, shapeOf(bb));
   setGrad(*this, g, 0, g.reshape(da, aShape), operandGrads);
   setGrad(*this, g, 1, g.reshape(db, bShape), operandGrads);
   return success();
@@ -401,12 +419,13 @@ LogicalResult LinearOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Type t = elementTypeOf(dy);
   Value x = g.cast(getInput(), t), w = g.cast(getWeight(), t);
   bool transposed = getTransposeWeight();
-  setGrad(*this, g, 0, g.linear(dy, w, !transposed), operandGrads);
+  setGrad(*this, g, 0, gradOperand(g.linear(dy, w, !transposed), 0), operandGrads);
   int64_t k = shapeOf(x).empty() ? 1 : shapeOf(x).back();
   int64_t n = shapeOf(dy).empty() ? 1 : shapeOf(dy).back();
   int64_t rows = numElements(shapeOf(x)) / k;
   Value x2 = g.reshape(x, {rows, k}), d2 = g.reshape(dy, {rows, n});
-  Value dw = transposed ? g.matmul(g.transposeLast2(d2), x2) : g.matmul(g.transposeLast2(x2), d2);
+  Value dw = transposed ? gradOperand(g.matmul(g.transposeLast2(d2), x2), 0)
+                        : gradOperand(g.matmul(g.transposeLast2(x2), d2), 1);
   setGrad(*this, g, 1, dw, operandGrads);
   if (getBias())
     setGrad(*this, g, 2, g.sumToShape(dy, shapeOf(getBias())), operandGrads);

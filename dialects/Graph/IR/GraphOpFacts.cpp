@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 using namespace mlir;
 
 namespace mixprec::graph {
@@ -38,10 +40,32 @@ int64_t rankOf(Value v) { return tensorType(v).getRank(); }
 // GEMM-class ops
 //===----------------------------------------------------------------------===//
 
-// A matmul has an FP8 GEMM form when its right operand is a 2-D weight
-// (quantized at compile time); two activations stay in BF16.
+Value stripViews(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (!isa<CastOp, TransposeOp, ReshapeOp>(op))
+      break;
+    v = op->getOperand(0);
+  }
+  return v;
+}
+
+bool isWeightLike(Value v) {
+  v = stripViews(v);
+  if (v.getDefiningOp<ConstantOp>())
+    return true;
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()) : nullptr;
+  return func && func.getArgAttr(arg.getArgNumber(), GraphDialect::kStateAttr);
+}
+
+// A matmul has an FP8 GEMM form when its right operand is a 2-D weight (a
+// constant, quantized at compile time, or a trained parameter), or when it
+// is a gradient of such a GEMM (mp.grad_operands, which the rule sets only
+// then); two activations (attention's) stay in BF16.
 bool MatmulOp::hasFp8GemmForm() {
-  return getRhs().getDefiningOp<ConstantOp>() && rankOf(getRhs()) == 2;
+  if ((*this)->hasAttr(GraphDialect::kGradOperandsAttr))
+    return true;
+  return rankOf(getRhs()) == 2 && isWeightLike(getRhs());
 }
 int64_t MatmulOp::getFlopCount() { return gemmFlops(getLhs(), getOutput()); }
 

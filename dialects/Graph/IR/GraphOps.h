@@ -17,4 +17,14 @@
 #define GET_OP_CLASSES
 #include "dialects/Graph/IR/GraphOps.h.inc"
 
+namespace mixprec::graph {
+/// `v` read through casts, transposes and reshapes: the value they view.
+mlir::Value stripViews(mlir::Value v);
+/// Whether `v` is a weight: a constant or a module state (a training step's
+/// parameter), read through casts, transposes and reshapes. A matmul by a
+/// weight has an FP8 form; one of two activations (attention's) stays in
+/// the wider type, as Transformer Engine does.
+bool isWeightLike(mlir::Value v);
+} // namespace mixprec::graph
+
 #endif // MIXPREC_DIALECTS_GRAPH_IR_GRAPHOPS_H

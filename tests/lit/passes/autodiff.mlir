@@ -22,14 +22,16 @@ func.func @add$broadcast(%x: tensor<2x3xf32> {mp.name = "x"}) -> (tensor<f32> {m
 
 // -----
 
-// matmul: dX = dY W^T and dW = X^T dY, two GEMMs.
+// matmul: dX = dY W^T and dW = X^T dY, two GEMMs; by a weight (a constant
+// or an argument), each marks the operand that carries the gradient (FP8
+// training quantizes it to f8E5M2).
 // CHECK-LABEL: func.func @matmul_grad
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32> {mp.name = "x"}, %[[W:.*]]: tensor<3x4xf32> {mp.name = "fc.w"})
 // CHECK: %[[DY:.*]] = mp.add %{{.*}} -> tensor<2x4xf32>
 // CHECK: %[[WT:.*]] = mp.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<3x4xf32> -> tensor<4x3xf32>
-// CHECK: %[[DX:.*]] = mp.matmul %[[DY]], %[[WT]] : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+// CHECK: %[[DX:.*]] = mp.matmul %[[DY]], %[[WT]] {mp.grad_operands = array<i64: 0>} : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
 // CHECK: %[[XT:.*]] = mp.transpose %[[X]] {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
-// CHECK: %[[DW:.*]] = mp.matmul %[[XT]], %[[DY]] : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DW:.*]] = mp.matmul %[[XT]], %[[DY]] {mp.grad_operands = array<i64: 1>} : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // CHECK: return %{{.*}}, %[[DW]], %[[DX]]
 func.func @matmul(%x: tensor<2x3xf32> {mp.name = "x"}) -> tensor<f32> {
   %w = mp.constant dense<0.5> : tensor<3x4xf32> loc("fc.w")
