@@ -360,6 +360,8 @@ def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
     Option<"backoffFactor", "backoff-factor", "double", "0.5", "Dynamic scaling backoff">,
     Option<"growthInterval", "growth-interval", "int64_t", "2000",
            "Clean steps before the scale grows">,
+    Option<"accumulate", "accumulate", "int64_t", "1",
+           "Micro-batches per step (gradient accumulation; data dim 0 holds them all)">,
     Option<"hysteresis", "hysteresis", "int64_t", "1",
            "Overflows absorbed before the scale backs off (1: every one backs off)">,
     Option<"minScale", "min-scale", "double", "0.0", "Floor of the loss scale (0: none)">,

@@ -104,6 +104,9 @@ std::string checkTrainingOptions(const TrainingOptions &o) {
     return "the minimum loss scale must be in [0, init scale], got " + text(o.minScale);
   if (!finite(o.clipNorm) || o.clipNorm < 0)
     return "the clipping norm must be >= 0, got " + text(o.clipNorm);
+  if (o.accumulate < 1 || o.accumulate > 4096)
+    return "the micro-batches to accumulate must be in [1, 4096], got " +
+           std::to_string(o.accumulate);
   for (const std::string &g : o.frozen)
     if (auto glob = llvm::GlobPattern::create(g); !glob) {
       llvm::consumeError(glob.takeError());
@@ -394,9 +397,33 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     }
   }
 
-  SmallVector<Type> argTypes(forward.getArgumentTypes());
-  if (labelsType)
-    argTypes.push_back(labelsType);
+  // With accumulation every data input and the labels hold `accumulate`
+  // micro-batches along dim 0.
+  const int64_t micro = o.accumulate;
+  auto accumulated = [&](Type t) -> FailureOr<Type> {
+    auto ranked = cast<RankedTensorType>(t);
+    if (micro == 1)
+      return Type(ranked);
+    if (ranked.getRank() == 0)
+      return failure();
+    SmallVector<int64_t> shape(ranked.getShape());
+    shape[0] *= micro;
+    return Type(ranked.clone(shape));
+  };
+  SmallVector<Type> argTypes;
+  for (auto [i, t] : llvm::enumerate(forward.getArgumentTypes())) {
+    FailureOr<Type> type = accumulated(t);
+    if (failed(type))
+      return forward.emitError() << "gradient accumulation needs a batch dim (dim 0) on every "
+                                    "input; input #" << i << " is a scalar";
+    argTypes.push_back(*type);
+  }
+  if (labelsType) {
+    FailureOr<Type> type = accumulated(labelsType);
+    if (failed(type))
+      return forward.emitError() << "gradient accumulation needs a batch dim on the labels";
+    argTypes.push_back(*type);
+  }
   for (const State &s : states)
     argTypes.push_back(s.init.getType());
   SmallVector<Type> resultTypes(4, scalarType);
@@ -432,24 +459,47 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   Value scale = dynamic  ? states[scaleIndex].current
                 : scaled ? sb.c(o.initScale)
                          : Value();
-  IRMapping mapping;
+  // Once per micro-batch, on its rows of the data and labels; the scaled
+  // losses and gradients are summed, then averaged.
   Block &gradBody = gradFn->getBody().front();
-  unsigned gradArg = 0;
-  for (; gradArg < forward.getNumArguments(); ++gradArg)
-    mapping.map(gradBody.getArgument(gradArg), body->getArgument(gradArg));
-  if (labelsType)
-    mapping.map(gradBody.getArgument(gradArg++), labels);
-  if (scaled)
-    mapping.map(gradBody.getArgument(gradArg++), scale);
-  for (size_t i = 0; i < numParams; ++i)
-    mapping.map(gradBody.getArgument(gradArg++), states[i].current);
-  for (Operation &op : gradBody.without_terminator())
-    b.clone(op, mapping);
   Operation *gradReturn = gradBody.getTerminator();
-  Value scaledLoss = mapping.lookup(gradReturn->getOperand(0));
-  SmallVector<Value> grads;
-  for (size_t i = 0; i < numParams; ++i)
-    grads.push_back(gb.toF32(mapping.lookup(gradReturn->getOperand(1 + i))));
+  Value scaledLoss;
+  SmallVector<Value> grads(numParams);
+  auto microBatch = [&](Value full, int64_t k) -> Value {
+    if (micro == 1)
+      return full;
+    auto type = cast<RankedTensorType>(full.getType());
+    SmallVector<int64_t> shape(type.getShape()), starts(shape.size(), 0), steps(shape.size(), 1);
+    shape[0] /= micro;
+    starts[0] = k * shape[0];
+    return b.create<graph::SliceOp>(gb.loc, type.clone(shape), full, starts, steps).getResult();
+  };
+  for (int64_t k = 0; k < micro; ++k) {
+    IRMapping mapping;
+    unsigned gradArg = 0;
+    for (; gradArg < forward.getNumArguments(); ++gradArg)
+      mapping.map(gradBody.getArgument(gradArg), microBatch(body->getArgument(gradArg), k));
+    if (labelsType)
+      mapping.map(gradBody.getArgument(gradArg++), microBatch(labels, k));
+    if (scaled)
+      mapping.map(gradBody.getArgument(gradArg++), scale);
+    for (size_t i = 0; i < numParams; ++i)
+      mapping.map(gradBody.getArgument(gradArg++), states[i].current);
+    for (Operation &op : gradBody.without_terminator())
+      b.clone(op, mapping);
+    Value l = mapping.lookup(gradReturn->getOperand(0));
+    scaledLoss = k == 0 ? l : gb.add(scaledLoss, l);
+    for (size_t i = 0; i < numParams; ++i) {
+      Value g = gb.toF32(mapping.lookup(gradReturn->getOperand(1 + i)));
+      grads[i] = k == 0 ? g : gb.add(grads[i], g);
+    }
+  }
+  if (micro > 1) {
+    Value mean = sb.c(1.0 / double(micro));
+    scaledLoss = gb.mul(scaledLoss, mean);
+    for (Value &g : grads)
+      g = gb.mul(g, mean);
+  }
   gradFn->erase();
 
   // 4. Unscale (1/scale: exact for the powers of two dynamic scaling keeps),
@@ -650,6 +700,7 @@ struct BuildTrainingStepPass : impl::BuildTrainingStepPassBase<BuildTrainingStep
     o.hysteresis = hysteresis;
     o.minScale = minScale;
     o.clipNorm = clipNorm;
+    o.accumulate = accumulate;
     o.frozen.assign(frozen.begin(), frozen.end());
     o.name = stepName;
     FailureOr<func::FuncOp> step = buildTrainingStep(forward, o);

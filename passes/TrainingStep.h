@@ -60,6 +60,13 @@ struct TrainingOptions {
   /// as torch.nn.utils.clip_grad_norm_ (coefficient max/(norm + 1e-6)).
   double clipNorm = 0.0;
 
+  /// Gradient accumulation: the step reads this many micro-batches (the
+  /// data and labels hold micro-batches x the forward's dim 0 along dim 0),
+  /// runs forward and backward on each in turn with the same loss scale,
+  /// sums the scaled gradients, and unscales, checks, clips and updates once
+  /// with their mean (the loss is the mean of the micro-batches' losses).
+  int64_t accumulate = 1;
+
   /// Constants whose name matches one of these globs stay constants; the
   /// other named float constants of rank >= 1 are trained.
   std::vector<std::string> frozen;
@@ -76,12 +83,14 @@ bool parseScaling(llvm::StringRef text, TrainingOptions::Scaling &out);
 
 /// Fails, with a message, for options out of range (lr <= 0, momentum
 /// outside [0, 1), betas outside [0, 1), eps <= 0, a scale <= 0, growth
-/// factor <= 1, backoff outside (0, 1), interval or hysteresis < 1, clip < 0).
+/// factor <= 1, backoff outside (0, 1), interval or hysteresis < 1, clip < 0,
+/// accumulate < 1).
 std::string checkTrainingOptions(const TrainingOptions &options);
 
 /// Appends the step function after `forward` and returns it.
 ///
-/// Arguments: `forward`'s arguments (the data), then the labels (`labels`:
+/// Arguments: `forward`'s arguments (the data; with accumulation, dim 0 is
+/// `accumulate` times the forward's), then the labels (`labels`:
 /// integer class indices of the logits' shape without the class dim, for
 /// cross-entropy; `targets`: the output's type, for MSE; none for a model
 /// loss), then the state, each `mp.state` with its `mp.state_init`:

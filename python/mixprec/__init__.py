@@ -394,12 +394,25 @@ def validate(model, precision=None, inputs=None, seed=0, tolerance=None, shapes=
 
 
 def from_torch(module, example_inputs, precision=None, input_names=None, output_names=None,
-               opset_version=17, **compile_options):
+               opset_version=17, export_options=None, **compile_options):
     """Exports a torch.nn.Module with torch.onnx.export and compiles it.
 
+    module: the model, in eval mode for inference (export traces what
+        forward does: dropout and batch statistics in train mode).
     example_inputs: a tensor or a tuple of tensors (the export's args).
-    input_names / output_names: the graph's names (default x0, x1, ... /
-    y0, y1, ...). Needs torch (an optional dependency)."""
+    input_names: the graph inputs' names (default x0, x1, ...).
+    output_names: the graph outputs' names (default: the exporter's).
+    opset_version: the ONNX opset asked of the exporter. torch >= 2.9's
+        default exporter (dynamo) builds opset 18 and converts it down; when
+        that conversion fails the model stays at opset 18 (mixprec reads
+        it), and its graph optimizer can write opset-18 attributes into an
+        opset-17 model (GPT-2's Split with num_outputs), which the compiler
+        rejects: pass opset_version=18, or export_options={"dynamo": False}
+        for the TorchScript exporter.
+    export_options: further keyword arguments of torch.onnx.export, as a
+        dict (dynamo=False, optimize=False, dynamic_shapes=..., ...).
+    compile_options: mixprec.compile's arguments (backend, shapes, ...).
+    Needs torch (an optional dependency)."""
     try:
         import torch
     except ImportError:
@@ -409,11 +422,15 @@ def from_torch(module, example_inputs, precision=None, input_names=None, output_
         example_inputs = (example_inputs,)
     if input_names is None:
         input_names = [f"x{i}" for i in range(len(example_inputs))]
+    kwargs = dict(export_options or {})
+    for key in ("input_names", "output_names", "opset_version"):
+        if key in kwargs:
+            raise InvalidArgumentError(
+                f"from_torch: give {key} as from_torch's own argument, not in export_options")
+    if output_names is not None:
+        kwargs["output_names"] = list(output_names)
     with _tempfile.TemporaryDirectory(prefix="mixprec-torch-") as tmp:
         path = _os.path.join(tmp, "model.onnx")
-        kwargs = {}
-        if output_names is not None:
-            kwargs["output_names"] = list(output_names)
         with torch.no_grad():
             torch.onnx.export(module, example_inputs, path, input_names=list(input_names),
                               opset_version=opset_version, **kwargs)

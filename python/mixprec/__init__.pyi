@@ -115,4 +115,5 @@ def validate(model: _Model, precision: Optional[str] = None,
 def from_torch(module: Any, example_inputs: Any, precision: Optional[str] = None,
                input_names: Optional[Sequence[str]] = None,
                output_names: Optional[Sequence[str]] = None, opset_version: int = 17,
+               export_options: Optional[Mapping[str, Any]] = None,
                **compile_options: Any) -> Module: ...

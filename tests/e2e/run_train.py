@@ -20,6 +20,9 @@ Checks, one line each, then exactly "N passed, N failed":
               weight and AdamW state after step 4 is bit-identical to a run
               that stopped after step 3; step count unchanged, only the
               loss-scale state moved (scale halved, growth tracker reset).
+  accumulate  2 micro-batches of 16 (--accumulate 2) give the losses and weights
+              of batches of 32 within 1e-5 (FP32, summation order only); an
+              overflow planted in the second micro-batch skips the whole step.
   resume      20 steps in one run vs 10 + --resume 10: the same CSV rows
               (loss, scale, grad norm, skipped) and the same final state,
               bit for bit, on the CPU backend (fp16, dynamic scaling with a
@@ -168,6 +171,50 @@ def check_overflow(r, work, tally):
           and float(b["step"]) == 3 and len(trained) == 18)
     tally.report(ok, "overflow", f"skipped {skipped}, scales {scales}, states that moved over "
                  f"the skipped step: {moved} ({len(trained)} master/AdamW states unchanged)")
+
+
+def check_accumulate(r, work, tally):
+    # 2 micro-batches of 16 = one batch of 32: the same losses and weights
+    # up to FP32 rounding (the sums differ in order only).
+    common = ["--no-shuffle", "--momentum", "0.9", "--lr", "0.1", "--precision", "fp32",
+              "--steps", 5]
+    runs = {}
+    for label, extra in (("acc", ["--batch", 16, "--accumulate", 2]), ("full", ["--batch", 32])):
+        out_dir, csv_path = os.path.join(work, f"{label}_st"), os.path.join(work, f"{label}.csv")
+        argv, rc, out, err = r.train(*common, *extra, "--state-dir", out_dir, "--csv", csv_path)
+        if rc != 0:
+            tally.report(False, "accumulate", "\n" + describe_failure(argv, rc, out, err))
+            return
+        runs[label] = ([float(row["loss"]) for row in read_csv(csv_path)], read_states(out_dir))
+    (la, sa), (lf, sf) = runs["acc"], runs["full"]
+    loss_rel = max(abs(a / b - 1) for a, b in zip(la, lf))
+    state_rel = max(float(np.abs(sa[k] - sf[k]).max() / max(np.abs(sf[k]).max(), 1e-30))
+                    for k in sf)
+    # A planted overflow in the second micro-batch of step 2 (fp16): the
+    # whole step is skipped and only the loss-scale state moves.
+    ex = r.args.example
+    x = np.load(os.path.join(ex, "x_train.npy"))
+    x[48:64] *= 1e6
+    planted = os.path.join(work, "x_acc_planted.npy")
+    np.save(planted, x)
+    base = [r.args.mixprec, "train", r.model, "--data", "x=" + planted,
+            "--labels", os.path.join(ex, "y_train.npy")]
+    fp16 = ["--no-shuffle", "--batch", 16, "--accumulate", 2, "--precision", "fp16",
+            "--optimizer", "adamw"]
+    dirs = {}
+    for steps in (1, 2):
+        dirs[steps] = os.path.join(work, f"acc16_{steps}")
+        argv, rc, out, err = r.train(*fp16, "--steps", steps, "--state-dir", dirs[steps],
+                                     base=base)
+        if rc != 0:
+            tally.report(False, "accumulate", "\n" + describe_failure(argv, rc, out, err))
+            return
+    a, b = read_states(dirs[1]), read_states(dirs[2])
+    moved = sorted(k for k in a if a[k].tobytes() != b[k].tobytes())
+    ok = loss_rel < 1e-5 and state_rel < 1e-5 and moved == ["growth_tracker", "loss_scale"]
+    tally.report(ok, "accumulate", f"2x16 vs 32: loss max rel {loss_rel:.1e}, states max rel "
+                 f"{state_rel:.1e} (< 1e-5); overflow in micro-batch 2 of step 2 skips the "
+                 f"step, moved: {moved}")
 
 
 def check_resume(r, work, tally):
@@ -412,7 +459,7 @@ def check_bad_inputs(r, work, tally):
                  ["sgd.ckpt", "another model"])
 
 
-CHECKS = ["curves", "compare", "overflow", "resume", "kill", "stuck", "fp8", "bad"]
+CHECKS = ["curves", "compare", "overflow", "accumulate", "resume", "kill", "stuck", "fp8", "bad"]
 
 
 def main(argv=None):
@@ -436,6 +483,8 @@ def main(argv=None):
         check_compare(r, args.work, tally, results)
     if "overflow" in args.k:
         check_overflow(r, args.work, tally)
+    if "accumulate" in args.k:
+        check_accumulate(r, args.work, tally)
     if "resume" in args.k:
         check_resume(r, args.work, tally)
     if "kill" in args.k:

@@ -161,7 +161,7 @@ writes the same as JSON (metrics that are not finite as null).)"},
     {Command::Train, "train",
      R"(mixprec train MODEL --data NAME=FILE.npy... [--labels FILE.npy] [--loss ce|mse|model]
             [--optimizer sgd|adamw] [--lr X] [--precision P] [--loss-scale none|static|dynamic]
-            [--batch N] [--steps N | --epochs N] [--log-every N] [--csv FILE]
+            [--batch N [--accumulate K]] [--steps N | --epochs N] [--log-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--seed N]
             [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32]
             [--backend cpu|cuda|auto] [--state-dir DIR] [more: train --help])",
@@ -174,7 +174,9 @@ loss, scaled gradients, unscale + inf/NaN check, clipping, optimizer,
 loss-scale update) is built, compiled at --precision and run on the
 runtime (--backend, default auto); an overflowing step is skipped and
 changes nothing but the loss scale. Batches of --batch rows (the last
-partial batch of an epoch is dropped) in an order shuffled per epoch
+partial batch of an epoch is dropped; --accumulate K: K micro-batches
+per step, gradients summed under one loss scale, one update with their
+mean) in an order shuffled per epoch
 from --seed (--no-shuffle: file order). Every --log-every steps a line:
 step, epoch, mean loss, loss scale, skipped steps, grad norm, samples/s;
 --csv FILE gets one row per step. With --test-data the model, as
@@ -568,6 +570,9 @@ cl::opt<double, false, FiniteParser> clipNormOpt(
 cl::list<std::string, bool, GlobParser> frozenOpt(
     "frozen", cl::desc("GLOB: initializers whose name matches stay fixed"),
     cl::value_desc("GLOB"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> accumulateOpt(
+    "accumulate", cl::desc("Micro-batches of --batch samples per step (gradient accumulation)"),
+    cl::init(1), cl::value_desc("N"), cl::sub(trainCommand));
 cl::opt<long long, false, CountParser<1>> batchOpt("batch", cl::desc("Samples per step (32)"),
                                                  cl::init(32), cl::value_desc("N"),
                                                  cl::sub(trainCommand));
@@ -911,6 +916,7 @@ const TrainSettings &train() {
     o.hysteresis = hysteresisOpt;
     o.minScale = minScaleOpt;
     o.clipNorm = clipNormOpt;
+    o.accumulate = accumulateOpt;
     o.frozen.assign(frozenOpt.begin(), frozenOpt.end());
     o.name = "main";
     t.data = namedFiles(dataOpt);

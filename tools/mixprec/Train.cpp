@@ -756,9 +756,15 @@ int runTrain() {
       !readColumns(t.testData, t.testLabels, labelsName, "--test-data", test, error))
     return fail(error);
   const int64_t rows = train.front().rows();
-  if (t.batch > rows)
-    return fail("train: --batch " + std::to_string(t.batch) + " is more than the " +
-                std::to_string(rows) + " samples of " + train.front().path);
+  // Samples per step: --accumulate micro-batches of --batch samples.
+  const int64_t stepRows = t.batch * o.accumulate;
+  if (stepRows > rows)
+    return fail("train: a step takes " + std::to_string(stepRows) + " samples (--batch " +
+                std::to_string(t.batch) + (o.accumulate > 1 ? " x --accumulate " +
+                                                                  std::to_string(o.accumulate)
+                                                            : std::string()) +
+                "), more than the " + std::to_string(rows) + " samples of " +
+                train.front().path);
   // The outputs: none may replace an input. The checkpoint may be the file
   // resumed from: it is read whole before it is written again.
   for (const std::string *path : {&t.csv, &t.checkpoint})
@@ -781,7 +787,7 @@ int runTrain() {
     if (int rc = compare->build(compareCommand, fp32Options, train, test))
       return rc;
   }
-  if (!convertColumns(train, primary.step.module, t.batch, error) ||
+  if (!convertColumns(train, primary.step.module, stepRows, error) ||
       (!test.empty() && !convertColumns(test, primary.eval->module, 0, error,
                                         modelLoss ? nullptr : &train.back())))
     return fail(error);
@@ -791,12 +797,12 @@ int runTrain() {
     return fail(error);
   const double compileSeconds = millisecondsSince(start) / 1000;
 
-  const int64_t stepsPerEpoch = rows / t.batch;
+  const int64_t stepsPerEpoch = rows / stepRows;
   const int64_t total = t.steps ? t.steps : (t.epochs ? t.epochs : 1) * stepsPerEpoch;
   TrainState state;
   state.seed = opts::seed();
   state.shuffle = t.shuffle;
-  state.batch = t.batch;
+  state.batch = stepRows;
   state.rows = rows;
   state.precision = precisionOptionsText(opts::precision());
   if (!fileFingerprint(opts::model(), state.model, error))
@@ -854,7 +860,9 @@ int runTrain() {
   std::vector<std::string> csvRows;
 
   llvm::outs() << "mixprec train: " << opts::model() << ": " << rows << " samples, batch "
-               << t.batch << ", " << total << " steps (" << stepsPerEpoch
+               << t.batch << (o.accumulate > 1 ? " x " + std::to_string(o.accumulate) + " micro-batches"
+                                                : std::string())
+               << ", " << total << " steps (" << stepsPerEpoch
                << " per epoch), precision "
                << passes::precisionName(opts::precision().precision.getValue()) << ", backend "
                << mixprec_backend_name(primary.step.session.backend()) << ", loss scale "
@@ -909,7 +917,7 @@ int runTrain() {
       orderEpoch = epoch;
     }
     for (size_t i = 0; i < train.size(); ++i)
-      batch[i] = gatherRows(train[i], order, position * t.batch, t.batch);
+      batch[i] = gatherRows(train[i], order, position * stepRows, stepRows);
     if (!primary.runStep(train, batch, error))
       return fail(opts::model() + ": step " + std::to_string(step + 1) + ": " + error);
     float loss = primary.loss(), scale = primary.lossScale(), norm = primary.gradNorm();
@@ -954,7 +962,7 @@ int runTrain() {
                         "grad_norm {6}  {7} samples/s",
                         step + 1, total, epoch + 1, num(meanLoss), num(scale), skippedTotal,
                         num(window.applied ? window.norm / window.applied : NAN),
-                        int64_t(std::llround(window.steps * t.batch / std::max(seconds, 1e-9))))
+                        int64_t(std::llround(window.steps * stepRows / std::max(seconds, 1e-9))))
               .str();
       if (compare)
         line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
@@ -1015,7 +1023,7 @@ int runTrain() {
   llvm::outs() << llvm::formatv("trained {0} steps in {1:f2} s ({2} samples/s): {3} applied "
                                 "({4:f1}%), {5} skipped; last loss {6}",
                                 stepsRun, seconds,
-                                int64_t(std::llround(stepsRun * t.batch / std::max(seconds, 1e-9))),
+                                int64_t(std::llround(stepsRun * stepRows / std::max(seconds, 1e-9))),
                                 stepsRun - skippedTotal,
                                 stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0,
                                 skippedTotal, num(lastLoss))

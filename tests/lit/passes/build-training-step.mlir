@@ -3,6 +3,19 @@
 // RUN: not mixprec-opt --mp-build-training-step="optimizer=rmsprop" %s 2>&1 | FileCheck %s --check-prefix=BADOPT
 // RUN: not mixprec-opt --mp-build-training-step="momentum=1.5" %s 2>&1 | FileCheck %s --check-prefix=BADMOM
 // RUN: not mixprec-opt --mp-build-training-step="frozen=*" %s 2>&1 | FileCheck %s --check-prefix=NOPARAM
+// RUN: mixprec-opt --mp-build-training-step="loss=ce accumulate=2" %s | FileCheck %s --check-prefix=ACC
+// RUN: not mixprec-opt --mp-build-training-step="accumulate=0" %s 2>&1 | FileCheck %s --check-prefix=BADACC
+
+// Gradient accumulation: the data and labels hold 2 micro-batches (dim 0
+// doubled); each runs forward and backward on its rows, the scaled losses
+// and gradients are summed and halved before the one update.
+// ACC: func.func @main(%arg0: tensor<4x3xf32> {mp.name = "x"}, %arg1: tensor<4xi64> {mp.name = "labels"},
+// ACC: mp.slice %arg0 {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x3xf32> -> tensor<2x3xf32>
+// ACC: mp.slice %arg1 {starts = array<i64: 0>, steps = array<i64: 1>} : tensor<4xi64> -> tensor<2xi64>
+// ACC: mp.slice %arg0 {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<4x3xf32> -> tensor<2x3xf32>
+// ACC: mp.slice %arg1 {starts = array<i64: 2>, steps = array<i64: 1>} : tensor<4xi64> -> tensor<2xi64>
+// ACC: mp.constant dense<5.000000e-01> : tensor<f32>
+// BADACC: the micro-batches to accumulate must be in [1, 4096], got 0
 
 // The step replaces @main: the data, the labels, then the state (masters,
 // optimizer state, step, loss-scale state), each with its initial value;
