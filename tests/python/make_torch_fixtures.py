@@ -34,6 +34,21 @@ OPSET = 17
 SEQ = 16
 
 
+def randomize_batchnorm(model, seed):
+    """Gives every BatchNorm running statistics and affine parameters away
+    from the identity that default initialization makes of it."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=gen) * 0.1)
+                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.weight.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(n, generator=gen) * 0.1)
+    return model
+
+
 class HfOutputs(torch.nn.Module):
     """A transformers model with inputs by name and a tuple of outputs."""
 
@@ -51,11 +66,12 @@ class HfOutputs(torch.nn.Module):
 def mobilenet_v3_small():
     """torchvision's MobileNetV3-Small at half width, 10 classes (1.6 MB):
     depthwise convolutions, HardSwish, squeeze-excitation (global average
-    pool, HardSigmoid, Mul), BatchNorm folded at export, Gemm."""
+    pool, HardSigmoid, Mul), BatchNorm (random statistics) folded at
+    export, Gemm."""
     import torchvision
     torch.manual_seed(0)
-    net = torchvision.models.mobilenet_v3_small(weights=None, width_mult=0.5,
-                                                num_classes=10).eval()
+    net = torchvision.models.mobilenet_v3_small(weights=None, width_mult=0.5, num_classes=10)
+    net = randomize_batchnorm(net, 2).eval()
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
     return net, {"x": x}, ["logits"]
 

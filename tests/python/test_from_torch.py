@@ -78,15 +78,29 @@ def test_fixture_against_pytorch(name, precision):
 
 # --- mixprec.from_torch (needs torch) ----------------------------------------
 
+def randomize_batchnorm(torch, model):
+    """BatchNorm statistics and affine parameters away from the identity
+    that default initialization makes of it (as make_torch_fixtures.py)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n) * 0.1)
+                m.running_var.copy_(torch.rand(n) + 0.5)
+                m.weight.copy_(torch.rand(n) + 0.5)
+                m.bias.copy_(torch.randn(n) * 0.1)
+    return model.eval()
+
+
 def resnet18(torch):
     torchvision = pytest.importorskip("torchvision", reason="torchvision is not installed")
-    net = torchvision.models.resnet18(weights=None).eval()
+    net = randomize_batchnorm(torch, torchvision.models.resnet18(weights=None))
     return net, (torch.randn(1, 3, 64, 64),), {"input_names": ["x"], "output_names": ["logits"]}
 
 
 def mobilenet_v3_small(torch):
     torchvision = pytest.importorskip("torchvision", reason="torchvision is not installed")
-    net = torchvision.models.mobilenet_v3_small(weights=None).eval()
+    net = randomize_batchnorm(torch, torchvision.models.mobilenet_v3_small(weights=None))
     return net, (torch.randn(1, 3, 64, 64),), {"input_names": ["x"], "output_names": ["logits"]}
 
 
