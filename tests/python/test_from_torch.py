@@ -155,6 +155,7 @@ def build(name):
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("name", list(TORCH_MODELS))
 def test_from_torch_model(name, precision):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
     pytest.importorskip("onnxscript", reason="onnxscript (torch.onnx's default exporter) "
                         "is not installed")
     _, net, args, options, refs = build(name)

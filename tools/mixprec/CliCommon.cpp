@@ -1,6 +1,8 @@
 //===- CliCommon.cpp - pieces shared by the mixprec subcommands ------------===//
 #include "tools/mixprec/CliCommon.h"
 
+#include "compiler/Train/Trainer.h"
+
 #include "Version.h"
 
 #include "common/Npy.h"
@@ -113,22 +115,7 @@ bool loadInputs(func::FuncOp func, const GraphSignature &sig, const NamedFiles &
   return true;
 }
 
-std::string fileNameFor(const std::string &name) {
-  std::string s;
-  for (size_t i = 0; i < name.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    bool plain = isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
-    if (plain)
-      s += static_cast<char>(c);
-    else
-      s += llvm::formatv("%{0:X-2}", unsigned(c)).str();
-  }
-  // An empty name still needs a file of its own ("%" alone decodes to no
-  // byte, so no other name maps here).
-  if (s.empty())
-    s = "%";
-  return s + ".npy";
-}
+std::string fileNameFor(const std::string &name) { return compiler::npyFileNameFor(name); }
 
 bool parseUnsigned(llvm::StringRef text, uint64_t &out) {
   // getAsInteger takes "0x"/"0" prefixes; the CLI takes plain decimal.
