@@ -23,10 +23,11 @@ from ._errors import (CompileError, DtypeMismatchError, Error, ExecutionError,
                       FailedPreconditionError, InternalError, InvalidArgumentError,
                       InvalidModuleError, IoError, NoDeviceError, NotFoundError,
                       OutOfMemoryError, ShapeMismatchError, SideFileError,
-                      UnimplementedError, UnsupportedVersionError)
+                      UnimplementedError, UnsupportedVersionError, TrainingError)
 
 __all__ = [
-    "compile", "load", "report", "validate", "from_torch", "Module", "TensorInfo", "Report",
+    "compile", "load", "report", "validate", "train", "from_torch", "Module", "TensorInfo",
+    "Report", "TrainResult", "TrainingError",
     "Validation", "Error", "CompileError", "InvalidArgumentError", "InvalidModuleError",
     "UnsupportedVersionError", "SideFileError", "ShapeMismatchError", "DtypeMismatchError",
     "NotFoundError", "NoDeviceError", "UnimplementedError", "IoError", "OutOfMemoryError",
@@ -391,6 +392,79 @@ def validate(model, precision=None, inputs=None, seed=0, tolerance=None, shapes=
             *args, _named_arrays(inputs, "input"), int(seed),
             -1.0 if tolerance is None else float(tolerance))
         return Validation(json_text, text)
+
+
+_TRAIN_OPTIONS = {
+    "loss", "output", "optimizer", "loss_scale", "backend", "csv", "checkpoint", "resume",
+    "state_dir", "compare", "lr", "momentum", "weight_decay", "beta1", "beta2", "eps",
+    "init_scale", "growth_factor", "backoff_factor", "min_scale", "clip_norm",
+    "growth_interval", "hysteresis", "accumulate", "batch", "steps", "epochs", "log_every",
+    "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen"}
+
+
+class TrainResult(dict):
+    """What mixprec.train returns: steps, skipped, last_loss, test_loss and
+    test_accuracy (NaN when not evaluated), compare_last_loss, and status
+    (0; 5 when the loss scale could not recover), message, notes."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def train(model, data, labels=None, test_data=None, test_labels=None, precision=None,
+          shapes=None, policy=None, keep_fp32=None, force=None, callback=None, verbose=True,
+          **options):
+    """Trains a model as `mixprec train` does (the same loop, compiler::train).
+
+    data: {graph input name: array}, one sample per row (dim 0); labels: an
+        array of class indices (loss="ce", the default) or of targets
+        (loss="mse"); none for loss="model".
+    test_data, test_labels: evaluated at the end (and every eval_every steps).
+    precision: fp32, tf32, bf16 (the default), fp16 (dynamic loss scaling by
+        default) or fp8 (hybrid E4M3/E5M2, delayed scaling by default).
+    callback: called after every step with a dict (step, epoch, loss,
+        loss_scale, grad_norm, skipped, and test_loss / test_accuracy /
+        compare_loss when there are); returning False stops the run after
+        that step (checkpoint, CSV and state written as at the end).
+    verbose: print the progress lines (the CLI's) on stdout.
+    options: the CLI's options with '_' for '-': loss, optimizer, lr,
+        momentum, weight_decay, beta1, beta2, eps, loss_scale, init_scale,
+        growth_factor, backoff_factor, growth_interval, hysteresis,
+        min_scale, clip_norm, frozen (list of globs), accumulate, batch,
+        steps, epochs, seed, shuffle, log_every, eval_every, csv,
+        checkpoint, checkpoint_every, resume, state_dir, compare ("fp32"),
+        max_skipped_in_a_row, backend; any other keyword is a precision
+        option (fp8_scaling="current", amax_history=16, keep_io_types=...).
+    Returns a TrainResult; raises TrainingError when the loss scale could
+    not recover, CompileError / InvalidArgumentError / IoError otherwise."""
+    if not isinstance(data, dict) or not data:
+        raise InvalidArgumentError("train: data takes {graph input name: array}")
+    settings = {k: v for k, v in options.items() if k in _TRAIN_OPTIONS}
+    precision_options = {k: v for k, v in options.items() if k not in _TRAIN_OPTIONS}
+    if "frozen" in settings and isinstance(settings["frozen"], str):
+        settings["frozen"] = [settings["frozen"]]
+    for key in ("csv", "checkpoint", "resume", "state_dir"):
+        if key in settings:
+            settings[key] = _os.fspath(settings[key])
+    label_array = None if labels is None else _as_array(labels, "labels")
+    test_label_array = None if test_labels is None else _as_array(test_labels, "test labels")
+    printer = (lambda line: print(line, flush=True)) if verbose else None
+    with _request(model, precision, shapes, None, policy, keep_fp32, force,
+                  precision_options) as args:
+        path, display, text, given, shape_map, _ = args
+        out = _mixprec.train(path, display, text, given, shape_map,
+                             _named_arrays(data, "data"), _named_arrays(test_data, "test data"),
+                             label_array, test_label_array, settings, printer, callback)
+    result = TrainResult(out)
+    if result.status != 0:
+        error = TrainingError(result.message)
+        error.notes = list(result.notes)
+        error.result = result
+        raise error
+    return result
 
 
 def from_torch(module, example_inputs, precision=None, input_names=None, output_names=None,

@@ -15,7 +15,9 @@ from ._errors import (CompileError as CompileError, DtypeMismatchError as DtypeM
                       OutOfMemoryError as OutOfMemoryError,
                       ShapeMismatchError as ShapeMismatchError, SideFileError as SideFileError,
                       UnimplementedError as UnimplementedError,
-                      UnsupportedVersionError as UnsupportedVersionError)
+                      UnsupportedVersionError as UnsupportedVersionError,
+                      TrainingError as TrainingError)
+from typing import Callable
 
 __version__: str
 
@@ -112,6 +114,26 @@ def validate(model: _Model, precision: Optional[str] = None,
              policy: Union[_Path, Mapping[str, Any], None] = None,
              keep_fp32: Union[str, Sequence[str], None] = None,
              force: Union[str, Sequence[str], None] = None, **options: Any) -> Validation: ...
+class TrainResult(dict):
+    steps: int
+    skipped: int
+    last_loss: float
+    test_loss: float
+    test_accuracy: float
+    compare_last_loss: float
+    status: int
+    message: str
+    notes: list
+
+def train(model: _Model, data: Mapping[str, _Array], labels: Optional[_Array] = None,
+          test_data: Optional[Mapping[str, _Array]] = None,
+          test_labels: Optional[_Array] = None, precision: Optional[str] = None,
+          shapes: Optional[Mapping[str, Union[int, Sequence[int]]]] = None,
+          policy: Union[_Path, Mapping[str, Any], None] = None,
+          keep_fp32: Union[str, Sequence[str], None] = None,
+          force: Union[str, Sequence[str], None] = None,
+          callback: Optional[Callable[[dict], Optional[bool]]] = None, verbose: bool = True,
+          **options: Any) -> TrainResult: ...
 def from_torch(module: Any, example_inputs: Any, precision: Optional[str] = None,
                input_names: Optional[Sequence[str]] = None,
                output_names: Optional[Sequence[str]] = None, opset_version: int = 17,

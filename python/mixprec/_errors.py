@@ -110,6 +110,14 @@ class InternalError(Error):
     code = 14
 
 
+class TrainingError(Error):
+    """mixprec.train stopped: the loss scale could not recover (the CLI's exit
+    status 5). `notes` holds the diagnosis (the first op whose value was not
+    finite); `result` the TrainResult of the steps run."""
+
+    result = None
+
+
 _BY_CODE = {cls.code: cls for cls in (
     InvalidArgumentError, InvalidModuleError, UnsupportedVersionError, SideFileError,
     ShapeMismatchError, DtypeMismatchError, NotFoundError, NoDeviceError, UnimplementedError,

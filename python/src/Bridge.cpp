@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "python/src/Bridge.h"
 
+#include "compiler/Train/Trainer.h"
+
 #include "Version.h"
 
 #include "codegen/Cuda/NvrtcCompiler.h"
@@ -335,5 +337,116 @@ void decodeFloats(mixprec_dtype_t dtype, const void *data, float *out, size_t n)
 }
 
 std::string producer() { return std::string("mixprec ") + MIXPREC_VERSION; }
+
+Failure train(const TrainRequest &r, const std::function<void(const std::string &)> &print,
+              const std::function<bool(const TrainStepInfo &)> &onStep, TrainSummary &summary) {
+  using passes::TrainingOptions;
+  passes::PrecisionPipelineOptions options;
+  if (Failure f = parseOptions(r.options, options))
+    return f;
+  if (!r.precisionGiven)
+    options.precision = passes::Precision::BF16; // mixprec train's default, as the CLI's
+  compiler::TrainConfig c;
+  c.model = r.path;
+  c.shapes = r.shapes;
+  auto arrays = [&](const NamedArrays &named, std::vector<compiler::TrainArray> &out) {
+    for (const auto &[name, array] : named)
+      out.push_back({name, "array '" + name + "'", array});
+  };
+  arrays(r.data, c.data);
+  arrays(r.testData, c.testData);
+  if (r.hasLabels)
+    c.labels = compiler::TrainArray{"", "the labels", r.labels};
+  if (r.hasTestLabels)
+    c.testLabels = compiler::TrainArray{"", "the test labels", r.testLabels};
+  TrainingOptions &o = c.step;
+  auto bad = [](const std::string &what, const std::string &value, const std::string &names) {
+    return failure(Failure::Kind::InvalidArgument,
+                   what + " takes " + names + ", got '" + value + "'");
+  };
+  if (!passes::parseLoss(r.loss, o.loss))
+    return bad("loss", r.loss, "ce, mse or model");
+  if (!passes::parseOptimizer(r.optimizer, o.optimizer))
+    return bad("optimizer", r.optimizer, "sgd or adamw");
+  if (r.lossScale.empty())
+    o.scaling = options.precision.getValue() == passes::Precision::FP16
+                    ? TrainingOptions::Scaling::Dynamic
+                    : TrainingOptions::Scaling::None;
+  else if (!passes::parseScaling(r.lossScale, o.scaling))
+    return bad("loss_scale", r.lossScale, "none, static or dynamic");
+  o.output = r.output;
+  o.lr = r.lr;
+  o.momentum = r.momentum;
+  o.weightDecay = r.weightDecay;
+  o.beta1 = r.beta1;
+  o.beta2 = r.beta2;
+  o.eps = r.eps;
+  o.initScale = r.initScale;
+  o.growthFactor = r.growthFactor;
+  o.backoffFactor = r.backoffFactor;
+  o.growthInterval = r.growthInterval;
+  o.hysteresis = r.hysteresis;
+  o.minScale = r.minScale;
+  o.clipNorm = r.clipNorm;
+  o.accumulate = r.accumulate;
+  o.frozen = r.frozen;
+  o.name = "main";
+  c.precision = &options;
+  if (r.backend == "cpu")
+    c.backend = MIXPREC_BACKEND_CPU;
+  else if (r.backend == "cuda")
+    c.backend = MIXPREC_BACKEND_CUDA;
+  else if (r.backend == "auto")
+    c.backend = MIXPREC_BACKEND_AUTO;
+  else
+    return bad("backend", r.backend, "cpu, cuda or auto");
+  c.batch = r.batch;
+  c.steps = r.steps;
+  c.epochs = r.epochs;
+  c.seed = r.seed;
+  c.shuffle = r.shuffle;
+  c.logEvery = r.logEvery;
+  c.evalEvery = r.evalEvery;
+  c.checkpointEvery = r.checkpointEvery;
+  c.maxSkippedInARow = r.maxSkippedInARow;
+  c.csv = r.csv;
+  c.checkpoint = r.checkpoint;
+  c.resume = r.resume;
+  c.stateDir = r.stateDir;
+  c.compare = r.compare;
+
+  compiler::TrainEvents events;
+  events.print = print;
+  if (onStep)
+    events.onStep = [&](const compiler::TrainStepRecord &record) {
+      TrainStepInfo info;
+      info.step = record.step;
+      info.epoch = record.epoch;
+      info.loss = record.loss;
+      info.lossScale = record.lossScale;
+      info.gradNorm = record.gradNorm;
+      info.skipped = record.skipped;
+      info.testLoss = record.testLoss.value_or(NAN);
+      info.testAccuracy = record.testAccuracy.value_or(NAN);
+      info.compareLoss = record.compareLoss.value_or(NAN);
+      return onStep(info);
+    };
+  compiler::TrainOutcome outcome = compiler::train(c, events);
+  summary = TrainSummary();
+  summary.status = outcome.status;
+  summary.message = outcome.error;
+  summary.notes = outcome.notes;
+  summary.steps = outcome.steps;
+  summary.skipped = outcome.skipped;
+  summary.lastLoss = outcome.lastLoss;
+  summary.testLoss = outcome.testLoss.value_or(NAN);
+  summary.testAccuracy = outcome.testAccuracy.value_or(NAN);
+  summary.compareLastLoss = outcome.compareLastLoss.value_or(NAN);
+  if (outcome.status == compiler::kTrainUsage)
+    return failure(Failure::Kind::InvalidArgument, outcome.error, outcome.notes);
+  if (outcome.status == compiler::kTrainError)
+    return failure(Failure::Kind::Compile, outcome.error, outcome.notes);
+  return {};
+}
 
 } // namespace mixprec::python

@@ -16,6 +16,7 @@
 #include "mixprec/runtime.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,55 @@ Failure report(const CompileRequest &request, bool graph, std::string &json, std
 /// from `seed`); `tolerance` negative for the default bounds.
 Failure validate(const CompileRequest &request, const NamedArrays &inputs, uint64_t seed,
                  double tolerance, std::string &json, std::string &text, int &status);
+
+/// What `mixprec.train` asks for: `mixprec train`'s options (README
+/// "Training"), typed; the arrays in memory (one sample per row).
+struct TrainRequest {
+  std::string path, displayName;
+  /// The precision options, as CompileRequest::options.
+  std::string options;
+  bool precisionGiven = true;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  NamedArrays data, testData;
+  bool hasLabels = false, hasTestLabels = false;
+  support::NpyArray labels, testLabels;
+  std::string loss = "ce", output, optimizer = "sgd", lossScale, backend = "auto";
+  double lr = 0.01, momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double initScale = 65536, growthFactor = 2, backoffFactor = 0.5, minScale = 0, clipNorm = 0;
+  int64_t growthInterval = 2000, hysteresis = 1, accumulate = 1;
+  std::vector<std::string> frozen;
+  int64_t batch = 32, steps = 0, epochs = 0, logEvery = 10, evalEvery = 0;
+  int64_t checkpointEvery = 0, maxSkippedInARow = 50;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string csv, checkpoint, resume, stateDir, compare;
+};
+
+/// One step as `mixprec.train`'s callback sees it (NaN: not evaluated).
+struct TrainStepInfo {
+  int64_t step = 0, epoch = 0;
+  double loss = 0, lossScale = 0, gradNorm = 0;
+  bool skipped = false;
+  double testLoss = 0, testAccuracy = 0;
+  double compareLoss = 0;
+};
+
+/// How a training run ended (`status` 5: the loss scale could not recover;
+/// `message` and `notes` say why).
+struct TrainSummary {
+  int status = 0;
+  std::string message;
+  std::vector<std::string> notes;
+  int64_t steps = 0, skipped = 0;
+  double lastLoss = 0, testLoss = 0, testAccuracy = 0, compareLastLoss = 0;
+};
+
+/// Runs compiler::train (compiler/Train/Trainer.h) on the request; `print`
+/// gets the progress lines, `onStep` every step (false stops the run).
+/// A configuration or data error is a Failure; a run the loss scale stops
+/// returns with summary.status 5.
+Failure train(const TrainRequest &request, const std::function<void(const std::string &)> &print,
+              const std::function<bool(const TrainStepInfo &)> &onStep, TrainSummary &summary);
 
 /// Encodes an array as module input `info`'s bytes by the CLI's rules
 /// (float inputs take float16/32/64, integer inputs integer arrays, bool

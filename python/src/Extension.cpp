@@ -22,7 +22,10 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -452,6 +455,58 @@ mixprec_module_t loadImage(const std::vector<uint8_t> &bytes, const std::vector<
   return module;
 }
 
+/// Sets a TrainRequest field from a keyword of mixprec.train (its CLI
+/// option's name with '_' for '-'); an unknown keyword is an error.
+void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
+  auto str = [&](std::string &field) { field = nb::cast<std::string>(value); };
+  auto real = [&](double &field) { field = nb::cast<double>(value); };
+  auto integer = [&](int64_t &field) { field = nb::cast<int64_t>(value); };
+  if (key == "loss") return str(r.loss);
+  if (key == "output") return str(r.output);
+  if (key == "optimizer") return str(r.optimizer);
+  if (key == "loss_scale") return str(r.lossScale);
+  if (key == "backend") return str(r.backend);
+  if (key == "csv") return str(r.csv);
+  if (key == "checkpoint") return str(r.checkpoint);
+  if (key == "resume") return str(r.resume);
+  if (key == "state_dir") return str(r.stateDir);
+  if (key == "compare") return str(r.compare);
+  if (key == "lr") return real(r.lr);
+  if (key == "momentum") return real(r.momentum);
+  if (key == "weight_decay") return real(r.weightDecay);
+  if (key == "beta1") return real(r.beta1);
+  if (key == "beta2") return real(r.beta2);
+  if (key == "eps") return real(r.eps);
+  if (key == "init_scale") return real(r.initScale);
+  if (key == "growth_factor") return real(r.growthFactor);
+  if (key == "backoff_factor") return real(r.backoffFactor);
+  if (key == "min_scale") return real(r.minScale);
+  if (key == "clip_norm") return real(r.clipNorm);
+  if (key == "growth_interval") return integer(r.growthInterval);
+  if (key == "hysteresis") return integer(r.hysteresis);
+  if (key == "accumulate") return integer(r.accumulate);
+  if (key == "batch") return integer(r.batch);
+  if (key == "steps") return integer(r.steps);
+  if (key == "epochs") return integer(r.epochs);
+  if (key == "log_every") return integer(r.logEvery);
+  if (key == "eval_every") return integer(r.evalEvery);
+  if (key == "checkpoint_every") return integer(r.checkpointEvery);
+  if (key == "max_skipped_in_a_row") return integer(r.maxSkippedInARow);
+  if (key == "seed") {
+    r.seed = nb::cast<uint64_t>(value);
+    return;
+  }
+  if (key == "shuffle") {
+    r.shuffle = nb::cast<bool>(value);
+    return;
+  }
+  if (key == "frozen") {
+    r.frozen = nb::cast<std::vector<std::string>>(value);
+    return;
+  }
+  throw MixprecFailure{MIXPREC_INVALID_ARGUMENT, "train: unknown option '" + key + "'", {}};
+}
+
 } // namespace
 
 NB_MODULE(_mixprec, m) {
@@ -551,6 +606,97 @@ NB_MODULE(_mixprec, m) {
     }
     return std::make_tuple(json, text, status);
   });
+
+  m.def("train",
+        [](const std::string &path, const std::string &display, const std::string &options,
+           bool precisionGiven, const std::map<std::string, std::vector<int64_t>> &shapes,
+           const std::vector<std::pair<std::string, InArray>> &data,
+           const std::vector<std::pair<std::string, InArray>> &testData, nb::object labels,
+           nb::object testLabels, const std::map<std::string, nb::object> &settings,
+           nb::object print, nb::object callback) {
+          TrainRequest r;
+          r.path = path;
+          r.displayName = display;
+          r.options = options;
+          r.precisionGiven = precisionGiven;
+          r.shapes = shapes;
+          r.data = namedArrays(data, "data");
+          r.testData = namedArrays(testData, "test data");
+          if (!labels.is_none()) {
+            r.hasLabels = true;
+            r.labels = npyOf(nb::cast<InArray>(labels), "labels");
+          }
+          if (!testLabels.is_none()) {
+            r.hasTestLabels = true;
+            r.testLabels = npyOf(nb::cast<InArray>(testLabels), "test labels");
+          }
+          for (const auto &[key, value] : settings)
+            setTrainOption(r, key, value);
+          // The callbacks run with the GIL; a Python exception in one stops
+          // the run and is raised once the trainer has returned.
+          std::exception_ptr raised;
+          std::function<void(const std::string &)> printLine = [&](const std::string &line) {
+            nb::gil_scoped_acquire gil;
+            if (raised || print.is_none())
+              return;
+            try {
+              print(line);
+            } catch (...) {
+              raised = std::current_exception();
+            }
+          };
+          std::function<bool(const TrainStepInfo &)> onStep;
+          if (!callback.is_none())
+            onStep = [&](const TrainStepInfo &info) {
+              nb::gil_scoped_acquire gil;
+              if (raised)
+                return false;
+              try {
+                nb::dict record;
+                record["step"] = info.step;
+                record["epoch"] = info.epoch;
+                record["loss"] = info.loss;
+                record["loss_scale"] = info.lossScale;
+                record["grad_norm"] = info.gradNorm;
+                record["skipped"] = info.skipped;
+                if (!std::isnan(info.testLoss))
+                  record["test_loss"] = info.testLoss;
+                if (!std::isnan(info.testAccuracy))
+                  record["test_accuracy"] = info.testAccuracy;
+                if (!std::isnan(info.compareLoss))
+                  record["compare_loss"] = info.compareLoss;
+                nb::object answer = callback(record);
+                return answer.is_none() || nb::cast<bool>(answer);
+              } catch (...) {
+                raised = std::current_exception();
+                return false;
+              }
+            };
+          TrainSummary summary;
+          Failure failed;
+          {
+            nb::gil_scoped_release release;
+            failed = train(r, printLine, onStep, summary);
+          }
+          if (raised)
+            std::rethrow_exception(raised);
+          check(failed);
+          nb::dict out;
+          out["status"] = summary.status;
+          out["message"] = summary.message;
+          out["notes"] = summary.notes;
+          out["steps"] = summary.steps;
+          out["skipped"] = summary.skipped;
+          out["last_loss"] = summary.lastLoss;
+          out["test_loss"] = summary.testLoss;
+          out["test_accuracy"] = summary.testAccuracy;
+          out["compare_last_loss"] = summary.compareLastLoss;
+          return out;
+        },
+        nb::arg("path"), nb::arg("display"), nb::arg("options"), nb::arg("precision_given"),
+        nb::arg("shapes"), nb::arg("data"), nb::arg("test_data"), nb::arg("labels").none(),
+        nb::arg("test_labels").none(), nb::arg("settings"), nb::arg("print").none(),
+        nb::arg("callback").none());
 
   m.def("runtime_version", [] { return std::string(mixprec_runtime_version()); });
   m.def("version", [] { return producer(); });

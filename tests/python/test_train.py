@@ -1,0 +1,102 @@
+"""mixprec.train: the loop of `mixprec train` (compiler::train) from Python,
+arrays in memory. Checks that it is the CLI's loop (the same losses, bit
+for bit, as the CLI's CSV), the callback (every step, stopping early),
+evaluation, checkpoints and resume, and its errors."""
+
+import csv
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import mixprec
+from conftest import REPO
+
+DIGITS = os.path.join(REPO, "examples", "train_digits")
+MODEL = os.path.join(DIGITS, "mlp.onnx")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    load = lambda name: np.load(os.path.join(DIGITS, name))  # noqa: E731
+    return load("x_train.npy"), load("y_train.npy"), load("x_test.npy"), load("y_test.npy")
+
+
+COMMON = dict(batch=32, lr=0.1, momentum=0.9, seed=7, backend="cpu", verbose=False)
+
+
+def test_same_losses_as_the_cli(digits, cli, tmp_path):
+    x, y, _, _ = digits
+    steps = []
+    result = mixprec.train(MODEL, {"x": x}, y, precision="fp16", steps=30,
+                           callback=steps.append, **COMMON)
+    csv_path = tmp_path / "cli.csv"
+    subprocess.run([cli, "train", MODEL, "--data", "x=" + os.path.join(DIGITS, "x_train.npy"),
+                    "--labels", os.path.join(DIGITS, "y_train.npy"), "--precision", "fp16",
+                    "--steps", "30", "--batch", "32", "--lr", "0.1", "--momentum", "0.9",
+                    "--seed", "7", "--backend", "cpu", "--csv", str(csv_path)],
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
+    assert result.steps == 30 and result.skipped == 0
+    assert [s["step"] for s in steps] == list(range(1, 31))
+    # The CSV holds each float to 9 significant digits: the same FP32 value.
+    assert [np.float32(s["loss"]) for s in steps] == [np.float32(r["loss"]) for r in rows]
+    assert [s["loss_scale"] for s in steps] == [float(r["loss_scale"]) for r in rows]
+    assert np.float32(result.last_loss) == np.float32(rows[-1]["loss"])
+
+
+def test_evaluates_and_learns(digits):
+    x, y, xt, yt = digits
+    result = mixprec.train(MODEL, {"x": x}, y, test_data={"x": xt}, test_labels=yt,
+                           precision="bf16", epochs=2, **COMMON)
+    assert result.steps == 88
+    assert 0.85 <= result.test_accuracy <= 1.0
+    assert np.isfinite(result.test_loss)
+
+
+def test_callback_stops_the_run_and_the_checkpoint_resumes(digits, tmp_path):
+    x, y, _, _ = digits
+    ck = str(tmp_path / "run.ckpt")
+    whole = []
+    mixprec.train(MODEL, {"x": x}, y, precision="bf16", steps=12,
+                  callback=lambda s: whole.append(s["loss"]), **COMMON)
+    first = mixprec.train(MODEL, {"x": x}, y, precision="bf16", steps=12, checkpoint=ck,
+                          callback=lambda s: s["step"] < 5, **COMMON)
+    assert first.steps == 5
+    rest = []
+    second = mixprec.train(MODEL, {"x": x}, y, precision="bf16", steps=12, resume=ck,
+                           callback=lambda s: rest.append(s["loss"]), **COMMON)
+    assert second.steps == 7
+    assert rest == whole[5:]  # bit for bit
+
+
+def test_a_scale_that_cannot_recover_raises_training_error(digits):
+    x, y, _, _ = digits
+    with pytest.raises(mixprec.TrainingError) as info:
+        mixprec.train(MODEL, {"x": x * 1e6}, y, precision="fp16", min_scale=1,
+                      max_skipped_in_a_row=5, **COMMON)
+    assert "cannot recover" in str(info.value)
+    assert any("first non-finite value" in n and "graph input 'x'" in n
+               for n in info.value.notes)
+    assert info.value.result.steps == 5 and info.value.result.skipped == 5
+
+
+def test_errors(digits):
+    x, y, _, _ = digits
+    with pytest.raises(mixprec.InvalidArgumentError, match="momentum"):
+        mixprec.train(MODEL, {"x": x}, y, momentum=1.5, **{k: v for k, v in COMMON.items()
+                                                            if k != "momentum"})
+    with pytest.raises(mixprec.InvalidArgumentError, match="no such option learning-rate"):
+        mixprec.train(MODEL, {"x": x}, y, learning_rate=0.1, steps=1, verbose=False)
+    bad = y.copy()
+    bad[3] = 12
+    with pytest.raises(mixprec.CompileError, match="label 12 of sample 3"):
+        mixprec.train(MODEL, {"x": x}, bad, steps=1, verbose=False)
+    with pytest.raises(mixprec.CompileError, match="'x'"):
+        mixprec.train(MODEL, {"x": x[:, :60]}, y, steps=1, verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="graph input name"):
+        mixprec.train(MODEL, x, y, steps=1, verbose=False)
+    with pytest.raises(ZeroDivisionError):
+        mixprec.train(MODEL, {"x": x}, y, steps=3, verbose=False, callback=lambda s: 1 / 0)
