@@ -777,16 +777,6 @@ bool writeCsv(Ctx &ctx, const std::string &path, const std::string &header,
   return true;
 }
 
-/// FNV-1a 64 of a file's bytes and its size, "HASH:SIZE".
-bool fingerprint(const std::string &path, std::string &out, std::string &error) {
-  std::string bytes;
-  if (!common::readRegularFile(path, bytes, error))
-    return false;
-  out = llvm::utohexstr(runtime::fnv1a64(bytes.data(), bytes.size()), /*LowerCase=*/true) + ":" +
-        std::to_string(bytes.size());
-  return true;
-}
-
 /// The configuration's problems that need no file read: "" or the error.
 std::string checkConfig(const TrainConfig &t) {
   const TrainingOptions &o = t.step;
@@ -899,7 +889,7 @@ int run(Ctx &ctx) {
   state.batch = stepRows;
   state.rows = rows;
   state.precision = precisionOptionsText(precision);
-  if (!fingerprint(t.model, state.model, error))
+  if (!fileFingerprint(t.model, state.model, error))
     return ctx.fail(error);
 
   if (!t.resume.empty()) {
@@ -1182,6 +1172,15 @@ std::string npyFileNameFor(const std::string &name) {
   if (s.empty())
     s = "%";
   return s + ".npy";
+}
+
+bool fileFingerprint(const std::string &path, std::string &out, std::string &error) {
+  std::string bytes;
+  if (!common::readRegularFile(path, bytes, error))
+    return false;
+  out = llvm::utohexstr(runtime::fnv1a64(bytes.data(), bytes.size()), /*LowerCase=*/true) + ":" +
+        std::to_string(bytes.size());
+  return true;
 }
 
 TrainOutcome train(const TrainConfig &config, const TrainEvents &events) {

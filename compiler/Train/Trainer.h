@@ -102,6 +102,11 @@ constexpr int kTrainScaleStuck = 5;
 /// Never throws or exits: every failure is in the outcome.
 TrainOutcome train(const TrainConfig &config, const TrainEvents &events);
 
+/// FNV-1a 64 of a file's bytes and its size, "HASH:SIZE" (what a
+/// checkpoint and the JIT module cache recognise a model by); false with
+/// `error` when it cannot be read.
+bool fileFingerprint(const std::string &path, std::string &out, std::string &error);
+
 /// The file name an array named `name` is written to (NAME.npy, every byte
 /// outside [A-Za-z0-9_.-] and a leading '.' as %XX).
 std::string npyFileNameFor(const std::string &name);

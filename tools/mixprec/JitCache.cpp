@@ -1,6 +1,8 @@
 //===- JitCache.cpp - modules `mixprec run` compiled, kept on disk --------===//
 #include "tools/mixprec/JitCache.h"
 
+#include "compiler/Train/Trainer.h"
+
 #include "codegen/Cuda/KernelCache.h"
 #include "common/FileIO.h"
 #include "mixprec/runtime.h"
@@ -30,12 +32,7 @@ constexpr const char *kFilesHeader = "--- files ---\n";
 } // namespace
 
 bool fileFingerprint(const std::string &path, std::string &out, std::string &error) {
-  std::string bytes;
-  if (!common::readRegularFile(path, bytes, error))
-    return false;
-  out = llvm::utohexstr(runtime::fnv1a64(bytes.data(), bytes.size()), /*LowerCase=*/true) + ":" +
-        std::to_string(bytes.size());
-  return true;
+  return compiler::fileFingerprint(path, out, error);
 }
 
 bool jitCacheEntry(const std::string &keyText, JitCacheEntry &entry, std::string &why) {
