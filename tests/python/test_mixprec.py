@@ -19,8 +19,10 @@ from conftest import REPO
 
 with open(os.path.join(REPO, "tests/e2e/precision_bounds.json")) as f:
     BOUNDS = json.load(f)["bounds"]
-# FP32 modules against onnxruntime: run_e2e.py's --rtol for the runtime.
+# FP32 modules against onnxruntime: run_e2e.py's --rtol for the runtime;
+# TF32: validate's default bound (README "Error bounds").
 BOUNDS["fp32"] = {"max_rel": 1e-4, "min_cosine": 0.99999}
+BOUNDS["tf32"] = {"max_rel": 5e-3, "min_cosine": 0.999998}
 
 
 def model_inputs(folder, m):
@@ -40,7 +42,7 @@ def compare(got, ref):
     return max_rel, cosine
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "bf16", "fp16", "fp8"])
 def test_e2e_models_against_onnxruntime(e2e_models, precision):
     folder, models = e2e_models
     checked = 0
