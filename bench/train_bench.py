@@ -31,8 +31,9 @@ its precision and kernel pipelines, printed to 10 ms), the smallest of the
 runs. The loss columns are the mean loss of the last 20 steps (PyTorch's
 run has its W warm-up steps more).
 
-PyTorch (run by --torch-python in a child process; default: this python;
-skipped, with a message, when `import torch` fails there): the same model in
+PyTorch (run by --torch-python in a child process; default: $MIXPREC_TORCH_PYTHON,
+else this python; skipped, with a message, when `import torch` fails there,
+the mixprec figures still taken): the same model in
 torch with the ONNX file's initializers copied (the MLP as nn.Sequential of
 nn.Linear + ReLU; the GPT block op for op as the ONNX graph: LayerNorm eps
 1e-5, fused QKV MatMul+Add, slices, heads by reshape/permute, Q K^T times
@@ -383,7 +384,7 @@ def torch_worker(spec_path, out_path):
 
 def run_torch(args, models, work):
     """The PyTorch figures, or {"skipped": why}."""
-    py = args.torch_python or sys.executable
+    py = args.torch_python or os.environ.get("MIXPREC_TORCH_PYTHON") or sys.executable
     p = subprocess.run([py, "-c", "import torch; print(torch.__version__)"],
                        capture_output=True, text=True)
     if p.returncode != 0:
@@ -397,6 +398,8 @@ def run_torch(args, models, work):
                        for k, m in models.items()}}
     spec_path, out_path = os.path.join(work, "torch_spec.json"), os.path.join(work, "torch.json")
     json.dump(spec, open(spec_path, "w"), indent=1)
+    if os.path.exists(out_path):
+        os.remove(out_path)
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(args.threads)
     p = subprocess.run([py, os.path.abspath(__file__), "--torch-worker", spec_path, out_path],
@@ -463,7 +466,8 @@ def main(argv=None):
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--mixprec", default=os.path.join(ROOT, "build", "bin", "mixprec"))
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--torch-python", help="python with torch (default: this one)")
+    ap.add_argument("--torch-python",
+                    help="python with torch (default: $MIXPREC_TORCH_PYTHON, else this one)")
     ap.add_argument("--models", default="digits,gpt_block")
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
     ap.add_argument("--digits-steps", type=int, default=300)
@@ -491,6 +495,7 @@ def main(argv=None):
         p = subprocess.run([args.probe], capture_output=True, text=True)
         summary = (p.stdout + p.stderr).strip()
         if p.returncode == SKIP:
+            summary = summary[len("SKIP: "):] if summary.startswith("SKIP: ") else summary
             print(f"SKIP: no GPU for the training benchmark: {summary}")
             return SKIP
         if p.returncode != 0:
