@@ -27,6 +27,7 @@ from ._errors import (CompileError, DtypeMismatchError, Error, ExecutionError,
 
 __all__ = [
     "compile", "load", "report", "validate", "train", "from_torch", "Module", "TensorInfo",
+    "DeviceArray",
     "Report", "TrainResult", "TrainingError",
     "Validation", "Error", "CompileError", "InvalidArgumentError", "InvalidModuleError",
     "UnsupportedVersionError", "SideFileError", "ShapeMismatchError", "DtypeMismatchError",
@@ -37,6 +38,34 @@ __all__ = [
 __version__ = _mixprec.version().split()[-1]
 
 _BACKENDS = ("cpu", "cuda", "auto")
+
+
+class DeviceArray:
+    """An output kept where the backend wrote it (Module.run(...,
+    device_outputs=True)): `shape`, `dtype` (the module's: "f32", "bf16",
+    ...), `device` ("cpu" or "cuda"), and the DLPack protocol over that
+    memory, without a copy (torch.from_dlpack on a GPU, np.from_dlpack on
+    the CPU backend). It keeps its module alive."""
+
+    __slots__ = ("_array", "shape", "dtype")
+
+    def __init__(self, array, shape, dtype):
+        self._array = array
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def device(self):
+        return "cuda" if self._array.__dlpack_device__()[0] == 2 else "cpu"
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._array.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+    def __repr__(self):
+        return f"<mixprec.DeviceArray {self.dtype}{list(self.shape)} on {self.device}>"
 
 
 class TensorInfo(tuple):
@@ -251,12 +280,19 @@ class Module:
         """Why backend "auto" chose its backend ("" for one asked by name)."""
         return self._impl.backend_reason
 
-    def run(self, *args, **inputs):
+    def run(self, *args, device_outputs=False, **inputs):
         """Runs the module; returns {output name: numpy array}. Inputs by
         name, or positionally in the order of Module.inputs; each a numpy
         array or any DLPack producer in host memory. Float outputs are
         float32 (decoded exactly from their dtype), integer and bool outputs
-        their own dtype; each array owns its memory."""
+        their own dtype; each array owns its memory.
+
+        device_outputs=True: each output stays where the backend wrote it
+        (device memory on the CUDA backend, host memory on the CPU backend)
+        in its own dtype (float16, bfloat16...; FP8 outputs are refused),
+        returned as an array object with __dlpack__ / __dlpack_device__
+        over that memory, without a copy: torch.from_dlpack(out["y"]) on a
+        GPU, np.from_dlpack on the CPU backend. It keeps the module alive."""
         names = [i.name for i in self.inputs]
         if len(args) > len(names):
             raise InvalidArgumentError(
@@ -267,7 +303,12 @@ class Module:
             if name in given:
                 raise InvalidArgumentError(f"{self.name}: input '{name}' given twice")
             given[name] = value
-        return self._impl.run(_named_arrays(given, f"{self.name}: input"))
+        arrays = _named_arrays(given, f"{self.name}: input")
+        if device_outputs:
+            infos = {o.name: o for o in self.outputs}
+            return {name: DeviceArray(a, infos[name].shape, infos[name].dtype)
+                    for name, a in self._impl.run_on_device(arrays).items()}
+        return self._impl.run(arrays)
 
     __call__ = run
 

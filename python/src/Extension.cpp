@@ -170,6 +170,32 @@ mixprec_backend_t backendOf(const std::string &name) {
 /// a stateless module keeps a pool (threads that run at once each take
 /// one); a module with state has one session, whose state persists, and
 /// its runs take turns.
+/// The DLPack dtype of a module dtype kept as it is on the device; false
+/// for the FP8 dtypes, which DLPack has no code for.
+bool deviceDType(mixprec_dtype_t dtype, nb::dlpack::dtype &out) {
+  using Code = nb::dlpack::dtype_code;
+  auto make = [&](Code code, int bits) {
+    out = nb::dlpack::dtype{uint8_t(code), uint8_t(bits), 1};
+    return true;
+  };
+  switch (dtype) {
+  case MIXPREC_DTYPE_F32:
+    return make(Code::Float, 32);
+  case MIXPREC_DTYPE_F16:
+    return make(Code::Float, 16);
+  case MIXPREC_DTYPE_BF16:
+    return make(Code::Bfloat, 16);
+  case MIXPREC_DTYPE_I64:
+    return make(Code::Int, 64);
+  case MIXPREC_DTYPE_I32:
+    return make(Code::Int, 32);
+  case MIXPREC_DTYPE_BOOL:
+    return make(Code::Bool, 8);
+  default:
+    return false;
+  }
+}
+
 class Module {
 public:
   Module(mixprec_module_t module, std::unique_ptr<CompiledModel> compiled, std::string name,
@@ -276,6 +302,109 @@ public:
       std::vector<size_t> shape(info.dims, info.dims + info.rank);
       out[info.name] = ownedArray(std::move(results[i]), hostDType(info.dtype), shape);
     }
+    return out;
+  }
+
+  /// Binds every input, runs with each output written into a buffer of
+  /// the session's backend (device memory on CUDA, host memory on the CPU
+  /// backend), and returns them as DLPack-capable arrays over that memory:
+  /// nothing is copied out. Each keeps `self` (the Python Module, whose
+  /// sessions own the device) alive and releases its buffer when dropped.
+  nb::dict runOnDevice(nb::handle self, const std::vector<std::pair<std::string, InArray>> &given) {
+    size_t count = mixprec_module_input_count(module);
+    std::vector<mixprec::support::NpyArray> arrays(count);
+    std::vector<bool> have(count, false);
+    for (const auto &[inputName, a] : given) {
+      size_t index = 0;
+      check(mixprec_module_find_input(module, inputName.c_str(), &index),
+            name + ": input '" + inputName + "': ");
+      arrays[index] = npyOf(a, name + ": input '" + inputName + "'");
+      have[index] = true;
+    }
+    for (size_t i = 0; i < count; ++i)
+      if (!have[i])
+        throw MixprecFailure{MIXPREC_INVALID_ARGUMENT,
+                             name + ": input '" + std::string(inputInfo(i).name) +
+                                 "' not given (the module's inputs: " + inputNames() + ")",
+                             {}};
+    size_t outputCount = mixprec_module_output_count(module);
+    std::vector<mixprec_tensor_info_t> infos(outputCount);
+    std::vector<nb::dlpack::dtype> dtypes(outputCount);
+    for (size_t i = 0; i < outputCount; ++i) {
+      check(mixprec_module_output_info(module, i, &infos[i]));
+      if (!deviceDType(infos[i].dtype, dtypes[i]))
+        throw MixprecFailure{MIXPREC_UNIMPLEMENTED,
+                             name + ": output '" + std::string(infos[i].name) + "' is " +
+                                 mixprec_dtype_name(infos[i].dtype) +
+                                 ", which DLPack cannot describe: read it with run() (decoded "
+                                 "to float32)",
+                             {}};
+    }
+    std::vector<mixprec_buffer_t> buffers(outputCount, nullptr);
+    auto releaseAll = [&] {
+      for (mixprec_buffer_t b : buffers)
+        mixprec_buffer_release(b);
+    };
+    {
+      nb::gil_scoped_release release;
+      std::vector<std::vector<uint8_t>> bytes(count);
+      for (size_t i = 0; i < count; ++i)
+        check(encodeInput(inputInfo(i), arrays[i], name, bytes[i]));
+      std::unique_lock<std::mutex> turn(runLock, std::defer_lock);
+      if (stateful)
+        turn.lock();
+      mixprec_session_t session = takeSession();
+      auto unbind = [&] {
+        for (size_t i = 0; i < outputCount; ++i)
+          mixprec_status_free(mixprec_session_bind_output_buffer(session, i, nullptr));
+      };
+      try {
+        for (size_t i = 0; i < count; ++i) {
+          mixprec_tensor_info_t info = inputInfo(i);
+          check(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
+                                           bytes[i].data(), bytes[i].size()),
+                name + ": ");
+        }
+        for (size_t i = 0; i < outputCount; ++i) {
+          check(mixprec_buffer_create(session, infos[i].byte_size, &buffers[i]), name + ": ");
+          check(mixprec_session_bind_output_buffer(session, i, buffers[i]), name + ": ");
+        }
+        check(mixprec_session_run(session), name + ": ");
+      } catch (...) {
+        unbind();
+        giveBack(session);
+        releaseAll();
+        throw;
+      }
+      // The buffers now hold the outputs; the session's next runs write
+      // its own memory again.
+      unbind();
+      giveBack(session);
+    }
+    nb::dict out;
+    for (size_t i = 0; i < outputCount; ++i) {
+      struct Owner {
+        mixprec_buffer_t buffer;
+        nb::object module;
+      };
+      mixprec_buffer_t buffer = buffers[i];
+      buffers[i] = nullptr;
+      auto *owner = new Owner{buffer, nb::borrow(self)};
+      nb::capsule capsule(owner, [](void *p) noexcept {
+        auto *o = static_cast<Owner *>(p);
+        mixprec_buffer_release(o->buffer);
+        delete o;
+      });
+      int32_t deviceType = mixprec_buffer_backend(buffer) == MIXPREC_BACKEND_CUDA
+                               ? nb::device::cuda::value
+                               : nb::device::cpu::value;
+      std::vector<size_t> shape(infos[i].dims, infos[i].dims + infos[i].rank);
+      void *data = reinterpret_cast<void *>(
+          static_cast<uintptr_t>(mixprec_buffer_device_address(buffer)));
+      out[infos[i].name] = nb::cast(nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), capsule,
+                                                  nullptr, dtypes[i], deviceType, 0));
+    }
+    releaseAll(); // the handed-over ones are null
     return out;
   }
 
@@ -530,6 +659,10 @@ NB_MODULE(_mixprec, m) {
       .def("outputs", &Module::outputs)
       .def("states", &Module::states)
       .def("run", &Module::run)
+      .def("run_on_device",
+           [](nb::handle self, const std::vector<std::pair<std::string, InArray>> &given) {
+             return nb::cast<Module &>(self).runOnDevice(self, given);
+           })
       .def("ir", &Module::ir)
       .def("save", &Module::save)
       .def("read_state", &Module::readState)

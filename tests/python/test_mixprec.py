@@ -392,3 +392,60 @@ def test_readme_quick_start(tmp_path):
                           text=True, env={**os.environ})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+
+
+def test_device_outputs_are_dlpack_views_without_a_copy():
+    # On the CPU backend the backend's memory is host memory: the outputs
+    # come back as DLPack views of the buffers the run wrote, in their own
+    # dtype, equal to run()'s copies.
+    m = mlp_module()
+    x = mlp_input()
+    host = m.run(x=x)
+    dev = m.run(x=x, device_outputs=True)
+    assert set(dev) == set(host)
+    for name, out in dev.items():
+        assert out.__dlpack_device__() == (1, 0) and out.device == "cpu"  # kDLCPU
+        assert out.shape == host[name].shape
+        view = np.from_dlpack(out)
+        assert np.array_equal(view, host[name])
+        assert np.shares_memory(view, np.from_dlpack(out))  # exported, not copied
+    # They outlive the module object that made them.
+    del m
+    assert np.array_equal(np.from_dlpack(dev["probs"]), host["probs"])
+
+
+def test_device_outputs_on_the_cuda_backend_are_cuda_dlpack(tmp_path):
+    # The fake CUDA driver (runtime/tests/FakeCudaDriver.c: host memory as
+    # device memory, kernels not run) stands in for a GPU: the outputs are
+    # CUDA DLPack tensors (kDLCUDA, device 0) over the session's device
+    # buffers. Their values need a real GPU (the `gpu` tests).
+    fake = os.environ.get("MIXPREC_FAKE_CUDA_DRIVER",
+                          os.path.join(REPO, "build/runtime/tests/libmixprec_fake_cuda.so"))
+    if not os.path.isfile(fake):
+        pytest.skip(f"the fake CUDA driver is not built ({fake})")
+    # Element-wise kernels only: the fake driver has no cuBLASLt behind it.
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+        "ew", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])])
+    path = tmp_path / "ew.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    script = f"""
+import mixprec, numpy as np
+m = mixprec.compile({str(path)!r}, precision="bf16", backend="cuda",
+                    keep_io_types=False)
+assert m.backend == "cuda", m.backend
+out = m.run(x=np.ones([4, 8], np.float32), device_outputs=True)
+o = out["y"]
+assert o.__dlpack_device__() == (2, 0), o.__dlpack_device__()
+assert o.dtype == "bf16" and o.shape == (4, 8) and o.device == "cuda", o
+print("ok", o)
+"""
+    # The fake driver cannot capture CUDA graphs: steps are launched one by one.
+    env = dict(os.environ, MIXPREC_CUDA_DRIVER_LIBRARY=fake, MIXPREC_CACHE_DIR=str(tmp_path),
+               MIXPREC_CUDA_GRAPHS="0")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stderr[-2000:]
