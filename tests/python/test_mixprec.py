@@ -449,3 +449,16 @@ print("ok", o)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stderr[-2000:]
+
+
+def test_an_input_on_a_device_the_backend_cannot_reach_is_named():
+    class OnGpu:  # a DLPack producer whose memory is on a CUDA device
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, *args, **kwargs):
+            raise BufferError("the tensor is on cuda:0")
+
+    m = mlp_module()
+    with pytest.raises(mixprec.InvalidArgumentError, match="input 'x'.*copy it to the CPU"):
+        m.run(x=OnGpu())
