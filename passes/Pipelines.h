@@ -217,10 +217,10 @@ struct PrecisionPipelineOptions : public mlir::PassPipelineOptions<PrecisionPipe
       llvm::cl::desc("FP8 formats: hybrid (gradients f8E5M2, the rest f8E4M3FN) or e4m3"),
       llvm::cl::init("hybrid")};
   Option<int, IntegerInRangeParser<1, 1 << 20>> amaxHistory{
-      *this, "amax-history", llvm::cl::desc("Delayed FP8 scaling: amax history length"),
+      *this, "fp8-amax-history", llvm::cl::desc("Delayed FP8 scaling: amax history length"),
       llvm::cl::init(1024)};
   Option<std::string> amaxAlgo{
-      *this, "amax-algo",
+      *this, "fp8-amax-algo",
       llvm::cl::desc("Delayed FP8 scaling: scale from the history's max or the most-recent amax"),
       llvm::cl::init("max")};
   Option<int, IntegerInRangeParser<0, 64>> fp8Margin{

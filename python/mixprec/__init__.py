@@ -478,7 +478,7 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         steps, epochs, seed, shuffle, log_every, eval_every, csv,
         checkpoint, checkpoint_every, resume, state_dir, compare ("fp32"),
         max_skipped_in_a_row, backend; any other keyword is a precision
-        option (fp8_scaling="current", amax_history=16, keep_io_types=...).
+        option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).
     Returns a TrainResult; raises TrainingError when the loss scale could
     not recover, CompileError / InvalidArgumentError / IoError otherwise."""
     if not isinstance(data, dict) or not data:

@@ -336,7 +336,8 @@ def check_fp8_delayed(r, work, tally):
     problems = []
     for algo, margin in (("max", 0), ("most-recent", 1)):
         common = ["--batch", BATCH, "--no-shuffle", "--precision", "fp8", "--optimizer", "sgd",
-                  "--lr", "0.5", "--amax-history", 2, "--amax-algo", algo, "--fp8-margin", margin]
+                  "--lr", "0.5", "--fp8-amax-history", 2, "--fp8-amax-algo", algo,
+                  "--fp8-margin", margin]
         masters = [init]  # the masters before step 1, 2, 3
         states = None
         for steps in (1, 2, 3):

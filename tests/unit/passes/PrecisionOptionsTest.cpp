@@ -101,11 +101,15 @@ TEST(PrecisionOptions, ThePipelineBindsEveryValueToItsPass) {
   ASSERT_FALSE(mlir::failed(pipeline.parseFromString(
       "precision=fp16 keep-io-types=false keep-fp32=softmax,fc* force=head:fp32 "
       "policy=p.json fp16-margin=4 underflow-threshold=0.25 overflow-fallback=fp32 "
-      "fp8-scaling=current fp8-margin=3")));
+      "fp8-scaling=current fp8-margin=3 fp8-format=e4m3 fp8-amax-history=16 "
+      "fp8-amax-algo=most-recent")));
   std::string assign = builtPass(pipeline, "mp-assign-precision");
   std::string scaling = builtPass(pipeline, "mp-insert-scaling");
   expectBound(assign, pipeline, "");
   expectBound(scaling, pipeline, "fp8-");
   EXPECT_EQ(optionMap(assign)["precision"], "fp16");
   EXPECT_EQ(optionMap(scaling)["margin"], "3");
+  EXPECT_EQ(optionMap(scaling)["amax-history"], "16");
+  EXPECT_EQ(optionMap(scaling)["amax-algo"], "most-recent");
+  EXPECT_EQ(optionMap(scaling)["format"], "e4m3");
 }
