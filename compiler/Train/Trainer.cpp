@@ -915,7 +915,8 @@ int run(Ctx &ctx) {
       return mismatch("training data of", std::to_string(saved.rows) + " samples",
                       std::to_string(state.rows));
     if (saved.batch != state.batch)
-      return mismatch("--batch", std::to_string(saved.batch), std::to_string(state.batch));
+      return mismatch(o.accumulate > 1 ? "samples per step (--batch x --accumulate)" : "--batch",
+                      std::to_string(saved.batch), std::to_string(state.batch));
     if (saved.seed != state.seed)
       return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
     if (saved.shuffle != state.shuffle)
