@@ -579,11 +579,10 @@ void evalCast(Eval &e) {
   e.outputs.push_back(foldCast(e.ctx, e.attr(0), target));
 }
 
-/// CastLike of a DOUBLE constant (the others are the converter's: an
-/// mp.cast); input #1 gives only the type.
+/// CastLike of a constant, as Cast folds one (a shape subgraph may cast a
+/// float constant to an integer one that Range or Reshape needs at compile
+/// time); input #1 gives only the type.
 void evalCastLike(Eval &e) {
-  if (!e.elemOf(0).isF64())
-    throw NotFoldable{};
   e.reserve(e.shapeOf(0));
   e.outputs.push_back(foldCast(e.ctx, e.attr(0), e.elemOf(1)));
 }
