@@ -322,7 +322,7 @@ struct Loaded {
 
 /// The CUDA architecture a module gets code for on `backend`: the
 /// device's (CUDA, or auto with a device), else none ("").
-std::string deviceArch(Ctx &ctx, mixprec_backend_t backend, int &smVersion) {
+std::string deviceArch(mixprec_backend_t backend, int &smVersion) {
   if (backend == MIXPREC_BACKEND_CPU)
     return "";
   int sm = 0;
@@ -391,7 +391,7 @@ int compileAndLoad(Ctx &ctx, Compilation &command, ModuleOp module,
   if (failed(compilePrecision(module, precision, ExistingPlan::Refuse)))
     return command.fail(ctx, model);
   int smVersion = 0;
-  std::string arch = deviceArch(ctx, ctx.c.backend, smVersion);
+  std::string arch = deviceArch(ctx.c.backend, smVersion);
   codegen::CudaCompileOptions cuda;
   cuda.smVersion = smVersion;
   cuda.warn = [&ctx](const std::string &message) { ctx.print("warning: " + message); };
@@ -1173,6 +1173,11 @@ std::string npyFileNameFor(const std::string &name) {
   if (s.empty())
     s = "%";
   return s + ".npy";
+}
+
+TrainingOptions::Scaling defaultScaling(passes::Precision precision) {
+  return precision == passes::Precision::FP16 ? TrainingOptions::Scaling::Dynamic
+                                              : TrainingOptions::Scaling::None;
 }
 
 bool fileFingerprint(const std::string &path, std::string &out, std::string &error) {

@@ -102,6 +102,11 @@ constexpr int kTrainScaleStuck = 5;
 /// Never throws or exits: every failure is in the outcome.
 TrainOutcome train(const TrainConfig &config, const TrainEvents &events);
 
+/// The loss scaling a run gets when none is asked for: GradScaler's
+/// dynamic scaling at FP16, which needs it, none at the precisions with
+/// FP32's range (FP32, TF32, BF16, and FP8's BF16 rest).
+passes::TrainingOptions::Scaling defaultScaling(passes::Precision precision);
+
 /// FNV-1a 64 of a file's bytes and its size, "HASH:SIZE" (what a
 /// checkpoint and the JIT module cache recognise a model by); false with
 /// `error` when it cannot be read.

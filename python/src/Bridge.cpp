@@ -369,9 +369,7 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   if (!passes::parseOptimizer(r.optimizer, o.optimizer))
     return bad("optimizer", r.optimizer, "sgd or adamw");
   if (r.lossScale.empty())
-    o.scaling = options.precision.getValue() == passes::Precision::FP16
-                    ? TrainingOptions::Scaling::Dynamic
-                    : TrainingOptions::Scaling::None;
+    o.scaling = compiler::defaultScaling(options.precision.getValue());
   else if (!passes::parseScaling(r.lossScale, o.scaling))
     return bad("loss_scale", r.lossScale, "none, static or dynamic");
   o.output = r.output;

@@ -244,8 +244,10 @@ public:
     return out;
   }
 
-  /// Binds every input, runs, and returns the outputs by name.
-  nb::dict run(const std::vector<std::pair<std::string, InArray>> &given) {
+  /// The given arrays in input order; fails naming an unknown or missing
+  /// input.
+  std::vector<mixprec::support::NpyArray>
+  inputArrays(const std::vector<std::pair<std::string, InArray>> &given) const {
     size_t count = mixprec_module_input_count(module);
     std::vector<mixprec::support::NpyArray> arrays(count);
     std::vector<bool> have(count, false);
@@ -262,24 +264,42 @@ public:
                              name + ": input '" + std::string(inputInfo(i).name) +
                                  "' not given (the module's inputs: " + inputNames() + ")",
                              {}};
+    return arrays;
+  }
+
+  /// Each input's bytes in its module dtype (the CLI's rules).
+  std::vector<std::vector<uint8_t>>
+  encodeInputs(const std::vector<mixprec::support::NpyArray> &arrays) const {
+    std::vector<std::vector<uint8_t>> bytes(arrays.size());
+    for (size_t i = 0; i < arrays.size(); ++i)
+      check(encodeInput(inputInfo(i), arrays[i], name, bytes[i]));
+    return bytes;
+  }
+
+  /// Binds the encoded inputs to `session`.
+  void bindInputs(mixprec_session_t session, const std::vector<std::vector<uint8_t>> &bytes) {
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      mixprec_tensor_info_t info = inputInfo(i);
+      check(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
+                                       bytes[i].data(), bytes[i].size()),
+            name + ": ");
+    }
+  }
+
+  /// Binds every input, runs, and returns the outputs by name.
+  nb::dict run(const std::vector<std::pair<std::string, InArray>> &given) {
+    std::vector<mixprec::support::NpyArray> arrays = inputArrays(given);
     size_t outputCount = mixprec_module_output_count(module);
     std::vector<std::vector<uint8_t>> results(outputCount);
     {
       nb::gil_scoped_release release;
-      std::vector<std::vector<uint8_t>> bytes(count);
-      for (size_t i = 0; i < count; ++i)
-        check(encodeInput(inputInfo(i), arrays[i], name, bytes[i]));
+      std::vector<std::vector<uint8_t>> bytes = encodeInputs(arrays);
       std::unique_lock<std::mutex> turn(runLock, std::defer_lock);
       if (stateful)
         turn.lock();
       mixprec_session_t session = takeSession();
       try {
-        for (size_t i = 0; i < count; ++i) {
-          mixprec_tensor_info_t info = inputInfo(i);
-          check(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
-                                           bytes[i].data(), bytes[i].size()),
-                name + ": ");
-        }
+        bindInputs(session, bytes);
         check(mixprec_session_run(session), name + ": ");
         for (size_t i = 0; i < outputCount; ++i) {
           mixprec_tensor_info_t info;
@@ -311,22 +331,7 @@ public:
   /// nothing is copied out. Each keeps `self` (the Python Module, whose
   /// sessions own the device) alive and releases its buffer when dropped.
   nb::dict runOnDevice(nb::handle self, const std::vector<std::pair<std::string, InArray>> &given) {
-    size_t count = mixprec_module_input_count(module);
-    std::vector<mixprec::support::NpyArray> arrays(count);
-    std::vector<bool> have(count, false);
-    for (const auto &[inputName, a] : given) {
-      size_t index = 0;
-      check(mixprec_module_find_input(module, inputName.c_str(), &index),
-            name + ": input '" + inputName + "': ");
-      arrays[index] = npyOf(a, name + ": input '" + inputName + "'");
-      have[index] = true;
-    }
-    for (size_t i = 0; i < count; ++i)
-      if (!have[i])
-        throw MixprecFailure{MIXPREC_INVALID_ARGUMENT,
-                             name + ": input '" + std::string(inputInfo(i).name) +
-                                 "' not given (the module's inputs: " + inputNames() + ")",
-                             {}};
+    std::vector<mixprec::support::NpyArray> arrays = inputArrays(given);
     size_t outputCount = mixprec_module_output_count(module);
     std::vector<mixprec_tensor_info_t> infos(outputCount);
     std::vector<nb::dlpack::dtype> dtypes(outputCount);
@@ -347,9 +352,7 @@ public:
     };
     {
       nb::gil_scoped_release release;
-      std::vector<std::vector<uint8_t>> bytes(count);
-      for (size_t i = 0; i < count; ++i)
-        check(encodeInput(inputInfo(i), arrays[i], name, bytes[i]));
+      std::vector<std::vector<uint8_t>> bytes = encodeInputs(arrays);
       std::unique_lock<std::mutex> turn(runLock, std::defer_lock);
       if (stateful)
         turn.lock();
@@ -359,12 +362,7 @@ public:
           mixprec_status_free(mixprec_session_bind_output_buffer(session, i, nullptr));
       };
       try {
-        for (size_t i = 0; i < count; ++i) {
-          mixprec_tensor_info_t info = inputInfo(i);
-          check(mixprec_session_bind_input(session, i, info.dtype, info.rank, info.dims,
-                                           bytes[i].data(), bytes[i].size()),
-                name + ": ");
-        }
+        bindInputs(session, bytes);
         for (size_t i = 0; i < outputCount; ++i) {
           check(mixprec_buffer_create(session, infos[i].byte_size, &buffers[i]), name + ": ");
           check(mixprec_session_bind_output_buffer(session, i, buffers[i]), name + ": ");

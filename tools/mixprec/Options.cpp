@@ -3,6 +3,8 @@
 
 #include "tools/mixprec/CliCommon.h"
 
+#include "compiler/Train/Trainer.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/GlobPattern.h"
@@ -902,13 +904,9 @@ const TrainSettings &train() {
     o.beta1 = beta1Opt;
     o.beta2 = beta2Opt;
     o.eps = epsOpt;
-    // GradScaler is what FP16 needs; BF16 and FP32 have FP32's range.
-    if (lossScaleOpt.getNumOccurrences())
-      o.scaling = lossScaleOpt;
-    else
-      o.scaling = precision().precision.getValue() == passes::Precision::FP16
-                      ? TrainingOptions::Scaling::Dynamic
-                      : TrainingOptions::Scaling::None;
+    o.scaling = lossScaleOpt.getNumOccurrences()
+                    ? lossScaleOpt.getValue()
+                    : compiler::defaultScaling(precision().precision.getValue());
     o.initScale = initScaleOpt;
     o.growthFactor = growthFactorOpt;
     o.backoffFactor = backoffFactorOpt;
