@@ -13,6 +13,9 @@
 #                                                  real weights, few tokens; tiny:
 #                                                  a quick look, seconds)
 #
+# The GPU run ends with the training table of issue 11 (bench/train_bench.py
+# on the step modules --prepare compiled into build/gpu-bench/train, run by
+# mixprec-train-run from the runtime-only build).
 # On the GPU machine it reads build/gpu-bench (modules, recipes, manifest) and
 # build/runtime-deps (a full build's header-only dependencies): carry both.
 # Results go to stdout and, when OUT is set, to $OUT/gpu_bench.json and
@@ -56,7 +59,8 @@ build_runtime() {
   cmake -S . -B "$dir" "${gen[@]}" -DMIXPREC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
         >"$dir/mixprec-configure.log" 2>&1 ||
     { tail -20 "$dir/mixprec-configure.log" >&2; echo "gpu.sh: error: configure failed" >&2; return 1; }
-  timeout 300 cmake --build "$dir" --target mixprec_runtime -j"$(nproc)" >"$dir/mixprec-build.log" 2>&1 ||
+  timeout 300 cmake --build "$dir" --target mixprec_runtime mixprec-train-run -j"$(nproc)" \
+        >"$dir/mixprec-build.log" 2>&1 ||
     { tail -30 "$dir/mixprec-build.log" >&2; echo "gpu.sh: error: runtime build failed" >&2; return 1; }
   local lib
   lib=$(dirname "$(find "$dir" -name 'libmixprec_runtime.so' | head -1)")
@@ -96,6 +100,9 @@ case $mode in
   prepare)
     python3 bench/gpu_bench.py prepare --mixprec "$mixprec" --out build/gpu-bench --shapes gpu \
       --arch sm_90 || exit 1
+    # The training steps (issue 11), compiled for sm_90 with their data.
+    python3 bench/train_bench.py --prepare build/gpu-bench/train --arch sm_90 \
+      --mixprec "$mixprec" || exit 1
     [[ -f build/runtime-deps/module.fbs ]] ||
       { echo "gpu.sh: error: build/runtime-deps is missing: run bash scripts/build.sh" >&2; exit 1; }
     tree=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
@@ -117,8 +124,16 @@ case $mode in
                                        "GPU", torch.cuda.is_available())' 2>&1
       runner=$(build_runtime build-rt) || exit 1
       find_cublaslt
+      # The inference table first; the training table gets the last
+      # GPU_TRAIN_BENCH_S seconds of the budget.
       python3 bench/gpu_bench.py run --folder build/gpu-bench --runner "$runner" \
-        --backend cuda --device cuda --deadline "$deadline"
+        --backend cuda --device cuda --deadline "$((deadline - ${GPU_TRAIN_BENCH_S:-150}))"
+      if [[ -f build/gpu-bench/train/manifest.json ]]; then
+        echo "== training throughput (issue 11)"
+        python3 bench/train_bench.py --from build/gpu-bench/train \
+          --runner build-rt/bin/mixprec-train-run --device cuda --repeat 2 \
+          --deadline "$deadline" ${OUT:+--json "$OUT/train_bench.json"}
+      fi
     } 2>&1 | tee "$log"
     ;;
   dry)
@@ -129,6 +144,11 @@ case $mode in
       echo "gpu.sh: note: no torch here: the PyTorch rows are left out (pip install torch)"
     python3 bench/gpu_bench.py run --folder build/gpu-bench-dry --runner "$runner" \
       --backend cpu --device cpu --warmup 1 --repeat 5 --max-seconds 5 --compile-timeout 300 \
-      --check-fp32
+      --check-fp32 || exit 1
+    python3 bench/train_bench.py --prepare build/gpu-bench-dry/train --mixprec "$mixprec" ||
+      exit 1
+    python3 bench/train_bench.py --from build/gpu-bench-dry/train \
+      --runner build-rt/bin/mixprec-train-run --device cpu --repeat 1 --digits-steps 40 \
+      --gpt-steps 20
     ;;
 esac

@@ -6,7 +6,10 @@
                    [--precisions fp32,bf16,fp16,fp8] [--digits-steps 300]
                    [--gpt-steps 200] [--repeat 3] [--warmup 10] [--threads N]
                    [--coretype NAME] [--probe GPU_DRIVER_PROBE] [--work DIR]
-                   [--json FILE]
+                   [--json FILE] [--deadline UNIX_TIME]
+    train_bench.py --prepare DIR [--arch sm_90] [--mixprec BIN] [--models ...]
+                   [--precisions ...]
+    train_bench.py --from DIR --runner BIN [--device cpu|cuda] [...]
 
 Models:
   digits     examples/train_digits/mlp.onnx (64-128-128-10, Gemm + Relu) on
@@ -54,6 +57,15 @@ the core count.
 --device cuda: mixprec --backend cuda and torch on "cuda". With --probe
 (gpu_driver_probe), a machine without a GPU or driver exits 77 (ctest:
 skipped) with the probe's reason.
+
+Machines without the compiler (the lent GPU machine has the runtime-only
+build, no LLVM): `--prepare DIR [--arch sm_90]` here compiles every model
+at every precision with `mixprec train ... --save-modules` (for --arch) and
+puts the data, the initializers and the reference outputs beside them
+(DIR/manifest.json; a few MB); there, `--from DIR --runner
+build-rt/bin/mixprec-train-run` runs the same table with the runtime alone
+(compile column: the time --prepare took) and PyTorch (no onnx needed).
+--deadline UNIX_TIME skips the runs that would start after it.
 
 Prints a markdown table and, with --json, writes every figure (every run).
 Exits 1 if a mixprec run failed (the others still run), 77 on a skip.
@@ -149,7 +161,7 @@ def prepare_models(args, work):
 # mixprec
 # --------------------------------------------------------------------------
 
-FIRST_RE = re.compile(r"backend (\S+),.*compiled in ([0-9.]+) s")
+FIRST_RE = re.compile(r"backend (\S+),.*(?:compiled in ([0-9.]+) s|modules from )")
 LAST_RE = re.compile(r"trained (\d+) steps in ([0-9.]+) s \((\d+) samples/s\): (\d+) applied")
 WINDOW_RE = re.compile(r"^step (\d+)/\d+ .* (\d+) samples/s$", re.M)
 
@@ -170,19 +182,90 @@ def mean_last_loss(csv_path):
     return sum(losses) / len(losses) if losses else None
 
 
-def run_mixprec(args, m, precision, backend, work, index):
-    csv_path = os.path.join(work, f"{m['name']}_{precision}_{index}.csv")
-    argv = [args.mixprec, "train", m["onnx"]]
-    for k, v in m["data"].items():
-        argv += ["--data", f"{k}={v}"]
-    argv += ["--labels", m["labels"], "--batch", str(m["batch"]), "--steps", str(m["steps"]),
-             "--optimizer", m["optimizer"], "--lr", str(m["lr"])]
+def train_options(m, precision):
+    """The step's options (what --save-modules fixes)."""
+    argv = ["--batch", str(m["batch"]), "--optimizer", m["optimizer"], "--lr", str(m["lr"]),
+            "--precision", precision]
     if "momentum" in m:
         argv += ["--momentum", str(m["momentum"])]
+    return argv
+
+
+def prepare_saved(args, folder):
+    """--prepare: models, data and references in `folder`, and every model at
+    every precision compiled with --save-modules; writes manifest.json."""
+    folder = os.path.abspath(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    models = prepare_models(args, folder)
+    precisions = [p for p in args.precisions.split(",") if p]
+    ex = os.path.join(ROOT, "examples", "train_digits")
+    for name, m in models.items():
+        m["name"] = name
+        # The digits arrays travel with the modules.
+        for key in list(m["data"]):
+            if m["data"][key].startswith(ex):
+                dest = os.path.join(folder, "digits_" + os.path.basename(m["data"][key]))
+                shutil.copy(m["data"][key], dest)
+                m["data"][key] = dest
+        if m["labels"].startswith(ex):
+            dest = os.path.join(folder, "digits_" + os.path.basename(m["labels"]))
+            shutil.copy(m["labels"], dest)
+            m["labels"] = dest
+        m["saved"] = {}
+        for prec in precisions:
+            out = os.path.join(folder, "modules", f"{name}_{prec}")
+            argv = [args.mixprec, "train", m["onnx"]]
+            for k, v in m["data"].items():
+                argv += ["--data", f"{k}={v}"]
+            argv += ["--labels", m["labels"], *train_options(m, prec), "--save-modules", out]
+            if args.arch:
+                argv += ["--arch", args.arch]
+            t0 = time.perf_counter()
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+            if p.returncode != 0:
+                raise SystemExit(f"train_bench: --prepare: {' '.join(argv)} failed "
+                                 f"(exit {p.returncode}):\n{p.stderr[-2000:]}")
+            m["saved"][prec] = {"folder": out, "compile_s": round(time.perf_counter() - t0, 2)}
+            print(f"{name} {prec}: {out} ({m['saved'][prec]['compile_s']} s)", file=sys.stderr)
+        # The check files of the checkpoint-free ONNX forward test stay; the
+        # ONNX file is not needed there.
+    manifest = {"arch": args.arch or "", "date": time.strftime("%Y-%m-%d"), "models": models}
+    text = json.dumps(manifest, indent=1).replace(folder, "$DIR")
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        f.write(text + "\n")
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(folder) for n in ns)
+    print(f"wrote {folder} ({size / 1048576:.1f} MiB)")
+    return 0
+
+
+def load_saved(folder):
+    """The models of a --prepare folder, paths resolved in `folder`."""
+    folder = os.path.abspath(folder)
+    path = os.path.join(folder, "manifest.json")
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise SystemExit(f"train_bench: --from: {path}: {e.strerror} (run --prepare first)")
+    return json.loads(text.replace("$DIR", folder))["models"]
+
+
+def run_mixprec(args, m, precision, backend, work, index):
+    csv_path = os.path.join(work, f"{m['name']}_{precision}_{index}.csv")
+    saved = m.get("saved", {}).get(precision)
+    if saved:
+        # The modules --prepare compiled, on the runtime alone.
+        argv = [args.runner, saved["folder"]]
+    else:
+        argv = [args.mixprec, "train", m["onnx"]]
+    for k, v in m["data"].items():
+        argv += ["--data", f"{k}={v}"]
+    argv += ["--labels", m["labels"], "--steps", str(m["steps"])]
+    if not saved:
+        argv += train_options(m, precision)
     # A log line every --warmup steps: the windows after the first give the
     # rate after warm-up, as PyTorch's is measured.
-    argv += ["--precision", precision, "--backend", backend, "--log-every", str(args.warmup),
-             "--csv", csv_path]
+    argv += ["--backend", backend, "--log-every", str(args.warmup), "--csv", csv_path]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, env=mixprec_env(args),
@@ -207,7 +290,8 @@ def run_mixprec(args, m, precision, backend, work, index):
             seconds += (step - prev) * m["batch"] / rate
             prev = step
         steady = round(done * m["batch"] / seconds)
-    return {"backend": first.group(1), "compile_s": float(first.group(2)),
+    compile_s = float(first.group(2)) if first.group(2) else saved["compile_s"]
+    return {"backend": first.group(1), "compile_s": compile_s,
             "steady_samples_per_s": steady,
             "steps": int(last.group(1)), "loop_s": float(last.group(2)),
             "samples_per_s": int(last.group(3)), "applied": int(last.group(4)),
@@ -481,6 +565,15 @@ def main(argv=None):
     ap.add_argument("--work", help="working folder (default: a temporary one, removed)")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--timeout", type=int, default=600, help="per mixprec run, seconds")
+    ap.add_argument("--prepare", metavar="DIR",
+                    help="compile the modules and write the data into DIR, then stop")
+    ap.add_argument("--arch", help="--prepare: the CUDA architecture of the modules (sm_90)")
+    ap.add_argument("--from", dest="from_dir", metavar="DIR",
+                    help="run the modules --prepare wrote, with --runner")
+    ap.add_argument("--runner", default=os.path.join(ROOT, "build", "bin", "mixprec-train-run"),
+                    help="mixprec-train-run, for --from")
+    ap.add_argument("--deadline", type=float,
+                    help="UNIX time: runs that would start after it are left out")
     args = ap.parse_args(argv)
     args.models = [m for m in args.models.split(",") if m]
     precisions = [p for p in args.precisions.split(",") if p]
@@ -502,14 +595,26 @@ def main(argv=None):
             print(f"FAIL  gpu_driver_probe failed ({p.returncode}): {summary}")
             return 1
         print(f"device: {summary}")
-    if not os.access(args.mixprec, os.X_OK):
+    if args.prepare:
+        if not os.access(args.mixprec, os.X_OK):
+            ap.error(f"--mixprec {args.mixprec}: not an executable")
+        return prepare_saved(args, args.prepare)
+    if args.from_dir:
+        if not os.access(args.runner, os.X_OK):
+            ap.error(f"--runner {args.runner}: not an executable")
+    elif not os.access(args.mixprec, os.X_OK):
         ap.error(f"--mixprec {args.mixprec}: not an executable")
 
     work = args.work or tempfile.mkdtemp(prefix="train_bench_")
     os.makedirs(work, exist_ok=True)
     started = time.perf_counter()
     try:
-        models = prepare_models(args, work)
+        if args.from_dir:
+            models = {k: m for k, m in load_saved(args.from_dir).items() if k in args.models}
+            for m in models.values():
+                m["steps"] = args.digits_steps if m["name"] == "digits" else args.gpt_steps
+        else:
+            models = prepare_models(args, work)
         for k, m in models.items():
             m["name"] = k
         results = {"date": time.strftime("%Y-%m-%d"), "device": args.device,
@@ -522,6 +627,13 @@ def main(argv=None):
         for name, m in models.items():
             results["mixprec"][name] = {}
             for prec in precisions:
+                if args.from_dir and prec not in m["saved"]:
+                    results["mixprec"][name][prec] = {"error": f"not in {args.from_dir}"}
+                    failed = True
+                    continue
+                if args.deadline and time.time() > args.deadline:
+                    results["mixprec"][name][prec] = {"error": "left out: past --deadline"}
+                    continue
                 runs = [run_mixprec(args, m, prec, args.device, work, i)
                         for i in range(args.repeat)]
                 good = [r for r in runs if "error" not in r]
@@ -544,7 +656,10 @@ def main(argv=None):
                           f"samples/s (after warm-up {steady}), compiled in "
                           f"{entry['compile_s']:.2f} s", file=sys.stderr)
                 results["mixprec"][name][prec] = entry
-        results["torch"] = run_torch(args, models, work)
+        if args.deadline and time.time() > args.deadline:
+            results["torch"] = {"skipped": "PyTorch left out: past --deadline"}
+        else:
+            results["torch"] = run_torch(args, models, work)
         t = results["torch"]
         for name, tm in (t.get("models") or {}).items():
             for v, vr in tm["variants"].items():

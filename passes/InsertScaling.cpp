@@ -198,20 +198,34 @@ private:
   }
 
   /// mp.scaled_linear for an mp.linear, mp.scaled_matmul for an mp.matmul.
-  /// A 2-D weight quantized at compile time is stored transposed, [n, k]
-  /// (transpose_weight), whatever its layout in the model: cuBLASLt runs
-  /// FP8 GEMMs on sm_89/sm_90 only in the TN layout, which is exactly a
-  /// row-major GEMM against an [n, k] weight. An mp.matmul of an input of
-  /// rank 2 or more by such a weight is an mp.linear without bias, so it
-  /// becomes mp.scaled_linear too. The values and the sums are the same.
+  /// A 2-D `b` is given to the GEMM transposed, [n, k] (transpose_weight),
+  /// whatever its layout in the model: cuBLASLt runs FP8 GEMMs on
+  /// sm_89/sm_90 only in the TN layout, which is exactly a row-major GEMM
+  /// against an [n, k] operand. A weight quantized at compile time is
+  /// stored so; any other `b` (a weight that is training state, an
+  /// activation in a gradient GEMM) gets an mp.transpose of its FP8 value
+  /// (one byte per element: Transformer Engine's transposed FP8 copy). An
+  /// mp.matmul of an input of rank 2 or more by a 2-D `b` is an mp.linear
+  /// without bias, so it becomes mp.scaled_linear too. The values and the
+  /// sums are the same. A batched `b` (rank 3 or more) stays mp.scaled_matmul.
   static Operation *createScaledGemm(PatternRewriter &b, Operation *op, const Quantized &qa,
                                      Quantized qb) {
     Type resultType = op->getResult(0).getType();
+    // `b` as [n, k]: the transposed constant, or a transpose of the value.
+    auto transposedB = [&]() -> Value {
+      if (std::optional<Value> t = transposedConstant(b, qb.value))
+        return *t;
+      auto type = cast<RankedTensorType>(qb.value.getType());
+      if (type.getRank() != 2)
+        return Value();
+      graph::GraphBuilder g(b, op->getLoc());
+      return g.transpose(qb.value, {1, 0});
+    };
     if (auto linear = dyn_cast<graph::LinearOp>(op)) {
       bool transposed = linear.getTransposeWeight();
       if (!transposed)
-        if (std::optional<Value> t = transposedConstant(b, qb.value)) {
-          qb.value = *t;
+        if (Value t = transposedB()) {
+          qb.value = t;
           transposed = true;
         }
       return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value,
@@ -220,8 +234,8 @@ private:
     }
     auto matmul = cast<graph::MatmulOp>(op);
     if (cast<RankedTensorType>(qa.value.getType()).getRank() >= 2)
-      if (std::optional<Value> t = transposedConstant(b, qb.value))
-        return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, *t, qa.scale,
+      if (Value t = transposedB())
+        return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, t, qa.scale,
                                                qb.scale, Value(), /*transpose_weight=*/true,
                                                matmul.getAccTypeAttr());
     return b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa.value, qb.value,

@@ -78,7 +78,7 @@ template <typename T> LogicalResult castElements(Operation *op, Evaluator &e) {
   const HostTensor &in = e.get(op->getOperand(0));
   Type to = elementTypeOf(op->getResult(0));
   HostTensor out;
-  out.kind = HostTensor::kindOf(to);
+  out.kind = kindOfType(to);
   out.shape = in.shape;
   int64_t n = in.numElements();
   auto valueAt = [&](int64_t i) { return elementAsDouble<T>(in, i); };
@@ -168,7 +168,7 @@ template <typename T, typename F> LogicalResult pointwise(Operation *op, Evaluat
       point[args.size() + p] = params[p];
     return f(point.data());
   };
-  if (HostTensor::kindOf(elementTypeOf(out)) == HostTensor::Kind::Bool) {
+  if (kindOfType(elementTypeOf(out)) == HostTensor::Kind::Bool) {
     HostTensor r;
     r.kind = HostTensor::Kind::Bool;
     r.shape = outShape;
@@ -234,7 +234,7 @@ LogicalResult integerOp(Operation *op, Evaluator &e) {
   }
   Value out = op->getResult(0);
   HostTensor r;
-  r.kind = HostTensor::kindOf(elementTypeOf(out));
+  r.kind = kindOfType(elementTypeOf(out));
   r.shape = shapeOf(out);
   std::vector<int64_t> values(r.numElements());
   cpu::intElementwise(static_cast<cpu::IntOp>(intOp), operands.data(),

@@ -77,7 +77,7 @@ std::vector<double> readWideConstant(DenseElementsAttr dense) {
 
 bool decodeConstant(ElementsAttr attr, HostTensor &out, std::string &error, bool wide) {
   auto type = cast<RankedTensorType>(attr.getType());
-  out.kind = HostTensor::kindOf(type.getElementType());
+  out.kind = kindOfType(type.getElementType());
   out.shape.assign(type.getShape().begin(), type.getShape().end());
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense) {
@@ -116,7 +116,7 @@ uint64_t mulBytes(uint64_t a, uint64_t b) {
 
 uint64_t hostBytesOf(Type type, bool wide) {
   auto tensor = cast<RankedTensorType>(type);
-  HostTensor::Kind kind = HostTensor::kindOf(tensor.getElementType());
+  HostTensor::Kind kind = kindOfType(tensor.getElementType());
   uint64_t bytes = kind == HostTensor::Kind::Float ? (wide ? 8 : 4)
                    : kind == HostTensor::Kind::Int ? 8
                                                    : 1;

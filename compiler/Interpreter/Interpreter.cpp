@@ -15,21 +15,12 @@ namespace cpu = mixprec::runtime::cpu;
 
 namespace mixprec::compiler {
 
-int64_t HostTensor::numElements() const { return cpu::numElements(shape); }
-
-HostTensor HostTensor::makeFloat(std::vector<int64_t> shape, std::vector<float> values) {
-  HostTensor t;
-  t.shape = std::move(shape);
-  t.floats = std::move(values);
-  return t;
-}
-
-HostTensor::Kind HostTensor::kindOf(Type elementType) {
+HostTensor::Kind kindOfType(Type elementType) {
   if (elementType.isInteger(1))
-    return Kind::Bool;
+    return HostTensor::Kind::Bool;
   if (isa<IntegerType>(elementType))
-    return Kind::Int;
-  return Kind::Float;
+    return HostTensor::Kind::Int;
+  return HostTensor::Kind::Float;
 }
 
 namespace {
@@ -42,7 +33,7 @@ bool checkInput(const TensorSpec &spec, const HostTensor &t, bool wide, std::str
             ", the graph expects " + graph::formatShape(spec.shape);
     return false;
   }
-  HostTensor::Kind want = HostTensor::kindOf(spec.elementType);
+  HostTensor::Kind want = kindOfType(spec.elementType);
   if (t.kind != want) {
     std::string expected;
     llvm::raw_string_ostream os(expected);
@@ -224,7 +215,7 @@ bool isExactInteger(double v) { return std::trunc(v) == v && std::fabs(v) < 0x1p
 /// and bool values are integral and fit their element type.
 bool toHostTensor(const TensorSpec &spec, const HostTensorF64 &in, HostTensor &out,
                   std::string &error) {
-  out.kind = HostTensor::kindOf(spec.elementType);
+  out.kind = kindOfType(spec.elementType);
   out.shape = in.shape;
   if (out.kind == HostTensor::Kind::Float) {
     out.doubles = in.values;

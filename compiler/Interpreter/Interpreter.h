@@ -33,6 +33,8 @@
 #ifndef MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
 #define MIXPREC_COMPILER_INTERPRETER_INTERPRETER_H
 
+#include "common/HostTensor.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -51,25 +53,11 @@ void registerReferenceExternalModels(mlir::DialectRegistry &registry);
 /// The same for an existing context, whose mp dialect may already be loaded.
 void registerReferenceExternalModels(mlir::MLIRContext &context);
 
-/// A tensor in host memory. Float tensors of any storage dtype hold their
-/// values as float32 (exactly representable: they were rounded on store),
-/// or, in the FP64 mode, as double in `doubles` (`floats` then empty);
-/// integer tensors hold int64; bool tensors hold 0/1 bytes.
-struct HostTensor {
-  enum class Kind { Float, Int, Bool };
-  Kind kind = Kind::Float;
-  std::vector<int64_t> shape;
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
-  std::vector<uint8_t> bools;
-  std::vector<double> doubles;
+using support::HostTensor;
 
-  int64_t numElements() const;
-  static HostTensor makeFloat(std::vector<int64_t> shape, std::vector<float> values);
-  /// The kind that holds values of `elementType` (i1: Bool, other integers:
-  /// Int, floats: Float).
-  static Kind kindOf(mlir::Type elementType);
-};
+/// The kind of host tensor that holds values of `elementType` (i1: Bool,
+/// other integers: Int, floats: Float).
+HostTensor::Kind kindOfType(mlir::Type elementType);
 
 /// What a graph input or output is: its name, shape and element type.
 struct TensorSpec {

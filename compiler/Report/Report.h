@@ -98,23 +98,10 @@ bool validatePlan(mlir::func::FuncOp reference, mlir::func::FuncOp plan,
                   const std::vector<HostTensor> &inputs, const PlanInfo &info,
                   const ValidateOptions &options, PlanDocument &out, std::string &error);
 
-/// Converts an .npy array into the values an input of `kind` takes, by the
-/// one rule both the interpreter and the runtime use: float inputs take
-/// float16/32/64 arrays; integer inputs integer arrays (exact, as int64);
-/// bool inputs bool arrays (uint8 0/1 too). The shape must be `shape`.
-/// Fails naming `path` and `input`.
-bool hostTensorFromNpy(const support::NpyArray &array, HostTensor::Kind kind,
-                       llvm::ArrayRef<int64_t> shape, const std::string &path,
-                       const std::string &input, HostTensor &out, std::string &error);
-
-/// The kind of host tensor an input of module dtype `dtype` takes.
-HostTensor::Kind kindOfDType(mixprec_dtype_t dtype);
-
-/// Encodes a host tensor as the bytes of a module input `info`'s dtype,
-/// checking its shape (errors name `path` and the input). Integers travel
-/// as integers (never through float); a value that does not fit int32 fails.
-bool encodeModuleInput(const mixprec_tensor_info_t &info, const std::string &path,
-                       const HostTensor &t, std::vector<uint8_t> &bytes, std::string &error);
+// The .npy -> input rule and module-input encoding (common/HostTensor.h).
+using support::encodeModuleInput;
+using support::hostTensorFromNpy;
+using support::kindOfDType;
 
 /// Gives each state argument (mp.state) not yet `given` its mp.state_init
 /// value, and marks it given; false naming the state when it cannot.

@@ -4,9 +4,12 @@
 // (passes/TrainingStep.h), compiles it at a precision to a module in memory
 // and runs it on the runtime (CPU or CUDA), one batch per run; the session
 // keeps the master weights, optimizer and loss-scale state (module state).
-// It reads the data, logs, evaluates, checkpoints, resumes and diagnoses a
-// loss scale that cannot recover. The CLI (`mixprec train`) and the Python
-// package (`mixprec.train`) are two front ends of this one loop.
+// The loop itself (data, logs, evaluation, checkpoints, resume) is
+// runtime/train/TrainLoop.h, which `mixprec-train-run` drives from saved
+// modules; this half builds, compiles, saves, and diagnoses a loss scale
+// that cannot recover (by rerunning the step on the interpreter). The CLI
+// (`mixprec train`) and the Python package (`mixprec.train`) are two front
+// ends of this one function.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_TRAIN_TRAINER_H
@@ -14,6 +17,7 @@
 
 #include "common/Npy.h"
 #include "mixprec/runtime.h"
+#include "runtime/train/TrainLoop.h"
 #include "passes/Pipelines.h"
 #include "passes/TrainingStep.h"
 
@@ -26,13 +30,16 @@
 
 namespace mixprec::compiler {
 
-/// One array of samples (dim 0: one sample per row): read from `path`, or
-/// given in memory (`array`; `path` then only names it in messages).
-struct TrainArray {
-  std::string name; ///< the graph input it feeds (unused for labels)
-  std::string path;
-  std::optional<support::NpyArray> array;
-};
+// The loop's types (runtime/train/TrainLoop.h): train() builds the
+// modules and hands them to trainer::runLoop.
+using trainer::kTrainError;
+using trainer::kTrainScaleStuck;
+using trainer::kTrainUsage;
+using trainer::npyFileNameFor;
+using trainer::TrainArray;
+using trainer::TrainEvents;
+using trainer::TrainOutcome;
+using trainer::TrainStepRecord;
 
 /// What to train and how (the CLI's options; Trainer.cpp checks them).
 struct TrainConfig {
@@ -46,57 +53,21 @@ struct TrainConfig {
   /// The precision options (not owned). FP8 without fp8-scaling given
   /// trains with delayed scaling (Transformer Engine's default recipe).
   passes::PrecisionPipelineOptions *precision = nullptr;
-  mixprec_backend_t backend = MIXPREC_BACKEND_AUTO;
+  /// Samples per micro-batch (the step is compiled for it).
   int64_t batch = 32;
-  /// Steps in all (0: not given), or epochs (0: 1 when steps is 0 too).
-  int64_t steps = 0, epochs = 0;
-  uint64_t seed = 0;
-  bool shuffle = true;
-  int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0;
-  int64_t maxSkippedInARow = 50;
-  std::string csv, checkpoint, resume, stateDir;
+  /// The loop's options: backend, steps or epochs, seed, shuffling, logs,
+  /// evaluation, CSV, checkpoints, resume, state folder.
+  trainer::LoopOptions loop;
   /// "fp32": train an FP32 copy beside on the same batches; "" none.
   std::string compare;
+  /// Not "": compile the step (and, with test data, the evaluation
+  /// function) and write them to this folder (step.mpk, eval.mpk,
+  /// trainer.txt) for `mixprec-train-run`, instead of training.
+  std::string saveModules;
+  /// The CUDA architecture the modules get code for ("sm_90"; "": the
+  /// device's when training on one, none when saving).
+  std::string arch;
 };
-
-/// One step, as the CSV logs it.
-struct TrainStepRecord {
-  int64_t step = 0, epoch = 0; ///< 1-based
-  float loss = 0, lossScale = 0, gradNorm = 0;
-  bool skipped = false;
-  /// Set on evaluation steps (accuracy for cross-entropy only).
-  std::optional<double> testLoss, testAccuracy;
-  /// The --compare run's.
-  std::optional<float> compareLoss;
-  std::optional<bool> compareSkipped;
-  std::optional<double> compareTestLoss, compareTestAccuracy;
-};
-
-/// Where the trainer reports as it goes.
-struct TrainEvents {
-  /// A progress, evaluation or summary line (the CLI prints it on stdout).
-  std::function<void(const std::string &line)> print;
-  /// After every step; false stops the run after it, as if it were the
-  /// last (checkpoint, CSV and state written).
-  std::function<bool(const TrainStepRecord &record)> onStep;
-};
-
-/// How a run ended.
-struct TrainOutcome {
-  /// 0, kTrainError, kTrainUsage (the configuration is wrong) or
-  /// kTrainScaleStuck (the loss scale could not recover).
-  int status = 0;
-  std::string error;              ///< one line, naming the file, option or op
-  std::vector<std::string> notes; ///< lines that explain the error
-  int64_t steps = 0, skipped = 0; ///< this run's
-  float lastLoss = 0;
-  std::optional<double> testLoss, testAccuracy;
-  std::optional<float> compareLastLoss;
-};
-
-constexpr int kTrainError = 1;
-constexpr int kTrainUsage = 2;
-constexpr int kTrainScaleStuck = 5;
 
 /// Trains as `config` says (see the file comment and README "Training").
 /// Never throws or exits: every failure is in the outcome.
@@ -111,10 +82,6 @@ passes::TrainingOptions::Scaling defaultScaling(passes::Precision precision);
 /// checkpoint and the JIT module cache recognise a model by); false with
 /// `error` when it cannot be read.
 bool fileFingerprint(const std::string &path, std::string &out, std::string &error);
-
-/// The file name an array named `name` is written to (NAME.npy, every byte
-/// outside [A-Za-z0-9_.-] and a leading '.' as %XX).
-std::string npyFileNameFor(const std::string &name);
 
 } // namespace mixprec::compiler
 

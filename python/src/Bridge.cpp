@@ -102,7 +102,7 @@ Failure convertArrays(func::FuncOp func, const compiler::GraphSignature &sig,
     }
     std::string error;
     const compiler::TensorSpec &spec = sig.inputs[index];
-    if (!compiler::hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape,
+    if (!compiler::hostTensorFromNpy(array, compiler::kindOfType(spec.elementType), spec.shape,
                                      subject, name, inputs[index], error))
       return failure(Failure::Kind::InvalidArgument, error);
     given[index] = true;
@@ -391,26 +391,26 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   o.name = "main";
   c.precision = &options;
   if (r.backend == "cpu")
-    c.backend = MIXPREC_BACKEND_CPU;
+    c.loop.backend = MIXPREC_BACKEND_CPU;
   else if (r.backend == "cuda")
-    c.backend = MIXPREC_BACKEND_CUDA;
+    c.loop.backend = MIXPREC_BACKEND_CUDA;
   else if (r.backend == "auto")
-    c.backend = MIXPREC_BACKEND_AUTO;
+    c.loop.backend = MIXPREC_BACKEND_AUTO;
   else
     return bad("backend", r.backend, "cpu, cuda or auto");
   c.batch = r.batch;
-  c.steps = r.steps;
-  c.epochs = r.epochs;
-  c.seed = r.seed;
-  c.shuffle = r.shuffle;
-  c.logEvery = r.logEvery;
-  c.evalEvery = r.evalEvery;
-  c.checkpointEvery = r.checkpointEvery;
-  c.maxSkippedInARow = r.maxSkippedInARow;
-  c.csv = r.csv;
-  c.checkpoint = r.checkpoint;
-  c.resume = r.resume;
-  c.stateDir = r.stateDir;
+  c.loop.steps = r.steps;
+  c.loop.epochs = r.epochs;
+  c.loop.seed = r.seed;
+  c.loop.shuffle = r.shuffle;
+  c.loop.logEvery = r.logEvery;
+  c.loop.evalEvery = r.evalEvery;
+  c.loop.checkpointEvery = r.checkpointEvery;
+  c.loop.maxSkippedInARow = r.maxSkippedInARow;
+  c.loop.csv = r.csv;
+  c.loop.checkpoint = r.checkpoint;
+  c.loop.resume = r.resume;
+  c.loop.stateDir = r.stateDir;
   c.compare = r.compare;
 
   compiler::TrainEvents events;

@@ -39,7 +39,7 @@ namespace {
 bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
                    const mixprec::support::NpyArray &array, HostTensor &out,
                    std::string &error) {
-  return compiler::hostTensorFromNpy(array, HostTensor::kindOf(spec.elementType), spec.shape,
+  return compiler::hostTensorFromNpy(array, compiler::kindOfType(spec.elementType), spec.shape,
                                      path, spec.name, out, error);
 }
 

@@ -166,7 +166,8 @@ writes the same as JSON (metrics that are not finite as null).)"},
             [--batch N [--accumulate K]] [--steps N | --epochs N] [--log-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--seed N]
             [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32]
-            [--backend cpu|cuda|auto] [--state-dir DIR] [more: train --help])",
+            [--backend cpu|cuda|auto] [--state-dir DIR] [--save-modules DIR [--arch sm_XX]]
+            [more: train --help])",
      R"(Train MODEL's float initializers (FP32 master weights; --frozen GLOB
 keeps some fixed) on the rows of the --data arrays (dim 0: one sample
 each; every graph input gets one) against --labels (integer classes for
@@ -190,7 +191,13 @@ FILE continues such a run bit for bit. --compare fp32 trains an FP32
 copy beside it on the same batches and reports the loss gap.
 --state-dir DIR writes every state (NAME.npy) at the end. Exit status
 5 when the loss scale cannot recover (--max-skipped-in-a-row skipped
-steps): the diagnosis names the first op whose value overflowed.)"},
+steps): the diagnosis names the first op whose value overflowed.
+--save-modules DIR compiles the step (and, with --test-data, the
+evaluation) for --arch and writes them with the facts the loop needs
+(DIR/step.mpk, eval.mpk, trainer.txt) instead of training: then
+`mixprec-train-run DIR --data ... --labels ...` trains on a machine with
+the runtime alone (the same steps bit for bit; each resumes the other's
+checkpoints).)"},
 };
 
 /// The rules every command follows for the files it reads and writes.
@@ -356,8 +363,9 @@ cl::opt<bool> elideWeightsOpt(
 cl::opt<std::string> archOpt(
     "arch",
     cl::desc("Put the kernels' CUDA code, compiled by NVRTC for this GPU architecture "
-             "(sm_80 or newer), into the module; the architecture of --emit ptx"),
-    cl::value_desc("sm_XX"), cl::sub(compileCommand));
+             "(sm_80 or newer), into the module; the architecture of --emit ptx (train: of "
+             "the modules it trains or saves; default: the device's)"),
+    cl::value_desc("sm_XX"), cl::sub(compileCommand), cl::sub(trainCommand));
 
 cl::opt<int, false, IntegerInRangeParser<0, 1 << 30>> cudaTestBreakKernelOpt(
     "cuda-test-break-kernel",
@@ -604,6 +612,11 @@ cl::opt<std::string, false, FileParser> resumeOpt(
     cl::sub(trainCommand));
 cl::opt<std::string, false, FolderParser> stateDirOpt(
     "state-dir", cl::desc("Write every state (weights, optimizer state) as NAME.npy here"),
+    cl::value_desc("folder"), cl::sub(trainCommand));
+cl::opt<std::string, false, FolderParser> saveModulesOpt(
+    "save-modules",
+    cl::desc("Compile the step (and the evaluation) and write them here (step.mpk, eval.mpk, "
+             "trainer.txt) for mixprec-train-run, instead of training"),
     cl::value_desc("folder"), cl::sub(trainCommand));
 cl::opt<bool> noShuffleOpt("no-shuffle", cl::desc("Batches in file order"), cl::ValueDisallowed,
                            cl::sub(trainCommand));
@@ -934,6 +947,7 @@ const TrainSettings &train() {
     t.shuffle = !noShuffleOpt;
     t.compare = compareOpt;
     t.maxSkippedInARow = maxSkippedOpt;
+    t.saveModules = saveModulesOpt;
     return t;
   }();
   return settings;

@@ -108,7 +108,7 @@ struct TrainSettings {
   /// --steps (0: not given) and --epochs (0: not given; 1 when neither is).
   int64_t steps = 0, epochs = 0;
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0;
-  std::string csv, checkpoint, resume, stateDir;
+  std::string csv, checkpoint, resume, stateDir, saveModules;
   bool shuffle = true;
   /// --compare: the precision of the run beside this one ("" for none).
   std::string compare;

@@ -39,23 +39,25 @@ int runTrain() {
     config.testLabels = compiler::TrainArray{"", t.testLabels, std::nullopt};
   config.step = t.step;
   config.precision = &opts::precision();
-  config.backend = opts::backend() == Backend::Cpu    ? MIXPREC_BACKEND_CPU
+  config.loop.backend = opts::backend() == Backend::Cpu    ? MIXPREC_BACKEND_CPU
                    : opts::backend() == Backend::Cuda ? MIXPREC_BACKEND_CUDA
                                                       : MIXPREC_BACKEND_AUTO;
   config.batch = t.batch;
-  config.steps = t.steps;
-  config.epochs = t.epochs;
-  config.seed = opts::seed();
-  config.shuffle = t.shuffle;
-  config.logEvery = t.logEvery;
-  config.evalEvery = t.evalEvery;
-  config.checkpointEvery = t.checkpointEvery;
-  config.maxSkippedInARow = t.maxSkippedInARow;
-  config.csv = t.csv;
-  config.checkpoint = t.checkpoint;
-  config.resume = t.resume;
-  config.stateDir = t.stateDir;
+  config.loop.steps = t.steps;
+  config.loop.epochs = t.epochs;
+  config.loop.seed = opts::seed();
+  config.loop.shuffle = t.shuffle;
+  config.loop.logEvery = t.logEvery;
+  config.loop.evalEvery = t.evalEvery;
+  config.loop.checkpointEvery = t.checkpointEvery;
+  config.loop.maxSkippedInARow = t.maxSkippedInARow;
+  config.loop.csv = t.csv;
+  config.loop.checkpoint = t.checkpoint;
+  config.loop.resume = t.resume;
+  config.loop.stateDir = t.stateDir;
   config.compare = t.compare;
+  config.saveModules = t.saveModules;
+  config.arch = opts::arch();
 
   compiler::TrainEvents events;
   events.print = [](const std::string &line) {

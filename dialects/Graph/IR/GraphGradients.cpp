@@ -377,7 +377,8 @@ SmallVector<int64_t> allButChannel(int64_t rank) {
 //===----------------------------------------------------------------------===//
 
 // dA = dY B^T and dB = A^T dY, 1-D operands promoted as numpy.matmul does,
-// each summed over the batch dims it was broadcast along.
+// each summed over the batch dims it was broadcast along (for a 2-D B, by
+// one GEMM over the flattened rows).
 LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = startRule(*this, resultGrads, operandGrads);
@@ -393,7 +394,18 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     bb = g.reshape(bb, {bShape[0], 1});
   Value d = g.reshape(dy, matmulShape(shapeOf(a), shapeOf(bb)).shape);
   Value da = g.matmul(d, g.transposeLast2(bb));
-  Value db = g.matmul(g.transposeLast2(a), d);
+  Value db;
+  if (shapeOf(bb).size() == 2 && shapeOf(a).size() > 2) {
+    // A 2-D b (a weight) is shared by every row of a: dB is one GEMM over
+    // the rows of a and d flattened to [P, K] and [P, N], as mp.linear's
+    // rule computes it, not a batched GEMM summed over the batch dims (a
+    // 2-D GEMM, which FP8 training runs in cuBLASLt's TN layout).
+    int64_t k = shapeOf(a).back(), n = shapeOf(d).back();
+    int64_t rows = numElements(shapeOf(a)) / k;
+    db = g.matmul(g.transposeLast2(g.reshape(a, {rows, k})), g.reshape(d, {rows, n}));
+  } else {
+    db = g.matmul(g.transposeLast2(a), d);
+  }
   // The gradients of a GEMM by a weight (a constant, or an argument: a
   // parameter when the step is built) are FP8 GEMMs at fp8, as it is.
   Value weight = stripViews(getRhs());

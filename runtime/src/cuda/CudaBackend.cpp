@@ -353,10 +353,11 @@ Status CudaBackend::prepare() {
     const CublasLt *lt = nullptr;
     if (Status s = cublasLt(&lt); !s.ok())
       return s.withContext("CUDA backend: the module's GEMMs need cuBLASLt: ");
+    // Their statuses name the backend already.
     if (Status s = createGemmRunner(module, driver, *lt, gemms); !s.ok())
-      return s.withContext("CUDA backend: ");
+      return s;
     if (Status s = gemms->prepare(); !s.ok())
-      return s.withContext("CUDA backend: ");
+      return s;
   }
   if (Status s = prepareHostSteps(); !s.ok())
     return s;

@@ -398,6 +398,13 @@ Status LtGemmRunner::run(size_t index, const GemmPointers &p, CUstream stream) {
 Status createGemmRunner(std::vector<GemmDesc> gemms, std::vector<TensorDesc> tensors,
                         const Driver &driver, const CublasLt &lt,
                         std::unique_ptr<GemmRunner> &out) {
+  // What cuBLASLt cannot run (dtypes, layouts, epilogues) is refused, naming
+  // the step, before any library call: also where cuBLASLt cannot start.
+  for (const GemmDesc &g : gemms) {
+    GemmPlan plan;
+    if (Status s = planGemm(g, tensors, plan); !s.ok())
+      return s;
+  }
   cublasLtHandle_t handle = nullptr;
   if (cublasStatus_t s = lt.api.cublasLtCreate(&handle); s != CUBLAS_STATUS_SUCCESS)
     return cublasLtError(lt, s, "GEMM steps", "cublasLtCreate");

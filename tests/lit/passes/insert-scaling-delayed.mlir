@@ -24,8 +24,11 @@
 // CHECK: %[[NEXT0:.*]] = mp.where %{{.*}}, %[[C0]], %[[S0]]
 // CHECK: mp.quantize %{{.*}}, %[[S0]] : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf8E4M3FN>
 // CHECK: mp.fp8_scale %{{.*}} {format = f8E5M2}
-// CHECK: mp.quantize %{{.*}}, %[[S1]] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf8E5M2>
-// CHECK: %[[Y:.*]] = mp.scaled_matmul %{{.*}}, %{{.*}}, %[[S0]], %[[S1]] {{.*}}mp.grad_operands = array<i64: 1>{{.*}} : (tensor<3x2xf8E4M3FN>, tensor<2x4xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<3x4xbf16>
+// CHECK: %[[Q1:.*]] = mp.quantize %{{.*}}, %[[S1]] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf8E5M2>
+// The TN layout of cuBLASLt's FP8 GEMMs: b, not a constant, is transposed
+// in FP8 and the GEMM reads it as [n, k].
+// CHECK: %[[T1:.*]] = mp.transpose %[[Q1]] {perm = array<i64: 1, 0>} : tensor<2x4xf8E5M2> -> tensor<4x2xf8E5M2>
+// CHECK: %[[Y:.*]] = mp.scaled_linear %{{.*}}, %[[T1]], %[[S0]], %[[S1]] {{.*}}mp.grad_operands = array<i64: 1>{{.*}}transpose_weight = true{{.*}} : (tensor<3x2xf8E4M3FN>, tensor<4x2xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<3x4xbf16>
 // CHECK: return %[[Y]], %[[NEW0]], %[[NEXT0]], %{{.*}}, %{{.*}} :
 
 // RECENT-LABEL: func.func @wgrad
