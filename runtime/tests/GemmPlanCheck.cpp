@@ -5,12 +5,16 @@
 // cuBLASLt call (planGemm: dtypes, FP8's TN layout, epilogues, biases), so
 // a module whose GEMMs the CUDA backend would refuse fails here, in CI,
 // without a GPU. One line per module; exit 1 when any GEMM does not plan.
+// For a module with CUDA code (--arch) the line also counts the routine
+// steps that have no CUDA kernel, which the CUDA backend runs on the host.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Module.h"
+#include "runtime/src/OpaqueOps.h"
 #include "runtime/src/cuda/GemmPlan.h"
 
 #include <cstdio>
+#include <string>
 
 using namespace mixprec::runtime;
 
@@ -38,9 +42,28 @@ int main(int argc, char **argv) {
       }
       fp8 += plan.fp8Scales;
     }
+    std::string host;
+    if (module->cudaProgram()) {
+      size_t count = 0;
+      std::string kinds;
+      for (size_t o = 0; o < module->opaqueCudaLaunches().size(); ++o)
+        if (!module->opaqueCudaLaunches()[o]) {
+          ++count;
+          const std::string &name = module->opaques()[o].name;
+          // "opaque #3 'conv1' (conv2d)": the routine in parentheses.
+          size_t open = name.rfind('(');
+          std::string kind = open == std::string::npos ? name : name.substr(open + 1);
+          if (!kind.empty() && kind.back() == ')')
+            kind.pop_back();
+          if (kinds.find(kind) == std::string::npos)
+            kinds += (kinds.empty() ? "" : ", ") + kind;
+        }
+      host = "; " + std::to_string(count) + " routine steps on the host" +
+             (count ? " (" + kinds + ")" : "");
+    }
     if (ok)
-      std::printf("PASS  %s: %zu GEMMs plan on cuBLASLt (%zu FP8)\n", argv[i],
-                  module->gemms().size(), fp8);
+      std::printf("PASS  %s: %zu GEMMs plan on cuBLASLt (%zu FP8)%s\n", argv[i],
+                  module->gemms().size(), fp8, host.c_str());
     failed += !ok;
   }
   return failed ? 1 : 0;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# training_kernels_check.sh MIXPREC MIXPREC_OPT NVRTC_CHECK SHIM_MODELS SHIM_ROUTINES WORK MLP GPT
+# The kernels of training steps, checked without a GPU as the example
+# models' are (issue 9's checks, for issue 11's steps): the step of MLP
+# (examples/train_digits/mlp.onnx, batch 32, SGD with momentum) and of GPT
+# (the e2e gpt_block, AdamW), built by --mp-build-training-step and lowered
+# by the precision and kernel pipelines to mpk IR, then
+#  - every kernel through NVRTC for sm_80 and sm_90 with no spills and no
+#    local memory (the MLP's step at fp32, bf16, fp16 and fp8; the GPT
+#    block's at fp8, the most kernels);
+#  - every routine kernel on the CUDA shim against the CPU backend (both
+#    steps at every precision);
+#  - every kernel on the CUDA shim against the CPU backend (the MLP's step
+#    at every precision; the GPT block's softmax backward sums products of
+#    five random inputs, past the checker's additive row-sum bound).
+set -euo pipefail
+mixprec=$1 opt=$2 nvrtc=$3 shim_models=$4 shim_routines=$5 work=$6 mlp=$7 gpt=$8
+rm -rf "$work" && mkdir -p "$work"
+"$mixprec" import "$mlp" --shape x=32,64 -o "$work/mlp.mlir"
+"$mixprec" import "$gpt" -o "$work/gpt.mlir"
+for p in fp32 bf16 fp16 fp8; do
+  "$opt" --mp-build-training-step="loss=ce optimizer=sgd momentum=0.9" \
+    --mp-precision-pipeline="precision=$p" --mp-kernel-pipeline "$work/mlp.mlir" \
+    -o "$work/mlp_step_$p.mlir"
+  "$opt" --mp-build-training-step="loss=ce optimizer=adamw" \
+    --mp-precision-pipeline="precision=$p" --mp-kernel-pipeline "$work/gpt.mlir" \
+    -o "$work/gpt_step_$p.mlir"
+done
+"$nvrtc" "$work"/mlp_step_*.mlir "$work/gpt_step_fp8.mlir"
+"$shim_routines" "$work"/mlp_step_*.mlir "$work"/gpt_step_*.mlir
+"$shim_models" "$work"/mlp_step_*.mlir
