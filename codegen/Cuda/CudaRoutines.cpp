@@ -280,6 +280,144 @@ std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &nam
   return p.finish();
 }
 
+/// The suffix of the prelude's load and store helpers (mp_load_bf16, ...)
+/// for a float element type; null for others.
+const char *floatSuffix(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (isa<Float8E4M3FNType>(t))
+    return "e4m3";
+  if (isa<Float8E5M2Type>(t))
+    return "e5m2";
+  return nullptr;
+}
+
+/// The C type behind a float suffix.
+const char *floatCType(const std::string &suffix) {
+  if (suffix == "f32")
+    return "float";
+  if (suffix == "f16")
+    return "__half";
+  if (suffix == "bf16")
+    return "__nv_bfloat16";
+  return "__nv_fp8_storage_t";
+}
+
+/// reduce_sum and reduce_mean as the CPU routine computes them
+/// (runtime/cpu/Reduce.cpp), so the bits agree: the input decoded to
+/// float, each output's terms added in double in the same order, then
+/// rounded to float and stored in the output's dtype. The order is the
+/// CPU's plan (cpu::detail::makePlan: size-1 dims dropped, adjacent dims
+/// merged where input and accumulator both walk them as one run): the
+/// reduced coordinates in row-major order; where the innermost run is
+/// reduced, each run in four chains combined as (a + a1) + (a2 + a3), as
+/// reduceRun does. One thread per output element.
+std::optional<CudaKernel> reduceKernel(kernel::CallOp op, const std::string &name, bool mean) {
+  auto options = cast<kernel::ReduceOptionsAttr>(op.getOptions());
+  Value input = op.getInputs()[0];
+  const char *in = floatSuffix(typeOf(input).getElementType());
+  const char *out = floatSuffix(typeOf(op.getOutputs()[0]).getElementType());
+  if (!in || !out)
+    return std::nullopt;
+  ArrayRef<int64_t> shape = typeOf(input).getShape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> reduced(rank, options.getAxes().empty());
+  for (int64_t axis : options.getAxes()) {
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return std::nullopt;
+    reduced[axis] = true;
+  }
+  std::vector<int64_t> kept(shape.begin(), shape.end());
+  int64_t reduceCount = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 0)
+      return std::nullopt; // nothing to sum: the host writes the zeros
+    if (reduced[d]) {
+      reduceCount *= shape[d];
+      kept[d] = 1;
+    }
+  }
+  std::vector<int64_t> inStrides = denseStrides(shape), accStrides = denseStrides(kept);
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d])
+      accStrides[d] = 0;
+  // cpu::detail::makePlan with the input and the accumulator.
+  struct PlanDim {
+    int64_t size, in, acc;
+  };
+  std::vector<PlanDim> plan;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!plan.empty() && plan.back().in == inStrides[d] * shape[d] &&
+        plan.back().acc == accStrides[d] * shape[d]) {
+      plan.back().size *= shape[d];
+      plan.back().in = inStrides[d];
+      plan.back().acc = accStrides[d];
+      continue;
+    }
+    plan.push_back({shape[d], inStrides[d], accStrides[d]});
+  }
+  const int64_t outCount = product(kept);
+  RoutinePrinter p(op, name);
+  if (!p.begin(std::string(mean ? "mean" : "sum") + " over " + formatList(options.getAxes()) +
+               " of " + formatList(shape) + " -> " + std::to_string(outCount) +
+               " values, in double in the CPU routine's order"))
+    return std::nullopt;
+  const std::string load = std::string("mp_load_") + in + "((const " + floatCType(in) + " *)in0, ";
+  p.loop(outCount);
+  p.os << "    long long base = 0;\n";
+  for (const PlanDim &d : plan)
+    if (d.acc != 0)
+      p.os << "    base += (i / " << d.acc << "LL % " << d.size << "LL) * " << d.in << "LL;\n";
+  p.os << "    double a = 0.0;\n";
+  const bool innerReduced = !plan.empty() && plan.back().acc == 0 && plan.back().in == 1;
+  std::string offset = "base";
+  std::string indent = "    ";
+  int loops = 0;
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanDim &d = plan[k];
+    if (d.acc != 0 || (innerReduced && k + 1 == plan.size()))
+      continue;
+    const std::string r = "r" + std::to_string(k);
+    p.os << indent << "for (long long " << r << " = 0; " << r << " < " << d.size << "LL; ++" << r
+         << ") {\n";
+    indent += "  ";
+    offset += " + " + r + " * " + std::to_string(d.in) + "LL";
+    ++loops;
+  }
+  p.os << indent << "const long long at = " << offset << ";\n";
+  if (innerReduced) {
+    const int64_t n = plan.back().size;
+    p.os << indent << "double a1 = 0.0, a2 = 0.0, a3 = 0.0;\n"
+         << indent << "long long q = 0;\n"
+         << indent << "for (; q + 4 <= " << n << "LL; q += 4) {\n"
+         << indent << "  a = a + (double)" << load << "at + q);\n"
+         << indent << "  a1 = a1 + (double)" << load << "at + q + 1);\n"
+         << indent << "  a2 = a2 + (double)" << load << "at + q + 2);\n"
+         << indent << "  a3 = a3 + (double)" << load << "at + q + 3);\n"
+         << indent << "}\n"
+         << indent << "for (; q < " << n << "LL; ++q) a = a + (double)" << load << "at + q);\n"
+         << indent << "a = (a + a1) + (a2 + a3);\n";
+  } else {
+    p.os << indent << "a = a + (double)" << load << "at);\n";
+  }
+  for (int l = 0; l < loops; ++l) {
+    indent.resize(indent.size() - 2);
+    p.os << indent << "}\n";
+  }
+  if (mean)
+    p.os << "    a = a / " << std::max<int64_t>(reduceCount, 1) << ".0;\n";
+  p.os << "    mp_store_" << out << "((" << floatCType(out) << " *)out0, i, (float)a);\n";
+  return p.finish();
+}
+
 /// One thread: num::fp8Scale (common/numerics/Rounding.cpp) in double,
 /// rounded once to float.
 std::optional<CudaKernel> fp8ScaleKernel(kernel::CallOp op, const std::string &name) {
@@ -396,6 +534,10 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
     return gatherKernel(op, name);
   case kernel::Routine::Fp8Scale:
     return fp8ScaleKernel(op, name);
+  case kernel::Routine::ReduceSum:
+    return reduceKernel(op, name, /*mean=*/false);
+  case kernel::Routine::ReduceMean:
+    return reduceKernel(op, name, /*mean=*/true);
   case kernel::Routine::IntElementwise:
     return intElementwiseKernel(op, name);
   default:
