@@ -1,6 +1,7 @@
 //===- HostTensor.cpp - tensors in host memory, from .npy to module inputs --===//
 #include "common/HostTensor.h"
 
+#include "common/FormatShape.h"
 #include "common/numerics/Rounding.h"
 
 #include <cstdint>
@@ -22,15 +23,7 @@ HostTensor HostTensor::makeFloat(std::vector<int64_t> shape, std::vector<float> 
   return t;
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
+std::string formatShape(const std::vector<int64_t> &shape) { return formatShapeOf(shape); }
 
 bool hostTensorFromNpy(const NpyArray &array, HostTensor::Kind kind,
                        const std::vector<int64_t> &shape, const std::string &path,

@@ -1,6 +1,8 @@
 //===- ShapeInference.cpp - result shapes of mp ops ------------------------===//
 #include "dialects/Graph/IR/ShapeInference.h"
 
+#include "common/FormatShape.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -8,15 +10,7 @@
 
 namespace mixprec::graph {
 
-std::string formatShape(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
+std::string formatShape(llvm::ArrayRef<int64_t> shape) { return support::formatShapeOf(shape); }
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
