@@ -142,13 +142,16 @@ case $mode in
     runner=$(build_runtime build-rt) || exit 1
     python3 -c 'import torch' 2>/dev/null ||
       echo "gpu.sh: note: no torch here: the PyTorch rows are left out (pip install torch)"
+    rc=0
     python3 bench/gpu_bench.py run --folder build/gpu-bench-dry --runner "$runner" \
       --backend cpu --device cpu --warmup 1 --repeat 5 --max-seconds 5 --compile-timeout 300 \
-      --check-fp32 || exit 1
+      --check-fp32 || rc=$?
+    # The training table's flow (--prepare here, --from with the runtime-only runner).
     python3 bench/train_bench.py --prepare build/gpu-bench-dry/train --mixprec "$mixprec" ||
       exit 1
     python3 bench/train_bench.py --from build/gpu-bench-dry/train \
       --runner build-rt/bin/mixprec-train-run --device cpu --repeat 1 --digits-steps 40 \
-      --gpt-steps 20
+      --gpt-steps 20 || rc=$?
+    exit "$rc"
     ;;
 esac
