@@ -159,11 +159,13 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
       if (Attribute a = op->getAttr(name))
         scaled->setAttr(name, a);
     rewriter.replaceOp(op, scaled->getResults());
-    // A weight now stored in FP8 leaves its wide original dead.
+    // A weight now stored in FP8 leaves its wide original dead, and so
+    // does a transpose that createScaledGemm read past.
     for (Value operand : {lhs, rhs})
-      if (auto constant = operand.getDefiningOp<graph::ConstantOp>())
-        if (constant->use_empty())
-          rewriter.eraseOp(constant);
+      if (Operation *producer = operand.getDefiningOp();
+          producer && isa<graph::ConstantOp, graph::TransposeOp>(producer) &&
+          producer->use_empty())
+        rewriter.eraseOp(producer);
     return success();
   }
 
@@ -187,7 +189,12 @@ private:
                              scaleFor(calibrated.getValueAsDouble(), format, options.margin));
     } else {
       auto scalar = RankedTensorType::get({}, b.getF32Type());
-      Value amax = b.create<graph::AmaxOp>(loc, scalar, v);
+      // amax ignores the order of the elements: read past a transpose, so
+      // that a transpose made only to be quantized can go (createScaledGemm).
+      Value amaxOf = v;
+      if (auto t = v.getDefiningOp<graph::TransposeOp>())
+        amaxOf = t.getInput();
+      Value amax = b.create<graph::AmaxOp>(loc, scalar, amaxOf);
       auto scaleOp = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
                                                  b.getI64IntegerAttr(options.margin));
       scale = scaleOp;
@@ -218,6 +225,22 @@ private:
       auto type = cast<RankedTensorType>(qb.value.getType());
       if (type.getRank() != 2)
         return Value();
+      // quantize(transpose(x)) transposed back is quantize(x) (a gradient
+      // rule's x^T, e.g. dX = dY W^T): no transpose at all.
+      if (auto q = qb.value.getDefiningOp<graph::QuantizeOp>())
+        if (auto t = q.getInput().getDefiningOp<graph::TransposeOp>();
+            t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0})) {
+          Value direct = b.create<graph::QuantizeOp>(
+              op->getLoc(),
+              cast<RankedTensorType>(t.getInput().getType()).clone(type.getElementType()),
+              t.getInput(), q.getScale());
+          // The quantize of the transpose was made for this GEMM alone.
+          if (q->use_empty())
+            b.eraseOp(q);
+          if (t->use_empty())
+            b.eraseOp(t);
+          return direct;
+        }
       graph::GraphBuilder g(b, op->getLoc());
       return g.transpose(qb.value, {1, 0});
     };
