@@ -18,9 +18,9 @@ Models:
   gpt_block  tests/e2e/gen_models.py's gpt_block (hidden 64, 4 heads, MLP 256,
              vocabulary 96, sequence 16, tied LM head; its batch dimension is
              fixed at 2), generated into --work, on a next-token task: 256
-             arithmetic sequences mod 96 (tests/e2e/run_train.py
-             check_gpt_fp8's data), labels shifted by one, batch 2, AdamW
-             lr 0.003, cross-entropy over every position.
+             arithmetic sequences mod 96 (tests/e2e/run_train.py's
+             gpt_data), labels shifted by one, batch 2, AdamW lr 0.003,
+             cross-entropy over every position.
 
 mixprec: `mixprec train MODEL ... --precision P --steps N --backend B
 --log-every W --csv FILE` (W = --warmup) for each precision, --repeat times.
@@ -117,13 +117,10 @@ def prepare_models(args, work):
                             gen_dir, "--only", "gpt_block"], capture_output=True, text=True)
         if p.returncode != 0:
             raise SystemExit(f"train_bench: gen_models.py failed:\n{p.stdout}{p.stderr}")
-        rng = np.random.default_rng(0)            # run_train.py check_gpt_fp8's data
-        start = rng.integers(0, 96, (256, 1))
-        stride = rng.integers(1, 4, (256, 1))
-        seq = (start + stride * np.arange(17)) % 96
-        xs, ys = os.path.join(work, "gpt_x.npy"), os.path.join(work, "gpt_y.npy")
-        np.save(xs, seq[:, :16].astype(np.int64))
-        np.save(ys, seq[:, 1:].astype(np.int64))
+        # run_train.py's next-token task (its check_gpt_fp8 trains on it too).
+        sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+        from run_train import gpt_data
+        xs, ys = gpt_data(work)
         d = os.path.join(gen_dir, "gpt_block")
         models["gpt_block"] = {
             "onnx": os.path.join(d, "model.onnx"),
@@ -203,15 +200,14 @@ def prepare_saved(args, folder):
     for name, m in models.items():
         m["name"] = name
         # The digits arrays travel with the modules.
-        for key in list(m["data"]):
-            if m["data"][key].startswith(ex):
-                dest = os.path.join(folder, "digits_" + os.path.basename(m["data"][key]))
-                shutil.copy(m["data"][key], dest)
-                m["data"][key] = dest
-        if m["labels"].startswith(ex):
-            dest = os.path.join(folder, "digits_" + os.path.basename(m["labels"]))
-            shutil.copy(m["labels"], dest)
-            m["labels"] = dest
+        def carried(path):
+            if not path.startswith(ex):
+                return path
+            dest = os.path.join(folder, "digits_" + os.path.basename(path))
+            shutil.copy(path, dest)
+            return dest
+        m["data"] = {k: carried(v) for k, v in m["data"].items()}
+        m["labels"] = carried(m["labels"])
         m["saved"] = {}
         for prec in precisions:
             out = os.path.join(folder, "modules", f"{name}_{prec}")
@@ -228,8 +224,6 @@ def prepare_saved(args, folder):
                                  f"(exit {p.returncode}):\n{p.stderr[-2000:]}")
             m["saved"][prec] = {"folder": out, "compile_s": round(time.perf_counter() - t0, 2)}
             print(f"{name} {prec}: {out} ({m['saved'][prec]['compile_s']} s)", file=sys.stderr)
-        # The check files of the checkpoint-free ONNX forward test stay; the
-        # ONNX file is not needed there.
     manifest = {"arch": args.arch or "", "date": time.strftime("%Y-%m-%d"), "models": models}
     text = json.dumps(manifest, indent=1).replace(folder, "$DIR")
     with open(os.path.join(folder, "manifest.json"), "w") as f:

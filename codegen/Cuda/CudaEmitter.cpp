@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaEmitter.h"
 #include "codegen/Cuda/CudaRoutines.h"
+#include "codegen/Cuda/CudaTypes.h"
 #include "codegen/KernelBody.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
@@ -32,33 +33,6 @@ using namespace mlir;
 
 namespace mixprec::codegen {
 namespace {
-
-/// What the emitter needs to know of an element type: its C type, and the
-/// helper suffix of its load, store and rounding functions.
-struct DTypeInfo {
-  const char *ctype;
-  const char *suffix;
-};
-
-std::optional<DTypeInfo> dtypeInfo(Type t) {
-  if (t.isF32())
-    return DTypeInfo{"float", "f32"};
-  if (t.isF16())
-    return DTypeInfo{"__half", "f16"};
-  if (t.isBF16())
-    return DTypeInfo{"__nv_bfloat16", "bf16"};
-  if (isa<Float8E4M3FNType>(t))
-    return DTypeInfo{"__nv_fp8_storage_t", "e4m3"};
-  if (isa<Float8E5M2Type>(t))
-    return DTypeInfo{"__nv_fp8_storage_t", "e5m2"};
-  if (t.isInteger(64))
-    return DTypeInfo{"long long", "i64"};
-  if (t.isInteger(32))
-    return DTypeInfo{"int", "i32"};
-  if (t.isInteger(1))
-    return DTypeInfo{"unsigned char", "bool"};
-  return std::nullopt;
-}
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaRoutines.h"
+#include "codegen/Cuda/CudaTypes.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
 
@@ -280,33 +281,6 @@ std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &nam
   return p.finish();
 }
 
-/// The suffix of the prelude's load and store helpers (mp_load_bf16, ...)
-/// for a float element type; null for others.
-const char *floatSuffix(Type t) {
-  if (t.isF32())
-    return "f32";
-  if (t.isF16())
-    return "f16";
-  if (t.isBF16())
-    return "bf16";
-  if (isa<Float8E4M3FNType>(t))
-    return "e4m3";
-  if (isa<Float8E5M2Type>(t))
-    return "e5m2";
-  return nullptr;
-}
-
-/// The C type behind a float suffix.
-const char *floatCType(const std::string &suffix) {
-  if (suffix == "f32")
-    return "float";
-  if (suffix == "f16")
-    return "__half";
-  if (suffix == "bf16")
-    return "__nv_bfloat16";
-  return "__nv_fp8_storage_t";
-}
-
 /// reduce_sum and reduce_mean as the CPU routine computes them
 /// (runtime/cpu/Reduce.cpp), so the bits agree: the input decoded to
 /// float, each output's terms added in double in the same order, then
@@ -319,9 +293,10 @@ const char *floatCType(const std::string &suffix) {
 std::optional<CudaKernel> reduceKernel(kernel::CallOp op, const std::string &name, bool mean) {
   auto options = cast<kernel::ReduceOptionsAttr>(op.getOptions());
   Value input = op.getInputs()[0];
-  const char *in = floatSuffix(typeOf(input).getElementType());
-  const char *out = floatSuffix(typeOf(op.getOutputs()[0]).getElementType());
-  if (!in || !out)
+  Type inType = typeOf(input).getElementType(), outType = typeOf(op.getOutputs()[0]).getElementType();
+  std::optional<DTypeInfo> in = dtypeInfo(inType), out = dtypeInfo(outType);
+  // Float data only (the CPU routine sums floats).
+  if (!in || !out || !isa<FloatType>(inType) || !isa<FloatType>(outType))
     return std::nullopt;
   ArrayRef<int64_t> shape = typeOf(input).getShape();
   const int64_t rank = static_cast<int64_t>(shape.size());
@@ -370,7 +345,8 @@ std::optional<CudaKernel> reduceKernel(kernel::CallOp op, const std::string &nam
                " of " + formatList(shape) + " -> " + std::to_string(outCount) +
                " values, in double in the CPU routine's order"))
     return std::nullopt;
-  const std::string load = std::string("mp_load_") + in + "((const " + floatCType(in) + " *)in0, ";
+  const std::string load =
+      std::string("mp_load_") + in->suffix + "((const " + in->ctype + " *)in0, ";
   p.loop(outCount);
   p.os << "    long long base = 0;\n";
   for (const PlanDim &d : plan)
@@ -414,7 +390,7 @@ std::optional<CudaKernel> reduceKernel(kernel::CallOp op, const std::string &nam
   }
   if (mean)
     p.os << "    a = a / " << std::max<int64_t>(reduceCount, 1) << ".0;\n";
-  p.os << "    mp_store_" << out << "((" << floatCType(out) << " *)out0, i, (float)a);\n";
+  p.os << "    mp_store_" << out->suffix << "((" << out->ctype << " *)out0, i, (float)a);\n";
   return p.finish();
 }
 

@@ -47,8 +47,6 @@
 
 using namespace mlir;
 using mixprec::passes::TrainingOptions;
-using mixprec::support::NpyArray;
-
 
 namespace mixprec::compiler {
 namespace {
@@ -59,12 +57,11 @@ using trainer::StepFacts;
 using trainer::StepModules;
 
 /// What one train() call works with: its configuration, where it reports,
-/// how it ends, and the files it reads (no output may replace one).
+/// and how it ends.
 struct Ctx {
   const TrainConfig &c;
   const TrainEvents &events;
   TrainOutcome &out;
-  trainer::InputFiles inputs;
 
   int fail(const std::string &message, int status = kTrainError) {
     out.status = status;
@@ -99,19 +96,21 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 /// What a module is built from: the step or the evaluation function.
 enum class Build { Step, Eval };
 
-/// The CUDA architecture a module gets code for on `backend`: the
-/// device's (CUDA, or auto with a device), else none ("").
-std::string deviceArch(mixprec_backend_t backend, int &smVersion) {
+/// The CUDA architecture a module gets code for on `backend` (as N of
+/// sm_N): the device's (CUDA, or auto with a device) when NVRTC knows it,
+/// else 0 (none).
+int deviceSmVersion(mixprec_backend_t backend) {
   if (backend == MIXPREC_BACKEND_CPU)
-    return "";
+    return 0;
   int sm = 0;
   mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
   const bool device = status == nullptr;
   mixprec_status_free(status);
-  std::string arch = "sm_" + std::to_string(sm), error;
-  if (!device || !codegen::parseCudaArch(arch, smVersion, error))
-    return "";
-  return arch;
+  int smVersion = 0;
+  std::string error;
+  if (!device || !codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion, error))
+    return 0;
+  return smVersion;
 }
 
 /// Loads the model with `batch` samples per run and builds the step or the
@@ -162,18 +161,14 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
   return module;
 }
 
-/// Compiles the graph at `precision` to a module image for `arch` ("": no
-/// CUDA code). 0, or the exit status after failing ctx.
+/// Compiles the graph at `precision` to a module image with CUDA code for
+/// sm_`smVersion` (0: none). 0, or the exit status after failing ctx.
 int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
-                 const passes::PrecisionPipelineOptions &precision, const std::string &arch,
+                 const passes::PrecisionPipelineOptions &precision, int smVersion,
                  const std::string &sideFileName, codegen::ModuleImage &out) {
   const std::string &model = ctx.c.model;
   if (failed(compilePrecision(module, precision, ExistingPlan::Refuse)))
     return command.fail(ctx, model);
-  int smVersion = 0;
-  std::string error;
-  if (!arch.empty() && !codegen::parseCudaArch(arch, smVersion, error))
-    return ctx.usage("train: --arch: " + error);
   codegen::CudaCompileOptions cuda;
   cuda.smVersion = smVersion;
   cuda.warn = [&ctx](const std::string &message) { ctx.print("warning: " + message); };
@@ -182,8 +177,8 @@ int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
   writeOptions.producer = "mixprec train";
   codegen::ModuleStats stats;
   FailureOr<codegen::ModuleImage> image =
-      buildModule(module, sideFileName, writeOptions, stats, arch.empty() ? nullptr : &cuda,
-                  arch.empty() ? nullptr : &cudaStats);
+      buildModule(module, sideFileName, writeOptions, stats, smVersion ? &cuda : nullptr,
+                  smVersion ? &cudaStats : nullptr);
   if (failed(image))
     return command.fail(ctx, model);
   out = std::move(*image);
@@ -202,26 +197,24 @@ int loadImage(Ctx &ctx, const codegen::ModuleImage &image, mixprec::Module &out)
   return 0;
 }
 
-/// The modules of one run at `precision`: the step and, with test data, the
-/// evaluation function. Fills `facts.classes` (the step's). When saving,
-/// writes them to `saveTo` instead of loading them.
+/// The modules of one run at `precision`, with CUDA code for sm_`smVersion`
+/// (0: none): the step and, with test data, the evaluation function. Sets
+/// `classes` when given (the step's). When saving, writes them to `saveTo`
+/// instead of loading them.
 int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipelineOptions &precision,
                  const std::vector<Column> &train, const std::vector<Column> &test,
-                 const std::string &arch, StepFacts &facts, StepModules &out,
+                 int smVersion, StepModules &out, int64_t *classes = nullptr,
                  const std::string &saveTo = "") {
   const TrainConfig &t = ctx.c;
   for (Build build : {Build::Step, Build::Eval}) {
     if (build == Build::Eval && test.empty())
       break;
-    int64_t classes = 0;
     OwningOpRef<ModuleOp> graph =
         build == Build::Step
-            ? buildGraph(ctx, command, build, train, t.batch, &classes)
+            ? buildGraph(ctx, command, build, train, t.batch, classes)
             : buildGraph(ctx, command, build, test, trainer::evalBatchFor(test.front().rows()));
     if (!graph)
       return kTrainError;
-    if (build == Build::Step)
-      facts.classes = classes;
     std::string path;
     if (!saveTo.empty()) {
       llvm::SmallString<256> p(saveTo);
@@ -230,7 +223,7 @@ int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipeline
       path = std::string(p);
     }
     codegen::ModuleImage image;
-    if (int rc = compileImage(ctx, command, *graph, precision, arch,
+    if (int rc = compileImage(ctx, command, *graph, precision, smVersion,
                               path.empty() ? "train.weights" : codegen::sideFileNameFor(path),
                               image))
       return rc;
@@ -257,11 +250,11 @@ int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipeline
 /// states, the failing batch) and names the first op whose value is not
 /// finite; "" when it cannot tell.
 std::string diagnoseOverflow(Ctx &ctx, const std::vector<Column> &columns,
-                             const mixprec::Module &step, const mixprec::Session &session,
+                             const mixprec::Session &session,
                              const std::vector<HostTensor> &batch) {
   // Errors of this rerun are not the run's: they leave the outcome as it is.
   TrainOutcome scratch;
-  Ctx quiet{ctx.c, TrainEvents(), scratch, {}};
+  Ctx quiet{ctx.c, TrainEvents(), scratch};
   Compilation command;
   OwningOpRef<ModuleOp> graph = buildGraph(quiet, command, Build::Step, columns, ctx.c.batch);
   if (!graph ||
@@ -385,7 +378,7 @@ int run(Ctx &ctx) {
   in.options = t.loop;
   if (std::string why = trainer::checkLoopOptions(in.options, !t.testData.empty()); !why.empty())
     return ctx.usage(why);
-  ctx.inputs.emplace_back(t.model, "the model " + t.model);
+  in.inputs.emplace_back(t.model, "the model " + t.model);
   // FP8 training scales as Transformer Engine's default recipe does:
   // delayed scaling from an amax history kept in the step's state.
   passes::PrecisionPipelineOptions &precision = *t.precision;
@@ -412,26 +405,29 @@ int run(Ctx &ctx) {
 
   // The data.
   std::string labelsName = trainer::labelsNameFor(facts.loss);
-  if (!trainer::readColumns(t.data, t.labels, labelsName, "--data", in.train, ctx.inputs, error))
+  if (!trainer::readColumns(t.data, t.labels, labelsName, "--data", in.train, in.inputs, error))
     return ctx.fail(error);
   if (!t.testData.empty() && !trainer::readColumns(t.testData, t.testLabels, labelsName,
-                                                   "--test-data", in.test, ctx.inputs, error))
+                                                   "--test-data", in.test, in.inputs, error))
     return ctx.fail(error);
   facts.evalBatch = in.test.empty() ? 0 : trainer::evalBatchFor(in.test.front().rows());
 
+  // The CUDA code's architecture: --arch, else the device's when training
+  // on one, else none.
+  int smVersion = 0;
+  if (!t.arch.empty() && !codegen::parseCudaArch(t.arch, smVersion, error))
+    return ctx.usage("train: --arch: " + error);
+  if (t.arch.empty() && t.saveModules.empty())
+    smVersion = deviceSmVersion(t.loop.backend);
+
   // The step (and the evaluation) at the precision, and at FP32 beside it.
   auto start = std::chrono::steady_clock::now();
-  std::string arch = t.arch;
-  if (arch.empty() && t.saveModules.empty()) {
-    int sm = 0;
-    arch = deviceArch(t.loop.backend, sm);
-  }
   Compilation command;
   if (!t.saveModules.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(t.saveModules))
       return ctx.fail(t.saveModules + ": cannot create the folder: " + ec.message());
-    if (int rc = buildModules(ctx, command, precision, in.train, in.test, arch, facts, in.primary,
-                              t.saveModules))
+    if (int rc = buildModules(ctx, command, precision, in.train, in.test, smVersion, in.primary,
+                              &facts.classes, t.saveModules))
       return rc;
     llvm::SmallString<256> path(t.saveModules);
     llvm::sys::path::append(path, trainer::kSavedFactsFile);
@@ -443,7 +439,8 @@ int run(Ctx &ctx) {
                   .str());
     return 0;
   }
-  if (int rc = buildModules(ctx, command, precision, in.train, in.test, arch, facts, in.primary))
+  if (int rc = buildModules(ctx, command, precision, in.train, in.test, smVersion, in.primary,
+                            &facts.classes))
     return rc;
   passes::PrecisionPipelineOptions fp32Options;
   std::optional<Compilation> compareCommand;
@@ -452,16 +449,14 @@ int run(Ctx &ctx) {
     in.compare.emplace();
     in.compare->label = t.compare;
     compareCommand.emplace();
-    StepFacts compareFacts = facts;
-    if (int rc = buildModules(ctx, *compareCommand, fp32Options, in.train, in.test, arch,
-                              compareFacts, *in.compare))
+    if (int rc = buildModules(ctx, *compareCommand, fp32Options, in.train, in.test, smVersion,
+                              *in.compare))
       return rc;
   }
   in.origin = llvm::formatv("compiled in {0:f2} s", millisecondsSince(start) / 1000).str();
-  in.inputs = ctx.inputs;
-  in.diagnose = [&ctx, &in](const mixprec::Module &step, const mixprec::Session &session,
+  in.diagnose = [&ctx, &in](const mixprec::Session &session,
                             const std::vector<HostTensor> &batch) {
-    return diagnoseOverflow(ctx, in.train, step, session, batch);
+    return diagnoseOverflow(ctx, in.train, session, batch);
   };
   TrainOutcome outcome = trainer::runLoop(in, ctx.events);
   ctx.out = outcome;
@@ -486,7 +481,7 @@ bool fileFingerprint(const std::string &path, std::string &out, std::string &err
 
 TrainOutcome train(const TrainConfig &config, const TrainEvents &events) {
   TrainOutcome outcome;
-  Ctx ctx{config, events, outcome, {}};
+  Ctx ctx{config, events, outcome};
   int status = run(ctx);
   if (status != 0 && outcome.status == 0)
     ctx.fail("train failed without a message", status);

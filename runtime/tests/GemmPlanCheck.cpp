@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Module.h"
-#include "runtime/src/OpaqueOps.h"
+#include "runtime/src/cuda/CudaBackend.h"
 #include "runtime/src/cuda/GemmPlan.h"
 
 #include <cstdio>
@@ -42,25 +42,11 @@ int main(int argc, char **argv) {
       }
       fp8 += plan.fp8Scales;
     }
-    std::string host;
-    if (module->cudaProgram()) {
-      size_t count = 0;
-      std::string kinds;
-      for (size_t o = 0; o < module->opaqueCudaLaunches().size(); ++o)
-        if (!module->opaqueCudaLaunches()[o]) {
-          ++count;
-          const std::string &name = module->opaques()[o].name;
-          // "opaque #3 'conv1' (conv2d)": the routine in parentheses.
-          size_t open = name.rfind('(');
-          std::string kind = open == std::string::npos ? name : name.substr(open + 1);
-          if (!kind.empty() && kind.back() == ')')
-            kind.pop_back();
-          if (kinds.find(kind) == std::string::npos)
-            kinds += (kinds.empty() ? "" : ", ") + kind;
-        }
-      host = "; " + std::to_string(count) + " routine steps on the host" +
-             (count ? " (" + kinds + ")" : "");
-    }
+    // With CUDA code (--arch): the routine steps the backend runs on the host.
+    const std::string host =
+        module->cudaProgram()
+            ? "; " + cuda::describeHostSteps(*module, cuda::hostRoutineSteps(*module))
+            : "";
     if (ok)
       std::printf("PASS  %s: %zu GEMMs plan on cuBLASLt (%zu FP8)%s\n", argv[i],
                   module->gemms().size(), fp8, host.c_str());

@@ -803,7 +803,7 @@ int run(Ctx &ctx, LoopInputs &in) {
 
     if (skippedInARow >= t.maxSkippedInARow) {
       std::string diagnosis =
-          in.diagnose ? in.diagnose(primary.step.module, primary.step.session, batch) : "";
+          in.diagnose ? in.diagnose(primary.step.session, batch) : "";
       if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
         return kTrainError;
       ctx.fail(model + ": the last " + std::to_string(skippedInARow) +
@@ -883,6 +883,9 @@ const char *lossName(LossKind loss) {
   }
   return "?";
 }
+
+bool parseInt64(const std::string &text, int64_t &out) { return parseInteger(text, out); }
+bool parseUint64(const std::string &text, uint64_t &out) { return parseInteger(text, out); }
 
 const char *labelsNameFor(LossKind loss) { return loss == LossKind::Mse ? "targets" : "labels"; }
 

@@ -161,10 +161,9 @@ struct StepModules {
 
 /// Names the first op whose value is not finite when the loss scale is
 /// stuck (the compiler reruns the step on its interpreter); "" when it
-/// cannot tell. Gets the step, its session (the states) and the batch.
-using DiagnoseFn = std::function<std::string(
-    const mixprec::Module &step, const mixprec::Session &session,
-    const std::vector<HostTensor> &batch)>;
+/// cannot tell. Gets the step's session (the states) and the batch.
+using DiagnoseFn = std::function<std::string(const mixprec::Session &session,
+                                             const std::vector<HostTensor> &batch)>;
 
 /// Everything one run of the loop takes.
 struct LoopInputs {
@@ -186,6 +185,12 @@ std::string checkLoopOptions(const LoopOptions &options, bool testData);
 /// Runs the loop (see the file comment). Never throws or exits: every
 /// failure is in the outcome (status kTrainError, or kTrainScaleStuck).
 TrainOutcome runLoop(LoopInputs &inputs, const TrainEvents &events);
+
+/// A whole string as a decimal integer (no sign for the unsigned one);
+/// false when it is not one or does not fit. The runner's options and the
+/// loop's records are read with these.
+bool parseInt64(const std::string &text, int64_t &out);
+bool parseUint64(const std::string &text, uint64_t &out);
 
 /// The file name an array named `name` is written to (NAME.npy, every byte
 /// outside [A-Za-z0-9_.-] and a leading '.' as %XX).

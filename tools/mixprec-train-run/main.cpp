@@ -17,9 +17,7 @@
 #include "common/Escape.h"
 #include "runtime/train/TrainLoop.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,17 +49,6 @@ int usage(const std::string &message) {
                common::escapeControls(message).c_str(),
                "(mixprec-train-run --help lists the options)\n");
   return trainer::kTrainUsage;
-}
-
-/// A whole-string integer >= `min`.
-bool parseCount(const char *text, long long min, long long &out) {
-  errno = 0;
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (errno || !*text || *end || v < min)
-    return false;
-  out = v;
-  return true;
 }
 
 } // namespace
@@ -103,13 +90,8 @@ int main(int argc, char **argv) {
         return usage(name + " needs a value");
       value = argv[++i];
     }
-    long long n = 0;
-    auto count = [&](long long min, int64_t &out) {
-      if (!parseCount(value.c_str(), min, n))
-        return false;
-      out = n;
-      return true;
-    };
+    // Every count option is >= 1.
+    auto count = [&](int64_t &out) { return trainer::parseInt64(value, out) && out >= 1; };
     auto named = [&](std::vector<trainer::TrainArray> &to) {
       size_t eq = value.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
@@ -127,24 +109,20 @@ int main(int argc, char **argv) {
     else if (name == "--test-labels")
       testLabels = trainer::TrainArray{"", value, std::nullopt};
     else if (name == "--steps")
-      ok = count(1, options.steps);
+      ok = count(options.steps);
     else if (name == "--epochs")
-      ok = count(1, options.epochs);
+      ok = count(options.epochs);
     else if (name == "--log-every")
-      ok = count(1, options.logEvery);
+      ok = count(options.logEvery);
     else if (name == "--eval-every")
-      ok = count(1, options.evalEvery);
+      ok = count(options.evalEvery);
     else if (name == "--checkpoint-every")
-      ok = count(1, options.checkpointEvery);
+      ok = count(options.checkpointEvery);
     else if (name == "--max-skipped-in-a-row")
-      ok = count(1, options.maxSkippedInARow);
-    else if (name == "--seed") {
-      errno = 0;
-      char *end = nullptr;
-      unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-      ok = !errno && !value.empty() && !*end && value[0] != '-';
-      options.seed = v;
-    } else if (name == "--csv")
+      ok = count(options.maxSkippedInARow);
+    else if (name == "--seed")
+      ok = trainer::parseUint64(value, options.seed);
+    else if (name == "--csv")
       options.csv = value;
     else if (name == "--checkpoint")
       options.checkpoint = value;

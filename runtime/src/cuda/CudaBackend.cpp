@@ -303,25 +303,17 @@ void CudaBackend::findExclusiveOutputs() {
   }
 }
 
-/// Routine steps without a kernel (Opaque.cuda) run on the host: a CPU
-/// backend of the module holds their operands.
-Status CudaBackend::prepareHostSteps() {
-  const auto *steps = module->root().steps();
+std::vector<size_t> hostRoutineSteps(const LoadedModule &module) {
+  std::vector<size_t> out;
+  const auto *steps = module.root().steps();
   for (size_t i = 0; steps && i < steps->size(); ++i)
     if (steps->Get(i)->kind() == schema::StepKind::Opaque &&
-        opaqueLaunches[steps->Get(i)->index()] < 0)
-      hostSteps.push_back(steps->Get(i)->index());
-  if (hostSteps.empty())
-    return okStatus();
-  host = std::make_unique<CpuBackend>(module, options);
-  if (Status s = host->prepare(); !s.ok())
-    return s.withContext("CUDA backend: the host half of the routine steps: ");
-  return okStatus();
+        !module.opaqueCudaLaunches()[steps->Get(i)->index()])
+      out.push_back(steps->Get(i)->index());
+  return out;
 }
 
-/// "3 routine steps (conv2d, max_pool2d) run on the host".
-static std::string describeHostSteps(const LoadedModule &module,
-                                     const std::vector<size_t> &steps) {
+std::string describeHostSteps(const LoadedModule &module, const std::vector<size_t> &steps) {
   std::vector<std::string> kinds;
   const auto *opaques = module.root().opaques();
   for (size_t index : steps) {
@@ -335,6 +327,18 @@ static std::string describeHostSteps(const LoadedModule &module,
     list += (list.empty() ? "" : ", ") + k;
   return std::to_string(steps.size()) + " routine step" + (steps.size() == 1 ? "" : "s") + " (" +
          list + ") run on the host";
+}
+
+/// Routine steps without a kernel (Opaque.cuda) run on the host: a CPU
+/// backend of the module holds their operands.
+Status CudaBackend::prepareHostSteps() {
+  hostSteps = hostRoutineSteps(*module);
+  if (hostSteps.empty())
+    return okStatus();
+  host = std::make_unique<CpuBackend>(module, options);
+  if (Status s = host->prepare(); !s.ok())
+    return s.withContext("CUDA backend: the host half of the routine steps: ");
+  return okStatus();
 }
 
 Status CudaBackend::prepare() {

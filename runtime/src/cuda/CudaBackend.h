@@ -46,6 +46,13 @@ namespace mixprec::runtime::cuda {
 Status cudaError(const Driver &driver, CUresult result, const std::string &what,
                  mixprec_status_code_t code = MIXPREC_EXECUTION_ERROR);
 
+/// The routine steps of `module` (opaque indices, in step order) that have
+/// no kernel (Opaque.cuda), which the CUDA backend runs on the host.
+std::vector<size_t> hostRoutineSteps(const LoadedModule &module);
+
+/// "3 routine steps (conv2d, max_pool2d) run on the host".
+std::string describeHostSteps(const LoadedModule &module, const std::vector<size_t> &steps);
+
 /// Device 0's primary context, retained while a session or one of its
 /// buffers lives (whichever the application releases last).
 class Context {

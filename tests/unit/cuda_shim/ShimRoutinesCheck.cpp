@@ -25,6 +25,7 @@
 #include "codegen/Cuda/shim/ShimHarness.h"
 #include "codegen/ModuleWriter.h"
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "passes/Passes.h"
 
@@ -223,23 +224,13 @@ bool runOnShim(const shim::Program &program, const mixprec::codegen::CudaKernel 
 
 /// Whether the element at byte `at` of `t` is a NaN of its float dtype.
 bool isNanAt(const HostTensor &t, size_t at) {
-  Type e = t.type.getElementType();
-  const unsigned char *b = t.bytes.data() + at;
-  if (e.isF32()) {
-    uint32_t v;
-    std::memcpy(&v, b, 4);
-    return (v & 0x7fffffffu) > 0x7f800000u;
-  }
-  if (e.isF16() || e.isBF16()) {
-    uint16_t v;
-    std::memcpy(&v, b, 2);
-    return (v & 0x7fffu) > (e.isF16() ? 0x7c00u : 0x7f80u);
-  }
-  if (isa<Float8E4M3FNType>(e))
-    return (b[0] & 0x7f) == 0x7f;
-  if (isa<Float8E5M2Type>(e))
-    return (b[0] & 0x7f) > 0x7c;
-  return false;
+  std::optional<mixprec::numerics::Format> format =
+      mixprec::graph::storageFormatOf(t.type.getElementType());
+  if (!format)
+    return false;
+  uint32_t bits = 0;
+  std::memcpy(&bits, t.bytes.data() + at, mixprec::numerics::formatBytes(*format));
+  return std::isnan(mixprec::numerics::decode(*format, bits));
 }
 
 /// The first differing element of `want` and `got`, or -1. With
