@@ -429,6 +429,9 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   SmallVector<Type> resultTypes(4, scalarType);
   for (const State &s : states)
     resultTypes.push_back(s.init.getType());
+  if (o.gradientOutputs)
+    for (size_t i = 0; i < numParams; ++i)
+      resultTypes.push_back(states[i].init.getType());
   OpBuilder b(ctx);
   b.setInsertionPointAfter(forward);
   auto step = b.create<func::FuncOp>(forward.getLoc(), o.name,
@@ -507,9 +510,11 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   Value inverse = scaled ? gb.unary<graph::ReciprocalOp>(scale) : Value();
   Value loss = scaled ? gb.mul(scaledLoss, inverse) : scaledLoss;
   Value found = sb.c(0.0), sumSquares = sb.c(0.0);
+  SmallVector<Value> unscaled;
   for (Value &g : grads) {
     if (scaled)
       g = gb.mul(g, inverse);
+    unscaled.push_back(g);
     found = sb.max(found, sb.nonFinite(g));
     sumSquares = gb.add(sumSquares, sb.sumAll(gb.mul(g, g)));
   }
@@ -584,6 +589,8 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   SmallVector<Value> results{loss, found, norm, usedScale};
   for (const State &s : states)
     results.push_back(s.next ? s.next : s.current);
+  if (o.gradientOutputs)
+    results.append(unscaled.begin(), unscaled.end());
   b.create<func::ReturnOp>(forward.getLoc(), results);
   const char *names[] = {"loss", "skipped", "grad_norm", "loss_scale"};
   for (unsigned i = 0; i < 4; ++i)
@@ -591,6 +598,9 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   for (auto [i, s] : llvm::enumerate(states))
     step.setResultAttrs(4 + i, b.getDictionaryAttr(b.getNamedAttr(
                                    GraphDialect::kStateUpdateAttr, b.getStringAttr(s.name))));
+  if (o.gradientOutputs)
+    for (size_t i = 0; i < numParams; ++i)
+      step.setResultAttrs(4 + states.size() + i, mpNameAttrs(b, "grad." + states[i].name));
   return step;
 }
 

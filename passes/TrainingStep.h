@@ -73,6 +73,10 @@ struct TrainingOptions {
 
   /// The step function's name.
   std::string name = "train_step";
+  /// Also return each parameter's gradient, unscaled, in FP32, before the
+  /// non-finite check and clipping, as `grad.NAME` (the gradient
+  /// comparison of `mixprec train --compare-every`).
+  bool gradientOutputs = false;
 };
 
 /// The parse of `--loss`, `--optimizer`, `--loss-scale` values; false for
@@ -102,7 +106,8 @@ std::string checkTrainingOptions(const TrainingOptions &options);
 /// Results: `loss` (unscaled), `skipped` (1 when a gradient was not finite
 /// and nothing was updated, else 0), `grad_norm` (global L2 norm of the
 /// unscaled gradients, before clipping), `loss_scale` (the scale this step
-/// used), then one `mp.state_update` per state. A skipped step leaves every
+/// used), then one `mp.state_update` per state, then with
+/// `gradientOutputs` one `grad.NAME` per parameter. A skipped step leaves every
 /// master weight, optimizer state and the step count bit-identical (the
 /// updates select the old values), and only the loss-scale state moves.
 ///

@@ -27,6 +27,7 @@
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Report/Report.h"
+#include "compiler/Report/RunReport.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "mixprec/runtime.hpp"
@@ -37,6 +38,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -93,8 +95,9 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// What a module is built from: the step or the evaluation function.
-enum class Build { Step, Eval };
+/// What a module is built from: the step, the evaluation function, or (for
+/// the report's picture) the forward graph alone.
+enum class Build { Step, Eval, Forward };
 
 /// The CUDA architecture a module gets code for on `backend` (as N of
 /// sm_N): the device's (CUDA, or auto with a device) when NVRTC knows it,
@@ -111,6 +114,100 @@ int deviceSmVersion(mixprec_backend_t backend) {
   if (!device || !codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion, error))
     return 0;
   return smVersion;
+}
+
+/// Bytes of a tensor type's elements (sub-byte types round up).
+int64_t tensorBytes(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked || !ranked.hasStaticShape())
+    return 0;
+  return ranked.getNumElements() * int64_t((ranked.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// The FLOPs of the annotated step (every op's getFlopCount: the forward and
+/// backward as they run, each micro-batch) and the bytes of its state by
+/// kind; the arena comes from the module writer's plan.
+void collectCosts(func::FuncOp step, trainer::StepCosts &costs,
+                  trainer::StepMemory &memory) {
+  double flops = 0;
+  step.walk([&](Operation *op) {
+    if (auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op))
+      flops += double(policy.getFlopCount());
+  });
+  costs.flopsPerStep = flops;
+  memory = trainer::StepMemory();
+  Block &body = step.front();
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto name = step.getArgAttrOfType<StringAttr>(i, graph::GraphDialect::kStateAttr);
+    if (!name)
+      continue;
+    llvm::StringRef n = name.getValue();
+    int64_t bytes = tensorBytes(step.getArgumentTypes()[i]);
+    if (n.ends_with(".momentum_buffer") || n.ends_with(".exp_avg") || n.ends_with(".exp_avg_sq")) {
+      memory.optimizerState += bytes;
+      continue;
+    }
+    if (n == "step" || n == "loss_scale" || n == "growth_tracker" || n == "hysteresis" ||
+        n.starts_with("fp8.") || cast<RankedTensorType>(step.getArgumentTypes()[i]).getRank() == 0) {
+      memory.otherState += bytes;
+      continue;
+    }
+    // A parameter: its FP32 master, its FP32 gradient, and the copy the
+    // GEMMs read (the narrowest cast of it, else the master itself).
+    memory.masterWeights += bytes;
+    memory.gradients += bytes;
+    int64_t copy = bytes;
+    for (Operation *user : body.getArgument(i).getUsers())
+      if (isa<graph::CastOp, graph::QuantizeOp>(user) && user->getNumResults() == 1)
+        copy = std::min(copy, tensorBytes(user->getResult(0).getType()));
+    memory.weights += copy == bytes ? 0 : copy;
+  }
+}
+
+/// The annotated forward graph as the run report draws it: one node per op
+/// (constants and the return left out) with its result dtype, one edge per
+/// operand.
+std::string graphJson(func::FuncOp forward) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::DenseMap<Operation *, int> ids;
+  os << "{\"nodes\": [";
+  int next = 0;
+  forward.walk([&](Operation *op) {
+    if (op == forward.getOperation() || isa<func::ReturnOp>(op) ||
+        op->hasTrait<OpTrait::ConstantLike>() || op->getNumResults() == 0)
+      return;
+    std::string dtype;
+    llvm::raw_string_ostream ts(dtype);
+    if (auto t = dyn_cast<ShapedType>(op->getResult(0).getType()))
+      ts << t.getElementType();
+    else
+      ts << op->getResult(0).getType();
+    ids[op] = next;
+    os << (next ? ", " : "") << "{\"id\": " << next << ", \"name\": ";
+    llvm::json::OStream(os).value(nodeLabel(op));
+    os << ", \"op\": ";
+    llvm::json::OStream(os).value(op->getName().getStringRef());
+    os << ", \"dtype\": ";
+    llvm::json::OStream(os).value(dtype);
+    os << "}";
+    ++next;
+  });
+  os << "], \"edges\": [";
+  bool first = true;
+  forward.walk([&](Operation *op) {
+    auto to = ids.find(op);
+    if (to == ids.end())
+      return;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (auto from = ids.find(def); from != ids.end()) {
+          os << (first ? "" : ", ") << "[" << from->second << ", " << to->second << "]";
+          first = false;
+        }
+  });
+  os << "]}";
+  return out;
 }
 
 /// Loads the model with `batch` samples per run and builds the step or the
@@ -147,8 +244,13 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
           *classes = type.getShape().back();
     }
   }
+  if (build == Build::Forward) {
+    forward.setName("main");
+    return module;
+  }
   TrainingOptions o = t.step;
   o.name = build == Build::Step ? "mixprec_train_step" : "mixprec_eval";
+  o.gradientOutputs = build == Build::Step && t.loop.compareEvery > 0;
   FailureOr<func::FuncOp> built = build == Build::Step
                                       ? passes::buildTrainingStep(forward, o)
                                       : passes::buildEvalFunction(forward, o, o.name);
@@ -165,10 +267,14 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
 /// sm_`smVersion` (0: none). 0, or the exit status after failing ctx.
 int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
                  const passes::PrecisionPipelineOptions &precision, int smVersion,
-                 const std::string &sideFileName, codegen::ModuleImage &out) {
+                 const std::string &sideFileName, codegen::ModuleImage &out,
+                 trainer::StepCosts *costs = nullptr, trainer::StepMemory *memory = nullptr) {
   const std::string &model = ctx.c.model;
   if (failed(compilePrecision(module, precision, ExistingPlan::Refuse)))
     return command.fail(ctx, model);
+  if (costs && memory)
+    if (FailureOr<func::FuncOp> step = entryFunction(module); succeeded(step))
+      collectCosts(*step, *costs, *memory);
   codegen::CudaCompileOptions cuda;
   cuda.smVersion = smVersion;
   cuda.warn = [&ctx](const std::string &message) { ctx.print("warning: " + message); };
@@ -181,6 +287,8 @@ int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
                   smVersion ? &cudaStats : nullptr);
   if (failed(image))
     return command.fail(ctx, model);
+  if (memory)
+    memory->arena = stats.arenaBytes;
   out = std::move(*image);
   return 0;
 }
@@ -204,7 +312,8 @@ int loadImage(Ctx &ctx, const codegen::ModuleImage &image, mixprec::Module &out)
 int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipelineOptions &precision,
                  const std::vector<Column> &train, const std::vector<Column> &test,
                  int smVersion, StepModules &out, int64_t *classes = nullptr,
-                 const std::string &saveTo = "") {
+                 const std::string &saveTo = "", trainer::StepCosts *costs = nullptr,
+                 trainer::StepMemory *memory = nullptr) {
   const TrainConfig &t = ctx.c;
   for (Build build : {Build::Step, Build::Eval}) {
     if (build == Build::Eval && test.empty())
@@ -223,9 +332,10 @@ int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipeline
       path = std::string(p);
     }
     codegen::ModuleImage image;
+    const bool step = build == Build::Step;
     if (int rc = compileImage(ctx, command, *graph, precision, smVersion,
                               path.empty() ? "train.weights" : codegen::sideFileNameFor(path),
-                              image))
+                              image, step ? costs : nullptr, step ? memory : nullptr))
       return rc;
     if (!path.empty()) {
       std::string error;
@@ -358,6 +468,8 @@ std::string checkConfig(const TrainConfig &t) {
   if (!t.compare.empty() && (!t.loop.checkpoint.empty() || !t.loop.resume.empty()))
     return "train: --compare does not combine with --checkpoint or --resume (the FP32 run "
            "beside is not checkpointed)";
+  if (t.loop.compareEvery && t.compare.empty())
+    return "train: --compare-every needs --compare fp32";
   if (!t.saveModules.empty() && !t.compare.empty())
     return "train: --save-modules does not combine with --compare (save each precision to "
            "its own folder)";
@@ -439,20 +551,46 @@ int run(Ctx &ctx) {
                   .str());
     return 0;
   }
+  in.costs.known = true;
   if (int rc = buildModules(ctx, command, precision, in.train, in.test, smVersion, in.primary,
-                            &facts.classes))
+                            &facts.classes, "", &in.costs, &in.costs.memory))
     return rc;
   passes::PrecisionPipelineOptions fp32Options;
+  fp32Options.precision = passes::Precision::FP32;
   std::optional<Compilation> compareCommand;
+  trainer::StepCosts fp32Costs;
+  const bool wantsReport = !t.loop.metrics.empty() || !t.loop.report.empty();
   if (!t.compare.empty()) {
-    fp32Options.precision = passes::Precision::FP32;
     in.compare.emplace();
     in.compare->label = t.compare;
     compareCommand.emplace();
     if (int rc = buildModules(ctx, *compareCommand, fp32Options, in.train, in.test, smVersion,
-                              *in.compare))
+                              *in.compare, nullptr, "", &fp32Costs, &in.costs.fp32Memory))
       return rc;
+  } else if (wantsReport) {
+    // The memory metric's FP32 plan of the same step.
+    Compilation fp32Command;
+    OwningOpRef<ModuleOp> graph =
+        buildGraph(ctx, fp32Command, Build::Step, in.train, t.batch);
+    codegen::ModuleImage image;
+    if (!graph || compileImage(ctx, fp32Command, *graph, fp32Options, 0, "train.weights", image,
+                               &fp32Costs, &in.costs.fp32Memory))
+      return kTrainError;
   }
+  if (wantsReport) {
+    // The picture of the model, as the precision plan assigns it.
+    Compilation forwardCommand;
+    OwningOpRef<ModuleOp> graph =
+        buildGraph(ctx, forwardCommand, Build::Forward, in.train, t.batch);
+    if (!graph || failed(compilePrecision(*graph, precision, ExistingPlan::Refuse)))
+      return forwardCommand.fail(ctx, t.model);
+    if (FailureOr<func::FuncOp> forward = entryFunction(*graph); succeeded(forward))
+      in.costs.graphJson = graphJson(*forward);
+  }
+  in.renderReport = [](const std::string &csvPath, const std::string &csv,
+                       const std::string &metricsJson, std::string &html, std::string &error) {
+    return renderRunReport({{csvPath, csv}}, metricsJson, html, error);
+  };
   in.origin = llvm::formatv("compiled in {0:f2} s", millisecondsSince(start) / 1000).str();
   in.diagnose = [&ctx, &in](const mixprec::Session &session,
                             const std::vector<HostTensor> &batch) {

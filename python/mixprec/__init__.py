@@ -440,13 +440,17 @@ _TRAIN_OPTIONS = {
     "state_dir", "compare", "lr", "momentum", "weight_decay", "beta1", "beta2", "eps",
     "init_scale", "growth_factor", "backoff_factor", "min_scale", "clip_norm",
     "growth_interval", "hysteresis", "accumulate", "batch", "steps", "epochs", "log_every",
-    "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen"}
+    "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen",
+    "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s"}
 
 
 class TrainResult(dict):
     """What mixprec.train returns: steps, skipped, last_loss, test_loss and
     test_accuracy (NaN when not evaluated), compare_last_loss, and status
-    (0; 5 when the loss scale could not recover), message, notes."""
+    (0; 5 when the loss scale could not recover), message, notes; verdict
+    (the ensemble's, "" without compare) and metrics (the five training
+    metrics, the ensemble and the gradient comparison, as the --metrics
+    JSON holds them; None when the run stopped before them)."""
 
     def __getattr__(self, name):
         try:
@@ -477,7 +481,10 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         min_scale, clip_norm, frozen (list of globs), accumulate, batch,
         steps, epochs, seed, shuffle, log_every, eval_every, csv,
         checkpoint, checkpoint_every, resume, state_dir, compare ("fp32"),
-        max_skipped_in_a_row, backend; any other keyword is a precision
+        max_skipped_in_a_row, backend, seeds (an ensemble of N data-order
+        seeds), compare_every (gradients against FP32 every K steps, with
+        compare="fp32"), metrics (a JSON file), report (an HTML file),
+        fp32_samples_per_s; any other keyword is a precision
         option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).
     Returns a TrainResult; raises TrainingError when the loss scale could
     not recover, CompileError / InvalidArgumentError / IoError otherwise."""
@@ -487,7 +494,7 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
     precision_options = {k: v for k, v in options.items() if k not in _TRAIN_OPTIONS}
     if "frozen" in settings and isinstance(settings["frozen"], str):
         settings["frozen"] = [settings["frozen"]]
-    for key in ("csv", "checkpoint", "resume", "state_dir"):
+    for key in ("csv", "checkpoint", "resume", "state_dir", "metrics", "report"):
         if key in settings:
             settings[key] = _os.fspath(settings[key])
     label_array = None if labels is None else _as_array(labels, "labels")
@@ -499,7 +506,10 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         out = _mixprec.train(path, display, text, given, shape_map,
                              _named_arrays(data, "data"), _named_arrays(test_data, "test data"),
                              label_array, test_label_array, settings, printer, callback)
+    metrics_text = out.pop("metrics_json", "")
     result = TrainResult(out)
+    import json as _json
+    result["metrics"] = _json.loads(metrics_text) if metrics_text else None
     if result.status != 0:
         error = TrainingError(result.message)
         error.notes = list(result.notes)

@@ -133,6 +133,8 @@ class TrainResult(dict):
     status: int
     message: str
     notes: list
+    verdict: str
+    metrics: Optional[dict]
 
 def train(model: _Model, data: Mapping[str, _Array], labels: Optional[_Array] = None,
           test_data: Optional[Mapping[str, _Array]] = None,

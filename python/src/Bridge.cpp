@@ -412,12 +412,18 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   c.loop.resume = r.resume;
   c.loop.stateDir = r.stateDir;
   c.compare = r.compare;
+  c.loop.seeds = r.seeds;
+  c.loop.compareEvery = r.compareEvery;
+  c.loop.metrics = r.metrics;
+  c.loop.report = r.report;
+  c.loop.fp32SamplesPerSecond = r.fp32SamplesPerSecond;
 
   compiler::TrainEvents events;
   events.print = print;
   if (onStep)
     events.onStep = [&](const compiler::TrainStepRecord &record) {
       TrainStepInfo info;
+      info.seed = record.seed;
       info.step = record.step;
       info.epoch = record.epoch;
       info.loss = record.loss;
@@ -440,6 +446,8 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   summary.testLoss = outcome.testLoss.value_or(NAN);
   summary.testAccuracy = outcome.testAccuracy.value_or(NAN);
   summary.compareLastLoss = outcome.compareLastLoss.value_or(NAN);
+  summary.verdict = outcome.verdict;
+  summary.metricsJson = outcome.metricsJson;
   if (outcome.status == compiler::kTrainUsage)
     return failure(Failure::Kind::InvalidArgument, outcome.error, outcome.notes);
   if (outcome.status == compiler::kTrainError)

@@ -98,10 +98,15 @@ struct TrainRequest {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string csv, checkpoint, resume, stateDir, compare;
+  /// --seeds, --compare-every, --metrics, --report, --fp32-samples-per-s.
+  int64_t seeds = 1, compareEvery = 0;
+  std::string metrics, report;
+  double fp32SamplesPerSecond = 0;
 };
 
 /// One step as `mixprec.train`'s callback sees it (NaN: not evaluated).
 struct TrainStepInfo {
+  uint64_t seed = 0;
   int64_t step = 0, epoch = 0;
   double loss = 0, lossScale = 0, gradNorm = 0;
   bool skipped = false;
@@ -117,6 +122,9 @@ struct TrainSummary {
   std::vector<std::string> notes;
   int64_t steps = 0, skipped = 0;
   double lastLoss = 0, testLoss = 0, testAccuracy = 0, compareLastLoss = 0;
+  /// The ensemble verdict ("" without a compare run) and the five metrics
+  /// (the --metrics JSON).
+  std::string verdict, metricsJson;
 };
 
 /// Runs compiler::train (compiler/Train/Trainer.h) on the request; `print`

@@ -598,6 +598,11 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   if (key == "resume") return str(r.resume);
   if (key == "state_dir") return str(r.stateDir);
   if (key == "compare") return str(r.compare);
+  if (key == "metrics") return str(r.metrics);
+  if (key == "report") return str(r.report);
+  if (key == "seeds") return integer(r.seeds);
+  if (key == "compare_every") return integer(r.compareEvery);
+  if (key == "fp32_samples_per_s") return real(r.fp32SamplesPerSecond);
   if (key == "lr") return real(r.lr);
   if (key == "momentum") return real(r.momentum);
   if (key == "weight_decay") return real(r.weightDecay);
@@ -784,6 +789,7 @@ NB_MODULE(_mixprec, m) {
                 return false;
               try {
                 nb::dict record;
+                record["seed"] = info.seed;
                 record["step"] = info.step;
                 record["epoch"] = info.epoch;
                 record["loss"] = info.loss;
@@ -822,6 +828,8 @@ NB_MODULE(_mixprec, m) {
           out["test_loss"] = summary.testLoss;
           out["test_accuracy"] = summary.testAccuracy;
           out["compare_last_loss"] = summary.compareLastLoss;
+          out["verdict"] = summary.verdict;
+          out["metrics_json"] = summary.metricsJson;
           return out;
         },
         nb::arg("path"), nb::arg("display"), nb::arg("options"), nb::arg("precision_given"),

@@ -3,6 +3,8 @@
 
 #include "common/Escape.h"
 #include "common/FileIO.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/train/Stats.h"
 
 #include <sys/stat.h>
 
@@ -549,6 +551,105 @@ std::string joinPath(const std::string &folder, const std::string &name) {
   return folder + "/" + name;
 }
 
+/// A number for JSON: "null" when not finite.
+std::string jsonNumber(double v) { return std::isfinite(v) ? exact(v) : "null"; }
+
+/// A string for JSON, quoted and escaped.
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += static_cast<char>(c);
+    else if (c < 0x20)
+      out += format("\\u%04x", unsigned(c));
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+/// One parameter's gradients at one comparison: the run's (unscaled)
+/// against FP32's on the same batch and master weights.
+struct GradientError {
+  std::string name;
+  double relL2 = NAN, cosine = NAN, zeroFraction = NAN, fp32ZeroFraction = NAN, drift = NAN;
+};
+struct GradientComparison {
+  uint64_t seed = 0;
+  int64_t step = 0;
+  std::vector<GradientError> params;
+};
+
+/// ||a - b|| / ||b||, cosine, zero fractions of a and b.
+GradientError compareVectors(const std::vector<float> &a, const std::vector<float> &b) {
+  GradientError e;
+  double diff = 0, aa = 0, bb = 0, ab = 0;
+  int64_t zeroA = 0, zeroB = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    double x = a[i], y = b[i];
+    diff += (x - y) * (x - y);
+    aa += x * x, bb += y * y, ab += x * y;
+    zeroA += x == 0, zeroB += y == 0;
+  }
+  e.relL2 = bb > 0 ? std::sqrt(diff / bb) : (diff > 0 ? INFINITY : 0);
+  e.cosine = aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1 : 0);
+  if (!a.empty())
+    e.zeroFraction = double(zeroA) / a.size(), e.fp32ZeroFraction = double(zeroB) / a.size();
+  return e;
+}
+
+/// The peak FLOP/s the GEMMs of `precision` can reach on a GPU of sm_`sm`
+/// (dense tensor-core rates of the SXM parts' data sheets; FP32 without
+/// tensor cores), with where it comes from; 0 when the table has none.
+double gpuPeakFlops(int sm, const std::string &precision, std::string &source) {
+  struct Row {
+    int sm;
+    const char *card;
+    double fp32, tf32, half, fp8; // TFLOP/s
+  };
+  static const Row rows[] = {
+      {80, "A100 SXM", 19.5, 156, 312, 0},
+      {89, "L40S", 91.6, 183, 362, 733},
+      {90, "H100/H200 SXM", 66.9, 494.7, 989.4, 1978.9},
+      {100, "B200", 80, 1100, 2250, 4500},
+  };
+  for (const Row &r : rows) {
+    if (r.sm != sm)
+      continue;
+    double peak = precision == "fp32"                        ? r.fp32
+                  : precision == "tf32"                      ? r.tf32
+                  : precision == "bf16" || precision == "fp16" ? r.half
+                  : precision == "fp8"                       ? r.fp8
+                                                             : 0;
+    source = format("sm_%d table (%s, dense %s: %.4g TFLOP/s)", sm, r.card, precision.c_str(),
+                    peak);
+    return peak * 1e12;
+  }
+  source = format("no peak for sm_%d in the table (sm_80, sm_89, sm_90, sm_100)", sm);
+  return 0;
+}
+
+/// The FP32 FLOP/s of a short SGEMM on this CPU (the CPU backend's GEMM:
+/// OpenBLAS where the build has it), the best of a few 256^3 runs.
+double cpuPeakFlops() {
+  const int64_t n = 256;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  double best = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < 20 && (rep < 3 || millisecondsSince(start) < 200); ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    runtime::cpu::detail::sgemm(false, n, n, n, a.data(), n, b.data(), n, c.data(), n, 0.0f);
+    double seconds = millisecondsSince(t0) / 1000;
+    if (seconds > 0)
+      best = std::max(best, 2.0 * n * n * n / seconds);
+  }
+  return best;
+}
+
+int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comparisons,
+           const std::string &csvHeader, const std::vector<std::string> &csvRows,
+           const std::string &backendName);
+
 /// The whole run (runLoop's body).
 int run(Ctx &ctx, LoopInputs &in) {
   const StepFacts &facts = in.facts;
@@ -559,6 +660,13 @@ int run(Ctx &ctx, LoopInputs &in) {
   const std::string &model = facts.model;
   if (std::string why = checkLoopOptions(t, !test.empty()); !why.empty())
     return ctx.fail(why, kTrainUsage);
+  if (t.compareEvery && !in.compare)
+    return ctx.fail("train: --compare-every needs --compare fp32", kTrainUsage);
+  if (!t.report.empty() && !in.renderReport)
+    return ctx.fail("train: --report: " + in.program +
+                        " has no report renderer; write --csv and --metrics and run `mixprec "
+                        "report-run CSV --metrics FILE.json -o run.html`",
+                    kTrainUsage);
   if (train.empty())
     return ctx.fail("train: no training data: give --data NAME=FILE.npy for each graph input",
                     kTrainUsage);
@@ -576,23 +684,18 @@ int run(Ctx &ctx, LoopInputs &in) {
                     train.front().path);
   // The outputs: none may replace an input. The checkpoint may be the file
   // resumed from: it is read whole before it is written again.
-  for (const std::string *path : {&t.csv, &t.checkpoint})
+  for (const std::string *path : {&t.csv, &t.checkpoint, &t.metrics, &t.report})
     if (!path->empty() && !ctx.checkNotAnInput(*path, error))
       return ctx.fail(error);
 
-  Run primary;
-  if (int rc = primary.start(ctx, facts, in.primary, t.backend, test))
-    return rc;
-  std::optional<Run> compare;
-  if (in.compare) {
-    compare.emplace();
-    if (int rc = compare->start(ctx, facts, *in.compare, t.backend, test))
-      return rc;
-  }
-  if (!convertColumns(model, train, primary.step.module, stepRows, error) ||
-      (!test.empty() && !convertColumns(model, test, primary.eval->module, 0, error,
-                                        modelLoss ? nullptr : &train.back())))
-    return ctx.fail(error);
+  if (!convertColumns(model, train, in.primary.step, stepRows, error) ||
+      (!test.empty() &&
+       (!in.primary.eval ||
+        !convertColumns(model, test, *in.primary.eval, 0, error,
+                        modelLoss ? nullptr : &train.back()))))
+    return ctx.fail(error.empty() ? model +
+                                        ": test data was given, but there is no evaluation module"
+                                  : error);
   if (facts.loss == LossKind::CrossEntropy &&
       (!checkLabels(train.back(), facts.classes, error) ||
        (!test.empty() && !checkLabels(test.back(), facts.classes, error))))
@@ -600,273 +703,821 @@ int run(Ctx &ctx, LoopInputs &in) {
 
   const int64_t stepsPerEpoch = rows / stepRows;
   const int64_t total = t.steps ? t.steps : (t.epochs ? t.epochs : 1) * stepsPerEpoch;
-  TrainState state;
-  state.seed = t.seed;
-  state.shuffle = t.shuffle;
-  state.batch = stepRows;
-  state.rows = rows;
-  state.precision = facts.precisionOptions;
-  state.model = facts.modelFingerprint;
-
-  if (!t.resume.empty()) {
-    std::vector<char> blob(4096);
-    size_t blobBytes = 0;
-    if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
-                                                                blob.size(), blobBytes);
-        !s.ok())
-      return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
-    TrainState saved;
-    if (std::string why = saved.parse(std::string(blob.data(), blobBytes)); !why.empty())
-      return ctx.fail(t.resume + ": cannot resume from it: " + why);
-    auto mismatch = [&](const std::string &what, const std::string &then,
-                        const std::string &now) {
-      return ctx.fail(t.resume + ": cannot resume from it: it was written with " + what + " " +
-                      then + ", this run has " + now +
-                      " (resume with the same model, data, --batch, --seed, --precision and "
-                      "shuffling)");
-    };
-    if (saved.model != state.model)
-      return mismatch("another model file (fingerprint", saved.model + ")", state.model);
-    if (saved.rows != state.rows)
-      return mismatch("training data of", std::to_string(saved.rows) + " samples",
-                      std::to_string(state.rows));
-    if (saved.batch != state.batch)
-      return mismatch(facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
-                                           : "--batch",
-                      std::to_string(saved.batch), std::to_string(state.batch));
-    if (saved.seed != state.seed)
-      return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
-    if (saved.shuffle != state.shuffle)
-      return mismatch("shuffling", saved.shuffle ? "on" : "off", state.shuffle ? "on" : "off");
-    if (saved.precision != state.precision)
-      return mismatch("precision options", "'" + saved.precision + "'",
-                      "'" + state.precision + "'");
-    state.stepsDone = saved.stepsDone;
-    if (state.stepsDone >= total)
-      return ctx.fail(t.resume + ": the run it continues has done " +
-                      std::to_string(state.stepsDone) + " steps already; ask for more (--steps " +
-                      std::to_string(total) + " is the total, not the steps still to do)");
-  }
-
-  auto saveCheckpoint = [&]() -> bool {
-    std::string blob = state.serialize();
-    mixprec::Status s =
-        primary.step.session.saveCheckpoint(t.checkpoint.c_str(), blob.data(), blob.size());
-    if (!s.ok())
-      ctx.fail(t.checkpoint + ": " + s.message());
-    return s.ok();
-  };
-
-  std::string csvHeader = "step,epoch,loss,loss_scale,skipped,grad_norm,test_loss,test_accuracy";
-  if (compare)
-    csvHeader += ",fp32_loss,fp32_skipped,fp32_test_loss,fp32_test_accuracy";
-  std::vector<std::string> csvRows;
-
-  ctx.print(in.program + ": " + model + ": " + std::to_string(rows) + " samples, batch " +
-            std::to_string(facts.batch) +
-            (facts.accumulate > 1
-                 ? " x " + std::to_string(facts.accumulate) + " micro-batches"
-                 : std::string()) +
-            ", " + std::to_string(total) + " steps (" + std::to_string(stepsPerEpoch) +
-            " per epoch), precision " + facts.precisionName + ", backend " +
-            mixprec_backend_name(primary.step.session.backend()) + ", loss scale " +
-            facts.scaling + (in.origin.empty() ? "" : "; " + in.origin));
-  if (state.stepsDone)
-    ctx.print("resumed from " + t.resume + " after step " + std::to_string(state.stepsDone));
-
-  struct Window {
-    double loss = 0, norm = 0, compareLoss = 0;
-    int64_t steps = 0, applied = 0;
-  } window;
-  int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
-  double gapSum = 0;
-  int64_t gapCount = 0;
-  std::vector<int64_t> order;
-  int64_t orderEpoch = -1;
-  auto windowStart = std::chrono::steady_clock::now();
-  auto runStart = windowStart;
-  std::vector<HostTensor> batch(train.size());
+  const bool ensemble = t.seeds > 1;
+  const bool compareGrads = t.compareEvery > 0;
   TrainOutcome &out = ctx.out;
 
-  // Evaluates each run into `record` and prints the line; the CSV cells
-  // (test_loss,test_accuracy per run).
-  auto evaluate = [&](int64_t step, TrainStepRecord &record, std::string &cells,
-                      std::string &compareCells) -> bool {
-    std::string line = "eval step " + std::to_string(step) + ":";
-    for (Run *run : {&primary, compare ? &*compare : nullptr}) {
-      if (!run)
-        continue;
-      Run::Evaluation e;
-      if (!run->evaluate(facts, test, e, error))
-        return ctx.fail(model + ": evaluation: " + error), false;
-      line += (run == &primary ? std::string() : "  |  " + run->label + ":") + " test loss " +
-              num(e.loss);
-      std::string c = "," + exact(e.loss) + ",";
-      std::optional<double> accuracy;
-      if (e.counted) {
-        line += format("  accuracy %.2f%% (%lld/%lld)", 100 * e.accuracy(),
-                       static_cast<long long>(e.correct), static_cast<long long>(e.counted));
-        c += exact(e.accuracy());
-        accuracy = e.accuracy();
-      }
-      if (run == &primary) {
-        cells = c;
-        record.testLoss = out.testLoss = e.loss;
-        record.testAccuracy = out.testAccuracy = accuracy;
-      } else {
-        compareCells = c;
-        record.compareTestLoss = e.loss;
-        record.compareTestAccuracy = accuracy;
-      }
-    }
-    ctx.print(line);
-    return true;
-  };
+  std::string csvHeader = "step,epoch,loss,loss_scale,skipped,grad_norm,test_loss,test_accuracy";
+  if (ensemble)
+    csvHeader = "seed," + csvHeader;
+  if (in.compare)
+    csvHeader += ",fp32_loss,fp32_skipped,fp32_test_loss,fp32_test_accuracy";
+  if (compareGrads)
+    csvHeader += ",grad_rel_l2_max,grad_cosine_min";
+  std::vector<std::string> csvRows;
+  std::vector<GradientComparison> comparisons;
+  std::string backendName;
+  bool stoppedByCallback = false;
 
-  for (int64_t step = state.stepsDone; step < total; ++step) {
-    const int64_t epoch = step / stepsPerEpoch, position = step % stepsPerEpoch;
-    if (epoch != orderEpoch) {
-      order = epochOrder(rows, state.seed, epoch, t.shuffle);
-      orderEpoch = epoch;
+  for (int64_t seedIndex = 0; seedIndex < t.seeds; ++seedIndex) {
+    const uint64_t seed = t.seed + static_cast<uint64_t>(seedIndex);
+    Run primary;
+    if (int rc = primary.start(ctx, facts, in.primary, t.backend, test))
+      return rc;
+    std::optional<Run> compare;
+    if (in.compare) {
+      compare.emplace();
+      if (int rc = compare->start(ctx, facts, *in.compare, t.backend, test))
+        return rc;
     }
-    for (size_t i = 0; i < train.size(); ++i)
-      batch[i] = gatherRows(train[i], order, position * stepRows, stepRows);
-    if (!primary.runStep(train, batch, error))
-      return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + error);
-    TrainStepRecord record;
-    record.step = step + 1;
-    record.epoch = epoch + 1;
-    record.loss = primary.loss();
-    record.lossScale = primary.lossScale();
-    record.gradNorm = primary.gradNorm();
-    record.skipped = primary.skipped();
-    ++stepsRun;
-    state.stepsDone = step + 1;
-    skippedTotal += record.skipped;
-    skippedInARow = record.skipped ? skippedInARow + 1 : 0;
-    out.steps = stepsRun;
-    out.skipped = skippedTotal;
-    out.lastLoss = record.loss;
-    window.steps++;
-    if (!record.skipped) {
-      window.applied++;
-      window.loss += record.loss;
-      window.norm += record.gradNorm;
-    }
-    std::string row = std::to_string(step + 1) + "," + std::to_string(epoch + 1) + "," +
-                      exact(record.loss) + "," + exact(record.lossScale) + "," +
-                      (record.skipped ? "1" : "0") + "," + exact(record.gradNorm);
-    std::string compareCells;
-    if (compare) {
-      if (!compare->runStep(train, batch, error))
-        return ctx.fail(model + ": step " + std::to_string(step + 1) + " (" + compare->label +
-                        "): " + error);
-      float compareLoss = compare->loss();
-      bool compareSkip = compare->skipped();
-      record.compareLoss = out.compareLastLoss = compareLoss;
-      record.compareSkipped = compareSkip;
-      compareSkipped += compareSkip;
-      window.compareLoss += compareLoss;
-      if (!record.skipped && !compareSkip && std::isfinite(record.loss) &&
-          std::isfinite(compareLoss)) {
-        gapSum += double(record.loss) - compareLoss;
-        ++gapCount;
+    // The gradient comparison's FP32 step: a session of the compare run's
+    // module that takes the run's states before each compared step.
+    std::optional<mixprec::Session> probe;
+    std::vector<std::pair<std::string, size_t>> gradOutputs; // param, index in the run's module
+    std::vector<size_t> probeGradOutputs;
+    if (compareGrads) {
+      mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
+      options.backend = t.backend;
+      probe.emplace();
+      if (mixprec::Status s = mixprec::Session::create(compare->step.module, *probe, options);
+          !s.ok())
+        return ctx.fail(model + ": " + s.message());
+      for (size_t i = 0; i < primary.step.module.outputCount(); ++i) {
+        mixprec_tensor_info_t info;
+        primary.step.module.outputInfo(i, info);
+        std::string name = info.name ? info.name : "";
+        if (name.rfind(kGradOutputPrefix, 0) != 0)
+          continue;
+        size_t j = outputIndex(compare->step.module, name.c_str());
+        if (j == SIZE_MAX)
+          return ctx.fail(model + ": the FP32 step lacks the gradient output '" + name + "'");
+        gradOutputs.emplace_back(name.substr(std::strlen(kGradOutputPrefix)), i);
+        probeGradOutputs.push_back(j);
       }
-      compareCells = "," + exact(compareLoss) + "," + (compareSkip ? "1" : "0");
+      if (gradOutputs.empty())
+        return ctx.fail(model + ": the step has no gradient outputs: --compare-every needs a "
+                        "step compiled with them (mixprec train compiles it so)");
+    }
+    backendName = mixprec_backend_name(primary.step.session.backend());
+
+    TrainState state;
+    state.seed = seed;
+    state.shuffle = t.shuffle;
+    state.batch = stepRows;
+    state.rows = rows;
+    state.precision = facts.precisionOptions;
+    state.model = facts.modelFingerprint;
+
+    if (!t.resume.empty()) {
+      std::vector<char> blob(4096);
+      size_t blobBytes = 0;
+      if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
+                                                                  blob.size(), blobBytes);
+          !s.ok())
+        return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
+      TrainState saved;
+      if (std::string why = saved.parse(std::string(blob.data(), blobBytes)); !why.empty())
+        return ctx.fail(t.resume + ": cannot resume from it: " + why);
+      auto mismatch = [&](const std::string &what, const std::string &then,
+                          const std::string &now) {
+        return ctx.fail(t.resume + ": cannot resume from it: it was written with " + what + " " +
+                        then + ", this run has " + now +
+                        " (resume with the same model, data, --batch, --seed, --precision and "
+                        "shuffling)");
+      };
+      if (saved.model != state.model)
+        return mismatch("another model file (fingerprint", saved.model + ")", state.model);
+      if (saved.rows != state.rows)
+        return mismatch("training data of", std::to_string(saved.rows) + " samples",
+                        std::to_string(state.rows));
+      if (saved.batch != state.batch)
+        return mismatch(facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
+                                             : "--batch",
+                        std::to_string(saved.batch), std::to_string(state.batch));
+      if (saved.seed != state.seed)
+        return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
+      if (saved.shuffle != state.shuffle)
+        return mismatch("shuffling", saved.shuffle ? "on" : "off", state.shuffle ? "on" : "off");
+      if (saved.precision != state.precision)
+        return mismatch("precision options", "'" + saved.precision + "'",
+                        "'" + state.precision + "'");
+      state.stepsDone = saved.stepsDone;
+      if (state.stepsDone >= total)
+        return ctx.fail(t.resume + ": the run it continues has done " +
+                        std::to_string(state.stepsDone) +
+                        " steps already; ask for more (--steps " + std::to_string(total) +
+                        " is the total, not the steps still to do)");
     }
 
-    bool last = step + 1 == total;
-    if ((step + 1) % t.logEvery == 0 || last) {
-      double seconds = millisecondsSince(windowStart) / 1000;
-      double meanLoss = window.applied ? window.loss / window.applied : NAN;
-      std::string line =
-          "step " + std::to_string(step + 1) + "/" + std::to_string(total) + "  epoch " +
-          std::to_string(epoch + 1) + "  loss " + num(meanLoss) + "  scale " +
-          num(record.lossScale) + "  skipped " + std::to_string(skippedTotal) + "  grad_norm " +
-          num(window.applied ? window.norm / window.applied : NAN) + "  " +
-          std::to_string(static_cast<long long>(
-              std::llround(window.steps * stepRows / std::max(seconds, 1e-9)))) +
-          " samples/s";
-      if (compare)
-        line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
-                " gap " + num(meanLoss - window.compareLoss / window.steps);
+    auto saveCheckpoint = [&]() -> bool {
+      std::string blob = state.serialize();
+      mixprec::Status s =
+          primary.step.session.saveCheckpoint(t.checkpoint.c_str(), blob.data(), blob.size());
+      if (!s.ok())
+        ctx.fail(t.checkpoint + ": " + s.message());
+      return s.ok();
+    };
+
+    if (seedIndex == 0)
+      ctx.print(in.program + ": " + model + ": " + std::to_string(rows) + " samples, batch " +
+                std::to_string(facts.batch) +
+                (facts.accumulate > 1
+                     ? " x " + std::to_string(facts.accumulate) + " micro-batches"
+                     : std::string()) +
+                ", " + std::to_string(total) + " steps (" + std::to_string(stepsPerEpoch) +
+                " per epoch), precision " + facts.precisionName + ", backend " + backendName +
+                ", loss scale " + facts.scaling +
+                (ensemble ? ", " + std::to_string(t.seeds) + " seeds (" + std::to_string(t.seed) +
+                                ".." + std::to_string(t.seed + t.seeds - 1) + ")"
+                          : std::string()) +
+                (in.origin.empty() ? "" : "; " + in.origin));
+    if (ensemble)
+      ctx.print("seed " + std::to_string(seed) + " (" + std::to_string(seedIndex + 1) + "/" +
+                std::to_string(t.seeds) + ")");
+    if (state.stepsDone)
+      ctx.print("resumed from " + t.resume + " after step " + std::to_string(state.stepsDone));
+
+    struct Window {
+      double loss = 0, norm = 0, compareLoss = 0;
+      int64_t steps = 0, applied = 0;
+    } window;
+    int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
+    double gapSum = 0;
+    int64_t gapCount = 0;
+    // The final train loss: the applied steps of the run's last tenth.
+    const int64_t tailFrom = total - std::max<int64_t>(1, total / 10);
+    double tailLoss = 0, tailCompareLoss = 0, normSum = 0;
+    int64_t tailCount = 0, tailCompareCount = 0, normCount = 0;
+    SeedResult result;
+    result.seed = seed;
+    std::vector<int64_t> order;
+    int64_t orderEpoch = -1;
+    auto windowStart = std::chrono::steady_clock::now();
+    auto runStart = windowStart;
+    std::vector<HostTensor> batch(train.size());
+
+    // Evaluates each run into `record` and prints the line; the CSV cells
+    // (test_loss,test_accuracy per run).
+    auto evaluate = [&](int64_t step, TrainStepRecord &record, std::string &cells,
+                        std::string &compareCells) -> bool {
+      std::string line = "eval step " + std::to_string(step) + ":";
+      for (Run *run : {&primary, compare ? &*compare : nullptr}) {
+        if (!run)
+          continue;
+        Run::Evaluation e;
+        if (!run->evaluate(facts, test, e, error))
+          return ctx.fail(model + ": evaluation: " + error), false;
+        line += (run == &primary ? std::string() : "  |  " + run->label + ":") + " test loss " +
+                num(e.loss);
+        std::string c = "," + exact(e.loss) + ",";
+        std::optional<double> accuracy;
+        if (e.counted) {
+          line += format("  accuracy %.2f%% (%lld/%lld)", 100 * e.accuracy(),
+                         static_cast<long long>(e.correct), static_cast<long long>(e.counted));
+          c += exact(e.accuracy());
+          accuracy = e.accuracy();
+        }
+        if (run == &primary) {
+          cells = c;
+          record.testLoss = out.testLoss = e.loss;
+          record.testAccuracy = out.testAccuracy = accuracy;
+          result.testLoss = e.loss;
+          result.testAccuracy = accuracy.value_or(NAN);
+        } else {
+          compareCells = c;
+          record.compareTestLoss = e.loss;
+          record.compareTestAccuracy = accuracy;
+          result.compareTestLoss = e.loss;
+          result.compareTestAccuracy = accuracy.value_or(NAN);
+        }
+      }
       ctx.print(line);
-      window = Window();
-      windowStart = std::chrono::steady_clock::now();
+      return true;
+    };
+
+    // The gradient comparison before step `step` (0-based) on `batch`: FP32's
+    // gradients at the run's states, from the probe session. Fills `fp32`.
+    auto probeGradients = [&](std::vector<std::vector<float>> &fp32) -> bool {
+      for (size_t i = 0; i < compare->step.module.stateCount(); ++i) {
+        mixprec_tensor_info_t info;
+        compare->step.module.stateInfo(i, info);
+        std::vector<uint8_t> bytes(info.byte_size);
+        // States of the run's module with the same name and size (masters,
+        // optimizer state, the step count); the loss-scale state is the
+        // run's own.
+        if (!primary.step.session.readState(info.name, bytes.data(), bytes.size()).ok())
+          continue;
+        if (mixprec::Status s = probe->writeState(info.name, bytes.data(), bytes.size()); !s.ok())
+          return error = s.message(), false;
+      }
+      for (size_t i = 0; i < train.size(); ++i)
+        if (mixprec::Status s = bindBatch(*probe, train[i].name, train[i].dtype, batch[i]);
+            !s.ok())
+          return error = s.message(), false;
+      if (mixprec::Status s = probe->run(); !s.ok())
+        return error = s.message(), false;
+      fp32.resize(gradOutputs.size());
+      for (size_t k = 0; k < gradOutputs.size(); ++k) {
+        mixprec_tensor_info_t info;
+        compare->step.module.outputInfo(probeGradOutputs[k], info);
+        fp32[k].resize(info.element_count);
+        if (mixprec::Status s = probe->copyOutput(probeGradOutputs[k], MIXPREC_DTYPE_F32,
+                                                  fp32[k].data(), fp32[k].size() * 4);
+            !s.ok())
+          return error = s.message(), false;
+      }
+      return true;
+    };
+
+    for (int64_t step = state.stepsDone; step < total; ++step) {
+      const int64_t epoch = step / stepsPerEpoch, position = step % stepsPerEpoch;
+      if (epoch != orderEpoch) {
+        order = epochOrder(rows, state.seed, epoch, t.shuffle);
+        orderEpoch = epoch;
+      }
+      for (size_t i = 0; i < train.size(); ++i)
+        batch[i] = gatherRows(train[i], order, position * stepRows, stepRows);
+      const bool compareThis = compareGrads && (step + 1) % t.compareEvery == 0;
+      std::vector<std::vector<float>> fp32Grads;
+      if (compareThis && !probeGradients(fp32Grads))
+        return ctx.fail(model + ": step " + std::to_string(step + 1) +
+                        " (the FP32 gradients): " + error);
+      auto stepStart = std::chrono::steady_clock::now();
+      if (!primary.runStep(train, batch, error))
+        return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + error);
+      TrainStepRecord record;
+      record.seed = seed;
+      record.step = step + 1;
+      record.epoch = epoch + 1;
+      record.loss = primary.loss();
+      record.lossScale = primary.lossScale();
+      record.gradNorm = primary.gradNorm();
+      record.skipped = primary.skipped();
+      result.stepSeconds += millisecondsSince(stepStart) / 1000;
+      ++stepsRun;
+      state.stepsDone = step + 1;
+      skippedTotal += record.skipped;
+      skippedInARow = record.skipped ? skippedInARow + 1 : 0;
+      out.steps += 1;
+      out.skipped += record.skipped;
+      out.lastLoss = record.loss;
+      window.steps++;
+      if (!record.skipped) {
+        window.applied++;
+        window.loss += record.loss;
+        window.norm += record.gradNorm;
+        if (std::isfinite(record.gradNorm))
+          normSum += record.gradNorm, ++normCount;
+        if (step >= tailFrom && std::isfinite(record.loss))
+          tailLoss += record.loss, ++tailCount;
+      }
+      std::string row = std::to_string(step + 1) + "," + std::to_string(epoch + 1) + "," +
+                        exact(record.loss) + "," + exact(record.lossScale) + "," +
+                        (record.skipped ? "1" : "0") + "," + exact(record.gradNorm);
+      if (ensemble)
+        row = std::to_string(seed) + "," + row;
+      std::string compareCells;
+      if (compare) {
+        auto compareStart = std::chrono::steady_clock::now();
+        if (!compare->runStep(train, batch, error))
+          return ctx.fail(model + ": step " + std::to_string(step + 1) + " (" + compare->label +
+                          "): " + error);
+        result.compareStepSeconds += millisecondsSince(compareStart) / 1000;
+        float compareLoss = compare->loss();
+        bool compareSkip = compare->skipped();
+        record.compareLoss = out.compareLastLoss = compareLoss;
+        record.compareSkipped = compareSkip;
+        compareSkipped += compareSkip;
+        window.compareLoss += compareLoss;
+        if (!compareSkip && step >= tailFrom && std::isfinite(compareLoss))
+          tailCompareLoss += compareLoss, ++tailCompareCount;
+        if (!record.skipped && !compareSkip && std::isfinite(record.loss) &&
+            std::isfinite(compareLoss)) {
+          gapSum += double(record.loss) - compareLoss;
+          ++gapCount;
+        }
+        compareCells = "," + exact(compareLoss) + "," + (compareSkip ? "1" : "0");
+      }
+      std::string gradCells = compareGrads ? ",," : "";
+      if (compareThis) {
+        GradientComparison c;
+        c.seed = seed;
+        c.step = step + 1;
+        double worstRel = 0, worstCos = 1;
+        std::string worst;
+        for (size_t k = 0; k < gradOutputs.size(); ++k) {
+          std::vector<float> lower(fp32Grads[k].size());
+          if (mixprec::Status s =
+                  primary.step.session.copyOutput(gradOutputs[k].second, MIXPREC_DTYPE_F32,
+                                                  lower.data(), lower.size() * 4);
+              !s.ok())
+            return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + s.message());
+          GradientError e = compareVectors(lower, fp32Grads[k]);
+          e.name = gradOutputs[k].first;
+          // The drift of the master weights between the two runs.
+          std::vector<float> a(lower.size()), b(lower.size());
+          if (primary.step.session.readState(e.name.c_str(), a.data(), a.size() * 4).ok() &&
+              compare->step.session.readState(e.name.c_str(), b.data(), b.size() * 4).ok())
+            e.drift = compareVectors(a, b).relL2;
+          if (!(e.relL2 <= worstRel))
+            worstRel = e.relL2, worst = e.name;
+          if (!(e.cosine >= worstCos))
+            worstCos = e.cosine;
+          c.params.push_back(e);
+        }
+        gradCells = "," + exact(worstRel) + "," + exact(worstCos);
+        double zeros = 0, fp32Zeros = 0;
+        int64_t elements = 0;
+        for (size_t k = 0; k < c.params.size(); ++k) {
+          double n = double(fp32Grads[k].size());
+          zeros += c.params[k].zeroFraction * n, fp32Zeros += c.params[k].fp32ZeroFraction * n;
+          elements += static_cast<int64_t>(n);
+        }
+        ctx.print("grads step " + std::to_string(step + 1) + " vs fp32: worst '" + worst +
+                  "' rel L2 " + num(worstRel) + ", min cosine " + num(worstCos) +
+                  ", zero gradients " + format("%.1f%%", 100 * zeros / std::max<int64_t>(elements, 1)) +
+                  " (fp32 " + format("%.1f%%", 100 * fp32Zeros / std::max<int64_t>(elements, 1)) +
+                  ")");
+        comparisons.push_back(std::move(c));
+      }
+
+      bool last = step + 1 == total;
+      if ((step + 1) % t.logEvery == 0 || last) {
+        double seconds = millisecondsSince(windowStart) / 1000;
+        double meanLoss = window.applied ? window.loss / window.applied : NAN;
+        std::string line =
+            "step " + std::to_string(step + 1) + "/" + std::to_string(total) + "  epoch " +
+            std::to_string(epoch + 1) + "  loss " + num(meanLoss) + "  scale " +
+            num(record.lossScale) + "  skipped " + std::to_string(skippedTotal) + "  grad_norm " +
+            num(window.applied ? window.norm / window.applied : NAN) + "  " +
+            std::to_string(static_cast<long long>(
+                std::llround(window.steps * stepRows / std::max(seconds, 1e-9)))) +
+            " samples/s";
+        if (compare)
+          line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
+                  " gap " + num(meanLoss - window.compareLoss / window.steps);
+        ctx.print(line);
+        window = Window();
+        windowStart = std::chrono::steady_clock::now();
+      }
+
+      std::string evalCells = ",,", compareEvalCells = compare ? ",," : "";
+      if (!test.empty() && (last || (t.evalEvery && (step + 1) % t.evalEvery == 0)) &&
+          !evaluate(step + 1, record, evalCells, compareEvalCells))
+        return kTrainError;
+      csvRows.push_back(row + evalCells + compareCells + compareEvalCells + gradCells);
+
+      if (skippedInARow >= t.maxSkippedInARow) {
+        std::string diagnosis = in.diagnose ? in.diagnose(primary.step.session, batch) : "";
+        if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
+          return kTrainError;
+        ctx.fail(model + ": the last " + std::to_string(skippedInARow) +
+                     " steps all overflowed (step " + std::to_string(step + 1) +
+                     (ensemble ? ", seed " + std::to_string(seed) : std::string()) +
+                     ", loss scale " + num(record.lossScale) +
+                     (facts.minScale > 0 && record.lossScale <= facts.minScale ? ", its minimum"
+                                                                               : "") +
+                     "): the loss scale cannot recover; stopped without writing a checkpoint" +
+                     (t.checkpoint.empty() ? "" : " (" + t.checkpoint + " keeps the last good one)"),
+                 kTrainScaleStuck);
+        out.notes.clear();
+        if (!diagnosis.empty())
+          out.notes.push_back("rerun on the interpreter, " + diagnosis);
+        else if (!in.diagnose)
+          out.notes.push_back("mixprec train names the op that overflows (it reruns the step on "
+                              "its interpreter)");
+        out.notes.push_back("keep that op in FP32 (--keep-fp32), lower the learning rate, or clip "
+                            "gradients (--clip-norm)");
+        return kTrainScaleStuck;
+      }
+      if (ctx.events.onStep && !ctx.events.onStep(record))
+        last = stoppedByCallback = true;
+      if (t.checkpointEvery && (step + 1) % t.checkpointEvery == 0 && !last) {
+        if (!saveCheckpoint())
+          return kTrainError;
+        if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
+          return kTrainError;
+      }
+      if (last)
+        break;
     }
 
-    std::string evalCells = ",,", compareEvalCells = compare ? ",," : "";
-    if (!test.empty() && (last || (t.evalEvery && (step + 1) % t.evalEvery == 0)) &&
-        !evaluate(step + 1, record, evalCells, compareEvalCells))
+    if (!t.checkpoint.empty() && !saveCheckpoint())
       return kTrainError;
-    csvRows.push_back(row + evalCells + compareCells + compareEvalCells);
-
-    if (skippedInARow >= t.maxSkippedInARow) {
-      std::string diagnosis =
-          in.diagnose ? in.diagnose(primary.step.session, batch) : "";
-      if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
-        return kTrainError;
-      ctx.fail(model + ": the last " + std::to_string(skippedInARow) +
-                   " steps all overflowed (step " + std::to_string(step + 1) + ", loss scale " +
-                   num(record.lossScale) +
-                   (facts.minScale > 0 && record.lossScale <= facts.minScale ? ", its minimum"
-                                                                             : "") +
-                   "): the loss scale cannot recover; stopped without writing a checkpoint" +
-                   (t.checkpoint.empty() ? "" : " (" + t.checkpoint + " keeps the last good one)"),
-               kTrainScaleStuck);
-      out.notes.clear();
-      if (!diagnosis.empty())
-        out.notes.push_back("rerun on the interpreter, " + diagnosis);
-      else if (!in.diagnose)
-        out.notes.push_back("mixprec train names the op that overflows (it reruns the step on "
-                            "its interpreter)");
-      out.notes.push_back("keep that op in FP32 (--keep-fp32), lower the learning rate, or clip "
-                          "gradients (--clip-norm)");
-      return kTrainScaleStuck;
+    if (!t.stateDir.empty()) {
+      if (std::string why = createDirectories(t.stateDir); !why.empty())
+        return ctx.fail(why);
+      for (size_t i = 0; i < primary.stateNames.size(); ++i) {
+        mixprec_tensor_info_t info;
+        primary.step.module.stateInfo(i, info);
+        std::string path = joinPath(t.stateDir, npyFileNameFor(primary.stateNames[i]));
+        std::vector<float> values = primary.readState(i);
+        support::NpyArray array = support::npyFromFloat32(
+            std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
+        if (!ctx.checkNotAnInput(path, error) || !support::writeNpy(path, array, error))
+          return ctx.fail(error);
+      }
     }
-    if (ctx.events.onStep && !ctx.events.onStep(record))
-      last = true;
-    if (t.checkpointEvery && (step + 1) % t.checkpointEvery == 0 && !last) {
-      if (!saveCheckpoint())
-        return kTrainError;
-      if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
-        return kTrainError;
-    }
-    if (last)
+    double seconds = millisecondsSince(runStart) / 1000;
+    std::string summary =
+        "trained " + std::to_string(stepsRun) + " steps in " + format("%.2f", seconds) + " s (" +
+        std::to_string(
+            static_cast<long long>(std::llround(stepsRun * stepRows / std::max(seconds, 1e-9)))) +
+        " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
+        format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
+        std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
+    if (compare)
+      summary += "; " + compare->label + ": last loss " +
+                 num(out.compareLastLoss.value_or(NAN)) + ", " + std::to_string(compareSkipped) +
+                 " skipped, mean loss gap " + num(gapCount ? gapSum / gapCount : NAN);
+    ctx.print(summary);
+    result.steps = stepsRun;
+    result.skipped = skippedTotal;
+    result.compareSkipped = compareSkipped;
+    result.trainLoss = tailCount ? tailLoss / tailCount : NAN;
+    result.compareTrainLoss = tailCompareCount ? tailCompareLoss / tailCompareCount : NAN;
+    result.gradNormMean = normCount ? normSum / normCount : NAN;
+    out.seeds.push_back(result);
+    if (stoppedByCallback)
       break;
   }
-
-  if (!t.checkpoint.empty() && !saveCheckpoint())
-    return kTrainError;
   if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
     return kTrainError;
-  if (!t.stateDir.empty()) {
-    if (std::string why = createDirectories(t.stateDir); !why.empty())
-      return ctx.fail(why);
-    for (size_t i = 0; i < primary.stateNames.size(); ++i) {
-      mixprec_tensor_info_t info;
-      primary.step.module.stateInfo(i, info);
-      std::string path = joinPath(t.stateDir, npyFileNameFor(primary.stateNames[i]));
-      std::vector<float> values = primary.readState(i);
-      support::NpyArray array = support::npyFromFloat32(
-          std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
-      if (!ctx.checkNotAnInput(path, error) || !support::writeNpy(path, array, error))
-        return ctx.fail(error);
+  return finish(ctx, in, comparisons, csvHeader, csvRows, backendName);
+}
+
+/// Bytes as "1.23 MB".
+std::string bytesText(double bytes) {
+  if (bytes >= 1e9)
+    return format("%.3g GB", bytes / 1e9);
+  if (bytes >= 1e6)
+    return format("%.3g MB", bytes / 1e6);
+  if (bytes >= 1e3)
+    return format("%.3g kB", bytes / 1e3);
+  return format("%.0f B", bytes);
+}
+
+/// After the runs: the ensemble's statistics and verdict, the gradient
+/// comparison's summary, the five metrics (printed, --metrics JSON) and the
+/// --report page.
+int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comparisons,
+           const std::string &csvHeader, const std::vector<std::string> &csvRows,
+           const std::string &backendName) {
+  const LoopOptions &t = in.options;
+  const StepFacts &facts = in.facts;
+  TrainOutcome &out = ctx.out;
+  const std::vector<SeedResult> &seeds = out.seeds;
+  const bool compare = in.compare.has_value();
+  const std::string lower = facts.precisionName.empty() ? "run" : facts.precisionName;
+  const std::string reference = compare ? in.compare->label : "fp32";
+  auto values = [&](double SeedResult::*field) {
+    std::vector<double> v;
+    for (const SeedResult &s : seeds)
+      v.push_back(s.*field);
+    return v;
+  };
+  struct Metric {
+    const char *key, *label;
+    double SeedResult::*run, SeedResult::*fp32;
+    bool higherIsBetter;
+    double scale;
+    const char *unit;
+  };
+  const Metric metrics[] = {
+      {"test_accuracy", "test accuracy", &SeedResult::testAccuracy,
+       &SeedResult::compareTestAccuracy, true, 100, " points"},
+      {"test_loss", "test loss", &SeedResult::testLoss, &SeedResult::compareTestLoss, false, 1,
+       ""},
+      {"train_loss", "train loss (last tenth)", &SeedResult::trainLoss,
+       &SeedResult::compareTrainLoss, false, 1, ""},
+  };
+  // The metric the verdict is on: the first one the runs have.
+  const Metric *decisive = nullptr;
+  for (const Metric &m : metrics)
+    if (!decisive && summarize(values(m.run)).count)
+      decisive = &m;
+
+  std::string ensembleJson = "{";
+  for (int side = 0; side < (compare ? 2 : 1); ++side) {
+    std::string name = side ? reference : lower, line = name + " over " +
+                                                        std::to_string(seeds.size()) + " seed" +
+                                                        (seeds.size() == 1 ? "" : "s") + ":";
+    ensembleJson += std::string(side ? ", " : "") + jsonString(name) + ": {";
+    bool firstMetric = true;
+    for (const Metric &m : metrics) {
+      std::vector<double> v = values(side ? m.fp32 : m.run);
+      Summary s = summarize(v);
+      if (!s.count)
+        continue;
+      line += format(" %s %.4g", m.label, s.mean * (m.scale == 100 ? 100 : 1)) +
+              (m.scale == 100 ? "%" : "") +
+              (s.count > 1 ? format(" (sd %.2g)", s.sd * (m.scale == 100 ? 100 : 1)) : "") + ",";
+      ensembleJson += std::string(firstMetric ? "" : ", ") + jsonString(m.key) +
+                      ": {\"mean\": " + jsonNumber(s.mean) + ", \"sd\": " + jsonNumber(s.sd) +
+                      ", \"values\": [";
+      for (size_t i = 0; i < v.size(); ++i)
+        ensembleJson += (i ? ", " : "") + jsonNumber(v[i]);
+      ensembleJson += "]}";
+      firstMetric = false;
     }
+    ensembleJson += "}";
+    if (seeds.size() > 1 && line.back() == ',')
+      ctx.print(line.substr(0, line.size() - 1));
   }
-  double seconds = millisecondsSince(runStart) / 1000;
-  std::string summary =
-      "trained " + std::to_string(stepsRun) + " steps in " + format("%.2f", seconds) + " s (" +
-      std::to_string(
-          static_cast<long long>(std::llround(stepsRun * stepRows / std::max(seconds, 1e-9)))) +
-      " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
-      format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
-      std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
-  if (compare)
-    summary += "; " + compare->label + ": last loss " + num(out.compareLastLoss.value_or(NAN)) +
-               ", " + std::to_string(compareSkipped) + " skipped, mean loss gap " +
-               num(gapCount ? gapSum / gapCount : NAN);
-  ctx.print(summary);
+  // Each metric's difference (run - fp32): Welch's and the paired interval.
+  auto differenceJsonOf = [&](const Difference &d) {
+    return "{\"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
+           (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
+                    : std::string("null")) +
+           ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
+           ", \"df\": " + jsonNumber(d.df) + "}";
+  };
+  std::string differencesJson = "null";
+  if (compare) {
+    differencesJson = "{";
+    bool firstMetric = true;
+    for (const Metric &m : metrics) {
+      Summary a = summarize(values(m.run)), b = summarize(values(m.fp32));
+      if (!a.count || !b.count)
+        continue;
+      differencesJson += std::string(firstMetric ? "" : ", ") + jsonString(m.key) +
+                      ": {\"welch\": " + differenceJsonOf(welch(a, b)) + ", \"paired\": " +
+                      differenceJsonOf(paired(values(m.run), values(m.fp32))) + "}";
+      firstMetric = false;
+    }
+    differencesJson += "}";
+  }
+  ensembleJson += "}";
+
+  // (c) the final metric against FP32.
+  std::string differenceJson = "null", differenceText = "not measured (no --compare fp32)";
+  if (compare && decisive) {
+    Difference d = welch(summarize(values(decisive->run)), summarize(values(decisive->fp32)));
+    out.verdict = verdict(d, decisive->higherIsBetter, decisive->scale, decisive->unit);
+    Summary a = summarize(values(decisive->run)), b = summarize(values(decisive->fp32));
+    // The runs beside each other share data order and initial weights: the
+    // paired interval too (often narrower; the verdict stays Welch's).
+    Difference pd = paired(values(decisive->run), values(decisive->fp32));
+    differenceText = std::string(decisive->label) + " " + lower + " - " + reference + " = " +
+                     format("%.3g", d.difference * decisive->scale) + decisive->unit +
+                     (d.valid ? format(" (95%% interval [%.3g, %.3g], Welch, df %.3g, N %d)",
+                                       d.low * decisive->scale, d.high * decisive->scale, d.df,
+                                       a.count)
+                              : std::string(" (one run each: no interval)")) +
+                     (pd.valid ? format("; paired by seed [%.3g, %.3g]", pd.low * decisive->scale,
+                                        pd.high * decisive->scale)
+                               : std::string()) +
+                     ": " + out.verdict;
+    ctx.print("ensemble verdict (" + std::string(decisive->label) + ", " +
+              std::to_string(seeds.size()) + " seed" + (seeds.size() == 1 ? "" : "s") +
+              "): " + out.verdict);
+    differenceJson = "{\"metric\": " + jsonString(decisive->key) +
+                     ", \"precision_mean\": " + jsonNumber(a.mean) +
+                     ", \"precision_sd\": " + jsonNumber(a.sd) + ", \"fp32_mean\": " +
+                     jsonNumber(b.mean) + ", \"fp32_sd\": " + jsonNumber(b.sd) +
+                     ", \"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
+                     (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
+                              : std::string("null")) +
+                     ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
+                     ", \"df\": " + jsonNumber(d.df) + ", \"n\": " + std::to_string(a.count) +
+                     ", \"paired\": " + differenceJsonOf(pd) +
+                     ", \"higher_is_better\": " + (decisive->higherIsBetter ? "true" : "false") +
+                     ", \"verdict\": " + jsonString(out.verdict) + "}";
+  }
+
+  // The gradient comparison, per parameter over every comparison.
+  std::string gradientJson = "[", gradientSummaryJson = "null";
+  if (!comparisons.empty()) {
+    struct Layer {
+      std::string name;
+      double relSum = 0, relMax = 0, cosMin = 1, zeroSum = 0, fp32ZeroSum = 0, driftLast = NAN;
+      int count = 0;
+    };
+    std::vector<Layer> layers;
+    for (const GradientComparison &c : comparisons) {
+      gradientJson += std::string(gradientJson.size() > 1 ? ", " : "") +
+                      "{\"seed\": " + std::to_string(c.seed) +
+                      ", \"step\": " + std::to_string(c.step) + ", \"params\": [";
+      for (size_t k = 0; k < c.params.size(); ++k) {
+        const GradientError &e = c.params[k];
+        gradientJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(e.name) +
+                        ", \"rel_l2\": " + jsonNumber(e.relL2) + ", \"cosine\": " +
+                        jsonNumber(e.cosine) + ", \"zero_fraction\": " +
+                        jsonNumber(e.zeroFraction) + ", \"fp32_zero_fraction\": " +
+                        jsonNumber(e.fp32ZeroFraction) + ", \"drift\": " + jsonNumber(e.drift) +
+                        "}";
+        if (layers.size() <= k)
+          layers.push_back({e.name});
+        Layer &l = layers[k];
+        double rel = std::isfinite(e.relL2) ? e.relL2 : INFINITY;
+        l.relSum += rel, l.relMax = std::max(l.relMax, rel);
+        l.cosMin = std::isfinite(e.cosine) ? std::min(l.cosMin, e.cosine) : -1;
+        l.zeroSum += e.zeroFraction, l.fp32ZeroSum += e.fp32ZeroFraction;
+        l.driftLast = e.drift;
+        ++l.count;
+      }
+      gradientJson += "]}";
+    }
+    size_t worst = 0;
+    for (size_t k = 0; k < layers.size(); ++k)
+      if (!(layers[k].relSum <= layers[worst].relSum))
+        worst = k;
+    ctx.print("gradients vs " + reference + " (" + std::to_string(comparisons.size()) +
+              " comparisons, same batch and master weights):");
+    gradientSummaryJson = "{\"comparisons\": " + std::to_string(comparisons.size()) +
+                          ", \"worst\": " + jsonString(layers[worst].name) + ", \"layers\": [";
+    for (size_t k = 0; k < layers.size(); ++k) {
+      const Layer &l = layers[k];
+      double meanRel = l.relSum / l.count, zeros = l.zeroSum / l.count,
+             fp32Zeros = l.fp32ZeroSum / l.count;
+      ctx.print(format("  %-24s rel L2 mean %.3g max %.3g, cosine min %.6g, zero %.1f%% (fp32 "
+                       "%.1f%%), weight drift %.3g",
+                       l.name.c_str(), meanRel, l.relMax, l.cosMin, 100 * zeros, 100 * fp32Zeros,
+                       l.driftLast) +
+                (k == worst ? "  <- worst" : ""));
+      gradientSummaryJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(l.name) +
+                             ", \"rel_l2_mean\": " + jsonNumber(meanRel) +
+                             ", \"rel_l2_max\": " + jsonNumber(l.relMax) +
+                             ", \"cosine_min\": " + jsonNumber(l.cosMin) +
+                             ", \"zero_fraction\": " + jsonNumber(zeros) +
+                             ", \"fp32_zero_fraction\": " + jsonNumber(fp32Zeros) +
+                             ", \"drift\": " + jsonNumber(l.driftLast) + "}";
+    }
+    gradientSummaryJson += "]}";
+  }
+  gradientJson += "]";
+
+  // (a) throughput, (d) applied steps, (e) MFU.
+  const int64_t stepRows = facts.batch * facts.accumulate;
+  int64_t steps = 0, skipped = 0;
+  double seconds = 0, compareSeconds = 0;
+  for (const SeedResult &s : seeds)
+    steps += s.steps, skipped += s.skipped, seconds += s.stepSeconds,
+        compareSeconds += s.compareStepSeconds;
+  const double samplesPerSecond = seconds > 0 ? steps * stepRows / seconds : NAN;
+  double fp32SamplesPerSecond = NAN;
+  std::string fp32Source = "none";
+  if (compare && compareSeconds > 0)
+    fp32SamplesPerSecond = steps * stepRows / compareSeconds, fp32Source = "compare";
+  else if (t.fp32SamplesPerSecond > 0)
+    fp32SamplesPerSecond = t.fp32SamplesPerSecond, fp32Source = "given";
+  // Tokens: cross-entropy over a sequence (a label per position).
+  int64_t tokensPerSample = 0;
+  if (facts.loss == LossKind::CrossEntropy && !in.train.empty() &&
+      in.train.back().rowElements() > 1)
+    tokensPerSample = in.train.back().rowElements();
+  const double ratio = samplesPerSecond / fp32SamplesPerSecond;
+  std::string throughputText =
+      format("%.4g samples/s", samplesPerSecond) +
+      (tokensPerSample ? format(" (%.4g tokens/s)", samplesPerSecond * tokensPerSample) : "") +
+      (std::isfinite(ratio) ? format(", %.3gx %s's %.4g samples/s (%s)", ratio, reference.c_str(),
+                                     fp32SamplesPerSecond,
+                                     fp32Source == "compare" ? "the compare run's steps"
+                                                             : "--fp32-samples-per-s")
+                            : std::string(", no FP32 figure (--compare fp32 or "
+                                          "--fp32-samples-per-s)"));
+  const double applied = steps ? double(steps - skipped) / steps : NAN;
+  std::string appliedWarning;
+  if (applied < 0.95)
+    appliedWarning = format("only %.1f%% of steps applied (healthy FP16 training stays above 95%%)",
+                            100 * applied);
+  if (applied < 0.90)
+    appliedWarning += "; try a lower initial loss scale (--init-scale), BF16 (--precision bf16), "
+                      "or FP32 for the op that overflows (--keep-fp32)";
+
+  std::string peakSource;
+  double peak = 0;
+  if (backendName == "cpu") {
+    peak = cpuPeakFlops();
+    peakSource = "CPU: a 256^3 SGEMM of the CPU backend's GEMM (OpenBLAS) measured now; the CPU "
+                 "backend runs every GEMM in FP32";
+  } else {
+    int sm = 0;
+    mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+    if (status == nullptr)
+      peak = gpuPeakFlops(sm, facts.precisionName, peakSource);
+    else
+      peakSource = "no device peak known";
+    mixprec_status_free(status);
+  }
+  const bool flopsKnown = in.costs.known && in.costs.flopsPerStep > 0;
+  const double achieved = flopsKnown && seconds > 0 ? in.costs.flopsPerStep * steps / seconds : NAN;
+  const double mfu = peak > 0 ? achieved / peak : NAN;
+  std::string mfuText =
+      flopsKnown ? format("%.3g%% (%.4g GFLOP per step, %.4g GFLOP/s of a %.4g GFLOP/s peak: ",
+                          100 * mfu, in.costs.flopsPerStep / 1e9, achieved / 1e9, peak / 1e9) +
+                       peakSource + ")"
+                 : "not measured (the step's FLOPs are known where mixprec train compiles it)";
+
+  // (b) memory.
+  const StepMemory &m = in.costs.memory, &f = in.costs.fp32Memory;
+  const double memoryRatio =
+      in.costs.known && f.total() > 0 ? double(m.total()) / f.total() : NAN;
+  int64_t peakActivations = std::max<int64_t>(0, m.arena - m.weights - m.gradients);
+  std::string memoryText =
+      in.costs.known
+          ? bytesText(m.total()) + " (weights " + bytesText(m.weights) + ", master weights " +
+                bytesText(m.masterWeights) + ", optimizer state " + bytesText(m.optimizerState) +
+                ", gradients " + bytesText(m.gradients) + ", peak activations " +
+                bytesText(peakActivations) + ")" +
+                (f.total() > 0 ? format(", %.3gx the FP32 plan's ", memoryRatio) +
+                                     bytesText(f.total())
+                               : std::string())
+          : "not measured (the memory plan is known where mixprec train compiles the step)";
+
+  ctx.print("metrics: (a) throughput " + throughputText);
+  ctx.print("         (b) memory " + memoryText);
+  ctx.print("         (c) vs " + reference + ": " + differenceText);
+  ctx.print("         (d) applied steps " + std::to_string(steps - skipped) + "/" +
+            std::to_string(steps) + format(" (%.1f%%)", 100 * applied) +
+            (appliedWarning.empty() ? "" : ": warning: " + appliedWarning));
+  ctx.print("         (e) MFU " + mfuText);
+
+  auto memoryJson = [&](const StepMemory &x, bool withRatio) {
+    return "{\"weights\": " + std::to_string(x.weights) + ", \"master_weights\": " +
+           std::to_string(x.masterWeights) + ", \"optimizer_state\": " +
+           std::to_string(x.optimizerState) + ", \"other_state\": " +
+           std::to_string(x.otherState) + ", \"gradients\": " + std::to_string(x.gradients) +
+           ", \"peak_activations\": " +
+           std::to_string(std::max<int64_t>(0, x.arena - x.weights - x.gradients)) +
+           ", \"arena\": " + std::to_string(x.arena) + ", \"total\": " +
+           std::to_string(x.total()) +
+           (withRatio ? ", \"fp32_total\": " + std::to_string(f.total()) +
+                            ", \"ratio_to_fp32\": " + jsonNumber(memoryRatio)
+                      : std::string()) +
+           "}";
+  };
+  std::string seedsJson = "[", perSeedJson = "[";
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const SeedResult &s = seeds[i];
+    seedsJson += (i ? ", " : "") + std::to_string(s.seed);
+    perSeedJson += std::string(i ? ", " : "") + "{\"seed\": " + std::to_string(s.seed) +
+                   ", \"steps\": " + std::to_string(s.steps) + ", \"skipped\": " +
+                   std::to_string(s.skipped) + ", \"train_loss\": " + jsonNumber(s.trainLoss) +
+                   ", \"test_loss\": " + jsonNumber(s.testLoss) + ", \"test_accuracy\": " +
+                   jsonNumber(s.testAccuracy) + ", \"grad_norm_mean\": " +
+                   jsonNumber(s.gradNormMean) + ", \"step_seconds\": " +
+                   jsonNumber(s.stepSeconds) +
+                   (compare ? ", \"fp32_train_loss\": " + jsonNumber(s.compareTrainLoss) +
+                                  ", \"fp32_test_loss\": " + jsonNumber(s.compareTestLoss) +
+                                  ", \"fp32_test_accuracy\": " +
+                                  jsonNumber(s.compareTestAccuracy) + ", \"fp32_skipped\": " +
+                                  std::to_string(s.compareSkipped) +
+                                  ", \"fp32_step_seconds\": " + jsonNumber(s.compareStepSeconds)
+                            : std::string()) +
+                   "}";
+  }
+  seedsJson += "]";
+  perSeedJson += "]";
+  std::string json =
+      "{\n  \"mixprec_run_metrics\": 1,\n  \"model\": " + jsonString(facts.model) +
+      ",\n  \"precision\": " + jsonString(lower) + ",\n  \"compare\": " +
+      (compare ? jsonString(reference) : std::string("null")) + ",\n  \"backend\": " +
+      jsonString(backendName) + ",\n  \"seeds\": " + seedsJson + ",\n  \"batch\": " +
+      std::to_string(stepRows) + ",\n  \"steps\": " + std::to_string(steps) +
+      ",\n  \"tokens_per_sample\": " +
+      (tokensPerSample ? std::to_string(tokensPerSample) : std::string("null")) +
+      ",\n  \"throughput\": {\"samples_per_s\": " + jsonNumber(samplesPerSecond) +
+      ", \"tokens_per_s\": " +
+      jsonNumber(tokensPerSample ? samplesPerSecond * tokensPerSample : NAN) +
+      ", \"fp32_samples_per_s\": " + jsonNumber(fp32SamplesPerSecond) +
+      ", \"ratio_to_fp32\": " + jsonNumber(ratio) + ", \"fp32_source\": " +
+      jsonString(fp32Source) + "},\n  \"memory\": " +
+      (in.costs.known ? memoryJson(m, true) : std::string("null")) +
+      ",\n  \"fp32_memory\": " +
+      (in.costs.known && f.total() > 0 ? memoryJson(f, false) : std::string("null")) +
+      ",\n  \"metric_difference\": " + differenceJson +
+      ",\n  \"applied_steps\": {\"applied\": " + std::to_string(steps - skipped) +
+      ", \"total\": " + std::to_string(steps) + ", \"rate\": " + jsonNumber(applied) +
+      ", \"warning\": " + jsonString(appliedWarning) + "},\n  \"mfu\": {\"flops_per_step\": " +
+      jsonNumber(flopsKnown ? in.costs.flopsPerStep : NAN) + ", \"achieved_flops_per_s\": " +
+      jsonNumber(achieved) + ", \"peak_flops_per_s\": " + jsonNumber(peak > 0 ? peak : NAN) +
+      ", \"peak_source\": " + jsonString(peakSource) + ", \"mfu\": " + jsonNumber(mfu) +
+      "},\n  \"ensemble\": " + ensembleJson + ",\n  \"differences\": " + differencesJson +
+      ",\n  \"runs\": " + perSeedJson +
+      ",\n  \"gradient_comparison\": " + gradientJson + ",\n  \"gradient_summary\": " +
+      gradientSummaryJson + ",\n  \"graph\": " +
+      (in.costs.graphJson.empty() ? std::string("null") : in.costs.graphJson) + "\n}\n";
+  out.metricsJson = json;
+  std::string error;
+  if (!t.metrics.empty()) {
+    if (!ctx.checkNotAnInput(t.metrics, error) ||
+        !common::writeFileAtomically(t.metrics, json.data(), json.size(), error))
+      return ctx.fail(error);
+    ctx.print("wrote " + t.metrics);
+  }
+  if (!t.report.empty()) {
+    std::string csv = csvHeader + "\n";
+    for (const std::string &row : csvRows)
+      csv += row + "\n";
+    std::string html;
+    if (!in.renderReport(t.csv.empty() ? "run.csv" : t.csv, csv, json, html, error))
+      return ctx.fail("--report: " + error);
+    if (!ctx.checkNotAnInput(t.report, error) ||
+        !common::writeFileAtomically(t.report, html.data(), html.size(), error))
+      return ctx.fail(error);
+    ctx.print("wrote " + t.report);
+  }
   return 0;
 }
 
@@ -953,6 +1604,16 @@ std::string checkLoopOptions(const LoopOptions &t, bool testData) {
            "--epochs, --eval-every and --checkpoint-every >= 0";
   if (t.checkpointEvery && t.checkpoint.empty())
     return "train: --checkpoint-every needs --checkpoint FILE";
+  if (t.seeds < 1 || t.seeds > kMaxSeeds)
+    return "train: --seeds takes 1 to " + std::to_string(kMaxSeeds) + " runs, got " +
+           std::to_string(t.seeds);
+  if (t.seeds > 1 && (!t.checkpoint.empty() || !t.resume.empty() || !t.stateDir.empty()))
+    return "train: --seeds does not combine with --checkpoint, --resume or --state-dir (one "
+           "run each: train each seed with --seed S)";
+  if (t.compareEvery < 0)
+    return "train: --compare-every must be >= 0";
+  if (!(t.fp32SamplesPerSecond >= 0) || std::isinf(t.fp32SamplesPerSecond))
+    return "train: --fp32-samples-per-s must be a finite number >= 0";
   return "";
 }
 

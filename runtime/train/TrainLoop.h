@@ -24,6 +24,7 @@
 #include "common/Npy.h"
 #include "mixprec/runtime.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,6 +46,7 @@ struct TrainArray {
 
 /// One step, as the CSV logs it.
 struct TrainStepRecord {
+  uint64_t seed = 0;           ///< the run's data-order seed
   int64_t step = 0, epoch = 0; ///< 1-based
   float loss = 0, lossScale = 0, gradNorm = 0;
   bool skipped = false;
@@ -65,6 +67,22 @@ struct TrainEvents {
   std::function<bool(const TrainStepRecord &record)> onStep;
 };
 
+/// What one run of an ensemble (--seeds N: one per data-order seed) ended
+/// with; NaN where there is nothing (no test data, no compare run).
+struct SeedResult {
+  uint64_t seed = 0;
+  int64_t steps = 0, skipped = 0, compareSkipped = 0;
+  /// The mean loss of the applied steps in the run's last tenth (train),
+  /// and the last evaluation's loss and accuracy (test), of the run and of
+  /// the --compare run beside it.
+  double trainLoss = NAN, testLoss = NAN, testAccuracy = NAN;
+  double compareTrainLoss = NAN, compareTestLoss = NAN, compareTestAccuracy = NAN;
+  /// Seconds spent in the steps of the run and of the compare run.
+  double stepSeconds = 0, compareStepSeconds = 0;
+  /// The mean gradient norm of the applied steps.
+  double gradNormMean = NAN;
+};
+
 /// How a run ended.
 struct TrainOutcome {
   /// 0, kTrainError, kTrainUsage (the configuration is wrong) or
@@ -76,6 +94,11 @@ struct TrainOutcome {
   float lastLoss = 0;
   std::optional<double> testLoss, testAccuracy;
   std::optional<float> compareLastLoss;
+  /// One per seed, in order (one for a plain run).
+  std::vector<SeedResult> seeds;
+  /// The ensemble verdict ("" without --compare), and the five metrics as
+  /// the --metrics file holds them (JSON, README "Training metrics").
+  std::string verdict, metricsJson;
 };
 
 constexpr int kTrainError = 1;
@@ -150,6 +173,39 @@ struct LoopOptions {
   int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0;
   int64_t maxSkippedInARow = 50;
   std::string csv, checkpoint, resume, stateDir;
+  /// Runs in the ensemble: data-order seeds seed, seed+1, ... (each from
+  /// the initial state); the summary gives each precision's mean and
+  /// standard deviation and, with a compare run, Welch's interval.
+  int64_t seeds = 1;
+  /// With a compare run: every K steps, the gradients of both precisions
+  /// on the same batch and master weights, per parameter (0: never).
+  int64_t compareEvery = 0;
+  /// The five metrics as JSON ("" none), and the HTML run report ("" none).
+  std::string metrics, report;
+  /// FP32's samples/s for the speedup when there is no compare run (0: none).
+  double fp32SamplesPerSecond = 0;
+};
+
+/// The kinds of bytes a training step holds (its memory plan's), for the
+/// memory metric; all 0 when unknown (modules loaded from a folder).
+struct StepMemory {
+  int64_t weights = 0;         ///< the parameters' copies the GEMMs read
+  int64_t masterWeights = 0;   ///< FP32 master weights (state)
+  int64_t optimizerState = 0;  ///< momentum, exp_avg, ... (state)
+  int64_t otherState = 0;      ///< step count, loss scale, FP8 amax histories
+  int64_t gradients = 0;       ///< the FP32 unscaled gradients
+  int64_t arena = 0;           ///< the plan's arena (every intermediate at its peak)
+  int64_t total() const { return masterWeights + optimizerState + otherState + arena; }
+};
+
+/// What the compiler knows of the step that the loop reports (metrics).
+struct StepCosts {
+  bool known = false;
+  /// FLOPs of one step (forward and backward as they run, every micro-batch).
+  double flopsPerStep = 0;
+  StepMemory memory, fp32Memory; ///< this precision's plan and FP32's
+  /// The forward graph as the report draws it (JSON: {"nodes": [...], "edges": [...]}).
+  std::string graphJson;
 };
 
 /// A compiled step and, when there is test data, its evaluation module.
@@ -177,7 +233,16 @@ struct LoopInputs {
   /// 0.52 s", "loaded from DIR"), for the first line.
   std::string program = "mixprec train", origin;
   DiagnoseFn diagnose; ///< may be empty
+  StepCosts costs;
+  /// Renders the HTML report from the CSV text and the metrics JSON (the
+  /// compiler's renderer; empty: --report is refused).
+  std::function<bool(const std::string &csvPath, const std::string &csv,
+                     const std::string &metricsJson, std::string &html, std::string &error)>
+      renderReport;
 };
+
+/// The most runs --seeds takes.
+constexpr int64_t kMaxSeeds = 1000;
 
 /// The loop's checks of options that need no file: "" or the error.
 std::string checkLoopOptions(const LoopOptions &options, bool testData);
@@ -195,6 +260,10 @@ bool parseUint64(const std::string &text, uint64_t &out);
 /// The file name an array named `name` is written to (NAME.npy, every byte
 /// outside [A-Za-z0-9_.-] and a leading '.' as %XX).
 std::string npyFileNameFor(const std::string &name);
+
+/// The outputs of a step compiled with gradient outputs
+/// (TrainingOptions::gradientOutputs): GRAD_PREFIX + the parameter's name.
+constexpr const char *kGradOutputPrefix = "grad.";
 
 /// A saved folder's files.
 constexpr const char *kSavedStepFile = "step.mpk";

@@ -38,6 +38,11 @@ int runValidate();
 /// recover).
 int runTrain();
 
+/// `mixprec report-run CSV... [--metrics FILE.json] -o FILE.html`
+/// (ReportRun.cpp): the visual report of a training run; returns the exit
+/// code (0 ok, 1 error, 2 usage).
+int runReportRun();
+
 /// The NVRTC options of an architecture (`smVersion`); kernel cache
 /// warnings are printed as "mixprec: warning: ..." lines.
 codegen::CudaCompileOptions cudaCompileOptions(int smVersion);

@@ -165,7 +165,8 @@ writes the same as JSON (metrics that are not finite as null).)"},
             [--optimizer sgd|adamw] [--lr X] [--precision P] [--loss-scale none|static|dynamic]
             [--batch N [--accumulate K]] [--steps N | --epochs N] [--log-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--seed N]
-            [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32]
+            [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32
+            [--compare-every N]] [--seeds N] [--metrics FILE.json] [--report FILE.html]
             [--backend cpu|cuda|auto] [--state-dir DIR] [--save-modules DIR [--arch sm_XX]]
             [more: train --help])",
      R"(Train MODEL's float initializers (FP32 master weights; --frozen GLOB
@@ -188,7 +189,14 @@ loss and, for cross-entropy, accuracy. --checkpoint FILE is written
 atomically at the end (and every --checkpoint-every steps): master
 weights, optimizer and loss-scale state, step and data order; --resume
 FILE continues such a run bit for bit. --compare fp32 trains an FP32
-copy beside it on the same batches and reports the loss gap.
+copy beside it on the same batches and reports the loss gap;
+--compare-every N also compares every parameter's gradient with FP32's
+on the same batch and master weights. --seeds N trains N times (data
+order from --seed .. --seed+N-1) and judges the lower precision by
+Welch's 95% interval of the difference of means, never by one run. The
+five metrics (throughput and speedup, memory against the FP32 plan,
+difference to FP32, applied steps, MFU) are printed at the end;
+--metrics FILE.json writes them, --report FILE.html draws the run.
 --state-dir DIR writes every state (NAME.npy) at the end. Exit status
 5 when the loss scale cannot recover (--max-skipped-in-a-row skipped
 steps): the diagnosis names the first op whose value overflowed.
@@ -198,6 +206,19 @@ evaluation) for --arch and writes them with the facts the loop needs
 `mixprec-train-run DIR --data ... --labels ...` trains on a machine with
 the runtime alone (the same steps bit for bit; each resumes the other's
 checkpoints).)"},
+    {Command::ReportRun, "report-run",
+     R"(mixprec report-run CSV... [--metrics FILE.json] -o FILE.html)",
+     R"(Draw a training run as one self-contained HTML page (inline SVG and
+CSS; no script, no network, no other file): the training loss per step
+(mean and min..max band over seeds, the FP32 run beside it dashed, test
+loss at evaluation steps), the loss scale with the skipped steps, the
+gradient norm, the per-layer gradient error against FP32, the memory
+breakdown against FP32, the table of the five metrics and the op graph
+coloured by dtype. Each CSV (what train --csv writes; columns found by
+name) is one group of curves, labelled by its file name, or by the
+metrics' precision when there is one CSV. --metrics FILE.json is what
+train --metrics writes; the parts it leaves out are shown as not
+measured. -o is required.)"},
 };
 
 /// The rules every command follows for the files it reads and writes.
@@ -236,6 +257,7 @@ cl::SubCommand runCommand("run", infoOf(Command::Run).description);
 cl::SubCommand reportCommand("report", infoOf(Command::Report).description);
 cl::SubCommand validateCommand("validate", infoOf(Command::Validate).description);
 cl::SubCommand trainCommand("train", infoOf(Command::Train).description);
+cl::SubCommand reportRunCommand("report-run", infoOf(Command::ReportRun).description);
 
 /// The subcommand of a command.
 cl::SubCommand &subCommandOf(Command command) {
@@ -252,6 +274,8 @@ cl::SubCommand &subCommandOf(Command command) {
     return validateCommand;
   case Command::Train:
     return trainCommand;
+  case Command::ReportRun:
+    return reportRunCommand;
   }
   llvm_unreachable("unknown command");
 }
@@ -339,9 +363,12 @@ cl::list<std::string> modelArg(cl::Positional, cl::desc("<model>"), cl::sub(impo
                                cl::sub(reportCommand), cl::sub(validateCommand),
                                cl::sub(trainCommand));
 
+/// report-run's positional arguments: one or more training CSVs.
+cl::list<std::string> csvArg(cl::Positional, cl::desc("<CSV>..."), cl::sub(reportRunCommand));
+
 cl::opt<std::string> outputOpt("o", cl::desc("Write to this file instead of stdout ('-': stdout)"),
                                cl::value_desc("file"), cl::sub(importCommand),
-                               cl::sub(compileCommand));
+                               cl::sub(compileCommand), cl::sub(reportRunCommand));
 
 cl::opt<Emit, false, EnumParser<Emit>> emitOpt(
     "emit", cl::desc("What compile writes (default: mpk for -o FILE.mpk, else mp-mlir)"),
@@ -623,10 +650,35 @@ cl::opt<bool> noShuffleOpt("no-shuffle", cl::desc("Batches in file order"), cl::
 cl::opt<std::string> compareOpt("compare",
                                 cl::desc("Train a copy at this precision beside (fp32)"),
                                 cl::value_desc("fp32"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> seedsOpt(
+    "seeds",
+    cl::desc("Train N times, data-order seeds --seed .. --seed+N-1, and report each precision's "
+             "mean and sd and, with --compare, Welch's 95% interval of the difference (1)"),
+    cl::init(1), cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> compareEveryOpt(
+    "compare-every",
+    cl::desc("With --compare fp32: every N steps, compare each parameter's gradient with FP32's "
+             "on the same batch and master weights (relative L2, cosine, zeros, drift)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> metricsOpt(
+    "metrics", cl::desc("Write the five training metrics (and the ensemble, gradients) as JSON"),
+    cl::value_desc("FILE.json"), cl::sub(trainCommand));
+cl::opt<std::string, false, FileParser> reportOpt(
+    "report", cl::desc("Write the run's visual report (one self-contained HTML file)"),
+    cl::value_desc("FILE.html"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> fp32SamplesOpt(
+    "fp32-samples-per-s",
+    cl::desc("FP32's throughput for the speedup metric when there is no --compare fp32"),
+    cl::init(0.0), cl::value_desc("X"), cl::sub(trainCommand));
 cl::opt<long long, false, CountParser<1>> maxSkippedOpt(
     "max-skipped-in-a-row",
     cl::desc("Stop with a diagnosis after this many skipped steps in a row (50)"), cl::init(50),
     cl::value_desc("N"), cl::sub(trainCommand));
+
+/// report-run's --metrics (train's --metrics is the file train writes).
+cl::opt<std::string, false, FileParser> reportRunMetricsOpt(
+    "metrics", cl::desc("The run's metrics JSON (what train --metrics writes)"),
+    cl::value_desc("FILE.json"), cl::sub(reportRunCommand));
 
 /// Whether --precision was on the command line, and why its value is
 /// not a precision ("" if it is).
@@ -636,7 +688,8 @@ std::string unknownPrecisionMessage;
 /// The options no subcommand declares: they arrive here, in order.
 cl::list<std::string> unknownArgs(cl::Sink, cl::sub(importCommand), cl::sub(compileCommand),
                                   cl::sub(runCommand), cl::sub(reportCommand),
-                                  cl::sub(validateCommand), cl::sub(trainCommand));
+                                  cl::sub(validateCommand), cl::sub(trainCommand),
+                                  cl::sub(reportRunCommand));
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -715,6 +768,12 @@ std::string refusedArguments(Command command, int argc, char **argv) {
 /// The usage error a model argument makes, or "".
 std::string modelArgumentError(Command command) {
   llvm::StringRef commandName = infoOf(command).name;
+  if (command == Command::ReportRun) { // one or more CSVs, no model
+    for (const std::string &csv : csvArg)
+      if (llvm::StringRef(csv).starts_with("-"))
+        return unknownOptionError(command, csv);
+    return csvArg.empty() ? "report-run: no training CSV given" : "";
+  }
   for (const std::string &model : modelArg)
     if (llvm::StringRef(model).starts_with("-"))
       return unknownOptionError(command, model);
@@ -839,6 +898,8 @@ int parseCommandLine(Command command, int argc, char **argv) {
 namespace opts {
 
 const std::string &model() { return modelArg.front(); }
+std::vector<std::string> files() { return {csvArg.begin(), csvArg.end()}; }
+const std::string &reportRunMetrics() { return reportRunMetricsOpt; }
 
 passes::PrecisionPipelineOptions &precision() {
   static passes::PrecisionPipelineOptions *options = [] {
@@ -948,6 +1009,11 @@ const TrainSettings &train() {
     t.compare = compareOpt;
     t.maxSkippedInARow = maxSkippedOpt;
     t.saveModules = saveModulesOpt;
+    t.seeds = seedsOpt;
+    t.compareEvery = compareEveryOpt;
+    t.metrics = metricsOpt;
+    t.report = reportOpt;
+    t.fp32SamplesPerSecond = fp32SamplesOpt;
     return t;
   }();
   return settings;

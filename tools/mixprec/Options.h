@@ -30,7 +30,7 @@
 namespace mixprec::tools {
 
 /// The commands of mixprec.
-enum class Command { Import, Compile, Run, Report, Validate, Train };
+enum class Command { Import, Compile, Run, Report, Validate, Train, ReportRun };
 
 /// The command named `name`, if there is one.
 std::optional<Command> findCommand(llvm::StringRef name);
@@ -59,8 +59,12 @@ using NamedFiles = std::vector<std::pair<std::string, std::string>>;
 
 /// The parsed command line (valid after parseCommandLine returned 0).
 namespace opts {
-/// The model file (every command takes exactly one).
+/// The model file (every command but report-run takes exactly one).
 const std::string &model();
+/// report-run's training CSVs (one or more).
+std::vector<std::string> files();
+/// report-run's --metrics FILE.json; "" when not given.
+const std::string &reportRunMetrics();
 /// The precision options, and whether --precision was given.
 passes::PrecisionPipelineOptions &precision();
 bool precisionGiven();
@@ -115,6 +119,10 @@ struct TrainSettings {
   /// Stop after this many skipped steps in a row (the loss scale cannot
   /// recover), with a diagnosis.
   int64_t maxSkippedInARow = 50;
+  /// --seeds, --compare-every, --metrics, --report, --fp32-samples-per-s.
+  int64_t seeds = 1, compareEvery = 0;
+  std::string metrics, report;
+  double fp32SamplesPerSecond = 0;
 };
 const TrainSettings &train();
 } // namespace opts

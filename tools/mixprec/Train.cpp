@@ -56,6 +56,11 @@ int runTrain() {
   config.loop.resume = t.resume;
   config.loop.stateDir = t.stateDir;
   config.compare = t.compare;
+  config.loop.seeds = t.seeds;
+  config.loop.compareEvery = t.compareEvery;
+  config.loop.metrics = t.metrics;
+  config.loop.report = t.report;
+  config.loop.fp32SamplesPerSecond = t.fp32SamplesPerSecond;
   config.saveModules = t.saveModules;
   config.arch = opts::arch();
 

@@ -1,6 +1,7 @@
 //===- main.cpp - the mixprec command-line tool ----------------------------===//
 //
-//   mixprec import | compile | run | report | validate MODEL [options]
+//   mixprec import | compile | run | report | validate | train MODEL [options]
+//   mixprec report-run CSV... [--metrics FILE.json] -o FILE.html
 //   mixprec --version | --help | COMMAND --help
 //
 // The commands are llvm::cl subcommands (Options.h). Each calls the compile
@@ -444,6 +445,8 @@ int runCommand(Command command) {
     return runValidate();
   case Command::Train:
     return runTrain();
+  case Command::ReportRun:
+    return runReportRun();
   }
   return 1;
 }
