@@ -15,8 +15,8 @@ Checks, one line each, then exactly "N passed, N failed":
   ensemble    bf16 and fp16 (dynamic loss scaling) each --compare fp32 with
               --seeds 30 (20 epochs): Welch's 95% interval of the difference of
               mean test accuracies reaches no lower than -1 point and is at
-              most 0.5 point wide each side, so a real 2-point regression
-              fails it; >= 95% of steps applied; the verdict and the five
+              most 1 point wide each side (measured 0.3-0.4), so a real
+              2-point regression fails it; >= 95% of steps applied; the verdict and the five
               metrics are printed and in the --metrics JSON. No single run's
               accuracy is compared with another's.
   planted     planted regressions, each with a control: FP16 without loss
@@ -29,6 +29,11 @@ Checks, one line each, then exactly "N passed, N failed":
               scaled so that a few percent of the samples pass 65504): a
               2.5-point regression that the ensemble criterion above fails,
               with gradient errors 1000x the control's; the control passes it.
+  report      README's command: fp16 --compare fp32 --seeds 5 --compare-every
+              --metrics --report on the digits: the verdict and five metrics
+              printed and in the JSON; the page has every chart drawn from the
+              run and renders in headless Chromium (a PNG, the DOM's chart ids;
+              skipped with a message where Chromium is absent).
   compare     --compare fp32 trains an FP32 copy beside bf16 on the same
               batches: its CSV columns equal a plain fp32 run's losses bit
               for bit (the same binary on one machine: deterministic by
@@ -190,9 +195,12 @@ def structure_ok(m, rows, out, seeds, compare_every=False):
 def check_ensemble(r, work, tally, results):
     """bf16 and fp16 (dynamic scaling) against FP32 over SEEDS data-order
     seeds: Welch's 95% interval of the difference of mean test accuracies
-    must not reach below -1 point, and must be narrow enough (half-width
-    under 0.5 point: a true 2-point regression puts the whole interval below
-    -1.5) that a real 2-point regression fails it (check_planted plants one)."""
+    must not reach below -1 point, and must be at most 1 point wide each
+    side (measured 0.28-0.39): a real 2-point regression then puts the
+    estimate near -2 and the lower edge near -2.3, far below -1, so it fails
+    (check_planted plants a 2.5-point one and shows it does), while a
+    precision as good as FP32 fails only if its estimate falls 3 standard
+    errors below zero."""
     for p in ["bf16", "fp16"]:
         got = run_ensemble(r, work, f"ensemble_{p}", p)
         if got is None:
@@ -205,12 +213,12 @@ def check_ensemble(r, work, tally, results):
         ok = structure_ok(m, rows, out, QUICK_SEEDS if QUICK else SEEDS) \
             and d["metric"] == "test_accuracy"
         if not QUICK:
-            ok = ok and d["fp32_mean"] >= 0.90 and lo >= -0.01 and d["half_width"] <= 0.005 \
+            ok = ok and d["fp32_mean"] >= 0.90 and lo >= -0.01 and d["half_width"] <= 0.01 \
                 and applied >= 0.95
         print(f"      {difference_line(m)}; {100 * applied:.1f}% of steps applied", flush=True)
         tally.report(ok, f"ensemble {p}",
                      f"interval's lower edge {100 * lo:.2f} points (>= -1), half-width "
-                     f"{100 * d['half_width']:.2f} (<= 0.5), fp32 mean "
+                     f"{100 * d['half_width']:.2f} (<= 1), fp32 mean "
                      f"{100 * d['fp32_mean']:.2f}% (>= 90%), {100 * applied:.1f}% applied"
                      + (" [quick: structure only]" if QUICK else ""))
 
@@ -359,7 +367,7 @@ def check_planted(r, work, tally):
         lo, hi = d["ci95"]
         summary = m["gradient_summary"]
         worst[label] = max(layer["rel_l2_mean"] for layer in summary["layers"])
-        passes = lo >= -0.01 and d["half_width"] <= 0.005  # check_ensemble's criterion
+        passes = lo >= -0.01 and d["half_width"] <= 0.01  # check_ensemble's criterion
         ok = structure_ok(m, rows, out, QUICK_SEEDS if QUICK else SEEDS, True) \
             and d["metric"] == "test_accuracy"
         if extra:
@@ -371,6 +379,50 @@ def check_planted(r, work, tally):
         tally.report(ok, label, f"{difference_line(m)}; ensemble criterion "
                      f"{'passes' if passes else 'FAILS'}; gradients: worst layer "
                      f"{summary['worst']} (mean rel L2 {worst[label]:.3g})")
+
+
+def check_report(r, work, tally):
+    """README's training-validation command on the digits MLP: fp16 beside
+    FP32 over 5 seeds with the gradient comparison, --metrics and --report:
+    the verdict and the five metrics are printed and in the JSON, and the
+    page has every chart (drawn from this run: a line per seed group, a
+    gradient-error line per parameter, the op graph's boxes), renders in
+    headless Chromium to a PNG, and Chromium's DOM has every chart id."""
+    import types
+    import run_report
+    metrics, page_path = os.path.join(work, "report.json"), os.path.join(work, "run.html")
+    csv_path = os.path.join(work, "report.csv")
+    seeds = QUICK_SEEDS if QUICK else 5
+    argv, rc, out, err = r.train("--batch", BATCH, "--epochs", 1 if QUICK else 5, "--optimizer",
+                                 "sgd", "--lr", "0.1", "--momentum", "0.9", "--precision", "fp16",
+                                 "--compare", "fp32", "--seeds", seeds, "--compare-every", 22,
+                                 "--metrics", metrics, "--report", page_path, "--csv", csv_path,
+                                 "--log-every", 100000, *r.test)
+    if rc != 0:
+        tally.report(False, "report", "\n" + describe_failure(argv, rc, out, err))
+        return
+    with open(metrics) as f:
+        m = json.load(f)
+    rows = read_csv(csv_path)
+    tally.report(structure_ok(m, rows, out, seeds, True), "report: verdict and metrics",
+                 next((line for line in out.splitlines() if "ensemble verdict" in line), ""))
+    with open(page_path) as f:
+        text = f.read()
+    page = run_report.Page(text)
+    run_report.check_common(tally, "report", page, text)
+    params = {p["name"] for c in m["gradient_comparison"] for p in c["params"]}
+    grad_lines = run_report.lines_with_points(page, "grad-error", 2)
+    boxes = page.inside("op-graph", "rect", None)
+    tally.report(len(run_report.lines_with_points(page, "loss-curves", 10)) >= 2
+                 and len(grad_lines) >= len(params) == 6 and len(boxes) >= 5
+                 and m["metric_difference"]["verdict"] in text,
+                 "report: the run's curves, gradient errors, op graph and verdict drawn",
+                 f"{len(grad_lines)} gradient-error lines for {len(params)} parameters, "
+                 f"{len(boxes)} boxes in the op graph")
+    args = types.SimpleNamespace(work=os.path.join(work, "report_browser"),
+                                 timeout=r.args.timeout, png_out=r.args.report_png)
+    os.makedirs(args.work, exist_ok=True)
+    run_report.check_browser(args, tally, page_path)
 
 
 def check_compare(r, work, tally):
@@ -850,7 +902,7 @@ def check_saved(r, work, tally):
         tally.report(ok, name, lines[0] if lines else describe_failure(argv, rc, out, err))
 
 
-CHECKS = ["ensemble", "planted", "compare", "overflow", "accumulate", "resume", "kill", "stuck", "fp8", "bad",
+CHECKS = ["ensemble", "planted", "compare", "report", "overflow", "accumulate", "resume", "kill", "stuck", "fp8", "bad",
           "saved", "cuda-gemms"]
 
 
@@ -865,6 +917,7 @@ def main(argv=None):
     ap.add_argument("--train-run", help="mixprec-train-run (the saved check)")
     ap.add_argument("--gemm-plan-check", help="gemm_plan_check (the cuda-gemms check)")
     ap.add_argument("-k", nargs="*", default=CHECKS)
+    ap.add_argument("--report-png", help="copy the report check's screenshot here")
     ap.add_argument("--quick", action="store_true",
                     help="bounded ensembles with structural checks only (the sanitizer build)")
     args = ap.parse_args(argv)
@@ -882,6 +935,8 @@ def main(argv=None):
         check_planted(r, args.work, tally)
     if "compare" in args.k:
         check_compare(r, args.work, tally)
+    if "report" in args.k:
+        check_report(r, args.work, tally)
     if "overflow" in args.k:
         check_overflow(r, args.work, tally)
     if "accumulate" in args.k:

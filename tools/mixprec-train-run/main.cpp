@@ -18,6 +18,7 @@
 #include "runtime/train/TrainLoop.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ const char *const kUsage =
             [--test-data NAME=FILE.npy... [--test-labels FILE.npy]] [--steps N | --epochs N]
             [--seed N] [--no-shuffle] [--log-every N] [--eval-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--state-dir DIR]
-            [--max-skipped-in-a-row N] [--backend cpu|cuda|auto]
+            [--max-skipped-in-a-row N] [--backend cpu|cuda|auto] [--seeds N]
+            [--metrics FILE.json] [--fp32-samples-per-s X]
 
 Trains with the step DIR holds, as `mixprec train MODEL ... --save-modules DIR`
 compiled it (its loss, optimizer, precision, loss scaling and batch), on the
@@ -40,7 +42,12 @@ its samples (dim 0), --labels the classes (cross-entropy) or targets (mse);
 batches are drawn in an order shuffled per epoch from --seed; a progress line
 every --log-every steps, one CSV row per step, evaluation on --test-data at
 the end (and every --eval-every steps), checkpoints mixprec train can resume
-(and the other way round), every state as NAME.npy in --state-dir.
+(and the other way round), every state as NAME.npy in --state-dir. --seeds N
+trains N times (data order from --seed .. --seed+N-1) and gives each metric's
+mean and sd; the five training metrics are printed at the end and --metrics
+writes them as JSON (memory and MFU need the compiler's facts: mixprec train
+reports them); `mixprec report-run CSV --metrics FILE.json -o run.html` draws
+the run.
 Exit status: 0, 1 errors, 2 usage errors, 5 when the loss scale cannot recover.
 )";
 
@@ -122,7 +129,15 @@ int main(int argc, char **argv) {
       ok = count(options.maxSkippedInARow);
     else if (name == "--seed")
       ok = trainer::parseUint64(value, options.seed);
-    else if (name == "--csv")
+    else if (name == "--seeds")
+      ok = count(options.seeds);
+    else if (name == "--metrics")
+      options.metrics = value, ok = !value.empty();
+    else if (name == "--fp32-samples-per-s") {
+      char *end = nullptr;
+      options.fp32SamplesPerSecond = std::strtod(value.c_str(), &end);
+      ok = !value.empty() && *end == 0;
+    } else if (name == "--csv")
       options.csv = value;
     else if (name == "--checkpoint")
       options.checkpoint = value;
