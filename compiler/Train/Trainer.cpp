@@ -143,13 +143,10 @@ void collectCosts(func::FuncOp step, trainer::StepCosts &costs,
       continue;
     llvm::StringRef n = name.getValue();
     int64_t bytes = tensorBytes(step.getArgumentTypes()[i]);
-    if (n.ends_with(".momentum_buffer") || n.ends_with(".exp_avg") || n.ends_with(".exp_avg_sq")) {
-      memory.optimizerState += bytes;
-      continue;
-    }
-    if (n == "step" || n == "loss_scale" || n == "growth_tracker" || n == "hysteresis" ||
-        n.starts_with("fp8.") || cast<RankedTensorType>(step.getArgumentTypes()[i]).getRank() == 0) {
-      memory.otherState += bytes;
+    if (!trainer::isParameterState(n.str())) {
+      (n.ends_with(".momentum_buffer") || n.ends_with(".exp_avg") || n.ends_with(".exp_avg_sq")
+           ? memory.optimizerState
+           : memory.otherState) += bytes;
       continue;
     }
     // A parameter: its FP32 master, its FP32 gradient, and the copy the

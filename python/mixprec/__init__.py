@@ -441,7 +441,7 @@ _TRAIN_OPTIONS = {
     "init_scale", "growth_factor", "backoff_factor", "min_scale", "clip_norm",
     "growth_interval", "hysteresis", "accumulate", "batch", "steps", "epochs", "log_every",
     "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen",
-    "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s"}
+    "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s", "reinit"}
 
 
 class TrainResult(dict):
@@ -482,7 +482,7 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         steps, epochs, seed, shuffle, log_every, eval_every, csv,
         checkpoint, checkpoint_every, resume, state_dir, compare ("fp32"),
         max_skipped_in_a_row, backend, seeds (an ensemble of N data-order
-        seeds), compare_every (gradients against FP32 every K steps, with
+        seeds; reinit=True: each run resamples the parameters from its seed), compare_every (gradients against FP32 every K steps, with
         compare="fp32"), metrics (a JSON file), report (an HTML file),
         fp32_samples_per_s; any other keyword is a precision
         option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).

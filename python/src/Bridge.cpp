@@ -413,6 +413,7 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   c.loop.stateDir = r.stateDir;
   c.compare = r.compare;
   c.loop.seeds = r.seeds;
+  c.loop.reinit = r.reinit;
   c.loop.compareEvery = r.compareEvery;
   c.loop.metrics = r.metrics;
   c.loop.report = r.report;

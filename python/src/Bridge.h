@@ -102,6 +102,7 @@ struct TrainRequest {
   int64_t seeds = 1, compareEvery = 0;
   std::string metrics, report;
   double fp32SamplesPerSecond = 0;
+  bool reinit = false;
 };
 
 /// One step as `mixprec.train`'s callback sees it (NaN: not evaluated).

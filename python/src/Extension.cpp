@@ -628,6 +628,10 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
     r.seed = nb::cast<uint64_t>(value);
     return;
   }
+  if (key == "reinit") {
+    r.reinit = nb::cast<bool>(value);
+    return;
+  }
   if (key == "shuffle") {
     r.shuffle = nb::cast<bool>(value);
     return;

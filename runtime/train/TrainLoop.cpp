@@ -650,6 +650,46 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
            const std::string &csvHeader, const std::vector<std::string> &csvRows,
            const std::string &backendName);
 
+/// --reinit: every trained parameter of `run` (and the same values in
+/// `beside`'s) resampled from a uniform distribution with the mean and
+/// standard deviation of its initial values, from splitmix64 seeded by the
+/// run's seed and the parameter's index; a parameter whose initial values
+/// are all equal (a zero bias, a norm's ones) keeps them.
+bool reinitialize(Run &run, Run *beside, uint64_t seed, std::string &error) {
+  for (size_t i = 0; i < run.stateNames.size(); ++i) {
+    const std::string &name = run.stateNames[i];
+    if (!isParameterState(name))
+      continue;
+    std::vector<float> values = run.readState(i);
+    if (values.size() < 2)
+      continue;
+    double sum = 0, squares = 0;
+    for (float v : values)
+      sum += v;
+    const double mean = sum / values.size();
+    for (float v : values)
+      squares += (v - mean) * (v - mean);
+    const double sd = std::sqrt(squares / values.size());
+    if (!(sd > 0) || !std::isfinite(sd))
+      continue;
+    uint64_t state = seed ^ (0x9e3779b97f4a7c15ull * (i + 1)) ^ 0x2545f4914f6cdd1dull;
+    const double half = sd * std::sqrt(3.0);
+    for (float &v : values) {
+      double u = double(splitmix64(state) >> 11) * 0x1.0p-53; // [0, 1)
+      v = static_cast<float>(mean + (2 * u - 1) * half);
+    }
+    for (Run *r : {&run, beside}) {
+      if (!r)
+        continue;
+      if (mixprec::Status s = r->step.session.writeState(name.c_str(), values.data(),
+                                                         values.size() * sizeof(float));
+          !s.ok())
+        return error = s.message(), false;
+    }
+  }
+  return true;
+}
+
 /// The whole run (runLoop's body).
 int run(Ctx &ctx, LoopInputs &in) {
   const StepFacts &facts = in.facts;
@@ -759,6 +799,8 @@ int run(Ctx &ctx, LoopInputs &in) {
                         "step compiled with them (mixprec train compiles it so)");
     }
     backendName = mixprec_backend_name(primary.step.session.backend());
+    if (t.reinit && !reinitialize(primary, compare ? &*compare : nullptr, seed, error))
+      return ctx.fail(model + ": --reinit: " + error);
 
     TrainState state;
     state.seed = seed;
@@ -1535,6 +1577,16 @@ const char *lossName(LossKind loss) {
   return "?";
 }
 
+bool isParameterState(const std::string &name) {
+  auto endsWith = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  return !(name == "step" || name == "loss_scale" || name == "growth_tracker" ||
+           name == "hysteresis" || name.rfind("fp8.", 0) == 0 || endsWith(".momentum_buffer") ||
+           endsWith(".exp_avg") || endsWith(".exp_avg_sq"));
+}
+
 bool parseInt64(const std::string &text, int64_t &out) { return parseInteger(text, out); }
 bool parseUint64(const std::string &text, uint64_t &out) { return parseInteger(text, out); }
 
@@ -1610,6 +1662,8 @@ std::string checkLoopOptions(const LoopOptions &t, bool testData) {
   if (t.seeds > 1 && (!t.checkpoint.empty() || !t.resume.empty() || !t.stateDir.empty()))
     return "train: --seeds does not combine with --checkpoint, --resume or --state-dir (one "
            "run each: train each seed with --seed S)";
+  if (t.reinit && (!t.checkpoint.empty() || !t.resume.empty()))
+    return "train: --reinit does not combine with --checkpoint or --resume";
   if (t.compareEvery < 0)
     return "train: --compare-every must be >= 0";
   if (!(t.fp32SamplesPerSecond >= 0) || std::isinf(t.fp32SamplesPerSecond))

@@ -184,6 +184,10 @@ struct LoopOptions {
   std::string metrics, report;
   /// FP32's samples/s for the speedup when there is no compare run (0: none).
   double fp32SamplesPerSecond = 0;
+  /// Each run resamples the trained parameters from its seed (uniform, with
+  /// each parameter's initial mean and standard deviation; the compare run
+  /// gets the same values): an ensemble over initialisations too.
+  bool reinit = false;
 };
 
 /// The kinds of bytes a training step holds (its memory plan's), for the
@@ -240,6 +244,11 @@ struct LoopInputs {
                      const std::string &metricsJson, std::string &html, std::string &error)>
       renderReport;
 };
+
+/// Whether a state of a training step is a trained parameter's FP32 master
+/// (not the optimizer's, the step count, loss-scale or FP8 scaling state),
+/// by the names buildTrainingStep gives (passes/TrainingStep.h).
+bool isParameterState(const std::string &name);
 
 /// The most runs --seeds takes.
 constexpr int64_t kMaxSeeds = 1000;

@@ -13,7 +13,8 @@ which the Release build makes.
 Checks, one line each, then exactly "N passed, N failed":
 
   ensemble    bf16 and fp16 (dynamic loss scaling) each --compare fp32 with
-              --seeds 30 (20 epochs): Welch's 95% interval of the difference of
+              --seeds 30 --reinit (20 epochs; each run its own data order and
+              initialisation): Welch's 95% interval of the difference of
               mean test accuracies reaches no lower than -1 point and is at
               most 1 point wide each side (measured 0.3-0.4), so a real
               2-point regression fails it; >= 95% of steps applied; the verdict and the five
@@ -34,6 +35,9 @@ Checks, one line each, then exactly "N passed, N failed":
               printed and in the JSON; the page has every chart drawn from the
               run and renders in headless Chromium (a PNG, the DOM's chart ids;
               skipped with a message where Chromium is absent).
+  reinit      --reinit resamples the parameters from the seed (deterministic,
+              the initial tensors' mean and sd), the compare run beside gets
+              the same values.
   compare     --compare fp32 trains an FP32 copy beside bf16 on the same
               batches: its CSV columns equal a plain fp32 run's losses bit
               for bit (the same binary on one machine: deterministic by
@@ -147,7 +151,8 @@ class Runner:
         return argv, rc, out, err
 
 
-def run_ensemble(r, work, label, precision, extra=(), base=None, seeds=None, epochs=None):
+def run_ensemble(r, work, label, precision, extra=(), base=None, seeds=None, epochs=None,
+                 reinit=False):
     """--precision P --compare fp32 --seeds N: the metrics JSON, the CSV rows
     and the output; None (after reporting the failure) when the run failed."""
     metrics = os.path.join(work, f"{label}.json")
@@ -158,7 +163,8 @@ def run_ensemble(r, work, label, precision, extra=(), base=None, seeds=None, epo
         "--batch", BATCH, "--epochs", epochs or ENSEMBLE_EPOCHS, "--optimizer", "sgd",
         "--lr", "0.1", "--momentum", "0.9", "--seed", "7", "--log-every", 100000,
         "--precision", precision, "--compare", "fp32", "--seeds", seeds or SEEDS,
-        "--metrics", metrics, "--csv", csv_path, *extra, *([] if base else r.test), base=base)
+        "--metrics", metrics, "--csv", csv_path, *(["--reinit"] if reinit else []), *extra,
+        *([] if base else r.test), base=base)
     if rc != 0:
         r.tally.report(False, label, "\n" + describe_failure(argv, rc, out, err))
         return None
@@ -193,8 +199,8 @@ def structure_ok(m, rows, out, seeds, compare_every=False):
 
 
 def check_ensemble(r, work, tally, results):
-    """bf16 and fp16 (dynamic scaling) against FP32 over SEEDS data-order
-    seeds: Welch's 95% interval of the difference of mean test accuracies
+    """bf16 and fp16 (dynamic scaling) against FP32 over SEEDS seeds, each
+    its own data order and initialisation (--reinit): Welch's 95% interval of the difference of mean test accuracies
     must not reach below -1 point, and must be at most 1 point wide each
     side (measured 0.28-0.39): a real 2-point regression then puts the
     estimate near -2 and the lower edge near -2.3, far below -1, so it fails
@@ -202,7 +208,7 @@ def check_ensemble(r, work, tally, results):
     precision as good as FP32 fails only if its estimate falls 3 standard
     errors below zero."""
     for p in ["bf16", "fp16"]:
-        got = run_ensemble(r, work, f"ensemble_{p}", p)
+        got = run_ensemble(r, work, f"ensemble_{p}", p, reinit=True)
         if got is None:
             return
         m, rows, out = got
@@ -423,6 +429,42 @@ def check_report(r, work, tally):
                                  timeout=r.args.timeout, png_out=r.args.report_png)
     os.makedirs(args.work, exist_ok=True)
     run_report.check_browser(args, tally, page_path)
+
+
+def check_reinit(r, work, tally):
+    """--reinit: the parameters are resampled from the seed (the same seed
+    gives the same values, another seed others, each with its initial
+    tensor's mean and standard deviation), and the compare run beside starts
+    from the same values (fp32 beside fp32: its losses equal the run's bit
+    for bit)."""
+    import onnx
+    from onnx import numpy_helper
+    init = {i.name: numpy_helper.to_array(i) for i in onnx.load(r.model).graph.initializer}
+    states = {}
+    for seed in (5, 5, 6):
+        folder = os.path.join(work, f"reinit_{seed}_{len(states)}")
+        argv, rc, out, err = r.train("--batch", BATCH, "--steps", 1, "--lr", "1e-30",
+                                     "--precision", "fp32", "--reinit", "--seed", seed,
+                                     "--state-dir", folder)
+        if rc != 0:
+            tally.report(False, "reinit", "\n" + describe_failure(argv, rc, out, err))
+            return
+        states[folder] = (seed, read_states(folder))
+    (_, a), (_, b), (_, c) = states.values()
+    names = sorted(init)
+    same = all(a[n].tobytes() == b[n].tobytes() for n in names)
+    other = all(a[n].tobytes() != c[n].tobytes() for n in names if init[n].std() > 0)
+    moved = all(np.abs(a[n] - init[n]).max() > 0 for n in names if init[n].std() > 0)
+    stats = max(abs(a[n].std() / init[n].std() - 1) for n in names if init[n].std() > 0)
+    csv_path = os.path.join(work, "reinit_compare.csv")
+    argv, rc, out, err = r.train("--batch", BATCH, "--steps", 5, "--precision", "fp32",
+                                 "--compare", "fp32", "--reinit", "--seeds", 2, "--csv", csv_path)
+    rows = read_csv(csv_path) if rc == 0 else []
+    beside = len(rows) == 10 and all(row["loss"] == row["fp32_loss"] for row in rows)
+    tally.report(same and other and moved and stats < 0.1 and beside, "reinit",
+                 f"seed 5 twice identical {same}, seed 6 differs {other}, resampled {moved}, "
+                 f"sd within {100 * stats:.1f}% of the initial tensors' (< 10%), the compare "
+                 f"run starts from the same values {beside}")
 
 
 def check_compare(r, work, tally):
@@ -935,6 +977,7 @@ def main(argv=None):
         check_planted(r, args.work, tally)
     if "compare" in args.k:
         check_compare(r, args.work, tally)
+        check_reinit(r, args.work, tally)
     if "report" in args.k:
         check_report(r, args.work, tally)
     if "overflow" in args.k:

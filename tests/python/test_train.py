@@ -4,6 +4,7 @@ for bit, as the CLI's CSV), the callback (every step, stopping early),
 evaluation, checkpoints and resume, and its errors."""
 
 import csv
+import json
 import os
 import subprocess
 
@@ -100,3 +101,39 @@ def test_errors(digits):
         mixprec.train(MODEL, x, y, steps=1, verbose=False)
     with pytest.raises(ZeroDivisionError):
         mixprec.train(MODEL, {"x": x}, y, steps=3, verbose=False, callback=lambda s: 1 / 0)
+
+
+def test_seed_ensemble_with_gradients_metrics_and_report(digits, tmp_path):
+    x, y, xt, yt = digits
+    seen = []
+    metrics, report = tmp_path / "m.json", tmp_path / "run.html"
+    result = mixprec.train(MODEL, {"x": x}, y, test_data={"x": xt}, test_labels=yt,
+                           precision="bf16", compare="fp32", seeds=3, compare_every=20,
+                           steps=40, metrics=metrics, report=report,
+                           callback=lambda s: seen.append((s["seed"], s["step"])), **COMMON)
+    # Three runs from seeds 7, 8, 9, each with its FP32 run beside.
+    assert seen == [(seed, step) for seed in (7, 8, 9) for step in range(1, 41)]
+    m = result.metrics
+    assert m["seeds"] == [7, 8, 9] and len(m["runs"]) == 3
+    d = m["metric_difference"]
+    assert d["metric"] == "test_accuracy" and d["n"] == 3 and result.verdict == d["verdict"]
+    assert d["ci95"][0] <= d["difference"] <= d["ci95"][1]
+    assert {p["name"] for c in m["gradient_comparison"] for p in c["params"]} == {
+        "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"}
+    assert [c["step"] for c in m["gradient_comparison"]] == [20, 40] * 3
+    assert m["applied_steps"]["total"] == 120 and m["mfu"]["flops_per_step"] > 0
+    assert m["memory"]["master_weights"] > 0 and m["memory"]["fp32_total"] > 0
+    with open(metrics) as f:
+        assert json.load(f) == m
+    assert 'id="loss-curves"' in report.read_text()
+
+
+def test_seed_options_are_checked(digits, tmp_path):
+    x, y, _, _ = digits
+    with pytest.raises(mixprec.InvalidArgumentError, match="--seeds"):
+        mixprec.train(MODEL, {"x": x}, y, seeds=0, steps=1, verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="--compare-every needs --compare"):
+        mixprec.train(MODEL, {"x": x}, y, compare_every=5, steps=1, verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="--seeds does not combine"):
+        mixprec.train(MODEL, {"x": x}, y, seeds=2, steps=1, checkpoint=str(tmp_path / "c"),
+                      verbose=False)

@@ -33,7 +33,7 @@ const char *const kUsage =
             [--seed N] [--no-shuffle] [--log-every N] [--eval-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--state-dir DIR]
             [--max-skipped-in-a-row N] [--backend cpu|cuda|auto] [--seeds N]
-            [--metrics FILE.json] [--fp32-samples-per-s X]
+            [--reinit] [--metrics FILE.json] [--fp32-samples-per-s X]
 
 Trains with the step DIR holds, as `mixprec train MODEL ... --save-modules DIR`
 compiled it (its loss, optimizer, precision, loss scaling and batch), on the
@@ -86,10 +86,10 @@ int main(int argc, char **argv) {
       folder = arg;
       continue;
     }
-    if (name == "--no-shuffle") {
+    if (name == "--no-shuffle" || name == "--reinit") {
       if (inlineValue)
         return usage(name + " takes no value");
-      options.shuffle = false;
+      (name == "--reinit" ? options.reinit : options.shuffle) = name == "--reinit";
       continue;
     }
     if (!inlineValue) {

@@ -166,7 +166,8 @@ writes the same as JSON (metrics that are not finite as null).)"},
             [--batch N [--accumulate K]] [--steps N | --epochs N] [--log-every N] [--csv FILE]
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--seed N]
             [--test-data NAME=FILE.npy... --test-labels FILE.npy] [--compare fp32
-            [--compare-every N]] [--seeds N] [--metrics FILE.json] [--report FILE.html]
+            [--compare-every N]] [--seeds N [--reinit]] [--metrics FILE.json]
+            [--report FILE.html]
             [--backend cpu|cuda|auto] [--state-dir DIR] [--save-modules DIR [--arch sm_XX]]
             [more: train --help])",
      R"(Train MODEL's float initializers (FP32 master weights; --frozen GLOB
@@ -223,12 +224,14 @@ measured. -o is required.)"},
 
 /// The rules every command follows for the files it reads and writes.
 const char *const kFilesText = R"(  Every output file (-o, --json, run's .npy files, a module and its
-  .weights) is written atomically: into a temporary file in the same
+  .weights, train's --csv, --metrics, --report, checkpoints and
+  --state-dir files) is written atomically: into a temporary file in the same
   folder, checked after it is closed, then renamed into place, so a failed
   write (missing folder, full disk) leaves the old file intact. An existing
   output that is a device or FIFO (/dev/null) is written in place. No
   command writes over a file it reads (the model and its .weights, --input,
-  --calibrate and --policy files), compared as files, so other spellings and
+  --calibrate and --policy files, train's --data and --labels, report-run's
+  CSVs and --metrics), compared as files, so other spellings and
   links count: it stops with an error instead. Inputs must be regular files
   (a folder, device or FIFO is refused). Without -o, or with -o -, output
   goes to stdout; a failed write there is an error too.
@@ -655,6 +658,11 @@ cl::opt<long long, false, CountParser<1>> seedsOpt(
     cl::desc("Train N times, data-order seeds --seed .. --seed+N-1, and report each precision's "
              "mean and sd and, with --compare, Welch's 95% interval of the difference (1)"),
     cl::init(1), cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<bool> reinitOpt(
+    "reinit",
+    cl::desc("Each run resamples the trained parameters from its seed (uniform, each "
+             "parameter's initial mean and sd): --seeds then varies the initialisation too"),
+    cl::ValueDisallowed, cl::sub(trainCommand));
 cl::opt<long long, false, CountParser<1>> compareEveryOpt(
     "compare-every",
     cl::desc("With --compare fp32: every N steps, compare each parameter's gradient with FP32's "
@@ -1010,6 +1018,7 @@ const TrainSettings &train() {
     t.maxSkippedInARow = maxSkippedOpt;
     t.saveModules = saveModulesOpt;
     t.seeds = seedsOpt;
+    t.reinit = reinitOpt;
     t.compareEvery = compareEveryOpt;
     t.metrics = metricsOpt;
     t.report = reportOpt;

@@ -123,6 +123,7 @@ struct TrainSettings {
   int64_t seeds = 1, compareEvery = 0;
   std::string metrics, report;
   double fp32SamplesPerSecond = 0;
+  bool reinit = false;
 };
 const TrainSettings &train();
 } // namespace opts

@@ -57,6 +57,7 @@ int runTrain() {
   config.loop.stateDir = t.stateDir;
   config.compare = t.compare;
   config.loop.seeds = t.seeds;
+  config.loop.reinit = t.reinit;
   config.loop.compareEvery = t.compareEvery;
   config.loop.metrics = t.metrics;
   config.loop.report = t.report;
