@@ -45,6 +45,8 @@ struct LoadOptions {
   /// inputs at hand. An `.mlir` model, statically shaped, takes none.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   std::map<std::string, std::vector<int64_t>> dataShapes;
+  /// Every name of dataShapes must be a graph input (OnnxImportOptions).
+  bool dataMustBeInputs = false;
   /// Values of small integer inputs at hand, for an input the model needs
   /// at compile time (OnnxImportOptions::dataValues); `onValueUsed` is told
   /// each one the model was specialised to.

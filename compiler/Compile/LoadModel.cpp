@@ -188,6 +188,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     importOptions.onExternalFile = options.onExternalFile;
     importOptions.inputShapes = options.inputShapes;
     importOptions.dataShapes = options.dataShapes;
+    importOptions.dataMustBeInputs = options.dataMustBeInputs;
     importOptions.dataValues = options.dataValues;
     importOptions.dataFloatValues = options.dataFloatValues;
     importOptions.onValueUsed = options.onValueUsed;

@@ -219,6 +219,16 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     }
     inputs.push_back(std::move(in));
   }
+  if (options.dataMustBeInputs)
+    for (const auto &[name, dims] : options.dataShapes)
+      if (!seen.count(name)) {
+        std::string names;
+        for (const Input &in : inputs)
+          names += (names.empty() ? "" : ", ") + quotedName(in.name);
+        fail("data is given for " + quotedName(name) +
+             ", which is not a graph input of the model (its inputs: " +
+             (names.empty() ? std::string("none") : names) + ")");
+      }
   // Symbolic dims take their sizes from --shape NAME=N first, then from the
   // shapes given for inputs; every binding of one name must agree.
   llvm::StringMap<Binding> bindings;
@@ -238,6 +248,10 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
       dimParams[name] = dims.front();
       continue;
     }
+    if (usedParams.count(name))
+      fail("symbolic dimension " + quotedName(name) + " takes one size (--shape " +
+           escapeControls(name) + "=N), got " +
+           (dims.empty() ? std::string("none") : std::to_string(dims.size()) + " dims"));
     fail("a shape is given for " + quotedName(name) +
          ", which is not a graph input or a symbolic dimension of one");
   }

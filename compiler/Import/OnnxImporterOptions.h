@@ -34,6 +34,9 @@ struct OnnxImportOptions {
   /// static, with the checks of inputShapes; a static input ignores them
   /// (the run itself compares its data).
   std::map<std::string, std::vector<int64_t>> dataShapes;
+  /// Every name of dataShapes must be a graph input (training data: data
+  /// for a name the model does not take is an error naming it).
+  bool dataMustBeInputs = false;
   /// Values of small integer inputs at hand (`mixprec run --input`): where
   /// an op needs an input at compile time (Reshape's shape, ReduceSum's
   /// axes, Slice's starts given as graph inputs), the value given is used,

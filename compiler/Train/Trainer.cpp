@@ -220,6 +220,11 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
   load.inputShapes = t.shapes;
   for (const Column &c : columns)
     load.dataShapes[c.name] = c.batchShape(batch);
+  // The labels column is the step's, not the model's.
+  if (!columns.empty() && (t.labels || t.testLabels) &&
+      t.step.loss != TrainingOptions::Loss::Model)
+    load.dataShapes.erase(columns.back().name);
+  load.dataMustBeInputs = true;
   OwningOpRef<ModuleOp> module = loadModel(command.context, t.model, load);
   if (!module) {
     command.fail(ctx);
@@ -519,6 +524,10 @@ int run(Ctx &ctx) {
   if (!t.testData.empty() && !trainer::readColumns(t.testData, t.testLabels, labelsName,
                                                    "--test-data", in.test, in.inputs, error))
     return ctx.fail(error);
+  if (std::string why = trainer::checkStepRows(t.batch, o.accumulate, in.train.front().rows(),
+                                               in.train.front().path);
+      !why.empty())
+    return ctx.fail(why);
   facts.evalBatch = in.test.empty() ? 0 : trainer::evalBatchFor(in.test.front().rows());
 
   // The CUDA code's architecture: --arch, else the device's when training

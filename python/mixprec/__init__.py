@@ -13,8 +13,11 @@ mixprec.Error subclasses (mixprec._errors).
 """
 
 import json as _json
+import math as _math
+import numbers as _numbers
 import os as _os
 import tempfile as _tempfile
+from collections.abc import Mapping as _Mapping
 
 import numpy as _np
 
@@ -107,10 +110,25 @@ def _as_array(value, what):
     return _np.ascontiguousarray(array)
 
 
-def _named_arrays(arrays, what):
+def _mapping(value, what, takes):
+    """`value` (None: {}) when it is a mapping, else InvalidArgumentError
+    naming the parameter and what it takes."""
+    if value is None:
+        return {}
+    if not isinstance(value, _Mapping):
+        raise InvalidArgumentError(f"{what} takes {takes}, got {type(value).__name__} "
+                                   f"{_short_repr(value)}")
+    return value
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _named_arrays(arrays, what, parameter=None):
     """[(name, array)] from a dict of arrays (None: none)."""
-    if not arrays:
-        return []
+    arrays = _mapping(arrays, parameter or what, "{name: array}")
     return [(str(k), _as_array(v, f"{what} '{k}'")) for k, v in arrays.items()]
 
 
@@ -178,9 +196,21 @@ def _options(precision, policy, keep_fp32, force, options, tmpdir):
 def _shapes(shapes):
     """{name: [dims]} from --shape-style sizes (a dim size or a shape)."""
     out = {}
-    for name, dims in (shapes or {}).items():
-        out[str(name)] = [int(dims)] if isinstance(dims, int) else [int(d) for d in dims]
+    for name, dims in _mapping(shapes, "shapes",
+                               "{input name: shape} or {dim name: size}").items():
+        try:
+            out[str(name)] = [_dim(dims)] if isinstance(dims, int) else [_dim(d) for d in dims]
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"shapes['{name}'] takes a size or a list of sizes (integers >= 0), got "
+                f"{_short_repr(dims)}") from None
     return out
+
+
+def _dim(value):
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral) or value < 0:
+        raise ValueError(value)
+    return int(value)
 
 
 def _request(model, precision, shapes, calibrate, policy, keep_fp32, force, options):
@@ -191,7 +221,7 @@ def _request(model, precision, shapes, calibrate, policy, keep_fp32, force, opti
             self.tmp = _tempfile.TemporaryDirectory(prefix="mixprec-")
             text, given = _options(precision, policy, keep_fp32, force, options, self.tmp.name)
             return (self.file.path, self.file.name, text, given, _shapes(shapes),
-                    _named_arrays(calibrate, "calibrate input"))
+                    _named_arrays(calibrate, "calibrate input", "calibrate"))
 
         def __exit__(self, *exc):
             self.tmp.cleanup()
@@ -430,9 +460,28 @@ def validate(model, precision=None, inputs=None, seed=0, tolerance=None, shapes=
     with _request(model, precision, shapes, calibrate, policy, keep_fp32, force,
                   options) as args:
         json_text, text, _ = _mixprec.validate(
-            *args, _named_arrays(inputs, "input"), int(seed),
-            -1.0 if tolerance is None else float(tolerance))
+            *args, _named_arrays(inputs, "input", "inputs"), _seed(seed),
+            _tolerance(tolerance))
         return Validation(json_text, text)
+
+
+def _seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, _numbers.Integral) or \
+            not 0 <= seed < 2 ** 64:
+        raise InvalidArgumentError(f"seed takes an integer in [0, 2^64-1], got "
+                                   f"{_short_repr(seed)}")
+    return int(seed)
+
+
+def _tolerance(tolerance):
+    """validate's --tolerance: None (the README's bounds), else a number > 0."""
+    if tolerance is None:
+        return -1.0
+    if isinstance(tolerance, bool) or not isinstance(tolerance, _numbers.Real) or \
+            not _math.isfinite(tolerance) or tolerance <= 0:
+        raise InvalidArgumentError(f"tolerance takes a finite number > 0 (or None for the "
+                                   f"README's bounds), got {_short_repr(tolerance)}")
+    return float(tolerance)
 
 
 _TRAIN_OPTIONS = {
@@ -482,7 +531,8 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         steps, epochs, seed, shuffle, log_every, eval_every, csv,
         checkpoint, checkpoint_every, resume, state_dir, compare ("fp32"),
         max_skipped_in_a_row, backend, seeds (an ensemble of N data-order
-        seeds; reinit=True: each run resamples the parameters from its seed), compare_every (gradients against FP32 every K steps, with
+        seeds; reinit=True: each run resamples the parameters from its
+        seed), compare_every (gradients against FP32 every K steps, with
         compare="fp32"), metrics (a JSON file), report (an HTML file),
         fp32_samples_per_s; any other keyword is a precision
         option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).
@@ -504,11 +554,11 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
                   precision_options) as args:
         path, display, text, given, shape_map, _ = args
         out = _mixprec.train(path, display, text, given, shape_map,
-                             _named_arrays(data, "data"), _named_arrays(test_data, "test data"),
+                             _named_arrays(data, "data"),
+                             _named_arrays(test_data, "test data", "test_data"),
                              label_array, test_label_array, settings, printer, callback)
     metrics_text = out.pop("metrics_json", "")
     result = TrainResult(out)
-    import json as _json
     result["metrics"] = _json.loads(metrics_text) if metrics_text else None
     if result.status != 0:
         error = TrainingError(result.message)

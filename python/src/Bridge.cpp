@@ -14,6 +14,7 @@
 
 #include "codegen/Cuda/NvrtcCompiler.h"
 #include "codegen/ModuleWriter.h"
+#include "common/FileIO.h"
 #include "common/numerics/Rounding.h"
 #include "common/Escape.h"
 #include "compiler/Compile/Compile.h"
@@ -128,9 +129,11 @@ struct Context {
 
 /// Loads the model as imported (the FP32 reference).
 Failure loadReference(Context &ctx, const CompileRequest &request,
-                      OwningOpRef<ModuleOp> &module) {
+                      OwningOpRef<ModuleOp> &module, std::vector<std::string> *files = nullptr) {
   compiler::LoadOptions options;
   options.inputShapes = request.shapes;
+  if (files)
+    options.onExternalFile = [files](const std::string &path) { files->push_back(path); };
   for (const auto &[name, array] : request.calibrate)
     options.dataShapes.emplace(name, array.shape);
   module = compiler::loadModel(ctx.context, request.path, options);
@@ -141,11 +144,17 @@ Failure loadReference(Context &ctx, const CompileRequest &request,
 
 /// Loads, calibrates and runs the precision pipeline: `mixprec compile`'s
 /// compileModel with the request for its command line.
-Failure loadPlan(Context &ctx, const CompileRequest &request, OwningOpRef<ModuleOp> &module) {
+Failure loadPlan(Context &ctx, const CompileRequest &request, OwningOpRef<ModuleOp> &module,
+                 std::vector<std::string> *files = nullptr) {
   passes::PrecisionPipelineOptions options;
   if (Failure f = parseOptions(request.options, options))
     return f;
-  if (Failure f = loadReference(ctx, request, module))
+  if (files) {
+    files->push_back(request.path);
+    if (!options.policyFile.getValue().empty())
+      files->push_back(options.policyFile);
+  }
+  if (Failure f = loadReference(ctx, request, module, files))
     return f;
   const std::string &model = request.displayName;
   if (!request.calibrate.empty()) {
@@ -244,7 +253,13 @@ public:
     return {};
   }
 
+  std::vector<std::string> files; ///< what it was made from
+
+  const std::vector<std::string> &sources() const override { return files; }
+
   Failure save(const std::string &path, int smVersion) override {
+    if (Failure f = checkNotASource(files, path, displayName))
+      return f;
     codegen::ModuleImage built;
     if (Failure f = image(codegen::sideFileNameFor(path), smVersion, built.module,
                           built.sideFile))
@@ -258,10 +273,25 @@ public:
 
 } // namespace
 
+Failure checkNotASource(const std::vector<std::string> &sources, const std::string &path,
+                        const std::string &module) {
+  for (const std::string &output : {path, codegen::sideFilePathFor(path)})
+    for (const std::string &source : sources)
+      if (common::sameFile(output, source))
+        return failure(Failure::Kind::Io,
+                       output + ": cannot write: it is a file the module " + module +
+                           " was made from (" + source + "); outputs never replace inputs");
+  return {};
+}
+
+std::vector<std::string> loadedModuleSources(const std::string &path) {
+  return {path, codegen::sideFilePathFor(path)};
+}
+
 Failure compileModel(const CompileRequest &request, std::unique_ptr<CompiledModel> &out) {
   auto compiled = std::make_unique<Compiled>();
   compiled->displayName = request.displayName;
-  if (Failure f = loadPlan(compiled->ctx, request, compiled->module))
+  if (Failure f = loadPlan(compiled->ctx, request, compiled->module, &compiled->files))
     return f;
   out = std::move(compiled);
   return {};

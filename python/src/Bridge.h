@@ -62,9 +62,22 @@ public:
   /// `sideFileName`; with `smVersion` > 0 the kernels' CUDA code too.
   virtual Failure image(const std::string &sideFileName, int smVersion,
                         std::vector<uint8_t> &module, std::vector<uint8_t> &sideFile) = 0;
-  /// Writes the module (and its side file beside it) to `path`, atomically.
+  /// Writes the module (and its side file beside it) to `path`, atomically;
+  /// an Io failure when `path` or its side file is one of sources().
   virtual Failure save(const std::string &path, int smVersion) = 0;
+  /// The files it was made from: the model, its external data, the policy.
+  virtual const std::vector<std::string> &sources() const = 0;
 };
+
+/// An Io failure naming `path` when it, or the side file a module written
+/// there would have, is one of `sources` (compared as files: other
+/// spellings and links count): Module.save and save_checkpoint never
+/// replace what the module was made from. `module` names it.
+Failure checkNotASource(const std::vector<std::string> &sources, const std::string &path,
+                        const std::string &module);
+
+/// What a module loaded from `path` was made from: the file and its side file.
+std::vector<std::string> loadedModuleSources(const std::string &path);
 
 /// Loads and compiles a model at the request's precision.
 Failure compileModel(const CompileRequest &request, std::unique_ptr<CompiledModel> &out);

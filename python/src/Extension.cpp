@@ -202,6 +202,7 @@ public:
          const std::string &backend)
       : module(module), compiled(std::move(compiled)), name(std::move(name)),
         backend(backendOf(backend)) {
+    sources = this->compiled ? this->compiled->sources() : loadedModuleSources(this->name);
     stateful = mixprec_module_state_count(module) > 0;
     mixprec_session_t first = nullptr;
     try {
@@ -460,6 +461,7 @@ public:
   }
 
   void saveCheckpoint(const std::string &path, const nb::bytes &blob) {
+    check(checkNotASource(sources, path, name));
     std::string data(blob.c_str(), blob.size());
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> turn(runLock);
@@ -548,6 +550,8 @@ private:
   mixprec_module_t module;
   std::unique_ptr<CompiledModel> compiled;
   std::string name;
+  /// The files it was made from (save and save_checkpoint refuse them).
+  std::vector<std::string> sources;
   mixprec_backend_t backend;
   bool stateful = false;
   std::string reason, chosen;
@@ -585,9 +589,31 @@ mixprec_module_t loadImage(const std::vector<uint8_t> &bytes, const std::vector<
 /// Sets a TrainRequest field from a keyword of mixprec.train (its CLI
 /// option's name with '_' for '-'); an unknown keyword is an error.
 void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
-  auto str = [&](std::string &field) { field = nb::cast<std::string>(value); };
-  auto real = [&](double &field) { field = nb::cast<double>(value); };
-  auto integer = [&](int64_t &field) { field = nb::cast<int64_t>(value); };
+  // A value of the wrong type is an InvalidArgumentError naming the keyword
+  // and what it takes (nanobind's own cast would raise std::bad_cast).
+  auto wrong = [&](const std::string &takes) {
+    std::string given = nb::cast<std::string>(nb::repr(value));
+    if (given.size() > 60)
+      given = given.substr(0, 57) + "...";
+    throw MixprecFailure{MIXPREC_INVALID_ARGUMENT,
+                         "train: " + key + " takes " + takes + ", got " +
+                             nb::cast<std::string>(nb::type_name(value.type())) + " " + given,
+                         {}};
+  };
+  auto isBool = [&] { return PyBool_Check(value.ptr()); };
+  auto str = [&](std::string &field) {
+    if (!nb::try_cast(value, field))
+      wrong("a string");
+  };
+  auto real = [&](double &field) {
+    if (isBool() || !PyNumber_Check(value.ptr()) || PyUnicode_Check(value.ptr()) ||
+        !nb::try_cast(value, field))
+      wrong("a number");
+  };
+  auto integer = [&](int64_t &field) {
+    if (isBool() || !PyIndex_Check(value.ptr()) || !nb::try_cast(value, field))
+      wrong("an integer in [-2^63, 2^63-1]");
+  };
   if (key == "loss") return str(r.loss);
   if (key == "output") return str(r.output);
   if (key == "optimizer") return str(r.optimizer);
@@ -625,19 +651,19 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   if (key == "checkpoint_every") return integer(r.checkpointEvery);
   if (key == "max_skipped_in_a_row") return integer(r.maxSkippedInARow);
   if (key == "seed") {
-    r.seed = nb::cast<uint64_t>(value);
+    if (isBool() || !PyIndex_Check(value.ptr()) || !nb::try_cast(value, r.seed))
+      wrong("an integer in [0, 2^64-1]");
     return;
   }
-  if (key == "reinit") {
-    r.reinit = nb::cast<bool>(value);
-    return;
-  }
-  if (key == "shuffle") {
-    r.shuffle = nb::cast<bool>(value);
+  if (key == "reinit" || key == "shuffle") {
+    if (!isBool())
+      wrong("True or False");
+    (key == "reinit" ? r.reinit : r.shuffle) = value.ptr() == Py_True;
     return;
   }
   if (key == "frozen") {
-    r.frozen = nb::cast<std::vector<std::string>>(value);
+    if (!nb::try_cast(value, r.frozen))
+      wrong("a list of globs (strings)");
     return;
   }
   throw MixprecFailure{MIXPREC_INVALID_ARGUMENT, "train: unknown option '" + key + "'", {}};

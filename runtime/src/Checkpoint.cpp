@@ -138,9 +138,21 @@ Status saveCheckpoint(const LoadedModule &module, Backend &backend, const std::s
   return okStatus();
 }
 
-Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
-                      void *userBlob, size_t capacity, size_t *userBytes) {
-  std::string file, error;
+namespace {
+
+/// A checkpoint file read whole and checked (magic, version, checksum,
+/// layout); the states and the user blob point into `file`.
+struct ParsedCheckpoint {
+  std::string file;
+  std::vector<SavedState> saved;
+  uint64_t fingerprint = 0;
+  const uint8_t *blob = nullptr;
+  uint64_t blobSize = 0;
+};
+
+Status parseCheckpoint(const std::string &path, ParsedCheckpoint &out) {
+  std::string &file = out.file;
+  std::string error;
   if (!common::readRegularFile(path, file, error))
     return Status(MIXPREC_IO_ERROR, "checkpoint " + error);
   const std::string what = "checkpoint '" + path + "': ";
@@ -172,8 +184,7 @@ Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::s
   r.size = file.size() - 8;
 
   const uint32_t count = r.scalar<uint32_t>();
-  const uint64_t fingerprint = r.scalar<uint64_t>();
-  std::vector<SavedState> saved;
+  out.fingerprint = r.scalar<uint64_t>();
   for (uint32_t i = 0; i < count && !r.failed; ++i) {
     SavedState s;
     const uint32_t nameLength = r.scalar<uint32_t>();
@@ -187,12 +198,50 @@ Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::s
       s.shape.push_back(r.scalar<int64_t>());
     s.size = r.scalar<uint64_t>();
     s.bytes = r.take(s.size);
-    saved.push_back(std::move(s));
+    out.saved.push_back(std::move(s));
   }
-  const uint64_t blobSize = r.scalar<uint64_t>();
-  const uint8_t *blob = r.take(blobSize);
+  out.blobSize = r.scalar<uint64_t>();
+  out.blob = r.take(out.blobSize);
   if (r.failed || r.at != r.size)
     return corrupt("its contents do not match its layout (a checkpoint written wrong)");
+  return okStatus();
+}
+
+/// Copies the user blob out (MIXPREC_SHAPE_MISMATCH when it does not fit).
+Status copyUserBlob(const ParsedCheckpoint &c, const std::string &path, void *userBlob,
+                    size_t capacity, size_t *userBytes) {
+  if (c.blobSize > capacity || (c.blobSize && !userBlob))
+    return Status(MIXPREC_SHAPE_MISMATCH,
+                  "checkpoint '" + path + "': its user data is " + std::to_string(c.blobSize) +
+                      " bytes, the buffer given holds " + std::to_string(userBlob ? capacity : 0));
+  if (c.blobSize)
+    std::memcpy(userBlob, c.blob, c.blobSize);
+  if (userBytes)
+    *userBytes = static_cast<size_t>(c.blobSize);
+  return okStatus();
+}
+
+} // namespace
+
+Status readCheckpointUserBlob(const std::string &path, void *userBlob, size_t capacity,
+                              size_t *userBytes) {
+  ParsedCheckpoint c;
+  if (Status s = parseCheckpoint(path, c); !s.ok())
+    return s;
+  return copyUserBlob(c, path, userBlob, capacity, userBytes);
+}
+
+Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
+                      void *userBlob, size_t capacity, size_t *userBytes) {
+  ParsedCheckpoint c;
+  if (Status s = parseCheckpoint(path, c); !s.ok())
+    return s;
+  const std::string what = "checkpoint '" + path + "': ";
+  auto corrupt = [&](const std::string &why) {
+    return Status(MIXPREC_INVALID_ARGUMENT, what + why);
+  };
+  const std::vector<SavedState> &saved = c.saved;
+  const uint64_t fingerprint = c.fingerprint;
 
   // The module's states, by name, dtype and shape: no more, no fewer.
   const std::vector<StateDesc> &states = module.states();
@@ -220,20 +269,15 @@ Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::s
   if (fingerprint != checkpointFingerprint(module))
     return corrupt("its state fingerprint differs from the module's (a checkpoint of another "
                    "model)");
-  if (blobSize > capacity || (blobSize && !userBlob))
-    return Status(MIXPREC_SHAPE_MISMATCH,
-                  what + "its user data is " + std::to_string(blobSize) +
-                      " bytes, the buffer given holds " + std::to_string(userBlob ? capacity : 0));
+  // The blob must fit before any state changes.
+  if (c.blobSize > capacity || (c.blobSize && !userBlob))
+    return copyUserBlob(c, path, userBlob, capacity, userBytes);
 
   for (size_t i = 0; i < states.size(); ++i)
     if (Status s = backend.setInput(states[i].tensor, source[i]->bytes, source[i]->size);
         !s.ok())
       return s.withContext(what + "writing state '" + states[i].name + "': ");
-  if (blobSize)
-    std::memcpy(userBlob, blob, blobSize);
-  if (userBytes)
-    *userBytes = static_cast<size_t>(blobSize);
-  return okStatus();
+  return copyUserBlob(c, path, userBlob, capacity, userBytes);
 }
 
 } // namespace mixprec::runtime

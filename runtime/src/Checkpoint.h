@@ -58,6 +58,11 @@ Status saveCheckpoint(const LoadedModule &module, Backend &backend, const std::s
 Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
                       void *userBlob, size_t capacity, size_t *userBytes);
 
+/// Reads and checks `path` as loadCheckpoint does (no module: the states
+/// are not compared) and copies its user blob out.
+Status readCheckpointUserBlob(const std::string &path, void *userBlob, size_t capacity,
+                              size_t *userBytes);
+
 } // namespace mixprec::runtime
 
 #endif // MIXPREC_RUNTIME_CHECKPOINT_H

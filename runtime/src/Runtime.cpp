@@ -906,6 +906,13 @@ mixprec_status_t mixprec_session_save_checkpoint(mixprec_session_t session, cons
                                 user_bytes));
 }
 
+mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path, void *user_blob_out,
+                                                   size_t capacity, size_t *user_bytes) {
+  if (!path)
+    return invalidArgument("checkpoint_read_user_blob: path must not be NULL");
+  return toC(rt::readCheckpointUserBlob(path, user_blob_out, capacity, user_bytes));
+}
+
 mixprec_status_t mixprec_session_load_checkpoint(mixprec_session_t session, const char *path,
                                                  void *user_blob_out, size_t capacity,
                                                  size_t *user_bytes) {

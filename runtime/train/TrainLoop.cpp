@@ -4,6 +4,7 @@
 #include "common/Escape.h"
 #include "common/FileIO.h"
 #include "runtime/cpu/Gemm.h"
+#include "runtime/format/ModuleHash.h"
 #include "runtime/train/Stats.h"
 
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace mixprec::trainer {
@@ -21,8 +23,9 @@ namespace {
 
 /// The version of the checkpoint's user blob this loop writes.
 constexpr int kTrainStateVersion = 1;
-/// The version of trainer.txt this loop writes and reads.
-constexpr int kFactsVersion = 1;
+/// The version of trainer.txt this loop writes and reads (2: a checksum
+/// line; 1 is read without one).
+constexpr int kFactsVersion = 2;
 
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -711,17 +714,10 @@ int run(Ctx &ctx, LoopInputs &in) {
     return ctx.fail("train: no training data: give --data NAME=FILE.npy for each graph input",
                     kTrainUsage);
   const int64_t rows = train.front().rows();
+  if (std::string why = checkStepRows(facts.batch, facts.accumulate, rows, train.front().path);
+      !why.empty())
+    return ctx.fail(why);
   const int64_t stepRows = facts.batch * facts.accumulate;
-  if (stepRows < 1)
-    return ctx.fail(model + ": the step takes no samples (batch " +
-                    std::to_string(facts.batch) + ")");
-  if (stepRows > rows)
-    return ctx.fail("train: a step takes " + std::to_string(stepRows) + " samples (--batch " +
-                    std::to_string(facts.batch) +
-                    (facts.accumulate > 1 ? " x --accumulate " + std::to_string(facts.accumulate)
-                                          : std::string()) +
-                    "), more than the " + std::to_string(rows) + " samples of " +
-                    train.front().path);
   // The outputs: none may replace an input. The checkpoint may be the file
   // resumed from: it is read whole before it is written again.
   for (const std::string *path : {&t.csv, &t.checkpoint, &t.metrics, &t.report})
@@ -742,7 +738,12 @@ int run(Ctx &ctx, LoopInputs &in) {
     return ctx.fail(error);
 
   const int64_t stepsPerEpoch = rows / stepRows;
-  const int64_t total = t.steps ? t.steps : (t.epochs ? t.epochs : 1) * stepsPerEpoch;
+  int64_t total = t.steps;
+  if (!total && __builtin_mul_overflow(t.epochs ? t.epochs : 1, stepsPerEpoch, &total))
+    return ctx.fail("train: --epochs " + std::to_string(t.epochs) + " x " +
+                        std::to_string(stepsPerEpoch) + " steps per epoch is more steps than "
+                        "a run can count (2^63)",
+                    kTrainUsage);
   const bool ensemble = t.seeds > 1;
   const bool compareGrads = t.compareEvery > 0;
   TrainOutcome &out = ctx.out;
@@ -811,10 +812,13 @@ int run(Ctx &ctx, LoopInputs &in) {
     state.model = facts.modelFingerprint;
 
     if (!t.resume.empty()) {
+      // The trainer's record first (what the run was: model, batch, seed,
+      // precision), so that a checkpoint of another run is named by what
+      // differs, not by the states its step happens to lack.
       std::vector<char> blob(4096);
       size_t blobBytes = 0;
-      if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
-                                                                  blob.size(), blobBytes);
+      if (mixprec::Status s = mixprec::Session::readCheckpointUserBlob(
+              t.resume.c_str(), blob.data(), blob.size(), blobBytes);
           !s.ok())
         return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
       TrainState saved;
@@ -840,9 +844,27 @@ int run(Ctx &ctx, LoopInputs &in) {
         return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
       if (saved.shuffle != state.shuffle)
         return mismatch("shuffling", saved.shuffle ? "on" : "off", state.shuffle ? "on" : "off");
-      if (saved.precision != state.precision)
+      if (saved.precision != state.precision) {
+        // "precision=bf16 ..." -> bf16: name the precisions when they differ.
+        auto precisionOf = [](const std::string &options) {
+          size_t at = options.find("precision=");
+          if (at == std::string::npos)
+            return std::string();
+          at += std::strlen("precision=");
+          return options.substr(at, options.find_first_of(" }", at) - at);
+        };
+        std::string then = precisionOf(saved.precision), now = precisionOf(state.precision);
+        if (!then.empty() && then != now)
+          return ctx.fail(t.resume + ": cannot resume from it: it was written at " + then +
+                          ", this run is " + (now.empty() ? "another precision" : now) +
+                          " (resume with --precision " + then + ", or start a new run)");
         return mismatch("precision options", "'" + saved.precision + "'",
                         "'" + state.precision + "'");
+      }
+      if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
+                                                                  blob.size(), blobBytes);
+          !s.ok())
+        return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
       state.stepsDone = saved.stepsDone;
       if (state.stepsDone >= total)
         return ctx.fail(t.resume + ": the run it continues has done " +
@@ -1577,6 +1599,21 @@ const char *lossName(LossKind loss) {
   return "?";
 }
 
+std::string checkStepRows(int64_t batch, int64_t accumulate, int64_t rows,
+                          const std::string &path) {
+  int64_t stepRows = 0;
+  if (batch < 1 || accumulate < 1)
+    return "train: the step takes no samples (--batch " + std::to_string(batch) + ")";
+  const bool overflows = __builtin_mul_overflow(batch, accumulate, &stepRows);
+  if (overflows || stepRows > rows)
+    return "train: a step takes " +
+           (overflows ? std::string("more than 2^63") : std::to_string(stepRows)) +
+           " samples (--batch " + std::to_string(batch) +
+           (accumulate > 1 ? " x --accumulate " + std::to_string(accumulate) : std::string()) +
+           "), more than the " + std::to_string(rows) + " samples of " + path;
+  return "";
+}
+
 bool isParameterState(const std::string &name) {
   auto endsWith = [&](const char *suffix) {
     size_t n = std::strlen(suffix);
@@ -1621,6 +1658,12 @@ bool readColumns(const std::vector<TrainArray> &data, const std::optional<TrainA
                    {}, {}, MIXPREC_DTYPE_I64});
     inMemory.push_back(labels->array.has_value());
   }
+  for (size_t i = 0; i < data.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (data[j].name == data[i].name)
+        return error = what + " gives graph input '" + data[i].name + "' twice (" +
+                       data[j].path + " and " + data[i].path + "): one array per input",
+               false;
   for (size_t i = 0; i < out.size(); ++i) {
     Column &c = out[i];
     if (inMemory[i])
@@ -1699,30 +1742,56 @@ std::string npyFileNameFor(const std::string &name) {
 }
 
 std::string serializeFacts(const StepFacts &f) {
-  return "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " +
-         lossName(f.loss) + "\nclasses " + std::to_string(f.classes) + "\naccumulate " +
-         std::to_string(f.accumulate) + "\nbatch " + std::to_string(f.batch) + "\neval_batch " +
-         std::to_string(f.evalBatch) + "\neval_output " + f.evalOutput + "\nmodel " + f.model +
-         "\nmodel_fingerprint " + f.modelFingerprint + "\nprecision_options " +
-         f.precisionOptions + "\nprecision " + f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " + exact(f.minScale) + "\n";
+  std::string text =
+      "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " + lossName(f.loss) +
+      "\nclasses " + std::to_string(f.classes) + "\naccumulate " + std::to_string(f.accumulate) +
+      "\nbatch " + std::to_string(f.batch) + "\neval_batch " + std::to_string(f.evalBatch) +
+      "\neval_output " + f.evalOutput + "\nmodel " + f.model + "\nmodel_fingerprint " +
+      f.modelFingerprint + "\nprecision_options " + f.precisionOptions + "\nprecision " +
+      f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " + exact(f.minScale) + "\n";
+  // The last line: FNV-1a 64 of every byte before it.
+  return text + "checksum " + format("%016llx", static_cast<unsigned long long>(
+                                                    runtime::fnv1a64(text.data(), text.size()))) +
+         "\n";
 }
 
 std::string parseFacts(const std::string &text, StepFacts &f) {
   auto lines = keyValueLines(text);
   int version = 0;
   if (lines.empty() || lines.front().first != "mixprec-train-modules" ||
-      !parseInteger(lines.front().second, version))
+      !parseInteger(lines.front().second, version) || version < 1)
     return "it is not a trainer.txt that mixprec train --save-modules writes";
   if (version > kFactsVersion)
     return "it was written by a newer mixprec (version " + std::to_string(version) +
            "; this one reads " + std::to_string(kFactsVersion) + ")";
+  // Version 2 ends with the checksum of the bytes before it: a damaged or
+  // cut file is refused before any line is believed.
+  if (version >= 2) {
+    size_t at = text.rfind("\nchecksum ");
+    if (at == std::string::npos)
+      return "it lacks its 'checksum' line (the file is cut or damaged)";
+    std::string stored = text.substr(at + 10);
+    while (!stored.empty() && stored.back() == '\n')
+      stored.pop_back();
+    std::string want = format("%016llx", static_cast<unsigned long long>(
+                                             runtime::fnv1a64(text.data(), at + 1)));
+    if (stored != want)
+      return "its 'checksum' line does not match its contents ('" + stored + "', the file's "
+             "bytes give '" + want + "'): the file is damaged";
+    lines = keyValueLines(text.substr(0, at + 1));
+  }
   f = StepFacts();
-  bool haveLoss = false, haveBatch = false;
+  static const char *const kKeys[] = {"loss",          "classes",           "accumulate",
+                                      "batch",         "eval_batch",        "eval_output",
+                                      "model",         "model_fingerprint", "precision_options",
+                                      "precision",     "scaling",           "min_scale"};
+  std::set<std::string> seen;
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto &[key, value] = lines[i];
     bool bad = false;
+    if (!seen.insert(key).second)
+      return "its '" + key + "' line is given twice";
     if (key == "loss") {
-      haveLoss = true;
       if (value == "ce")
         f.loss = LossKind::CrossEntropy;
       else if (value == "mse")
@@ -1736,31 +1805,43 @@ std::string parseFacts(const std::string &text, StepFacts &f) {
     else if (key == "accumulate")
       bad = !parseInteger(value, f.accumulate) || f.accumulate < 1;
     else if (key == "batch")
-      bad = !(haveBatch = parseInteger(value, f.batch)) || f.batch < 1;
+      bad = !parseInteger(value, f.batch) || f.batch < 1;
     else if (key == "eval_batch")
       bad = !parseInteger(value, f.evalBatch) || f.evalBatch < 0;
     else if (key == "eval_output")
       f.evalOutput = value;
     else if (key == "model")
-      f.model = value;
-    else if (key == "model_fingerprint")
+      bad = (f.model = value).empty();
+    else if (key == "model_fingerprint") {
+      // HASH:SIZE (compiler::fileFingerprint): 16 hex digits, a size.
       f.modelFingerprint = value;
-    else if (key == "precision_options")
-      f.precisionOptions = value;
-    else if (key == "precision")
+      size_t colon = value.find(':');
+      int64_t size = 0;
+      bad = colon == std::string::npos || colon == 0 || colon > 16 ||
+            value.find_first_not_of("0123456789abcdef") < colon ||
+            !parseInteger(value.substr(colon + 1), size) || size < 0;
+    } else if (key == "precision_options")
+      bad = (f.precisionOptions = value).find("precision=") == std::string::npos;
+    else if (key == "precision") {
       f.precisionName = value;
-    else if (key == "scaling")
+      bad = value != "fp32" && value != "tf32" && value != "bf16" && value != "fp16" &&
+            value != "fp8";
+    } else if (key == "scaling") {
       f.scaling = value;
-    else if (key == "min_scale") {
+      bad = value != "dynamic" && value != "static" && value != "none";
+    } else if (key == "min_scale") {
       char *end = nullptr;
       f.minScale = std::strtod(value.c_str(), &end);
-      bad = value.empty() || *end || !(f.minScale >= 0);
+      bad = value.empty() || *end || !(f.minScale >= 0) || std::isinf(f.minScale);
+    } else {
+      return "its line '" + key + "' is not one trainer.txt has";
     }
     if (bad)
       return "its '" + key + "' line is damaged ('" + value + "')";
   }
-  if (!haveLoss || !haveBatch)
-    return std::string("it lacks the '") + (haveLoss ? "batch" : "loss") + "' line";
+  for (const char *key : kKeys)
+    if (!seen.count(key))
+      return std::string("it lacks the '") + key + "' line (the file is cut or damaged)";
   if (f.loss == LossKind::CrossEntropy && f.classes < 1)
     return "it gives cross-entropy no classes";
   return "";

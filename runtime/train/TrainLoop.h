@@ -250,6 +250,13 @@ struct LoopInputs {
 /// by the names buildTrainingStep gives (passes/TrainingStep.h).
 bool isParameterState(const std::string &name);
 
+/// "" when a step of `batch` x `accumulate` samples fits the `rows`
+/// samples of the data (`path` names it), else the error. Checked before
+/// anything is built for the batch: a step larger than its data cannot
+/// train, and a batch of 2^32 rows would not fit the compiler's containers.
+std::string checkStepRows(int64_t batch, int64_t accumulate, int64_t rows,
+                          const std::string &path);
+
 /// The most runs --seeds takes.
 constexpr int64_t kMaxSeeds = 1000;
 

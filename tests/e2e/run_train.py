@@ -799,6 +799,10 @@ def check_bad_inputs(r, work, tally):
     expect_error(r, tally, "bad-sample-count",
                  r.base[:5] + ["--labels", short], 1, ["1437", "1436"])
     expect_error(r, tally, "bad-option", r.base + ["--momentum", "1.5"], 2, ["momentum"])
+    # Issue 28: a batch past what the compiler's containers hold (2^32 + 1)
+    # is refused before anything is built for it, naming the data.
+    expect_error(r, tally, "bad-batch-huge", r.base + ["--batch", "4294967297", "--steps", "5"],
+                 1, ["4294967297", "1437 samples", "x_train.npy"])
     expect_error(r, tally, "bad-option-lr", r.base + ["--lr", "0"], 2, ["learning rate"])
     ck = os.path.join(work, "sgd.ckpt")
     argv, rc, out, err = r.train("--steps", 2, "--checkpoint", ck, "--precision", "bf16")
@@ -808,6 +812,11 @@ def check_bad_inputs(r, work, tally):
     expect_error(r, tally, "bad-checkpoint-optimizer",
                  r.base + ["--steps", "4", "--resume", ck, "--precision", "bf16",
                            "--optimizer", "adamw"], 1, ["sgd.ckpt", "cannot resume"])
+    # Issue 28: a bf16 checkpoint resumed at fp16 is named by its precision
+    # (its states differ too: the trainer's record is read first).
+    expect_error(r, tally, "bad-checkpoint-precision",
+                 r.base + ["--steps", "4", "--resume", ck, "--precision", "fp16"], 1,
+                 ["sgd.ckpt", "written at bf16, this run is fp16"])
     expect_error(r, tally, "bad-checkpoint-batch",
                  r.base + ["--steps", "4", "--resume", ck, "--precision", "bf16",
                            "--batch", "16"], 1, ["sgd.ckpt", "--batch 32"])
@@ -942,6 +951,38 @@ def check_saved(r, work, tally):
         ok = rc == want_rc and lines and lines[0].startswith("mixprec-train-run: error:") \
             and want in lines[0]
         tally.report(ok, name, lines[0] if lines else describe_failure(argv, rc, out, err))
+
+    # Issue 28: every damaged trainer.txt is refused, naming the file: each
+    # line dropped, each line's value changed by one byte, the file cut at
+    # every tenth (version 2 carries a checksum; every line is checked).
+    with open(os.path.join(folder, "trainer.txt")) as f:
+        good = f.read()
+    variants = []
+    lines = good.splitlines(keepends=True)
+    for i in range(len(lines)):
+        variants.append(("drop " + lines[i].split(" ")[0], "".join(lines[:i] + lines[i + 1:])))
+        key, _, value = lines[i].rstrip("\n").partition(" ")
+        changed = value[:-1] + ("0" if value[-1:] != "0" else "1") if value else "x"
+        variants.append((f"change {key}",
+                         "".join(lines[:i] + [f"{key} {changed}\n"] + lines[i + 1:])))
+    for tenth in range(1, 10):
+        variants.append((f"cut at {tenth}0%", good[:len(good) * tenth // 10]))
+    damaged = os.path.join(work, "saved_damaged_variants")
+    os.makedirs(damaged, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".mpk") or name.endswith(".weights"):
+            shutil.copy(os.path.join(folder, name), damaged)
+    accepted = []
+    for label, text in variants:
+        with open(os.path.join(damaged, "trainer.txt"), "w") as f:
+            f.write(text)
+        argv, rc, out, err = run_saved("--steps", 1, dir=damaged)
+        first = err.strip().splitlines()[0] if err.strip() else ""
+        if not (rc == 1 and "trainer.txt" in first):
+            accepted.append(f"{label} (exit {rc})")
+    tally.report(not accepted, "saved-damaged-variants",
+                 f"{len(variants)} damaged trainer.txt variants, {len(accepted)} accepted" +
+                 (": " + ", ".join(accepted[:5]) if accepted else ""))
 
 
 CHECKS = ["ensemble", "planted", "compare", "report", "overflow", "accumulate", "resume", "kill", "stuck", "fp8", "bad",

@@ -462,3 +462,35 @@ def test_an_input_on_a_device_the_backend_cannot_reach_is_named():
     m = mlp_module()
     with pytest.raises(mixprec.InvalidArgumentError, match="input 'x'.*copy it to the CPU"):
         m.run(x=OnGpu())
+
+
+def test_issue28_save_never_replaces_what_the_module_was_made_from(tmp_path):
+    """Module.save and save_checkpoint refuse the model the module was
+    compiled from (and the .mpk a loaded module was read from), under any
+    spelling: the CLI's rule for outputs."""
+    model = tmp_path / "m.onnx"
+    shutil.copy(os.path.join(REPO, "examples", "train_digits", "mlp.onnx"), model)
+    before = model.read_bytes()
+    m = mixprec.compile(str(model), precision="bf16", shapes={"batch": 2}, backend="cpu")
+    for call in (lambda: m.save(model), lambda: m.save(str(tmp_path / "." / "m.onnx")),
+                 lambda: m.save_checkpoint(model)):
+        with pytest.raises(mixprec.IoError, match="cannot write: it is a file the module"):
+            call()
+    assert model.read_bytes() == before
+    m.save(tmp_path / "m.mpk")
+    loaded = mixprec.load(tmp_path / "m.mpk", backend="cpu")
+    with pytest.raises(mixprec.IoError, match="cannot write"):
+        loaded.save_checkpoint(tmp_path / "m.mpk")
+
+
+def test_issue28_wrong_argument_types_name_the_parameter():
+    model = os.path.join(REPO, "examples", "train_digits", "mlp.onnx")
+    x = np.zeros((2, 64), np.float32)
+    with pytest.raises(mixprec.InvalidArgumentError, match="shapes takes"):
+        mixprec.compile(model, shapes="batch=4")
+    with pytest.raises(mixprec.InvalidArgumentError, match="inputs takes \\{name: array\\}"):
+        mixprec.validate(model, inputs=[x])
+    with pytest.raises(mixprec.InvalidArgumentError, match="tolerance takes a finite number > 0"):
+        mixprec.validate(model, shapes={"batch": 2}, tolerance=-1)
+    with pytest.raises(mixprec.InvalidArgumentError, match="shapes\\['batch'\\] takes a size"):
+        mixprec.compile(model, shapes={"batch": "four"})

@@ -137,3 +137,34 @@ def test_seed_options_are_checked(digits, tmp_path):
     with pytest.raises(mixprec.InvalidArgumentError, match="--seeds does not combine"):
         mixprec.train(MODEL, {"x": x}, y, seeds=2, steps=1, checkpoint=str(tmp_path / "c"),
                       verbose=False)
+
+
+def test_issue28_integer_options_and_types_are_checked_before_anything_runs(digits):
+    """Issue 28: a batch past the compiler's containers (2^32 + 1) took the
+    process down; wrong types raised std::bad_cast (RuntimeError)."""
+    x, y, _, _ = digits
+    with pytest.raises(mixprec.CompileError, match="4294967297 samples.*1437 samples"):
+        mixprec.train(MODEL, {"x": x}, y, batch=4294967297, steps=5, verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="lr takes a number, got str 'fast'"):
+        mixprec.train(MODEL, {"x": x}, y, lr="fast", verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="batch takes an integer"):
+        mixprec.train(MODEL, {"x": x}, y, batch=2 ** 64, verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="shuffle takes True or False"):
+        mixprec.train(MODEL, {"x": x}, y, shuffle="yes", verbose=False)
+    with pytest.raises(mixprec.InvalidArgumentError, match="frozen takes a list of globs"):
+        mixprec.train(MODEL, {"x": x}, y, frozen=[3], verbose=False)
+
+
+def test_issue28_data_for_an_unknown_input_is_named(digits):
+    x, y, _, _ = digits
+    with pytest.raises(mixprec.CompileError, match="data is given for 'z', which is not a graph "
+                                                   "input of the model \\(its inputs: 'x'\\)"):
+        mixprec.train(MODEL, {"z": x}, y, steps=1, verbose=False)
+
+
+def test_issue28_resuming_at_another_precision_names_the_precisions(digits, tmp_path):
+    x, y, _, _ = digits
+    ck = str(tmp_path / "bf16.ckpt")
+    mixprec.train(MODEL, {"x": x}, y, precision="bf16", steps=2, checkpoint=ck, **COMMON)
+    with pytest.raises(mixprec.CompileError, match="written at bf16, this run is fp16"):
+        mixprec.train(MODEL, {"x": x}, y, precision="fp16", steps=4, resume=ck, **COMMON)

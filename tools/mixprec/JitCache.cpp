@@ -48,6 +48,11 @@ bool jitCacheEntry(const std::string &keyText, JitCacheEntry &entry, std::string
     why = "cannot create the cache folder " + std::string(dir) + ": " + ec.message();
     return false;
   }
+  // create_directories accepts an existing file of that name.
+  if (!llvm::sys::fs::is_directory(dir)) {
+    why = "the cache folder " + std::string(dir) + " is not a folder";
+    return false;
+  }
   std::string name = llvm::utohexstr(runtime::fnv1a64(keyText.data(), keyText.size()),
                                      /*LowerCase=*/true, /*Width=*/16);
   llvm::SmallString<256> path(dir);

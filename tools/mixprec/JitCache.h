@@ -20,8 +20,9 @@
 // whose specialised input values differ from the run's (replaced: the
 // last values win), or whose module the runtime's loader refuses (damaged, truncated) is
 // compiled again and replaced; the cache never makes a run fail: when the
-// folder cannot be created, the run compiles into a temporary folder, with
-// one warning (quietly when no folder is configured at all).
+// folder cannot be created (or a file stands where it should be), or the
+// module cannot be written there, the run compiles into a temporary folder,
+// with one warning (quietly when no folder is configured at all).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_TOOLS_MIXPREC_JITCACHE_H

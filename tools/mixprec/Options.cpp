@@ -872,6 +872,29 @@ std::string usageText() {
   return text;
 }
 
+/// The first NAME=... option given twice for one name (two --shape of one
+/// input or dim, two --data, --test-data or --calibrate files for one
+/// input): "" or the error. Neither may silently win.
+std::string repeatedNames(Command command) {
+  auto check = [&](const char *option, auto &list) -> std::string {
+    std::map<std::string, std::string> seen;
+    for (const std::string &spec : list) {
+      std::string name = spec.substr(0, spec.find('='));
+      auto [it, inserted] = seen.emplace(name, spec);
+      if (!inserted)
+        return std::string(infoOf(command).name) + ": " + option + " gives '" + name +
+               "' twice ('" + it->second + "' and '" + spec + "'): one value per name";
+    }
+    return "";
+  };
+  // (--input has its own error, from the run: "input 'x' given twice".)
+  for (std::string why : {check("--shape", shapeOpt), check("--data", dataOpt),
+                          check("--test-data", testDataOpt), check("--calibrate", calibrateOpt)})
+    if (!why.empty())
+      return why;
+  return "";
+}
+
 int parseCommandLine(Command command, int argc, char **argv) {
   completeOptions();
   if (std::string why = refusedArguments(command, argc, argv); !why.empty())
@@ -891,6 +914,8 @@ int parseCommandLine(Command command, int argc, char **argv) {
     return usageError(valueError(command, error));
   }
   if (std::string why = modelArgumentError(command); !why.empty())
+    return usageError(why);
+  if (std::string why = repeatedNames(command); !why.empty())
     return usageError(why);
   // Read now: assigning the option later (run's fp32 default) marks it given.
   precisionWasGiven = opts::precision().precision.hasValue() || !unknownPrecisionMessage.empty();
@@ -951,8 +976,7 @@ std::map<std::string, std::vector<int64_t>> shapes() {
     llvm::SmallVector<llvm::StringRef> parts;
     if (!dims.empty())
       dims.split(parts, dims.contains(',') ? ',' : 'x');
-    std::vector<int64_t> &shape = out[name.str()];
-    shape.clear(); // the last --shape of a name holds
+    std::vector<int64_t> &shape = out[name.str()]; // one per name (repeatedNames)
     for (llvm::StringRef part : parts) {
       uint64_t size = 0;
       parseUnsigned(part, size);

@@ -85,7 +85,7 @@ int cudaTestBreakKernel();
 bool graph();
 /// --json (report, validate); "" when not given.
 const std::string &json();
-/// --shape NAME=DIMS by name (every command; the last one of a name holds).
+/// --shape NAME=DIMS by name (every command; a name given twice is a usage error).
 std::map<std::string, std::vector<int64_t>> shapes();
 /// --input (run, validate) and --calibrate (compile, report, validate).
 NamedFiles inputs();

@@ -166,23 +166,44 @@ int runJustInTime(Backend backend) {
     OwningOpRef<ModuleOp> compiled = compileModel(command, &externalFiles, &valuesUsed);
     if (!compiled)
       return 1;
-    if (!cached) {
+    // Without a cache, or when the cache cannot take the module, it goes to
+    // a temporary folder under the same file name (the module names its
+    // side file by it): a cache fault is a warning, never the run's failure.
+    auto useTemporaryFolder = [&]() -> bool {
       if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("mixprec-jit", jitDir))
-        return fail("cannot create a temporary directory: " + ec.message());
+        return fail("cannot create a temporary directory: " + ec.message()), false;
       llvm::SmallString<256> path(jitDir);
-      llvm::sys::path::append(path, "jit.mpk");
+      llvm::sys::path::append(path, cached ? llvm::sys::path::filename(entry.modulePath)
+                                           : llvm::StringRef("jit.mpk"));
       modulePath = std::string(path);
-    }
+      return true;
+    };
+    if (!cached && !useTemporaryFolder())
+      return 1;
     mixprec::codegen::ModuleStats stats;
     mixprec::codegen::CudaCompileOptions cuda = cudaCompileOptions(smVersion);
     mixprec::codegen::CudaCompileStats cudaStats;
     const bool withCuda = !arch.empty();
-    int rc = writeCompiledModule(*compiled, modulePath, command.diagnostics, stats,
-                                 withCuda ? &cuda : nullptr, withCuda ? &cudaStats : nullptr);
-    if (rc != 0) {
+    mixprec::codegen::ModuleWriteOptions options;
+    options.producer = std::string("mixprec ") + MIXPREC_VERSION;
+    FailureOr<mixprec::codegen::ModuleImage> image = mixprec::compiler::buildModule(
+        *compiled, mixprec::codegen::sideFileNameFor(modulePath), options, stats,
+        withCuda ? &cuda : nullptr, withCuda ? &cudaStats : nullptr);
+    if (failed(image))
+      return command.diagnostics.fail(opts::model());
+    bool written = mixprec::codegen::writeModuleFiles(modulePath, *image, error);
+    if (!written && cached) {
+      llvm::errs() << "mixprec: warning: the module cache is off for this run: "
+                   << mixprec::common::escapeControls(error) << "\n";
+      cached = false;
+      if (!useTemporaryFolder())
+        return 1;
+      written = mixprec::codegen::writeModuleFiles(modulePath, *image, error);
+    }
+    if (!written) {
       if (!jitDir.empty())
         llvm::sys::fs::remove_directories(jitDir);
-      return rc;
+      return fail(error);
     }
     ValueStamps used;
     for (const std::string &name : valuesUsed)

@@ -407,6 +407,14 @@ MIXPREC_API mixprec_status_t mixprec_session_load_checkpoint(mixprec_session_t s
                                                              void *user_blob_out,
                                                              size_t capacity,
                                                              size_t *user_bytes);
+/* Reads and checks a checkpoint file as mixprec_session_load_checkpoint
+ * does (the same errors, except that no module's states are compared) and
+ * copies its user blob out, changing no session: an application reads its
+ * own record (what the run was) before it loads the states. */
+MIXPREC_API mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path,
+                                                               void *user_blob_out,
+                                                               size_t capacity,
+                                                               size_t *user_bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -270,6 +270,12 @@ public:
   Status loadCheckpoint(const char *path) {
     return Status(mixprec_session_load_checkpoint(session_, path, nullptr, 0, nullptr));
   }
+  /// A checkpoint's user blob, without loading its states
+  /// (mixprec_checkpoint_read_user_blob).
+  static Status readCheckpointUserBlob(const char *path, void *userBlob, size_t capacity,
+                                       size_t &userBytes) {
+    return Status(mixprec_checkpoint_read_user_blob(path, userBlob, capacity, &userBytes));
+  }
 
 private:
   Module module_; ///< for output shapes
