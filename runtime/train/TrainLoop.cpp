@@ -576,6 +576,7 @@ std::string jsonString(const std::string &s) {
 struct GradientError {
   std::string name;
   double relL2 = NAN, cosine = NAN, zeroFraction = NAN, fp32ZeroFraction = NAN, drift = NAN;
+  size_t elements = 0;
 };
 struct GradientComparison {
   uint64_t seed = 0;
@@ -598,6 +599,7 @@ GradientError compareVectors(const std::vector<float> &a, const std::vector<floa
   e.cosine = aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1 : 0);
   if (!a.empty())
     e.zeroFraction = double(zeroA) / a.size(), e.fp32ZeroFraction = double(zeroB) / a.size();
+  e.elements = a.size();
   return e;
 }
 
@@ -1067,7 +1069,10 @@ int run(Ctx &ctx, LoopInputs &in) {
         GradientComparison c;
         c.seed = seed;
         c.step = step + 1;
-        double worstRel = 0, worstCos = 1;
+        // The CSV's max and min over every parameter; the line names the
+        // worst of those with more than one element (a scalar's FP32
+        // gradient is often near zero: its relative error says little).
+        double maxRel = 0, worstRel = 0, worstCos = 1;
         std::string worst;
         for (size_t k = 0; k < gradOutputs.size(); ++k) {
           std::vector<float> lower(fp32Grads[k].size());
@@ -1083,13 +1088,15 @@ int run(Ctx &ctx, LoopInputs &in) {
           if (primary.step.session.readState(e.name.c_str(), a.data(), a.size() * 4).ok() &&
               compare->step.session.readState(e.name.c_str(), b.data(), b.size() * 4).ok())
             e.drift = compareVectors(a, b).relL2;
-          if (!(e.relL2 <= worstRel))
+          if (!(e.relL2 <= maxRel))
+            maxRel = e.relL2;
+          if ((e.elements > 1 || gradOutputs.size() == 1) && !(e.relL2 <= worstRel))
             worstRel = e.relL2, worst = e.name;
           if (!(e.cosine >= worstCos))
             worstCos = e.cosine;
           c.params.push_back(e);
         }
-        gradCells = "," + exact(worstRel) + "," + exact(worstCos);
+        gradCells = "," + exact(maxRel) + "," + exact(worstCos);
         double zeros = 0, fp32Zeros = 0;
         int64_t elements = 0;
         for (size_t k = 0; k < c.params.size(); ++k) {
@@ -1356,6 +1363,7 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
       std::string name;
       double relSum = 0, relMax = 0, cosMin = 1, zeroSum = 0, fp32ZeroSum = 0, driftLast = NAN;
       int count = 0;
+      size_t elements = 0;
     };
     std::vector<Layer> layers;
     for (const GradientComparison &c : comparisons) {
@@ -1372,6 +1380,7 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
                         "}";
         if (layers.size() <= k)
           layers.push_back({e.name});
+        layers[k].elements = e.elements;
         Layer &l = layers[k];
         double rel = std::isfinite(e.relL2) ? e.relL2 : INFINITY;
         l.relSum += rel, l.relMax = std::max(l.relMax, rel);
@@ -1382,9 +1391,18 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
       }
       gradientJson += "]}";
     }
+    // The worst layer by mean relative error; one-element parameters (a
+    // learned scale) only when every parameter is one: their FP32 gradient
+    // is often near zero, so their relative error says little.
+    auto ranked = [&](size_t k) {
+      return layers[k].elements > 1 ||
+             std::all_of(layers.begin(), layers.end(), [](const Layer &l) { return l.elements <= 1; });
+    };
     size_t worst = 0;
+    while (worst + 1 < layers.size() && !ranked(worst))
+      ++worst;
     for (size_t k = 0; k < layers.size(); ++k)
-      if (!(layers[k].relSum <= layers[worst].relSum))
+      if (ranked(k) && !(layers[k].relSum <= layers[worst].relSum))
         worst = k;
     ctx.print("gradients vs " + reference + " (" + std::to_string(comparisons.size()) +
               " comparisons, same batch and master weights):");
