@@ -127,14 +127,12 @@ int64_t tensorBytes(Type type) {
 /// The FLOPs of the annotated step (every op's getFlopCount: the forward and
 /// backward as they run, each micro-batch) and the bytes of its state by
 /// kind; the arena comes from the module writer's plan.
-void collectCosts(func::FuncOp step, trainer::StepCosts &costs,
-                  trainer::StepMemory &memory) {
-  double flops = 0;
+void collectCosts(func::FuncOp step, double &flops, trainer::StepMemory &memory) {
+  flops = 0;
   step.walk([&](Operation *op) {
     if (auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op))
       flops += double(policy.getFlopCount());
   });
-  costs.flopsPerStep = flops;
   memory = trainer::StepMemory();
   Block &body = step.front();
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
@@ -144,9 +142,7 @@ void collectCosts(func::FuncOp step, trainer::StepCosts &costs,
     llvm::StringRef n = name.getValue();
     int64_t bytes = tensorBytes(step.getArgumentTypes()[i]);
     if (!trainer::isParameterState(n.str())) {
-      (n.ends_with(".momentum_buffer") || n.ends_with(".exp_avg") || n.ends_with(".exp_avg_sq")
-           ? memory.optimizerState
-           : memory.otherState) += bytes;
+      (trainer::isOptimizerState(n.str()) ? memory.optimizerState : memory.otherState) += bytes;
       continue;
     }
     // A parameter: its FP32 master, its FP32 gradient, and the copy the
@@ -220,9 +216,9 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
   load.inputShapes = t.shapes;
   for (const Column &c : columns)
     load.dataShapes[c.name] = c.batchShape(batch);
-  // The labels column is the step's, not the model's.
-  if (!columns.empty() && (t.labels || t.testLabels) &&
-      t.step.loss != TrainingOptions::Loss::Model)
+  // The labels column (last, for every loss but the model's: checkConfig)
+  // is the step's, not the model's.
+  if (!columns.empty() && t.step.loss != TrainingOptions::Loss::Model)
     load.dataShapes.erase(columns.back().name);
   load.dataMustBeInputs = true;
   OwningOpRef<ModuleOp> module = loadModel(command.context, t.model, load);
@@ -270,13 +266,16 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
 int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
                  const passes::PrecisionPipelineOptions &precision, int smVersion,
                  const std::string &sideFileName, codegen::ModuleImage &out,
-                 trainer::StepCosts *costs = nullptr, trainer::StepMemory *memory = nullptr) {
+                 double *flops = nullptr, trainer::StepMemory *memory = nullptr) {
   const std::string &model = ctx.c.model;
   if (failed(compilePrecision(module, precision, ExistingPlan::Refuse)))
     return command.fail(ctx, model);
-  if (costs && memory)
+  double stepFlops = 0;
+  if (memory)
     if (FailureOr<func::FuncOp> step = entryFunction(module); succeeded(step))
-      collectCosts(*step, *costs, *memory);
+      collectCosts(*step, stepFlops, *memory);
+  if (flops)
+    *flops = stepFlops;
   codegen::CudaCompileOptions cuda;
   cuda.smVersion = smVersion;
   cuda.warn = [&ctx](const std::string &message) { ctx.print("warning: " + message); };
@@ -314,7 +313,7 @@ int loadImage(Ctx &ctx, const codegen::ModuleImage &image, mixprec::Module &out)
 int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipelineOptions &precision,
                  const std::vector<Column> &train, const std::vector<Column> &test,
                  int smVersion, StepModules &out, int64_t *classes = nullptr,
-                 const std::string &saveTo = "", trainer::StepCosts *costs = nullptr,
+                 const std::string &saveTo = "", double *flops = nullptr,
                  trainer::StepMemory *memory = nullptr) {
   const TrainConfig &t = ctx.c;
   for (Build build : {Build::Step, Build::Eval}) {
@@ -337,7 +336,7 @@ int buildModules(Ctx &ctx, Compilation &command, const passes::PrecisionPipeline
     const bool step = build == Build::Step;
     if (int rc = compileImage(ctx, command, *graph, precision, smVersion,
                               path.empty() ? "train.weights" : codegen::sideFileNameFor(path),
-                              image, step ? costs : nullptr, step ? memory : nullptr))
+                              image, step ? flops : nullptr, step ? memory : nullptr))
       return rc;
     if (!path.empty()) {
       std::string error;
@@ -559,19 +558,18 @@ int run(Ctx &ctx) {
   }
   in.costs.known = true;
   if (int rc = buildModules(ctx, command, precision, in.train, in.test, smVersion, in.primary,
-                            &facts.classes, "", &in.costs, &in.costs.memory))
+                            &facts.classes, "", &in.costs.flopsPerStep, &in.costs.memory))
     return rc;
   passes::PrecisionPipelineOptions fp32Options;
   fp32Options.precision = passes::Precision::FP32;
   std::optional<Compilation> compareCommand;
-  trainer::StepCosts fp32Costs;
   const bool wantsReport = !t.loop.metrics.empty() || !t.loop.report.empty();
   if (!t.compare.empty()) {
     in.compare.emplace();
     in.compare->label = t.compare;
     compareCommand.emplace();
     if (int rc = buildModules(ctx, *compareCommand, fp32Options, in.train, in.test, smVersion,
-                              *in.compare, nullptr, "", &fp32Costs, &in.costs.fp32Memory))
+                              *in.compare, nullptr, "", nullptr, &in.costs.fp32Memory))
       return rc;
   } else if (wantsReport) {
     // The memory metric's FP32 plan of the same step.
@@ -580,7 +578,7 @@ int run(Ctx &ctx) {
         buildGraph(ctx, fp32Command, Build::Step, in.train, t.batch);
     codegen::ModuleImage image;
     if (!graph || compileImage(ctx, fp32Command, *graph, fp32Options, 0, "train.weights", image,
-                               &fp32Costs, &in.costs.fp32Memory))
+                               nullptr, &in.costs.fp32Memory))
       return kTrainError;
   }
   if (wantsReport) {

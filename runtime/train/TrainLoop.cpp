@@ -214,6 +214,19 @@ mixprec::Status bindBatch(mixprec::Session &session, const std::string &name,
   return bind(dtype, nullptr, 0);
 }
 
+/// Binds `batch` (one tensor per column) to the session's inputs and runs
+/// it; false with `error`.
+bool runBatch(mixprec::Session &session, const std::vector<Column> &columns,
+              const std::vector<HostTensor> &batch, std::string &error) {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (mixprec::Status s = bindBatch(session, columns[i].name, columns[i].dtype, batch[i]);
+        !s.ok())
+      return error = s.message(), false;
+  if (mixprec::Status s = session.run(); !s.ok())
+    return error = s.message(), false;
+  return true;
+}
+
 /// A module on the runtime, with a session.
 struct Loaded {
   mixprec::Module module;
@@ -298,13 +311,7 @@ struct Run {
   /// Runs one step on `batch` (one tensor per column); false with `error`.
   bool runStep(const std::vector<Column> &columns, const std::vector<HostTensor> &batch,
                std::string &error) {
-    for (size_t i = 0; i < columns.size(); ++i)
-      if (mixprec::Status s = bindBatch(step.session, columns[i].name, columns[i].dtype, batch[i]);
-          !s.ok())
-        return error = s.message(), false;
-    if (mixprec::Status s = step.session.run(); !s.ok())
-      return error = s.message(), false;
-    return true;
+    return runBatch(step.session, columns, batch, error);
   }
 
   float loss() const { return scalarOutput(step.session, lossIndex); }
@@ -603,6 +610,15 @@ GradientError compareVectors(const std::vector<float> &a, const std::vector<floa
   return e;
 }
 
+/// Whether parameter `k` of these element counts may be named the worst
+/// layer: one of more than one element, or any when every parameter is a
+/// scalar (a learned scalar's FP32 gradient is often near zero, so its
+/// relative error says little).
+bool namesWorst(const std::vector<size_t> &elements, size_t k) {
+  return elements[k] > 1 ||
+         std::all_of(elements.begin(), elements.end(), [](size_t n) { return n <= 1; });
+}
+
 /// The peak FLOP/s the GEMMs of `precision` can reach on a GPU of sm_`sm`
 /// (dense tensor-core rates of the SXM parts' data sheets; FP32 without
 /// tensor cores), with where it comes from; 0 when the table has none.
@@ -762,6 +778,28 @@ int run(Ctx &ctx, LoopInputs &in) {
   std::string backendName;
   bool stoppedByCallback = false;
 
+  // The gradient outputs of the run's step and their indices in the FP32
+  // step's (--compare-every): (parameter, index in the run's module).
+  std::vector<std::pair<std::string, size_t>> gradOutputs;
+  std::vector<size_t> probeGradOutputs;
+  if (compareGrads) {
+    for (size_t i = 0; i < in.primary.step.outputCount(); ++i) {
+      mixprec_tensor_info_t info;
+      in.primary.step.outputInfo(i, info);
+      std::string name = info.name ? info.name : "";
+      if (name.rfind(kGradOutputPrefix, 0) != 0)
+        continue;
+      size_t j = outputIndex(in.compare->step, name.c_str());
+      if (j == SIZE_MAX)
+        return ctx.fail(model + ": the FP32 step lacks the gradient output '" + name + "'");
+      gradOutputs.emplace_back(name.substr(std::strlen(kGradOutputPrefix)), i);
+      probeGradOutputs.push_back(j);
+    }
+    if (gradOutputs.empty())
+      return ctx.fail(model + ": the step has no gradient outputs: --compare-every needs a "
+                      "step compiled with them (mixprec train compiles it so)");
+  }
+
   for (int64_t seedIndex = 0; seedIndex < t.seeds; ++seedIndex) {
     const uint64_t seed = t.seed + static_cast<uint64_t>(seedIndex);
     Run primary;
@@ -776,8 +814,6 @@ int run(Ctx &ctx, LoopInputs &in) {
     // The gradient comparison's FP32 step: a session of the compare run's
     // module that takes the run's states before each compared step.
     std::optional<mixprec::Session> probe;
-    std::vector<std::pair<std::string, size_t>> gradOutputs; // param, index in the run's module
-    std::vector<size_t> probeGradOutputs;
     if (compareGrads) {
       mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
       options.backend = t.backend;
@@ -785,21 +821,6 @@ int run(Ctx &ctx, LoopInputs &in) {
       if (mixprec::Status s = mixprec::Session::create(compare->step.module, *probe, options);
           !s.ok())
         return ctx.fail(model + ": " + s.message());
-      for (size_t i = 0; i < primary.step.module.outputCount(); ++i) {
-        mixprec_tensor_info_t info;
-        primary.step.module.outputInfo(i, info);
-        std::string name = info.name ? info.name : "";
-        if (name.rfind(kGradOutputPrefix, 0) != 0)
-          continue;
-        size_t j = outputIndex(compare->step.module, name.c_str());
-        if (j == SIZE_MAX)
-          return ctx.fail(model + ": the FP32 step lacks the gradient output '" + name + "'");
-        gradOutputs.emplace_back(name.substr(std::strlen(kGradOutputPrefix)), i);
-        probeGradOutputs.push_back(j);
-      }
-      if (gradOutputs.empty())
-        return ctx.fail(model + ": the step has no gradient outputs: --compare-every needs a "
-                        "step compiled with them (mixprec train compiles it so)");
     }
     backendName = mixprec_backend_name(primary.step.session.backend());
     if (t.reinit && !reinitialize(primary, compare ? &*compare : nullptr, seed, error))
@@ -961,7 +982,7 @@ int run(Ctx &ctx, LoopInputs &in) {
       return true;
     };
 
-    // The gradient comparison before step `step` (0-based) on `batch`: FP32's
+    // The gradient comparison, before the run's step on `batch`: FP32's
     // gradients at the run's states, from the probe session. Fills `fp32`.
     auto probeGradients = [&](std::vector<std::vector<float>> &fp32) -> bool {
       for (size_t i = 0; i < compare->step.module.stateCount(); ++i) {
@@ -976,12 +997,8 @@ int run(Ctx &ctx, LoopInputs &in) {
         if (mixprec::Status s = probe->writeState(info.name, bytes.data(), bytes.size()); !s.ok())
           return error = s.message(), false;
       }
-      for (size_t i = 0; i < train.size(); ++i)
-        if (mixprec::Status s = bindBatch(*probe, train[i].name, train[i].dtype, batch[i]);
-            !s.ok())
-          return error = s.message(), false;
-      if (mixprec::Status s = probe->run(); !s.ok())
-        return error = s.message(), false;
+      if (!runBatch(*probe, train, batch, error))
+        return false;
       fp32.resize(gradOutputs.size());
       for (size_t k = 0; k < gradOutputs.size(); ++k) {
         mixprec_tensor_info_t info;
@@ -1070,10 +1087,12 @@ int run(Ctx &ctx, LoopInputs &in) {
         c.seed = seed;
         c.step = step + 1;
         // The CSV's max and min over every parameter; the line names the
-        // worst of those with more than one element (a scalar's FP32
-        // gradient is often near zero: its relative error says little).
+        // worst as namesWorst allows.
         double maxRel = 0, worstRel = 0, worstCos = 1;
         std::string worst;
+        std::vector<size_t> elements;
+        for (size_t k = 0; k < gradOutputs.size(); ++k)
+          elements.push_back(fp32Grads[k].size());
         for (size_t k = 0; k < gradOutputs.size(); ++k) {
           std::vector<float> lower(fp32Grads[k].size());
           if (mixprec::Status s =
@@ -1090,7 +1109,7 @@ int run(Ctx &ctx, LoopInputs &in) {
             e.drift = compareVectors(a, b).relL2;
           if (!(e.relL2 <= maxRel))
             maxRel = e.relL2;
-          if ((e.elements > 1 || gradOutputs.size() == 1) && !(e.relL2 <= worstRel))
+          if (namesWorst(elements, k) && !(e.relL2 <= worstRel))
             worstRel = e.relL2, worst = e.name;
           if (!(e.cosine >= worstCos))
             worstCos = e.cosine;
@@ -1098,16 +1117,16 @@ int run(Ctx &ctx, LoopInputs &in) {
         }
         gradCells = "," + exact(maxRel) + "," + exact(worstCos);
         double zeros = 0, fp32Zeros = 0;
-        int64_t elements = 0;
+        int64_t counted = 0;
         for (size_t k = 0; k < c.params.size(); ++k) {
-          double n = double(fp32Grads[k].size());
+          double n = double(elements[k]);
           zeros += c.params[k].zeroFraction * n, fp32Zeros += c.params[k].fp32ZeroFraction * n;
-          elements += static_cast<int64_t>(n);
+          counted += static_cast<int64_t>(n);
         }
         ctx.print("grads step " + std::to_string(step + 1) + " vs fp32: worst '" + worst +
                   "' rel L2 " + num(worstRel) + ", min cosine " + num(worstCos) +
-                  ", zero gradients " + format("%.1f%%", 100 * zeros / std::max<int64_t>(elements, 1)) +
-                  " (fp32 " + format("%.1f%%", 100 * fp32Zeros / std::max<int64_t>(elements, 1)) +
+                  ", zero gradients " + format("%.1f%%", 100 * zeros / std::max<int64_t>(counted, 1)) +
+                  " (fp32 " + format("%.1f%%", 100 * fp32Zeros / std::max<int64_t>(counted, 1)) +
                   ")");
         comparisons.push_back(std::move(c));
       }
@@ -1280,9 +1299,8 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
       Summary s = summarize(v);
       if (!s.count)
         continue;
-      line += format(" %s %.4g", m.label, s.mean * (m.scale == 100 ? 100 : 1)) +
-              (m.scale == 100 ? "%" : "") +
-              (s.count > 1 ? format(" (sd %.2g)", s.sd * (m.scale == 100 ? 100 : 1)) : "") + ",";
+      line += format(" %s %.4g", m.label, s.mean * m.scale) + (m.scale == 100 ? "%" : "") +
+              (s.count > 1 ? format(" (sd %.2g)", s.sd * m.scale) : "") + ",";
       ensembleJson += std::string(firstMetric ? "" : ", ") + jsonString(m.key) +
                       ": {\"mean\": " + jsonNumber(s.mean) + ", \"sd\": " + jsonNumber(s.sd) +
                       ", \"values\": [";
@@ -1323,9 +1341,9 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
   // (c) the final metric against FP32.
   std::string differenceJson = "null", differenceText = "not measured (no --compare fp32)";
   if (compare && decisive) {
-    Difference d = welch(summarize(values(decisive->run)), summarize(values(decisive->fp32)));
-    out.verdict = verdict(d, decisive->higherIsBetter, decisive->scale, decisive->unit);
     Summary a = summarize(values(decisive->run)), b = summarize(values(decisive->fp32));
+    Difference d = welch(a, b);
+    out.verdict = verdict(d, decisive->higherIsBetter, decisive->scale, decisive->unit);
     // The runs beside each other share data order and initial weights: the
     // paired interval too (often narrower; the verdict stays Welch's).
     Difference pd = paired(values(decisive->run), values(decisive->fp32));
@@ -1391,18 +1409,15 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
       }
       gradientJson += "]}";
     }
-    // The worst layer by mean relative error; one-element parameters (a
-    // learned scale) only when every parameter is one: their FP32 gradient
-    // is often near zero, so their relative error says little.
-    auto ranked = [&](size_t k) {
-      return layers[k].elements > 1 ||
-             std::all_of(layers.begin(), layers.end(), [](const Layer &l) { return l.elements <= 1; });
-    };
+    // The worst layer by mean relative error, as namesWorst allows.
+    std::vector<size_t> elements;
+    for (const Layer &l : layers)
+      elements.push_back(l.elements);
     size_t worst = 0;
-    while (worst + 1 < layers.size() && !ranked(worst))
+    while (worst + 1 < layers.size() && !namesWorst(elements, worst))
       ++worst;
     for (size_t k = 0; k < layers.size(); ++k)
-      if (ranked(k) && !(layers[k].relSum <= layers[worst].relSum))
+      if (namesWorst(elements, k) && !(layers[k].relSum <= layers[worst].relSum))
         worst = k;
     ctx.print("gradients vs " + reference + " (" + std::to_string(comparisons.size()) +
               " comparisons, same batch and master weights):");
@@ -1632,14 +1647,17 @@ std::string checkStepRows(int64_t batch, int64_t accumulate, int64_t rows,
   return "";
 }
 
-bool isParameterState(const std::string &name) {
+bool isOptimizerState(const std::string &name) {
   auto endsWith = [&](const char *suffix) {
     size_t n = std::strlen(suffix);
     return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
   };
+  return endsWith(".momentum_buffer") || endsWith(".exp_avg") || endsWith(".exp_avg_sq");
+}
+
+bool isParameterState(const std::string &name) {
   return !(name == "step" || name == "loss_scale" || name == "growth_tracker" ||
-           name == "hysteresis" || name.rfind("fp8.", 0) == 0 || endsWith(".momentum_buffer") ||
-           endsWith(".exp_avg") || endsWith(".exp_avg_sq"));
+           name == "hysteresis" || name.rfind("fp8.", 0) == 0 || isOptimizerState(name));
 }
 
 bool parseInt64(const std::string &text, int64_t &out) { return parseInteger(text, out); }

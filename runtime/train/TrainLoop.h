@@ -250,6 +250,10 @@ struct LoopInputs {
 /// by the names buildTrainingStep gives (passes/TrainingStep.h).
 bool isParameterState(const std::string &name);
 
+/// Whether a state is an optimizer's (NAME.momentum_buffer, NAME.exp_avg,
+/// NAME.exp_avg_sq).
+bool isOptimizerState(const std::string &name);
+
 /// "" when a step of `batch` x `accumulate` samples fits the `rows`
 /// samples of the data (`path` names it), else the error. Checked before
 /// anything is built for the batch: a step larger than its data cannot
