@@ -25,6 +25,7 @@
 #include "common/Escape.h"
 #include "common/FileIO.h"
 #include "compiler/Compile/Compile.h"
+#include "compiler/Compile/Session.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Report/Report.h"
 #include "compiler/Report/RunReport.h"
@@ -221,17 +222,20 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
   if (!columns.empty() && t.step.loss != TrainingOptions::Loss::Model)
     load.dataShapes.erase(columns.back().name);
   load.dataMustBeInputs = true;
-  OwningOpRef<ModuleOp> module = loadModel(command.context, t.model, load);
+  SessionOptions options;
+  options.model = t.model;
+  options.load = std::move(load);
+  CompileSession session(command.context, std::move(options));
+  OwningOpRef<ModuleOp> module = session.load();
   if (!module) {
     command.fail(ctx);
     return nullptr;
   }
-  FailureOr<func::FuncOp> entry = entryFunction(*module);
-  if (failed(entry)) {
+  func::FuncOp forward = session.entry(*module);
+  if (!forward) {
     command.fail(ctx, t.model);
     return nullptr;
   }
-  func::FuncOp forward = *entry;
   if (classes) {
     *classes = 0;
     for (unsigned i = 0; i < forward.getNumResults(); ++i) {
@@ -268,7 +272,12 @@ int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
                  const std::string &sideFileName, codegen::ModuleImage &out,
                  double *flops = nullptr, trainer::StepMemory *memory = nullptr) {
   const std::string &model = ctx.c.model;
-  if (failed(compilePrecision(module, precision, ExistingPlan::Refuse)))
+  SessionOptions options;
+  options.model = model;
+  options.precision = &precision;
+  options.existing = ExistingPlan::Refuse;
+  CompileSession session(command.context, std::move(options));
+  if (failed(session.applyPrecision(module)))
     return command.fail(ctx, model);
   double stepFlops = 0;
   if (memory)
@@ -284,8 +293,8 @@ int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
   writeOptions.producer = "mixprec train";
   codegen::ModuleStats stats;
   FailureOr<codegen::ModuleImage> image =
-      buildModule(module, sideFileName, writeOptions, stats, smVersion ? &cuda : nullptr,
-                  smVersion ? &cudaStats : nullptr);
+      session.image(module, sideFileName, writeOptions, stats, smVersion ? &cuda : nullptr,
+                    smVersion ? &cudaStats : nullptr);
   if (failed(image))
     return command.fail(ctx, model);
   if (memory)
@@ -368,18 +377,22 @@ std::string diagnoseOverflow(Ctx &ctx, const std::vector<Column> &columns,
   Ctx quiet{ctx.c, TrainEvents(), scratch};
   Compilation command;
   OwningOpRef<ModuleOp> graph = buildGraph(quiet, command, Build::Step, columns, ctx.c.batch);
-  if (!graph ||
-      failed(compilePrecision(*graph, *ctx.c.precision, ExistingPlan::Refuse)))
+  if (!graph)
     return "";
-  FailureOr<func::FuncOp> func = entryFunction(*graph);
-  if (failed(func))
+  SessionOptions options;
+  options.model = ctx.c.model;
+  options.precision = ctx.c.precision;
+  options.existing = ExistingPlan::Refuse;
+  CompileSession compile(command.context, std::move(options));
+  func::FuncOp func;
+  if (failed(compile.applyPrecision(*graph)) || !(func = compile.entry(*graph)))
     return "";
   std::vector<HostTensor> inputs = batch;
-  for (unsigned i = inputs.size(); i < func->getNumArguments(); ++i) {
-    auto name = func->getArgAttrOfType<StringAttr>(i, graph::GraphDialect::kStateAttr);
+  for (unsigned i = inputs.size(); i < func.getNumArguments(); ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, graph::GraphDialect::kStateAttr);
     if (!name)
       return "";
-    auto type = cast<RankedTensorType>(func->getArgumentTypes()[i]);
+    auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
     std::vector<float> values(type.getNumElements());
     if (!session.readState(name.str().c_str(), values.data(), values.size() * sizeof(float)).ok())
       return "";
@@ -388,7 +401,7 @@ std::string diagnoseOverflow(Ctx &ctx, const std::vector<Column> &columns,
   }
   Operation *first = nullptr;
   std::string firstValue;
-  Interpreter interpreter(*func);
+  Interpreter interpreter(func);
   interpreter.setObserver([&](Operation *op, llvm::ArrayRef<const HostTensor *> outputs) {
     if (first)
       return;
@@ -407,11 +420,11 @@ std::string diagnoseOverflow(Ctx &ctx, const std::vector<Column> &columns,
   std::string label = nodeLabel(first);
   // An op on a graph input carries the graph's location: name the input.
   for (Value operand : first->getOperands())
-    if (auto arg = dyn_cast<BlockArgument>(operand); arg && arg.getOwner() == &func->front())
+    if (auto arg = dyn_cast<BlockArgument>(operand); arg && arg.getOwner() == &func.front())
       if (auto name =
-              func->getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::GraphDialect::kNameAttr);
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), graph::GraphDialect::kNameAttr);
           name && (label.empty() || isa<UnknownLoc, NameLoc>(first->getLoc()) ||
-                   label == nodeLabel(func->getOperation()))) {
+                   label == nodeLabel(func.getOperation()))) {
         label = "";
         std::string text;
         llvm::raw_string_ostream os(text);

@@ -1,9 +1,9 @@
 //===- Bridge.cpp - the compile API for the Python extension ---------------===//
 //
-// Built like the rest of mixprec (no exceptions, no RTTI): calls the compile
-// API and the report library in the order `mixprec compile`, `report` and
-// `validate` do (tools/mixprec/CliCommon.cpp: compileModel,
-// loadReferenceAndPlan), with arrays from Python where the CLI reads files.
+// Built like the rest of mixprec (no exceptions, no RTTI): compiles through
+// the compile session (compiler/Compile/Session.h), as `mixprec compile`,
+// `report` and `validate` do, with arrays from Python where the CLI reads
+// files, and the report library.
 //
 //===----------------------------------------------------------------------===//
 #include "python/src/Bridge.h"
@@ -18,6 +18,7 @@
 #include "common/numerics/Rounding.h"
 #include "common/Escape.h"
 #include "compiler/Compile/Compile.h"
+#include "compiler/Compile/Session.h"
 #include "compiler/Report/Report.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -127,19 +128,54 @@ struct Context {
   compiler::FirstError first;
 };
 
-/// Loads the model as imported (the FP32 reference).
-Failure loadReference(Context &ctx, const CompileRequest &request,
-                      OwningOpRef<ModuleOp> &module, std::vector<std::string> *files = nullptr) {
-  compiler::LoadOptions options;
-  options.inputShapes = request.shapes;
+/// The compile session of a request (the CLI's sessionOptions, with
+/// arrays for files): its shapes, the shapes of the calibration arrays
+/// (they size dynamic dims), those arrays as calibration inputs (a bad one
+/// goes to `inputsFailure` in the CLI's words), and `precision`. The files
+/// the model reads go to `files` when given.
+compiler::SessionOptions sessionOptions(const CompileRequest &request,
+                                        const passes::PrecisionPipelineOptions &precision,
+                                        std::vector<std::string> *files,
+                                        Failure &inputsFailure) {
+  compiler::SessionOptions options;
+  options.model = request.path;
+  options.load.inputShapes = request.shapes;
   if (files)
-    options.onExternalFile = [files](const std::string &path) { files->push_back(path); };
+    options.load.onExternalFile = [files](const std::string &path) { files->push_back(path); };
   for (const auto &[name, array] : request.calibrate)
-    options.dataShapes.emplace(name, array.shape);
-  module = compiler::loadModel(ctx.context, request.path, options);
-  if (!module)
+    options.load.dataShapes.emplace(name, array.shape);
+  if (!request.calibrate.empty())
+    options.calibrationInputs =
+        [&request, &inputsFailure](func::FuncOp func) -> FailureOr<std::vector<HostTensor>> {
+      std::vector<HostTensor> inputs;
+      std::vector<bool> given;
+      const std::string &model = request.displayName;
+      if (Failure f = convertArrays(func, compiler::getSignature(func), request.calibrate, model,
+                                    "calibrate", inputs, given)) {
+        f.message = model + ": " + f.message;
+        inputsFailure = f;
+        return mlir::failure();
+      }
+      return inputs;
+    };
+  options.precision = &precision;
+  options.existing =
+      request.precisionGiven ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
+  return options;
+}
+
+/// The failure of the session's failed step, as the CLI prints it: a load
+/// error names the file itself; a bad calibration array is `inputsFailure`.
+Failure sessionFailure(const Context &ctx, const compiler::CompileSession &session,
+                       const CompileRequest &request, const Failure &inputsFailure) {
+  switch (session.failedStep()) {
+  case compiler::SessionStep::Load:
     return compileFailure(ctx.first);
-  return {};
+  case compiler::SessionStep::CalibrationInputs:
+    return inputsFailure;
+  default:
+    return compileFailure(ctx.first, request.displayName);
+  }
 }
 
 /// Loads, calibrates and runs the precision pipeline: `mixprec compile`'s
@@ -154,56 +190,27 @@ Failure loadPlan(Context &ctx, const CompileRequest &request, OwningOpRef<Module
     if (!options.policyFile.getValue().empty())
       files->push_back(options.policyFile);
   }
-  if (Failure f = loadReference(ctx, request, module, files))
-    return f;
-  const std::string &model = request.displayName;
-  if (!request.calibrate.empty()) {
-    FailureOr<func::FuncOp> func = compiler::entryFunction(*module);
-    if (failed(func))
-      return compileFailure(ctx.first, model);
-    std::vector<HostTensor> inputs;
-    std::vector<bool> given;
-    compiler::GraphSignature sig = compiler::getSignature(*func);
-    if (Failure f = convertArrays(*func, sig, request.calibrate, model, "calibrate", inputs,
-                                  given)) {
-      f.message = model + ": " + f.message;
-      return f;
-    }
-    if (failed(compiler::calibrate(*func, {inputs})))
-      return compileFailure(ctx.first, model);
-  }
-  compiler::ExistingPlan existing =
-      request.precisionGiven ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
-  if (failed(compiler::compilePrecision(*module, options, existing)))
-    return compileFailure(ctx.first, model);
+  Failure inputsFailure;
+  compiler::CompileSession session(ctx.context, sessionOptions(request, options, files, inputsFailure));
+  module = session.plan();
+  if (!module)
+    return sessionFailure(ctx, session, request, inputsFailure);
   return {};
 }
 
-/// The graph of a loaded model.
-Failure entryOf(Context &ctx, ModuleOp module, const std::string &model, func::FuncOp &func) {
-  FailureOr<func::FuncOp> entry = compiler::entryFunction(module);
-  if (failed(entry))
-    return compileFailure(ctx.first, model);
-  func = *entry;
-  return {};
-}
-
-/// The imported FP32 graph and the compiled plan of one model, side by
-/// side (report and validate compare them).
-struct ReferenceAndPlan {
-  OwningOpRef<ModuleOp> reference, plan;
-  func::FuncOp referenceFunc, planFunc;
-};
+using compiler::ReferenceAndPlan;
 
 /// Loads the reference and compiles the plan, as `mixprec report` does.
 Failure loadReferenceAndPlan(Context &ctx, const CompileRequest &request, ReferenceAndPlan &out) {
-  if (Failure f = loadReference(ctx, request, out.reference))
+  passes::PrecisionPipelineOptions options;
+  if (Failure f = parseOptions(request.options, options))
     return f;
-  if (Failure f = entryOf(ctx, *out.reference, request.displayName, out.referenceFunc))
-    return f;
-  if (Failure f = loadPlan(ctx, request, out.plan))
-    return f;
-  return entryOf(ctx, *out.plan, request.displayName, out.planFunc);
+  Failure inputsFailure;
+  compiler::CompileSession session(ctx.context,
+                            sessionOptions(request, options, nullptr, inputsFailure));
+  if (failed(session.referenceAndPlan(out)))
+    return sessionFailure(ctx, session, request, inputsFailure);
+  return {};
 }
 
 /// The plan info report and validate print, from the request's options.

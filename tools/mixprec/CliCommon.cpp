@@ -326,30 +326,73 @@ const GivenArrays &givenArrays() {
   return given;
 }
 
-OwningOpRef<ModuleOp> loadModel(CommandContext &command,
-                                std::vector<std::string> *externalFiles,
-                                std::vector<std::string> *valuesUsed) {
+namespace {
+/// The compile session of the command's model: its --shape sizes, the
+/// arrays given (--input, --calibrate), the --calibrate inputs and the
+/// precision options. Every file the model reads is noted as an input
+/// (no output may replace it) and told to `externalFiles`; the inputs the
+/// model was specialised to go to `valuesUsed`.
+compiler::SessionOptions sessionOptions(std::vector<std::string> *externalFiles,
+                                        std::vector<std::string> *valuesUsed) {
   const std::string &path = opts::model();
-  noteInput(path, "the model " + path);
-  compiler::LoadOptions options;
-  // External data files are inputs too: no output may replace them.
-  options.onExternalFile = [&](const std::string &file) {
+  compiler::SessionOptions options;
+  options.model = path;
+  options.load.onExternalFile = [path, externalFiles](const std::string &file) {
     noteInput(file, "external data of the model " + path);
     if (externalFiles)
       externalFiles->push_back(file);
   };
-  options.inputShapes = opts::shapes();
+  options.load.inputShapes = opts::shapes();
   const GivenArrays &given = givenArrays();
-  options.dataShapes = given.shapes;
-  options.dataValues = given.intValues;
-  options.dataFloatValues = given.floatValues;
-  options.onValueUsed = [&](const std::string &name) {
+  options.load.dataShapes = given.shapes;
+  options.load.dataValues = given.intValues;
+  options.load.dataFloatValues = given.floatValues;
+  options.load.onValueUsed = [valuesUsed](const std::string &name) {
     if (valuesUsed)
       valuesUsed->push_back(name);
   };
-  OwningOpRef<ModuleOp> module = compiler::loadModel(command.context, path, options);
+  if (!opts::calibration().empty())
+    options.calibrationInputs = [](func::FuncOp func) -> FailureOr<std::vector<HostTensor>> {
+      std::vector<HostTensor> inputs;
+      std::string error;
+      if (!loadInputs(func, compiler::getSignature(func), opts::calibration(), 0, inputs, error,
+                      "--calibrate")) {
+        fail(opts::model() + ": " + error);
+        return failure();
+      }
+      return inputs;
+    };
+  options.precision = &opts::precision();
+  // An annotated graph (compile --emit mp-mlir) keeps its plan, unless a
+  // precision was asked for.
+  options.existing =
+      opts::precisionGiven() ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
+  options.precisionError = opts::unknownPrecision();
+  return options;
+}
+
+/// Prints the error of the session's failed step; returns 1. A load error
+/// names the file itself; the calibration inputs printed their own.
+int failSession(const compiler::CompileSession &session, const DiagnosticCapture &diagnostics) {
+  switch (session.failedStep()) {
+  case compiler::SessionStep::Load:
+    return diagnostics.fail();
+  case compiler::SessionStep::CalibrationInputs:
+    return 1;
+  default:
+    return diagnostics.fail(opts::model());
+  }
+}
+} // namespace
+
+OwningOpRef<ModuleOp> loadModel(CommandContext &command,
+                                std::vector<std::string> *externalFiles,
+                                std::vector<std::string> *valuesUsed) {
+  noteInput(opts::model(), "the model " + opts::model());
+  compiler::CompileSession session(command.context, sessionOptions(externalFiles, valuesUsed));
+  OwningOpRef<ModuleOp> module = session.load();
   if (!module)
-    command.diagnostics.fail();
+    failSession(session, command.diagnostics);
   return module;
 }
 
@@ -362,65 +405,23 @@ func::FuncOp entryFunctionOf(ModuleOp module, const DiagnosticCapture &diagnosti
   return *func;
 }
 
-/// Runs the FP32 graph on the --calibrate inputs; false after printing the error.
-static bool calibrateModel(ModuleOp module, const DiagnosticCapture &diagnostics) {
-  func::FuncOp func = entryFunctionOf(module, diagnostics);
-  if (!func)
-    return false;
-  std::vector<HostTensor> inputs;
-  std::string error;
-  if (!loadInputs(func, compiler::getSignature(func), opts::calibration(), 0, inputs, error,
-                  "--calibrate")) {
-    fail(opts::model() + ": " + error);
-    return false;
-  }
-  if (failed(compiler::calibrate(func, {inputs}))) {
-    diagnostics.fail(opts::model());
-    return false;
-  }
-  return true;
-}
-
 OwningOpRef<ModuleOp> compileModel(CommandContext &command,
                                    std::vector<std::string> *externalFiles,
                                    std::vector<std::string> *valuesUsed) {
-  const DiagnosticCapture &diagnostics = command.diagnostics;
-  OwningOpRef<ModuleOp> module = loadModel(command, externalFiles, valuesUsed);
+  noteInput(opts::model(), "the model " + opts::model());
+  compiler::CompileSession session(command.context, sessionOptions(externalFiles, valuesUsed));
+  OwningOpRef<ModuleOp> module = session.plan();
   if (!module)
-    return nullptr;
-  if (!opts::calibration().empty() && !calibrateModel(*module, diagnostics))
-    return nullptr;
-  // An annotated graph (compile --emit mp-mlir) keeps its plan, unless a
-  // precision was asked for.
-  compiler::ExistingPlan existing =
-      opts::precisionGiven() ? compiler::ExistingPlan::Refuse : compiler::ExistingPlan::Keep;
-  if (!opts::unknownPrecision().empty() && !compiler::hasPrecisionPlan(*module)) {
-    // Where the precision pipeline reported it: at the graph.
-    if (func::FuncOp func = entryFunctionOf(*module, diagnostics)) {
-      emitError(func.getLoc()) << opts::unknownPrecision();
-      diagnostics.fail(opts::model());
-    }
-    return nullptr;
-  }
-  if (failed(compiler::compilePrecision(*module, opts::precision(), existing))) {
-    diagnostics.fail(opts::model());
-    return nullptr;
-  }
+    failSession(session, command.diagnostics);
   return module;
 }
 
 int loadReferenceAndPlan(CommandContext &command, ReferenceAndPlan &out) {
-  out.reference = loadModel(command);
-  if (!out.reference)
-    return 1;
-  out.referenceFunc = entryFunctionOf(*out.reference, command.diagnostics);
-  if (!out.referenceFunc)
-    return 1;
-  out.plan = compileModel(command);
-  if (!out.plan)
-    return 1;
-  out.planFunc = entryFunctionOf(*out.plan, command.diagnostics);
-  return out.planFunc ? 0 : 1;
+  noteInput(opts::model(), "the model " + opts::model());
+  compiler::CompileSession session(command.context, sessionOptions(nullptr, nullptr));
+  if (failed(session.referenceAndPlan(out)))
+    return failSession(session, command.diagnostics);
+  return 0;
 }
 
 compiler::PlanInfo planInfo() {

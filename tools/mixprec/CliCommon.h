@@ -4,6 +4,7 @@
 
 #include "common/Npy.h"
 #include "compiler/Compile/Compile.h"
+#include "compiler/Compile/Session.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "compiler/Report/Report.h"
 #include "tools/mixprec/Options.h"
@@ -164,10 +165,7 @@ mlir::func::FuncOp entryFunctionOf(mlir::ModuleOp module, const DiagnosticCaptur
 
 /// The imported FP32 graph and the compiled plan of one model, side by side
 /// (report and validate compare them).
-struct ReferenceAndPlan {
-  mlir::OwningOpRef<mlir::ModuleOp> reference, plan;
-  mlir::func::FuncOp referenceFunc, planFunc;
-};
+using compiler::ReferenceAndPlan;
 
 /// Loads the reference and compiles the plan; returns 0, or the exit code
 /// after printing the error.
