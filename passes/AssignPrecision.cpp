@@ -127,23 +127,16 @@ LogicalResult AssignPrecisionPass::buildPolicy(PrecisionPolicy &policy) {
   MLIRContext *ctx = &getContext();
   func::FuncOp func = getOperation();
   std::string error;
-  std::optional<Type> target = parseDType(ctx, precision);
-  if (!target || isa<Float8E5M2Type>(*target)) {
-    func.emitError() << "unknown precision '" << precision
-                     << "' (use fp32, tf32, bf16, fp16 or fp8)";
-    return failure();
-  }
-  policy.target = *target;
+  policy.target = dtypeOf(ctx, precision);
   policy.keepIoTypes = keepIoTypes;
   policy.fp16Margin = fp16Margin;
   policy.underflowThreshold = underflowThreshold;
-  std::optional<Type> fallback = parseDType(ctx, overflowFallback);
-  if (!fallback || !(fallback->isBF16() || fallback->isF32())) {
-    func.emitError() << "overflow-fallback must be bf16 or fp32, got '" << overflowFallback
-                     << "'";
+  if (overflowFallback != Precision::BF16 && overflowFallback != Precision::FP32) {
+    func.emitError() << "overflow-fallback must be bf16 or fp32, got '"
+                     << precisionName(overflowFallback) << "'";
     return failure();
   }
-  policy.overflowFallback = *fallback;
+  policy.overflowFallback = dtypeOf(ctx, overflowFallback);
 
   std::vector<std::string> forces(force.begin(), force.end());
   std::vector<std::string> keeps(keepFp32.begin(), keepFp32.end());

@@ -92,14 +92,14 @@ bool hasStaticScale(Value v) {
 
 /// Whether FP8 GEMM `gemm` cannot be scaled as `scaling` asks: under
 /// static scaling, an operand without a compile-time scale.
-bool needsMissingCalibration(Operation *gemm, StringRef scaling) {
-  return scaling == "static" &&
+bool needsMissingCalibration(Operation *gemm, Fp8Scaling scaling) {
+  return scaling == Fp8Scaling::Static &&
          !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
 }
 
 /// How activations are scaled (the pass options).
 struct ScalingOptions {
-  std::string scaling; ///< current, delayed, static or auto
+  Fp8Scaling scaling; ///< delayed scales are made current, then state
   int64_t margin;
   bool hybrid; ///< gradient operands in f8E5M2
 };
@@ -184,7 +184,7 @@ private:
     auto calibrated =
         producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
     Value scale;
-    if (calibrated && options.scaling != "current") {
+    if (calibrated && options.scaling != Fp8Scaling::Current) {
       scale = scalarConstant(b, loc,
                              scaleFor(calibrated.getValueAsDouble(), format, options.margin));
     } else {
@@ -367,29 +367,15 @@ void makeDelayed(func::FuncOp func, const ScaleSite &site, int64_t length, bool 
 struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass> {
   using InsertScalingPassBase::InsertScalingPassBase;
 
-  /// 1. Check the options, and under scaling=static that every FP8 GEMM
+  /// 1. Check the numbers (the enums are checked when parsed), and under scaling=static that every FP8 GEMM
   ///    operand has a compile-time scale (the error names the GEMM).
   /// 2. Apply ScaleFp8Gemm greedily to the FP8 GEMMs, and to them only:
   ///    the driver would fold any other op it visits (a cast of a weight),
   ///    which is --mp-fold-casts' job.
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (scaling != "auto" && scaling != "current" && scaling != "static" &&
-        scaling != "delayed") {
-      func.emitError() << "scaling must be current, delayed, static or auto, got '" << scaling
-                       << "'";
-      return signalPassFailure();
-    }
-    if (format != "hybrid" && format != "e4m3") {
-      func.emitError() << "FP8 format must be hybrid or e4m3, got '" << format << "'";
-      return signalPassFailure();
-    }
-    if (amaxAlgo != "max" && amaxAlgo != "most-recent") {
-      func.emitError() << "amax-algo must be max or most-recent, got '" << amaxAlgo << "'";
-      return signalPassFailure();
-    }
-    if (historyLength < 1) {
-      func.emitError() << "amax-history must be at least 1, got " << historyLength;
+    if (amaxHistory < 1) {
+      func.emitError() << "amax-history must be at least 1, got " << amaxHistory;
       return signalPassFailure();
     }
     if (margin < 0) {
@@ -410,8 +396,10 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
     RewritePatternSet patterns(&getContext());
     std::vector<ScaleSite> sites;
     patterns.add<ScaleFp8Gemm>(&getContext(),
-                               ScalingOptions{scaling == "delayed" ? std::string("current") : std::string(scaling), margin,
-                                              format == "hybrid"},
+                               ScalingOptions{scaling == Fp8Scaling::Delayed
+                                                  ? Fp8Scaling::Current
+                                                  : Fp8Scaling(scaling),
+                                              margin, format == Fp8Format::Hybrid},
                                sites);
     GreedyRewriteConfig config;
     config.strictMode = GreedyRewriteStrictness::ExistingOps;
@@ -422,7 +410,7 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
       func.emitError() << "--mp-insert-scaling left an FP8 GEMM unscaled";
       return signalPassFailure();
     }
-    if (scaling != "delayed")
+    if (scaling != Fp8Scaling::Delayed)
       return;
     // One state pair per site, named uniquely ("#2" for a second GEMM of
     // the same name).
@@ -435,7 +423,7 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
       for (int n = 2; names.contains("fp8." + site.name + ".scale"); ++n)
         site.name = base + "#" + std::to_string(n);
       names.insert("fp8." + site.name + ".scale");
-      makeDelayed(func, site, historyLength, amaxAlgo == "most-recent", margin);
+      makeDelayed(func, site, amaxHistory, amaxAlgo == AmaxAlgo::MostRecent, margin);
     }
   }
 };

@@ -4,6 +4,7 @@
 
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
+#include "passes/OptionTypes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -4,6 +4,28 @@
 
 include "mlir/Pass/PassBase.td"
 
+// An option with the llvm::cl parser it has where a pipeline shows it as a
+// tool's flag (MixprecPipeline): the parser checks the value and refuses a
+// bad one in the tool's words ("takes a positive number, got 'x'"). The
+// pass itself takes the option with MLIR's default parser.
+class MpOption<string varName, string arg, string valueType, string default,
+               string desc, string additionalFlags = "", string parserClass = "">
+    : Option<varName, arg, valueType, default, desc, additionalFlags> {
+  string parser = parserClass;
+}
+
+// A pass pipeline whose options are the options of its passes, each
+// declared once, on its pass: mixprec-tblgen -gen-pipeline-options writes
+// the mlir::PassPipelineOptions struct `cppName` holding one option per
+// option of `passes` (its argument and C++ name under the pass's prefix in
+// `prefixes`) and, per pass, a getter of that pass's options struct.
+class MixprecPipeline<string pipelineArgument, string structName> {
+  string argument = pipelineArgument;
+  string cppName = structName;
+  list<Pass> passes = [];
+  list<string> prefixes = [];
+}
+
 //===----------------------------------------------------------------------===//
 // Precision
 //===----------------------------------------------------------------------===//
@@ -32,24 +54,43 @@ def AssignPrecisionPass : Pass<"mp-assign-precision", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"",
-           "Target precision: fp32, tf32, bf16, fp16 or fp8">,
-    Option<"keepIoTypes", "keep-io-types", "bool", "true",
-           "Keep graph inputs and outputs in their original dtype">,
+    MpOption<"precision", "precision", "::mixprec::passes::Precision",
+             "::mixprec::passes::Precision::BF16", "The precision GEMM-class ops run in",
+             [{::llvm::cl::values(
+                 clEnumValN(::mixprec::passes::Precision::FP32, "fp32", "FP32 (no mixed precision)"),
+                 clEnumValN(::mixprec::passes::Precision::TF32, "tf32", "TF32 GEMM operands"),
+                 clEnumValN(::mixprec::passes::Precision::BF16, "bf16", "BF16"),
+                 clEnumValN(::mixprec::passes::Precision::FP16, "fp16", "FP16"),
+                 clEnumValN(::mixprec::passes::Precision::FP8, "fp8",
+                            "FP8 E4M3 GEMMs with per-tensor scales, BF16 elsewhere"))}],
+             "::mixprec::passes::PrecisionParser">,
+    MpOption<"keepIoTypes", "keep-io-types", "bool", "true",
+             "Graph inputs and outputs keep their dtypes", "", "::mixprec::passes::FlagParser">,
     ListOption<"keepFp32", "keep-fp32", "std::string",
-               "Op types (softmax, mp.matmul) or op-name globs kept in FP32">,
+               "Op types (softmax, mp.matmul) or op-name globs kept in FP32 "
+               "(comma-separated, repeatable)", [{::llvm::cl::value_desc("TYPE|GLOB")}]>,
     ListOption<"force", "force", "std::string",
-               "NAME_GLOB:DTYPE overrides (dtype fp32, tf32, bf16, fp16, fp8)">,
+               "GLOB:DTYPE: ops whose type or name matches GLOB run in DTYPE "
+               "(fp32, tf32, bf16, fp16, fp8; repeatable)", [{::llvm::cl::value_desc("GLOB:DTYPE")}]>,
     Option<"policyFile", "policy", "std::string", "\"\"",
-           "JSON policy file with the same settings">,
-    Option<"fp16Margin", "fp16-margin", "double", "2.0",
-           "Leave FP16 when calibrated amax * margin > 65504">,
-    Option<"underflowThreshold", "underflow-threshold", "double", "0.5",
-           "Leave FP16 when this share of non-zero values is below 6.1e-5">,
-    Option<"overflowFallback", "overflow-fallback", "std::string", "\"bf16\"",
-           "Where FP16 overflow goes: bf16 or fp32">,
+           "A JSON policy file with the same settings (its keys: these names with '_' for "
+           "'-'); it wins over flags", [{::llvm::cl::value_desc("FILE.json")}]>,
+    MpOption<"fp16Margin", "fp16-margin", "double", "2.0",
+             "Leave FP16 when calibrated amax * margin > 65504", "",
+             "::mixprec::passes::PositiveNumberParser">,
+    MpOption<"underflowThreshold", "underflow-threshold", "double", "0.5",
+             "Leave FP16 when this share of calibrated non-zero values is below 6.1e-5", "",
+             "::mixprec::passes::PositiveNumberParser">,
+    MpOption<"overflowFallback", "overflow-fallback", "::mixprec::passes::Precision",
+             "::mixprec::passes::Precision::BF16",
+             "Where ops that FP16 cannot hold go: bf16 or fp32",
+             [{::llvm::cl::values(
+                 clEnumValN(::mixprec::passes::Precision::BF16, "bf16", "BF16"),
+                 clEnumValN(::mixprec::passes::Precision::FP32, "fp32", "FP32"))}],
+             "::mixprec::passes::EnumParser<::mixprec::passes::Precision>">,
   ];
 }
+
 
 def FoldCastsPass : Pass<"mp-fold-casts", "mlir::func::FuncOp"> {
   let summary = "Remove exact cast pairs and store constants in their cast dtype";
@@ -177,19 +218,43 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
   let options = [
-    Option<"scaling", "scaling", "std::string", "\"auto\"",
-           "Activation scales: current, delayed, static (needs calibration) or auto">,
-    Option<"margin", "margin", "int64_t", "0", "Scale margin: scale /= 2^margin">,
-    Option<"format", "format", "std::string", "\"hybrid\"",
-           "hybrid: gradient operands (mp.grad_operands) in f8E5M2, the rest in the "
-           "GEMM's FP8 type; e4m3: every operand in the GEMM's type">,
-    Option<"historyLength", "amax-history", "int64_t", "1024",
-           "Delayed scaling: the amax history's length">,
-    Option<"amaxAlgo", "amax-algo", "std::string", "\"max\"",
-           "Delayed scaling: the amax a scale is computed from, max (over the history) or "
-           "most-recent">,
+    MpOption<"scaling", "scaling", "::mixprec::passes::Fp8Scaling",
+             "::mixprec::passes::Fp8Scaling::Auto",
+             "FP8 activation scales: current, delayed (amax history in module state), static "
+             "(from --calibrate) or auto (static where calibrated)",
+             [{::llvm::cl::values(
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Current, "current", "this run's amax"),
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Delayed, "delayed",
+                            "an amax history in module state"),
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Static, "static", "calibrated amax"),
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Auto, "auto",
+                            "static where calibrated, else current"))}],
+             "::mixprec::passes::EnumParser<::mixprec::passes::Fp8Scaling>">,
+    MpOption<"margin", "margin", "int", "0", "FP8 scale margin: scales are divided by 2^N",
+             "", "::mixprec::passes::IntegerInRangeParser<0, 64>">,
+    MpOption<"format", "format", "::mixprec::passes::Fp8Format",
+             "::mixprec::passes::Fp8Format::Hybrid",
+             "FP8 formats: hybrid (gradient operands, mp.grad_operands, in f8E5M2, the rest in "
+             "the GEMM's FP8 type) or e4m3 (every operand in the GEMM's type)",
+             [{::llvm::cl::values(
+                 clEnumValN(::mixprec::passes::Fp8Format::Hybrid, "hybrid",
+                            "gradients f8E5M2, the rest f8E4M3FN"),
+                 clEnumValN(::mixprec::passes::Fp8Format::E4M3, "e4m3", "every operand f8E4M3FN"))}],
+             "::mixprec::passes::EnumParser<::mixprec::passes::Fp8Format>">,
+    MpOption<"amaxHistory", "amax-history", "int", "1024",
+             "Delayed FP8 scaling: amax history length", "",
+             "::mixprec::passes::IntegerInRangeParser<1, (1 << 20)>">,
+    MpOption<"amaxAlgo", "amax-algo", "::mixprec::passes::AmaxAlgo",
+             "::mixprec::passes::AmaxAlgo::Max",
+             "Delayed FP8 scaling: scale from the history's max or the most-recent amax",
+             [{::llvm::cl::values(
+                 clEnumValN(::mixprec::passes::AmaxAlgo::Max, "max", "the history's max"),
+                 clEnumValN(::mixprec::passes::AmaxAlgo::MostRecent, "most-recent",
+                            "the amax just measured"))}],
+             "::mixprec::passes::EnumParser<::mixprec::passes::AmaxAlgo>">,
   ];
 }
+
 
 //===----------------------------------------------------------------------===//
 // Kernels
@@ -370,6 +435,17 @@ def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
     Option<"stepName", "name", "std::string", "\"train_step\"", "The step function's name">,
     Option<"keepForward", "keep-forward", "bool", "false", "Keep the forward function">,
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+// --mp-precision-pipeline (Pipelines.cpp): its options are
+// --mp-assign-precision's and --mp-insert-scaling's (as fp8-*).
+def PrecisionPipeline : MixprecPipeline<"mp-precision-pipeline", "PrecisionPipelineOptions"> {
+  let passes = [AssignPrecisionPass, InsertScalingPass];
+  let prefixes = ["", "fp8-"];
 }
 
 #endif // MIXPREC_PASSES

@@ -1,7 +1,6 @@
 //===- Pipelines.cpp - the registered mixprec pass pipelines ---------------===//
 #include "passes/Pipelines.h"
 
-#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -13,19 +12,35 @@ using namespace mlir;
 
 namespace mixprec::passes {
 
+#define GEN_PIPELINE_OPTIONS_DEF
+#include "passes/Pipelines.h.inc"
+
 namespace {
-/// The parser of the declared --precision, which holds its cl::values.
-const PrecisionParser &declaredPrecisions() {
-  static PrecisionPipelineOptions declared;
-  return declared.precision.getParser();
+/// The options as declared, whose parsers hold the values' names.
+PrecisionPipelineOptions &declared() {
+  static PrecisionPipelineOptions options;
+  return options;
 }
 } // namespace
 
-llvm::StringRef precisionName(Precision precision) {
-  return declaredPrecisions().nameOf(precision);
+llvm::StringRef optionValueName(Precision value) {
+  return declared().precision.getParser().nameOf(value);
+}
+llvm::StringRef optionValueName(Fp8Scaling value) {
+  return declared().fp8Scaling.getParser().nameOf(value);
+}
+llvm::StringRef optionValueName(Fp8Format value) {
+  return declared().fp8Format.getParser().nameOf(value);
+}
+llvm::StringRef optionValueName(AmaxAlgo value) {
+  return declared().fp8AmaxAlgo.getParser().nameOf(value);
 }
 
-std::string precisionNames(llvm::StringRef last) { return declaredPrecisions().nameList(last); }
+llvm::StringRef precisionName(Precision precision) { return optionValueName(precision); }
+
+std::string precisionNames(llvm::StringRef last) {
+  return declared().precision.getParser().nameList(last);
+}
 
 //===----------------------------------------------------------------------===//
 // Option values
@@ -94,21 +109,6 @@ bool FlagParser::parse(llvm::cl::Option &option, llvm::StringRef argName, llvm::
   return reportOptionError(option, argName, "takes true or false, got '" + arg + "'");
 }
 
-void PrecisionPipelineOptions::addToSubCommand(llvm::cl::SubCommand &sub,
-                                               llvm::ArrayRef<llvm::StringRef> only) {
-  // Registering an option again re-registers it everywhere it lives, so
-  // the options are collected before the map they sit in changes.
-  llvm::SmallVector<llvm::cl::Option *> selected;
-  for (auto &[name, option] : OptionsMap)
-    if (only.empty() || llvm::is_contained(only, name))
-      selected.push_back(option);
-  for (llvm::cl::Option *option : selected) {
-    option->removeArgument();
-    option->addSubCommand(sub);
-    option->addArgument();
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Pipelines
 //===----------------------------------------------------------------------===//
@@ -120,27 +120,13 @@ void buildPrecisionPipeline(OpPassManager &pm, const PrecisionPipelineOptions &o
   funcPm.addPass(createCanonicalizerPass());
   // A weight exported twice, once transposed for a GEMM, is read once.
   funcPm.addPass(createTieTransposedWeightsPass());
-  // The passes take their options from this one declaration; the list
-  // options are views of its vectors, which outlive the pass creation.
-  AssignPrecisionPassOptions assign;
-  assign.precision = precisionName(options.precision).str();
-  assign.keepIoTypes = options.keepIoTypes;
-  assign.keepFp32 = llvm::ArrayRef<std::string>(options.keepFp32);
-  assign.force = llvm::ArrayRef<std::string>(options.force);
-  assign.policyFile = options.policyFile;
-  assign.fp16Margin = options.fp16Margin;
-  assign.underflowThreshold = options.underflowThreshold;
-  assign.overflowFallback = options.overflowFallback;
-  funcPm.addPass(createAssignPrecisionPass(assign));
+  // Each pass takes its options as the pipeline's generated getters give
+  // them; list options are views of the pipeline's vectors, which outlive
+  // the pass creation.
+  funcPm.addPass(createAssignPrecisionPass(options.getAssignPrecisionPassOptions()));
   funcPm.addPass(createInsertCastsPass());
   funcPm.addPass(createShareWeightsPass());
-  InsertScalingPassOptions scaling;
-  scaling.scaling = options.fp8Scaling;
-  scaling.margin = options.fp8Margin;
-  scaling.format = options.fp8Format;
-  scaling.historyLength = options.amaxHistory;
-  scaling.amaxAlgo = options.amaxAlgo;
-  funcPm.addPass(createInsertScalingPass(scaling));
+  funcPm.addPass(createInsertScalingPass(options.getInsertScalingPassOptions()));
   funcPm.addPass(createFoldCastsPass());
 }
 

@@ -27,6 +27,22 @@ std::optional<Type> parseDType(MLIRContext *ctx, StringRef name) {
   return std::nullopt;
 }
 
+Type dtypeOf(MLIRContext *ctx, Precision precision) {
+  switch (precision) {
+  case Precision::FP32:
+    return Float32Type::get(ctx);
+  case Precision::TF32:
+    return FloatTF32Type::get(ctx);
+  case Precision::BF16:
+    return BFloat16Type::get(ctx);
+  case Precision::FP16:
+    return Float16Type::get(ctx);
+  case Precision::FP8:
+    return Float8E4M3FNType::get(ctx);
+  }
+  llvm_unreachable("a precision without a dtype");
+}
+
 std::string dtypeName(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -8,6 +8,8 @@
 #ifndef MIXPREC_PASSES_PRECISIONUTILS_H
 #define MIXPREC_PASSES_PRECISIONUTILS_H
 
+#include "passes/OptionTypes.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Types.h"
 
@@ -21,6 +23,9 @@ namespace mixprec::passes {
 
 /// Parses fp32/f32, tf32, bf16, fp16/f16, fp8/f8E4M3FN, f8E5M2.
 std::optional<mlir::Type> parseDType(mlir::MLIRContext *ctx, llvm::StringRef name);
+
+/// The element type of a precision: f32, tf32, bf16, f16, f8E4M3FN.
+mlir::Type dtypeOf(mlir::MLIRContext *ctx, Precision precision);
 
 /// The MLIR spelling of a type ("bf16", "f8E4M3FN").
 std::string dtypeName(mlir::Type t);

@@ -509,7 +509,7 @@ int run(Ctx &ctx) {
   // delayed scaling from an amax history kept in the step's state.
   passes::PrecisionPipelineOptions &precision = *t.precision;
   if (precision.precision.getValue() == passes::Precision::FP8 && !precision.fp8Scaling.hasValue())
-    precision.fp8Scaling = "delayed";
+    precision.fp8Scaling = passes::Fp8Scaling::Delayed;
 
   StepFacts &facts = in.facts;
   facts.loss = o.loss == TrainingOptions::Loss::Model ? LossKind::Model

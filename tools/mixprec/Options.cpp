@@ -934,9 +934,30 @@ const std::string &model() { return modelArg.front(); }
 std::vector<std::string> files() { return {csvArg.begin(), csvArg.end()}; }
 const std::string &reportRunMetrics() { return reportRunMetricsOpt; }
 
+namespace {
+/// The precision pipeline's options as flags of this tool's subcommands.
+struct PrecisionFlags : passes::PrecisionPipelineOptions {
+  /// Makes these options (or only those named in `only`) options of `sub`
+  /// too, parsed straight into this struct.
+  void addToSubCommand(cl::SubCommand &sub, llvm::ArrayRef<llvm::StringRef> only = {}) {
+    // Registering an option again re-registers it everywhere it lives, so
+    // the options are collected before the map they sit in changes.
+    llvm::SmallVector<cl::Option *> selected;
+    for (auto &[name, option] : OptionsMap)
+      if (only.empty() || llvm::is_contained(only, name))
+        selected.push_back(option);
+    for (cl::Option *option : selected) {
+      option->removeArgument();
+      option->addSubCommand(sub);
+      option->addArgument();
+    }
+  }
+};
+} // namespace
+
 passes::PrecisionPipelineOptions &precision() {
-  static passes::PrecisionPipelineOptions *options = [] {
-    auto *options = new passes::PrecisionPipelineOptions();
+  static PrecisionFlags *options = [] {
+    auto *options = new PrecisionFlags();
     options->addToSubCommand(compileCommand);
     options->addToSubCommand(reportCommand);
     options->addToSubCommand(validateCommand);

@@ -25,7 +25,7 @@
 // RUN: %python -c "import os, sys; os.mkfifo(sys.argv[1])" %t.fifo
 // RUN: not mixprec-opt --mp-assign-precision="policy=%t.fifo" %s 2>&1 | FileCheck %s --check-prefix=FIFO
 
-// PRECISION: error: unknown precision 'fp9' (use fp32, tf32, bf16, fp16 or fp8)
+// PRECISION: for the --precision option: Cannot find option named 'fp9'!
 // NOMATCH: error: override 'force=nothing_here:fp16' matches no op type or op name in @main
 // DTYPE: error: force entry 'fc:fp64': unknown dtype 'fp64' (use fp32, tf32, bf16, fp16 or fp8)
 // FORM: error: force entry 'fc' must be NAME:DTYPE
@@ -34,7 +34,7 @@
 // PARSE: error: policy file '{{.*}}policy-broken.json' does not parse
 // NEWLINE: error: policy file '{{.*}}policy-newline-key.json': unknown key 'fp16_margi\0A' (known:
 // MISSING: error: policy file '{{.*}}no-such-policy.json': cannot read: no such file
-// FALLBACK: error: overflow-fallback must be bf16 or fp32, got 'fp8'
+// FALLBACK: for the --overflow-fallback option: Cannot find option named 'fp8'!
 // DEEP: error: policy file '{{.*}}deep.json': JSON nested deeper than 64 levels
 // DEEP65: error: policy file '{{.*}}65.json': JSON nested deeper than 64 levels
 // DEEP64: error: policy file '{{.*}}64.json': key 'force' must be an object of strings

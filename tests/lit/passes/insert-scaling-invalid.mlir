@@ -1,10 +1,11 @@
 // RUN: mixprec-opt --verify-diagnostics --mp-insert-scaling=scaling=static %s
 // RUN: not mixprec-opt --mp-insert-scaling=scaling=later %s 2>&1 | FileCheck %s --check-prefix=MODE
-// MODE: error: scaling must be current, delayed, static or auto, got 'later'
+// The enum options are checked when the pipeline is parsed:
+// MODE: for the --scaling option: Cannot find option named 'later'!
 // RUN: not mixprec-opt --mp-insert-scaling=format=e3m4 %s 2>&1 | FileCheck %s --check-prefix=FORMAT
-// FORMAT: error: FP8 format must be hybrid or e4m3, got 'e3m4'
+// FORMAT: for the --format option: Cannot find option named 'e3m4'!
 // RUN: not mixprec-opt --mp-insert-scaling=amax-algo=mean %s 2>&1 | FileCheck %s --check-prefix=ALGO
-// ALGO: error: amax-algo must be max or most-recent, got 'mean'
+// ALGO: for the --amax-algo option: Cannot find option named 'mean'!
 
 // Static scaling without calibration evidence for the activation.
 func.func @fp8$static_without_calibration(%x: tensor<4x2xf32>) -> tensor<4x2xbf16> {

@@ -1,12 +1,12 @@
-//===- PrecisionOptionsTest.cpp - one declaration of the precision options ===//
+//===- PrecisionOptionsTest.cpp - the generated precision pipeline options ===//
 //
-// PrecisionPipelineOptions (passes/Pipelines.h) is the declaration the CLI,
-// policy files and --mp-precision-pipeline use; the passes it runs keep
-// their own options (Passes.td) so that `mixprec-opt --mp-assign-precision=
-// ...` runs one pass. buildPrecisionPipeline binds the first to the second.
-// These tests keep the two from drifting: every pass option has a pipeline
-// option of the same name (the scaling pass's under an "fp8-" prefix) with
-// the same default, and a non-default value reaches the pass.
+// PrecisionPipelineOptions (passes/Pipelines.h) is generated from the
+// options of the passes it runs (Passes.td, mixprec-tblgen
+// -gen-pipeline-options), which the CLI, policy files and
+// --mp-precision-pipeline use. These tests check the generator: every pass
+// option has a pipeline option of the same name (the scaling pass's under
+// its "fp8-" prefix) with the same default, and a non-default value reaches
+// the pass through buildPrecisionPipeline.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
