@@ -83,121 +83,21 @@ std::vector<uint8_t> denseBytes(DenseElementsAttr dense, RankedTensorType type) 
   return bytes;
 }
 
-/// The expression-program opcode of a scalar function, or nullopt for silu,
-/// which kernel bodies hold as a sigmoid and a mul (--mp-lower-to-kernels).
+/// The expression-program opcode of a scalar function, or nullopt for the
+/// lowered ones (silu), which kernel bodies hold as other functions
+/// (--mp-lower-to-kernels). From runtime/format/ScalarFns.def.
 std::optional<sc::OpCode> opCodeOf(graph::ScalarFn fn) {
-  using graph::ScalarFn;
   switch (fn) {
-  case ScalarFn::Add:
-    return sc::OpCode::Add;
-  case ScalarFn::Sub:
-    return sc::OpCode::Sub;
-  case ScalarFn::Mul:
-    return sc::OpCode::Mul;
-  case ScalarFn::Div:
-    return sc::OpCode::Div;
-  case ScalarFn::Pow:
-    return sc::OpCode::Pow;
-  case ScalarFn::Neg:
-    return sc::OpCode::Neg;
-  case ScalarFn::Relu:
-    return sc::OpCode::Relu;
-  case ScalarFn::Tanh:
-    return sc::OpCode::Tanh;
-  case ScalarFn::Sigmoid:
-    return sc::OpCode::Sigmoid;
-  case ScalarFn::Silu:
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, ...)                                    \
+  case graph::ScalarFn::Name:                                                                      \
+    return sc::OpCode::opcode;
+#define MP_SCALAR_FN_LOWERED(Name, ...)                                                            \
+  case graph::ScalarFn::Name:                                                                      \
     return std::nullopt;
-  case ScalarFn::Exp:
-    return sc::OpCode::Exp;
-  case ScalarFn::Log:
-    return sc::OpCode::Log;
-  case ScalarFn::Sqrt:
-    return sc::OpCode::Sqrt;
-  case ScalarFn::Rsqrt:
-    return sc::OpCode::Rsqrt;
-  case ScalarFn::Erf:
-    return sc::OpCode::Erf;
-  case ScalarFn::Reciprocal:
-    return sc::OpCode::Reciprocal;
-  case ScalarFn::GeluErf:
-    return sc::OpCode::GeluErf;
-  case ScalarFn::GeluTanh:
-    return sc::OpCode::GeluTanh;
-  case ScalarFn::Select:
-    return sc::OpCode::Select;
-  case ScalarFn::Cast:
-    return sc::OpCode::Cast;
-  case ScalarFn::Quantize:
-    return sc::OpCode::Quantize;
-  case ScalarFn::Dequantize:
-    return sc::OpCode::Div; // x / scale
-  case ScalarFn::Equal:
-    return sc::OpCode::Equal;
-  case ScalarFn::Less:
-    return sc::OpCode::Less;
-  case ScalarFn::LessOrEqual:
-    return sc::OpCode::LessOrEqual;
-  case ScalarFn::Greater:
-    return sc::OpCode::Greater;
-  case ScalarFn::GreaterOrEqual:
-    return sc::OpCode::GreaterOrEqual;
-  case ScalarFn::And:
-    return sc::OpCode::And;
-  case ScalarFn::Or:
-    return sc::OpCode::Or;
-  case ScalarFn::Xor:
-    return sc::OpCode::Xor;
-  case ScalarFn::Not:
-    return sc::OpCode::Not;
-  case ScalarFn::IsNaN:
-    return sc::OpCode::IsNaN;
-  case ScalarFn::IsInf:
-    return sc::OpCode::IsInf;
-  case ScalarFn::IsPosInf:
-    return sc::OpCode::IsPosInf;
-  case ScalarFn::IsNegInf:
-    return sc::OpCode::IsNegInf;
-  case ScalarFn::Sin:
-    return sc::OpCode::Sin;
-  case ScalarFn::Cos:
-    return sc::OpCode::Cos;
-  case ScalarFn::Abs:
-    return sc::OpCode::Abs;
-  case ScalarFn::Sign:
-    return sc::OpCode::Sign;
-  case ScalarFn::Floor:
-    return sc::OpCode::Floor;
-  case ScalarFn::Ceil:
-    return sc::OpCode::Ceil;
-  case ScalarFn::Round:
-    return sc::OpCode::Round;
-  case ScalarFn::Max:
-    return sc::OpCode::Max;
-  case ScalarFn::Min:
-    return sc::OpCode::Min;
-  case ScalarFn::Fmod:
-    return sc::OpCode::Fmod;
-  case ScalarFn::Mod:
-    return sc::OpCode::Mod;
-  case ScalarFn::Softplus:
-    return sc::OpCode::Softplus;
-  case ScalarFn::Mish:
-    return sc::OpCode::Mish;
-  case ScalarFn::HardSwish:
-    return sc::OpCode::HardSwish;
-  case ScalarFn::PRelu:
-    return sc::OpCode::PRelu;
-  case ScalarFn::HardSigmoid:
-    return sc::OpCode::HardSigmoid;
-  case ScalarFn::Elu:
-    return sc::OpCode::Elu;
-  case ScalarFn::Selu:
-    return sc::OpCode::Selu;
+#include "runtime/format/ScalarFns.def"
   }
   return std::nullopt;
 }
-
 
 /// Builds the FlatBuffers module from a planned function: one module step
 /// per mpk step, in order.

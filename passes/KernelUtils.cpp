@@ -12,14 +12,19 @@ std::optional<StringRef> gemmEpilogueOf(Operation *op) {
   auto elementwise = dyn_cast<graph::ElementwiseOpInterface>(op);
   if (!elementwise)
     return std::nullopt;
+  // The epilogue column of runtime/format/ScalarFns.def.
+#define MP_EPILOGUE_EPILOGUE(name) StringRef(#name)
+#define MP_EPILOGUE_NO_EPILOGUE std::nullopt
   switch (elementwise.getScalarFn()) {
-  case graph::ScalarFn::Relu:
-    return StringRef("relu");
-  case graph::ScalarFn::GeluTanh:
-    return StringRef("gelu");
-  default:
-    return std::nullopt;
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, intOp, epilogue,   \
+                     ...)                                                                          \
+  case graph::ScalarFn::Name:                                                                      \
+    return MP_EPILOGUE_##epilogue;
+#include "runtime/format/ScalarFns.def"
   }
+#undef MP_EPILOGUE_EPILOGUE
+#undef MP_EPILOGUE_NO_EPILOGUE
+  return std::nullopt;
 }
 
 bool isElementwiseKernelOp(Operation *op) {

@@ -3,7 +3,8 @@
 // An element-wise op names the scalar function it computes
 // (ElementwiseOpInterface); this file maps each function to its CPU
 // reference kernel. A new element-wise op with an existing function needs
-// nothing here; a new function needs one case (the switch is exhaustive).
+// nothing here; a new function needs nothing either: the switch expands
+// runtime/format/ScalarFns.def, whose eval column names the form.
 // Every function is written once for float tensors held as T: float (the
 // FP32 mode, FP32 arithmetic) or double (the FP64 mode, double arithmetic).
 //
@@ -21,6 +22,7 @@
 
 using namespace mlir;
 namespace cpu = mixprec::runtime::cpu;
+namespace scalar = mixprec::runtime::cpu::scalar;
 namespace num = mixprec::numerics;
 using mixprec::graph::ScalarFn;
 
@@ -280,122 +282,49 @@ template <typename T> LogicalResult dequantize(Operation *op, Evaluator &e) {
   return success();
 }
 
-/// evaluateElementwise with float tensors held as T.
+// How the interpreter computes each form of ScalarFns.def's eval column:
+// UNARY and BINARY call the kernels of runtime/cpu/Kernels.h (BINARY
+// broadcasting), PRED compares the exact values as doubles, FN computes
+// its formula in T, REF and REF_ONLY call their reference function above.
+#define MP_REF_ARGS_1 [[maybe_unused]] double x = v[0];
+#define MP_REF_ARGS_2 MP_REF_ARGS_1 [[maybe_unused]] double y = v[1];
+#define MP_REF_ARGS_3 MP_REF_ARGS_2 [[maybe_unused]] double z = v[2];
+#define MP_REF_PARAMS_1 auto x
+#define MP_REF_PARAMS_2 auto x, auto y
+#define MP_REF_PARAMS_3 auto x, auto y, auto z
+#define MP_REF_UNARY(K) unary<T>(op, cpu::UnaryOp::K, e)
+#define MP_REF_BINARY(K, ...) binary<T>(op, cpu::BinaryOp::K, e)
+#define MP_REF_PRED(arity, ...)                                                                    \
+  pointwise<T>(op, e, [](const double *v) { MP_REF_ARGS_##arity return double(__VA_ARGS__); })
+#define MP_REF_FN(arity, ...)                                                                      \
+  pointwise##arity<T>(op, e, [](MP_REF_PARAMS_##arity) { return __VA_ARGS__; })
+#define MP_REF_REF(f, ...) f<T>(op, e)
+#define MP_REF_REF_ONLY(f) f<T>(op, e)
+
+/// evaluateElementwise with float tensors held as T: each function as
+/// runtime/format/ScalarFns.def's eval column says.
 template <typename T> LogicalResult evaluateAs(Operation *op, Evaluator &e) {
   switch (cast<graph::ElementwiseOpInterface>(op).getScalarFn()) {
-  case ScalarFn::Add:
-    return binary<T>(op, cpu::BinaryOp::Add, e);
-  case ScalarFn::Sub:
-    return binary<T>(op, cpu::BinaryOp::Sub, e);
-  case ScalarFn::Mul:
-    return binary<T>(op, cpu::BinaryOp::Mul, e);
-  case ScalarFn::Div:
-    return binary<T>(op, cpu::BinaryOp::Div, e);
-  case ScalarFn::Pow:
-    return binary<T>(op, cpu::BinaryOp::Pow, e);
-  case ScalarFn::Neg:
-    return unary<T>(op, cpu::UnaryOp::Neg, e);
-  case ScalarFn::Relu:
-    return unary<T>(op, cpu::UnaryOp::Relu, e);
-  case ScalarFn::Tanh:
-    return unary<T>(op, cpu::UnaryOp::Tanh, e);
-  case ScalarFn::Sigmoid:
-    return unary<T>(op, cpu::UnaryOp::Sigmoid, e);
-  case ScalarFn::Silu:
-    return unary<T>(op, cpu::UnaryOp::Silu, e);
-  case ScalarFn::Exp:
-    return unary<T>(op, cpu::UnaryOp::Exp, e);
-  case ScalarFn::Log:
-    return unary<T>(op, cpu::UnaryOp::Log, e);
-  case ScalarFn::Sqrt:
-    return unary<T>(op, cpu::UnaryOp::Sqrt, e);
-  case ScalarFn::Rsqrt:
-    return unary<T>(op, cpu::UnaryOp::Rsqrt, e);
-  case ScalarFn::Erf:
-    return unary<T>(op, cpu::UnaryOp::Erf, e);
-  case ScalarFn::Reciprocal:
-    return unary<T>(op, cpu::UnaryOp::Reciprocal, e);
-  case ScalarFn::GeluErf:
-    return unary<T>(op, cpu::UnaryOp::GeluErf, e);
-  case ScalarFn::GeluTanh:
-    return unary<T>(op, cpu::UnaryOp::GeluTanh, e);
-  case ScalarFn::Select:
-    return select<T>(op, e);
-  case ScalarFn::Cast:
-    return castElements<T>(op, e);
-  case ScalarFn::Quantize:
-    return quantize<T>(op, e);
-  case ScalarFn::Dequantize:
-    return dequantize<T>(op, e);
-  // Predicates and logic compare the exact values (integers as integers).
-  case ScalarFn::Equal:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] == x[1]); });
-  case ScalarFn::Less:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] < x[1]); });
-  case ScalarFn::LessOrEqual:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] <= x[1]); });
-  case ScalarFn::Greater:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] > x[1]); });
-  case ScalarFn::GreaterOrEqual:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] >= x[1]); });
-  case ScalarFn::And:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] != 0 && x[1] != 0); });
-  case ScalarFn::Or:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] != 0 || x[1] != 0); });
-  case ScalarFn::Xor:
-    return pointwise<T>(op, e, [](const double *x) { return double((x[0] != 0) != (x[1] != 0)); });
-  case ScalarFn::Not:
-    return pointwise<T>(op, e, [](const double *x) { return double(x[0] == 0); });
-  case ScalarFn::IsNaN:
-    return pointwise<T>(op, e, [](const double *x) { return double(std::isnan(x[0])); });
-  case ScalarFn::IsInf:
-    return pointwise<T>(op, e, [](const double *x) { return double(std::isinf(x[0])); });
-  case ScalarFn::IsPosInf:
-    return pointwise<T>(op, e,
-                        [](const double *x) { return double(std::isinf(x[0]) && x[0] > 0); });
-  case ScalarFn::IsNegInf:
-    return pointwise<T>(op, e,
-                        [](const double *x) { return double(std::isinf(x[0]) && x[0] < 0); });
-  case ScalarFn::Sin:
-    return pointwise1<T>(op, e, [](auto x) { return std::sin(x); });
-  case ScalarFn::Cos:
-    return pointwise1<T>(op, e, [](auto x) { return std::cos(x); });
-  case ScalarFn::Abs:
-    return pointwise1<T>(op, e, [](auto x) { return std::fabs(x); });
-  case ScalarFn::Sign:
-    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::sign(x); });
-  case ScalarFn::Floor:
-    return pointwise1<T>(op, e, [](auto x) { return std::floor(x); });
-  case ScalarFn::Ceil:
-    return pointwise1<T>(op, e, [](auto x) { return std::ceil(x); });
-  case ScalarFn::Round:
-    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::roundHalfEven(x); });
-  case ScalarFn::Max:
-    return binary<T>(op, cpu::BinaryOp::Max, e);
-  case ScalarFn::Min:
-    return binary<T>(op, cpu::BinaryOp::Min, e);
-  case ScalarFn::Fmod:
-    return pointwise2<T>(op, e, [](auto x, auto y) { return std::fmod(x, y); });
-  case ScalarFn::Mod:
-    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::floorMod(x, y); });
-  case ScalarFn::Softplus:
-    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::softplus(x); });
-  case ScalarFn::Mish:
-    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::mish(x); });
-  case ScalarFn::HardSwish:
-    return pointwise1<T>(op, e, [](auto x) { return cpu::scalar::hardSwish(x); });
-  case ScalarFn::PRelu:
-    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::prelu(x, y); });
-  case ScalarFn::Elu:
-    return pointwise2<T>(op, e, [](auto x, auto y) { return cpu::scalar::elu(x, y); });
-  case ScalarFn::HardSigmoid:
-    return pointwise3<T>(
-        op, e, [](auto x, auto y, auto z) { return cpu::scalar::hardSigmoid(x, y, z); });
-  case ScalarFn::Selu:
-    return pointwise3<T>(op, e, [](auto x, auto y, auto z) { return cpu::scalar::selu(x, y, z); });
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, ...)               \
+  case ScalarFn::Name:                                                                             \
+    return MP_REF_##eval;
+#include "runtime/format/ScalarFns.def"
   }
   return e.fail("unknown scalar function");
 }
+
+#undef MP_REF_ARGS_1
+#undef MP_REF_ARGS_2
+#undef MP_REF_ARGS_3
+#undef MP_REF_PARAMS_1
+#undef MP_REF_PARAMS_2
+#undef MP_REF_PARAMS_3
+#undef MP_REF_UNARY
+#undef MP_REF_BINARY
+#undef MP_REF_PRED
+#undef MP_REF_FN
+#undef MP_REF_REF
+#undef MP_REF_REF_ONLY
 
 } // namespace
 

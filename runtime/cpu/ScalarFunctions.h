@@ -3,8 +3,10 @@
 // One definition of each element-wise function that the comparison, logic
 // and activation ops compute, in FP32 (and in FP64 for the interpreter's
 // FP64 mode), shared by the compiled-module CPU backend (per instruction)
-// and the MLIR interpreter (per element), so the two agree bit for bit; the CUDA emitter prints the same formulas
-// (codegen/Cuda/CudaEmitter.cpp). Predicates return 1 or 0.
+// and the MLIR interpreter (per element), so the two agree bit for bit;
+// the CUDA emitter prints the same formulas. Which of them computes which
+// scalar function, in each consumer, is runtime/format/ScalarFns.def's
+// eval column. Predicates return 1 or 0.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_CPU_SCALARFUNCTIONS_H

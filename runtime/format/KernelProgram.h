@@ -18,7 +18,8 @@ namespace mixprec::runtime {
 constexpr size_t kMaxProgramLength = 1 << 16;
 
 /// Number of register operands the opcode reads, or -1 for a value that is
-/// not an opcode of this schema version.
+/// not an opcode of this schema version. A scalar function's instruction
+/// reads its arity (runtime/format/ScalarFns.def).
 inline int operandCount(schema::OpCode op) {
   using O = schema::OpCode;
   switch (op) {
@@ -26,63 +27,15 @@ inline int operandCount(schema::OpCode op) {
   case O::Const:
     return 0;
   case O::Store:
-  case O::Neg:
-  case O::Relu:
-  case O::GeluErf:
-  case O::GeluTanh:
-  case O::Tanh:
-  case O::Sigmoid:
-  case O::Exp:
-  case O::Log:
-  case O::Sqrt:
-  case O::Rsqrt:
-  case O::Erf:
-  case O::Reciprocal:
-  case O::Cast:
   case O::RowSum:
   case O::RowMax:
   case O::Amax:
-  case O::Not:
-  case O::IsNaN:
-  case O::IsInf:
-  case O::IsPosInf:
-  case O::IsNegInf:
-  case O::Sin:
-  case O::Cos:
-  case O::Abs:
-  case O::Sign:
-  case O::Floor:
-  case O::Ceil:
-  case O::Round:
-  case O::Softplus:
-  case O::Mish:
-  case O::HardSwish:
     return 1;
-  case O::Add:
-  case O::Sub:
-  case O::Mul:
-  case O::Div:
-  case O::Pow:
-  case O::Max:
-  case O::Min:
-  case O::Quantize:
-  case O::Equal:
-  case O::Less:
-  case O::LessOrEqual:
-  case O::Greater:
-  case O::GreaterOrEqual:
-  case O::And:
-  case O::Or:
-  case O::Xor:
-  case O::Fmod:
-  case O::Mod:
-  case O::PRelu:
-  case O::Elu:
-    return 2;
-  case O::Select:
-  case O::HardSigmoid:
-  case O::Selu:
-    return 3;
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, ...)                                            \
+  case O::Name:                                                                                    \
+    return arity;
+#define MP_SCALAR_FN_SHARED(...)
+#include "runtime/format/ScalarFns.def"
   }
   return -1;
 }

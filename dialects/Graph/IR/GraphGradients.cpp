@@ -2,7 +2,8 @@
 //
 // GradientOpInterface (GraphInterfaces.td): each op builds the adjoints of
 // its operands from the adjoints of its results, as mp ops. Element-wise ops
-// share one rule: the derivative table of their ScalarFn (scalarPartials),
+// share one rule: the derivative of their ScalarFn (scalarPartials, from
+// runtime/format/ScalarFns.def),
 // times the result adjoint, reduced to each operand's shape (sumToShape).
 // The other ops write their rule below, grouped as GraphOps.td groups them.
 // GradBuilder keeps the rules readable as formulas: it computes the result
@@ -82,137 +83,19 @@ namespace {
 /// rank-0 constants), given its result `y`, as tensors that broadcast to
 /// `y`'s shape: one entry per argument, null where the function is not
 /// differentiable in it (a select's condition). Failure for functions with
-/// no derivative (predicates, logic, FP8 scaling).
+/// no derivative (predicates, logic, FP8 scaling). Each function's rule is
+/// the derivative column of runtime/format/ScalarFns.def.
 FailureOr<SmallVector<Value>> scalarPartials(ScalarFn fn, GradBuilder &g, ArrayRef<Value> x,
                                              Value y) {
-  auto c = [&](double v) { return g.scalar(v, y); };
-  auto sq = [&](Value v) { return g.mul(v, v); };
+  [[maybe_unused]] auto c = [&](double v) { return g.scalar(v, y); };
+  [[maybe_unused]] auto sq = [&](Value v) { return g.mul(v, v); };
   switch (fn) {
-  case ScalarFn::Add:
-    return SmallVector<Value>{c(1), c(1)};
-  case ScalarFn::Sub:
-    return SmallVector<Value>{c(1), c(-1)};
-  case ScalarFn::Mul:
-    return SmallVector<Value>{x[1], x[0]};
-  case ScalarFn::Div: // d/dx 1/b, d/db -y/b
-    return SmallVector<Value>{g.div(c(1), x[1]), g.neg(g.div(y, x[1]))};
-  case ScalarFn::Pow: { // b x^(b-1), and y log x (0 where x = 0, as PyTorch)
-    Value dBase = g.mul(x[1], g.binary<PowOp>(x[0], g.sub(x[1], c(1))));
-    Value dExp = g.where(g.compare<EqualOp>(x[0], c(0)), c(0),
-                         g.mul(y, g.unary<LogOp>(x[0])));
-    return SmallVector<Value>{dBase, dExp};
-  }
-  case ScalarFn::Neg:
-    return SmallVector<Value>{c(-1)};
-  case ScalarFn::Relu:
-    return SmallVector<Value>{g.indicator(g.compare<GreaterOp>(x[0], c(0)), y)};
-  case ScalarFn::Tanh:
-    return SmallVector<Value>{g.sub(c(1), sq(y))};
-  case ScalarFn::Sigmoid:
-    return SmallVector<Value>{g.mul(y, g.sub(c(1), y))};
-  case ScalarFn::Silu: { // s (1 + x (1 - s)), s = sigmoid(x)
-    Value s = g.unary<SigmoidOp>(x[0]);
-    return SmallVector<Value>{g.mul(s, g.add(c(1), g.mul(x[0], g.sub(c(1), s))))};
-  }
-  case ScalarFn::Exp:
-    return SmallVector<Value>{y};
-  case ScalarFn::Log:
-    return SmallVector<Value>{g.div(c(1), x[0])};
-  case ScalarFn::Sqrt:
-    return SmallVector<Value>{g.div(c(0.5), y)};
-  case ScalarFn::Rsqrt: // -y^3 / 2
-    return SmallVector<Value>{g.mul(c(-0.5), g.mul(y, sq(y)))};
-  case ScalarFn::Erf: // 2/sqrt(pi) exp(-x^2)
-    return SmallVector<Value>{
-        g.mul(c(2.0 / std::sqrt(M_PI)), g.unary<ExpOp>(g.neg(sq(x[0]))))};
-  case ScalarFn::Reciprocal:
-    return SmallVector<Value>{g.neg(sq(y))};
-  case ScalarFn::GeluErf: { // Phi(x) + x phi(x)
-    Value cdf = g.mul(c(0.5), g.add(c(1), g.unary<ErfOp>(g.mul(x[0], c(M_SQRT1_2)))));
-    Value pdf = g.mul(c(1.0 / std::sqrt(2.0 * M_PI)),
-                      g.unary<ExpOp>(g.mul(c(-0.5), sq(x[0]))));
-    return SmallVector<Value>{g.add(cdf, g.mul(x[0], pdf))};
-  }
-  case ScalarFn::GeluTanh: { // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3a x^2)
-    const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
-    Value x2 = sq(x[0]);
-    Value t = g.unary<TanhOp>(g.mul(c(k), g.mul(x[0], g.add(c(1), g.mul(c(a), x2)))));
-    Value inner = g.mul(c(k), g.add(c(1), g.mul(c(3 * a), x2)));
-    Value dT = g.mul(g.mul(c(0.5), x[0]), g.mul(g.sub(c(1), sq(t)), inner));
-    return SmallVector<Value>{g.add(g.mul(c(0.5), g.add(c(1), t)), dT)};
-  }
-  case ScalarFn::Select:
-    return SmallVector<Value>{Value(), g.indicator(x[0], y),
-                              g.indicator(g.unary<NotOp>(x[0]), y)};
-  case ScalarFn::Cast:
-    return SmallVector<Value>{c(1)};
-  case ScalarFn::Sin:
-    return SmallVector<Value>{g.unary<CosOp>(x[0])};
-  case ScalarFn::Cos:
-    return SmallVector<Value>{g.neg(g.unary<SinOp>(x[0]))};
-  case ScalarFn::Abs:
-    return SmallVector<Value>{g.unary<SignOp>(x[0])};
-  case ScalarFn::Sign:
-  case ScalarFn::Floor:
-  case ScalarFn::Ceil:
-  case ScalarFn::Round: // piecewise constant
-    return SmallVector<Value>{c(0)};
-  case ScalarFn::Max:
-  case ScalarFn::Min: { // the selected operand; ties split evenly
-    Value lhsWins = fn == ScalarFn::Max ? g.compare<GreaterOp>(x[0], x[1])
-                                        : g.compare<LessOp>(x[0], x[1]);
-    Value half = g.where(g.compare<EqualOp>(x[0], x[1]), c(0.5), c(0));
-    Value dLhs = g.where(lhsWins, c(1), half);
-    return SmallVector<Value>{dLhs, g.sub(c(1), dLhs)};
-  }
-  case ScalarFn::Fmod:
-  case ScalarFn::Mod: // y = x - q b with q = (x - y) / b constant between jumps
-    return SmallVector<Value>{c(1), g.neg(g.div(g.sub(x[0], y), x[1]))};
-  case ScalarFn::Softplus:
-    return SmallVector<Value>{g.unary<SigmoidOp>(x[0])};
-  case ScalarFn::Mish: { // t + x s (1 - t^2), t = tanh(softplus(x)), s = sigmoid(x)
-    Value t = g.unary<TanhOp>(g.unary<SoftplusOp>(x[0]));
-    Value s = g.unary<SigmoidOp>(x[0]);
-    return SmallVector<Value>{g.add(t, g.mul(g.mul(x[0], s), g.sub(c(1), sq(t))))};
-  }
-  case ScalarFn::HardSwish: // 0 below -3, 1 above 3, x/3 + 1/2 between
-    return SmallVector<Value>{
-        g.where(g.compare<LessOp>(x[0], c(-3)), c(0),
-                g.where(g.compare<GreaterOp>(x[0], c(3)), c(1),
-                        g.add(g.mul(x[0], c(1.0 / 3.0)), c(0.5))))};
-  case ScalarFn::PRelu: { // (x, slope)
-    Value negative = g.compare<LessOp>(x[0], c(0));
-    return SmallVector<Value>{g.where(negative, x[1], c(1)), g.where(negative, x[0], c(0))};
-  }
-  case ScalarFn::HardSigmoid: { // (x, alpha, beta): alpha inside (0, 1)
-    Value z = g.add(g.mul(x[1], x[0]), x[2]);
-    Value inside = g.binary<AndOp>(g.compare<GreaterOp>(z, c(0)), g.compare<LessOp>(z, c(1)));
-    return SmallVector<Value>{g.where(inside, x[1], c(0)), Value(), Value()};
-  }
-  case ScalarFn::Elu: // (x, alpha): y + alpha below 0
-    return SmallVector<Value>{
-        g.where(g.compare<LessOp>(x[0], c(0)), g.add(y, x[1]), c(1)), Value()};
-  case ScalarFn::Selu: // (x, alpha, gamma): gamma alpha exp(x) at or below 0, else gamma
-    return SmallVector<Value>{
-        g.where(g.compare<LessOrEqualOp>(x[0], c(0)),
-                g.mul(g.mul(x[2], x[1]), g.unary<ExpOp>(x[0])), x[2]),
-        Value(), Value()};
-  case ScalarFn::Quantize:
-  case ScalarFn::Dequantize:
-  case ScalarFn::Equal:
-  case ScalarFn::Less:
-  case ScalarFn::LessOrEqual:
-  case ScalarFn::Greater:
-  case ScalarFn::GreaterOrEqual:
-  case ScalarFn::And:
-  case ScalarFn::Or:
-  case ScalarFn::Xor:
-  case ScalarFn::Not:
-  case ScalarFn::IsNaN:
-  case ScalarFn::IsInf:
-  case ScalarFn::IsPosInf:
-  case ScalarFn::IsNegInf:
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, intOp, epilogue,   \
+                     ...)                                                                          \
+  case ScalarFn::Name:                                                                             \
+    __VA_ARGS__                                                                                    \
     break;
+#include "runtime/format/ScalarFns.def"
   }
   return failure();
 }

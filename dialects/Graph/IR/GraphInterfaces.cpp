@@ -131,46 +131,18 @@ int64_t intElementwiseOpOf(Operation *op) {
   auto elementwise = dyn_cast<ElementwiseOpInterface>(op);
   if (!elementwise)
     return -1;
+  // The intOp column of runtime/format/ScalarFns.def.
+#define MP_INT_INT(K) int64_t(IntOp::K)
+#define MP_INT_FLOAT_ONLY int64_t(-1)
   switch (elementwise.getScalarFn()) {
-  case ScalarFn::Add:
-    return int64_t(IntOp::Add);
-  case ScalarFn::Sub:
-    return int64_t(IntOp::Sub);
-  case ScalarFn::Mul:
-    return int64_t(IntOp::Mul);
-  case ScalarFn::Div:
-    return int64_t(IntOp::Div);
-  case ScalarFn::Mod:
-    return int64_t(IntOp::Mod);
-  case ScalarFn::Fmod:
-    return int64_t(IntOp::Fmod);
-  case ScalarFn::Pow:
-    return int64_t(IntOp::Pow);
-  case ScalarFn::Max:
-    return int64_t(IntOp::Max);
-  case ScalarFn::Min:
-    return int64_t(IntOp::Min);
-  case ScalarFn::Neg:
-    return int64_t(IntOp::Neg);
-  case ScalarFn::Abs:
-    return int64_t(IntOp::Abs);
-  case ScalarFn::Select:
-    return int64_t(IntOp::Select);
-  case ScalarFn::Equal:
-    return int64_t(IntOp::Equal);
-  case ScalarFn::Less:
-    return int64_t(IntOp::Less);
-  case ScalarFn::LessOrEqual:
-    return int64_t(IntOp::LessOrEqual);
-  case ScalarFn::Greater:
-    return int64_t(IntOp::Greater);
-  case ScalarFn::GreaterOrEqual:
-    return int64_t(IntOp::GreaterOrEqual);
-  case ScalarFn::Cast:
-    return int64_t(IntOp::Cast);
-  default:
-    return -1;
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, intOp, ...)        \
+  case ScalarFn::Name:                                                                             \
+    return MP_INT_##intOp;
+#include "runtime/format/ScalarFns.def"
   }
+#undef MP_INT_INT
+#undef MP_INT_FLOAT_ONLY
+  return -1;
 }
 
 int64_t rowReductionDimsOf(Operation *op) {

@@ -41,73 +41,31 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-/// How many operands the scalar function takes.
+/// How many operands the scalar function takes (runtime/format/ScalarFns.def).
 unsigned arityOf(graph::ScalarFn fn) {
-  using graph::ScalarFn;
   switch (fn) {
-  case ScalarFn::Add:
-  case ScalarFn::Sub:
-  case ScalarFn::Mul:
-  case ScalarFn::Div:
-  case ScalarFn::Pow:
-  case ScalarFn::Quantize:
-  case ScalarFn::Dequantize:
-  case ScalarFn::Equal:
-  case ScalarFn::Less:
-  case ScalarFn::LessOrEqual:
-  case ScalarFn::Greater:
-  case ScalarFn::GreaterOrEqual:
-  case ScalarFn::And:
-  case ScalarFn::Or:
-  case ScalarFn::Xor:
-  case ScalarFn::Max:
-  case ScalarFn::Min:
-  case ScalarFn::Fmod:
-  case ScalarFn::Mod:
-  case ScalarFn::PRelu:
-  case ScalarFn::Elu:
-    return 2;
-  case ScalarFn::Select:
-  case ScalarFn::HardSigmoid:
-  case ScalarFn::Selu:
-    return 3;
-  case ScalarFn::Neg:
-  case ScalarFn::Relu:
-  case ScalarFn::Tanh:
-  case ScalarFn::Sigmoid:
-  case ScalarFn::Silu:
-  case ScalarFn::Exp:
-  case ScalarFn::Log:
-  case ScalarFn::Sqrt:
-  case ScalarFn::Rsqrt:
-  case ScalarFn::Erf:
-  case ScalarFn::Reciprocal:
-  case ScalarFn::GeluErf:
-  case ScalarFn::GeluTanh:
-  case ScalarFn::Cast:
-  case ScalarFn::Not:
-  case ScalarFn::IsNaN:
-  case ScalarFn::IsInf:
-  case ScalarFn::IsPosInf:
-  case ScalarFn::IsNegInf:
-  case ScalarFn::Sin:
-  case ScalarFn::Cos:
-  case ScalarFn::Abs:
-  case ScalarFn::Sign:
-  case ScalarFn::Floor:
-  case ScalarFn::Ceil:
-  case ScalarFn::Round:
-  case ScalarFn::Softplus:
-  case ScalarFn::Mish:
-  case ScalarFn::HardSwish:
-    return 1;
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, ...)                                            \
+  case graph::ScalarFn::Name:                                                                      \
+    return arity;
+#include "runtime/format/ScalarFns.def"
   }
   return 0;
 }
 
 /// Whether an expression program computes the function in one instruction:
-/// silu is a sigmoid kept in FP32, then a mul.
-bool isOneInstruction(graph::ScalarFn fn) { return fn != graph::ScalarFn::Silu; }
+/// all but the lowered ones (silu is a sigmoid kept in FP32, then a mul).
+bool isOneInstruction(graph::ScalarFn fn) {
+  switch (fn) {
+#define MP_SCALAR_FN(Name, ...)                                                                    \
+  case graph::ScalarFn::Name:                                                                      \
+    return true;
+#define MP_SCALAR_FN_LOWERED(Name, ...)                                                            \
+  case graph::ScalarFn::Name:                                                                      \
+    return false;
+#include "runtime/format/ScalarFns.def"
+  }
+  return false;
+}
 
 /// Whether `result` is `yielded` stored without its (size-1) row dims.
 bool storesRowValueWithoutRowDims(RankedTensorType yielded, RankedTensorType result,

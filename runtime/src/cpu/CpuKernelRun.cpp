@@ -42,6 +42,56 @@ void map3(F f, const float *a, const float *b, const float *c, float *r, int64_t
     r[i] = f(a[i], b[i], c[i]);
 }
 
+// How the CPU backend computes each form of ScalarFns.def's eval column,
+// over registers a, b, c into r: UNARY calls cpu::unary, the others map
+// their FP32 formula over the points (PRED as 1 or 0); REF_ONLY opcodes are
+// runKernel's own (they concern dtypes).
+#define MP_CPU_PARAMS_1 [[maybe_unused]] float x
+#define MP_CPU_PARAMS_2 MP_CPU_PARAMS_1, [[maybe_unused]] float y
+#define MP_CPU_PARAMS_3 MP_CPU_PARAMS_2, [[maybe_unused]] float z
+#define MP_CPU_REGS_1 a
+#define MP_CPU_REGS_2 a, b
+#define MP_CPU_REGS_3 a, b, c
+#define MP_CPU_MAP(arity, ...)                                                                     \
+  map##arity([](MP_CPU_PARAMS_##arity) { return __VA_ARGS__; }, MP_CPU_REGS_##arity, r, n)
+#define MP_CPU_UNARY(K) cpu::unary(cpu::UnaryOp::K, a, r, n)
+#define MP_CPU_BINARY(K, ...) MP_CPU_MAP(2, __VA_ARGS__)
+#define MP_CPU_PRED(arity, ...) MP_CPU_MAP(arity, scalar::truth(__VA_ARGS__))
+#define MP_CPU_FN(arity, ...) MP_CPU_MAP(arity, __VA_ARGS__)
+#define MP_CPU_REF(f, arity, ...) MP_CPU_MAP(arity, __VA_ARGS__)
+#define MP_CPU_REF_ONLY(f) return false
+
+/// Runs the instruction of a scalar function's opcode over `n` points, as
+/// runtime/format/ScalarFns.def's eval column says; false for any other
+/// opcode.
+bool runScalarFunction(OpCode op, const float *a, const float *b, const float *c, float *r,
+                       int64_t n) {
+  switch (op) {
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, ...)               \
+  case OpCode::Name:                                                                               \
+    MP_CPU_##eval;                                                                                 \
+    return true;
+#define MP_SCALAR_FN_SHARED(...)
+#include "runtime/format/ScalarFns.def"
+  default:
+    return false;
+  }
+}
+
+#undef MP_CPU_PARAMS_1
+#undef MP_CPU_PARAMS_2
+#undef MP_CPU_PARAMS_3
+#undef MP_CPU_REGS_1
+#undef MP_CPU_REGS_2
+#undef MP_CPU_REGS_3
+#undef MP_CPU_MAP
+#undef MP_CPU_UNARY
+#undef MP_CPU_BINARY
+#undef MP_CPU_PRED
+#undef MP_CPU_FN
+#undef MP_CPU_REF
+#undef MP_CPU_REF_ONLY
+
 /// Advances a row-major counter over `dims`, moving each access's base
 /// offset along; returns false after the last point.
 bool advance(const std::vector<int64_t> &dims, size_t rank, std::vector<int64_t> &index,
@@ -249,164 +299,8 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
     case OpCode::Const:
       std::fill(r, r + n, inst.value);
       break;
-    case OpCode::Add:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] + b[i];
-      break;
-    case OpCode::Sub:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] - b[i];
-      break;
-    case OpCode::Mul:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] * b[i];
-      break;
-    case OpCode::Div:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] / b[i];
-      break;
-    case OpCode::Pow:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = std::pow(a[i], b[i]);
-      break;
-    case OpCode::Max: // NaN wins, as cpu::binary's Max (numpy.maximum)
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
-      break;
-    case OpCode::Min:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
-      break;
-    case OpCode::Neg:
-      cpu::unary(cpu::UnaryOp::Neg, a, r, n);
-      break;
-    case OpCode::Relu:
-      cpu::unary(cpu::UnaryOp::Relu, a, r, n);
-      break;
-    case OpCode::GeluErf:
-      cpu::unary(cpu::UnaryOp::GeluErf, a, r, n);
-      break;
-    case OpCode::GeluTanh:
-      cpu::unary(cpu::UnaryOp::GeluTanh, a, r, n);
-      break;
-    case OpCode::Tanh:
-      cpu::unary(cpu::UnaryOp::Tanh, a, r, n);
-      break;
-    case OpCode::Sigmoid:
-      cpu::unary(cpu::UnaryOp::Sigmoid, a, r, n);
-      break;
-    case OpCode::Exp:
-      cpu::unary(cpu::UnaryOp::Exp, a, r, n);
-      break;
-    case OpCode::Log:
-      cpu::unary(cpu::UnaryOp::Log, a, r, n);
-      break;
-    case OpCode::Sqrt:
-      cpu::unary(cpu::UnaryOp::Sqrt, a, r, n);
-      break;
-    case OpCode::Rsqrt:
-      cpu::unary(cpu::UnaryOp::Rsqrt, a, r, n);
-      break;
-    case OpCode::Erf:
-      cpu::unary(cpu::UnaryOp::Erf, a, r, n);
-      break;
-    case OpCode::Reciprocal:
-      cpu::unary(cpu::UnaryOp::Reciprocal, a, r, n);
-      break;
     case OpCode::Cast:
       roundRegisters(inst.dtype, a, r, n);
-      break;
-    case OpCode::Select:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] != 0.0f ? b[i] : c[i];
-      break;
-    case OpCode::Equal:
-      map2([](float x, float y) { return scalar::truth(x == y); }, a, b, r, n);
-      break;
-    case OpCode::Less:
-      map2([](float x, float y) { return scalar::truth(x < y); }, a, b, r, n);
-      break;
-    case OpCode::LessOrEqual:
-      map2([](float x, float y) { return scalar::truth(x <= y); }, a, b, r, n);
-      break;
-    case OpCode::Greater:
-      map2([](float x, float y) { return scalar::truth(x > y); }, a, b, r, n);
-      break;
-    case OpCode::GreaterOrEqual:
-      map2([](float x, float y) { return scalar::truth(x >= y); }, a, b, r, n);
-      break;
-    case OpCode::And:
-      map2([](float x, float y) { return scalar::truth(x != 0.0f && y != 0.0f); }, a, b, r, n);
-      break;
-    case OpCode::Or:
-      map2([](float x, float y) { return scalar::truth(x != 0.0f || y != 0.0f); }, a, b, r, n);
-      break;
-    case OpCode::Xor:
-      map2([](float x, float y) { return scalar::truth((x != 0.0f) != (y != 0.0f)); }, a, b, r,
-           n);
-      break;
-    case OpCode::Not:
-      map1([](float x) { return scalar::truth(x == 0.0f); }, a, r, n);
-      break;
-    case OpCode::IsNaN:
-      map1([](float x) { return scalar::truth(std::isnan(x)); }, a, r, n);
-      break;
-    case OpCode::IsInf:
-      map1([](float x) { return scalar::truth(std::isinf(x)); }, a, r, n);
-      break;
-    case OpCode::IsPosInf:
-      map1([](float x) { return scalar::truth(std::isinf(x) && x > 0.0f); }, a, r, n);
-      break;
-    case OpCode::IsNegInf:
-      map1([](float x) { return scalar::truth(std::isinf(x) && x < 0.0f); }, a, r, n);
-      break;
-    case OpCode::Sin:
-      map1([](float x) { return std::sin(x); }, a, r, n);
-      break;
-    case OpCode::Cos:
-      map1([](float x) { return std::cos(x); }, a, r, n);
-      break;
-    case OpCode::Abs:
-      map1([](float x) { return std::fabs(x); }, a, r, n);
-      break;
-    case OpCode::Sign:
-      map1(scalar::sign<float>, a, r, n);
-      break;
-    case OpCode::Floor:
-      map1([](float x) { return std::floor(x); }, a, r, n);
-      break;
-    case OpCode::Ceil:
-      map1([](float x) { return std::ceil(x); }, a, r, n);
-      break;
-    case OpCode::Round:
-      map1(scalar::roundHalfEven<float>, a, r, n);
-      break;
-    case OpCode::Fmod:
-      map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
-      break;
-    case OpCode::Mod:
-      map2(scalar::floorMod<float>, a, b, r, n);
-      break;
-    case OpCode::Softplus:
-      map1(scalar::softplus<float>, a, r, n);
-      break;
-    case OpCode::Mish:
-      map1(scalar::mish<float>, a, r, n);
-      break;
-    case OpCode::HardSwish:
-      map1(scalar::hardSwish<float>, a, r, n);
-      break;
-    case OpCode::PRelu:
-      map2(scalar::prelu<float>, a, b, r, n);
-      break;
-    case OpCode::Elu:
-      map2(scalar::elu<float>, a, b, r, n);
-      break;
-    case OpCode::HardSigmoid:
-      map3(scalar::hardSigmoid<float>, a, b, c, r, n);
-      break;
-    case OpCode::Selu:
-      map3(scalar::selu<float>, a, b, c, r, n);
       break;
     case OpCode::Quantize: {
       // As the interpreter: finite values saturate, an inf or NaN (or a NaN
@@ -447,6 +341,9 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       amaxValue[j] = acc;
       break;
     }
+    default: // the scalar functions' instructions (the verifier knows every opcode)
+      runScalarFunction(inst.op, a, b, c, r, n);
+      break;
     }
     if (roundsResult(inst, pass))
       roundRegisters(inst.dtype, r, r, n);

@@ -235,36 +235,17 @@ struct Bound {
   std::string why;   ///< the functions that set it
 };
 
-/// CUDA's documented maximum ULP error of each transcendental scalar
-/// function the emitter prints (CUDA C++ Programming Guide, single-precision
-/// mathematical functions), or 0 for a correctly rounded one. Sigmoid and
-/// the GELUs are formulas around expf and erff.
+/// CUDA's documented maximum ULP error of the expression the emitter prints
+/// for `fn`, or 0 for a correctly rounded one: the cudaUlp column of
+/// runtime/format/ScalarFns.def.
 double cudaUlpBound(mixprec::graph::ScalarFn fn) {
-  using mixprec::graph::ScalarFn;
   switch (fn) {
-  case ScalarFn::Exp:
-  case ScalarFn::Sigmoid:
-  case ScalarFn::GeluTanh:
-  case ScalarFn::Tanh:
-  case ScalarFn::Erf:
-  case ScalarFn::GeluErf:
-    return 2;
-  case ScalarFn::Sin:
-  case ScalarFn::Cos:
-  case ScalarFn::Elu:  // expm1f (1 ulp), then a product
-  case ScalarFn::Selu:
-    return 2;
-  case ScalarFn::Softplus: // log1pf (1) of expf (2)
-    return 3;
-  case ScalarFn::Mish: // tanhf (2) of softplus
-    return 4;
-  case ScalarFn::Log:
-    return 1;
-  case ScalarFn::Pow:
-    return 4;
-  default:
-    return 0;
+#define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, ...)                     \
+  case mixprec::graph::ScalarFn::Name:                                                             \
+    return cudaUlp;
+#include "runtime/format/ScalarFns.def"
   }
+  return 0;
 }
 
 /// The ops of `op`'s body that result `result` depends on, in body order.
