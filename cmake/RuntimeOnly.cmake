@@ -87,5 +87,6 @@ endif()
 
 add_subdirectory(common)
 add_subdirectory(runtime)
+add_subdirectory(train)
 add_subdirectory(tests/unit/runtime)
 add_subdirectory(tools/mixprec-train-run)

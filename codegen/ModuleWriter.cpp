@@ -8,7 +8,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Kernel/IR/StepVisitor.h"
-#include "passes/PrecisionUtils.h"
+#include "passes/Precision/PrecisionUtils.h"
 #include "runtime/format/KernelProgram.h"
 #include "runtime/format/ModuleHash.h"
 #include "runtime/include/mixprec/runtime.h"
@@ -160,7 +160,7 @@ private:
   llvm::DenseMap<Value, int64_t> offsets;
   std::vector<fb::Offset<sc::Kernel>> kernels;
   std::vector<fb::Offset<sc::Gemm>> gemms;
-  std::vector<fb::Offset<sc::Opaque>> opaques;
+  std::vector<fb::Offset<sc::Routine>> routines;
   std::vector<fb::Offset<sc::Step>> steps;
 };
 
@@ -474,16 +474,16 @@ void Writer::addRoutine(kernel::CallOp op) {
   auto outv = fbb.CreateVector(outputs);
   sc::RoutineOptionsUnion options = serializeRoutineOptions(op.getOptions());
   auto optionsTable = options.Pack(fbb);
-  // Opaque.cuda: the routine's kernel, passed its inputs then its output.
+  // Routine.cuda: the routine's kernel, passed its inputs then its output.
   fb::Offset<sc::CudaLaunch> launch = 0;
-  if (cuda && opaques.size() < cuda->routines.size() && cuda->routines[opaques.size()]) {
+  if (cuda && routines.size() < cuda->routines.size() && cuda->routines[routines.size()]) {
     std::vector<int32_t> params = inputs;
     params.insert(params.end(), outputs.begin(), outputs.end());
-    launch = addCudaLaunch(*cuda->routines[opaques.size()], params, {});
+    launch = addCudaLaunch(*cuda->routines[routines.size()], params, {});
   }
-  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Opaque, opaques.size()));
-  opaques.push_back(
-      sc::CreateOpaque(fbb, name, type, in, outv, options.type, optionsTable, launch));
+  steps.push_back(sc::CreateStep(fbb, sc::StepKind::Routine, routines.size()));
+  routines.push_back(
+      sc::CreateRoutine(fbb, name, type, in, outv, options.type, optionsTable, launch));
   ++stats.routines;
 }
 
@@ -514,9 +514,9 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
             " kernels, the function " + std::to_string(kernels.size()) + " (a compiler bug)";
     return false;
   }
-  if (cuda && opaques.size() != cuda->routines.size()) {
+  if (cuda && routines.size() != cuda->routines.size()) {
     error = "the CUDA program has " + std::to_string(cuda->routines.size()) +
-            " routines, the function " + std::to_string(opaques.size()) + " (a compiler bug)";
+            " routines, the function " + std::to_string(routines.size()) + " (a compiler bug)";
     return false;
   }
   // Graph outputs. A value returned under a name its tensor does not have
@@ -664,7 +664,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   auto constantsV = fbb.CreateVector(constants);
   auto kernelsV = fbb.CreateVector(kernels);
   auto gemmsV = fbb.CreateVector(gemms);
-  auto opaquesV = fbb.CreateVector(opaques);
+  auto routinesV = fbb.CreateVector(routines);
   auto stepsV = fbb.CreateVector(steps);
   auto planV = fbb.CreateVector(plan);
   auto cudaProgram = addCudaProgram();
@@ -680,7 +680,7 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   mb.add_constants(constantsV);
   mb.add_kernels(kernelsV);
   mb.add_gemms(gemmsV);
-  mb.add_opaques(opaquesV);
+  mb.add_routines(routinesV);
   mb.add_steps(stepsV);
   mb.add_arena_bytes(stats.arenaBytes);
   mb.add_buffer_bytes(stats.bufferBytes);

@@ -300,7 +300,7 @@ def LowerToKernelsPass : Pass<"mp-lower-to-kernels", "mlir::func::FuncOp"> {
     reshape becomes an `mpk.alias`; a matmul no GEMM step expresses, and
     then every other op, becomes an `mpk.call` of a backend routine with
     its family's typed options (`populateRoutineLoweringPatterns`,
-    passes/LowerRoutines.cpp).
+    conversion/GraphToKernel/LowerRoutines.cpp).
     Inside kernel bodies only expression-program instructions stay:
     softmax, log-softmax, layer and RMS norms and reductions become FP32
     element-wise instructions (`mpk.elementwise` when operand dtypes
@@ -391,7 +391,7 @@ def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
   let summary = "Build one training step: forward, loss, gradients, optimizer, loss scaling";
   let description = [{
     Turns the forward function into the function that runs one training
-    step (passes/TrainingStep.h, buildTrainingStep): the named float
+    step (passes/Training/TrainingStep.h, buildTrainingStep): the named float
     constants of rank >= 1 that no `frozen` glob matches become FP32 master
     weights kept as module state (`mp.state`), with the optimizer's state,
     the step count and the loss-scale state; the step computes the loss

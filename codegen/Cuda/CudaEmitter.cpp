@@ -738,7 +738,7 @@ __device__ __forceinline__ float mp_gelu_tanh(float x) {
 // NaN wins, as numpy.maximum and the CPU backend's row max.
 __device__ __forceinline__ float mp_max(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float mp_min(float a, float b) { return (a < b || a != a) ? a : b; }
-// runtime/cpu/ScalarFunctions.h's formulas, one rounding after them.
+// runtime/kernels/ScalarFunctions.h's formulas, one rounding after them.
 __device__ __forceinline__ float mp_sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == 0.0f ? 0.0f : x)); }
 __device__ __forceinline__ float mp_softplus(float x) { return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 __device__ __forceinline__ float mp_mish(float x) { return x * tanhf(mp_softplus(x)); }
@@ -788,7 +788,7 @@ __device__ __forceinline__ float mp_block_amax(float v, float *smem) {
   return isnan(v) ? MP_NAN : v;
 }
 
-// The int_elementwise routine's integer ops (runtime/cpu/IntElementwise.h):
+// The int_elementwise routine's integer ops (runtime/kernels/IntElementwise.h):
 // int64, wrapping as two's complement (computed unsigned), x / 0 = x % 0 = 0.
 __device__ __forceinline__ long long mp_i64_add(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
 __device__ __forceinline__ long long mp_i64_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }

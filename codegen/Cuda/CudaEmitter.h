@@ -1,7 +1,7 @@
 //===- CudaEmitter.h - CUDA C++ from mpk kernels ----------------*- C++ -*-===//
 //
 // Prints one `extern "C" __global__` CUDA C++ kernel per mpk.kernel from its
-// body, with the CPU backend's numerics (runtime/src/cpu/CpuKernelRun.cpp):
+// body, with the CPU backend's numerics (runtime/src/backends/cpu/CpuKernelRun.cpp):
 // registers are FP32, each value is rounded to its IR element type (the
 // arithmetic of a bf16 op runs in FP32 and rounds once to bf16, as the
 // module format and the interpreter say), stores round to the tensor's

@@ -7,7 +7,7 @@
 // the architecture through the on-disk KernelCache, so compiling the same
 // model again calls NVRTC zero times. The module writer stores the result
 // as Module.cuda, each kernel's launch as Kernel.cuda and each routine
-// kernel's as Opaque.cuda
+// kernel's as Routine.cuda
 // (runtime/schema/module.fbs).
 //
 //===----------------------------------------------------------------------===//

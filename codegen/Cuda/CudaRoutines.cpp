@@ -3,7 +3,7 @@
 // Data movement kernels walk the output in a grid-stride loop, split each
 // output index into coordinates (shapes are static: every extent and
 // stride is a literal) and copy one raw element from the input position the
-// CPU routine reads (runtime/cpu/Kernels.h: transposeRaw, sliceRaw,
+// CPU routine reads (runtime/kernels/Kernels.h: transposeRaw, sliceRaw,
 // concatRaw, gatherRaw). Copies move bits, so any dtype is an unsigned
 // integer of its size.
 //
@@ -282,7 +282,7 @@ std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &nam
 }
 
 /// reduce_sum and reduce_mean as the CPU routine computes them
-/// (runtime/cpu/Reduce.cpp), so the bits agree: the input decoded to
+/// (runtime/kernels/Reduce.cpp), so the bits agree: the input decoded to
 /// float, each output's terms added in double in the same order, then
 /// rounded to float and stored in the output's dtype. The order is the
 /// CPU's plan (cpu::detail::makePlan: size-1 dims dropped, adjacent dims

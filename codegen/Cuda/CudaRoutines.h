@@ -2,7 +2,7 @@
 //
 // Routine steps (mpk.call) the CUDA backend can run as kernels of the
 // module's one CUDA program instead of on the host, each reproducing the
-// CPU backend's routine (runtime/src/cpu/CpuRoutineStep.cpp) bit for bit:
+// CPU backend's routine (runtime/src/backends/cpu/CpuRoutineStep.cpp) bit for bit:
 //
 //   transpose, slice, concat  copies of raw elements (any dtype: 1, 2, 4 or
 //                             8 bytes), one grid-stride loop over the output;
@@ -16,7 +16,7 @@
 // Every other routine (convolution, pooling, normalizations, reductions,
 // softmax, matmul) has no CUDA form here and stays on the host. A routine
 // kernel's parameters are the routine's inputs, then its output, as device
-// pointers (Opaque.cuda.params in runtime/schema/module.fbs).
+// pointers (Routine.cuda.params in runtime/schema/module.fbs).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_CODEGEN_CUDA_CUDAROUTINES_H

@@ -6,7 +6,7 @@
 #include "compiler/Import/OnnxImporter.h"
 #include "compiler/Import/OnnxImporterOptions.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "passes/PrecisionUtils.h"
+#include "passes/Precision/PrecisionUtils.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/BuiltinAttributes.h"

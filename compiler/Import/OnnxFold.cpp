@@ -18,8 +18,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
-#include "runtime/cpu/IntElementwise.h"
-#include "runtime/cpu/ScalarFunctions.h"
+#include "runtime/kernels/IntElementwise.h"
+#include "runtime/kernels/ScalarFunctions.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APSInt.h"

@@ -14,9 +14,9 @@
 #include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"
-#include "runtime/cpu/IntElementwise.h"
-#include "runtime/cpu/Kernels.h"
-#include "runtime/cpu/ScalarFunctions.h"
+#include "runtime/kernels/IntElementwise.h"
+#include "runtime/kernels/Kernels.h"
+#include "runtime/kernels/ScalarFunctions.h"
 
 #include <cmath>
 
@@ -283,7 +283,7 @@ template <typename T> LogicalResult dequantize(Operation *op, Evaluator &e) {
 }
 
 // How the interpreter computes each form of ScalarFns.def's eval column:
-// UNARY and BINARY call the kernels of runtime/cpu/Kernels.h (BINARY
+// UNARY and BINARY call the kernels of runtime/kernels/Kernels.h (BINARY
 // broadcasting), PRED compares the exact values as doubles, FN computes
 // its formula in T, REF and REF_ONLY call their reference function above.
 #define MP_REF_ARGS_1 [[maybe_unused]] double x = v[0];

@@ -6,8 +6,8 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Graph/IR/StorageFormat.h"
-#include "runtime/cpu/HostMemory.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/HostMemory.h"
+#include "runtime/kernels/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"

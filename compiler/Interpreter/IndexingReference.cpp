@@ -1,6 +1,6 @@
 //===- IndexingReference.cpp - gathers, scatter_nd, arg_max, topk, cumsum -===//
 //
-// The index-driven ops run the CPU backend's kernels (runtime/cpu/Indexing.h)
+// The index-driven ops run the CPU backend's kernels (runtime/kernels/Indexing.h)
 // on the interpreter's host tensors: floats as stored (already rounded to
 // their dtype, so comparisons happen in it; double in the FP64 mode),
 // integers as int64.
@@ -9,7 +9,7 @@
 #include "compiler/Interpreter/ReferenceModels.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
-#include "runtime/cpu/Indexing.h"
+#include "runtime/kernels/Indexing.h"
 
 #include "llvm/ADT/StringSwitch.h"
 

@@ -4,7 +4,7 @@
 #include "compiler/Interpreter/Evaluator.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -9,7 +9,7 @@
 #include "compiler/Interpreter/ReferenceModels.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 
 using namespace mlir;
 namespace cpu = mixprec::runtime::cpu;

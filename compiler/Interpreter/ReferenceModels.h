@@ -11,7 +11,7 @@
 #include "compiler/Interpreter/Evaluator.h"
 #include "compiler/Interpreter/ReferenceOpInterface.h"
 
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 
 #include "mlir/IR/MLIRContext.h"
 

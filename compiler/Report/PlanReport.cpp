@@ -11,7 +11,7 @@
 
 #include "dialects/Graph/IR/GraphAsm.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "passes/PrecisionUtils.h"
+#include "passes/Precision/PrecisionUtils.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -12,7 +12,7 @@
 #include "compiler/Report/Report.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
-#include "passes/PrecisionUtils.h"
+#include "passes/Precision/PrecisionUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

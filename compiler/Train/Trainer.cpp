@@ -2,7 +2,7 @@
 //
 // train(config, events): the data are read and checked, the step (and the
 // evaluation function) built from the model and compiled at the precision
-// to modules in memory; then trainer::runLoop (runtime/train/TrainLoop.h)
+// to modules in memory; then trainer::runLoop (train/TrainLoop.h)
 // runs them on the runtime one batch per run, the session keeping the
 // training state. With --save-modules the modules and the facts the loop
 // needs are written to a folder instead, for `mixprec-train-run`.
@@ -32,7 +32,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/ShapeInference.h"
 #include "mixprec/runtime.hpp"
-#include "passes/TrainingStep.h"
+#include "passes/Training/TrainingStep.h"
 #include "runtime/format/ModuleHash.h"
 
 #include "llvm/ADT/StringExtras.h"

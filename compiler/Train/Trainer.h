@@ -1,11 +1,11 @@
 //===- Trainer.h - train a model: the loop behind `mixprec train` -*- C++ -*-===//
 //
 // compiler::train builds one training step from a model
-// (passes/TrainingStep.h), compiles it at a precision to a module in memory
+// (passes/Training/TrainingStep.h), compiles it at a precision to a module in memory
 // and runs it on the runtime (CPU or CUDA), one batch per run; the session
 // keeps the master weights, optimizer and loss-scale state (module state).
 // The loop itself (data, logs, evaluation, checkpoints, resume) is
-// runtime/train/TrainLoop.h, which `mixprec-train-run` drives from saved
+// train/TrainLoop.h, which `mixprec-train-run` drives from saved
 // modules; this half builds, compiles, saves, and diagnoses a loss scale
 // that cannot recover (by rerunning the step on the interpreter). The CLI
 // (`mixprec train`) and the Python package (`mixprec.train`) are two front
@@ -17,9 +17,9 @@
 
 #include "common/Npy.h"
 #include "mixprec/runtime.h"
-#include "runtime/train/TrainLoop.h"
+#include "train/TrainLoop.h"
 #include "passes/Pipelines.h"
-#include "passes/TrainingStep.h"
+#include "passes/Training/TrainingStep.h"
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +30,7 @@
 
 namespace mixprec::compiler {
 
-// The loop's types (runtime/train/TrainLoop.h): train() builds the
+// The loop's types (train/TrainLoop.h): train() builds the
 // modules and hands them to trainer::runLoop.
 using trainer::kTrainError;
 using trainer::kTrainScaleStuck;

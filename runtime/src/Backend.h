@@ -95,12 +95,12 @@ struct BackendOptions {
 };
 
 /// The CPU backend: the plan's arena in host memory, kernels from their
-/// expression programs, GEMMs on OpenBLAS, opaque ops on the reference
+/// expression programs, GEMMs on OpenBLAS, routine ops on the reference
 /// kernels, with every rounding point of the plan.
 Status createCpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options,
                         std::unique_ptr<Backend> &out);
 
-/// The CUDA backend (runtime/src/cuda/CudaBackend.h): NO_DEVICE (with the
+/// The CUDA backend (runtime/src/backends/cuda/CudaBackend.h): NO_DEVICE (with the
 /// driver's reason) where no GPU is found, FAILED_PRECONDITION for a module
 /// without CUDA code or with none for this device.
 Status createCudaBackend(std::shared_ptr<const LoadedModule> module,

@@ -9,7 +9,7 @@
 //  4. the content hash, when the writer sealed the module;
 //  5. semantic verification: every index and size a backend will use
 //     (tensors, arena placement, constants, kernel programs, the kernels'
-//     CUDA program and launches, GEMMs, opaque routines, steps, inputs,
+//     CUDA program and launches, GEMMs, routine routines, steps, inputs,
 //     outputs and state bindings);
 //  6. the side file: size and FNV-1a 64, then constants point into it.
 //
@@ -18,7 +18,7 @@
 
 #include "runtime/format/KernelProgram.h"
 #include "runtime/format/ModuleHash.h"
-#include "runtime/src/OpaqueOps.h"
+#include "runtime/src/Routines.h"
 
 #include <algorithm>
 #include <cctype>
@@ -251,7 +251,7 @@ Status verifyRootFieldsInsideTable(const uint8_t *data) {
 //===----------------------------------------------------------------------===//
 
 /// Checks every index and size of a FlatBuffers-verified module and fills
-/// the module's decoded tables (tensors, gemms, opaques, inputs, outputs).
+/// the module's decoded tables (tensors, gemms, routines, inputs, outputs).
 class ModuleVerifier {
 public:
   explicit ModuleVerifier(LoadedModule &module)
@@ -276,7 +276,7 @@ private:
   Status readCudaLaunch(const schema::CudaLaunch &launch, const std::string &owner,
                         const std::function<Status(const std::string &)> &fail,
                         CudaLaunchDesc &d);
-  Status verifyOpaqueCudaLaunch(size_t index);
+  Status verifyRoutineCudaLaunch(size_t index);
   Status verifyGemm(size_t index);
   Status verifySteps();
   Status verifyInputsOutputs();
@@ -319,7 +319,7 @@ Status ModuleVerifier::verifyAlignment() {
         return invalidModule("kernel #" + std::to_string(i) + " instruction #" +
                              std::to_string(j) + ": strides vector is misaligned");
   }
-  // Opaque options lists: OpaqueOps.cpp checks them as it reads them.
+  // Routine options lists: Routines.cpp checks them as it reads them.
   return okStatus();
 }
 
@@ -813,15 +813,15 @@ Status ModuleVerifier::readCudaLaunch(const schema::CudaLaunch &launch, const st
   return okStatus();
 }
 
-/// Checks Opaque.cuda of (verified) opaque `index`: a launch like a
+/// Checks Routine.cuda of (verified) routine `index`: a launch like a
 /// kernel's, passed the routine's inputs then its output, which overlaps
 /// none of them (the CPU routine copies through scratch then; a kernel
 /// cannot); records it.
-Status ModuleVerifier::verifyOpaqueCudaLaunch(size_t index) {
-  const OpaqueOp &op = module.opaques_[index];
-  const schema::CudaLaunch *launch = root.opaques()->Get(index)->cuda();
+Status ModuleVerifier::verifyRoutineCudaLaunch(size_t index) {
+  const RoutineOp &op = module.routines_[index];
+  const schema::CudaLaunch *launch = root.routines()->Get(index)->cuda();
   if (!launch) {
-    module.opaqueCudaLaunches_.push_back(std::nullopt);
+    module.routineCudaLaunches_.push_back(std::nullopt);
     return okStatus();
   }
   if (!root.cuda())
@@ -851,7 +851,7 @@ Status ModuleVerifier::verifyOpaqueCudaLaunch(size_t index) {
       return fail("the output " + tensorName(op.output) + " overlaps the input " +
                   tensorName(t) + " (a kernel cannot copy through scratch)");
   }
-  module.opaqueCudaLaunches_.push_back(std::move(d));
+  module.routineCudaLaunches_.push_back(std::move(d));
   return okStatus();
 }
 
@@ -907,7 +907,7 @@ Status ModuleVerifier::verifySteps() {
   const size_t count = steps ? steps->size() : 0;
   const size_t kernels = root.kernels() ? root.kernels()->size() : 0;
   const size_t gemms = root.gemms() ? root.gemms()->size() : 0;
-  const size_t opaques = root.opaques() ? root.opaques()->size() : 0;
+  const size_t routines = root.routines() ? root.routines()->size() : 0;
   for (size_t i = 0; i < count; ++i) {
     const schema::Step *step = steps->Get(i);
     size_t limit = 0;
@@ -918,8 +918,8 @@ Status ModuleVerifier::verifySteps() {
     case schema::StepKind::Gemm:
       limit = gemms;
       break;
-    case schema::StepKind::Opaque:
-      limit = opaques;
+    case schema::StepKind::Routine:
+      limit = routines;
       break;
     default:
       return invalidModule("step #" + std::to_string(i) + " has unknown kind " +
@@ -1043,19 +1043,19 @@ Status ModuleVerifier::run() {
   for (size_t i = 0; root.gemms() && i < root.gemms()->size(); ++i)
     if (Status s = verifyGemm(i); !s.ok())
       return s;
-  for (size_t i = 0; root.opaques() && i < root.opaques()->size(); ++i) {
-    OpaqueOp op;
-    if (Status s = verifyOpaque(*root.opaques()->Get(i), i, tensors, op); !s.ok())
+  for (size_t i = 0; root.routines() && i < root.routines()->size(); ++i) {
+    RoutineOp op;
+    if (Status s = verifyRoutine(*root.routines()->Get(i), i, tensors, op); !s.ok())
       return s;
-    module.opaques_.push_back(std::move(op));
+    module.routines_.push_back(std::move(op));
   }
   // Routine kernels after every kernel's: their function names are checked
   // against the kernels'.
-  for (size_t i = 0; root.opaques() && i < root.opaques()->size(); ++i)
-    if (Status s = verifyOpaqueCudaLaunch(i); !s.ok())
+  for (size_t i = 0; root.routines() && i < root.routines()->size(); ++i)
+    if (Status s = verifyRoutineCudaLaunch(i); !s.ok())
       return s;
   if (!root.cuda())
-    module.opaqueCudaLaunches_.clear();
+    module.routineCudaLaunches_.clear();
   if (Status s = verifySteps(); !s.ok())
     return s;
   if (Status s = verifyInputsOutputs(); !s.ok())

@@ -133,7 +133,7 @@ struct StateDesc {
   const uint8_t *initial = nullptr;
 };
 
-struct OpaqueOp;
+struct RoutineOp;
 
 struct LoadOptions {
   std::string sideFileDir;         ///< empty: see baseDir
@@ -161,7 +161,7 @@ public:
   /// to kArenaAlignment (never more than the module's arena_bytes).
   uint64_t arenaBytesNeeded() const { return arenaBytesNeeded_; }
   const std::vector<GemmDesc> &gemms() const { return gemms_; }
-  const std::vector<OpaqueOp> &opaques() const { return opaques_; }
+  const std::vector<RoutineOp> &routines() const { return routines_; }
   /// The module's state (v3), in the module's order.
   const std::vector<StateDesc> &states() const { return states_; }
   /// "kernel #0 'softmax'": how messages name a kernel.
@@ -174,12 +174,12 @@ public:
   /// One launch per kernel (by kernel index) when cudaProgram() is set;
   /// empty otherwise.
   const std::vector<CudaLaunchDesc> &cudaLaunches() const { return cudaLaunches_; }
-  /// One entry per opaque (by opaque index) when cudaProgram() is set,
-  /// empty otherwise: the routine's kernel (Opaque.cuda; params are its
+  /// One entry per routine (by routine index) when cudaProgram() is set,
+  /// empty otherwise: the routine's kernel (Routine.cuda; params are its
   /// inputs, absent ones left out, then its output, which overlaps none of
   /// them), or nullopt where the CUDA backend runs the routine on the host.
-  const std::vector<std::optional<CudaLaunchDesc>> &opaqueCudaLaunches() const {
-    return opaqueCudaLaunches_;
+  const std::vector<std::optional<CudaLaunchDesc>> &routineCudaLaunches() const {
+    return routineCudaLaunches_;
   }
 
   ~LoadedModule();
@@ -201,10 +201,10 @@ private:
   std::vector<TensorDesc> tensors_;
   std::vector<uint32_t> inputs_, outputs_;
   std::vector<GemmDesc> gemms_;
-  std::vector<OpaqueOp> opaques_;
+  std::vector<RoutineOp> routines_;
   std::vector<StateDesc> states_;
   std::vector<CudaLaunchDesc> cudaLaunches_;
-  std::vector<std::optional<CudaLaunchDesc>> opaqueCudaLaunches_;
+  std::vector<std::optional<CudaLaunchDesc>> routineCudaLaunches_;
   uint64_t arenaBytesNeeded_ = 0;
 };
 

@@ -11,7 +11,7 @@
 #include "runtime/src/Backend.h"
 #include "runtime/src/Checkpoint.h"
 #include "runtime/src/Module.h"
-#include "runtime/src/cuda/CudaDriver.h"
+#include "runtime/src/backends/cuda/CudaDriver.h"
 
 #include <algorithm>
 #include <atomic>

@@ -7,8 +7,8 @@
 // through its symbol table.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/cuda/CublasLt.h"
-#include "runtime/src/cuda/CudaDriver.h"
+#include "runtime/src/backends/cuda/CublasLt.h"
+#include "runtime/src/backends/cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
@@ -79,7 +79,7 @@ TEST_F(FakeDriver, LoadsEveryEntryPoint) {
   EXPECT_EQ(driver->summary(), "1 CUDA device(s), device 0: Fake GPU (sm_90), driver 13.0");
   // Every member of the table was filled.
 #define MIXPREC_CU_PFN_DECL(name, ...) EXPECT_NE(driver->api.name, nullptr) << #name;
-#include "runtime/src/cuda/DynamicSymbolTables.h"
+#include "runtime/src/backends/cuda/DynamicSymbolTables.h"
 #undef MIXPREC_CU_PFN_DECL
   int count = 0;
   EXPECT_EQ(driver->api.cuDeviceGetCount(&count), CUDA_SUCCESS);
@@ -131,7 +131,7 @@ TEST(CublasLt, LoadsThroughItsSymbolTable) {
   EXPECT_STREQ(lt->api.cublasLtGetStatusName(CUBLAS_STATUS_NOT_INITIALIZED),
                "CUBLAS_STATUS_NOT_INITIALIZED");
 #define MIXPREC_CUBLASLT_PFN_DECL(ret, name, ...) EXPECT_NE(lt->api.name, nullptr) << #name;
-#include "runtime/src/cuda/DynamicSymbolTables.h"
+#include "runtime/src/backends/cuda/DynamicSymbolTables.h"
 #undef MIXPREC_CUBLASLT_PFN_DECL
 }
 

@@ -7,8 +7,8 @@
 // outside the loader's path, as in PyTorch's wheels).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/cuda/CublasLt.h"
-#include "runtime/src/cuda/CudaDriver.h"
+#include "runtime/src/backends/cuda/CublasLt.h"
+#include "runtime/src/backends/cuda/CudaDriver.h"
 
 #include <cstdio>
 #include <vector>

@@ -9,8 +9,8 @@
 // sm_90 where the toolkit has it.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/cuda/GemmDescriptors.h"
-#include "runtime/src/cuda/GemmKernels.h"
+#include "runtime/src/backends/cuda/GemmDescriptors.h"
+#include "runtime/src/backends/cuda/GemmKernels.h"
 #include "runtime/tests/GemmTestModules.h"
 
 #include <gtest/gtest.h>

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Module.h"
-#include "runtime/src/cuda/CudaBackend.h"
-#include "runtime/src/cuda/GemmPlan.h"
+#include "runtime/src/backends/cuda/CudaBackend.h"
+#include "runtime/src/backends/cuda/GemmPlan.h"
 
 #include <cstdio>
 #include <string>

@@ -7,7 +7,7 @@
 // backend does is refused naming the step.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/cuda/GemmPlan.h"
+#include "runtime/src/backends/cuda/GemmPlan.h"
 #include "runtime/tests/GemmTestModules.h"
 
 #include <gtest/gtest.h>

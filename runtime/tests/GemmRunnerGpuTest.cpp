@@ -21,9 +21,9 @@
 //===----------------------------------------------------------------------===//
 #include "common/numerics/Rounding.h"
 #include "runtime/src/Backend.h"
-#include "runtime/src/cuda/CublasLt.h"
-#include "runtime/src/cuda/CudaDriver.h"
-#include "runtime/src/cuda/CudaGemm.h"
+#include "runtime/src/backends/cuda/CublasLt.h"
+#include "runtime/src/backends/cuda/CudaDriver.h"
+#include "runtime/src/backends/cuda/CudaGemm.h"
 #include "runtime/tests/GemmTestModules.h"
 
 #include <algorithm>

@@ -6,7 +6,7 @@ out of memory). Each command here runs under a watchdog that kills it once
 its resident memory passes --max-rss-mib (or after --time-limit seconds),
 so the quadratic code fails in seconds instead of filling the machine.
 Then the result is checked: the chain is split into kernels of at most
-1024 ops (passes/Fuse.cpp, kMaxKernelOps), in order, and the module
+1024 ops (conversion/GraphToKernel/Fuse.cpp, kMaxKernelOps), in order, and the module
 computes what numpy computes.
 """
 import argparse
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-KERNEL_OPS = 1024  # kMaxKernelOps in passes/Fuse.cpp
+KERNEL_OPS = 1024  # kMaxKernelOps in conversion/GraphToKernel/Fuse.cpp
 
 
 def rss_bytes(pid):

@@ -6,7 +6,7 @@
 // Seeds: tests/fuzz/corpus/policy.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/PolicyFile.h"
+#include "passes/Precision/PolicyFile.h"
 
 #include "mlir/IR/MLIRContext.h"
 

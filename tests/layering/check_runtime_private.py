@@ -5,9 +5,9 @@ Usage:
     check_runtime_private.py SOURCE_DIR [SKIP_DIR...]
     check_runtime_private.py --self-test
 
-runtime/src/ is private to libmixprec_runtime.so (loader, backends, opaque
+runtime/src/ is private to libmixprec_runtime.so (loader, backends, routine
 ops). What the compiler, the tools and the tests share with the runtime has
-public homes: common/ (numerics, .npy, file I/O), runtime/cpu/ (the CPU
+public homes: common/ (numerics, .npy, file I/O), runtime/kernels/ (the CPU
 reference kernels), runtime/format/ (module hashes, program facts) and
 runtime/include/mixprec/ (the C API). Tests of runtime/src/ itself live in
 runtime/tests/.
@@ -27,7 +27,7 @@ import tempfile
 PRIVATE = "runtime/src"
 SOURCE_EXTENSIONS = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".inc", ".def", ".td"}
 INCLUDE = re.compile(r'^\s*#?\s*(?:include|import)\s*[<"]([^">]*)[">]')
-HINT = ("runtime/src/ is private to the runtime: use common/, runtime/cpu/, runtime/format/ "
+HINT = ("runtime/src/ is private to the runtime: use common/, runtime/kernels/, runtime/format/ "
         "or runtime/include/mixprec/, or move a test of runtime internals to runtime/tests/")
 
 
@@ -79,18 +79,18 @@ def self_test():
     """Checks the checker on a small tree: it finds exactly the planted reaches."""
     planted = {
         "tools/Bad.cpp": '#include "common/Npy.h"\n#include "runtime/src/Module.h"\n',
-        "tests/unit/x/Bad.h": '// runtime/src/ in a comment is fine\n#  include <runtime/src/cpu/X.h>\n',
+        "tests/unit/x/Bad.h": '// runtime/src/ in a comment is fine\n#  include <runtime/src/backends/cpu/X.h>\n',
         "tests/unit/x/CMakeLists.txt": "# runtime/src in a comment is fine\n"
                                        "target_sources(t PRIVATE ${PROJECT_SOURCE_DIR}/runtime/src/Module.cpp)\n",
         "dialects/Ok.td": 'include "mlir/IR/OpBase.td"\n',
         "runtime/src/Module.cpp": '#include "runtime/src/Module.h"\n',
-        "runtime/tests/T.cpp": '#include "runtime/src/cuda/CudaDriver.h"\n',
+        "runtime/tests/T.cpp": '#include "runtime/src/backends/cuda/CudaDriver.h"\n',
         "build-x/CMakeCache.txt": "",
         "build-x/gen/G.cpp": '#include "runtime/src/Module.h"\n',
         ".git/hooks/H.cpp": '#include "runtime/src/Module.h"\n',
     }
     expected = [
-        'tests/unit/x/Bad.h:2: includes "runtime/src/cpu/X.h"',
+        'tests/unit/x/Bad.h:2: includes "runtime/src/backends/cpu/X.h"',
         "tests/unit/x/CMakeLists.txt:2: names runtime/src: "
         "target_sources(t PRIVATE ${PROJECT_SOURCE_DIR}/runtime/src/Module.cpp)",
         'tools/Bad.cpp:2: includes "runtime/src/Module.h"',

@@ -1,7 +1,7 @@
 //===- main.cpp - mixprec-train-run: train from saved step modules ---------===//
 //
 // `mixprec-train-run DIR --data NAME=FILE.npy... [--labels FILE.npy] ...`
-// runs the training loop (runtime/train/TrainLoop.h) on the modules that
+// runs the training loop (train/TrainLoop.h) on the modules that
 // `mixprec train MODEL ... --save-modules DIR` compiled: DIR/step.mpk,
 // DIR/eval.mpk (with test data) and DIR/trainer.txt. It needs the runtime
 // alone (no LLVM: the runtime-only build makes it), so a model compiled on
@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "common/Escape.h"
-#include "runtime/train/TrainLoop.h"
+#include "train/TrainLoop.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -16,7 +16,7 @@
 #define MIXPREC_TOOLS_MIXPREC_OPTIONS_H
 
 #include "passes/Pipelines.h"
-#include "passes/TrainingStep.h"
+#include "passes/Training/TrainingStep.h"
 
 #include "llvm/Support/CommandLine.h"
 

@@ -779,7 +779,7 @@ Value maxPoolGrad(GradBuilder &g, Value x, Value dy, ArrayRef<int64_t> kernel,
 }
 
 /// Average pooling's divisor at each output position, as the CPU kernel
-/// counts it (runtime/cpu/Conv.cpp avgPool): the taps inside the input, or
+/// counts it (runtime/kernels/Conv.cpp avgPool): the taps inside the input, or
 /// with `countIncludePad` inside [-padBegin, size + padEnd); [1, 1, O...].
 Value avgPoolDivisors(GradBuilder &g, Value x, Value y, ArrayRef<int64_t> kernel,
                       ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,

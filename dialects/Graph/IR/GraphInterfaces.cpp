@@ -1,7 +1,7 @@
 //===- GraphInterfaces.cpp - op facts of the mp dialect --------------------===//
 #include "dialects/Graph/IR/GraphInterfaces.h"
 
-#include "runtime/cpu/IntElementwise.h"
+#include "runtime/kernels/IntElementwise.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"

@@ -75,7 +75,7 @@ PrecisionClass precisionClassOf(mlir::Operation *op);
 /// exact in any kernel.
 bool computesOnIntegers(mlir::Operation *op);
 
-/// The int_elementwise routine's op number (runtime/cpu/IntElementwise.h's
+/// The int_elementwise routine's op number (runtime/kernels/IntElementwise.h's
 /// IntOp, the schema's IntElementwiseOptions.op) of an integer op, or -1
 /// for an element-wise function with no integer form.
 int64_t intElementwiseOpOf(mlir::Operation *op);

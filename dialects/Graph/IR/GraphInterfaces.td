@@ -145,7 +145,7 @@ def MP_GradientOpInterface : OpInterface<"GradientOpInterface"> {
     The op's reverse-mode gradient rule (as Enzyme's MLIR
     `AutoDiffOpInterface`): given the adjoints of its results, it builds the
     mp ops that compute the adjoint of each operand, where the builder
-    stands. The reverse sweep (passes/Autodiff.cpp) asks every op on the
+    stands. The reverse sweep (passes/Training/Autodiff.cpp) asks every op on the
     path from the inputs to the loss, and never keeps a list of op types.
     Element-wise ops take the default rule, which reads the op's ScalarFn
     in one table of derivative expressions (GraphGradients.cpp); the other

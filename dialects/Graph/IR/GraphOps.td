@@ -239,7 +239,7 @@ def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
 
 // `operand` is what the operands and the result may hold: floats, or
 // (MP_NumericTensor) also i32/i64, which run exactly in int64
-// (runtime/cpu/IntElementwise.h: the int_elementwise routine, the integer
+// (runtime/kernels/IntElementwise.h: the int_elementwise routine, the integer
 // precision class).
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                      TypeConstraint operand = MP_FloatTensor>

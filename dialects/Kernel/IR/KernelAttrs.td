@@ -18,7 +18,7 @@ include "dialects/Kernel/IR/KernelEnums.td"
 // Routines
 //===----------------------------------------------------------------------===//
 
-// Names are the schema's `Opaque.op_type` strings (and the mp op names).
+// Names are the schema's `Routine.op_type` strings (and the mp op names).
 
 def Kernel_RoutineAttr : EnumAttr<Kernel_Dialect, Kernel_Routine, "routine">;
 
@@ -287,7 +287,7 @@ def Kernel_IntElementwiseOptionsAttr : Kernel_Options<"IntElementwise", "int_ele
     ["IntElementwise"]> {
   let summary = "Options of the int_elementwise routine: which integer op it computes";
   let description = [{
-    `op` is the schema's IntElementwiseOptions.op (runtime/cpu/IntElementwise.h):
+    `op` is the schema's IntElementwiseOptions.op (runtime/kernels/IntElementwise.h):
     0 add, 1 sub, 2 mul, 3 div, 4 mod, 5 fmod, 6 pow, 7 max, 8 min, 9 neg,
     10 abs, 11 select, 12 equal, 13 less, 14 less_or_equal, 15 greater,
     16 greater_or_equal, 17 cast.

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "passes/Autodiff.h"
+#include "passes/Training/Autodiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "passes/TrainingStep.h"
+#include "passes/Training/TrainingStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

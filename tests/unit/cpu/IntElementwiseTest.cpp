@@ -6,7 +6,7 @@
 // random values, and broadcasting on shapes with size-1 and missing dims.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/IntElementwise.h"
+#include "runtime/kernels/IntElementwise.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 // and agree with OpenBLAS (detail::sgemm) within rounding.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Gemm.h"
-#include "runtime/cpu/PortableSgemm.h"
+#include "runtime/kernels/Gemm.h"
+#include "runtime/kernels/PortableSgemm.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #ifndef MIXPREC_TESTS_UNIT_CPU_TESTUTIL_H
 #define MIXPREC_TESTS_UNIT_CPU_TESTUTIL_H
 
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 
 #include <gtest/gtest.h>
 

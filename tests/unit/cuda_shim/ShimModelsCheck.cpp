@@ -51,7 +51,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaEmitter.h"
-#include "codegen/Cuda/shim/ShimHarness.h"
+#include "tests/cuda_shim/ShimHarness.h"
 #include "codegen/KernelBody.h"
 #include "codegen/ModuleWriter.h"
 #include "common/numerics/Rounding.h"

@@ -4,7 +4,7 @@
 // tail, a softmax with warp-shuffle and shared-memory reductions writing
 // BF16, an FP8 quantization with an in-kernel amax, a GELU cast to FP16,
 // every conversion and math function) run on the shim and are checked
-// against the CPU reference kernels (runtime/cpu/Kernels.h) and the
+// against the CPU reference kernels (runtime/kernels/Kernels.h) and the
 // rounding library (common/numerics): bit for bit for conversions and
 // arithmetic, within a few ULPs where a sum's order or a transcendental
 // function differs. NaNs are compared as NaNs: CUDA's conversions give a
@@ -14,7 +14,7 @@
 #include "tests/unit/cuda_shim/ShimTestUtil.h"
 
 #include "common/numerics/Rounding.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 
 #include <cmath>
 #include <limits>

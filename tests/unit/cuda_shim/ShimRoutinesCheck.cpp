@@ -22,7 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaRoutines.h"
-#include "codegen/Cuda/shim/ShimHarness.h"
+#include "tests/cuda_shim/ShimHarness.h"
 #include "codegen/ModuleWriter.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Graph/IR/StorageFormat.h"

@@ -2,7 +2,7 @@
 #ifndef MIXPREC_TESTS_UNIT_CUDA_SHIM_SHIMTESTUTIL_H
 #define MIXPREC_TESTS_UNIT_CUDA_SHIM_SHIMTESTUTIL_H
 
-#include "codegen/Cuda/shim/ShimHarness.h"
+#include "tests/cuda_shim/ShimHarness.h"
 
 #include <gtest/gtest.h>
 

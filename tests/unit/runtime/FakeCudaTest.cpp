@@ -67,9 +67,9 @@ ModuleBuilder routineModule() {
   const int t = b.activation("t", fb::DType::F32, {6, 4});
   const int y = b.activation("y", fb::DType::F32, {6, 4});
   const int peak = b.activation("peak", fb::DType::F32, {});
-  b.opaque({"flip", "transpose", {x}, {t}, transposeOptions({1, 0})});
-  b.opaque({"probs", "softmax", {t}, {y}, axisOptions(1)});
-  b.opaque({"max", "reduce_max", {x}, {peak}, reduceOptions({0, 1}, false)});
+  b.routine({"flip", "transpose", {x}, {t}, transposeOptions({1, 0})});
+  b.routine({"probs", "softmax", {t}, {y}, axisOptions(1)});
+  b.routine({"max", "reduce_max", {x}, {peak}, reduceOptions({0, 1}, false)});
   KernelSpec &k = b.kernel("amax", {4, 6}, 0);
   k.store(peak, k.unary(fb::OpCode::Amax, k.load(x, {6, 1})), {0, 0}, fb::DType::F32);
   k.cuda = launch("mixprec_amax", 1, {x, peak}, {peak});
@@ -117,8 +117,8 @@ ModuleBuilder stateModule() {
   const int y = b.activation("y", fb::DType::F32, {});
   fb::RoutineOptionsUnion matmul;
   matmul.Set(fb::MatmulOptionsT());
-  b.opaque({"step", "matmul", {s, x}, {next}, matmul});
-  b.opaque({"sum", "reduce_sum", {next}, {y}, reduceOptions({0, 1}, false)});
+  b.routine({"step", "matmul", {s, x}, {next}, matmul});
+  b.routine({"sum", "reduce_sum", {next}, {y}, reduceOptions({0, 1}, false)});
   b.states.back().update = static_cast<uint32_t>(next);
   b.output(y);
   b.cuda = program(90);
@@ -337,19 +337,19 @@ TEST(FakeCuda, OutputBuffersAreWrittenInPlaceUnlessShared) {
 }
 
 /// x [4,6] f32 -> transpose "flip" -> t [6,4], the routine as a kernel of
-/// the program (Opaque.cuda); with `softmax`, t -> softmax -> y [6,4] on the
+/// the program (Routine.cuda); with `softmax`, t -> softmax -> y [6,4] on the
 /// host after it. Outputs t (and y).
 ModuleBuilder routineKernelModule(bool softmax) {
   ModuleBuilder b;
   const int x = b.input("x", fb::DType::F32, {4, 6});
   const int t = b.activation("t", fb::DType::F32, {6, 4});
-  OpaqueSpec flip{"flip", "transpose", {x}, {t}, transposeOptions({1, 0})};
+  RoutineSpec flip{"flip", "transpose", {x}, {t}, transposeOptions({1, 0})};
   flip.cuda = launch("mp_main_r0_flip", 1, {x, t});
-  b.opaque(flip);
+  b.routine(flip);
   b.output(t);
   if (softmax) {
     const int y = b.activation("y", fb::DType::F32, {6, 4});
-    b.opaque({"probs", "softmax", {t}, {y}, axisOptions(1)});
+    b.routine({"probs", "softmax", {t}, {y}, axisOptions(1)});
     b.output(y);
   }
   b.cuda = program(90);

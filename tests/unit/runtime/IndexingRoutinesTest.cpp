@@ -50,7 +50,7 @@ fb::RoutineOptionsUnion cumSumOptions(int64_t axis, bool exclusive, bool reverse
 }
 
 /// x[2,5], idx[2,3] (run-time) and a constant nd[2,2] through every index
-/// routine; opaque i is output i.
+/// routine; routine i is output i.
 ModuleBuilder indexingBuilder() {
   ModuleBuilder b;
   const int x = b.input("x", fb::DType::F32, {2, 5});
@@ -65,12 +65,12 @@ ModuleBuilder indexingBuilder() {
   const int tv = b.activation("tv", fb::DType::F32, {2, 2});
   const int ti = b.activation("ti", fb::DType::I64, {2, 2});
   const int cs = b.activation("cs", fb::DType::F32, {2, 5});
-  b.opaque({"ge", "gather_elements", {x, idx}, {ge}, axisOptions(1)});
-  b.opaque({"gn", "gather_nd", {x, nd}, {gn}, gatherNdOptions(0)});
-  b.opaque({"am", "arg_max", {x}, {am}, argReduceOptions(-1, true, true)});
-  b.opaque({"tv", "topk", {x}, {tv}, topKOptions(1, 2, false, false)});
-  b.opaque({"ti", "topk", {x}, {ti}, topKOptions(1, 2, false, true)});
-  b.opaque({"cs", "cumsum", {x}, {cs}, cumSumOptions(1, true, true)});
+  b.routine({"ge", "gather_elements", {x, idx}, {ge}, axisOptions(1)});
+  b.routine({"gn", "gather_nd", {x, nd}, {gn}, gatherNdOptions(0)});
+  b.routine({"am", "arg_max", {x}, {am}, argReduceOptions(-1, true, true)});
+  b.routine({"tv", "topk", {x}, {tv}, topKOptions(1, 2, false, false)});
+  b.routine({"ti", "topk", {x}, {ti}, topKOptions(1, 2, false, true)});
+  b.routine({"cs", "cumsum", {x}, {cs}, cumSumOptions(1, true, true)});
   for (int t : {ge, gn, am, tv, ti, cs})
     b.output(t);
   return b;
@@ -118,7 +118,7 @@ TEST(IndexRoutines, IndexOutOfRangeIsAnExecutionError) {
   Status s = session.run();
   EXPECT_EQ(s.code(), MIXPREC_EXECUTION_ERROR);
   EXPECT_NE(std::string(s.message())
-                .find("opaque #0 'ge' (gather_elements): index 5 (element 4 of the indices) is "
+                .find("routine #0 'ge' (gather_elements): index 5 (element 4 of the indices) is "
                       "out of range for dim 1 of size 5"),
             std::string::npos)
       << s.message();
@@ -135,52 +135,52 @@ TEST(IndexRoutines, LoaderRefusesForgedOptionsAndShapes) {
   EXPECT_EQ(loadCode(indexingBuilder().build()), MIXPREC_OK);
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[1].options = axisOptions(0);
-    expectLoadError(b, "opaque #1 'gn' (gather_nd): takes GatherNdOptions, got AxisOptions");
+    b.routines[1].options = axisOptions(0);
+    expectLoadError(b, "routine #1 'gn' (gather_nd): takes GatherNdOptions, got AxisOptions");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[0].options.AsAxisOptions()->axis = 2;
+    b.routines[0].options.AsAxisOptions()->axis = 2;
     expectLoadError(b, "(gather_elements): axis 2 is out of range for rank 2");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.tensors[b.opaques[0].inputs[1]].dtype = fb::DType::F32;
+    b.tensors[b.routines[0].inputs[1]].dtype = fb::DType::F32;
     expectLoadError(b, "(gather_elements): indices 'idx' must be i64 or i32, got f32");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[1].options.AsGatherNdOptions()->batch_dims = 2;
+    b.routines[1].options.AsGatherNdOptions()->batch_dims = 2;
     expectLoadError(b, "(gather_nd): data [2,5] and indices [2,2] do not fit batch_dims 2");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[2].options.AsArgReduceOptions()->keepdims = false;
+    b.routines[2].options.AsArgReduceOptions()->keepdims = false;
     expectLoadError(b, "(arg_max): output 'am' has shape [2,1], expected [2]");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[2].options.AsArgReduceOptions()->axis = -3;
+    b.routines[2].options.AsArgReduceOptions()->axis = -3;
     expectLoadError(b, "(arg_max): axis -3 is out of range for rank 2");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[3].options.AsTopKOptions()->k = 6;
-    expectLoadError(b, "opaque #3 'tv' (topk): k 6 is out of range [0, 5]");
+    b.routines[3].options.AsTopKOptions()->k = 6;
+    expectLoadError(b, "routine #3 'tv' (topk): k 6 is out of range [0, 5]");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[3].options.AsTopKOptions()->indices = true;
+    b.routines[3].options.AsTopKOptions()->indices = true;
     expectLoadError(b, "(topk): output 'tv' must be i64, got f32");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[5].options.AsCumSumOptions()->axis = 2;
+    b.routines[5].options.AsCumSumOptions()->axis = 2;
     expectLoadError(b, "(cumsum): axis 2 is out of range for rank 2");
   }
   {
     ModuleBuilder b = indexingBuilder();
-    b.opaques[5].inputs = {b.opaques[0].inputs[1]};
+    b.routines[5].inputs = {b.routines[0].inputs[1]};
     expectLoadError(b, "(cumsum): output 'cs' is f32, the input is i64");
   }
 }
@@ -194,7 +194,7 @@ ModuleBuilder scatterBuilder(int64_t reduction) {
   const int y = b.activation("y", fb::DType::F32, {3, 4});
   fb::ScatterNdOptionsT t;
   t.reduction = reduction;
-  b.opaque({"sn", "scatter_nd", {x, idx, u}, {y}, unionOf(std::move(t))});
+  b.routine({"sn", "scatter_nd", {x, idx, u}, {y}, unionOf(std::move(t))});
   b.output(y);
   return b;
 }
@@ -226,15 +226,15 @@ TEST(IndexRoutines, ScatterNdCombinesRepeatedRowsInOrder) {
 
 TEST(IndexRoutines, ScatterNdLoaderChecks) {
   EXPECT_EQ(loadCode(scatterBuilder(3).build()), MIXPREC_OK);
-  expectLoadError(scatterBuilder(5), "opaque #0 'sn' (scatter_nd): reduction 5 out of range [0, 4]");
+  expectLoadError(scatterBuilder(5), "routine #0 'sn' (scatter_nd): reduction 5 out of range [0, 4]");
   {
     ModuleBuilder b = scatterBuilder(0);
-    b.tensors[b.opaques[0].inputs[2]].shape = {2, 3};
+    b.tensors[b.routines[0].inputs[2]].shape = {2, 3};
     expectLoadError(b, "(scatter_nd): updates 'u' have shape [2,3], expected [2,4]");
   }
   {
     ModuleBuilder b = scatterBuilder(0);
-    b.tensors[b.opaques[0].inputs[1]].shape = {2, 3};
+    b.tensors[b.routines[0].inputs[1]].shape = {2, 3};
     expectLoadError(b, "(scatter_nd): indices [2,3] do not address data [3,4]");
   }
 }

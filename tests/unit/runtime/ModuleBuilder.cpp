@@ -239,9 +239,9 @@ fb::RoutineOptionsUnion fp8ScaleOptions(int64_t margin, fb::DType format) {
   return unionOf(std::move(t));
 }
 
-void ModuleBuilder::opaque(const OpaqueSpec &spec) {
-  opaques.push_back(spec);
-  steps.push_back({fb::StepKind::Opaque, static_cast<uint32_t>(opaques.size() - 1)});
+void ModuleBuilder::routine(const RoutineSpec &spec) {
+  routines.push_back(spec);
+  steps.push_back({fb::StepKind::Routine, static_cast<uint32_t>(routines.size() - 1)});
 }
 
 static size_t dtypeBytes(fb::DType dtype) {
@@ -316,14 +316,14 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
                                          g.strideOut, g.transB, g.epilogue, g.aScale, g.bScale,
                                          g.tf32));
 
-  std::vector<flatbuffers::Offset<fb::Opaque>> opaqueOffsets;
-  for (size_t i = 0; i < opaques.size(); ++i) {
-    const OpaqueSpec &o = opaques[i];
+  std::vector<flatbuffers::Offset<fb::Routine>> routineOffsets;
+  for (size_t i = 0; i < routines.size(); ++i) {
+    const RoutineSpec &o = routines[i];
     auto forged = forgedOptionsTypes.find(i);
     flatbuffers::Offset<fb::CudaLaunch> cuda;
     if (o.cuda)
       cuda = fb::CreateCudaLaunch(fbb, &*o.cuda);
-    opaqueOffsets.push_back(fb::CreateOpaque(
+    routineOffsets.push_back(fb::CreateRoutine(
         fbb, fbb.CreateString(o.name), fbb.CreateString(o.opType), fbb.CreateVector(o.inputs),
         fbb.CreateVector(o.outputs),
         forged != forgedOptionsTypes.end() ? forged->second : o.options.type,
@@ -348,7 +348,7 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   auto constantsOffset = fbb.CreateVector(constantOffsets);
   auto kernelsOffset = fbb.CreateVector(kernelOffsets);
   auto gemmsOffset = fbb.CreateVector(gemmOffsets);
-  auto opaquesOffset = fbb.CreateVector(opaqueOffsets);
+  auto routinesOffset = fbb.CreateVector(routineOffsets);
   auto stepsOffset = fbb.CreateVector(stepOffsets);
   flatbuffers::Offset<fb::CudaProgram> cudaOffset;
   if (cuda)
@@ -360,7 +360,7 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
   auto statesOffset = states.empty() ? 0 : fbb.CreateVector(stateOffsets);
   auto root = fb::CreateModule(fbb, version, producer, inputsOffset, outputsOffset,
                                tensorsOffset, constantsOffset, kernelsOffset, gemmsOffset,
-                               opaquesOffset, stepsOffset, arenaBytes ? *arenaBytes : arenaEnd,
+                               routinesOffset, stepsOffset, arenaBytes ? *arenaBytes : arenaEnd,
                                arenaEnd, 0, side,
                                seal ? runtime::kContentHashPlaceholder : 0, cudaOffset,
                                statesOffset);

@@ -2,7 +2,7 @@
 //
 // Builds modules with the FlatBuffers builder from a compact description:
 // tensors (inputs, activations laid out in the arena, constants inline or in
-// a side file), kernels written as small programs, GEMMs and opaque ops,
+// a side file), kernels written as small programs, GEMMs and routine ops,
 // each appended to the execution sequence in call order. The descriptions
 // are plain structs the tests may edit before build() to forge a broken
 // module.
@@ -84,14 +84,14 @@ struct GemmSpec {
   bool tf32 = false;
 };
 
-struct OpaqueSpec {
+struct RoutineSpec {
   std::string name;
   std::string opType;
   std::vector<int32_t> inputs, outputs;
   /// The options table as a plain struct (FlatBuffers' object API): tests
   /// edit it through options.AsConv2dOptions() and the like.
   fb::RoutineOptionsUnion options;
-  /// Opaque.cuda: the routine as a kernel; absent (run on the host) when
+  /// Routine.cuda: the routine as a kernel; absent (run on the host) when
   /// unset.
   std::optional<fb::CudaLaunchT> cuda;
 };
@@ -146,7 +146,7 @@ public:
   /// next kernel() call.
   KernelSpec &kernel(const std::string &name, const Shape &shape, int32_t rowDims);
   void gemm(const GemmSpec &spec);
-  void opaque(const OpaqueSpec &spec);
+  void routine(const RoutineSpec &spec);
 
   /// Serializes. Activations get consecutive 256-aligned arena offsets
   /// unless `keepOffsets`.
@@ -158,8 +158,8 @@ public:
   std::vector<uint32_t> inputs, outputs;
   std::vector<KernelSpec> kernels;
   std::vector<GemmSpec> gemms;
-  std::vector<OpaqueSpec> opaques;
-  /// Opaque index -> the options type written instead of its own (a forgery).
+  std::vector<RoutineSpec> routines;
+  /// Routine index -> the options type written instead of its own (a forgery).
   std::map<size_t, fb::RoutineOptions> forgedOptionsTypes;
   std::vector<StepSpec> steps;
   std::vector<StateSpec> states;

@@ -628,32 +628,32 @@ TEST(Verify, CudaCode) {
 }
 
 /// SmallCuda and a routine after its kernels, t = transpose(y), as a kernel
-/// of the program (Opaque.cuda), as `mixprec compile --arch` writes it.
+/// of the program (Routine.cuda), as `mixprec compile --arch` writes it.
 struct SmallCudaRoutine {
   SmallCuda m;
   int t;
   SmallCudaRoutine() {
     t = m.s.b.activation("t", fb::DType::BF16, {8, 4});
-    OpaqueSpec o;
+    RoutineSpec o;
     o.name = "t";
     o.opType = "transpose";
     o.inputs = {m.s.y};
     o.outputs = {t};
     o.options = transposeOptions({1, 0});
     o.cuda = SmallCuda::launch("mp_main_r0_t", {m.s.y, t}, {});
-    m.s.b.opaque(o);
+    m.s.b.routine(o);
     m.s.b.output(t);
   }
-  fb::CudaLaunchT &launch() { return *m.s.b.opaques[0].cuda; }
+  fb::CudaLaunchT &launch() { return *m.s.b.routines[0].cuda; }
 };
 
 TEST(Verify, RoutineCudaCode) {
-  const std::string routine = "opaque #0 't' (transpose)";
+  const std::string routine = "routine #0 't' (transpose)";
   {
     SmallCudaRoutine r;
     EXPECT_EQ(loadCode(r.m.s.b.build()), MIXPREC_OK);
-    // Without Opaque.cuda the routine runs on the host: still valid.
-    r.m.s.b.opaques[0].cuda.reset();
+    // Without Routine.cuda the routine runs on the host: still valid.
+    r.m.s.b.routines[0].cuda.reset();
     EXPECT_EQ(loadCode(r.m.s.b.build()), MIXPREC_OK);
   }
   {
@@ -727,15 +727,15 @@ TEST(Verify, RoutineOptions) {
   auto conv = [] { return convBuilder(); };
   {
     ModuleBuilder b = conv();
-    b.opaques[1].options = transposeOptions({0, 1, 2, 3});
+    b.routines[1].options = transposeOptions({0, 1, 2, 3});
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
-                    "opaque #1 'pool1' (max_pool2d): takes Pool2dOptions, got TransposeOptions");
+                    "routine #1 'pool1' (max_pool2d): takes Pool2dOptions, got TransposeOptions");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[1].options.Reset();
+    b.routines[1].options.Reset();
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
-                    "opaque #1 'pool1' (max_pool2d): takes Pool2dOptions, got none");
+                    "routine #1 'pool1' (max_pool2d): takes Pool2dOptions, got none");
   }
   {
     // A type this runtime does not know, with a table: the FlatBuffers
@@ -747,63 +747,63 @@ TEST(Verify, RoutineOptions) {
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[1].options.AsPool2dOptions()->count_include_pad = true;
+    b.routines[1].options.AsPool2dOptions()->count_include_pad = true;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(max_pool2d): count_include_pad applies to avg_pool2d only");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[1].options.AsPool2dOptions()->pad_right = -1;
+    b.routines[1].options.AsPool2dOptions()->pad_right = -1;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "pad -1 out of range [0, 2^31]");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[0].options.AsConv2dOptions()->dilation_w = 0;
+    b.routines[0].options.AsConv2dOptions()->dilation_w = 0;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "dilation 0 out of range [1, 2^31]");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[2].options.AsTransposeOptions()->perm = {0, 2, 1};
+    b.routines[2].options.AsTransposeOptions()->perm = {0, 2, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
-                    "opaque #2 'to_nhwc' (transpose): perm needs 4 entries, got 3");
+                    "routine #2 'to_nhwc' (transpose): perm needs 4 entries, got 3");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[5].options.AsSliceOptions()->starts.clear();
+    b.routines[5].options.AsSliceOptions()->starts.clear();
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "(slice): starts needs 2 entries, got 0");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[4].options.AsAxisOptions()->axis = 2;
+    b.routines[4].options.AsAxisOptions()->axis = 2;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(concat): axis 2 is out of range for rank 2");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[6].options.AsReduceOptions()->axes = {0, -2};
+    b.routines[6].options.AsReduceOptions()->axes = {0, -2};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(reduce_sum): axis 0 is listed twice");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[7].options.AsNormOptions()->axis = -3;
+    b.routines[7].options.AsNormOptions()->axis = -3;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(layer_norm): axis -3 is out of range for rank 2");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[8].options.AsFp8ScaleOptions()->format = fb::DType::BF16;
+    b.routines[8].options.AsFp8ScaleOptions()->format = fb::DType::BF16;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(fp8_scale): format must be f8E4M3FN or f8E5M2, got bf16");
   }
   {
     ModuleBuilder b = conv();
-    b.opaques[8].options.AsFp8ScaleOptions()->margin = 5000;
+    b.routines[8].options.AsFp8ScaleOptions()->margin = 5000;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "margin 5000 out of range [-1024, 1024]");
   }
 }
 
-TEST(Verify, GemmsOpaquesStepsAndSignature) {
+TEST(Verify, GemmsRoutinesStepsAndSignature) {
   auto mlp = [] { return mlpBuilder(false); };
   {
     ModuleBuilder b = mlp();
@@ -836,30 +836,30 @@ TEST(Verify, GemmsOpaquesStepsAndSignature) {
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[0].opType = "conv3d";
+    b.routines[0].opType = "conv3d";
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
-                    "opaque #0 'conv1' (conv3d): unknown op type 'conv3d'");
+                    "routine #0 'conv1' (conv3d): unknown op type 'conv3d'");
   }
   {
     ModuleBuilder b = convBuilder();
-    fb::Conv2dOptionsT &conv = *b.opaques[0].options.AsConv2dOptions();
+    fb::Conv2dOptionsT &conv = *b.routines[0].options.AsConv2dOptions();
     conv.stride_h = conv.stride_w = 2; // 4x4, the output is 8x8
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "has spatial size [8,8], the attributes give [4,4]");
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[2].options.AsTransposeOptions()->perm = {0, 2, 2, 1};
+    b.routines[2].options.AsTransposeOptions()->perm = {0, 2, 2, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "perm is not a permutation");
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[5].options.AsSliceOptions()->steps = {2, 4}; // dim 1 reads 0, 4, 8 of 8
+    b.routines[5].options.AsSliceOptions()->steps = {2, 4}; // dim 1 reads 0, 4, 8 of 8
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "reads indices 0 to 8 of an extent of 8");
   }
   {
     ModuleBuilder b = convBuilder();
-    b.opaques[3].inputs = {b.opaques[3].inputs[0], 0}; // indices: the bf16 image
+    b.routines[3].inputs = {b.routines[3].inputs[0], 0}; // indices: the bf16 image
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "must be i64 or i32, got bf16");
   }
   {
@@ -921,23 +921,23 @@ ModuleBuilder windowModule() {
   conv.strides = {1, 1, 1};
   conv.pads = {1, 1, 1, 1, 1, 1};
   conv.dilations = {1, 1, 1};
-  b.opaque({"conv", "conv", {x, w}, {y}, fb::RoutineOptionsUnion()});
-  b.opaques.back().options.Set(conv);
+  b.routine({"conv", "conv", {x, w}, {y}, fb::RoutineOptionsUnion()});
+  b.routines.back().options.Set(conv);
   fb::ConvOptionsT ct; // 2 * (5 - 1) + 1 + 3 = 12
   ct.strides = {2};
   ct.pads = {0, 0};
   ct.dilations = {1};
   ct.output_padding = {1};
-  b.opaque({"up", "conv_transpose", {s, wt}, {t}, fb::RoutineOptionsUnion()});
-  b.opaques.back().options.Set(ct);
+  b.routine({"up", "conv_transpose", {s, wt}, {t}, fb::RoutineOptionsUnion()});
+  b.routines.back().options.Set(ct);
   fb::PoolOptionsT pool;
   pool.kernel = {2, 2, 2};
   pool.strides = {2, 2, 2};
   pool.pads = {0, 0, 0, 0, 0, 0};
   pool.dilations = {1, 1, 1};
   for (auto [name, out] : {std::pair{"max_pool", mp}, {"avg_pool", ap}, {"max_pool_indices", mi}}) {
-    b.opaque({name, name, {y}, {out}, fb::RoutineOptionsUnion()});
-    b.opaques.back().options.Set(pool);
+    b.routine({name, name, {y}, {out}, fb::RoutineOptionsUnion()});
+    b.routines.back().options.Set(pool);
   }
   for (int o : {t, mp, ap, mi})
     b.output(o);
@@ -952,73 +952,73 @@ TEST(ModuleErrors, WindowRoutines) {
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[0].options.AsConvOptions()->pads = {1, 1, 1, 1};
+    b.routines[0].options.AsConvOptions()->pads = {1, 1, 1, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
-                    "opaque #0 'conv' (conv): pads needs 6 entries, got 4");
+                    "routine #0 'conv' (conv): pads needs 6 entries, got 4");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[0].options.AsConvOptions()->output_padding = {0, 0, 0};
+    b.routines[0].options.AsConvOptions()->output_padding = {0, 0, 0};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output_padding needs 0 entries, got 3");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[0].options.AsConvOptions()->pads = {1, 1, 1, 1, -1, 1};
+    b.routines[0].options.AsConvOptions()->pads = {1, 1, 1, 1, -1, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "pad -1 out of range [0, 2^31]");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[0].options.AsConvOptions()->strides = {1, 2, 1};
+    b.routines[0].options.AsConvOptions()->strides = {1, 2, 1};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "output 'y' has spatial size [4,4,4], the attributes give [4,2,4]");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[1].options.AsConvOptions()->output_padding = {2};
+    b.routines[1].options.AsConvOptions()->output_padding = {2};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(conv_transpose): output_padding [2] must be non-negative and below the "
                     "stride or the dilation");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[1].options.AsConvOptions()->pads = {0, -1}; // 13 positions, the output has 12
+    b.routines[1].options.AsConvOptions()->pads = {0, -1}; // 13 positions, the output has 12
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "output 't' has spatial size [12], the attributes give [13]");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[1].options.AsConvOptions()->groups = 2; // weight [2, 3, k]: M = 6
+    b.routines[1].options.AsConvOptions()->groups = 2; // weight [2, 3, k]: M = 6
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output 't' has shape [1,3,12]");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[2].options.AsPoolOptions()->storage_order = 1;
+    b.routines[2].options.AsPoolOptions()->storage_order = 1;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
                     "(max_pool): storage_order 1 applies to max_pool_indices only");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[2].options.AsPoolOptions()->count_include_pad = true;
+    b.routines[2].options.AsPoolOptions()->count_include_pad = true;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "count_include_pad applies to avg_pool only");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[4].options.AsPoolOptions()->storage_order = 2;
+    b.routines[4].options.AsPoolOptions()->storage_order = 2;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "storage_order 2 must be 0 or 1");
   }
   {
     ModuleBuilder b = windowModule();
-    b.tensors[b.opaques[4].outputs[0]].dtype = fb::DType::F32;
+    b.tensors[b.routines[4].outputs[0]].dtype = fb::DType::F32;
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "output 'mi' must be i64, got f32");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[3].options.AsPoolOptions()->kernel = {2, 2, 0};
+    b.routines[3].options.AsPoolOptions()->kernel = {2, 2, 0};
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "kernel size 0 out of range [1, 2^31]");
   }
   {
     ModuleBuilder b = windowModule();
-    b.opaques[3].options.Set(fb::TransposeOptionsT());
+    b.routines[3].options.Set(fb::TransposeOptionsT());
     expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "takes PoolOptions, got TransposeOptions");
   }
 }

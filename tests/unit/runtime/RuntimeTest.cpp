@@ -1,7 +1,7 @@
 //===- RuntimeTest.cpp - load, query, bind, run: results vs the reference ===//
 //
 // Every plan here is also computed with the reference kernels
-// (runtime/cpu/Kernels.h) and numerics::roundTo, the way the reference
+// (runtime/kernels/Kernels.h) and numerics::roundTo, the way the reference
 // interpreter computes the same op sequence: values that pass through the
 // same rounding points must match bit for bit. Only the softmax built from
 // RowMax/RowSum differs in summation (FP32 in the kernel, double in
@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "common/numerics/Rounding.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/kernels/Kernels.h"
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
@@ -612,10 +612,10 @@ TEST(CpuBackend, StoringNaNToAnIntegerTensorIsAnExecutionError) {
 }
 
 //===----------------------------------------------------------------------===//
-// Opaque routines
+// routine routines
 //===----------------------------------------------------------------------===//
 
-TEST(CpuBackend, OpaqueRoutinesMatchReferenceKernels) {
+TEST(CpuBackend, RoutinesMatchReferenceKernels) {
   ModuleBuilder builder = convBuilder();
   const BuiltModule built = builder.build();
   Module module;

@@ -120,20 +120,20 @@ ModuleBuilder convBuilder() {
   const int amax = b.activation("amax", fb::DType::F32, {});
   const int scale = b.activation("scale", fb::DType::F32, {});
 
-  b.opaque({"conv1", "conv2d", {image, weight, bias}, {conv},
+  b.routine({"conv1", "conv2d", {image, weight, bias}, {conv},
             conv2dOptions({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
-  b.opaque({"pool1", "max_pool2d", {conv}, {pooled}, pool2dOptions({2, 2}, {2, 2}, {0, 0, 0, 0})});
-  b.opaque({"to_nhwc", "transpose", {pooled}, {nhwc}, transposeOptions({0, 2, 3, 1})});
-  b.opaque({"embed", "gather", {table, ids}, {embedded}, axisOptions(0)});
-  b.opaque({"join", "concat", {embedded, extra}, {joined}, axisOptions(-1)});
-  b.opaque({"pick", "slice", {joined}, {sliced}, sliceOptions({1, 0}, {2, 3})});
-  b.opaque({"colsum", "reduce_sum", {joined}, {colSum}, reduceOptions({0}, false)});
-  b.opaque({"ln", "layer_norm", {joined, -1, lnBias}, {normed}, normOptions(1, 1e-5f)});
+  b.routine({"pool1", "max_pool2d", {conv}, {pooled}, pool2dOptions({2, 2}, {2, 2}, {0, 0, 0, 0})});
+  b.routine({"to_nhwc", "transpose", {pooled}, {nhwc}, transposeOptions({0, 2, 3, 1})});
+  b.routine({"embed", "gather", {table, ids}, {embedded}, axisOptions(0)});
+  b.routine({"join", "concat", {embedded, extra}, {joined}, axisOptions(-1)});
+  b.routine({"pick", "slice", {joined}, {sliced}, sliceOptions({1, 0}, {2, 3})});
+  b.routine({"colsum", "reduce_sum", {joined}, {colSum}, reduceOptions({0}, false)});
+  b.routine({"ln", "layer_norm", {joined, -1, lnBias}, {normed}, normOptions(1, 1e-5f)});
   // amax over the conv output, then its FP8 scale.
   KernelSpec &k = b.kernel("amax", {2, 4, 8, 8}, 0);
   k.store(amax, k.unary(fb::OpCode::Amax, k.load(conv, denseStrides({2, 4, 8, 8}))),
           {0, 0, 0, 0}, fb::DType::F32);
-  b.opaque({"scale", "fp8_scale", {amax}, {scale}, fp8ScaleOptions(0, fb::DType::F8E4M3FN)});
+  b.routine({"scale", "fp8_scale", {amax}, {scale}, fp8ScaleOptions(0, fb::DType::F8E4M3FN)});
 
   for (int t : {pooled, nhwc, embedded, joined, sliced, colSum, normed, scale})
     b.output(t);

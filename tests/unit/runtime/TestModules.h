@@ -2,7 +2,7 @@
 //
 // An MLP-like plan (an elementwise kernel into bf16, two GEMMs with bias
 // epilogues, a softmax kernel from RowMax/RowSum) and a convolutional one
-// (conv2d, pooling, transpose, gather, concat: opaque routines). The tests
+// (conv2d, pooling, transpose, gather, concat: routine routines). The tests
 // compare them with the reference kernels; make_test_module writes them for
 // the embedding example; the corruption test mangles them.
 //

@@ -5,7 +5,7 @@
 // one worked by hand; the verdict's three outcomes.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/train/Stats.h"
+#include "train/Stats.h"
 
 #include <gtest/gtest.h>
 

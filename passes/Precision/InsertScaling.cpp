@@ -1,0 +1,432 @@
+//===- InsertScaling.cpp - --mp-insert-scaling -----------------------------===//
+#include "passes/Passes.h"
+
+#include "common/numerics/Rounding.h"
+#include "dialects/Graph/IR/GraphBuilder.h"
+#include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
+#include "passes/Precision/PrecisionUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+namespace mixprec::passes {
+#define GEN_PASS_DEF_INSERTSCALINGPASS
+#include "passes/Passes.h.inc"
+} // namespace mixprec::passes
+
+using namespace mlir;
+using mixprec::graph::GraphDialect;
+namespace num = mixprec::numerics;
+
+namespace mixprec::passes {
+namespace {
+
+/// The rounding format of an FP8 type (the pass only sees FP8 precisions).
+num::Format fp8Format(Type t) { return *graph::storageFormatOf(t); }
+
+/// The Transformer Engine rule (numerics::fp8Scale) for an FP8 type.
+float scaleFor(double amax, Type format, int64_t margin) {
+  return num::fp8Scale(fp8Format(format), amax, margin);
+}
+
+/// A rank-0 f32 constant.
+Value scalarConstant(OpBuilder &b, Location loc, float v) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
+}
+
+/// An FP8 tensor and the scale it was quantized with.
+struct Quantized {
+  Value value;
+  Value scale;
+};
+
+/// Quantizes a constant at compile time with a scale from its own amax.
+std::optional<Quantized> quantizeConstant(OpBuilder &b, graph::ConstantOp constant,
+                                          Type format, int64_t margin) {
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense)
+    return std::nullopt;
+  std::vector<float> values = graph::readFloatConstant(dense);
+  // NaN propagates, as mp.amax does at run time: an inf or NaN weight makes
+  // the scale NaN and every quantized weight NaN (numerics::fp8Scale).
+  double amax = 0;
+  for (float v : values)
+    amax = std::isnan(v) || std::isnan(amax) ? NAN : std::max(amax, std::fabs(double(v)));
+  float scale = scaleFor(amax, format, margin);
+  num::quantizeFp8Array(fp8Format(format), values.data(), scale, values.data(), values.size());
+  // Exact: the values are FP8 already (NaN included).
+  auto type = cast<RankedTensorType>(dense.getType()).clone(format);
+  Location loc = constant.getLoc();
+  Value q = b.create<graph::ConstantOp>(loc, graph::storeFloatConstant(type, values));
+  return Quantized{q, scalarConstant(b, loc, scale)};
+}
+
+/// The FP8 type an op's assigned precision (`mp.precision`) names when the
+/// op has an FP8 GEMM form; null for every other op.
+Type fp8GemmFormat(Operation *op) {
+  auto precision = op->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr);
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  if (!precision || !isa<Float8E4M3FNType, Float8E5M2Type>(precision.getValue()) || !policy ||
+      !policy.hasFp8GemmForm())
+    return nullptr;
+  return precision.getValue();
+}
+
+/// Whether a GEMM operand gets its scale at compile time under static
+/// scaling: a dense constant (quantized from its own amax) or the result
+/// of an op with calibration evidence.
+bool hasStaticScale(Value v) {
+  if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+    if (isa<DenseElementsAttr>(constant.getValue()))
+      return true;
+  Operation *producer = v.getDefiningOp();
+  return producer && producer->hasAttr(GraphDialect::kCalibAmaxAttr);
+}
+
+/// Whether FP8 GEMM `gemm` cannot be scaled as `scaling` asks: under
+/// static scaling, an operand without a compile-time scale.
+bool needsMissingCalibration(Operation *gemm, Fp8Scaling scaling) {
+  return scaling == Fp8Scaling::Static &&
+         !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
+}
+
+/// How activations are scaled (the pass options).
+struct ScalingOptions {
+  Fp8Scaling scaling; ///< delayed scales are made current, then state
+  int64_t margin;
+  bool hybrid; ///< gradient operands in f8E5M2
+};
+
+/// A run-time scale the pattern made (mp.amax, mp.fp8_scale), and the site
+/// it scales ("fc1.input"): delayed scaling turns it into module state.
+struct ScaleSite {
+  graph::Fp8ScaleOp scale;
+  std::string name;
+};
+
+/// The name of operand `index` of a GEMM, for state names: the op's name
+/// (or "gemm") and the operand's role.
+std::string siteName(Operation *gemm, unsigned index) {
+  std::string name = opName(gemm);
+  if (name.empty())
+    name = "gemm";
+  bool linear = isa<graph::LinearOp>(gemm);
+  return name + "." + (index == 0 ? (linear ? "input" : "lhs") : (linear ? "weight" : "rhs"));
+}
+
+/// Whether operand `index` of `gemm` carries a gradient (mp.grad_operands).
+bool isGradOperand(Operation *gemm, unsigned index) {
+  auto indices = gemm->getAttrOfType<DenseI64ArrayAttr>(GraphDialect::kGradOperandsAttr);
+  return indices && llvm::is_contained(indices.asArrayRef(), int64_t(index));
+}
+
+/// An FP8 matmul or linear becomes its scaled form: both operands quantized
+/// (constants now, activations at run time) and the GEMM dequantizing in
+/// its epilogue. Under scaling=static an activation without calibration
+/// evidence does not match (the pass reports it before the rewrite).
+struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterface> {
+  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options, std::vector<ScaleSite> &sites)
+      : OpInterfaceRewritePattern(ctx), options(std::move(options)), sites(sites) {}
+
+  LogicalResult matchAndRewrite(graph::PrecisionPolicyOpInterface gemm,
+                                PatternRewriter &rewriter) const override {
+    Operation *op = gemm.getOperation();
+    Type format = fp8GemmFormat(op);
+    if (!format)
+      return rewriter.notifyMatchFailure(op, "not an FP8 GEMM");
+    if (needsMissingCalibration(op, options.scaling))
+      return rewriter.notifyMatchFailure(op, "scaling=static without calibration");
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    // The hybrid format: the operand that carries a gradient in E5M2
+    // (range), the other in the GEMM's type (precision).
+    Type e5m2 = Float8E5M2Type::get(op->getContext());
+    auto formatOf = [&](unsigned index) {
+      return options.hybrid && isGradOperand(op, index) ? e5m2 : format;
+    };
+    Quantized qa = quantize(rewriter, op, 0, lhs, formatOf(0));
+    Quantized qb = quantize(rewriter, op, 1, rhs, formatOf(1));
+    Operation *scaled = createScaledGemm(rewriter, op, qa, qb);
+    for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
+                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr,
+                           GraphDialect::kGradOperandsAttr})
+      if (Attribute a = op->getAttr(name))
+        scaled->setAttr(name, a);
+    rewriter.replaceOp(op, scaled->getResults());
+    // A weight now stored in FP8 leaves its wide original dead, and so
+    // does a transpose that createScaledGemm read past.
+    for (Value operand : {lhs, rhs})
+      if (Operation *producer = operand.getDefiningOp();
+          producer && isa<graph::ConstantOp, graph::TransposeOp>(producer) &&
+          producer->use_empty())
+        rewriter.eraseOp(producer);
+    return success();
+  }
+
+private:
+  /// Quantizes operand `v` of `user`: constants now, activations with a
+  /// calibrated static scale or, failing that, current scaling (mp.amax,
+  /// mp.fp8_scale) at run time.
+  Quantized quantize(PatternRewriter &b, Operation *user, unsigned index, Value v,
+                     Type format) const {
+    if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+      if (std::optional<Quantized> q = quantizeConstant(b, constant, format, options.margin))
+        return *q;
+    Location loc = user->getLoc();
+    auto fp8Type = cast<RankedTensorType>(v.getType()).clone(format);
+    Operation *producer = v.getDefiningOp();
+    auto calibrated =
+        producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
+    Value scale;
+    if (calibrated && options.scaling != Fp8Scaling::Current) {
+      scale = scalarConstant(b, loc,
+                             scaleFor(calibrated.getValueAsDouble(), format, options.margin));
+    } else {
+      auto scalar = RankedTensorType::get({}, b.getF32Type());
+      // amax ignores the order of the elements: read past a transpose, so
+      // that a transpose made only to be quantized can go (createScaledGemm).
+      Value amaxOf = v;
+      if (auto t = v.getDefiningOp<graph::TransposeOp>())
+        amaxOf = t.getInput();
+      Value amax = b.create<graph::AmaxOp>(loc, scalar, amaxOf);
+      auto scaleOp = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
+                                                 b.getI64IntegerAttr(options.margin));
+      scale = scaleOp;
+      sites.push_back({scaleOp, siteName(user, index)});
+    }
+    Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
+    return Quantized{q, scale};
+  }
+
+  /// mp.scaled_linear for an mp.linear, mp.scaled_matmul for an mp.matmul.
+  /// A 2-D `b` is given to the GEMM transposed, [n, k] (transpose_weight),
+  /// whatever its layout in the model: cuBLASLt runs FP8 GEMMs on
+  /// sm_89/sm_90 only in the TN layout, which is exactly a row-major GEMM
+  /// against an [n, k] operand. A weight quantized at compile time is
+  /// stored so; any other `b` (a weight that is training state, an
+  /// activation in a gradient GEMM) gets an mp.transpose of its FP8 value
+  /// (one byte per element: Transformer Engine's transposed FP8 copy). An
+  /// mp.matmul of an input of rank 2 or more by a 2-D `b` is an mp.linear
+  /// without bias, so it becomes mp.scaled_linear too. The values and the
+  /// sums are the same. A batched `b` (rank 3 or more) stays mp.scaled_matmul.
+  static Operation *createScaledGemm(PatternRewriter &b, Operation *op, const Quantized &qa,
+                                     Quantized qb) {
+    Type resultType = op->getResult(0).getType();
+    // `b` as [n, k]: the transposed constant, or a transpose of the value.
+    auto transposedB = [&]() -> Value {
+      if (std::optional<Value> t = transposedConstant(b, qb.value))
+        return *t;
+      auto type = cast<RankedTensorType>(qb.value.getType());
+      if (type.getRank() != 2)
+        return Value();
+      // quantize(transpose(x)) transposed back is quantize(x) (a gradient
+      // rule's x^T, e.g. dX = dY W^T): no transpose at all.
+      if (auto q = qb.value.getDefiningOp<graph::QuantizeOp>())
+        if (auto t = q.getInput().getDefiningOp<graph::TransposeOp>();
+            t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0})) {
+          Value direct = b.create<graph::QuantizeOp>(
+              op->getLoc(),
+              cast<RankedTensorType>(t.getInput().getType()).clone(type.getElementType()),
+              t.getInput(), q.getScale());
+          // The quantize of the transpose was made for this GEMM alone.
+          if (q->use_empty())
+            b.eraseOp(q);
+          if (t->use_empty())
+            b.eraseOp(t);
+          return direct;
+        }
+      graph::GraphBuilder g(b, op->getLoc());
+      return g.transpose(qb.value, {1, 0});
+    };
+    if (auto linear = dyn_cast<graph::LinearOp>(op)) {
+      bool transposed = linear.getTransposeWeight();
+      if (!transposed)
+        if (Value t = transposedB()) {
+          qb.value = t;
+          transposed = true;
+        }
+      return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value,
+                                             qa.scale, qb.scale, linear.getBias(), transposed,
+                                             linear.getAccTypeAttr());
+    }
+    auto matmul = cast<graph::MatmulOp>(op);
+    if (cast<RankedTensorType>(qa.value.getType()).getRank() >= 2)
+      if (Value t = transposedB())
+        return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, t, qa.scale,
+                                               qb.scale, Value(), /*transpose_weight=*/true,
+                                               matmul.getAccTypeAttr());
+    return b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa.value, qb.value,
+                                           qa.scale, qb.scale, matmul.getAccTypeAttr());
+  }
+
+  /// The transpose of `v` as a new constant, when `v` is a 2-D dense
+  /// constant (a weight quantized at compile time); the old one is erased
+  /// once unused.
+  static std::optional<Value> transposedConstant(PatternRewriter &b, Value v) {
+    auto constant = v.getDefiningOp<graph::ConstantOp>();
+    auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!dense || type.getRank() != 2)
+      return std::nullopt;
+    const int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    std::vector<float> values = graph::readFloatConstant(dense), out(values.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[c * rows + r] = values[r * cols + c];
+    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
+    Value t = b.create<graph::ConstantOp>(constant.getLoc(),
+                                          graph::storeFloatConstant(transposedType, out));
+    if (constant->use_empty())
+      b.eraseOp(constant);
+    return t;
+  }
+
+  ScalingOptions options;
+  std::vector<ScaleSite> &sites;
+};
+
+/// Turns the current scaling of `site` into delayed scaling: the scale is
+/// read from state `fp8.SITE.scale`, and the run's amax updates the state
+/// `fp8.SITE.amax_history` and, from it, the next scale
+/// (InsertScalingPass's description). Appends the two states to `func`.
+void makeDelayed(func::FuncOp func, const ScaleSite &site, int64_t length, bool mostRecent,
+                 int64_t margin) {
+  graph::Fp8ScaleOp current = site.scale;
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(current);
+  Location loc = current.getLoc();
+  graph::GraphBuilder gb(b, loc);
+  Type f32 = b.getF32Type();
+  auto scalar = RankedTensorType::get({}, f32);
+  auto historyType = RankedTensorType::get({length}, f32);
+  std::string historyName = "fp8." + site.name + ".amax_history",
+              scaleName = "fp8." + site.name + ".scale";
+  auto stateAttrs = [&](const std::string &name, Attribute init) {
+    return b.getDictionaryAttr({
+        b.getNamedAttr(GraphDialect::kNameAttr, b.getStringAttr(name)),
+        b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
+        b.getNamedAttr(GraphDialect::kStateInitAttr, init),
+    });
+  };
+  unsigned args = func.getNumArguments();
+  (void)func.insertArgument(args, historyType,
+                            stateAttrs(historyName, DenseElementsAttr::get(historyType, 0.0f)),
+                            loc);
+  (void)func.insertArgument(args + 1, scalar,
+                            stateAttrs(scaleName, DenseElementsAttr::get(scalar, 1.0f)), loc);
+  Value history = func.getArgument(args), scale = func.getArgument(args + 1);
+
+  // This run quantizes with the scale the previous runs left.
+  Value amax = current.getAmax();
+  current.getScale().replaceAllUsesWith(scale);
+  b.setInsertionPointAfter(current);
+  Value pushed = gb.reshape(amax, {1});
+  if (length > 1)
+    pushed = b.create<graph::ConcatOp>(loc, historyType,
+                                       ValueRange{pushed, gb.sliceFront(history, {length - 1})},
+                                       0);
+  Value from = mostRecent ? amax
+                          : b.create<graph::ReduceMaxOp>(loc, scalar, pushed,
+                                                         ArrayRef<int64_t>{0}, false, TypeAttr())
+                                .getResult();
+  Value candidate = b.create<graph::Fp8ScaleOp>(loc, scalar, from, current.getFormatAttr(),
+                                                b.getI64IntegerAttr(margin));
+  // Transformer Engine keeps the old scale for an amax of 0 or inf/NaN.
+  auto boolType = RankedTensorType::get({}, b.getI1Type());
+  Value finite = b.create<graph::NotOp>(
+      loc, boolType,
+      b.create<graph::OrOp>(loc, boolType, b.create<graph::IsNaNOp>(loc, boolType, from),
+                            b.create<graph::IsInfOp>(loc, boolType, from, true, true)));
+  Value positive = gb.compare<graph::GreaterOp>(from, gb.splat(0.0, f32));
+  Value usable = b.create<graph::AndOp>(loc, boolType, finite, positive);
+  Value next = gb.where(usable, candidate, scale);
+  current.erase();
+
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  unsigned results = func.getNumResults();
+  auto update = [&](const std::string &name) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(GraphDialect::kStateUpdateAttr, b.getStringAttr(name)));
+  };
+  (void)func.insertResult(results, historyType, update(historyName));
+  (void)func.insertResult(results + 1, scalar, update(scaleName));
+  ret->insertOperands(ret->getNumOperands(), ValueRange{pushed, next});
+  (void)ctx;
+}
+
+//===----------------------------------------------------------------------===//
+// --mp-insert-scaling
+//===----------------------------------------------------------------------===//
+
+struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass> {
+  using InsertScalingPassBase::InsertScalingPassBase;
+
+  /// 1. Check the numbers (the enums are checked when parsed), and under scaling=static that every FP8 GEMM
+  ///    operand has a compile-time scale (the error names the GEMM).
+  /// 2. Apply ScaleFp8Gemm greedily to the FP8 GEMMs, and to them only:
+  ///    the driver would fold any other op it visits (a cast of a weight),
+  ///    which is --mp-fold-casts' job.
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (amaxHistory < 1) {
+      func.emitError() << "amax-history must be at least 1, got " << amaxHistory;
+      return signalPassFailure();
+    }
+    if (margin < 0) {
+      func.emitError() << "margin must be non-negative, got " << margin;
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> gemms;
+    func.walk([&](Operation *op) {
+      if (fp8GemmFormat(op))
+        gemms.push_back(op);
+    });
+    for (Operation *op : gemms)
+      if (needsMissingCalibration(op, scaling)) {
+        op->emitError() << "scaling=static needs a calibrated amax for every FP8 GEMM input "
+                           "(run with calibration inputs, or use scaling=current)";
+        return signalPassFailure();
+      }
+    RewritePatternSet patterns(&getContext());
+    std::vector<ScaleSite> sites;
+    patterns.add<ScaleFp8Gemm>(&getContext(),
+                               ScalingOptions{scaling == Fp8Scaling::Delayed
+                                                  ? Fp8Scaling::Current
+                                                  : Fp8Scaling(scaling),
+                                              margin, format == Fp8Format::Hybrid},
+                               sites);
+    GreedyRewriteConfig config;
+    config.strictMode = GreedyRewriteStrictness::ExistingOps;
+    bool allErased = false;
+    if (failed(applyOpPatternsAndFold(gemms, std::move(patterns), config, nullptr,
+                                      &allErased)) ||
+        !allErased) {
+      func.emitError() << "--mp-insert-scaling left an FP8 GEMM unscaled";
+      return signalPassFailure();
+    }
+    if (scaling != Fp8Scaling::Delayed)
+      return;
+    // One state pair per site, named uniquely ("#2" for a second GEMM of
+    // the same name).
+    llvm::StringSet<> names;
+    for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr))
+        names.insert(name.getValue());
+    for (ScaleSite &site : sites) {
+      std::string base = site.name;
+      for (int n = 2; names.contains("fp8." + site.name + ".scale"); ++n)
+        site.name = base + "#" + std::to_string(n);
+      names.insert("fp8." + site.name + ".scale");
+      makeDelayed(func, site, amaxHistory, amaxAlgo == AmaxAlgo::MostRecent, margin);
+    }
+  }
+};
+
+} // namespace
+} // namespace mixprec::passes

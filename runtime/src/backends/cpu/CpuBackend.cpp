@@ -1,0 +1,210 @@
+//===- CpuBackend.cpp - the plan on the host, every rounding point kept ---===//
+//
+// The session: the arena and its memory limits, kernel plans, and the step
+// loop. CpuBackend.h says how memory and numerics work and where each
+// piece lives.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuBackend.h"
+
+#include "runtime/kernels/HostMemory.h"
+#include "runtime/kernels/Kernels.h"
+
+#include <climits>
+
+namespace mixprec::runtime {
+
+Status outOfMemory(const std::string &what, int64_t bytes) {
+  return Status(MIXPREC_OUT_OF_MEMORY,
+                what + ": cannot allocate " + std::to_string(bytes) + " bytes of scratch memory");
+}
+
+Status CpuBackend::prepare() {
+  const uint64_t arenaBytes = module->arenaBytesNeeded();
+  // The largest scratch buffer that is not a copy of a tensor: im2col.
+  uint64_t im2colBytes = 0;
+  for (const RoutineOp &op : module->routines()) {
+    const bool transposed = op.kind == RoutineKind::ConvTranspose;
+    if (op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv && !transposed)
+      continue;
+    const auto &ws = module->tensors()[op.inputs[1]].shape;
+    const auto &xs = module->tensors()[op.inputs[0]].shape;
+    const auto &os = module->tensors()[op.output].shape;
+    // The GEMM's inner dim and the column buffer's rows and columns: conv
+    // [C/g * taps] x [out plane]; conv_transpose [M/g * taps] x [in plane]
+    // (plus its transposed weight, [M/g * taps] x [C/g]).
+    __int128 taps = 1, plane = 1;
+    for (size_t d = 2; d < ws.size(); ++d) {
+      taps *= ws[d];
+      plane *= transposed ? xs[d] : os[d];
+    }
+    const __int128 rows = ws[1] * taps;
+    const __int128 inner = transposed ? xs[1] / op.groups : rows;
+    const __int128 floats = rows * plane + (transposed ? rows * inner : 0);
+    if (floats > kMaxScratchFloats || rows > INT_MAX || plane > INT_MAX || inner > INT_MAX ||
+        ws[0] > INT_MAX)
+      return Status(MIXPREC_UNIMPLEMENTED,
+                    op.name + ": the im2col buffer or GEMM exceeds the CPU backend's limits");
+    im2colBytes = std::max<uint64_t>(im2colBytes, static_cast<uint64_t>(floats) * 4);
+  }
+  if (options.maxMemoryBytes && (arenaBytes > options.maxMemoryBytes ||
+                                 im2colBytes > options.maxMemoryBytes - arenaBytes))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: the module needs a " + std::to_string(arenaBytes) +
+                      "-byte arena and " + std::to_string(im2colBytes) +
+                      " bytes of im2col scratch, beyond the session's max_memory_bytes (" +
+                      std::to_string(options.maxMemoryBytes) + ")");
+  // The interpreter's rule for its live tensors (cpu::fitsInMemory): refused
+  // up front, not killed after touching overcommitted pages.
+  if (!cpu::fitsInMemory(arenaBytes, im2colBytes))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: the module needs a " + std::to_string(arenaBytes) +
+                      "-byte arena and " + std::to_string(im2colBytes) +
+                      " bytes of im2col scratch, more than " + cpu::describeUsableMemory());
+  if (!arena.allocate(arenaBytes))
+    return Status(MIXPREC_OUT_OF_MEMORY, "CPU backend: cannot allocate the " +
+                                             std::to_string(arenaBytes) + "-byte arena");
+  // Zeroed, so a plan that reads memory before writing it is at least
+  // deterministic.
+  std::memset(arena.data(), 0, arenaBytes);
+
+  size_t longest = 0;
+  const auto *list = module->root().kernels();
+  for (size_t i = 0; list && i < list->size(); ++i) {
+    kernels.push_back(planKernel(*module, i));
+    longest = std::max(longest, kernels.back().program.size());
+  }
+  // Registers stay below ~32 MB even for the longest program allowed.
+  pieceCapacity = longest <= 4096 ? 512 : 128;
+  registers.assign(longest * pieceCapacity, 0.0f);
+  rowValue.assign(longest, 0.0f);
+  amaxValue.assign(longest, 0.0f);
+
+  // 32-bit BLAS: refuse now what cpu::detail::sgemm could not pass on.
+  for (const GemmDesc &g : module->gemms()) {
+    const bool tall = g.batch == 1 || (g.strideB == 0 && g.strideA == g.m * g.k);
+    const int64_t rows = tall ? g.batch * g.m : g.m;
+    if (rows > INT_MAX || g.n > INT_MAX || g.k > INT_MAX)
+      return Status(MIXPREC_UNIMPLEMENTED,
+                    g.name + ": dimensions beyond the CPU backend's 32-bit BLAS limit");
+  }
+  return okStatus();
+}
+
+Status CpuBackend::setInput(uint32_t tensor, const void *data, size_t bytes) {
+  const TensorDesc &d = module->tensors()[tensor];
+  if (d.isConstant() || bytes != d.bytes)
+    return Status(MIXPREC_INTERNAL, "CPU backend: bad input binding for '" + d.name + "'");
+  if (bytes)
+    std::memcpy(arena.data() + d.offset, data, bytes);
+  return okStatus();
+}
+
+Status CpuBackend::readTensor(uint32_t tensor, const void **data) {
+  *data = tensorData(static_cast<int32_t>(tensor));
+  return okStatus();
+}
+
+namespace {
+
+/// Host memory standing in for device memory, so that applications use one
+/// API whatever the backend.
+class HostBuffer final : public DeviceBuffer {
+public:
+  bool allocate(size_t bytes, const void *owner) {
+    if (!bytes_.allocate(bytes))
+      return false;
+    if (bytes)
+      std::memset(bytes_.data(), 0, bytes);
+    size_ = bytes;
+    address_ = reinterpret_cast<uintptr_t>(bytes_.data());
+    owner_ = owner;
+    return true;
+  }
+  Status copyFromHost(size_t offset, const void *data, size_t bytes) override {
+    if (bytes)
+      std::memcpy(bytes_.data() + offset, data, bytes);
+    return okStatus();
+  }
+  Status copyToHost(size_t offset, void *data, size_t bytes) const override {
+    if (bytes)
+      std::memcpy(data, bytes_.data() + offset, bytes);
+    return okStatus();
+  }
+
+private:
+  AlignedBytes bytes_;
+};
+
+} // namespace
+
+Status CpuBackend::allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) {
+  auto buffer = std::make_shared<HostBuffer>();
+  if (!buffer->allocate(bytes, this))
+    return Status(MIXPREC_OUT_OF_MEMORY,
+                  "CPU backend: cannot allocate a buffer of " + std::to_string(bytes) + " bytes");
+  out = std::move(buffer);
+  return okStatus();
+}
+
+/// Bound inputs are read from their buffers, bound outputs written to
+/// theirs, then the state updated: the CPU backend runs at once, so wait()
+/// has nothing left to do.
+Status CpuBackend::launch(const Bindings &bindings) {
+  const std::vector<uint32_t> &inputs = module->inputs(), &outputs = module->outputs();
+  for (size_t i = 0; i < bindings.inputs.size(); ++i)
+    if (const DeviceBuffer *b = bindings.inputs[i].get()) {
+      const TensorDesc &d = module->tensors()[inputs[i]];
+      if (Status s = b->copyToHost(0, arena.data() + d.offset, d.bytes); !s.ok())
+        return s;
+    }
+  if (Status s = runSteps(); !s.ok())
+    return s;
+  for (size_t i = 0; i < bindings.outputs.size(); ++i)
+    if (DeviceBuffer *b = bindings.outputs[i].get()) {
+      const TensorDesc &d = module->tensors()[outputs[i]];
+      if (Status s = b->copyFromHost(0, tensorData(outputs[i]), d.bytes); !s.ok())
+        return s;
+    }
+  // Every step succeeded: each state takes its update (a failed run
+  // returned above, leaving the state as it was). States share no bytes
+  // with other states' updates (the loader checks), so order is free.
+  for (const StateDesc &state : module->states())
+    if (state.tensor != state.update && module->tensors()[state.tensor].bytes)
+      std::memmove(tensorData(state.tensor), tensorData(state.update),
+                   module->tensors()[state.tensor].bytes);
+  return okStatus();
+}
+
+Status CpuBackend::runSteps() {
+  const auto *steps = module->root().steps();
+  for (size_t i = 0; steps && i < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i);
+    Status s;
+    switch (step->kind()) {
+    case schema::StepKind::Kernel:
+      s = runKernel(kernels[step->index()]);
+      break;
+    case schema::StepKind::Gemm:
+      s = runGemm(module->gemms()[step->index()]);
+      break;
+    case schema::StepKind::Routine:
+      s = runRoutine(module->routines()[step->index()]);
+      break;
+    }
+    if (!s.ok())
+      return s.withContext("step #" + std::to_string(i) + ": ");
+  }
+  return okStatus();
+}
+
+Status createCpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options,
+                        std::unique_ptr<Backend> &out) {
+  std::unique_ptr<CpuBackend> backend(new CpuBackend(std::move(module), options));
+  if (Status s = backend->prepare(); !s.ok())
+    return s;
+  out = std::move(backend);
+  return okStatus();
+}
+
+} // namespace mixprec::runtime

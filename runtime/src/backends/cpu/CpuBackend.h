@@ -1,0 +1,250 @@
+//===- CpuBackend.h - the CPU backend's pieces ------------------*- C++ -*-===//
+//
+// Memory: one 256-aligned arena as the memory plan lays it out; every value
+// stored in its dtype's bytes (f32 as float, f16/bf16 as uint16, FP8 as
+// uint8, i64/i32, bool as 0/1 bytes), so a narrow tensor only ever holds
+// values of its dtype.
+//
+// Numerics (DESIGN.md "Numerics rules"), matching compiler/Interpreter:
+//  - Kernels compute in FP32 registers and round once per Store (and per
+//    Cast/Quantize) with numerics::encode, round-to-nearest-even, FP8
+//    saturating. Unary math calls cpu::unary, so it is the interpreter's.
+//  - GEMMs decode operands to FP32 (exact), round them to TF32 when asked,
+//    and run cpu::detail::sgemm with the same call structure as
+//    cpu::linear/cpu::matmul (bias prefilled, beta = 1). FP8 GEMMs multiply
+//    the accumulator by (1/a_scale)*(1/b_scale) and then add the bias, as
+//    cuBLASLt does. The epilogue runs in FP32 (Gelu is the tanh form, as
+//    CUBLASLT_EPILOGUE_GELU and --mp-fuse agree); one rounding to the
+//    output.
+//  - Routines decode to FP32, run the reference kernel, round once.
+//
+// The pieces, one file each:
+//   CpuBackend.cpp        the session: arena, kernel plans, the step loop
+//   CpuElementAccess.cpp  reading and writing elements in storage dtypes
+//   CpuKernelPlan.cpp     a kernel's program prepared for execution
+//   CpuKernelRun.cpp      the expression-program interpreter
+//   CpuGemmStep.cpp       GEMM steps on OpenBLAS
+//   CpuRoutineStep.cpp    routine routines on the reference kernels
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CPU_CPUBACKEND_H
+#define MIXPREC_RUNTIME_CPU_CPUBACKEND_H
+
+#include "runtime/src/Backend.h"
+#include "runtime/src/Routines.h"
+#include "runtime/kernels/Indexing.h"
+#include "common/numerics/Rounding.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace mixprec::runtime {
+
+namespace num = mixprec::numerics;
+
+/// Largest reference-kernel scratch buffer (conv2d's im2col) the backend
+/// allocates, in floats: beyond it a module is refused, not half-run.
+constexpr int64_t kMaxScratchFloats = int64_t(1) << 32;
+
+inline num::Format formatOf(schema::DType dtype) {
+  using schema::DType;
+  switch (dtype) {
+  case DType::F16:
+    return num::Format::F16;
+  case DType::BF16:
+    return num::Format::BF16;
+  case DType::F8E4M3FN:
+    return num::Format::F8E4M3FN;
+  case DType::F8E5M2:
+    return num::Format::F8E5M2;
+  default:
+    return num::Format::F32;
+  }
+}
+
+/// FP8 stores saturate (satfinite); F16/BF16 overflow to inf.
+inline num::RoundOptions storeOptions(schema::DType dtype) {
+  using schema::DType;
+  num::RoundOptions o;
+  o.saturate = dtype == DType::F8E4M3FN || dtype == DType::F8E5M2;
+  return o;
+}
+
+/// Growable float buffer that reports allocation failure instead of
+/// aborting (the runtime is built without exceptions).
+class Scratch {
+public:
+  ~Scratch() { std::free(data_); }
+  float *floats(int64_t count) { return static_cast<float *>(bytes(count * sizeof(float))); }
+  void *bytes(int64_t size) {
+    size_t want = static_cast<size_t>(std::max<int64_t>(size, 1));
+    if (want > capacity_) {
+      std::free(data_);
+      data_ = nullptr;
+      capacity_ = 0;
+      if (posix_memalign(&data_, 64, want) != 0) {
+        data_ = nullptr;
+        return nullptr;
+      }
+      capacity_ = want;
+    }
+    return data_;
+  }
+
+private:
+  void *data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+/// `values` rounded to TF32 (as tensor cores read a TF32 GEMM's operands)
+/// into `s`, in place when they already live there; null when scratch
+/// memory runs out.
+inline const float *tf32Copy(const float *values, int64_t count, Scratch &s) {
+  float *out = s.floats(count);
+  if (out)
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = num::roundToTf32(values[i]);
+  return out;
+}
+
+/// Bit equality (a NaN scale equals itself).
+inline bool bitsEqual(float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; }
+
+/// OUT_OF_MEMORY for a scratch buffer of `bytes` that `what` needs.
+Status outOfMemory(const std::string &what, int64_t bytes);
+
+//===----------------------------------------------------------------------===//
+// Element access in storage dtypes (CpuElementAccess.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Reads `n` elements at `base[offset + i*stride]` as floats.
+void loadRun(schema::DType dtype, const uint8_t *base, int64_t offset, int64_t stride, int64_t n,
+             float *out);
+
+/// Writes `n` floats to `base[offset + i*stride]` in `dtype`, rounding.
+/// Returns false, writing nothing further, at a value an integer dtype
+/// cannot hold; `bad` is that value.
+bool storeRun(schema::DType dtype, uint8_t *base, int64_t offset, int64_t stride, int64_t n,
+              const float *in, float &bad);
+
+//===----------------------------------------------------------------------===//
+// Kernel plans (CpuKernelPlan.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A kernel prepared for execution: dims of size 1 dropped, adjacent dims
+/// that every access walks as one run merged, and the evaluation passes of
+/// its row reductions worked out.
+struct KernelPlan {
+  struct Access {
+    int32_t tensor = 0;
+    schema::DType dtype = schema::DType::F32;
+    std::vector<int64_t> outerStrides, rowStrides; ///< per merged dim
+  };
+  struct Inst {
+    schema::OpCode op = schema::OpCode::Const;
+    int32_t operand[3] = {0, 0, 0};
+    int32_t access = -1; ///< Load/Store: index into accesses
+    float value = 0.0f;
+    schema::DType dtype = schema::DType::F32;
+    int32_t pass = 0;    ///< RowSum/RowMax: the pass that accumulates them
+  };
+
+  std::string name;
+  /// The iteration space has no points (nothing runs but an Amax's Stores).
+  bool empty = false;
+  std::vector<int64_t> outerDims, rowDims;
+  std::vector<Access> accesses;
+  std::vector<Inst> program;
+  int32_t reductionPasses = 0;
+  /// needed[p][j]: instruction j is evaluated in pass p (the last pass,
+  /// index reductionPasses, runs the Stores).
+  std::vector<std::vector<uint8_t>> needed;
+};
+
+/// Prepares kernel `index` of a verified module.
+KernelPlan planKernel(const LoadedModule &module, size_t index);
+
+//===----------------------------------------------------------------------===//
+// The backend (CpuBackend.cpp; its steps in CpuKernelRun.cpp,
+// CpuGemmStep.cpp and CpuRoutineStep.cpp)
+//===----------------------------------------------------------------------===//
+
+class CpuBackend final : public Backend {
+public:
+  CpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options)
+      : module(std::move(module)), options(options) {}
+
+  Status prepare();
+  mixprec_backend_t kind() const override { return MIXPREC_BACKEND_CPU; }
+  Status setInput(uint32_t tensor, const void *data, size_t bytes) override;
+  Status launch(const Bindings &bindings) override;
+  Status wait() override { return okStatus(); }
+  Status readTensor(uint32_t tensor, const void **data) override;
+  Status allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) override;
+
+  /// Runs routine `index` alone on the host arena: the CUDA backend's host
+  /// routine steps, with their operands copied in by the caller.
+  Status runRoutineStep(size_t index) { return runRoutine(module->routines()[index]); }
+  /// Where tensor `t` lives on the host (the arena, or the module's constant).
+  uint8_t *hostTensor(int32_t t) { return tensorData(t); }
+
+private:
+  /// A run of a piece: `length` consecutive points of one row run, whose
+  /// first point sits at element `base[a]` of access a.
+  struct Segment {
+    int64_t length = 0;
+    int64_t position = 0; ///< index of its first point in the registers
+  };
+
+  uint8_t *tensorData(int32_t t) {
+    const TensorDesc &d = module->tensors()[t];
+    if (d.isConstant())
+      return d.constantData ? const_cast<uint8_t *>(d.constantData) : emptyTensor;
+    return arena.data() + d.offset;
+  }
+  bool overlaps(int32_t a, int32_t b) const {
+    const TensorDesc &x = module->tensors()[a], &y = module->tensors()[b];
+    if (x.isConstant() || y.isConstant() || x.bytes == 0 || y.bytes == 0)
+      return false;
+    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+  }
+
+  Status runSteps();
+  Status runKernel(const KernelPlan &plan);
+  Status runRow(const KernelPlan &plan, const std::vector<int64_t> &outerBase);
+  Status evalPiece(const KernelPlan &plan, int32_t pass, const std::vector<Segment> &segments,
+                   const std::vector<int64_t> &segmentBase, int64_t count);
+  Status runGemm(const GemmDesc &g);
+  Status runRoutine(const RoutineOp &op);
+  Status runDataMovement(const RoutineOp &op);
+  Status runFloatRoutine(const RoutineOp &op);
+  Status runIndexRoutine(const RoutineOp &op);
+  Status runIntRoutine(const RoutineOp &op);
+  const int64_t *indexOperand(int32_t tensor, Scratch &scratch);
+  Status indexRangeError(const RoutineOp &op, const cpu::BadIndex &bad);
+  bool roundGemmOperandsToTf32(const RoutineOp &op, const float *&a, const float *&b);
+  Status storeFloats(const RoutineOp &op, const float *values);
+  const float *floatOperand(int32_t tensor, Scratch &scratch);
+
+  std::shared_ptr<const LoadedModule> module;
+  BackendOptions options;
+  AlignedBytes arena;
+  std::vector<KernelPlan> kernels;
+  /// Register file shared by all kernels: pieceCapacity floats per
+  /// instruction of the longest program.
+  std::vector<float> registers;
+  int64_t pieceCapacity = 512;
+  std::vector<float> rowValue;   ///< per instruction: row reductions' values
+  std::vector<float> amaxValue;  ///< per instruction: Amax accumulators
+  std::vector<const uint8_t *> accessData; ///< per access of the running kernel
+  /// scratch[0..4]: decoded operands by position; [5]: results.
+  Scratch scratch[6];
+  alignas(64) uint8_t emptyTensor[64] = {};
+};
+
+} // namespace mixprec::runtime
+
+#endif // MIXPREC_RUNTIME_CPU_CPUBACKEND_H

@@ -1,0 +1,167 @@
+//===- CpuKernelPlan.cpp - a kernel program prepared for the CPU ----------===//
+//
+// Size-1 dims dropped, adjacent dims every access walks as one run merged,
+// and the evaluation passes of nested row reductions worked out, once per
+// session, so that CpuKernelRun.cpp only walks and evaluates.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuBackend.h"
+
+#include "runtime/format/KernelProgram.h"
+#include "runtime/kernels/Kernels.h"
+
+#include <limits>
+
+namespace mixprec::runtime {
+
+using schema::OpCode;
+
+/// Merges adjacent dims of `dims` (one group) that every access walks as a
+/// single run; strides[a] are aligned with dims. Size-1 dims are dropped.
+static void mergeDims(std::vector<int64_t> &dims, std::vector<std::vector<int64_t>> &strides) {
+  std::vector<int64_t> outDims;
+  std::vector<std::vector<int64_t>> outStrides(strides.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1)
+      continue;
+    bool merge = !outDims.empty();
+    for (size_t a = 0; merge && a < strides.size(); ++a)
+      merge = outStrides[a].back() == strides[a][d] * dims[d];
+    if (merge) {
+      outDims.back() *= dims[d];
+      for (size_t a = 0; a < strides.size(); ++a)
+        outStrides[a].back() = strides[a][d];
+    } else {
+      outDims.push_back(dims[d]);
+      for (size_t a = 0; a < strides.size(); ++a)
+        outStrides[a].push_back(strides[a][d]);
+    }
+  }
+  dims = std::move(outDims);
+  strides = std::move(outStrides);
+}
+
+KernelPlan planKernel(const LoadedModule &module, size_t index) {
+  const schema::Kernel &kernel = *module.root().kernels()->Get(index);
+  KernelPlan plan;
+  plan.name = module.kernelName(index);
+  std::vector<int64_t> space;
+  if (kernel.shape())
+    space.assign(kernel.shape()->begin(), kernel.shape()->end());
+  const size_t rank = space.size();
+  const size_t firstRowDim = rank - kernel.row_dims();
+  // Empty rows in a non-empty outer space still have row values: each row
+  // reduction is its identity (RowSum 0, RowMax -inf), and the Stores that
+  // do not walk the row dims write them once per outer point. The kernel
+  // then runs over the space with the row dims as 1, as the verifier bounds
+  // it; Stores that walk the rows (and what only they read) never run.
+  bool emptyRows = false;
+  if (cpu::numElements(space) == 0) {
+    std::vector<int64_t> outer = space;
+    std::fill(outer.begin() + firstRowDim, outer.end(), 1);
+    emptyRows = cpu::numElements(outer) > 0;
+    plan.empty = !emptyRows;
+    space = outer;
+  }
+  const auto *program = kernel.program();
+  const size_t length = program ? program->size() : 0;
+
+  bool hasRowReduction = false;
+  std::vector<uint8_t> walksRows(length, 0); // Stores only
+  std::vector<std::vector<int64_t>> strides;
+  plan.program.resize(length);
+  for (size_t j = 0; j < length; ++j) {
+    const schema::Instruction &src = *program->Get(j);
+    KernelPlan::Inst &inst = plan.program[j];
+    inst.op = src.opcode();
+    inst.value = src.fvalue();
+    inst.dtype = src.dtype();
+    for (size_t o = 0; src.operands() && o < src.operands()->size(); ++o)
+      inst.operand[o] = src.operands()->Get(o);
+    if (emptyRows && (isRowReduction(inst.op) || inst.op == OpCode::Amax)) {
+      // Over no values: the identity (an Amax's Store then writes its 0
+      // like any stride-0 Store).
+      inst.value = inst.op == OpCode::RowMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+      inst.op = OpCode::Const;
+    }
+    hasRowReduction |= isRowReduction(inst.op);
+    if (inst.op == OpCode::Load || inst.op == OpCode::Store) {
+      inst.access = static_cast<int32_t>(plan.accesses.size());
+      KernelPlan::Access access;
+      access.tensor = src.tensor();
+      access.dtype = module.tensors()[src.tensor()].dtype;
+      plan.accesses.push_back(access);
+      // A rank-0 space has no strides, and the writer leaves the field out.
+      if (src.strides())
+        strides.emplace_back(src.strides()->begin(), src.strides()->end());
+      else
+        strides.emplace_back();
+      for (size_t d = firstRowDim; d < rank; ++d)
+        walksRows[j] |= strides.back()[d] != 0;
+    }
+  }
+  // No point runs: the strides were never bounded, do not even merge them.
+  if (plan.empty)
+    return plan;
+
+  // Without row reductions the row boundary means nothing: one "row" spans
+  // the whole space, so pieces can be as long as the register arrays.
+  const size_t rowStart = hasRowReduction ? firstRowDim : 0;
+  std::vector<int64_t> outer(space.begin(), space.begin() + rowStart);
+  std::vector<int64_t> row(space.begin() + rowStart, space.end());
+  std::vector<std::vector<int64_t>> outerStrides, rowStrides;
+  for (const std::vector<int64_t> &s : strides) {
+    outerStrides.emplace_back(s.begin(), s.begin() + rowStart);
+    rowStrides.emplace_back(s.begin() + rowStart, s.end());
+  }
+  mergeDims(outer, outerStrides);
+  mergeDims(row, rowStrides);
+  plan.outerDims = outer;
+  plan.rowDims = row;
+  for (size_t a = 0; a < plan.accesses.size(); ++a) {
+    plan.accesses[a].outerStrides = outerStrides[a];
+    plan.accesses[a].rowStrides = rowStrides[a];
+  }
+
+  // level[j]: how many nested row reductions j's value depends on. A row
+  // reduction of a level-L operand is accumulated in pass L.
+  std::vector<int32_t> level(length, 0);
+  for (size_t j = 0; j < length; ++j) {
+    KernelPlan::Inst &inst = plan.program[j];
+    const int count = operandCount(inst.op);
+    for (int o = 0; o < count; ++o)
+      level[j] = std::max(level[j], level[inst.operand[o]]);
+    if (isRowReduction(inst.op)) {
+      inst.pass = level[j];
+      level[j] += 1;
+      plan.reductionPasses = std::max(plan.reductionPasses, level[j]);
+    }
+  }
+  // needed[p]: the operands of what pass p produces, transitively, stopping
+  // at row reductions (their values are known from earlier passes).
+  plan.needed.assign(plan.reductionPasses + 1, std::vector<uint8_t>(length, 0));
+  for (int32_t p = 0; p <= plan.reductionPasses; ++p) {
+    std::vector<uint8_t> &need = plan.needed[p];
+    for (size_t j = 0; j < length; ++j) {
+      const KernelPlan::Inst &inst = plan.program[j];
+      if (p == plan.reductionPasses
+              ? ((inst.op == OpCode::Store && !(emptyRows && walksRows[j])) ||
+                 inst.op == OpCode::Amax)
+              : (isRowReduction(inst.op) && inst.pass == p))
+        need[j] = 1;
+    }
+    for (size_t j = length; j-- > 0;) {
+      const KernelPlan::Inst &inst = plan.program[j];
+      if (!need[j])
+        continue;
+      if (isRowReduction(inst.op) && inst.pass != p)
+        continue; // known value: filled, not recomputed
+      const int count = operandCount(inst.op);
+      for (int o = 0; o < count; ++o)
+        need[inst.operand[o]] = 1;
+    }
+  }
+  return plan;
+}
+
+} // namespace mixprec::runtime

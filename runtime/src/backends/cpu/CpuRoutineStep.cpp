@@ -1,0 +1,399 @@
+//===- CpuRoutineStep.cpp - routine routines on the reference kernels ------===//
+//
+// Data movement copies raw elements of any dtype; float routines decode
+// their inputs to FP32, run the reference kernel the interpreter runs
+// (runtime/kernels/Kernels.h) and round the result once.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuBackend.h"
+
+#include "runtime/kernels/Indexing.h"
+#include "runtime/kernels/IntElementwise.h"
+#include "runtime/kernels/Kernels.h"
+
+#include <cstring>
+
+namespace mixprec::runtime {
+
+using schema::DType;
+
+Status CpuBackend::storeFloats(const RoutineOp &op, const float *values) {
+  const TensorDesc &d = module->tensors()[op.output];
+  float bad = 0.0f;
+  storeRun(d.dtype, tensorData(op.output), 0, 1, d.elements, values, bad); // float dtype
+  return okStatus();
+}
+
+Status CpuBackend::runRoutine(const RoutineOp &op) {
+  switch (op.kind) {
+  case RoutineKind::Transpose:
+  case RoutineKind::Slice:
+  case RoutineKind::Concat:
+  case RoutineKind::Gather:
+  case RoutineKind::GatherElements:
+  case RoutineKind::GatherNd:
+    return runDataMovement(op);
+  case RoutineKind::ArgMax:
+  case RoutineKind::ArgMin:
+  case RoutineKind::TopK:
+  case RoutineKind::CumSum:
+  case RoutineKind::ScatterNd:
+  case RoutineKind::MaxPoolIndices:
+    return runIndexRoutine(op);
+  case RoutineKind::IntElementwise:
+    return runIntRoutine(op);
+  default:
+    return runFloatRoutine(op);
+  }
+}
+
+/// The i64 or i32 tensor `tensor` as int64 values, widened into `s` when
+/// narrower; null when scratch runs out.
+const int64_t *CpuBackend::indexOperand(int32_t tensor, Scratch &s) {
+  const TensorDesc &d = module->tensors()[tensor];
+  const uint8_t *data = tensorData(tensor);
+  if (d.dtype == DType::I64)
+    return reinterpret_cast<const int64_t *>(data);
+  int64_t *wide = static_cast<int64_t *>(s.bytes(d.elements * 8));
+  if (!wide)
+    return nullptr;
+  const int32_t *narrow = reinterpret_cast<const int32_t *>(data);
+  for (int64_t i = 0; i < d.elements; ++i)
+    wide[i] = narrow[i];
+  return wide;
+}
+
+/// The execution error of a gather_elements, gather_nd or scatter_nd index
+/// out of range.
+Status CpuBackend::indexRangeError(const RoutineOp &op, const cpu::BadIndex &bad) {
+  return Status(MIXPREC_EXECUTION_ERROR,
+                op.name + ": index " + std::to_string(bad.value) + " (element " +
+                    std::to_string(bad.position) + " of the indices) is out of range for dim " +
+                    std::to_string(bad.dim) + " of size " + std::to_string(bad.size));
+}
+
+/// Copies raw elements; through scratch if the plan overlaps the output
+/// with an input (the kernels need distinct buffers).
+Status CpuBackend::runDataMovement(const RoutineOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &y = tensors[op.output];
+  auto shapeOf = [&](size_t i) -> const cpu::Shape & { return tensors[op.inputs[i]].shape; };
+  const size_t elemSize = dtypeSize(y.dtype);
+  bool alias = false;
+  for (int32_t t : op.inputs)
+    alias |= overlaps(t, op.output);
+  uint8_t *dst = tensorData(op.output);
+  if (alias && !(dst = static_cast<uint8_t *>(scratch[5].bytes(y.bytes))))
+    return outOfMemory(op.name, y.bytes);
+  const void *x = tensorData(op.inputs[0]);
+  switch (op.kind) {
+  case RoutineKind::Transpose:
+    cpu::detail::transposeRaw(x, shapeOf(0), op.perm, dst, elemSize);
+    break;
+  case RoutineKind::Slice:
+    cpu::detail::sliceRaw(x, shapeOf(0), op.starts, op.steps, y.shape, dst, elemSize);
+    break;
+  case RoutineKind::Concat: {
+    std::vector<const void *> ins;
+    std::vector<cpu::Shape> shapes;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      ins.push_back(tensorData(op.inputs[i]));
+      shapes.push_back(shapeOf(i));
+    }
+    cpu::detail::concatRaw(ins, shapes, op.axis, dst, elemSize);
+    break;
+  }
+  case RoutineKind::GatherElements:
+  case RoutineKind::GatherNd: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    if (!indices)
+      return outOfMemory(op.name, idx.elements * 8);
+    cpu::BadIndex bad =
+        op.kind == RoutineKind::GatherElements
+            ? cpu::gatherElementsRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)
+            : cpu::gatherNdRaw(x, shapeOf(0), indices, idx.shape, op.batchDims, dst, elemSize);
+    if (!bad.ok())
+      return indexRangeError(op, bad);
+    break;
+  }
+  default: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    if (!indices)
+      return outOfMemory(op.name, idx.elements * 8);
+    const int64_t dim = shapeOf(0)[op.axis];
+    if (!cpu::detail::gatherRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)) {
+      int64_t badIndex = 0;
+      for (int64_t i = 0; i < idx.elements; ++i)
+        if (indices[i] < -dim || indices[i] >= dim) {
+          badIndex = indices[i];
+          break;
+        }
+      return Status(MIXPREC_EXECUTION_ERROR,
+                    op.name + ": index " + std::to_string(badIndex) +
+                        " is out of range for dim " + std::to_string(op.axis) + " of size " +
+                        std::to_string(dim));
+    }
+    break;
+  }
+  }
+  if (alias)
+    std::memcpy(tensorData(op.output), dst, y.bytes);
+  return okStatus();
+}
+
+/// arg_max, arg_min, topk, cumsum, scatter_nd and max_pool_indices on FP32 (float inputs, decoded
+/// exactly) or int64 (i32/i64 inputs); index outputs are i64, values keep
+/// the input dtype.
+Status CpuBackend::runIndexRoutine(const RoutineOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &x = tensors[op.inputs[0]], &y = tensors[op.output];
+  const bool isFloat = isFloatDType(x.dtype);
+  // The input as FP32 or int64; the results in scratch (the plan may place
+  // the output over the input).
+  const float *xf = isFloat ? floatOperand(op.inputs[0], scratch[0]) : nullptr;
+  const int64_t *xi = isFloat ? nullptr : indexOperand(op.inputs[0], scratch[0]);
+  int64_t *indices = static_cast<int64_t *>(scratch[4].bytes(y.elements * 8));
+  void *values = scratch[5].bytes(y.elements * 8);
+  if ((!xf && !xi) || !indices || !values)
+    return outOfMemory(op.name, (x.elements + 2 * y.elements) * 8);
+  float *vf = static_cast<float *>(values);
+  int64_t *vi = static_cast<int64_t *>(values);
+  switch (op.kind) {
+  case RoutineKind::ArgMax:
+  case RoutineKind::ArgMin: {
+    const bool isMax = op.kind == RoutineKind::ArgMax;
+    if (isFloat)
+      cpu::argReduce(xf, x.shape, op.axis, isMax, op.selectLast, indices);
+    else
+      cpu::argReduce(xi, x.shape, op.axis, isMax, op.selectLast, indices);
+    std::memcpy(tensorData(op.output), indices, y.bytes);
+    return okStatus();
+  }
+  case RoutineKind::TopK:
+    if (isFloat)
+      cpu::topK(xf, x.shape, op.axis, op.k, op.largest, vf, indices);
+    else
+      cpu::topK(xi, x.shape, op.axis, op.k, op.largest, vi, indices);
+    if (op.writesIndices) {
+      std::memcpy(tensorData(op.output), indices, y.bytes);
+      return okStatus();
+    }
+    break;
+  case RoutineKind::MaxPoolIndices:
+    // The loader checked a float input; the values are not kept.
+    cpu::maxPool(xf, x.shape, op.window, vf, y.shape, indices, op.columnMajor);
+    std::memcpy(tensorData(op.output), indices, y.bytes);
+    return okStatus();
+  case RoutineKind::CumSum:
+    if (isFloat)
+      cpu::cumSum(xf, x.shape, op.axis, op.exclusive, op.reverse, vf);
+    else
+      cpu::cumSum(xi, x.shape, op.axis, op.exclusive, op.reverse, vi);
+    break;
+  case RoutineKind::ScatterNd: {
+    const TensorDesc &idx = tensors[op.inputs[1]];
+    const int64_t *indices = indexOperand(op.inputs[1], scratch[1]);
+    const float *uf = isFloat ? floatOperand(op.inputs[2], scratch[2]) : nullptr;
+    const int64_t *ui = isFloat ? nullptr : indexOperand(op.inputs[2], scratch[2]);
+    if (!indices || (!uf && !ui))
+      return outOfMemory(op.name, (idx.elements + tensors[op.inputs[2]].elements) * 8);
+    const auto reduction = static_cast<cpu::ScatterReduction>(op.scatterReduction);
+    cpu::BadIndex bad =
+        isFloat ? cpu::scatterNd(xf, x.shape, indices, idx.shape, uf, reduction, vf)
+                : cpu::scatterNd(xi, x.shape, indices, idx.shape, ui, reduction, vi);
+    if (!bad.ok())
+      return indexRangeError(op, bad);
+    break;
+  }
+  default:
+    return Status(MIXPREC_INTERNAL, op.name + ": not an index routine");
+  }
+  if (isFloat)
+    return storeFloats(op, vf);
+  // Integer values in the input's dtype (i32 wraps as the sum would).
+  if (y.dtype == DType::I64) {
+    std::memcpy(tensorData(op.output), vi, y.bytes);
+  } else {
+    int32_t *out = reinterpret_cast<int32_t *>(tensorData(op.output));
+    for (int64_t i = 0; i < y.elements; ++i)
+      out[i] = static_cast<int32_t>(vi[i]);
+  }
+  return okStatus();
+}
+
+/// int_elementwise: every operand widened to int64 (bool as 0/1; pow's
+/// float exponent decoded to FP32), the op in int64 (cpu::intElementwise,
+/// the interpreter's function), the result stored in the output's dtype:
+/// i32 keeps the low 32 bits (two's complement), bool is != 0.
+Status CpuBackend::runIntRoutine(const RoutineOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &y = tensors[op.output];
+  cpu::IntOperand operands[3];
+  const int count = static_cast<int>(op.inputs.size());
+  for (int i = 0; i < count; ++i) {
+    const TensorDesc &d = tensors[op.inputs[i]];
+    operands[i].shape = d.shape;
+    const uint8_t *data = tensorData(op.inputs[i]);
+    if (isFloatDType(d.dtype)) {
+      if (!(operands[i].floats = floatOperand(op.inputs[i], scratch[i])))
+        return outOfMemory(op.name, d.elements * 4);
+    } else if (d.dtype == DType::I64) {
+      operands[i].ints = reinterpret_cast<const int64_t *>(data);
+    } else {
+      int64_t *wide = static_cast<int64_t *>(scratch[i].bytes(d.elements * 8));
+      if (!wide)
+        return outOfMemory(op.name, d.elements * 8);
+      for (int64_t e = 0; e < d.elements; ++e)
+        wide[e] = d.dtype == DType::I32 ? reinterpret_cast<const int32_t *>(data)[e]
+                                        : static_cast<int64_t>(data[e] != 0);
+      operands[i].ints = wide;
+    }
+  }
+  // The result in scratch: the plan may place the output over an input.
+  int64_t *values = static_cast<int64_t *>(scratch[5].bytes(y.elements * 8));
+  if (!values)
+    return outOfMemory(op.name, y.elements * 8);
+  cpu::intElementwise(static_cast<cpu::IntOp>(op.intOp), operands, count, values, y.shape);
+  uint8_t *out = tensorData(op.output);
+  switch (y.dtype) {
+  case DType::I64:
+    std::memcpy(out, values, y.bytes);
+    break;
+  case DType::I32:
+    for (int64_t i = 0; i < y.elements; ++i) {
+      // The low 32 bits, as two's complement (no out-of-range conversion).
+      const auto low = static_cast<uint32_t>(static_cast<uint64_t>(values[i]));
+      std::memcpy(out + 4 * i, &low, 4);
+    }
+    break;
+  default: // Bool
+    for (int64_t i = 0; i < y.elements; ++i)
+      out[i] = values[i] != 0 ? 1 : 0;
+    break;
+  }
+  return okStatus();
+}
+
+/// Points `a` and `b` (inputs 0 and 1 of `op`, as FP32) at copies rounded
+/// to TF32 in scratch[0] and scratch[1]; false when scratch runs out.
+bool CpuBackend::roundGemmOperandsToTf32(const RoutineOp &op, const float *&a,
+                                         const float *&b) {
+  a = tf32Copy(a, module->tensors()[op.inputs[0]].elements, scratch[0]);
+  b = tf32Copy(b, module->tensors()[op.inputs[1]].elements, scratch[1]);
+  return a && b;
+}
+
+/// FP32 in, the reference kernel, one rounding to the output dtype.
+Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
+  const std::vector<TensorDesc> &tensors = module->tensors();
+  const TensorDesc &y = tensors[op.output];
+  auto shapeOf = [&](size_t i) -> const cpu::Shape & { return tensors[op.inputs[i]].shape; };
+  auto present = [&](size_t i) { return i < op.inputs.size() && op.inputs[i] >= 0; };
+  auto input = [&](size_t i) { return floatOperand(op.inputs[i], scratch[i]); };
+  float *result = scratch[5].floats(y.elements);
+  if (!result)
+    return outOfMemory(op.name, y.elements * 4);
+  const float *x = input(0);
+  if (!x)
+    return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
+  switch (op.kind) {
+  case RoutineKind::Conv2d:
+  case RoutineKind::Conv:
+  case RoutineKind::ConvTranspose: {
+    const float *w = input(1);
+    const float *bias = present(2) ? input(2) : nullptr;
+    if (!w || (present(2) && !bias))
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    // As the interpreter's TF32 GEMM operands: x and w, not the bias.
+    if (op.tf32 && !roundGemmOperandsToTf32(op, x, w))
+      return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
+    if (op.kind == RoutineKind::ConvTranspose)
+      cpu::convTranspose(x, shapeOf(0), w, shapeOf(1), bias, op.window, op.groups, result,
+                         y.shape);
+    else
+      cpu::conv(x, shapeOf(0), w, shapeOf(1), bias, op.window, op.groups, result, y.shape);
+    break;
+  }
+  case RoutineKind::MaxPool2d:
+  case RoutineKind::MaxPool:
+    cpu::maxPool(x, shapeOf(0), op.window, result, y.shape);
+    break;
+  case RoutineKind::AvgPool2d:
+  case RoutineKind::AvgPool:
+    cpu::avgPool(x, shapeOf(0), op.window, op.countIncludePad, result, y.shape);
+    break;
+  case RoutineKind::Softmax:
+    cpu::softmax(x, shapeOf(0), op.axis, result);
+    break;
+  case RoutineKind::LogSoftmax:
+    cpu::logSoftmax(x, shapeOf(0), op.axis, result);
+    break;
+  case RoutineKind::LayerNorm: {
+    const cpu::Shape &s = shapeOf(0);
+    int64_t normalized = 1;
+    for (size_t d = op.axis; d < s.size(); ++d)
+      normalized *= s[d];
+    const float *scale = present(1) ? input(1) : nullptr;
+    const float *bias = present(2) ? input(2) : nullptr;
+    if (!present(1)) {
+      // No scale: ones, as the interpreter passes.
+      float *ones = scratch[1].floats(normalized);
+      if (!ones)
+        return outOfMemory(op.name, normalized * 4);
+      std::fill(ones, ones + normalized, 1.0f);
+      scale = ones;
+    }
+    if (!scale || (present(2) && !bias))
+      return outOfMemory(op.name, normalized * 4);
+    cpu::layerNorm(x, s, op.axis, scale, bias, op.epsilon, result);
+    break;
+  }
+  case RoutineKind::RmsNorm: {
+    const float *scale = present(1) ? input(1) : nullptr;
+    if (present(1) && !scale)
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    cpu::rmsNorm(x, shapeOf(0), op.axis, scale, op.epsilon, result);
+    break;
+  }
+  case RoutineKind::BatchNorm: {
+    const float *p[4];
+    for (size_t i = 0; i < 4; ++i)
+      if (!(p[i] = input(i + 1)))
+        return outOfMemory(op.name, tensors[op.inputs[i + 1]].elements * 4);
+    cpu::batchNormInference(x, shapeOf(0), p[0], p[1], p[2], p[3], op.epsilon, result);
+    break;
+  }
+  case RoutineKind::ReduceSum:
+  case RoutineKind::ReduceMean:
+  case RoutineKind::ReduceMax:
+  case RoutineKind::ReduceProd: {
+    const cpu::ReduceOp kind = op.kind == RoutineKind::ReduceSum    ? cpu::ReduceOp::Sum
+                               : op.kind == RoutineKind::ReduceMean ? cpu::ReduceOp::Mean
+                               : op.kind == RoutineKind::ReduceProd ? cpu::ReduceOp::Prod
+                                                                   : cpu::ReduceOp::Max;
+    cpu::reduce(kind, x, shapeOf(0), op.axes, op.keepDims, result);
+    break;
+  }
+  case RoutineKind::Fp8Scale: {
+    // The same function as the compiler and the interpreter.
+    result[0] = num::fp8Scale(formatOf(op.fp8Format), x[0], op.margin);
+    break;
+  }
+  case RoutineKind::Matmul: {
+    const float *b = input(1);
+    if (!b)
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    if (op.tf32 && !roundGemmOperandsToTf32(op, x, b))
+      return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
+    cpu::matmul(x, shapeOf(0), b, shapeOf(1), result, y.shape);
+    break;
+  }
+  default:
+    return Status(MIXPREC_INTERNAL, op.name + ": not a float routine");
+  }
+  return storeFloats(op, result);
+}
+
+} // namespace mixprec::runtime
