@@ -202,6 +202,191 @@ Status CpuBackend::runRow(const KernelPlan &plan, const std::vector<int64_t> &ou
   return okStatus();
 }
 
+/// Runs instruction `inst` over `n` points of its operand registers `a`,
+/// `b`, `c` into `r` when it is a comparison, a logical op or a scalar
+/// function of the scalar table; else leaves `r` alone.
+static void evalMapped(const KernelPlan::Inst &inst, const float *a, const float *b,
+                       const float *c, float *r, int64_t n) {
+  switch (inst.op) {
+  case OpCode::Equal:
+    map2([](float x, float y) { return scalar::truth(x == y); }, a, b, r, n);
+    break;
+  case OpCode::Less:
+    map2([](float x, float y) { return scalar::truth(x < y); }, a, b, r, n);
+    break;
+  case OpCode::LessOrEqual:
+    map2([](float x, float y) { return scalar::truth(x <= y); }, a, b, r, n);
+    break;
+  case OpCode::Greater:
+    map2([](float x, float y) { return scalar::truth(x > y); }, a, b, r, n);
+    break;
+  case OpCode::GreaterOrEqual:
+    map2([](float x, float y) { return scalar::truth(x >= y); }, a, b, r, n);
+    break;
+  case OpCode::And:
+    map2([](float x, float y) { return scalar::truth(x != 0.0f && y != 0.0f); }, a, b, r, n);
+    break;
+  case OpCode::Or:
+    map2([](float x, float y) { return scalar::truth(x != 0.0f || y != 0.0f); }, a, b, r, n);
+    break;
+  case OpCode::Xor:
+    map2([](float x, float y) { return scalar::truth((x != 0.0f) != (y != 0.0f)); }, a, b, r,
+         n);
+    break;
+  case OpCode::Not:
+    map1([](float x) { return scalar::truth(x == 0.0f); }, a, r, n);
+    break;
+  case OpCode::IsNaN:
+    map1([](float x) { return scalar::truth(std::isnan(x)); }, a, r, n);
+    break;
+  case OpCode::IsInf:
+    map1([](float x) { return scalar::truth(std::isinf(x)); }, a, r, n);
+    break;
+  case OpCode::IsPosInf:
+    map1([](float x) { return scalar::truth(std::isinf(x) && x > 0.0f); }, a, r, n);
+    break;
+  case OpCode::IsNegInf:
+    map1([](float x) { return scalar::truth(std::isinf(x) && x < 0.0f); }, a, r, n);
+    break;
+  case OpCode::Sin:
+    map1([](float x) { return std::sin(x); }, a, r, n);
+    break;
+  case OpCode::Cos:
+    map1([](float x) { return std::cos(x); }, a, r, n);
+    break;
+  case OpCode::Abs:
+    map1([](float x) { return std::fabs(x); }, a, r, n);
+    break;
+  case OpCode::Sign:
+    map1(scalar::sign<float>, a, r, n);
+    break;
+  case OpCode::Floor:
+    map1([](float x) { return std::floor(x); }, a, r, n);
+    break;
+  case OpCode::Ceil:
+    map1([](float x) { return std::ceil(x); }, a, r, n);
+    break;
+  case OpCode::Round:
+    map1(scalar::roundHalfEven<float>, a, r, n);
+    break;
+  case OpCode::Fmod:
+    map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
+    break;
+  case OpCode::Mod:
+    map2(scalar::floorMod<float>, a, b, r, n);
+    break;
+  case OpCode::Softplus:
+    map1(scalar::softplus<float>, a, r, n);
+    break;
+  case OpCode::Mish:
+    map1(scalar::mish<float>, a, r, n);
+    break;
+  case OpCode::HardSwish:
+    map1(scalar::hardSwish<float>, a, r, n);
+    break;
+  case OpCode::PRelu:
+    map2(scalar::prelu<float>, a, b, r, n);
+    break;
+  case OpCode::Elu:
+    map2(scalar::elu<float>, a, b, r, n);
+    break;
+  case OpCode::HardSigmoid:
+    map3(scalar::hardSigmoid<float>, a, b, c, r, n);
+    break;
+  case OpCode::Selu:
+    map3(scalar::selu<float>, a, b, c, r, n);
+    break;
+  default:
+    break;
+  }
+}
+
+/// Runs instruction `inst` over `n` points of its operand registers `a`,
+/// `b`, `c` into `r` when it is elementwise (evalPiece runs the memory,
+/// quantization and reduction instructions); else leaves `r` alone.
+static void evalElementwise(const KernelPlan::Inst &inst, const float *a, const float *b,
+                            const float *c, float *r, int64_t n) {
+  switch (inst.op) {
+  case OpCode::Const:
+    std::fill(r, r + n, inst.value);
+    break;
+  case OpCode::Add:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = a[i] + b[i];
+    break;
+  case OpCode::Sub:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = a[i] - b[i];
+    break;
+  case OpCode::Mul:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = a[i] * b[i];
+    break;
+  case OpCode::Div:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = a[i] / b[i];
+    break;
+  case OpCode::Pow:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = std::pow(a[i], b[i]);
+    break;
+  case OpCode::Max: // NaN wins, as cpu::binary's Max (numpy.maximum)
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
+    break;
+  case OpCode::Min:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
+    break;
+  case OpCode::Neg:
+    cpu::unary(cpu::UnaryOp::Neg, a, r, n);
+    break;
+  case OpCode::Relu:
+    cpu::unary(cpu::UnaryOp::Relu, a, r, n);
+    break;
+  case OpCode::GeluErf:
+    cpu::unary(cpu::UnaryOp::GeluErf, a, r, n);
+    break;
+  case OpCode::GeluTanh:
+    cpu::unary(cpu::UnaryOp::GeluTanh, a, r, n);
+    break;
+  case OpCode::Tanh:
+    cpu::unary(cpu::UnaryOp::Tanh, a, r, n);
+    break;
+  case OpCode::Sigmoid:
+    cpu::unary(cpu::UnaryOp::Sigmoid, a, r, n);
+    break;
+  case OpCode::Exp:
+    cpu::unary(cpu::UnaryOp::Exp, a, r, n);
+    break;
+  case OpCode::Log:
+    cpu::unary(cpu::UnaryOp::Log, a, r, n);
+    break;
+  case OpCode::Sqrt:
+    cpu::unary(cpu::UnaryOp::Sqrt, a, r, n);
+    break;
+  case OpCode::Rsqrt:
+    cpu::unary(cpu::UnaryOp::Rsqrt, a, r, n);
+    break;
+  case OpCode::Erf:
+    cpu::unary(cpu::UnaryOp::Erf, a, r, n);
+    break;
+  case OpCode::Reciprocal:
+    cpu::unary(cpu::UnaryOp::Reciprocal, a, r, n);
+    break;
+  case OpCode::Cast:
+    roundRegisters(inst.dtype, a, r, n);
+    break;
+  case OpCode::Select:
+    for (int64_t i = 0; i < n; ++i)
+      r[i] = a[i] != 0.0f ? b[i] : c[i];
+    break;
+  default:
+    evalMapped(inst, a, b, c, r, n);
+    break;
+  }
+}
+
 /// Runs the instructions of pass `pass` over `count` points.
 Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
                              const std::vector<Segment> &segments,
@@ -246,167 +431,8 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
       }
       break;
     }
-    case OpCode::Const:
-      std::fill(r, r + n, inst.value);
-      break;
-    case OpCode::Add:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] + b[i];
-      break;
-    case OpCode::Sub:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] - b[i];
-      break;
-    case OpCode::Mul:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] * b[i];
-      break;
-    case OpCode::Div:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] / b[i];
-      break;
-    case OpCode::Pow:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = std::pow(a[i], b[i]);
-      break;
-    case OpCode::Max: // NaN wins, as cpu::binary's Max (numpy.maximum)
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = (a[i] > b[i] || a[i] != a[i]) ? a[i] : b[i];
-      break;
-    case OpCode::Min:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = (a[i] < b[i] || a[i] != a[i]) ? a[i] : b[i];
-      break;
-    case OpCode::Neg:
-      cpu::unary(cpu::UnaryOp::Neg, a, r, n);
-      break;
-    case OpCode::Relu:
-      cpu::unary(cpu::UnaryOp::Relu, a, r, n);
-      break;
-    case OpCode::GeluErf:
-      cpu::unary(cpu::UnaryOp::GeluErf, a, r, n);
-      break;
-    case OpCode::GeluTanh:
-      cpu::unary(cpu::UnaryOp::GeluTanh, a, r, n);
-      break;
-    case OpCode::Tanh:
-      cpu::unary(cpu::UnaryOp::Tanh, a, r, n);
-      break;
-    case OpCode::Sigmoid:
-      cpu::unary(cpu::UnaryOp::Sigmoid, a, r, n);
-      break;
-    case OpCode::Exp:
-      cpu::unary(cpu::UnaryOp::Exp, a, r, n);
-      break;
-    case OpCode::Log:
-      cpu::unary(cpu::UnaryOp::Log, a, r, n);
-      break;
-    case OpCode::Sqrt:
-      cpu::unary(cpu::UnaryOp::Sqrt, a, r, n);
-      break;
-    case OpCode::Rsqrt:
-      cpu::unary(cpu::UnaryOp::Rsqrt, a, r, n);
-      break;
-    case OpCode::Erf:
-      cpu::unary(cpu::UnaryOp::Erf, a, r, n);
-      break;
-    case OpCode::Reciprocal:
-      cpu::unary(cpu::UnaryOp::Reciprocal, a, r, n);
-      break;
-    case OpCode::Cast:
-      roundRegisters(inst.dtype, a, r, n);
-      break;
-    case OpCode::Select:
-      for (int64_t i = 0; i < n; ++i)
-        r[i] = a[i] != 0.0f ? b[i] : c[i];
-      break;
-    case OpCode::Equal:
-      map2([](float x, float y) { return scalar::truth(x == y); }, a, b, r, n);
-      break;
-    case OpCode::Less:
-      map2([](float x, float y) { return scalar::truth(x < y); }, a, b, r, n);
-      break;
-    case OpCode::LessOrEqual:
-      map2([](float x, float y) { return scalar::truth(x <= y); }, a, b, r, n);
-      break;
-    case OpCode::Greater:
-      map2([](float x, float y) { return scalar::truth(x > y); }, a, b, r, n);
-      break;
-    case OpCode::GreaterOrEqual:
-      map2([](float x, float y) { return scalar::truth(x >= y); }, a, b, r, n);
-      break;
-    case OpCode::And:
-      map2([](float x, float y) { return scalar::truth(x != 0.0f && y != 0.0f); }, a, b, r, n);
-      break;
-    case OpCode::Or:
-      map2([](float x, float y) { return scalar::truth(x != 0.0f || y != 0.0f); }, a, b, r, n);
-      break;
-    case OpCode::Xor:
-      map2([](float x, float y) { return scalar::truth((x != 0.0f) != (y != 0.0f)); }, a, b, r,
-           n);
-      break;
-    case OpCode::Not:
-      map1([](float x) { return scalar::truth(x == 0.0f); }, a, r, n);
-      break;
-    case OpCode::IsNaN:
-      map1([](float x) { return scalar::truth(std::isnan(x)); }, a, r, n);
-      break;
-    case OpCode::IsInf:
-      map1([](float x) { return scalar::truth(std::isinf(x)); }, a, r, n);
-      break;
-    case OpCode::IsPosInf:
-      map1([](float x) { return scalar::truth(std::isinf(x) && x > 0.0f); }, a, r, n);
-      break;
-    case OpCode::IsNegInf:
-      map1([](float x) { return scalar::truth(std::isinf(x) && x < 0.0f); }, a, r, n);
-      break;
-    case OpCode::Sin:
-      map1([](float x) { return std::sin(x); }, a, r, n);
-      break;
-    case OpCode::Cos:
-      map1([](float x) { return std::cos(x); }, a, r, n);
-      break;
-    case OpCode::Abs:
-      map1([](float x) { return std::fabs(x); }, a, r, n);
-      break;
-    case OpCode::Sign:
-      map1(scalar::sign<float>, a, r, n);
-      break;
-    case OpCode::Floor:
-      map1([](float x) { return std::floor(x); }, a, r, n);
-      break;
-    case OpCode::Ceil:
-      map1([](float x) { return std::ceil(x); }, a, r, n);
-      break;
-    case OpCode::Round:
-      map1(scalar::roundHalfEven<float>, a, r, n);
-      break;
-    case OpCode::Fmod:
-      map2([](float x, float y) { return std::fmod(x, y); }, a, b, r, n);
-      break;
-    case OpCode::Mod:
-      map2(scalar::floorMod<float>, a, b, r, n);
-      break;
-    case OpCode::Softplus:
-      map1(scalar::softplus<float>, a, r, n);
-      break;
-    case OpCode::Mish:
-      map1(scalar::mish<float>, a, r, n);
-      break;
-    case OpCode::HardSwish:
-      map1(scalar::hardSwish<float>, a, r, n);
-      break;
-    case OpCode::PRelu:
-      map2(scalar::prelu<float>, a, b, r, n);
-      break;
-    case OpCode::Elu:
-      map2(scalar::elu<float>, a, b, r, n);
-      break;
-    case OpCode::HardSigmoid:
-      map3(scalar::hardSigmoid<float>, a, b, c, r, n);
-      break;
-    case OpCode::Selu:
-      map3(scalar::selu<float>, a, b, c, r, n);
+    default:
+      evalElementwise(inst, a, b, c, r, n);
       break;
     case OpCode::Quantize: {
       // As the interpreter: finite values saturate, an inf or NaN (or a NaN
