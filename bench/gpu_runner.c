@@ -183,6 +183,34 @@ static int writeOutput(mixprec_session_t session, mixprec_module_t module, size_
   return ok;
 }
 
+/* Binds each input file inputPaths[k] (raw float32) as the input named
+ * inputNames[k]; 0, or 1 after printing the failure. */
+static int bindInputs(mixprec_module_t module, mixprec_session_t session,
+                      const char *const *inputNames, const char *const *inputPaths,
+                      size_t inputCount) {
+  mixprec_status_t s;
+  for (size_t k = 0; k < inputCount; ++k) {
+    size_t index = 0, size = 0;
+    if ((s = mixprec_module_find_input(module, inputNames[k], &index)))
+      return fail("bind", s);
+    mixprec_tensor_info_t info;
+    if ((s = mixprec_module_input_info(module, index, &info)))
+      return fail("bind", s);
+    void *data = readFile(inputPaths[k], &size);
+    if (!data) {
+      char message[512];
+      snprintf(message, sizeof message, "cannot read input file '%s'", inputPaths[k]);
+      return failText("bind", message);
+    }
+    s = mixprec_session_bind_input(session, index, MIXPREC_DTYPE_F32, info.rank, info.dims, data,
+                                   size);
+    free(data);
+    if (s)
+      return fail("bind", s);
+  }
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: gpu_runner MODULE.mpk [--backend cpu|cuda|auto] [--input NAME=FILE]... "
                   "[--warmup N] [--repeat N] [--max-seconds S] [--output-dir DIR]\n");
@@ -250,25 +278,8 @@ int main(int argc, char **argv) {
     return fail("session", s);
   double sessionMs = nowMs() - t0;
 
-  for (size_t k = 0; k < inputCount; ++k) {
-    size_t index = 0, size = 0;
-    if ((s = mixprec_module_find_input(module, inputNames[k], &index)))
-      return fail("bind", s);
-    mixprec_tensor_info_t info;
-    if ((s = mixprec_module_input_info(module, index, &info)))
-      return fail("bind", s);
-    void *data = readFile(inputPaths[k], &size);
-    if (!data) {
-      char message[512];
-      snprintf(message, sizeof message, "cannot read input file '%s'", inputPaths[k]);
-      return failText("bind", message);
-    }
-    s = mixprec_session_bind_input(session, index, MIXPREC_DTYPE_F32, info.rank, info.dims, data,
-                                   size);
-    free(data);
-    if (s)
-      return fail("bind", s);
-  }
+  if (bindInputs(module, session, inputNames, inputPaths, inputCount))
+    return 1;
 
   t0 = nowMs();
   if ((s = mixprec_session_run(session)))

@@ -127,6 +127,29 @@ private:
   fb::Offset<sc::CudaProgram> addCudaProgram();
   bool addGemm(kernel::GemmOp op, std::string &error);
   void addRoutine(kernel::CallOp op);
+  /// The graph outputs' tensor indices; adds an alias for an output returned
+  /// under a name its tensor does not have.
+  std::vector<uint32_t> graphOutputs(Block &body);
+  /// Adds a constant of `bytes`, inline or (beyond the threshold) in the side
+  /// file; its index.
+  int32_t addConstant(const std::vector<uint8_t> &bytes, const ModuleWriteOptions &options,
+                      std::vector<uint8_t> &sideFile);
+  /// Adds a tensor per value (a constant's data as a constant) and per
+  /// output alias; false with `error` for a value with no module form.
+  bool addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
+                  std::vector<fb::Offset<sc::Tensor>> &tensors, std::string &error);
+  /// Adds a state binding per mp.state argument, its initial value as a
+  /// constant; false with `error` when its init or update is missing.
+  bool addStates(Block &body, const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
+                 std::vector<fb::Offset<sc::StateBinding>> &states, std::string &error);
+  /// Adds the precision plan, the side file's record and the module table,
+  /// and finishes the buffer.
+  void finishModule(const std::vector<PrecisionEntry> &precision,
+                    const ModuleWriteOptions &options, const std::string &sideFileName,
+                    const std::vector<uint8_t> &sideFile, const std::vector<uint32_t> &inputs,
+                    const std::vector<uint32_t> &outputs,
+                    const std::vector<fb::Offset<sc::Tensor>> &tensors,
+                    const std::vector<fb::Offset<sc::StateBinding>> &states);
 
   LogicalResult visitKernel(kernel::KernelOp op) override {
     return success(addKernel(op, *stepError));
@@ -158,6 +181,7 @@ private:
   };
   std::vector<OutputAlias> outputAliases;
   llvm::DenseMap<Value, int64_t> offsets;
+  std::vector<fb::Offset<sc::Constant>> constants;
   std::vector<fb::Offset<sc::Kernel>> kernels;
   std::vector<fb::Offset<sc::Gemm>> gemms;
   std::vector<fb::Offset<sc::Routine>> routines;
@@ -519,6 +543,31 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
             " routines, the function " + std::to_string(routines.size()) + " (a compiler bug)";
     return false;
   }
+  outputs = graphOutputs(body);
+  for (BlockArgument arg : body.getArguments())
+    stats.minimumBytes += bytesOf(arg);
+  for (Value v : body.getTerminator()->getOperands())
+    stats.minimumBytes += bytesOf(v);
+
+  // Tensors and constants, now that every value has an index.
+  std::vector<fb::Offset<sc::Tensor>> tensors;
+  if (!addTensors(options, sideFile, tensors, error))
+    return false;
+
+  // Module state (mp.state arguments, GraphBase.td): the state tensor, its
+  // update and its initial value as a constant.
+  std::vector<fb::Offset<sc::StateBinding>> states;
+  if (!addStates(body, options, sideFile, states, error))
+    return false;
+
+  finishModule(precision, options, sideFileName, sideFile, inputs, outputs, tensors, states);
+  return true;
+}
+
+/// The graph outputs' tensor indices; adds an alias for an output returned
+/// under a name its tensor does not have.
+std::vector<uint32_t> Writer::graphOutputs(Block &body) {
+  std::vector<uint32_t> outputs;
   // Graph outputs. A value returned under a name its tensor does not have
   // (a value returned twice under two names, a returned input or constant)
   // is an alias tensor of that name at the same place: one output per graph
@@ -547,35 +596,36 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     }
     outputs.push_back(t);
   }
-  for (BlockArgument arg : body.getArguments())
-    stats.minimumBytes += bytesOf(arg);
-  for (Value v : body.getTerminator()->getOperands())
-    stats.minimumBytes += bytesOf(v);
+  return outputs;
+}
 
-  // Tensors and constants, now that every value has an index.
-  std::vector<fb::Offset<sc::Tensor>> tensors;
-  std::vector<fb::Offset<sc::Constant>> constants;
-  // A constant's bytes, inline or (beyond the threshold) in the side file;
-  // its index.
-  auto addConstant = [&](const std::vector<uint8_t> &bytes) {
-    stats.constantBytes += bytes.size();
-    fb::Offset<sc::Constant> entry;
-    if (bytes.size() > options.sideFileThreshold) {
-      // 64-byte aligned inside the side file, like the inline data.
-      sideFile.resize((sideFile.size() + 63) / 64 * 64);
-      uint64_t at = sideFile.size();
-      sideFile.insert(sideFile.end(), bytes.begin(), bytes.end());
-      entry = sc::CreateConstant(fbb, 0, at, bytes.size());
-      stats.sideFileBytes += bytes.size();
-    } else {
-      // force_align: 64 in the schema; FlatBuffers 2.0.8 aligns on request.
-      fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 64);
-      auto data = fbb.CreateVector(bytes);
-      entry = sc::CreateConstant(fbb, data);
-    }
-    constants.push_back(entry);
-    return static_cast<int32_t>(constants.size() - 1);
-  };
+/// Adds a constant of `bytes`, inline or (beyond the threshold) in the side
+/// file; its index.
+int32_t Writer::addConstant(const std::vector<uint8_t> &bytes, const ModuleWriteOptions &options,
+                            std::vector<uint8_t> &sideFile) {
+  stats.constantBytes += bytes.size();
+  fb::Offset<sc::Constant> entry;
+  if (bytes.size() > options.sideFileThreshold) {
+    // 64-byte aligned inside the side file, like the inline data.
+    sideFile.resize((sideFile.size() + 63) / 64 * 64);
+    uint64_t at = sideFile.size();
+    sideFile.insert(sideFile.end(), bytes.begin(), bytes.end());
+    entry = sc::CreateConstant(fbb, 0, at, bytes.size());
+    stats.sideFileBytes += bytes.size();
+  } else {
+    // force_align: 64 in the schema; FlatBuffers 2.0.8 aligns on request.
+    fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 64);
+    auto data = fbb.CreateVector(bytes);
+    entry = sc::CreateConstant(fbb, data);
+  }
+  constants.push_back(entry);
+  return static_cast<int32_t>(constants.size() - 1);
+}
+
+/// Adds a tensor per value (a constant's data as a constant) and per
+/// output alias; false with `error` for a value with no module form.
+bool Writer::addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
+                        std::vector<fb::Offset<sc::Tensor>> &tensors, std::string &error) {
   std::vector<std::pair<uint64_t, int32_t>> placements; // offset, constant
   for (Value v : tensorValues) {
     auto type = typeOf(v);
@@ -587,7 +637,8 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     int32_t constantIndex = -1;
     uint64_t offset = 0;
     if (auto c = v.getDefiningOp<graph::ConstantOp>()) {
-      constantIndex = addConstant(denseBytes(cast<DenseElementsAttr>(c.getValue()), type));
+      constantIndex = addConstant(denseBytes(cast<DenseElementsAttr>(c.getValue()), type), options,
+                                  sideFile);
     } else {
       Value root = v;
       while (auto alias = root.getDefiningOp<kernel::AliasOp>())
@@ -611,10 +662,15 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     tensors.push_back(sc::CreateTensor(fbb, name, *dtypeOf(type.getElementType()), shape, offset,
                                        constantIndex));
   }
+  return true;
+}
 
-  // Module state (mp.state arguments, GraphBase.td): the state tensor, its
-  // update and its initial value as a constant.
-  std::vector<fb::Offset<sc::StateBinding>> states;
+/// Adds a state binding per mp.state argument, its initial value as a
+/// constant; false with `error` when its init or update is missing.
+bool Writer::addStates(Block &body, const ModuleWriteOptions &options,
+                       std::vector<uint8_t> &sideFile,
+                       std::vector<fb::Offset<sc::StateBinding>> &states, std::string &error) {
+  Operation *ret = body.getTerminator();
   for (BlockArgument arg : body.getArguments()) {
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                   graph::GraphDialect::kStateAttr);
@@ -635,12 +691,23 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
       error = "state '" + name.str() + "' has no update (mp.state_update)";
       return false;
     }
-    const int32_t initial = addConstant(denseBytes(init, typeOf(arg)));
+    const int32_t initial = addConstant(denseBytes(init, typeOf(arg)), options, sideFile);
     states.push_back(sc::CreateStateBinding(fbb, fbb.CreateString(name.str()),
                                             static_cast<uint32_t>(tensorOf(arg)), *update,
                                             static_cast<uint32_t>(initial)));
   }
+  return true;
+}
 
+/// Adds the precision plan, the side file's record and the module table,
+/// and finishes the buffer.
+void Writer::finishModule(const std::vector<PrecisionEntry> &precision,
+                          const ModuleWriteOptions &options, const std::string &sideFileName,
+                          const std::vector<uint8_t> &sideFile,
+                          const std::vector<uint32_t> &inputs,
+                          const std::vector<uint32_t> &outputs,
+                          const std::vector<fb::Offset<sc::Tensor>> &tensors,
+                          const std::vector<fb::Offset<sc::StateBinding>> &states) {
   std::vector<fb::Offset<sc::OpPrecision>> plan;
   for (const PrecisionEntry &p : precision) {
     std::optional<sc::DType> d =
@@ -693,7 +760,6 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
   if (!states.empty())
     mb.add_state(statesV);
   fbb.Finish(mb.Finish(), sc::ModuleIdentifier());
-  return true;
 }
 
 } // namespace

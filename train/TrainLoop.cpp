@@ -711,8 +711,9 @@ bool reinitialize(Run &run, Run *beside, uint64_t seed, std::string &error) {
   return true;
 }
 
-/// The whole run (runLoop's body).
-int run(Ctx &ctx, LoopInputs &in) {
+/// Fails the run unless the options, data and outputs fit together, and
+/// converts the data to the step's inputs. 0, or the status after failing ctx.
+int checkRunInputs(Ctx &ctx, LoopInputs &in) {
   const StepFacts &facts = in.facts;
   const LoopOptions &t = in.options;
   std::vector<Column> &train = in.train, &test = in.test;
@@ -754,486 +755,642 @@ int run(Ctx &ctx, LoopInputs &in) {
       (!checkLabels(train.back(), facts.classes, error) ||
        (!test.empty() && !checkLabels(test.back(), facts.classes, error))))
     return ctx.fail(error);
+  return 0;
+}
 
-  const int64_t stepsPerEpoch = rows / stepRows;
-  int64_t total = t.steps;
-  if (!total && __builtin_mul_overflow(t.epochs ? t.epochs : 1, stepsPerEpoch, &total))
-    return ctx.fail("train: --epochs " + std::to_string(t.epochs) + " x " +
-                        std::to_string(stepsPerEpoch) + " steps per epoch is more steps than "
-                        "a run can count (2^63)",
-                    kTrainUsage);
-  const bool ensemble = t.seeds > 1;
-  const bool compareGrads = t.compareEvery > 0;
-  TrainOutcome &out = ctx.out;
-
-  std::string csvHeader = "step,epoch,loss,loss_scale,skipped,grad_norm,test_loss,test_accuracy";
-  if (ensemble)
-    csvHeader = "seed," + csvHeader;
-  if (in.compare)
-    csvHeader += ",fp32_loss,fp32_skipped,fp32_test_loss,fp32_test_accuracy";
-  if (compareGrads)
-    csvHeader += ",grad_rel_l2_max,grad_cosine_min";
+/// What the seeds of one run share: the run's shape, the CSV so far, the
+/// gradient comparisons and the backend's name.
+struct RunShared {
+  Ctx &ctx;
+  LoopInputs &in;
+  int64_t rows = 0, stepRows = 0, stepsPerEpoch = 0, total = 0;
+  bool ensemble = false, compareGrads = false;
+  std::string csvHeader;
   std::vector<std::string> csvRows;
   std::vector<GradientComparison> comparisons;
   std::string backendName;
-  bool stoppedByCallback = false;
-
   // The gradient outputs of the run's step and their indices in the FP32
   // step's (--compare-every): (parameter, index in the run's module).
   std::vector<std::pair<std::string, size_t>> gradOutputs;
   std::vector<size_t> probeGradOutputs;
-  if (compareGrads) {
-    for (size_t i = 0; i < in.primary.step.outputCount(); ++i) {
-      mixprec_tensor_info_t info;
-      in.primary.step.outputInfo(i, info);
-      std::string name = info.name ? info.name : "";
-      if (name.rfind(kGradOutputPrefix, 0) != 0)
-        continue;
-      size_t j = outputIndex(in.compare->step, name.c_str());
-      if (j == SIZE_MAX)
-        return ctx.fail(model + ": the FP32 step lacks the gradient output '" + name + "'");
-      gradOutputs.emplace_back(name.substr(std::strlen(kGradOutputPrefix)), i);
-      probeGradOutputs.push_back(j);
-    }
-    if (gradOutputs.empty())
-      return ctx.fail(model + ": the step has no gradient outputs: --compare-every needs a "
-                      "step compiled with them (mixprec train compiles it so)");
+};
+
+/// The CSV's header: the seed column for an ensemble, the compare run's and
+/// the gradient comparison's columns when they are measured.
+std::string csvHeaderFor(bool ensemble, bool compare, bool compareGrads) {
+  std::string csvHeader = "step,epoch,loss,loss_scale,skipped,grad_norm,test_loss,test_accuracy";
+  if (ensemble)
+    csvHeader = "seed," + csvHeader;
+  if (compare)
+    csvHeader += ",fp32_loss,fp32_skipped,fp32_test_loss,fp32_test_accuracy";
+  if (compareGrads)
+    csvHeader += ",grad_rel_l2_max,grad_cosine_min";
+  return csvHeader;
+}
+
+/// Finds the step's gradient outputs and their indices in the FP32 step
+/// (--compare-every). 0, or the status after failing ctx.
+int findGradOutputs(RunShared &r) {
+  const std::string &model = r.in.facts.model;
+  for (size_t i = 0; i < r.in.primary.step.outputCount(); ++i) {
+    mixprec_tensor_info_t info;
+    r.in.primary.step.outputInfo(i, info);
+    std::string name = info.name ? info.name : "";
+    if (name.rfind(kGradOutputPrefix, 0) != 0)
+      continue;
+    size_t j = outputIndex(r.in.compare->step, name.c_str());
+    if (j == SIZE_MAX)
+      return r.ctx.fail(model + ": the FP32 step lacks the gradient output '" + name + "'");
+    r.gradOutputs.emplace_back(name.substr(std::strlen(kGradOutputPrefix)), i);
+    r.probeGradOutputs.push_back(j);
   }
+  if (r.gradOutputs.empty())
+    return r.ctx.fail(model + ": the step has no gradient outputs: --compare-every needs a "
+                      "step compiled with them (mixprec train compiles it so)");
+  return 0;
+}
 
-  for (int64_t seedIndex = 0; seedIndex < t.seeds; ++seedIndex) {
-    const uint64_t seed = t.seed + static_cast<uint64_t>(seedIndex);
-    Run primary;
-    if (int rc = primary.start(ctx, facts, in.primary, t.backend, test))
+/// The log line's means since it was last printed.
+struct StepWindow {
+  double loss = 0, norm = 0, compareLoss = 0;
+  int64_t steps = 0, applied = 0;
+};
+
+/// The training of one seed: its runs, its progress and its counters.
+struct SeedRun {
+  RunShared &r;
+  Ctx &ctx;
+  LoopInputs &in;
+  const StepFacts &facts;
+  const LoopOptions &t;
+  const std::string &model;
+  int64_t seedIndex;
+  uint64_t seed;
+  std::string error;
+  bool stoppedByCallback = false;
+
+  Run primary;
+  std::optional<Run> compare;
+  // The gradient comparison's FP32 step: a session of the compare run's
+  // module that takes the run's states before each compared step.
+  std::optional<mixprec::Session> probe;
+  TrainState state;
+
+  StepWindow window;
+  int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
+  double gapSum = 0;
+  int64_t gapCount = 0;
+  // The final train loss: the applied steps of the run's last tenth.
+  int64_t tailFrom = 0;
+  double tailLoss = 0, tailCompareLoss = 0, normSum = 0;
+  int64_t tailCount = 0, tailCompareCount = 0, normCount = 0;
+  SeedResult result;
+  std::vector<int64_t> order;
+  int64_t orderEpoch = -1;
+  std::chrono::steady_clock::time_point windowStart, runStart;
+  std::vector<HostTensor> batch;
+
+  SeedRun(RunShared &shared, int64_t index)
+      : r(shared), ctx(shared.ctx), in(shared.in), facts(shared.in.facts), t(shared.in.options),
+        model(shared.in.facts.model), seedIndex(index),
+        seed(shared.in.options.seed + static_cast<uint64_t>(index)) {}
+
+  int start();
+  int resume();
+  bool saveCheckpoint();
+  void printStart();
+  int runSteps();
+  int runOneStep(int64_t step, bool &last);
+  bool evaluate(int64_t step, TrainStepRecord &record, std::string &cells,
+                std::string &compareCells);
+  bool probeGradients(std::vector<std::vector<float>> &fp32);
+  int compareGradients(int64_t step, const std::vector<std::vector<float>> &fp32Grads,
+                       std::string &gradCells);
+  void printWindow(int64_t step, int64_t epoch, const TrainStepRecord &record);
+  int stopScaleStuck(int64_t step, const TrainStepRecord &record);
+  int saveStates();
+  void printSummary();
+};
+
+/// Creates the seed's sessions, resamples (--reinit) and resumes
+/// (--resume). 0, or the status after failing ctx.
+int SeedRun::start() {
+  if (int rc = primary.start(ctx, facts, in.primary, t.backend, in.test))
+    return rc;
+  if (in.compare) {
+    compare.emplace();
+    if (int rc = compare->start(ctx, facts, *in.compare, t.backend, in.test))
       return rc;
-    std::optional<Run> compare;
-    if (in.compare) {
-      compare.emplace();
-      if (int rc = compare->start(ctx, facts, *in.compare, t.backend, test))
-        return rc;
-    }
-    // The gradient comparison's FP32 step: a session of the compare run's
-    // module that takes the run's states before each compared step.
-    std::optional<mixprec::Session> probe;
-    if (compareGrads) {
-      mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
-      options.backend = t.backend;
-      probe.emplace();
-      if (mixprec::Status s = mixprec::Session::create(compare->step.module, *probe, options);
-          !s.ok())
-        return ctx.fail(model + ": " + s.message());
-    }
-    backendName = mixprec_backend_name(primary.step.session.backend());
-    if (t.reinit && !reinitialize(primary, compare ? &*compare : nullptr, seed, error))
-      return ctx.fail(model + ": --reinit: " + error);
+  }
+  if (r.compareGrads) {
+    mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
+    options.backend = t.backend;
+    probe.emplace();
+    if (mixprec::Status s = mixprec::Session::create(compare->step.module, *probe, options);
+        !s.ok())
+      return ctx.fail(model + ": " + s.message());
+  }
+  r.backendName = mixprec_backend_name(primary.step.session.backend());
+  if (t.reinit && !reinitialize(primary, compare ? &*compare : nullptr, seed, error))
+    return ctx.fail(model + ": --reinit: " + error);
 
-    TrainState state;
-    state.seed = seed;
-    state.shuffle = t.shuffle;
-    state.batch = stepRows;
-    state.rows = rows;
-    state.precision = facts.precisionOptions;
-    state.model = facts.modelFingerprint;
+  state.seed = seed;
+  state.shuffle = t.shuffle;
+  state.batch = r.stepRows;
+  state.rows = r.rows;
+  state.precision = facts.precisionOptions;
+  state.model = facts.modelFingerprint;
+  if (!t.resume.empty())
+    return resume();
+  return 0;
+}
 
-    if (!t.resume.empty()) {
-      // The trainer's record first (what the run was: model, batch, seed,
-      // precision), so that a checkpoint of another run is named by what
-      // differs, not by the states its step happens to lack.
-      std::vector<char> blob(4096);
-      size_t blobBytes = 0;
-      if (mixprec::Status s = mixprec::Session::readCheckpointUserBlob(
-              t.resume.c_str(), blob.data(), blob.size(), blobBytes);
-          !s.ok())
-        return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
-      TrainState saved;
-      if (std::string why = saved.parse(std::string(blob.data(), blobBytes)); !why.empty())
-        return ctx.fail(t.resume + ": cannot resume from it: " + why);
-      auto mismatch = [&](const std::string &what, const std::string &then,
-                          const std::string &now) {
-        return ctx.fail(t.resume + ": cannot resume from it: it was written with " + what + " " +
-                        then + ", this run has " + now +
-                        " (resume with the same model, data, --batch, --seed, --precision and "
-                        "shuffling)");
-      };
-      if (saved.model != state.model)
-        return mismatch("another model file (fingerprint", saved.model + ")", state.model);
-      if (saved.rows != state.rows)
-        return mismatch("training data of", std::to_string(saved.rows) + " samples",
-                        std::to_string(state.rows));
-      if (saved.batch != state.batch)
-        return mismatch(facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
-                                             : "--batch",
-                        std::to_string(saved.batch), std::to_string(state.batch));
-      if (saved.seed != state.seed)
-        return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
-      if (saved.shuffle != state.shuffle)
-        return mismatch("shuffling", saved.shuffle ? "on" : "off", state.shuffle ? "on" : "off");
-      if (saved.precision != state.precision) {
-        // "precision=bf16 ..." -> bf16: name the precisions when they differ.
-        auto precisionOf = [](const std::string &options) {
-          size_t at = options.find("precision=");
-          if (at == std::string::npos)
-            return std::string();
-          at += std::strlen("precision=");
-          return options.substr(at, options.find_first_of(" }", at) - at);
-        };
-        std::string then = precisionOf(saved.precision), now = precisionOf(state.precision);
-        if (!then.empty() && then != now)
-          return ctx.fail(t.resume + ": cannot resume from it: it was written at " + then +
-                          ", this run is " + (now.empty() ? "another precision" : now) +
-                          " (resume with --precision " + then + ", or start a new run)");
-        return mismatch("precision options", "'" + saved.precision + "'",
-                        "'" + state.precision + "'");
-      }
-      if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
-                                                                  blob.size(), blobBytes);
-          !s.ok())
-        return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
-      state.stepsDone = saved.stepsDone;
-      if (state.stepsDone >= total)
-        return ctx.fail(t.resume + ": the run it continues has done " +
-                        std::to_string(state.stepsDone) +
-                        " steps already; ask for more (--steps " + std::to_string(total) +
-                        " is the total, not the steps still to do)");
-    }
-
-    auto saveCheckpoint = [&]() -> bool {
-      std::string blob = state.serialize();
-      mixprec::Status s =
-          primary.step.session.saveCheckpoint(t.checkpoint.c_str(), blob.data(), blob.size());
-      if (!s.ok())
-        ctx.fail(t.checkpoint + ": " + s.message());
-      return s.ok();
+/// Loads --resume's checkpoint after checking that it was written by this
+/// run. 0, or the status after failing ctx.
+int SeedRun::resume() {
+  // The trainer's record first (what the run was: model, batch, seed,
+  // precision), so that a checkpoint of another run is named by what
+  // differs, not by the states its step happens to lack.
+  std::vector<char> blob(4096);
+  size_t blobBytes = 0;
+  if (mixprec::Status s = mixprec::Session::readCheckpointUserBlob(
+          t.resume.c_str(), blob.data(), blob.size(), blobBytes);
+      !s.ok())
+    return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
+  TrainState saved;
+  if (std::string why = saved.parse(std::string(blob.data(), blobBytes)); !why.empty())
+    return ctx.fail(t.resume + ": cannot resume from it: " + why);
+  auto mismatch = [&](const std::string &what, const std::string &then, const std::string &now) {
+    return ctx.fail(t.resume + ": cannot resume from it: it was written with " + what + " " +
+                    then + ", this run has " + now +
+                    " (resume with the same model, data, --batch, --seed, --precision and "
+                    "shuffling)");
+  };
+  if (saved.model != state.model)
+    return mismatch("another model file (fingerprint", saved.model + ")", state.model);
+  if (saved.rows != state.rows)
+    return mismatch("training data of", std::to_string(saved.rows) + " samples",
+                    std::to_string(state.rows));
+  if (saved.batch != state.batch)
+    return mismatch(facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
+                                         : "--batch",
+                    std::to_string(saved.batch), std::to_string(state.batch));
+  if (saved.seed != state.seed)
+    return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
+  if (saved.shuffle != state.shuffle)
+    return mismatch("shuffling", saved.shuffle ? "on" : "off", state.shuffle ? "on" : "off");
+  if (saved.precision != state.precision) {
+    // "precision=bf16 ..." -> bf16: name the precisions when they differ.
+    auto precisionOf = [](const std::string &options) {
+      size_t at = options.find("precision=");
+      if (at == std::string::npos)
+        return std::string();
+      at += std::strlen("precision=");
+      return options.substr(at, options.find_first_of(" }", at) - at);
     };
+    std::string then = precisionOf(saved.precision), now = precisionOf(state.precision);
+    if (!then.empty() && then != now)
+      return ctx.fail(t.resume + ": cannot resume from it: it was written at " + then +
+                      ", this run is " + (now.empty() ? "another precision" : now) +
+                      " (resume with --precision " + then + ", or start a new run)");
+    return mismatch("precision options", "'" + saved.precision + "'",
+                    "'" + state.precision + "'");
+  }
+  if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
+                                                              blob.size(), blobBytes);
+      !s.ok())
+    return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
+  state.stepsDone = saved.stepsDone;
+  if (state.stepsDone >= r.total)
+    return ctx.fail(t.resume + ": the run it continues has done " +
+                    std::to_string(state.stepsDone) + " steps already; ask for more (--steps " +
+                    std::to_string(r.total) + " is the total, not the steps still to do)");
+  return 0;
+}
 
-    if (seedIndex == 0)
-      ctx.print(in.program + ": " + model + ": " + std::to_string(rows) + " samples, batch " +
-                std::to_string(facts.batch) +
-                (facts.accumulate > 1
-                     ? " x " + std::to_string(facts.accumulate) + " micro-batches"
-                     : std::string()) +
-                ", " + std::to_string(total) + " steps (" + std::to_string(stepsPerEpoch) +
-                " per epoch), precision " + facts.precisionName + ", backend " + backendName +
-                ", loss scale " + facts.scaling +
-                (ensemble ? ", " + std::to_string(t.seeds) + " seeds (" + std::to_string(t.seed) +
+/// Writes --checkpoint; false after failing ctx.
+bool SeedRun::saveCheckpoint() {
+  std::string blob = state.serialize();
+  mixprec::Status s =
+      primary.step.session.saveCheckpoint(t.checkpoint.c_str(), blob.data(), blob.size());
+  if (!s.ok())
+    ctx.fail(t.checkpoint + ": " + s.message());
+  return s.ok();
+}
+
+/// Prints the run's first line (first seed only), the seed's and where it
+/// resumed.
+void SeedRun::printStart() {
+  if (seedIndex == 0)
+    ctx.print(in.program + ": " + model + ": " + std::to_string(r.rows) + " samples, batch " +
+              std::to_string(facts.batch) +
+              (facts.accumulate > 1
+                   ? " x " + std::to_string(facts.accumulate) + " micro-batches"
+                   : std::string()) +
+              ", " + std::to_string(r.total) + " steps (" + std::to_string(r.stepsPerEpoch) +
+              " per epoch), precision " + facts.precisionName + ", backend " + r.backendName +
+              ", loss scale " + facts.scaling +
+              (r.ensemble ? ", " + std::to_string(t.seeds) + " seeds (" + std::to_string(t.seed) +
                                 ".." + std::to_string(t.seed + t.seeds - 1) + ")"
                           : std::string()) +
-                (in.origin.empty() ? "" : "; " + in.origin));
-    if (ensemble)
-      ctx.print("seed " + std::to_string(seed) + " (" + std::to_string(seedIndex + 1) + "/" +
-                std::to_string(t.seeds) + ")");
-    if (state.stepsDone)
-      ctx.print("resumed from " + t.resume + " after step " + std::to_string(state.stepsDone));
+              (in.origin.empty() ? "" : "; " + in.origin));
+  if (r.ensemble)
+    ctx.print("seed " + std::to_string(seed) + " (" + std::to_string(seedIndex + 1) + "/" +
+              std::to_string(t.seeds) + ")");
+  if (state.stepsDone)
+    ctx.print("resumed from " + t.resume + " after step " + std::to_string(state.stepsDone));
+}
 
-    struct Window {
-      double loss = 0, norm = 0, compareLoss = 0;
-      int64_t steps = 0, applied = 0;
-    } window;
-    int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
-    double gapSum = 0;
-    int64_t gapCount = 0;
-    // The final train loss: the applied steps of the run's last tenth.
-    const int64_t tailFrom = total - std::max<int64_t>(1, total / 10);
-    double tailLoss = 0, tailCompareLoss = 0, normSum = 0;
-    int64_t tailCount = 0, tailCompareCount = 0, normCount = 0;
-    SeedResult result;
-    result.seed = seed;
-    std::vector<int64_t> order;
-    int64_t orderEpoch = -1;
-    auto windowStart = std::chrono::steady_clock::now();
-    auto runStart = windowStart;
-    std::vector<HostTensor> batch(train.size());
-
-    // Evaluates each run into `record` and prints the line; the CSV cells
-    // (test_loss,test_accuracy per run).
-    auto evaluate = [&](int64_t step, TrainStepRecord &record, std::string &cells,
-                        std::string &compareCells) -> bool {
-      std::string line = "eval step " + std::to_string(step) + ":";
-      for (Run *run : {&primary, compare ? &*compare : nullptr}) {
-        if (!run)
-          continue;
-        Run::Evaluation e;
-        if (!run->evaluate(facts, test, e, error))
-          return ctx.fail(model + ": evaluation: " + error), false;
-        line += (run == &primary ? std::string() : "  |  " + run->label + ":") + " test loss " +
-                num(e.loss);
-        std::string c = "," + exact(e.loss) + ",";
-        std::optional<double> accuracy;
-        if (e.counted) {
-          line += format("  accuracy %.2f%% (%lld/%lld)", 100 * e.accuracy(),
-                         static_cast<long long>(e.correct), static_cast<long long>(e.counted));
-          c += exact(e.accuracy());
-          accuracy = e.accuracy();
-        }
-        if (run == &primary) {
-          cells = c;
-          record.testLoss = out.testLoss = e.loss;
-          record.testAccuracy = out.testAccuracy = accuracy;
-          result.testLoss = e.loss;
-          result.testAccuracy = accuracy.value_or(NAN);
-        } else {
-          compareCells = c;
-          record.compareTestLoss = e.loss;
-          record.compareTestAccuracy = accuracy;
-          result.compareTestLoss = e.loss;
-          result.compareTestAccuracy = accuracy.value_or(NAN);
-        }
-      }
-      ctx.print(line);
-      return true;
-    };
-
-    // The gradient comparison, before the run's step on `batch`: FP32's
-    // gradients at the run's states, from the probe session. Fills `fp32`.
-    auto probeGradients = [&](std::vector<std::vector<float>> &fp32) -> bool {
-      for (size_t i = 0; i < compare->step.module.stateCount(); ++i) {
-        mixprec_tensor_info_t info;
-        compare->step.module.stateInfo(i, info);
-        std::vector<uint8_t> bytes(info.byte_size);
-        // States of the run's module with the same name and size (masters,
-        // optimizer state, the step count); the loss-scale state is the
-        // run's own.
-        if (!primary.step.session.readState(info.name, bytes.data(), bytes.size()).ok())
-          continue;
-        if (mixprec::Status s = probe->writeState(info.name, bytes.data(), bytes.size()); !s.ok())
-          return error = s.message(), false;
-      }
-      if (!runBatch(*probe, train, batch, error))
-        return false;
-      fp32.resize(gradOutputs.size());
-      for (size_t k = 0; k < gradOutputs.size(); ++k) {
-        mixprec_tensor_info_t info;
-        compare->step.module.outputInfo(probeGradOutputs[k], info);
-        fp32[k].resize(info.element_count);
-        if (mixprec::Status s = probe->copyOutput(probeGradOutputs[k], MIXPREC_DTYPE_F32,
-                                                  fp32[k].data(), fp32[k].size() * 4);
-            !s.ok())
-          return error = s.message(), false;
-      }
-      return true;
-    };
-
-    for (int64_t step = state.stepsDone; step < total; ++step) {
-      const int64_t epoch = step / stepsPerEpoch, position = step % stepsPerEpoch;
-      if (epoch != orderEpoch) {
-        order = epochOrder(rows, state.seed, epoch, t.shuffle);
-        orderEpoch = epoch;
-      }
-      for (size_t i = 0; i < train.size(); ++i)
-        batch[i] = gatherRows(train[i], order, position * stepRows, stepRows);
-      const bool compareThis = compareGrads && (step + 1) % t.compareEvery == 0;
-      std::vector<std::vector<float>> fp32Grads;
-      if (compareThis && !probeGradients(fp32Grads))
-        return ctx.fail(model + ": step " + std::to_string(step + 1) +
-                        " (the FP32 gradients): " + error);
-      auto stepStart = std::chrono::steady_clock::now();
-      if (!primary.runStep(train, batch, error))
-        return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + error);
-      TrainStepRecord record;
-      record.seed = seed;
-      record.step = step + 1;
-      record.epoch = epoch + 1;
-      record.loss = primary.loss();
-      record.lossScale = primary.lossScale();
-      record.gradNorm = primary.gradNorm();
-      record.skipped = primary.skipped();
-      result.stepSeconds += millisecondsSince(stepStart) / 1000;
-      ++stepsRun;
-      state.stepsDone = step + 1;
-      skippedTotal += record.skipped;
-      skippedInARow = record.skipped ? skippedInARow + 1 : 0;
-      out.steps += 1;
-      out.skipped += record.skipped;
-      out.lastLoss = record.loss;
-      window.steps++;
-      if (!record.skipped) {
-        window.applied++;
-        window.loss += record.loss;
-        window.norm += record.gradNorm;
-        if (std::isfinite(record.gradNorm))
-          normSum += record.gradNorm, ++normCount;
-        if (step >= tailFrom && std::isfinite(record.loss))
-          tailLoss += record.loss, ++tailCount;
-      }
-      std::string row = std::to_string(step + 1) + "," + std::to_string(epoch + 1) + "," +
-                        exact(record.loss) + "," + exact(record.lossScale) + "," +
-                        (record.skipped ? "1" : "0") + "," + exact(record.gradNorm);
-      if (ensemble)
-        row = std::to_string(seed) + "," + row;
-      std::string compareCells;
-      if (compare) {
-        auto compareStart = std::chrono::steady_clock::now();
-        if (!compare->runStep(train, batch, error))
-          return ctx.fail(model + ": step " + std::to_string(step + 1) + " (" + compare->label +
-                          "): " + error);
-        result.compareStepSeconds += millisecondsSince(compareStart) / 1000;
-        float compareLoss = compare->loss();
-        bool compareSkip = compare->skipped();
-        record.compareLoss = out.compareLastLoss = compareLoss;
-        record.compareSkipped = compareSkip;
-        compareSkipped += compareSkip;
-        window.compareLoss += compareLoss;
-        if (!compareSkip && step >= tailFrom && std::isfinite(compareLoss))
-          tailCompareLoss += compareLoss, ++tailCompareCount;
-        if (!record.skipped && !compareSkip && std::isfinite(record.loss) &&
-            std::isfinite(compareLoss)) {
-          gapSum += double(record.loss) - compareLoss;
-          ++gapCount;
-        }
-        compareCells = "," + exact(compareLoss) + "," + (compareSkip ? "1" : "0");
-      }
-      std::string gradCells = compareGrads ? ",," : "";
-      if (compareThis) {
-        GradientComparison c;
-        c.seed = seed;
-        c.step = step + 1;
-        // The CSV's max and min over every parameter; the line names the
-        // worst as namesWorst allows.
-        double maxRel = 0, worstRel = 0, worstCos = 1;
-        std::string worst;
-        std::vector<size_t> elements;
-        for (size_t k = 0; k < gradOutputs.size(); ++k)
-          elements.push_back(fp32Grads[k].size());
-        for (size_t k = 0; k < gradOutputs.size(); ++k) {
-          std::vector<float> lower(fp32Grads[k].size());
-          if (mixprec::Status s =
-                  primary.step.session.copyOutput(gradOutputs[k].second, MIXPREC_DTYPE_F32,
-                                                  lower.data(), lower.size() * 4);
-              !s.ok())
-            return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + s.message());
-          GradientError e = compareVectors(lower, fp32Grads[k]);
-          e.name = gradOutputs[k].first;
-          // The drift of the master weights between the two runs.
-          std::vector<float> a(lower.size()), b(lower.size());
-          if (primary.step.session.readState(e.name.c_str(), a.data(), a.size() * 4).ok() &&
-              compare->step.session.readState(e.name.c_str(), b.data(), b.size() * 4).ok())
-            e.drift = compareVectors(a, b).relL2;
-          if (!(e.relL2 <= maxRel))
-            maxRel = e.relL2;
-          if (namesWorst(elements, k) && !(e.relL2 <= worstRel))
-            worstRel = e.relL2, worst = e.name;
-          if (!(e.cosine >= worstCos))
-            worstCos = e.cosine;
-          c.params.push_back(e);
-        }
-        gradCells = "," + exact(maxRel) + "," + exact(worstCos);
-        double zeros = 0, fp32Zeros = 0;
-        int64_t counted = 0;
-        for (size_t k = 0; k < c.params.size(); ++k) {
-          double n = double(elements[k]);
-          zeros += c.params[k].zeroFraction * n, fp32Zeros += c.params[k].fp32ZeroFraction * n;
-          counted += static_cast<int64_t>(n);
-        }
-        ctx.print("grads step " + std::to_string(step + 1) + " vs fp32: worst '" + worst +
-                  "' rel L2 " + num(worstRel) + ", min cosine " + num(worstCos) +
-                  ", zero gradients " + format("%.1f%%", 100 * zeros / std::max<int64_t>(counted, 1)) +
-                  " (fp32 " + format("%.1f%%", 100 * fp32Zeros / std::max<int64_t>(counted, 1)) +
-                  ")");
-        comparisons.push_back(std::move(c));
-      }
-
-      bool last = step + 1 == total;
-      if ((step + 1) % t.logEvery == 0 || last) {
-        double seconds = millisecondsSince(windowStart) / 1000;
-        double meanLoss = window.applied ? window.loss / window.applied : NAN;
-        std::string line =
-            "step " + std::to_string(step + 1) + "/" + std::to_string(total) + "  epoch " +
-            std::to_string(epoch + 1) + "  loss " + num(meanLoss) + "  scale " +
-            num(record.lossScale) + "  skipped " + std::to_string(skippedTotal) + "  grad_norm " +
-            num(window.applied ? window.norm / window.applied : NAN) + "  " +
-            std::to_string(static_cast<long long>(
-                std::llround(window.steps * stepRows / std::max(seconds, 1e-9)))) +
-            " samples/s";
-        if (compare)
-          line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
-                  " gap " + num(meanLoss - window.compareLoss / window.steps);
-        ctx.print(line);
-        window = Window();
-        windowStart = std::chrono::steady_clock::now();
-      }
-
-      std::string evalCells = ",,", compareEvalCells = compare ? ",," : "";
-      if (!test.empty() && (last || (t.evalEvery && (step + 1) % t.evalEvery == 0)) &&
-          !evaluate(step + 1, record, evalCells, compareEvalCells))
-        return kTrainError;
-      csvRows.push_back(row + evalCells + compareCells + compareEvalCells + gradCells);
-
-      if (skippedInARow >= t.maxSkippedInARow) {
-        std::string diagnosis = in.diagnose ? in.diagnose(primary.step.session, batch) : "";
-        if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
-          return kTrainError;
-        ctx.fail(model + ": the last " + std::to_string(skippedInARow) +
-                     " steps all overflowed (step " + std::to_string(step + 1) +
-                     (ensemble ? ", seed " + std::to_string(seed) : std::string()) +
-                     ", loss scale " + num(record.lossScale) +
-                     (facts.minScale > 0 && record.lossScale <= facts.minScale ? ", its minimum"
-                                                                               : "") +
-                     "): the loss scale cannot recover; stopped without writing a checkpoint" +
-                     (t.checkpoint.empty() ? "" : " (" + t.checkpoint + " keeps the last good one)"),
-                 kTrainScaleStuck);
-        out.notes.clear();
-        if (!diagnosis.empty())
-          out.notes.push_back("rerun on the interpreter, " + diagnosis);
-        else if (!in.diagnose)
-          out.notes.push_back("mixprec train names the op that overflows (it reruns the step on "
-                              "its interpreter)");
-        out.notes.push_back("keep that op in FP32 (--keep-fp32), lower the learning rate, or clip "
-                            "gradients (--clip-norm)");
-        return kTrainScaleStuck;
-      }
-      if (ctx.events.onStep && !ctx.events.onStep(record))
-        last = stoppedByCallback = true;
-      if (t.checkpointEvery && (step + 1) % t.checkpointEvery == 0 && !last) {
-        if (!saveCheckpoint())
-          return kTrainError;
-        if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
-          return kTrainError;
-      }
-      if (last)
-        break;
+/// Evaluates each run into `record` and prints the line; the CSV cells
+/// (test_loss,test_accuracy per run). False after failing ctx.
+bool SeedRun::evaluate(int64_t step, TrainStepRecord &record, std::string &cells,
+                       std::string &compareCells) {
+  TrainOutcome &out = ctx.out;
+  std::string line = "eval step " + std::to_string(step) + ":";
+  for (Run *run : {&primary, compare ? &*compare : nullptr}) {
+    if (!run)
+      continue;
+    Run::Evaluation e;
+    if (!run->evaluate(facts, in.test, e, error))
+      return ctx.fail(model + ": evaluation: " + error), false;
+    line += (run == &primary ? std::string() : "  |  " + run->label + ":") + " test loss " +
+            num(e.loss);
+    std::string c = "," + exact(e.loss) + ",";
+    std::optional<double> accuracy;
+    if (e.counted) {
+      line += format("  accuracy %.2f%% (%lld/%lld)", 100 * e.accuracy(),
+                     static_cast<long long>(e.correct), static_cast<long long>(e.counted));
+      c += exact(e.accuracy());
+      accuracy = e.accuracy();
     }
+    if (run == &primary) {
+      cells = c;
+      record.testLoss = out.testLoss = e.loss;
+      record.testAccuracy = out.testAccuracy = accuracy;
+      result.testLoss = e.loss;
+      result.testAccuracy = accuracy.value_or(NAN);
+    } else {
+      compareCells = c;
+      record.compareTestLoss = e.loss;
+      record.compareTestAccuracy = accuracy;
+      result.compareTestLoss = e.loss;
+      result.compareTestAccuracy = accuracy.value_or(NAN);
+    }
+  }
+  ctx.print(line);
+  return true;
+}
 
-    if (!t.checkpoint.empty() && !saveCheckpoint())
+/// The gradient comparison, before the run's step on `batch`: FP32's
+/// gradients at the run's states, from the probe session. Fills `fp32`.
+bool SeedRun::probeGradients(std::vector<std::vector<float>> &fp32) {
+  for (size_t i = 0; i < compare->step.module.stateCount(); ++i) {
+    mixprec_tensor_info_t info;
+    compare->step.module.stateInfo(i, info);
+    std::vector<uint8_t> bytes(info.byte_size);
+    // States of the run's module with the same name and size (masters,
+    // optimizer state, the step count); the loss-scale state is the
+    // run's own.
+    if (!primary.step.session.readState(info.name, bytes.data(), bytes.size()).ok())
+      continue;
+    if (mixprec::Status s = probe->writeState(info.name, bytes.data(), bytes.size()); !s.ok())
+      return error = s.message(), false;
+  }
+  if (!runBatch(*probe, in.train, batch, error))
+    return false;
+  fp32.resize(r.gradOutputs.size());
+  for (size_t k = 0; k < r.gradOutputs.size(); ++k) {
+    mixprec_tensor_info_t info;
+    compare->step.module.outputInfo(r.probeGradOutputs[k], info);
+    fp32[k].resize(info.element_count);
+    if (mixprec::Status s = probe->copyOutput(r.probeGradOutputs[k], MIXPREC_DTYPE_F32,
+                                              fp32[k].data(), fp32[k].size() * 4);
+        !s.ok())
+      return error = s.message(), false;
+  }
+  return true;
+}
+
+/// Compares the run's gradients of step `step` with `fp32Grads`, prints the
+/// line and records the comparison; the CSV cells. 0, or the status after
+/// failing ctx.
+int SeedRun::compareGradients(int64_t step, const std::vector<std::vector<float>> &fp32Grads,
+                              std::string &gradCells) {
+  const auto &gradOutputs = r.gradOutputs;
+  GradientComparison c;
+  c.seed = seed;
+  c.step = step + 1;
+  // The CSV's max and min over every parameter; the line names the
+  // worst as namesWorst allows.
+  double maxRel = 0, worstRel = 0, worstCos = 1;
+  std::string worst;
+  std::vector<size_t> elements;
+  for (size_t k = 0; k < gradOutputs.size(); ++k)
+    elements.push_back(fp32Grads[k].size());
+  for (size_t k = 0; k < gradOutputs.size(); ++k) {
+    std::vector<float> lower(fp32Grads[k].size());
+    if (mixprec::Status s =
+            primary.step.session.copyOutput(gradOutputs[k].second, MIXPREC_DTYPE_F32,
+                                            lower.data(), lower.size() * 4);
+        !s.ok())
+      return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + s.message());
+    GradientError e = compareVectors(lower, fp32Grads[k]);
+    e.name = gradOutputs[k].first;
+    // The drift of the master weights between the two runs.
+    std::vector<float> a(lower.size()), b(lower.size());
+    if (primary.step.session.readState(e.name.c_str(), a.data(), a.size() * 4).ok() &&
+        compare->step.session.readState(e.name.c_str(), b.data(), b.size() * 4).ok())
+      e.drift = compareVectors(a, b).relL2;
+    if (!(e.relL2 <= maxRel))
+      maxRel = e.relL2;
+    if (namesWorst(elements, k) && !(e.relL2 <= worstRel))
+      worstRel = e.relL2, worst = e.name;
+    if (!(e.cosine >= worstCos))
+      worstCos = e.cosine;
+    c.params.push_back(e);
+  }
+  gradCells = "," + exact(maxRel) + "," + exact(worstCos);
+  double zeros = 0, fp32Zeros = 0;
+  int64_t counted = 0;
+  for (size_t k = 0; k < c.params.size(); ++k) {
+    double n = double(elements[k]);
+    zeros += c.params[k].zeroFraction * n, fp32Zeros += c.params[k].fp32ZeroFraction * n;
+    counted += static_cast<int64_t>(n);
+  }
+  ctx.print("grads step " + std::to_string(step + 1) + " vs fp32: worst '" + worst +
+            "' rel L2 " + num(worstRel) + ", min cosine " + num(worstCos) +
+            ", zero gradients " + format("%.1f%%", 100 * zeros / std::max<int64_t>(counted, 1)) +
+            " (fp32 " + format("%.1f%%", 100 * fp32Zeros / std::max<int64_t>(counted, 1)) +
+            ")");
+  r.comparisons.push_back(std::move(c));
+  return 0;
+}
+
+/// Prints the log line of the steps since the last one and starts a new
+/// window.
+void SeedRun::printWindow(int64_t step, int64_t epoch, const TrainStepRecord &record) {
+  double seconds = millisecondsSince(windowStart) / 1000;
+  double meanLoss = window.applied ? window.loss / window.applied : NAN;
+  std::string line =
+      "step " + std::to_string(step + 1) + "/" + std::to_string(r.total) + "  epoch " +
+      std::to_string(epoch + 1) + "  loss " + num(meanLoss) + "  scale " +
+      num(record.lossScale) + "  skipped " + std::to_string(skippedTotal) + "  grad_norm " +
+      num(window.applied ? window.norm / window.applied : NAN) + "  " +
+      std::to_string(static_cast<long long>(
+          std::llround(window.steps * r.stepRows / std::max(seconds, 1e-9)))) +
+      " samples/s";
+  if (compare)
+    line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
+            " gap " + num(meanLoss - window.compareLoss / window.steps);
+  ctx.print(line);
+  window = StepWindow();
+  windowStart = std::chrono::steady_clock::now();
+}
+
+/// Stops the run when the loss scale cannot recover: writes the CSV, fails
+/// ctx with the diagnosis. The status.
+int SeedRun::stopScaleStuck(int64_t step, const TrainStepRecord &record) {
+  TrainOutcome &out = ctx.out;
+  std::string diagnosis = in.diagnose ? in.diagnose(primary.step.session, batch) : "";
+  if (!t.csv.empty() && !writeCsv(ctx, t.csv, r.csvHeader, r.csvRows))
+    return kTrainError;
+  ctx.fail(model + ": the last " + std::to_string(skippedInARow) +
+               " steps all overflowed (step " + std::to_string(step + 1) +
+               (r.ensemble ? ", seed " + std::to_string(seed) : std::string()) +
+               ", loss scale " + num(record.lossScale) +
+               (facts.minScale > 0 && record.lossScale <= facts.minScale ? ", its minimum" : "") +
+               "): the loss scale cannot recover; stopped without writing a checkpoint" +
+               (t.checkpoint.empty() ? "" : " (" + t.checkpoint + " keeps the last good one)"),
+           kTrainScaleStuck);
+  out.notes.clear();
+  if (!diagnosis.empty())
+    out.notes.push_back("rerun on the interpreter, " + diagnosis);
+  else if (!in.diagnose)
+    out.notes.push_back("mixprec train names the op that overflows (it reruns the step on "
+                        "its interpreter)");
+  out.notes.push_back("keep that op in FP32 (--keep-fp32), lower the learning rate, or clip "
+                      "gradients (--clip-norm)");
+  return kTrainScaleStuck;
+}
+
+/// Runs step `step` (0-based) of both runs, compares, logs, evaluates and
+/// checkpoints as asked; `last` is set when the loop ends after it. 0, or
+/// the status after failing ctx.
+int SeedRun::runOneStep(int64_t step, bool &last) {
+  TrainOutcome &out = ctx.out;
+  std::vector<Column> &train = in.train;
+  const int64_t epoch = step / r.stepsPerEpoch, position = step % r.stepsPerEpoch;
+  if (epoch != orderEpoch) {
+    order = epochOrder(r.rows, state.seed, epoch, t.shuffle);
+    orderEpoch = epoch;
+  }
+  for (size_t i = 0; i < train.size(); ++i)
+    batch[i] = gatherRows(train[i], order, position * r.stepRows, r.stepRows);
+  const bool compareThis = r.compareGrads && (step + 1) % t.compareEvery == 0;
+  std::vector<std::vector<float>> fp32Grads;
+  if (compareThis && !probeGradients(fp32Grads))
+    return ctx.fail(model + ": step " + std::to_string(step + 1) + " (the FP32 gradients): " +
+                    error);
+  auto stepStart = std::chrono::steady_clock::now();
+  if (!primary.runStep(train, batch, error))
+    return ctx.fail(model + ": step " + std::to_string(step + 1) + ": " + error);
+  TrainStepRecord record;
+  record.seed = seed;
+  record.step = step + 1;
+  record.epoch = epoch + 1;
+  record.loss = primary.loss();
+  record.lossScale = primary.lossScale();
+  record.gradNorm = primary.gradNorm();
+  record.skipped = primary.skipped();
+  result.stepSeconds += millisecondsSince(stepStart) / 1000;
+  ++stepsRun;
+  state.stepsDone = step + 1;
+  skippedTotal += record.skipped;
+  skippedInARow = record.skipped ? skippedInARow + 1 : 0;
+  out.steps += 1;
+  out.skipped += record.skipped;
+  out.lastLoss = record.loss;
+  window.steps++;
+  if (!record.skipped) {
+    window.applied++;
+    window.loss += record.loss;
+    window.norm += record.gradNorm;
+    if (std::isfinite(record.gradNorm))
+      normSum += record.gradNorm, ++normCount;
+    if (step >= tailFrom && std::isfinite(record.loss))
+      tailLoss += record.loss, ++tailCount;
+  }
+  std::string row = std::to_string(step + 1) + "," + std::to_string(epoch + 1) + "," +
+                    exact(record.loss) + "," + exact(record.lossScale) + "," +
+                    (record.skipped ? "1" : "0") + "," + exact(record.gradNorm);
+  if (r.ensemble)
+    row = std::to_string(seed) + "," + row;
+  std::string compareCells;
+  if (compare) {
+    auto compareStart = std::chrono::steady_clock::now();
+    if (!compare->runStep(train, batch, error))
+      return ctx.fail(model + ": step " + std::to_string(step + 1) + " (" + compare->label +
+                      "): " + error);
+    result.compareStepSeconds += millisecondsSince(compareStart) / 1000;
+    float compareLoss = compare->loss();
+    bool compareSkip = compare->skipped();
+    record.compareLoss = out.compareLastLoss = compareLoss;
+    record.compareSkipped = compareSkip;
+    compareSkipped += compareSkip;
+    window.compareLoss += compareLoss;
+    if (!compareSkip && step >= tailFrom && std::isfinite(compareLoss))
+      tailCompareLoss += compareLoss, ++tailCompareCount;
+    if (!record.skipped && !compareSkip && std::isfinite(record.loss) &&
+        std::isfinite(compareLoss)) {
+      gapSum += double(record.loss) - compareLoss;
+      ++gapCount;
+    }
+    compareCells = "," + exact(compareLoss) + "," + (compareSkip ? "1" : "0");
+  }
+  std::string gradCells = r.compareGrads ? ",," : "";
+  if (compareThis)
+    if (int rc = compareGradients(step, fp32Grads, gradCells))
+      return rc;
+
+  last = step + 1 == r.total;
+  if ((step + 1) % t.logEvery == 0 || last)
+    printWindow(step, epoch, record);
+
+  std::string evalCells = ",,", compareEvalCells = compare ? ",," : "";
+  if (!in.test.empty() && (last || (t.evalEvery && (step + 1) % t.evalEvery == 0)) &&
+      !evaluate(step + 1, record, evalCells, compareEvalCells))
+    return kTrainError;
+  r.csvRows.push_back(row + evalCells + compareCells + compareEvalCells + gradCells);
+
+  if (skippedInARow >= t.maxSkippedInARow)
+    return stopScaleStuck(step, record);
+  if (ctx.events.onStep && !ctx.events.onStep(record))
+    last = stoppedByCallback = true;
+  if (t.checkpointEvery && (step + 1) % t.checkpointEvery == 0 && !last) {
+    if (!saveCheckpoint())
       return kTrainError;
-    if (!t.stateDir.empty()) {
-      if (std::string why = createDirectories(t.stateDir); !why.empty())
-        return ctx.fail(why);
-      for (size_t i = 0; i < primary.stateNames.size(); ++i) {
-        mixprec_tensor_info_t info;
-        primary.step.module.stateInfo(i, info);
-        std::string path = joinPath(t.stateDir, npyFileNameFor(primary.stateNames[i]));
-        std::vector<float> values = primary.readState(i);
-        support::NpyArray array = support::npyFromFloat32(
-            std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
-        if (!ctx.checkNotAnInput(path, error) || !support::writeNpy(path, array, error))
-          return ctx.fail(error);
-      }
-    }
-    double seconds = millisecondsSince(runStart) / 1000;
-    std::string summary =
-        "trained " + std::to_string(stepsRun) + " steps in " + format("%.2f", seconds) + " s (" +
-        std::to_string(
-            static_cast<long long>(std::llround(stepsRun * stepRows / std::max(seconds, 1e-9)))) +
-        " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
-        format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
-        std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
-    if (compare)
-      summary += "; " + compare->label + ": last loss " +
-                 num(out.compareLastLoss.value_or(NAN)) + ", " + std::to_string(compareSkipped) +
-                 " skipped, mean loss gap " + num(gapCount ? gapSum / gapCount : NAN);
-    ctx.print(summary);
-    result.steps = stepsRun;
-    result.skipped = skippedTotal;
-    result.compareSkipped = compareSkipped;
-    result.trainLoss = tailCount ? tailLoss / tailCount : NAN;
-    result.compareTrainLoss = tailCompareCount ? tailCompareLoss / tailCompareCount : NAN;
-    result.gradNormMean = normCount ? normSum / normCount : NAN;
-    out.seeds.push_back(result);
-    if (stoppedByCallback)
+    if (!t.csv.empty() && !writeCsv(ctx, t.csv, r.csvHeader, r.csvRows))
+      return kTrainError;
+  }
+  return 0;
+}
+
+/// Runs the seed's steps from where it resumed. 0, or the status after
+/// failing ctx.
+int SeedRun::runSteps() {
+  tailFrom = r.total - std::max<int64_t>(1, r.total / 10);
+  result.seed = seed;
+  windowStart = std::chrono::steady_clock::now();
+  runStart = windowStart;
+  batch.resize(in.train.size());
+  for (int64_t step = state.stepsDone; step < r.total; ++step) {
+    bool last = false;
+    if (int rc = runOneStep(step, last))
+      return rc;
+    if (last)
       break;
   }
-  if (!t.csv.empty() && !writeCsv(ctx, t.csv, csvHeader, csvRows))
+  return 0;
+}
+
+/// Writes --state-dir's files: one .npy per state of the run's step. 0, or
+/// the status after failing ctx.
+int SeedRun::saveStates() {
+  if (std::string why = createDirectories(t.stateDir); !why.empty())
+    return ctx.fail(why);
+  for (size_t i = 0; i < primary.stateNames.size(); ++i) {
+    mixprec_tensor_info_t info;
+    primary.step.module.stateInfo(i, info);
+    std::string path = joinPath(t.stateDir, npyFileNameFor(primary.stateNames[i]));
+    std::vector<float> values = primary.readState(i);
+    support::NpyArray array = support::npyFromFloat32(
+        std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
+    if (!ctx.checkNotAnInput(path, error) || !support::writeNpy(path, array, error))
+      return ctx.fail(error);
+  }
+  return 0;
+}
+
+/// Prints the seed's summary line and adds its result to the outcome.
+void SeedRun::printSummary() {
+  TrainOutcome &out = ctx.out;
+  double seconds = millisecondsSince(runStart) / 1000;
+  std::string summary =
+      "trained " + std::to_string(stepsRun) + " steps in " + format("%.2f", seconds) + " s (" +
+      std::to_string(
+          static_cast<long long>(std::llround(stepsRun * r.stepRows / std::max(seconds, 1e-9)))) +
+      " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
+      format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
+      std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
+  if (compare)
+    summary += "; " + compare->label + ": last loss " + num(out.compareLastLoss.value_or(NAN)) +
+               ", " + std::to_string(compareSkipped) + " skipped, mean loss gap " +
+               num(gapCount ? gapSum / gapCount : NAN);
+  ctx.print(summary);
+  result.steps = stepsRun;
+  result.skipped = skippedTotal;
+  result.compareSkipped = compareSkipped;
+  result.trainLoss = tailCount ? tailLoss / tailCount : NAN;
+  result.compareTrainLoss = tailCompareCount ? tailCompareLoss / tailCompareCount : NAN;
+  result.gradNormMean = normCount ? normSum / normCount : NAN;
+  out.seeds.push_back(result);
+}
+
+/// Trains seed `seedIndex` of the run from start to summary; `stopped` is
+/// set when the step callback asked to stop. 0, or the status after
+/// failing ctx.
+int trainSeed(RunShared &shared, int64_t seedIndex, bool &stopped) {
+  SeedRun s(shared, seedIndex);
+  if (int rc = s.start())
+    return rc;
+  s.printStart();
+  if (int rc = s.runSteps())
+    return rc;
+  if (!s.t.checkpoint.empty() && !s.saveCheckpoint())
     return kTrainError;
-  return finish(ctx, in, comparisons, csvHeader, csvRows, backendName);
+  if (!s.t.stateDir.empty())
+    if (int rc = s.saveStates())
+      return rc;
+  s.printSummary();
+  stopped = s.stoppedByCallback;
+  return 0;
+}
+
+/// The whole run (runLoop's body).
+int run(Ctx &ctx, LoopInputs &in) {
+  const LoopOptions &t = in.options;
+  if (int rc = checkRunInputs(ctx, in))
+    return rc;
+  RunShared shared{ctx, in};
+  shared.rows = in.train.front().rows();
+  shared.stepRows = in.facts.batch * in.facts.accumulate;
+  shared.stepsPerEpoch = shared.rows / shared.stepRows;
+  int64_t &total = shared.total;
+  total = t.steps;
+  if (!total && __builtin_mul_overflow(t.epochs ? t.epochs : 1, shared.stepsPerEpoch, &total))
+    return ctx.fail("train: --epochs " + std::to_string(t.epochs) + " x " +
+                        std::to_string(shared.stepsPerEpoch) +
+                        " steps per epoch is more steps than "
+                        "a run can count (2^63)",
+                    kTrainUsage);
+  shared.ensemble = t.seeds > 1;
+  shared.compareGrads = t.compareEvery > 0;
+  shared.csvHeader = csvHeaderFor(shared.ensemble, in.compare.has_value(), shared.compareGrads);
+  if (shared.compareGrads)
+    if (int rc = findGradOutputs(shared))
+      return rc;
+
+  for (int64_t seedIndex = 0; seedIndex < t.seeds; ++seedIndex) {
+    bool stopped = false;
+    if (int rc = trainSeed(shared, seedIndex, stopped))
+      return rc;
+    if (stopped)
+      break;
+  }
+  if (!t.csv.empty() && !writeCsv(ctx, t.csv, shared.csvHeader, shared.csvRows))
+    return kTrainError;
+  return finish(ctx, in, shared.comparisons, shared.csvHeader, shared.csvRows,
+                shared.backendName);
 }
 
 /// Bytes as "1.23 MB".
@@ -1247,55 +1404,73 @@ std::string bytesText(double bytes) {
   return format("%.0f B", bytes);
 }
 
-/// After the runs: the ensemble's statistics and verdict, the gradient
-/// comparison's summary, the five metrics (printed, --metrics JSON) and the
-/// --report page.
-int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comparisons,
-           const std::string &csvHeader, const std::vector<std::string> &csvRows,
-           const std::string &backendName) {
-  const LoopOptions &t = in.options;
-  const StepFacts &facts = in.facts;
-  TrainOutcome &out = ctx.out;
-  const std::vector<SeedResult> &seeds = out.seeds;
-  const bool compare = in.compare.has_value();
-  const std::string lower = facts.precisionName.empty() ? "run" : facts.precisionName;
-  const std::string reference = compare ? in.compare->label : "fp32";
-  auto values = [&](double SeedResult::*field) {
-    std::vector<double> v;
-    for (const SeedResult &s : seeds)
-      v.push_back(s.*field);
-    return v;
-  };
-  struct Metric {
-    const char *key, *label;
-    double SeedResult::*run, SeedResult::*fp32;
-    bool higherIsBetter;
-    double scale;
-    const char *unit;
-  };
-  const Metric metrics[] = {
-      {"test_accuracy", "test accuracy", &SeedResult::testAccuracy,
-       &SeedResult::compareTestAccuracy, true, 100, " points"},
-      {"test_loss", "test loss", &SeedResult::testLoss, &SeedResult::compareTestLoss, false, 1,
-       ""},
-      {"train_loss", "train loss (last tenth)", &SeedResult::trainLoss,
-       &SeedResult::compareTrainLoss, false, 1, ""},
-  };
-  // The metric the verdict is on: the first one the runs have.
-  const Metric *decisive = nullptr;
-  for (const Metric &m : metrics)
-    if (!decisive && summarize(values(m.run)).count)
-      decisive = &m;
+/// A metric of the seeds' results: its JSON key and label, the run's and
+/// FP32's field, which way is better, and how the verdict scales it.
+struct Metric {
+  const char *key, *label;
+  double SeedResult::*run, SeedResult::*fp32;
+  bool higherIsBetter;
+  double scale;
+  const char *unit;
+};
+const Metric kMetrics[] = {
+    {"test_accuracy", "test accuracy", &SeedResult::testAccuracy,
+     &SeedResult::compareTestAccuracy, true, 100, " points"},
+    {"test_loss", "test loss", &SeedResult::testLoss, &SeedResult::compareTestLoss, false, 1, ""},
+    {"train_loss", "train loss (last tenth)", &SeedResult::trainLoss,
+     &SeedResult::compareTrainLoss, false, 1, ""},
+};
 
-  std::string ensembleJson = "{";
-  for (int side = 0; side < (compare ? 2 : 1); ++side) {
-    std::string name = side ? reference : lower, line = name + " over " +
-                                                        std::to_string(seeds.size()) + " seed" +
-                                                        (seeds.size() == 1 ? "" : "s") + ":";
+/// The field `field` of every seed's result.
+std::vector<double> seedValues(const std::vector<SeedResult> &seeds, double SeedResult::*field) {
+  std::vector<double> v;
+  for (const SeedResult &s : seeds)
+    v.push_back(s.*field);
+  return v;
+}
+
+/// A metric's difference (run - fp32) as JSON.
+std::string differenceJsonOf(const Difference &d) {
+  return "{\"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
+         (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
+                  : std::string("null")) +
+         ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
+         ", \"df\": " + jsonNumber(d.df) + "}";
+}
+
+/// What finish reports: the texts it prints and the JSON parts of --metrics.
+struct FinalMetrics {
+  std::string lower, reference;
+  bool compare = false;
+  std::string ensembleJson, differencesJson = "null";
+  std::string differenceJson = "null", differenceText = "not measured (no --compare fp32)";
+  std::string gradientJson = "[", gradientSummaryJson = "null";
+  int64_t stepRows = 0, steps = 0, skipped = 0, tokensPerSample = 0;
+  double seconds = 0, samplesPerSecond = NAN, fp32SamplesPerSecond = NAN, ratio = NAN;
+  std::string fp32Source = "none", throughputText;
+  double applied = NAN;
+  std::string appliedWarning;
+  double peak = 0, achieved = NAN, mfu = NAN;
+  bool flopsKnown = false;
+  std::string peakSource, mfuText;
+  double memoryRatio = NAN;
+  std::string memoryText;
+};
+
+/// The ensemble's statistics per side (printed for more than one seed) and
+/// each metric's difference to FP32, into `fm`'s JSON.
+void summarizeEnsemble(Ctx &ctx, const std::vector<SeedResult> &seeds, FinalMetrics &fm) {
+  std::string &ensembleJson = fm.ensembleJson;
+  ensembleJson = "{";
+  for (int side = 0; side < (fm.compare ? 2 : 1); ++side) {
+    std::string name = side ? fm.reference : fm.lower, line = name + " over " +
+                                                             std::to_string(seeds.size()) +
+                                                             " seed" +
+                                                             (seeds.size() == 1 ? "" : "s") + ":";
     ensembleJson += std::string(side ? ", " : "") + jsonString(name) + ": {";
     bool firstMetric = true;
-    for (const Metric &m : metrics) {
-      std::vector<double> v = values(side ? m.fp32 : m.run);
+    for (const Metric &m : kMetrics) {
+      std::vector<double> v = seedValues(seeds, side ? m.fp32 : m.run);
       Summary s = summarize(v);
       if (!s.count)
         continue;
@@ -1314,237 +1489,244 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
       ctx.print(line.substr(0, line.size() - 1));
   }
   // Each metric's difference (run - fp32): Welch's and the paired interval.
-  auto differenceJsonOf = [&](const Difference &d) {
-    return "{\"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
-           (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
-                    : std::string("null")) +
-           ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
-           ", \"df\": " + jsonNumber(d.df) + "}";
-  };
-  std::string differencesJson = "null";
-  if (compare) {
-    differencesJson = "{";
+  if (fm.compare) {
+    fm.differencesJson = "{";
     bool firstMetric = true;
-    for (const Metric &m : metrics) {
-      Summary a = summarize(values(m.run)), b = summarize(values(m.fp32));
+    for (const Metric &m : kMetrics) {
+      Summary a = summarize(seedValues(seeds, m.run)), b = summarize(seedValues(seeds, m.fp32));
       if (!a.count || !b.count)
         continue;
-      differencesJson += std::string(firstMetric ? "" : ", ") + jsonString(m.key) +
-                      ": {\"welch\": " + differenceJsonOf(welch(a, b)) + ", \"paired\": " +
-                      differenceJsonOf(paired(values(m.run), values(m.fp32))) + "}";
+      fm.differencesJson +=
+          std::string(firstMetric ? "" : ", ") + jsonString(m.key) +
+          ": {\"welch\": " + differenceJsonOf(welch(a, b)) + ", \"paired\": " +
+          differenceJsonOf(paired(seedValues(seeds, m.run), seedValues(seeds, m.fp32))) + "}";
       firstMetric = false;
     }
-    differencesJson += "}";
+    fm.differencesJson += "}";
   }
   ensembleJson += "}";
+}
 
-  // (c) the final metric against FP32.
-  std::string differenceJson = "null", differenceText = "not measured (no --compare fp32)";
-  if (compare && decisive) {
-    Summary a = summarize(values(decisive->run)), b = summarize(values(decisive->fp32));
-    Difference d = welch(a, b);
-    out.verdict = verdict(d, decisive->higherIsBetter, decisive->scale, decisive->unit);
-    // The runs beside each other share data order and initial weights: the
-    // paired interval too (often narrower; the verdict stays Welch's).
-    Difference pd = paired(values(decisive->run), values(decisive->fp32));
-    differenceText = std::string(decisive->label) + " " + lower + " - " + reference + " = " +
-                     format("%.3g", d.difference * decisive->scale) + decisive->unit +
-                     (d.valid ? format(" (95%% interval [%.3g, %.3g], Welch, df %.3g, N %d)",
-                                       d.low * decisive->scale, d.high * decisive->scale, d.df,
-                                       a.count)
-                              : std::string(" (one run each: no interval)")) +
-                     (pd.valid ? format("; paired by seed [%.3g, %.3g]", pd.low * decisive->scale,
-                                        pd.high * decisive->scale)
-                               : std::string()) +
-                     ": " + out.verdict;
-    ctx.print("ensemble verdict (" + std::string(decisive->label) + ", " +
-              std::to_string(seeds.size()) + " seed" + (seeds.size() == 1 ? "" : "s") +
-              "): " + out.verdict);
-    differenceJson = "{\"metric\": " + jsonString(decisive->key) +
-                     ", \"precision_mean\": " + jsonNumber(a.mean) +
-                     ", \"precision_sd\": " + jsonNumber(a.sd) + ", \"fp32_mean\": " +
-                     jsonNumber(b.mean) + ", \"fp32_sd\": " + jsonNumber(b.sd) +
-                     ", \"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
-                     (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
-                              : std::string("null")) +
-                     ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
-                     ", \"df\": " + jsonNumber(d.df) + ", \"n\": " + std::to_string(a.count) +
-                     ", \"paired\": " + differenceJsonOf(pd) +
-                     ", \"higher_is_better\": " + (decisive->higherIsBetter ? "true" : "false") +
-                     ", \"verdict\": " + jsonString(out.verdict) + "}";
-  }
+/// (c) the final metric against FP32: the verdict on `decisive`, printed,
+/// into the outcome and `fm`.
+void decideVerdict(Ctx &ctx, const std::vector<SeedResult> &seeds, const Metric *decisive,
+                   FinalMetrics &fm) {
+  TrainOutcome &out = ctx.out;
+  Summary a = summarize(seedValues(seeds, decisive->run)),
+          b = summarize(seedValues(seeds, decisive->fp32));
+  Difference d = welch(a, b);
+  out.verdict = verdict(d, decisive->higherIsBetter, decisive->scale, decisive->unit);
+  // The runs beside each other share data order and initial weights: the
+  // paired interval too (often narrower; the verdict stays Welch's).
+  Difference pd = paired(seedValues(seeds, decisive->run), seedValues(seeds, decisive->fp32));
+  fm.differenceText = std::string(decisive->label) + " " + fm.lower + " - " + fm.reference +
+                      " = " + format("%.3g", d.difference * decisive->scale) + decisive->unit +
+                      (d.valid ? format(" (95%% interval [%.3g, %.3g], Welch, df %.3g, N %d)",
+                                        d.low * decisive->scale, d.high * decisive->scale, d.df,
+                                        a.count)
+                               : std::string(" (one run each: no interval)")) +
+                      (pd.valid ? format("; paired by seed [%.3g, %.3g]",
+                                         pd.low * decisive->scale, pd.high * decisive->scale)
+                                : std::string()) +
+                      ": " + out.verdict;
+  ctx.print("ensemble verdict (" + std::string(decisive->label) + ", " +
+            std::to_string(seeds.size()) + " seed" + (seeds.size() == 1 ? "" : "s") +
+            "): " + out.verdict);
+  fm.differenceJson = "{\"metric\": " + jsonString(decisive->key) +
+                      ", \"precision_mean\": " + jsonNumber(a.mean) +
+                      ", \"precision_sd\": " + jsonNumber(a.sd) + ", \"fp32_mean\": " +
+                      jsonNumber(b.mean) + ", \"fp32_sd\": " + jsonNumber(b.sd) +
+                      ", \"difference\": " + jsonNumber(d.difference) + ", \"ci95\": " +
+                      (d.valid ? "[" + jsonNumber(d.low) + ", " + jsonNumber(d.high) + "]"
+                               : std::string("null")) +
+                      ", \"half_width\": " + jsonNumber(d.valid ? d.halfWidth : NAN) +
+                      ", \"df\": " + jsonNumber(d.df) + ", \"n\": " + std::to_string(a.count) +
+                      ", \"paired\": " + differenceJsonOf(pd) +
+                      ", \"higher_is_better\": " + (decisive->higherIsBetter ? "true" : "false") +
+                      ", \"verdict\": " + jsonString(out.verdict) + "}";
+}
 
-  // The gradient comparison, per parameter over every comparison.
-  std::string gradientJson = "[", gradientSummaryJson = "null";
-  if (!comparisons.empty()) {
-    struct Layer {
-      std::string name;
-      double relSum = 0, relMax = 0, cosMin = 1, zeroSum = 0, fp32ZeroSum = 0, driftLast = NAN;
-      int count = 0;
-      size_t elements = 0;
-    };
-    std::vector<Layer> layers;
-    for (const GradientComparison &c : comparisons) {
-      gradientJson += std::string(gradientJson.size() > 1 ? ", " : "") +
-                      "{\"seed\": " + std::to_string(c.seed) +
-                      ", \"step\": " + std::to_string(c.step) + ", \"params\": [";
-      for (size_t k = 0; k < c.params.size(); ++k) {
-        const GradientError &e = c.params[k];
-        gradientJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(e.name) +
-                        ", \"rel_l2\": " + jsonNumber(e.relL2) + ", \"cosine\": " +
-                        jsonNumber(e.cosine) + ", \"zero_fraction\": " +
-                        jsonNumber(e.zeroFraction) + ", \"fp32_zero_fraction\": " +
-                        jsonNumber(e.fp32ZeroFraction) + ", \"drift\": " + jsonNumber(e.drift) +
-                        "}";
-        if (layers.size() <= k)
-          layers.push_back({e.name});
-        layers[k].elements = e.elements;
-        Layer &l = layers[k];
-        double rel = std::isfinite(e.relL2) ? e.relL2 : INFINITY;
-        l.relSum += rel, l.relMax = std::max(l.relMax, rel);
-        l.cosMin = std::isfinite(e.cosine) ? std::min(l.cosMin, e.cosine) : -1;
-        l.zeroSum += e.zeroFraction, l.fp32ZeroSum += e.fp32ZeroFraction;
-        l.driftLast = e.drift;
-        ++l.count;
-      }
-      gradientJson += "]}";
+/// The gradient comparison, per parameter over every comparison: printed,
+/// and into `fm`'s JSON.
+void summarizeGradients(Ctx &ctx, const std::vector<GradientComparison> &comparisons,
+                        FinalMetrics &fm) {
+  std::string &gradientJson = fm.gradientJson;
+  struct Layer {
+    std::string name;
+    double relSum = 0, relMax = 0, cosMin = 1, zeroSum = 0, fp32ZeroSum = 0, driftLast = NAN;
+    int count = 0;
+    size_t elements = 0;
+  };
+  std::vector<Layer> layers;
+  for (const GradientComparison &c : comparisons) {
+    gradientJson += std::string(gradientJson.size() > 1 ? ", " : "") +
+                    "{\"seed\": " + std::to_string(c.seed) +
+                    ", \"step\": " + std::to_string(c.step) + ", \"params\": [";
+    for (size_t k = 0; k < c.params.size(); ++k) {
+      const GradientError &e = c.params[k];
+      gradientJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(e.name) +
+                      ", \"rel_l2\": " + jsonNumber(e.relL2) + ", \"cosine\": " +
+                      jsonNumber(e.cosine) + ", \"zero_fraction\": " +
+                      jsonNumber(e.zeroFraction) + ", \"fp32_zero_fraction\": " +
+                      jsonNumber(e.fp32ZeroFraction) + ", \"drift\": " + jsonNumber(e.drift) +
+                      "}";
+      if (layers.size() <= k)
+        layers.push_back({e.name});
+      layers[k].elements = e.elements;
+      Layer &l = layers[k];
+      double rel = std::isfinite(e.relL2) ? e.relL2 : INFINITY;
+      l.relSum += rel, l.relMax = std::max(l.relMax, rel);
+      l.cosMin = std::isfinite(e.cosine) ? std::min(l.cosMin, e.cosine) : -1;
+      l.zeroSum += e.zeroFraction, l.fp32ZeroSum += e.fp32ZeroFraction;
+      l.driftLast = e.drift;
+      ++l.count;
     }
-    // The worst layer by mean relative error, as namesWorst allows.
-    std::vector<size_t> elements;
-    for (const Layer &l : layers)
-      elements.push_back(l.elements);
-    size_t worst = 0;
-    while (worst + 1 < layers.size() && !namesWorst(elements, worst))
-      ++worst;
-    for (size_t k = 0; k < layers.size(); ++k)
-      if (namesWorst(elements, k) && !(layers[k].relSum <= layers[worst].relSum))
-        worst = k;
-    ctx.print("gradients vs " + reference + " (" + std::to_string(comparisons.size()) +
-              " comparisons, same batch and master weights):");
-    gradientSummaryJson = "{\"comparisons\": " + std::to_string(comparisons.size()) +
-                          ", \"worst\": " + jsonString(layers[worst].name) + ", \"layers\": [";
-    for (size_t k = 0; k < layers.size(); ++k) {
-      const Layer &l = layers[k];
-      double meanRel = l.relSum / l.count, zeros = l.zeroSum / l.count,
-             fp32Zeros = l.fp32ZeroSum / l.count;
-      ctx.print(format("  %-24s rel L2 mean %.3g max %.3g, cosine min %.6g, zero %.1f%% (fp32 "
-                       "%.1f%%), weight drift %.3g",
-                       l.name.c_str(), meanRel, l.relMax, l.cosMin, 100 * zeros, 100 * fp32Zeros,
-                       l.driftLast) +
-                (k == worst ? "  <- worst" : ""));
-      gradientSummaryJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(l.name) +
-                             ", \"rel_l2_mean\": " + jsonNumber(meanRel) +
-                             ", \"rel_l2_max\": " + jsonNumber(l.relMax) +
-                             ", \"cosine_min\": " + jsonNumber(l.cosMin) +
-                             ", \"zero_fraction\": " + jsonNumber(zeros) +
-                             ", \"fp32_zero_fraction\": " + jsonNumber(fp32Zeros) +
-                             ", \"drift\": " + jsonNumber(l.driftLast) + "}";
-    }
-    gradientSummaryJson += "]}";
+    gradientJson += "]}";
   }
-  gradientJson += "]";
+  // The worst layer by mean relative error, as namesWorst allows.
+  std::vector<size_t> elements;
+  for (const Layer &l : layers)
+    elements.push_back(l.elements);
+  size_t worst = 0;
+  while (worst + 1 < layers.size() && !namesWorst(elements, worst))
+    ++worst;
+  for (size_t k = 0; k < layers.size(); ++k)
+    if (namesWorst(elements, k) && !(layers[k].relSum <= layers[worst].relSum))
+      worst = k;
+  ctx.print("gradients vs " + fm.reference + " (" + std::to_string(comparisons.size()) +
+            " comparisons, same batch and master weights):");
+  std::string &summaryJson = fm.gradientSummaryJson;
+  summaryJson = "{\"comparisons\": " + std::to_string(comparisons.size()) +
+                ", \"worst\": " + jsonString(layers[worst].name) + ", \"layers\": [";
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const Layer &l = layers[k];
+    double meanRel = l.relSum / l.count, zeros = l.zeroSum / l.count,
+           fp32Zeros = l.fp32ZeroSum / l.count;
+    ctx.print(format("  %-24s rel L2 mean %.3g max %.3g, cosine min %.6g, zero %.1f%% (fp32 "
+                     "%.1f%%), weight drift %.3g",
+                     l.name.c_str(), meanRel, l.relMax, l.cosMin, 100 * zeros, 100 * fp32Zeros,
+                     l.driftLast) +
+              (k == worst ? "  <- worst" : ""));
+    summaryJson += std::string(k ? ", " : "") + "{\"name\": " + jsonString(l.name) +
+                   ", \"rel_l2_mean\": " + jsonNumber(meanRel) +
+                   ", \"rel_l2_max\": " + jsonNumber(l.relMax) +
+                   ", \"cosine_min\": " + jsonNumber(l.cosMin) +
+                   ", \"zero_fraction\": " + jsonNumber(zeros) +
+                   ", \"fp32_zero_fraction\": " + jsonNumber(fp32Zeros) +
+                   ", \"drift\": " + jsonNumber(l.driftLast) + "}";
+  }
+  summaryJson += "]}";
+}
 
-  // (a) throughput, (d) applied steps, (e) MFU.
-  const int64_t stepRows = facts.batch * facts.accumulate;
-  int64_t steps = 0, skipped = 0;
-  double seconds = 0, compareSeconds = 0;
+/// (a) throughput and (d) applied steps over every seed, into `fm`.
+void measureThroughput(const LoopInputs &in, const std::vector<SeedResult> &seeds,
+                       FinalMetrics &fm) {
+  const LoopOptions &t = in.options;
+  const StepFacts &facts = in.facts;
+  fm.stepRows = facts.batch * facts.accumulate;
+  int64_t &steps = fm.steps, &skipped = fm.skipped;
+  double &seconds = fm.seconds, compareSeconds = 0;
   for (const SeedResult &s : seeds)
     steps += s.steps, skipped += s.skipped, seconds += s.stepSeconds,
         compareSeconds += s.compareStepSeconds;
-  const double samplesPerSecond = seconds > 0 ? steps * stepRows / seconds : NAN;
-  double fp32SamplesPerSecond = NAN;
-  std::string fp32Source = "none";
-  if (compare && compareSeconds > 0)
-    fp32SamplesPerSecond = steps * stepRows / compareSeconds, fp32Source = "compare";
+  fm.samplesPerSecond = seconds > 0 ? steps * fm.stepRows / seconds : NAN;
+  if (fm.compare && compareSeconds > 0)
+    fm.fp32SamplesPerSecond = steps * fm.stepRows / compareSeconds, fm.fp32Source = "compare";
   else if (t.fp32SamplesPerSecond > 0)
-    fp32SamplesPerSecond = t.fp32SamplesPerSecond, fp32Source = "given";
+    fm.fp32SamplesPerSecond = t.fp32SamplesPerSecond, fm.fp32Source = "given";
   // Tokens: cross-entropy over a sequence (a label per position).
-  int64_t tokensPerSample = 0;
   if (facts.loss == LossKind::CrossEntropy && !in.train.empty() &&
       in.train.back().rowElements() > 1)
-    tokensPerSample = in.train.back().rowElements();
-  const double ratio = samplesPerSecond / fp32SamplesPerSecond;
-  std::string throughputText =
-      format("%.4g samples/s", samplesPerSecond) +
-      (tokensPerSample ? format(" (%.4g tokens/s)", samplesPerSecond * tokensPerSample) : "") +
-      (std::isfinite(ratio) ? format(", %.3gx %s's %.4g samples/s (%s)", ratio, reference.c_str(),
-                                     fp32SamplesPerSecond,
-                                     fp32Source == "compare" ? "the compare run's steps"
-                                                             : "--fp32-samples-per-s")
-                            : std::string(", no FP32 figure (--compare fp32 or "
-                                          "--fp32-samples-per-s)"));
-  const double applied = steps ? double(steps - skipped) / steps : NAN;
-  std::string appliedWarning;
-  if (applied < 0.95)
-    appliedWarning = format("only %.1f%% of steps applied (healthy FP16 training stays above 95%%)",
-                            100 * applied);
-  if (applied < 0.90)
-    appliedWarning += "; try a lower initial loss scale (--init-scale), BF16 (--precision bf16), "
-                      "or FP32 for the op that overflows (--keep-fp32)";
+    fm.tokensPerSample = in.train.back().rowElements();
+  fm.ratio = fm.samplesPerSecond / fm.fp32SamplesPerSecond;
+  fm.throughputText =
+      format("%.4g samples/s", fm.samplesPerSecond) +
+      (fm.tokensPerSample
+           ? format(" (%.4g tokens/s)", fm.samplesPerSecond * fm.tokensPerSample)
+           : "") +
+      (std::isfinite(fm.ratio)
+           ? format(", %.3gx %s's %.4g samples/s (%s)", fm.ratio, fm.reference.c_str(),
+                    fm.fp32SamplesPerSecond,
+                    fm.fp32Source == "compare" ? "the compare run's steps"
+                                               : "--fp32-samples-per-s")
+           : std::string(", no FP32 figure (--compare fp32 or "
+                         "--fp32-samples-per-s)"));
+  fm.applied = steps ? double(steps - skipped) / steps : NAN;
+  if (fm.applied < 0.95)
+    fm.appliedWarning = format(
+        "only %.1f%% of steps applied (healthy FP16 training stays above 95%%)", 100 * fm.applied);
+  if (fm.applied < 0.90)
+    fm.appliedWarning += "; try a lower initial loss scale (--init-scale), BF16 (--precision "
+                         "bf16), or FP32 for the op that overflows (--keep-fp32)";
+}
 
-  std::string peakSource;
-  double peak = 0;
+/// (e) MFU: the step's FLOPs against the peak of `backendName`'s device,
+/// into `fm`.
+void measureMfu(const LoopInputs &in, const std::string &backendName, FinalMetrics &fm) {
   if (backendName == "cpu") {
-    peak = cpuPeakFlops();
-    peakSource = "CPU: a 256^3 SGEMM of the CPU backend's GEMM (OpenBLAS) measured now; the CPU "
-                 "backend runs every GEMM in FP32";
+    fm.peak = cpuPeakFlops();
+    fm.peakSource = "CPU: a 256^3 SGEMM of the CPU backend's GEMM (OpenBLAS) measured now; the "
+                    "CPU backend runs every GEMM in FP32";
   } else {
     int sm = 0;
     mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
     if (status == nullptr)
-      peak = gpuPeakFlops(sm, facts.precisionName, peakSource);
+      fm.peak = gpuPeakFlops(sm, in.facts.precisionName, fm.peakSource);
     else
-      peakSource = "no device peak known";
+      fm.peakSource = "no device peak known";
     mixprec_status_free(status);
   }
-  const bool flopsKnown = in.costs.known && in.costs.flopsPerStep > 0;
-  const double achieved = flopsKnown && seconds > 0 ? in.costs.flopsPerStep * steps / seconds : NAN;
-  const double mfu = peak > 0 ? achieved / peak : NAN;
-  std::string mfuText =
-      flopsKnown ? format("%.3g%% (%.4g GFLOP per step, %.4g GFLOP/s of a %.4g GFLOP/s peak: ",
-                          100 * mfu, in.costs.flopsPerStep / 1e9, achieved / 1e9, peak / 1e9) +
-                       peakSource + ")"
-                 : "not measured (the step's FLOPs are known where mixprec train compiles it)";
+  fm.flopsKnown = in.costs.known && in.costs.flopsPerStep > 0;
+  fm.achieved =
+      fm.flopsKnown && fm.seconds > 0 ? in.costs.flopsPerStep * fm.steps / fm.seconds : NAN;
+  fm.mfu = fm.peak > 0 ? fm.achieved / fm.peak : NAN;
+  fm.mfuText =
+      fm.flopsKnown
+          ? format("%.3g%% (%.4g GFLOP per step, %.4g GFLOP/s of a %.4g GFLOP/s peak: ",
+                   100 * fm.mfu, in.costs.flopsPerStep / 1e9, fm.achieved / 1e9, fm.peak / 1e9) +
+                fm.peakSource + ")"
+          : "not measured (the step's FLOPs are known where mixprec train compiles it)";
+}
 
-  // (b) memory.
+/// (b) memory: the step's plan against the FP32 plan's, into `fm`.
+void measureMemory(const LoopInputs &in, FinalMetrics &fm) {
   const StepMemory &m = in.costs.memory, &f = in.costs.fp32Memory;
-  const double memoryRatio =
-      in.costs.known && f.total() > 0 ? double(m.total()) / f.total() : NAN;
+  fm.memoryRatio = in.costs.known && f.total() > 0 ? double(m.total()) / f.total() : NAN;
   int64_t peakActivations = std::max<int64_t>(0, m.arena - m.weights - m.gradients);
-  std::string memoryText =
+  fm.memoryText =
       in.costs.known
           ? bytesText(m.total()) + " (weights " + bytesText(m.weights) + ", master weights " +
                 bytesText(m.masterWeights) + ", optimizer state " + bytesText(m.optimizerState) +
                 ", gradients " + bytesText(m.gradients) + ", peak activations " +
                 bytesText(peakActivations) + ")" +
-                (f.total() > 0 ? format(", %.3gx the FP32 plan's ", memoryRatio) +
+                (f.total() > 0 ? format(", %.3gx the FP32 plan's ", fm.memoryRatio) +
                                      bytesText(f.total())
                                : std::string())
           : "not measured (the memory plan is known where mixprec train compiles the step)";
+}
 
-  ctx.print("metrics: (a) throughput " + throughputText);
-  ctx.print("         (b) memory " + memoryText);
-  ctx.print("         (c) vs " + reference + ": " + differenceText);
-  ctx.print("         (d) applied steps " + std::to_string(steps - skipped) + "/" +
-            std::to_string(steps) + format(" (%.1f%%)", 100 * applied) +
-            (appliedWarning.empty() ? "" : ": warning: " + appliedWarning));
-  ctx.print("         (e) MFU " + mfuText);
+/// A memory plan as --metrics JSON; with the FP32 plan's total and the
+/// ratio to it when `withRatio`.
+std::string memoryJsonOf(const StepMemory &x, const StepMemory &fp32, double memoryRatio,
+                         bool withRatio) {
+  return "{\"weights\": " + std::to_string(x.weights) + ", \"master_weights\": " +
+         std::to_string(x.masterWeights) + ", \"optimizer_state\": " +
+         std::to_string(x.optimizerState) + ", \"other_state\": " +
+         std::to_string(x.otherState) + ", \"gradients\": " + std::to_string(x.gradients) +
+         ", \"peak_activations\": " +
+         std::to_string(std::max<int64_t>(0, x.arena - x.weights - x.gradients)) +
+         ", \"arena\": " + std::to_string(x.arena) + ", \"total\": " +
+         std::to_string(x.total()) +
+         (withRatio ? ", \"fp32_total\": " + std::to_string(fp32.total()) +
+                          ", \"ratio_to_fp32\": " + jsonNumber(memoryRatio)
+                    : std::string()) +
+         "}";
+}
 
-  auto memoryJson = [&](const StepMemory &x, bool withRatio) {
-    return "{\"weights\": " + std::to_string(x.weights) + ", \"master_weights\": " +
-           std::to_string(x.masterWeights) + ", \"optimizer_state\": " +
-           std::to_string(x.optimizerState) + ", \"other_state\": " +
-           std::to_string(x.otherState) + ", \"gradients\": " + std::to_string(x.gradients) +
-           ", \"peak_activations\": " +
-           std::to_string(std::max<int64_t>(0, x.arena - x.weights - x.gradients)) +
-           ", \"arena\": " + std::to_string(x.arena) + ", \"total\": " +
-           std::to_string(x.total()) +
-           (withRatio ? ", \"fp32_total\": " + std::to_string(f.total()) +
-                            ", \"ratio_to_fp32\": " + jsonNumber(memoryRatio)
-                      : std::string()) +
-           "}";
-  };
-  std::string seedsJson = "[", perSeedJson = "[";
+/// The seeds (`seedsJson`) and each seed's results (`perSeedJson`) as JSON.
+void seedsJsonOf(const std::vector<SeedResult> &seeds, bool compare, std::string &seedsJson,
+                 std::string &perSeedJson) {
+  seedsJson = "[", perSeedJson = "[";
   for (size_t i = 0; i < seeds.size(); ++i) {
     const SeedResult &s = seeds[i];
     seedsJson += (i ? ", " : "") + std::to_string(s.seed);
@@ -1566,36 +1748,51 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
   }
   seedsJson += "]";
   perSeedJson += "]";
-  std::string json =
-      "{\n  \"mixprec_run_metrics\": 1,\n  \"model\": " + jsonString(facts.model) +
-      ",\n  \"precision\": " + jsonString(lower) + ",\n  \"compare\": " +
-      (compare ? jsonString(reference) : std::string("null")) + ",\n  \"backend\": " +
-      jsonString(backendName) + ",\n  \"seeds\": " + seedsJson + ",\n  \"batch\": " +
-      std::to_string(stepRows) + ",\n  \"steps\": " + std::to_string(steps) +
-      ",\n  \"tokens_per_sample\": " +
-      (tokensPerSample ? std::to_string(tokensPerSample) : std::string("null")) +
-      ",\n  \"throughput\": {\"samples_per_s\": " + jsonNumber(samplesPerSecond) +
-      ", \"tokens_per_s\": " +
-      jsonNumber(tokensPerSample ? samplesPerSecond * tokensPerSample : NAN) +
-      ", \"fp32_samples_per_s\": " + jsonNumber(fp32SamplesPerSecond) +
-      ", \"ratio_to_fp32\": " + jsonNumber(ratio) + ", \"fp32_source\": " +
-      jsonString(fp32Source) + "},\n  \"memory\": " +
-      (in.costs.known ? memoryJson(m, true) : std::string("null")) +
-      ",\n  \"fp32_memory\": " +
-      (in.costs.known && f.total() > 0 ? memoryJson(f, false) : std::string("null")) +
-      ",\n  \"metric_difference\": " + differenceJson +
-      ",\n  \"applied_steps\": {\"applied\": " + std::to_string(steps - skipped) +
-      ", \"total\": " + std::to_string(steps) + ", \"rate\": " + jsonNumber(applied) +
-      ", \"warning\": " + jsonString(appliedWarning) + "},\n  \"mfu\": {\"flops_per_step\": " +
-      jsonNumber(flopsKnown ? in.costs.flopsPerStep : NAN) + ", \"achieved_flops_per_s\": " +
-      jsonNumber(achieved) + ", \"peak_flops_per_s\": " + jsonNumber(peak > 0 ? peak : NAN) +
-      ", \"peak_source\": " + jsonString(peakSource) + ", \"mfu\": " + jsonNumber(mfu) +
-      "},\n  \"ensemble\": " + ensembleJson + ",\n  \"differences\": " + differencesJson +
-      ",\n  \"runs\": " + perSeedJson +
-      ",\n  \"gradient_comparison\": " + gradientJson + ",\n  \"gradient_summary\": " +
-      gradientSummaryJson + ",\n  \"graph\": " +
-      (in.costs.graphJson.empty() ? std::string("null") : in.costs.graphJson) + "\n}\n";
-  out.metricsJson = json;
+}
+
+/// The --metrics file's text.
+std::string metricsJsonOf(const LoopInputs &in, const std::vector<SeedResult> &seeds,
+                          const std::string &backendName, const FinalMetrics &fm) {
+  const StepMemory &m = in.costs.memory, &f = in.costs.fp32Memory;
+  std::string seedsJson, perSeedJson;
+  seedsJsonOf(seeds, fm.compare, seedsJson, perSeedJson);
+  return "{\n  \"mixprec_run_metrics\": 1,\n  \"model\": " + jsonString(in.facts.model) +
+         ",\n  \"precision\": " + jsonString(fm.lower) + ",\n  \"compare\": " +
+         (fm.compare ? jsonString(fm.reference) : std::string("null")) +
+         ",\n  \"backend\": " + jsonString(backendName) + ",\n  \"seeds\": " + seedsJson +
+         ",\n  \"batch\": " + std::to_string(fm.stepRows) +
+         ",\n  \"steps\": " + std::to_string(fm.steps) + ",\n  \"tokens_per_sample\": " +
+         (fm.tokensPerSample ? std::to_string(fm.tokensPerSample) : std::string("null")) +
+         ",\n  \"throughput\": {\"samples_per_s\": " + jsonNumber(fm.samplesPerSecond) +
+         ", \"tokens_per_s\": " +
+         jsonNumber(fm.tokensPerSample ? fm.samplesPerSecond * fm.tokensPerSample : NAN) +
+         ", \"fp32_samples_per_s\": " + jsonNumber(fm.fp32SamplesPerSecond) +
+         ", \"ratio_to_fp32\": " + jsonNumber(fm.ratio) + ", \"fp32_source\": " +
+         jsonString(fm.fp32Source) + "},\n  \"memory\": " +
+         (in.costs.known ? memoryJsonOf(m, f, fm.memoryRatio, true) : std::string("null")) +
+         ",\n  \"fp32_memory\": " +
+         (in.costs.known && f.total() > 0 ? memoryJsonOf(f, f, fm.memoryRatio, false)
+                                          : std::string("null")) +
+         ",\n  \"metric_difference\": " + fm.differenceJson +
+         ",\n  \"applied_steps\": {\"applied\": " + std::to_string(fm.steps - fm.skipped) +
+         ", \"total\": " + std::to_string(fm.steps) + ", \"rate\": " + jsonNumber(fm.applied) +
+         ", \"warning\": " + jsonString(fm.appliedWarning) +
+         "},\n  \"mfu\": {\"flops_per_step\": " +
+         jsonNumber(fm.flopsKnown ? in.costs.flopsPerStep : NAN) +
+         ", \"achieved_flops_per_s\": " + jsonNumber(fm.achieved) +
+         ", \"peak_flops_per_s\": " + jsonNumber(fm.peak > 0 ? fm.peak : NAN) +
+         ", \"peak_source\": " + jsonString(fm.peakSource) + ", \"mfu\": " + jsonNumber(fm.mfu) +
+         "},\n  \"ensemble\": " + fm.ensembleJson + ",\n  \"differences\": " +
+         fm.differencesJson + ",\n  \"runs\": " + perSeedJson +
+         ",\n  \"gradient_comparison\": " + fm.gradientJson + ",\n  \"gradient_summary\": " +
+         fm.gradientSummaryJson + ",\n  \"graph\": " +
+         (in.costs.graphJson.empty() ? std::string("null") : in.costs.graphJson) + "\n}\n";
+}
+
+/// Writes --metrics and --report. 0, or the status after failing ctx.
+int writeMetricsAndReport(Ctx &ctx, LoopInputs &in, const std::string &json,
+                          const std::string &csvHeader, const std::vector<std::string> &csvRows) {
+  const LoopOptions &t = in.options;
   std::string error;
   if (!t.metrics.empty()) {
     if (!ctx.checkNotAnInput(t.metrics, error) ||
@@ -1616,6 +1813,48 @@ int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comp
     ctx.print("wrote " + t.report);
   }
   return 0;
+}
+
+/// After the runs: the ensemble's statistics and verdict, the gradient
+/// comparison's summary, the five metrics (printed, --metrics JSON) and the
+/// --report page.
+int finish(Ctx &ctx, LoopInputs &in, const std::vector<GradientComparison> &comparisons,
+           const std::string &csvHeader, const std::vector<std::string> &csvRows,
+           const std::string &backendName) {
+  const StepFacts &facts = in.facts;
+  TrainOutcome &out = ctx.out;
+  const std::vector<SeedResult> &seeds = out.seeds;
+  FinalMetrics fm;
+  fm.compare = in.compare.has_value();
+  fm.lower = facts.precisionName.empty() ? "run" : facts.precisionName;
+  fm.reference = fm.compare ? in.compare->label : "fp32";
+  // The metric the verdict is on: the first one the runs have.
+  const Metric *decisive = nullptr;
+  for (const Metric &m : kMetrics)
+    if (!decisive && summarize(seedValues(seeds, m.run)).count)
+      decisive = &m;
+
+  summarizeEnsemble(ctx, seeds, fm);
+  if (fm.compare && decisive)
+    decideVerdict(ctx, seeds, decisive, fm);
+  if (!comparisons.empty())
+    summarizeGradients(ctx, comparisons, fm);
+  fm.gradientJson += "]";
+  measureThroughput(in, seeds, fm);
+  measureMfu(in, backendName, fm);
+  measureMemory(in, fm);
+
+  ctx.print("metrics: (a) throughput " + fm.throughputText);
+  ctx.print("         (b) memory " + fm.memoryText);
+  ctx.print("         (c) vs " + fm.reference + ": " + fm.differenceText);
+  ctx.print("         (d) applied steps " + std::to_string(fm.steps - fm.skipped) + "/" +
+            std::to_string(fm.steps) + format(" (%.1f%%)", 100 * fm.applied) +
+            (fm.appliedWarning.empty() ? "" : ": warning: " + fm.appliedWarning));
+  ctx.print("         (e) MFU " + fm.mfuText);
+
+  std::string json = metricsJsonOf(in, seeds, backendName, fm);
+  out.metricsJson = json;
+  return writeMetricsAndReport(ctx, in, json, csvHeader, csvRows);
 }
 
 } // namespace

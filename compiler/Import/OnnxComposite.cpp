@@ -700,6 +700,45 @@ std::optional<std::string> parseTerm(llvm::StringRef term, int64_t rank,
     labels.push_back(static_cast<unsigned char>(ch));
   return std::nullopt;
 }
+
+/// The output labels of Einsum `eq`: as written after "->", or (implicit)
+/// the ellipsis then the letters used once, in alphabetical order; each
+/// once, and each in an input.
+SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, const std::string &eq,
+                                      llvm::StringRef out, bool explicitOut,
+                                      ArrayRef<SmallVector<Label>> labels, int64_t ellipsisRank,
+                                      const llvm::DenseMap<Label, int64_t> &sizes) {
+  // The output's labels: as written, or (implicit) the ellipsis then the
+  // letters used once, in alphabetical order.
+  SmallVector<Label> outLabels;
+  if (explicitOut) {
+    int64_t outLetters = 0;
+    for (char ch : out)
+      outLetters += ch != '.';
+    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0), outLabels,
+                             ellipsisRank))
+      imp.nodeFail(c, "attribute 'equation': " + *err);
+  } else {
+    for (int64_t k = ellipsisRank - 1; k >= 0; --k)
+      outLabels.push_back(kEllipsisLabel + k);
+    for (Label l = 'A'; l <= 'z'; ++l) {
+      int uses = 0;
+      for (auto &ls : labels)
+        uses += llvm::count(ls, l);
+      if (uses == 1)
+        outLabels.push_back(l);
+    }
+  }
+  for (Label l : outLabels) {
+    if (llvm::count(outLabels, l) > 1)
+      imp.nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+                          llvm::Twine(static_cast<char>(l)) + "' in the output");
+    if (!sizes.count(l))
+      imp.nodeFail(c, "equation " + quotedName(eq) + ": output label '" +
+                          llvm::Twine(static_cast<char>(l)) + "' is in no input");
+  }
+  return outLabels;
+}
 } // namespace
 
 /// Einsum of one or two operands without repeated labels in a term (no
@@ -759,35 +798,8 @@ void Importer::convertEinsum(const NodeCtx &c) {
       }
     }
   }
-  // The output's labels: as written, or (implicit) the ellipsis then the
-  // letters used once, in alphabetical order.
-  SmallVector<Label> outLabels;
-  if (explicitOut) {
-    int64_t outLetters = 0;
-    for (char ch : out)
-      outLetters += ch != '.';
-    if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0), outLabels,
-                             ellipsisRank))
-      nodeFail(c, "attribute 'equation': " + *err);
-  } else {
-    for (int64_t k = ellipsisRank - 1; k >= 0; --k)
-      outLabels.push_back(kEllipsisLabel + k);
-    for (Label l = 'A'; l <= 'z'; ++l) {
-      int uses = 0;
-      for (auto &ls : labels)
-        uses += llvm::count(ls, l);
-      if (uses == 1)
-        outLabels.push_back(l);
-    }
-  }
-  for (Label l : outLabels) {
-    if (llvm::count(outLabels, l) > 1)
-      nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
-                      llvm::Twine(static_cast<char>(l)) + "' in the output");
-    if (!sizes.count(l))
-      nodeFail(c, "equation " + quotedName(eq) + ": output label '" +
-                      llvm::Twine(static_cast<char>(l)) + "' is in no input");
-  }
+  SmallVector<Label> outLabels =
+      einsumOutputLabels(*this, c, eq, out, explicitOut, labels, ellipsisRank, sizes);
   auto inOut = [&](Label l) { return llvm::is_contained(outLabels, l); };
   auto inOther = [&](int i, Label l) { return n == 2 && llvm::is_contained(labels[1 - i], l); };
   // Sum the labels only one operand has and the output lacks.
@@ -1130,30 +1142,17 @@ Value Importer::extrapolationSlice(const NodeCtx &c, Value v, int64_t axis, floa
   return constant(c.loc, makeIntAttr(shape, elem, SmallVector<int64_t>(n, iv)));
 }
 
-/// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
-/// mode gathers with constant indices (exact, any dtype); linear and cubic
-/// multiply by a constant [in, out] interpolation matrix (the axis moved
-/// last and back): onnxruntime's rule, or with antialias and
-/// tf_crop_and_resize onnx's reference windows (referenceMatrix); outputs
-/// tf_crop_and_resize extrapolates read a slice of extrapolation_value
-/// appended to the axis. Scales, sizes and roi must be compile-time
-/// constants.
-void Importer::convertResize(const NodeCtx &c) {
-  bool upsample = c.node.op_type() == "Upsample";
-  if (upsample && opset < 7)
-    nodeFail(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
-                "supported");
-  bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
-  RankedTensorType t = inputType(c, 0);
-  ArrayRef<int64_t> shape = t.getShape();
-  int64_t rank = t.getRank();
-  std::string mode = attrString(c, "mode", "nearest");
+/// Resize's mode, coordinate_transformation_mode and nearest_mode (the
+/// legacy rules for Upsample and before opset 11), checked.
+void Importer::resizeModes(const NodeCtx &c, bool legacy, std::string &mode,
+                           std::string &transform, std::string &nearestMode) {
+  mode = attrString(c, "mode", "nearest");
   if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
     nodeFail(c, "attribute 'mode' must be nearest, linear" +
                     llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
-  std::string transform =
+  transform =
       legacy ? "asymmetric" : attrString(c, "coordinate_transformation_mode", "half_pixel");
-  std::string nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
+  nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
       !(transform == "half_pixel_symmetric" && opset >= 19) && transform != "tf_crop_and_resize") {
@@ -1170,30 +1169,13 @@ void Importer::convertResize(const NodeCtx &c) {
     nodeFail(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
                 "or ceil, got " +
                     quotedName(nearestMode));
-  float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
-  float extrapolation = attrFloat(c, "extrapolation_value", 0.0f);
-  bool crop = transform == "tf_crop_and_resize";
-  bool excludeOutside = attrBool(c, "exclude_outside", false);
-  bool antialias = attrBool(c, "antialias", false);
-  std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
-  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
-    nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
-                "not_smaller, got " +
-                    quotedName(policy));
-  SmallVector<int64_t> axes;
-  if (auto a = attrInts(c, "axes")) {
-    for (int64_t ax : *a) {
-      axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
-      if (llvm::count(axes, axes.back()) > 1)
-        nodeFail(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-  // The scales or sizes of `axes`.
-  SmallVector<float> scales;
-  SmallVector<int64_t> sizes;
+}
+
+/// Resize's scales (an attribute of Upsample before opset 9, else an
+/// input) or sizes (an input from opset 11), one per axis of `axisCount`.
+void Importer::resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy,
+                                   size_t axisCount, SmallVector<float> &scales,
+                                   SmallVector<int64_t> &sizes) {
   if (upsample && opset < 9) {
     std::optional<SmallVector<float>> s;
     if (const auto *a = findAttr(c, "scales", onnx::AttributeProto::FLOATS))
@@ -1218,9 +1200,75 @@ void Importer::convertResize(const NodeCtx &c) {
       nodeFail(c, "needs the 'scales' or the 'sizes' input");
   }
   size_t given = scales.empty() ? sizes.size() : scales.size();
-  if (given != axes.size())
+  if (given != axisCount)
     nodeFail(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
-                    llvm::Twine(given) + " values, want " + llvm::Twine(axes.size()));
+                    llvm::Twine(given) + " values, want " + llvm::Twine(axisCount));
+}
+
+/// `v` with its axis `d` (of `rank`) multiplied by the matrix `w`
+/// ([in, out]): moved last, multiplied, moved back.
+Value Importer::matmulAlongAxis(const NodeCtx &c, Value v, Value w, int64_t d, int64_t rank) {
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d)
+      perm.push_back(i);
+  perm.push_back(d);
+  bool last = d == rank - 1;
+  Value moved = last ? v : transpose(c, v, perm);
+  Value r = createInferred<graph::MatmulOp>(c, elemOf(v), moved, w, TypeAttr());
+  if (!last) {
+    SmallVector<int64_t> inverse(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      inverse[perm[i]] = i;
+    r = transpose(c, r, inverse);
+  }
+  return r;
+}
+
+/// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
+/// mode gathers with constant indices (exact, any dtype); linear and cubic
+/// multiply by a constant [in, out] interpolation matrix (the axis moved
+/// last and back): onnxruntime's rule, or with antialias and
+/// tf_crop_and_resize onnx's reference windows (referenceMatrix); outputs
+/// tf_crop_and_resize extrapolates read a slice of extrapolation_value
+/// appended to the axis. Scales, sizes and roi must be compile-time
+/// constants.
+void Importer::convertResize(const NodeCtx &c) {
+  bool upsample = c.node.op_type() == "Upsample";
+  if (upsample && opset < 7)
+    nodeFail(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
+                "supported");
+  bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
+  RankedTensorType t = inputType(c, 0);
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t rank = t.getRank();
+  std::string mode, transform, nearestMode;
+  resizeModes(c, legacy, mode, transform, nearestMode);
+  float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
+  float extrapolation = attrFloat(c, "extrapolation_value", 0.0f);
+  bool crop = transform == "tf_crop_and_resize";
+  bool excludeOutside = attrBool(c, "exclude_outside", false);
+  bool antialias = attrBool(c, "antialias", false);
+  std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
+                "not_smaller, got " +
+                    quotedName(policy));
+  SmallVector<int64_t> axes;
+  if (auto a = attrInts(c, "axes")) {
+    for (int64_t ax : *a) {
+      axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
+      if (llvm::count(axes, axes.back()) > 1)
+        nodeFail(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  // The scales or sizes of `axes`.
+  SmallVector<float> scales;
+  SmallVector<int64_t> sizes;
+  resizeScalesOrSizes(c, upsample, legacy, axes.size(), scales, sizes);
   SmallVector<AxisResize> plan;
   for (int64_t d = 0; d < rank; ++d)
     plan.push_back({shape[d], shape[d], 1.0f, 1.0});
@@ -1316,21 +1364,7 @@ void Importer::convertResize(const NodeCtx &c) {
       m.resize(a.in * a.out); // no extrapolation row
     v = extended;
     Value w = constant(c.loc, makeF32Attr(ctx, {outside ? a.in + 1 : a.in, a.out}, m));
-    SmallVector<int64_t> perm;
-    for (int64_t i = 0; i < rank; ++i)
-      if (i != d)
-        perm.push_back(i);
-    perm.push_back(d);
-    bool last = d == rank - 1;
-    Value moved = last ? v : transpose(c, v, perm);
-    Value r = createInferred<graph::MatmulOp>(c, elemOf(v), moved, w, TypeAttr());
-    if (!last) {
-      SmallVector<int64_t> inverse(rank);
-      for (int64_t i = 0; i < rank; ++i)
-        inverse[perm[i]] = i;
-      r = transpose(c, r, inverse);
-    }
-    v = r;
+    v = matmulAlongAxis(c, v, w, d, rank);
   }
   defineValue(c, 0, v);
 }
@@ -1359,18 +1393,86 @@ Value Importer::attentionHeads(const NodeCtx &c, Value v, int64_t heads, llvm::S
   return transpose(c, reshape(c, v, {s[0], s[1], heads, s[2] / heads}), {0, 2, 1, 3});
 }
 
-/// Attention as the ONNX reference computes it (onnx/reference/ops/
-/// op_attention.py): Q and K each times sqrt(scale), Q K^T, softcap, plus
-/// the bias (mask, causal and padding parts; the parts known at import are
-/// one constant), softmax, rows whose bias is all -inf zeroed, times V.
-void Importer::convertAttention(const NodeCtx &c) {
+/// The compile-time part of the attention bias, [biasBatch, qLen, kvLen]:
+/// 0 where query i may attend key j, -inf where causality (offset by
+/// `pastLen`, or by nonpad_kv_seqlen - qLen per batch), the sliding window
+/// or padding (keys at or past `nonpad`) forbid it. Sets `anyFixed` when
+/// anything is forbidden and `rowMasked` when a whole row is.
+static SmallVector<float> attentionFixedBias(int64_t biasBatch, int64_t qLen, int64_t kvLen,
+                                             const SmallVector<int64_t> *nonpad,
+                                             int64_t pastLen, bool causal, int64_t leftWindow,
+                                             int64_t rightWindow, bool &anyFixed,
+                                             bool &rowMasked) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  SmallVector<float> fixed;
+  for (int64_t b = 0; b < biasBatch; ++b)
+    for (int64_t i = 0; i < qLen; ++i) {
+      bool rowOpen = false;
+      for (int64_t j = 0; j < kvLen; ++j) {
+        int64_t diff = i + (nonpad ? (*nonpad)[b] - qLen : pastLen) - j;
+        bool allowed = !causal || diff >= 0;
+        if ((leftWindow >= 0 && diff > leftWindow) || (rightWindow >= 0 && -diff > rightWindow))
+          allowed = false;
+        if (nonpad && j >= (*nonpad)[b])
+          allowed = false;
+        anyFixed |= !allowed;
+        rowOpen |= allowed;
+        fixed.push_back(allowed ? 0.0f : ninf);
+      }
+      rowMasked |= !rowOpen;
+    }
+  return fixed;
+}
+
+/// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
+/// or -inf, padded with -inf up to the key length `kvLen`.
+Value Importer::attentionMask(const NodeCtx &c, Value mask, Type et, int64_t kvLen) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  Type mt = elemOf(mask);
+  ArrayRef<int64_t> ms = shapeOf(mask);
+  if (ms.empty() || ms.back() > kvLen)
+    nodeFail(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
+                    " must end in at most the key length " + llvm::Twine(kvLen));
+  if (mt.isInteger(1))
+    mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
+  else
+    requireFloat(c, 3, mt);
+  if (ms.back() < kvLen) {
+    Shape padShape(ms.begin(), ms.end());
+    padShape.back() = kvLen - ms.back();
+    SmallVector<float> pad(product(padShape, 0, padShape.size()), ninf);
+    mask = concatAxis(c, {mask, constant(c.loc, makeF32Attr(ctx, padShape, pad))},
+                      static_cast<int64_t>(ms.size()) - 1);
+  }
+  return mask;
+}
+
+/// `probs` with 0 in the rows whose `bias` is all -inf (as the reference,
+/// not the NaN of exp(-inf - -inf)).
+Value Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias, Value probs) {
+  int64_t last = static_cast<int64_t>(shapeOf(bias).size()) - 1;
+  Value rowMax = createInferred<graph::ReduceMaxOp>(c, et, bias,
+                                                    builder.getDenseI64ArrayAttr({last}),
+                                                    builder.getBoolAttr(true), TypeAttr());
+  Value rowMasked =
+      builder
+          .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(rowMax), builder.getI1Type()),
+                                  rowMax, builder.getBoolAttr(true), builder.getBoolAttr(false))
+          .getOutput();
+  return createInferred<graph::WhereOp>(c, et, rowMasked, scalarF32(c, 0.0f), probs);
+}
+
+/// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
+/// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
+/// inputs' rank.
+SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank) {
   static const char *roles[] = {"Q", "K", "V"};
   SmallVector<Value, 3> qkv;
   for (int i = 0; i < 3; ++i) {
     qkv.push_back(input(c, i));
     requireFloat(c, i, elemOf(qkv[i]));
   }
-  int64_t rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
+  rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
   for (int i = 0; i < 3; ++i)
     if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
       nodeFail(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
@@ -1389,7 +1491,7 @@ void Importer::convertAttention(const NodeCtx &c) {
   for (int i = 1; i < 3; ++i)
     if (elemOf(qkv[i]) != et)
       nodeFail(c, "inputs Q, K and V must have one element type");
-  int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
+  int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1];
   int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
   if (shapeOf(k)[0] != batch || shapeOf(v)[0] != batch || shapeOf(v)[1] != kHeads ||
       shapeOf(k)[3] != headSize || shapeOf(v)[2] != shapeOf(k)[2])
@@ -1405,6 +1507,20 @@ void Importer::convertAttention(const NodeCtx &c) {
   if (qHeads != kHeads && qHeads % kHeads)
     nodeFail(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
                     llvm::Twine(kHeads) + " (grouped-query attention)");
+  return qkv;
+}
+
+/// Attention as the ONNX reference computes it (onnx/reference/ops/
+/// op_attention.py): Q and K each times sqrt(scale), Q K^T, softcap, plus
+/// the bias (mask, causal and padding parts; the parts known at import are
+/// one constant), softmax, rows whose bias is all -inf zeroed, times V.
+void Importer::convertAttention(const NodeCtx &c) {
+  int64_t rank = 0;
+  SmallVector<Value, 3> qkv = attentionInputs(c, rank);
+  Value q = qkv[0], k = qkv[1], v = qkv[2];
+  Type et = elemOf(q);
+  int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
+  int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
   bool causal = attrBool(c, "is_causal", false);
   int64_t mode = attrInt(c, "qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
@@ -1462,46 +1578,16 @@ void Importer::convertAttention(const NodeCtx &c) {
   int64_t biasBatch = nonpad ? batch : 1;
   if (biasBatch * qLen * kvLen > kMaxFoldElements)
     nodeFail(c, "the attention bias would have more than 2^20 elements");
-  const float ninf = -std::numeric_limits<float>::infinity();
-  SmallVector<float> fixed;
   bool anyFixed = false, fixedRowMasked = false;
-  for (int64_t b = 0; b < biasBatch; ++b)
-    for (int64_t i = 0; i < qLen; ++i) {
-      bool rowOpen = false;
-      for (int64_t j = 0; j < kvLen; ++j) {
-        int64_t diff = i + (nonpad ? (*nonpad)[b] - qLen : pastLen) - j;
-        bool allowed = !causal || diff >= 0;
-        if ((leftWindow >= 0 && diff > leftWindow) || (rightWindow >= 0 && -diff > rightWindow))
-          allowed = false;
-        if (nonpad && j >= (*nonpad)[b])
-          allowed = false;
-        anyFixed |= !allowed;
-        rowOpen |= allowed;
-        fixed.push_back(allowed ? 0.0f : ninf);
-      }
-      fixedRowMasked |= !rowOpen;
-    }
+  SmallVector<float> fixed =
+      attentionFixedBias(biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, causal,
+                         leftWindow, rightWindow, anyFixed, fixedRowMasked);
   SmallVector<int64_t> fixedShape = nonpad ? SmallVector<int64_t>{batch, 1, qLen, kvLen}
                                            : SmallVector<int64_t>{qLen, kvLen};
   Value bias;
   bool hasMask = hasInput(c, 3);
   if (Value mask = optInput(c, 3)) {
-    Type mt = elemOf(mask);
-    ArrayRef<int64_t> ms = shapeOf(mask);
-    if (ms.empty() || ms.back() > kvLen)
-      nodeFail(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
-                      " must end in at most the key length " + llvm::Twine(kvLen));
-    if (mt.isInteger(1))
-      mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
-    else
-      requireFloat(c, 3, mt);
-    if (ms.back() < kvLen) {
-      Shape padShape(ms.begin(), ms.end());
-      padShape.back() = kvLen - ms.back();
-      SmallVector<float> pad(product(padShape, 0, padShape.size()), ninf);
-      mask = concatAxis(c, {mask, constant(c.loc, makeF32Attr(ctx, padShape, pad))},
-                        static_cast<int64_t>(ms.size()) - 1);
-    }
+    mask = attentionMask(c, mask, et, kvLen);
     bias = anyFixed ? addV(c, mask, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed))) : mask;
   } else if (anyFixed) {
     bias = constant(c.loc, makeF32Attr(ctx, fixedShape, fixed));
@@ -1532,18 +1618,8 @@ void Importer::convertAttention(const NodeCtx &c) {
           .getOutput();
   // A row with no attendable key (its bias all -inf) gives 0, as in the
   // reference, not the NaN of exp(-inf - -inf).
-  if (bias && (hasMask || fixedRowMasked)) {
-    int64_t last = static_cast<int64_t>(shapeOf(bias).size()) - 1;
-    Value rowMax = createInferred<graph::ReduceMaxOp>(c, et, bias,
-                                                      builder.getDenseI64ArrayAttr({last}),
-                                                      builder.getBoolAttr(true), TypeAttr());
-    Value rowMasked =
-        builder
-            .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(rowMax), builder.getI1Type()),
-                                    rowMax, builder.getBoolAttr(true), builder.getBoolAttr(false))
-            .getOutput();
-    probs = createInferred<graph::WhereOp>(c, et, rowMasked, scalarF32(c, 0.0f), probs);
-  }
+  if (bias && (hasMask || fixedRowMasked))
+    probs = zeroMaskedRows(c, et, bias, probs);
   Value y = createInferred<graph::MatmulOp>(c, et, probs, v, TypeAttr());
   if (rank == 3) {
     ArrayRef<int64_t> ys = shapeOf(y);

@@ -157,18 +157,95 @@ struct Binding {
   int64_t size;
   std::string source;
 };
+
+/// A graph input as the model declares it and the shape given for it.
+struct GraphInput {
+  std::string name;
+  Type elem;
+  std::optional<SmallVector<DeclaredDim>> declared; // none: no shape
+  const std::vector<int64_t> *given = nullptr;      // --shape or the data's
+  bool fromData = false;
+};
+
+/// Binds symbolic dim `param` to `size` from `source`; fails when it has
+/// another size already.
+void bindDim(const Importer &imp, llvm::StringMap<Binding> &bindings, const std::string &param,
+             int64_t size, const std::string &source) {
+  auto [it, inserted] = bindings.try_emplace(param, Binding{size, source});
+  if (!inserted && it->second.size != size)
+    imp.fail("symbolic dimension " + quotedName(param) + " is " + std::to_string(size) + " in " +
+             source + " but " + std::to_string(it->second.size) + " in " + it->second.source);
+}
+
+/// Checks the shape given for `in` (--shape or the data's) against the
+/// model's declared one and binds its symbolic dims.
+void bindGivenShape(const Importer &imp, const GraphInput &in,
+                    llvm::StringMap<Binding> &bindings) {
+  if (!in.given)
+    return;
+  std::string what = in.fromData ? "the input given for graph input " + quotedName(in.name)
+                                 : "the shape given for graph input " + quotedName(in.name);
+  const std::vector<int64_t> &given = *in.given;
+  for (int64_t d : given)
+    if (d < 0)
+      imp.fail(what + " has a negative dimension");
+  if (!in.declared)
+    return;
+  if (given.size() != in.declared->size())
+    imp.fail(what + " has rank " + std::to_string(given.size()) + " (" +
+             graph::formatShape(given) + "); the model declares rank " +
+             std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
+  for (size_t i = 0; i < given.size(); ++i) {
+    const DeclaredDim &d = (*in.declared)[i];
+    if (d.size >= 0 && d.size != given[i])
+      imp.fail(what + " is " + graph::formatShape(given) + ", but the model declares " +
+               formatDeclared(*in.declared) + ": dim " + std::to_string(i) + " is " +
+               std::to_string(d.size));
+    if (!d.param.empty())
+      bindDim(imp, bindings, d.param, given[i],
+              "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")");
+  }
+}
+
+/// The shape of graph input `in`: as given, else as declared with its
+/// symbolic dims bound; fails for a dim of no known size.
+Shape graphInputShape(const Importer &imp, const GraphInput &in,
+                      const llvm::StringMap<Binding> &bindings) {
+  Shape shape;
+  if (in.given) {
+    shape.assign(in.given->begin(), in.given->end());
+  } else {
+    if (!in.declared)
+      imp.fail("graph input " + quotedName(in.name) +
+               " has no shape; give it with --shape " + escapeControls(in.name) + "=DIMS");
+    for (auto [i, d] : llvm::enumerate(*in.declared)) {
+      if (d.size >= 0) {
+        shape.push_back(d.size);
+        continue;
+      }
+      if (!d.param.empty()) {
+        if (auto it = bindings.find(d.param); it != bindings.end()) {
+          shape.push_back(it->second.size);
+          continue;
+        }
+        imp.fail("graph input " + quotedName(in.name) + " has symbolic dimension " +
+                 quotedName(d.param) + " at dim " + llvm::Twine(i) +
+                 " with no size: give it with --shape " + escapeControls(d.param) +
+                 "=N or --shape " + escapeControls(in.name) +
+                 "=DIMS (mixprec run takes it from the input given)");
+      }
+      imp.fail("graph input " + quotedName(in.name) + " has unknown dimension at dim " +
+               llvm::Twine(i) + " " + formatDeclared(*in.declared) + ": give its shape with --shape " +
+               escapeControls(in.name) + "=DIMS (mixprec run takes it from the input given)");
+    }
+  }
+  return shape;
+}
 } // namespace
 
 SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
                                             SmallVector<std::string> &names) {
-  struct Input {
-    std::string name;
-    Type elem;
-    std::optional<SmallVector<DeclaredDim>> declared; // none: no shape
-    const std::vector<int64_t> *given = nullptr;      // --shape or the data's
-    bool fromData = false;
-  };
-  SmallVector<Input> inputs;
+  SmallVector<GraphInput> inputs;
   llvm::StringSet<> seen;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     const std::string &name = vi.name();
@@ -186,7 +263,7 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     if (!vi.has_type() || !vi.type().has_tensor_type())
       fail("graph input " + quotedName(name) + " is not a tensor");
     const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
-    Input in;
+    GraphInput in;
     in.name = name;
     in.elem = valueElementType(ctx, tt.elem_type());
     if (!in.elem)
@@ -223,7 +300,7 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
     for (const auto &[name, dims] : options.dataShapes)
       if (!seen.count(name)) {
         std::string names;
-        for (const Input &in : inputs)
+        for (const GraphInput &in : inputs)
           names += (names.empty() ? "" : ", ") + quotedName(in.name);
         fail("data is given for " + quotedName(name) +
              ", which is not a graph input of the model (its inputs: " +
@@ -233,7 +310,7 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
   // shapes given for inputs; every binding of one name must agree.
   llvm::StringMap<Binding> bindings;
   llvm::StringSet<> usedParams;
-  for (const Input &in : inputs)
+  for (const GraphInput &in : inputs)
     if (in.declared)
       for (const DeclaredDim &d : *in.declared)
         if (!d.param.empty())
@@ -263,69 +340,11 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
       fail("the size given for symbolic dimension " + quotedName(param) + " is negative");
     bindings[param] = {size, "--shape " + escapeControls(param) + "=" + std::to_string(size)};
   }
-  auto bind = [&](const std::string &param, int64_t size, const std::string &source) {
-    auto [it, inserted] = bindings.try_emplace(param, Binding{size, source});
-    if (!inserted && it->second.size != size)
-      fail("symbolic dimension " + quotedName(param) + " is " + std::to_string(size) + " in " +
-           source + " but " + std::to_string(it->second.size) + " in " + it->second.source);
-  };
-  for (const Input &in : inputs) {
-    if (!in.given)
-      continue;
-    std::string what = in.fromData ? "the input given for graph input " + quotedName(in.name)
-                                   : "the shape given for graph input " + quotedName(in.name);
-    const std::vector<int64_t> &given = *in.given;
-    for (int64_t d : given)
-      if (d < 0)
-        fail(what + " has a negative dimension");
-    if (!in.declared)
-      continue;
-    if (given.size() != in.declared->size())
-      fail(what + " has rank " + std::to_string(given.size()) + " (" +
-           graph::formatShape(given) + "); the model declares rank " +
-           std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
-    for (size_t i = 0; i < given.size(); ++i) {
-      const DeclaredDim &d = (*in.declared)[i];
-      if (d.size >= 0 && d.size != given[i])
-        fail(what + " is " + graph::formatShape(given) + ", but the model declares " +
-             formatDeclared(*in.declared) + ": dim " + std::to_string(i) + " is " +
-             std::to_string(d.size));
-      if (!d.param.empty())
-        bind(d.param, given[i],
-             "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")");
-    }
-  }
-
+  for (const GraphInput &in : inputs)
+    bindGivenShape(*this, in, bindings);
   SmallVector<Type> types;
-  for (const Input &in : inputs) {
-    Shape shape;
-    if (in.given) {
-      shape.assign(in.given->begin(), in.given->end());
-    } else {
-      if (!in.declared)
-        fail("graph input " + quotedName(in.name) +
-             " has no shape; give it with --shape " + escapeControls(in.name) + "=DIMS");
-      for (auto [i, d] : llvm::enumerate(*in.declared)) {
-        if (d.size >= 0) {
-          shape.push_back(d.size);
-          continue;
-        }
-        if (!d.param.empty()) {
-          if (auto it = bindings.find(d.param); it != bindings.end()) {
-            shape.push_back(it->second.size);
-            continue;
-          }
-          fail("graph input " + quotedName(in.name) + " has symbolic dimension " +
-               quotedName(d.param) + " at dim " + llvm::Twine(i) +
-               " with no size: give it with --shape " + escapeControls(d.param) +
-               "=N or --shape " + escapeControls(in.name) +
-               "=DIMS (mixprec run takes it from the input given)");
-        }
-        fail("graph input " + quotedName(in.name) + " has unknown dimension at dim " +
-             llvm::Twine(i) + " " + formatDeclared(*in.declared) + ": give its shape with --shape " +
-             escapeControls(in.name) + "=DIMS (mixprec run takes it from the input given)");
-      }
-    }
+  for (const GraphInput &in : inputs) {
+    Shape shape = graphInputShape(*this, in, bindings);
     if (graph::numElements(shape) < 0)
       fail("graph input " + quotedName(in.name) + " shape " + graph::formatShape(shape) +
            " has too many elements");

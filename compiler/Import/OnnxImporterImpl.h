@@ -466,7 +466,29 @@ private:
   /// A constant slice of v's shape with size 1 along `axis`, holding
   /// `value` in v's element type (saturated and truncated for integers).
   mlir::Value extrapolationSlice(const NodeCtx &c, mlir::Value v, int64_t axis, float value);
+  /// Resize's mode, coordinate_transformation_mode and nearest_mode (the
+  /// legacy rules for Upsample and before opset 11), checked.
+  void resizeModes(const NodeCtx &c, bool legacy, std::string &mode, std::string &transform,
+                   std::string &nearestMode);
+  /// Resize's scales (an attribute of Upsample before opset 9, else an
+  /// input) or sizes (an input from opset 11), one per axis of `axisCount`.
+  void resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy, size_t axisCount,
+                           llvm::SmallVector<float> &scales, llvm::SmallVector<int64_t> &sizes);
+  /// `v` with its axis `d` (of `rank`) multiplied by the matrix `w`
+  /// ([in, out]): moved last, multiplied, moved back.
+  mlir::Value matmulAlongAxis(const NodeCtx &c, mlir::Value v, mlir::Value w, int64_t d,
+                              int64_t rank);
   void convertAttention(const NodeCtx &c);
+  /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
+  /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
+  /// inputs' rank.
+  llvm::SmallVector<mlir::Value, 3> attentionInputs(const NodeCtx &c, int64_t &rank);
+  /// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
+  /// or -inf, padded with -inf up to the key length `kvLen`.
+  mlir::Value attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
+  /// `probs` with 0 in the rows whose `bias` is all -inf.
+  mlir::Value zeroMaskedRows(const NodeCtx &c, mlir::Type et, mlir::Value bias,
+                             mlir::Value probs);
   /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D].
   mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
                              llvm::StringRef role);

@@ -613,9 +613,27 @@ std::string tickLabel(double v) {
   return num(v, 4);
 }
 
-/// Draws a chart as an <svg> (with `c.id`); `logY` says whether its y
-/// axis came out logarithmic.
-std::string renderChart(const Chart &c, bool &logY) {
+/// Where a chart's data lands: the axes' ranges (y in axis units: log10 on
+/// a log axis) and the plot's box in pixels.
+struct ChartFrame {
+  bool logY = false;
+  double x0 = kInf, x1 = -kInf, y0 = kInf, y1 = -kInf;
+  double left = 74, right = kWidth - 18, top = 0, bottom = 0, dataBottom = 0, dataH = 0;
+  /// Whether (x, y) can be drawn: finite, and y > 0 on a log axis.
+  bool usable(double x, double y) const {
+    return std::isfinite(x) && std::isfinite(y) && (!logY || y > 0);
+  }
+  /// `y` in axis units.
+  double t(double y) const { return logY ? std::log10(y) : y; }
+  /// The pixel column of `x`.
+  double X(double x) const { return left + (x - x0) / (x1 - x0) * (right - left); }
+  /// The pixel row of `y`.
+  double Y(double y) const { return dataBottom - (t(y) - y0) / (y1 - y0) * dataH; }
+};
+
+/// Whether the chart's y axis is logarithmic: forced, or positive values
+/// over more than two decades.
+bool chooseLogY(const Chart &c) {
   // Which y values there are decides the axis.
   double minPos = kInf, maxPos = -kInf;
   bool nonPositive = false, anyY = false;
@@ -642,99 +660,65 @@ std::string renderChart(const Chart &c, bool &logY) {
   for (const Dot &d : c.dots)
     seeY(d.y);
   bool anyPositive = minPos <= maxPos;
-  logY = anyPositive && (c.forceLog || (!nonPositive && maxPos / minPos > 100));
-  auto usable = [&](double x, double y) {
-    return std::isfinite(x) && std::isfinite(y) && (!logY || y > 0);
-  };
-  auto t = [&](double y) { return logY ? std::log10(y) : y; };
+  return anyPositive && (c.forceLog || (!nonPositive && maxPos / minPos > 100));
+}
 
-  double x0 = kInf, x1 = -kInf, y0 = kInf, y1 = -kInf;
+/// Sets `f`'s ranges to the drawable data's (and the ticks' x); false when
+/// nothing can be drawn.
+bool fitRanges(const Chart &c, ChartFrame &f) {
   auto see = [&](double x, double y) {
-    if (!usable(x, y))
+    if (!f.usable(x, y))
       return;
-    x0 = std::min(x0, x);
-    x1 = std::max(x1, x);
-    y0 = std::min(y0, t(y));
-    y1 = std::max(y1, t(y));
+    f.x0 = std::min(f.x0, x);
+    f.x1 = std::max(f.x1, x);
+    f.y0 = std::min(f.y0, f.t(y));
+    f.y1 = std::max(f.y1, f.t(y));
   };
   for (const Series &s : c.series)
     for (size_t i = 0; i < s.x.size(); ++i)
       see(s.x[i], s.y[i]);
   for (const Band &b : c.bands)
     for (size_t i = 0; i < b.x.size(); ++i)
-      if (usable(b.x[i], b.lo[i]) && usable(b.x[i], b.hi[i])) {
+      if (f.usable(b.x[i], b.lo[i]) && f.usable(b.x[i], b.hi[i])) {
         see(b.x[i], b.lo[i]);
         see(b.x[i], b.hi[i]);
       }
   for (const Dot &d : c.dots)
     see(d.x, d.y);
-  const bool empty = !(x0 <= x1 && y0 <= y1);
+  const bool empty = !(f.x0 <= f.x1 && f.y0 <= f.y1);
   for (const Tick &k : c.ticks)
     if (std::isfinite(k.x) && !empty) {
-      x0 = std::min(x0, k.x);
-      x1 = std::max(x1, k.x);
+      f.x0 = std::min(f.x0, k.x);
+      f.x1 = std::max(f.x1, k.x);
     }
+  return !empty;
+}
 
-  std::string svg;
-  llvm::raw_string_ostream os(svg);
-  // The legend is drawn first to know where the plot starts.
-  std::string legend;
-  llvm::raw_string_ostream legendOs(legend);
-  const double left = 74, right = kWidth - 18;
-  double top = drawLegend(legendOs, c.legend, left, 6) + 8;
-  const double plotH = 270, bottom = top + plotH, height = bottom + 48;
-  os << "<svg id=\"" << esc(c.id) << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
-     << "viewBox=\"0 0 " << xy(kWidth) << " " << xy(height) << "\" width=\"" << xy(kWidth)
-     << "\" height=\"" << xy(height) << "\" role=\"img\" aria-labelledby=\"" << esc(c.id)
-     << "-title\" font-size=\"11\">";
-  os << "<title id=\"" << esc(c.id) << "-title\">" << esc(c.title) << "</title>";
-  os << "<rect x=\"" << xy(left) << "\" y=\"" << xy(top) << "\" width=\"" << xy(right - left)
-     << "\" height=\"" << xy(plotH) << "\" fill=\"#fcfcfc\" stroke=\"#999\"/>";
-  os << legend;
-  os << "<text x=\"" << xy((left + right) / 2) << "\" y=\"" << xy(height - 8)
-     << "\" text-anchor=\"middle\" fill=\"#333\">" << esc(c.xLabel) << "</text>";
-  os << "<text transform=\"translate(16 " << xy((top + bottom) / 2)
-     << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">"
-     << esc(c.yLabel + (logY ? " (log scale)" : "")) << "</text>";
-  if (empty) {
-    os << "<text x=\"" << xy((left + right) / 2) << "\" y=\"" << xy((top + bottom) / 2)
-       << "\" text-anchor=\"middle\" fill=\"#888\" font-size=\"14\">no finite values to draw"
-       << "</text></svg>";
-    return svg;
+/// Widens `f`'s ranges: an empty x range by 1 each side, y by 5% (or a
+/// pad of its own when it is a single value).
+void padRanges(ChartFrame &f) {
+  if (f.x1 - f.x0 <= 0) {
+    f.x0 -= 1;
+    f.x1 += 1;
   }
-  if (x1 - x0 <= 0) {
-    x0 -= 1;
-    x1 += 1;
-  }
-  if (y1 - y0 <= std::max(1e-12, std::fabs(y1) * 1e-9)) {
-    double pad = logY ? 1 : std::max(std::fabs(y1) * 0.1, 1e-9);
-    if (!logY && y0 == 0)
+  if (f.y1 - f.y0 <= std::max(1e-12, std::fabs(f.y1) * 1e-9)) {
+    double pad = f.logY ? 1 : std::max(std::fabs(f.y1) * 0.1, 1e-9);
+    if (!f.logY && f.y0 == 0)
       pad = 1;
-    y0 -= pad;
-    y1 += pad;
+    f.y0 -= pad;
+    f.y1 += pad;
   } else {
-    double pad = (y1 - y0) * 0.05;
-    y0 -= pad;
-    y1 += pad;
+    double pad = (f.y1 - f.y0) * 0.05;
+    f.y0 -= pad;
+    f.y1 += pad;
   }
-  // Tick lanes (skipped steps) get the bottom of the plot to themselves.
-  int lanes = 0;
-  for (const Tick &k : c.ticks)
-    lanes = std::max(lanes, k.lane + 1);
-  const double dataBottom = bottom - (lanes ? 9.0 * lanes + 4 : 0), dataH = dataBottom - top;
-  auto X = [&](double x) { return left + (x - x0) / (x1 - x0) * (right - left); };
-  auto Y = [&](double y) { return dataBottom - (t(y) - y0) / (y1 - y0) * dataH; };
+}
 
-  // Axes: grid lines and labels.
-  os << "<g class=\"axes\" fill=\"#444\">";
-  for (double v : niceTicks(x0, x1, 8)) {
-    double px = X(v);
-    os << "<line x1=\"" << xy(px) << "\" y1=\"" << xy(top) << "\" x2=\"" << xy(px) << "\" y2=\""
-       << xy(bottom) << "\" stroke=\"#e6e6e6\"/><text x=\"" << xy(px) << "\" y=\""
-       << xy(bottom + 15) << "\" text-anchor=\"middle\">" << tickLabel(v) << "</text>";
-  }
-  std::vector<double> yTicks; // in axis units (log10 on a log axis)
-  if (logY) {
+/// The y axis's tick values in axis units (log10 on a log axis).
+std::vector<double> yTickValues(const ChartFrame &f) {
+  const double y0 = f.y0, y1 = f.y1;
+  std::vector<double> yTicks;
+  if (f.logY) {
     int first = static_cast<int>(std::ceil(y0 - 1e-9)),
         last = static_cast<int>(std::floor(y1 + 1e-9));
     int stride = std::max(1, (last - first + 1 + 7) / 8);
@@ -758,52 +742,71 @@ std::string renderChart(const Chart &c, bool &logY) {
   } else {
     yTicks = niceTicks(y0, y1, 6);
   }
-  for (double a : yTicks) {
-    double py = dataBottom - (a - y0) / (y1 - y0) * dataH;
-    double v = logY ? std::strtod(fmt("%.12g", std::pow(10, a)).c_str(), nullptr) : a;
-    os << "<line x1=\"" << xy(left) << "\" y1=\"" << xy(py) << "\" x2=\"" << xy(right) << "\" y2=\""
-       << xy(py) << "\" stroke=\"#e6e6e6\"/><text x=\"" << xy(left - 6) << "\" y=\"" << xy(py + 4)
-       << "\" text-anchor=\"end\">" << tickLabel(v) << "</text>";
+  return yTicks;
+}
+
+/// Draws the axes: grid lines and labels.
+void drawAxes(llvm::raw_ostream &os, const ChartFrame &f) {
+  os << "<g class=\"axes\" fill=\"#444\">";
+  for (double v : niceTicks(f.x0, f.x1, 8)) {
+    double px = f.X(v);
+    os << "<line x1=\"" << xy(px) << "\" y1=\"" << xy(f.top) << "\" x2=\"" << xy(px)
+       << "\" y2=\"" << xy(f.bottom) << "\" stroke=\"#e6e6e6\"/><text x=\"" << xy(px)
+       << "\" y=\"" << xy(f.bottom + 15) << "\" text-anchor=\"middle\">" << tickLabel(v)
+       << "</text>";
+  }
+  for (double a : yTickValues(f)) {
+    double py = f.dataBottom - (a - f.y0) / (f.y1 - f.y0) * f.dataH;
+    double v = f.logY ? std::strtod(fmt("%.12g", std::pow(10, a)).c_str(), nullptr) : a;
+    os << "<line x1=\"" << xy(f.left) << "\" y1=\"" << xy(py) << "\" x2=\"" << xy(f.right)
+       << "\" y2=\"" << xy(py) << "\" stroke=\"#e6e6e6\"/><text x=\"" << xy(f.left - 6)
+       << "\" y=\"" << xy(py + 4) << "\" text-anchor=\"end\">" << tickLabel(v) << "</text>";
   }
   os << "</g>";
+}
 
-  // Bands, lines, markers, ticks, labels.
+/// Draws the chart's bands: one filled path per run of drawable points.
+void drawBands(llvm::raw_ostream &os, const Chart &c, const ChartFrame &f) {
   for (const Band &b : c.bands) {
     std::vector<size_t> run;
     auto flush = [&] {
       if (run.size() >= 2) {
         os << "<path class=\"band\" d=\"";
         for (size_t k = 0; k < run.size(); ++k)
-          os << (k ? "L" : "M") << xy(X(b.x[run[k]])) << " " << xy(Y(b.lo[run[k]]));
+          os << (k ? "L" : "M") << xy(f.X(b.x[run[k]])) << " " << xy(f.Y(b.lo[run[k]]));
         for (size_t k = run.size(); k-- > 0;)
-          os << "L" << xy(X(b.x[run[k]])) << " " << xy(Y(b.hi[run[k]]));
+          os << "L" << xy(f.X(b.x[run[k]])) << " " << xy(f.Y(b.hi[run[k]]));
         os << "Z\" fill=\"" << b.colour << "\" fill-opacity=\"" << num(b.opacity, 3)
            << "\" stroke=\"none\"/>";
       }
       run.clear();
     };
     for (size_t i = 0; i < b.x.size(); ++i) {
-      if (usable(b.x[i], b.lo[i]) && usable(b.x[i], b.hi[i]))
+      if (f.usable(b.x[i], b.lo[i]) && f.usable(b.x[i], b.hi[i]))
         run.push_back(i);
       else
         flush();
     }
     flush();
   }
+}
+
+/// Draws the chart's lines; a segment of one point is drawn as a dot.
+void drawSeries(llvm::raw_ostream &os, const Chart &c, const ChartFrame &f) {
   for (const Series &s : c.series) {
     std::string d;
     std::vector<std::pair<double, double>> lone; // one-point segments: drawn as dots
     size_t segment = 0;
     double lastX = 0, lastY = 0;
     for (size_t i = 0; i <= s.x.size(); ++i) {
-      bool ok = i < s.x.size() && usable(s.x[i], s.y[i]);
+      bool ok = i < s.x.size() && f.usable(s.x[i], s.y[i]);
       if (!ok) {
         if (segment == 1)
           lone.push_back({lastX, lastY});
         segment = 0;
         continue;
       }
-      double px = X(s.x[i]), py = Y(s.y[i]);
+      double px = f.X(s.x[i]), py = f.Y(s.y[i]);
       if (segment == 0)
         d += "M" + xy(px) + " " + xy(py);
       else if (s.stepwise)
@@ -823,11 +826,16 @@ std::string renderChart(const Chart &c, bool &logY) {
       os << "<circle cx=\"" << xy(px) << "\" cy=\"" << xy(py) << "\" r=\"" << num(s.width, 3)
          << "\" fill=\"" << s.colour << "\" fill-opacity=\"" << num(s.opacity, 3) << "\"/>";
   }
+}
+
+/// Draws the chart's markers, tick marks (one per pixel column and lane)
+/// and labels.
+void drawMarks(llvm::raw_ostream &os, const Chart &c, const ChartFrame &f) {
   for (const Dot &dot : c.dots) {
-    if (!usable(dot.x, dot.y))
+    if (!f.usable(dot.x, dot.y))
       continue;
-    os << "<circle class=\"point\" cx=\"" << xy(X(dot.x)) << "\" cy=\"" << xy(Y(dot.y)) << "\" r=\""
-       << num(dot.r, 3) << "\" "
+    os << "<circle class=\"point\" cx=\"" << xy(f.X(dot.x)) << "\" cy=\"" << xy(f.Y(dot.y))
+       << "\" r=\"" << num(dot.r, 3) << "\" "
        << (dot.ring ? "fill=\"#fff\" stroke=\"" + dot.colour + "\" stroke-width=\"1.5\""
                     : "fill=\"" + dot.colour + "\" stroke=\"#fff\" stroke-width=\"0.6\"")
        << "><title>" << esc(dot.title) << "</title></circle>";
@@ -836,23 +844,74 @@ std::string renderChart(const Chart &c, bool &logY) {
   for (const Tick &k : c.ticks) {
     if (!std::isfinite(k.x))
       continue;
-    std::string px = xy(X(k.x));
+    std::string px = xy(f.X(k.x));
     if (!drawnTicks.insert({k.lane, px}).second)
       continue; // one tick per pixel column and lane
-    double yb = bottom - 2 - 9 * k.lane;
+    double yb = f.bottom - 2 - 9 * k.lane;
     os << "<line class=\"tick\" x1=\"" << px << "\" y1=\"" << xy(yb) << "\" x2=\"" << px
        << "\" y2=\"" << xy(yb - 7) << "\" stroke=\"" << k.colour << "\" stroke-width=\"1.4\">"
        << "<title>" << esc(k.title) << "</title></line>";
   }
   for (const Label &l : c.labels) {
-    if (!usable(l.x, l.y))
+    if (!f.usable(l.x, l.y))
       continue;
-    double px = X(l.x), py = std::max(top + 12, Y(l.y) - 7);
-    bool end = px > right - 200;
+    double px = f.X(l.x), py = std::max(f.top + 12, f.Y(l.y) - 7);
+    bool end = px > f.right - 200;
     os << "<text x=\"" << xy(end ? px - 4 : px + 4) << "\" y=\"" << xy(py) << "\" fill=\""
        << l.colour << "\" font-weight=\"bold\"" << (end ? " text-anchor=\"end\"" : "") << ">"
        << esc(l.text) << "</text>";
   }
+}
+
+/// Draws a chart as an <svg> (with `c.id`); `logY` says whether its y
+/// axis came out logarithmic.
+std::string renderChart(const Chart &c, bool &logY) {
+  ChartFrame f;
+  f.logY = logY = chooseLogY(c);
+  const bool empty = !fitRanges(c, f);
+
+  std::string svg;
+  llvm::raw_string_ostream os(svg);
+  // The legend is drawn first to know where the plot starts.
+  std::string legend;
+  llvm::raw_string_ostream legendOs(legend);
+  const double left = f.left, right = f.right;
+  double top = drawLegend(legendOs, c.legend, left, 6) + 8;
+  const double plotH = 270, bottom = top + plotH, height = bottom + 48;
+  os << "<svg id=\"" << esc(c.id) << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+     << "viewBox=\"0 0 " << xy(kWidth) << " " << xy(height) << "\" width=\"" << xy(kWidth)
+     << "\" height=\"" << xy(height) << "\" role=\"img\" aria-labelledby=\"" << esc(c.id)
+     << "-title\" font-size=\"11\">";
+  os << "<title id=\"" << esc(c.id) << "-title\">" << esc(c.title) << "</title>";
+  os << "<rect x=\"" << xy(left) << "\" y=\"" << xy(top) << "\" width=\"" << xy(right - left)
+     << "\" height=\"" << xy(plotH) << "\" fill=\"#fcfcfc\" stroke=\"#999\"/>";
+  os << legend;
+  os << "<text x=\"" << xy((left + right) / 2) << "\" y=\"" << xy(height - 8)
+     << "\" text-anchor=\"middle\" fill=\"#333\">" << esc(c.xLabel) << "</text>";
+  os << "<text transform=\"translate(16 " << xy((top + bottom) / 2)
+     << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#333\">"
+     << esc(c.yLabel + (logY ? " (log scale)" : "")) << "</text>";
+  if (empty) {
+    os << "<text x=\"" << xy((left + right) / 2) << "\" y=\"" << xy((top + bottom) / 2)
+       << "\" text-anchor=\"middle\" fill=\"#888\" font-size=\"14\">no finite values to draw"
+       << "</text></svg>";
+    return svg;
+  }
+  padRanges(f);
+  // Tick lanes (skipped steps) get the bottom of the plot to themselves.
+  int lanes = 0;
+  for (const Tick &k : c.ticks)
+    lanes = std::max(lanes, k.lane + 1);
+  f.top = top;
+  f.bottom = bottom;
+  f.dataBottom = bottom - (lanes ? 9.0 * lanes + 4 : 0);
+  f.dataH = f.dataBottom - top;
+
+  drawAxes(os, f);
+  // Bands, lines, markers, ticks, labels.
+  drawBands(os, c, f);
+  drawSeries(os, c, f);
+  drawMarks(os, c, f);
   os << "</svg>";
   return svg;
 }
@@ -1166,11 +1225,11 @@ struct ParamError {
 const char *const kParamColours[] = {"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
                                      "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79"};
 
-void gradErrorSection(llvm::raw_ostream &os, const Inputs &in) {
-  os << "<h2>Gradient error against FP32, per layer</h2>\n";
+/// Gathers each parameter's errors and the seeds from the metrics JSON's
+/// "gradient_comparison"; the number of comparisons.
+size_t collectParamErrors(const Inputs &in, std::map<std::string, ParamError> &params,
+                          std::set<std::string> &seeds) {
   const json::Array *entries = in.metrics ? in.metrics->getArray("gradient_comparison") : nullptr;
-  std::map<std::string, ParamError> params;
-  std::set<std::string> seeds;
   size_t comparisons = 0;
   if (entries)
     for (const json::Value &entry : *entries) {
@@ -1213,6 +1272,72 @@ void gradErrorSection(llvm::raw_ostream &os, const Inputs &in) {
         }
       }
     }
+  return comparisons;
+}
+
+/// The gradient-error chart from the CSV's grad_rel_l2_max column, when the
+/// metrics JSON has no per-layer comparison; a note when the CSV has none either.
+void csvGradErrorChart(llvm::raw_ostream &os, const Inputs &in) {
+  // The CSV's per-step extremes, when the run wrote them.
+  bool fromCsv = false;
+  Chart c;
+  c.id = "grad-error";
+  c.title = "Gradient error against FP32 (the CSV's worst parameter per step)";
+  c.yLabel = "max relative L2 error over parameters";
+  for (const Group &g : in.groups) {
+    Agg rel = decimate(aggregate(g, GradRelL2Max, false));
+    if (rel.size() == 0)
+      continue;
+    fromCsv = true;
+    Series s = seriesOf(rel, g.colour, g.label + ": max rel_l2 over parameters");
+    c.series.push_back(s);
+    for (size_t i = 0; i < rel.size(); ++i)
+      c.dots.push_back(
+          {rel.x[i], rel.mean[i], g.colour,
+           g.label + " step " + num(rel.x[i], 10) + ": max rel_l2 " + num(rel.mean[i], 4), false,
+           2.6});
+    c.legend.push_back({g.label + ": max rel_l2 over parameters", g.colour, Glyph::Line});
+  }
+  if (!fromCsv) {
+    os << "<div id=\"grad-error\" class=\"note\">no gradient comparison in this run (use "
+          "--compare fp32 --compare-every K)</div>\n";
+    return;
+  }
+  bool logY = false;
+  os << renderChart(c, logY) << "\n<p class=\"caption\">The largest relative L2 error "
+     << "(|g - g_fp32| / |g_fp32|) over the parameters at each comparison step, from the CSV's "
+        "grad_rel_l2_max column; the per-layer breakdown is in the metrics JSON's "
+        "\"gradient_comparison\", which was not given.</p>\n";
+}
+
+/// The table of the worst parameters (at most 20) of `ranked`.
+void gradErrorTable(llvm::raw_ostream &os, const std::vector<const ParamError *> &ranked) {
+  const size_t rows = std::min<size_t>(ranked.size(), 20);
+  os << "<table id=\"grad-error-table\"><tr><th>parameter</th><th>max rel_l2 (step)</th>"
+        "<th>min cosine</th><th>zero fraction (FP32), last step</th><th>drift, last step</th>"
+        "</tr>\n";
+  auto cell = [](const std::optional<double> &v) {
+    return v && std::isfinite(*v) ? num(*v, 4) : std::string(kNotMeasured);
+  };
+  for (size_t k = 0; k < rows; ++k) {
+    const ParamError &pe = *ranked[k];
+    os << "<tr><td>" << esc(pe.name) << "</td><td class=\"num\">" << num(pe.worst, 4) << " ("
+       << num(pe.worstStep, 10) << ")</td><td class=\"num\">"
+       << (std::isfinite(pe.minCosine) ? num(pe.minCosine, 6) : std::string(kNotMeasured))
+       << "</td><td class=\"num\">" << cell(pe.zero) << " (" << cell(pe.fp32Zero)
+       << ")</td><td class=\"num\">" << cell(pe.drift) << "</td></tr>\n";
+  }
+  os << "</table>\n";
+  if (ranked.size() > rows)
+    os << "<p class=\"caption\">" << ranked.size() - rows
+       << " more parameters, all with a smaller max rel_l2.</p>\n";
+}
+
+void gradErrorSection(llvm::raw_ostream &os, const Inputs &in) {
+  os << "<h2>Gradient error against FP32, per layer</h2>\n";
+  std::map<std::string, ParamError> params;
+  std::set<std::string> seeds;
+  size_t comparisons = collectParamErrors(in, params, seeds);
   std::vector<const ParamError *> ranked;
   for (const auto &[name, pe] : params)
     if (!pe.relByStep.empty())
@@ -1222,36 +1347,7 @@ void gradErrorSection(llvm::raw_ostream &os, const Inputs &in) {
   });
 
   if (ranked.empty()) {
-    // The CSV's per-step extremes, when the run wrote them.
-    bool fromCsv = false;
-    Chart c;
-    c.id = "grad-error";
-    c.title = "Gradient error against FP32 (the CSV's worst parameter per step)";
-    c.yLabel = "max relative L2 error over parameters";
-    for (const Group &g : in.groups) {
-      Agg rel = decimate(aggregate(g, GradRelL2Max, false));
-      if (rel.size() == 0)
-        continue;
-      fromCsv = true;
-      Series s = seriesOf(rel, g.colour, g.label + ": max rel_l2 over parameters");
-      c.series.push_back(s);
-      for (size_t i = 0; i < rel.size(); ++i)
-        c.dots.push_back(
-            {rel.x[i], rel.mean[i], g.colour,
-             g.label + " step " + num(rel.x[i], 10) + ": max rel_l2 " + num(rel.mean[i], 4), false,
-             2.6});
-      c.legend.push_back({g.label + ": max rel_l2 over parameters", g.colour, Glyph::Line});
-    }
-    if (!fromCsv) {
-      os << "<div id=\"grad-error\" class=\"note\">no gradient comparison in this run (use "
-            "--compare fp32 --compare-every K)</div>\n";
-      return;
-    }
-    bool logY = false;
-    os << renderChart(c, logY) << "\n<p class=\"caption\">The largest relative L2 error "
-       << "(|g - g_fp32| / |g_fp32|) over the parameters at each comparison step, from the CSV's "
-          "grad_rel_l2_max column; the per-layer breakdown is in the metrics JSON's "
-          "\"gradient_comparison\", which was not given.</p>\n";
+    csvGradErrorChart(os, in);
     return;
   }
 
@@ -1304,26 +1400,7 @@ void gradErrorSection(llvm::raw_ostream &os, const Inputs &in) {
     os << " The y axis is logarithmic.";
   os << "</p>\n";
 
-  // The table of the worst parameters.
-  const size_t rows = std::min<size_t>(ranked.size(), 20);
-  os << "<table id=\"grad-error-table\"><tr><th>parameter</th><th>max rel_l2 (step)</th>"
-        "<th>min cosine</th><th>zero fraction (FP32), last step</th><th>drift, last step</th>"
-        "</tr>\n";
-  auto cell = [](const std::optional<double> &v) {
-    return v && std::isfinite(*v) ? num(*v, 4) : std::string(kNotMeasured);
-  };
-  for (size_t k = 0; k < rows; ++k) {
-    const ParamError &pe = *ranked[k];
-    os << "<tr><td>" << esc(pe.name) << "</td><td class=\"num\">" << num(pe.worst, 4) << " ("
-       << num(pe.worstStep, 10) << ")</td><td class=\"num\">"
-       << (std::isfinite(pe.minCosine) ? num(pe.minCosine, 6) : std::string(kNotMeasured))
-       << "</td><td class=\"num\">" << cell(pe.zero) << " (" << cell(pe.fp32Zero)
-       << ")</td><td class=\"num\">" << cell(pe.drift) << "</td></tr>\n";
-  }
-  os << "</table>\n";
-  if (ranked.size() > rows)
-    os << "<p class=\"caption\">" << ranked.size() - rows
-       << " more parameters, all with a smaller max rel_l2.</p>\n";
+  gradErrorTable(os, ranked);
 }
 
 /// One part of a memory bar.
@@ -1494,6 +1571,56 @@ std::optional<std::pair<size_t, size_t>> appliedFromCsv(const Inputs &in) {
   return std::make_pair(rows - skipped, rows);
 }
 
+/// `v` when it is a finite number, else nothing.
+std::optional<double> finite(std::optional<double> v) {
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+/// The table of the metrics' "ensemble": each precision's metrics over seeds.
+void ensembleTable(llvm::raw_ostream &os, const json::Object *M) {
+  // The ensemble over seeds.
+  const json::Object *ensemble = object(M, "ensemble");
+  if (!ensemble || ensemble->empty())
+    return;
+  os << "<h2>Ensemble over seeds</h2>\n<table id=\"ensemble\"><tr><th>precision</th>"
+        "<th>metric</th><th>mean</th><th>sd</th><th>n</th><th>values</th></tr>\n";
+  std::vector<std::string> precisions;
+  for (const auto &kv : *ensemble)
+    precisions.push_back(kv.first.str());
+  std::sort(precisions.begin(), precisions.end());
+  for (const std::string &p : precisions) {
+    const json::Object *metrics = ensemble->getObject(p);
+    if (!metrics)
+      continue;
+    std::vector<std::string> names;
+    for (const auto &kv : *metrics)
+      names.push_back(kv.first.str());
+    std::sort(names.begin(), names.end());
+    for (const std::string &name : names) {
+      const json::Object *stat = metrics->getObject(name);
+      if (!stat)
+        continue;
+      auto mean = finite(number(stat, "mean")), sd = finite(number(stat, "sd"));
+      std::string values;
+      size_t count = 0;
+      if (const json::Array *vs = stat->getArray("values")) {
+        count = vs->size();
+        for (size_t i = 0; i < vs->size() && i < 16; ++i)
+          values += (i ? ", " : "") +
+                    ((*vs)[i].getAsNumber() ? num(*(*vs)[i].getAsNumber(), 5) : std::string("?"));
+        if (vs->size() > 16)
+          values += ", &hellip;";
+      }
+      os << "<tr><td>" << esc(p) << "</td><td>" << esc(name) << "</td><td class=\"num\">"
+         << (mean ? esc(num(*mean, 5)) : std::string(kNotMeasured)) << "</td><td class=\"num\">"
+         << (sd ? esc(num(*sd, 3)) : std::string(kNotMeasured)) << "</td><td class=\"num\">"
+         << (count ? std::to_string(count) : std::string(kNotMeasured)) << "</td><td>"
+         << (values.empty() ? std::string(kNotMeasured) : values) << "</td></tr>\n";
+    }
+  }
+  os << "</table>\n";
+}
+
 void metricsSection(llvm::raw_ostream &os, const Inputs &in) {
   os << "<h2>Metrics</h2>\n<table id=\"metrics\"><tr><th>metric</th><th>value</th>"
         "<th>details</th></tr>\n";
@@ -1508,7 +1635,6 @@ void metricsSection(llvm::raw_ostream &os, const Inputs &in) {
       out += (out.empty() ? "" : "; ") + p;
     return out;
   };
-  auto finite = [](std::optional<double> v) { return v && std::isfinite(*v) ? v : std::nullopt; };
   const json::Object *M = in.metrics;
 
   // Throughput.
@@ -1612,47 +1738,7 @@ void metricsSection(llvm::raw_ostream &os, const Inputs &in) {
     os << "<p class=\"caption\">No metrics were given: the table shows what the CSVs alone "
           "say.</p>\n";
 
-  // The ensemble over seeds.
-  const json::Object *ensemble = object(M, "ensemble");
-  if (!ensemble || ensemble->empty())
-    return;
-  os << "<h2>Ensemble over seeds</h2>\n<table id=\"ensemble\"><tr><th>precision</th>"
-        "<th>metric</th><th>mean</th><th>sd</th><th>n</th><th>values</th></tr>\n";
-  std::vector<std::string> precisions;
-  for (const auto &kv : *ensemble)
-    precisions.push_back(kv.first.str());
-  std::sort(precisions.begin(), precisions.end());
-  for (const std::string &p : precisions) {
-    const json::Object *metrics = ensemble->getObject(p);
-    if (!metrics)
-      continue;
-    std::vector<std::string> names;
-    for (const auto &kv : *metrics)
-      names.push_back(kv.first.str());
-    std::sort(names.begin(), names.end());
-    for (const std::string &name : names) {
-      const json::Object *stat = metrics->getObject(name);
-      if (!stat)
-        continue;
-      auto mean = finite(number(stat, "mean")), sd = finite(number(stat, "sd"));
-      std::string values;
-      size_t count = 0;
-      if (const json::Array *vs = stat->getArray("values")) {
-        count = vs->size();
-        for (size_t i = 0; i < vs->size() && i < 16; ++i)
-          values += (i ? ", " : "") +
-                    ((*vs)[i].getAsNumber() ? num(*(*vs)[i].getAsNumber(), 5) : std::string("?"));
-        if (vs->size() > 16)
-          values += ", &hellip;";
-      }
-      os << "<tr><td>" << esc(p) << "</td><td>" << esc(name) << "</td><td class=\"num\">"
-         << (mean ? esc(num(*mean, 5)) : std::string(kNotMeasured)) << "</td><td class=\"num\">"
-         << (sd ? esc(num(*sd, 3)) : std::string(kNotMeasured)) << "</td><td class=\"num\">"
-         << (count ? std::to_string(count) : std::string(kNotMeasured)) << "</td><td>"
-         << (values.empty() ? std::string(kNotMeasured) : values) << "</td></tr>\n";
-    }
-  }
-  os << "</table>\n";
+  ensembleTable(os, M);
 }
 
 /// The dtype classes of the op graph: name, legend label, fill.
@@ -1687,42 +1773,43 @@ size_t dtypeClass(StringRef dtype) {
   return 6;
 }
 
-void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
-  os << "<h2>Op graph by dtype</h2>\n";
-  const json::Object *graph = object(in.metrics, "graph");
-  const json::Array *nodeList = graph ? graph->getArray("nodes") : nullptr;
-  if (!nodeList || nodeList->empty()) {
-    os << missingNote("op-graph", "the op graph", in, "graph");
-    return;
-  }
-  struct Node {
-    std::string name, op, dtype;
-    size_t cls = 6;
-    int layer = -1;
-    double key = 0, x = 0, y = 0;
-    std::vector<size_t> preds, succs;
-  };
-  std::vector<Node> nodes;
+/// An op of the op graph: what it is, its layer and where it is drawn.
+struct OpGraphNode {
+  std::string name, op, dtype;
+  size_t cls = 6;
+  int layer = -1;
+  double key = 0, x = 0, y = 0;
+  std::vector<size_t> preds, succs;
+};
+
+/// The op graph of the metrics' "graph": its ops, its edges (by index in
+/// `nodes`), and what was left out.
+struct OpGraph {
+  std::vector<OpGraphNode> nodes;
+  std::set<std::pair<size_t, size_t>> edges;
+  size_t duplicates = 0, badEdges = 0;
+};
+
+/// Reads the ops and edges of `graph` (JSON) into `g`: an op whose id is
+/// taken, and an edge naming no op or an op itself, are counted, not kept.
+void readOpGraph(const json::Object *graph, const json::Array *nodeList, OpGraph &g) {
   std::map<int64_t, size_t> byId;
-  size_t duplicates = 0;
   for (size_t i = 0; i < nodeList->size(); ++i) {
     const json::Object *o = (*nodeList)[i].getAsObject();
     if (!o)
       continue;
     int64_t id = o->getInteger("id").value_or(static_cast<int64_t>(i));
-    if (!byId.emplace(id, nodes.size()).second) {
-      ++duplicates;
+    if (!byId.emplace(id, g.nodes.size()).second) {
+      ++g.duplicates;
       continue;
     }
-    Node n;
+    OpGraphNode n;
     n.name = text(o, "name").value_or("");
     n.op = text(o, "op").value_or("?");
     n.dtype = text(o, "dtype").value_or("");
     n.cls = dtypeClass(n.dtype);
-    nodes.push_back(std::move(n));
+    g.nodes.push_back(std::move(n));
   }
-  size_t badEdges = 0, edgeCount = 0;
-  std::set<std::pair<size_t, size_t>> edges;
   if (const json::Array *edgeList = graph->getArray("edges"))
     for (const json::Value &e : *edgeList) {
       const json::Array *pair = e.getAsArray();
@@ -1733,29 +1820,19 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
       }
       auto ia = a ? byId.find(*a) : byId.end(), ib = b ? byId.find(*b) : byId.end();
       if (ia == byId.end() || ib == byId.end() || ia->second == ib->second) {
-        ++badEdges;
+        ++g.badEdges;
         continue;
       }
-      if (edges.insert({ia->second, ib->second}).second) {
-        nodes[ia->second].succs.push_back(ib->second);
-        nodes[ib->second].preds.push_back(ia->second);
+      if (g.edges.insert({ia->second, ib->second}).second) {
+        g.nodes[ia->second].succs.push_back(ib->second);
+        g.nodes[ib->second].preds.push_back(ia->second);
       }
     }
-  edgeCount = edges.size();
-  std::array<size_t, std::size(kDTypes)> counts{};
-  for (const Node &n : nodes)
-    ++counts[n.cls];
+}
 
-  const size_t kMaxNodes = 3000;
-  if (nodes.size() > kMaxNodes) {
-    os << "<div id=\"op-graph\" class=\"note\">the op graph has " << nodes.size()
-       << " ops, too many to draw (at most " << kMaxNodes << "); by dtype:";
-    for (size_t k = 0; k < counts.size(); ++k)
-      os << (k ? ", " : " ") << kDTypes[k].label << " " << counts[k];
-    os << "</div>\n";
-    return;
-  }
-
+/// The ops of `nodes` by layer, each layer ordered to cross fewer edges;
+/// sets each op's layer and key.
+std::vector<std::vector<size_t>> layerOpGraph(std::vector<OpGraphNode> &nodes) {
   // Longest-path layers (Kahn's order); ops on a cycle follow their
   // placed predecessors.
   std::vector<size_t> indegree(nodes.size()), ready;
@@ -1770,7 +1847,7 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
       if (--indegree[s] == 0)
         ready.push_back(s);
     }
-  for (Node &n : nodes)
+  for (OpGraphNode &n : nodes)
     if (indegree[&n - nodes.data()] != 0) {
       int layer = 0;
       for (size_t p : n.preds)
@@ -1778,7 +1855,7 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
       n.layer = layer;
     }
   int layerCount = 0;
-  for (const Node &n : nodes)
+  for (const OpGraphNode &n : nodes)
     layerCount = std::max(layerCount, n.layer + 1);
   std::vector<std::vector<size_t>> layers(layerCount);
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -1786,7 +1863,7 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
   // Within a layer: by the mean position of the predecessors (fewer crossings).
   for (auto &layer : layers) {
     for (size_t i : layer) {
-      Node &n = nodes[i];
+      OpGraphNode &n = nodes[i];
       double sum = 0;
       size_t placed = 0;
       for (size_t p : n.preds)
@@ -1801,6 +1878,59 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
     for (size_t k = 0; k < layer.size(); ++k)
       nodes[layer[k]].key = double(k) / double(std::max<size_t>(1, layer.size() - 1));
   }
+  return layers;
+}
+
+/// Draws the ops as boxes coloured by dtype, with their op and the end of
+/// their name.
+void drawOpGraphNodes(llvm::raw_ostream &os, const std::vector<OpGraphNode> &nodes, double boxW,
+                      double boxH) {
+  for (const OpGraphNode &n : nodes) {
+    const DTypeClass &k = kDTypes[n.cls];
+    StringRef op = n.op;
+    op.consume_front("mp.");
+    os << "<g class=\"node\" data-dtype=\"" << k.slug << "\"><title>"
+       << esc((n.name.empty() ? std::string("(unnamed)") : n.name) + ": " + n.op + " (" +
+              (n.dtype.empty() ? std::string("no dtype") : n.dtype) + ")")
+       << "</title><rect x=\"" << xy(n.x) << "\" y=\"" << xy(n.y) << "\" width=\"" << xy(boxW)
+       << "\" height=\"" << xy(boxH) << "\" rx=\"3\" fill=\"" << k.fill
+       << "\" stroke=\"#555\" stroke-width=\"0.6\"/><text x=\"" << xy(n.x + 5) << "\" y=\""
+       << xy(n.y + 12) << "\" fill=\"#111\">" << esc(tail(op, 16)) << "</text><text x=\""
+       << xy(n.x + 5) << "\" y=\"" << xy(n.y + 23) << "\" fill=\"#333\" font-size=\"8\">"
+       << esc(tail(n.name, 21)) << "</text></g>";
+  }
+}
+
+void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
+  os << "<h2>Op graph by dtype</h2>\n";
+  const json::Object *graph = object(in.metrics, "graph");
+  const json::Array *nodeList = graph ? graph->getArray("nodes") : nullptr;
+  if (!nodeList || nodeList->empty()) {
+    os << missingNote("op-graph", "the op graph", in, "graph");
+    return;
+  }
+  OpGraph g;
+  readOpGraph(graph, nodeList, g);
+  std::vector<OpGraphNode> &nodes = g.nodes;
+  const std::set<std::pair<size_t, size_t>> &edges = g.edges;
+  const size_t badEdges = g.badEdges, duplicates = g.duplicates;
+  const size_t edgeCount = edges.size();
+  std::array<size_t, std::size(kDTypes)> counts{};
+  for (const OpGraphNode &n : nodes)
+    ++counts[n.cls];
+
+  const size_t kMaxNodes = 3000;
+  if (nodes.size() > kMaxNodes) {
+    os << "<div id=\"op-graph\" class=\"note\">the op graph has " << nodes.size()
+       << " ops, too many to draw (at most " << kMaxNodes << "); by dtype:";
+    for (size_t k = 0; k < counts.size(); ++k)
+      os << (k ? ", " : " ") << kDTypes[k].label << " " << counts[k];
+    os << "</div>\n";
+    return;
+  }
+
+  std::vector<std::vector<size_t>> layers = layerOpGraph(nodes);
+  const int layerCount = static_cast<int>(layers.size());
 
   // Layers are columns, left to right, wrapped into bands of kColumns; a
   // layer of more than kRows ops takes several columns.
@@ -1858,7 +1988,7 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
        << "\" stroke=\"#ddd\" stroke-dasharray=\"2 4\"/>";
   os << "<g class=\"edges\" fill=\"none\" stroke=\"#777\" stroke-width=\"0.9\">";
   for (auto [a, b] : edges) {
-    const Node &s = nodes[a], &d = nodes[b];
+    const OpGraphNode &s = nodes[a], &d = nodes[b];
     double x1 = s.x + boxW, y1 = s.y + boxH / 2, x2 = d.x, y2 = d.y + boxH / 2;
     bool sameBand = where[a].first / kColumns == where[b].first / kColumns;
     double bend = sameBand ? std::max(14.0, (x2 - x1) / 2) : 50;
@@ -1868,20 +1998,7 @@ void opGraphSection(llvm::raw_ostream &os, const Inputs &in) {
        << " marker-end=\"url(#og-arrow)\"/>";
   }
   os << "</g><g class=\"nodes\">";
-  for (const Node &n : nodes) {
-    const DTypeClass &k = kDTypes[n.cls];
-    StringRef op = n.op;
-    op.consume_front("mp.");
-    os << "<g class=\"node\" data-dtype=\"" << k.slug << "\"><title>"
-       << esc((n.name.empty() ? std::string("(unnamed)") : n.name) + ": " + n.op + " (" +
-              (n.dtype.empty() ? std::string("no dtype") : n.dtype) + ")")
-       << "</title><rect x=\"" << xy(n.x) << "\" y=\"" << xy(n.y) << "\" width=\"" << xy(boxW)
-       << "\" height=\"" << xy(boxH) << "\" rx=\"3\" fill=\"" << k.fill
-       << "\" stroke=\"#555\" stroke-width=\"0.6\"/><text x=\"" << xy(n.x + 5) << "\" y=\""
-       << xy(n.y + 12) << "\" fill=\"#111\">" << esc(tail(op, 16)) << "</text><text x=\""
-       << xy(n.x + 5) << "\" y=\"" << xy(n.y + 23) << "\" fill=\"#333\" font-size=\"8\">"
-       << esc(tail(n.name, 21)) << "</text></g>";
-  }
+  drawOpGraphNodes(os, nodes, boxW, boxH);
   os << "</g></svg>\n<p class=\"caption\">" << nodes.size() << " ops, " << edgeCount
      << " edges, in " << layerCount
      << " layers by the longest path from the inputs, left to right, wrapping every " << kColumns

@@ -327,39 +327,15 @@ public:
   const TrainingOptions &o;
 };
 
-} // namespace
+/// The step's states, masters first, and where the special ones are.
+struct StepStates {
+  SmallVector<State> states;
+  size_t numParams = 0, stepIndex = 0, scaleIndex = 0, trackerIndex = 0, hysteresisIndex = 0;
+};
 
-FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOptions &o) {
-  if (std::string why = checkTrainingOptions(o); !why.empty())
-    return forward.emitError() << why;
-  if (!forward.getBody().hasOneBlock())
-    return forward.emitError() << "@" << forward.getName() << " must have one block";
-  auto module = forward->getParentOfType<ModuleOp>();
-  for (const char *suffix : {"", "_loss", "_loss_grad"})
-    if (module && module.lookupSymbol(o.name + suffix))
-      return forward.emitError() << "@" << o.name << suffix << " exists already";
-  FailureOr<unsigned> outputIndex = findOutput(forward, o.output);
-  if (failed(outputIndex))
-    return failure();
-  FailureOr<SmallVector<Param>> params = findParams(forward, o);
-  if (failed(params))
-    return failure();
-
-  // 1. The loss function and its gradients.
-  Type labelsType;
-  FailureOr<func::FuncOp> lossFn = buildLossFunction(forward, *params, *outputIndex, o, labelsType);
-  if (failed(lossFn))
-    return failure();
-  GradientOptions gradOptions;
-  for (const Param &p : *params)
-    gradOptions.wrt.push_back(p.name);
-  FailureOr<func::FuncOp> gradFn = buildGradientFunction(*lossFn, gradOptions);
-  lossFn->erase();
-  if (failed(gradFn))
-    return failure();
-
-  // 2. The step's signature: data, labels, then the state.
-  MLIRContext *ctx = forward.getContext();
+/// The step's states: the FP32 masters, the optimizer's buffers, the step
+/// count and, with dynamic scaling, the loss scale's.
+StepStates collectStates(ArrayRef<Param> params, const TrainingOptions &o, MLIRContext *ctx) {
   Type f32 = Float32Type::get(ctx);
   auto scalarType = RankedTensorType::get({}, f32);
   auto scalarInit = [&](double v) {
@@ -368,14 +344,14 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   auto zerosOf = [&](DenseElementsAttr like) {
     return DenseElementsAttr::get(cast<ShapedType>(like.getType()), 0.0f);
   };
-  bool scaled = o.scaling != TrainingOptions::Scaling::None;
   bool dynamic = o.scaling == TrainingOptions::Scaling::Dynamic;
-  SmallVector<State> states;
-  for (const Param &p : *params) {
+  StepStates st;
+  SmallVector<State> &states = st.states;
+  for (const Param &p : params) {
     states.push_back({p.name, p.master, {}, {}});
   }
-  size_t numParams = params->size();
-  for (const Param &p : *params) {
+  st.numParams = params.size();
+  for (const Param &p : params) {
     if (o.optimizer == TrainingOptions::Optimizer::Sgd && o.momentum > 0)
       states.push_back({p.name + ".momentum_buffer", zerosOf(p.master), {}, {}});
     if (o.optimizer == TrainingOptions::Optimizer::AdamW) {
@@ -384,19 +360,30 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     }
   }
   states.push_back({"step", scalarInit(0), {}, {}});
-  size_t stepIndex = states.size() - 1;
-  size_t scaleIndex = 0, trackerIndex = 0, hysteresisIndex = 0;
+  st.stepIndex = states.size() - 1;
   if (dynamic) {
     states.push_back({"loss_scale", scalarInit(o.initScale), {}, {}});
-    scaleIndex = states.size() - 1;
+    st.scaleIndex = states.size() - 1;
     states.push_back({"growth_tracker", scalarInit(0), {}, {}});
-    trackerIndex = states.size() - 1;
+    st.trackerIndex = states.size() - 1;
     if (o.hysteresis > 1) {
       states.push_back({"hysteresis", scalarInit(double(o.hysteresis)), {}, {}});
-      hysteresisIndex = states.size() - 1;
+      st.hysteresisIndex = states.size() - 1;
     }
   }
+  return st;
+}
 
+/// The empty step function after `forward`: data, labels (when the loss
+/// has them), then the states as arguments; the four scalars, the states'
+/// next values and (--gradient-outputs) the gradients as results. Sets
+/// `labels` and each state's current value to its argument.
+FailureOr<func::FuncOp> createStepFunction(OpBuilder &b, func::FuncOp forward, Type labelsType,
+                                           StepStates &st, const TrainingOptions &o,
+                                           Value &labels) {
+  MLIRContext *ctx = forward.getContext();
+  auto scalarType = RankedTensorType::get({}, Float32Type::get(ctx));
+  SmallVector<State> &states = st.states;
   // With accumulation every data input and the labels hold `accumulate`
   // micro-batches along dim 0.
   const int64_t micro = o.accumulate;
@@ -430,9 +417,8 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   for (const State &s : states)
     resultTypes.push_back(s.init.getType());
   if (o.gradientOutputs)
-    for (size_t i = 0; i < numParams; ++i)
+    for (size_t i = 0; i < st.numParams; ++i)
       resultTypes.push_back(states[i].init.getType());
-  OpBuilder b(ctx);
   b.setInsertionPointAfter(forward);
   auto step = b.create<func::FuncOp>(forward.getLoc(), o.name,
                                      FunctionType::get(ctx, argTypes, resultTypes));
@@ -441,7 +427,6 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   for (; arg < forward.getNumArguments(); ++arg)
     if (DictionaryAttr attrs = forward.getArgAttrDict(arg))
       step.setArgAttrs(arg, attrs);
-  Value labels;
   if (labelsType) {
     step.setArgAttrs(arg, mpNameAttrs(b, labelsName(o)));
     labels = body->getArgument(arg++);
@@ -454,20 +439,24 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
                           }));
     s.current = body->getArgument(arg++);
   }
+  return step;
+}
 
-  // 3. The gradient function's body, its arguments mapped to the step's.
-  b.setInsertionPointToEnd(body);
-  StepBuilder sb(b, NameLoc::get(b.getStringAttr("train_step"), forward.getLoc()), o);
+/// Clones `gradFn`'s body into the step once per micro-batch, on its rows
+/// of the data and labels; sets the scaled loss and the FP32 gradients,
+/// summed over the micro-batches, then averaged.
+void inlineGradients(StepBuilder &sb, func::FuncOp forward, func::FuncOp gradFn, Block *body,
+                     Value labels, Value scale, const StepStates &st, Value &scaledLoss,
+                     SmallVector<Value> &grads) {
+  OpBuilder &b = sb.b;
   GraphBuilder &gb = sb.gb;
-  Value scale = dynamic  ? states[scaleIndex].current
-                : scaled ? sb.c(o.initScale)
-                         : Value();
-  // Once per micro-batch, on its rows of the data and labels; the scaled
-  // losses and gradients are summed, then averaged.
-  Block &gradBody = gradFn->getBody().front();
+  const TrainingOptions &o = sb.o;
+  const int64_t micro = o.accumulate;
+  const bool scaled = o.scaling != TrainingOptions::Scaling::None;
+  const size_t numParams = st.numParams;
+  Block &gradBody = gradFn.getBody().front();
   Operation *gradReturn = gradBody.getTerminator();
-  Value scaledLoss;
-  SmallVector<Value> grads(numParams);
+  grads.assign(numParams, Value());
   auto microBatch = [&](Value full, int64_t k) -> Value {
     if (micro == 1)
       return full;
@@ -482,12 +471,12 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     unsigned gradArg = 0;
     for (; gradArg < forward.getNumArguments(); ++gradArg)
       mapping.map(gradBody.getArgument(gradArg), microBatch(body->getArgument(gradArg), k));
-    if (labelsType)
+    if (labels)
       mapping.map(gradBody.getArgument(gradArg++), microBatch(labels, k));
     if (scaled)
       mapping.map(gradBody.getArgument(gradArg++), scale);
     for (size_t i = 0; i < numParams; ++i)
-      mapping.map(gradBody.getArgument(gradArg++), states[i].current);
+      mapping.map(gradBody.getArgument(gradArg++), st.states[i].current);
     for (Operation &op : gradBody.without_terminator())
       b.clone(op, mapping);
     Value l = mapping.lookup(gradReturn->getOperand(0));
@@ -503,33 +492,19 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     for (Value &g : grads)
       g = gb.mul(g, mean);
   }
-  gradFn->erase();
+}
 
-  // 4. Unscale (1/scale: exact for the powers of two dynamic scaling keeps),
-  // the non-finite check over every gradient, the global norm and clipping.
-  Value inverse = scaled ? gb.unary<graph::ReciprocalOp>(scale) : Value();
-  Value loss = scaled ? gb.mul(scaledLoss, inverse) : scaledLoss;
-  Value found = sb.c(0.0), sumSquares = sb.c(0.0);
-  SmallVector<Value> unscaled;
-  for (Value &g : grads) {
-    if (scaled)
-      g = gb.mul(g, inverse);
-    unscaled.push_back(g);
-    found = sb.max(found, sb.nonFinite(g));
-    sumSquares = gb.add(sumSquares, sb.sumAll(gb.mul(g, g)));
-  }
-  Value norm = sb.sqrt(sumSquares);
-  if (o.clipNorm > 0) {
-    Value coefficient = sb.min(sb.c(1.0), gb.div(sb.c(o.clipNorm), gb.add(norm, sb.c(1e-6))));
-    for (Value &g : grads)
-      g = gb.mul(g, coefficient);
-  }
-  Value skip = gb.compare<graph::GreaterOp>(found, sb.c(0.0));
-
-  // 5. The optimizer (torch.optim.SGD / AdamW), on the FP32 masters.
-  Value stepCount = states[stepIndex].current;
+/// The optimizer (torch.optim.SGD / AdamW) on the FP32 masters: sets each
+/// state's next value; a skipped step keeps every master, optimizer state
+/// and the count.
+void applyOptimizer(StepBuilder &sb, StepStates &st, ArrayRef<Value> grads, Value skip) {
+  GraphBuilder &gb = sb.gb;
+  const TrainingOptions &o = sb.o;
+  SmallVector<State> &states = st.states;
+  const size_t numParams = st.numParams;
+  Value stepCount = states[st.stepIndex].current;
   Value nextCount = gb.add(stepCount, sb.c(1.0));
-  states[stepIndex].next = nextCount;
+  states[st.stepIndex].next = nextCount;
   size_t nextState = numParams;
   for (size_t i = 0; i < numParams; ++i) {
     Value w = states[i].current;
@@ -560,38 +535,44 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   for (State &s : states)
     if (s.next)
       s.next = gb.where(skip, s.current, s.next);
+}
 
-  // 6. The loss-scale update (GradScaler; hysteresis as DeepSpeed's).
-  if (dynamic) {
-    Value tracker = states[trackerIndex].current;
-    Value counted = gb.add(tracker, sb.c(1.0));
-    Value grow = sb.greaterEq(counted, sb.c(double(o.growthInterval)));
-    Value backedOff = sb.max(gb.mul(scale, sb.c(o.backoffFactor)), sb.c(o.minScale));
-    Value grown = gb.where(grow, gb.mul(scale, sb.c(o.growthFactor)), scale);
-    Value onOverflow = backedOff;
-    if (o.hysteresis > 1) {
-      Value left = states[hysteresisIndex].current;
-      Value absorbed = gb.compare<graph::GreaterOp>(left, sb.c(1.0));
-      onOverflow = gb.where(absorbed, scale, backedOff);
-      Value leftAfterOverflow = sb.max(gb.sub(left, sb.c(1.0)), sb.c(1.0));
-      Value leftAfterClean = gb.where(grow, sb.c(double(o.hysteresis)), left);
-      states[hysteresisIndex].next = gb.where(skip, leftAfterOverflow, leftAfterClean);
-    }
-    states[scaleIndex].next = gb.where(skip, onOverflow, grown);
-    states[trackerIndex].next = gb.where(skip, sb.c(0.0), gb.where(grow, sb.c(0.0), counted));
+/// The loss-scale update (GradScaler; hysteresis as DeepSpeed's): sets the
+/// next values of the dynamic scaling's states.
+void updateLossScale(StepBuilder &sb, StepStates &st, Value scale, Value skip) {
+  GraphBuilder &gb = sb.gb;
+  const TrainingOptions &o = sb.o;
+  SmallVector<State> &states = st.states;
+  Value tracker = states[st.trackerIndex].current;
+  Value counted = gb.add(tracker, sb.c(1.0));
+  Value grow = sb.greaterEq(counted, sb.c(double(o.growthInterval)));
+  Value backedOff = sb.max(gb.mul(scale, sb.c(o.backoffFactor)), sb.c(o.minScale));
+  Value grown = gb.where(grow, gb.mul(scale, sb.c(o.growthFactor)), scale);
+  Value onOverflow = backedOff;
+  if (o.hysteresis > 1) {
+    Value left = states[st.hysteresisIndex].current;
+    Value absorbed = gb.compare<graph::GreaterOp>(left, sb.c(1.0));
+    onOverflow = gb.where(absorbed, scale, backedOff);
+    Value leftAfterOverflow = sb.max(gb.sub(left, sb.c(1.0)), sb.c(1.0));
+    Value leftAfterClean = gb.where(grow, sb.c(double(o.hysteresis)), left);
+    states[st.hysteresisIndex].next = gb.where(skip, leftAfterOverflow, leftAfterClean);
   }
+  states[st.scaleIndex].next = gb.where(skip, onOverflow, grown);
+  states[st.trackerIndex].next = gb.where(skip, sb.c(0.0), gb.where(grow, sb.c(0.0), counted));
+}
 
-  // The scale this step used, as a value of its own: an output may not be a
-  // state's buffer (the commit of the update after the run would change it).
-  Value usedScale = dynamic ? gb.binary<graph::MulOp>(scale, sb.c(1.0))
-                    : scaled ? scale
-                             : sb.c(1.0);
-  SmallVector<Value> results{loss, found, norm, usedScale};
+/// Returns the step's results and names them: the four scalars, the
+/// states' next values and (--gradient-outputs) the unscaled gradients.
+void returnStepResults(OpBuilder &b, func::FuncOp step, Location loc, ArrayRef<Value> scalars,
+                       const StepStates &st, ArrayRef<Value> unscaled,
+                       const TrainingOptions &o) {
+  const SmallVector<State> &states = st.states;
+  SmallVector<Value> results(scalars.begin(), scalars.end());
   for (const State &s : states)
     results.push_back(s.next ? s.next : s.current);
   if (o.gradientOutputs)
     results.append(unscaled.begin(), unscaled.end());
-  b.create<func::ReturnOp>(forward.getLoc(), results);
+  b.create<func::ReturnOp>(loc, results);
   const char *names[] = {"loss", "skipped", "grad_norm", "loss_scale"};
   for (unsigned i = 0; i < 4; ++i)
     step.setResultAttrs(i, mpNameAttrs(b, names[i]));
@@ -599,9 +580,99 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     step.setResultAttrs(4 + i, b.getDictionaryAttr(b.getNamedAttr(
                                    GraphDialect::kStateUpdateAttr, b.getStringAttr(s.name))));
   if (o.gradientOutputs)
-    for (size_t i = 0; i < numParams; ++i)
+    for (size_t i = 0; i < st.numParams; ++i)
       step.setResultAttrs(4 + states.size() + i, mpNameAttrs(b, "grad." + states[i].name));
-  return step;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOptions &o) {
+  if (std::string why = checkTrainingOptions(o); !why.empty())
+    return forward.emitError() << why;
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError() << "@" << forward.getName() << " must have one block";
+  auto module = forward->getParentOfType<ModuleOp>();
+  for (const char *suffix : {"", "_loss", "_loss_grad"})
+    if (module && module.lookupSymbol(o.name + suffix))
+      return forward.emitError() << "@" << o.name << suffix << " exists already";
+  FailureOr<unsigned> outputIndex = findOutput(forward, o.output);
+  if (failed(outputIndex))
+    return failure();
+  FailureOr<SmallVector<Param>> params = findParams(forward, o);
+  if (failed(params))
+    return failure();
+
+  // 1. The loss function and its gradients.
+  Type labelsType;
+  FailureOr<func::FuncOp> lossFn = buildLossFunction(forward, *params, *outputIndex, o, labelsType);
+  if (failed(lossFn))
+    return failure();
+  GradientOptions gradOptions;
+  for (const Param &p : *params)
+    gradOptions.wrt.push_back(p.name);
+  FailureOr<func::FuncOp> gradFn = buildGradientFunction(*lossFn, gradOptions);
+  lossFn->erase();
+  if (failed(gradFn))
+    return failure();
+
+  // 2. The step's signature: data, labels, then the state.
+  bool scaled = o.scaling != TrainingOptions::Scaling::None;
+  bool dynamic = o.scaling == TrainingOptions::Scaling::Dynamic;
+  StepStates st = collectStates(*params, o, forward.getContext());
+  SmallVector<State> &states = st.states;
+  OpBuilder b(forward.getContext());
+  Value labels;
+  FailureOr<func::FuncOp> step = createStepFunction(b, forward, labelsType, st, o, labels);
+  if (failed(step))
+    return failure();
+  Block *body = &step->getBody().front();
+
+  // 3. The gradient function's body, its arguments mapped to the step's.
+  b.setInsertionPointToEnd(body);
+  StepBuilder sb(b, NameLoc::get(b.getStringAttr("train_step"), forward.getLoc()), o);
+  GraphBuilder &gb = sb.gb;
+  Value scale = dynamic  ? states[st.scaleIndex].current
+                : scaled ? sb.c(o.initScale)
+                         : Value();
+  Value scaledLoss;
+  SmallVector<Value> grads;
+  inlineGradients(sb, forward, *gradFn, body, labels, scale, st, scaledLoss, grads);
+  gradFn->erase();
+
+  // 4. Unscale (1/scale: exact for the powers of two dynamic scaling keeps),
+  // the non-finite check over every gradient, the global norm and clipping.
+  Value inverse = scaled ? gb.unary<graph::ReciprocalOp>(scale) : Value();
+  Value loss = scaled ? gb.mul(scaledLoss, inverse) : scaledLoss;
+  Value found = sb.c(0.0), sumSquares = sb.c(0.0);
+  SmallVector<Value> unscaled;
+  for (Value &g : grads) {
+    if (scaled)
+      g = gb.mul(g, inverse);
+    unscaled.push_back(g);
+    found = sb.max(found, sb.nonFinite(g));
+    sumSquares = gb.add(sumSquares, sb.sumAll(gb.mul(g, g)));
+  }
+  Value norm = sb.sqrt(sumSquares);
+  if (o.clipNorm > 0) {
+    Value coefficient = sb.min(sb.c(1.0), gb.div(sb.c(o.clipNorm), gb.add(norm, sb.c(1e-6))));
+    for (Value &g : grads)
+      g = gb.mul(g, coefficient);
+  }
+  Value skip = gb.compare<graph::GreaterOp>(found, sb.c(0.0));
+
+  // 5. The optimizer (torch.optim.SGD / AdamW), on the FP32 masters.
+  applyOptimizer(sb, st, grads, skip);
+  // 6. The loss-scale update (GradScaler; hysteresis as DeepSpeed's).
+  if (dynamic)
+    updateLossScale(sb, st, scale, skip);
+
+  // The scale this step used, as a value of its own: an output may not be a
+  // state's buffer (the commit of the update after the run would change it).
+  Value usedScale = dynamic ? gb.binary<graph::MulOp>(scale, sb.c(1.0))
+                    : scaled ? scale
+                             : sb.c(1.0);
+  returnStepResults(b, *step, forward.getLoc(), {loss, found, norm, usedScale}, st, unscaled, o);
+  return *step;
 }
 
 FailureOr<func::FuncOp> buildEvalFunction(func::FuncOp forward, const TrainingOptions &o,

@@ -669,11 +669,75 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   throw MixprecFailure{MIXPREC_INVALID_ARGUMENT, "train: unknown option '" + key + "'", {}};
 }
 
-} // namespace
+/// The train call's request: the model, its data and labels, and the
+/// settings (setTrainOption).
+TrainRequest trainRequest(const std::string &path, const std::string &display,
+                          const std::string &options, bool precisionGiven,
+                          const std::map<std::string, std::vector<int64_t>> &shapes,
+                          const std::vector<std::pair<std::string, InArray>> &data,
+                          const std::vector<std::pair<std::string, InArray>> &testData,
+                          nb::object labels, nb::object testLabels,
+                          const std::map<std::string, nb::object> &settings) {
+  TrainRequest r;
+  r.path = path;
+  r.displayName = display;
+  r.options = options;
+  r.precisionGiven = precisionGiven;
+  r.shapes = shapes;
+  r.data = namedArrays(data, "data");
+  r.testData = namedArrays(testData, "test data");
+  if (!labels.is_none()) {
+    r.hasLabels = true;
+    r.labels = npyOf(nb::cast<InArray>(labels), "labels");
+  }
+  if (!testLabels.is_none()) {
+    r.hasTestLabels = true;
+    r.testLabels = npyOf(nb::cast<InArray>(testLabels), "test labels");
+  }
+  for (const auto &[key, value] : settings)
+    setTrainOption(r, key, value);
+  return r;
+}
 
-NB_MODULE(_mixprec, m) {
-  m.doc() = "mixprec's compiler and runtime (use the mixprec package, not this module)";
+/// The dict the train callback gets for a step (the test and compare
+/// losses only when measured).
+nb::dict stepRecord(const TrainStepInfo &info) {
+  nb::dict record;
+  record["seed"] = info.seed;
+  record["step"] = info.step;
+  record["epoch"] = info.epoch;
+  record["loss"] = info.loss;
+  record["loss_scale"] = info.lossScale;
+  record["grad_norm"] = info.gradNorm;
+  record["skipped"] = info.skipped;
+  if (!std::isnan(info.testLoss))
+    record["test_loss"] = info.testLoss;
+  if (!std::isnan(info.testAccuracy))
+    record["test_accuracy"] = info.testAccuracy;
+  if (!std::isnan(info.compareLoss))
+    record["compare_loss"] = info.compareLoss;
+  return record;
+}
 
+/// The dict train returns: the run's summary.
+nb::dict summaryDict(const TrainSummary &summary) {
+  nb::dict out;
+  out["status"] = summary.status;
+  out["message"] = summary.message;
+  out["notes"] = summary.notes;
+  out["steps"] = summary.steps;
+  out["skipped"] = summary.skipped;
+  out["last_loss"] = summary.lastLoss;
+  out["test_loss"] = summary.testLoss;
+  out["test_accuracy"] = summary.testAccuracy;
+  out["compare_last_loss"] = summary.compareLastLoss;
+  out["verdict"] = summary.verdict;
+  out["metrics_json"] = summary.metricsJson;
+  return out;
+}
+
+/// Makes failures raise the mixprec.Error subclass of their code.
+void registerErrors() {
   // Failures become the mixprec.Error subclass of their code, with notes.
   nb::register_exception_translator([](const std::exception_ptr &p, void *) {
     try {
@@ -686,7 +750,10 @@ NB_MODULE(_mixprec, m) {
       PyErr_SetObject(cls.ptr(), exc.ptr());
     }
   });
+}
 
+/// Binds the Module class: a loaded module and its session.
+void bindModule(nb::module_ &m) {
   nb::class_<Module>(m, "Module")
       .def("inputs", &Module::inputs)
       .def("outputs", &Module::outputs)
@@ -706,7 +773,10 @@ NB_MODULE(_mixprec, m) {
       .def_prop_ro("backend", &Module::backendName)
       .def_prop_ro("backend_reason", &Module::backendReason)
       .def_prop_ro("name", &Module::displayName);
+}
 
+/// Binds compile, load, report and validate.
+void bindCompile(nb::module_ &m) {
   m.def("compile",
         [](const std::string &path, const std::string &display, const std::string &options,
            bool precisionGiven, const std::map<std::string, std::vector<int64_t>> &shapes,
@@ -772,7 +842,10 @@ NB_MODULE(_mixprec, m) {
     }
     return std::make_tuple(json, text, status);
   });
+}
 
+/// Binds train.
+void bindTrain(nb::module_ &m) {
   m.def("train",
         [](const std::string &path, const std::string &display, const std::string &options,
            bool precisionGiven, const std::map<std::string, std::vector<int64_t>> &shapes,
@@ -780,24 +853,8 @@ NB_MODULE(_mixprec, m) {
            const std::vector<std::pair<std::string, InArray>> &testData, nb::object labels,
            nb::object testLabels, const std::map<std::string, nb::object> &settings,
            nb::object print, nb::object callback) {
-          TrainRequest r;
-          r.path = path;
-          r.displayName = display;
-          r.options = options;
-          r.precisionGiven = precisionGiven;
-          r.shapes = shapes;
-          r.data = namedArrays(data, "data");
-          r.testData = namedArrays(testData, "test data");
-          if (!labels.is_none()) {
-            r.hasLabels = true;
-            r.labels = npyOf(nb::cast<InArray>(labels), "labels");
-          }
-          if (!testLabels.is_none()) {
-            r.hasTestLabels = true;
-            r.testLabels = npyOf(nb::cast<InArray>(testLabels), "test labels");
-          }
-          for (const auto &[key, value] : settings)
-            setTrainOption(r, key, value);
+          TrainRequest r = trainRequest(path, display, options, precisionGiven, shapes, data,
+                                        testData, labels, testLabels, settings);
           // The callbacks run with the GIL; a Python exception in one stops
           // the run and is raised once the trainer has returned.
           std::exception_ptr raised;
@@ -818,21 +875,7 @@ NB_MODULE(_mixprec, m) {
               if (raised)
                 return false;
               try {
-                nb::dict record;
-                record["seed"] = info.seed;
-                record["step"] = info.step;
-                record["epoch"] = info.epoch;
-                record["loss"] = info.loss;
-                record["loss_scale"] = info.lossScale;
-                record["grad_norm"] = info.gradNorm;
-                record["skipped"] = info.skipped;
-                if (!std::isnan(info.testLoss))
-                  record["test_loss"] = info.testLoss;
-                if (!std::isnan(info.testAccuracy))
-                  record["test_accuracy"] = info.testAccuracy;
-                if (!std::isnan(info.compareLoss))
-                  record["compare_loss"] = info.compareLoss;
-                nb::object answer = callback(record);
+                nb::object answer = callback(stepRecord(info));
                 return answer.is_none() || nb::cast<bool>(answer);
               } catch (...) {
                 raised = std::current_exception();
@@ -848,24 +891,22 @@ NB_MODULE(_mixprec, m) {
           if (raised)
             std::rethrow_exception(raised);
           check(failed);
-          nb::dict out;
-          out["status"] = summary.status;
-          out["message"] = summary.message;
-          out["notes"] = summary.notes;
-          out["steps"] = summary.steps;
-          out["skipped"] = summary.skipped;
-          out["last_loss"] = summary.lastLoss;
-          out["test_loss"] = summary.testLoss;
-          out["test_accuracy"] = summary.testAccuracy;
-          out["compare_last_loss"] = summary.compareLastLoss;
-          out["verdict"] = summary.verdict;
-          out["metrics_json"] = summary.metricsJson;
-          return out;
+          return summaryDict(summary);
         },
         nb::arg("path"), nb::arg("display"), nb::arg("options"), nb::arg("precision_given"),
         nb::arg("shapes"), nb::arg("data"), nb::arg("test_data"), nb::arg("labels").none(),
         nb::arg("test_labels").none(), nb::arg("settings"), nb::arg("print").none(),
         nb::arg("callback").none());
+}
+
+} // namespace
+
+NB_MODULE(_mixprec, m) {
+  m.doc() = "mixprec's compiler and runtime (use the mixprec package, not this module)";
+  registerErrors();
+  bindModule(m);
+  bindCompile(m);
+  bindTrain(m);
 
   m.def("runtime_version", [] { return std::string(mixprec_runtime_version()); });
   m.def("version", [] { return producer(); });

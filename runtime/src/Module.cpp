@@ -268,6 +268,19 @@ private:
   Status verifyAccess(const std::string &where, const schema::Instruction &inst,
                       const std::vector<int64_t> &space, int64_t spaceElements,
                       uint64_t &varyMask);
+  /// Checks instruction #`j`'s operands (earlier instructions with a value;
+  /// an Amax only stored, with all strides 0) and sets `mask` to the dims
+  /// they vary along and `depth[j]` to their row-reduction depth.
+  Status verifyOperands(const std::string &where, const schema::Instruction &inst, size_t j,
+                        const flatbuffers::Vector<flatbuffers::Offset<schema::Instruction>> &program,
+                        const std::vector<uint64_t> &vary, std::vector<int> &depth,
+                        uint64_t &mask);
+  /// Checks a Store of a value varying along `mask`: into a tensor that is no
+  /// constant, in its dtype, an Amax only into a tensor with an element, and
+  /// (when it runs over `runSpace`) no value varying along a dim it stays on.
+  Status verifyStore(const std::string &where, const schema::Instruction &inst, bool storesAmax,
+                     const std::vector<int64_t> &runSpace, bool runs, bool outerOnly,
+                     uint64_t mask, uint64_t rowMask);
   Status verifyCudaProgram();
   Status verifyCudaLaunch(size_t index);
   /// Reads the fields every CudaLaunch has (function name unique among
@@ -532,25 +545,8 @@ Status ModuleVerifier::verifyKernel(size_t index) {
       return invalidModule(where + ": takes " + std::to_string(expected) + " operands, has " +
                            std::to_string(got));
     uint64_t mask = 0;
-    for (size_t o = 0; o < got; ++o) {
-      const int32_t r = operands->Get(o);
-      if (r < 0 || static_cast<size_t>(r) >= j)
-        return invalidModule(where + ": operand " + std::to_string(r) +
-                             " is not an earlier instruction");
-      const schema::OpCode producer = program->Get(r)->opcode();
-      if (producer == schema::OpCode::Store)
-        return invalidModule(where + ": operand " + std::to_string(r) +
-                             " is a Store, which has no value");
-      if (producer == schema::OpCode::Amax &&
-          !(op == schema::OpCode::Store && inst.strides() &&
-            std::all_of(inst.strides()->begin(), inst.strides()->end(),
-                        [](int64_t s) { return s == 0; })))
-        return invalidModule(where + ": the Amax of instruction #" + std::to_string(r) +
-                             " may only be stored, with all strides 0 (it is known only when "
-                             "the whole kernel has run)");
-      mask |= vary[r];
-      depth[j] = std::max(depth[j], depth[r]);
-    }
+    if (Status s = verifyOperands(where, inst, j, *program, vary, depth, mask); !s.ok())
+      return s;
     if (isRowReduction(op) && ++depth[j] > kMaxRowReductionDepth)
       return invalidModule(where + ": row reductions nest more than " +
                            std::to_string(kMaxRowReductionDepth) + " deep");
@@ -573,34 +569,12 @@ Status ModuleVerifier::verifyKernel(size_t index) {
         mask = accessMask;
         break;
       }
-      const TensorDesc &d = tensors[inst.tensor()];
-      if (d.isConstant())
-        return invalidModule(where + ": stores to " + tensorName(inst.tensor()) +
-                             ", a constant");
-      if (inst.dtype() != d.dtype)
-        return invalidModule(where + ": dtype " + dtypeName(inst.dtype()) + " but " +
-                             tensorName(inst.tensor()) + " is " + dtypeName(d.dtype));
-      // An Amax's Store writes element 0 once the kernel has run, even over
-      // an empty space (the amax of no values is 0).
-      if (program->Get(operands->Get(0))->opcode() == schema::OpCode::Amax && d.elements == 0)
-        return invalidModule(where + ": stores an Amax into " + tensorName(inst.tensor()) +
-                             ", which has no element");
-      if (spaceElements == 0 && !outerOnly)
-        break; // never runs
-      // A value that varies along a dim the Store does not advance on would
-      // be written to one element from many points: a race on a GPU.
-      uint64_t fixedDims = 0;
-      for (size_t i = 0; i < runSpace.size(); ++i)
-        if (runSpace[i] > 1 && inst.strides()->Get(i) == 0)
-          fixedDims |= uint64_t(1) << i;
-      if (uint64_t clash = mask & fixedDims) {
-        int dim = __builtin_ctzll(clash);
-        return invalidModule(where + ": the stored value varies along dim " +
-                             std::to_string(dim) + " but the stride there is 0");
-      }
-      if (outerOnly && (mask & rowMask))
-        return invalidModule(where + ": the stored value reads the elements of an empty row, "
-                                     "but the Store does not walk the row dims");
+      const bool storesAmax =
+          program->Get(operands->Get(0))->opcode() == schema::OpCode::Amax;
+      if (Status s = verifyStore(where, inst, storesAmax, runSpace,
+                                 !(spaceElements == 0 && !outerOnly), outerOnly, mask, rowMask);
+          !s.ok())
+        return s;
       break;
     }
     case schema::OpCode::Cast:
@@ -634,6 +608,76 @@ Status ModuleVerifier::verifyKernel(size_t index) {
       return invalidModule(name + ": iteration space " + formatShape(space) + ": no Load or " +
                            "Store walks dim " + std::to_string(i) + " (size " +
                            std::to_string(space[i]) + "), which would only repeat work");
+  return okStatus();
+}
+
+/// Checks instruction #`j`'s operands (earlier instructions with a value;
+/// an Amax only stored, with all strides 0) and sets `mask` to the dims
+/// they vary along and `depth[j]` to their row-reduction depth.
+Status ModuleVerifier::verifyOperands(
+    const std::string &where, const schema::Instruction &inst, size_t j,
+    const flatbuffers::Vector<flatbuffers::Offset<schema::Instruction>> &program,
+    const std::vector<uint64_t> &vary, std::vector<int> &depth, uint64_t &mask) {
+  const schema::OpCode op = inst.opcode();
+  const auto *operands = inst.operands();
+  const size_t got = operands ? operands->size() : 0;
+  for (size_t o = 0; o < got; ++o) {
+    const int32_t r = operands->Get(o);
+    if (r < 0 || static_cast<size_t>(r) >= j)
+      return invalidModule(where + ": operand " + std::to_string(r) +
+                           " is not an earlier instruction");
+    const schema::OpCode producer = program.Get(r)->opcode();
+    if (producer == schema::OpCode::Store)
+      return invalidModule(where + ": operand " + std::to_string(r) +
+                           " is a Store, which has no value");
+    if (producer == schema::OpCode::Amax &&
+        !(op == schema::OpCode::Store && inst.strides() &&
+          std::all_of(inst.strides()->begin(), inst.strides()->end(),
+                      [](int64_t s) { return s == 0; })))
+      return invalidModule(where + ": the Amax of instruction #" + std::to_string(r) +
+                           " may only be stored, with all strides 0 (it is known only when "
+                           "the whole kernel has run)");
+    mask |= vary[r];
+    depth[j] = std::max(depth[j], depth[r]);
+  }
+  return okStatus();
+}
+
+/// Checks a Store of a value varying along `mask`: into a tensor that is no
+/// constant, in its dtype, an Amax only into a tensor with an element, and
+/// (when it runs over `runSpace`) no value varying along a dim it stays on.
+Status ModuleVerifier::verifyStore(const std::string &where, const schema::Instruction &inst,
+                                   bool storesAmax, const std::vector<int64_t> &runSpace,
+                                   bool runs, bool outerOnly, uint64_t mask,
+                                   uint64_t rowMask) {
+  const TensorDesc &d = tensors[inst.tensor()];
+  if (d.isConstant())
+    return invalidModule(where + ": stores to " + tensorName(inst.tensor()) +
+                         ", a constant");
+  if (inst.dtype() != d.dtype)
+    return invalidModule(where + ": dtype " + dtypeName(inst.dtype()) + " but " +
+                         tensorName(inst.tensor()) + " is " + dtypeName(d.dtype));
+  // An Amax's Store writes element 0 once the kernel has run, even over
+  // an empty space (the amax of no values is 0).
+  if (storesAmax && d.elements == 0)
+    return invalidModule(where + ": stores an Amax into " + tensorName(inst.tensor()) +
+                         ", which has no element");
+  if (!runs)
+    return okStatus(); // never runs
+  // A value that varies along a dim the Store does not advance on would
+  // be written to one element from many points: a race on a GPU.
+  uint64_t fixedDims = 0;
+  for (size_t i = 0; i < runSpace.size(); ++i)
+    if (runSpace[i] > 1 && inst.strides()->Get(i) == 0)
+      fixedDims |= uint64_t(1) << i;
+  if (uint64_t clash = mask & fixedDims) {
+    int dim = __builtin_ctzll(clash);
+    return invalidModule(where + ": the stored value varies along dim " +
+                         std::to_string(dim) + " but the stride there is 0");
+  }
+  if (outerOnly && (mask & rowMask))
+    return invalidModule(where + ": the stored value reads the elements of an empty row, "
+                                 "but the Store does not walk the row dims");
   return okStatus();
 }
 

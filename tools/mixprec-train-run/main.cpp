@@ -58,17 +58,89 @@ int usage(const std::string &message) {
   return trainer::kTrainUsage;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+/// What the command line asks for.
+struct CommandLine {
   std::string folder;
   std::vector<trainer::TrainArray> data, testData;
   std::optional<trainer::TrainArray> labels, testLabels;
   trainer::LoopOptions options;
+};
+
+/// Sets option `name` (an option that takes a value) to `value`; 0, or the
+/// usage error's status.
+int setOption(const std::string &name, const std::string &value, CommandLine &cl) {
+  // Every count option is >= 1.
+  auto count = [&](int64_t &out) { return trainer::parseInt64(value, out) && out >= 1; };
+  auto named = [&](std::vector<trainer::TrainArray> &to) {
+    size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+      return false;
+    to.push_back({value.substr(0, eq), value.substr(eq + 1), std::nullopt});
+    return true;
+  };
+  bool ok = true;
+  if (name == "--data")
+    ok = named(cl.data);
+  else if (name == "--test-data")
+    ok = named(cl.testData);
+  else if (name == "--labels")
+    cl.labels = trainer::TrainArray{"", value, std::nullopt};
+  else if (name == "--test-labels")
+    cl.testLabels = trainer::TrainArray{"", value, std::nullopt};
+  else if (name == "--steps")
+    ok = count(cl.options.steps);
+  else if (name == "--epochs")
+    ok = count(cl.options.epochs);
+  else if (name == "--log-every")
+    ok = count(cl.options.logEvery);
+  else if (name == "--eval-every")
+    ok = count(cl.options.evalEvery);
+  else if (name == "--checkpoint-every")
+    ok = count(cl.options.checkpointEvery);
+  else if (name == "--max-skipped-in-a-row")
+    ok = count(cl.options.maxSkippedInARow);
+  else if (name == "--seed")
+    ok = trainer::parseUint64(value, cl.options.seed);
+  else if (name == "--seeds")
+    ok = count(cl.options.seeds);
+  else if (name == "--metrics")
+    cl.options.metrics = value, ok = !value.empty();
+  else if (name == "--fp32-samples-per-s") {
+    char *end = nullptr;
+    cl.options.fp32SamplesPerSecond = std::strtod(value.c_str(), &end);
+    ok = !value.empty() && *end == 0;
+  } else if (name == "--csv")
+    cl.options.csv = value;
+  else if (name == "--checkpoint")
+    cl.options.checkpoint = value;
+  else if (name == "--resume")
+    cl.options.resume = value;
+  else if (name == "--state-dir")
+    cl.options.stateDir = value;
+  else if (name == "--backend") {
+    if (value == "cpu")
+      cl.options.backend = MIXPREC_BACKEND_CPU;
+    else if (value == "cuda")
+      cl.options.backend = MIXPREC_BACKEND_CUDA;
+    else if (value == "auto")
+      cl.options.backend = MIXPREC_BACKEND_AUTO;
+    else
+      ok = false;
+  } else
+    return usage("unknown option '" + name + "'");
+  if (!ok || value.empty())
+    return usage(name + ": invalid value '" + value + "'");
+  return 0;
+}
+
+/// Reads the command line into `cl`; 0, or the usage error's status (0
+/// with `help` set after printing --help).
+int parseArguments(int argc, char **argv, CommandLine &cl, bool &help) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      help = true;
       return 0;
     }
     // --name=value or --name value.
@@ -81,15 +153,15 @@ int main(int argc, char **argv) {
         inlineValue = true;
       }
     } else {
-      if (!folder.empty())
-        return usage("one folder only: got '" + folder + "' and '" + arg + "'");
-      folder = arg;
+      if (!cl.folder.empty())
+        return usage("one folder only: got '" + cl.folder + "' and '" + arg + "'");
+      cl.folder = arg;
       continue;
     }
     if (name == "--no-shuffle" || name == "--reinit") {
       if (inlineValue)
         return usage(name + " takes no value");
-      (name == "--reinit" ? options.reinit : options.shuffle) = name == "--reinit";
+      (name == "--reinit" ? cl.options.reinit : cl.options.shuffle) = name == "--reinit";
       continue;
     }
     if (!inlineValue) {
@@ -97,68 +169,23 @@ int main(int argc, char **argv) {
         return usage(name + " needs a value");
       value = argv[++i];
     }
-    // Every count option is >= 1.
-    auto count = [&](int64_t &out) { return trainer::parseInt64(value, out) && out >= 1; };
-    auto named = [&](std::vector<trainer::TrainArray> &to) {
-      size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
-        return false;
-      to.push_back({value.substr(0, eq), value.substr(eq + 1), std::nullopt});
-      return true;
-    };
-    bool ok = true;
-    if (name == "--data")
-      ok = named(data);
-    else if (name == "--test-data")
-      ok = named(testData);
-    else if (name == "--labels")
-      labels = trainer::TrainArray{"", value, std::nullopt};
-    else if (name == "--test-labels")
-      testLabels = trainer::TrainArray{"", value, std::nullopt};
-    else if (name == "--steps")
-      ok = count(options.steps);
-    else if (name == "--epochs")
-      ok = count(options.epochs);
-    else if (name == "--log-every")
-      ok = count(options.logEvery);
-    else if (name == "--eval-every")
-      ok = count(options.evalEvery);
-    else if (name == "--checkpoint-every")
-      ok = count(options.checkpointEvery);
-    else if (name == "--max-skipped-in-a-row")
-      ok = count(options.maxSkippedInARow);
-    else if (name == "--seed")
-      ok = trainer::parseUint64(value, options.seed);
-    else if (name == "--seeds")
-      ok = count(options.seeds);
-    else if (name == "--metrics")
-      options.metrics = value, ok = !value.empty();
-    else if (name == "--fp32-samples-per-s") {
-      char *end = nullptr;
-      options.fp32SamplesPerSecond = std::strtod(value.c_str(), &end);
-      ok = !value.empty() && *end == 0;
-    } else if (name == "--csv")
-      options.csv = value;
-    else if (name == "--checkpoint")
-      options.checkpoint = value;
-    else if (name == "--resume")
-      options.resume = value;
-    else if (name == "--state-dir")
-      options.stateDir = value;
-    else if (name == "--backend") {
-      if (value == "cpu")
-        options.backend = MIXPREC_BACKEND_CPU;
-      else if (value == "cuda")
-        options.backend = MIXPREC_BACKEND_CUDA;
-      else if (value == "auto")
-        options.backend = MIXPREC_BACKEND_AUTO;
-      else
-        ok = false;
-    } else
-      return usage("unknown option '" + name + "'");
-    if (!ok || value.empty())
-      return usage(name + ": invalid value '" + value + "'");
+    if (int status = setOption(name, value, cl))
+      return status;
   }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CommandLine cl;
+  bool help = false;
+  if (int status = parseArguments(argc, argv, cl, help); status || help)
+    return status;
+  const std::string &folder = cl.folder;
+  const std::vector<trainer::TrainArray> &data = cl.data, &testData = cl.testData;
+  const std::optional<trainer::TrainArray> &labels = cl.labels, &testLabels = cl.testLabels;
+  const trainer::LoopOptions &options = cl.options;
   if (folder.empty())
     return usage("no folder: give the DIR that mixprec train --save-modules wrote");
   if (data.empty())
