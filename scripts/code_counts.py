@@ -4,8 +4,11 @@
     python3 scripts/code_counts.py [ROOT] [--function-lines N] [--file-lines N]
 
 Prints (a) each C/C++ function body over N lines (150 by default), longest
-first, as "LINES PATH:LINE: SIGNATURE", and (b) each C/C++ source file over
-N lines (1000 by default), as "LINES PATH". It skips build trees (any
+first, as "LINES PATH:LINE: SIGNATURE", (b) each C/C++ source file over
+N lines (1000 by default), as "LINES PATH", and (c) each hand-written
+switch case over graph::ScalarFn, as "PATH:LINE" (a `case ScalarFn::X:`
+outside a #define: the cases an X-macro expansion of
+runtime/format/ScalarFns.def writes are generated and not counted). It skips build trees (any
 folder with a CMakeCache.txt, and folders named build or build-*) and
 hidden folders, so generated code is left out.
 
@@ -125,6 +128,24 @@ def functions(path):
     return found
 
 
+SCALAR_FN_CASE = re.compile(r'^\s*case\s+(?:\w+::)*ScalarFn::\w+\s*:')
+
+
+def scalar_fn_cases(path):
+    """Line numbers of the hand-written `case ScalarFn::X:` lines of a file
+    (lines continuing a #define are an X-macro's, not counted)."""
+    found = []
+    with open(path, errors='replace') as f:
+        lines = f.read().split('\n')
+    in_define = False
+    for number, line in enumerate(lines, 1):
+        directive = line.lstrip().startswith('#')
+        if SCALAR_FN_CASE.match(line) and not in_define and not directive:
+            found.append(number)
+        in_define = (directive or in_define) and line.rstrip().endswith('\\')
+    return found
+
+
 def source_files(root):
     """Paths of the C/C++ sources under `root`, build trees and hidden
     folders left out, in a stable order."""
@@ -149,7 +170,7 @@ def main():
                         help='report files longer than this (default 1000)')
     args = parser.parse_args()
 
-    long_functions, long_files = [], []
+    long_functions, long_files, fn_cases = [], [], []
     for path in source_files(args.root):
         rel = os.path.relpath(path, args.root)
         try:
@@ -157,6 +178,7 @@ def main():
                 count = f.read().count('\n')
             if count > args.file_lines:
                 long_files.append((count, rel))
+            fn_cases += [(rel, line) for line in scalar_fn_cases(path)]
             for lines, line, signature in functions(path):
                 if lines > args.function_lines:
                     long_functions.append((lines, rel, line, signature))
@@ -169,6 +191,9 @@ def main():
     print(f'files over {args.file_lines} lines: {len(long_files)}')
     for count, rel in sorted(long_files, key=lambda f: (-f[0], f[1])):
         print(f'{count:6d} {rel}')
+    print(f'hand-written ScalarFn switch cases: {len(fn_cases)}')
+    for rel, line in fn_cases:
+        print(f'{rel}:{line}')
     return 0
 
 
