@@ -102,12 +102,10 @@ mixprec_status_t mixprec_session_bind_input_buffer(mixprec_session_t session, si
     return invalidArgument("bind_input_buffer: session must not be NULL");
   if (mixprec_status_t s = checkNotPending(session, "bind_input_buffer"))
     return s;
-  const std::vector<uint32_t> &inputs = session->module->inputs();
-  if (index >= inputs.size())
-    return invalidArgument("input index " + std::to_string(index) +
-                           " out of range: the module has " + std::to_string(inputs.size()) +
-                           " inputs");
-  const TensorDesc &t = session->module->tensors()[inputs[index]];
+  const TensorDesc *desc = nullptr;
+  if (mixprec_status_t s = ioTensor(session, index, "input", &desc))
+    return s;
+  const TensorDesc &t = *desc;
   if (mixprec_status_t s = checkBinding(session, buffer, t, "input '" + t.name + "'"))
     return s;
   session->bindings.inputs[index] = buffer->buffer;
@@ -122,12 +120,10 @@ mixprec_status_t mixprec_session_bind_output_buffer(mixprec_session_t session, s
     return invalidArgument("bind_output_buffer: session must not be NULL");
   if (mixprec_status_t s = checkNotPending(session, "bind_output_buffer"))
     return s;
-  const std::vector<uint32_t> &outputs = session->module->outputs();
-  if (index >= outputs.size())
-    return invalidArgument("output index " + std::to_string(index) +
-                           " out of range: the module has " + std::to_string(outputs.size()) +
-                           " outputs");
-  const TensorDesc &t = session->module->tensors()[outputs[index]];
+  const TensorDesc *desc = nullptr;
+  if (mixprec_status_t s = ioTensor(session, index, "output", &desc))
+    return s;
+  const TensorDesc &t = *desc;
   if (buffer) {
     if (mixprec_status_t s = checkBinding(session, buffer, t, "output '" + t.name + "'"))
       return s;

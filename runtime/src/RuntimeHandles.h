@@ -110,6 +110,12 @@ mixprec_status_t tensorInfo(mixprec_module_t module, size_t index, const char *r
 /// FAILED_PRECONDITION while a run_async has not been waited for: the
 /// session's memory belongs to that run.
 mixprec_status_t checkNotPending(mixprec_session_t session, const char *call);
+
+/// Sets `*out` to the tensor of the session module's input (`role`
+/// "input") or output ("output") `index`; an index out of range is an error
+/// naming it ("input index 3 out of range: the module has 2 inputs").
+mixprec_status_t ioTensor(mixprec_session_t session, size_t index, const char *role,
+                          const TensorDesc **out);
 /// Sets every state of the session to its initial value.
 Status resetState(mixprec_session_t session);
 

@@ -47,6 +47,19 @@ mixprec_status_t checkNotPending(mixprec_session_t session, const char *call) {
   return nullptr;
 }
 
+mixprec_status_t ioTensor(mixprec_session_t session, size_t index, const char *role,
+                          const TensorDesc **out) {
+  const bool input = std::string(role) == "input";
+  const std::vector<uint32_t> &tensors =
+      input ? session->module->inputs() : session->module->outputs();
+  if (index >= tensors.size())
+    return invalidArgument(std::string(role) + " index " + std::to_string(index) +
+                           " out of range: the module has " + std::to_string(tensors.size()) +
+                           " " + role + "s");
+  *out = &session->module->tensors()[tensors[index]];
+  return nullptr;
+}
+
 /// Sets every state of the session to its initial value.
 Status resetState(mixprec_session_t session) {
   const LoadedModule &module = *session->module;
@@ -145,12 +158,10 @@ mixprec_status_t mixprec_session_bind_input(mixprec_session_t session, size_t in
     return invalidArgument("bind_input: session must not be NULL");
   if (mixprec_status_t s = checkNotPending(session, "bind_input"))
     return s;
-  const std::vector<uint32_t> &inputs = session->module->inputs();
-  if (index >= inputs.size())
-    return invalidArgument("input index " + std::to_string(index) +
-                           " out of range: the module has " + std::to_string(inputs.size()) +
-                           " inputs");
-  const TensorDesc &t = session->module->tensors()[inputs[index]];
+  const TensorDesc *desc = nullptr;
+  if (mixprec_status_t s = ioTensor(session, index, "input", &desc))
+    return s;
+  const TensorDesc &t = *desc;
   const std::string what = "input '" + t.name + "'";
   if ((rank && !dims) || (byte_size && !data))
     return invalidArgument(what + ": dims and data must not be NULL");
@@ -272,18 +283,16 @@ static mixprec_status_t outputTensor(mixprec_session_t session, size_t index, co
                                      const TensorDesc **out) {
   if (!session)
     return invalidArgument(std::string(call) + ": session must not be NULL");
-  const std::vector<uint32_t> &outputs = session->module->outputs();
-  if (index >= outputs.size())
-    return invalidArgument("output index " + std::to_string(index) +
-                           " out of range: the module has " + std::to_string(outputs.size()) +
-                           " outputs");
+  const TensorDesc *desc = nullptr;
+  if (mixprec_status_t s = ioTensor(session, index, "output", &desc))
+    return s;
   if (mixprec_status_t s = checkNotPending(session, call))
     return s;
   if (!session->ran)
     return makeStatus(MIXPREC_FAILED_PRECONDITION,
                       std::string(call) + ": the session has not run since its inputs were "
                                           "last bound");
-  *out = &session->module->tensors()[outputs[index]];
+  *out = desc;
   return nullptr;
 }
 
