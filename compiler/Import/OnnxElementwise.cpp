@@ -1,10 +1,11 @@
 //===- OnnxElementwise.cpp - element-wise ONNX ops ------------------------===//
 //
-// The converters of the element-wise ops: Add/Sub/Mul/Div/Pow (constants
-// fold in OnnxFold.cpp), the unary activations, Gelu and
-// Where, the comparisons and logic (bool results), the math ops and the
-// parametric activations, variadic Max/Min/Sum/Mean, Mod and Clip, each
-// under its op's ONNX schema forms.
+// The converters of the element-wise ops: the generic ones of the simple
+// unary and binary ops, whose ONNX ops, schema forms and rows come from
+// runtime/format/ScalarFns.def (Add/Sub/Mul/Div/Pow, whose constants fold
+// in OnnxFold.cpp, Relu, Tanh, Sin, ...); Gelu and Where, the comparisons
+// and logic (bool results), the parametric activations, PRelu, variadic
+// Max/Min/Sum/Mean, Mod and Clip, each under its op's ONNX schema forms.
 // Shared helpers: OnnxOpHelpers.h and OnnxOpHelpers.cpp; dispatch:
 // OnnxOpRegistry.cpp.
 //
@@ -15,6 +16,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 
@@ -24,20 +26,24 @@ namespace mixprec::compiler::onnx_import {
 // Element-wise ops
 //===----------------------------------------------------------------------===//
 
-/// The ONNX schema forms of Add, Sub, Mul and Div, and of Pow (no consumed_inputs):
-/// legacy broadcasting (axis, broadcast) ends at opset 7.
-static const OpForm kArithmeticForms[] = {
-    {1, 2, 2, 1, 1, "axis broadcast consumed_inputs"},
-    {6, 2, 2, 1, 1, "axis broadcast"},
-    {7, 2, 2, 1, 1, ""},
-};
-static const OpForm kPowForms[] = {
-    {1, 2, 2, 1, 1, "axis broadcast"},
-    {7, 2, 2, 1, 1, ""},
-};
+// Each MP_UNARY_OP and MP_BINARY_OP entry of runtime/format/ScalarFns.def
+// with an ONNX column is imported by convertUnary or convertBinary below
+// (its operands column says whether integers are accepted), under the
+// column's schema forms (k<Name>Forms); its row is in the op table at the
+// end of this file. The column macros: ONNX(OpType, forms...) reads as
+// `ROW, OpType, forms...` and NO_ONNX as `NONE, -`, so that MP_IMPORT picks
+// MP_IMPORT_ROW or MP_IMPORT_NONE, which each expansion defines.
+#define ONNX(...) ROW, __VA_ARGS__
+#define NO_ONNX NONE, -
+#define MP_INTEGERS_FLOATS false
+#define MP_INTEGERS_NUMBERS true
+#define MP_IMPORT(Name, converter, integers, kind, ...)                                           \
+  MP_IMPORT_##kind(Name, converter, integers, __VA_ARGS__)
+#define MP_IMPORT_NONE(...)
 
+template <class OpT, bool integers>
 void Importer::convertBinary(const NodeCtx &c) {
-  llvm::StringRef op = c.node.op_type();
+  constexpr bool isPow = std::is_same_v<OpT, graph::PowOp>;
   if (opset < 7 && hasAttr(c, "axis"))
     nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
   Entry &ea = entryOf(c, 0);
@@ -46,16 +52,19 @@ void Importer::convertBinary(const NodeCtx &c) {
   ArrayRef<int64_t> sa = entryType(ea).getShape(), sb = entryType(eb).getShape();
   Shape s = expectShape(c, graph::broadcastShapes(sa, sb));
 
-  if (op != "Pow" && ta == tb && isa<IntegerType>(ta) && !ta.isInteger(1) && ea.constant &&
+  if (!isPow && ta == tb && isa<IntegerType>(ta) && !ta.isInteger(1) && ea.constant &&
       eb.constant) {
     // The evaluator (OnnxFold.cpp) folds these up to its limit.
     nodeFail(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
                     " is too large to fold");
   }
-  requireFloatOrInteger(c, 0, ta);
+  if (integers)
+    requireFloatOrInteger(c, 0, ta);
+  else
+    requireFloat(c, 0, ta);
   Value a = materialize(ea);
   Value b;
-  if (op == "Pow" && isRuntimeInteger(ta)) {
+  if (isPow && isRuntimeInteger(ta)) {
     // An integer power (exact, wrapping) or, with a float exponent, the
     // truncated double power (ONNX's reference: numpy.power(int64, float32)
     // is float64, then astype(int64)). An integer exponent of the other
@@ -64,7 +73,7 @@ void Importer::convertBinary(const NodeCtx &c) {
     b = materialize(eb);
     if (isRuntimeInteger(tb) && tb != ta)
       b = builder.create<graph::CastOp>(c.loc, tensorType(sb, ta), b).getOutput();
-  } else if (op == "Pow" && !isFloat(tb)) {
+  } else if (isPow && !isFloat(tb)) {
     // Pow(float, int) is a float power: convert the exponent.
     if (eb.constant) {
       SmallVector<float> f;
@@ -80,60 +89,28 @@ void Importer::convertBinary(const NodeCtx &c) {
                       elementTypeName(tb));
     b = materialize(eb);
   }
-  RankedTensorType t = tensorType(s, ta);
-  Value r;
-  if (op == "Add")
-    r = builder.create<graph::AddOp>(c.loc, t, a, b).getOutput();
-  else if (op == "Sub")
-    r = builder.create<graph::SubOp>(c.loc, t, a, b).getOutput();
-  else if (op == "Mul")
-    r = builder.create<graph::MulOp>(c.loc, t, a, b).getOutput();
-  else if (op == "Div")
-    r = builder.create<graph::DivOp>(c.loc, t, a, b).getOutput();
-  else
-    r = builder.create<graph::PowOp>(c.loc, t, a, b).getOutput();
-  defineValue(c, 0, r);
+  defineValue(c, 0, builder.create<OpT>(c.loc, tensorType(s, ta), a, b).getOutput());
 }
 
-/// The ONNX schema forms of Relu, Tanh, Sigmoid, Exp, Log, Sqrt, Reciprocal and Neg, and
-/// of Erf.
-static const OpForm kUnaryForms[] = {
-    {1, 1, 1, 1, 1, "consumed_inputs"},
-    {6, 1, 1, 1, 1, ""},
-};
-static const OpForm kErfForms[] = {
-    {9, 1, 1, 1, 1, ""},
-};
-
+template <class OpT, bool integers>
 void Importer::convertUnary(const NodeCtx &c) {
   Value x = input(c, 0);
-  llvm::StringRef op = c.node.op_type();
-  if (op == "Neg") // also on integers, exactly (wrapping)
+  if (integers) // exactly (wrapping)
     requireFloatOrInteger(c, 0, elemOf(x));
   else
     requireFloat(c, 0, elemOf(x));
-  Type t = x.getType();
-  Value r;
-  if (op == "Relu")
-    r = builder.create<graph::ReluOp>(c.loc, t, x).getOutput();
-  else if (op == "Tanh")
-    r = builder.create<graph::TanhOp>(c.loc, t, x).getOutput();
-  else if (op == "Sigmoid")
-    r = builder.create<graph::SigmoidOp>(c.loc, t, x).getOutput();
-  else if (op == "Exp")
-    r = builder.create<graph::ExpOp>(c.loc, t, x).getOutput();
-  else if (op == "Log")
-    r = builder.create<graph::LogOp>(c.loc, t, x).getOutput();
-  else if (op == "Sqrt")
-    r = builder.create<graph::SqrtOp>(c.loc, t, x).getOutput();
-  else if (op == "Erf")
-    r = builder.create<graph::ErfOp>(c.loc, t, x).getOutput();
-  else if (op == "Reciprocal")
-    r = builder.create<graph::ReciprocalOp>(c.loc, t, x).getOutput();
-  else
-    r = builder.create<graph::NegOp>(c.loc, t, x).getOutput();
-  defineValue(c, 0, r);
+  defineValue(c, 0, builder.create<OpT>(c.loc, x.getType(), x).getOutput());
 }
+
+#define MP_SCALAR_FN(...)
+#define MP_IMPORT_ROW(Name, converter, integers, opType, ...)                                   \
+  static const OpForm k##Name##Forms[] = {__VA_ARGS__};
+#define MP_UNARY_OP(Name, mnemonic, summary, operands, traits, onnx)                             \
+  MP_IMPORT(Name, convertUnary, MP_INTEGERS_##operands, onnx)
+#define MP_BINARY_OP(Name, mnemonic, summary, operands, traits, onnx)                            \
+  MP_IMPORT(Name, convertBinary, MP_INTEGERS_##operands, onnx)
+#include "runtime/format/ScalarFns.def"
+#undef MP_IMPORT_ROW
 
 /// The ONNX schema forms of Gelu.
 static const OpForm kGeluForms[] = {
@@ -279,63 +256,6 @@ void Importer::convertIsNaNOrInf(const NodeCtx &c) {
 //===----------------------------------------------------------------------===//
 // Math and activations
 //===----------------------------------------------------------------------===//
-
-/// The ONNX schema forms of Abs, Floor and Ceil; of Sin and Cos; of Sign;
-/// of Round; of Softplus; of HardSwish; of Mish.
-static const OpForm kLegacyUnaryForms[] = {
-    {1, 1, 1, 1, 1, "consumed_inputs"},
-    {6, 1, 1, 1, 1, ""},
-};
-static const OpForm kTrigForms[] = {
-    {7, 1, 1, 1, 1, ""},
-};
-static const OpForm kSignForms[] = {
-    {9, 1, 1, 1, 1, ""},
-};
-static const OpForm kRoundForms[] = {
-    {11, 1, 1, 1, 1, ""},
-};
-static const OpForm kSoftplusForms[] = {
-    {1, 1, 1, 1, 1, ""},
-};
-static const OpForm kHardSwishForms[] = {
-    {14, 1, 1, 1, 1, ""},
-};
-static const OpForm kMishForms[] = {
-    {18, 1, 1, 1, 1, ""},
-};
-
-void Importer::convertMathUnary(const NodeCtx &c) {
-  Value x = input(c, 0);
-  llvm::StringRef op = c.node.op_type();
-  if (op == "Abs") // also on integers, exactly (wrapping)
-    requireFloatOrInteger(c, 0, elemOf(x));
-  else
-    requireFloat(c, 0, elemOf(x));
-  Type t = x.getType();
-  Value r;
-  if (op == "Sin")
-    r = builder.create<graph::SinOp>(c.loc, t, x).getOutput();
-  else if (op == "Cos")
-    r = builder.create<graph::CosOp>(c.loc, t, x).getOutput();
-  else if (op == "Abs")
-    r = builder.create<graph::AbsOp>(c.loc, t, x).getOutput();
-  else if (op == "Sign")
-    r = builder.create<graph::SignOp>(c.loc, t, x).getOutput();
-  else if (op == "Floor")
-    r = builder.create<graph::FloorOp>(c.loc, t, x).getOutput();
-  else if (op == "Ceil")
-    r = builder.create<graph::CeilOp>(c.loc, t, x).getOutput();
-  else if (op == "Round")
-    r = builder.create<graph::RoundOp>(c.loc, t, x).getOutput();
-  else if (op == "Softplus")
-    r = builder.create<graph::SoftplusOp>(c.loc, t, x).getOutput();
-  else if (op == "Mish")
-    r = builder.create<graph::MishOp>(c.loc, t, x).getOutput();
-  else
-    r = builder.create<graph::HardSwishOp>(c.loc, t, x).getOutput();
-  defineValue(c, 0, r);
-}
 
 /// The ONNX schema forms of LeakyRelu and Elu; HardSigmoid; Selu.
 static const OpForm kAlphaForms[] = {
@@ -513,20 +433,23 @@ void Importer::convertClip(const NodeCtx &c) {
 
 llvm::ArrayRef<Importer::OpInfo> Importer::elementwiseOps() {
   static const OpInfo table[] = {
-      {"Add", &Importer::convertBinary, kArithmeticForms},
-      {"Sub", &Importer::convertBinary, kArithmeticForms},
-      {"Mul", &Importer::convertBinary, kArithmeticForms},
-      {"Div", &Importer::convertBinary, kArithmeticForms},
-      {"Pow", &Importer::convertBinary, kPowForms},
-      {"Relu", &Importer::convertUnary, kUnaryForms},
-      {"Tanh", &Importer::convertUnary, kUnaryForms},
-      {"Sigmoid", &Importer::convertUnary, kUnaryForms},
-      {"Exp", &Importer::convertUnary, kUnaryForms},
-      {"Log", &Importer::convertUnary, kUnaryForms},
-      {"Sqrt", &Importer::convertUnary, kUnaryForms},
-      {"Erf", &Importer::convertUnary, kErfForms},
-      {"Reciprocal", &Importer::convertUnary, kUnaryForms},
-      {"Neg", &Importer::convertUnary, kUnaryForms},
+  // The simple ops of runtime/format/ScalarFns.def: {"Tanh",
+  // &Importer::convertUnary<graph::TanhOp, false>, kTanhForms}, ...
+#define MP_SCALAR_FN(...)
+#define MP_IMPORT_ROW(Name, converter, integers, opType, ...)                                   \
+  {#opType, &Importer::converter<graph::Name##Op, integers>, k##Name##Forms},
+#define MP_UNARY_OP(Name, mnemonic, summary, operands, traits, onnx)                             \
+  MP_IMPORT(Name, convertUnary, MP_INTEGERS_##operands, onnx)
+#define MP_BINARY_OP(Name, mnemonic, summary, operands, traits, onnx)                            \
+  MP_IMPORT(Name, convertBinary, MP_INTEGERS_##operands, onnx)
+#include "runtime/format/ScalarFns.def"
+#undef MP_IMPORT_ROW
+#undef MP_IMPORT_NONE
+#undef MP_IMPORT
+#undef MP_INTEGERS_FLOATS
+#undef MP_INTEGERS_NUMBERS
+#undef ONNX
+#undef NO_ONNX
       {"Gelu", &Importer::convertGelu, kGeluForms},
       {"Where", &Importer::convertWhere, kWhereForms},
       {"Equal", &Importer::convertCompare, kPredicateForms},
@@ -540,16 +463,6 @@ llvm::ArrayRef<Importer::OpInfo> Importer::elementwiseOps() {
       {"Not", &Importer::convertNot, kNotForms},
       {"IsNaN", &Importer::convertIsNaNOrInf, kIsNaNForms},
       {"IsInf", &Importer::convertIsNaNOrInf, kIsInfForms},
-      {"Sin", &Importer::convertMathUnary, kTrigForms},
-      {"Cos", &Importer::convertMathUnary, kTrigForms},
-      {"Abs", &Importer::convertMathUnary, kLegacyUnaryForms},
-      {"Sign", &Importer::convertMathUnary, kSignForms},
-      {"Floor", &Importer::convertMathUnary, kLegacyUnaryForms},
-      {"Ceil", &Importer::convertMathUnary, kLegacyUnaryForms},
-      {"Round", &Importer::convertMathUnary, kRoundForms},
-      {"Softplus", &Importer::convertMathUnary, kSoftplusForms},
-      {"Mish", &Importer::convertMathUnary, kMishForms},
-      {"HardSwish", &Importer::convertMathUnary, kHardSwishForms},
       {"LeakyRelu", &Importer::convertParamActivation, kAlphaForms},
       {"Elu", &Importer::convertParamActivation, kAlphaForms},
       {"Selu", &Importer::convertParamActivation, kSeluForms},

@@ -363,15 +363,16 @@ private:
                                                llvm::ArrayRef<int64_t> dilations,
                                                llvm::ArrayRef<int64_t> outputPadding);
   // OnnxElementwise.cpp
-  void convertBinary(const NodeCtx &c);
-  void convertUnary(const NodeCtx &c);
+  /// The simple binary and unary ops of runtime/format/ScalarFns.def
+  /// (OpT), floats or also integers.
+  template <class OpT, bool integers> void convertBinary(const NodeCtx &c);
+  template <class OpT, bool integers> void convertUnary(const NodeCtx &c);
   void convertGelu(const NodeCtx &c);
   void convertWhere(const NodeCtx &c);
   void convertCompare(const NodeCtx &c);
   void convertLogic(const NodeCtx &c);
   void convertNot(const NodeCtx &c);
   void convertIsNaNOrInf(const NodeCtx &c);
-  void convertMathUnary(const NodeCtx &c);
   void convertParamActivation(const NodeCtx &c);
   void convertPRelu(const NodeCtx &c);
   void convertVariadic(const NodeCtx &c);

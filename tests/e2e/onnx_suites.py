@@ -4,7 +4,9 @@ mixprec imports (read from its op table), the op types of a graph, the file
 
 The importer's op table is the rows `{"OpType", &Importer::convertX, kForms}`
 of the `Importer::*Ops()` functions in compiler/Import/*.cpp (OnnxOpRegistry.cpp's
-findOp walks exactly those families). Reading them here keeps one list: the
+findOp walks exactly those families), and the ONNX(OpType, ...) columns of
+runtime/format/ScalarFns.def, which OnnxElementwise.cpp expands into rows.
+Reading them here keeps one list: the
 tests never keep their own copy that could drift from the importer.
 """
 import glob
@@ -15,6 +17,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 
 _TABLE_FN = re.compile(r"llvm::ArrayRef<Importer::OpInfo>\s+Importer::(\w+Ops)\(\)\s*\{(.*?)\n\}", re.S)
 _ROW = re.compile(r'\{\s*"([A-Za-z0-9_]+)"\s*,\s*&Importer::\w+')
+_DEF_ROW = re.compile(r"ONNX\((\w+),\s*\{")
 
 
 def supported_ops(source_dir):
@@ -29,6 +32,11 @@ def supported_ops(source_dir):
         for m in _TABLE_FN.finditer(text):
             tables += 1
             ops.update(_ROW.findall(m.group(2)))
+    with open(os.path.join(source_dir, "runtime", "format", "ScalarFns.def"), encoding="utf-8") as f:
+        def_ops = _DEF_ROW.findall(f.read())
+    if not def_ops:
+        raise RuntimeError(f"no ONNX(...) column found in {source_dir}/runtime/format/ScalarFns.def")
+    ops.update(def_ops)
     if tables == 0 or not ops:
         raise RuntimeError(f"no Importer::*Ops() op table found under {source_dir}/compiler/Import")
     return sorted(ops)

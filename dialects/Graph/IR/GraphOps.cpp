@@ -240,10 +240,14 @@ LogicalResult ConvTransposeOp::verify() {
                            getAccType());
 }
 
-LogicalResult AddOp::verify() { return verifyBinary(*this); }
-LogicalResult SubOp::verify() { return verifyBinary(*this); }
-LogicalResult MulOp::verify() { return verifyBinary(*this); }
-LogicalResult DivOp::verify() { return verifyBinary(*this); }
+// The binary ops of runtime/format/ScalarFns.def, but for those with a
+// verifier of their own (below).
+#define MP_SCALAR_FN(...)
+#define MP_BINARY_OP(Name, ...)                                                                   \
+  LogicalResult Name##Op::verify() { return verifyBinary(*this); }
+#define MP_BINARY_OP_OWN_VERIFIER(...)
+#include "runtime/format/ScalarFns.def"
+
 // An integer base may take a float exponent (ONNX Pow(int64, float32)
 // gives int64); floats share one type.
 LogicalResult PowOp::verify() {
@@ -255,11 +259,6 @@ LogicalResult PowOp::verify() {
   return verifyInferredShape(*this, broadcastShapes(shapeOf(getLhs()), shapeOf(getRhs())),
                              getOutput());
 }
-LogicalResult ModOp::verify() { return verifyBinary(*this); }
-
-LogicalResult MaxOp::verify() { return verifyBinary(*this); }
-LogicalResult MinOp::verify() { return verifyBinary(*this); }
-LogicalResult FmodOp::verify() { return verifyBinary(*this); }
 // The slope broadcasts to x, not x to the slope's shape.
 LogicalResult PReluOp::verify() {
   if (failed(verifyBinary(*this)))

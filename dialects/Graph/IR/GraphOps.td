@@ -272,20 +272,6 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
   }];
 }
 
-// On i32/i64: wrapping (two's complement) arithmetic; div truncates toward
-// zero and x / 0 is 0; pow by squaring (a float exponent: the truncated
-// double power, the lhs's type).
-def Graph_AddOp : Graph_BinaryOp<"add", "addition", "Add", [], MP_NumericTensor>;
-def Graph_SubOp : Graph_BinaryOp<"sub", "subtraction", "Sub", [], MP_NumericTensor>;
-def Graph_MulOp : Graph_BinaryOp<"mul", "multiplication", "Mul", [], MP_NumericTensor> {
-  // x * sigmoid(x), the form exporters write for SiLU, becomes mp.silu.
-  let hasCanonicalizer = 1;
-}
-def Graph_DivOp : Graph_BinaryOp<"div", "division", "Div", [], MP_NumericTensor>;
-// On integers the rhs (the exponent) may be a float: ONNX Pow(int64, float).
-def Graph_PowOp : Graph_BinaryOp<"pow", "power (lhs raised to rhs)", "Pow", [MP_Fp32Class],
-                                 MP_NumericTensor>;
-
 class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                     TypeConstraint operand = MP_FloatTensor>
     : Graph_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType, MP_ElementwiseOpInterface,
@@ -304,18 +290,10 @@ class Graph_UnaryOp<string mnemonic, string desc, string fn, list<Trait> traits 
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
 }
 
-// On integers: wraps (neg of the minimum is the minimum).
-def Graph_NegOp : Graph_UnaryOp<"neg", "negation", "Neg", [], MP_NumericTensor>;
-def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)", "Relu">;
-def Graph_TanhOp : Graph_UnaryOp<"tanh", "hyperbolic tangent", "Tanh">;
-def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "logistic sigmoid 1 / (1 + exp(-x))", "Sigmoid">;
-def Graph_SiluOp : Graph_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x), computed in FP32 and rounded once", "Silu">;
-def Graph_ExpOp : Graph_UnaryOp<"exp", "exponential", "Exp", [MP_Fp32Class]>;
-def Graph_LogOp : Graph_UnaryOp<"log", "natural logarithm", "Log", [MP_Fp32Class]>;
-def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "square root", "Sqrt", [MP_Fp32Class]>;
-def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "reciprocal square root", "Rsqrt", [MP_Fp32Class]>;
-def Graph_ErfOp : Graph_UnaryOp<"erf", "error function", "Erf", [MP_Fp32Class]>;
-def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "reciprocal 1 / x", "Reciprocal", [MP_Fp32Class]>;
+// The simple unary and binary ops (mp.add, mp.tanh, ...): one ODS line per
+// MP_UNARY_OP and MP_BINARY_OP entry of runtime/format/ScalarFns.def, which
+// the C preprocessor writes into the build tree (ElementwiseOps.td.in).
+include "dialects/Graph/IR/ElementwiseOps.td"
 
 def Graph_GeluOp : Graph_Op<"gelu", [Pure, SameOperandsAndResultType,
                                      MP_ElementwiseOpInterface, MP_GradientOpInterface]> {
@@ -361,13 +339,6 @@ def Graph_WhereOp : Graph_Op<"where", [Pure, MP_ElementwiseOpInterface, MP_Infer
   let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<"Select">.decl;
 }
-
-// Issue 10 (integers at run time): the floor remainder. Floats compute
-// m = fmod(x, y) in FP32 and add y when m and y differ in sign (numpy.mod);
-// i32/i64 run exactly (x mod 0 = 0). mp.fmod is ONNX's fmod=1 form.
-def Graph_ModOp : Graph_BinaryOp<"mod",
-    "floor remainder with the divisor's sign (numpy.mod, ONNX Mod fmod=0)", "Mod", [],
-    MP_NumericTensor>;
 
 //===----------------------------------------------------------------------===//
 // Predicates and logic (bool results: no precision to choose; the operands
@@ -484,41 +455,8 @@ def Graph_IsInfOp : Graph_Op<"is_inf", [Pure, MP_ElementwiseOpInterface]> {
 }
 
 //===----------------------------------------------------------------------===//
-// More element-wise float functions (ONNX's math and activation ops)
+// Parametric activations (ONNX's activations with attributes)
 //===----------------------------------------------------------------------===//
-
-// sin and cos are periodic: a 16-bit argument has lost the phase
-// (bf16 already steps by 2 past |x| = 256), so they run in FP32 on the
-// widened value, as rotary embeddings compute their angles.
-def Graph_SinOp : Graph_UnaryOp<"sin", "sine (fp32 class: periodic, the phase needs FP32)",
-                                "Sin", [MP_Fp32Class]>;
-def Graph_CosOp : Graph_UnaryOp<"cos", "cosine (fp32 class: periodic, the phase needs FP32)",
-                                "Cos", [MP_Fp32Class]>;
-def Graph_AbsOp : Graph_UnaryOp<"abs", "absolute value", "Abs", [], MP_NumericTensor>;
-def Graph_SignOp : Graph_UnaryOp<"sign", "sign: 1, -1, +0 for zeros, NaN for NaN", "Sign">;
-def Graph_FloorOp : Graph_UnaryOp<"floor", "floor", "Floor">;
-def Graph_CeilOp : Graph_UnaryOp<"ceil", "ceiling", "Ceil">;
-def Graph_RoundOp : Graph_UnaryOp<"round", "rounding to the nearest integer, halves to even",
-                                  "Round">;
-// PyTorch autocast runs softplus in FP32: log1p(exp(-|x|)) loses the small
-// tail in 16 bits and exp overflows FP16 past x = 11.
-def Graph_SoftplusOp : Graph_UnaryOp<"softplus",
-    "softplus log(1 + exp(x)) (fp32 class: as PyTorch autocast; exp overflows FP16 past 11 "
-    "and the log1p tail underflows 16-bit formats)", "Softplus", [MP_Fp32Class]>;
-def Graph_MishOp : Graph_UnaryOp<"mish",
-    "Mish x * tanh(softplus(x)), computed in FP32 and rounded once", "Mish">;
-def Graph_HardSwishOp : Graph_UnaryOp<"hard_swish",
-    "HardSwish x * min(max(x / 6 + 1/2, 0), 1), computed in FP32 and rounded once", "HardSwish">;
-
-def Graph_MaxOp : Graph_BinaryOp<"max", "maximum (NaN propagates)", "Max", [], MP_NumericTensor>;
-def Graph_MinOp : Graph_BinaryOp<"min", "minimum (NaN propagates)", "Min", [], MP_NumericTensor>;
-def Graph_FmodOp : Graph_BinaryOp<"fmod", "C fmod remainder (the dividend's sign)", "Fmod", [],
-                                  MP_NumericTensor>;
-// PRelu's slope broadcasts to the input's shape, never the other way round
-// (ONNX's unidirectional broadcast): the verifier checks it.
-def Graph_PReluOp : Graph_BinaryOp<"prelu",
-    "PReLU x < 0 ? slope * x : x (slope broadcast to x, computed in FP32, rounded once)",
-    "PRelu">;
 
 // An activation with FP32 parameters held as attributes (getScalarParams):
 // computed in FP32 with the parameters unrounded, then rounded once.

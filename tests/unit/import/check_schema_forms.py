@@ -8,7 +8,9 @@ Each op family's converter file (compiler/Import/*.cpp: OnnxGemm.cpp,
 OnnxShape.cpp, ...) keeps, next to each converter, the forms of its op's ONNX
 schema (`static const OpForm kXForms[] = {{since, minIn, maxIn, minOut, maxOut,
 "attr ..."}, ...}`) and maps op types to them in the family's rows of the op
-table (`{"Op", &Importer::convertX, kXForms}`), which findOp walks. For every
+table (`{"Op", &Importer::convertX, kXForms}`), which findOp walks; the simple
+element-wise ops' rows and forms are the ONNX(Op, forms...) columns of
+runtime/format/ScalarFns.def (found from compiler/Import). For every
 op in those rows and every opset from the op's first form up to kMaxOpset
 (OnnxImporterImpl.h), the form in force must have exactly the input and
 output counts and the attribute names of onnx.defs.get_schema(op, opset),
@@ -30,18 +32,33 @@ from onnx import helper
 VARIADIC = 2147483647  # onnx's max_input for variadic inputs
 
 
+def parse_form_rows(text):
+    """[(since, min_in, max_in, min_out, max_out, attrs)] of OpForm initializers."""
+    rows = []
+    for r in re.finditer(r'\{(\d+), (\d+), (\w+), (\d+), (\w+),\s*"([^"]*)"\}', text):
+        max_in = VARIADIC if r[3] == "kVariadic" else int(r[3])
+        max_out = VARIADIC if r[5] == "kVariadic" else int(r[5])
+        rows.append((int(r[1]), int(r[2]), max_in, int(r[4]), max_out,
+                     tuple(sorted(r[6].split()))))
+    return rows
+
+
 def parse_forms(source):
     """{table name: [(since, min_in, max_in, min_out, max_out, attrs)]}."""
-    tables = {}
-    for m in re.finditer(r"static const OpForm (\w+)\[\] = \{\n(.*?)\n\};", source, re.S):
-        rows = []
-        for r in re.finditer(r'\{(\d+), (\d+), (\w+), (\d+), (\w+),\s*"([^"]*)"\}', m.group(2)):
-            max_in = VARIADIC if r[3] == "kVariadic" else int(r[3])
-            max_out = VARIADIC if r[5] == "kVariadic" else int(r[5])
-            rows.append((int(r[1]), int(r[2]), max_in, int(r[4]), max_out,
-                         tuple(sorted(r[6].split()))))
-        tables[m.group(1)] = rows
-    return tables
+    return {m.group(1): parse_form_rows(m.group(2))
+            for m in re.finditer(r"static const OpForm (\w+)\[\] = \{\n(.*?)\n\};", source, re.S)}
+
+
+def parse_def_rows(path):
+    """[(op, table name, {table name: forms})] of the ONNX(Op, forms...) columns
+    of ScalarFns.def."""
+    with open(path) as f:
+        source = f.read()
+    rows = []
+    for m in re.finditer(r"ONNX\((\w+),((?:\s*\{[^{}]*\},?)+)\s*\)", source):
+        table = f"ScalarFns.def's ONNX({m[1]})"
+        rows.append((m[1], table, {table: parse_form_rows(m[2])}))
+    return rows
 
 
 def accepts_unknown_attributes(op, opset):
@@ -76,6 +93,8 @@ def main(argv):
         tables = parse_forms(source)
         for op, table in re.findall(r'\{"(\w+)", &Importer::\w+, (\w+)\}', source):
             dispatch.append((op, table, tables))
+    dispatch += parse_def_rows(os.path.join(import_dir, "..", "..", "runtime", "format",
+                                            "ScalarFns.def"))
     if not dispatch:
         print(f"no OpForm tables or op table rows found in {import_dir}/*.cpp")
         return 1

@@ -19,8 +19,10 @@ func.func @unary$more(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %4 = mp.sign %3 : tensor<4x8xf32>
   // CHECK: mp.cos
   %5 = mp.cos %4 : tensor<4x8xf32>
+  // CHECK: mp.tan %{{.*}} : tensor<4x8xf32>
+  %tan = mp.tan %5 : tensor<4x8xf32>
   // CHECK: mp.softplus
-  %6 = mp.softplus %5 : tensor<4x8xf32>
+  %6 = mp.softplus %tan : tensor<4x8xf32>
   // CHECK: mp.mish
   %7 = mp.mish %6 : tensor<4x8xf32>
   // CHECK: mp.hard_swish
