@@ -265,6 +265,17 @@ OwningOpRef<ModuleOp> buildGraph(Ctx &ctx, Compilation &command, Build build,
   return module;
 }
 
+/// The compile session of a step or evaluation graph built from `model`:
+/// the precision pipeline at `precision` on a graph without a plan.
+CompileSession stepSession(Compilation &command, const std::string &model,
+                           const passes::PrecisionPipelineOptions &precision) {
+  SessionOptions options;
+  options.model = model;
+  options.precision = &precision;
+  options.existing = ExistingPlan::Refuse;
+  return CompileSession(command.context, std::move(options));
+}
+
 /// Compiles the graph at `precision` to a module image with CUDA code for
 /// sm_`smVersion` (0: none). 0, or the exit status after failing ctx.
 int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
@@ -272,11 +283,7 @@ int compileImage(Ctx &ctx, Compilation &command, ModuleOp module,
                  const std::string &sideFileName, codegen::ModuleImage &out,
                  double *flops = nullptr, trainer::StepMemory *memory = nullptr) {
   const std::string &model = ctx.c.model;
-  SessionOptions options;
-  options.model = model;
-  options.precision = &precision;
-  options.existing = ExistingPlan::Refuse;
-  CompileSession session(command.context, std::move(options));
+  CompileSession session = stepSession(command, model, precision);
   if (failed(session.applyPrecision(module)))
     return command.fail(ctx, model);
   double stepFlops = 0;
@@ -379,11 +386,7 @@ std::string diagnoseOverflow(Ctx &ctx, const std::vector<Column> &columns,
   OwningOpRef<ModuleOp> graph = buildGraph(quiet, command, Build::Step, columns, ctx.c.batch);
   if (!graph)
     return "";
-  SessionOptions options;
-  options.model = ctx.c.model;
-  options.precision = ctx.c.precision;
-  options.existing = ExistingPlan::Refuse;
-  CompileSession compile(command.context, std::move(options));
+  CompileSession compile = stepSession(command, ctx.c.model, *ctx.c.precision);
   func::FuncOp func;
   if (failed(compile.applyPrecision(*graph)) || !(func = compile.entry(*graph)))
     return "";
