@@ -111,11 +111,7 @@ FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &
       return failure();
     writeOptions.cuda = &*code;
   }
-  codegen::ModuleImage image;
-  std::string error;
-  if (!codegen::buildModule(*func, plan, sideFileName, writeOptions, stats, image, error))
-    return emitError(UnknownLoc::get(module.getContext())) << error;
-  return image;
+  return codegen::buildModule(*func, plan, sideFileName, writeOptions, stats);
 }
 
 LogicalResult writeModule(MLIRContext &context, const std::string &path,

@@ -63,6 +63,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -351,7 +352,18 @@ bool singleKernelModule(mixprec::kernel::KernelOp op, std::vector<Value> &distin
     return false;
   }
   mixprec::codegen::ModuleStats stats;
-  return mixprec::codegen::buildModule(func, {}, "kernel.mpk.weights", {}, stats, image, error);
+  // The writer reports at the op; the check prints the message.
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  FailureOr<mixprec::codegen::ModuleImage> built =
+      mixprec::codegen::buildModule(func, {}, "kernel.mpk.weights", {}, stats);
+  if (failed(built))
+    return false;
+  image = std::move(*built);
+  return true;
 }
 
 /// A status as a string, freed.
