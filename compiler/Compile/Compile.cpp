@@ -81,13 +81,7 @@ FailureOr<codegen::CudaModuleCode> compileCuda(ModuleOp module,
   FailureOr<func::FuncOp> func = entryFunction(module);
   if (failed(func))
     return failure();
-  codegen::CudaModuleCode code;
-  std::string error;
-  bool ok = cuda ? codegen::compileCudaProgram(*func, *cuda, code, stats, error)
-                 : codegen::emitCudaProgram(*func, code, error);
-  if (!ok)
-    return emitError(UnknownLoc::get(module.getContext())) << error;
-  return code;
+  return cuda ? codegen::compileCudaProgram(*func, *cuda, stats) : codegen::emitCudaProgram(*func);
 }
 
 FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &sideFileName,

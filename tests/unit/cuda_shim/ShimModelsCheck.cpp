@@ -731,13 +731,17 @@ int main(int argc, char **argv) {
     }
     FileResult result;
     for (auto func : module->getOps<func::FuncOp>()) {
-      std::vector<mixprec::codegen::CudaKernel> emitted;
-      std::string error;
-      if (!mixprec::codegen::emitCudaKernels(func, emitted, error)) {
-        std::fprintf(stderr, "%s: %s\n", file.c_str(), error.c_str());
+      // The emitter's error goes to stderr at its op (the context's
+      // default handler).
+      FailureOr<std::vector<mixprec::codegen::CudaKernel>> emittedOrError =
+          mixprec::codegen::emitCudaKernels(func);
+      if (failed(emittedOrError)) {
+        std::fprintf(stderr, "%s: cannot emit CUDA code (the error above)\n", file.c_str());
         ++result.problems;
         continue;
       }
+      std::vector<mixprec::codegen::CudaKernel> emitted = std::move(*emittedOrError);
+      std::string error;
       // All of a function's kernels in one program: one host compile.
       std::string source = mixprec::codegen::cudaPrelude();
       for (const auto &kernel : emitted)
