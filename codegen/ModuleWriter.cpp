@@ -105,9 +105,11 @@ class Writer : public kernel::StepVisitor {
 public:
   Writer(func::FuncOp func, ModuleStats &stats) : func(func), stats(stats) {}
 
-  bool build(const std::vector<PrecisionEntry> &precision, const ModuleWriteOptions &options,
-             const std::string &sideFileName, std::vector<uint8_t> &sideFile,
-             std::string &error);
+  /// Fails with an error at the op (or, for the whole graph, the function)
+  /// the format cannot express.
+  LogicalResult build(const std::vector<PrecisionEntry> &precision,
+                      const ModuleWriteOptions &options, const std::string &sideFileName,
+                      std::vector<uint8_t> &sideFile);
 
   fb::FlatBufferBuilder fbb{1 << 20};
 
@@ -116,7 +118,7 @@ private:
   int32_t tensorOf(Value v);
   /// A graph input's or output's name, else its op's node name.
   std::string tensorName(Value v);
-  bool addKernel(kernel::KernelOp op, std::string &error);
+  LogicalResult addKernel(kernel::KernelOp op);
   /// Kernel.cuda of `op`, whose CUDA function is `cudaKernel`.
   fb::Offset<sc::CudaLaunch> addCudaLaunch(kernel::KernelOp op, const CudaKernel &cudaKernel);
   /// A CudaLaunch of `cudaKernel` passing the tensors `params`.
@@ -125,7 +127,7 @@ private:
                                            const std::vector<int32_t> &zeroed);
   /// Module.cuda, or null without CUDA code.
   fb::Offset<sc::CudaProgram> addCudaProgram();
-  bool addGemm(kernel::GemmOp op, std::string &error);
+  LogicalResult addGemm(kernel::GemmOp op);
   void addRoutine(kernel::CallOp op);
   /// The graph outputs' tensor indices; adds an alias for an output returned
   /// under a name its tensor does not have.
@@ -135,13 +137,17 @@ private:
   int32_t addConstant(const std::vector<uint8_t> &bytes, const ModuleWriteOptions &options,
                       std::vector<uint8_t> &sideFile);
   /// Adds a tensor per value (a constant's data as a constant) and per
-  /// output alias; false with `error` for a value with no module form.
-  bool addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
-                  std::vector<fb::Offset<sc::Tensor>> &tensors, std::string &error);
+  /// output alias; fails at the op defining a value with no module form.
+  LogicalResult addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
+                           std::vector<fb::Offset<sc::Tensor>> &tensors);
   /// Adds a state binding per mp.state argument, its initial value as a
-  /// constant; false with `error` when its init or update is missing.
-  bool addStates(Block &body, const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
-                 std::vector<fb::Offset<sc::StateBinding>> &states, std::string &error);
+  /// constant; fails at the function when its init or update is missing.
+  LogicalResult addStates(Block &body, const ModuleWriteOptions &options,
+                          std::vector<uint8_t> &sideFile,
+                          std::vector<fb::Offset<sc::StateBinding>> &states);
+  /// An error about `v`: at the op defining it, or at the function for an
+  /// argument.
+  InFlightDiagnostic emitErrorAt(Value v);
   /// Adds the precision plan, the side file's record and the module table,
   /// and finishes the buffer.
   void finishModule(const std::vector<PrecisionEntry> &precision,
@@ -151,10 +157,8 @@ private:
                     const std::vector<fb::Offset<sc::Tensor>> &tensors,
                     const std::vector<fb::Offset<sc::StateBinding>> &states);
 
-  LogicalResult visitKernel(kernel::KernelOp op) override {
-    return success(addKernel(op, *stepError));
-  }
-  LogicalResult visitGemm(kernel::GemmOp op) override { return success(addGemm(op, *stepError)); }
+  LogicalResult visitKernel(kernel::KernelOp op) override { return addKernel(op); }
+  LogicalResult visitGemm(kernel::GemmOp op) override { return addGemm(op); }
   LogicalResult visitCall(kernel::CallOp op) override { return addRoutine(op), success(); }
   /// An alias is no step: its tensor shares its input's place.
   LogicalResult visitAlias(kernel::AliasOp op) override {
@@ -163,8 +167,6 @@ private:
   }
   /// Weight constants become tensors when a step reads them.
   LogicalResult visitOther(Operation *op) override;
-  /// Where the visit methods say why a step has no module form.
-  std::string *stepError = nullptr;
   /// The kernels' CUDA code, or null.
   const CudaModuleCode *cuda = nullptr;
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
@@ -226,7 +228,9 @@ public:
                  std::function<int32_t(Value)> tensorOf)
       : fbb(fbb), space(space), tensorOf(tensorOf) {}
 
-  bool emit(kernel::KernelOp op, std::string &error);
+  /// Fails at the body op without an instruction, or at `op` when its
+  /// program is longer than a module may hold.
+  LogicalResult emit(kernel::KernelOp op);
   std::vector<fb::Offset<sc::Instruction>> program;
 
 private:
@@ -249,7 +253,7 @@ private:
   }
   /// The opcode of a body op other than a constant, or nullopt.
   std::optional<sc::OpCode> opCodeOfOp(Operation &op);
-  bool emitOp(Operation &op, std::string &error);
+  LogicalResult emitOp(Operation &op);
 
   fb::FlatBufferBuilder &fbb;
   ArrayRef<int64_t> space;
@@ -259,14 +263,14 @@ private:
   llvm::DenseMap<Value, int32_t> reg;
 };
 
-bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
+LogicalResult ProgramBuilder::emit(kernel::KernelOp op) {
   Block &body = op.getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
     reg[arg] = add(sc::OpCode::Load, {}, *dtypeOf(typeOf(input).getElementType()), 0,
                    tensorOf(input), broadcastStrides(typeOf(input).getShape(), space));
   for (Operation &inner : body.without_terminator())
-    if (!emitOp(inner, error))
-      return false;
+    if (failed(emitOp(inner)))
+      return failure();
   // A row value stored without its row dims is read with them: the yielded
   // value's shape gives the strides.
   auto yield = cast<kernel::YieldOp>(body.getTerminator());
@@ -274,15 +278,14 @@ bool ProgramBuilder::emit(kernel::KernelOp op, std::string &error) {
     add(sc::OpCode::Store, {reg.lookup(value)}, *dtypeOf(typeOf(result).getElementType()), 0,
         tensorOf(result), broadcastStrides(typeOf(value).getShape(), space));
   // The runtime would refuse the module; say so now, naming the kernel.
-  if (program.size() > runtime::kMaxProgramLength) {
-    error = "kernel '" +
-            (op.getOps().empty() ? std::string("kernel") : cast<StringAttr>(op.getOps()[0]).str()) +
-            "': its program has " + std::to_string(program.size()) +
-            " instructions, more than the " + std::to_string(runtime::kMaxProgramLength) +
-            " a module may hold";
-    return false;
-  }
-  return true;
+  if (program.size() > runtime::kMaxProgramLength)
+    return op.emitError() << "kernel '"
+                          << (op.getOps().empty() ? StringRef("kernel")
+                                                  : cast<StringAttr>(op.getOps()[0]).getValue())
+                          << "': its program has " << program.size()
+                          << " instructions, more than the " << runtime::kMaxProgramLength
+                          << " a module may hold";
+  return success();
 }
 
 std::optional<sc::OpCode> ProgramBuilder::opCodeOfOp(Operation &op) {
@@ -296,18 +299,17 @@ std::optional<sc::OpCode> ProgramBuilder::opCodeOfOp(Operation &op) {
   return std::nullopt;
 }
 
-bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
+LogicalResult ProgramBuilder::emitOp(Operation &op) {
   auto noForm = [&] {
-    error = "op '" + passes::opName(&op) + "' (" + op.getName().getStringRef().str() +
-            ") has no expression-program form";
-    return false;
+    return op.emitError() << "op '" << passes::opName(&op) << "' (" << op.getName().getStringRef()
+                          << ") has no expression-program form";
   };
   if (op.getNumResults() != 1)
     return noForm();
   Value out = op.getResult(0);
   if (std::optional<float> value = scalarConstantValue(op)) {
     reg[out] = add(sc::OpCode::Const, {}, sc::DType::F32, *value);
-    return true;
+    return success();
   }
   std::optional<sc::OpCode> code = opCodeOfOp(op);
   std::optional<sc::DType> dtype = dtypeOf(typeOf(out).getElementType());
@@ -317,7 +319,7 @@ bool ProgramBuilder::emitOp(Operation &op, std::string &error) {
   for (Value operand : op.getOperands())
     operands.push_back(reg.lookup(operand));
   reg[out] = add(*code, operands, *dtype);
-  return true;
+  return success();
 }
 
 fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(kernel::KernelOp op,
@@ -357,17 +359,15 @@ fb::Offset<sc::CudaProgram> Writer::addCudaProgram() {
   return sc::CreateCudaProgram(fbb, cuda->smVersion, version, source, ptx, cubin);
 }
 
-bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
+LogicalResult Writer::addKernel(kernel::KernelOp op) {
   ProgramBuilder pb(fbb, op.getShape(), [&](Value v) { return tensorOf(v); });
-  if (!pb.emit(op, error))
-    return false;
+  if (failed(pb.emit(op)))
+    return failure();
   fb::Offset<sc::CudaLaunch> launch = 0;
   if (cuda) {
-    if (kernels.size() >= cuda->kernels.size()) {
-      error = "the CUDA program has " + std::to_string(cuda->kernels.size()) +
-              " kernels, the function more (a compiler bug)";
-      return false;
-    }
+    if (kernels.size() >= cuda->kernels.size())
+      return op.emitError() << "the CUDA program has " << cuda->kernels.size()
+                            << " kernels, the function more (a compiler bug)";
     launch = addCudaLaunch(op, cuda->kernels[kernels.size()]);
   }
   for (Value v : op.getInputs())
@@ -390,16 +390,15 @@ bool Writer::addKernel(kernel::KernelOp op, std::string &error) {
   kernels.push_back(b.Finish()); // finish before building the step: no nesting
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Kernel, kernels.size() - 1));
   ++stats.kernels;
-  return true;
+  return success();
 }
 
-bool Writer::addGemm(kernel::GemmOp op, std::string &error) {
+LogicalResult Writer::addGemm(kernel::GemmOp op) {
   ArrayRef<int64_t> a = typeOf(op.getA()).getShape(), b = typeOf(op.getB()).getShape(),
                     out = typeOf(op.getOutput()).getShape();
-  auto fail = [&](const std::string &why) {
-    std::string name = op.getOps().empty() ? "gemm" : cast<StringAttr>(op.getOps()[0]).str();
-    error = "GEMM '" + name + "': " + why;
-    return false;
+  auto fail = [&](StringRef why) {
+    StringRef name = op.getOps().empty() ? "gemm" : cast<StringAttr>(op.getOps()[0]).getValue();
+    return op.emitError() << "GEMM '" << name << "': " << why;
   };
   if (a.size() < 2 || b.size() < 2 || out.size() < 2)
     return fail("vector operands have no module form yet (reshape to a matrix first)");
@@ -469,15 +468,14 @@ bool Writer::addGemm(kernel::GemmOp op, std::string &error) {
   gemms.push_back(g.Finish());
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Gemm, gemms.size() - 1));
   ++stats.gemms;
-  return true;
+  return success();
 }
 
 LogicalResult Writer::visitOther(Operation *op) {
   if (op->hasTrait<OpTrait::ConstantLike>() || op->hasTrait<OpTrait::IsTerminator>())
     return success();
-  *stepError = "op '" + passes::opName(op) + "' (" + op->getName().getStringRef().str() +
-               ") was not lowered to a kernel, GEMM or routine";
-  return failure();
+  return op->emitError() << "op '" << passes::opName(op) << "' (" << op->getName().getStringRef()
+                         << ") was not lowered to a kernel, GEMM or routine";
 }
 
 void Writer::addRoutine(kernel::CallOp op) {
@@ -511,9 +509,9 @@ void Writer::addRoutine(kernel::CallOp op) {
   ++stats.routines;
 }
 
-bool Writer::build(const std::vector<PrecisionEntry> &precision,
-                   const ModuleWriteOptions &options, const std::string &sideFileName,
-                   std::vector<uint8_t> &sideFile, std::string &error) {
+LogicalResult Writer::build(const std::vector<PrecisionEntry> &precision,
+                            const ModuleWriteOptions &options, const std::string &sideFileName,
+                            std::vector<uint8_t> &sideFile) {
   Block &body = func.getBody().front();
   cuda = options.cuda;
   std::vector<uint32_t> inputs, outputs;
@@ -529,20 +527,15 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
     if (auto offs = op.getAttrOfType<DenseI64ArrayAttr>(kernel::KernelDialect::kOffsetsAttr))
       for (auto [result, off] : llvm::zip(op.getResults(), offs.asArrayRef()))
         offsets[result] = off;
-    stepError = &error;
     if (failed(visit(&op)))
-      return false;
+      return failure();
   }
-  if (cuda && kernels.size() != cuda->kernels.size()) {
-    error = "the CUDA program has " + std::to_string(cuda->kernels.size()) +
-            " kernels, the function " + std::to_string(kernels.size()) + " (a compiler bug)";
-    return false;
-  }
-  if (cuda && routines.size() != cuda->routines.size()) {
-    error = "the CUDA program has " + std::to_string(cuda->routines.size()) +
-            " routines, the function " + std::to_string(routines.size()) + " (a compiler bug)";
-    return false;
-  }
+  if (cuda && kernels.size() != cuda->kernels.size())
+    return func.emitError() << "the CUDA program has " << cuda->kernels.size()
+                            << " kernels, the function " << kernels.size() << " (a compiler bug)";
+  if (cuda && routines.size() != cuda->routines.size())
+    return func.emitError() << "the CUDA program has " << cuda->routines.size()
+                            << " routines, the function " << routines.size() << " (a compiler bug)";
   outputs = graphOutputs(body);
   for (BlockArgument arg : body.getArguments())
     stats.minimumBytes += bytesOf(arg);
@@ -551,17 +544,17 @@ bool Writer::build(const std::vector<PrecisionEntry> &precision,
 
   // Tensors and constants, now that every value has an index.
   std::vector<fb::Offset<sc::Tensor>> tensors;
-  if (!addTensors(options, sideFile, tensors, error))
-    return false;
+  if (failed(addTensors(options, sideFile, tensors)))
+    return failure();
 
   // Module state (mp.state arguments, GraphBase.td): the state tensor, its
   // update and its initial value as a constant.
   std::vector<fb::Offset<sc::StateBinding>> states;
-  if (!addStates(body, options, sideFile, states, error))
-    return false;
+  if (failed(addStates(body, options, sideFile, states)))
+    return failure();
 
   finishModule(precision, options, sideFileName, sideFile, inputs, outputs, tensors, states);
-  return true;
+  return success();
 }
 
 /// The graph outputs' tensor indices; adds an alias for an output returned
@@ -622,18 +615,22 @@ int32_t Writer::addConstant(const std::vector<uint8_t> &bytes, const ModuleWrite
   return static_cast<int32_t>(constants.size() - 1);
 }
 
+InFlightDiagnostic Writer::emitErrorAt(Value v) {
+  if (Operation *def = v.getDefiningOp())
+    return def->emitError();
+  return func.emitError();
+}
+
 /// Adds a tensor per value (a constant's data as a constant) and per
-/// output alias; false with `error` for a value with no module form.
-bool Writer::addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
-                        std::vector<fb::Offset<sc::Tensor>> &tensors, std::string &error) {
+/// output alias; fails at the op defining a value with no module form.
+LogicalResult Writer::addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> &sideFile,
+                                 std::vector<fb::Offset<sc::Tensor>> &tensors) {
   std::vector<std::pair<uint64_t, int32_t>> placements; // offset, constant
   for (Value v : tensorValues) {
     auto type = typeOf(v);
     std::optional<sc::DType> dtype = dtypeOf(type.getElementType());
-    if (!dtype) {
-      error = "a value has element type with no module form";
-      return false;
-    }
+    if (!dtype)
+      return emitErrorAt(v) << "a value has element type with no module form";
     int32_t constantIndex = -1;
     uint64_t offset = 0;
     if (auto c = v.getDefiningOp<graph::ConstantOp>()) {
@@ -643,10 +640,8 @@ bool Writer::addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> 
       Value root = v;
       while (auto alias = root.getDefiningOp<kernel::AliasOp>())
         root = alias.getInput();
-      if (!offsets.count(root)) {
-        error = "value without an arena offset: run --mp-plan-memory first";
-        return false;
-      }
+      if (!offsets.count(root))
+        return emitErrorAt(root) << "value without an arena offset: run --mp-plan-memory first";
       offset = offsets[root];
     }
     auto shape = fbb.CreateVector(type.getShape().data(), type.getShape().size());
@@ -662,14 +657,14 @@ bool Writer::addTensors(const ModuleWriteOptions &options, std::vector<uint8_t> 
     tensors.push_back(sc::CreateTensor(fbb, name, *dtypeOf(type.getElementType()), shape, offset,
                                        constantIndex));
   }
-  return true;
+  return success();
 }
 
 /// Adds a state binding per mp.state argument, its initial value as a
-/// constant; false with `error` when its init or update is missing.
-bool Writer::addStates(Block &body, const ModuleWriteOptions &options,
-                       std::vector<uint8_t> &sideFile,
-                       std::vector<fb::Offset<sc::StateBinding>> &states, std::string &error) {
+/// constant; fails at the function when its init or update is missing.
+LogicalResult Writer::addStates(Block &body, const ModuleWriteOptions &options,
+                                std::vector<uint8_t> &sideFile,
+                                std::vector<fb::Offset<sc::StateBinding>> &states) {
   Operation *ret = body.getTerminator();
   for (BlockArgument arg : body.getArguments()) {
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
@@ -678,25 +673,23 @@ bool Writer::addStates(Block &body, const ModuleWriteOptions &options,
       continue;
     auto init = func.getArgAttrOfType<DenseElementsAttr>(arg.getArgNumber(),
                                                          graph::GraphDialect::kStateInitAttr);
-    if (!init) {
-      error = "state '" + name.str() + "': its initial value (mp.state_init) is not dense data";
-      return false;
-    }
+    if (!init)
+      return func.emitError() << "state '" << name.getValue()
+                              << "': its initial value (mp.state_init) is not dense data";
     std::optional<uint32_t> update;
     for (OpOperand &operand : ret->getOpOperands())
       if (func.getResultAttr(operand.getOperandNumber(), graph::GraphDialect::kStateUpdateAttr) ==
           name)
         update = static_cast<uint32_t>(tensorOf(operand.get()));
-    if (!update) {
-      error = "state '" + name.str() + "' has no update (mp.state_update)";
-      return false;
-    }
+    if (!update)
+      return func.emitError() << "state '" << name.getValue()
+                              << "' has no update (mp.state_update)";
     const int32_t initial = addConstant(denseBytes(init, typeOf(arg)), options, sideFile);
     states.push_back(sc::CreateStateBinding(fbb, fbb.CreateString(name.str()),
                                             static_cast<uint32_t>(tensorOf(arg)), *update,
                                             static_cast<uint32_t>(initial)));
   }
-  return true;
+  return success();
 }
 
 /// Adds the precision plan, the side file's record and the module table,
@@ -768,8 +761,9 @@ namespace {
 
 /// Loads `image` with the runtime's own loader (its side file given in
 /// memory): compile never writes a module the runtime refuses, by the same
-/// rules rather than a copy of them.
-bool loadsInRuntime(const ModuleImage &image, std::string &error) {
+/// rules rather than a copy of them. The runtime names no op: its refusal
+/// is an error at `func`, the graph the module was made of.
+LogicalResult loadsInRuntime(const ModuleImage &image, func::FuncOp func) {
   mixprec_load_options_t options = MIXPREC_LOAD_OPTIONS_INIT;
   if (!image.sideFile.empty()) {
     options.side_file_data = image.sideFile.data();
@@ -778,12 +772,13 @@ bool loadsInRuntime(const ModuleImage &image, std::string &error) {
   mixprec_module_t module = nullptr;
   if (mixprec_status_t s = mixprec_module_load_memory(image.module.data(), image.module.size(),
                                                       &options, &module)) {
-    error = std::string("the runtime refuses the module: ") + mixprec_status_message(s);
+    // A copy: the diagnostic keeps a `const char *` as a pointer.
+    std::string why = mixprec_status_message(s);
     mixprec_status_free(s);
-    return false;
+    return func.emitError() << "the runtime refuses the module: " << why;
   }
   mixprec_module_release(module);
-  return true;
+  return success();
 }
 
 } // namespace
@@ -810,19 +805,20 @@ std::string sideFilePathFor(const std::string &path) {
   return sidePath.str().str();
 }
 
-bool buildModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
-                 const std::string &sideFileName, const ModuleWriteOptions &options,
-                 ModuleStats &stats, ModuleImage &image, std::string &error) {
+FailureOr<ModuleImage> buildModule(func::FuncOp func, const std::vector<PrecisionEntry> &precision,
+                                   const std::string &sideFileName,
+                                   const ModuleWriteOptions &options, ModuleStats &stats) {
   Writer writer(func, stats);
-  if (!writer.build(precision, options, sideFileName, image.sideFile, error))
-    return false;
+  ModuleImage image;
+  if (failed(writer.build(precision, options, sideFileName, image.sideFile)))
+    return failure();
   image.module.assign(writer.fbb.GetBufferPointer(),
                       writer.fbb.GetBufferPointer() + writer.fbb.GetSize());
-  if (!runtime::sealModule(image.module.data(), image.module.size())) {
-    error = "the written module does not verify (a writer bug)";
-    return false;
-  }
-  return loadsInRuntime(image, error);
+  if (!runtime::sealModule(image.module.data(), image.module.size()))
+    return func.emitError() << "the written module does not verify (a writer bug)";
+  if (failed(loadsInRuntime(image, func)))
+    return failure();
+  return image;
 }
 
 bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::string &error) {

@@ -46,11 +46,14 @@ struct ModuleImage {
 };
 
 /// Serializes `func` (after --mp-lower-to-kernels and --mp-plan-memory) as
-/// a sealed module whose side file is called `sideFileName`. Fails with a
-/// one-line error naming the op or tensor the format cannot express.
-bool buildModule(mlir::func::FuncOp func, const std::vector<PrecisionEntry> &precision,
-                 const std::string &sideFileName, const ModuleWriteOptions &options,
-                 ModuleStats &stats, ModuleImage &image, std::string &error);
+/// a sealed module whose side file is called `sideFileName`. Failures are
+/// one-line errors: at the op the format cannot express (a step, or the
+/// op defining a value), or at `func` when the graph as a whole has no
+/// module form (a state binding, a module the runtime refuses).
+mlir::FailureOr<ModuleImage> buildModule(mlir::func::FuncOp func,
+                                         const std::vector<PrecisionEntry> &precision,
+                                         const std::string &sideFileName,
+                                         const ModuleWriteOptions &options, ModuleStats &stats);
 
 /// The side file name a module written to `path` refers to.
 std::string sideFileNameFor(const std::string &path);
@@ -60,7 +63,10 @@ std::string sideFilePathFor(const std::string &path);
 
 /// Writes the module to `path` and its side file beside it, each atomically
 /// (common/FileIO.h): both are complete before either replaces an old file.
-/// Errors read "FILE: cannot write: REASON".
+/// Errors read "FILE: cannot write: REASON". A file error is no op's error,
+/// so it stays a string, as common/FileIO.h gives it: the compile API
+/// (compiler::writeModule) emits it at an unknown location, the tools that
+/// retry elsewhere (the JIT's module cache) read it as text.
 bool writeModuleFiles(const std::string &path, const ModuleImage &image, std::string &error);
 
 } // namespace mixprec::codegen

@@ -119,6 +119,7 @@ struct Node {
   std::string suffix;            ///< RowReduce: its result dtype's helper suffix
   int level = 0;                 ///< nested row reductions it depends on
   std::string comment;
+  Operation *op = nullptr;       ///< the body op it evaluates (null for a Load)
 };
 
 /// A yielded value written to a kernel result.
@@ -133,10 +134,12 @@ struct Store {
 class KernelPrinter {
 public:
   KernelPrinter(kernel::KernelOp op, std::string name) : op(op), name(std::move(name)) {}
-  bool print(CudaKernel &out, std::string &error);
+  /// Fails with an error at the op without a CUDA form: a body op, or the
+  /// kernel for an input or result.
+  FailureOr<CudaKernel> print();
 
 private:
-  bool build(std::string &error);
+  LogicalResult build();
   void printParams();
   /// Marks in `need` what node `n` needs, stopping at row reductions done
   /// before (they are per-row variables).
@@ -174,7 +177,7 @@ private:
   std::ostringstream os;
 };
 
-bool KernelPrinter::build(std::string &error) {
+LogicalResult KernelPrinter::build() {
   space.assign(op.getShape().begin(), op.getShape().end());
   firstRowDim = space.size() - op.getRowDims();
   Block &body = op.getBody().front();
@@ -184,22 +187,22 @@ bool KernelPrinter::build(std::string &error) {
     n.input = static_cast<int>(i);
     n.strides = broadcastStrides(typeOf(op.getInputs()[i]).getShape(), space);
     n.comment = "input " + std::to_string(i);
-    if (!dtypeInfo(typeOf(arg).getElementType())) {
-      error = "kernel '" + name + "': input " + std::to_string(i) + " has no CUDA element type";
-      return false;
-    }
+    if (!dtypeInfo(typeOf(arg).getElementType()))
+      return op.emitError() << "kernel '" << name << "': input " << i
+                            << " has no CUDA element type";
     index[arg] = static_cast<int>(nodes.size());
     nodes.push_back(std::move(n));
   }
   for (Operation &inner : body.without_terminator()) {
     auto noForm = [&] {
-      error = "kernel '" + name + "': op " + describe(inner) + " has no CUDA form";
-      return false;
+      return inner.emitError() << "kernel '" << name << "': op " << describe(inner)
+                               << " has no CUDA form";
     };
     if (inner.getNumResults() != 1)
       return noForm();
     Node n{Node::Scalar};
     n.comment = describe(inner);
+    n.op = &inner;
     // mpk's generic ops say which function or reduction they are.
     if (auto generic = dyn_cast<kernel::ElementwiseOp>(inner))
       n.comment += " " + graph::stringifyScalarFn(generic.getFn()).str();
@@ -251,16 +254,13 @@ bool KernelPrinter::build(std::string &error) {
     for (size_t d = firstRowDim; d < space.size(); ++d)
       s.walksRow |= s.strides[d] != 0;
     std::optional<DTypeInfo> info = dtypeInfo(typeOf(result).getElementType());
-    if (!info) {
-      error = "kernel '" + name + "': result " + std::to_string(i) + " has no CUDA element type";
-      return false;
-    }
+    if (!info)
+      return op.emitError() << "kernel '" << name << "': result " << i
+                            << " has no CUDA element type";
     s.suffix = info->suffix;
     if (nodes[s.node].kind == Node::Amax) {
-      if (!typeOf(result).getElementType().isF32()) {
-        error = "kernel '" + name + "': an amax is stored to a non-f32 result";
-        return false;
-      }
+      if (!typeOf(result).getElementType().isF32())
+        return op.emitError() << "kernel '" << name << "': an amax is stored to a non-f32 result";
       amaxStores.push_back(static_cast<int>(stores.size()));
     }
     stores.push_back(std::move(s));
@@ -269,12 +269,11 @@ bool KernelPrinter::build(std::string &error) {
   // kernel may read it (the CPU backend's register would be stale too).
   for (const Node &n : nodes)
     for (int o : n.operands)
-      if (nodes[o].kind == Node::Amax) {
-        error = "kernel '" + name + "': an amax is read inside its own kernel (" + n.comment +
-                ")";
-        return false;
-      }
-  return true;
+      if (nodes[o].kind == Node::Amax)
+        return n.op->emitError() << "kernel '" << name
+                                 << "': an amax is read inside its own kernel (" << n.comment
+                                 << ")";
+  return success();
 }
 
 void KernelPrinter::markNeeded(int n, std::vector<bool> &need, int level) const {
@@ -581,9 +580,10 @@ void KernelPrinter::printRows() {
   printAmaxFinish();
 }
 
-bool KernelPrinter::print(CudaKernel &out, std::string &error) {
-  if (!build(error))
-    return false;
+FailureOr<CudaKernel> KernelPrinter::print() {
+  if (failed(build()))
+    return failure();
+  CudaKernel out;
   bool rowKernel = maxLevel > 0;
   int64_t total = 1, rows = 1, rowLength = 1;
   for (size_t d = 0; d < space.size(); ++d) {
@@ -622,23 +622,23 @@ bool KernelPrinter::print(CudaKernel &out, std::string &error) {
     launch.zeroedResults.push_back(stores[si].result);
   out.name = name;
   out.source = os.str();
-  return true;
+  return out;
 }
 
 /// Emits each kernel step of a function; other steps are no kernels.
 class KernelCollector : public kernel::StepVisitor {
 public:
-  KernelCollector(std::string prefix, std::vector<CudaKernel> &out, std::string &error)
-      : prefix(std::move(prefix)), out(out), error(error) {}
+  KernelCollector(std::string prefix, std::vector<CudaKernel> &out)
+      : prefix(std::move(prefix)), out(out) {}
 
 protected:
   LogicalResult visitKernel(kernel::KernelOp op) override {
     std::string source = op.getOps().empty() ? "kernel" : cast<StringAttr>(op.getOps()[0]).str();
     std::string name = prefix + "_k" + std::to_string(count++) + "_" + cudaIdentifier(source);
-    CudaKernel kernel;
-    if (!emitCudaKernel(op, name, kernel, error))
+    FailureOr<CudaKernel> kernel = emitCudaKernel(op, name);
+    if (failed(kernel))
       return failure();
-    out.push_back(std::move(kernel));
+    out.push_back(std::move(*kernel));
     return success();
   }
   LogicalResult visitGemm(kernel::GemmOp) override { return success(); }
@@ -647,14 +647,13 @@ protected:
   LogicalResult visitOther(Operation *op) override {
     if (op->hasTrait<OpTrait::IsTerminator>() || op->hasTrait<OpTrait::ConstantLike>())
       return success();
-    error = "op " + describe(*op) + " is no mpk step (run --mp-lower-to-kernels first)";
-    return failure();
+    return op->emitError() << "op " << describe(*op)
+                           << " is no mpk step (run --mp-lower-to-kernels first)";
   }
 
 private:
   std::string prefix;
   std::vector<CudaKernel> &out;
-  std::string &error;
   int count = 0;
 };
 
@@ -817,17 +816,17 @@ __device__ __forceinline__ long long mp_i64_powf(long long a, float e) {
 
 std::vector<std::string> cudaEmitterNvrtcOptions() { return {"--fmad=false"}; }
 
-bool emitCudaKernel(kernel::KernelOp op, const std::string &name, CudaKernel &out,
-                    std::string &error) {
-  return KernelPrinter(op, name).print(out, error);
+FailureOr<CudaKernel> emitCudaKernel(kernel::KernelOp op, const std::string &name) {
+  return KernelPrinter(op, name).print();
 }
 
-bool emitCudaKernels(func::FuncOp func, std::vector<CudaKernel> &out, std::string &error) {
-  KernelCollector collector("mp_" + cudaIdentifier(func.getSymName()), out, error);
+FailureOr<std::vector<CudaKernel>> emitCudaKernels(func::FuncOp func) {
+  std::vector<CudaKernel> kernels;
+  KernelCollector collector("mp_" + cudaIdentifier(func.getSymName()), kernels);
   for (Operation &op : func.getBody().front())
     if (failed(collector.visit(&op)))
-      return false;
-  return true;
+      return failure();
+  return kernels;
 }
 
 std::string cudaProgramSource(const std::vector<CudaKernel> &kernels) {
@@ -846,9 +845,11 @@ std::string cudaProgramSource(const std::vector<CudaKernel> &kernels) {
 LogicalResult translateModuleToCuda(ModuleOp module, llvm::raw_ostream &os) {
   std::vector<CudaKernel> kernels;
   for (auto func : module.getOps<func::FuncOp>()) {
-    std::string error;
-    if (!emitCudaKernels(func, kernels, error))
-      return func.emitError(error);
+    FailureOr<std::vector<CudaKernel>> emitted = emitCudaKernels(func);
+    if (failed(emitted))
+      return failure();
+    kernels.insert(kernels.end(), std::make_move_iterator(emitted->begin()),
+                   std::make_move_iterator(emitted->end()));
   }
   for (auto func : module.getOps<func::FuncOp>())
     for (std::optional<CudaKernel> &routine : emitCudaRoutines(func))

@@ -72,14 +72,15 @@ const std::string &cudaPrelude();
 /// and sums round as the CPU backend's do.
 std::vector<std::string> cudaEmitterNvrtcOptions();
 
-/// Emits `op` as the kernel `name`. Fails with a one-line error naming the
-/// kernel and the op without a CUDA form.
-bool emitCudaKernel(kernel::KernelOp op, const std::string &name, CudaKernel &out,
-                    std::string &error);
+/// Emits `op` as the kernel `name`. Fails with a one-line error, naming the
+/// kernel, at the op without a CUDA form: a body op, or `op` itself for an
+/// input or result type.
+mlir::FailureOr<CudaKernel> emitCudaKernel(kernel::KernelOp op, const std::string &name);
 
 /// Emits every mpk.kernel of `func`, in order, named
-/// mp_<function>_k<index>_<first source op>.
-bool emitCudaKernels(mlir::func::FuncOp func, std::vector<CudaKernel> &out, std::string &error);
+/// mp_<function>_k<index>_<first source op>. Fails at the first op without
+/// a CUDA form (an op that is no mpk step among them).
+mlir::FailureOr<std::vector<CudaKernel>> emitCudaKernels(mlir::func::FuncOp func);
 
 /// One program of `kernels`: the prelude, then each kernel after a comment
 /// saying how it is launched.

@@ -4,7 +4,11 @@
 #include "codegen/Cuda/KernelCache.h"
 #include "codegen/Cuda/NvrtcCompiler.h"
 
+#include "dialects/Kernel/IR/KernelOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
 
 namespace mixprec::codegen {
 namespace {
@@ -29,25 +33,48 @@ void breakKernelBody(CudaKernel &kernel) {
   kernel.source.insert(body, "  mp_injected_error = 1; // --cuda-test-break-kernel\n");
 }
 
+/// The step of `func` whose CUDA function is `kernelName`: the mpk.kernel
+/// or mpk.call it was emitted from (`code` numbers each in program order),
+/// or null.
+Operation *stepOfKernel(func::FuncOp func, const CudaModuleCode &code, StringRef kernelName) {
+  size_t kernels = 0, routines = 0;
+  for (Operation &op : func.getBody().front()) {
+    const CudaKernel *emitted = nullptr;
+    if (isa<kernel::KernelOp>(op) && kernels < code.kernels.size())
+      emitted = &code.kernels[kernels++];
+    else if (isa<kernel::CallOp>(op) && routines < code.routines.size())
+      if (const std::optional<CudaKernel> &routine = code.routines[routines++])
+        emitted = &*routine;
+    if (emitted && emitted->name == kernelName)
+      return &op;
+  }
+  return nullptr;
+}
+
 } // namespace
 
 std::string cudaProgramName(mlir::func::FuncOp func) {
   return "mp_" + func.getSymName().str() + ".cu";
 }
 
-bool emitCudaProgram(mlir::func::FuncOp func, CudaModuleCode &code, std::string &error) {
-  code.kernels.clear();
-  if (!emitCudaKernels(func, code.kernels, error))
-    return false;
+FailureOr<CudaModuleCode> emitCudaProgram(mlir::func::FuncOp func) {
+  FailureOr<std::vector<CudaKernel>> kernels = emitCudaKernels(func);
+  if (failed(kernels))
+    return failure();
+  CudaModuleCode code;
+  code.kernels = std::move(*kernels);
   code.routines = emitCudaRoutines(func);
   code.source = cudaProgramSource(programKernels(code));
-  return true;
+  return code;
 }
 
-bool compileCudaProgram(mlir::func::FuncOp func, const CudaCompileOptions &options,
-                        CudaModuleCode &code, CudaCompileStats &stats, std::string &error) {
-  if (!emitCudaProgram(func, code, error))
-    return false;
+FailureOr<CudaModuleCode> compileCudaProgram(mlir::func::FuncOp func,
+                                             const CudaCompileOptions &options,
+                                             CudaCompileStats &stats) {
+  FailureOr<CudaModuleCode> emitted = emitCudaProgram(func);
+  if (failed(emitted))
+    return failure();
+  CudaModuleCode &code = *emitted;
   if (options.breakKernel >= 0 && static_cast<size_t>(options.breakKernel) < code.kernels.size()) {
     breakKernelBody(code.kernels[options.breakKernel]);
     code.source = cudaProgramSource(programKernels(code));
@@ -62,17 +89,22 @@ bool compileCudaProgram(mlir::func::FuncOp func, const CudaCompileOptions &optio
   KernelCache cache(cacheOptions);
   const uint64_t compilesBefore = nvrtcCompileCount();
   NvrtcResult result;
+  std::string error;
   bool compiled = cache.compile(cudaProgramName(func), code.source, nvrtc, result, error);
   stats.kernels += static_cast<int64_t>(code.kernels.size());
   stats.nvrtcCompiles += static_cast<int64_t>(nvrtcCompileCount() - compilesBefore);
   stats.cacheHits += static_cast<int64_t>(cache.stats().hits);
-  if (!compiled)
-    return false;
+  if (!compiled) {
+    // NVRTC's message already names the program, kernel and source line.
+    if (Operation *step = stepOfKernel(func, code, result.failedKernel))
+      return step->emitError() << error;
+    return mlir::emitError(mlir::UnknownLoc::get(func.getContext())) << error;
+  }
   code.smVersion = options.smVersion;
   code.nvrtcVersion = nvrtcVersionString();
   code.ptx = std::move(result.ptx);
   code.cubin = std::move(result.cubin);
-  return true;
+  return emitted;
 }
 
 } // namespace mixprec::codegen

@@ -62,8 +62,9 @@ struct CudaCompileStats {
 
 /// Emits every mpk.kernel of `func` into `code.kernels`, every routine with
 /// a CUDA form into `code.routines`, and the program into `code.source` (no
-/// compilation). Fails with the emitter's one-line error.
-bool emitCudaProgram(mlir::func::FuncOp func, CudaModuleCode &code, std::string &error);
+/// compilation). Fails with the emitter's error at the op without a CUDA
+/// form.
+mlir::FailureOr<CudaModuleCode> emitCudaProgram(mlir::func::FuncOp func);
 
 /// The NVRTC program name of `func`'s kernels, "mp_<function>.cu": NVRTC's
 /// diagnostics and the cache key carry it.
@@ -72,9 +73,12 @@ std::string cudaProgramName(mlir::func::FuncOp func);
 /// emitCudaProgram, then compiles the program with NVRTC for
 /// `options.smVersion` through the kernel cache. Fails with a one-line
 /// error: the emitter's, or NVRTC's naming the kernel and the failing
-/// source line.
-bool compileCudaProgram(mlir::func::FuncOp func, const CudaCompileOptions &options,
-                        CudaModuleCode &code, CudaCompileStats &stats, std::string &error);
+/// source line, at the mpk.kernel or mpk.call whose code NVRTC rejected.
+/// An NVRTC failure outside every kernel (the prelude, NVRTC itself) is no
+/// op's: it is emitted at an unknown location.
+mlir::FailureOr<CudaModuleCode> compileCudaProgram(mlir::func::FuncOp func,
+                                                   const CudaCompileOptions &options,
+                                                   CudaCompileStats &stats);
 
 } // namespace mixprec::codegen
 

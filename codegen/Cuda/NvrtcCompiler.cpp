@@ -104,13 +104,15 @@ std::string kernelAt(const std::string &source, size_t offset) {
   return source.substr(nameBegin, nameEnd - nameBegin);
 }
 
-/// "; in kernel 'k', line 12 is 'x = y;'": where a diagnostic points.
-std::string describeErrorSite(const std::string &source, const std::string &diagnostic) {
+/// "; in kernel 'k', line 12 is 'x = y;'": where a diagnostic points; that
+/// kernel's name (or "") goes to `kernel`.
+std::string describeErrorSite(const std::string &source, const std::string &diagnostic,
+                              std::string &kernel) {
   int line = diagnosticLineNumber(diagnostic);
   std::string text = quotedSourceLine(source, line);
   if (text.empty())
     return "";
-  std::string kernel = kernelAt(source, lineStart(source, line));
+  kernel = kernelAt(source, lineStart(source, line));
   return (kernel.empty() ? "" : "; in kernel " + common::quotedName(kernel)) + "; line " +
          std::to_string(line) + " is " + text;
 }
@@ -198,6 +200,7 @@ uint64_t nvrtcCompileCount() { return compileCount.load(); }
 
 bool compileWithNvrtc(const std::string &name, const std::string &source,
                       const NvrtcOptions &options, NvrtcResult &result, std::string &error) {
+  result.failedKernel.clear();
   if (std::string reason = unknownArchReason(options.smVersion); !reason.empty()) {
     error = name + ": " + reason;
     return false;
@@ -226,7 +229,8 @@ bool compileWithNvrtc(const std::string &name, const std::string &source,
   if (status != NVRTC_SUCCESS) {
     std::string diagnostic = firstErrorLine(result.log);
     error = name + ": NVRTC failed (" + nvrtcGetErrorString(status) +
-            "): " + common::escapeControls(diagnostic) + describeErrorSite(source, diagnostic);
+            "): " + common::escapeControls(diagnostic) +
+            describeErrorSite(source, diagnostic, result.failedKernel);
     return false;
   }
 

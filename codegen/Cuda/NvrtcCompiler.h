@@ -35,6 +35,10 @@ struct NvrtcResult {
   std::vector<char> cubin;
   /// The compiler log (warnings, or the errors on failure).
   std::string log;
+  /// On failure, the `__global__` function the first error is in ("" when
+  /// it is outside every kernel): a caller with the IR finds the op whose
+  /// code NVRTC rejected by it.
+  std::string failedKernel;
 };
 
 /// The command-line options NVRTC gets for `options`, in order: what the
@@ -44,7 +48,7 @@ std::vector<std::string> nvrtcArguments(const NvrtcOptions &options);
 /// Compiles `source` (named `name` in diagnostics). Returns false and sets a
 /// one-line `error` if NVRTC rejects it: the program, the kernel
 /// (`__global__` function) the first error is in, NVRTC's message and the
-/// text of the failing source line.
+/// text of the failing source line; that kernel is also `result.failedKernel`.
 bool compileWithNvrtc(const std::string &name, const std::string &source,
                       const NvrtcOptions &options, NvrtcResult &result, std::string &error);
 

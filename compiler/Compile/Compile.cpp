@@ -81,13 +81,7 @@ FailureOr<codegen::CudaModuleCode> compileCuda(ModuleOp module,
   FailureOr<func::FuncOp> func = entryFunction(module);
   if (failed(func))
     return failure();
-  codegen::CudaModuleCode code;
-  std::string error;
-  bool ok = cuda ? codegen::compileCudaProgram(*func, *cuda, code, stats, error)
-                 : codegen::emitCudaProgram(*func, code, error);
-  if (!ok)
-    return emitError(UnknownLoc::get(module.getContext())) << error;
-  return code;
+  return cuda ? codegen::compileCudaProgram(*func, *cuda, stats) : codegen::emitCudaProgram(*func);
 }
 
 FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &sideFileName,
@@ -111,11 +105,7 @@ FailureOr<codegen::ModuleImage> buildModule(ModuleOp module, const std::string &
       return failure();
     writeOptions.cuda = &*code;
   }
-  codegen::ModuleImage image;
-  std::string error;
-  if (!codegen::buildModule(*func, plan, sideFileName, writeOptions, stats, image, error))
-    return emitError(UnknownLoc::get(module.getContext())) << error;
-  return image;
+  return codegen::buildModule(*func, plan, sideFileName, writeOptions, stats);
 }
 
 LogicalResult writeModule(MLIRContext &context, const std::string &path,

@@ -103,8 +103,8 @@ buildModule(mlir::ModuleOp module, const std::string &sideFileName,
 
 /// The CUDA code of a module's kernels (after compileKernels): emitted
 /// only (`code.source`, `code.kernels`) when `cuda` is null, else also
-/// compiled, as buildModule does. NVRTC's rejection is an error naming the
-/// kernel and the failing source line.
+/// compiled, as buildModule does. NVRTC's rejection is an error at the
+/// kernel's op, naming the kernel and the failing source line.
 mlir::FailureOr<codegen::CudaModuleCode> compileCuda(mlir::ModuleOp module,
                                                      const codegen::CudaCompileOptions *cuda,
                                                      codegen::CudaCompileStats &stats);

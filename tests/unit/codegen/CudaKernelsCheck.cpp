@@ -97,13 +97,16 @@ int main(int argc, char **argv) {
       continue;
     }
     for (auto func : module->getOps<mlir::func::FuncOp>()) {
-      std::vector<mixprec::codegen::CudaKernel> emitted;
-      std::string error;
-      if (!mixprec::codegen::emitCudaKernels(func, emitted, error)) {
-        std::fprintf(stderr, "%s: %s\n", argv[i], error.c_str());
+      // The emitter's error goes to stderr at its op (the context's
+      // default handler).
+      mlir::FailureOr<std::vector<mixprec::codegen::CudaKernel>> emittedOrError =
+          mixprec::codegen::emitCudaKernels(func);
+      if (failed(emittedOrError)) {
+        std::fprintf(stderr, "%s: cannot emit CUDA code (the error above)\n", argv[i]);
         ++problems;
         continue;
       }
+      std::vector<mixprec::codegen::CudaKernel> emitted = std::move(*emittedOrError);
       // The routines' kernels too (CudaRoutines.h).
       for (auto &routine : mixprec::codegen::emitCudaRoutines(func))
         if (routine)

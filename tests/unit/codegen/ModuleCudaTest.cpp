@@ -53,7 +53,7 @@ protected:
     std::string first;
     ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
       if (first.empty())
-        first = diag.str();
+        first = mixprec::compiler::formatDiagnostic(diag); // as mixprec prints it
       return success();
     });
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kGraph, &context);
@@ -157,6 +157,8 @@ TEST_F(ModuleCudaTest, RejectedKernelIsNamedWithItsLine) {
   std::string error;
   EXPECT_TRUE(build(stats, /*breakKernel=*/1, &error).empty());
   EXPECT_NE(error.find("NVRTC failed"), std::string::npos) << error;
+  // At the kernel's op: the node it was fused from.
+  EXPECT_EQ(error.rfind("fc: mp_main.cu: ", 0), 0u) << error;
   EXPECT_NE(error.find("in kernel 'mp_main_k1_fc'"), std::string::npos) << error;
   EXPECT_NE(error.find("is 'mp_injected_error = 1;"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;

@@ -63,6 +63,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -351,7 +352,18 @@ bool singleKernelModule(mixprec::kernel::KernelOp op, std::vector<Value> &distin
     return false;
   }
   mixprec::codegen::ModuleStats stats;
-  return mixprec::codegen::buildModule(func, {}, "kernel.mpk.weights", {}, stats, image, error);
+  // The writer reports at the op; the check prints the message.
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  FailureOr<mixprec::codegen::ModuleImage> built =
+      mixprec::codegen::buildModule(func, {}, "kernel.mpk.weights", {}, stats);
+  if (failed(built))
+    return false;
+  image = std::move(*built);
+  return true;
 }
 
 /// A status as a string, freed.
@@ -719,13 +731,17 @@ int main(int argc, char **argv) {
     }
     FileResult result;
     for (auto func : module->getOps<func::FuncOp>()) {
-      std::vector<mixprec::codegen::CudaKernel> emitted;
-      std::string error;
-      if (!mixprec::codegen::emitCudaKernels(func, emitted, error)) {
-        std::fprintf(stderr, "%s: %s\n", file.c_str(), error.c_str());
+      // The emitter's error goes to stderr at its op (the context's
+      // default handler).
+      FailureOr<std::vector<mixprec::codegen::CudaKernel>> emittedOrError =
+          mixprec::codegen::emitCudaKernels(func);
+      if (failed(emittedOrError)) {
+        std::fprintf(stderr, "%s: cannot emit CUDA code (the error above)\n", file.c_str());
         ++result.problems;
         continue;
       }
+      std::vector<mixprec::codegen::CudaKernel> emitted = std::move(*emittedOrError);
+      std::string error;
       // All of a function's kernels in one program: one host compile.
       std::string source = mixprec::codegen::cudaPrelude();
       for (const auto &kernel : emitted)

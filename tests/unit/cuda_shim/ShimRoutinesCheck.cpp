@@ -33,6 +33,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/MLIRContext.h"
@@ -143,7 +144,18 @@ bool singleRoutineModule(mixprec::kernel::CallOp op, mixprec::codegen::ModuleIma
     return false;
   }
   mixprec::codegen::ModuleStats stats;
-  return mixprec::codegen::buildModule(func, {}, "routine.mpk.weights", {}, stats, image, error);
+  // The writer reports at the op; the check prints the message.
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  FailureOr<mixprec::codegen::ModuleImage> built =
+      mixprec::codegen::buildModule(func, {}, "routine.mpk.weights", {}, stats);
+  if (failed(built))
+    return false;
+  image = std::move(*built);
+  return true;
 }
 
 std::string takeStatus(mixprec_status_t status) {
