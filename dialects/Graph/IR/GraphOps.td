@@ -83,7 +83,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 def Graph_MatmulOp : Graph_Op<"matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
-    ["hasFp8GemmForm", "getFlopCount"]> {
+    ["hasFp8GemmForm", "getFlopCount", "getWeightOperands"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
     `numpy.matmul` semantics: 1-D operands are promoted and the added
@@ -106,7 +106,7 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 def Graph_LinearOp : Graph_Op<"linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
-    ["hasFp8GemmForm", "getFlopCount"]> {
+    ["hasFp8GemmForm", "getFlopCount", "getWeightOperands"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
     `output[..., n] = sum_k input[..., k] * W[k, n] + bias[n]` where `W` is
@@ -133,7 +133,7 @@ def Graph_LinearOp : Graph_Op<"linear",
 
 def Graph_Conv2dOp : Graph_Op<"conv2d",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
     ONNX `Conv` for 4-D tensors. `pads` is [top, left, bottom, right];
@@ -161,7 +161,7 @@ def Graph_Conv2dOp : Graph_Op<"conv2d",
 
 def Graph_ConvOp : Graph_Op<"conv",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "N-D convolution (1 to 3 spatial dims), NC... input";
   let description = [{
     ONNX `Conv` for any of 1, 2 or 3 spatial dims: `input` is [N, C, D...],
@@ -192,7 +192,7 @@ def Graph_ConvOp : Graph_Op<"conv",
 
 def Graph_ConvTransposeOp : Graph_Op<"conv_transpose",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "N-D transposed convolution (1 to 3 spatial dims)";
   let description = [{
     ONNX `ConvTranspose` with explicit pads (the importer resolves
@@ -1093,7 +1093,8 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
 
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -1115,7 +1116,8 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
 
 def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as
