@@ -33,6 +33,16 @@ def MP_ScalingClass : MP_OpTrait<"ScalingClass">;
 def MP_Accumulates : MP_OpTrait<"Accumulates">;
 
 //===----------------------------------------------------------------------===//
+// Verifiers shared by an op class
+//===----------------------------------------------------------------------===//
+
+// An element-wise binary op (lhs, rhs -> output; MP_ElementwiseOpInterface):
+// the operands broadcast to the result shape and share its element type.
+// Pow lets an integer base take a float exponent; PRelu's slope must
+// broadcast to the input's shape.
+def MP_BroadcastBinary : MP_OpTrait<"BroadcastBinary">;
+
+//===----------------------------------------------------------------------===//
 // Kernel families: how --mp-fuse groups an op and --mp-lower-to-kernels
 // lowers it. An op in none of them becomes a runtime routine.
 //===----------------------------------------------------------------------===//

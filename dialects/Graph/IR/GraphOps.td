@@ -244,7 +244,7 @@ def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                      TypeConstraint operand = MP_FloatTensor>
     : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType,
-                                      MP_GradientOpInterface], traits)> {
+                                      MP_GradientOpInterface, MP_BroadcastBinary], traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -252,14 +252,14 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
     ```mlir
     %c = mp.}] # mnemonic # [{ %a, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
     ```
-    Verifier: broadcast-compatible shapes, result shape, one element type.
+    Verifier (MP_BroadcastBinary, one for the class): broadcast-compatible
+    shapes, result shape, one element type.
   }];
   let arguments = (ins operand:$lhs, operand:$rhs);
   let results = (outs operand:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
   }];
-  let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
