@@ -20,9 +20,9 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 // shape functions of ShapeInference.h, and so does the element type where
 // the operands fix it (GraphTypeInference.cpp). The ONNX importer builds
 // these ops with the types they infer; the verifiers check the same rules
-// with messages that name them.
-def MP_InferShapedType
-    : DeclareOpInterfaceMethods<InferShapedTypeOpInterface, ["inferReturnTypeComponents"]>;
+// with messages that name them. ODS builds the op's adaptor from the
+// operands and attributes; the op implements the form that takes it.
+def MP_InferShapedType : InferShapedTypeOpAdaptorBase<["inferReturnTypeComponents"]>;
 
 // The op's gradient rule is its own (GraphGradients.cpp); element-wise ops
 // list MP_GradientOpInterface alone and take the ScalarFn table's rule.
@@ -263,11 +263,10 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      return ::mixprec::graph::detail::inferBroadcastResult(location, operands, results);
+      return ::mixprec::graph::detail::inferBroadcastResult(location, adaptor.getLhs(),
+                                                            adaptor.getRhs(), results);
     }
   }];
 }
@@ -406,11 +405,10 @@ class Graph_PredicateOp<string mnemonic, string desc, string fn, TypeConstraint 
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      return ::mixprec::graph::detail::inferPredicateResult(location, operands, results);
+      return ::mixprec::graph::detail::inferPredicateResult(location, adaptor.getLhs(),
+                                                            adaptor.getRhs(), results);
     }
   }];
 }
@@ -679,13 +677,11 @@ class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      Adaptor op(operands.getValues(), attributes, properties, regions);
-      return ::mixprec::graph::detail::inferReduceResult(location, operands, op.getAxes(),
-                                                         op.getKeepdims(), results);
+      return ::mixprec::graph::detail::inferReduceResult(location, adaptor.getInput(),
+                                                         adaptor.getAxes(),
+                                                         adaptor.getKeepdims(), results);
     }
   }];
 }
