@@ -122,24 +122,12 @@ int64_t bytesMovedBy(Operation *op) {
   return policy ? policy.getByteCount() : 0;
 }
 
-/// The operands of a GEMM that hold weights: the weight of linear/conv,
-/// either operand of a matmul.
+/// The operands of an op that hold weights
+/// (PrecisionPolicyOpInterface::getWeightOperands); ops of other dialects
+/// hold none.
 SmallVector<Value, 2> weightOperands(Operation *op) {
-  if (auto linear = dyn_cast<mp::LinearOp>(op))
-    return {linear.getWeight()};
-  if (auto linear = dyn_cast<mp::ScaledLinearOp>(op))
-    return {linear.getWeight()};
-  if (auto matmul = dyn_cast<mp::ScaledMatmulOp>(op))
-    return {matmul.getLhs(), matmul.getRhs()};
-  if (auto conv = dyn_cast<mp::Conv2dOp>(op))
-    return {conv.getWeight()};
-  if (auto conv = dyn_cast<mp::ConvOp>(op))
-    return {conv.getWeight()};
-  if (auto conv = dyn_cast<mp::ConvTransposeOp>(op))
-    return {conv.getWeight()};
-  if (auto matmul = dyn_cast<mp::MatmulOp>(op))
-    return {matmul.getLhs(), matmul.getRhs()};
-  return {};
+  auto policy = dyn_cast<graph::PrecisionPolicyOpInterface>(op);
+  return policy ? policy.getWeightOperands() : SmallVector<Value, 2>();
 }
 
 /// Byte totals of one graph.

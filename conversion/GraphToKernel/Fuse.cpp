@@ -71,32 +71,15 @@ Value keepEpilogueInF32(Block *block, Value out) {
     if (op == gemm) {
       retype(op);
       // A GEMM's own bias has the output's element type.
-      if (auto linear = dyn_cast<graph::LinearOp>(op); linear && linear.getBias())
-        linear.getBiasMutable().assign(toF32(linear.getBias(), op));
-      if (auto scaled = dyn_cast<graph::ScaledLinearOp>(op); scaled && scaled.getBias())
-        scaled.getBiasMutable().assign(toF32(scaled.getBias(), op));
+      if (OpOperand *bias = cast<graph::GemmOpInterface>(op).getBiasOperand())
+        bias->set(toF32(bias->get(), op));
     } else if (auto add = dyn_cast<graph::AddOp>(op)) {
       Value bias = add.getLhs() == last->getResult(0) ? add.getRhs() : add.getLhs();
       Value biasF32 = toF32(bias, op);
       b.setInsertionPoint(op);
-      Operation *fused = nullptr;
       auto outTy = cast<RankedTensorType>(op->getResult(0).getType()).clone(f32);
-      bool matrixWeight = cast<RankedTensorType>(last->getOperand(1).getType()).getRank() == 2;
-      if (auto lin = dyn_cast<graph::LinearOp>(last); lin && !lin.getBias())
-        fused = b.create<graph::LinearOp>(lin.getLoc(), outTy, lin.getInput(), lin.getWeight(),
-                                          biasF32, lin.getTransposeWeightAttr(),
-                                          lin.getAccTypeAttr());
-      else if (auto mm = dyn_cast<graph::MatmulOp>(last); mm && matrixWeight)
-        fused = b.create<graph::LinearOp>(mm.getLoc(), outTy, mm.getLhs(), mm.getRhs(), biasF32,
-                                          b.getBoolAttr(false), mm.getAccTypeAttr());
-      else if (auto sl = dyn_cast<graph::ScaledLinearOp>(last); sl && !sl.getBias())
-        fused = b.create<graph::ScaledLinearOp>(
-            sl.getLoc(), outTy, sl.getInput(), sl.getWeight(), sl.getInputScale(),
-            sl.getWeightScale(), biasF32, sl.getTransposeWeightAttr(), sl.getAccTypeAttr());
-      else if (auto sm = dyn_cast<graph::ScaledMatmulOp>(last); sm && matrixWeight)
-        fused = b.create<graph::ScaledLinearOp>(sm.getLoc(), outTy, sm.getLhs(), sm.getRhs(),
-                                                sm.getLhsScale(), sm.getRhsScale(), biasF32,
-                                                b.getBoolAttr(false), sm.getAccTypeAttr());
+      auto lastGemm = dyn_cast<graph::GemmOpInterface>(last);
+      Operation *fused = lastGemm ? lastGemm.buildWithBias(b, biasF32, outTy) : nullptr;
       if (fused) {
         for (NamedAttribute a : last->getDiscardableAttrs())
           fused->setAttr(a.getName(), a.getValue());

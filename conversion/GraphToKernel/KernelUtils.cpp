@@ -44,21 +44,6 @@ bool isScalarConstant(Value v) {
          cast<RankedTensorType>(v.getType()).getNumElements() == 1;
 }
 
-bool isGemmStep(Operation *gemmOp) {
-  auto matmul = dyn_cast<graph::MatmulOp>(gemmOp);
-  if (!matmul)
-    return true;
-  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
-  ArrayRef<int64_t> a = shapeOf(matmul.getLhs()), b = shapeOf(matmul.getRhs()),
-                    out = shapeOf(matmul.getOutput());
-  if (a.size() < 2 || b.size() < 2)
-    return false;
-  auto fits = [&](ArrayRef<int64_t> s) {
-    return s.size() == 2 || s.drop_back(2) == out.drop_back(2);
-  };
-  return fits(a) && fits(b);
-}
-
 ArrayAttr namesOf(MLIRContext *ctx, ArrayRef<Operation *> ops) {
   SmallVector<Attribute> names;
   for (Operation *op : ops) {

@@ -36,11 +36,6 @@ int64_t rowReductionDims(mlir::Operation *op);
 /// A rank-0 or single-element constant: a kernel takes it as an immediate.
 bool isScalarConstant(mlir::Value v);
 
-/// Whether a GEMM op fits one (batched) GEMM step: every linear layer does;
-/// a matmul needs matrices and batch dims that each operand has in full or
-/// not at all (else it runs as the numpy-semantics matmul routine).
-bool isGemmStep(mlir::Operation *gemmOp);
-
 /// The graph op names a lowered op keeps (`ops`): each op's node name, else
 /// its op type.
 mlir::ArrayAttr namesOf(mlir::MLIRContext *ctx, llvm::ArrayRef<mlir::Operation *> ops);

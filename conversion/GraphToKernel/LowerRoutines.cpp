@@ -31,7 +31,7 @@ bool lowersToRoutine(Operation *op) {
   if (isReductionOp(op))
     return rowReductionDims(op) < 0;
   if (isGemmOp(op))
-    return !isGemmStep(op);
+    return !cast<graph::GemmOpInterface>(op).fitsOneGemmCall();
   return true;
 }
 

@@ -166,8 +166,7 @@ struct GemmToGemm : OpInterfaceConversionPattern<graph::GemmOpInterface> {
   LogicalResult matchAndRewrite(graph::GemmOpInterface gemm, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
     Operation *op = gemm;
-    auto matmul = dyn_cast<graph::MatmulOp>(op);
-    if (!atFunctionLevel(op) || (matmul && !isGemmStep(matmul)))
+    if (!atFunctionLevel(op) || !gemm.fitsOneGemmCall())
       return failure();
     auto converted = [&](Value v) { return rewriter.getRemappedValue(v); };
     kernel::GemmOp step =

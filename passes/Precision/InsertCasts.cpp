@@ -47,8 +47,9 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
     // --mp-insert-scaling quantizes the original values (no double rounding
     // through BF16); --mp-fold-casts then drops the widening cast. The bias
     // follows the BF16 output.
-    auto linear = dyn_cast<graph::LinearOp>(op);
-    if (linear && operand == linear.getBias())
+    auto gemm = dyn_cast<graph::GemmOpInterface>(op);
+    OpOperand *bias = gemm ? gemm.getBiasOperand() : nullptr;
+    if (bias && operand == bias->get())
       return resultDType(precision);
     return Float32Type::get(op->getContext());
   }

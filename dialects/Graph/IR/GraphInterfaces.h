@@ -36,6 +36,23 @@ MIXPREC_GRAPH_MARKER_TRAIT(GemmKernel)
 #undef MIXPREC_GRAPH_MARKER_TRAIT
 } // namespace OpTrait
 
+namespace detail {
+/// The verifier of the element-wise binary ops (see MP_BroadcastBinary).
+llvm::LogicalResult verifyBroadcastBinary(mlir::Operation *op);
+} // namespace detail
+
+namespace OpTrait {
+/// An element-wise binary op: one verifier for the whole class
+/// (GraphInterfaces.td says what it checks).
+template <typename ConcreteType>
+class BroadcastBinary : public mlir::OpTrait::TraitBase<ConcreteType, BroadcastBinary> {
+public:
+  static llvm::LogicalResult verifyTrait(mlir::Operation *op) {
+    return detail::verifyBroadcastBinary(op);
+  }
+};
+} // namespace OpTrait
+
 /// A GEMM's operands in the roles of one cuBLASLt call: `a @ op(b)`,
 /// op(b) = b^T when `transposeB`, with an optional bias and, for FP8
 /// operands, both per-tensor scales (null when absent).

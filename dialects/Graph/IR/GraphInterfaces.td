@@ -33,6 +33,16 @@ def MP_ScalingClass : MP_OpTrait<"ScalingClass">;
 def MP_Accumulates : MP_OpTrait<"Accumulates">;
 
 //===----------------------------------------------------------------------===//
+// Verifiers shared by an op class
+//===----------------------------------------------------------------------===//
+
+// An element-wise binary op (lhs, rhs -> output; MP_ElementwiseOpInterface):
+// the operands broadcast to the result shape and share its element type.
+// Pow lets an integer base take a float exponent; PRelu's slope must
+// broadcast to the input's shape.
+def MP_BroadcastBinary : MP_OpTrait<"BroadcastBinary">;
+
+//===----------------------------------------------------------------------===//
 // Kernel families: how --mp-fuse groups an op and --mp-lower-to-kernels
 // lowers it. An op in none of them becomes a runtime routine.
 //===----------------------------------------------------------------------===//
@@ -53,7 +63,8 @@ def MP_PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
   let description = [{
     The facts the precision passes and the reports ask of every `mp` op.
     The defaults read the op's traits; GEMM-class ops override the cost and
-    the FP8 question, which depend on their operands.
+    the FP8 question, which depend on their operands, and name their
+    weights.
   }];
   let methods = [
     InterfaceMethod<
@@ -83,6 +94,13 @@ def MP_PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
       }],
       "int64_t", "getByteCount", (ins), [{}],
       [{ return ::mixprec::graph::detail::defaultByteCount($_op.getOperation()); }]>,
+    InterfaceMethod<[{
+        The operands that hold weights: the weight of a linear or a
+        convolution, both operands of a matmul (either may be one). None
+        for other ops.
+      }],
+      "::llvm::SmallVector<::mlir::Value, 2>", "getWeightOperands", (ins), [{}],
+      [{ return {}; }]>,
   ];
 }
 
@@ -130,12 +148,33 @@ def MP_GemmOpInterface : OpInterface<"GemmOpInterface"> {
   let cppNamespace = "::mixprec::graph";
   let description = [{
     The GEMM kernel family (MP_GemmKernel): the op's operands in the roles
-    one cuBLASLt call gives them, so a lowering builds that call without
-    knowing the op type.
+    one cuBLASLt call gives them, and the bias epilogue the op can take, so
+    a lowering builds that call and --mp-fuse folds a bias add into it
+    without knowing the op type.
   }];
   let methods = [
+    InterfaceMethod<[{
+        Whether one (batched) GEMM call computes the op: every linear layer
+        does; a matmul needs matrices and batch dims that each operand has
+        in full or not at all (else it runs as the numpy-semantics matmul
+        routine).
+      }],
+      "bool", "fitsOneGemmCall">,
     InterfaceMethod<"The operands of the GEMM call the op is.",
       "::mixprec::graph::GemmOperands", "getGemmOperands">,
+    InterfaceMethod<
+      "The operand that holds the op's own bias, or null when it has none.",
+      "::mlir::OpOperand *", "getBiasOperand">,
+    InterfaceMethod<[{
+        Builds, at the builder's insertion point, the op's equivalent that
+        also adds `bias` (one value per output column) as its own bias, with
+        result type `resultType`; returns null and builds nothing when the
+        op cannot take one (it has a bias already, or its right operand is
+        no matrix). Copying discardable attributes is the caller's part.
+      }],
+      "::mlir::Operation *", "buildWithBias",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Value":$bias,
+           "::mlir::Type":$resultType)>,
   ];
 }
 

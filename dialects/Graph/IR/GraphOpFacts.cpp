@@ -34,6 +34,11 @@ int64_t trailingDims(ArrayRef<int64_t> axes, int64_t rank) {
 
 int64_t rankOf(Value v) { return tensorType(v).getRank(); }
 
+/// The one operand of an optional operand group, or null when it is absent.
+OpOperand *firstOperand(MutableOperandRange range) {
+  return range.size() == 0 ? nullptr : &range[0];
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -75,6 +80,28 @@ int64_t LinearOp::getFlopCount() { return gemmFlops(getInput(), getOutput()); }
 int64_t ScaledMatmulOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
 int64_t ScaledLinearOp::getFlopCount() { return gemmFlops(getOperand(0), getOutput()); }
 
+bool MatmulOp::fitsOneGemmCall() {
+  ArrayRef<int64_t> a = tensorType(getLhs()).getShape(), b = tensorType(getRhs()).getShape(),
+                    out = tensorType(getOutput()).getShape();
+  if (a.size() < 2 || b.size() < 2)
+    return false;
+  auto fits = [&](ArrayRef<int64_t> s) {
+    return s.size() == 2 || s.drop_back(2) == out.drop_back(2);
+  };
+  return fits(a) && fits(b);
+}
+bool LinearOp::fitsOneGemmCall() { return true; }
+bool ScaledMatmulOp::fitsOneGemmCall() { return true; }
+bool ScaledLinearOp::fitsOneGemmCall() { return true; }
+
+SmallVector<Value, 2> MatmulOp::getWeightOperands() { return {getLhs(), getRhs()}; }
+SmallVector<Value, 2> LinearOp::getWeightOperands() { return {getWeight()}; }
+SmallVector<Value, 2> ScaledMatmulOp::getWeightOperands() { return {getLhs(), getRhs()}; }
+SmallVector<Value, 2> ScaledLinearOp::getWeightOperands() { return {getWeight()}; }
+SmallVector<Value, 2> Conv2dOp::getWeightOperands() { return {getWeight()}; }
+SmallVector<Value, 2> ConvOp::getWeightOperands() { return {getWeight()}; }
+SmallVector<Value, 2> ConvTransposeOp::getWeightOperands() { return {getWeight()}; }
+
 GemmOperands MatmulOp::getGemmOperands() { return {getLhs(), getRhs(), {}, {}, {}}; }
 GemmOperands LinearOp::getGemmOperands() {
   return {getInput(), getWeight(), getBias(), {}, {}, getTransposeWeight()};
@@ -85,6 +112,40 @@ GemmOperands ScaledMatmulOp::getGemmOperands() {
 GemmOperands ScaledLinearOp::getGemmOperands() {
   return {getInput(), getWeight(), getBias(), getInputScale(), getWeightScale(),
           getTransposeWeight()};
+}
+
+OpOperand *MatmulOp::getBiasOperand() { return nullptr; }
+OpOperand *LinearOp::getBiasOperand() { return firstOperand(getBiasMutable()); }
+OpOperand *ScaledMatmulOp::getBiasOperand() { return nullptr; }
+OpOperand *ScaledLinearOp::getBiasOperand() { return firstOperand(getBiasMutable()); }
+
+// A matmul with a matrix on the right is a linear without transpose; a
+// batched right operand has no bias epilogue.
+Operation *MatmulOp::buildWithBias(OpBuilder &builder, Value bias, Type resultType) {
+  if (rankOf(getRhs()) != 2)
+    return nullptr;
+  return builder.create<LinearOp>(getLoc(), resultType, getLhs(), getRhs(), bias,
+                                  builder.getBoolAttr(false), getAccTypeAttr());
+}
+Operation *LinearOp::buildWithBias(OpBuilder &builder, Value bias, Type resultType) {
+  if (getBias())
+    return nullptr;
+  return builder.create<LinearOp>(getLoc(), resultType, getInput(), getWeight(), bias,
+                                  getTransposeWeightAttr(), getAccTypeAttr());
+}
+Operation *ScaledMatmulOp::buildWithBias(OpBuilder &builder, Value bias, Type resultType) {
+  if (rankOf(getRhs()) != 2)
+    return nullptr;
+  return builder.create<ScaledLinearOp>(getLoc(), resultType, getLhs(), getRhs(), getLhsScale(),
+                                        getRhsScale(), bias, builder.getBoolAttr(false),
+                                        getAccTypeAttr());
+}
+Operation *ScaledLinearOp::buildWithBias(OpBuilder &builder, Value bias, Type resultType) {
+  if (getBias())
+    return nullptr;
+  return builder.create<ScaledLinearOp>(getLoc(), resultType, getInput(), getWeight(),
+                                        getInputScale(), getWeightScale(), bias,
+                                        getTransposeWeightAttr(), getAccTypeAttr());
 }
 
 // Each output element sums C/groups * kH * kW products.

@@ -94,15 +94,6 @@ LogicalResult verifySameShape(Operation *op, Value input, Value result) {
   return success();
 }
 
-/// Shared checks of element-wise binary ops.
-LogicalResult verifyBinary(Operation *op) {
-  Value lhs = op->getOperand(0), rhs = op->getOperand(1), out = op->getResult(0);
-  if (failed(verifySameElementType(op, "rhs", elementTypeOf(rhs), elementTypeOf(lhs))) ||
-      failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(lhs))))
-    return failure();
-  return verifyInferredShape(op, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), out);
-}
-
 /// Shared checks of the predicates (bool results): float operands of any
 /// storage dtypes, or integer (bool) operands of one type.
 LogicalResult verifyPredicate(Operation *op) {
@@ -240,33 +231,23 @@ LogicalResult ConvTransposeOp::verify() {
                            getAccType());
 }
 
-// The binary ops of runtime/format/ScalarFns.def, but for those with a
-// verifier of their own (below).
-#define MP_SCALAR_FN(...)
-#define MP_BINARY_OP(Name, ...)                                                                   \
-  LogicalResult Name##Op::verify() { return verifyBinary(*this); }
-#define MP_BINARY_OP_OWN_VERIFIER(...)
-#include "runtime/format/ScalarFns.def"
-
-// An integer base may take a float exponent (ONNX Pow(int64, float32)
-// gives int64); floats share one type.
-LogicalResult PowOp::verify() {
-  Type base = elementTypeOf(getLhs()), exponent = elementTypeOf(getRhs());
-  if (!isa<IntegerType>(base) || !isa<FloatType>(exponent))
-    return verifyBinary(*this);
-  if (failed(verifySameElementType(*this, "result", elementTypeOf(getOutput()), base)))
+// The one verifier of the element-wise binary ops (MP_BroadcastBinary).
+// Two scalar functions relax or tighten the rule: an integer base may take
+// a float exponent (ONNX Pow(int64, float32) gives int64), and PRelu's
+// slope broadcasts to x, not x to the slope's shape.
+LogicalResult detail::verifyBroadcastBinary(Operation *op) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1), out = op->getResult(0);
+  ScalarFn fn = cast<ElementwiseOpInterface>(op).getScalarFn();
+  bool floatExponent = fn == ScalarFn::Pow && isa<IntegerType>(elementTypeOf(lhs)) &&
+                       isa<FloatType>(elementTypeOf(rhs));
+  if ((!floatExponent &&
+       failed(verifySameElementType(op, "rhs", elementTypeOf(rhs), elementTypeOf(lhs)))) ||
+      failed(verifySameElementType(op, "result", elementTypeOf(out), elementTypeOf(lhs))) ||
+      failed(verifyInferredShape(op, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), out)))
     return failure();
-  return verifyInferredShape(*this, broadcastShapes(shapeOf(getLhs()), shapeOf(getRhs())),
-                             getOutput());
-}
-// The slope broadcasts to x, not x to the slope's shape.
-LogicalResult PReluOp::verify() {
-  if (failed(verifyBinary(*this)))
-    return failure();
-  if (shapeOf(getOutput()) != shapeOf(getLhs()))
-    return emitOpError() << "slope shape " << formatShape(shapeOf(getRhs()))
-                         << " must broadcast to the input shape "
-                         << formatShape(shapeOf(getLhs()));
+  if (fn == ScalarFn::PRelu && shapeOf(out) != shapeOf(lhs))
+    return op->emitOpError() << "slope shape " << formatShape(shapeOf(rhs))
+                             << " must broadcast to the input shape " << formatShape(shapeOf(lhs));
   return success();
 }
 

@@ -20,9 +20,9 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 // shape functions of ShapeInference.h, and so does the element type where
 // the operands fix it (GraphTypeInference.cpp). The ONNX importer builds
 // these ops with the types they infer; the verifiers check the same rules
-// with messages that name them.
-def MP_InferShapedType
-    : DeclareOpInterfaceMethods<InferShapedTypeOpInterface, ["inferReturnTypeComponents"]>;
+// with messages that name them. ODS builds the op's adaptor from the
+// operands and attributes; the op implements the form that takes it.
+def MP_InferShapedType : InferShapedTypeOpAdaptorBase<["inferReturnTypeComponents"]>;
 
 // The op's gradient rule is its own (GraphGradients.cpp); element-wise ops
 // list MP_GradientOpInterface alone and take the ScalarFn table's rule.
@@ -83,7 +83,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, MP_CastClass, MP_ElementwiseOpInterfa
 def Graph_MatmulOp : Graph_Op<"matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
-    ["hasFp8GemmForm", "getFlopCount"]> {
+    ["hasFp8GemmForm", "getFlopCount", "getWeightOperands"]> {
   let summary = "Batched matrix product with NumPy broadcasting";
   let description = [{
     `numpy.matmul` semantics: 1-D operands are promoted and the added
@@ -106,7 +106,7 @@ def Graph_MatmulOp : Graph_Op<"matmul",
 def Graph_LinearOp : Graph_Op<"linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType, MP_OwnGradient],
-    ["hasFp8GemmForm", "getFlopCount"]> {
+    ["hasFp8GemmForm", "getFlopCount", "getWeightOperands"]> {
   let summary = "Fully connected layer: input times weight, plus bias";
   let description = [{
     `output[..., n] = sum_k input[..., k] * W[k, n] + bias[n]` where `W` is
@@ -133,7 +133,7 @@ def Graph_LinearOp : Graph_Op<"linear",
 
 def Graph_Conv2dOp : Graph_Op<"conv2d",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
     ONNX `Conv` for 4-D tensors. `pads` is [top, left, bottom, right];
@@ -161,7 +161,7 @@ def Graph_Conv2dOp : Graph_Op<"conv2d",
 
 def Graph_ConvOp : Graph_Op<"conv",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "N-D convolution (1 to 3 spatial dims), NC... input";
   let description = [{
     ONNX `Conv` for any of 1, 2 or 3 spatial dims: `input` is [N, C, D...],
@@ -192,7 +192,7 @@ def Graph_ConvOp : Graph_Op<"conv",
 
 def Graph_ConvTransposeOp : Graph_Op<"conv_transpose",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
-    ["getFlopCount"]> {
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "N-D transposed convolution (1 to 3 spatial dims)";
   let description = [{
     ONNX `ConvTranspose` with explicit pads (the importer resolves
@@ -244,7 +244,7 @@ def MP_NumericTensor : RankedTensorOf<[MP_StorageFloat, I32, I64]>;
 class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits = [],
                      TypeConstraint operand = MP_FloatTensor>
     : Graph_Op<mnemonic, !listconcat([Pure, MP_ElementwiseOpInterface, MP_InferShapedType,
-                                      MP_GradientOpInterface], traits)> {
+                                      MP_GradientOpInterface, MP_BroadcastBinary], traits)> {
   let summary = "Element-wise " # desc # " with NumPy broadcasting";
   let description = [{
     Operands broadcast to the result shape (NumPy rules) and share its
@@ -252,22 +252,21 @@ class Graph_BinaryOp<string mnemonic, string desc, string fn, list<Trait> traits
     ```mlir
     %c = mp.}] # mnemonic # [{ %a, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
     ```
-    Verifier: broadcast-compatible shapes, result shape, one element type.
+    Verifier (MP_BroadcastBinary, one for the class): broadcast-compatible
+    shapes, result shape, one element type.
   }];
   let arguments = (ins operand:$lhs, operand:$rhs);
   let results = (outs operand:$output);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)
   }];
-  let hasVerifier = 1;
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      return ::mixprec::graph::detail::inferBroadcastResult(location, operands, results);
+      return ::mixprec::graph::detail::inferBroadcastResult(location, adaptor.getLhs(),
+                                                            adaptor.getRhs(), results);
     }
   }];
 }
@@ -377,11 +376,10 @@ class Graph_PredicateOp<string mnemonic, string desc, string fn, TypeConstraint 
   let extraClassDeclaration = MP_ScalarFnOf<fn>.decl;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      return ::mixprec::graph::detail::inferPredicateResult(location, operands, results);
+      return ::mixprec::graph::detail::inferPredicateResult(location, adaptor.getLhs(),
+                                                            adaptor.getRhs(), results);
     }
   }];
 }
@@ -617,13 +615,11 @@ class Graph_ReduceOp<string mnemonic, string desc, list<Trait> traits = []>
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypeComponents(
-        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
-        ::mlir::ValueShapeRange operands, ::mlir::DictionaryAttr attributes,
-        ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::ShapedTypeComponents> &results) {
-      Adaptor op(operands.getValues(), attributes, properties, regions);
-      return ::mixprec::graph::detail::inferReduceResult(location, operands, op.getAxes(),
-                                                         op.getKeepdims(), results);
+      return ::mixprec::graph::detail::inferReduceResult(location, adaptor.getInput(),
+                                                         adaptor.getAxes(),
+                                                         adaptor.getKeepdims(), results);
     }
   }];
 }
@@ -1031,7 +1027,8 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
 
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "FP8 matrix product with per-tensor scales (cuBLASLt FP8 GEMM)";
   let description = [{
     `output = (lhs @ rhs) / (lhs_scale * rhs_scale)`, where `lhs` and `rhs`
@@ -1053,7 +1050,8 @@ def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
 
 def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
-     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType], ["getFlopCount"]> {
+     DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
+    ["getFlopCount", "getWeightOperands"]> {
   let summary = "FP8 linear layer with per-tensor scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as

@@ -19,15 +19,13 @@ using namespace mlir;
 namespace mixprec::graph {
 namespace {
 
-/// The shape of operand `i`.
-ArrayRef<int64_t> shapeAt(ValueShapeRange operands, unsigned i) {
-  return cast<RankedTensorType>(operands[i].getType()).getShape();
-}
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// The element type of operand `i`.
-Type elementAt(ValueShapeRange operands, unsigned i) {
-  return cast<RankedTensorType>(operands[i].getType()).getElementType();
-}
+/// The shape of `v`.
+ArrayRef<int64_t> shapeOf(Value v) { return tensorType(v).getShape(); }
+
+/// The element type of `v`.
+Type elementOf(Value v) { return tensorType(v).getElementType(); }
 
 /// Appends the result `inferred` with element type `element` (null where
 /// the op does not fix it), or reports the broken rule at `location`.
@@ -39,18 +37,16 @@ LogicalResult addResult(std::optional<Location> location, const ShapeOrError &in
   return success();
 }
 
-/// Matmul and its FP8 form: the product of operands 0 and 1.
-LogicalResult inferProduct(std::optional<Location> location, ValueShapeRange operands,
+/// Matmul and its FP8 form: the product of `lhs` and `rhs`.
+LogicalResult inferProduct(std::optional<Location> location, Value lhs, Value rhs,
                            SmallVectorImpl<ShapedTypeComponents> &results) {
-  return addResult(location, matmulShape(shapeAt(operands, 0), shapeAt(operands, 1)), nullptr,
-                   results);
+  return addResult(location, matmulShape(shapeOf(lhs), shapeOf(rhs)), nullptr, results);
 }
 
-/// A linear layer and its FP8 form: input (operand 0) times weight (operand 1).
-LogicalResult inferLinear(std::optional<Location> location, ValueShapeRange operands,
+/// A linear layer and its FP8 form: `input` times `weight`.
+LogicalResult inferLinear(std::optional<Location> location, Value input, Value weight,
                           bool transposeWeight, SmallVectorImpl<ShapedTypeComponents> &results) {
-  return addResult(location,
-                   linearShape(shapeAt(operands, 0), shapeAt(operands, 1), transposeWeight),
+  return addResult(location, linearShape(shapeOf(input), shapeOf(weight), transposeWeight),
                    nullptr, results);
 }
 
@@ -58,24 +54,23 @@ LogicalResult inferLinear(std::optional<Location> location, ValueShapeRange oper
 
 namespace detail {
 
-LogicalResult inferBroadcastResult(std::optional<Location> location, ValueShapeRange operands,
+LogicalResult inferBroadcastResult(std::optional<Location> location, Value lhs, Value rhs,
                                    SmallVectorImpl<ShapedTypeComponents> &results) {
-  return addResult(location, broadcastShapes(shapeAt(operands, 0), shapeAt(operands, 1)),
-                   elementAt(operands, 0), results);
-}
-
-LogicalResult inferPredicateResult(std::optional<Location> location, ValueShapeRange operands,
-                                   SmallVectorImpl<ShapedTypeComponents> &results) {
-  Type i1 = IntegerType::get(operands[0].getType().getContext(), 1);
-  return addResult(location, broadcastShapes(shapeAt(operands, 0), shapeAt(operands, 1)), i1,
+  return addResult(location, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), elementOf(lhs),
                    results);
 }
 
-LogicalResult inferReduceResult(std::optional<Location> location, ValueShapeRange operands,
+LogicalResult inferPredicateResult(std::optional<Location> location, Value lhs, Value rhs,
+                                   SmallVectorImpl<ShapedTypeComponents> &results) {
+  Type i1 = IntegerType::get(lhs.getContext(), 1);
+  return addResult(location, broadcastShapes(shapeOf(lhs), shapeOf(rhs)), i1, results);
+}
+
+LogicalResult inferReduceResult(std::optional<Location> location, Value input,
                                 ArrayRef<int64_t> axes, bool keepDims,
                                 SmallVectorImpl<ShapedTypeComponents> &results) {
-  return addResult(location, reduceShape(shapeAt(operands, 0), axes, keepDims),
-                   elementAt(operands, 0), results);
+  return addResult(location, reduceShape(shapeOf(input), axes, keepDims), elementOf(input),
+                   results);
 }
 
 } // namespace detail
@@ -85,64 +80,59 @@ LogicalResult inferReduceResult(std::optional<Location> location, ValueShapeRang
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatmulOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands, DictionaryAttr,
-    OpaqueProperties, RegionRange, SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferProduct(location, operands, results);
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferProduct(location, adaptor.getLhs(), adaptor.getRhs(), results);
 }
 
 LogicalResult ScaledMatmulOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands, DictionaryAttr,
-    OpaqueProperties, RegionRange, SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferProduct(location, operands, results);
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  return inferProduct(location, adaptor.getLhs(), adaptor.getRhs(), results);
 }
 
 LogicalResult LinearOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return inferLinear(location, operands, op.getTransposeWeight(), results);
+  return inferLinear(location, adaptor.getInput(), adaptor.getWeight(),
+                     adaptor.getTransposeWeight(), results);
 }
 
 LogicalResult ScaledLinearOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return inferLinear(location, operands, op.getTransposeWeight(), results);
+  return inferLinear(location, adaptor.getInput(), adaptor.getWeight(),
+                     adaptor.getTransposeWeight(), results);
 }
 
 LogicalResult Conv2dOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   conv2dShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getStrides(),
-                               op.getPads(), op.getDilations(), op.getGroups()),
+                   conv2dShape(shapeOf(adaptor.getInput()), shapeOf(adaptor.getWeight()),
+                               adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+                               adaptor.getGroups()),
                    nullptr, results);
 }
 
 LogicalResult ConvOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   convShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getStrides(),
-                             op.getPads(), op.getDilations(), op.getGroups()),
+                   convShape(shapeOf(adaptor.getInput()), shapeOf(adaptor.getWeight()),
+                             adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+                             adaptor.getGroups()),
                    nullptr, results);
 }
 
 LogicalResult ConvTransposeOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   convTransposeShape(shapeAt(operands, 0), shapeAt(operands, 1),
-                                      op.getStrides(), op.getPads(), op.getDilations(),
-                                      op.getOutputPadding(), op.getGroups()),
+                   convTransposeShape(shapeOf(adaptor.getInput()), shapeOf(adaptor.getWeight()),
+                                      adaptor.getStrides(), adaptor.getPads(),
+                                      adaptor.getDilations(), adaptor.getOutputPadding(),
+                                      adaptor.getGroups()),
                    nullptr, results);
 }
 
@@ -152,13 +142,13 @@ LogicalResult ConvTransposeOp::inferReturnTypeComponents(
 
 // The values broadcast together first, then with the condition.
 LogicalResult WhereOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands, DictionaryAttr,
-    OpaqueProperties, RegionRange, SmallVectorImpl<ShapedTypeComponents> &results) {
-  ShapeOrError values = broadcastShapes(shapeAt(operands, 1), shapeAt(operands, 2));
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<ShapedTypeComponents> &results) {
+  ShapeOrError values = broadcastShapes(shapeOf(adaptor.getLhs()), shapeOf(adaptor.getRhs()));
   if (!values.ok())
     return emitOptionalError(location, values.error);
-  return addResult(location, broadcastShapes(shapeAt(operands, 0), values.shape),
-                   elementAt(operands, 1), results);
+  return addResult(location, broadcastShapes(shapeOf(adaptor.getCondition()), values.shape),
+                   elementOf(adaptor.getLhs()), results);
 }
 
 //===----------------------------------------------------------------------===//
@@ -166,66 +156,56 @@ LogicalResult WhereOp::inferReturnTypeComponents(
 //===----------------------------------------------------------------------===//
 
 LogicalResult MaxPool2dOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   ArrayRef<int64_t> dilations;
-  if (std::optional<ArrayRef<int64_t>> d = op.getDilations())
+  if (std::optional<ArrayRef<int64_t>> d = adaptor.getDilations())
     dilations = *d;
   return addResult(location,
-                   pool2dShape(shapeAt(operands, 0), op.getKernelShape(), op.getStrides(),
-                               op.getPads(), dilations, op.getCeilMode()),
-                   elementAt(operands, 0), results);
+                   pool2dShape(shapeOf(adaptor.getInput()), adaptor.getKernelShape(),
+                               adaptor.getStrides(), adaptor.getPads(), dilations,
+                               adaptor.getCeilMode()),
+                   elementOf(adaptor.getInput()), results);
 }
 
 LogicalResult AvgPool2dOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   pool2dShape(shapeAt(operands, 0), op.getKernelShape(), op.getStrides(),
-                               op.getPads(), {}, op.getCeilMode()),
-                   elementAt(operands, 0), results);
+                   pool2dShape(shapeOf(adaptor.getInput()), adaptor.getKernelShape(),
+                               adaptor.getStrides(), adaptor.getPads(), {},
+                               adaptor.getCeilMode()),
+                   elementOf(adaptor.getInput()), results);
 }
 
 /// The N-D pooling ops: the window's shape; values keep the input's
 /// element type, indices are i64.
-template <typename OpTy>
-LogicalResult inferPoolNd(MLIRContext *ctx, std::optional<Location> location,
-                          ValueShapeRange operands, DictionaryAttr attributes,
-                          OpaqueProperties properties, RegionRange regions, bool indices,
-                          SmallVectorImpl<ShapedTypeComponents> &results) {
-  typename OpTy::Adaptor op(operands.getValues(), attributes, properties, regions);
+template <typename AdaptorTy>
+LogicalResult inferPoolNd(MLIRContext *ctx, std::optional<Location> location, AdaptorTy adaptor,
+                          bool indices, SmallVectorImpl<ShapedTypeComponents> &results) {
+  Value input = adaptor.getInput();
   return addResult(location,
-                   poolShape(shapeAt(operands, 0), op.getKernelShape(), op.getStrides(),
-                             op.getPads(), op.getDilations(), op.getCeilMode()),
-                   indices ? Type(IntegerType::get(ctx, 64)) : elementAt(operands, 0), results);
+                   poolShape(shapeOf(input), adaptor.getKernelShape(), adaptor.getStrides(),
+                             adaptor.getPads(), adaptor.getDilations(), adaptor.getCeilMode()),
+                   indices ? Type(IntegerType::get(ctx, 64)) : elementOf(input), results);
 }
 
 LogicalResult MaxPoolOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferPoolNd<MaxPoolOp>(ctx, location, operands, attributes, properties, regions, false,
-                                results);
+  return inferPoolNd(ctx, location, adaptor, false, results);
 }
 
 LogicalResult AvgPoolOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferPoolNd<AvgPoolOp>(ctx, location, operands, attributes, properties, regions, false,
-                                results);
+  return inferPoolNd(ctx, location, adaptor, false, results);
 }
 
 LogicalResult MaxPoolIndicesOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferPoolNd<MaxPoolIndicesOp>(ctx, location, operands, attributes, properties, regions,
-                                       true, results);
+  return inferPoolNd(ctx, location, adaptor, true, results);
 }
 
 //===----------------------------------------------------------------------===//
@@ -233,34 +213,32 @@ LogicalResult MaxPoolIndicesOp::inferReturnTypeComponents(
 //===----------------------------------------------------------------------===//
 
 LogicalResult TransposeOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return addResult(location, transposeShape(shapeAt(operands, 0), op.getPerm()),
-                   elementAt(operands, 0), results);
+  return addResult(location, transposeShape(shapeOf(adaptor.getInput()), adaptor.getPerm()),
+                   elementOf(adaptor.getInput()), results);
 }
 
 LogicalResult ConcatOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  if (operands.empty())
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
     return emitOptionalError(location, "needs at least one input");
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   SmallVector<SmallVector<int64_t, 4>> shapes;
-  for (unsigned i = 0; i < operands.size(); ++i)
-    shapes.emplace_back(shapeAt(operands, i));
-  return addResult(location, concatShape(shapes, op.getAxis()), elementAt(operands, 0), results);
+  for (Value input : inputs)
+    shapes.emplace_back(shapeOf(input));
+  return addResult(location, concatShape(shapes, adaptor.getAxis()), elementOf(inputs.front()),
+                   results);
 }
 
 LogicalResult GatherOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return addResult(location, gatherShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getAxis()),
-                   elementAt(operands, 0), results);
+  return addResult(
+      location,
+      gatherShape(shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()), adaptor.getAxis()),
+      elementOf(adaptor.getData()), results);
 }
 
 } // namespace mixprec::graph
@@ -272,90 +250,78 @@ LogicalResult GatherOp::inferReturnTypeComponents(
 namespace mixprec::graph {
 
 LogicalResult GatherElementsOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   gatherElementsShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getAxis()),
-                   elementAt(operands, 0), results);
+                   gatherElementsShape(shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+                                       adaptor.getAxis()),
+                   elementOf(adaptor.getData()), results);
 }
 
 LogicalResult GatherNdOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
   return addResult(location,
-                   gatherNdShape(shapeAt(operands, 0), shapeAt(operands, 1), op.getBatchDims()),
-                   elementAt(operands, 0), results);
+                   gatherNdShape(shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+                                 adaptor.getBatchDims()),
+                   elementOf(adaptor.getData()), results);
 }
 
 /// ArgMax and ArgMin: int64 indices.
-template <typename OpTy>
+template <typename AdaptorTy>
 static LogicalResult inferArgReduce(MLIRContext *ctx, std::optional<Location> location,
-                                    ValueShapeRange operands, DictionaryAttr attributes,
-                                    OpaqueProperties properties, RegionRange regions,
+                                    AdaptorTy adaptor,
                                     SmallVectorImpl<ShapedTypeComponents> &results) {
-  typename OpTy::Adaptor op(operands.getValues(), attributes, properties, regions);
-  return addResult(location, argReduceShape(shapeAt(operands, 0), op.getAxis(), op.getKeepdims()),
-                   IntegerType::get(ctx, 64), results);
+  return addResult(
+      location,
+      argReduceShape(shapeOf(adaptor.getInput()), adaptor.getAxis(), adaptor.getKeepdims()),
+      IntegerType::get(ctx, 64), results);
 }
 
 LogicalResult ArgMaxOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferArgReduce<ArgMaxOp>(ctx, location, operands, attributes, properties, regions,
-                                  results);
+  return inferArgReduce(ctx, location, adaptor, results);
 }
 
 LogicalResult ArgMinOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  return inferArgReduce<ArgMinOp>(ctx, location, operands, attributes, properties, regions,
-                                  results);
+  return inferArgReduce(ctx, location, adaptor, results);
 }
 
 LogicalResult TopKOp::inferReturnTypeComponents(
-    MLIRContext *ctx, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *ctx, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  ShapeOrError s = topKShape(shapeAt(operands, 0), op.getAxis(), op.getK());
-  if (failed(addResult(location, s, elementAt(operands, 0), results)))
+  ShapeOrError s = topKShape(shapeOf(adaptor.getInput()), adaptor.getAxis(), adaptor.getK());
+  if (failed(addResult(location, s, elementOf(adaptor.getInput()), results)))
     return failure();
   return addResult(location, s, IntegerType::get(ctx, 64), results);
 }
 
 LogicalResult ScatterNdOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
   // The tuples must address the data (the updates' shape is the verifier's).
-  ShapeOrError tuples = gatherNdShape(shapeAt(operands, 0), shapeAt(operands, 1), 0);
+  Value data = adaptor.getData();
+  ShapeOrError tuples = gatherNdShape(shapeOf(data), shapeOf(adaptor.getIndices()), 0);
   if (!tuples.ok())
     return emitOptionalError(location, tuples.error);
-  return addResult(location, ShapeOrError{Shape(shapeAt(operands, 0)), ""}, elementAt(operands, 0),
-                   results);
+  return addResult(location, ShapeOrError{Shape(shapeOf(data)), ""}, elementOf(data), results);
 }
 
 LogicalResult ReduceProdOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return detail::inferReduceResult(location, operands, op.getAxes(), op.getKeepdims(), results);
+  return detail::inferReduceResult(location, adaptor.getInput(), adaptor.getAxes(),
+                                   adaptor.getKeepdims(), results);
 }
 
 LogicalResult CumSumOp::inferReturnTypeComponents(
-    MLIRContext *, std::optional<Location> location, ValueShapeRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {
-  Adaptor op(operands.getValues(), attributes, properties, regions);
-  return addResult(location, axisPreservingShape(shapeAt(operands, 0), op.getAxis()),
-                   elementAt(operands, 0), results);
+  return addResult(location, axisPreservingShape(shapeOf(adaptor.getInput()), adaptor.getAxis()),
+                   elementOf(adaptor.getInput()), results);
 }
 
 } // namespace mixprec::graph

@@ -14,18 +14,17 @@ namespace mixprec::graph::detail {
 
 /// Element-wise binary ops: the operands broadcast; the element type is the lhs's.
 mlir::LogicalResult
-inferBroadcastResult(std::optional<mlir::Location> location, mlir::ValueShapeRange operands,
+inferBroadcastResult(std::optional<mlir::Location> location, mlir::Value lhs, mlir::Value rhs,
                      llvm::SmallVectorImpl<mlir::ShapedTypeComponents> &results);
 
 /// Predicates: the operands broadcast; the element type is i1.
 mlir::LogicalResult
-inferPredicateResult(std::optional<mlir::Location> location, mlir::ValueShapeRange operands,
+inferPredicateResult(std::optional<mlir::Location> location, mlir::Value lhs, mlir::Value rhs,
                      llvm::SmallVectorImpl<mlir::ShapedTypeComponents> &results);
 
-/// Reductions: the input without (or with unit) `axes`, same element type.
-mlir::LogicalResult inferReduceResult(std::optional<mlir::Location> location,
-                                      mlir::ValueShapeRange operands, llvm::ArrayRef<int64_t> axes,
-                                      bool keepDims,
+/// Reductions: `input` without (or with unit) `axes`, same element type.
+mlir::LogicalResult inferReduceResult(std::optional<mlir::Location> location, mlir::Value input,
+                                      llvm::ArrayRef<int64_t> axes, bool keepDims,
                                       llvm::SmallVectorImpl<mlir::ShapedTypeComponents> &results);
 
 } // namespace mixprec::graph::detail

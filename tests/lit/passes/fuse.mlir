@@ -166,3 +166,37 @@ func.func @fuse$dead_values(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor
   %5 = mp.exp %x : tensor<4x8xf32> loc("e")
   return %5 : tensor<4x8xf32>
 }
+
+// -----
+
+// An FP8 matmul with a matrix weight takes a bias add as its own bias: it
+// becomes an mp.scaled_linear (GemmOpInterface::buildWithBias), the bias
+// widened to the f32 epilogue.
+// CHECK-LABEL: func.func @fuse$scaled_gemm_bias
+// CHECK: mp.fusion gemm({{.*}}) {ops = ["mm", "bias"]}
+// CHECK: ^bb0(%[[X:.*]]: tensor<4x8xf8E4M3FN>, %[[W:.*]]: tensor<8x8xf8E4M3FN>, %[[SX:.*]]: tensor<f32>, %[[SW:.*]]: tensor<f32>, %[[B:.*]]: tensor<8xbf16>):
+// CHECK-NEXT: %[[BF:.*]] = mp.cast %[[B]] : tensor<8xbf16> -> tensor<8xf32>
+// CHECK-NEXT: %[[L:.*]] = mp.scaled_linear %[[X]], %[[W]], %[[SX]], %[[SW]], %[[BF]] : {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: %[[C:.*]] = mp.cast %[[L]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: mp.yield %[[C]]
+// CHECK-NOT: mp.scaled_matmul
+func.func @fuse$scaled_gemm_bias(%x: tensor<4x8xf8E4M3FN>, %w: tensor<8x8xf8E4M3FN>, %sx: tensor<f32>, %sw: tensor<f32>, %b: tensor<8xbf16>) -> tensor<4x8xbf16> {
+  %0 = mp.scaled_matmul %x, %w, %sx, %sw : (tensor<4x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x8xbf16> loc("mm")
+  %1 = mp.add %0, %b : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16> loc("bias")
+  return %1 : tensor<4x8xbf16>
+}
+
+// -----
+
+// A batched right operand has no bias epilogue: the add stays in the
+// fusion after the matmul.
+// CHECK-LABEL: func.func @fuse$batched_matmul_bias
+// CHECK: mp.fusion gemm({{.*}}) {ops = ["bmm", "bias"]}
+// CHECK: %[[M:.*]] = mp.matmul
+// CHECK-NEXT: %[[A:.*]] = mp.add %[[M]], %{{.*}} : tensor<2x4x8xf32>, tensor<8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT: mp.yield %[[A]]
+func.func @fuse$batched_matmul_bias(%x: tensor<2x4x8xf32>, %w: tensor<2x8x8xf32>, %b: tensor<8xf32>) -> tensor<2x4x8xf32> {
+  %0 = mp.matmul %x, %w : (tensor<2x4x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32> loc("bmm")
+  %1 = mp.add %0, %b : tensor<2x4x8xf32>, tensor<8xf32> -> tensor<2x4x8xf32> loc("bias")
+  return %1 : tensor<2x4x8xf32>
+}
