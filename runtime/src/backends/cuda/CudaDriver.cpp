@@ -11,11 +11,43 @@
 namespace mixprec::runtime::cuda {
 namespace {
 
-// The table's signatures are the ones cuda.h declares, hence the ones
-// cuGetProcAddress returns for CUDA_VERSION.
+#define MIXPREC_STRINGIZE(x) #x
+#define MIXPREC_EXPANDED_NAME(x) MIXPREC_STRINGIZE(x)
+
+/// Whether cuda.h's name for a function (`expanded`, after its macros) is
+/// `written` or a version of it (`written` + "_v2"): cuGetProcAddress looks
+/// a function up by that base name and returns the version for CUDA_VERSION.
+/// A macro that renames (cuda.h 13: `#define cuGraphInstantiate
+/// cuGraphInstantiateWithFlags`) would have the lookup return the old
+/// function under the new signature; the H200 run of 2026-12-04 crashed on
+/// exactly that (a 3-argument call into the 5-argument cuGraphInstantiate).
+constexpr bool isBaseNameOf(const char *written, const char *expanded) {
+  while (*written && *written == *expanded)
+    ++written, ++expanded;
+  if (*written)
+    return false;
+  if (!*expanded)
+    return true;
+  if (expanded[0] != '_' || expanded[1] != 'v' || !expanded[2])
+    return false;
+  for (expanded += 2; *expanded; ++expanded)
+    if (*expanded < '0' || *expanded > '9')
+      return false;
+  return true;
+}
+static_assert(isBaseNameOf("cuMemAlloc", "cuMemAlloc_v2") &&
+              isBaseNameOf("cuInit", "cuInit") &&
+              !isBaseNameOf("cuGraphInstantiate", "cuGraphInstantiateWithFlags") &&
+              !isBaseNameOf("cuMemAlloc", "cuMemAlloc_vx"));
+
+// The table's signatures are the ones cuda.h declares, and its names the
+// ones cuGetProcAddress returns those signatures for (at CUDA_VERSION).
 #define MIXPREC_CU_PFN_DECL(name, ...)                                                          \
   static_assert(std::is_same_v<decltype(&::name), CUresult(CUDAAPI *)(__VA_ARGS__)>,             \
-                #name ": DynamicSymbolTables.h and cuda.h disagree on the signature");
+                #name ": DynamicSymbolTables.h and cuda.h disagree on the signature");          \
+  static_assert(isBaseNameOf(#name, MIXPREC_EXPANDED_NAME(name)),                                \
+                #name ": cuda.h maps it to another function (" MIXPREC_EXPANDED_NAME(           \
+                    name) "); list that one in DynamicSymbolTables.h");
 #include "runtime/src/backends/cuda/DynamicSymbolTables.h"
 #undef MIXPREC_CU_PFN_DECL
 

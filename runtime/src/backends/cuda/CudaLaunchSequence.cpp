@@ -170,11 +170,11 @@ Status CudaBackend::captureGraph(const Bindings &bindings) {
   }
   if (ended != CUDA_SUCCESS)
     return cudaError(driver, ended, "cuStreamEndCapture");
-  CUresult r = api.cuGraphInstantiate(&graph, captured, 0);
+  CUresult r = api.cuGraphInstantiateWithFlags(&graph, captured, 0);
   api.cuGraphDestroy(captured);
   if (r != CUDA_SUCCESS) {
     graph = nullptr;
-    return cudaError(driver, r, "cuGraphInstantiate");
+    return cudaError(driver, r, "cuGraphInstantiateWithFlags");
   }
   graphBindings = bindings;
   return okStatus();
