@@ -125,7 +125,7 @@ Status LtGemmRunner::planSteps() {
       return at;
     };
     if (step.plan.fp8Scales)
-      step.scalesSlot = reserve(2 * sizeof(float));
+      step.scalesSlot = reserve(kGemmScaleStride + sizeof(float));
     if (step.plan.bias == GemmBias::Scalar) {
       step.biasCount = g.n;
       step.biasSlot = reserve(g.n * dtypeSize(tensors_[g.bias].dtype));
@@ -182,7 +182,7 @@ Status LtGemmRunner::prepareStep(size_t index) {
     // cuBLASLt's A is the step's b: its scale is the slot's first float.
     const void *aScale = reinterpret_cast<const void *>(scratch_ + step.scalesSlot);
     const void *bScale =
-        reinterpret_cast<const void *>(scratch_ + step.scalesSlot + sizeof(float));
+        reinterpret_cast<const void *>(scratch_ + step.scalesSlot + kGemmScaleStride);
     if (cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &aScale, sizeof(aScale));
         s != CUBLAS_STATUS_SUCCESS)
@@ -314,7 +314,7 @@ Status LtGemmRunner::launch(size_t index, CUfunction function, unsigned blocks,
 Status LtGemmRunner::launchHelpers(size_t index, const GemmPointers &p, CUstream stream) {
   const Step &step = steps_[index];
   if (step.plan.fp8Scales) {
-    // slot[0] = 1/b_scale (cuBLASLt's A), slot[1] = 1/a_scale.
+    // slot[0] = 1/b_scale (cuBLASLt's A), slot[kGemmScaleStride] = 1/a_scale.
     CUdeviceptr x = p.bScale, y = p.aScale, out = scratch_ + step.scalesSlot;
     void *args[] = {&x, &y, &out};
     if (Status s = launch(index, reciprocals_, 1, 1, args, stream); !s.ok())

@@ -4,9 +4,13 @@
 // each) so the runtime needs neither nvcc nor NVRTC for them; the driver
 // JIT-compiles the text with cuModuleLoadData for the device at hand
 // (sm_75 and newer). gemm_kernels_ptx runs ptxas on it in CI.
-//  - mixprec_gemm_reciprocals(x, y, out): out[0] = 1/x[0], out[1] = 1/y[0]
+//  - mixprec_gemm_reciprocals(x, y, out): out[0] = 1/x[0], out[64] = 1/y[0]
 //    in IEEE FP32 (rcp.rn, as the CPU's 1.0f / scale): cuBLASLt's A/B scale
 //    pointers multiply, the module holds quantization scales q = x * scale.
+//    The two results lie kGemmScaleStride (256) bytes apart: cuBLASLt 13.1
+//    on an H200 refused (CUBLAS_STATUS_NOT_SUPPORTED, at cublasLtMatmul,
+//    after its heuristic had chosen an algorithm) every FP8 GEMM whose B
+//    scale pointer was the A scale's + 4 (2026-12-04).
 //  - mixprec_gemm_fill_b16/_b32(src, dst, count): dst[i] = src[0], to expand
 //    a one-element bias into the n-vector cuBLASLt's BIAS epilogue reads.
 //    One thread per element, 1-D grid.
@@ -20,6 +24,8 @@ namespace mixprec::runtime::cuda {
 inline constexpr const char *kGemmReciprocalsKernel = "mixprec_gemm_reciprocals";
 inline constexpr const char *kGemmFill16Kernel = "mixprec_gemm_fill_b16";
 inline constexpr const char *kGemmFill32Kernel = "mixprec_gemm_fill_b32";
+/// Bytes between the reciprocals' two results (the PTX's [%rd3+256]).
+inline constexpr unsigned kGemmScaleStride = 256;
 /// Threads per block of the fill kernels.
 inline constexpr unsigned kGemmFillBlock = 256;
 
@@ -27,7 +33,7 @@ inline constexpr const char kGemmKernelsPtx[] = R"PTX(.version 7.0
 .target sm_75
 .address_size 64
 
-// out[0] = 1 / x[0], out[1] = 1 / y[0], IEEE round to nearest.
+// out[0] = 1 / x[0], out[64] = 1 / y[0] (256 bytes on), IEEE round to nearest.
 .visible .entry mixprec_gemm_reciprocals(.param .u64 x, .param .u64 y, .param .u64 out)
 {
   .reg .b64 %rd<4>;
@@ -43,7 +49,7 @@ inline constexpr const char kGemmKernelsPtx[] = R"PTX(.version 7.0
   rcp.rn.f32 %f1, %f1;
   rcp.rn.f32 %f2, %f2;
   st.global.f32 [%rd3], %f1;
-  st.global.f32 [%rd3+4], %f2;
+  st.global.f32 [%rd3+256], %f2;
   ret;
 }
 
