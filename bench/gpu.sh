@@ -59,7 +59,8 @@ build_runtime() {
   cmake -S . -B "$dir" "${gen[@]}" -DMIXPREC_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
         >"$dir/mixprec-configure.log" 2>&1 ||
     { tail -20 "$dir/mixprec-configure.log" >&2; echo "gpu.sh: error: configure failed" >&2; return 1; }
-  timeout 300 cmake --build "$dir" --target mixprec_runtime mixprec-train-run -j"$(nproc)" \
+  timeout 300 cmake --build "$dir" --target mixprec_runtime mixprec-train-run ${MIXPREC_GPU_TEST_TARGETS:-} \
+        -j"$(nproc)" \
         >"$dir/mixprec-build.log" 2>&1 ||
     { tail -30 "$dir/mixprec-build.log" >&2; echo "gpu.sh: error: runtime build failed" >&2; return 1; }
   local lib
@@ -103,6 +104,14 @@ case $mode in
     # The training steps (issue 11), compiled for sm_90 with their data.
     python3 bench/train_bench.py --prepare build/gpu-bench/train --arch sm_90 \
       --mixprec "$mixprec" || exit 1
+    # The gpu ctests' modules (e2e_cuda_vs_cpu, split: compiled here, run
+    # there by run_outputs from the runtime-only build).
+    models=build/tests/e2e/models
+    [[ -f $models/manifest.json ]] ||
+      { echo "gpu.sh: error: no $models: run ctest -R e2e_generate_models first" >&2; exit 1; }
+    rm -rf build/gpu-bench/cuda-tests
+    python3 tests/e2e/run_cuda.py --mixprec "$mixprec" --models "$models" --arch sm_90 \
+      --prepare build/gpu-bench/cuda-tests || exit 1
     [[ -f build/runtime-deps/module.fbs ]] ||
       { echo "gpu.sh: error: build/runtime-deps is missing: run bash scripts/build.sh" >&2; exit 1; }
     tree=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
@@ -122,8 +131,26 @@ case $mode in
                  --format=csv 2>&1 || echo "gpu.sh: nvidia-smi failed"
       python3 -c 'import torch; print("== torch", torch.__version__, "CUDA", torch.version.cuda,
                                        "GPU", torch.cuda.is_available())' 2>&1
+      export MIXPREC_GPU_TEST_TARGETS="gpu_driver_probe gpu_gemm_runner run_outputs"
       runner=$(build_runtime build-rt) || exit 1
       find_cublaslt
+      # The gpu ctests first (the runtime-only build has the two that need
+      # no compiler; e2e_cuda_vs_cpu runs on the modules --prepare compiled),
+      # in at most GPU_TESTS_S (120) seconds.
+      echo "== gpu tests"
+      tests_end=$(($(date +%s) + ${GPU_TESTS_S:-120}))
+      for t in gpu_driver_probe gpu_gemm_runner; do
+        bin=$(find build-rt -name "$t" -type f -perm -u+x | head -1)
+        timeout 60 "$bin"; echo "== $t: exit $?"
+      done
+      if [[ -f build/gpu-bench/cuda-tests/cases.json ]]; then
+        left=$((tests_end - $(date +%s))); ((left < 20)) && left=20
+        timeout "$left" python3 tests/e2e/run_cuda.py \
+          --runner "$(find build-rt -name run_outputs -type f -perm -u+x | head -1)" \
+          --probe "$(find build-rt -name gpu_driver_probe -type f -perm -u+x | head -1)" \
+          --prepared build/gpu-bench/cuda-tests
+        echo "== e2e_cuda_vs_cpu: exit $?"
+      fi
       # The inference table first; the training table gets the last
       # GPU_TRAIN_BENCH_S seconds of the budget.
       python3 bench/gpu_bench.py run --folder build/gpu-bench --runner "$runner" \

@@ -1,7 +1,7 @@
 # Fills OUT with what a runtime-only build (cmake/RuntimeOnly.cmake) needs and
 # a GPU machine may lack, about 4 MB to carry there:
 #   include/flatbuffers/   the FlatBuffers headers (header-only use)
-#   module_generated.h     this build's flatc output for runtime/schema/module.fbs
+#   module_generated.h     this build's flatc output for runtime/schema/module.fbs.in
 #   module.fbs             the schema it came from (a stale copy is refused)
 #   cuda-include/          cuda.h, cublasLt.h and the CUDA headers they include
 #

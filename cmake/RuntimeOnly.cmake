@@ -55,11 +55,13 @@ if(NOT TARGET flatbuffers::flatc)
                         "the target mixprec_runtime_deps of a full build and carry its "
                         "build/runtime-deps folder here (or set MIXPREC_RUNTIME_DEPS)")
   endif()
+  include(${PROJECT_SOURCE_DIR}/cmake/ModuleSchema.cmake)
+  mixprec_generate_module_schema()
   file(SHA256 ${deps}/module.fbs carried_schema)
-  file(SHA256 ${PROJECT_SOURCE_DIR}/runtime/schema/module.fbs schema)
+  file(SHA256 ${MIXPREC_MODULE_SCHEMA} schema)
   if(NOT carried_schema STREQUAL schema)
     message(FATAL_ERROR "runtime-only build: ${deps} was made from another "
-                        "runtime/schema/module.fbs: rebuild mixprec_runtime_deps in a full "
+                        "runtime/schema/module.fbs.in or ScalarFns.def: rebuild mixprec_runtime_deps in a full "
                         "build of this checkout and carry it again")
   endif()
   add_library(flatbuffers::flatbuffers INTERFACE IMPORTED)

@@ -29,7 +29,7 @@ namespace sc = mixprec::schema;
 namespace mixprec::codegen {
 namespace {
 
-/// The schema version of a module without state (module.fbs, v3).
+/// The schema version of a module without state (runtime/schema/module.fbs.in, v3).
 constexpr uint32_t kStatelessSchemaVersion = 2;
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }

@@ -1,7 +1,7 @@
 //===- RoutineOptions.cpp - typed routine options to the schema ------------===//
 //
 // One case per options family of dialects/Kernel/IR/KernelAttrs.td, each
-// filling the schema table of the same name (runtime/schema/module.fbs).
+// filling the schema table of the same name (runtime/schema/module.fbs.in).
 // The attributes' verifiers guarantee the list lengths read here.
 //
 //===----------------------------------------------------------------------===//

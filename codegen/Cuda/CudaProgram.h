@@ -8,7 +8,7 @@
 // model again calls NVRTC zero times. The module writer stores the result
 // as Module.cuda, each kernel's launch as Kernel.cuda and each routine
 // kernel's as Routine.cuda
-// (runtime/schema/module.fbs).
+// (runtime/schema/module.fbs.in).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_CODEGEN_CUDA_CUDAPROGRAM_H

@@ -16,7 +16,7 @@
 // Every other routine (convolution, pooling, normalizations, reductions,
 // softmax, matmul) has no CUDA form here and stays on the host. A routine
 // kernel's parameters are the routine's inputs, then its output, as device
-// pointers (Routine.cuda.params in runtime/schema/module.fbs).
+// pointers (Routine.cuda.params in runtime/schema/module.fbs.in).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_CODEGEN_CUDA_CUDAROUTINES_H

@@ -24,7 +24,7 @@
 namespace mixprec::runtime {
 
 /// The newest module schema version this runtime reads
-/// (runtime/schema/module.fbs says what changed when): newer modules are
+/// (runtime/schema/module.fbs.in says what changed when): newer modules are
 /// refused, as are modules older than kOldestSchemaVersion (recompile them).
 constexpr uint32_t kSchemaVersion = 3;
 /// Version 3 only added module state, so version 2 modules (without state)

@@ -3,7 +3,7 @@
 // A routine step names a routine (op_type), its operands and its options:
 // one table of the schema's RoutineOptions union per routine family. The
 // routines, their inputs and which options each takes are listed at table
-// Routine in runtime/schema/module.fbs, the contract between the module
+// Routine in runtime/schema/module.fbs.in, the contract between the module
 // writer (the typed #mpk options of mpk.call, serialized field for field)
 // and the backends. An absent optional input is -1 in `inputs`, or simply
 // left off when no later input follows. Shapes are the tensors' own shapes;

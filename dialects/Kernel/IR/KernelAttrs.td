@@ -3,7 +3,7 @@
 // `mpk.call` runs a backend routine (`Kernel_Routine`, the closed set the
 // runtime implements) with one options attribute per routine family. The
 // module writer serializes each family into its table of the schema's
-// `RoutineOptions` union (runtime/schema/module.fbs), field for field.
+// `RoutineOptions` union (runtime/schema/module.fbs.in), field for field.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_KERNEL_ATTRS
