@@ -31,6 +31,23 @@ bool hasFp8GemmForm(Operation *op) {
   return policy && policy.hasFp8GemmForm();
 }
 
+/// Whether an FP8 GEMM of `op` (a matmul or linear: operand 0's last dim
+/// is the contraction k, the result's last dim the columns n) has k and n
+/// static multiples of 16, the alignment cuBLASLt's FP8 GEMMs need: on an
+/// H200 (cuBLASLt 13.1, 2026-12-04) its heuristic found no FP8 algorithm
+/// for n = 10. Transformer Engine asks the same of its FP8 GEMMs. Modules
+/// are backend-neutral, so the policy applies it for every target.
+bool hasFp8AlignedDims(Operation *op) {
+  auto lastDimIsMultipleOf16 = [](Type type) {
+    auto shaped = dyn_cast<RankedTensorType>(type);
+    return shaped && shaped.getRank() > 0 && !ShapedType::isDynamic(shaped.getShape().back()) &&
+           shaped.getShape().back() % 16 == 0;
+  };
+  return op->getNumOperands() > 0 && op->getNumResults() > 0 &&
+         lastDimIsMultipleOf16(op->getOperand(0).getType()) &&
+         lastDimIsMultipleOf16(op->getResult(0).getType());
+}
+
 constexpr double kFp16Max = 65504.0;
 
 /// Whether `pattern` names the op by type ("softmax", "mp.softmax") or by
@@ -206,6 +223,9 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Precisio
     if (isa<Float8E4M3FNType>(dtype) && !hasFp8GemmForm(op)) {
       dtype = BFloat16Type::get(ctx);
       reason = "policy:lowp(no-fp8-gemm)";
+    } else if (isa<Float8E4M3FNType>(dtype) && !hasFp8AlignedDims(op)) {
+      dtype = BFloat16Type::get(ctx);
+      reason = "policy:lowp(fp8-unaligned)";
     }
     break;
   case graph::PrecisionClass::Fp32:

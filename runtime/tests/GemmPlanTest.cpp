@@ -171,6 +171,25 @@ TEST(GemmPlan, Fp8WithoutTransBIsRefused) {
             "FP8 GEMMs transposed weights");
 }
 
+TEST(GemmPlan, Fp8WithUnalignedDimsIsRefused) {
+  // cuBLASLt 13.1 on an H200 found no FP8 algorithm for n = 10.
+  GemmCase c = shape(16, 10, 64);
+  c.name = "head";
+  c.a = c.b = DType::F8E4M3FN;
+  c.out = DType::BF16;
+  c.transB = true;
+  c.scales = true;
+  EXPECT_EQ(refusal(c), "CUDA backend: gemm #0 'head': an FP8 GEMM needs k and n multiples of "
+                        "16 (cuBLASLt's FP8 alignment); this one has k = 64, n = 10; compile "
+                        "it in BF16");
+  c.n = 32;
+  c.k = 24;
+  EXPECT_NE(refusal(c).find("k = 24, n = 32"), std::string::npos);
+  c.k = 32;
+  c.m = 3; // m is free: the rows of the output's column-major view
+  EXPECT_TRUE(plan(c).fp8Scales);
+}
+
 TEST(GemmPlan, DtypeCombinationsCublasLtLacksAreRefused) {
   GemmCase c = shape(4, 4, 4);
   c.transB = true;

@@ -81,7 +81,8 @@ func.func @range$calibrated(%q: tensor<2x4x4xf32>, %k: tensor<2x4x4xf32>) -> (te
 
 // -----
 
-// fp8: linear layers and matmuls by a 2-D constant weight run in E4M3;
+// fp8: linear layers and matmuls by a 2-D constant weight run in E4M3
+// when k and n are multiples of 16 (cuBLASLt's FP8 alignment); the others,
 // activation-by-activation matmuls and convolutions fall back to bf16.
 // tf32 is a GEMM compute mode: elementwise ops stay f32.
 
@@ -91,19 +92,27 @@ func.func @range$calibrated(%q: tensor<2x4x4xf32>, %k: tensor<2x4x4xf32>) -> (te
 // FP8: mp.matmul {{.*}}mp.precision = bf16, mp.reason = "policy:lowp(no-fp8-gemm)"
 // FP8: mp.relu {{.*}}mp.precision = bf16, mp.reason = "follow:widest-input"
 // FP8: mp.conv2d {{.*}}mp.precision = bf16, mp.reason = "policy:lowp(no-fp8-gemm)"
+// FP8: mp.linear {{.*}}mp.precision = bf16, mp.reason = "policy:lowp(fp8-unaligned)"
+// FP8: mp.linear {{.*}}mp.precision = bf16, mp.reason = "policy:lowp(fp8-unaligned)"
 // TF32-LABEL: func.func @fp8$eligible
 // TF32: mp.linear {{.*}}mp.precision = tf32
 // TF32: mp.relu {{.*}}mp.precision = f32
-func.func @fp8$eligible(%x: tensor<4x8xf32>, %img: tensor<1x2x4x4xf32>) -> (tensor<4x4xf32>, tensor<4x8xf32>, tensor<1x2x4x4xf32>) {
-  %w = mp.constant dense<0.5> : tensor<8x8xf32>
+func.func @fp8$eligible(%x: tensor<4x16xf32>, %img: tensor<1x2x4x4xf32>) -> (tensor<4x4xf32>, tensor<4x16xf32>, tensor<1x2x4x4xf32>, tensor<4x10xf32>, tensor<4x16xf32>) {
+  %w = mp.constant dense<0.5> : tensor<16x16xf32>
   %f = mp.constant dense<0.1> : tensor<2x2x1x1xf32>
-  %0 = mp.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %1 = mp.matmul %0, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %t = mp.transpose %1 {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
-  %2 = mp.matmul %1, %t : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
-  %3 = mp.relu %1 : tensor<4x8xf32>
+  %0 = mp.linear %x, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %1 = mp.matmul %0, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %t = mp.transpose %1 {perm = array<i64: 1, 0>} : tensor<4x16xf32> -> tensor<16x4xf32>
+  %2 = mp.matmul %1, %t : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %3 = mp.relu %1 : tensor<4x16xf32>
   %4 = mp.conv2d %img, %f {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
-  return %2, %3, %4 : tensor<4x4xf32>, tensor<4x8xf32>, tensor<1x2x4x4xf32>
+  // n = 10 (a classifier head) and k = 8.
+  %wn = mp.constant dense<0.5> : tensor<16x10xf32>
+  %5 = mp.linear %x, %wn : (tensor<4x16xf32>, tensor<16x10xf32>) -> tensor<4x10xf32>
+  %s = mp.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 4, 8>, axes = array<i64: 0, 1>, steps = array<i64: 1, 1>} : tensor<4x16xf32> -> tensor<4x8xf32>
+  %wk = mp.constant dense<0.5> : tensor<8x16xf32>
+  %6 = mp.linear %s, %wk : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %2, %3, %4, %5, %6 : tensor<4x4xf32>, tensor<4x16xf32>, tensor<1x2x4x4xf32>, tensor<4x10xf32>, tensor<4x16xf32>
 }
 
 // -----

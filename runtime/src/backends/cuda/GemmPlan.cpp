@@ -73,6 +73,15 @@ Status planTypes(const GemmDesc &g, const std::vector<TensorDesc> &tensors, Gemm
     return unsupported(g, "an FP8 GEMM needs b stored transposed ([n, k], trans_b), the TN "
                           "layout cuBLASLt requires on sm_89/sm_90; the compiler must give "
                           "FP8 GEMMs transposed weights");
+  // cuBLASLt's FP8 GEMMs want 16-byte aligned leading dims: on an H200
+  // (cuBLASLt 13.1) its heuristic found no algorithm for n = 10. The
+  // compiler keeps such GEMMs in BF16 (fp8GemmDims); a module that asks
+  // anyway gets this, not cuBLASLt's bare "no algorithm".
+  if (fp8 && (g.k % 16 != 0 || g.n % 16 != 0))
+    return unsupported(g, "an FP8 GEMM needs k and n multiples of 16 (cuBLASLt's FP8 "
+                          "alignment); this one has k = " +
+                              std::to_string(g.k) + ", n = " + std::to_string(g.n) +
+                              "; compile it in BF16");
   if ((g.aScale != -1) && !fp8)
     return unsupported(g, std::string("dequantization scales on ") + dtypeName(a) +
                               " operands: cuBLASLt applies A/B scales to FP8 operands only");
