@@ -8,6 +8,11 @@
 // per op or family, with ONNX semantics on the importer's element types
 // (f32, i64, i32, i1) and numpy broadcasting. Floats are computed in FP32,
 // as onnxruntime's constant folding does; integers wrap like the run time.
+// An element-wise op with an mp form is computed as that mp op, by the
+// interpreter's reference semantics (compiler::evaluateOnConstants): the
+// same code that runs it at run time and folds it in --mp-fold-constants.
+// What stays here is what mp has no op for: DOUBLE values, ONNX's Cast
+// saturation, shapes, data movement, reductions and Range.
 // DOUBLE (f64) values exist only here: a Cast to DOUBLE of a constant, and
 // the few ops that compute on them in double (kDoubleOps), until a Cast
 // back; mixprec has no DOUBLE tensors at run time.
@@ -18,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
+#include "compiler/Interpreter/ConstantFolding.h"
 #include "runtime/kernels/IntElementwise.h"
 #include "runtime/kernels/ScalarFunctions.h"
 
@@ -288,128 +294,125 @@ void requireBoolInput(Eval &e, size_t i) {
 // Element-wise ops
 //===----------------------------------------------------------------------===//
 
-using IntBinary = std::function<int64_t(int64_t, int64_t)>;
-using FloatBinary = std::function<float(float, float)>;
-using DoubleBinary = std::function<double(double, double)>;
-
-/// A broadcasting binary op whose result has its operands' type (DOUBLE
-/// only where `onDoubles` is given).
-void binary(Eval &e, const IntBinary &onInts, const FloatBinary &onFloats,
-            const DoubleBinary &onDoubles = nullptr) {
-  requireSameType(e);
-  Shape s = broadcastAll(e);
-  Tensor a = e.in(0), b = e.in(1), r = e.make(s, a.elem);
-  if (a.isDouble() && !onDoubles)
-    throw NotFoldable{};
-  if ((a.isFloat() && !onFloats) || (!a.isFloat() && !a.isDouble() && !onInts) ||
-      (a.isBool() && onInts))
-    e.fail("operand type " + elementTypeName(a.elem) + " is not supported");
-  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
-  for (size_t k = 0; k < ia.size(); ++k) {
-    if (a.isDouble())
-      r.doubles[k] = onDoubles(a.doubles[ia[k]], b.doubles[ib[k]]);
-    else if (a.isFloat())
-      r.floats[k] = onFloats(a.floats[ia[k]], b.floats[ib[k]]);
-    else
-      r.ints[k] = onInts(a.ints[ia[k]], b.ints[ib[k]]);
-  }
-  e.result(r);
-}
-
-/// A broadcasting comparison (Equal, Less, ...): BOOL result.
-void compare(Eval &e, const std::function<bool(int64_t, int64_t)> &onInts,
-             const std::function<bool(float, float)> &onFloats) {
-  requireSameType(e);
-  Shape s = broadcastAll(e);
-  Tensor a = e.in(0), b = e.in(1), r = e.make(s, e.i1());
-  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
-  for (size_t k = 0; k < ia.size(); ++k)
-    r.ints[k] = a.isFloat() ? onFloats(a.floats[ia[k]], b.floats[ib[k]])
-                            : onInts(a.ints[ia[k]], b.ints[ib[k]]);
-  e.result(r);
-}
-
-/// A unary op whose result has its operand's type; a null function means
-/// that type is refused (DOUBLE: left unfolded).
-void unary(Eval &e, const std::function<int64_t(int64_t)> &onInts,
-           const std::function<float(float)> &onFloats,
-           const std::function<double(double)> &onDoubles = nullptr) {
-  Tensor x = e.in(0);
-  if (x.isDouble() && !onDoubles)
-    throw NotFoldable{};
-  if ((x.isFloat() && !onFloats) || (!x.isFloat() && !x.isDouble() && !onInts) || x.isBool())
-    e.fail("input #0 has type " + elementTypeName(x.elem) + ", which " +
-           escapeControls(e.node.op_type()) + " does not take");
-  Tensor r = e.make(x.shape, x.elem);
-  for (int64_t k = 0; k < x.size(); ++k) {
-    if (x.isDouble())
-      r.doubles[k] = onDoubles(x.doubles[k]);
-    else if (x.isFloat())
-      r.floats[k] = onFloats(x.floats[k]);
-    else
-      r.ints[k] = onInts(x.ints[k]);
-  }
-  e.result(r);
-}
-
-/// Wrapping integer arithmetic (two's complement, as the run time).
+/// Wrapping integer arithmetic (two's complement, as the run time) of the
+/// ops that have no mp form here (Sum, reductions, CumSum, Range).
 int64_t wrapAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-int64_t wrapSub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
 }
 int64_t wrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-void evalAdd(Eval &e) {
-  binary(e, wrapAdd, [](float a, float b) { return a + b; },
-         [](double a, double b) { return a + b; });
-}
-void evalSub(Eval &e) {
-  binary(e, wrapSub, [](float a, float b) { return a - b; },
-         [](double a, double b) { return a - b; });
-}
-void evalMul(Eval &e) {
-  binary(e, wrapMul, [](float a, float b) { return a * b; },
-         [](double a, double b) { return a * b; });
+using DoubleBinary = std::function<double(double, double)>;
+using DoubleUnary = std::function<double(double)>;
+
+/// Output: the node's value as the mp op OpT computes it from the constant
+/// inputs (result element type `elem`, the inputs' broadcast shape), by the
+/// interpreter's reference semantics (compiler::evaluateOnConstants): the
+/// evaluator keeps no formula of its own for what an mp op computes.
+template <typename OpT> void computeAsMpOp(Eval &e, Type elem) {
+  Shape s = broadcastAll(e);
+  e.reserve(s);
+  e.ctx.getOrLoadDialect<graph::GraphDialect>(); // evaluateNode's callers need not load it
+  Location loc = UnknownLoc::get(&e.ctx);
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockBegin(scratch->getBody());
+  SmallVector<Value> operands;
+  SmallVector<DenseElementsAttr> values;
+  for (size_t i = 0; i < e.count(); ++i) {
+    values.push_back(e.attr(i));
+    operands.push_back(b.create<graph::ConstantOp>(loc, values.back()).getResult());
+  }
+  Operation *op = b.create<OpT>(loc, TypeRange{RankedTensorType::get(s, elem)}, operands,
+                                ArrayRef<NamedAttribute>{});
+  std::string error;
+  FailureOr<SmallVector<DenseElementsAttr, 1>> results =
+      compiler::evaluateOnConstants(op, values, e.limit, error);
+  if (failed(results)) {
+    if (!error.empty())
+      e.fail(error);
+    throw NotFoldable{};
+  }
+  e.outputs.push_back(results->front());
 }
 
-/// Div: integers truncate toward zero, as onnxruntime's (C++ `/`); a zero
-/// divisor is an error rather than a crash.
+/// A broadcasting binary op whose result has its operands' type: the mp op
+/// OpT; DOUBLE (which has no mp tensors) by `onDoubles`, unfolded without.
+template <typename OpT> void binary(Eval &e, const DoubleBinary &onDoubles = nullptr) {
+  requireSameType(e);
+  Type elem = e.elemOf(0);
+  if (elem.isInteger(1))
+    e.fail("operand type " + elementTypeName(elem) + " is not supported");
+  if (!elem.isF64())
+    return computeAsMpOp<OpT>(e, elem);
+  if (!onDoubles)
+    throw NotFoldable{};
+  Shape s = broadcastAll(e);
+  Tensor a = e.in(0), b = e.in(1), r = e.make(s, elem);
+  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
+  for (size_t k = 0; k < ia.size(); ++k)
+    r.doubles[k] = onDoubles(a.doubles[ia[k]], b.doubles[ib[k]]);
+  e.result(r);
+}
+
+/// A broadcasting comparison (Equal, Less, ...): the mp op OpT, BOOL result.
+template <typename OpT> void compare(Eval &e) {
+  requireSameType(e);
+  computeAsMpOp<OpT>(e, e.i1());
+}
+
+/// A unary op whose result has its operand's type: the mp op OpT, on
+/// integers too where `onIntegers`; DOUBLE by `onDoubles`, unfolded without.
+template <typename OpT>
+void unary(Eval &e, bool onIntegers, const DoubleUnary &onDoubles = nullptr) {
+  Type elem = e.elemOf(0);
+  if (elem.isF64()) {
+    if (!onDoubles)
+      throw NotFoldable{};
+    Tensor x = e.in(0), r = e.make(x.shape, x.elem);
+    for (int64_t k = 0; k < x.size(); ++k)
+      r.doubles[k] = onDoubles(x.doubles[k]);
+    e.result(r);
+    return;
+  }
+  if (elem.isInteger(1) || (isa<IntegerType>(elem) && !onIntegers))
+    e.fail("input #0 has type " + elementTypeName(elem) + ", which " +
+           escapeControls(e.node.op_type()) + " does not take");
+  computeAsMpOp<OpT>(e, elem);
+}
+
+/// Fails when an integer divisor (input #1) holds a zero that the result
+/// reads: the run time gives 0 there (numpy's answer), but a constant zero
+/// divisor is an error in the model (onnxruntime traps).
+void rejectZeroDivisor(Eval &e, llvm::StringRef message) {
+  requireSameType(e);
+  Type elem = e.elemOf(1);
+  if (!isa<IntegerType>(elem) || elem.isInteger(1) || graph::numElements(broadcastAll(e)) == 0)
+    return;
+  if (llvm::is_contained(e.in(1).ints, 0))
+    e.fail(message);
+}
+
+void evalAdd(Eval &e) { binary<graph::AddOp>(e, [](double a, double b) { return a + b; }); }
+void evalSub(Eval &e) { binary<graph::SubOp>(e, [](double a, double b) { return a - b; }); }
+void evalMul(Eval &e) { binary<graph::MulOp>(e, [](double a, double b) { return a * b; }); }
+
+/// Div: integers truncate toward zero, as onnxruntime's (C++ `/`), and
+/// INT64_MIN / -1 wraps to itself; a zero divisor is an error.
 void evalDiv(Eval &e) {
-  binary(
-      e,
-      [&](int64_t a, int64_t b) -> int64_t {
-        if (b == 0)
-          e.fail("integer division by zero in constant folding");
-        if (a == std::numeric_limits<int64_t>::min() && b == -1)
-          return a; // the one overflowing quotient wraps to itself
-        return a / b;
-      },
-      [](float a, float b) { return a / b; }, [](double a, double b) { return a / b; });
+  rejectZeroDivisor(e, "integer division by zero in constant folding");
+  binary<graph::DivOp>(e, [](double a, double b) { return a / b; });
 }
 
-/// Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's (C fmod);
-/// floats as the run-time kernels compute them (numpy.mod for fmod=0).
+/// Mod: fmod=0 takes the divisor's sign (mp.mod, numpy.mod), fmod=1 the
+/// dividend's (mp.fmod, C fmod); a zero integer divisor is an error.
 void evalMod(Eval &e) {
   bool fmod = e.attrBool("fmod", false);
-  binary(
-      e,
-      [&](int64_t a, int64_t b) -> int64_t {
-        if (b == 0)
-          e.fail("integer modulo by zero in constant folding");
-        if (b == -1)
-          return 0; // also avoids INT64_MIN % -1
-        int64_t r = a % b;
-        if (!fmod && r != 0 && ((r < 0) != (b < 0)))
-          r += b;
-        return r;
-      },
-      [fmod](float a, float b) {
-        return fmod ? std::fmod(a, b) : runtime::cpu::scalar::floorMod(a, b);
-      });
+  rejectZeroDivisor(e, "integer modulo by zero in constant folding");
+  if (fmod)
+    binary<graph::FmodOp>(e);
+  else
+    binary<graph::ModOp>(e);
 }
 
 /// Pow: the exponent may have another type; the result has the base's.
@@ -438,76 +441,56 @@ void evalPow(Eval &e) {
   e.result(r);
 }
 
-void evalNeg(Eval &e) {
-  unary(e, [](int64_t x) { return wrapSub(0, x); }, [](float x) { return -x; },
-        [](double x) { return -x; });
-}
-void evalAbs(Eval &e) {
-  unary(e, [](int64_t x) { return x < 0 ? wrapSub(0, x) : x; },
-        [](float x) { return std::fabs(x); }, [](double x) { return std::fabs(x); });
-}
+void evalNeg(Eval &e) { unary<graph::NegOp>(e, true, [](double x) { return -x; }); }
+void evalAbs(Eval &e) { unary<graph::AbsOp>(e, true, [](double x) { return std::fabs(x); }); }
+
+/// Sign: mp.sign on floats; integers (mp.sign takes none) here.
 void evalSign(Eval &e) {
-  unary(e, [](int64_t x) -> int64_t { return (x > 0) - (x < 0); },
-        [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; });
+  Type elem = e.elemOf(0);
+  if (!isa<IntegerType>(elem) || elem.isInteger(1))
+    return unary<graph::SignOp>(e, false);
+  Tensor x = e.in(0), r = e.make(x.shape, x.elem);
+  for (int64_t k = 0; k < x.size(); ++k)
+    r.ints[k] = (x.ints[k] > 0) - (x.ints[k] < 0);
+  e.result(r);
 }
-void evalSqrt(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
-}
-void evalReciprocal(Eval &e) { unary(e, nullptr, [](float x) { return 1.0f / x; }); }
+void evalSqrt(Eval &e) { unary<graph::SqrtOp>(e, false, [](double x) { return std::sqrt(x); }); }
+void evalReciprocal(Eval &e) { unary<graph::ReciprocalOp>(e, false); }
 // The transcendental functions of exported shape and position arithmetic
 // (T5's log-spaced relative-position buckets, rotary angles), in FP32 as
 // onnxruntime's constant folding computes them.
-void evalLog(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::log(x); }, [](double x) { return std::log(x); });
-}
-void evalExp(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
-}
-void evalSin(Eval &e) { unary(e, nullptr, [](float x) { return std::sin(x); }); }
-void evalCos(Eval &e) { unary(e, nullptr, [](float x) { return std::cos(x); }); }
-void evalTanh(Eval &e) { unary(e, nullptr, [](float x) { return std::tanh(x); }); }
-void evalErf(Eval &e) { unary(e, nullptr, [](float x) { return std::erf(x); }); }
-/// Round: halves to even, as ONNX says (the default rounding mode).
-void evalRound(Eval &e) { unary(e, nullptr, [](float x) { return std::nearbyint(x); }); }
-void evalFloor(Eval &e) { unary(e, nullptr, [](float x) { return std::floor(x); }); }
-void evalCeil(Eval &e) { unary(e, nullptr, [](float x) { return std::ceil(x); }); }
+void evalLog(Eval &e) { unary<graph::LogOp>(e, false, [](double x) { return std::log(x); }); }
+void evalExp(Eval &e) { unary<graph::ExpOp>(e, false, [](double x) { return std::exp(x); }); }
+void evalSin(Eval &e) { unary<graph::SinOp>(e, false); }
+void evalCos(Eval &e) { unary<graph::CosOp>(e, false); }
+void evalTanh(Eval &e) { unary<graph::TanhOp>(e, false); }
+void evalErf(Eval &e) { unary<graph::ErfOp>(e, false); }
+/// Round: halves to even, as ONNX says.
+void evalRound(Eval &e) { unary<graph::RoundOp>(e, false); }
+void evalFloor(Eval &e) { unary<graph::FloorOp>(e, false); }
+void evalCeil(Eval &e) { unary<graph::CeilOp>(e, false); }
 
 void evalIsNaN(Eval &e) {
   requireFloatInput(e, 0);
-  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
-  for (int64_t k = 0; k < x.size(); ++k)
-    r.ints[k] = std::isnan(x.floats[k]);
-  e.result(r);
+  computeAsMpOp<graph::IsNaNOp>(e, e.i1());
 }
 
-void evalEqual(Eval &e) {
-  compare(e, std::equal_to<int64_t>(), std::equal_to<float>());
-}
-void evalLess(Eval &e) { compare(e, std::less<int64_t>(), std::less<float>()); }
-void evalLessOrEqual(Eval &e) {
-  compare(e, std::less_equal<int64_t>(), std::less_equal<float>());
-}
-void evalGreater(Eval &e) { compare(e, std::greater<int64_t>(), std::greater<float>()); }
-void evalGreaterOrEqual(Eval &e) {
-  compare(e, std::greater_equal<int64_t>(), std::greater_equal<float>());
-}
+void evalEqual(Eval &e) { compare<graph::EqualOp>(e); }
+void evalLess(Eval &e) { compare<graph::LessOp>(e); }
+void evalLessOrEqual(Eval &e) { compare<graph::LessOrEqualOp>(e); }
+void evalGreater(Eval &e) { compare<graph::GreaterOp>(e); }
+void evalGreaterOrEqual(Eval &e) { compare<graph::GreaterOrEqualOp>(e); }
 
-/// And, Or, Xor on BOOL.
-void logic(Eval &e, const std::function<bool(bool, bool)> &f) {
-  requireBoolInput(e, 0);
-  requireBoolInput(e, 1);
-  compare(e, [&](int64_t a, int64_t b) { return f(a != 0, b != 0); }, nullptr);
+/// And, Or, Xor, Not on BOOL.
+template <typename OpT> void logic(Eval &e) {
+  for (size_t i = 0; i < e.count(); ++i)
+    requireBoolInput(e, i);
+  computeAsMpOp<OpT>(e, e.i1());
 }
-void evalAnd(Eval &e) { logic(e, std::logical_and<bool>()); }
-void evalOr(Eval &e) { logic(e, std::logical_or<bool>()); }
-void evalXor(Eval &e) { logic(e, std::not_equal_to<bool>()); }
-void evalNot(Eval &e) {
-  requireBoolInput(e, 0);
-  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
-  for (int64_t k = 0; k < x.size(); ++k)
-    r.ints[k] = !x.ints[k];
-  e.result(r);
-}
+void evalAnd(Eval &e) { logic<graph::AndOp>(e); }
+void evalOr(Eval &e) { logic<graph::OrOp>(e); }
+void evalXor(Eval &e) { logic<graph::XorOp>(e); }
+void evalNot(Eval &e) { logic<graph::NotOp>(e); }
 
 /// Min, Max, Sum, Mean: variadic, broadcasting; floats propagate NaN.
 void variadic(Eval &e, llvm::StringRef op) {
