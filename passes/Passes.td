@@ -27,6 +27,41 @@ class MixprecPipeline<string pipelineArgument, string structName> {
 }
 
 //===----------------------------------------------------------------------===//
+// Folding
+//===----------------------------------------------------------------------===//
+
+def FoldConstantsPass : Pass<"mp-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "Replace each op whose operands are all constants by its results";
+  let description = [{
+    Computes each op of the function whose operands are all `mp.constant`s
+    by the interpreter's reference semantics, the same code that runs the
+    op at run time: floats in FP32, rounded to the result's dtype; integers
+    in int64 arithmetic, wrapping, kept in their dtype; numpy broadcasting.
+    A chain of such ops (a shape computation) folds in one pass; operand
+    constants that nothing reads any more go. The ONNX importer folds the
+    ops it builds the same way.
+    ```mlir
+    %a = mp.constant dense<[2, 3]> : tensor<2xi64>
+    %b = mp.constant dense<4> : tensor<i64>
+    %c = mp.mul %a, %b : tensor<2xi64>, tensor<i64> -> tensor<2xi64>
+    // after:
+    %c = mp.constant dense<[8, 12]> : tensor<2xi64>
+    ```
+    Not folded: data movement of float constants (`mp.transpose`,
+    `mp.reshape`, `mp.gather`... of weights, whose layout is the
+    compiler's: a transposed weight becomes a GEMM's flag, an embedding
+    lookup a gather of the one stored table), results over the element
+    limit, ops with side effects or regions. An op whose evaluation fails
+    (an index out of range) is an error: it would fail at run time too.
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 22",
+           "Fold only results of at most this many elements">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Precision
 //===----------------------------------------------------------------------===//
 

@@ -8,6 +8,11 @@
 // per op or family, with ONNX semantics on the importer's element types
 // (f32, i64, i32, i1) and numpy broadcasting. Floats are computed in FP32,
 // as onnxruntime's constant folding does; integers wrap like the run time.
+// An element-wise op with an mp form is computed as that mp op, by the
+// interpreter's reference semantics (compiler::evaluateOnConstants): the
+// same code that runs it at run time and folds it in --mp-fold-constants.
+// What stays here is what mp has no op for: DOUBLE values, ONNX's Cast
+// saturation, shapes, data movement, reductions and Range.
 // DOUBLE (f64) values exist only here: a Cast to DOUBLE of a constant, and
 // the few ops that compute on them in double (kDoubleOps), until a Cast
 // back; mixprec has no DOUBLE tensors at run time.
@@ -18,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Import/OnnxImporterImpl.h"
 #include "compiler/Import/OnnxOpHelpers.h"
+#include "compiler/Interpreter/ConstantFolding.h"
 #include "runtime/kernels/IntElementwise.h"
 #include "runtime/kernels/ScalarFunctions.h"
 
@@ -41,15 +47,6 @@ namespace mixprec::compiler::onnx_import {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// An error in the node being evaluated; the message is caught by
-/// evaluateNode and returned (never thrown through MLIR).
-struct EvalError {
-  std::string message;
-};
-/// The node is not folded (too large, or a type the evaluator leaves to
-/// the converter).
-struct NotFoldable {};
 
 /// A tensor of the evaluator: integers and bools in `ints`, f32 in
 /// `floats`, f64 in `doubles`.
@@ -77,7 +74,40 @@ struct Tensor {
 enum class Kind { Move, Compute, Static };
 
 class Eval;
-using EvalFn = void (*)(Eval &);
+/// The evaluation of one node: success with the outputs in Eval::outputs,
+/// or failure with Eval::error saying why the node is invalid (empty: the
+/// node is left to its converter).
+using EvalFn = LogicalResult (*)(Eval &);
+
+/// An attribute the evaluator reads: its type, and whether it is a flag
+/// (0 or 1). checkAttributes checks them all before the evaluation, so
+/// reading one cannot fail.
+struct AttrRule {
+  const char *name;
+  onnx::AttributeProto::AttributeType type;
+  bool flag;
+};
+constexpr auto kInt = onnx::AttributeProto::INT, kInts = onnx::AttributeProto::INTS;
+const AttrRule kAttrRules[] = {
+    {"allowzero", kInt, true},
+    {"axes", kInts, false},
+    {"axis", kInt, false},
+    {"end", kInt, false},
+    {"ends", kInts, false},
+    {"exclusive", kInt, true},
+    {"fmod", kInt, true},
+    {"keepdims", kInt, true},
+    {"noop_with_empty_axes", kInt, true},
+    {"perm", kInts, false},
+    {"reverse", kInt, true},
+    {"select_last_index", kInt, true},
+    {"shape", kInts, false},
+    {"start", kInt, false},
+    {"starts", kInts, false},
+    {"to", kInt, false},
+    {"upper", kInt, true},
+    {"value", onnx::AttributeProto::TENSOR, false},
+};
 
 /// The evaluation of one node.
 class Eval {
@@ -86,27 +116,39 @@ public:
        ArrayRef<DenseElementsAttr> inputs, int64_t limit)
       : ctx(ctx), node(node), opset(opset), inputs(inputs), limit(limit) {}
 
-  [[noreturn]] void fail(const llvm::Twine &message) const { throw EvalError{message.str()}; }
+  /// Records why the node is invalid: the fold fails with that message.
+  LogicalResult fail(const llvm::Twine &message) {
+    error = message.str();
+    return failure();
+  }
+  /// Leaves the node to its converter (too large, a type left to it).
+  LogicalResult notFoldable() {
+    error.clear();
+    return failure();
+  }
 
   // --- Inputs --------------------------------------------------------------
   bool has(size_t i) const { return i < inputs.size() && inputs[i]; }
   size_t count() const { return inputs.size(); }
-  /// The constant of required input i (its values are not read).
-  DenseElementsAttr attr(size_t i) const {
-    if (!has(i))
-      fail("missing required input #" + llvm::Twine(i));
-    return inputs[i];
+  /// Fails unless inputs #0 to #n-1 are all present.
+  LogicalResult require(size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (!has(i))
+        return fail("missing required input #" + llvm::Twine(i));
+    return success();
   }
+  /// The constant of present input i (its values are not read).
+  DenseElementsAttr attr(size_t i) const { return inputs[i]; }
   Shape shapeOf(size_t i) const { return Shape(attr(i).getType().getShape()); }
   Type elemOf(size_t i) const { return attr(i).getElementType(); }
-  /// The values of required input i.
-  Tensor in(size_t i) const {
+  /// The values of present input i; not foldable past the limit.
+  FailureOr<Tensor> in(size_t i) {
     DenseElementsAttr a = attr(i);
     Tensor t;
     t.shape = Shape(a.getType().getShape());
     t.elem = a.getElementType();
     if (t.size() > limit)
-      throw NotFoldable{};
+      return notFoldable();
     if (t.isDouble())
       t.doubles.assign(a.getValues<double>().begin(), a.getValues<double>().end());
     else if (t.isFloat())
@@ -115,71 +157,84 @@ public:
       t.ints = intValues(a);
     return t;
   }
-  /// The values of an integer input of at most one dim (axes, shapes, k).
-  SmallVector<int64_t> ints(size_t i, llvm::StringRef role) const {
+  /// The values of a required integer input of at most one dim (axes,
+  /// shapes, k).
+  FailureOr<SmallVector<int64_t>> ints(size_t i, llvm::StringRef role) {
+    if (failed(require(i + 1)))
+      return failure();
     DenseElementsAttr a = attr(i);
     if (!a.getElementType().isInteger(64) && !a.getElementType().isInteger(32))
-      fail("input '" + role + "' must be INT64 or INT32, got " +
-           elementTypeName(a.getElementType()));
+      return fail("input '" + role + "' must be INT64 or INT32, got " +
+                  elementTypeName(a.getElementType()));
     if (a.getType().getRank() > 1)
-      fail("input '" + role + "' must be 1-D, got shape " +
-           graph::formatShape(a.getType().getShape()));
+      return fail("input '" + role + "' must be 1-D, got shape " +
+                  graph::formatShape(a.getType().getShape()));
     if (a.getNumElements() > limit)
-      throw NotFoldable{};
+      return notFoldable();
     return intValues(a);
   }
-  /// A one-element integer input (Range's bounds, CumSum's axis, Trilu's k).
-  int64_t scalarInt(size_t i, llvm::StringRef role) const {
+  /// A required one-element integer input (Range's bounds, CumSum's axis,
+  /// Trilu's k).
+  FailureOr<int64_t> scalarInt(size_t i, llvm::StringRef role) {
+    if (failed(require(i + 1)))
+      return failure();
     DenseElementsAttr a = attr(i);
     if (!isa<IntegerType>(a.getElementType()) || a.getElementType().isInteger(1) ||
         a.getNumElements() != 1)
-      fail("input '" + role + "' must be one INT64 or INT32 value, got " +
-           elementTypeName(a.getElementType()) + " " +
-           graph::formatShape(a.getType().getShape()));
+      return fail("input '" + role + "' must be one INT64 or INT32 value, got " +
+                  elementTypeName(a.getElementType()) + " " +
+                  graph::formatShape(a.getType().getShape()));
     return intValues(a).front();
   }
 
   // --- Attributes ----------------------------------------------------------
-  const onnx::AttributeProto *findAttr(llvm::StringRef name,
-                                       onnx::AttributeProto::AttributeType type) const {
-    for (const onnx::AttributeProto &a : node.attribute()) {
-      if (a.name() != name)
-        continue;
-      if (a.type() != type && a.type() != onnx::AttributeProto::UNDEFINED)
-        fail("attribute '" + name + "' has the wrong type");
-      return &a;
-    }
+  /// Fails when an attribute the evaluator reads has the wrong type, or a
+  /// flag is neither 0 nor 1.
+  LogicalResult checkAttributes() {
+    for (const onnx::AttributeProto &a : node.attribute())
+      for (const AttrRule &rule : kAttrRules) {
+        if (a.name() != rule.name)
+          continue;
+        if (a.type() != rule.type && a.type() != onnx::AttributeProto::UNDEFINED)
+          return fail("attribute '" + a.name() + "' has the wrong type");
+        if (rule.flag && a.i() != 0 && a.i() != 1)
+          return fail("attribute '" + a.name() + "' must be 0 or 1, got " + llvm::Twine(a.i()));
+      }
+    return success();
+  }
+  const onnx::AttributeProto *findAttr(llvm::StringRef name) const {
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == name)
+        return &a;
     return nullptr;
   }
   std::optional<int64_t> attrIntOpt(llvm::StringRef name) const {
-    if (const auto *a = findAttr(name, onnx::AttributeProto::INT))
+    if (const auto *a = findAttr(name))
       return a->i();
     return std::nullopt;
   }
   int64_t attrInt(llvm::StringRef name, int64_t dflt) const {
     return attrIntOpt(name).value_or(dflt);
   }
-  bool attrBool(llvm::StringRef name, bool dflt) const {
-    int64_t v = attrInt(name, dflt);
-    if (v != 0 && v != 1)
-      fail("attribute '" + name + "' must be 0 or 1, got " + llvm::Twine(v));
-    return v == 1;
-  }
+  bool attrBool(llvm::StringRef name, bool dflt) const { return attrInt(name, dflt) == 1; }
   std::optional<SmallVector<int64_t>> attrInts(llvm::StringRef name) const {
-    if (const auto *a = findAttr(name, onnx::AttributeProto::INTS))
+    if (const auto *a = findAttr(name))
       return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
     return std::nullopt;
   }
 
   // --- Results -------------------------------------------------------------
-  /// Fails the fold (NotFoldable) when `shape` is over the element limit.
-  void reserve(ArrayRef<int64_t> shape) const {
+  /// Not foldable when `shape` is over the element limit.
+  LogicalResult reserve(ArrayRef<int64_t> shape) {
     int64_t n = graph::numElements(shape);
     if (n < 0 || n > limit)
-      throw NotFoldable{};
+      return notFoldable();
+    return success();
   }
-  Tensor make(ArrayRef<int64_t> shape, Type elem) const {
-    reserve(shape);
+  /// A result of zeros, within the limit.
+  FailureOr<Tensor> make(ArrayRef<int64_t> shape, Type elem) {
+    if (failed(reserve(shape)))
+      return failure();
     Tensor t;
     t.shape = Shape(shape);
     t.elem = elem;
@@ -191,30 +246,32 @@ public:
       t.ints.resize(t.size());
     return t;
   }
-  void result(const Tensor &t) {
+  LogicalResult result(const Tensor &t) {
     if (t.isDouble()) {
       outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(t.shape, t.elem),
                                                ArrayRef<double>(t.doubles)));
-      return;
+      return success();
     }
     outputs.push_back(t.isFloat() ? makeF32Attr(ctx, t.shape, t.floats)
                                   : makeIntAttr(t.shape, t.elem, t.ints));
+    return success();
   }
-  /// Output as input i's values re-typed to `shape` (Reshape and friends).
-  void reshaped(size_t i, ArrayRef<int64_t> shape) {
+  /// Output: input i's values re-typed to `shape` (Reshape and friends).
+  LogicalResult reshaped(size_t i, ArrayRef<int64_t> shape) {
+    if (failed(reserve(shape)))
+      return failure();
     DenseElementsAttr a = attr(i);
-    reserve(shape);
     outputs.push_back(a.reshape(RankedTensorType::get(shape, a.getElementType())));
+    return success();
   }
 
   Type i64() const { return IntegerType::get(&ctx, 64); }
   Type i1() const { return IntegerType::get(&ctx, 1); }
-  Type f32() const { return Float32Type::get(&ctx); }
 
-  int64_t axis(int64_t a, int64_t rank, llvm::StringRef what) const {
+  FailureOr<int64_t> axis(int64_t a, int64_t rank, llvm::StringRef what) {
     if (a < -rank || a >= rank)
-      fail(what + " " + llvm::Twine(a) + " is out of range [" + llvm::Twine(-rank) + ", " +
-           llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
+      return fail(what + " " + llvm::Twine(a) + " is out of range [" + llvm::Twine(-rank) + ", " +
+                  llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
     return a < 0 ? a + rank : a;
   }
 
@@ -224,6 +281,7 @@ public:
   ArrayRef<DenseElementsAttr> inputs;
   int64_t limit;
   SmallVector<DenseElementsAttr, 1> outputs;
+  std::string error;
 };
 
 //===----------------------------------------------------------------------===//
@@ -254,276 +312,314 @@ SmallVector<int64_t, 0> broadcastSources(ArrayRef<int64_t> in, ArrayRef<int64_t>
   return src;
 }
 
-/// The broadcast shape of every present input.
-Shape broadcastAll(Eval &e, size_t first = 0) {
+/// The broadcast shape of inputs [first, count), all present.
+FailureOr<Shape> broadcastAll(Eval &e, size_t first = 0) {
   Shape s = e.shapeOf(first);
   for (size_t i = first + 1; i < e.count(); ++i) {
     ShapeOrError b = graph::broadcastShapes(s, e.shapeOf(i));
     if (!b.ok())
-      e.fail(b.error);
+      return e.fail(b.error);
     s = b.shape;
   }
   return s;
 }
 
-/// Fails unless inputs [first, count) share one element type.
-void requireSameType(Eval &e, size_t first = 0) {
+/// Fails unless inputs [first, count), all present, share one element type.
+LogicalResult requireSameType(Eval &e, size_t first = 0) {
   for (size_t i = first + 1; i < e.count(); ++i)
     if (e.elemOf(i) != e.elemOf(first))
-      e.fail("operand element types differ: " + elementTypeName(e.elemOf(first)) + " and " +
-             elementTypeName(e.elemOf(i)));
+      return e.fail("operand element types differ: " + elementTypeName(e.elemOf(first)) +
+                    " and " + elementTypeName(e.elemOf(i)));
+  return success();
 }
 
-void requireFloatInput(Eval &e, size_t i) {
+LogicalResult requireFloatInput(Eval &e, size_t i) {
   if (!isa<FloatType>(e.elemOf(i)))
-    e.fail("input #" + llvm::Twine(i) + " must be FLOAT, got " + elementTypeName(e.elemOf(i)));
+    return e.fail("input #" + llvm::Twine(i) + " must be FLOAT, got " +
+                  elementTypeName(e.elemOf(i)));
+  return success();
 }
 
-void requireBoolInput(Eval &e, size_t i) {
+LogicalResult requireBoolInput(Eval &e, size_t i) {
   if (!e.elemOf(i).isInteger(1))
-    e.fail("input #" + llvm::Twine(i) + " must be BOOL, got " + elementTypeName(e.elemOf(i)));
+    return e.fail("input #" + llvm::Twine(i) + " must be BOOL, got " +
+                  elementTypeName(e.elemOf(i)));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
 // Element-wise ops
 //===----------------------------------------------------------------------===//
 
-using IntBinary = std::function<int64_t(int64_t, int64_t)>;
-using FloatBinary = std::function<float(float, float)>;
-using DoubleBinary = std::function<double(double, double)>;
-
-/// A broadcasting binary op whose result has its operands' type (DOUBLE
-/// only where `onDoubles` is given).
-void binary(Eval &e, const IntBinary &onInts, const FloatBinary &onFloats,
-            const DoubleBinary &onDoubles = nullptr) {
-  requireSameType(e);
-  Shape s = broadcastAll(e);
-  Tensor a = e.in(0), b = e.in(1), r = e.make(s, a.elem);
-  if (a.isDouble() && !onDoubles)
-    throw NotFoldable{};
-  if ((a.isFloat() && !onFloats) || (!a.isFloat() && !a.isDouble() && !onInts) ||
-      (a.isBool() && onInts))
-    e.fail("operand type " + elementTypeName(a.elem) + " is not supported");
-  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
-  for (size_t k = 0; k < ia.size(); ++k) {
-    if (a.isDouble())
-      r.doubles[k] = onDoubles(a.doubles[ia[k]], b.doubles[ib[k]]);
-    else if (a.isFloat())
-      r.floats[k] = onFloats(a.floats[ia[k]], b.floats[ib[k]]);
-    else
-      r.ints[k] = onInts(a.ints[ia[k]], b.ints[ib[k]]);
-  }
-  e.result(r);
-}
-
-/// A broadcasting comparison (Equal, Less, ...): BOOL result.
-void compare(Eval &e, const std::function<bool(int64_t, int64_t)> &onInts,
-             const std::function<bool(float, float)> &onFloats) {
-  requireSameType(e);
-  Shape s = broadcastAll(e);
-  Tensor a = e.in(0), b = e.in(1), r = e.make(s, e.i1());
-  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
-  for (size_t k = 0; k < ia.size(); ++k)
-    r.ints[k] = a.isFloat() ? onFloats(a.floats[ia[k]], b.floats[ib[k]])
-                            : onInts(a.ints[ia[k]], b.ints[ib[k]]);
-  e.result(r);
-}
-
-/// A unary op whose result has its operand's type; a null function means
-/// that type is refused (DOUBLE: left unfolded).
-void unary(Eval &e, const std::function<int64_t(int64_t)> &onInts,
-           const std::function<float(float)> &onFloats,
-           const std::function<double(double)> &onDoubles = nullptr) {
-  Tensor x = e.in(0);
-  if (x.isDouble() && !onDoubles)
-    throw NotFoldable{};
-  if ((x.isFloat() && !onFloats) || (!x.isFloat() && !x.isDouble() && !onInts) || x.isBool())
-    e.fail("input #0 has type " + elementTypeName(x.elem) + ", which " +
-           escapeControls(e.node.op_type()) + " does not take");
-  Tensor r = e.make(x.shape, x.elem);
-  for (int64_t k = 0; k < x.size(); ++k) {
-    if (x.isDouble())
-      r.doubles[k] = onDoubles(x.doubles[k]);
-    else if (x.isFloat())
-      r.floats[k] = onFloats(x.floats[k]);
-    else
-      r.ints[k] = onInts(x.ints[k]);
-  }
-  e.result(r);
-}
-
-/// Wrapping integer arithmetic (two's complement, as the run time).
+/// Wrapping integer arithmetic (two's complement, as the run time) of the
+/// ops that have no mp form here (Sum, reductions, CumSum, Range).
 int64_t wrapAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-int64_t wrapSub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
 }
 int64_t wrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-void evalAdd(Eval &e) {
-  binary(e, wrapAdd, [](float a, float b) { return a + b; },
-         [](double a, double b) { return a + b; });
-}
-void evalSub(Eval &e) {
-  binary(e, wrapSub, [](float a, float b) { return a - b; },
-         [](double a, double b) { return a - b; });
-}
-void evalMul(Eval &e) {
-  binary(e, wrapMul, [](float a, float b) { return a * b; },
-         [](double a, double b) { return a * b; });
+using DoubleBinary = std::function<double(double, double)>;
+using DoubleUnary = std::function<double(double)>;
+
+/// Output: the node's value as the mp op OpT computes it from the constant
+/// inputs (result element type `elem`, the inputs' broadcast shape), by the
+/// interpreter's reference semantics (compiler::evaluateOnConstants): the
+/// evaluator keeps no formula of its own for what an mp op computes.
+template <typename OpT> LogicalResult computeAsMpOp(Eval &e, Type elem) {
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s) || failed(e.reserve(*s)))
+    return failure();
+  e.ctx.getOrLoadDialect<graph::GraphDialect>(); // evaluateNode's callers need not load it
+  Location loc = UnknownLoc::get(&e.ctx);
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockBegin(scratch->getBody());
+  SmallVector<Value> operands;
+  SmallVector<DenseElementsAttr> values;
+  for (size_t i = 0; i < e.count(); ++i) {
+    values.push_back(e.attr(i));
+    operands.push_back(b.create<graph::ConstantOp>(loc, values.back()).getResult());
+  }
+  Operation *op = b.create<OpT>(loc, TypeRange{RankedTensorType::get(*s, elem)}, operands,
+                                ArrayRef<NamedAttribute>{});
+  std::string error;
+  FailureOr<SmallVector<DenseElementsAttr, 1>> results =
+      compiler::evaluateOnConstants(op, values, e.limit, error);
+  if (failed(results))
+    return error.empty() ? e.notFoldable() : e.fail(error);
+  e.outputs.push_back(results->front());
+  return success();
 }
 
-/// Div: integers truncate toward zero, as onnxruntime's (C++ `/`); a zero
-/// divisor is an error rather than a crash.
-void evalDiv(Eval &e) {
-  binary(
-      e,
-      [&](int64_t a, int64_t b) -> int64_t {
-        if (b == 0)
-          e.fail("integer division by zero in constant folding");
-        if (a == std::numeric_limits<int64_t>::min() && b == -1)
-          return a; // the one overflowing quotient wraps to itself
-        return a / b;
-      },
-      [](float a, float b) { return a / b; }, [](double a, double b) { return a / b; });
+/// A broadcasting binary op whose result has its operands' type: the mp op
+/// OpT; DOUBLE (which has no mp tensors) by `onDoubles`, unfolded without.
+template <typename OpT> LogicalResult binary(Eval &e, const DoubleBinary &onDoubles = nullptr) {
+  if (failed(e.require(2)) || failed(requireSameType(e)))
+    return failure();
+  Type elem = e.elemOf(0);
+  if (elem.isInteger(1))
+    return e.fail("operand type " + elementTypeName(elem) + " is not supported");
+  if (!elem.isF64())
+    return computeAsMpOp<OpT>(e, elem);
+  if (!onDoubles)
+    return e.notFoldable();
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s))
+    return failure();
+  FailureOr<Tensor> a = e.in(0), b = e.in(1), r = e.make(*s, elem);
+  if (failed(a) || failed(b) || failed(r))
+    return failure();
+  SmallVector<int64_t, 0> ia = broadcastSources(a->shape, *s), ib = broadcastSources(b->shape, *s);
+  for (size_t k = 0; k < ia.size(); ++k)
+    r->doubles[k] = onDoubles(a->doubles[ia[k]], b->doubles[ib[k]]);
+  return e.result(*r);
 }
 
-/// Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's (C fmod);
-/// floats as the run-time kernels compute them (numpy.mod for fmod=0).
-void evalMod(Eval &e) {
-  bool fmod = e.attrBool("fmod", false);
-  binary(
-      e,
-      [&](int64_t a, int64_t b) -> int64_t {
-        if (b == 0)
-          e.fail("integer modulo by zero in constant folding");
-        if (b == -1)
-          return 0; // also avoids INT64_MIN % -1
-        int64_t r = a % b;
-        if (!fmod && r != 0 && ((r < 0) != (b < 0)))
-          r += b;
-        return r;
-      },
-      [fmod](float a, float b) {
-        return fmod ? std::fmod(a, b) : runtime::cpu::scalar::floorMod(a, b);
-      });
+/// A broadcasting comparison (Equal, Less, ...): the mp op OpT, BOOL result.
+template <typename OpT> LogicalResult compare(Eval &e) {
+  if (failed(e.require(2)) || failed(requireSameType(e)))
+    return failure();
+  return computeAsMpOp<OpT>(e, e.i1());
+}
+
+/// A unary op whose result has its operand's type: the mp op OpT, on
+/// integers too where `onIntegers`; DOUBLE by `onDoubles`, unfolded without.
+template <typename OpT>
+LogicalResult unary(Eval &e, bool onIntegers, const DoubleUnary &onDoubles = nullptr) {
+  if (failed(e.require(1)))
+    return failure();
+  Type elem = e.elemOf(0);
+  if (elem.isF64()) {
+    if (!onDoubles)
+      return e.notFoldable();
+    FailureOr<Tensor> x = e.in(0), r = e.make(e.shapeOf(0), elem);
+    if (failed(x) || failed(r))
+      return failure();
+    for (int64_t k = 0; k < x->size(); ++k)
+      r->doubles[k] = onDoubles(x->doubles[k]);
+    return e.result(*r);
+  }
+  if (elem.isInteger(1) || (isa<IntegerType>(elem) && !onIntegers))
+    return e.fail("input #0 has type " + elementTypeName(elem) + ", which " +
+                  escapeControls(e.node.op_type()) + " does not take");
+  return computeAsMpOp<OpT>(e, elem);
+}
+
+/// Fails when an integer divisor (input #1) holds a zero that the result
+/// reads: the run time gives 0 there (numpy's answer), but a constant zero
+/// divisor is an error in the model (onnxruntime traps).
+LogicalResult rejectZeroDivisor(Eval &e, llvm::StringRef message) {
+  if (failed(e.require(2)) || failed(requireSameType(e)))
+    return failure();
+  Type elem = e.elemOf(1);
+  if (!isa<IntegerType>(elem) || elem.isInteger(1))
+    return success();
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s))
+    return failure();
+  if (graph::numElements(*s) == 0)
+    return success();
+  FailureOr<Tensor> divisor = e.in(1);
+  if (failed(divisor))
+    return failure();
+  if (llvm::is_contained(divisor->ints, 0))
+    return e.fail(message);
+  return success();
+}
+
+LogicalResult evalAdd(Eval &e) {
+  return binary<graph::AddOp>(e, [](double a, double b) { return a + b; });
+}
+LogicalResult evalSub(Eval &e) {
+  return binary<graph::SubOp>(e, [](double a, double b) { return a - b; });
+}
+LogicalResult evalMul(Eval &e) {
+  return binary<graph::MulOp>(e, [](double a, double b) { return a * b; });
+}
+
+/// Div: integers truncate toward zero, as onnxruntime's (C++ `/`), and
+/// INT64_MIN / -1 wraps to itself; a zero divisor is an error.
+LogicalResult evalDiv(Eval &e) {
+  if (failed(rejectZeroDivisor(e, "integer division by zero in constant folding")))
+    return failure();
+  return binary<graph::DivOp>(e, [](double a, double b) { return a / b; });
+}
+
+/// Mod: fmod=0 takes the divisor's sign (mp.mod, numpy.mod), fmod=1 the
+/// dividend's (mp.fmod, C fmod); a zero integer divisor is an error.
+LogicalResult evalMod(Eval &e) {
+  if (failed(rejectZeroDivisor(e, "integer modulo by zero in constant folding")))
+    return failure();
+  if (e.attrBool("fmod", false))
+    return binary<graph::FmodOp>(e);
+  return binary<graph::ModOp>(e);
 }
 
 /// Pow: the exponent may have another type; the result has the base's.
-void evalPow(Eval &e) {
-  Shape s = broadcastAll(e);
-  Tensor a = e.in(0), b = e.in(1);
-  if (a.isBool() || b.isBool())
-    e.fail("Pow does not take BOOL operands");
-  Tensor r = e.make(s, a.elem);
-  SmallVector<int64_t, 0> ia = broadcastSources(a.shape, s), ib = broadcastSources(b.shape, s);
+/// Integer powers that overflow are an error here (the run time wraps).
+LogicalResult evalPow(Eval &e) {
+  if (failed(e.require(2)))
+    return failure();
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s))
+    return failure();
+  FailureOr<Tensor> a = e.in(0), b = e.in(1);
+  if (failed(a) || failed(b))
+    return failure();
+  if (a->isBool() || b->isBool())
+    return e.fail("Pow does not take BOOL operands");
+  FailureOr<Tensor> r = e.make(*s, a->elem);
+  if (failed(r))
+    return failure();
+  SmallVector<int64_t, 0> ia = broadcastSources(a->shape, *s), ib = broadcastSources(b->shape, *s);
   for (size_t k = 0; k < ia.size(); ++k) {
-    double y = b.isFloat() ? b.floats[ib[k]] : static_cast<double>(b.ints[ib[k]]);
-    if (a.isFloat()) {
-      r.floats[k] = b.isFloat() ? std::pow(a.floats[ia[k]], b.floats[ib[k]])
-                                : static_cast<float>(std::pow(double(a.floats[ia[k]]), y));
+    double y = b->isFloat() ? b->floats[ib[k]] : static_cast<double>(b->ints[ib[k]]);
+    if (a->isFloat()) {
+      r->floats[k] = b->isFloat() ? std::pow(a->floats[ia[k]], b->floats[ib[k]])
+                                  : static_cast<float>(std::pow(double(a->floats[ia[k]]), y));
     } else {
-      double v = std::pow(static_cast<double>(a.ints[ia[k]]), y);
+      double v = std::pow(static_cast<double>(a->ints[ia[k]]), y);
       if (!(std::fabs(v) < 9.2e18))
-        e.fail("integer power overflows in constant folding");
+        return e.fail("integer power overflows in constant folding");
       // An integer exponent: the exact power (the run time's), not the
       // double's rounding past 2^53.
-      r.ints[k] = b.isFloat() ? static_cast<int64_t>(v)
-                              : runtime::cpu::intscalar::pow(a.ints[ia[k]], b.ints[ib[k]]);
+      r->ints[k] = b->isFloat() ? static_cast<int64_t>(v)
+                                : runtime::cpu::intscalar::pow(a->ints[ia[k]], b->ints[ib[k]]);
     }
   }
-  e.result(r);
+  return e.result(*r);
 }
 
-void evalNeg(Eval &e) {
-  unary(e, [](int64_t x) { return wrapSub(0, x); }, [](float x) { return -x; },
-        [](double x) { return -x; });
+LogicalResult evalNeg(Eval &e) { return unary<graph::NegOp>(e, true, [](double x) { return -x; }); }
+LogicalResult evalAbs(Eval &e) {
+  return unary<graph::AbsOp>(e, true, [](double x) { return std::fabs(x); });
 }
-void evalAbs(Eval &e) {
-  unary(e, [](int64_t x) { return x < 0 ? wrapSub(0, x) : x; },
-        [](float x) { return std::fabs(x); }, [](double x) { return std::fabs(x); });
+
+/// Sign: mp.sign on floats; integers (mp.sign takes none) here.
+LogicalResult evalSign(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
+  Type elem = e.elemOf(0);
+  if (!isa<IntegerType>(elem) || elem.isInteger(1))
+    return unary<graph::SignOp>(e, false);
+  FailureOr<Tensor> x = e.in(0), r = e.make(e.shapeOf(0), elem);
+  if (failed(x) || failed(r))
+    return failure();
+  for (int64_t k = 0; k < x->size(); ++k)
+    r->ints[k] = (x->ints[k] > 0) - (x->ints[k] < 0);
+  return e.result(*r);
 }
-void evalSign(Eval &e) {
-  unary(e, [](int64_t x) -> int64_t { return (x > 0) - (x < 0); },
-        [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; });
+LogicalResult evalSqrt(Eval &e) {
+  return unary<graph::SqrtOp>(e, false, [](double x) { return std::sqrt(x); });
 }
-void evalSqrt(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::sqrt(x); }, [](double x) { return std::sqrt(x); });
-}
-void evalReciprocal(Eval &e) { unary(e, nullptr, [](float x) { return 1.0f / x; }); }
+LogicalResult evalReciprocal(Eval &e) { return unary<graph::ReciprocalOp>(e, false); }
 // The transcendental functions of exported shape and position arithmetic
 // (T5's log-spaced relative-position buckets, rotary angles), in FP32 as
 // onnxruntime's constant folding computes them.
-void evalLog(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::log(x); }, [](double x) { return std::log(x); });
+LogicalResult evalLog(Eval &e) {
+  return unary<graph::LogOp>(e, false, [](double x) { return std::log(x); });
 }
-void evalExp(Eval &e) {
-  unary(e, nullptr, [](float x) { return std::exp(x); }, [](double x) { return std::exp(x); });
+LogicalResult evalExp(Eval &e) {
+  return unary<graph::ExpOp>(e, false, [](double x) { return std::exp(x); });
 }
-void evalSin(Eval &e) { unary(e, nullptr, [](float x) { return std::sin(x); }); }
-void evalCos(Eval &e) { unary(e, nullptr, [](float x) { return std::cos(x); }); }
-void evalTanh(Eval &e) { unary(e, nullptr, [](float x) { return std::tanh(x); }); }
-void evalErf(Eval &e) { unary(e, nullptr, [](float x) { return std::erf(x); }); }
-/// Round: halves to even, as ONNX says (the default rounding mode).
-void evalRound(Eval &e) { unary(e, nullptr, [](float x) { return std::nearbyint(x); }); }
-void evalFloor(Eval &e) { unary(e, nullptr, [](float x) { return std::floor(x); }); }
-void evalCeil(Eval &e) { unary(e, nullptr, [](float x) { return std::ceil(x); }); }
+LogicalResult evalSin(Eval &e) { return unary<graph::SinOp>(e, false); }
+LogicalResult evalCos(Eval &e) { return unary<graph::CosOp>(e, false); }
+LogicalResult evalTanh(Eval &e) { return unary<graph::TanhOp>(e, false); }
+LogicalResult evalErf(Eval &e) { return unary<graph::ErfOp>(e, false); }
+/// Round: halves to even, as ONNX says.
+LogicalResult evalRound(Eval &e) { return unary<graph::RoundOp>(e, false); }
+LogicalResult evalFloor(Eval &e) { return unary<graph::FloorOp>(e, false); }
+LogicalResult evalCeil(Eval &e) { return unary<graph::CeilOp>(e, false); }
 
-void evalIsNaN(Eval &e) {
-  requireFloatInput(e, 0);
-  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
-  for (int64_t k = 0; k < x.size(); ++k)
-    r.ints[k] = std::isnan(x.floats[k]);
-  e.result(r);
+LogicalResult evalIsNaN(Eval &e) {
+  if (failed(e.require(1)) || failed(requireFloatInput(e, 0)))
+    return failure();
+  return computeAsMpOp<graph::IsNaNOp>(e, e.i1());
 }
 
-void evalEqual(Eval &e) {
-  compare(e, std::equal_to<int64_t>(), std::equal_to<float>());
-}
-void evalLess(Eval &e) { compare(e, std::less<int64_t>(), std::less<float>()); }
-void evalLessOrEqual(Eval &e) {
-  compare(e, std::less_equal<int64_t>(), std::less_equal<float>());
-}
-void evalGreater(Eval &e) { compare(e, std::greater<int64_t>(), std::greater<float>()); }
-void evalGreaterOrEqual(Eval &e) {
-  compare(e, std::greater_equal<int64_t>(), std::greater_equal<float>());
-}
+LogicalResult evalEqual(Eval &e) { return compare<graph::EqualOp>(e); }
+LogicalResult evalLess(Eval &e) { return compare<graph::LessOp>(e); }
+LogicalResult evalLessOrEqual(Eval &e) { return compare<graph::LessOrEqualOp>(e); }
+LogicalResult evalGreater(Eval &e) { return compare<graph::GreaterOp>(e); }
+LogicalResult evalGreaterOrEqual(Eval &e) { return compare<graph::GreaterOrEqualOp>(e); }
 
-/// And, Or, Xor on BOOL.
-void logic(Eval &e, const std::function<bool(bool, bool)> &f) {
-  requireBoolInput(e, 0);
-  requireBoolInput(e, 1);
-  compare(e, [&](int64_t a, int64_t b) { return f(a != 0, b != 0); }, nullptr);
+/// And, Or, Xor (`arity` 2) and Not (1) on BOOL.
+template <typename OpT> LogicalResult logic(Eval &e, size_t arity) {
+  if (failed(e.require(arity)))
+    return failure();
+  for (size_t i = 0; i < arity; ++i)
+    if (failed(requireBoolInput(e, i)))
+      return failure();
+  return computeAsMpOp<OpT>(e, e.i1());
 }
-void evalAnd(Eval &e) { logic(e, std::logical_and<bool>()); }
-void evalOr(Eval &e) { logic(e, std::logical_or<bool>()); }
-void evalXor(Eval &e) { logic(e, std::not_equal_to<bool>()); }
-void evalNot(Eval &e) {
-  requireBoolInput(e, 0);
-  Tensor x = e.in(0), r = e.make(x.shape, e.i1());
-  for (int64_t k = 0; k < x.size(); ++k)
-    r.ints[k] = !x.ints[k];
-  e.result(r);
-}
+LogicalResult evalAnd(Eval &e) { return logic<graph::AndOp>(e, 2); }
+LogicalResult evalOr(Eval &e) { return logic<graph::OrOp>(e, 2); }
+LogicalResult evalXor(Eval &e) { return logic<graph::XorOp>(e, 2); }
+LogicalResult evalNot(Eval &e) { return logic<graph::NotOp>(e, 1); }
 
 /// Min, Max, Sum, Mean: variadic, broadcasting; floats propagate NaN.
-void variadic(Eval &e, llvm::StringRef op) {
-  requireSameType(e);
-  Shape s = broadcastAll(e);
-  Tensor r = e.make(s, e.elemOf(0));
-  if (r.isBool())
-    e.fail("BOOL operands are not supported");
-  if (op == "Mean" && !r.isFloat())
-    e.fail("Mean takes FLOAT operands, got " + elementTypeName(r.elem));
+LogicalResult variadic(Eval &e, llvm::StringRef op) {
+  if (failed(e.require(e.count())) || failed(requireSameType(e)))
+    return failure();
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s))
+    return failure();
+  FailureOr<Tensor> r = e.make(*s, e.elemOf(0));
+  if (failed(r))
+    return failure();
+  if (r->isBool())
+    return e.fail("BOOL operands are not supported");
+  if (op == "Mean" && !r->isFloat())
+    return e.fail("Mean takes FLOAT operands, got " + elementTypeName(r->elem));
   for (size_t i = 0; i < e.count(); ++i) {
-    Tensor x = e.in(i);
-    SmallVector<int64_t, 0> src = broadcastSources(x.shape, s);
+    FailureOr<Tensor> x = e.in(i);
+    if (failed(x))
+      return failure();
+    SmallVector<int64_t, 0> src = broadcastSources(x->shape, *s);
     for (size_t k = 0; k < src.size(); ++k) {
-      if (r.isFloat()) {
-        float v = x.floats[src[k]], &acc = r.floats[k];
+      if (r->isFloat()) {
+        float v = x->floats[src[k]], &acc = r->floats[k];
         if (i == 0 || op == "Sum" || op == "Mean")
           acc = i == 0 ? v : acc + v;
         else if (std::isnan(v) || std::isnan(acc))
@@ -531,7 +627,7 @@ void variadic(Eval &e, llvm::StringRef op) {
         else
           acc = op == "Min" ? std::min(acc, v) : std::max(acc, v);
       } else {
-        int64_t v = x.ints[src[k]], &acc = r.ints[k];
+        int64_t v = x->ints[src[k]], &acc = r->ints[k];
         acc = i == 0         ? v
               : op == "Sum"  ? wrapAdd(acc, v)
               : op == "Min"  ? std::min(acc, v)
@@ -540,168 +636,223 @@ void variadic(Eval &e, llvm::StringRef op) {
     }
   }
   if (op == "Mean")
-    for (float &v : r.floats)
+    for (float &v : r->floats)
       v /= static_cast<float>(e.count());
-  e.result(r);
+  return e.result(*r);
 }
-void evalMin(Eval &e) { variadic(e, "Min"); }
-void evalMax(Eval &e) { variadic(e, "Max"); }
-void evalSum(Eval &e) { variadic(e, "Sum"); }
-void evalMean(Eval &e) { variadic(e, "Mean"); }
+LogicalResult evalMin(Eval &e) { return variadic(e, "Min"); }
+LogicalResult evalMax(Eval &e) { return variadic(e, "Max"); }
+LogicalResult evalSum(Eval &e) { return variadic(e, "Sum"); }
+LogicalResult evalMean(Eval &e) { return variadic(e, "Mean"); }
 
-void evalWhere(Eval &e) {
-  requireBoolInput(e, 0);
-  requireSameType(e, 1);
-  Shape s = broadcastAll(e);
-  Tensor c = e.in(0), x = e.in(1), y = e.in(2), r = e.make(s, x.elem);
-  SmallVector<int64_t, 0> ic = broadcastSources(c.shape, s), ix = broadcastSources(x.shape, s),
-                          iy = broadcastSources(y.shape, s);
+LogicalResult evalWhere(Eval &e) {
+  if (failed(e.require(3)) || failed(requireBoolInput(e, 0)) || failed(requireSameType(e, 1)))
+    return failure();
+  FailureOr<Shape> s = broadcastAll(e);
+  if (failed(s))
+    return failure();
+  FailureOr<Tensor> c = e.in(0), x = e.in(1), y = e.in(2), r = e.make(*s, e.elemOf(1));
+  if (failed(c) || failed(x) || failed(y) || failed(r))
+    return failure();
+  SmallVector<int64_t, 0> ic = broadcastSources(c->shape, *s), ix = broadcastSources(x->shape, *s),
+                          iy = broadcastSources(y->shape, *s);
   for (size_t k = 0; k < ic.size(); ++k) {
-    bool take = c.ints[ic[k]] != 0;
-    if (r.isFloat())
-      r.floats[k] = take ? x.floats[ix[k]] : y.floats[iy[k]];
+    bool take = c->ints[ic[k]] != 0;
+    if (r->isFloat())
+      r->floats[k] = take ? x->floats[ix[k]] : y->floats[iy[k]];
     else
-      r.ints[k] = take ? x.ints[ix[k]] : y.ints[iy[k]];
+      r->ints[k] = take ? x->ints[ix[k]] : y->ints[iy[k]];
   }
-  e.result(r);
+  return e.result(*r);
 }
 
-void evalCast(Eval &e) {
+LogicalResult evalCast(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   std::optional<int64_t> to = e.attrIntOpt("to");
   if (!to)
-    e.fail("attribute 'to' is required");
+    return e.fail("attribute 'to' is required");
   Type target = *to == onnx::TensorProto::DOUBLE
                     ? Float64Type::get(&e.ctx)
                     : valueElementType(e.ctx, static_cast<int32_t>(*to));
   if (!target)
-    throw NotFoldable{}; // the converter names the unsupported type
-  e.reserve(e.shapeOf(0));
+    return e.notFoldable(); // the converter names the unsupported type
+  if (failed(e.reserve(e.shapeOf(0))))
+    return failure();
   e.outputs.push_back(foldCast(e.ctx, e.attr(0), target));
+  return success();
 }
 
 /// CastLike of a constant, as Cast folds one (a shape subgraph may cast a
 /// float constant to an integer one that Range or Reshape needs at compile
 /// time); input #1 gives only the type.
-void evalCastLike(Eval &e) {
-  e.reserve(e.shapeOf(0));
+LogicalResult evalCastLike(Eval &e) {
+  if (failed(e.require(2)) || failed(e.reserve(e.shapeOf(0))))
+    return failure();
   e.outputs.push_back(foldCast(e.ctx, e.attr(0), e.elemOf(1)));
+  return success();
 }
 
-void evalIdentity(Eval &e) { e.outputs.push_back(e.attr(0)); }
+LogicalResult evalIdentity(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
+  e.outputs.push_back(e.attr(0));
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Shapes and data movement
 //===----------------------------------------------------------------------===//
 
-void evalShape(Eval &e) {
+LogicalResult evalShape(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
   int64_t start = e.attrInt("start", 0), end = e.attrInt("end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
   end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
-  Tensor r = e.make({std::max<int64_t>(end - start, 0)}, e.i64());
+  FailureOr<Tensor> r = e.make({std::max<int64_t>(end - start, 0)}, e.i64());
+  if (failed(r))
+    return failure();
   for (int64_t d = start; d < end; ++d)
-    r.ints[d - start] = in[d];
-  e.result(r);
+    r->ints[d - start] = in[d];
+  return e.result(*r);
 }
 
-void evalSize(Eval &e) {
-  Tensor r = e.make({}, e.i64());
-  r.ints[0] = graph::numElements(e.shapeOf(0));
-  e.result(r);
+LogicalResult evalSize(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
+  FailureOr<Tensor> r = e.make({}, e.i64());
+  if (failed(r))
+    return failure();
+  r->ints[0] = graph::numElements(e.shapeOf(0));
+  return e.result(*r);
 }
 
-void evalReshape(Eval &e) {
+LogicalResult evalReshape(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   SmallVector<int64_t> target;
   if (e.opset < 5) {
     auto attr = e.attrInts("shape");
     if (!attr)
-      e.fail("attribute 'shape' is required before opset 5");
+      return e.fail("attribute 'shape' is required before opset 5");
     target = *attr;
   } else {
-    target = e.ints(1, "shape");
+    FailureOr<SmallVector<int64_t>> shape = e.ints(1, "shape");
+    if (failed(shape))
+      return failure();
+    target = *shape;
   }
   bool allowZero = e.opset >= 14 && e.attrBool("allowzero", false);
   ShapeOrError out = reshapeShape(e.shapeOf(0), target, allowZero);
   if (!out.ok())
-    e.fail(out.error);
-  e.reshaped(0, out.shape);
+    return e.fail(out.error);
+  return e.reshaped(0, out.shape);
 }
 
-void evalFlatten(Eval &e) {
+LogicalResult evalFlatten(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size()), axis = e.attrInt("axis", 1);
   if (axis < -rank || axis > rank)
-    e.fail("attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
-           llvm::Twine(rank));
+    return e.fail("attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
+                  llvm::Twine(rank));
   if (axis < 0)
     axis += rank;
-  e.reshaped(0, {product(in, 0, axis), product(in, axis, rank)});
+  return e.reshaped(0, {product(in, 0, axis), product(in, axis, rank)});
 }
 
 /// Squeeze's and Unsqueeze's axes: the attribute before opset 13, the input
-/// from 13.
-std::optional<SmallVector<int64_t>> squeezeAxes(Eval &e) {
+/// from 13; none when neither is given.
+FailureOr<std::optional<SmallVector<int64_t>>> squeezeAxes(Eval &e) {
   if (e.opset < 13)
     return e.attrInts("axes");
-  if (e.has(1))
-    return e.ints(1, "axes");
-  return std::nullopt;
+  if (!e.has(1))
+    return std::optional<SmallVector<int64_t>>();
+  FailureOr<SmallVector<int64_t>> axes = e.ints(1, "axes");
+  if (failed(axes))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*axes);
 }
 
 /// Sorted, unique, non-negative axes.
-SmallVector<int64_t> sortedAxes(Eval &e, ArrayRef<int64_t> axes, int64_t rank) {
+FailureOr<SmallVector<int64_t>> sortedAxes(Eval &e, ArrayRef<int64_t> axes, int64_t rank) {
   SmallVector<int64_t> out;
-  for (int64_t a : axes)
-    out.push_back(e.axis(a, rank, "axis"));
+  for (int64_t a : axes) {
+    FailureOr<int64_t> axis = e.axis(a, rank, "axis");
+    if (failed(axis))
+      return failure();
+    out.push_back(*axis);
+  }
   llvm::sort(out);
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i] == out[i - 1])
-      e.fail("axes name axis " + llvm::Twine(out[i]) + " twice");
+      return e.fail("axes name axis " + llvm::Twine(out[i]) + " twice");
   return out;
 }
 
-void evalUnsqueeze(Eval &e) {
+LogicalResult evalUnsqueeze(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
-  std::optional<SmallVector<int64_t>> axes = squeezeAxes(e);
-  if (!axes)
-    e.fail("axes are required");
-  int64_t outRank = static_cast<int64_t>(in.size() + axes->size());
-  SmallVector<int64_t> norm = sortedAxes(e, *axes, outRank);
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = squeezeAxes(e);
+  if (failed(axes))
+    return failure();
+  if (!*axes)
+    return e.fail("axes are required");
+  int64_t outRank = static_cast<int64_t>(in.size() + (*axes)->size());
+  FailureOr<SmallVector<int64_t>> norm = sortedAxes(e, **axes, outRank);
+  if (failed(norm))
+    return failure();
   Shape out;
   size_t next = 0;
   for (int64_t d = 0; d < outRank; ++d)
-    out.push_back(llvm::is_contained(norm, d) ? 1 : in[next++]);
-  e.reshaped(0, out);
+    out.push_back(llvm::is_contained(*norm, d) ? 1 : in[next++]);
+  return e.reshaped(0, out);
 }
 
-void evalSqueeze(Eval &e) {
+LogicalResult evalSqueeze(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0), out;
-  std::optional<SmallVector<int64_t>> axes = squeezeAxes(e);
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = squeezeAxes(e);
+  if (failed(axes))
+    return failure();
   SmallVector<int64_t> norm;
-  if (axes)
-    norm = sortedAxes(e, *axes, static_cast<int64_t>(in.size()));
+  if (*axes) {
+    FailureOr<SmallVector<int64_t>> sorted =
+        sortedAxes(e, **axes, static_cast<int64_t>(in.size()));
+    if (failed(sorted))
+      return failure();
+    norm = *sorted;
+  }
   for (size_t d = 0; d < in.size(); ++d) {
     bool named = llvm::is_contained(norm, static_cast<int64_t>(d));
     if (named && in[d] != 1)
-      e.fail("cannot squeeze axis " + llvm::Twine(d) + " of size " + llvm::Twine(in[d]));
-    if (axes ? !named : in[d] != 1)
+      return e.fail("cannot squeeze axis " + llvm::Twine(d) + " of size " + llvm::Twine(in[d]));
+    if (*axes ? !named : in[d] != 1)
       out.push_back(in[d]);
   }
-  e.reshaped(0, out);
+  return e.reshaped(0, out);
 }
 
-/// Gathers the elements of `x` at `src` (flat indices) into a tensor of
+/// Output: the elements of `x` at `src` (flat indices) as a tensor of
 /// `shape`.
-Tensor gatherFlat(Eval &e, const Tensor &x, ArrayRef<int64_t> shape, ArrayRef<int64_t> src) {
-  Tensor r = e.make(shape, x.elem);
+LogicalResult gatherFlat(Eval &e, const Tensor &x, ArrayRef<int64_t> shape,
+                         ArrayRef<int64_t> src) {
+  FailureOr<Tensor> r = e.make(shape, x.elem);
+  if (failed(r))
+    return failure();
   for (size_t k = 0; k < src.size(); ++k) {
     if (x.isFloat())
-      r.floats[k] = x.floats[src[k]];
+      r->floats[k] = x.floats[src[k]];
     else
-      r.ints[k] = x.ints[src[k]];
+      r->ints[k] = x.ints[src[k]];
   }
-  return r;
+  return e.result(*r);
 }
 
 /// Calls `f(flat, index)` for every element of `shape` in row-major order.
@@ -722,17 +873,23 @@ void forEachIndex(ArrayRef<int64_t> shape,
 /// Output: a tensor of `out` whose element at each index is input 0's
 /// element at flat index `source(index, strides)` (the input's row-major
 /// strides): the copies of Transpose, Slice and Tile.
-void gatherByIndex(Eval &e, ArrayRef<int64_t> out,
-                   llvm::function_ref<int64_t(ArrayRef<int64_t>, ArrayRef<int64_t>)> source) {
-  e.reserve(out);
-  Tensor x = e.in(0);
-  SmallVector<int64_t> strides = stridesOf(x.shape);
+LogicalResult
+gatherByIndex(Eval &e, ArrayRef<int64_t> out,
+              llvm::function_ref<int64_t(ArrayRef<int64_t>, ArrayRef<int64_t>)> source) {
+  if (failed(e.reserve(out)))
+    return failure();
+  FailureOr<Tensor> x = e.in(0);
+  if (failed(x))
+    return failure();
+  SmallVector<int64_t> strides = stridesOf(x->shape);
   SmallVector<int64_t, 0> src(graph::numElements(out));
   forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) { src[flat] = source(idx, strides); });
-  e.result(gatherFlat(e, x, out, src));
+  return gatherFlat(e, *x, out, src);
 }
 
-void evalTranspose(Eval &e) {
+LogicalResult evalTranspose(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
   SmallVector<int64_t> perm;
@@ -743,17 +900,17 @@ void evalTranspose(Eval &e) {
       perm.push_back(d);
   SmallVector<bool> seen(rank, false);
   if (static_cast<int64_t>(perm.size()) != rank)
-    e.fail("attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
-           " entries");
+    return e.fail("attribute 'perm' " + graph::formatShape(perm) + " must have " +
+                  llvm::Twine(rank) + " entries");
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p])
-      e.fail("attribute 'perm' " + graph::formatShape(perm) + " is not a permutation");
+      return e.fail("attribute 'perm' " + graph::formatShape(perm) + " is not a permutation");
     seen[p] = true;
   }
   Shape out;
   for (int64_t p : perm)
     out.push_back(in[p]);
-  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+  return gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d)
       s += idx[d] * strides[perm[d]];
@@ -761,59 +918,76 @@ void evalTranspose(Eval &e) {
   });
 }
 
-void evalConcat(Eval &e) {
-  requireSameType(e);
+LogicalResult evalConcat(Eval &e) {
+  if (failed(e.require(e.count())) || failed(requireSameType(e)))
+    return failure();
   Shape first = e.shapeOf(0);
   if (first.empty())
-    e.fail("inputs must have rank >= 1");
+    return e.fail("inputs must have rank >= 1");
   std::optional<int64_t> axisAttr = e.attrIntOpt("axis");
   if (!axisAttr && e.opset >= 4)
-    e.fail("attribute 'axis' is required");
-  int64_t axis = e.axis(axisAttr.value_or(1), static_cast<int64_t>(first.size()),
-                        "attribute 'axis'");
+    return e.fail("attribute 'axis' is required");
+  FailureOr<int64_t> axis = e.axis(axisAttr.value_or(1), static_cast<int64_t>(first.size()),
+                                   "attribute 'axis'");
+  if (failed(axis))
+    return failure();
   SmallVector<SmallVector<int64_t, 4>> shapes;
   for (size_t i = 0; i < e.count(); ++i)
     shapes.emplace_back(e.shapeOf(i));
-  ShapeOrError s = graph::concatShape(shapes, axis);
+  ShapeOrError s = graph::concatShape(shapes, *axis);
   if (!s.ok())
-    e.fail(s.error);
-  Tensor r = e.make(s.shape, e.elemOf(0));
-  int64_t outer = product(s.shape, 0, axis), at = 0;
+    return e.fail(s.error);
+  FailureOr<Tensor> r = e.make(s.shape, e.elemOf(0));
+  if (failed(r))
+    return failure();
+  int64_t outer = product(s.shape, 0, *axis), at = 0;
   SmallVector<Tensor> parts;
-  for (size_t i = 0; i < e.count(); ++i)
-    parts.push_back(e.in(i));
+  for (size_t i = 0; i < e.count(); ++i) {
+    FailureOr<Tensor> part = e.in(i);
+    if (failed(part))
+      return failure();
+    parts.push_back(std::move(*part));
+  }
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor &p : parts) {
-      int64_t chunk = product(p.shape, axis, p.shape.size());
+      int64_t chunk = product(p.shape, *axis, p.shape.size());
       for (int64_t k = 0; k < chunk; ++k, ++at) {
-        if (r.isFloat())
-          r.floats[at] = p.floats[o * chunk + k];
+        if (r->isFloat())
+          r->floats[at] = p.floats[o * chunk + k];
         else
-          r.ints[at] = p.ints[o * chunk + k];
+          r->ints[at] = p.ints[o * chunk + k];
       }
     }
-  e.result(r);
+  return e.result(*r);
 }
 
-void evalSlice(Eval &e) {
+LogicalResult evalSlice(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
   SmallVector<int64_t> starts, ends, axes, steps;
   if (e.opset < 10) {
     auto s = e.attrInts("starts"), en = e.attrInts("ends");
     if (!s || !en)
-      e.fail("attributes 'starts' and 'ends' are required before opset 10");
+      return e.fail("attributes 'starts' and 'ends' are required before opset 10");
     starts = *s;
     ends = *en;
     if (auto a = e.attrInts("axes"))
       axes = *a;
   } else {
-    starts = e.ints(1, "starts");
-    ends = e.ints(2, "ends");
-    if (e.has(3))
-      axes = e.ints(3, "axes");
-    if (e.has(4))
-      steps = e.ints(4, "steps");
+    // Inputs #1 and #2 are required, #3 (axes) and #4 (steps) optional.
+    auto read = [&](size_t i, const char *role, SmallVector<int64_t> &into) -> LogicalResult {
+      FailureOr<SmallVector<int64_t>> values = e.ints(i, role);
+      if (failed(values))
+        return failure();
+      into = *values;
+      return success();
+    };
+    if (failed(read(1, "starts", starts)) || failed(read(2, "ends", ends)) ||
+        (e.has(3) && failed(read(3, "axes", axes))) ||
+        (e.has(4) && failed(read(4, "steps", steps))))
+      return failure();
   }
   if (axes.empty() && !(e.opset >= 10 && e.has(3)))
     for (size_t i = 0; i < starts.size(); ++i)
@@ -822,17 +996,20 @@ void evalSlice(Eval &e) {
     steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
-    e.fail("starts, ends, axes and steps must have the same length");
+    return e.fail("starts, ends, axes and steps must have the same length");
   SmallVector<int64_t> first(rank, 0), step(rank, 1);
   Shape counts = in;
   SmallVector<bool> seen(rank, false);
   for (size_t k = 0; k < starts.size(); ++k) {
-    int64_t axis = e.axis(axes[k], rank, "axis");
+    FailureOr<int64_t> axisOr = e.axis(axes[k], rank, "axis");
+    if (failed(axisOr))
+      return failure();
+    int64_t axis = *axisOr;
     if (seen[axis])
-      e.fail("axis " + llvm::Twine(axis) + " is sliced twice");
+      return e.fail("axis " + llvm::Twine(axis) + " is sliced twice");
     seen[axis] = true;
     if (steps[k] == 0)
-      e.fail("step of axis " + llvm::Twine(axis) + " is zero");
+      return e.fail("step of axis " + llvm::Twine(axis) + " is zero");
     // ONNX: negative indices count from the end, then clamp ([0, dim] for
     // positive steps, [-1, dim-1] for negative ones).
     int64_t dim = in[axis], s = starts[k], en = ends[k], count = 0;
@@ -853,7 +1030,7 @@ void evalSlice(Eval &e) {
     step[axis] = steps[k];
     counts[axis] = count;
   }
-  gatherByIndex(e, counts, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+  return gatherByIndex(e, counts, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (int64_t d = 0; d < rank; ++d)
       s += (first[d] + idx[d] * step[d]) * strides[d];
@@ -861,67 +1038,89 @@ void evalSlice(Eval &e) {
   });
 }
 
-void evalGather(Eval &e) {
+LogicalResult evalGather(Eval &e) {
+  if (failed(e.require(2)))
+    return failure();
   Shape ds = e.shapeOf(0), is = e.shapeOf(1);
   Type it = e.elemOf(1);
   if (!it.isInteger(64) && !it.isInteger(32))
-    e.fail("indices must be INT64 or INT32, got " + elementTypeName(it));
-  int64_t axis = e.axis(e.attrInt("axis", 0), static_cast<int64_t>(ds.size()),
-                        "attribute 'axis'");
-  ShapeOrError s = graph::gatherShape(ds, is, axis);
+    return e.fail("indices must be INT64 or INT32, got " + elementTypeName(it));
+  FailureOr<int64_t> axis =
+      e.axis(e.attrInt("axis", 0), static_cast<int64_t>(ds.size()), "attribute 'axis'");
+  if (failed(axis))
+    return failure();
+  ShapeOrError s = graph::gatherShape(ds, is, *axis);
   if (!s.ok())
-    e.fail(s.error);
-  e.reserve(s.shape);
-  Tensor x = e.in(0), idx = e.in(1);
-  int64_t dim = ds[axis], outer = product(ds, 0, axis),
-          inner = product(ds, axis + 1, ds.size());
+    return e.fail(s.error);
+  if (failed(e.reserve(s.shape)))
+    return failure();
+  FailureOr<Tensor> x = e.in(0), idx = e.in(1);
+  if (failed(x) || failed(idx))
+    return failure();
+  int64_t dim = ds[*axis], outer = product(ds, 0, *axis),
+          inner = product(ds, *axis + 1, ds.size());
   SmallVector<int64_t, 0> src;
   src.reserve(graph::numElements(s.shape));
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i : idx.ints) {
+    for (int64_t i : idx->ints) {
       if (i < -dim || i >= dim)
-        e.fail("index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
-               " of size " + llvm::Twine(dim));
+        return e.fail("index " + llvm::Twine(i) + " is out of range for axis " +
+                      llvm::Twine(*axis) + " of size " + llvm::Twine(dim));
       int64_t base = (o * dim + (i < 0 ? i + dim : i)) * inner;
       for (int64_t k = 0; k < inner; ++k)
         src.push_back(base + k);
     }
-  e.result(gatherFlat(e, x, s.shape, src));
+  return gatherFlat(e, *x, s.shape, src);
 }
 
 /// A 1-D shape input of non-negative dims (ConstantOfShape, Expand).
-SmallVector<int64_t> shapeInput(Eval &e, size_t i) {
-  SmallVector<int64_t> dims = e.ints(i, "shape");
-  for (int64_t d : dims)
+FailureOr<SmallVector<int64_t>> shapeInput(Eval &e, size_t i) {
+  FailureOr<SmallVector<int64_t>> dims = e.ints(i, "shape");
+  if (failed(dims))
+    return failure();
+  for (int64_t d : *dims)
     if (d < 0)
-      e.fail("shape " + graph::formatShape(dims) + " has a negative dimension");
+      return e.fail("shape " + graph::formatShape(*dims) + " has a negative dimension");
   return dims;
 }
 
-void evalExpand(Eval &e) {
+LogicalResult evalExpand(Eval &e) {
+  if (failed(e.require(2)))
+    return failure();
   Shape in = e.shapeOf(0);
-  ShapeOrError s = graph::broadcastShapes(in, shapeInput(e, 1));
+  FailureOr<SmallVector<int64_t>> dims = shapeInput(e, 1);
+  if (failed(dims))
+    return failure();
+  ShapeOrError s = graph::broadcastShapes(in, *dims);
   if (!s.ok())
-    e.fail("cannot expand " + graph::formatShape(in) + ": " + s.error);
-  e.reserve(s.shape);
-  Tensor x = e.in(0);
-  e.result(gatherFlat(e, x, s.shape, broadcastSources(in, s.shape)));
+    return e.fail("cannot expand " + graph::formatShape(in) + ": " + s.error);
+  if (failed(e.reserve(s.shape)))
+    return failure();
+  FailureOr<Tensor> x = e.in(0);
+  if (failed(x))
+    return failure();
+  return gatherFlat(e, *x, s.shape, broadcastSources(in, s.shape));
 }
 
-void evalTile(Eval &e) {
+LogicalResult evalTile(Eval &e) {
+  if (failed(e.require(2)))
+    return failure();
   Shape in = e.shapeOf(0), out;
-  SmallVector<int64_t> repeats = e.ints(1, "repeats");
-  if (repeats.size() != in.size())
-    e.fail("'repeats' has " + llvm::Twine(repeats.size()) + " values, the input has rank " +
-           llvm::Twine(in.size()));
+  FailureOr<SmallVector<int64_t>> repeats = e.ints(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  if (repeats->size() != in.size())
+    return e.fail("'repeats' has " + llvm::Twine(repeats->size()) +
+                  " values, the input has rank " + llvm::Twine(in.size()));
   for (size_t d = 0; d < in.size(); ++d) {
-    if (repeats[d] < 0)
-      e.fail("'repeats' " + graph::formatShape(repeats) + " has a negative value");
-    if (repeats[d] != 0 && in[d] > std::numeric_limits<int64_t>::max() / repeats[d])
-      throw NotFoldable{};
-    out.push_back(in[d] * repeats[d]);
+    int64_t r = (*repeats)[d];
+    if (r < 0)
+      return e.fail("'repeats' " + graph::formatShape(*repeats) + " has a negative value");
+    if (r != 0 && in[d] > std::numeric_limits<int64_t>::max() / r)
+      return e.notFoldable();
+    out.push_back(in[d] * r);
   }
-  gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+  return gatherByIndex(e, out, [&](ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
     int64_t s = 0;
     for (size_t d = 0; d < in.size(); ++d)
       s += (idx[d] % in[d]) * strides[d];
@@ -929,69 +1128,82 @@ void evalTile(Eval &e) {
   });
 }
 
-void evalConstantOfShape(Eval &e) {
-  SmallVector<int64_t> dims = shapeInput(e, 0);
+LogicalResult evalConstantOfShape(Eval &e) {
+  FailureOr<SmallVector<int64_t>> dims = shapeInput(e, 0);
+  if (failed(dims))
+    return failure();
   DenseElementsAttr value = makeF32Attr(e.ctx, {1}, {0.0f});
-  if (const auto *a = e.findAttr("value", onnx::AttributeProto::TENSOR)) {
+  if (const auto *a = e.findAttr("value")) {
     if (a->t().data_location() == onnx::TensorProto::EXTERNAL)
-      e.fail("attribute 'value' must be stored in the model, not as external data");
-    value = decodeTensor(e.ctx, a->t(), "", "attribute 'value'");
+      return e.fail("attribute 'value' must be stored in the model, not as external data");
+    // decodeTensor reports through the importer's error channel.
+    try {
+      value = decodeTensor(e.ctx, a->t(), "", "attribute 'value'");
+    } catch (const ImportError &err) {
+      return e.fail(err.what());
+    }
     if (value.getNumElements() != 1)
-      e.fail("attribute 'value' must hold one element, got shape " +
-             graph::formatShape(value.getType().getShape()));
+      return e.fail("attribute 'value' must hold one element, got shape " +
+                    graph::formatShape(value.getType().getShape()));
   }
-  e.reserve(dims);
+  if (failed(e.reserve(*dims)))
+    return failure();
   // A splat: nothing the size of the result is allocated.
-  e.outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(dims, value.getElementType()),
+  e.outputs.push_back(DenseElementsAttr::get(RankedTensorType::get(*dims, value.getElementType()),
                                              *value.value_begin<Attribute>()));
+  return success();
 }
 
 /// Range: ceil((limit - start) / delta) values start, start + delta, ...
 /// (floats: the count in double, the values accumulated in FP32, as
 /// onnxruntime's kernel).
-void evalRange(Eval &e) {
-  requireSameType(e);
+LogicalResult evalRange(Eval &e) {
+  if (failed(e.require(3)) || failed(requireSameType(e)))
+    return failure();
   for (size_t i = 0; i < 3; ++i)
     if (e.attr(i).getNumElements() != 1)
-      e.fail("input #" + llvm::Twine(i) + " must be a scalar, got shape " +
-             graph::formatShape(e.shapeOf(i)));
+      return e.fail("input #" + llvm::Twine(i) + " must be a scalar, got shape " +
+                    graph::formatShape(e.shapeOf(i)));
   Type elem = e.elemOf(0);
   if (elem.isInteger(1))
-    e.fail("BOOL inputs are not supported");
+    return e.fail("BOOL inputs are not supported");
   int64_t n;
   if (isa<FloatType>(elem)) {
     float start = floatValues(e.attr(0))[0], limit = floatValues(e.attr(1))[0],
           delta = floatValues(e.attr(2))[0];
     if (delta == 0)
-      e.fail("delta is zero");
+      return e.fail("delta is zero");
     // The count in double from each bound, as onnxruntime computes it.
     double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
                              static_cast<double>(delta));
     if (!std::isfinite(count))
-      e.fail("the number of elements is not finite");
+      return e.fail("the number of elements is not finite");
     if (count > static_cast<double>(e.limit))
-      throw NotFoldable{};
+      return e.notFoldable();
     n = std::max<int64_t>(static_cast<int64_t>(count), 0);
-    Tensor r = e.make({n}, elem);
+    FailureOr<Tensor> r = e.make({n}, elem);
+    if (failed(r))
+      return failure();
     float v = start;
     for (int64_t k = 0; k < n; ++k, v += delta)
-      r.floats[k] = v;
-    e.result(r);
-    return;
+      r->floats[k] = v;
+    return e.result(*r);
   }
   int64_t start = intValues(e.attr(0))[0], limit = intValues(e.attr(1))[0],
           delta = intValues(e.attr(2))[0];
   if (delta == 0)
-    e.fail("delta is zero");
+    return e.fail("delta is zero");
   __int128 span = static_cast<__int128>(limit) - start;
   __int128 count = span / delta + ((span % delta != 0) && ((span < 0) == (delta < 0)));
   if (count > e.limit)
-    throw NotFoldable{};
+    return e.notFoldable();
   n = std::max<int64_t>(static_cast<int64_t>(count), 0);
-  Tensor r = e.make({n}, elem);
+  FailureOr<Tensor> r = e.make({n}, elem);
+  if (failed(r))
+    return failure();
   for (int64_t k = 0; k < n; ++k)
-    r.ints[k] = wrapAdd(start, wrapMul(k, delta));
-  e.result(r);
+    r->ints[k] = wrapAdd(start, wrapMul(k, delta));
+  return e.result(*r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1000,39 +1212,54 @@ void evalRange(Eval &e) {
 
 /// ReduceSum/Prod/Max/Min: axes from the attribute (ReduceSum before 13,
 /// the others before 18) or the input; keepdims; noop_with_empty_axes.
-void evalReduce(Eval &e) {
+LogicalResult evalReduce(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   llvm::StringRef op = e.node.op_type();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
   bool axesInput = e.opset >= (op == "ReduceSum" ? 13 : 18);
-  std::optional<SmallVector<int64_t>> axes =
-      axesInput ? (e.has(1) ? std::optional<SmallVector<int64_t>>(e.ints(1, "axes")) : std::nullopt)
-                : e.attrInts("axes");
+  std::optional<SmallVector<int64_t>> axes;
+  if (!axesInput) {
+    axes = e.attrInts("axes");
+  } else if (e.has(1)) {
+    FailureOr<SmallVector<int64_t>> given = e.ints(1, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
   bool keep = e.attrBool("keepdims", true);
   if (!axes || axes->empty()) {
     if (axesInput && e.attrBool("noop_with_empty_axes", false)) {
       e.outputs.push_back(e.attr(0));
-      return;
+      return success();
     }
     axes = SmallVector<int64_t>();
     for (int64_t d = 0; d < rank; ++d)
       axes->push_back(d);
   }
-  SmallVector<int64_t> norm = sortedAxes(e, *axes, rank);
+  FailureOr<SmallVector<int64_t>> norm = sortedAxes(e, *axes, rank);
+  if (failed(norm))
+    return failure();
   Shape out, kept;
   for (int64_t d = 0; d < rank; ++d) {
-    bool reduced = llvm::is_contained(norm, d);
+    bool reduced = llvm::is_contained(*norm, d);
     kept.push_back(reduced ? 1 : in[d]);
     if (!reduced || keep)
       out.push_back(reduced ? 1 : in[d]);
     if (reduced && in[d] == 0 && (op == "ReduceMax" || op == "ReduceMin"))
-      e.fail("cannot reduce an empty axis " + llvm::Twine(d) + " with " + op);
+      return e.fail("cannot reduce an empty axis " + llvm::Twine(d) + " with " + op);
   }
-  Tensor x = e.in(0), r = e.make(kept, x.elem);
-  if (x.isBool())
-    e.fail("BOOL inputs are not supported");
+  FailureOr<Tensor> x = e.in(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Tensor> r = e.make(kept, x->elem);
+  if (failed(r))
+    return failure();
+  if (x->isBool())
+    return e.fail("BOOL inputs are not supported");
   SmallVector<int64_t> outStrides = stridesOf(kept);
-  SmallVector<bool, 0> started(r.size(), false);
+  SmallVector<bool, 0> started(r->size(), false);
   forEachIndex(in, [&](int64_t flat, ArrayRef<int64_t> idx) {
     int64_t o = 0;
     for (int64_t d = 0; d < rank; ++d)
@@ -1050,12 +1277,12 @@ void evalReduce(Eval &e) {
             : op == "ReduceMax" ? std::max<T>(acc, v)
                                 : std::min<T>(acc, v);
     };
-    if (x.isDouble()) {
-      step(x.doubles[flat], r.doubles[o]);
-    } else if (x.isFloat()) {
-      step(x.floats[flat], r.floats[o]);
+    if (x->isDouble()) {
+      step(x->doubles[flat], r->doubles[o]);
+    } else if (x->isFloat()) {
+      step(x->floats[flat], r->floats[o]);
     } else {
-      int64_t v = x.ints[flat], &acc = r.ints[o];
+      int64_t v = x->ints[flat], &acc = r->ints[o];
       acc = first ? v
             : op == "ReduceSum"  ? wrapAdd(acc, v)
             : op == "ReduceProd" ? wrapMul(acc, v)
@@ -1065,29 +1292,42 @@ void evalReduce(Eval &e) {
   });
   // Outputs no element reached (an empty axis): the sum's and product's
   // identities.
-  for (int64_t o = 0; o < r.size(); ++o)
+  for (int64_t o = 0; o < r->size(); ++o)
     if (!started[o]) {
-      if (r.isDouble())
-        r.doubles[o] = op == "ReduceProd" ? 1.0 : 0.0;
-      else if (r.isFloat())
-        r.floats[o] = op == "ReduceProd" ? 1.0f : 0.0f;
+      if (r->isDouble())
+        r->doubles[o] = op == "ReduceProd" ? 1.0 : 0.0;
+      else if (r->isFloat())
+        r->floats[o] = op == "ReduceProd" ? 1.0f : 0.0f;
       else
-        r.ints[o] = op == "ReduceProd" ? 1 : 0;
+        r->ints[o] = op == "ReduceProd" ? 1 : 0;
     }
-  r.shape = out;
-  e.result(r);
+  r->shape = out;
+  return e.result(*r);
 }
 
-void evalCumSum(Eval &e) {
+LogicalResult evalCumSum(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
   if (rank == 0)
-    e.fail("input must have rank >= 1");
-  int64_t axis = e.axis(e.scalarInt(1, "axis"), rank, "axis");
+    return e.fail("input must have rank >= 1");
+  FailureOr<int64_t> given = e.scalarInt(1, "axis");
+  if (failed(given))
+    return failure();
+  FailureOr<int64_t> axisOr = e.axis(*given, rank, "axis");
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   bool exclusive = e.attrBool("exclusive", false), reverse = e.attrBool("reverse", false);
-  Tensor x = e.in(0), r = e.make(in, x.elem);
-  if (x.isBool())
-    e.fail("BOOL inputs are not supported");
+  FailureOr<Tensor> x = e.in(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Tensor> r = e.make(in, x->elem);
+  if (failed(r))
+    return failure();
+  if (x->isBool())
+    return e.fail("BOOL inputs are not supported");
   int64_t dim = in[axis], inner = product(in, axis + 1, rank), outer = product(in, 0, axis);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -1096,72 +1336,93 @@ void evalCumSum(Eval &e) {
       for (int64_t step = 0; step < dim; ++step) {
         int64_t k = reverse ? dim - 1 - step : step;
         int64_t at = (o * dim + k) * inner + i;
-        if (x.isFloat()) {
+        if (x->isFloat()) {
           if (!exclusive)
-            fsum += x.floats[at];
-          r.floats[at] = fsum;
+            fsum += x->floats[at];
+          r->floats[at] = fsum;
           if (exclusive)
-            fsum += x.floats[at];
+            fsum += x->floats[at];
         } else {
           if (!exclusive)
-            isum = wrapAdd(isum, x.ints[at]);
-          r.ints[at] = isum;
+            isum = wrapAdd(isum, x->ints[at]);
+          r->ints[at] = isum;
           if (exclusive)
-            isum = wrapAdd(isum, x.ints[at]);
+            isum = wrapAdd(isum, x->ints[at]);
         }
       }
     }
-  e.result(r);
+  return e.result(*r);
 }
 
-void evalArgMax(Eval &e) {
+LogicalResult evalArgMax(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = e.axis(e.attrInt("axis", 0), rank, "attribute 'axis'");
+  FailureOr<int64_t> axisOr = e.axis(e.attrInt("axis", 0), rank, "attribute 'axis'");
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   bool keep = e.attrBool("keepdims", true), last = e.attrBool("select_last_index", false);
   if (in[axis] == 0)
-    e.fail("cannot take ArgMax over the empty axis " + llvm::Twine(axis));
+    return e.fail("cannot take ArgMax over the empty axis " + llvm::Twine(axis));
   Shape out;
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis || keep)
       out.push_back(d == axis ? 1 : in[d]);
-  Tensor x = e.in(0), r = e.make(out, e.i64());
+  FailureOr<Tensor> x = e.in(0), r = e.make(out, e.i64());
+  if (failed(x) || failed(r))
+    return failure();
   int64_t dim = in[axis], inner = product(in, axis + 1, rank), outer = product(in, 0, axis);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t best = 0;
       for (int64_t k = 1; k < dim; ++k) {
         int64_t a = (o * dim + k) * inner + i, b = (o * dim + best) * inner + i;
-        bool better = x.isFloat() ? (last ? x.floats[a] >= x.floats[b] : x.floats[a] > x.floats[b])
-                                  : (last ? x.ints[a] >= x.ints[b] : x.ints[a] > x.ints[b]);
+        bool better = x->isFloat()
+                          ? (last ? x->floats[a] >= x->floats[b] : x->floats[a] > x->floats[b])
+                          : (last ? x->ints[a] >= x->ints[b] : x->ints[a] > x->ints[b]);
         if (better)
           best = k;
       }
-      r.ints[o * inner + i] = best;
+      r->ints[o * inner + i] = best;
     }
-  e.result(r);
+  return e.result(*r);
 }
 
 /// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of
 /// the last two dims; any k is valid (the triangle is then empty or full).
-void evalTrilu(Eval &e) {
+LogicalResult evalTrilu(Eval &e) {
+  if (failed(e.require(1)))
+    return failure();
   Shape in = e.shapeOf(0);
   if (in.size() < 2)
-    e.fail("input must have rank >= 2");
-  int64_t k = e.has(1) ? e.scalarInt(1, "k") : 0;
+    return e.fail("input must have rank >= 2");
+  int64_t k = 0;
+  if (e.has(1)) {
+    FailureOr<int64_t> given = e.scalarInt(1, "k");
+    if (failed(given))
+      return failure();
+    k = *given;
+  }
   bool upper = e.attrBool("upper", true);
-  Tensor x = e.in(0), r = e.make(in, x.elem);
+  FailureOr<Tensor> x = e.in(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Tensor> r = e.make(in, x->elem);
+  if (failed(r))
+    return failure();
   int64_t rows = in[in.size() - 2], cols = in.back();
-  for (int64_t flat = 0; flat < x.size(); ++flat) {
+  for (int64_t flat = 0; flat < x->size(); ++flat) {
     int64_t j = flat % cols, i = cols == 0 ? 0 : (flat / cols) % rows;
     __int128 diff = static_cast<__int128>(j) - i;
     bool keepIt = upper ? diff >= k : diff <= k;
-    if (x.isFloat())
-      r.floats[flat] = keepIt ? x.floats[flat] : 0.0f;
+    if (x->isFloat())
+      r->floats[flat] = keepIt ? x->floats[flat] : 0.0f;
     else
-      r.ints[flat] = keepIt ? x.ints[flat] : 0;
+      r->ints[flat] = keepIt ? x->ints[flat] : 0;
   }
-  e.result(r);
+  return e.result(*r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1361,17 +1622,12 @@ FoldResult evaluateNode(MLIRContext &ctx, const onnx::NodeProto &node, int64_t o
   if (anyDouble && !takesDouble(node.op_type()))
     return result; // tryFold names the node
   Eval e(ctx, node, opset, inputs, limitFor(row->kind, inputs, limits));
-  try {
-    row->fn(e);
-  } catch (const NotFoldable &) {
-    return result;
-  } catch (const EvalError &err) {
-    result.status = FoldResult::Failed;
-    result.error = err.message;
-    return result;
-  } catch (const ImportError &err) { // decodeTensor's, about attribute 'value'
-    result.status = FoldResult::Failed;
-    result.error = err.what();
+  if (failed(e.checkAttributes()) || failed(row->fn(e))) {
+    // No error: the node is left to its converter.
+    if (!e.error.empty()) {
+      result.status = FoldResult::Failed;
+      result.error = e.error;
+    }
     return result;
   }
   result.status = FoldResult::Folded;

@@ -83,4 +83,51 @@ OpFoldResult QuantizeOp::fold(FoldAdaptor) {
   return foldScalingInput(getInputMutable(), getResult());
 }
 
+/// The layout of a float constant is the compiler's (a weight's transpose
+/// becomes a GEMM's flag, its lookups stay gathers of the one stored
+/// table), so folders move only integer and bool constants: shapes, indices
+/// and masks.
+static bool isMovableConstant(Attribute value) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(value);
+  return dense && !isa<FloatType>(dense.getElementType());
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // Both reshapes keep the elements in row-major order: the second one can
+  // read the first one's input.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (isMovableConstant(adaptor.getInput()))
+    return cast<DenseElementsAttr>(adaptor.getInput()).reshape(cast<ShapedType>(getType()));
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [d, p] : llvm::enumerate(getPerm()))
+    if (p != static_cast<int64_t>(d))
+      return {};
+  return getInput();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  return {};
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() != getType())
+    return {};
+  if (llvm::any_of(getStarts(), [](int64_t s) { return s != 0; }) ||
+      llvm::any_of(getSteps(), [](int64_t s) { return s != 1; }))
+    return {};
+  return getInput();
+}
+
 } // namespace mixprec::graph

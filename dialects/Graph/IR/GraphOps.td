@@ -639,12 +639,17 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, MP_DataMovement, MP_OwnGradient
     ```mlir
     %y = mp.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
     ```
-    Verifier: same element type and element count.
+    Verifier: same element type and element count. Folder: a reshape to
+    the input's type is the input; a reshape of a reshape reads the first
+    one's input; an integer or bool constant (a shape, indices) is the
+    constant reshaped. Float constants are weights and stay: their layout
+    is the compiler's (`--mp-fold-constants` says why).
   }];
   let arguments = (ins MP_AnyTensor:$input);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose",
@@ -657,11 +662,13 @@ def Graph_TransposeOp : Graph_Op<"transpose",
         : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
     ```
     Verifier: perm is a permutation of the rank; result shape; element type.
+    Folder: the identity permutation is the input.
   }];
   let arguments = (ins MP_AnyTensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ConcatOp : Graph_Op<"concat",
@@ -673,12 +680,14 @@ def Graph_ConcatOp : Graph_Op<"concat",
         : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
     ```
     Verifier: at least one input, equal ranks and element types, equal dims
-    off the axis, result dim on the axis is the sum.
+    off the axis, result dim on the axis is the sum. Folder: a concat of one
+    input is that input.
   }];
   let arguments = (ins Variadic<MP_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement, MP_OwnGradient]> {
@@ -693,12 +702,15 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure, MP_DataMovement, MP_OwnGradient]> {
         : tensor<16x192xf32> -> tensor<16x64xf32>
     ```
     Verifier: one start and step per dim, every index read in bounds.
+    Folder: a slice of every element in order (starts 0, steps 1, the
+    input's shape) is the input.
   }];
   let arguments = (ins MP_AnyTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$steps);
   let results = (outs MP_AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_GatherOp : Graph_Op<"gather",

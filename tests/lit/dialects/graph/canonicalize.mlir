@@ -136,3 +136,50 @@ func.func @cast$widening_into_scaling(%x: tensor<4xbf16>, %s: tensor<f32>, %q: t
   %4 = mp.amax %3 : tensor<4xf32> -> tensor<f32>
   return %1, %2, %4 : tensor<f32>, tensor<4xf8E4M3FN>, tensor<f32>
 }
+
+// -----
+
+// A reshape to its input's type, the identity transpose, a one-input concat
+// and a slice of everything are their inputs.
+// CHECK-LABEL: func.func @movement$identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: return %[[X]], %[[X]], %[[X]], %[[X]]
+func.func @movement$identities(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0 = mp.reshape %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = mp.transpose %x {perm = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = mp.concat %x {axis = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = mp.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0, %1, %2, %3 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// A reshape of a reshape reads the first one's input; back to the input's
+// shape, both go.
+// CHECK-LABEL: func.func @reshape$of_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: %[[R:.*]] = mp.reshape %[[X]] : tensor<2x3xf32> -> tensor<6xf32>
+// CHECK-NEXT: return %[[R]], %[[X]]
+func.func @reshape$of_reshape(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<2x3xf32>) {
+  %0 = mp.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+  %1 = mp.reshape %0 : tensor<3x2xf32> -> tensor<6xf32>
+  %2 = mp.reshape %0 : tensor<3x2xf32> -> tensor<2x3xf32>
+  return %1, %2 : tensor<6xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// An integer constant (a shape) reshapes at compile time; a float one (a
+// weight) stays as stored.
+// CHECK-LABEL: func.func @reshape$constants
+// CHECK-DAG: %[[I:.*]] = mp.constant dense<{{\[}}[1, 2], [3, 4]]> : tensor<2x2xi64>
+// CHECK-DAG: %[[F:.*]] = mp.constant dense<{{.*}}> : tensor<4xf32>
+// CHECK-DAG: %[[R:.*]] = mp.reshape %[[F]] : tensor<4xf32> -> tensor<2x2xf32>
+// CHECK: return %[[I]], %[[R]]
+func.func @reshape$constants() -> (tensor<2x2xi64>, tensor<2x2xf32>) {
+  %i = mp.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+  %f = mp.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = mp.reshape %i : tensor<4xi64> -> tensor<2x2xi64>
+  %1 = mp.reshape %f : tensor<4xf32> -> tensor<2x2xf32>
+  return %0, %1 : tensor<2x2xi64>, tensor<2x2xf32>
+}
