@@ -24,7 +24,7 @@ static const OpForm kMatMulForms[] = {
     {1, 2, 2, 1, 1, ""},
 };
 
-void Importer::convertMatMul(const NodeCtx &c) {
+LogicalResult Importer::convertMatMul(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1);
   requireFloat(c, 0, elemOf(a));
   requireFloat(c, 1, elemOf(b));
@@ -41,9 +41,10 @@ void Importer::convertMatMul(const NodeCtx &c) {
                     .create<graph::LinearOp>(c.loc, t, a, w.getInput(), Value(),
                                              builder.getBoolAttr(true), TypeAttr())
                     .getOutput());
-    return; // the transpose, if now unused, goes with the importer's dead-op sweep
+    return success(); // the transpose, if now unused, goes with the importer's dead-op sweep
   }
   defineValue(c, 0, builder.create<graph::MatmulOp>(c.loc, t, a, b, TypeAttr()).getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Gemm: C is optional from opset 11.
@@ -53,7 +54,7 @@ static const OpForm kGemmForms[] = {
     {11, 2, 3, 1, 1, "alpha beta transA transB"},
 };
 
-void Importer::convertGemm(const NodeCtx &c) {
+LogicalResult Importer::convertGemm(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1), bias = optInput(c, 2);
   requireFloat(c, 0, elemOf(a));
   requireFloat(c, 1, elemOf(b));
@@ -62,7 +63,7 @@ void Importer::convertGemm(const NodeCtx &c) {
   float alpha = attrFloat(c, "alpha", 1.0f), beta = attrFloat(c, "beta", 1.0f);
   bool transA = attrBool(c, "transA", false), transB = attrBool(c, "transB", false);
   if (shapeOf(a).size() != 2 || shapeOf(b).size() != 2)
-    nodeFail(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
+    return nodeError(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
                     graph::formatShape(shapeOf(b)));
   if (transA)
     a = transpose(c, a, {1, 0});
@@ -73,7 +74,7 @@ void Importer::convertGemm(const NodeCtx &c) {
   if (bias) {
     ShapeOrError withC = graph::broadcastShapes(out, shapeOf(bias));
     if (!withC.ok() || ArrayRef<int64_t>(withC.shape) != ArrayRef<int64_t>(out))
-      nodeFail(c, "C shape " + graph::formatShape(shapeOf(bias)) +
+      return nodeError(c, "C shape " + graph::formatShape(shapeOf(bias)) +
                       " does not broadcast to the output shape " + graph::formatShape(out));
     // beta scales C only; beta = 0 drops C (as onnxruntime does).
     if (beta == 0.0f)
@@ -97,6 +98,7 @@ void Importer::convertGemm(const NodeCtx &c) {
       y = builder.create<graph::AddOp>(c.loc, outType, y, bias).getOutput();
   }
   defineValue(c, 0, y);
+  return success();
 }
 
 /// The ONNX schema forms of Conv.
@@ -162,7 +164,7 @@ Importer::ConvNode Importer::convNode(const NodeCtx &c, bool transposed) {
   return n;
 }
 
-void Importer::convertConv(const NodeCtx &c) {
+LogicalResult Importer::convertConv(const NodeCtx &c) {
   if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
     return convertWindow1d(c, &Importer::convertConv);
   ConvNode n = convNode(c, /*transposed=*/false);
@@ -188,6 +190,7 @@ void Importer::convertConv(const NodeCtx &c) {
         .getOutput();
   };
   defineValue(c, 0, rank == 4 ? build(graph::Conv2dOp()) : build(graph::ConvOp()));
+  return success();
 }
 
 /// The ONNX schema forms of ConvTranspose.
@@ -244,7 +247,7 @@ SmallVector<int64_t> Importer::convTransposePads(const NodeCtx &c, ArrayRef<int6
   return out;
 }
 
-void Importer::convertConvTranspose(const NodeCtx &c) {
+LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
   ConvNode n = convNode(c, /*transposed=*/true);
   Value x = n.x, w = n.w, bias = n.bias;
   const size_t dims = n.kernel.size();
@@ -253,11 +256,11 @@ void Importer::convertConvTranspose(const NodeCtx &c) {
   SmallVector<int64_t> outputPadding =
       attrInts(c, "output_padding").value_or(SmallVector<int64_t>(dims, 0));
   if (outputPadding.size() != dims)
-    nodeFail(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
+    return nodeError(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
                     graph::formatShape(outputPadding));
   for (size_t i = 0; i < dims; ++i)
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
-      nodeFail(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
+      return nodeError(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
                       " must hold values in [0, max(stride, dilation)) per dim");
   SmallVector<int64_t> pads =
       convTransposePads(c, shapeOf(x), kernel, strides, dilations, outputPadding);
@@ -276,6 +279,7 @@ void Importer::convertConvTranspose(const NodeCtx &c) {
                                                   dilationsAttr, outputPaddingAttr, groupAttr,
                                                   TypeAttr())
                   .getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
