@@ -151,7 +151,8 @@ static const OpForm kTriluForms[] = {
 /// import (upper keeps j - i >= k, lower keeps j - i <= k).
 LogicalResult Importer::convertTrilu(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloatOrInteger(c, 0, elemOf(x)); // integers select exactly (int_elementwise)
+  if (failed(requireFloatOrInteger(c, 0, elemOf(x))))
+    return failure(); // integers select exactly (int_elementwise)
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
     return nodeError(c, "input must have rank >= 2, got " + graph::formatShape(shape));
@@ -420,7 +421,8 @@ float Importer::positiveEpsilon(const NodeCtx &c) {
 /// channels with a gather of constant indices.
 LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> s = shapeOf(x);
   int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 3)
@@ -447,7 +449,8 @@ LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
   static const char *roles[] = {"scale", "B"};
   for (int i = 1; i <= 2; ++i) {
     RankedTensorType t = inputType(c, i);
-    requireFloat(c, i, t.getElementType());
+    if (failed(requireFloat(c, i, t.getElementType())))
+      return failure();
     if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
       return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(paramSize) + "] (one value per " +
@@ -516,7 +519,8 @@ LogicalResult Importer::convertCompositeReduce(const NodeCtx &c) {
   RankedTensorType t = inputType(c, 0);
   const bool boolMin = op == "ReduceMin" && t.getElementType().isInteger(1);
   if (!boolMin)
-    requireFloat(c, 0, t.getElementType());
+    if (failed(requireFloat(c, 0, t.getElementType())))
+      return failure();
   bool keepDims = attrBool(c, "keepdims", true);
   std::optional<SmallVector<int64_t>> axes = reduceAxes(c, 18);
   if (boolMin) {
@@ -602,11 +606,13 @@ static std::optional<std::string> check1dWindowAttr(const onnx::AttributeProto &
 /// leading 1 (pads with a 0 before each side), and the result reshaped
 /// back to 3-D. auto_pad then pads nothing along the added dim of size 1.
 LogicalResult Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
-  requireFloat(c, 0, inputType(c, 0).getElementType());
+  if (failed(requireFloat(c, 0, inputType(c, 0).getElementType())))
+    return failure();
   bool isConv = c.node.op_type() == "Conv";
   if (isConv) {
     RankedTensorType wt = inputType(c, 1);
-    requireFloat(c, 1, wt.getElementType());
+    if (failed(requireFloat(c, 1, wt.getElementType())))
+      return failure();
     if (wt.getRank() != 3)
       return nodeError(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
                       graph::formatShape(wt.getShape()));
@@ -781,7 +787,8 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
   llvm::DenseMap<Label, int64_t> sizes;
   for (int i = 0; i < n; ++i) {
     Value v = input(c, i);
-    requireFloat(c, i, elemOf(v));
+    if (failed(requireFloat(c, i, elemOf(v))))
+      return failure();
     vals.push_back(v);
     int64_t er = 0;
     if (auto err = parseTerm(terms[i], shapeOf(v).size(), labels[i], er))
@@ -1328,7 +1335,8 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
   }
   Value v = input(c, 0);
   if (mode != "nearest")
-    requireFloat(c, 0, elemOf(v));
+    if (failed(requireFloat(c, 0, elemOf(v))))
+      return failure();
   for (int64_t d = 0; d < rank; ++d) {
     const AxisResize &a = plan[d];
     if (a.out <= 0 || a.out > (int64_t(1) << 24))
@@ -1437,17 +1445,18 @@ static SmallVector<float> attentionFixedBias(int64_t biasBatch, int64_t qLen, in
 
 /// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
 /// or -inf, padded with -inf up to the key length `kvLen`.
-Value Importer::attentionMask(const NodeCtx &c, Value mask, Type et, int64_t kvLen) {
+FailureOr<Value> Importer::attentionMask(const NodeCtx &c, Value mask, Type et, int64_t kvLen) {
   const float ninf = -std::numeric_limits<float>::infinity();
   Type mt = elemOf(mask);
   ArrayRef<int64_t> ms = shapeOf(mask);
   if (ms.empty() || ms.back() > kvLen)
-    nodeFail(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
+    return nodeError(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
                     " must end in at most the key length " + llvm::Twine(kvLen));
   if (mt.isInteger(1))
     mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
   else
-    requireFloat(c, 3, mt);
+    if (failed(requireFloat(c, 3, mt)))
+      return failure();
   if (ms.back() < kvLen) {
     Shape padShape(ms.begin(), ms.end());
     padShape.back() = kvLen - ms.back();
@@ -1476,23 +1485,24 @@ Value Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias, Value prob
 /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
 /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
 /// inputs' rank.
-SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank) {
+FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int64_t &rank) {
   static const char *roles[] = {"Q", "K", "V"};
   SmallVector<Value, 3> qkv;
   for (int i = 0; i < 3; ++i) {
     qkv.push_back(input(c, i));
-    requireFloat(c, i, elemOf(qkv[i]));
+    if (failed(requireFloat(c, i, elemOf(qkv[i]))))
+      return failure();
   }
   rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
   for (int i = 0; i < 3; ++i)
     if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
-      nodeFail(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
+      return nodeError(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
                       llvm::Twine(roles[i]) + " " + graph::formatShape(shapeOf(qkv[i])));
   std::optional<int64_t> qHeadsAttr = attrIntOpt(c, "q_num_heads");
   std::optional<int64_t> kvHeadsAttr = attrIntOpt(c, "kv_num_heads");
   if (rank == 3) {
     if (!qHeadsAttr || !kvHeadsAttr)
-      nodeFail(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
+      return nodeError(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
     qkv[0] = attentionHeads(c, qkv[0], *qHeadsAttr, "Q");
     qkv[1] = attentionHeads(c, qkv[1], *kvHeadsAttr, "K");
     qkv[2] = attentionHeads(c, qkv[2], *kvHeadsAttr, "V");
@@ -1501,22 +1511,22 @@ SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank)
   Type et = elemOf(q);
   for (int i = 1; i < 3; ++i)
     if (elemOf(qkv[i]) != et)
-      nodeFail(c, "inputs Q, K and V must have one element type");
+      return nodeError(c, "inputs Q, K and V must have one element type");
   int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1];
   int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
   if (shapeOf(k)[0] != batch || shapeOf(v)[0] != batch || shapeOf(v)[1] != kHeads ||
       shapeOf(k)[3] != headSize || shapeOf(v)[2] != shapeOf(k)[2])
-    nodeFail(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
+    return nodeError(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
                     " and V " + graph::formatShape(shapeOf(v)) +
                     " do not fit [B, H, S, D] attention (as 4-D)");
   if (rank == 4 && opset >= 25 && (qHeadsAttr || kvHeadsAttr))
-    nodeFail(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
+    return nodeError(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
   if (rank == 4 && ((qHeadsAttr && *qHeadsAttr != qHeads) ||
                     (kvHeadsAttr && *kvHeadsAttr != kHeads)))
-    nodeFail(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
+    return nodeError(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
                     llvm::Twine(qHeads) + ", " + llvm::Twine(kHeads) + ")");
   if (qHeads != kHeads && qHeads % kHeads)
-    nodeFail(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
+    return nodeError(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
                     llvm::Twine(kHeads) + " (grouped-query attention)");
   return qkv;
 }
@@ -1527,7 +1537,10 @@ SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank)
 /// one constant), softmax, rows whose bias is all -inf zeroed, times V.
 LogicalResult Importer::convertAttention(const NodeCtx &c) {
   int64_t rank = 0;
-  SmallVector<Value, 3> qkv = attentionInputs(c, rank);
+  FailureOr<SmallVector<Value, 3>> inputs = attentionInputs(c, rank);
+  if (failed(inputs))
+    return failure();
+  SmallVector<Value, 3> &qkv = *inputs;
   Value q = qkv[0], k = qkv[1], v = qkv[2];
   Type et = elemOf(q);
   int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
@@ -1598,7 +1611,10 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
   Value bias;
   bool hasMask = hasInput(c, 3);
   if (Value mask = optInput(c, 3)) {
-    mask = attentionMask(c, mask, et, kvLen);
+    FailureOr<Value> additive = attentionMask(c, mask, et, kvLen);
+    if (failed(additive))
+      return failure();
+    mask = *additive;
     bias = anyFixed ? addV(c, mask, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed))) : mask;
   } else if (anyFixed) {
     bias = constant(c.loc, makeF32Attr(ctx, fixedShape, fixed));

@@ -208,19 +208,24 @@ LogicalResult Importer::convertDropout(const NodeCtx &c) {
     }
   }
   aliasOutput(c, 0, 0);
-  if (c.node.output_size() > 1 && !c.node.output(1).empty())
-    defineConst(c, 1, dropoutMask(c));
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    FailureOr<DenseElementsAttr> mask = dropoutMask(c);
+    if (failed(mask))
+      return failure();
+    defineConst(c, 1, *mask);
+  }
   return success();
 }
 
 /// Dropout's mask where nothing is dropped: all true (BOOL from opset 10,
 /// the input's type, 1.0, before).
-DenseElementsAttr Importer::dropoutMask(const NodeCtx &c) {
+FailureOr<DenseElementsAttr> Importer::dropoutMask(const NodeCtx &c) {
   RankedTensorType x = inputType(c, 0);
   if (opset >= 10)
     return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), builder.getI1Type()), true);
   Type elem = x.getElementType();
-  requireFloat(c, 0, elem);
+  if (failed(requireFloat(c, 0, elem)))
+    return failure();
   return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), elem),
                                 builder.getFloatAttr(elem, 1.0));
 }

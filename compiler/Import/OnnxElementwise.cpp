@@ -58,10 +58,8 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
     return nodeError(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
                     " is too large to fold");
   }
-  if (integers)
-    requireFloatOrInteger(c, 0, ta);
-  else
-    requireFloat(c, 0, ta);
+  if (failed(integers ? requireFloatOrInteger(c, 0, ta) : requireFloat(c, 0, ta)))
+    return failure();
   Value a = materialize(ea);
   Value b;
   if (isPow && isRuntimeInteger(ta)) {
@@ -69,7 +67,8 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
     // truncated double power (ONNX's reference: numpy.power(int64, float32)
     // is float64, then astype(int64)). An integer exponent of the other
     // width is cast to the base's (an exponent past 2^31 has no use).
-    requireFloatOrInteger(c, 1, tb);
+    if (failed(requireFloatOrInteger(c, 1, tb)))
+      return failure();
     b = materialize(eb);
     if (isRuntimeInteger(tb) && tb != ta)
       b = builder.create<graph::CastOp>(c.loc, tensorType(sb, ta), b).getOutput();
@@ -96,10 +95,9 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
 template <class OpT, bool integers>
 LogicalResult Importer::convertUnary(const NodeCtx &c) {
   Value x = input(c, 0);
-  if (integers) // exactly (wrapping)
-    requireFloatOrInteger(c, 0, elemOf(x));
-  else
-    requireFloat(c, 0, elemOf(x));
+  // Integers exactly (wrapping).
+  if (failed(integers ? requireFloatOrInteger(c, 0, elemOf(x)) : requireFloat(c, 0, elemOf(x))))
+    return failure();
   defineValue(c, 0, builder.create<OpT>(c.loc, x.getType(), x).getOutput());
   return success();
 }
@@ -121,7 +119,8 @@ static const OpForm kGeluForms[] = {
 
 LogicalResult Importer::convertGelu(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   std::string approximate = attrString(c, "approximate", "none");
   std::optional<graph::GeluApproximation> kind = graph::symbolizeGeluApproximation(approximate);
   if (!kind)
@@ -145,8 +144,10 @@ LogicalResult Importer::convertWhere(const NodeCtx &c) {
   if (!elemOf(cond).isInteger(1))
     return nodeError(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
-  requireFloatOrInteger(c, 1, elemOf(x));
-  requireFloatOrInteger(c, 2, elemOf(y));
+  if (failed(requireFloatOrInteger(c, 1, elemOf(x))))
+    return failure();
+  if (failed(requireFloatOrInteger(c, 2, elemOf(y))))
+    return failure();
   if (elemOf(x) != elemOf(y))
     return nodeError(c, "X and Y element types differ");
   defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y));
@@ -239,7 +240,8 @@ LogicalResult Importer::convertNot(const NodeCtx &c) {
 
 LogicalResult Importer::convertIsNaNOrInf(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   RankedTensorType boolType = tensorType(shapeOf(x), builder.getI1Type());
   if (c.node.op_type() == "IsNaN") {
     defineValue(c, 0, builder.create<graph::IsNaNOp>(c.loc, boolType, x).getOutput());
@@ -281,7 +283,8 @@ static const OpForm kSeluForms[] = {
 
 LogicalResult Importer::convertParamActivation(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   llvm::StringRef op = c.node.op_type();
   Type t = x.getType();
   auto f32 = [&](float v) { return builder.getF32FloatAttr(v); };
@@ -321,8 +324,10 @@ static const OpForm kPReluForms[] = {
 
 LogicalResult Importer::convertPRelu(const NodeCtx &c) {
   Value x = input(c, 0), slope = input(c, 1);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, elemOf(slope));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, elemOf(slope))))
+    return failure();
   Shape s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
   if (ArrayRef<int64_t>(s) != shapeOf(x))
     return nodeError(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
@@ -347,15 +352,14 @@ LogicalResult Importer::convertVariadic(const NodeCtx &c) {
   // Max and Min also take integers (exact); Sum and Mean floats only (ONNX).
   const bool integers = op == "Max" || op == "Min";
   auto require = [&](int i, Type t) {
-    if (integers)
-      requireFloatOrInteger(c, i, t);
-    else
-      requireFloat(c, i, t);
+    return integers ? requireFloatOrInteger(c, i, t) : requireFloat(c, i, t);
   };
-  require(0, elemOf(r));
+  if (failed(require(0, elemOf(r))))
+    return failure();
   for (int i = 1; i < c.node.input_size(); ++i) {
     Value v = input(c, i);
-    require(i, elemOf(v));
+    if (failed(require(i, elemOf(v))))
+      return failure();
     if (elemOf(v) != elemOf(r))
       return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) + ") is " +
                       elementTypeName(elemOf(v)) + ", input #0 is " +
@@ -384,8 +388,10 @@ LogicalResult Importer::convertMod(const NodeCtx &c) {
   if (fmod != 0 && fmod != 1)
     return nodeError(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
   Value a = input(c, 0), b = input(c, 1);
-  requireFloatOrInteger(c, 0, elemOf(a));
-  requireFloatOrInteger(c, 1, elemOf(b));
+  if (failed(requireFloatOrInteger(c, 0, elemOf(a))))
+    return failure();
+  if (failed(requireFloatOrInteger(c, 1, elemOf(b))))
+    return failure();
   if (elemOf(a) != elemOf(b))
     return nodeError(c, "operand element types differ: " + elementTypeName(elemOf(a)) + " and " +
                     elementTypeName(elemOf(b)));
@@ -409,7 +415,8 @@ static const OpForm kClipForms[] = {
 
 LogicalResult Importer::convertClip(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   // An absent bound clamps nothing (ONNX's defaults are +-FLT_MAX, which
   // differ only for infinite inputs: mixprec keeps them infinite).
   Value lo, hi;
@@ -424,7 +431,8 @@ LogicalResult Importer::convertClip(const NodeCtx &c) {
     for (auto [i, bound] : llvm::enumerate(SmallVector<Value>{lo, hi})) {
       if (!bound)
         continue;
-      requireFloat(c, static_cast<int>(i) + 1, elemOf(bound));
+      if (failed(requireFloat(c, static_cast<int>(i) + 1, elemOf(bound))))
+        return failure();
       if (graph::numElements(shapeOf(bound)) != 1)
         return nodeError(c, "input #" + llvm::Twine(i + 1) + " (" + quotedName(c.node.input(i + 1)) +
                         ") must be a scalar, got shape " + graph::formatShape(shapeOf(bound)));

@@ -122,6 +122,7 @@ LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
   }
   if (opset < 1)
     return fileError("invalid default-domain opset version " + llvm::Twine(opset));
+  return success();
 }
 
 LogicalResult Importer::addInitializers(const onnx::GraphProto &graph) {
@@ -814,12 +815,13 @@ void Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
   defineEntry(c, i, entryOf(c, inputIndex));
 }
 
-void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
+LogicalResult Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
   for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
     const std::string &out = c.node.output(i);
     if (!out.empty() && usedNames.count(out))
-      nodeFail(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
+      return nodeError(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
   }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -286,7 +286,7 @@ private:
   void defineEntry(const NodeCtx &c, int i, const Entry &e);
   void aliasOutput(const NodeCtx &c, int i, int inputIndex);
   /// Fails when output i exists and something reads it.
-  void requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
+  mlir::LogicalResult requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
 
   // --- Attributes ----------------------------------------------------------
   const onnx::AttributeProto *findAttr(const NodeCtx &c, llvm::StringRef name,
@@ -312,10 +312,10 @@ private:
   /// Sorted, unique, non-negative axes for `rank`.
   llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
-  void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
+  mlir::LogicalResult requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
   /// Fails unless `t` is a float, INT32 or INT64 (run-time integers are
   /// exact: the int_elementwise routine).
-  void requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
+  mlir::LogicalResult requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
   /// ReduceMax over `axes` of a bool tensor (any; false over no values).
   mlir::Value reduceAnyBool(const NodeCtx &c, mlir::Value x, llvm::ArrayRef<int64_t> axes,
                             bool keepDims);
@@ -352,7 +352,7 @@ private:
                                         llvm::ArrayRef<int64_t> kernel,
                                         llvm::ArrayRef<int64_t> strides,
                                         llvm::ArrayRef<int64_t> dilations);
-  void require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
+  mlir::LogicalResult require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
   /// The axes a Reduce* node reduces, sorted and non-negative: the `axes`
   /// attribute before opset `inputFrom`, input #1 from it, every axis when
   /// none are given; nullopt when nothing is reduced (noop_with_empty_axes
@@ -378,9 +378,9 @@ private:
   /// Checks a Conv (or, `transposed`, ConvTranspose) node of 1 to 3
   /// spatial dims: ranks, float operands, kernel_shape against the
   /// weight, strides, dilations, group.
-  ConvNode convNode(const NodeCtx &c, bool transposed);
+  mlir::FailureOr<ConvNode> convNode(const NodeCtx &c, bool transposed);
   /// Fails unless `bias` (input #2) is absent or float of shape [channels].
-  void requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
+  mlir::LogicalResult requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
   /// ConvTranspose's pads from auto_pad, output_shape or pads.
   llvm::SmallVector<int64_t> convTransposePads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
                                                llvm::ArrayRef<int64_t> kernel,
@@ -441,7 +441,7 @@ private:
   mlir::LogicalResult convertConstant(const NodeCtx &c);
   mlir::LogicalResult convertIdentity(const NodeCtx &c);
   mlir::LogicalResult convertDropout(const NodeCtx &c);
-  mlir::DenseElementsAttr dropoutMask(const NodeCtx &c);
+  mlir::FailureOr<mlir::DenseElementsAttr> dropoutMask(const NodeCtx &c);
   mlir::LogicalResult convertShape(const NodeCtx &c);
 
   // OnnxFold.cpp: ops whose values are known at compile time (shape
@@ -508,10 +508,10 @@ private:
   /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
   /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
   /// inputs' rank.
-  llvm::SmallVector<mlir::Value, 3> attentionInputs(const NodeCtx &c, int64_t &rank);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value, 3>> attentionInputs(const NodeCtx &c, int64_t &rank);
   /// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
   /// or -inf, padded with -inf up to the key length `kvLen`.
-  mlir::Value attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
+  mlir::FailureOr<mlir::Value> attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
   /// `probs` with 0 in the rows whose `bias` is all -inf.
   mlir::Value zeroMaskedRows(const NodeCtx &c, mlir::Type et, mlir::Value bias,
                              mlir::Value probs);
@@ -612,16 +612,21 @@ mlir::RankedTensorType Importer::inferredType(const NodeCtx &c, mlir::Type eleme
     OpT::populateDefaultProperties(state.name,
                                    state.getOrAddProperties<typename OpT::Properties>());
   std::string why;
-  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &diag) {
-    if (why.empty())
-      why = diag.str();
-    return mlir::success();
-  });
   llvm::SmallVector<mlir::ShapedTypeComponents, 1> results;
-  if (mlir::failed(OpT::inferReturnTypeComponents(
-          &ctx, c.loc, mlir::ValueShapeRange(mlir::ValueRange(state.operands)),
-          state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions,
-          results)))
+  mlir::LogicalResult inferred = mlir::success();
+  {
+    // The shape rule's message becomes the node's (reported below, once
+    // this handler is gone).
+    mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &diag) {
+      if (why.empty())
+        why = diag.str();
+      return mlir::success();
+    });
+    inferred = OpT::inferReturnTypeComponents(
+        &ctx, c.loc, mlir::ValueShapeRange(mlir::ValueRange(state.operands)),
+        state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions, results);
+  }
+  if (mlir::failed(inferred))
     nodeFail(c, why);
   mlir::Type inferredElement = results.front().getElementType();
   return mlir::RankedTensorType::get(results.front().getDims(),

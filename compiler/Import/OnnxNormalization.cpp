@@ -27,7 +27,8 @@ static const OpForm kSoftmaxForms[] = {
 
 LogicalResult Importer::convertSoftmax(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = static_cast<int64_t>(shape.size());
   if (rank == 0)
@@ -77,10 +78,13 @@ static const OpForm kLayerNormForms[] = {
 
 LogicalResult Importer::convertLayerNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, inputType(c, 1).getElementType());
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+    return failure();
   if (hasInput(c, 2))
-    requireFloat(c, 2, inputType(c, 2).getElementType());
+    if (failed(requireFloat(c, 2, inputType(c, 2).getElementType())))
+      return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
@@ -118,8 +122,10 @@ static const OpForm kRmsNormForms[] = {
 
 LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, inputType(c, 1).getElementType());
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
@@ -169,7 +175,8 @@ static const OpForm kBatchNormForms[] = {
 /// momentum), the population variance too).
 LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   int64_t training = attrInt(c, "training_mode", 0);
   if (training != 0 && training != 1)
     return nodeError(c, "attribute 'training_mode' must be 0 or 1, got " + llvm::Twine(training));
@@ -182,7 +189,8 @@ LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
   if (training && !std::isfinite(momentum))
     return nodeError(c, "attribute 'momentum' must be finite, got " + std::to_string(momentum));
   if (!training)
-    requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported");
+    if (failed(requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported")))
+      return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
     return nodeError(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
@@ -191,7 +199,8 @@ LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
   SmallVector<Value, 4> params;
   for (int i = 1; i <= 4; ++i) {
     RankedTensorType t = inputType(c, i);
-    requireFloat(c, i, t.getElementType());
+    if (failed(requireFloat(c, i, t.getElementType())))
+      return failure();
     if (graph::numElements(t.getShape()) != channels)
       return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(channels) + "] (one value per channel)");
@@ -266,7 +275,8 @@ LogicalResult Importer::convertReduce(const NodeCtx &c) {
     defineValue(c, 0, reduceAnyBool(c, input(c, 0), norm, keepDims));
     return success();
   }
-  requireFloat(c, 0, t.getElementType());
+  if (failed(requireFloat(c, 0, t.getElementType())))
+    return failure();
   Value x = input(c, 0);
   Type et = t.getElementType();
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(norm);

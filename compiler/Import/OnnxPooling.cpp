@@ -39,8 +39,10 @@ LogicalResult Importer::convertMaxPool(const NodeCtx &c) {
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertMaxPool);
   Value x = input(c, 0);
-  require4D(c, shapeOf(x), "pooling");
-  requireFloat(c, 0, elemOf(x));
+  if (failed(require4D(c, shapeOf(x), "pooling")))
+    return failure();
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
@@ -79,8 +81,10 @@ LogicalResult Importer::convertAveragePool(const NodeCtx &c) {
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertAveragePool);
   Value x = input(c, 0);
-  require4D(c, shapeOf(x), "pooling");
-  requireFloat(c, 0, elemOf(x));
+  if (failed(require4D(c, shapeOf(x), "pooling")))
+    return failure();
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
@@ -103,7 +107,8 @@ LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
     return nodeError(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
                 "of shape " +
                     graph::formatShape(shape));
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   const size_t dims = shape.size() - 2;
   SmallVector<int64_t> ones(dims, 1);
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt, dims);
@@ -144,7 +149,8 @@ static const OpForm kGlobalPoolForms[] = {
 
 LogicalResult Importer::convertGlobalPool(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3)
     return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(shape));
