@@ -108,25 +108,25 @@ static const OpForm kTileForms[] = {
 
 /// Tile: along each axis with r repeats, a concat of r copies (r = 0: an
 /// empty slice).
-void Importer::convertTile(const NodeCtx &c) {
+LogicalResult Importer::convertTile(const NodeCtx &c) {
   Value x = input(c, 0);
   ArrayRef<int64_t> shape = shapeOf(x);
   if (opset < 6)
-    nodeFail(c, "Tile before opset 6 (the 'tiles' and 'axis' inputs) is not supported");
+    return nodeError(c, "Tile before opset 6 (the 'tiles' and 'axis' inputs) is not supported");
   SmallVector<int64_t> repeats = requireConstInts(c, 1, "repeats");
   if (repeats.size() != shape.size())
-    nodeFail(c, "input 'repeats' has " + llvm::Twine(repeats.size()) +
+    return nodeError(c, "input 'repeats' has " + llvm::Twine(repeats.size()) +
                     " values, the input has rank " + llvm::Twine(shape.size()));
   for (int64_t r : repeats)
     if (r < 0 || r > 65536)
-      nodeFail(c, "input 'repeats' must hold values in [0, 65536], got " +
+      return nodeError(c, "input 'repeats' must hold values in [0, 65536], got " +
                       graph::formatShape(repeats));
   // The result's element count, saturated so that it cannot overflow.
   int64_t count = graph::numElements(shape);
   for (int64_t r : repeats)
     count = std::min<int64_t>(count * r, int64_t(1) << 40);
   if (count > (int64_t(1) << 31))
-    nodeFail(c, "the tiled result would have more than 2^31 elements");
+    return nodeError(c, "the tiled result would have more than 2^31 elements");
   Value v = x;
   for (size_t d = 0; d < repeats.size(); ++d) {
     if (repeats[d] == 1)
@@ -139,6 +139,7 @@ void Importer::convertTile(const NodeCtx &c) {
     v = concatAxis(c, copies, d);
   }
   defineValue(c, 0, v);
+  return success();
 }
 
 /// The ONNX schema forms of Trilu.
@@ -148,23 +149,24 @@ static const OpForm kTriluForms[] = {
 
 /// Trilu: mp.where with a constant mask of the last two dims, built at
 /// import (upper keeps j - i >= k, lower keeps j - i <= k).
-void Importer::convertTrilu(const NodeCtx &c) {
+LogicalResult Importer::convertTrilu(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloatOrInteger(c, 0, elemOf(x)); // integers select exactly (int_elementwise)
+  if (failed(requireFloatOrInteger(c, 0, elemOf(x))))
+    return failure(); // integers select exactly (int_elementwise)
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
-    nodeFail(c, "input must have rank >= 2, got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 2, got " + graph::formatShape(shape));
   bool upper = attrBool(c, "upper", true);
   int64_t k = 0;
   if (hasInput(c, 1)) {
     SmallVector<int64_t> kv = requireConstInts(c, 1, "k");
     if (kv.size() != 1)
-      nodeFail(c, "input 'k' must hold one value, got " + llvm::Twine(kv.size()));
+      return nodeError(c, "input 'k' must hold one value, got " + llvm::Twine(kv.size()));
     k = kv[0];
   }
   int64_t rows = shape[shape.size() - 2], cols = shape.back();
   if (rows * cols > kMaxFoldElements)
-    nodeFail(c, "the mask of the last two dims would have more than 2^20 elements");
+    return nodeError(c, "the mask of the last two dims would have more than 2^20 elements");
   // k far outside the matrix keeps or zeroes everything; clamp it so that
   // j - i - k cannot overflow.
   k = std::clamp<int64_t>(k, -rows - 1, cols + 1);
@@ -177,6 +179,7 @@ void Importer::convertTrilu(const NodeCtx &c) {
   Value zero = isFloat(elemOf(x)) ? constant(c.loc, makeF32Attr(ctx, {}, {0.0f}))
                                   : constant(c.loc, makeIntAttr({}, elemOf(x), {0}));
   defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), m, x, zero));
+  return success();
 }
 
 /// The ONNX schema forms of Pad (opset 1 named the pads `paddings`).
@@ -205,14 +208,14 @@ static int64_t padSource(llvm::StringRef mode, int64_t p, int64_t n) {
 /// Pad: negative pads crop (a slice); then per padded axis, constant mode
 /// concats constant blocks, the other modes gather the axis with constant
 /// indices.
-void Importer::convertPad(const NodeCtx &c) {
+LogicalResult Importer::convertPad(const NodeCtx &c) {
   Value x = input(c, 0);
   Type et = elemOf(x);
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = static_cast<int64_t>(shape.size());
   std::string mode = attrString(c, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && !(mode == "wrap" && opset >= 19))
-    nodeFail(c, "attribute 'mode' must be constant, reflect, edge" +
+    return nodeError(c, "attribute 'mode' must be constant, reflect, edge" +
                     llvm::Twine(opset >= 19 ? " or wrap" : "") + ", got " + quotedName(mode));
   SmallVector<int64_t> pads;
   float fillF = 0.0f;
@@ -222,7 +225,7 @@ void Importer::convertPad(const NodeCtx &c) {
     const char *name = opset < 2 ? "paddings" : "pads";
     std::optional<SmallVector<int64_t>> p = attrInts(c, name);
     if (!p)
-      nodeFail(c, "attribute '" + llvm::Twine(name) + "' is required");
+      return nodeError(c, "attribute '" + llvm::Twine(name) + "' is required");
     pads = *p;
     fillF = attrFloat(c, "value", 0.0f);
     // An integer tensor pads with the value cast (truncated).
@@ -233,10 +236,10 @@ void Importer::convertPad(const NodeCtx &c) {
     if (hasInput(c, 2)) {
       DenseElementsAttr v = requireConst(c, 2, "constant_value");
       if (v.getNumElements() != 1)
-        nodeFail(c, "input 'constant_value' must hold one value, got " +
+        return nodeError(c, "input 'constant_value' must hold one value, got " +
                         llvm::Twine(v.getNumElements()));
       if (v.getElementType() != et)
-        nodeFail(c, "input 'constant_value' is " + elementTypeName(v.getElementType()) +
+        return nodeError(c, "input 'constant_value' is " + elementTypeName(v.getElementType()) +
                         ", the data is " + elementTypeName(et));
       if (isFloat(et))
         fillF = floatValues(v)[0];
@@ -248,7 +251,7 @@ void Importer::convertPad(const NodeCtx &c) {
       for (int64_t a : requireConstInts(c, 3, "axes")) {
         axes.push_back(normalizeAxis(c, "axis in input 'axes'", a, rank));
         if (llvm::count(axes, axes.back()) > 1)
-          nodeFail(c, "input 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+          return nodeError(c, "input 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
       }
   }
   if (axes.empty())
@@ -256,7 +259,7 @@ void Importer::convertPad(const NodeCtx &c) {
       axes.push_back(d);
   int64_t n = static_cast<int64_t>(axes.size());
   if (static_cast<int64_t>(pads.size()) != 2 * n)
-    nodeFail(c, "'pads' has " + llvm::Twine(pads.size()) + " values, want " + llvm::Twine(2 * n) +
+    return nodeError(c, "'pads' has " + llvm::Twine(pads.size()) + " values, want " + llvm::Twine(2 * n) +
                     " (begin and end for " + llvm::Twine(n) + " axes)");
   SmallVector<int64_t> before(rank, 0), after(rank, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -267,12 +270,12 @@ void Importer::convertPad(const NodeCtx &c) {
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = shapeOf(v)[d];
     if (std::abs(before[d]) > (int64_t(1) << 24) || std::abs(after[d]) > (int64_t(1) << 24))
-      nodeFail(c, "pads of axis " + llvm::Twine(d) + " are out of range [-2^24, 2^24]");
+      return nodeError(c, "pads of axis " + llvm::Twine(d) + " are out of range [-2^24, 2^24]");
     // Negative pads remove elements first.
     int64_t cropFront = std::max<int64_t>(0, -before[d]),
             cropBack = std::max<int64_t>(0, -after[d]);
     if (cropFront + cropBack > size)
-      nodeFail(c, "pads of axis " + llvm::Twine(d) + " remove " +
+      return nodeError(c, "pads of axis " + llvm::Twine(d) + " remove " +
                       llvm::Twine(cropFront + cropBack) + " elements of " + llvm::Twine(size));
     v = sliceAxis(c, v, d, cropFront, size - cropFront - cropBack);
     size -= cropFront + cropBack;
@@ -300,13 +303,14 @@ void Importer::convertPad(const NodeCtx &c) {
       continue;
     }
     if (size == 0)
-      nodeFail(c, "cannot pad axis " + llvm::Twine(d) + " of size 0 in mode " + quotedName(mode));
+      return nodeError(c, "cannot pad axis " + llvm::Twine(d) + " of size 0 in mode " + quotedName(mode));
     SmallVector<int64_t> idx;
     for (int64_t p = -front; p < size + back; ++p)
       idx.push_back(padSource(mode, p, size));
     v = gatherAxis(c, v, d, idx);
   }
   defineValue(c, 0, v);
+  return success();
 }
 
 /// The ONNX schema forms of DepthToSpace and SpaceToDepth.
@@ -321,34 +325,34 @@ static const OpForm kSpaceToDepthForms[] = {
 
 /// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose and a
 /// reshape back to 4-D.
-void Importer::convertDepthSpace(const NodeCtx &c) {
+LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
   Value x = input(c, 0);
   ArrayRef<int64_t> s = shapeOf(x);
   if (s.size() != 4)
-    nodeFail(c, "input must be 4-D (N, C, H, W), got " + graph::formatShape(s));
+    return nodeError(c, "input must be 4-D (N, C, H, W), got " + graph::formatShape(s));
   std::optional<int64_t> bs = attrIntOpt(c, "blocksize");
   if (!bs)
-    nodeFail(c, "attribute 'blocksize' is required");
+    return nodeError(c, "attribute 'blocksize' is required");
   int64_t b = *bs;
   if (b <= 0 || b > 4096)
-    nodeFail(c, "attribute 'blocksize' must be in [1, 4096], got " + llvm::Twine(b));
+    return nodeError(c, "attribute 'blocksize' must be in [1, 4096], got " + llvm::Twine(b));
   int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
   std::string mode = attrString(c, "mode", "DCR");
   if (mode != "DCR" && mode != "CRD")
-    nodeFail(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
+    return nodeError(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
   if (c.node.op_type() == "SpaceToDepth") {
     if (h % b || w % b)
-      nodeFail(c, "H and W (" + llvm::Twine(h) + ", " + llvm::Twine(w) +
+      return nodeError(c, "H and W (" + llvm::Twine(h) + ", " + llvm::Twine(w) +
                       ") must be multiples of blocksize " + llvm::Twine(b));
     // DCR puts the block offsets before the channel, CRD (opset 28) after.
     Value r = reshape(c, x, {n, ch, h / b, b, w / b, b});
     Value t = mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4})
                             : transpose(c, r, {0, 1, 3, 5, 2, 4});
     defineValue(c, 0, reshape(c, t, {n, ch * b * b, h / b, w / b}));
-    return;
+    return success();
   }
   if (ch % (b * b))
-    nodeFail(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
+    return nodeError(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
                     llvm::Twine(b * b) + ")");
   int64_t oc = ch / (b * b);
   Value t;
@@ -357,6 +361,7 @@ void Importer::convertDepthSpace(const NodeCtx &c) {
   else
     t = transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
   defineValue(c, 0, reshape(c, t, {n, oc, h * b, w * b}));
+  return success();
 }
 
 /// The ONNX schema forms of CastLike.
@@ -368,19 +373,20 @@ static const OpForm kCastLikeForms[] = {
 
 /// CastLike: mp.cast to the element type of input #1 (only its type is
 /// read). Constant inputs are folded by the generic constant folding.
-void Importer::convertCastLike(const NodeCtx &c) {
+LogicalResult Importer::convertCastLike(const NodeCtx &c) {
   Type target = inputType(c, 1).getElementType();
   std::string roundMode = attrString(c, "round_mode", "up");
   if (roundMode != "up" && roundMode != "down")
-    nodeFail(c, "attribute 'round_mode' must be up or down, got " + quotedName(roundMode));
+    return nodeError(c, "attribute 'round_mode' must be up or down, got " + quotedName(roundMode));
   RankedTensorType t = inputType(c, 0);
   if (t.getElementType() == target) {
     aliasOutput(c, 0, 0);
-    return;
+    return success();
   }
   Value x = input(c, 0);
   defineValue(
       c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,13 +419,14 @@ float Importer::positiveEpsilon(const NodeCtx &c) {
 /// reshaped back, then times scale and plus bias per channel (Instance: G =
 /// C). Per-group parameters (GroupNormalization-18) are spread to the
 /// channels with a gather of constant indices.
-void Importer::convertGroupNorm(const NodeCtx &c) {
+LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> s = shapeOf(x);
   int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 3)
-    nodeFail(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(s));
+    return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(s));
   float eps = positiveEpsilon(c);
   int64_t channels = s[1];
   bool instance = c.node.op_type() == "InstanceNormalization";
@@ -427,14 +434,14 @@ void Importer::convertGroupNorm(const NodeCtx &c) {
   if (!instance) {
     std::optional<int64_t> g = attrIntOpt(c, "num_groups");
     if (!g)
-      nodeFail(c, "attribute 'num_groups' is required");
+      return nodeError(c, "attribute 'num_groups' is required");
     if (*g <= 0 || channels % *g)
-      nodeFail(c, "attribute 'num_groups' (" + llvm::Twine(*g) +
+      return nodeError(c, "attribute 'num_groups' (" + llvm::Twine(*g) +
                       ") must be positive and divide the channels (" + llvm::Twine(channels) + ")");
     groups = *g;
     int64_t stash = attrInt(c, "stash_type", 1);
     if (stash != 1)
-      nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+      return nodeError(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
   }
   bool perGroup = !instance && opset < 21;
   int64_t paramSize = perGroup ? groups : channels;
@@ -442,9 +449,10 @@ void Importer::convertGroupNorm(const NodeCtx &c) {
   static const char *roles[] = {"scale", "B"};
   for (int i = 1; i <= 2; ++i) {
     RankedTensorType t = inputType(c, i);
-    requireFloat(c, i, t.getElementType());
+    if (failed(requireFloat(c, i, t.getElementType())))
+      return failure();
     if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
-      nodeFail(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
+      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(paramSize) + "] (one value per " +
                       (perGroup ? "group" : "channel") + ")");
     params.push_back(perChannel(c, i, channels, perGroup ? groups : channels, rank));
@@ -458,6 +466,7 @@ void Importer::convertGroupNorm(const NodeCtx &c) {
                    .getOutput();
   Value y = reshape(c, norm, s);
   defineValue(c, 0, addV(c, mulV(c, y, params[0]), params[1]));
+  return success();
 }
 
 /// Mean and InvStdDev keep the normalized dims as 1 (ONNX's shapes) and are
@@ -505,12 +514,13 @@ static const OpForm kCompositeReduceForms[] = {
 /// exp/log/sqrt around it are fp32 class for their range. With
 /// noop_with_empty_axes and no axes, only the element-wise part runs (as in
 /// the ONNX reference: ReduceSumSquare gives x^2).
-void Importer::convertCompositeReduce(const NodeCtx &c) {
+LogicalResult Importer::convertCompositeReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   RankedTensorType t = inputType(c, 0);
   const bool boolMin = op == "ReduceMin" && t.getElementType().isInteger(1);
   if (!boolMin)
-    requireFloat(c, 0, t.getElementType());
+    if (failed(requireFloat(c, 0, t.getElementType())))
+      return failure();
   bool keepDims = attrBool(c, "keepdims", true);
   std::optional<SmallVector<int64_t>> axes = reduceAxes(c, 18);
   if (boolMin) {
@@ -518,11 +528,11 @@ void Importer::convertCompositeReduce(const NodeCtx &c) {
     Value x = input(c, 0);
     if (!axes) {
       defineValue(c, 0, x);
-      return;
+      return success();
     }
     auto notOf = [&](Value v) { return builder.create<graph::NotOp>(c.loc, v.getType(), v); };
     defineValue(c, 0, notOf(reduceAnyBool(c, notOf(x), *axes, keepDims)));
-    return;
+    return success();
   }
   Value x = input(c, 0);
   Type et = t.getElementType();
@@ -571,6 +581,7 @@ void Importer::convertCompositeReduce(const NodeCtx &c) {
     r = unary(graph::NegOp(), max(neg, keepDims));
   }
   defineValue(c, 0, r);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -594,20 +605,22 @@ static std::optional<std::string> check1dWindowAttr(const onnx::AttributeProto &
 /// (Conv's weight to [M, C / group, 1, K]), the window attributes with a
 /// leading 1 (pads with a 0 before each side), and the result reshaped
 /// back to 3-D. auto_pad then pads nothing along the added dim of size 1.
-void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
-  requireFloat(c, 0, inputType(c, 0).getElementType());
+LogicalResult Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
+  if (failed(requireFloat(c, 0, inputType(c, 0).getElementType())))
+    return failure();
   bool isConv = c.node.op_type() == "Conv";
   if (isConv) {
     RankedTensorType wt = inputType(c, 1);
-    requireFloat(c, 1, wt.getElementType());
+    if (failed(requireFloat(c, 1, wt.getElementType())))
+      return failure();
     if (wt.getRank() != 3)
-      nodeFail(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
+      return nodeError(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
                       graph::formatShape(wt.getShape()));
   }
   onnx::NodeProto node = c.node;
   for (onnx::AttributeProto &a : *node.mutable_attribute()) {
     if (auto err = check1dWindowAttr(a))
-      nodeFail(c, *err);
+      return nodeError(c, *err);
     llvm::StringRef name = a.name();
     if (name != "pads" && name != "kernel_shape" && name != "strides" && name != "dilations")
       continue;
@@ -637,13 +650,15 @@ void Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
   std::string out = prefix + "out";
   node.set_output(0, out);
   NodeCtx c2{node, c.name, c.loc};
-  (this->*convert2d)(c2);
+  if (failed((this->*convert2d)(c2)))
+    return failure();
   Value y = values[out].value;
   for (int i = 0; i < 2; ++i)
     values.erase(prefix + std::to_string(i));
   values.erase(out);
   ArrayRef<int64_t> ys = shapeOf(y);
   defineValue(c, 0, reshape(c, y, {ys[0], ys[1], ys[3]}));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -746,14 +761,14 @@ SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, con
 /// first (mp.reduce_sum); two operands then become one batched mp.matmul
 /// of [batch, free, contracted] x [batch, contracted, free] (transposes and
 /// reshapes around it), and a transpose gives the output's label order.
-void Importer::convertEinsum(const NodeCtx &c) {
+LogicalResult Importer::convertEinsum(const NodeCtx &c) {
   std::string eq = attrString(c, "equation", "");
   eq.erase(llvm::remove_if(eq, [](char ch) { return ch == ' '; }), eq.end());
   if (eq.empty())
-    nodeFail(c, "attribute 'equation' is required");
+    return nodeError(c, "attribute 'equation' is required");
   int n = c.node.input_size();
   if (n > 2)
-    nodeFail(c, "Einsum of " + llvm::Twine(n) + " operands is not supported (one or two)");
+    return nodeError(c, "Einsum of " + llvm::Twine(n) + " operands is not supported (one or two)");
   llvm::StringRef lhs = eq, out;
   bool explicitOut = false;
   if (size_t arrow = llvm::StringRef(eq).find("->"); arrow != llvm::StringRef::npos) {
@@ -764,7 +779,7 @@ void Importer::convertEinsum(const NodeCtx &c) {
   SmallVector<llvm::StringRef, 2> terms;
   lhs.split(terms, ',');
   if (static_cast<int>(terms.size()) != n)
-    nodeFail(c, "equation " + quotedName(eq) + " has " + llvm::Twine(terms.size()) +
+    return nodeError(c, "equation " + quotedName(eq) + " has " + llvm::Twine(terms.size()) +
                     " input terms, the node has " + llvm::Twine(n) + " inputs");
   SmallVector<Value, 2> vals;
   SmallVector<SmallVector<Label>, 2> labels(n);
@@ -772,16 +787,17 @@ void Importer::convertEinsum(const NodeCtx &c) {
   llvm::DenseMap<Label, int64_t> sizes;
   for (int i = 0; i < n; ++i) {
     Value v = input(c, i);
-    requireFloat(c, i, elemOf(v));
+    if (failed(requireFloat(c, i, elemOf(v))))
+      return failure();
     vals.push_back(v);
     int64_t er = 0;
     if (auto err = parseTerm(terms[i], shapeOf(v).size(), labels[i], er))
-      nodeFail(c, "attribute 'equation': " + *err);
+      return nodeError(c, "attribute 'equation': " + *err);
     ellipsisRank = std::max(ellipsisRank, er);
     for (size_t d = 0; d < labels[i].size(); ++d) {
       Label l = labels[i][d];
       if (llvm::count(labels[i], l) > 1)
-        nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
+        return nodeError(c, "equation " + quotedName(eq) + " repeats label '" +
                         llvm::Twine(static_cast<char>(l)) +
                         "' in one term: diagonals are not "
                         "supported");
@@ -792,7 +808,7 @@ void Importer::convertEinsum(const NodeCtx &c) {
         if (l >= kEllipsisLabel && (it->second == 1 || size == 1))
           it->second = std::max(it->second, size);
         else
-          nodeFail(c, "equation " + quotedName(eq) + ": label '" +
+          return nodeError(c, "equation " + quotedName(eq) + ": label '" +
                           (l >= kEllipsisLabel ? llvm::Twine("...") : llvm::Twine(char(l))) +
                           "' has sizes " + llvm::Twine(it->second) + " and " + llvm::Twine(size));
       }
@@ -831,7 +847,7 @@ void Importer::convertEinsum(const NodeCtx &c) {
   };
   if (n == 1) {
     defineValue(c, 0, permute(vals[0], labels[0], outLabels));
-    return;
+    return success();
   }
   SmallVector<Label> batch, freeA, freeB, contracted;
   for (Label l : outLabels) {
@@ -869,6 +885,7 @@ void Importer::convertEinsum(const NodeCtx &c) {
     resultLabels.append(ls->begin(), ls->end());
   }
   defineValue(c, 0, permute(reshape(c, prodV, resultShape), resultLabels, outLabels));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1233,10 +1250,10 @@ Value Importer::matmulAlongAxis(const NodeCtx &c, Value v, Value w, int64_t d, i
 /// tf_crop_and_resize extrapolates read a slice of extrapolation_value
 /// appended to the axis. Scales, sizes and roi must be compile-time
 /// constants.
-void Importer::convertResize(const NodeCtx &c) {
+LogicalResult Importer::convertResize(const NodeCtx &c) {
   bool upsample = c.node.op_type() == "Upsample";
   if (upsample && opset < 7)
-    nodeFail(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
+    return nodeError(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
                 "supported");
   bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
   RankedTensorType t = inputType(c, 0);
@@ -1251,7 +1268,7 @@ void Importer::convertResize(const NodeCtx &c) {
   bool antialias = attrBool(c, "antialias", false);
   std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
-    nodeFail(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
+    return nodeError(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
                 "not_smaller, got " +
                     quotedName(policy));
   SmallVector<int64_t> axes;
@@ -1259,7 +1276,7 @@ void Importer::convertResize(const NodeCtx &c) {
     for (int64_t ax : *a) {
       axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
       if (llvm::count(axes, axes.back()) > 1)
-        nodeFail(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
+        return nodeError(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
     }
   } else {
     for (int64_t d = 0; d < rank; ++d)
@@ -1276,7 +1293,7 @@ void Importer::convertResize(const NodeCtx &c) {
     for (size_t i = 0; i < axes.size(); ++i) {
       float s = scales[i];
       if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
-        nodeFail(c, "scales must be positive and at most 65536, got " + std::to_string(s));
+        return nodeError(c, "scales must be positive and at most 65536, got " + std::to_string(s));
       AxisResize &a = plan[axes[i]];
       a.scale = s;
       a.refScale = static_cast<double>(s);
@@ -1285,7 +1302,7 @@ void Importer::convertResize(const NodeCtx &c) {
   } else {
     for (size_t i = 0; i < axes.size(); ++i)
       if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
-        nodeFail(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
+        return nodeError(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
     float common = 0.0f;
     double refCommon = 0.0;
     if (policy != "stretch")
@@ -1318,14 +1335,15 @@ void Importer::convertResize(const NodeCtx &c) {
   }
   Value v = input(c, 0);
   if (mode != "nearest")
-    requireFloat(c, 0, elemOf(v));
+    if (failed(requireFloat(c, 0, elemOf(v))))
+      return failure();
   for (int64_t d = 0; d < rank; ++d) {
     const AxisResize &a = plan[d];
     if (a.out <= 0 || a.out > (int64_t(1) << 24))
-      nodeFail(c,
+      return nodeError(c,
                "axis " + llvm::Twine(d) + " would resize to " + llvm::Twine(a.out) + " elements");
     if (a.in == 0)
-      nodeFail(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
+      return nodeError(c, "cannot resize axis " + llvm::Twine(d) + " of size 0");
     if (a.out == a.in && a.scale == 1.0f && a.roiStart == 0.0f && a.roiEnd == 1.0f)
       continue; // every transform maps i to i
     // tf_crop_and_resize: the extrapolation value, appended along d, is
@@ -1352,7 +1370,7 @@ void Importer::convertResize(const NodeCtx &c) {
       continue;
     }
     if (a.in * a.out > kMaxFoldElements * 16)
-      nodeFail(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" + llvm::Twine(a.in) +
+      return nodeError(c, "the interpolation matrix of axis " + llvm::Twine(d) + " (" + llvm::Twine(a.in) +
                       " x " + llvm::Twine(a.out) + ") is too large");
     // The reference's windows where they differ from onnxruntime's rule
     // above: the antialias filter and tf_crop_and_resize.
@@ -1367,6 +1385,7 @@ void Importer::convertResize(const NodeCtx &c) {
     v = matmulAlongAxis(c, v, w, d, rank);
   }
   defineValue(c, 0, v);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1426,17 +1445,18 @@ static SmallVector<float> attentionFixedBias(int64_t biasBatch, int64_t qLen, in
 
 /// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
 /// or -inf, padded with -inf up to the key length `kvLen`.
-Value Importer::attentionMask(const NodeCtx &c, Value mask, Type et, int64_t kvLen) {
+FailureOr<Value> Importer::attentionMask(const NodeCtx &c, Value mask, Type et, int64_t kvLen) {
   const float ninf = -std::numeric_limits<float>::infinity();
   Type mt = elemOf(mask);
   ArrayRef<int64_t> ms = shapeOf(mask);
   if (ms.empty() || ms.back() > kvLen)
-    nodeFail(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
+    return nodeError(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
                     " must end in at most the key length " + llvm::Twine(kvLen));
   if (mt.isInteger(1))
     mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
   else
-    requireFloat(c, 3, mt);
+    if (failed(requireFloat(c, 3, mt)))
+      return failure();
   if (ms.back() < kvLen) {
     Shape padShape(ms.begin(), ms.end());
     padShape.back() = kvLen - ms.back();
@@ -1465,23 +1485,24 @@ Value Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias, Value prob
 /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
 /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
 /// inputs' rank.
-SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank) {
+FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int64_t &rank) {
   static const char *roles[] = {"Q", "K", "V"};
   SmallVector<Value, 3> qkv;
   for (int i = 0; i < 3; ++i) {
     qkv.push_back(input(c, i));
-    requireFloat(c, i, elemOf(qkv[i]));
+    if (failed(requireFloat(c, i, elemOf(qkv[i]))))
+      return failure();
   }
   rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
   for (int i = 0; i < 3; ++i)
     if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
-      nodeFail(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
+      return nodeError(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
                       llvm::Twine(roles[i]) + " " + graph::formatShape(shapeOf(qkv[i])));
   std::optional<int64_t> qHeadsAttr = attrIntOpt(c, "q_num_heads");
   std::optional<int64_t> kvHeadsAttr = attrIntOpt(c, "kv_num_heads");
   if (rank == 3) {
     if (!qHeadsAttr || !kvHeadsAttr)
-      nodeFail(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
+      return nodeError(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
     qkv[0] = attentionHeads(c, qkv[0], *qHeadsAttr, "Q");
     qkv[1] = attentionHeads(c, qkv[1], *kvHeadsAttr, "K");
     qkv[2] = attentionHeads(c, qkv[2], *kvHeadsAttr, "V");
@@ -1490,22 +1511,22 @@ SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank)
   Type et = elemOf(q);
   for (int i = 1; i < 3; ++i)
     if (elemOf(qkv[i]) != et)
-      nodeFail(c, "inputs Q, K and V must have one element type");
+      return nodeError(c, "inputs Q, K and V must have one element type");
   int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1];
   int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
   if (shapeOf(k)[0] != batch || shapeOf(v)[0] != batch || shapeOf(v)[1] != kHeads ||
       shapeOf(k)[3] != headSize || shapeOf(v)[2] != shapeOf(k)[2])
-    nodeFail(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
+    return nodeError(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
                     " and V " + graph::formatShape(shapeOf(v)) +
                     " do not fit [B, H, S, D] attention (as 4-D)");
   if (rank == 4 && opset >= 25 && (qHeadsAttr || kvHeadsAttr))
-    nodeFail(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
+    return nodeError(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
   if (rank == 4 && ((qHeadsAttr && *qHeadsAttr != qHeads) ||
                     (kvHeadsAttr && *kvHeadsAttr != kHeads)))
-    nodeFail(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
+    return nodeError(c, "attributes 'q_num_heads'/'kv_num_heads' disagree with the 4-D inputs' heads (" +
                     llvm::Twine(qHeads) + ", " + llvm::Twine(kHeads) + ")");
   if (qHeads != kHeads && qHeads % kHeads)
-    nodeFail(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
+    return nodeError(c, "Q's " + llvm::Twine(qHeads) + " heads are not a multiple of K/V's " +
                     llvm::Twine(kHeads) + " (grouped-query attention)");
   return qkv;
 }
@@ -1514,9 +1535,12 @@ SmallVector<Value, 3> Importer::attentionInputs(const NodeCtx &c, int64_t &rank)
 /// op_attention.py): Q and K each times sqrt(scale), Q K^T, softcap, plus
 /// the bias (mask, causal and padding parts; the parts known at import are
 /// one constant), softmax, rows whose bias is all -inf zeroed, times V.
-void Importer::convertAttention(const NodeCtx &c) {
+LogicalResult Importer::convertAttention(const NodeCtx &c) {
   int64_t rank = 0;
-  SmallVector<Value, 3> qkv = attentionInputs(c, rank);
+  FailureOr<SmallVector<Value, 3>> inputs = attentionInputs(c, rank);
+  if (failed(inputs))
+    return failure();
+  SmallVector<Value, 3> &qkv = *inputs;
   Value q = qkv[0], k = qkv[1], v = qkv[2];
   Type et = elemOf(q);
   int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
@@ -1524,35 +1548,35 @@ void Importer::convertAttention(const NodeCtx &c) {
   bool causal = attrBool(c, "is_causal", false);
   int64_t mode = attrInt(c, "qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
-    nodeFail(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(mode));
+    return nodeError(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(mode));
   // softmax_precision: mp.softmax always runs in FP32, which covers FLOAT,
   // FLOAT16 and BFLOAT16. DOUBLE is computed in FP32 too (mixprec has no
   // FP64 compute; the README says so): the output has the inputs' FP32 type,
   // and an FP32 softmax with FP32 sums is within a few ulps of the double one.
   if (std::optional<int64_t> sp = attrIntOpt(c, "softmax_precision"))
     if (*sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
-      nodeFail(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
+      return nodeError(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
                    llvm::Twine(*sp));
   // The reference takes sqrt(scale) in double and rounds it to the input type.
   double scale = hasAttr(c, "scale") ? attrFloat(c, "scale", 1.0f)
                                      : 1.0 / std::sqrt(static_cast<double>(headSize));
   if (!(scale > 0.0) || !std::isfinite(scale))
-    nodeFail(c, "attribute 'scale' must be positive and finite, got " + std::to_string(scale));
+    return nodeError(c, "attribute 'scale' must be positive and finite, got " + std::to_string(scale));
   int64_t leftWindow = attrInt(c, "left_window_size", -1);
   int64_t rightWindow = attrInt(c, "right_window_size", -1);
   if (leftWindow < -1 || rightWindow < -1)
-    nodeFail(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
+    return nodeError(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
                 "non-negative, got " +
                     llvm::Twine(leftWindow) + " and " + llvm::Twine(rightWindow));
   float softcap = attrFloat(c, "softcap", 0.0f);
   if (!(softcap >= 0.0f) || !std::isfinite(softcap))
-    nodeFail(c, "attribute 'softcap' must be non-negative and finite, got " +
+    return nodeError(c, "attribute 'softcap' must be non-negative and finite, got " +
                     std::to_string(softcap));
 
   // The cache: present = concat(past, new) on the sequence axis.
   Value pastK = optInput(c, 4), pastV = optInput(c, 5);
   if (!pastK != !pastV)
-    nodeFail(c, "inputs 'past_key' and 'past_value' must be given together");
+    return nodeError(c, "inputs 'past_key' and 'past_value' must be given together");
   int64_t pastLen = 0;
   if (pastK) {
     pastLen = shapeOf(pastK)[2];
@@ -1569,15 +1593,15 @@ void Importer::convertAttention(const NodeCtx &c) {
   std::optional<SmallVector<int64_t>> nonpad;
   if (hasInput(c, 6)) {
     if (pastK)
-      nodeFail(c, "input 'nonpad_kv_seqlen' cannot be combined with past_key/past_value");
+      return nodeError(c, "input 'nonpad_kv_seqlen' cannot be combined with past_key/past_value");
     nonpad = requireConstInts(c, 6, "nonpad_kv_seqlen");
     if (static_cast<int64_t>(nonpad->size()) != batch)
-      nodeFail(c, "input 'nonpad_kv_seqlen' has " + llvm::Twine(nonpad->size()) +
+      return nodeError(c, "input 'nonpad_kv_seqlen' has " + llvm::Twine(nonpad->size()) +
                       " values, the batch is " + llvm::Twine(batch));
   }
   int64_t biasBatch = nonpad ? batch : 1;
   if (biasBatch * qLen * kvLen > kMaxFoldElements)
-    nodeFail(c, "the attention bias would have more than 2^20 elements");
+    return nodeError(c, "the attention bias would have more than 2^20 elements");
   bool anyFixed = false, fixedRowMasked = false;
   SmallVector<float> fixed =
       attentionFixedBias(biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, causal,
@@ -1587,7 +1611,10 @@ void Importer::convertAttention(const NodeCtx &c) {
   Value bias;
   bool hasMask = hasInput(c, 3);
   if (Value mask = optInput(c, 3)) {
-    mask = attentionMask(c, mask, et, kvLen);
+    FailureOr<Value> additive = attentionMask(c, mask, et, kvLen);
+    if (failed(additive))
+      return failure();
+    mask = *additive;
     bias = anyFixed ? addV(c, mask, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed))) : mask;
   } else if (anyFixed) {
     bias = constant(c.loc, makeF32Attr(ctx, fixedShape, fixed));
@@ -1627,6 +1654,7 @@ void Importer::convertAttention(const NodeCtx &c) {
   }
   defineValue(c, 0, y);
   defineValue(c, 3, mode == 2 ? logits : mode == 3 ? probs : qk);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

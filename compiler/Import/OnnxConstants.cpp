@@ -93,36 +93,37 @@ std::string Importer::doubleIslandError(const NodeCtx &c) {
   return "";
 }
 
-void Importer::convertCast(const NodeCtx &c) {
+LogicalResult Importer::convertCast(const NodeCtx &c) {
   std::optional<int64_t> to = attrIntOpt(c, "to");
   if (!to)
-    nodeFail(c, "attribute 'to' is required");
+    return nodeError(c, "attribute 'to' is required");
   if (*to == onnx::TensorProto::DOUBLE && !entryOf(c, 0).constant) {
     Entry &e = entryOf(c, 0);
     if (!isa<FloatType>(entryType(e).getElementType()))
-      nodeFail(c, "casts a run-time integer tensor to DOUBLE; mixprec has no FP64 tensors");
+      return nodeError(c, "casts a run-time integer tensor to DOUBLE; mixprec has no FP64 tensors");
     if (std::string error = doubleIslandError(c); !error.empty())
-      nodeFail(c, error);
+      return nodeError(c, error);
     aliasOutput(c, 0, 0); // the island is computed in FP32 (doubleIslandError)
-    return;
+    return success();
   }
   Type target = valueElementType(ctx, static_cast<int32_t>(*to));
   if (!target)
-    nodeFail(c, "attribute 'to' = " + dataTypeName(static_cast<int32_t>(*to)) +
+    return nodeError(c, "attribute 'to' = " + dataTypeName(static_cast<int32_t>(*to)) +
                     " is not supported (FLOAT, INT64, INT32, BOOL)");
   Entry &e = entryOf(c, 0);
   RankedTensorType t = entryType(e);
   if (t.getElementType() == target) {
     aliasOutput(c, 0, 0);
-    return;
+    return success();
   }
   if (e.constant) {
     defineConst(c, 0, foldCast(ctx, e.constant, target));
-    return;
+    return success();
   }
   Value x = materialize(e);
   defineValue(
       c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Constant.
@@ -133,14 +134,14 @@ static const OpForm kConstantForms[] = {
      "sparse_value value value_float value_floats value_int value_ints value_string value_strings"},
 };
 
-void Importer::convertConstant(const NodeCtx &c) {
+LogicalResult Importer::convertConstant(const NodeCtx &c) {
   static const char *forms[] = {"value",      "value_float",  "value_floats",  "value_int",
                                 "value_ints", "value_string", "value_strings", "sparse_value"};
   int present = 0;
   for (const char *f : forms)
     present += hasAttr(c, f);
   if (present != 1)
-    nodeFail(c, "needs exactly one value attribute, got " + llvm::Twine(present));
+    return nodeError(c, "needs exactly one value attribute, got " + llvm::Twine(present));
   DenseElementsAttr attr;
   if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
     attr = decodeTensor(ctx, a->t(), modelDir,
@@ -160,11 +161,12 @@ void Importer::convertConstant(const NodeCtx &c) {
   } else {
     for (const char *f : {"value_string", "value_strings", "sparse_value"})
       if (hasAttr(c, f))
-        nodeFail(c, "attribute '" + llvm::Twine(f) + "' is not supported");
+        return nodeError(c, "attribute '" + llvm::Twine(f) + "' is not supported");
     // An attribute listed above with an empty payload and no type.
-    nodeFail(c, "the value attribute is empty");
+    return nodeError(c, "the value attribute is empty");
   }
   defineConst(c, 0, attr);
+  return success();
 }
 
 /// The ONNX schema forms of Identity.
@@ -172,7 +174,9 @@ static const OpForm kIdentityForms[] = {
     {1, 1, 1, 1, 1, ""},
 };
 
-void Importer::convertIdentity(const NodeCtx &c) { aliasOutput(c, 0, 0); }
+LogicalResult Importer::convertIdentity(const NodeCtx &c) { aliasOutput(c, 0, 0);
+  return success();
+}
 
 /// The ONNX schema forms of Dropout: ratio becomes input #1 and training_mode input #2 at
 /// opset 12.
@@ -183,7 +187,7 @@ static const OpForm kDropoutForms[] = {
     {12, 1, 3, 1, 2, "seed"},
 };
 
-void Importer::convertDropout(const NodeCtx &c) {
+LogicalResult Importer::convertDropout(const NodeCtx &c) {
   // Inference: Dropout is the identity unless training_mode is set; in
   // training with ratio 0 too (onnx's reference). Otherwise the output is
   // random, which mixprec does not compute.
@@ -194,28 +198,34 @@ void Importer::convertDropout(const NodeCtx &c) {
       if (hasInput(c, 1)) {
         DenseElementsAttr r = requireConst(c, 1, "ratio");
         if (!isFloat(r.getElementType()) || r.getNumElements() != 1)
-          nodeFail(c, "input 'ratio' must be a FLOAT scalar");
+          return nodeError(c, "input 'ratio' must be a FLOAT scalar");
         ratio = floatValues(r)[0];
       }
       if (ratio != 0.0f)
-        nodeFail(c, "training_mode must be false: only inference is supported (or ratio 0; "
+        return nodeError(c, "training_mode must be false: only inference is supported (or ratio 0; "
                     "with ratio " +
                         std::to_string(ratio) + " the output is random)");
     }
   }
   aliasOutput(c, 0, 0);
-  if (c.node.output_size() > 1 && !c.node.output(1).empty())
-    defineConst(c, 1, dropoutMask(c));
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    FailureOr<DenseElementsAttr> mask = dropoutMask(c);
+    if (failed(mask))
+      return failure();
+    defineConst(c, 1, *mask);
+  }
+  return success();
 }
 
 /// Dropout's mask where nothing is dropped: all true (BOOL from opset 10,
 /// the input's type, 1.0, before).
-DenseElementsAttr Importer::dropoutMask(const NodeCtx &c) {
+FailureOr<DenseElementsAttr> Importer::dropoutMask(const NodeCtx &c) {
   RankedTensorType x = inputType(c, 0);
   if (opset >= 10)
     return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), builder.getI1Type()), true);
   Type elem = x.getElementType();
-  requireFloat(c, 0, elem);
+  if (failed(requireFloat(c, 0, elem)))
+    return failure();
   return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), elem),
                                 builder.getFloatAttr(elem, 1.0));
 }
@@ -226,7 +236,7 @@ static const OpForm kShapeForms[] = {
     {15, 1, 1, 1, 1, "end start"},
 };
 
-void Importer::convertShape(const NodeCtx &c) {
+LogicalResult Importer::convertShape(const NodeCtx &c) {
   // Shapes are static, so Shape is a compile-time constant.
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   int64_t rank = static_cast<int64_t>(in.size());
@@ -241,6 +251,7 @@ void Importer::convertShape(const NodeCtx &c) {
   for (int64_t d = start; d < end; ++d)
     dims.push_back(in[d]);
   defineConst(c, 0, makeIntAttr({static_cast<int64_t>(dims.size())}, builder.getI64Type(), dims));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -42,10 +42,10 @@ namespace mixprec::compiler::onnx_import {
 #define MP_IMPORT_NONE(...)
 
 template <class OpT, bool integers>
-void Importer::convertBinary(const NodeCtx &c) {
+LogicalResult Importer::convertBinary(const NodeCtx &c) {
   constexpr bool isPow = std::is_same_v<OpT, graph::PowOp>;
   if (opset < 7 && hasAttr(c, "axis"))
-    nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
+    return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
   Entry &ea = entryOf(c, 0);
   Entry &eb = entryOf(c, 1);
   Type ta = entryType(ea).getElementType(), tb = entryType(eb).getElementType();
@@ -55,13 +55,11 @@ void Importer::convertBinary(const NodeCtx &c) {
   if (!isPow && ta == tb && isa<IntegerType>(ta) && !ta.isInteger(1) && ea.constant &&
       eb.constant) {
     // The evaluator (OnnxFold.cpp) folds these up to its limit.
-    nodeFail(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
+    return nodeError(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
                     " is too large to fold");
   }
-  if (integers)
-    requireFloatOrInteger(c, 0, ta);
-  else
-    requireFloat(c, 0, ta);
+  if (failed(integers ? requireFloatOrInteger(c, 0, ta) : requireFloat(c, 0, ta)))
+    return failure();
   Value a = materialize(ea);
   Value b;
   if (isPow && isRuntimeInteger(ta)) {
@@ -69,7 +67,8 @@ void Importer::convertBinary(const NodeCtx &c) {
     // truncated double power (ONNX's reference: numpy.power(int64, float32)
     // is float64, then astype(int64)). An integer exponent of the other
     // width is cast to the base's (an exponent past 2^31 has no use).
-    requireFloatOrInteger(c, 1, tb);
+    if (failed(requireFloatOrInteger(c, 1, tb)))
+      return failure();
     b = materialize(eb);
     if (isRuntimeInteger(tb) && tb != ta)
       b = builder.create<graph::CastOp>(c.loc, tensorType(sb, ta), b).getOutput();
@@ -85,21 +84,22 @@ void Importer::convertBinary(const NodeCtx &c) {
     }
   } else {
     if (ta != tb)
-      nodeFail(c, "operand element types differ: " + elementTypeName(ta) + " and " +
+      return nodeError(c, "operand element types differ: " + elementTypeName(ta) + " and " +
                       elementTypeName(tb));
     b = materialize(eb);
   }
   defineValue(c, 0, builder.create<OpT>(c.loc, tensorType(s, ta), a, b).getOutput());
+  return success();
 }
 
 template <class OpT, bool integers>
-void Importer::convertUnary(const NodeCtx &c) {
+LogicalResult Importer::convertUnary(const NodeCtx &c) {
   Value x = input(c, 0);
-  if (integers) // exactly (wrapping)
-    requireFloatOrInteger(c, 0, elemOf(x));
-  else
-    requireFloat(c, 0, elemOf(x));
+  // Integers exactly (wrapping).
+  if (failed(integers ? requireFloatOrInteger(c, 0, elemOf(x)) : requireFloat(c, 0, elemOf(x))))
+    return failure();
   defineValue(c, 0, builder.create<OpT>(c.loc, x.getType(), x).getOutput());
+  return success();
 }
 
 #define MP_SCALAR_FN(...)
@@ -117,19 +117,21 @@ static const OpForm kGeluForms[] = {
     {20, 1, 1, 1, 1, "approximate"},
 };
 
-void Importer::convertGelu(const NodeCtx &c) {
+LogicalResult Importer::convertGelu(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   std::string approximate = attrString(c, "approximate", "none");
   std::optional<graph::GeluApproximation> kind = graph::symbolizeGeluApproximation(approximate);
   if (!kind)
-    nodeFail(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
+    return nodeError(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
                     escapeControls(approximate) + "\"");
   defineValue(c, 0,
               builder
                   .create<graph::GeluOp>(c.loc, x.getType(), x,
                                          graph::GeluApproximationAttr::get(builder.getContext(), *kind))
                   .getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Where.
@@ -137,16 +139,19 @@ static const OpForm kWhereForms[] = {
     {9, 3, 3, 1, 1, ""},
 };
 
-void Importer::convertWhere(const NodeCtx &c) {
+LogicalResult Importer::convertWhere(const NodeCtx &c) {
   Value cond = input(c, 0), x = input(c, 1), y = input(c, 2);
   if (!elemOf(cond).isInteger(1))
-    nodeFail(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
+    return nodeError(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
-  requireFloatOrInteger(c, 1, elemOf(x));
-  requireFloatOrInteger(c, 2, elemOf(y));
+  if (failed(requireFloatOrInteger(c, 1, elemOf(x))))
+    return failure();
+  if (failed(requireFloatOrInteger(c, 2, elemOf(y))))
+    return failure();
   if (elemOf(x) != elemOf(y))
-    nodeFail(c, "X and Y element types differ");
+    return nodeError(c, "X and Y element types differ");
   defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,17 +175,17 @@ static void requireBool(const Importer &im, const NodeCtx &c, int i, Type t) {
                        ") must be BOOL, got " + elementTypeName(t));
 }
 
-void Importer::convertCompare(const NodeCtx &c) {
+LogicalResult Importer::convertCompare(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   if (opset < 7 && hasAttr(c, "axis"))
-    nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
+    return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
   Value a = input(c, 0), b = input(c, 1);
   Type ta = elemOf(a), tb = elemOf(b);
   if (ta != tb)
-    nodeFail(c, "operand element types differ: " + elementTypeName(ta) + " and " +
+    return nodeError(c, "operand element types differ: " + elementTypeName(ta) + " and " +
                     elementTypeName(tb));
   if (ta.isInteger(1) && op != "Equal")
-    nodeFail(c, "input #0 (" + quotedName(c.node.input(0)) + ") is BOOL; " + op +
+    return nodeError(c, "input #0 (" + quotedName(c.node.input(0)) + ") is BOOL; " + op +
                     " compares numbers");
   Value r;
   if (op == "Equal")
@@ -194,12 +199,13 @@ void Importer::convertCompare(const NodeCtx &c) {
   else
     r = createInferred<graph::GreaterOrEqualOp>(c, nullptr, a, b);
   defineValue(c, 0, r);
+  return success();
 }
 
-void Importer::convertLogic(const NodeCtx &c) {
+LogicalResult Importer::convertLogic(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   if (opset < 7 && hasAttr(c, "axis"))
-    nodeFail(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
+    return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
   Value a = input(c, 0), b = input(c, 1);
   requireBool(*this, c, 0, elemOf(a));
   requireBool(*this, c, 1, elemOf(b));
@@ -211,6 +217,7 @@ void Importer::convertLogic(const NodeCtx &c) {
   else
     r = createInferred<graph::XorOp>(c, nullptr, a, b);
   defineValue(c, 0, r);
+  return success();
 }
 
 /// The ONNX schema forms of Not, IsNaN and IsInf.
@@ -224,19 +231,21 @@ static const OpForm kIsInfForms[] = {
     {10, 1, 1, 1, 1, "detect_negative detect_positive"},
 };
 
-void Importer::convertNot(const NodeCtx &c) {
+LogicalResult Importer::convertNot(const NodeCtx &c) {
   Value x = input(c, 0);
   requireBool(*this, c, 0, elemOf(x));
   defineValue(c, 0, builder.create<graph::NotOp>(c.loc, x.getType(), x).getOutput());
+  return success();
 }
 
-void Importer::convertIsNaNOrInf(const NodeCtx &c) {
+LogicalResult Importer::convertIsNaNOrInf(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   RankedTensorType boolType = tensorType(shapeOf(x), builder.getI1Type());
   if (c.node.op_type() == "IsNaN") {
     defineValue(c, 0, builder.create<graph::IsNaNOp>(c.loc, boolType, x).getOutput());
-    return;
+    return success();
   }
   bool negative = attrBool(c, "detect_negative", true);
   bool positive = attrBool(c, "detect_positive", true);
@@ -244,13 +253,14 @@ void Importer::convertIsNaNOrInf(const NodeCtx &c) {
     defineConst(c, 0,
                 makeIntAttr(shapeOf(x), builder.getI1Type(),
                             SmallVector<int64_t>(graph::numElements(shapeOf(x)), 0)));
-    return;
+    return success();
   }
   defineValue(c, 0,
               builder
                   .create<graph::IsInfOp>(c.loc, boolType, x, builder.getBoolAttr(negative),
                                           builder.getBoolAttr(positive))
                   .getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -271,9 +281,10 @@ static const OpForm kSeluForms[] = {
     {6, 1, 1, 1, 1, "alpha gamma"},
 };
 
-void Importer::convertParamActivation(const NodeCtx &c) {
+LogicalResult Importer::convertParamActivation(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   llvm::StringRef op = c.node.op_type();
   Type t = x.getType();
   auto f32 = [&](float v) { return builder.getF32FloatAttr(v); };
@@ -302,6 +313,7 @@ void Importer::convertParamActivation(const NodeCtx &c) {
     r = builder.create<graph::HardSigmoidOp>(c.loc, t, x, f32(alpha), f32(beta)).getOutput();
   }
   defineValue(c, 0, r);
+  return success();
 }
 
 /// The ONNX schema forms of PRelu.
@@ -310,15 +322,18 @@ static const OpForm kPReluForms[] = {
     {6, 2, 2, 1, 1, ""},
 };
 
-void Importer::convertPRelu(const NodeCtx &c) {
+LogicalResult Importer::convertPRelu(const NodeCtx &c) {
   Value x = input(c, 0), slope = input(c, 1);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, elemOf(slope));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, elemOf(slope))))
+    return failure();
   Shape s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
   if (ArrayRef<int64_t>(s) != shapeOf(x))
-    nodeFail(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
+    return nodeError(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
                     " does not broadcast to the input shape " + graph::formatShape(shapeOf(x)));
   defineValue(c, 0, builder.create<graph::PReluOp>(c.loc, x.getType(), x, slope).getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -331,23 +346,22 @@ static const OpForm kVariadicForms[] = {
     {6, 1, kVariadic, 1, 1, ""},
 };
 
-void Importer::convertVariadic(const NodeCtx &c) {
+LogicalResult Importer::convertVariadic(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   Value r = input(c, 0);
   // Max and Min also take integers (exact); Sum and Mean floats only (ONNX).
   const bool integers = op == "Max" || op == "Min";
   auto require = [&](int i, Type t) {
-    if (integers)
-      requireFloatOrInteger(c, i, t);
-    else
-      requireFloat(c, i, t);
+    return integers ? requireFloatOrInteger(c, i, t) : requireFloat(c, i, t);
   };
-  require(0, elemOf(r));
+  if (failed(require(0, elemOf(r))))
+    return failure();
   for (int i = 1; i < c.node.input_size(); ++i) {
     Value v = input(c, i);
-    require(i, elemOf(v));
+    if (failed(require(i, elemOf(v))))
+      return failure();
     if (elemOf(v) != elemOf(r))
-      nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) + ") is " +
+      return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) + ") is " +
                       elementTypeName(elemOf(v)) + ", input #0 is " +
                       elementTypeName(elemOf(r)));
     if (op == "Max")
@@ -361,6 +375,7 @@ void Importer::convertVariadic(const NodeCtx &c) {
     r = createInferred<graph::DivOp>(c, nullptr, r,
                                      scalarF32(c, static_cast<float>(c.node.input_size())));
   defineValue(c, 0, r);
+  return success();
 }
 
 /// The ONNX schema forms of Mod.
@@ -368,15 +383,17 @@ static const OpForm kModForms[] = {
     {10, 2, 2, 1, 1, "fmod"},
 };
 
-void Importer::convertMod(const NodeCtx &c) {
+LogicalResult Importer::convertMod(const NodeCtx &c) {
   int64_t fmod = attrInt(c, "fmod", 0);
   if (fmod != 0 && fmod != 1)
-    nodeFail(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
+    return nodeError(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
   Value a = input(c, 0), b = input(c, 1);
-  requireFloatOrInteger(c, 0, elemOf(a));
-  requireFloatOrInteger(c, 1, elemOf(b));
+  if (failed(requireFloatOrInteger(c, 0, elemOf(a))))
+    return failure();
+  if (failed(requireFloatOrInteger(c, 1, elemOf(b))))
+    return failure();
   if (elemOf(a) != elemOf(b))
-    nodeFail(c, "operand element types differ: " + elementTypeName(elemOf(a)) + " and " +
+    return nodeError(c, "operand element types differ: " + elementTypeName(elemOf(a)) + " and " +
                     elementTypeName(elemOf(b)));
   // fmod=1: C's remainder (the dividend's sign); fmod=0: the floor
   // remainder (the divisor's sign, numpy.mod), on floats too: onnxruntime
@@ -385,6 +402,7 @@ void Importer::convertMod(const NodeCtx &c) {
     defineValue(c, 0, createInferred<graph::FmodOp>(c, nullptr, a, b));
   else
     defineValue(c, 0, createInferred<graph::ModOp>(c, nullptr, a, b));
+  return success();
 }
 
 /// The ONNX schema forms of Clip: attributes until opset 11, then optional
@@ -395,9 +413,10 @@ static const OpForm kClipForms[] = {
     {11, 1, 3, 1, 1, ""},
 };
 
-void Importer::convertClip(const NodeCtx &c) {
+LogicalResult Importer::convertClip(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   // An absent bound clamps nothing (ONNX's defaults are +-FLT_MAX, which
   // differ only for infinite inputs: mixprec keeps them infinite).
   Value lo, hi;
@@ -412,9 +431,10 @@ void Importer::convertClip(const NodeCtx &c) {
     for (auto [i, bound] : llvm::enumerate(SmallVector<Value>{lo, hi})) {
       if (!bound)
         continue;
-      requireFloat(c, static_cast<int>(i) + 1, elemOf(bound));
+      if (failed(requireFloat(c, static_cast<int>(i) + 1, elemOf(bound))))
+        return failure();
       if (graph::numElements(shapeOf(bound)) != 1)
-        nodeFail(c, "input #" + llvm::Twine(i + 1) + " (" + quotedName(c.node.input(i + 1)) +
+        return nodeError(c, "input #" + llvm::Twine(i + 1) + " (" + quotedName(c.node.input(i + 1)) +
                         ") must be a scalar, got shape " + graph::formatShape(shapeOf(bound)));
     }
   }
@@ -425,6 +445,7 @@ void Importer::convertClip(const NodeCtx &c) {
   if (hi)
     r = createInferred<graph::MinOp>(c, nullptr, r, reshape(c, hi, {}));
   defineValue(c, 0, r);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

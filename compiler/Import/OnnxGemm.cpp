@@ -24,10 +24,12 @@ static const OpForm kMatMulForms[] = {
     {1, 2, 2, 1, 1, ""},
 };
 
-void Importer::convertMatMul(const NodeCtx &c) {
+LogicalResult Importer::convertMatMul(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1);
-  requireFloat(c, 0, elemOf(a));
-  requireFloat(c, 1, elemOf(b));
+  if (failed(requireFloat(c, 0, elemOf(a))))
+    return failure();
+  if (failed(requireFloat(c, 1, elemOf(b))))
+    return failure();
   RankedTensorType t = inferredType<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
   // x @ W^T with a 2-D W (a tied LM head, a PyTorch Linear exported as
   // MatMul(x, Transpose(W))) is a linear layer reading W transposed: the
@@ -41,9 +43,10 @@ void Importer::convertMatMul(const NodeCtx &c) {
                     .create<graph::LinearOp>(c.loc, t, a, w.getInput(), Value(),
                                              builder.getBoolAttr(true), TypeAttr())
                     .getOutput());
-    return; // the transpose, if now unused, goes with the importer's dead-op sweep
+    return success(); // the transpose, if now unused, goes with the importer's dead-op sweep
   }
   defineValue(c, 0, builder.create<graph::MatmulOp>(c.loc, t, a, b, TypeAttr()).getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Gemm: C is optional from opset 11.
@@ -53,16 +56,19 @@ static const OpForm kGemmForms[] = {
     {11, 2, 3, 1, 1, "alpha beta transA transB"},
 };
 
-void Importer::convertGemm(const NodeCtx &c) {
+LogicalResult Importer::convertGemm(const NodeCtx &c) {
   Value a = input(c, 0), b = input(c, 1), bias = optInput(c, 2);
-  requireFloat(c, 0, elemOf(a));
-  requireFloat(c, 1, elemOf(b));
+  if (failed(requireFloat(c, 0, elemOf(a))))
+    return failure();
+  if (failed(requireFloat(c, 1, elemOf(b))))
+    return failure();
   if (bias)
-    requireFloat(c, 2, elemOf(bias));
+    if (failed(requireFloat(c, 2, elemOf(bias))))
+      return failure();
   float alpha = attrFloat(c, "alpha", 1.0f), beta = attrFloat(c, "beta", 1.0f);
   bool transA = attrBool(c, "transA", false), transB = attrBool(c, "transB", false);
   if (shapeOf(a).size() != 2 || shapeOf(b).size() != 2)
-    nodeFail(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
+    return nodeError(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
                     graph::formatShape(shapeOf(b)));
   if (transA)
     a = transpose(c, a, {1, 0});
@@ -73,7 +79,7 @@ void Importer::convertGemm(const NodeCtx &c) {
   if (bias) {
     ShapeOrError withC = graph::broadcastShapes(out, shapeOf(bias));
     if (!withC.ok() || ArrayRef<int64_t>(withC.shape) != ArrayRef<int64_t>(out))
-      nodeFail(c, "C shape " + graph::formatShape(shapeOf(bias)) +
+      return nodeError(c, "C shape " + graph::formatShape(shapeOf(bias)) +
                       " does not broadcast to the output shape " + graph::formatShape(out));
     // beta scales C only; beta = 0 drops C (as onnxruntime does).
     if (beta == 0.0f)
@@ -97,6 +103,7 @@ void Importer::convertGemm(const NodeCtx &c) {
       y = builder.create<graph::AddOp>(c.loc, outType, y, bias).getOutput();
   }
   defineValue(c, 0, y);
+  return success();
 }
 
 /// The ONNX schema forms of Conv.
@@ -125,26 +132,30 @@ static std::optional<std::string> checkKernelAttr(std::optional<SmallVector<int6
 }
 
 /// The optional bias of a convolution: float, one value per output channel.
-void Importer::requireConvBias(const NodeCtx &c, Value bias, int64_t channels) {
+LogicalResult Importer::requireConvBias(const NodeCtx &c, Value bias, int64_t channels) {
   if (!bias)
-    return;
-  requireFloat(c, 2, elemOf(bias));
+    return success();
+  if (failed(requireFloat(c, 2, elemOf(bias))))
+    return failure();
   if (shapeOf(bias) != ArrayRef<int64_t>{channels})
-    nodeFail(c, "bias shape " + graph::formatShape(shapeOf(bias)) + " must be [" +
+    return nodeError(c, "bias shape " + graph::formatShape(shapeOf(bias)) + " must be [" +
                     llvm::Twine(channels) + "] (one per output channel)");
+  return success();
 }
 
-Importer::ConvNode Importer::convNode(const NodeCtx &c, bool transposed) {
+FailureOr<Importer::ConvNode> Importer::convNode(const NodeCtx &c, bool transposed) {
   ConvNode n{input(c, 0), input(c, 1), optInput(c, 2)};
   if (auto err = checkWindowRank(transposed ? "transposed convolution" : "convolution",
                                  shapeOf(n.x)))
-    nodeFail(c, *err);
+    return nodeError(c, *err);
   const size_t rank = shapeOf(n.x).size(), dims = rank - 2;
-  requireFloat(c, 0, elemOf(n.x));
-  requireFloat(c, 1, elemOf(n.w));
+  if (failed(requireFloat(c, 0, elemOf(n.x))))
+    return failure();
+  if (failed(requireFloat(c, 1, elemOf(n.w))))
+    return failure();
   ArrayRef<int64_t> ws = shapeOf(n.w);
   if (ws.size() != rank)
-    nodeFail(c, transposed  ? "weight must have the input's rank " + llvm::Twine(rank) +
+    return nodeError(c, transposed  ? "weight must have the input's rank " + llvm::Twine(rank) +
                                   " (C, M/group, k...), got " + graph::formatShape(ws)
                 : rank == 4 ? "weight must be 4-D (M, C/group, kH, kW), got " +
                                   graph::formatShape(ws)
@@ -152,20 +163,23 @@ Importer::ConvNode Importer::convNode(const NodeCtx &c, bool transposed) {
                                   graph::formatShape(ws));
   n.kernel.assign(ws.begin() + 2, ws.end());
   if (auto err = checkKernelAttr(attrInts(c, "kernel_shape"), n.kernel))
-    nodeFail(c, *err);
+    return nodeError(c, *err);
   SmallVector<int64_t> ones(dims, 1);
   n.strides = windowInts(c, "strides", ones, dims);
   n.dilations = windowInts(c, "dilations", ones, dims);
   n.group = attrInt(c, "group", 1);
   if (n.group <= 0)
-    nodeFail(c, "attribute 'group' must be positive, got " + llvm::Twine(n.group));
+    return nodeError(c, "attribute 'group' must be positive, got " + llvm::Twine(n.group));
   return n;
 }
 
-void Importer::convertConv(const NodeCtx &c) {
+LogicalResult Importer::convertConv(const NodeCtx &c) {
   if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
     return convertWindow1d(c, &Importer::convertConv);
-  ConvNode n = convNode(c, /*transposed=*/false);
+  FailureOr<ConvNode> node = convNode(c, /*transposed=*/false);
+  if (failed(node))
+    return failure();
+  ConvNode &n = *node;
   Value x = n.x, w = n.w, bias = n.bias;
   const size_t rank = shapeOf(x).size();
   ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
@@ -177,17 +191,22 @@ void Importer::convertConv(const NodeCtx &c) {
   IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
   // 2-D keeps mp.conv2d (its routine and its CUDA-less host step are the
   // same); 3-D is mp.conv.
-  auto build = [&](auto opTag) {
+  auto build = [&](auto opTag) -> FailureOr<Value> {
     using OpT = decltype(opTag);
     RankedTensorType t = inferredType<OpT>(c, elemOf(x), x, w, bias, stridesAttr, padsAttr,
                                            dilationsAttr, groupAttr, TypeAttr());
-    requireConvBias(c, bias, shapeOf(w)[0]);
+    if (failed(requireConvBias(c, bias, shapeOf(w)[0])))
+      return failure();
     return builder
         .create<OpT>(c.loc, t, x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr,
                      TypeAttr())
         .getOutput();
   };
-  defineValue(c, 0, rank == 4 ? build(graph::Conv2dOp()) : build(graph::ConvOp()));
+  FailureOr<Value> y = rank == 4 ? build(graph::Conv2dOp()) : build(graph::ConvOp());
+  if (failed(y))
+    return failure();
+  defineValue(c, 0, *y);
+  return success();
 }
 
 /// The ONNX schema forms of ConvTranspose.
@@ -244,8 +263,11 @@ SmallVector<int64_t> Importer::convTransposePads(const NodeCtx &c, ArrayRef<int6
   return out;
 }
 
-void Importer::convertConvTranspose(const NodeCtx &c) {
-  ConvNode n = convNode(c, /*transposed=*/true);
+LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
+  FailureOr<ConvNode> node = convNode(c, /*transposed=*/true);
+  if (failed(node))
+    return failure();
+  ConvNode &n = *node;
   Value x = n.x, w = n.w, bias = n.bias;
   const size_t dims = n.kernel.size();
   ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
@@ -253,11 +275,11 @@ void Importer::convertConvTranspose(const NodeCtx &c) {
   SmallVector<int64_t> outputPadding =
       attrInts(c, "output_padding").value_or(SmallVector<int64_t>(dims, 0));
   if (outputPadding.size() != dims)
-    nodeFail(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
+    return nodeError(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
                     graph::formatShape(outputPadding));
   for (size_t i = 0; i < dims; ++i)
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
-      nodeFail(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
+      return nodeError(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
                       " must hold values in [0, max(stride, dilation)) per dim");
   SmallVector<int64_t> pads =
       convTransposePads(c, shapeOf(x), kernel, strides, dilations, outputPadding);
@@ -269,13 +291,15 @@ void Importer::convertConvTranspose(const NodeCtx &c) {
   RankedTensorType t = inferredType<graph::ConvTransposeOp>(
       c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, outputPaddingAttr,
       groupAttr, TypeAttr());
-  requireConvBias(c, bias, t.getShape()[1]);
+  if (failed(requireConvBias(c, bias, t.getShape()[1])))
+    return failure();
   defineValue(c, 0,
               builder
                   .create<graph::ConvTransposeOp>(c.loc, t, x, w, bias, stridesAttr, padsAttr,
                                                   dilationsAttr, outputPaddingAttr, groupAttr,
                                                   TypeAttr())
                   .getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -72,12 +72,23 @@ Importer::Importer(MLIRContext &ctx, std::string path, const OnnxImportOptions &
   modelDir = parent.empty() ? "." : parent.str();
 }
 
+LogicalResult Importer::fileError(const llvm::Twine &message) const {
+  return emitError(fileLoc) << escapeControls(path) << ": " << message;
+}
+
+LogicalResult Importer::nodeError(const NodeCtx &c, const llvm::Twine &message) const {
+  return emitError(c.loc) << escapeControls(path) << ": node " << quotedName(c.name) << " ("
+                          << escapeControls(c.node.op_type()) << "): " << message;
+}
+
 void Importer::fail(const llvm::Twine &message) const {
-  throw ImportError(escapeControls(path) + ": " + message.str());
+  (void)fileError(message);
+  throw ImportAborted{};
 }
 
 void Importer::nodeFail(const NodeCtx &c, const llvm::Twine &message) const {
-  fail("node " + quotedName(c.name) + " (" + escapeControls(c.node.op_type()) + "): " + message);
+  (void)nodeError(c, message);
+  throw ImportAborted{};
 }
 
 Location Importer::nameLoc(llvm::StringRef name) const {
@@ -88,7 +99,7 @@ Location Importer::nameLoc(llvm::StringRef name) const {
 // Model and graph
 //===----------------------------------------------------------------------===//
 
-void Importer::readOpset(const onnx::ModelProto &model) {
+LogicalResult Importer::readOpset(const onnx::ModelProto &model) {
   bool found = false;
   // Where the default domain is listed twice the last entry holds, as in
   // onnxruntime; each must be one the importer knows. Other domains matter
@@ -96,7 +107,7 @@ void Importer::readOpset(const onnx::ModelProto &model) {
   for (const auto &imp : model.opset_import()) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx") {
       if (imp.version() > kMaxOpset)
-        fail("the model imports opset " + llvm::Twine(imp.version()) +
+        return fileError("the model imports opset " + llvm::Twine(imp.version()) +
              " of the default ONNX domain; the newest this importer knows is " +
              llvm::Twine(kMaxOpset));
       opset = imp.version();
@@ -106,22 +117,23 @@ void Importer::readOpset(const onnx::ModelProto &model) {
   if (!found) {
     // IR versions before 3 had no opset_import and meant opset 1.
     if (model.ir_version() >= 3)
-      fail("model has no opset_import for the default ONNX domain");
+      return fileError("model has no opset_import for the default ONNX domain");
     opset = 1;
   }
   if (opset < 1)
-    fail("invalid default-domain opset version " + llvm::Twine(opset));
+    return fileError("invalid default-domain opset version " + llvm::Twine(opset));
+  return success();
 }
 
-void Importer::addInitializers(const onnx::GraphProto &graph) {
+LogicalResult Importer::addInitializers(const onnx::GraphProto &graph) {
   if (graph.sparse_initializer_size() > 0)
-    fail("sparse initializer " + quotedName(graph.sparse_initializer(0).values().name()) +
+    return fileError("sparse initializer " + quotedName(graph.sparse_initializer(0).values().name()) +
          " is not supported");
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (t.name().empty())
-      fail("an initializer has no name");
+      return fileError("an initializer has no name");
     if (values.count(t.name()))
-      fail("initializer " + quotedName(t.name()) + " is defined twice");
+      return fileError("initializer " + quotedName(t.name()) + " is defined twice");
     Entry e;
     e.constant = decodeTensor(ctx, t, modelDir,
                               escapeControls(path) + ": initializer " + quotedName(t.name()),
@@ -129,6 +141,7 @@ void Importer::addInitializers(const onnx::GraphProto &graph) {
     e.constantLoc = nameLoc(t.name());
     values[t.name()] = e;
   }
+  return success();
 }
 
 namespace {
@@ -169,54 +182,57 @@ struct GraphInput {
 
 /// Binds symbolic dim `param` to `size` from `source`; fails when it has
 /// another size already.
-void bindDim(const Importer &imp, llvm::StringMap<Binding> &bindings, const std::string &param,
+LogicalResult bindDim(const Importer &imp, llvm::StringMap<Binding> &bindings, const std::string &param,
              int64_t size, const std::string &source) {
   auto [it, inserted] = bindings.try_emplace(param, Binding{size, source});
   if (!inserted && it->second.size != size)
-    imp.fail("symbolic dimension " + quotedName(param) + " is " + std::to_string(size) + " in " +
+    return imp.fileError("symbolic dimension " + quotedName(param) + " is " + std::to_string(size) + " in " +
              source + " but " + std::to_string(it->second.size) + " in " + it->second.source);
+  return success();
 }
 
 /// Checks the shape given for `in` (--shape or the data's) against the
 /// model's declared one and binds its symbolic dims.
-void bindGivenShape(const Importer &imp, const GraphInput &in,
+LogicalResult bindGivenShape(const Importer &imp, const GraphInput &in,
                     llvm::StringMap<Binding> &bindings) {
   if (!in.given)
-    return;
+    return success();
   std::string what = in.fromData ? "the input given for graph input " + quotedName(in.name)
                                  : "the shape given for graph input " + quotedName(in.name);
   const std::vector<int64_t> &given = *in.given;
   for (int64_t d : given)
     if (d < 0)
-      imp.fail(what + " has a negative dimension");
+      return imp.fileError(what + " has a negative dimension");
   if (!in.declared)
-    return;
+    return success();
   if (given.size() != in.declared->size())
-    imp.fail(what + " has rank " + std::to_string(given.size()) + " (" +
+    return imp.fileError(what + " has rank " + std::to_string(given.size()) + " (" +
              graph::formatShape(given) + "); the model declares rank " +
              std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
   for (size_t i = 0; i < given.size(); ++i) {
     const DeclaredDim &d = (*in.declared)[i];
     if (d.size >= 0 && d.size != given[i])
-      imp.fail(what + " is " + graph::formatShape(given) + ", but the model declares " +
+      return imp.fileError(what + " is " + graph::formatShape(given) + ", but the model declares " +
                formatDeclared(*in.declared) + ": dim " + std::to_string(i) + " is " +
                std::to_string(d.size));
     if (!d.param.empty())
-      bindDim(imp, bindings, d.param, given[i],
-              "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")");
+      if (failed(bindDim(imp, bindings, d.param, given[i],
+              "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")")))
+        return failure();
   }
+  return success();
 }
 
 /// The shape of graph input `in`: as given, else as declared with its
 /// symbolic dims bound; fails for a dim of no known size.
-Shape graphInputShape(const Importer &imp, const GraphInput &in,
+FailureOr<Shape> graphInputShape(const Importer &imp, const GraphInput &in,
                       const llvm::StringMap<Binding> &bindings) {
   Shape shape;
   if (in.given) {
     shape.assign(in.given->begin(), in.given->end());
   } else {
     if (!in.declared)
-      imp.fail("graph input " + quotedName(in.name) +
+      return imp.fileError("graph input " + quotedName(in.name) +
                " has no shape; give it with --shape " + escapeControls(in.name) + "=DIMS");
     for (auto [i, d] : llvm::enumerate(*in.declared)) {
       if (d.size >= 0) {
@@ -228,13 +244,13 @@ Shape graphInputShape(const Importer &imp, const GraphInput &in,
           shape.push_back(it->second.size);
           continue;
         }
-        imp.fail("graph input " + quotedName(in.name) + " has symbolic dimension " +
+        return imp.fileError("graph input " + quotedName(in.name) + " has symbolic dimension " +
                  quotedName(d.param) + " at dim " + llvm::Twine(i) +
                  " with no size: give it with --shape " + escapeControls(d.param) +
                  "=N or --shape " + escapeControls(in.name) +
                  "=DIMS (mixprec run takes it from the input given)");
       }
-      imp.fail("graph input " + quotedName(in.name) + " has unknown dimension at dim " +
+      return imp.fileError("graph input " + quotedName(in.name) + " has unknown dimension at dim " +
                llvm::Twine(i) + " " + formatDeclared(*in.declared) + ": give its shape with --shape " +
                escapeControls(in.name) + "=DIMS (mixprec run takes it from the input given)");
     }
@@ -243,31 +259,31 @@ Shape graphInputShape(const Importer &imp, const GraphInput &in,
 }
 } // namespace
 
-SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
+FailureOr<SmallVector<Type>> Importer::graphInputTypes(const onnx::GraphProto &graph,
                                             SmallVector<std::string> &names) {
   SmallVector<GraphInput> inputs;
   llvm::StringSet<> seen;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     const std::string &name = vi.name();
     if (name.empty())
-      fail("a graph input has no name");
+      return fileError("a graph input has no name");
     // Older exporters list initializers as inputs too: those are constants.
     if (values.count(name)) {
       if (options.inputShapes.count(name))
-        fail("cannot set the shape of " + quotedName(name) +
+        return fileError("cannot set the shape of " + quotedName(name) +
              ": it is an initializer, not an input");
       continue;
     }
     if (!seen.insert(name).second)
-      fail("graph input " + quotedName(name) + " is listed twice");
+      return fileError("graph input " + quotedName(name) + " is listed twice");
     if (!vi.has_type() || !vi.type().has_tensor_type())
-      fail("graph input " + quotedName(name) + " is not a tensor");
+      return fileError("graph input " + quotedName(name) + " is not a tensor");
     const onnx::TypeProto::Tensor &tt = vi.type().tensor_type();
     GraphInput in;
     in.name = name;
     in.elem = valueElementType(ctx, tt.elem_type());
     if (!in.elem)
-      fail("graph input " + quotedName(name) + " has unsupported element type " +
+      return fileError("graph input " + quotedName(name) + " has unsupported element type " +
            dataTypeName(tt.elem_type()) + " (supported: FLOAT, INT64, INT32, BOOL)");
     if (tt.has_shape()) {
       in.declared.emplace();
@@ -275,7 +291,7 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
         const auto &dim = tt.shape().dim(i);
         DeclaredDim d;
         if (dim.has_dim_value() && dim.dim_value() < 0)
-          fail("graph input " + quotedName(name) + " has negative dimension " +
+          return fileError("graph input " + quotedName(name) + " has negative dimension " +
                std::to_string(dim.dim_value()) + " at dim " + llvm::Twine(i));
         if (dim.has_dim_value())
           d.size = dim.dim_value();
@@ -302,7 +318,7 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
         std::string names;
         for (const GraphInput &in : inputs)
           names += (names.empty() ? "" : ", ") + quotedName(in.name);
-        fail("data is given for " + quotedName(name) +
+        return fileError("data is given for " + quotedName(name) +
              ", which is not a graph input of the model (its inputs: " +
              (names.empty() ? std::string("none") : names) + ")");
       }
@@ -326,27 +342,31 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
       continue;
     }
     if (usedParams.count(name))
-      fail("symbolic dimension " + quotedName(name) + " takes one size (--shape " +
+      return fileError("symbolic dimension " + quotedName(name) + " takes one size (--shape " +
            escapeControls(name) + "=N), got " +
            (dims.empty() ? std::string("none") : std::to_string(dims.size()) + " dims"));
-    fail("a shape is given for " + quotedName(name) +
+    return fileError("a shape is given for " + quotedName(name) +
          ", which is not a graph input or a symbolic dimension of one");
   }
   for (const auto &[param, size] : dimParams) {
     if (!usedParams.count(param))
-      fail("a size is given for symbolic dimension " + quotedName(param) +
+      return fileError("a size is given for symbolic dimension " + quotedName(param) +
            ", which no graph input has");
     if (size < 0)
-      fail("the size given for symbolic dimension " + quotedName(param) + " is negative");
+      return fileError("the size given for symbolic dimension " + quotedName(param) + " is negative");
     bindings[param] = {size, "--shape " + escapeControls(param) + "=" + std::to_string(size)};
   }
   for (const GraphInput &in : inputs)
-    bindGivenShape(*this, in, bindings);
+    if (failed(bindGivenShape(*this, in, bindings)))
+      return failure();
   SmallVector<Type> types;
   for (const GraphInput &in : inputs) {
-    Shape shape = graphInputShape(*this, in, bindings);
+    FailureOr<Shape> inShape = graphInputShape(*this, in, bindings);
+    if (failed(inShape))
+      return failure();
+    Shape &shape = *inShape;
     if (graph::numElements(shape) < 0)
-      fail("graph input " + quotedName(in.name) + " shape " + graph::formatShape(shape) +
+      return fileError("graph input " + quotedName(in.name) + " shape " + graph::formatShape(shape) +
            " has too many elements");
     names.push_back(in.name);
     types.push_back(RankedTensorType::get(shape, in.elem));
@@ -355,17 +375,35 @@ SmallVector<Type> Importer::graphInputTypes(const onnx::GraphProto &graph,
 }
 
 OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
+  OwningOpRef<ModuleOp> module;
+  // Transitional: the code that still calls fail/nodeFail unwinds to here,
+  // its error already emitted.
+  try {
+    if (failed(buildModule(model, module)))
+      return nullptr;
+  } catch (const ImportAborted &) {
+    return nullptr;
+  } catch (const ImportError &e) { // decodeTensor's
+    (void)(emitError(fileLoc) << e.what());
+    return nullptr;
+  }
+  return module;
+}
+
+LogicalResult Importer::buildModule(const onnx::ModelProto &model,
+                                    OwningOpRef<ModuleOp> &module) {
   if (!model.has_graph())
-    fail("model has no graph");
+    return fileError("model has no graph");
   if (model.ir_version() > kMaxIrVersion)
-    fail("the model has IR version " + llvm::Twine(model.ir_version()) +
-         "; the newest this importer knows is " + llvm::Twine(kMaxIrVersion));
-  readOpset(model);
+    return fileError("the model has IR version " + llvm::Twine(model.ir_version()) +
+                     "; the newest this importer knows is " + llvm::Twine(kMaxIrVersion));
+  if (failed(readOpset(model)))
+    return failure();
   const onnx::GraphProto &graph = model.graph();
   // A graph that computes nothing is a broken export (onnxruntime refuses
   // the empty one).
   if (graph.output_size() == 0)
-    fail("the graph has no outputs");
+    return fileError("the graph has no outputs");
 
   // Names that something reads: converters refuse to drop outputs that are
   // used (e.g. LayerNormalization's Mean).
@@ -376,14 +414,17 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   for (const onnx::ValueInfoProto &o : graph.output())
     usedNames.insert(o.name());
 
-  addInitializers(graph);
+  if (failed(addInitializers(graph)))
+    return failure();
   SmallVector<std::string> inputNames;
-  SmallVector<Type> inputTypes = graphInputTypes(graph, inputNames);
+  FailureOr<SmallVector<Type>> inputTypes = graphInputTypes(graph, inputNames);
+  if (failed(inputTypes))
+    return failure();
 
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
   auto func = builder.create<func::FuncOp>(nameLoc(graph.name().empty() ? "main" : graph.name()),
-                                           "main", builder.getFunctionType(inputTypes, {}));
+                                           "main", builder.getFunctionType(*inputTypes, {}));
   Block *body = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(inputNames)) {
     func.setArgAttr(i, graph::GraphDialect::kNameAttr, builder.getStringAttr(name));
@@ -404,19 +445,20 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
 
   graphProto = &graph;
   for (int i = 0; i < graph.node_size(); ++i)
-    convertNode(graph.node(i), i);
-  addReturn(graph, func);
-  verifyModule(*module);
-  return module;
+    if (failed(convertNode(graph.node(i), i)))
+      return failure();
+  if (failed(addReturn(graph, func)))
+    return failure();
+  return verifyModule(*module);
 }
 
-void Importer::convertNode(const onnx::NodeProto &node, int index) {
+LogicalResult Importer::convertNode(const onnx::NodeProto &node, int index) {
   std::string name =
       node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
   NodeCtx c{node, name, nameLoc(name)};
   nodeOpTypes[name] = node.op_type();
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    nodeFail(c, "domain " + quotedName(node.domain()) +
+    return nodeError(c, "domain " + quotedName(node.domain()) +
                     " is not supported (only the default ONNX domain is)");
   const OpInfo *info = findOp(node.op_type());
   // This one message puts the file last: "unsupported op 'Hardmax' (node
@@ -426,30 +468,31 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
            ", opset " + std::to_string(opset) + ") in " + escapeControls(path);
   };
   if (!info)
-    throw ImportError(unsupported());
+    return emitError(c.loc) << unsupported();
   int64_t minOpset = info->forms.front().since;
   if (opset < minOpset)
-    throw ImportError(unsupported() + ": " + quotedName(node.op_type()) + " exists from opset " +
-                      std::to_string(minOpset));
-  checkSchema(c, info->forms);
+    return emitError(c.loc) << unsupported() << ": " << quotedName(node.op_type())
+                            << " exists from opset " << minOpset;
+  if (failed(checkSchema(c, info->forms)))
+    return failure();
   // Every input must exist before the converter looks at it, so that its
   // error names the missing tensor rather than some later symptom.
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string &in = node.input(i);
     if (!in.empty() && !values.count(in))
-      nodeFail(c,
+      return nodeError(c,
                "input " + quotedName(in) + " is not a graph input, initializer or earlier output");
   }
   for (const std::string &out : node.output())
     if (!out.empty() && values.count(out))
-      nodeFail(c, "output " + quotedName(out) + " is already defined");
+      return nodeError(c, "output " + quotedName(out) + " is already defined");
   for (const std::string &out : node.output())
     if (!out.empty())
       producers[out] = index;
   // Nodes whose inputs are all known fold to constants (OnnxFold.cpp).
   if (tryFold(c))
-    return;
-  (this->*info->convert)(c);
+    return success();
+  return info->run(*this, c);
 }
 
 namespace {
@@ -484,7 +527,7 @@ std::string arityText(int min, int max, llvm::StringRef noun) {
 }
 } // namespace
 
-void Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const {
+LogicalResult Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const {
   // The form in force is the last one introduced at or before the opset.
   size_t current = 0;
   for (size_t i = 0; i < forms.size(); ++i)
@@ -497,50 +540,52 @@ void Importer::checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const
   for (int i = 0; i < c.node.attribute_size(); ++i) {
     const std::string &attr = c.node.attribute(i).name();
     if (attr.empty())
-      nodeFail(c, "attribute #" + llvm::Twine(i) + " has no name");
+      return nodeError(c, "attribute #" + llvm::Twine(i) + " has no name");
     if (!seen.insert(attr).second)
-      nodeFail(c, "attribute " + quotedName(attr) + " is given twice");
+      return nodeError(c, "attribute " + quotedName(attr) + " is given twice");
     if (formHas(form, attr))
       continue;
     // Name the opset that dropped or introduced it, where one did.
     for (size_t f = current; f-- > 0;)
       if (formHas(forms[f], attr))
-        nodeFail(c, "attribute " + quotedName(attr) + " is not allowed from opset " +
+        return nodeError(c, "attribute " + quotedName(attr) + " is not allowed from opset " +
                         llvm::Twine(forms[f + 1].since));
     for (size_t f = current + 1; f < forms.size(); ++f)
       if (formHas(forms[f], attr))
-        nodeFail(c, "attribute " + quotedName(attr) + " exists from opset " +
+        return nodeError(c, "attribute " + quotedName(attr) + " exists from opset " +
                         llvm::Twine(forms[f].since) + " (the model has opset " +
                         llvm::Twine(opset) + ")");
     std::string takes = llvm::join(formAttributes(form), ", ");
-    nodeFail(c, "unknown attribute " + quotedName(attr) + " (" + where +
+    return nodeError(c, "unknown attribute " + quotedName(attr) + " (" + where +
                     (takes.empty() ? " takes none)" : " takes: " + takes + ")"));
   }
 
   // "input #1 ('h') is one too many: Relu at opset 13 takes 1 input".
   auto checkArity = [&](int count, int min, int max, llvm::StringRef noun, llvm::StringRef verb,
-                        auto nameOf) {
+                        auto nameOf) -> LogicalResult {
     std::string rule = where + " " + verb.str() + " " + arityText(min, max, noun);
     if (max != kVariadic && count > max) {
       std::string first = "#" + std::to_string(max) + " (" + quotedName(nameOf(max)) + ")";
       if (count == max + 1)
-        nodeFail(c, noun + " " + first + " is one too many: " + rule);
-      nodeFail(c,
+        return nodeError(c, noun + " " + first + " is one too many: " + rule);
+      return nodeError(c,
                noun + "s " + first + " to #" + llvm::Twine(count - 1) + " are too many: " + rule);
     }
     if (count < min)
-      nodeFail(c, "has " + (count == 0 ? "no " + noun.str() : arityText(count, count, noun)) +
+      return nodeError(c, "has " + (count == 0 ? "no " + noun.str() : arityText(count, count, noun)) +
                       ", but " + rule);
+    return success();
   };
-  checkArity(c.node.input_size(), form.minInputs, form.maxInputs, "input", "takes",
-             [&](int i) { return c.node.input(i); });
-  checkArity(c.node.output_size(), form.minOutputs, form.maxOutputs, "output", "has",
-             [&](int i) { return c.node.output(i); });
+  if (failed(checkArity(c.node.input_size(), form.minInputs, form.maxInputs, "input", "takes",
+                        [&](int i) { return c.node.input(i); })))
+    return failure();
+  return checkArity(c.node.output_size(), form.minOutputs, form.maxOutputs, "output", "has",
+                    [&](int i) { return c.node.output(i); });
 }
 
-void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorType type) const {
+LogicalResult Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorType type) const {
   if (!o.has_type() || o.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
-    return; // no declared type: the inferred one stands
+    return success(); // no declared type: the inferred one stands
   const onnx::TypeProto &t = o.type();
   if (!t.has_tensor_type()) {
     const char *kind = t.has_sequence_type()        ? "a sequence"
@@ -548,7 +593,7 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
                        : t.has_optional_type()      ? "an optional"
                        : t.has_sparse_tensor_type() ? "a sparse tensor"
                                                     : "an opaque type";
-    fail("graph output " + quotedName(o.name()) + " is declared as " + kind + ", not a tensor");
+    return fileError("graph output " + quotedName(o.name()) + " is declared as " + kind + ", not a tensor");
   }
   // A declared type must agree with the inferred type: a mismatch means the
   // importer (or the file) got something wrong.
@@ -556,13 +601,13 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
   std::string inferred =
       elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
   if (tt.elem_type() == onnx::TensorProto::UNDEFINED)
-    fail("graph output " + quotedName(o.name()) + " has element type UNDEFINED (it is " + inferred +
+    return fileError("graph output " + quotedName(o.name()) + " has element type UNDEFINED (it is " + inferred +
          ")");
   if (valueElementType(ctx, tt.elem_type()) != type.getElementType())
-    fail("graph output " + quotedName(o.name()) + " is declared " + dataTypeName(tt.elem_type()) +
+    return fileError("graph output " + quotedName(o.name()) + " is declared " + dataTypeName(tt.elem_type()) +
          " but is " + inferred);
   if (!tt.has_shape())
-    return;
+    return success();
   bool agree = tt.shape().dim_size() == static_cast<int>(type.getRank());
   std::string declared = "[";
   for (int d = 0; d < tt.shape().dim_size(); ++d) {
@@ -577,26 +622,28 @@ void Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, RankedTensorT
     }
   }
   if (!agree)
-    fail("graph output " + quotedName(o.name()) + " is declared with shape " + declared +
+    return fileError("graph output " + quotedName(o.name()) + " is declared with shape " + declared +
          "] but the importer infers " + inferred);
+  return success();
 }
 
-void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
+LogicalResult Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &o : graph.output()) {
     auto it = values.find(o.name());
     if (o.name().empty() || it == values.end())
-      fail("graph output " + quotedName(o.name()) +
+      return fileError("graph output " + quotedName(o.name()) +
            " is not produced by any node, input or initializer");
     // DOUBLE values exist only while folding (OnnxFold.cpp).
     if (it->second.constant && it->second.constant.getElementType().isF64())
-      fail("graph output " + quotedName(o.name()) +
+      return fileError("graph output " + quotedName(o.name()) +
            " is DOUBLE: mixprec has no DOUBLE tensors (it computes DOUBLE only at compile time, "
            "until a Cast to another type)");
     Value v = materialize(it->second);
     auto type = cast<RankedTensorType>(v.getType());
-    checkGraphOutputType(o, type);
+    if (failed(checkGraphOutputType(o, type)))
+      return failure();
     results.push_back(v);
     resultTypes.push_back(type);
   }
@@ -613,9 +660,10 @@ void Importer::addReturn(const onnx::GraphProto &graph, func::FuncOp func) {
   for (int i = 0; i < graph.output_size(); ++i)
     func.setResultAttr(i, graph::GraphDialect::kNameAttr,
                        builder.getStringAttr(graph.output(i).name()));
+  return success();
 }
 
-void Importer::verifyModule(ModuleOp module) {
+LogicalResult Importer::verifyModule(ModuleOp module) {
   // The converters compute every type with the verifiers' shape functions,
   // so a failure here is an importer bug; still report it as an error
   // naming the node rather than crash or return bad IR.
@@ -631,15 +679,16 @@ void Importer::verifyModule(ModuleOp module) {
       return success();
     });
     if (succeeded(mlir::verify(module)))
-      return;
+      return success();
   }
   auto it = nodeOpTypes.find(nodeName);
   if (it != nodeOpTypes.end())
-    fail("node " + quotedName(nodeName) + " (" + escapeControls(it->second) +
+    return fileError("node " + quotedName(nodeName) + " (" + escapeControls(it->second) +
          "): the imported op fails verification: " + escapeControls(message));
-  fail("the imported module fails verification" +
+  return fileError("the imported module fails verification" +
        (nodeName.empty() ? std::string() : " at " + quotedName(nodeName)) + ": " +
        escapeControls(message));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -766,12 +815,13 @@ void Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
   defineEntry(c, i, entryOf(c, inputIndex));
 }
 
-void Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
+LogicalResult Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
   for (int i = firstUnsupported; i < c.node.output_size(); ++i) {
     const std::string &out = c.node.output(i);
     if (!out.empty() && usedNames.count(out))
-      nodeFail(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
+      return nodeError(c, "output #" + llvm::Twine(i) + " (" + quotedName(out) + ") is used, but " + why);
   }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -924,16 +974,24 @@ OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::Stri
     // each round pins at least one more input, so this ends.
     OnnxImportOptions pinning = options;
     while (true) {
+      // The importer emits its errors as diagnostics; the first is the
+      // message (the rest, if any, follow from it).
+      std::string firstError;
+      ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diag) {
+        if (diag.getSeverity() != DiagnosticSeverity::Error)
+          return failure(); // not ours to swallow
+        if (firstError.empty())
+          firstError = diag.str();
+        return success();
+      });
       onnx_import::Importer importer(context, path, pinning);
-      try {
-        return importer.importModel(model);
-      } catch (const onnx_import::ImportError &e) {
-        size_t before = pinning.pinnedInputs.size();
-        pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
-        if (pinning.pinnedInputs.size() == before) {
-          error = e.what();
-          return nullptr;
-        }
+      if (OwningOpRef<ModuleOp> module = importer.importModel(model))
+        return module;
+      size_t before = pinning.pinnedInputs.size();
+      pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
+      if (pinning.pinnedInputs.size() == before) {
+        error = firstError;
+        return nullptr;
       }
     }
   } catch (const onnx_import::ImportError &e) {

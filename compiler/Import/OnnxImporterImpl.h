@@ -8,10 +8,20 @@
 // compile-time constant helpers). Not part of the library's
 // interface.
 //
-// Errors in user data are thrown as ImportError carrying the complete
-// one-line message; importOnnxFile catches them. Nothing here throws through
-// MLIR or LLVM code (those are built without exceptions): throws happen only
-// in the importer's own frames.
+// Errors in user data are MLIR diagnostics: an error is emitted with
+// mlir::emitError at the node's location (a NameLoc naming the node, inside
+// the model file's FileLineColLoc), or at the file's location for model-wide
+// errors, and its text is the complete one-line message the user sees
+// ("m.onnx: node 'fc1' (Gemm): ..."). importOnnxFile collects the first error
+// with a ScopedDiagnosticHandler. Functions that can fail return
+// LogicalResult or FailureOr and the caller returns on failure.
+//
+// Transitional: code not converted yet (OnnxFold.cpp's converters, some
+// helpers) still calls the [[noreturn]] fail/nodeFail, which emit the same
+// diagnostic and then throw ImportAborted to unwind to importModel; and
+// decodeTensor throws ImportError. Nothing here throws through MLIR or LLVM
+// code (those are built without exceptions): throws happen only in the
+// importer's own frames.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
@@ -49,11 +59,15 @@ namespace mixprec::compiler::onnx_import {
 using graph::Shape;
 using graph::ShapeOrError;
 
-/// A user-data error; what() is the complete message.
+/// A user-data error thrown by decodeTensor; what() is the complete message.
 class ImportError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+/// Thrown by the transitional fail/nodeFail after they emitted their error
+/// as a diagnostic: unwinds to importModel, carries nothing.
+struct ImportAborted {};
 
 /// The newest versions whose meaning the importer knows: ONNX 1.23's IR
 /// version and default-domain opset (the converters' forms follow its
@@ -200,13 +214,20 @@ class Importer {
 public:
   Importer(mlir::MLIRContext &ctx, std::string path, const OnnxImportOptions &options);
 
-  /// Builds the module; throws ImportError.
+  /// Builds the module; null after an error was emitted as a diagnostic.
   mlir::OwningOpRef<mlir::ModuleOp> importModel(const onnx::ModelProto &model);
   /// After a failed importModel: the graph inputs to pin for another try
   /// (see pinRequest), or none.
   const std::set<std::string> &inputsToPin() const { return pinRequest; }
 
   // --- Errors --------------------------------------------------------------
+  /// Emits "PATH: message" at the model file's location; returns failure.
+  mlir::LogicalResult fileError(const llvm::Twine &message) const;
+  /// Emits "PATH: node 'NAME' (OpType): message" at the node's location;
+  /// returns failure.
+  mlir::LogicalResult nodeError(const NodeCtx &c, const llvm::Twine &message) const;
+  /// Transitional, for code that does not propagate failure yet: fileError /
+  /// nodeError, then throw ImportAborted.
   [[noreturn]] void fail(const llvm::Twine &message) const;
   [[noreturn]] void nodeFail(const NodeCtx &c, const llvm::Twine &message) const;
 
@@ -221,17 +242,21 @@ private:
   };
 
   // --- Model and graph (OnnxImporter.cpp) ----------------------------------
-  void readOpset(const onnx::ModelProto &model);
-  void addInitializers(const onnx::GraphProto &graph);
-  llvm::SmallVector<mlir::Type> graphInputTypes(const onnx::GraphProto &graph,
-                                                llvm::SmallVector<std::string> &names);
-  void convertNode(const onnx::NodeProto &node, int index);
+  /// importModel's work: sets `module` as it builds it.
+  mlir::LogicalResult buildModule(const onnx::ModelProto &model,
+                                  mlir::OwningOpRef<mlir::ModuleOp> &module);
+  mlir::LogicalResult readOpset(const onnx::ModelProto &model);
+  mlir::LogicalResult addInitializers(const onnx::GraphProto &graph);
+  mlir::FailureOr<llvm::SmallVector<mlir::Type>>
+  graphInputTypes(const onnx::GraphProto &graph, llvm::SmallVector<std::string> &names);
+  mlir::LogicalResult convertNode(const onnx::NodeProto &node, int index);
   /// Fails unless the node's attributes, inputs and outputs fit `forms`
   /// at the model's opset.
-  void checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const;
-  void checkGraphOutputType(const onnx::ValueInfoProto &o, mlir::RankedTensorType type) const;
-  void addReturn(const onnx::GraphProto &graph, mlir::func::FuncOp func);
-  void verifyModule(mlir::ModuleOp module);
+  mlir::LogicalResult checkSchema(const NodeCtx &c, llvm::ArrayRef<OpForm> forms) const;
+  mlir::LogicalResult checkGraphOutputType(const onnx::ValueInfoProto &o,
+                                           mlir::RankedTensorType type) const;
+  mlir::LogicalResult addReturn(const onnx::GraphProto &graph, mlir::func::FuncOp func);
+  mlir::LogicalResult verifyModule(mlir::ModuleOp module);
 
   // --- Value table ---------------------------------------------------------
   mlir::Location nameLoc(llvm::StringRef name) const;
@@ -261,7 +286,7 @@ private:
   void defineEntry(const NodeCtx &c, int i, const Entry &e);
   void aliasOutput(const NodeCtx &c, int i, int inputIndex);
   /// Fails when output i exists and something reads it.
-  void requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
+  mlir::LogicalResult requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
 
   // --- Attributes ----------------------------------------------------------
   const onnx::AttributeProto *findAttr(const NodeCtx &c, llvm::StringRef name,
@@ -287,10 +312,10 @@ private:
   /// Sorted, unique, non-negative axes for `rank`.
   llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
                                            llvm::ArrayRef<int64_t> axes, int64_t rank) const;
-  void requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
+  mlir::LogicalResult requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
   /// Fails unless `t` is a float, INT32 or INT64 (run-time integers are
   /// exact: the int_elementwise routine).
-  void requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
+  mlir::LogicalResult requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
   /// ReduceMax over `axes` of a bool tensor (any; false over no values).
   mlir::Value reduceAnyBool(const NodeCtx &c, mlir::Value x, llvm::ArrayRef<int64_t> axes,
                             bool keepDims);
@@ -327,7 +352,7 @@ private:
                                         llvm::ArrayRef<int64_t> kernel,
                                         llvm::ArrayRef<int64_t> strides,
                                         llvm::ArrayRef<int64_t> dilations);
-  void require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
+  mlir::LogicalResult require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
   /// The axes a Reduce* node reduces, sorted and non-negative: the `axes`
   /// attribute before opset `inputFrom`, input #1 from it, every axis when
   /// none are given; nullopt when nothing is reduced (noop_with_empty_axes
@@ -336,14 +361,14 @@ private:
 
   // --- Converters (one file per op family) ---------------------------------
 public:
-  using Converter = void (Importer::*)(const NodeCtx &);
+  using Converter = mlir::LogicalResult (Importer::*)(const NodeCtx &);
 
 private:
   // OnnxGemm.cpp
-  void convertMatMul(const NodeCtx &c);
-  void convertGemm(const NodeCtx &c);
-  void convertConv(const NodeCtx &c);
-  void convertConvTranspose(const NodeCtx &c);
+  mlir::LogicalResult convertMatMul(const NodeCtx &c);
+  mlir::LogicalResult convertGemm(const NodeCtx &c);
+  mlir::LogicalResult convertConv(const NodeCtx &c);
+  mlir::LogicalResult convertConvTranspose(const NodeCtx &c);
   /// What Conv and ConvTranspose share: operands, window and group.
   struct ConvNode {
     mlir::Value x, w, bias;
@@ -353,9 +378,9 @@ private:
   /// Checks a Conv (or, `transposed`, ConvTranspose) node of 1 to 3
   /// spatial dims: ranks, float operands, kernel_shape against the
   /// weight, strides, dilations, group.
-  ConvNode convNode(const NodeCtx &c, bool transposed);
+  mlir::FailureOr<ConvNode> convNode(const NodeCtx &c, bool transposed);
   /// Fails unless `bias` (input #2) is absent or float of shape [channels].
-  void requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
+  mlir::LogicalResult requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
   /// ConvTranspose's pads from auto_pad, output_shape or pads.
   llvm::SmallVector<int64_t> convTransposePads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
                                                llvm::ArrayRef<int64_t> kernel,
@@ -365,21 +390,21 @@ private:
   // OnnxElementwise.cpp
   /// The simple binary and unary ops of runtime/format/ScalarFns.def
   /// (OpT), floats or also integers.
-  template <class OpT, bool integers> void convertBinary(const NodeCtx &c);
-  template <class OpT, bool integers> void convertUnary(const NodeCtx &c);
-  void convertGelu(const NodeCtx &c);
-  void convertWhere(const NodeCtx &c);
-  void convertCompare(const NodeCtx &c);
-  void convertLogic(const NodeCtx &c);
-  void convertNot(const NodeCtx &c);
-  void convertIsNaNOrInf(const NodeCtx &c);
-  void convertParamActivation(const NodeCtx &c);
-  void convertPRelu(const NodeCtx &c);
-  void convertVariadic(const NodeCtx &c);
-  void convertMod(const NodeCtx &c);
-  void convertClip(const NodeCtx &c);
+  template <class OpT, bool integers> mlir::LogicalResult convertBinary(const NodeCtx &c);
+  template <class OpT, bool integers> mlir::LogicalResult convertUnary(const NodeCtx &c);
+  mlir::LogicalResult convertGelu(const NodeCtx &c);
+  mlir::LogicalResult convertWhere(const NodeCtx &c);
+  mlir::LogicalResult convertCompare(const NodeCtx &c);
+  mlir::LogicalResult convertLogic(const NodeCtx &c);
+  mlir::LogicalResult convertNot(const NodeCtx &c);
+  mlir::LogicalResult convertIsNaNOrInf(const NodeCtx &c);
+  mlir::LogicalResult convertParamActivation(const NodeCtx &c);
+  mlir::LogicalResult convertPRelu(const NodeCtx &c);
+  mlir::LogicalResult convertVariadic(const NodeCtx &c);
+  mlir::LogicalResult convertMod(const NodeCtx &c);
+  mlir::LogicalResult convertClip(const NodeCtx &c);
   // OnnxNormalization.cpp
-  void convertSoftmax(const NodeCtx &c);
+  mlir::LogicalResult convertSoftmax(const NodeCtx &c);
   /// The normalized dims' first axis and epsilon of LayerNormalization and
   /// RMSNormalization (axis, epsilon > 0, stash_type 1), checked for `rank`.
   struct NormAttributes {
@@ -387,37 +412,37 @@ private:
     float eps;
   };
   NormAttributes normAttributes(const NodeCtx &c, int64_t rank);
-  void convertLayerNorm(const NodeCtx &c);
-  void convertRmsNorm(const NodeCtx &c);
-  void convertBatchNorm(const NodeCtx &c);
-  void convertReduce(const NodeCtx &c);
+  mlir::LogicalResult convertLayerNorm(const NodeCtx &c);
+  mlir::LogicalResult convertRmsNorm(const NodeCtx &c);
+  mlir::LogicalResult convertBatchNorm(const NodeCtx &c);
+  mlir::LogicalResult convertReduce(const NodeCtx &c);
   // OnnxShape.cpp
-  void convertReshape(const NodeCtx &c);
-  void convertFlatten(const NodeCtx &c);
-  void convertUnsqueeze(const NodeCtx &c);
-  void convertSqueeze(const NodeCtx &c);
-  void convertTranspose(const NodeCtx &c);
-  void convertConcat(const NodeCtx &c);
-  void convertSlice(const NodeCtx &c);
+  mlir::LogicalResult convertReshape(const NodeCtx &c);
+  mlir::LogicalResult convertFlatten(const NodeCtx &c);
+  mlir::LogicalResult convertUnsqueeze(const NodeCtx &c);
+  mlir::LogicalResult convertSqueeze(const NodeCtx &c);
+  mlir::LogicalResult convertTranspose(const NodeCtx &c);
+  mlir::LogicalResult convertConcat(const NodeCtx &c);
+  mlir::LogicalResult convertSlice(const NodeCtx &c);
   void defineSlice(const NodeCtx &c, int out, llvm::ArrayRef<int64_t> starts,
                    llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts);
   llvm::SmallVector<int64_t> splitSizes(const NodeCtx &c, int64_t dim);
-  void convertSplit(const NodeCtx &c);
-  void convertGather(const NodeCtx &c);
+  mlir::LogicalResult convertSplit(const NodeCtx &c);
+  mlir::LogicalResult convertGather(const NodeCtx &c);
   // OnnxPooling.cpp
-  void convertMaxPool(const NodeCtx &c);
-  void convertAveragePool(const NodeCtx &c);
+  mlir::LogicalResult convertMaxPool(const NodeCtx &c);
+  mlir::LogicalResult convertAveragePool(const NodeCtx &c);
   /// MaxPool and AveragePool as the N-D ops (3-D, AveragePool's dilations,
   /// MaxPool's Indices): the window attributes of any of 1 to 3 dims.
-  void convertPoolNd(const NodeCtx &c);
-  void convertGlobalPool(const NodeCtx &c);
+  mlir::LogicalResult convertPoolNd(const NodeCtx &c);
+  mlir::LogicalResult convertGlobalPool(const NodeCtx &c);
   // OnnxConstants.cpp
-  void convertCast(const NodeCtx &c);
-  void convertConstant(const NodeCtx &c);
-  void convertIdentity(const NodeCtx &c);
-  void convertDropout(const NodeCtx &c);
-  mlir::DenseElementsAttr dropoutMask(const NodeCtx &c);
-  void convertShape(const NodeCtx &c);
+  mlir::LogicalResult convertCast(const NodeCtx &c);
+  mlir::LogicalResult convertConstant(const NodeCtx &c);
+  mlir::LogicalResult convertIdentity(const NodeCtx &c);
+  mlir::LogicalResult convertDropout(const NodeCtx &c);
+  mlir::FailureOr<mlir::DenseElementsAttr> dropoutMask(const NodeCtx &c);
+  mlir::LogicalResult convertShape(const NodeCtx &c);
 
   // OnnxFold.cpp: ops whose values are known at compile time (shape
   // subgraphs), and the evaluator that folds them.
@@ -452,15 +477,15 @@ private:
   // (end of OnnxFold.cpp's converters)
 
   // OnnxComposite.cpp: ops built exactly from other mp ops (decompositions).
-  void convertTile(const NodeCtx &c);
-  void convertTrilu(const NodeCtx &c);
-  void convertPad(const NodeCtx &c);
-  void convertDepthSpace(const NodeCtx &c);
-  void convertCastLike(const NodeCtx &c);
-  void convertGroupNorm(const NodeCtx &c);
-  void convertCompositeReduce(const NodeCtx &c);
-  void convertEinsum(const NodeCtx &c);
-  void convertResize(const NodeCtx &c);
+  mlir::LogicalResult convertTile(const NodeCtx &c);
+  mlir::LogicalResult convertTrilu(const NodeCtx &c);
+  mlir::LogicalResult convertPad(const NodeCtx &c);
+  mlir::LogicalResult convertDepthSpace(const NodeCtx &c);
+  mlir::LogicalResult convertCastLike(const NodeCtx &c);
+  mlir::LogicalResult convertGroupNorm(const NodeCtx &c);
+  mlir::LogicalResult convertCompositeReduce(const NodeCtx &c);
+  mlir::LogicalResult convertEinsum(const NodeCtx &c);
+  mlir::LogicalResult convertResize(const NodeCtx &c);
   /// Resize's roi input for tf_crop_and_resize: [starts, ends] of every
   /// axis of `rank` (0 and 1 where `axes` leaves one out).
   llvm::SmallVector<float> resizeRoi(const NodeCtx &c, llvm::ArrayRef<int64_t> axes, int64_t rank);
@@ -479,14 +504,14 @@ private:
   /// ([in, out]): moved last, multiplied, moved back.
   mlir::Value matmulAlongAxis(const NodeCtx &c, mlir::Value v, mlir::Value w, int64_t d,
                               int64_t rank);
-  void convertAttention(const NodeCtx &c);
+  mlir::LogicalResult convertAttention(const NodeCtx &c);
   /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
   /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
   /// inputs' rank.
-  llvm::SmallVector<mlir::Value, 3> attentionInputs(const NodeCtx &c, int64_t &rank);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value, 3>> attentionInputs(const NodeCtx &c, int64_t &rank);
   /// Attention's attn_mask as an additive bias in `et`: a boolean mask as 0
   /// or -inf, padded with -inf up to the key length `kvLen`.
-  mlir::Value attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
+  mlir::FailureOr<mlir::Value> attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
   /// `probs` with 0 in the rows whose `bias` is all -inf.
   mlir::Value zeroMaskedRows(const NodeCtx &c, mlir::Type et, mlir::Value bias,
                              mlir::Value probs);
@@ -494,7 +519,7 @@ private:
   mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
                              llvm::StringRef role);
   /// A 1-D Conv/MaxPool/AveragePool through `convert2d` (its 2-D converter).
-  void convertWindow1d(const NodeCtx &c, Converter convert2d);
+  mlir::LogicalResult convertWindow1d(const NodeCtx &c, Converter convert2d);
   float positiveEpsilon(const NodeCtx &c);
   /// LayerNormalization's optional outputs Mean (#1) and InvStdDev (#2),
   /// when something reads them.
@@ -515,18 +540,33 @@ private:
   // (end of OnnxComposite.cpp's converters)
 
   // OnnxIndexing.cpp: index-driven ops run as routines (TopK, ArgMax, ...).
-  void convertGatherElements(const NodeCtx &c);
-  void convertGatherNd(const NodeCtx &c);
-  void convertArgReduce(const NodeCtx &c);
-  void convertTopK(const NodeCtx &c);
-  void convertCumSum(const NodeCtx &c);
-  void convertScatterNd(const NodeCtx &c);
+  mlir::LogicalResult convertGatherElements(const NodeCtx &c);
+  mlir::LogicalResult convertGatherNd(const NodeCtx &c);
+  mlir::LogicalResult convertArgReduce(const NodeCtx &c);
+  mlir::LogicalResult convertTopK(const NodeCtx &c);
+  mlir::LogicalResult convertCumSum(const NodeCtx &c);
+  mlir::LogicalResult convertScatterNd(const NodeCtx &c);
 
   // (end of OnnxIndexing.cpp's converters)
 
+  /// Transitional: a converter that fails through nodeFail (OnnxFold.cpp's).
+  using ThrowingConverter = void (Importer::*)(const NodeCtx &);
   struct OpInfo {
+    OpInfo(const char *opType, Converter convert, llvm::ArrayRef<OpForm> forms)
+        : opType(opType), convert(convert), forms(forms) {}
+    OpInfo(const char *opType, ThrowingConverter convert, llvm::ArrayRef<OpForm> forms)
+        : opType(opType), throwingConvert(convert), forms(forms) {}
+    /// Converts node c with this row's converter.
+    mlir::LogicalResult run(Importer &importer, const NodeCtx &c) const {
+      if (convert)
+        return (importer.*convert)(c);
+      (importer.*throwingConvert)(c);
+      return mlir::success();
+    }
+
     const char *opType;
-    Converter convert;
+    Converter convert = nullptr;
+    ThrowingConverter throwingConvert = nullptr;
     llvm::ArrayRef<OpForm> forms; // the first form's `since` introduced the op
   };
   /// Each op family's rows of the op table, defined in the family's file.
@@ -572,16 +612,21 @@ mlir::RankedTensorType Importer::inferredType(const NodeCtx &c, mlir::Type eleme
     OpT::populateDefaultProperties(state.name,
                                    state.getOrAddProperties<typename OpT::Properties>());
   std::string why;
-  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &diag) {
-    if (why.empty())
-      why = diag.str();
-    return mlir::success();
-  });
   llvm::SmallVector<mlir::ShapedTypeComponents, 1> results;
-  if (mlir::failed(OpT::inferReturnTypeComponents(
-          &ctx, c.loc, mlir::ValueShapeRange(mlir::ValueRange(state.operands)),
-          state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions,
-          results)))
+  mlir::LogicalResult inferred = mlir::success();
+  {
+    // The shape rule's message becomes the node's (reported below, once
+    // this handler is gone).
+    mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &diag) {
+      if (why.empty())
+        why = diag.str();
+      return mlir::success();
+    });
+    inferred = OpT::inferReturnTypeComponents(
+        &ctx, c.loc, mlir::ValueShapeRange(mlir::ValueRange(state.operands)),
+        state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions, results);
+  }
+  if (mlir::failed(inferred))
     nodeFail(c, why);
   mlir::Type inferredElement = results.front().getElementType();
   return mlir::RankedTensorType::get(results.front().getDims(),

@@ -55,13 +55,13 @@ static const OpForm kGatherElementsForms[] = {
     {11, 2, 2, 1, 1, "axis"},
 };
 
-void Importer::convertGatherElements(const NodeCtx &c) {
+LogicalResult Importer::convertGatherElements(const NodeCtx &c) {
   Entry &data = entryOf(c, 0);
   Entry &indices = entryOf(c, 1);
   RankedTensorType dt = entryType(data), it = entryType(indices);
   requireIndices(*this, c, it.getElementType(), 1);
   if (dt.getRank() == 0)
-    nodeFail(c, "data must have rank >= 1");
+    return nodeError(c, "data must have rank >= 1");
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
   if (indices.constant)
     checkConstIndices(*this, c, intValues(indices.constant), 1,
@@ -70,6 +70,7 @@ void Importer::convertGatherElements(const NodeCtx &c) {
   defineValue(c, 0,
               createInferred<graph::GatherElementsOp>(c, dt.getElementType(), d, ix,
                                                       builder.getI64IntegerAttr(axis)));
+  return success();
 }
 
 static const OpForm kGatherNdForms[] = {
@@ -77,7 +78,7 @@ static const OpForm kGatherNdForms[] = {
     {12, 2, 2, 1, 1, "batch_dims"},
 };
 
-void Importer::convertGatherNd(const NodeCtx &c) {
+LogicalResult Importer::convertGatherNd(const NodeCtx &c) {
   Entry &data = entryOf(c, 0);
   Entry &indices = entryOf(c, 1);
   RankedTensorType dt = entryType(data), it = entryType(indices);
@@ -93,6 +94,7 @@ void Importer::convertGatherNd(const NodeCtx &c) {
                   .create<graph::GatherNdOp>(c.loc, tensorType(s, dt.getElementType()), d, ix,
                                              builder.getI64IntegerAttr(batchDims))
                   .getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -104,12 +106,12 @@ static const OpForm kArgReduceForms[] = {
     {12, 1, 1, 1, 1, "axis keepdims select_last_index"},
 };
 
-void Importer::convertArgReduce(const NodeCtx &c) {
+LogicalResult Importer::convertArgReduce(const NodeCtx &c) {
   Value x = input(c, 0);
   requireNumeric(*this, c, elemOf(x));
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
   if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
+    return nodeError(c, "input must have rank >= 1");
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), rank);
   IntegerAttr axisAttr = builder.getI64IntegerAttr(axis);
   BoolAttr keepDims = builder.getBoolAttr(attrBool(c, "keepdims", true));
@@ -119,6 +121,7 @@ void Importer::convertArgReduce(const NodeCtx &c) {
               c.node.op_type() == "ArgMax"
                   ? createInferred<graph::ArgMaxOp>(c, i64, x, axisAttr, keepDims, last)
                   : createInferred<graph::ArgMinOp>(c, i64, x, axisAttr, keepDims, last));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -131,29 +134,29 @@ static const OpForm kTopKForms[] = {
     {11, 2, 2, 2, 2, "axis largest sorted"},
 };
 
-void Importer::convertTopK(const NodeCtx &c) {
+LogicalResult Importer::convertTopK(const NodeCtx &c) {
   Value x = input(c, 0);
   Type et = elemOf(x);
   requireNumeric(*this, c, et);
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.empty())
-    nodeFail(c, "input must have rank >= 1");
+    return nodeError(c, "input must have rank >= 1");
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), shape.size());
   int64_t k = 0;
   if (opset < 10) {
     std::optional<int64_t> given = attrIntOpt(c, "k");
     if (!given)
-      nodeFail(c, "attribute 'k' is required");
+      return nodeError(c, "attribute 'k' is required");
     k = *given;
   } else {
     SmallVector<int64_t> given = requireConstInts(c, 1, "K");
     if (given.size() != 1)
-      nodeFail(c, "input 'K' (" + quotedName(c.node.input(1)) + ") must hold one value, got " +
+      return nodeError(c, "input 'K' (" + quotedName(c.node.input(1)) + ") must hold one value, got " +
                       llvm::Twine(given.size()));
     k = given[0];
   }
   if (k < 0 || k > shape[axis])
-    nodeFail(c, "k " + llvm::Twine(k) + " is out of range [0, " + llvm::Twine(shape[axis]) +
+    return nodeError(c, "k " + llvm::Twine(k) + " is out of range [0, " + llvm::Twine(shape[axis]) +
                     "] for axis " + llvm::Twine(axis) + " of " + graph::formatShape(shape));
   Shape s = expectShape(c, graph::topKShape(shape, axis, k));
   auto op = builder.create<graph::TopKOp>(
@@ -163,6 +166,7 @@ void Importer::convertTopK(const NodeCtx &c) {
       builder.getBoolAttr(attrBool(c, "sorted", true)));
   defineValue(c, 0, op.getValues());
   defineValue(c, 1, op.getIndices());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -173,21 +177,22 @@ static const OpForm kCumSumForms[] = {
     {11, 2, 2, 1, 1, "exclusive reverse"},
 };
 
-void Importer::convertCumSum(const NodeCtx &c) {
+LogicalResult Importer::convertCumSum(const NodeCtx &c) {
   Value x = input(c, 0);
   requireNumeric(*this, c, elemOf(x));
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
   SmallVector<int64_t> axes = requireConstInts(c, 1, "axis");
   if (axes.size() != 1)
-    nodeFail(c, "input 'axis' (" + quotedName(c.node.input(1)) + ") must hold one value, got " +
+    return nodeError(c, "input 'axis' (" + quotedName(c.node.input(1)) + ") must hold one value, got " +
                     llvm::Twine(axes.size()));
   if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
+    return nodeError(c, "input must have rank >= 1");
   int64_t axis = normalizeAxis(c, "input 'axis'", axes[0], rank);
   defineValue(c, 0,
               createInferred<graph::CumSumOp>(c, elemOf(x), x, builder.getI64IntegerAttr(axis),
                                               builder.getBoolAttr(attrBool(c, "exclusive", false)),
                                               builder.getBoolAttr(attrBool(c, "reverse", false))));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -199,7 +204,7 @@ static const OpForm kScatterNdForms[] = {
     {16, 3, 3, 1, 1, "reduction"},
 };
 
-void Importer::convertScatterNd(const NodeCtx &c) {
+LogicalResult Importer::convertScatterNd(const NodeCtx &c) {
   Entry &indices = entryOf(c, 1);
   RankedTensorType it = entryType(indices);
   requireIndices(*this, c, it.getElementType(), 1);
@@ -210,17 +215,17 @@ void Importer::convertScatterNd(const NodeCtx &c) {
   bool known = reduction == "none" || reduction == "add" || reduction == "mul" ||
                (opset >= 18 && (reduction == "max" || reduction == "min"));
   if (!known)
-    nodeFail(c, "attribute 'reduction' '" + reduction + "' is not one of none, add, mul" +
+    return nodeError(c, "attribute 'reduction' '" + reduction + "' is not one of none, add, mul" +
                     (opset >= 18 ? ", max, min" : " (max and min from opset 18)"));
   ArrayRef<int64_t> ds = shapeOf(data);
   Shape expected = expectShape(c, graph::gatherNdShape(ds, it.getShape(), 0));
   Value updates = input(c, 2);
   if (elemOf(updates) != elemOf(data))
-    nodeFail(c, "updates (" + quotedName(c.node.input(2)) + ") are " +
+    return nodeError(c, "updates (" + quotedName(c.node.input(2)) + ") are " +
                     elementTypeName(elemOf(updates)) + ", the data is " +
                     elementTypeName(elemOf(data)));
   if (shapeOf(updates) != ArrayRef<int64_t>(expected))
-    nodeFail(c, "updates (" + quotedName(c.node.input(2)) + ") have shape " +
+    return nodeError(c, "updates (" + quotedName(c.node.input(2)) + ") have shape " +
                     graph::formatShape(shapeOf(updates)) + ", the indices address " +
                     graph::formatShape(expected));
   if (indices.constant)
@@ -230,6 +235,7 @@ void Importer::convertScatterNd(const NodeCtx &c) {
   defineValue(c, 0,
               createInferred<graph::ScatterNdOp>(c, elemOf(data), data, ix, updates,
                                                  builder.getStringAttr(reduction)));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

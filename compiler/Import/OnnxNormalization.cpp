@@ -25,13 +25,14 @@ static const OpForm kSoftmaxForms[] = {
     {1, 1, 1, 1, 1, "axis"},
 };
 
-void Importer::convertSoftmax(const NodeCtx &c) {
+LogicalResult Importer::convertSoftmax(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = static_cast<int64_t>(shape.size());
   if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
+    return nodeError(c, "input must have rank >= 1");
   // Before opset 13 Softmax coerces the input to 2-D [prod(dims[:axis]),
   // prod(dims[axis:])] and normalizes each row; from 13 it normalizes one
   // axis.
@@ -49,11 +50,12 @@ void Importer::convertSoftmax(const NodeCtx &c) {
   // Legacy softmax at the last axis is the same as single-axis softmax.
   if (!legacy || axis == rank - 1) {
     defineValue(c, 0, make(x, axis));
-    return;
+    return success();
   }
   int64_t outer = product(shape, 0, axis), inner = product(shape, axis, rank);
   Value flat = reshape(c, x, {outer, inner});
   defineValue(c, 0, reshape(c, make(flat, 1), shape));
+  return success();
 }
 
 /// The ONNX schema forms of LayerNorm.
@@ -74,12 +76,15 @@ static const OpForm kLayerNormForms[] = {
     {17, 2, 3, 1, 3, "axis epsilon stash_type *"},
 };
 
-void Importer::convertLayerNorm(const NodeCtx &c) {
+LogicalResult Importer::convertLayerNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, inputType(c, 1).getElementType());
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+    return failure();
   if (hasInput(c, 2))
-    requireFloat(c, 2, inputType(c, 2).getElementType());
+    if (failed(requireFloat(c, 2, inputType(c, 2).getElementType())))
+      return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
@@ -98,7 +103,7 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
   };
   Value scale = param(1, "Scale");
   if (!scale)
-    nodeFail(c, "missing required input #1 (Scale)");
+    return nodeError(c, "missing required input #1 (Scale)");
   Value bias = param(2, "B");
   defineValue(c, 0,
               builder
@@ -107,6 +112,7 @@ void Importer::convertLayerNorm(const NodeCtx &c) {
                                               builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
   defineLayerNormStats(c, x, axis, eps);
+  return success();
 }
 
 /// The ONNX schema forms of RMSNormalization.
@@ -114,10 +120,12 @@ static const OpForm kRmsNormForms[] = {
     {23, 2, 2, 1, 1, "axis epsilon stash_type"},
 };
 
-void Importer::convertRmsNorm(const NodeCtx &c) {
+LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
-  requireFloat(c, 1, inputType(c, 1).getElementType());
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
+  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
@@ -134,17 +142,18 @@ void Importer::convertRmsNorm(const NodeCtx &c) {
                 .getOutput();
   if (!exact) {
     if (scaleType.getRank() > static_cast<int64_t>(normalized.size()))
-      nodeFail(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
+      return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
                       " does not broadcast to the normalized shape " +
                       graph::formatShape(normalized));
     Shape s = expectShape(c, graph::broadcastShapes(shape, scaleType.getShape()));
     if (s != Shape(shape.begin(), shape.end()))
-      nodeFail(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
+      return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
                       " does not broadcast to the normalized shape " +
                       graph::formatShape(normalized));
     y = builder.create<graph::MulOp>(c.loc, x.getType(), y, scale).getOutput();
   }
   defineValue(c, 0, y);
+  return success();
 }
 
 /// The ONNX schema forms of BatchNorm.
@@ -164,33 +173,36 @@ static const OpForm kBatchNormForms[] = {
 /// through the same mp.batch_norm, and outputs #1 and #2 are the running
 /// statistics updated with `momentum` (input * momentum + batch * (1 -
 /// momentum), the population variance too).
-void Importer::convertBatchNorm(const NodeCtx &c) {
+LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   int64_t training = attrInt(c, "training_mode", 0);
   if (training != 0 && training != 1)
-    nodeFail(c, "attribute 'training_mode' must be 0 or 1, got " + llvm::Twine(training));
+    return nodeError(c, "attribute 'training_mode' must be 0 or 1, got " + llvm::Twine(training));
   if (opset < 9 && attrInt(c, "spatial", 1) != 1)
-    nodeFail(c, "attribute 'spatial' must be 1: per-activation statistics are not supported");
+    return nodeError(c, "attribute 'spatial' must be 1: per-activation statistics are not supported");
   float eps = attrFloat(c, "epsilon", 1e-5f);
   if (!(eps >= 0.0f))
-    nodeFail(c, "attribute 'epsilon' must be non-negative, got " + std::to_string(eps));
+    return nodeError(c, "attribute 'epsilon' must be non-negative, got " + std::to_string(eps));
   float momentum = attrFloat(c, "momentum", 0.9f);
   if (training && !std::isfinite(momentum))
-    nodeFail(c, "attribute 'momentum' must be finite, got " + std::to_string(momentum));
+    return nodeError(c, "attribute 'momentum' must be finite, got " + std::to_string(momentum));
   if (!training)
-    requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported");
+    if (failed(requireUnusedOutputs(c, 1, "only output #0 (Y) of BatchNormalization is supported")))
+      return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
-    nodeFail(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
   int64_t channels = shape[1];
   static const char *roles[] = {"scale", "B", "input_mean", "input_var"};
   SmallVector<Value, 4> params;
   for (int i = 1; i <= 4; ++i) {
     RankedTensorType t = inputType(c, i);
-    requireFloat(c, i, t.getElementType());
+    if (failed(requireFloat(c, i, t.getElementType())))
+      return failure();
     if (graph::numElements(t.getShape()) != channels)
-      nodeFail(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
+      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(channels) + "] (one value per channel)");
     params.push_back(reshapeInput(c, i, {channels}));
   }
@@ -223,6 +235,7 @@ void Importer::convertBatchNorm(const NodeCtx &c) {
                   .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1], mean,
                                               var, builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of ReduceSum, and of ReduceMean and ReduceMax: axes move from an
@@ -247,22 +260,23 @@ Value Importer::reduceAnyBool(const NodeCtx &c, Value x, ArrayRef<int64_t> axes,
   return createInferred<graph::GreaterOp>(c, nullptr, m, scalarF32(c, 0.5f));
 }
 
-void Importer::convertReduce(const NodeCtx &c) {
+LogicalResult Importer::convertReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
   bool keepDims = attrBool(c, "keepdims", true);
   std::optional<SmallVector<int64_t>> axes = reduceAxes(c, op == "ReduceSum" ? 13 : 18);
   if (!axes) {
     aliasOutput(c, 0, 0);
-    return;
+    return success();
   }
   SmallVector<int64_t> norm = *axes;
   RankedTensorType t = inputType(c, 0);
   if (op == "ReduceMax" && t.getElementType().isInteger(1)) {
     defineValue(c, 0, reduceAnyBool(c, input(c, 0), norm, keepDims));
-    return;
+    return success();
   }
-  requireFloat(c, 0, t.getElementType());
+  if (failed(requireFloat(c, 0, t.getElementType())))
+    return failure();
   Value x = input(c, 0);
   Type et = t.getElementType();
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(norm);
@@ -277,6 +291,7 @@ void Importer::convertReduce(const NodeCtx &c) {
   else
     r = createInferred<graph::ReduceMaxOp>(c, et, x, axesAttr, kd, TypeAttr());
   defineValue(c, 0, r);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

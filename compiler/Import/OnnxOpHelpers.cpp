@@ -89,16 +89,18 @@ SmallVector<int64_t> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef w
   return out;
 }
 
-void Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
+LogicalResult Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
   if (!isFloat(t))
-    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+    return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
                     ") must be FLOAT, got " + elementTypeName(t));
+  return success();
 }
 
-void Importer::requireFloatOrInteger(const NodeCtx &c, int i, Type t) const {
+LogicalResult Importer::requireFloatOrInteger(const NodeCtx &c, int i, Type t) const {
   if (!isFloat(t) && !isRuntimeInteger(t))
-    nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+    return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
                     ") must be FLOAT, INT32 or INT64, got " + elementTypeName(t));
+  return success();
 }
 
 RankedTensorType Importer::tensorType(ArrayRef<int64_t> shape, Type elem) const {
@@ -163,10 +165,11 @@ bool Importer::hasAttr(const NodeCtx &c, llvm::StringRef name) const {
                       [&](const onnx::AttributeProto &a) { return a.name() == name; });
 }
 
-void Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::StringRef what) const {
+LogicalResult Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::StringRef what) const {
   if (shape.size() != 4)
-    nodeFail(c, "only 2-D " + what + " (a 4-D NCHW input) is supported, got an input of shape " +
+    return nodeError(c, "only 2-D " + what + " (a 4-D NCHW input) is supported, got an input of shape " +
                     graph::formatShape(shape));
+  return success();
 }
 
 std::optional<SmallVector<int64_t>> Importer::reduceAxes(const NodeCtx &c, int64_t inputFrom) {

@@ -27,10 +27,10 @@ static bool indicesUsed(const onnx::NodeProto &node, const llvm::StringSet<> &us
   return node.output_size() > 1 && !node.output(1).empty() && used.count(node.output(1));
 }
 
-void Importer::convertMaxPool(const NodeCtx &c) {
+LogicalResult Importer::convertMaxPool(const NodeCtx &c) {
   int64_t storageOrder = attrInt(c, "storage_order", 0);
   if (storageOrder != 0 && storageOrder != 1)
-    nodeFail(c, "attribute 'storage_order' must be 0 (row-major) or 1 (column-major), got " +
+    return nodeError(c, "attribute 'storage_order' must be 0 (row-major) or 1 (column-major), got " +
                 llvm::Twine(storageOrder));
   int64_t rank = inputType(c, 0).getRank();
   // mp.max_pool2d has no indices; 1-D runs through it (OnnxComposite.cpp).
@@ -39,8 +39,10 @@ void Importer::convertMaxPool(const NodeCtx &c) {
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertMaxPool);
   Value x = input(c, 0);
-  require4D(c, shapeOf(x), "pooling");
-  requireFloat(c, 0, elemOf(x));
+  if (failed(require4D(c, shapeOf(x), "pooling")))
+    return failure();
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
@@ -55,6 +57,7 @@ void Importer::convertMaxPool(const NodeCtx &c) {
                   c, elemOf(x), x, builder.getDenseI64ArrayAttr(kernel),
                   builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
                   ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
+  return success();
 }
 
 /// The ONNX schema forms of AveragePool.
@@ -70,7 +73,7 @@ static bool dilated(std::optional<SmallVector<int64_t>> dilations) {
   return dilations && llvm::any_of(*dilations, [](int64_t d) { return d != 1; });
 }
 
-void Importer::convertAveragePool(const NodeCtx &c) {
+LogicalResult Importer::convertAveragePool(const NodeCtx &c) {
   int64_t rank = inputType(c, 0).getRank();
   // mp.avg_pool2d has no dilations; 1-D runs through the 2-D converter.
   if (rank == 5 || (rank == 4 && dilated(attrInts(c, "dilations"))))
@@ -78,8 +81,10 @@ void Importer::convertAveragePool(const NodeCtx &c) {
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertAveragePool);
   Value x = input(c, 0);
-  require4D(c, shapeOf(x), "pooling");
-  requireFloat(c, 0, elemOf(x));
+  if (failed(require4D(c, shapeOf(x), "pooling")))
+    return failure();
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
   SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
   SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
@@ -92,16 +97,18 @@ void Importer::convertAveragePool(const NodeCtx &c) {
                   builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
                   ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
                   countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
+  return success();
 }
 
-void Importer::convertPoolNd(const NodeCtx &c) {
+LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
   Value x = input(c, 0);
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3 || shape.size() > 5)
-    nodeFail(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
+    return nodeError(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
                 "of shape " +
                     graph::formatShape(shape));
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   const size_t dims = shape.size() - 2;
   SmallVector<int64_t> ones(dims, 1);
   SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt, dims);
@@ -120,18 +127,19 @@ void Importer::convertPoolNd(const NodeCtx &c) {
                 createInferred<graph::AvgPoolOp>(
                     c, elemOf(x), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr, ceilAttr,
                     countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
-    return;
+    return success();
   }
   defineValue(c, 0,
               createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr, stridesAttr,
                                                padsAttr, dilationsAttr, ceilAttr));
   if (!indicesUsed(c.node, usedNames))
-    return;
+    return success();
   int64_t storageOrder = attrInt(c, "storage_order", 0);
   defineValue(c, 1,
               createInferred<graph::MaxPoolIndicesOp>(
                   c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr,
                   ceilAttr, storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
+  return success();
 }
 
 /// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.
@@ -139,12 +147,13 @@ static const OpForm kGlobalPoolForms[] = {
     {1, 1, 1, 1, 1, ""},
 };
 
-void Importer::convertGlobalPool(const NodeCtx &c) {
+LogicalResult Importer::convertGlobalPool(const NodeCtx &c) {
   Value x = input(c, 0);
-  requireFloat(c, 0, elemOf(x));
+  if (failed(requireFloat(c, 0, elemOf(x))))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3)
-    nodeFail(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(shape));
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
     axes.push_back(d);
@@ -154,6 +163,7 @@ void Importer::convertGlobalPool(const NodeCtx &c) {
                 ? createInferred<graph::ReduceMeanOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr())
                 : createInferred<graph::ReduceMaxOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr());
   defineValue(c, 0, r);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -30,19 +30,20 @@ static const OpForm kReshapeForms[] = {
     {14, 2, 2, 1, 1, "allowzero"},
 };
 
-void Importer::convertReshape(const NodeCtx &c) {
+LogicalResult Importer::convertReshape(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   SmallVector<int64_t> target;
   if (opset < 5) {
     auto attr = attrInts(c, "shape");
     if (!attr)
-      nodeFail(c, "attribute 'shape' is required before opset 5");
+      return nodeError(c, "attribute 'shape' is required before opset 5");
     target = *attr;
   } else {
     target = requireConstInts(c, 1, "shape");
   }
   bool allowZero = opset >= 14 && attrBool(c, "allowzero", false);
   defineReshaped(c, 0, expectShape(c, reshapeShape(in, target, allowZero)));
+  return success();
 }
 
 /// The ONNX schema forms of Flatten.
@@ -50,17 +51,18 @@ static const OpForm kFlattenForms[] = {
     {1, 1, 1, 1, 1, "axis"},
 };
 
-void Importer::convertFlatten(const NodeCtx &c) {
+LogicalResult Importer::convertFlatten(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   int64_t rank = static_cast<int64_t>(in.size());
   int64_t axis = attrInt(c, "axis", 1);
   // axis lies in [-rank, rank] (negative from opset 11).
   if (axis < (opset >= 11 ? -rank : 0) || axis > rank)
-    nodeFail(c, "attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
+    return nodeError(c, "attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
                     llvm::Twine(rank));
   if (axis < 0)
     axis += rank;
   defineReshaped(c, 0, {product(in, 0, axis), product(in, axis, rank)});
+  return success();
 }
 
 /// The ONNX schema forms of Unsqueeze.
@@ -69,13 +71,13 @@ static const OpForm kUnsqueezeForms[] = {
     {13, 2, 2, 1, 1, ""},
 };
 
-void Importer::convertUnsqueeze(const NodeCtx &c) {
+LogicalResult Importer::convertUnsqueeze(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   SmallVector<int64_t> axes;
   if (opset < 13) {
     auto attr = attrInts(c, "axes");
     if (!attr)
-      nodeFail(c, "attribute 'axes' is required before opset 13");
+      return nodeError(c, "attribute 'axes' is required before opset 13");
     axes = *attr;
   } else {
     axes = requireConstInts(c, 1, "axes");
@@ -87,6 +89,7 @@ void Importer::convertUnsqueeze(const NodeCtx &c) {
   for (int64_t d = 0; d < outRank; ++d)
     out.push_back(llvm::is_contained(norm, d) ? 1 : in[next++]);
   defineReshaped(c, 0, out);
+  return success();
 }
 
 /// The ONNX schema forms of Squeeze.
@@ -95,7 +98,7 @@ static const OpForm kSqueezeForms[] = {
     {13, 1, 2, 1, 1, ""},
 };
 
-void Importer::convertSqueeze(const NodeCtx &c) {
+LogicalResult Importer::convertSqueeze(const NodeCtx &c) {
   ArrayRef<int64_t> in = inputType(c, 0).getShape();
   std::optional<SmallVector<int64_t>> axes;
   if (opset < 13) {
@@ -112,13 +115,14 @@ void Importer::convertSqueeze(const NodeCtx &c) {
     SmallVector<int64_t> norm = normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
     for (int64_t a : norm)
       if (in[a] != 1)
-        nodeFail(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
+        return nodeError(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
                         " (input shape " + graph::formatShape(in) + ")");
     for (size_t d = 0; d < in.size(); ++d)
       if (!llvm::is_contained(norm, static_cast<int64_t>(d)))
         out.push_back(in[d]);
   }
   defineReshaped(c, 0, out);
+  return success();
 }
 
 /// The ONNX schema forms of Transpose.
@@ -126,7 +130,7 @@ static const OpForm kTransposeForms[] = {
     {1, 1, 1, 1, 1, "perm"},
 };
 
-void Importer::convertTranspose(const NodeCtx &c) {
+LogicalResult Importer::convertTranspose(const NodeCtx &c) {
   Value x = input(c, 0);
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
   SmallVector<int64_t> perm;
@@ -136,9 +140,10 @@ void Importer::convertTranspose(const NodeCtx &c) {
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
   if (static_cast<int64_t>(perm.size()) != rank)
-    nodeFail(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
+    return nodeError(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
                     " entries");
   defineValue(c, 0, transpose(c, x, perm));
+  return success();
 }
 
 /// The ONNX schema forms of Concat.
@@ -146,7 +151,7 @@ static const OpForm kConcatForms[] = {
     {1, 1, kVariadic, 1, 1, "axis"},
 };
 
-void Importer::convertConcat(const NodeCtx &c) {
+LogicalResult Importer::convertConcat(const NodeCtx &c) {
   int n = c.node.input_size(); // at least one (checkSchema)
   SmallVector<Entry *> entries;
   for (int i = 0; i < n; ++i)
@@ -154,17 +159,17 @@ void Importer::convertConcat(const NodeCtx &c) {
   RankedTensorType first = entryType(*entries[0]);
   int64_t rank = first.getRank();
   if (rank == 0)
-    nodeFail(c, "inputs must have rank >= 1");
+    return nodeError(c, "inputs must have rank >= 1");
   std::optional<int64_t> axisAttr = attrIntOpt(c, "axis");
   if (!axisAttr && opset >= 4)
-    nodeFail(c, "attribute 'axis' is required");
+    return nodeError(c, "attribute 'axis' is required");
   int64_t axis = normalizeAxis(c, "attribute 'axis'", axisAttr.value_or(1), rank);
   SmallVector<SmallVector<int64_t, 4>> shapes;
   bool allConst = true;
   for (int i = 0; i < n; ++i) {
     RankedTensorType t = entryType(*entries[i]);
     if (t.getElementType() != first.getElementType())
-      nodeFail(c, "input #" + llvm::Twine(i) + " is " + elementTypeName(t.getElementType()) +
+      return nodeError(c, "input #" + llvm::Twine(i) + " is " + elementTypeName(t.getElementType()) +
                       ", input #0 is " + elementTypeName(first.getElementType()));
     shapes.emplace_back(t.getShape());
     allConst &= static_cast<bool>(entries[i]->constant);
@@ -184,7 +189,7 @@ void Importer::convertConcat(const NodeCtx &c) {
         out.append(vals[i].begin() + o * chunk, vals[i].begin() + (o + 1) * chunk);
       }
     defineConst(c, 0, makeIntAttr(s, first.getElementType(), out));
-    return;
+    return success();
   }
   SmallVector<Value> operands;
   for (Entry *e : entries)
@@ -194,6 +199,7 @@ void Importer::convertConcat(const NodeCtx &c) {
                   .create<graph::ConcatOp>(c.loc, tensorType(s, first.getElementType()), operands,
                                            builder.getI64IntegerAttr(axis))
                   .getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Slice.
@@ -202,7 +208,7 @@ static const OpForm kSliceForms[] = {
     {10, 3, 5, 1, 1, ""},
 };
 
-void Importer::convertSlice(const NodeCtx &c) {
+LogicalResult Importer::convertSlice(const NodeCtx &c) {
   RankedTensorType t = inputType(c, 0);
   ArrayRef<int64_t> in = t.getShape();
   int64_t rank = t.getRank();
@@ -211,7 +217,7 @@ void Importer::convertSlice(const NodeCtx &c) {
   if (opset < 10) {
     auto s = attrInts(c, "starts"), e = attrInts(c, "ends");
     if (!s || !e)
-      nodeFail(c, "attributes 'starts' and 'ends' are required before opset 10");
+      return nodeError(c, "attributes 'starts' and 'ends' are required before opset 10");
     starts = *s;
     ends = *e;
     if (auto a = attrInts(c, "axes")) {
@@ -236,7 +242,7 @@ void Importer::convertSlice(const NodeCtx &c) {
   if (!haveSteps)
     steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    nodeFail(c, "starts, ends, axes and steps must have the same length, got " +
+    return nodeError(c, "starts, ends, axes and steps must have the same length, got " +
                     llvm::Twine(starts.size()) + ", " + llvm::Twine(ends.size()) + ", " +
                     llvm::Twine(axes.size()) + ", " + llvm::Twine(steps.size()));
 
@@ -246,11 +252,11 @@ void Importer::convertSlice(const NodeCtx &c) {
   for (size_t k = 0; k < starts.size(); ++k) {
     int64_t axis = normalizeAxis(c, "axis", axes[k], rank);
     if (seen[axis])
-      nodeFail(c, "axis " + llvm::Twine(axis) + " is sliced twice");
+      return nodeError(c, "axis " + llvm::Twine(axis) + " is sliced twice");
     seen[axis] = true;
     int64_t step = steps[k];
     if (step == 0)
-      nodeFail(c, "step of axis " + llvm::Twine(axis) + " is zero");
+      return nodeError(c, "step of axis " + llvm::Twine(axis) + " is zero");
     int64_t dim = in[axis];
     int64_t s = starts[k], e = ends[k];
     // ONNX: negative indices count from the end, then clamp to [0, dim] for
@@ -284,8 +290,9 @@ void Importer::convertSlice(const NodeCtx &c) {
   }
   std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
   if (!bounds.empty())
-    nodeFail(c, bounds);
+    return nodeError(c, bounds);
   defineSlice(c, 0, outStarts, outSteps, counts);
+  return success();
 }
 
 /// Defines output `out` of `c` as input #0 sliced at `starts` by `steps`,
@@ -389,11 +396,11 @@ SmallVector<int64_t> Importer::splitSizes(const NodeCtx &c, int64_t dim) {
 
 /// Split: output i is the slice of the input along `axis` after the first
 /// i sizes (GPT-style decoders split a fused QKV projection this way).
-void Importer::convertSplit(const NodeCtx &c) {
+LogicalResult Importer::convertSplit(const NodeCtx &c) {
   RankedTensorType t = inputType(c, 0);
   int64_t rank = t.getRank();
   if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
+    return nodeError(c, "input must have rank >= 1");
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrIntOpt(c, "axis").value_or(0), rank);
   SmallVector<int64_t> sizes = splitSizes(c, t.getDimSize(axis));
   SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
@@ -404,6 +411,7 @@ void Importer::convertSplit(const NodeCtx &c) {
       defineSlice(c, i, starts, steps, counts);
     starts[axis] += sizes[i];
   }
+  return success();
 }
 
 /// The ONNX schema forms of Gather.
@@ -411,12 +419,12 @@ static const OpForm kGatherForms[] = {
     {1, 2, 2, 1, 1, "axis"},
 };
 
-void Importer::convertGather(const NodeCtx &c) {
+LogicalResult Importer::convertGather(const NodeCtx &c) {
   Entry &data = entryOf(c, 0);
   Entry &indices = entryOf(c, 1);
   RankedTensorType dt = entryType(data), it = entryType(indices);
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
-    nodeFail(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
+    return nodeError(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
                     elementTypeName(it.getElementType()));
   int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
   Shape s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
@@ -427,7 +435,7 @@ void Importer::convertGather(const NodeCtx &c) {
     idx = intValues(indices.constant);
     for (int64_t &i : idx) {
       if (i < -dim || i >= dim)
-        nodeFail(c, "index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
+        return nodeError(c, "index " + llvm::Twine(i) + " is out of range for axis " + llvm::Twine(axis) +
                         " of size " + llvm::Twine(dim));
       if (i < 0)
         i += dim;
@@ -444,7 +452,7 @@ void Importer::convertGather(const NodeCtx &c) {
         out.append(begin, begin + inner);
       }
     defineConst(c, 0, makeIntAttr(s, dt.getElementType(), out));
-    return;
+    return success();
   }
   Value d = materialize(data), ix = materialize(indices);
   defineValue(c, 0,
@@ -452,6 +460,7 @@ void Importer::convertGather(const NodeCtx &c) {
                   .create<graph::GatherOp>(c.loc, tensorType(s, dt.getElementType()), d, ix,
                                            builder.getI64IntegerAttr(axis))
                   .getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
