@@ -7,6 +7,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "codegen/Cuda/NvrtcCompiler.h"
+#include "mixprec/runtime.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -127,6 +129,21 @@ std::string formatDiagnostic(const Diagnostic &diag) {
        << ": ";
   os << diag.str();
   return s;
+}
+
+std::string deviceCudaArch(int &smVersion, std::string &note) {
+  int sm = 0;
+  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
+  const bool device = status == nullptr;
+  mixprec_status_free(status);
+  if (!device)
+    return "";
+  std::string arch = "sm_" + std::to_string(sm), error;
+  if (!codegen::parseCudaArch(arch, smVersion, error)) {
+    note = "the device's architecture: " + error;
+    return "";
+  }
+  return arch;
 }
 
 } // namespace mixprec::compiler

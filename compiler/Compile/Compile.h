@@ -117,6 +117,12 @@ mlir::LogicalResult writeModule(mlir::MLIRContext &context, const std::string &p
 /// "FILE:LINE:COL: message" for a file's, the message alone otherwise.
 std::string formatDiagnostic(const mlir::Diagnostic &diag);
 
+/// The CUDA architecture of the device ("sm_90", its N in `smVersion`)
+/// when there is one and NVRTC knows its architecture; else "" (no device,
+/// or `note` says why its architecture gets no code). What the CLI's
+/// just-in-time runs, training and the Python package compile for.
+std::string deviceCudaArch(int &smVersion, std::string &note);
+
 } // namespace mixprec::compiler
 
 #endif // MIXPREC_COMPILER_COMPILE_COMPILE_H

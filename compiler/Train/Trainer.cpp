@@ -106,15 +106,9 @@ enum class Build { Step, Eval, Forward };
 int deviceSmVersion(mixprec_backend_t backend) {
   if (backend == MIXPREC_BACKEND_CPU)
     return 0;
-  int sm = 0;
-  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
-  const bool device = status == nullptr;
-  mixprec_status_free(status);
   int smVersion = 0;
-  std::string error;
-  if (!device || !codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion, error))
-    return 0;
-  return smVersion;
+  std::string note;
+  return deviceCudaArch(smVersion, note).empty() ? 0 : smVersion;
 }
 
 /// Bytes of a tensor type's elements (sub-byte types round up).

@@ -358,15 +358,9 @@ Failure encodeInput(const mixprec_tensor_info_t &info, const support::NpyArray &
 }
 
 int deviceSmVersion() {
-  int sm = 0;
-  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
-  const bool device = status == nullptr;
-  mixprec_status_free(status);
   int smVersion = 0;
-  std::string error;
-  if (!device || !codegen::parseCudaArch("sm_" + std::to_string(sm), smVersion, error))
-    return 0;
-  return smVersion;
+  std::string note;
+  return compiler::deviceCudaArch(smVersion, note).empty() ? 0 : smVersion;
 }
 
 void decodeFloats(mixprec_dtype_t dtype, const void *data, float *out, size_t n) {
@@ -427,6 +421,9 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   o.frozen = r.frozen;
   o.name = "main";
   c.precision = &options;
+  c.batch = r.batch;
+  c.loop = r.loop;
+  c.compare = r.compare;
   if (r.backend == "cpu")
     c.loop.backend = MIXPREC_BACKEND_CPU;
   else if (r.backend == "cuda")
@@ -435,26 +432,6 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
     c.loop.backend = MIXPREC_BACKEND_AUTO;
   else
     return bad("backend", r.backend, "cpu, cuda or auto");
-  c.batch = r.batch;
-  c.loop.steps = r.steps;
-  c.loop.epochs = r.epochs;
-  c.loop.seed = r.seed;
-  c.loop.shuffle = r.shuffle;
-  c.loop.logEvery = r.logEvery;
-  c.loop.evalEvery = r.evalEvery;
-  c.loop.checkpointEvery = r.checkpointEvery;
-  c.loop.maxSkippedInARow = r.maxSkippedInARow;
-  c.loop.csv = r.csv;
-  c.loop.checkpoint = r.checkpoint;
-  c.loop.resume = r.resume;
-  c.loop.stateDir = r.stateDir;
-  c.compare = r.compare;
-  c.loop.seeds = r.seeds;
-  c.loop.reinit = r.reinit;
-  c.loop.compareEvery = r.compareEvery;
-  c.loop.metrics = r.metrics;
-  c.loop.report = r.report;
-  c.loop.fp32SamplesPerSecond = r.fp32SamplesPerSecond;
 
   compiler::TrainEvents events;
   events.print = print;

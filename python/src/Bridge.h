@@ -14,6 +14,7 @@
 
 #include "common/Npy.h"
 #include "mixprec/runtime.h"
+#include "train/TrainLoop.h"
 
 #include <cstdint>
 #include <functional>
@@ -106,16 +107,12 @@ struct TrainRequest {
   double initScale = 65536, growthFactor = 2, backoffFactor = 0.5, minScale = 0, clipNorm = 0;
   int64_t growthInterval = 2000, hysteresis = 1, accumulate = 1;
   std::vector<std::string> frozen;
-  int64_t batch = 32, steps = 0, epochs = 0, logEvery = 10, evalEvery = 0;
-  int64_t checkpointEvery = 0, maxSkippedInARow = 50;
-  uint64_t seed = 0;
-  bool shuffle = true;
-  std::string csv, checkpoint, resume, stateDir, compare;
-  /// --seeds, --compare-every, --metrics, --report, --fp32-samples-per-s.
-  int64_t seeds = 1, compareEvery = 0;
-  std::string metrics, report;
-  double fp32SamplesPerSecond = 0;
-  bool reinit = false;
+  int64_t batch = 32;
+  /// The loop's options (steps, epochs, seed, shuffling, logs, evaluation,
+  /// CSV, checkpoints, ensembles, metrics, report) as the keywords give
+  /// them; the backend is `backend` above.
+  trainer::LoopOptions loop;
+  std::string compare;
 };
 
 /// One step as `mixprec.train`'s callback sees it (NaN: not evaluated).

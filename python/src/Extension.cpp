@@ -619,16 +619,16 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   if (key == "optimizer") return str(r.optimizer);
   if (key == "loss_scale") return str(r.lossScale);
   if (key == "backend") return str(r.backend);
-  if (key == "csv") return str(r.csv);
-  if (key == "checkpoint") return str(r.checkpoint);
-  if (key == "resume") return str(r.resume);
-  if (key == "state_dir") return str(r.stateDir);
+  if (key == "csv") return str(r.loop.csv);
+  if (key == "checkpoint") return str(r.loop.checkpoint);
+  if (key == "resume") return str(r.loop.resume);
+  if (key == "state_dir") return str(r.loop.stateDir);
   if (key == "compare") return str(r.compare);
-  if (key == "metrics") return str(r.metrics);
-  if (key == "report") return str(r.report);
-  if (key == "seeds") return integer(r.seeds);
-  if (key == "compare_every") return integer(r.compareEvery);
-  if (key == "fp32_samples_per_s") return real(r.fp32SamplesPerSecond);
+  if (key == "metrics") return str(r.loop.metrics);
+  if (key == "report") return str(r.loop.report);
+  if (key == "seeds") return integer(r.loop.seeds);
+  if (key == "compare_every") return integer(r.loop.compareEvery);
+  if (key == "fp32_samples_per_s") return real(r.loop.fp32SamplesPerSecond);
   if (key == "lr") return real(r.lr);
   if (key == "momentum") return real(r.momentum);
   if (key == "weight_decay") return real(r.weightDecay);
@@ -644,21 +644,21 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   if (key == "hysteresis") return integer(r.hysteresis);
   if (key == "accumulate") return integer(r.accumulate);
   if (key == "batch") return integer(r.batch);
-  if (key == "steps") return integer(r.steps);
-  if (key == "epochs") return integer(r.epochs);
-  if (key == "log_every") return integer(r.logEvery);
-  if (key == "eval_every") return integer(r.evalEvery);
-  if (key == "checkpoint_every") return integer(r.checkpointEvery);
-  if (key == "max_skipped_in_a_row") return integer(r.maxSkippedInARow);
+  if (key == "steps") return integer(r.loop.steps);
+  if (key == "epochs") return integer(r.loop.epochs);
+  if (key == "log_every") return integer(r.loop.logEvery);
+  if (key == "eval_every") return integer(r.loop.evalEvery);
+  if (key == "checkpoint_every") return integer(r.loop.checkpointEvery);
+  if (key == "max_skipped_in_a_row") return integer(r.loop.maxSkippedInARow);
   if (key == "seed") {
-    if (isBool() || !PyIndex_Check(value.ptr()) || !nb::try_cast(value, r.seed))
+    if (isBool() || !PyIndex_Check(value.ptr()) || !nb::try_cast(value, r.loop.seed))
       wrong("an integer in [0, 2^64-1]");
     return;
   }
   if (key == "reinit" || key == "shuffle") {
     if (!isBool())
       wrong("True or False");
-    (key == "reinit" ? r.reinit : r.shuffle) = value.ptr() == Py_True;
+    (key == "reinit" ? r.loop.reinit : r.loop.shuffle) = value.ptr() == Py_True;
     return;
   }
   if (key == "frozen") {

@@ -17,6 +17,7 @@
 
 #include "passes/Pipelines.h"
 #include "passes/Training/TrainingStep.h"
+#include "train/TrainLoop.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -109,21 +110,13 @@ struct TrainSettings {
   NamedFiles data, testData;
   std::string labels, testLabels;
   int64_t batch = 32;
-  /// --steps (0: not given) and --epochs (0: not given; 1 when neither is).
-  int64_t steps = 0, epochs = 0;
-  int64_t logEvery = 10, evalEvery = 0, checkpointEvery = 0;
-  std::string csv, checkpoint, resume, stateDir, saveModules;
-  bool shuffle = true;
+  /// The loop's options as the flags give them (--steps, --epochs, logs,
+  /// evaluation, CSV, checkpoints, ensembles, metrics, report); the
+  /// backend and the seed come from the common flags (runTrain).
+  trainer::LoopOptions loop;
   /// --compare: the precision of the run beside this one ("" for none).
   std::string compare;
-  /// Stop after this many skipped steps in a row (the loss scale cannot
-  /// recover), with a diagnosis.
-  int64_t maxSkippedInARow = 50;
-  /// --seeds, --compare-every, --metrics, --report, --fp32-samples-per-s.
-  int64_t seeds = 1, compareEvery = 0;
-  std::string metrics, report;
-  double fp32SamplesPerSecond = 0;
-  bool reinit = false;
+  std::string saveModules;
 };
 const TrainSettings &train();
 } // namespace opts

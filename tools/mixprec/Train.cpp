@@ -39,29 +39,13 @@ int runTrain() {
     config.testLabels = compiler::TrainArray{"", t.testLabels, std::nullopt};
   config.step = t.step;
   config.precision = &opts::precision();
-  config.loop.backend = opts::backend() == Backend::Cpu    ? MIXPREC_BACKEND_CPU
-                   : opts::backend() == Backend::Cuda ? MIXPREC_BACKEND_CUDA
-                                                      : MIXPREC_BACKEND_AUTO;
   config.batch = t.batch;
-  config.loop.steps = t.steps;
-  config.loop.epochs = t.epochs;
+  config.loop = t.loop;
+  config.loop.backend = opts::backend() == Backend::Cpu    ? MIXPREC_BACKEND_CPU
+                        : opts::backend() == Backend::Cuda ? MIXPREC_BACKEND_CUDA
+                                                           : MIXPREC_BACKEND_AUTO;
   config.loop.seed = opts::seed();
-  config.loop.shuffle = t.shuffle;
-  config.loop.logEvery = t.logEvery;
-  config.loop.evalEvery = t.evalEvery;
-  config.loop.checkpointEvery = t.checkpointEvery;
-  config.loop.maxSkippedInARow = t.maxSkippedInARow;
-  config.loop.csv = t.csv;
-  config.loop.checkpoint = t.checkpoint;
-  config.loop.resume = t.resume;
-  config.loop.stateDir = t.stateDir;
   config.compare = t.compare;
-  config.loop.seeds = t.seeds;
-  config.loop.reinit = t.reinit;
-  config.loop.compareEvery = t.compareEvery;
-  config.loop.metrics = t.metrics;
-  config.loop.report = t.report;
-  config.loop.fp32SamplesPerSecond = t.fp32SamplesPerSecond;
   config.saveModules = t.saveModules;
   config.arch = opts::arch();
 

@@ -516,20 +516,12 @@ codegen::CudaCompileOptions cudaCompileOptions(int smVersion) {
 std::string jitCudaArch(Backend backend, int &smVersion) {
   if (backend != Backend::Cuda && backend != Backend::Auto)
     return "";
-  int sm = 0;
-  mixprec_status_t status = mixprec_cuda_device_sm_version(&sm);
-  const bool device = status == nullptr;
-  mixprec_status_free(status);
-  if (!device)
-    return "";
-  std::string arch = "sm_" + std::to_string(sm), archError;
-  if (!mixprec::codegen::parseCudaArch(arch, smVersion, archError)) {
-    // Without a device the module has no CUDA code and the runtime says
-    // why CUDA is not there.
-    llvm::errs() << "mixprec: note: the device's architecture: " << archError
-                 << "; the module gets no CUDA code\n";
-    return "";
-  }
+  std::string note;
+  std::string arch = compiler::deviceCudaArch(smVersion, note);
+  // Without a device the module has no CUDA code and the runtime says why
+  // CUDA is not there.
+  if (!note.empty())
+    llvm::errs() << "mixprec: note: " << note << "; the module gets no CUDA code\n";
   return arch;
 }
 
