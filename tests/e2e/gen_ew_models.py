@@ -16,7 +16,7 @@ OUTDIR/manifest.json, references from onnxruntime CPU at FP32):
                        the same kernel (the HF softmax guard
                        Where(IsNaN(s), 0, s)), Casts bool/int64 -> float and
                        float -> int64/int32/bool (int outputs compared exactly)
-  ew_math    opset 18  x[4,32], y[4,32], z[32], runtime_lo[] -> Sin, Cos, Tan, Abs, Sign,
+  ew_math    opset 18  x[4,32], y[4,32], z[32], runtime_lo[] -> Sin, Cos, Tan, Atan, Abs, Sign,
                        Floor, Ceil, Round, Max/Min (3 inputs, broadcast),
                        Sum, Mean, Mod(fmod=1), Clip (constant bounds, a
                        run-time bound, one bound), Softplus, HardSigmoid,
@@ -120,7 +120,7 @@ def build_math():
     x = g.input("x", [4, 32])
     y = g.input("y", [4, 32])
     z = g.input("z", [32])
-    unary = [("Sin", {}), ("Cos", {}), ("Tan", {}), ("Abs", {}), ("Sign", {}), ("Floor", {}),
+    unary = [("Sin", {}), ("Cos", {}), ("Tan", {}), ("Atan", {}), ("Abs", {}), ("Sign", {}), ("Floor", {}),
              ("Ceil", {}), ("Round", {}), ("Softplus", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
              ("HardSwish", {}), ("LeakyRelu", {"alpha": 0.07}), ("Elu", {"alpha": 0.8}),
              ("Selu", {}), ("Mish", {})]

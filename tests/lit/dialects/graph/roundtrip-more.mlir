@@ -21,8 +21,10 @@ func.func @unary$more(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %5 = mp.cos %4 : tensor<4x8xf32>
   // CHECK: mp.tan %{{.*}} : tensor<4x8xf32>
   %tan = mp.tan %5 : tensor<4x8xf32>
+  // CHECK: mp.atan %{{.*}} : tensor<4x8xf32>
+  %atan = mp.atan %tan : tensor<4x8xf32>
   // CHECK: mp.softplus
-  %6 = mp.softplus %tan : tensor<4x8xf32>
+  %6 = mp.softplus %atan : tensor<4x8xf32>
   // CHECK: mp.mish
   %7 = mp.mish %6 : tensor<4x8xf32>
   // CHECK: mp.hard_swish
