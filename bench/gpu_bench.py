@@ -209,6 +209,8 @@ def run_module(args, work, entry, p):
     cmd = [args.runner, os.path.join(work, mod["file"]), "--backend", args.backend,
            "--warmup", str(args.warmup), "--repeat", str(args.repeat),
            "--max-seconds", str(args.max_seconds), "--output-dir", out_dir]
+    if not args.host_io:  # inputs in device buffers, as PyTorch's are (gpu_runner.c)
+        cmd.append("--device-io")
     for iname in entry["inputs"]:
         cmd += ["--input", f"{iname}={os.path.join(work, entry['name'] + '.inputs', iname + '.f32')}"]
     timeout = int(min(args.module_timeout, remaining(args) - 30))
@@ -419,6 +421,9 @@ def run(args):
     print("goals:\n  " + "\n  ".join(goal_lines))
     print("kernel bandwidth: pending: the runtime has no per-kernel timing hook yet; "
           "times are whole runs (host clock around a synchronous run)")
+    print("mixprec inputs: " + ("host data, copied to the device every run (--host-io)"
+                                if args.host_io else
+                                "device buffers filled once (IO binding), as PyTorch's"))
     print(check_line)
     print_table(rows)
     return 0 if check_ok or not args.check_fp32 else 1
@@ -458,13 +463,16 @@ def selftest(args):
                             device="cpu", json=os.path.join(args.work, "tiny.json"), warmup=0,
                             repeat=2, max_seconds=5.0, module_timeout=120, torch_timeout=0,
                             compile_timeout=0, skip_compile=True, no_torch=True, deadline=0,
-                            check_fp32=False)
+                            check_fp32=False, host_io=False)
     run(ns)
     with open(ns.json) as f:
         report = json.load(f)
     for key, res in report["modules"].items():
         if "error" in res:
             failures.append(f"{key}: {res['error']}")
+        elif key.startswith("mlp_") and res.get("inputs_on_device") != 1:
+            # The MLP's one input is F32: --device-io binds it from a buffer.
+            failures.append(f"{key}: inputs_on_device {res.get('inputs_on_device')}, want 1")
     work = folder + "-work"
     for entry in manifest["models"]:
         name, scratch = entry["name"], folder + ".scratch"
@@ -526,6 +534,9 @@ def main(argv=None):
     rp.add_argument("--torch-timeout", type=int, default=240)
     rp.add_argument("--compile-timeout", type=int, default=240)
     rp.add_argument("--skip-compile", action="store_true")
+    rp.add_argument("--host-io", action="store_true",
+                    help="bind mixprec's inputs as host data, copied to the device every run "
+                         "(default: device buffers, filled once, as PyTorch's inputs are)")
     rp.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out")
     rp.add_argument("--deadline", type=float, default=0,
                     help="Unix time by which the table must be printed (steps are shortened)")
