@@ -146,4 +146,10 @@ std::string deviceCudaArch(int &smVersion, std::string &note) {
   return arch;
 }
 
+int deviceSmVersion() {
+  int smVersion = 0;
+  std::string note;
+  return deviceCudaArch(smVersion, note).empty() ? 0 : smVersion;
+}
+
 } // namespace mixprec::compiler

@@ -122,6 +122,8 @@ std::string formatDiagnostic(const mlir::Diagnostic &diag);
 /// or `note` says why its architecture gets no code). What the CLI's
 /// just-in-time runs, training and the Python package compile for.
 std::string deviceCudaArch(int &smVersion, std::string &note);
+/// deviceCudaArch's N of sm_N, or 0 (no device, or no code for it).
+int deviceSmVersion();
 
 } // namespace mixprec::compiler
 

@@ -100,17 +100,6 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 /// the report's picture) the forward graph alone.
 enum class Build { Step, Eval, Forward };
 
-/// The CUDA architecture a module gets code for on `backend` (as N of
-/// sm_N): the device's (CUDA, or auto with a device) when NVRTC knows it,
-/// else 0 (none).
-int deviceSmVersion(mixprec_backend_t backend) {
-  if (backend == MIXPREC_BACKEND_CPU)
-    return 0;
-  int smVersion = 0;
-  std::string note;
-  return deviceCudaArch(smVersion, note).empty() ? 0 : smVersion;
-}
-
 /// Bytes of a tensor type's elements (sub-byte types round up).
 int64_t tensorBytes(Type type) {
   auto ranked = dyn_cast<RankedTensorType>(type);
@@ -545,7 +534,8 @@ int run(Ctx &ctx) {
   if (!t.arch.empty() && !codegen::parseCudaArch(t.arch, smVersion, error))
     return ctx.usage("train: --arch: " + error);
   if (t.arch.empty() && t.saveModules.empty())
-    smVersion = deviceSmVersion(t.loop.backend);
+    // The device's architecture (CUDA, or auto with a device), none on the CPU.
+    smVersion = t.loop.backend == MIXPREC_BACKEND_CPU ? 0 : deviceSmVersion();
 
   // The step (and the evaluation) at the precision, and at FP32 beside it.
   auto start = std::chrono::steady_clock::now();

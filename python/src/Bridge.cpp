@@ -357,11 +357,7 @@ Failure encodeInput(const mixprec_tensor_info_t &info, const support::NpyArray &
   return {};
 }
 
-int deviceSmVersion() {
-  int smVersion = 0;
-  std::string note;
-  return compiler::deviceCudaArch(smVersion, note).empty() ? 0 : smVersion;
-}
+int deviceSmVersion() { return compiler::deviceSmVersion(); }
 
 void decodeFloats(mixprec_dtype_t dtype, const void *data, float *out, size_t n) {
   numerics::decodeArray(static_cast<numerics::Format>(dtype), data, out, n);

@@ -64,6 +64,17 @@ GemmCase shape(int64_t m, int64_t n, int64_t k) {
   return c;
 }
 
+/// An E4M3 x E4M3 GEMM with scales and a bf16 output, b transposed (the TN
+/// layout cuBLASLt's FP8 GEMMs take).
+GemmCase fp8Shape(int64_t m, int64_t n, int64_t k) {
+  GemmCase c = shape(m, n, k);
+  c.a = c.b = DType::F8E4M3FN;
+  c.out = DType::BF16;
+  c.transB = true;
+  c.scales = true;
+  return c;
+}
+
 TEST(GemmPlan, F32RowMajorIsColumnMajorWithOperandsSwapped) {
   GemmPlan p = plan(shape(3, 5, 4));
   EXPECT_EQ(p.mode, GemmMode::Matmul);
@@ -123,11 +134,8 @@ TEST(GemmPlan, SixteenBitOperandsAccumulateInF32) {
 }
 
 TEST(GemmPlan, Fp8TransposedWeightsAreTheTnLayoutWithScales) {
-  GemmCase c = shape(16, 32, 64);
-  c.a = c.b = DType::F8E4M3FN;
-  c.out = c.bias = DType::BF16;
-  c.transB = true;
-  c.scales = true;
+  GemmCase c = fp8Shape(16, 32, 64);
+  c.bias = DType::BF16;
   c.epilogue = Epilogue::BiasGelu;
   GemmPlan p = plan(c);
   EXPECT_EQ(p.transa, CUBLAS_OP_T);
@@ -160,11 +168,9 @@ TEST(GemmPlan, Fp8MixedFormatsFollowTheSwap) {
 }
 
 TEST(GemmPlan, Fp8WithoutTransBIsRefused) {
-  GemmCase c = shape(16, 32, 64);
+  GemmCase c = fp8Shape(16, 32, 64);
   c.name = "fc1";
-  c.a = c.b = DType::F8E4M3FN;
-  c.out = DType::BF16;
-  c.scales = true;
+  c.transB = false;
   EXPECT_EQ(refusal(c),
             "CUDA backend: gemm #0 'fc1': an FP8 GEMM needs b stored transposed ([n, k], "
             "trans_b), the TN layout cuBLASLt requires on sm_89/sm_90; the compiler must give "
@@ -173,12 +179,8 @@ TEST(GemmPlan, Fp8WithoutTransBIsRefused) {
 
 TEST(GemmPlan, Fp8WithUnalignedDimsIsRefused) {
   // cuBLASLt 13.1 on an H200 found no FP8 algorithm for n = 10.
-  GemmCase c = shape(16, 10, 64);
+  GemmCase c = fp8Shape(16, 10, 64);
   c.name = "head";
-  c.a = c.b = DType::F8E4M3FN;
-  c.out = DType::BF16;
-  c.transB = true;
-  c.scales = true;
   EXPECT_EQ(refusal(c), "CUDA backend: gemm #0 'head': an FP8 GEMM needs k and n multiples of "
                         "16 (cuBLASLt's FP8 alignment); this one has k = 64, n = 10; compile "
                         "it in BF16");
