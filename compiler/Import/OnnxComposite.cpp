@@ -323,8 +323,8 @@ LogicalResult Importer::convertPad(const NodeCtx &c) {
         s[d] = len;
         int64_t count = graph::numElements(s);
         if (count > kMaxFoldElements * 16)
-          return nodeError(c, "the constant padding block " + graph::formatShape(s) +
-                                  " is too large");
+          return nodeError(c,
+                           "the constant padding block " + graph::formatShape(s) + " is too large");
         DenseElementsAttr a = isFloat(et) ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
                                           : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
         parts.push_back(constant(c.loc, a));
@@ -392,8 +392,8 @@ LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
                       ") must be multiples of blocksize " + llvm::Twine(b));
     // DCR puts the block offsets before the channel, CRD (opset 28) after.
     Value r = reshape(c, x, {n, ch, h / b, b, w / b, b});
-    FailureOr<Value> t = mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4})
-                                       : transpose(c, r, {0, 1, 3, 5, 2, 4});
+    FailureOr<Value> t =
+        mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4}) : transpose(c, r, {0, 1, 3, 5, 2, 4});
     if (failed(t))
       return failure();
     defineValue(c, 0, reshape(c, *t, {n, ch * b * b, h / b, w / b}));
@@ -403,9 +403,9 @@ LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
     return nodeError(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
                     llvm::Twine(b * b) + ")");
   int64_t oc = ch / (b * b);
-  FailureOr<Value> t =
-      mode == "DCR" ? transpose(c, reshape(c, x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2})
-                    : transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
+  FailureOr<Value> t = mode == "DCR"
+                           ? transpose(c, reshape(c, x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2})
+                           : transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
   if (failed(t))
     return failure();
   defineValue(c, 0, reshape(c, *t, {n, oc, h * b, w * b}));
@@ -464,8 +464,8 @@ FailureOr<float> Importer::positiveEpsilon(const NodeCtx &c) {
   if (failed(attrFloat(c, "epsilon", 1e-5f, eps)))
     return failure();
   if (!(eps > 0.0f) || !std::isfinite(eps))
-    return nodeError(c, "attribute 'epsilon' must be positive and finite, got " +
-                            std::to_string(eps));
+    return nodeError(c,
+                     "attribute 'epsilon' must be positive and finite, got " + std::to_string(eps));
   return eps;
 }
 
@@ -1226,7 +1226,7 @@ FailureOr<SmallVector<float>> Importer::resizeRoi(const NodeCtx &c, ArrayRef<int
   size_t n = axes.size();
   if (given.size() != 2 * n)
     return nodeError(c, "input 'roi' has " + llvm::Twine(given.size()) + " values, want " +
-                    llvm::Twine(2 * n) + " (a start and an end per resized axis)");
+                            llvm::Twine(2 * n) + " (a start and an end per resized axis)");
   SmallVector<float> roi(rank, 0.0f);
   roi.append(rank, 1.0f);
   for (size_t i = 0; i < n; ++i) {
@@ -1271,7 +1271,7 @@ LogicalResult Importer::resizeModes(const NodeCtx &c, bool legacy, std::string &
     return failure();
   if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
     return nodeError(c, "attribute 'mode' must be nearest, linear" +
-                    llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
+                            llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
   transform = "asymmetric";
   nearestMode = "simple";
   if (!legacy &&
@@ -1283,17 +1283,18 @@ LogicalResult Importer::resizeModes(const NodeCtx &c, bool legacy, std::string &
       !(transform == "half_pixel_symmetric" && opset >= 19) && transform != "tf_crop_and_resize") {
     if (transform == "tf_half_pixel_for_nn")
       return nodeError(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
-                      " is not supported");
+                              " is not supported");
     return nodeError(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
-                "pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize" +
-                    llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
-                    quotedName(transform));
+                        "pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize" +
+                            llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
+                            quotedName(transform));
   }
   if (nearestMode != "simple" && nearestMode != "round_prefer_floor" &&
       nearestMode != "round_prefer_ceil" && nearestMode != "floor" && nearestMode != "ceil")
-    return nodeError(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
-                "or ceil, got " +
-                    quotedName(nearestMode));
+    return nodeError(
+        c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
+           "or ceil, got " +
+               quotedName(nearestMode));
   return success();
 }
 
@@ -1316,7 +1317,8 @@ LogicalResult Importer::resizeScalesOrSizes(const NodeCtx &c, bool upsample, boo
       if (failed(requireConst(c, scalesInput, "scales", k)))
         return failure();
       if (!isFloat(k.getElementType()))
-        return nodeError(c, "input 'scales' must be FLOAT, got " + elementTypeName(k.getElementType()));
+        return nodeError(c, "input 'scales' must be FLOAT, got " +
+                                elementTypeName(k.getElementType()));
       scales = floatValues(k);
     }
     if (!legacy && hasInput(c, 3)) {
@@ -1331,7 +1333,7 @@ LogicalResult Importer::resizeScalesOrSizes(const NodeCtx &c, bool upsample, boo
   size_t given = scales.empty() ? sizes.size() : scales.size();
   if (given != axisCount)
     return nodeError(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
-                    llvm::Twine(given) + " values, want " + llvm::Twine(axisCount));
+                            llvm::Twine(given) + " values, want " + llvm::Twine(axisCount));
   return success();
 }
 
@@ -1370,8 +1372,8 @@ static LogicalResult resizePlan(const Importer &imp, const NodeCtx &c, ArrayRef<
     for (size_t i = 0; i < axes.size(); ++i) {
       float s = scales[i];
       if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
-        return imp.nodeError(c, "scales must be positive and at most 65536, got " +
-                                    std::to_string(s));
+        return imp.nodeError(c,
+                             "scales must be positive and at most 65536, got " + std::to_string(s));
       AxisResize &a = plan[axes[i]];
       a.scale = s;
       a.refScale = static_cast<double>(s);
@@ -1597,8 +1599,7 @@ FailureOr<Value> Importer::attentionMask(const NodeCtx &c, Value mask, Type et, 
                     " must end in at most the key length " + llvm::Twine(kvLen));
   FailureOr<Value> additive = mask;
   if (mt.isInteger(1))
-    additive =
-        createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
+    additive = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
   else if (failed(requireFloat(c, 3, mt)))
     return failure();
   if (succeeded(additive) && ms.back() < kvLen) {
@@ -1621,8 +1622,8 @@ FailureOr<Value> Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias,
     return failure();
   Value rowMasked =
       builder
-          .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(*rowMax), builder.getI1Type()),
-                                  *rowMax, builder.getBoolAttr(true), builder.getBoolAttr(false))
+          .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(*rowMax), builder.getI1Type()), *rowMax,
+                                  builder.getBoolAttr(true), builder.getBoolAttr(false))
           .getOutput();
   return createInferred<graph::WhereOp>(c, et, rowMasked, scalarF32(c, 0.0f), probs);
 }
@@ -1689,13 +1690,13 @@ FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int
 /// one constant), softmax, rows whose bias is all -inf zeroed, times V.
 /// Attention's attributes, checked (the scale's default needs the head
 /// size).
-LogicalResult Importer::attentionAttributes(const NodeCtx &c, int64_t headSize,
-                                            AttentionAttrs &a) {
+LogicalResult Importer::attentionAttributes(const NodeCtx &c, int64_t headSize, AttentionAttrs &a) {
   if (failed(attrBool(c, "is_causal", false, a.causal)) ||
       failed(attrInt(c, "qk_matmul_output_mode", 0, a.mode)))
     return failure();
   if (a.mode < 0 || a.mode > 3)
-    return nodeError(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(a.mode));
+    return nodeError(c,
+                     "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(a.mode));
   // softmax_precision: mp.softmax always runs in FP32, which covers FLOAT,
   // FLOAT16 and BFLOAT16. DOUBLE is computed in FP32 too (mixprec has no
   // FP64 compute; the README says so): the output has the inputs' FP32 type,
@@ -1704,8 +1705,9 @@ LogicalResult Importer::attentionAttributes(const NodeCtx &c, int64_t headSize,
   if (failed(attrIntOpt(c, "softmax_precision", sp)))
     return failure();
   if (sp && *sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
-    return nodeError(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
-                 llvm::Twine(*sp));
+    return nodeError(c,
+                     "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
+                         llvm::Twine(*sp));
   // The reference takes sqrt(scale) in double and rounds it to the input type.
   a.scale = 1.0 / std::sqrt(static_cast<double>(headSize));
   if (hasAttr(c, "scale")) {
@@ -1715,19 +1717,20 @@ LogicalResult Importer::attentionAttributes(const NodeCtx &c, int64_t headSize,
     a.scale = given;
   }
   if (!(a.scale > 0.0) || !std::isfinite(a.scale))
-    return nodeError(c, "attribute 'scale' must be positive and finite, got " + std::to_string(a.scale));
+    return nodeError(c, "attribute 'scale' must be positive and finite, got " +
+                            std::to_string(a.scale));
   if (failed(attrInt(c, "left_window_size", -1, a.leftWindow)) ||
       failed(attrInt(c, "right_window_size", -1, a.rightWindow)))
     return failure();
   if (a.leftWindow < -1 || a.rightWindow < -1)
     return nodeError(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
-                "non-negative, got " +
-                    llvm::Twine(a.leftWindow) + " and " + llvm::Twine(a.rightWindow));
+                        "non-negative, got " +
+                            llvm::Twine(a.leftWindow) + " and " + llvm::Twine(a.rightWindow));
   if (failed(attrFloat(c, "softcap", 0.0f, a.softcap)))
     return failure();
   if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap))
     return nodeError(c, "attribute 'softcap' must be non-negative and finite, got " +
-                    std::to_string(a.softcap));
+                            std::to_string(a.softcap));
   return success();
 }
 
@@ -1785,9 +1788,9 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
   if (biasBatch * qLen * kvLen > kMaxFoldElements)
     return nodeError(c, "the attention bias would have more than 2^20 elements");
   bool anyFixed = false, fixedRowMasked = false;
-  SmallVector<float> fixed = attentionFixedBias(
-      biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, attrs.causal,
-      attrs.leftWindow, attrs.rightWindow, anyFixed, fixedRowMasked);
+  SmallVector<float> fixed =
+      attentionFixedBias(biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, attrs.causal,
+                         attrs.leftWindow, attrs.rightWindow, anyFixed, fixedRowMasked);
   SmallVector<int64_t> fixedShape = nonpad ? SmallVector<int64_t>{batch, 1, qLen, kvLen}
                                            : SmallVector<int64_t>{qLen, kvLen};
   FailureOr<Value> bias = Value();
@@ -1836,11 +1839,10 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
   FailureOr<Value> logits = *bias ? addV(c, qk, *bias) : qk;
   if (failed(logits))
     return failure();
-  FailureOr<Value> probs =
-      builder
-          .create<graph::SoftmaxOp>(c.loc, logits->getType(), *logits,
-                                    builder.getI64IntegerAttr(3), TypeAttr())
-          .getOutput();
+  FailureOr<Value> probs = builder
+                               .create<graph::SoftmaxOp>(c.loc, logits->getType(), *logits,
+                                                         builder.getI64IntegerAttr(3), TypeAttr())
+                               .getOutput();
   // A row with no attendable key (its bias all -inf) gives 0, as in the
   // reference, not the NaN of exp(-inf - -inf).
   if (*bias && (hasMask || fixedRowMasked))

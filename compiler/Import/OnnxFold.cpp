@@ -1723,8 +1723,8 @@ FailureOr<bool> Importer::tryFold(const NodeCtx &c, bool givenValues) {
     auto same = llvm::find(constants, attr);
     if (same == constants.end())
       defineConst(c, static_cast<int>(i), attr);
-    else if (failed(aliasOutput(c, static_cast<int>(i),
-                                static_cast<int>(same - constants.begin()))))
+    else if (failed(
+                 aliasOutput(c, static_cast<int>(i), static_cast<int>(same - constants.begin()))))
       return failure();
     foldBudget -= attr.getNumElements();
   }
@@ -1872,8 +1872,8 @@ LogicalResult Importer::convertExpand(const NodeCtx &c) {
   if (!s.ok())
     return nodeError(c, "cannot expand " + graph::formatShape(t.getShape()) + ": " + s.error);
   if (graph::numElements(s.shape) < 0)
-    return nodeError(c, "the output shape " + graph::formatShape(s.shape) +
-                            " has too many elements");
+    return nodeError(c,
+                     "the output shape " + graph::formatShape(s.shape) + " has too many elements");
   if (ArrayRef<int64_t>(s.shape) == t.getShape())
     return aliasOutput(c, 0, 0);
   size_t rank = s.shape.size(), lead = rank - t.getRank();

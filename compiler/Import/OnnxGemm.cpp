@@ -265,8 +265,7 @@ Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape, ArrayRe
   bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
   if (!outputShape && !same) {
     if (autoPad != "NOTSET" && pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-      return nodeError(c, "attributes 'pads' and 'auto_pad' (" + autoPad +
-                              ") cannot both be set");
+      return nodeError(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
     return autoPad == "NOTSET" && pads ? *pads : SmallVector<int64_t>(2 * dims, 0);
   }
   // ONNX: output_shape (else, for SAME_*, input * stride) fixes the total
@@ -323,9 +322,9 @@ LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
   DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
   DenseI64ArrayAttr outputPaddingAttr = builder.getDenseI64ArrayAttr(outputPadding);
   IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
-  FailureOr<RankedTensorType> t = inferredType<graph::ConvTransposeOp>(
-      c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, outputPaddingAttr,
-      groupAttr, TypeAttr());
+  FailureOr<RankedTensorType> t =
+      inferredType<graph::ConvTransposeOp>(c, elemOf(x), x, w, bias, stridesAttr, padsAttr,
+                                           dilationsAttr, outputPaddingAttr, groupAttr, TypeAttr());
   if (failed(t) || failed(requireConvBias(c, bias, t->getShape()[1])))
     return failure();
   defineValue(c, 0,

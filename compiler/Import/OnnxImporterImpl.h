@@ -3,10 +3,9 @@
 // Shared by OnnxImporter.cpp (model, graph inputs/outputs, value table),
 // the op converters (one file per op family: OnnxGemm.cpp,
 // OnnxElementwise.cpp, OnnxNormalization.cpp, OnnxShape.cpp, OnnxPooling.cpp,
-// OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp, OnnxIndexing.cpp; their helpers in OnnxOpHelpers.h/.cpp, the op table in
-// OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto decoding and
-// compile-time constant helpers). Not part of the library's
-// interface.
+// OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp, OnnxIndexing.cpp; their helpers in
+// OnnxOpHelpers.h/.cpp, the op table in OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto
+// decoding and compile-time constant helpers). Not part of the library's interface.
 //
 // Errors in user data are MLIR diagnostics: an error is emitted with
 // mlir::emitError at the node's location (a NameLoc naming the node, inside
@@ -47,9 +46,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
-#include <functional>
 #include <string>
 
 namespace mixprec::compiler::onnx_import {
@@ -379,11 +378,9 @@ private:
                                     std::string &autoPad);
   /// Resolves ONNX window attributes (auto_pad, pads) to the begins then the
   /// ends ([top, left, bottom, right] in 2-D), one per dim of `kernel`.
-  mlir::FailureOr<llvm::SmallVector<int64_t>> windowPads(const NodeCtx &c,
-                                                         llvm::ArrayRef<int64_t> inShape,
-                                                         llvm::ArrayRef<int64_t> kernel,
-                                                         llvm::ArrayRef<int64_t> strides,
-                                                         llvm::ArrayRef<int64_t> dilations);
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  windowPads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> kernel,
+             llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> dilations);
   mlir::LogicalResult require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
   /// The axes a Reduce* node reduces, sorted and non-negative: the `axes`
   /// attribute before opset `inputFrom`, input #1 from it, every axis when
@@ -600,8 +597,8 @@ private:
   mlir::FailureOr<mlir::Value> subV(const NodeCtx &c, mlir::FailureOr<mlir::Value> a,
                                     mlir::FailureOr<mlir::Value> b);
   mlir::FailureOr<mlir::Value> absV(const NodeCtx &c, mlir::FailureOr<mlir::Value> x);
-  mlir::FailureOr<mlir::Value> perChannel(const NodeCtx &c, int i, int64_t channels,
-                                          int64_t groups, int64_t rank);
+  mlir::FailureOr<mlir::Value> perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups,
+                                          int64_t rank);
 
   // (end of OnnxComposite.cpp's converters)
 
@@ -661,8 +658,8 @@ private:
 };
 
 template <typename OpT, typename... Args>
-mlir::FailureOr<mlir::RankedTensorType>
-Importer::inferredType(const NodeCtx &c, mlir::Type element, const Args &...args) {
+mlir::FailureOr<mlir::RankedTensorType> Importer::inferredType(const NodeCtx &c, mlir::Type element,
+                                                               const Args &...args) {
   mlir::OperationState state(c.loc, OpT::getOperationName());
   OpT::build(builder, state, /*output=*/mlir::Type(), args...);
   // As Operation::create does: unset attributes take their default values.

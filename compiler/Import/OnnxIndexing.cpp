@@ -233,10 +233,9 @@ LogicalResult Importer::convertCumSum(const NodeCtx &c) {
       failed(attrBool(c, "reverse", false, reverse)))
     return failure();
   return defineResult(c, 0,
-                      createInferred<graph::CumSumOp>(c, elemOf(x), x,
-                                                      builder.getI64IntegerAttr(axis),
-                                                      builder.getBoolAttr(exclusive),
-                                                      builder.getBoolAttr(reverse)));
+                      createInferred<graph::CumSumOp>(
+                          c, elemOf(x), x, builder.getI64IntegerAttr(axis),
+                          builder.getBoolAttr(exclusive), builder.getBoolAttr(reverse)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -89,12 +89,10 @@ LogicalResult Importer::convertLayerNorm(const NodeCtx &c) {
   if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   RankedTensorType scaleType, biasType;
-  if (failed(inputType(c, 1, scaleType)) ||
-      failed(requireFloat(c, 1, scaleType.getElementType())))
+  if (failed(inputType(c, 1, scaleType)) || failed(requireFloat(c, 1, scaleType.getElementType())))
     return failure();
   if (hasInput(c, 2))
-    if (failed(inputType(c, 2, biasType)) ||
-        failed(requireFloat(c, 2, biasType.getElementType())))
+    if (failed(inputType(c, 2, biasType)) || failed(requireFloat(c, 2, biasType.getElementType())))
       return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   FailureOr<NormAttributes> attrs = normAttributes(c, static_cast<int64_t>(shape.size()));
@@ -149,8 +147,7 @@ LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
   RankedTensorType scaleType;
   if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  if (failed(inputType(c, 1, scaleType)) ||
-      failed(requireFloat(c, 1, scaleType.getElementType())))
+  if (failed(inputType(c, 1, scaleType)) || failed(requireFloat(c, 1, scaleType.getElementType())))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   FailureOr<NormAttributes> attrs = normAttributes(c, static_cast<int64_t>(shape.size()));
@@ -321,9 +318,8 @@ FailureOr<Value> Importer::reduceAnyBool(const NodeCtx &c, Value x, ArrayRef<int
                                          bool keepDims) {
   Type f32 = builder.getF32Type();
   Value wide = builder.create<graph::CastOp>(c.loc, tensorType(shapeOf(x), f32), x).getOutput();
-  FailureOr<Value> m =
-      createInferred<graph::ReduceMaxOp>(c, f32, wide, builder.getDenseI64ArrayAttr(axes),
-                                         builder.getBoolAttr(keepDims), TypeAttr());
+  FailureOr<Value> m = createInferred<graph::ReduceMaxOp>(
+      c, f32, wide, builder.getDenseI64ArrayAttr(axes), builder.getBoolAttr(keepDims), TypeAttr());
   if (failed(m))
     return failure();
   return createInferred<graph::GreaterOp>(c, nullptr, *m, scalarF32(c, 0.5f));

@@ -72,9 +72,8 @@ FailureOr<Shape> Importer::expectShape(const NodeCtx &c, const ShapeOrError &s) 
 LogicalResult Importer::normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t &axis,
                                       int64_t rank) const {
   if (axis < -rank || axis >= rank)
-    return nodeError(c, what + " " + llvm::Twine(axis) + " is out of range [" +
-                            llvm::Twine(-rank) + ", " + llvm::Twine(rank - 1) + "] for rank " +
-                            llvm::Twine(rank));
+    return nodeError(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) +
+                            ", " + llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
   if (axis < 0)
     axis += rank;
   return success();
@@ -158,16 +157,13 @@ FailureOr<Value> Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_
   return reshape(c, materialize(e), shape);
 }
 
-FailureOr<Value> Importer::transpose(const NodeCtx &c, FailureOr<Value> v,
-                                     ArrayRef<int64_t> perm) {
+FailureOr<Value> Importer::transpose(const NodeCtx &c, FailureOr<Value> v, ArrayRef<int64_t> perm) {
   if (failed(v))
     return failure();
-  return createInferred<graph::TransposeOp>(c, elemOf(*v), *v,
-                                            builder.getDenseI64ArrayAttr(perm));
+  return createInferred<graph::TransposeOp>(c, elemOf(*v), *v, builder.getDenseI64ArrayAttr(perm));
 }
 
-LogicalResult Importer::defineReshaped(const NodeCtx &c, int inputIndex,
-                                       ArrayRef<int64_t> shape) {
+LogicalResult Importer::defineReshaped(const NodeCtx &c, int inputIndex, ArrayRef<int64_t> shape) {
   Entry *entry;
   if (failed(entryOf(c, inputIndex, entry)))
     return failure();

@@ -52,12 +52,12 @@ LogicalResult Importer::convertMaxPool(const NodeCtx &c) {
   DenseI64ArrayAttr dil = llvm::any_of(w.dilations, [](int64_t d) { return d != 1; })
                               ? builder.getDenseI64ArrayAttr(w.dilations)
                               : DenseI64ArrayAttr();
-  return defineResult(c, 0,
-                      createInferred<graph::MaxPool2dOp>(
-                          c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
-                          builder.getDenseI64ArrayAttr(w.strides),
-                          builder.getDenseI64ArrayAttr(w.pads),
-                          w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
+  return defineResult(
+      c, 0,
+      createInferred<graph::MaxPool2dOp>(c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
+                                         builder.getDenseI64ArrayAttr(w.strides),
+                                         builder.getDenseI64ArrayAttr(w.pads),
+                                         w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
 }
 
 /// The ONNX schema forms of AveragePool.
@@ -115,13 +115,13 @@ LogicalResult Importer::convertAveragePool(const NodeCtx &c) {
       failed(requireFloat(c, 0, elemOf(x))) ||
       failed(poolWindow(c, shapeOf(x), w, &countIncludePad)))
     return failure();
-  return defineResult(c, 0,
-                      createInferred<graph::AvgPool2dOp>(
-                          c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
-                          builder.getDenseI64ArrayAttr(w.strides),
-                          builder.getDenseI64ArrayAttr(w.pads),
-                          w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
-                          countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
+  return defineResult(
+      c, 0,
+      createInferred<graph::AvgPool2dOp>(c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
+                                         builder.getDenseI64ArrayAttr(w.strides),
+                                         builder.getDenseI64ArrayAttr(w.pads),
+                                         w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
+                                         countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
 }
 
 LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
@@ -152,20 +152,19 @@ LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
                             c, elemOf(x), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr,
                             ceilAttr, countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
   if (failed(defineResult(c, 0,
-                          createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr,
-                                                           stridesAttr, padsAttr, dilationsAttr,
-                                                           ceilAttr))))
+                          createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr, stridesAttr,
+                                                           padsAttr, dilationsAttr, ceilAttr))))
     return failure();
   if (!indicesUsed(c.node, usedNames))
     return success();
   int64_t storageOrder;
   if (failed(attrInt(c, "storage_order", 0, storageOrder)))
     return failure();
-  return defineResult(
-      c, 1,
-      createInferred<graph::MaxPoolIndicesOp>(
-          c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr, ceilAttr,
-          storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
+  return defineResult(c, 1,
+                      createInferred<graph::MaxPoolIndicesOp>(
+                          c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr,
+                          dilationsAttr, ceilAttr,
+                          storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
 }
 
 /// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.

@@ -413,12 +413,12 @@ LogicalResult Importer::splitSizes(const NodeCtx &c, int64_t dim, SmallVector<in
     sizes = *attr;
   } else if (numOutputs) {
     if (*numOutputs != outputs)
-      return nodeError(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) + ", the node has " +
-                      llvm::Twine(outputs) + " outputs");
+      return nodeError(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) +
+                              ", the node has " + llvm::Twine(outputs) + " outputs");
     int64_t chunk = (dim + outputs - 1) / outputs;
     if (dim - chunk * (outputs - 1) < 0)
       return nodeError(c, "cannot cut dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
-                      " parts of " + llvm::Twine(chunk) + ": the last would be negative");
+                              " parts of " + llvm::Twine(chunk) + ": the last would be negative");
     sizes.assign(outputs, chunk);
     sizes.back() = dim - chunk * (outputs - 1);
   } else {
@@ -426,21 +426,22 @@ LogicalResult Importer::splitSizes(const NodeCtx &c, int64_t dim, SmallVector<in
       return nodeError(c, "needs the 'split' input or the 'num_outputs' attribute from opset 18");
     if (dim % outputs != 0)
       return nodeError(c, "cannot split dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
-                      " equal parts");
+                              " equal parts");
     sizes.assign(outputs, dim / outputs);
   }
   if (static_cast<int>(sizes.size()) != outputs)
     return nodeError(c, "'split' has " + llvm::Twine(sizes.size()) + " sizes, the node has " +
-                    llvm::Twine(outputs) + " outputs");
+                            llvm::Twine(outputs) + " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0 || s > dim)
-      return nodeError(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) + "]");
+      return nodeError(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) +
+                              "]");
     total += s;
   }
   if (total != dim)
     return nodeError(c, "split sizes add up to " + llvm::Twine(total) + ", the axis has " +
-                    llvm::Twine(dim));
+                            llvm::Twine(dim));
   return success();
 }
 
@@ -488,10 +489,9 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
   if (failed(attrInt(c, "axis", 0, axis)) ||
       failed(normalizeAxis(c, "attribute 'axis'", axis, dt.getRank())))
     return failure();
-  FailureOr<Shape> gathered = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
-  if (failed(gathered))
+  FailureOr<Shape> s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
+  if (failed(s))
     return failure();
-  const Shape &s = *gathered;
   int64_t dim = dt.getDimSize(axis);
   SmallVector<int64_t> idx;
   if (indices.constant) {
@@ -506,7 +506,7 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
     }
   }
   if (data.constant && indices.constant && isa<IntegerType>(dt.getElementType()) &&
-      graph::numElements(s) <= kMaxFoldElements) {
+      graph::numElements(*s) <= kMaxFoldElements) {
     SmallVector<int64_t> vals = intValues(data.constant), out;
     int64_t outer = product(dt.getShape(), 0, axis);
     int64_t inner = product(dt.getShape(), axis + 1, dt.getRank());
@@ -515,13 +515,13 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
         auto begin = vals.begin() + (o * dim + i) * inner;
         out.append(begin, begin + inner);
       }
-    defineConst(c, 0, makeIntAttr(s, dt.getElementType(), out));
+    defineConst(c, 0, makeIntAttr(*s, dt.getElementType(), out));
     return success();
   }
   Value d = materialize(data), ix = materialize(indices);
   defineValue(c, 0,
               builder
-                  .create<graph::GatherOp>(c.loc, tensorType(s, dt.getElementType()), d, ix,
+                  .create<graph::GatherOp>(c.loc, tensorType(*s, dt.getElementType()), d, ix,
                                            builder.getI64IntegerAttr(axis))
                   .getOutput());
   return success();

@@ -273,8 +273,8 @@ public:
     reserve();
     auto checkCount = [&](const char *field, int size) -> LogicalResult {
       if (size != count)
-        return errors.fail(llvm::Twine(field) + " has " + llvm::Twine(size) +
-                           " values, expected " + llvm::Twine(count));
+        return errors.fail(llvm::Twine(field) + " has " + llvm::Twine(size) + " values, expected " +
+                           llvm::Twine(count));
       return success();
     };
     switch (t.data_type()) {
@@ -365,7 +365,7 @@ bool isInside(llvm::StringRef file, llvm::StringRef dir) {
 /// symlinks, as onnxruntime does) outside the model's directory, so that a
 /// model cannot read arbitrary files.
 FailureOr<std::string> externalFilePath(llvm::StringRef modelDir, const std::string &location,
-                                       const TensorErrors &errors) {
+                                        const TensorErrors &errors) {
   auto fail = [&](const llvm::Twine &msg) { return errors.fail(msg); };
   if (location.empty())
     return fail("external data has no 'location'");
@@ -373,26 +373,26 @@ FailureOr<std::string> externalFilePath(llvm::StringRef modelDir, const std::str
     return fail("external data location " + quotedName(location) + " contains a NUL byte");
   if (llvm::sys::path::is_absolute(location))
     return fail("external data location " + quotedName(location) +
-         " must be relative to the model's directory");
+                " must be relative to the model's directory");
   llvm::SmallString<256> file(modelDir);
   llvm::sys::path::append(file, location);
   std::string fileName = std::string(file.str());
   llvm::SmallString<256> realFile, realDir;
   if (llvm::sys::fs::real_path(file, realFile))
     return fail("cannot read external data file " + quotedName(fileName) + ": " +
-         common::whyNotReadable(fileName));
+                common::whyNotReadable(fileName));
   if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir))
-    return fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " + ec.message());
+    return fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " +
+                ec.message());
   if (!isInside(realFile, realDir))
-    return fail("external data location " + quotedName(location) + " is outside the model's directory " +
-         quotedName(modelDir));
+    return fail("external data location " + quotedName(location) +
+                " is outside the model's directory " + quotedName(modelDir));
   return fileName;
 }
 
 /// Reads `bytes` bytes of the tensor's external file into `buffer`.
 LogicalResult readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t bytes,
-                           const TensorErrors &errors,
-                           std::unique_ptr<llvm::MemoryBuffer> &buffer,
+                           const TensorErrors &errors, std::unique_ptr<llvm::MemoryBuffer> &buffer,
                            const std::function<void(const std::string &)> &onExternalFile) {
   auto fail = [&](const llvm::Twine &msg) { return errors.fail(msg); };
   std::string location;
@@ -420,7 +420,7 @@ LogicalResult readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir,
   const std::string &fileName = *resolved;
   if (length && *length != bytes)
     return fail("external data length " + llvm::Twine(*length) + " in " + quotedName(fileName) +
-         " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
+                " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
   if (std::string why = common::whyNotReadable(fileName); !why.empty())
     return fail("cannot read external data file " + quotedName(fileName) + ": " + why);
   if (onExternalFile)
@@ -432,8 +432,8 @@ LogicalResult readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir,
   uint64_t start = offset.value_or(0);
   if (start > file.size() || file.size() - start < bytes)
     return fail("external data file " + quotedName(fileName) + " is too short: need " +
-         llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
-         llvm::Twine(file.size()));
+                llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
+                llvm::Twine(file.size()));
   if (bytes == 0)
     return success();
   std::error_code ec;
@@ -480,8 +480,8 @@ decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t, llvm::StringRef model
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       return fail("raw_data has " + llvm::Twine(t.raw_data().size()) + " bytes, expected " +
-           llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
-           graph::formatShape(shape));
+                  llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
+                  graph::formatShape(shape));
     // FLOAT and INT64 weights are already in the attribute's layout on a
     // little-endian host: one copy into the attribute, no decoding loop or
     // intermediate vector (most of a large model's import).
