@@ -984,89 +984,74 @@ LogicalResult Importer::attrInts(const NodeCtx &c, llvm::StringRef name,
 namespace {
 /// Parses the protobuf in `bytes` and imports it; `path` names the model in
 /// errors and locations, and its folder holds the external data.
-OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::StringRef bytes,
-                                                const std::string &path,
-                                                const OnnxImportOptions &options,
-                                                std::string &error) {
-  using onnx_import::escapeControls;
-  std::string shownPath = escapeControls(path);
-  try {
-    if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
-                          "weights as external data";
+OwningOpRef<ModuleOp> importBytes(MLIRContext &context, llvm::StringRef bytes,
+                                  const std::string &path, const OnnxImportOptions &options,
+                                  std::string &error) {
+  std::string shownPath = onnx_import::escapeControls(path);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                        "weights as external data";
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  {
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    google::protobuf::io::CodedInputStream coded(&stream);
+    // The default limit (64 MB in older protobufs) is far below real
+    // models; 2 GB is protobuf's hard limit.
+    coded.SetTotalBytesLimit(INT_MAX);
+    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      error = shownPath + ": not a valid ONNX model (protobuf parsing failed: truncated or "
+                          "not an ONNX file)";
       return nullptr;
     }
-    onnx::ModelProto model;
-    {
-      google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
-      google::protobuf::io::CodedInputStream coded(&stream);
-      // The default limit (64 MB in older protobufs) is far below real
-      // models; 2 GB is protobuf's hard limit.
-      coded.SetTotalBytesLimit(INT_MAX);
-      if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-        error = shownPath + ": not a valid ONNX model (protobuf parsing failed: truncated or "
-                            "not an ONNX file)";
-        return nullptr;
-      }
-    }
-    // Imports again, with more graph inputs pinned to their given values,
-    // while an import fails only for want of them (Importer::pinRequest);
-    // each round pins at least one more input, so this ends.
-    OnnxImportOptions pinning = options;
-    while (true) {
-      // The importer emits its errors as diagnostics; the first is the
-      // message (the rest, if any, follow from it).
-      std::string firstError;
-      ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diag) {
-        if (diag.getSeverity() != DiagnosticSeverity::Error)
-          return failure(); // not ours to swallow
-        if (firstError.empty())
-          firstError = diag.str();
-        return success();
-      });
-      onnx_import::Importer importer(context, path, pinning);
-      if (OwningOpRef<ModuleOp> module = importer.importModel(model))
-        return module;
-      size_t before = pinning.pinnedInputs.size();
-      pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
-      if (pinning.pinnedInputs.size() == before) {
-        error = firstError;
-        return nullptr;
-      }
-    }
-  } catch (const std::bad_alloc &) {
-    error = shownPath + ": out of memory while importing";
-  } catch (const std::exception &e) {
-    error = shownPath + ": " + escapeControls(e.what());
   }
-  return nullptr;
+  // Imports again, with more graph inputs pinned to their given values,
+  // while an import fails only for want of them (Importer::pinRequest);
+  // each round pins at least one more input, so this ends.
+  OnnxImportOptions pinning = options;
+  while (true) {
+    // The importer emits its errors as diagnostics; the first is the
+    // message (the rest, if any, follow from it).
+    std::string firstError;
+    ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() != DiagnosticSeverity::Error)
+        return failure(); // not ours to swallow
+      if (firstError.empty())
+        firstError = diag.str();
+      return success();
+    });
+    onnx_import::Importer importer(context, path, pinning);
+    if (OwningOpRef<ModuleOp> module = importer.importModel(model))
+      return module;
+    size_t before = pinning.pinnedInputs.size();
+    pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
+    if (pinning.pinnedInputs.size() == before) {
+      error = firstError;
+      return nullptr;
+    }
+  }
 }
 
-OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
-                                           const OnnxImportOptions &options, std::string &error) {
-  using onnx_import::escapeControls;
-  std::string shownPath = escapeControls(path);
-  try {
-    onnx_import::RegularFile input;
-    if (!input.open(path, error))
-      return nullptr; // escaped with the rest below
-    if (input.size() > static_cast<uint64_t>(INT_MAX)) {
-      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
-                          "weights as external data";
-      return nullptr;
-    }
-    // Exactly the size the open file had: a file that grows is not followed.
-    std::error_code ec;
-    std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
-    if (!buffer) {
-      error = shownPath + ": cannot read the file: " + ec.message();
-      return nullptr;
-    }
-    return importBytesCatchingErrors(context, buffer->getBuffer(), path, options, error);
-  } catch (const std::bad_alloc &) {
-    error = shownPath + ": out of memory while importing";
+OwningOpRef<ModuleOp> importFile(MLIRContext &context, const std::string &path,
+                                 const OnnxImportOptions &options, std::string &error) {
+  std::string shownPath = onnx_import::escapeControls(path);
+  onnx_import::RegularFile input;
+  if (!input.open(path, error))
+    return nullptr; // escaped with the rest below
+  if (input.size() > static_cast<uint64_t>(INT_MAX)) {
+    error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                        "weights as external data";
+    return nullptr;
   }
-  return nullptr;
+  // Exactly the size the open file had: a file that grows is not followed.
+  std::error_code ec;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
+  if (!buffer) {
+    error = shownPath + ": cannot read the file: " + ec.message();
+    return nullptr;
+  }
+  return importBytes(context, buffer->getBuffer(), path, options, error);
 }
 
 /// Loads the dialects the importer builds and keeps the error contract: one
@@ -1077,7 +1062,17 @@ OwningOpRef<ModuleOp> importWithContract(MLIRContext &context, const std::string
   error.clear();
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = import();
+  OwningOpRef<ModuleOp> module;
+  // The importer reports through diagnostics and throws nothing; what can
+  // throw is below it: protobuf's parser (std::exception) and the
+  // allocations of a model's tensors (std::bad_alloc).
+  try {
+    module = import();
+  } catch (const std::bad_alloc &) {
+    error = onnx_import::escapeControls(path) + ": out of memory while importing";
+  } catch (const std::exception &e) {
+    error = onnx_import::escapeControls(path) + ": " + onnx_import::escapeControls(e.what());
+  }
   if (!module && error.empty()) // every failure sets a message; keep the contract
     error = onnx_import::escapeControls(path) + ": import failed";
   // Every name and path went in escaped; this only guards the one-line
@@ -1090,14 +1085,14 @@ OwningOpRef<ModuleOp> importWithContract(MLIRContext &context, const std::string
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
                                      const OnnxImportOptions &options, std::string &error) {
   return importWithContract(context, path, error, [&] {
-    return importCatchingErrors(context, path, options, error);
+    return importFile(context, path, options, error);
   });
 }
 
 OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, llvm::StringRef bytes,
                                        const std::string &name, std::string &error) {
   return importWithContract(context, name, error, [&] {
-    return importBytesCatchingErrors(context, bytes, name, OnnxImportOptions{}, error);
+    return importBytes(context, bytes, name, OnnxImportOptions{}, error);
   });
 }
 

@@ -17,8 +17,8 @@
 // argument), emits its error once where it finds it, and its caller returns
 // on failure without emitting another; decodeTensor hands its message to a
 // callback. Nothing in the importer throws: the one catch, of std::bad_alloc
-// and protobuf's std::exception, is around parsing and importing at the
-// entry points (OnnxImporter.cpp).
+// and protobuf's std::exception, is in importWithContract (OnnxImporter.cpp),
+// which both entry points, importOnnxFile and importOnnxBuffer, go through.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
