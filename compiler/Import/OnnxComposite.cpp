@@ -39,32 +39,44 @@ Value Importer::sliceAxis(const NodeCtx &c, Value v, int64_t axis, int64_t start
       .getOutput();
 }
 
-Value Importer::gatherAxis(const NodeCtx &c, Value v, int64_t axis, ArrayRef<int64_t> indices) {
+FailureOr<Value> Importer::gatherAxis(const NodeCtx &c, FailureOr<Value> v, int64_t axis,
+                                      ArrayRef<int64_t> indices) {
+  if (failed(v))
+    return failure();
   Value ix = constant(
       c.loc, makeIntAttr({static_cast<int64_t>(indices.size())}, builder.getI64Type(), indices));
-  return createInferred<graph::GatherOp>(c, elemOf(v), v, ix, builder.getI64IntegerAttr(axis));
+  return createInferred<graph::GatherOp>(c, elemOf(*v), *v, ix, builder.getI64IntegerAttr(axis));
 }
 
-Value Importer::concatAxis(const NodeCtx &c, ArrayRef<Value> parts, int64_t axis) {
+FailureOr<Value> Importer::concatAxis(const NodeCtx &c, ArrayRef<Value> parts, int64_t axis) {
   if (parts.size() == 1)
     return parts.front();
   return createInferred<graph::ConcatOp>(c, elemOf(parts.front()), ValueRange(parts),
                                          builder.getI64IntegerAttr(axis));
 }
 
-Value Importer::mulV(const NodeCtx &c, Value a, Value b) {
-  return createInferred<graph::MulOp>(c, elemOf(a), a, b);
+FailureOr<Value> Importer::mulV(const NodeCtx &c, FailureOr<Value> a, FailureOr<Value> b) {
+  if (failed(a) || failed(b))
+    return failure();
+  return createInferred<graph::MulOp>(c, elemOf(*a), *a, *b);
 }
-Value Importer::addV(const NodeCtx &c, Value a, Value b) {
-  return createInferred<graph::AddOp>(c, elemOf(a), a, b);
+FailureOr<Value> Importer::addV(const NodeCtx &c, FailureOr<Value> a, FailureOr<Value> b) {
+  if (failed(a) || failed(b))
+    return failure();
+  return createInferred<graph::AddOp>(c, elemOf(*a), *a, *b);
 }
-Value Importer::subV(const NodeCtx &c, Value a, Value b) {
-  return createInferred<graph::SubOp>(c, elemOf(a), a, b);
+FailureOr<Value> Importer::subV(const NodeCtx &c, FailureOr<Value> a, FailureOr<Value> b) {
+  if (failed(a) || failed(b))
+    return failure();
+  return createInferred<graph::SubOp>(c, elemOf(*a), *a, *b);
 }
 
 /// |x| as relu(x) + relu(-x): one of the two terms is an exact zero, so the
 /// sum is exact at every precision (there is no mp abs op).
-Value Importer::absV(const NodeCtx &c, Value x) {
+FailureOr<Value> Importer::absV(const NodeCtx &c, FailureOr<Value> operand) {
+  if (failed(operand))
+    return failure();
+  Value x = *operand;
   Value pos = builder.create<graph::ReluOp>(c.loc, x.getType(), x).getOutput();
   Value neg = builder.create<graph::NegOp>(c.loc, x.getType(), x).getOutput();
   Value negPos = builder.create<graph::ReluOp>(c.loc, x.getType(), neg).getOutput();
@@ -75,25 +87,30 @@ Value Importer::absV(const NodeCtx &c, Value x) {
 /// channels, as [C, 1, ...] to broadcast over an [N, C, ...] tensor of
 /// `rank`. A constant is spread and re-typed at compile time; a run-time
 /// value is spread with a gather of constant indices.
-Value Importer::perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups,
-                           int64_t rank) {
+FailureOr<Value> Importer::perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups,
+                                      int64_t rank) {
   SmallVector<int64_t> shape(rank - 1, 1);
   shape[0] = channels;
   int64_t per = channels / groups;
-  if (DenseElementsAttr k = constInput(c, i)) {
+  Entry *e;
+  if (failed(entryOf(c, i, e)))
+    return failure();
+  if (DenseElementsAttr k = e->constant) {
     SmallVector<float> v = floatValues(k), spread;
     for (int64_t ch = 0; ch < channels; ++ch)
       spread.push_back(v[ch / per]);
-    return constant(Location(entryOf(c, i).constantLoc), makeF32Attr(ctx, shape, spread));
+    return constant(Location(e->constantLoc), makeF32Attr(ctx, shape, spread));
   }
-  Value p = input(c, i);
+  FailureOr<Value> p = materialize(*e);
   if (per != 1) {
     SmallVector<int64_t> idx;
     for (int64_t ch = 0; ch < channels; ++ch)
       idx.push_back(ch / per);
     p = gatherAxis(c, p, 0, idx);
+    if (failed(p))
+      return failure();
   }
-  return reshape(c, p, shape);
+  return reshape(c, *p, shape);
 }
 
 //===----------------------------------------------------------------------===//
@@ -109,11 +126,15 @@ static const OpForm kTileForms[] = {
 /// Tile: along each axis with r repeats, a concat of r copies (r = 0: an
 /// empty slice).
 LogicalResult Importer::convertTile(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (opset < 6)
     return nodeError(c, "Tile before opset 6 (the 'tiles' and 'axis' inputs) is not supported");
-  SmallVector<int64_t> repeats = requireConstInts(c, 1, "repeats");
+  SmallVector<int64_t> repeats;
+  if (failed(requireConstInts(c, 1, "repeats", repeats)))
+    return failure();
   if (repeats.size() != shape.size())
     return nodeError(c, "input 'repeats' has " + llvm::Twine(repeats.size()) +
                     " values, the input has rank " + llvm::Twine(shape.size()));
@@ -136,7 +157,10 @@ LogicalResult Importer::convertTile(const NodeCtx &c) {
       continue;
     }
     SmallVector<Value> copies(repeats[d], v);
-    v = concatAxis(c, copies, d);
+    FailureOr<Value> tiled = concatAxis(c, copies, d);
+    if (failed(tiled))
+      return failure();
+    v = *tiled;
   }
   defineValue(c, 0, v);
   return success();
@@ -150,16 +174,20 @@ static const OpForm kTriluForms[] = {
 /// Trilu: mp.where with a constant mask of the last two dims, built at
 /// import (upper keeps j - i >= k, lower keeps j - i <= k).
 LogicalResult Importer::convertTrilu(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloatOrInteger(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloatOrInteger(c, 0, elemOf(x))))
     return failure(); // integers select exactly (int_elementwise)
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
     return nodeError(c, "input must have rank >= 2, got " + graph::formatShape(shape));
-  bool upper = attrBool(c, "upper", true);
+  bool upper;
+  if (failed(attrBool(c, "upper", true, upper)))
+    return failure();
   int64_t k = 0;
   if (hasInput(c, 1)) {
-    SmallVector<int64_t> kv = requireConstInts(c, 1, "k");
+    SmallVector<int64_t> kv;
+    if (failed(requireConstInts(c, 1, "k", kv)))
+      return failure();
     if (kv.size() != 1)
       return nodeError(c, "input 'k' must hold one value, got " + llvm::Twine(kv.size()));
     k = kv[0];
@@ -178,8 +206,7 @@ LogicalResult Importer::convertTrilu(const NodeCtx &c) {
   Value m = constant(c.loc, makeIntAttr({rows, cols}, builder.getI1Type(), mask));
   Value zero = isFloat(elemOf(x)) ? constant(c.loc, makeF32Attr(ctx, {}, {0.0f}))
                                   : constant(c.loc, makeIntAttr({}, elemOf(x), {0}));
-  defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), m, x, zero));
-  return success();
+  return defineResult(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), m, x, zero));
 }
 
 /// The ONNX schema forms of Pad (opset 1 named the pads `paddings`).
@@ -209,11 +236,13 @@ static int64_t padSource(llvm::StringRef mode, int64_t p, int64_t n) {
 /// concats constant blocks, the other modes gather the axis with constant
 /// indices.
 LogicalResult Importer::convertPad(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  std::string mode;
+  if (failed(input(c, 0, x)) || failed(attrString(c, "mode", "constant", mode)))
+    return failure();
   Type et = elemOf(x);
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = static_cast<int64_t>(shape.size());
-  std::string mode = attrString(c, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && !(mode == "wrap" && opset >= 19))
     return nodeError(c, "attribute 'mode' must be constant, reflect, edge" +
                     llvm::Twine(opset >= 19 ? " or wrap" : "") + ", got " + quotedName(mode));
@@ -223,18 +252,24 @@ LogicalResult Importer::convertPad(const NodeCtx &c) {
   SmallVector<int64_t> axes;
   if (opset < 11) {
     const char *name = opset < 2 ? "paddings" : "pads";
-    std::optional<SmallVector<int64_t>> p = attrInts(c, name);
+    std::optional<SmallVector<int64_t>> p;
+    if (failed(attrInts(c, name, p)))
+      return failure();
     if (!p)
       return nodeError(c, "attribute '" + llvm::Twine(name) + "' is required");
     pads = *p;
-    fillF = attrFloat(c, "value", 0.0f);
+    if (failed(attrFloat(c, "value", 0.0f, fillF)))
+      return failure();
     // An integer tensor pads with the value cast (truncated).
     if (std::isfinite(fillF) && std::abs(fillF) < 9.0e18f)
       fillI = static_cast<int64_t>(fillF);
   } else {
-    pads = requireConstInts(c, 1, "pads");
+    if (failed(requireConstInts(c, 1, "pads", pads)))
+      return failure();
     if (hasInput(c, 2)) {
-      DenseElementsAttr v = requireConst(c, 2, "constant_value");
+      DenseElementsAttr v;
+      if (failed(requireConst(c, 2, "constant_value", v)))
+        return failure();
       if (v.getNumElements() != 1)
         return nodeError(c, "input 'constant_value' must hold one value, got " +
                         llvm::Twine(v.getNumElements()));
@@ -247,12 +282,10 @@ LogicalResult Importer::convertPad(const NodeCtx &c) {
         fillI = intValues(v)[0];
     }
     // The pads pair with the axes in the order given: no sorting.
-    if (hasInput(c, 3))
-      for (int64_t a : requireConstInts(c, 3, "axes")) {
-        axes.push_back(normalizeAxis(c, "axis in input 'axes'", a, rank));
-        if (llvm::count(axes, axes.back()) > 1)
-          return nodeError(c, "input 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
-      }
+    if (hasInput(c, 3) && failed(requireConstInts(c, 3, "axes", axes)))
+      return failure();
+    if (failed(normalizeAxesInOrder(c, "input 'axes'", axes, rank)))
+      return failure();
   }
   if (axes.empty())
     for (int64_t d = 0; d < rank; ++d)
@@ -282,32 +315,39 @@ LogicalResult Importer::convertPad(const NodeCtx &c) {
     int64_t front = std::max<int64_t>(0, before[d]), back = std::max<int64_t>(0, after[d]);
     if (front == 0 && back == 0)
       continue;
+    FailureOr<Value> padded;
     if (mode == "constant") {
       SmallVector<Value> parts;
-      auto block = [&](int64_t len) {
+      auto block = [&](int64_t len) -> LogicalResult {
         Shape s(shapeOf(v).begin(), shapeOf(v).end());
         s[d] = len;
         int64_t count = graph::numElements(s);
         if (count > kMaxFoldElements * 16)
-          nodeFail(c, "the constant padding block " + graph::formatShape(s) + " is too large");
+          return nodeError(c,
+                           "the constant padding block " + graph::formatShape(s) + " is too large");
         DenseElementsAttr a = isFloat(et) ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
                                           : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
-        return constant(c.loc, a);
+        parts.push_back(constant(c.loc, a));
+        return success();
       };
-      if (front)
-        parts.push_back(block(front));
+      if (front && failed(block(front)))
+        return failure();
       parts.push_back(v);
-      if (back)
-        parts.push_back(block(back));
-      v = concatAxis(c, parts, d);
-      continue;
+      if (back && failed(block(back)))
+        return failure();
+      padded = concatAxis(c, parts, d);
+    } else {
+      if (size == 0)
+        return nodeError(c, "cannot pad axis " + llvm::Twine(d) + " of size 0 in mode " +
+                                quotedName(mode));
+      SmallVector<int64_t> idx;
+      for (int64_t p = -front; p < size + back; ++p)
+        idx.push_back(padSource(mode, p, size));
+      padded = gatherAxis(c, v, d, idx);
     }
-    if (size == 0)
-      return nodeError(c, "cannot pad axis " + llvm::Twine(d) + " of size 0 in mode " + quotedName(mode));
-    SmallVector<int64_t> idx;
-    for (int64_t p = -front; p < size + back; ++p)
-      idx.push_back(padSource(mode, p, size));
-    v = gatherAxis(c, v, d, idx);
+    if (failed(padded))
+      return failure();
+    v = *padded;
   }
   defineValue(c, 0, v);
   return success();
@@ -326,18 +366,24 @@ static const OpForm kSpaceToDepthForms[] = {
 /// DepthToSpace and SpaceToDepth: a reshape to 6-D, a transpose and a
 /// reshape back to 4-D.
 LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
   ArrayRef<int64_t> s = shapeOf(x);
   if (s.size() != 4)
     return nodeError(c, "input must be 4-D (N, C, H, W), got " + graph::formatShape(s));
-  std::optional<int64_t> bs = attrIntOpt(c, "blocksize");
+  std::optional<int64_t> bs;
+  if (failed(attrIntOpt(c, "blocksize", bs)))
+    return failure();
   if (!bs)
     return nodeError(c, "attribute 'blocksize' is required");
   int64_t b = *bs;
   if (b <= 0 || b > 4096)
     return nodeError(c, "attribute 'blocksize' must be in [1, 4096], got " + llvm::Twine(b));
   int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
-  std::string mode = attrString(c, "mode", "DCR");
+  std::string mode;
+  if (failed(attrString(c, "mode", "DCR", mode)))
+    return failure();
   if (mode != "DCR" && mode != "CRD")
     return nodeError(c, "attribute 'mode' must be DCR or CRD, got " + quotedName(mode));
   if (c.node.op_type() == "SpaceToDepth") {
@@ -346,21 +392,23 @@ LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
                       ") must be multiples of blocksize " + llvm::Twine(b));
     // DCR puts the block offsets before the channel, CRD (opset 28) after.
     Value r = reshape(c, x, {n, ch, h / b, b, w / b, b});
-    Value t = mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4})
-                            : transpose(c, r, {0, 1, 3, 5, 2, 4});
-    defineValue(c, 0, reshape(c, t, {n, ch * b * b, h / b, w / b}));
+    FailureOr<Value> t =
+        mode == "DCR" ? transpose(c, r, {0, 3, 5, 1, 2, 4}) : transpose(c, r, {0, 1, 3, 5, 2, 4});
+    if (failed(t))
+      return failure();
+    defineValue(c, 0, reshape(c, *t, {n, ch * b * b, h / b, w / b}));
     return success();
   }
   if (ch % (b * b))
     return nodeError(c, "C (" + llvm::Twine(ch) + ") must be a multiple of blocksize^2 (" +
                     llvm::Twine(b * b) + ")");
   int64_t oc = ch / (b * b);
-  Value t;
-  if (mode == "DCR")
-    t = transpose(c, reshape(c, x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2});
-  else
-    t = transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
-  defineValue(c, 0, reshape(c, t, {n, oc, h * b, w * b}));
+  FailureOr<Value> t = mode == "DCR"
+                           ? transpose(c, reshape(c, x, {n, b, b, oc, h, w}), {0, 3, 4, 1, 5, 2})
+                           : transpose(c, reshape(c, x, {n, oc, b, b, h, w}), {0, 1, 4, 2, 5, 3});
+  if (failed(t))
+    return failure();
+  defineValue(c, 0, reshape(c, *t, {n, oc, h * b, w * b}));
   return success();
 }
 
@@ -374,16 +422,20 @@ static const OpForm kCastLikeForms[] = {
 /// CastLike: mp.cast to the element type of input #1 (only its type is
 /// read). Constant inputs are folded by the generic constant folding.
 LogicalResult Importer::convertCastLike(const NodeCtx &c) {
-  Type target = inputType(c, 1).getElementType();
-  std::string roundMode = attrString(c, "round_mode", "up");
+  RankedTensorType like, t;
+  std::string roundMode;
+  if (failed(inputType(c, 1, like)) || failed(attrString(c, "round_mode", "up", roundMode)))
+    return failure();
+  Type target = like.getElementType();
   if (roundMode != "up" && roundMode != "down")
     return nodeError(c, "attribute 'round_mode' must be up or down, got " + quotedName(roundMode));
-  RankedTensorType t = inputType(c, 0);
-  if (t.getElementType() == target) {
-    aliasOutput(c, 0, 0);
-    return success();
-  }
-  Value x = input(c, 0);
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  if (t.getElementType() == target)
+    return aliasOutput(c, 0, 0);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
   defineValue(
       c, 0, builder.create<graph::CastOp>(c.loc, tensorType(t.getShape(), target), x).getOutput());
   return success();
@@ -407,10 +459,13 @@ static const OpForm kGroupNormForms[] = {
 };
 
 /// A normalization's epsilon attribute, positive (mp.layer_norm needs it).
-float Importer::positiveEpsilon(const NodeCtx &c) {
-  float eps = attrFloat(c, "epsilon", 1e-5f);
+FailureOr<float> Importer::positiveEpsilon(const NodeCtx &c) {
+  float eps;
+  if (failed(attrFloat(c, "epsilon", 1e-5f, eps)))
+    return failure();
   if (!(eps > 0.0f) || !std::isfinite(eps))
-    nodeFail(c, "attribute 'epsilon' must be positive and finite, got " + std::to_string(eps));
+    return nodeError(c,
+                     "attribute 'epsilon' must be positive and finite, got " + std::to_string(eps));
   return eps;
 }
 
@@ -420,26 +475,32 @@ float Importer::positiveEpsilon(const NodeCtx &c) {
 /// C). Per-group parameters (GroupNormalization-18) are spread to the
 /// channels with a gather of constant indices.
 LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   ArrayRef<int64_t> s = shapeOf(x);
   int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 3)
     return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(s));
-  float eps = positiveEpsilon(c);
+  FailureOr<float> eps = positiveEpsilon(c);
+  if (failed(eps))
+    return failure();
   int64_t channels = s[1];
   bool instance = c.node.op_type() == "InstanceNormalization";
   int64_t groups = channels;
   if (!instance) {
-    std::optional<int64_t> g = attrIntOpt(c, "num_groups");
+    std::optional<int64_t> g;
+    if (failed(attrIntOpt(c, "num_groups", g)))
+      return failure();
     if (!g)
       return nodeError(c, "attribute 'num_groups' is required");
     if (*g <= 0 || channels % *g)
       return nodeError(c, "attribute 'num_groups' (" + llvm::Twine(*g) +
                       ") must be positive and divide the channels (" + llvm::Twine(channels) + ")");
     groups = *g;
-    int64_t stash = attrInt(c, "stash_type", 1);
+    int64_t stash;
+    if (failed(attrInt(c, "stash_type", 1, stash)))
+      return failure();
     if (stash != 1)
       return nodeError(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
   }
@@ -448,52 +509,62 @@ LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
   SmallVector<Value, 2> params;
   static const char *roles[] = {"scale", "B"};
   for (int i = 1; i <= 2; ++i) {
-    RankedTensorType t = inputType(c, i);
-    if (failed(requireFloat(c, i, t.getElementType())))
+    RankedTensorType t;
+    if (failed(inputType(c, i, t)) || failed(requireFloat(c, i, t.getElementType())))
       return failure();
     if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
       return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(paramSize) + "] (one value per " +
                       (perGroup ? "group" : "channel") + ")");
-    params.push_back(perChannel(c, i, channels, perGroup ? groups : channels, rank));
+    FailureOr<Value> param = perChannel(c, i, channels, perGroup ? groups : channels, rank);
+    if (failed(param))
+      return failure();
+    params.push_back(*param);
   }
   int64_t inner = product(s, 1, rank) / groups;
   Value grouped = reshape(c, x, {s[0], groups, inner});
   Value norm = builder
                    .create<graph::LayerNormOp>(c.loc, grouped.getType(), grouped, Value(), Value(),
                                                builder.getI64IntegerAttr(2),
-                                               builder.getF32FloatAttr(eps), TypeAttr())
+                                               builder.getF32FloatAttr(*eps), TypeAttr())
                    .getOutput();
   Value y = reshape(c, norm, s);
-  defineValue(c, 0, addV(c, mulV(c, y, params[0]), params[1]));
-  return success();
+  return defineResult(c, 0, addV(c, mulV(c, y, params[0]), params[1]));
 }
 
 /// Mean and InvStdDev keep the normalized dims as 1 (ONNX's shapes) and are
 /// built from mp.reduce_mean (fp32 class: it accumulates) and mp.rsqrt:
 /// mean, then the mean of (x - mean)^2 (the two-pass form, which does not
 /// cancel as E[x^2] - mean^2 does), then 1 / sqrt(var + epsilon).
-void Importer::defineLayerNormStats(const NodeCtx &c, Value x, int64_t axis, float eps) {
+LogicalResult Importer::defineLayerNormStats(const NodeCtx &c, Value x, int64_t axis, float eps) {
   auto used = [&](int i) {
     return i < c.node.output_size() && !c.node.output(i).empty() &&
            usedNames.count(c.node.output(i));
   };
   if (!used(1) && !used(2))
-    return;
+    return success();
   SmallVector<int64_t> axes;
   for (int64_t d = axis; d < static_cast<int64_t>(shapeOf(x).size()); ++d)
     axes.push_back(d);
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
   BoolAttr kd = builder.getBoolAttr(true);
   Type et = elemOf(x);
-  Value mean = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
-  defineValue(c, 1, mean);
+  FailureOr<Value> mean = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, kd, TypeAttr());
+  if (failed(defineResult(c, 1, mean)))
+    return failure();
   if (!used(2))
-    return;
-  Value d = subV(c, x, mean);
-  Value var = createInferred<graph::ReduceMeanOp>(c, et, mulV(c, d, d), axesAttr, kd, TypeAttr());
-  Value sum = addV(c, var, scalarF32(c, eps));
-  defineValue(c, 2, builder.create<graph::RsqrtOp>(c.loc, sum.getType(), sum).getOutput());
+    return success();
+  FailureOr<Value> d = subV(c, x, mean);
+  FailureOr<Value> square = mulV(c, d, d);
+  if (failed(square))
+    return failure();
+  FailureOr<Value> var =
+      createInferred<graph::ReduceMeanOp>(c, et, *square, axesAttr, kd, TypeAttr());
+  FailureOr<Value> sum = addV(c, var, scalarF32(c, eps));
+  if (failed(sum))
+    return failure();
+  defineValue(c, 2, builder.create<graph::RsqrtOp>(c.loc, sum->getType(), *sum).getOutput());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -516,44 +587,54 @@ static const OpForm kCompositeReduceForms[] = {
 /// the ONNX reference: ReduceSumSquare gives x^2).
 LogicalResult Importer::convertCompositeReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
   const bool boolMin = op == "ReduceMin" && t.getElementType().isInteger(1);
   if (!boolMin)
     if (failed(requireFloat(c, 0, t.getElementType())))
       return failure();
-  bool keepDims = attrBool(c, "keepdims", true);
-  std::optional<SmallVector<int64_t>> axes = reduceAxes(c, 18);
+  bool keepDims;
+  std::optional<SmallVector<int64_t>> axes;
+  Value x;
+  if (failed(attrBool(c, "keepdims", true, keepDims)) || failed(reduceAxes(c, 18, axes)) ||
+      failed(input(c, 0, x)))
+    return failure();
   if (boolMin) {
     // all(x) = not(any(not x)): true over no values, as ONNX's reference.
-    Value x = input(c, 0);
     if (!axes) {
       defineValue(c, 0, x);
       return success();
     }
     auto notOf = [&](Value v) { return builder.create<graph::NotOp>(c.loc, v.getType(), v); };
-    defineValue(c, 0, notOf(reduceAnyBool(c, notOf(x), *axes, keepDims)));
+    FailureOr<Value> any = reduceAnyBool(c, notOf(x), *axes, keepDims);
+    if (failed(any))
+      return failure();
+    defineValue(c, 0, notOf(*any));
     return success();
   }
-  Value x = input(c, 0);
   Type et = t.getElementType();
   BoolAttr kd = builder.getBoolAttr(keepDims);
-  auto sum = [&](Value v) -> Value {
-    if (!axes)
+  // Each step fails (without another error) when its operand did.
+  auto sum = [&](FailureOr<Value> v) -> FailureOr<Value> {
+    if (!axes || failed(v))
       return v;
-    return createInferred<graph::ReduceSumOp>(c, et, v, builder.getDenseI64ArrayAttr(*axes), kd,
+    return createInferred<graph::ReduceSumOp>(c, et, *v, builder.getDenseI64ArrayAttr(*axes), kd,
                                               TypeAttr());
   };
-  auto max = [&](Value v, bool keep) -> Value {
-    if (!axes)
+  auto max = [&](FailureOr<Value> v, bool keep) -> FailureOr<Value> {
+    if (!axes || failed(v))
       return v;
-    return createInferred<graph::ReduceMaxOp>(c, et, v, builder.getDenseI64ArrayAttr(*axes),
+    return createInferred<graph::ReduceMaxOp>(c, et, *v, builder.getDenseI64ArrayAttr(*axes),
                                               builder.getBoolAttr(keep), TypeAttr());
   };
-  auto unary = [&](auto tag, Value v) -> Value {
+  auto unary = [&](auto tag, FailureOr<Value> v) -> FailureOr<Value> {
     using OpT = decltype(tag);
-    return builder.create<OpT>(c.loc, v.getType(), v).getOutput();
+    if (failed(v))
+      return v;
+    return builder.create<OpT>(c.loc, v->getType(), *v).getOutput();
   };
-  Value r;
+  FailureOr<Value> r;
   if (op == "ReduceL1") {
     r = sum(absV(c, x));
   } else if (op == "ReduceL2") {
@@ -569,19 +650,20 @@ LogicalResult Importer::convertCompositeReduce(const NodeCtx &c) {
       // Stable: max + log(sum(exp(x - max))), so that exp cannot overflow.
       // A row whose maximum is infinite gives NaN (there is no mp op to test
       // for infinity).
-      Value m = max(x, true);
-      Value e = unary(graph::ExpOp(), subV(c, x, m));
-      Value l = unary(graph::LogOp(), sum(e));
+      FailureOr<Value> m = max(x, true);
+      FailureOr<Value> e = unary(graph::ExpOp(), subV(c, x, m));
+      FailureOr<Value> l = unary(graph::LogOp(), sum(e));
+      if (failed(l))
+        return failure();
       if (!keepDims)
-        m = reshape(c, m, shapeOf(l));
+        m = reshape(c, *m, shapeOf(*l));
       r = addV(c, l, m);
     }
   } else { // ReduceMin: -max(-x)
-    Value neg = unary(graph::NegOp(), x);
+    FailureOr<Value> neg = unary(graph::NegOp(), x);
     r = unary(graph::NegOp(), max(neg, keepDims));
   }
-  defineValue(c, 0, r);
-  return success();
+  return defineResult(c, 0, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -606,12 +688,12 @@ static std::optional<std::string> check1dWindowAttr(const onnx::AttributeProto &
 /// leading 1 (pads with a 0 before each side), and the result reshaped
 /// back to 3-D. auto_pad then pads nothing along the added dim of size 1.
 LogicalResult Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
-  if (failed(requireFloat(c, 0, inputType(c, 0).getElementType())))
+  RankedTensorType xt, wt;
+  if (failed(inputType(c, 0, xt)) || failed(requireFloat(c, 0, xt.getElementType())))
     return failure();
   bool isConv = c.node.op_type() == "Conv";
   if (isConv) {
-    RankedTensorType wt = inputType(c, 1);
-    if (failed(requireFloat(c, 1, wt.getElementType())))
+    if (failed(inputType(c, 1, wt)) || failed(requireFloat(c, 1, wt.getElementType())))
       return failure();
     if (wt.getRank() != 3)
       return nodeError(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
@@ -634,18 +716,24 @@ LogicalResult Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
   // Synthetic value names (a control character keeps them apart from the
   // file's names); removed from the value table afterwards.
   std::string prefix = "\x01" + c.name + "\x01";
-  auto define = [&](int i, Value v) {
+  auto define = [&](int i, ArrayRef<int64_t> shape) -> LogicalResult {
+    FailureOr<Value> v = reshapeInput(c, i, shape);
+    if (failed(v))
+      return failure();
     std::string name = prefix + std::to_string(i);
     Entry e;
-    e.value = v;
+    e.value = *v;
     values[name] = e;
     node.set_input(i, name);
+    return success();
   };
-  ArrayRef<int64_t> xs = inputType(c, 0).getShape();
-  define(0, reshapeInput(c, 0, {xs[0], xs[1], 1, xs[2]}));
+  ArrayRef<int64_t> xs = xt.getShape();
+  if (failed(define(0, {xs[0], xs[1], 1, xs[2]})))
+    return failure();
   if (isConv) {
-    ArrayRef<int64_t> ws = inputType(c, 1).getShape();
-    define(1, reshapeInput(c, 1, {ws[0], ws[1], 1, ws[2]}));
+    ArrayRef<int64_t> ws = wt.getShape();
+    if (failed(define(1, {ws[0], ws[1], 1, ws[2]})))
+      return failure();
   }
   std::string out = prefix + "out";
   node.set_output(0, out);
@@ -719,10 +807,10 @@ std::optional<std::string> parseTerm(llvm::StringRef term, int64_t rank,
 /// The output labels of Einsum `eq`: as written after "->", or (implicit)
 /// the ellipsis then the letters used once, in alphabetical order; each
 /// once, and each in an input.
-SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, const std::string &eq,
-                                      llvm::StringRef out, bool explicitOut,
-                                      ArrayRef<SmallVector<Label>> labels, int64_t ellipsisRank,
-                                      const llvm::DenseMap<Label, int64_t> &sizes) {
+FailureOr<SmallVector<Label>>
+einsumOutputLabels(const Importer &imp, const NodeCtx &c, const std::string &eq,
+                   llvm::StringRef out, bool explicitOut, ArrayRef<SmallVector<Label>> labels,
+                   int64_t ellipsisRank, const llvm::DenseMap<Label, int64_t> &sizes) {
   // The output's labels: as written, or (implicit) the ellipsis then the
   // letters used once, in alphabetical order.
   SmallVector<Label> outLabels;
@@ -732,7 +820,7 @@ SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, con
       outLetters += ch != '.';
     if (auto err = parseTerm(out, outLetters + (out.contains("...") ? ellipsisRank : 0), outLabels,
                              ellipsisRank))
-      imp.nodeFail(c, "attribute 'equation': " + *err);
+      return imp.nodeError(c, "attribute 'equation': " + *err);
   } else {
     for (int64_t k = ellipsisRank - 1; k >= 0; --k)
       outLabels.push_back(kEllipsisLabel + k);
@@ -746,11 +834,11 @@ SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, con
   }
   for (Label l : outLabels) {
     if (llvm::count(outLabels, l) > 1)
-      imp.nodeFail(c, "equation " + quotedName(eq) + " repeats label '" +
-                          llvm::Twine(static_cast<char>(l)) + "' in the output");
+      return imp.nodeError(c, "equation " + quotedName(eq) + " repeats label '" +
+                                  llvm::Twine(static_cast<char>(l)) + "' in the output");
     if (!sizes.count(l))
-      imp.nodeFail(c, "equation " + quotedName(eq) + ": output label '" +
-                          llvm::Twine(static_cast<char>(l)) + "' is in no input");
+      return imp.nodeError(c, "equation " + quotedName(eq) + ": output label '" +
+                                  llvm::Twine(static_cast<char>(l)) + "' is in no input");
   }
   return outLabels;
 }
@@ -762,7 +850,9 @@ SmallVector<Label> einsumOutputLabels(const Importer &imp, const NodeCtx &c, con
 /// of [batch, free, contracted] x [batch, contracted, free] (transposes and
 /// reshapes around it), and a transpose gives the output's label order.
 LogicalResult Importer::convertEinsum(const NodeCtx &c) {
-  std::string eq = attrString(c, "equation", "");
+  std::string eq;
+  if (failed(attrString(c, "equation", "", eq)))
+    return failure();
   eq.erase(llvm::remove_if(eq, [](char ch) { return ch == ' '; }), eq.end());
   if (eq.empty())
     return nodeError(c, "attribute 'equation' is required");
@@ -786,8 +876,8 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
   int64_t ellipsisRank = 0;
   llvm::DenseMap<Label, int64_t> sizes;
   for (int i = 0; i < n; ++i) {
-    Value v = input(c, i);
-    if (failed(requireFloat(c, i, elemOf(v))))
+    Value v;
+    if (failed(input(c, i, v)) || failed(requireFloat(c, i, elemOf(v))))
       return failure();
     vals.push_back(v);
     int64_t er = 0;
@@ -814,8 +904,11 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
       }
     }
   }
-  SmallVector<Label> outLabels =
+  FailureOr<SmallVector<Label>> outputLabels =
       einsumOutputLabels(*this, c, eq, out, explicitOut, labels, ellipsisRank, sizes);
+  if (failed(outputLabels))
+    return failure();
+  const SmallVector<Label> &outLabels = *outputLabels;
   auto inOut = [&](Label l) { return llvm::is_contained(outLabels, l); };
   auto inOther = [&](int i, Label l) { return n == 2 && llvm::is_contained(labels[1 - i], l); };
   // Sum the labels only one operand has and the output lacks.
@@ -830,14 +923,17 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
         kept.push_back(l);
     }
     if (!axes.empty()) {
-      vals[i] = createInferred<graph::ReduceSumOp>(c, elemOf(vals[i]), vals[i],
-                                                   builder.getDenseI64ArrayAttr(axes),
-                                                   builder.getBoolAttr(false), TypeAttr());
+      FailureOr<Value> summed = createInferred<graph::ReduceSumOp>(
+          c, elemOf(vals[i]), vals[i], builder.getDenseI64ArrayAttr(axes),
+          builder.getBoolAttr(false), TypeAttr());
+      if (failed(summed))
+        return failure();
+      vals[i] = *summed;
       labels[i] = kept;
     }
   }
   // Puts v (labelled `have`) in the order `want`.
-  auto permute = [&](Value v, ArrayRef<Label> have, ArrayRef<Label> want) {
+  auto permute = [&](Value v, ArrayRef<Label> have, ArrayRef<Label> want) -> FailureOr<Value> {
     SmallVector<int64_t> perm;
     for (Label l : want)
       perm.push_back(llvm::find(have, l) - have.begin());
@@ -845,10 +941,8 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
       return v;
     return transpose(c, v, perm);
   };
-  if (n == 1) {
-    defineValue(c, 0, permute(vals[0], labels[0], outLabels));
-    return success();
-  }
+  if (n == 1)
+    return defineResult(c, 0, permute(vals[0], labels[0], outLabels));
   SmallVector<Label> batch, freeA, freeB, contracted;
   for (Label l : outLabels) {
     bool a = llvm::is_contained(labels[0], l), b = llvm::is_contained(labels[1], l);
@@ -874,9 +968,17 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
   SmallVector<int64_t> shapeA(batchA), shapeB(batchB);
   shapeA.append({m, k});
   shapeB.append({k, nn});
-  Value a = reshape(c, permute(vals[0], labels[0], orderA), shapeA);
-  Value b = reshape(c, permute(vals[1], labels[1], orderB), shapeB);
-  Value prodV = createInferred<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  FailureOr<Value> pa = permute(vals[0], labels[0], orderA);
+  if (failed(pa))
+    return failure();
+  FailureOr<Value> pb = permute(vals[1], labels[1], orderB);
+  if (failed(pb))
+    return failure();
+  Value a = reshape(c, *pa, shapeA), b = reshape(c, *pb, shapeB);
+  FailureOr<Value> matmul = createInferred<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  if (failed(matmul))
+    return failure();
+  Value prodV = *matmul;
   SmallVector<int64_t> resultShape(shapeOf(prodV).drop_back(2));
   SmallVector<Label> resultLabels(batch);
   for (auto [ls, i] : {std::pair{&freeA, 0}, std::pair{&freeB, 1}}) {
@@ -884,8 +986,7 @@ LogicalResult Importer::convertEinsum(const NodeCtx &c) {
     resultShape.append(sz.begin(), sz.end());
     resultLabels.append(ls->begin(), ls->end());
   }
-  defineValue(c, 0, permute(reshape(c, prodV, resultShape), resultLabels, outLabels));
-  return success();
+  return defineResult(c, 0, permute(reshape(c, prodV, resultShape), resultLabels, outLabels));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1111,23 +1212,26 @@ SmallVector<float> referenceMatrix(llvm::StringRef mode, llvm::StringRef transfo
 }
 } // namespace
 
-SmallVector<float> Importer::resizeRoi(const NodeCtx &c, ArrayRef<int64_t> axes, int64_t rank) {
+FailureOr<SmallVector<float>> Importer::resizeRoi(const NodeCtx &c, ArrayRef<int64_t> axes,
+                                                  int64_t rank) {
   if (!hasInput(c, 1))
-    nodeFail(c, "input 'roi' is required with coordinate_transformation_mode "
-                "'tf_crop_and_resize'");
-  DenseElementsAttr k = requireConst(c, 1, "roi");
+    return nodeError(c, "input 'roi' is required with coordinate_transformation_mode "
+                        "'tf_crop_and_resize'");
+  DenseElementsAttr k;
+  if (failed(requireConst(c, 1, "roi", k)))
+    return failure();
   if (!isFloat(k.getElementType()))
-    nodeFail(c, "input 'roi' must be FLOAT, got " + elementTypeName(k.getElementType()));
+    return nodeError(c, "input 'roi' must be FLOAT, got " + elementTypeName(k.getElementType()));
   SmallVector<float> given = floatValues(k);
   size_t n = axes.size();
   if (given.size() != 2 * n)
-    nodeFail(c, "input 'roi' has " + llvm::Twine(given.size()) + " values, want " +
-                    llvm::Twine(2 * n) + " (a start and an end per resized axis)");
+    return nodeError(c, "input 'roi' has " + llvm::Twine(given.size()) + " values, want " +
+                            llvm::Twine(2 * n) + " (a start and an end per resized axis)");
   SmallVector<float> roi(rank, 0.0f);
   roi.append(rank, 1.0f);
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(given[i]) || !std::isfinite(given[n + i]))
-      nodeFail(c, "input 'roi' must hold finite values");
+      return nodeError(c, "input 'roi' must hold finite values");
     roi[axes[i]] = given[i];
     roi[rank + axes[i]] = given[n + i];
   }
@@ -1161,78 +1265,92 @@ Value Importer::extrapolationSlice(const NodeCtx &c, Value v, int64_t axis, floa
 
 /// Resize's mode, coordinate_transformation_mode and nearest_mode (the
 /// legacy rules for Upsample and before opset 11), checked.
-void Importer::resizeModes(const NodeCtx &c, bool legacy, std::string &mode,
-                           std::string &transform, std::string &nearestMode) {
-  mode = attrString(c, "mode", "nearest");
+LogicalResult Importer::resizeModes(const NodeCtx &c, bool legacy, std::string &mode,
+                                    std::string &transform, std::string &nearestMode) {
+  if (failed(attrString(c, "mode", "nearest", mode)))
+    return failure();
   if (mode != "nearest" && mode != "linear" && !(mode == "cubic" && !legacy))
-    nodeFail(c, "attribute 'mode' must be nearest, linear" +
-                    llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
-  transform =
-      legacy ? "asymmetric" : attrString(c, "coordinate_transformation_mode", "half_pixel");
-  nearestMode = legacy ? "simple" : attrString(c, "nearest_mode", "round_prefer_floor");
+    return nodeError(c, "attribute 'mode' must be nearest, linear" +
+                            llvm::Twine(legacy ? "" : " or cubic") + ", got " + quotedName(mode));
+  transform = "asymmetric";
+  nearestMode = "simple";
+  if (!legacy &&
+      (failed(attrString(c, "coordinate_transformation_mode", "half_pixel", transform)) ||
+       failed(attrString(c, "nearest_mode", "round_prefer_floor", nearestMode))))
+    return failure();
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" &&
       transform != "align_corners" && transform != "asymmetric" &&
       !(transform == "half_pixel_symmetric" && opset >= 19) && transform != "tf_crop_and_resize") {
     if (transform == "tf_half_pixel_for_nn")
-      nodeFail(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
-                      " is not supported");
-    nodeFail(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
-                "pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize" +
-                    llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
-                    quotedName(transform));
+      return nodeError(c, "attribute 'coordinate_transformation_mode' " + quotedName(transform) +
+                              " is not supported");
+    return nodeError(c, "attribute 'coordinate_transformation_mode' must be half_pixel, "
+                        "pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize" +
+                            llvm::Twine(opset >= 19 ? " or half_pixel_symmetric" : "") + ", got " +
+                            quotedName(transform));
   }
   if (nearestMode != "simple" && nearestMode != "round_prefer_floor" &&
       nearestMode != "round_prefer_ceil" && nearestMode != "floor" && nearestMode != "ceil")
-    nodeFail(c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
-                "or ceil, got " +
-                    quotedName(nearestMode));
+    return nodeError(
+        c, "attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor "
+           "or ceil, got " +
+               quotedName(nearestMode));
+  return success();
 }
 
 /// Resize's scales (an attribute of Upsample before opset 9, else an
 /// input) or sizes (an input from opset 11), one per axis of `axisCount`.
-void Importer::resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy,
-                                   size_t axisCount, SmallVector<float> &scales,
-                                   SmallVector<int64_t> &sizes) {
+LogicalResult Importer::resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy,
+                                            size_t axisCount, SmallVector<float> &scales,
+                                            SmallVector<int64_t> &sizes) {
   if (upsample && opset < 9) {
-    std::optional<SmallVector<float>> s;
-    if (const auto *a = findAttr(c, "scales", onnx::AttributeProto::FLOATS))
-      s = SmallVector<float>(a->floats().begin(), a->floats().end());
-    if (!s)
-      nodeFail(c, "attribute 'scales' is required");
-    scales = *s;
+    const onnx::AttributeProto *a;
+    if (failed(findAttr(c, "scales", onnx::AttributeProto::FLOATS, a)))
+      return failure();
+    if (!a)
+      return nodeError(c, "attribute 'scales' is required");
+    scales.assign(a->floats().begin(), a->floats().end());
   } else {
     int scalesInput = legacy ? 1 : 2;
     if (hasInput(c, scalesInput)) {
-      DenseElementsAttr k = requireConst(c, scalesInput, "scales");
+      DenseElementsAttr k;
+      if (failed(requireConst(c, scalesInput, "scales", k)))
+        return failure();
       if (!isFloat(k.getElementType()))
-        nodeFail(c, "input 'scales' must be FLOAT, got " + elementTypeName(k.getElementType()));
+        return nodeError(c, "input 'scales' must be FLOAT, got " +
+                                elementTypeName(k.getElementType()));
       scales = floatValues(k);
     }
     if (!legacy && hasInput(c, 3)) {
       if (!scales.empty())
-        nodeFail(c, "takes the 'scales' or the 'sizes' input, not both");
-      sizes = requireConstInts(c, 3, "sizes");
+        return nodeError(c, "takes the 'scales' or the 'sizes' input, not both");
+      if (failed(requireConstInts(c, 3, "sizes", sizes)))
+        return failure();
     }
     if (scales.empty() && sizes.empty())
-      nodeFail(c, "needs the 'scales' or the 'sizes' input");
+      return nodeError(c, "needs the 'scales' or the 'sizes' input");
   }
   size_t given = scales.empty() ? sizes.size() : scales.size();
   if (given != axisCount)
-    nodeFail(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
-                    llvm::Twine(given) + " values, want " + llvm::Twine(axisCount));
+    return nodeError(c, llvm::Twine(scales.empty() ? "'sizes'" : "'scales'") + " has " +
+                            llvm::Twine(given) + " values, want " + llvm::Twine(axisCount));
+  return success();
 }
 
 /// `v` with its axis `d` (of `rank`) multiplied by the matrix `w`
 /// ([in, out]): moved last, multiplied, moved back.
-Value Importer::matmulAlongAxis(const NodeCtx &c, Value v, Value w, int64_t d, int64_t rank) {
+FailureOr<Value> Importer::matmulAlongAxis(const NodeCtx &c, Value v, Value w, int64_t d,
+                                           int64_t rank) {
   SmallVector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i)
     if (i != d)
       perm.push_back(i);
   perm.push_back(d);
   bool last = d == rank - 1;
-  Value moved = last ? v : transpose(c, v, perm);
-  Value r = createInferred<graph::MatmulOp>(c, elemOf(v), moved, w, TypeAttr());
+  FailureOr<Value> moved = last ? v : transpose(c, v, perm);
+  if (failed(moved))
+    return failure();
+  FailureOr<Value> r = createInferred<graph::MatmulOp>(c, elemOf(v), *moved, w, TypeAttr());
   if (!last) {
     SmallVector<int64_t> inverse(rank);
     for (int64_t i = 0; i < rank; ++i)
@@ -1240,6 +1358,55 @@ Value Importer::matmulAlongAxis(const NodeCtx &c, Value v, Value w, int64_t d, i
     r = transpose(c, r, inverse);
   }
   return r;
+}
+
+/// The per-axis plan of a Resize over `shape`: `scales` or `sizes` (with
+/// keep_aspect_ratio_policy `policy`) of `axes`, checked.
+static LogicalResult resizePlan(const Importer &imp, const NodeCtx &c, ArrayRef<int64_t> shape,
+                                ArrayRef<int64_t> axes, ArrayRef<float> scales,
+                                ArrayRef<int64_t> sizes, llvm::StringRef policy,
+                                SmallVectorImpl<AxisResize> &plan) {
+  for (int64_t d : shape)
+    plan.push_back({d, d, 1.0f, 1.0});
+  if (!scales.empty()) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      float s = scales[i];
+      if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
+        return imp.nodeError(c,
+                             "scales must be positive and at most 65536, got " + std::to_string(s));
+      AxisResize &a = plan[axes[i]];
+      a.scale = s;
+      a.refScale = static_cast<double>(s);
+      a.out = static_cast<int64_t>(std::floor(static_cast<float>(a.in) * s));
+    }
+    return success();
+  }
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
+      return imp.nodeError(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
+  float common = 0.0f;
+  double refCommon = 0.0;
+  if (policy != "stretch")
+    for (size_t i = 0; i < axes.size(); ++i) {
+      float s = static_cast<float>(sizes[i]) / static_cast<float>(shape[axes[i]]);
+      double r = static_cast<double>(sizes[i]) / static_cast<double>(shape[axes[i]]);
+      common = i == 0 ? s : policy == "not_larger" ? std::min(common, s) : std::max(common, s);
+      refCommon =
+          i == 0 ? r : policy == "not_larger" ? std::min(refCommon, r) : std::max(refCommon, r);
+    }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    AxisResize &a = plan[axes[i]];
+    if (policy == "stretch") {
+      a.out = sizes[i];
+      a.scale = static_cast<float>(a.out) / static_cast<float>(a.in);
+      a.refScale = static_cast<double>(a.out) / static_cast<double>(a.in);
+    } else {
+      a.scale = common;
+      a.refScale = refCommon;
+      a.out = static_cast<int64_t>(std::round(common * static_cast<float>(a.in)));
+    }
+  }
+  return success();
 }
 
 /// Resize (opset 10 to 19) and Upsample (7, 9): per resized axis, nearest
@@ -1256,28 +1423,32 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
     return nodeError(c, "Upsample before opset 7 (experimental, height_scale and width_scale) is not "
                 "supported");
   bool legacy = upsample || opset < 11; // Upsample's rules: asymmetric, "simple" nearest
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  std::string mode, transform, nearestMode, policy;
+  float cubicA, extrapolation;
+  bool excludeOutside, antialias;
+  if (failed(inputType(c, 0, t)) || failed(resizeModes(c, legacy, mode, transform, nearestMode)) ||
+      failed(attrFloat(c, "cubic_coeff_a", -0.75f, cubicA)) ||
+      failed(attrFloat(c, "extrapolation_value", 0.0f, extrapolation)) ||
+      failed(attrBool(c, "exclude_outside", false, excludeOutside)) ||
+      failed(attrBool(c, "antialias", false, antialias)) ||
+      failed(attrString(c, "keep_aspect_ratio_policy", "stretch", policy)))
+    return failure();
   ArrayRef<int64_t> shape = t.getShape();
   int64_t rank = t.getRank();
-  std::string mode, transform, nearestMode;
-  resizeModes(c, legacy, mode, transform, nearestMode);
-  float cubicA = attrFloat(c, "cubic_coeff_a", -0.75f);
-  float extrapolation = attrFloat(c, "extrapolation_value", 0.0f);
   bool crop = transform == "tf_crop_and_resize";
-  bool excludeOutside = attrBool(c, "exclude_outside", false);
-  bool antialias = attrBool(c, "antialias", false);
-  std::string policy = attrString(c, "keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     return nodeError(c, "attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or "
                 "not_smaller, got " +
                     quotedName(policy));
+  std::optional<SmallVector<int64_t>> axesAttr;
+  if (failed(attrInts(c, "axes", axesAttr)))
+    return failure();
   SmallVector<int64_t> axes;
-  if (auto a = attrInts(c, "axes")) {
-    for (int64_t ax : *a) {
-      axes.push_back(normalizeAxis(c, "axis in attribute 'axes'", ax, rank));
-      if (llvm::count(axes, axes.back()) > 1)
-        return nodeError(c, "attribute 'axes' names axis " + llvm::Twine(axes.back()) + " twice");
-    }
+  if (axesAttr) {
+    axes = *axesAttr;
+    if (failed(normalizeAxesInOrder(c, "attribute 'axes'", axes, rank)))
+      return failure();
   } else {
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
@@ -1285,58 +1456,22 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
   // The scales or sizes of `axes`.
   SmallVector<float> scales;
   SmallVector<int64_t> sizes;
-  resizeScalesOrSizes(c, upsample, legacy, axes.size(), scales, sizes);
   SmallVector<AxisResize> plan;
-  for (int64_t d = 0; d < rank; ++d)
-    plan.push_back({shape[d], shape[d], 1.0f, 1.0});
-  if (!scales.empty()) {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      float s = scales[i];
-      if (!(s > 0.0f) || !std::isfinite(s) || s > 65536.0f)
-        return nodeError(c, "scales must be positive and at most 65536, got " + std::to_string(s));
-      AxisResize &a = plan[axes[i]];
-      a.scale = s;
-      a.refScale = static_cast<double>(s);
-      a.out = static_cast<int64_t>(std::floor(static_cast<float>(a.in) * s));
-    }
-  } else {
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
-        return nodeError(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
-    float common = 0.0f;
-    double refCommon = 0.0;
-    if (policy != "stretch")
-      for (size_t i = 0; i < axes.size(); ++i) {
-        float s = static_cast<float>(sizes[i]) / static_cast<float>(shape[axes[i]]);
-        double r = static_cast<double>(sizes[i]) / static_cast<double>(shape[axes[i]]);
-        common = i == 0 ? s : policy == "not_larger" ? std::min(common, s) : std::max(common, s);
-        refCommon =
-            i == 0 ? r : policy == "not_larger" ? std::min(refCommon, r) : std::max(refCommon, r);
-      }
-    for (size_t i = 0; i < axes.size(); ++i) {
-      AxisResize &a = plan[axes[i]];
-      if (policy == "stretch") {
-        a.out = sizes[i];
-        a.scale = static_cast<float>(a.out) / static_cast<float>(a.in);
-        a.refScale = static_cast<double>(a.out) / static_cast<double>(a.in);
-      } else {
-        a.scale = common;
-        a.refScale = refCommon;
-        a.out = static_cast<int64_t>(std::round(common * static_cast<float>(a.in)));
-      }
-    }
-  }
+  if (failed(resizeScalesOrSizes(c, upsample, legacy, axes.size(), scales, sizes)) ||
+      failed(resizePlan(*this, c, shape, axes, scales, sizes, policy, plan)))
+    return failure();
   if (crop) {
-    SmallVector<float> roi = resizeRoi(c, axes, rank);
+    FailureOr<SmallVector<float>> roi = resizeRoi(c, axes, rank);
+    if (failed(roi))
+      return failure();
     for (int64_t d = 0; d < rank; ++d) {
-      plan[d].roiStart = roi[d];
-      plan[d].roiEnd = roi[rank + d];
+      plan[d].roiStart = (*roi)[d];
+      plan[d].roiEnd = (*roi)[rank + d];
     }
   }
-  Value v = input(c, 0);
-  if (mode != "nearest")
-    if (failed(requireFloat(c, 0, elemOf(v))))
-      return failure();
+  Value v;
+  if (failed(input(c, 0, v)) || (mode != "nearest" && failed(requireFloat(c, 0, elemOf(v)))))
+    return failure();
   for (int64_t d = 0; d < rank; ++d) {
     const AxisResize &a = plan[d];
     if (a.out <= 0 || a.out > (int64_t(1) << 24))
@@ -1352,8 +1487,11 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
                      double x = referenceCoordinate(transform, o, a);
                      return x < 0.0 || x > static_cast<double>(a.in - 1);
                    });
-    Value extended =
+    FailureOr<Value> extension =
         outside ? concatAxis(c, {v, extrapolationSlice(c, v, d, extrapolation)}, d) : v;
+    if (failed(extension))
+      return failure();
+    Value extended = *extension;
     if (mode == "nearest") {
       SmallVector<int64_t> idx;
       for (int64_t o = 0; o < a.out; ++o) {
@@ -1366,7 +1504,10 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
         }
         idx.push_back(nearestIndex(nearestMode, resizeCoordinate(transform, o, a), a));
       }
-      v = gatherAxis(c, extended, d, idx);
+      FailureOr<Value> gathered = gatherAxis(c, extended, d, idx);
+      if (failed(gathered))
+        return failure();
+      v = *gathered;
       continue;
     }
     if (a.in * a.out > kMaxFoldElements * 16)
@@ -1382,7 +1523,10 @@ LogicalResult Importer::convertResize(const NodeCtx &c) {
       m.resize(a.in * a.out); // no extrapolation row
     v = extended;
     Value w = constant(c.loc, makeF32Attr(ctx, {outside ? a.in + 1 : a.in, a.out}, m));
-    v = matmulAlongAxis(c, v, w, d, rank);
+    FailureOr<Value> resized = matmulAlongAxis(c, v, w, d, rank);
+    if (failed(resized))
+      return failure();
+    v = *resized;
   }
   defineValue(c, 0, v);
   return success();
@@ -1404,11 +1548,12 @@ static const OpForm kAttentionForms[] = {
 
 /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D] (the
 /// reference's reshape and transpose).
-Value Importer::attentionHeads(const NodeCtx &c, Value v, int64_t heads, llvm::StringRef role) {
+FailureOr<Value> Importer::attentionHeads(const NodeCtx &c, Value v, int64_t heads,
+                                          llvm::StringRef role) {
   ArrayRef<int64_t> s = shapeOf(v);
   if (heads <= 0 || s[2] % heads)
-    nodeFail(c, "input '" + role + "' hidden size " + llvm::Twine(s[2]) +
-                    " is not a multiple of the head count " + llvm::Twine(heads));
+    return nodeError(c, "input '" + role + "' hidden size " + llvm::Twine(s[2]) +
+                            " is not a multiple of the head count " + llvm::Twine(heads));
   return transpose(c, reshape(c, v, {s[0], s[1], heads, s[2] / heads}), {0, 2, 1, 3});
 }
 
@@ -1452,32 +1597,33 @@ FailureOr<Value> Importer::attentionMask(const NodeCtx &c, Value mask, Type et, 
   if (ms.empty() || ms.back() > kvLen)
     return nodeError(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
                     " must end in at most the key length " + llvm::Twine(kvLen));
+  FailureOr<Value> additive = mask;
   if (mt.isInteger(1))
-    mask = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
-  else
-    if (failed(requireFloat(c, 3, mt)))
-      return failure();
-  if (ms.back() < kvLen) {
+    additive = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
+  else if (failed(requireFloat(c, 3, mt)))
+    return failure();
+  if (succeeded(additive) && ms.back() < kvLen) {
     Shape padShape(ms.begin(), ms.end());
     padShape.back() = kvLen - ms.back();
     SmallVector<float> pad(product(padShape, 0, padShape.size()), ninf);
-    mask = concatAxis(c, {mask, constant(c.loc, makeF32Attr(ctx, padShape, pad))},
-                      static_cast<int64_t>(ms.size()) - 1);
+    additive = concatAxis(c, {*additive, constant(c.loc, makeF32Attr(ctx, padShape, pad))},
+                          static_cast<int64_t>(ms.size()) - 1);
   }
-  return mask;
+  return additive;
 }
 
 /// `probs` with 0 in the rows whose `bias` is all -inf (as the reference,
 /// not the NaN of exp(-inf - -inf)).
-Value Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias, Value probs) {
+FailureOr<Value> Importer::zeroMaskedRows(const NodeCtx &c, Type et, Value bias, Value probs) {
   int64_t last = static_cast<int64_t>(shapeOf(bias).size()) - 1;
-  Value rowMax = createInferred<graph::ReduceMaxOp>(c, et, bias,
-                                                    builder.getDenseI64ArrayAttr({last}),
-                                                    builder.getBoolAttr(true), TypeAttr());
+  FailureOr<Value> rowMax = createInferred<graph::ReduceMaxOp>(
+      c, et, bias, builder.getDenseI64ArrayAttr({last}), builder.getBoolAttr(true), TypeAttr());
+  if (failed(rowMax))
+    return failure();
   Value rowMasked =
       builder
-          .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(rowMax), builder.getI1Type()),
-                                  rowMax, builder.getBoolAttr(true), builder.getBoolAttr(false))
+          .create<graph::IsInfOp>(c.loc, tensorType(shapeOf(*rowMax), builder.getI1Type()), *rowMax,
+                                  builder.getBoolAttr(true), builder.getBoolAttr(false))
           .getOutput();
   return createInferred<graph::WhereOp>(c, et, rowMasked, scalarF32(c, 0.0f), probs);
 }
@@ -1489,23 +1635,30 @@ FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int
   static const char *roles[] = {"Q", "K", "V"};
   SmallVector<Value, 3> qkv;
   for (int i = 0; i < 3; ++i) {
-    qkv.push_back(input(c, i));
-    if (failed(requireFloat(c, i, elemOf(qkv[i]))))
+    Value v;
+    if (failed(input(c, i, v)) || failed(requireFloat(c, i, elemOf(v))))
       return failure();
+    qkv.push_back(v);
   }
   rank = static_cast<int64_t>(shapeOf(qkv[0]).size());
   for (int i = 0; i < 3; ++i)
     if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
       return nodeError(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
                       llvm::Twine(roles[i]) + " " + graph::formatShape(shapeOf(qkv[i])));
-  std::optional<int64_t> qHeadsAttr = attrIntOpt(c, "q_num_heads");
-  std::optional<int64_t> kvHeadsAttr = attrIntOpt(c, "kv_num_heads");
+  std::optional<int64_t> qHeadsAttr, kvHeadsAttr;
+  if (failed(attrIntOpt(c, "q_num_heads", qHeadsAttr)) ||
+      failed(attrIntOpt(c, "kv_num_heads", kvHeadsAttr)))
+    return failure();
   if (rank == 3) {
     if (!qHeadsAttr || !kvHeadsAttr)
       return nodeError(c, "3-D inputs need attributes 'q_num_heads' and 'kv_num_heads'");
-    qkv[0] = attentionHeads(c, qkv[0], *qHeadsAttr, "Q");
-    qkv[1] = attentionHeads(c, qkv[1], *kvHeadsAttr, "K");
-    qkv[2] = attentionHeads(c, qkv[2], *kvHeadsAttr, "V");
+    for (int i = 0; i < 3; ++i) {
+      FailureOr<Value> split =
+          attentionHeads(c, qkv[i], i == 0 ? *qHeadsAttr : *kvHeadsAttr, roles[i]);
+      if (failed(split))
+        return failure();
+      qkv[i] = *split;
+    }
   }
   Value q = qkv[0], k = qkv[1], v = qkv[2];
   Type et = elemOf(q);
@@ -1535,6 +1688,52 @@ FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int
 /// op_attention.py): Q and K each times sqrt(scale), Q K^T, softcap, plus
 /// the bias (mask, causal and padding parts; the parts known at import are
 /// one constant), softmax, rows whose bias is all -inf zeroed, times V.
+/// Attention's attributes, checked (the scale's default needs the head
+/// size).
+LogicalResult Importer::attentionAttributes(const NodeCtx &c, int64_t headSize, AttentionAttrs &a) {
+  if (failed(attrBool(c, "is_causal", false, a.causal)) ||
+      failed(attrInt(c, "qk_matmul_output_mode", 0, a.mode)))
+    return failure();
+  if (a.mode < 0 || a.mode > 3)
+    return nodeError(c,
+                     "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(a.mode));
+  // softmax_precision: mp.softmax always runs in FP32, which covers FLOAT,
+  // FLOAT16 and BFLOAT16. DOUBLE is computed in FP32 too (mixprec has no
+  // FP64 compute; the README says so): the output has the inputs' FP32 type,
+  // and an FP32 softmax with FP32 sums is within a few ulps of the double one.
+  std::optional<int64_t> sp;
+  if (failed(attrIntOpt(c, "softmax_precision", sp)))
+    return failure();
+  if (sp && *sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
+    return nodeError(c,
+                     "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
+                         llvm::Twine(*sp));
+  // The reference takes sqrt(scale) in double and rounds it to the input type.
+  a.scale = 1.0 / std::sqrt(static_cast<double>(headSize));
+  if (hasAttr(c, "scale")) {
+    float given;
+    if (failed(attrFloat(c, "scale", 1.0f, given)))
+      return failure();
+    a.scale = given;
+  }
+  if (!(a.scale > 0.0) || !std::isfinite(a.scale))
+    return nodeError(c, "attribute 'scale' must be positive and finite, got " +
+                            std::to_string(a.scale));
+  if (failed(attrInt(c, "left_window_size", -1, a.leftWindow)) ||
+      failed(attrInt(c, "right_window_size", -1, a.rightWindow)))
+    return failure();
+  if (a.leftWindow < -1 || a.rightWindow < -1)
+    return nodeError(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
+                        "non-negative, got " +
+                            llvm::Twine(a.leftWindow) + " and " + llvm::Twine(a.rightWindow));
+  if (failed(attrFloat(c, "softcap", 0.0f, a.softcap)))
+    return failure();
+  if (!(a.softcap >= 0.0f) || !std::isfinite(a.softcap))
+    return nodeError(c, "attribute 'softcap' must be non-negative and finite, got " +
+                            std::to_string(a.softcap));
+  return success();
+}
+
 LogicalResult Importer::convertAttention(const NodeCtx &c) {
   int64_t rank = 0;
   FailureOr<SmallVector<Value, 3>> inputs = attentionInputs(c, rank);
@@ -1545,43 +1744,27 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
   Type et = elemOf(q);
   int64_t batch = shapeOf(q)[0], qHeads = shapeOf(q)[1], qLen = shapeOf(q)[2];
   int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
-  bool causal = attrBool(c, "is_causal", false);
-  int64_t mode = attrInt(c, "qk_matmul_output_mode", 0);
-  if (mode < 0 || mode > 3)
-    return nodeError(c, "attribute 'qk_matmul_output_mode' must be 0..3, got " + llvm::Twine(mode));
-  // softmax_precision: mp.softmax always runs in FP32, which covers FLOAT,
-  // FLOAT16 and BFLOAT16. DOUBLE is computed in FP32 too (mixprec has no
-  // FP64 compute; the README says so): the output has the inputs' FP32 type,
-  // and an FP32 softmax with FP32 sums is within a few ulps of the double one.
-  if (std::optional<int64_t> sp = attrIntOpt(c, "softmax_precision"))
-    if (*sp != 1 && *sp != 10 && *sp != 11 && *sp != 16)
-      return nodeError(c, "attribute 'softmax_precision' must be a float type (1, 10, 11 or 16), got " +
-                   llvm::Twine(*sp));
-  // The reference takes sqrt(scale) in double and rounds it to the input type.
-  double scale = hasAttr(c, "scale") ? attrFloat(c, "scale", 1.0f)
-                                     : 1.0 / std::sqrt(static_cast<double>(headSize));
-  if (!(scale > 0.0) || !std::isfinite(scale))
-    return nodeError(c, "attribute 'scale' must be positive and finite, got " + std::to_string(scale));
-  int64_t leftWindow = attrInt(c, "left_window_size", -1);
-  int64_t rightWindow = attrInt(c, "right_window_size", -1);
-  if (leftWindow < -1 || rightWindow < -1)
-    return nodeError(c, "attributes 'left_window_size' and 'right_window_size' must be -1 or "
-                "non-negative, got " +
-                    llvm::Twine(leftWindow) + " and " + llvm::Twine(rightWindow));
-  float softcap = attrFloat(c, "softcap", 0.0f);
-  if (!(softcap >= 0.0f) || !std::isfinite(softcap))
-    return nodeError(c, "attribute 'softcap' must be non-negative and finite, got " +
-                    std::to_string(softcap));
+  AttentionAttrs attrs;
+  if (failed(attentionAttributes(c, headSize, attrs)))
+    return failure();
 
   // The cache: present = concat(past, new) on the sequence axis.
-  Value pastK = optInput(c, 4), pastV = optInput(c, 5);
+  Value pastK, pastV;
+  if (failed(optInput(c, 4, pastK)) || failed(optInput(c, 5, pastV)))
+    return failure();
   if (!pastK != !pastV)
     return nodeError(c, "inputs 'past_key' and 'past_value' must be given together");
   int64_t pastLen = 0;
   if (pastK) {
     pastLen = shapeOf(pastK)[2];
-    k = concatAxis(c, {pastK, k}, 2);
-    v = concatAxis(c, {pastV, v}, 2);
+    FailureOr<Value> presentK = concatAxis(c, {pastK, k}, 2);
+    if (failed(presentK))
+      return failure();
+    FailureOr<Value> presentV = concatAxis(c, {pastV, v}, 2);
+    if (failed(presentV))
+      return failure();
+    k = *presentK;
+    v = *presentV;
   }
   defineValue(c, 1, k);
   defineValue(c, 2, v);
@@ -1594,7 +1777,9 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
   if (hasInput(c, 6)) {
     if (pastK)
       return nodeError(c, "input 'nonpad_kv_seqlen' cannot be combined with past_key/past_value");
-    nonpad = requireConstInts(c, 6, "nonpad_kv_seqlen");
+    nonpad.emplace();
+    if (failed(requireConstInts(c, 6, "nonpad_kv_seqlen", *nonpad)))
+      return failure();
     if (static_cast<int64_t>(nonpad->size()) != batch)
       return nodeError(c, "input 'nonpad_kv_seqlen' has " + llvm::Twine(nonpad->size()) +
                       " values, the batch is " + llvm::Twine(batch));
@@ -1604,56 +1789,76 @@ LogicalResult Importer::convertAttention(const NodeCtx &c) {
     return nodeError(c, "the attention bias would have more than 2^20 elements");
   bool anyFixed = false, fixedRowMasked = false;
   SmallVector<float> fixed =
-      attentionFixedBias(biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, causal,
-                         leftWindow, rightWindow, anyFixed, fixedRowMasked);
+      attentionFixedBias(biasBatch, qLen, kvLen, nonpad ? &*nonpad : nullptr, pastLen, attrs.causal,
+                         attrs.leftWindow, attrs.rightWindow, anyFixed, fixedRowMasked);
   SmallVector<int64_t> fixedShape = nonpad ? SmallVector<int64_t>{batch, 1, qLen, kvLen}
                                            : SmallVector<int64_t>{qLen, kvLen};
-  Value bias;
+  FailureOr<Value> bias = Value();
   bool hasMask = hasInput(c, 3);
-  if (Value mask = optInput(c, 3)) {
+  Value mask;
+  if (failed(optInput(c, 3, mask)))
+    return failure();
+  if (mask) {
     FailureOr<Value> additive = attentionMask(c, mask, et, kvLen);
-    if (failed(additive))
-      return failure();
-    mask = *additive;
-    bias = anyFixed ? addV(c, mask, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed))) : mask;
+    bias = anyFixed ? addV(c, additive, constant(c.loc, makeF32Attr(ctx, fixedShape, fixed)))
+                    : additive;
   } else if (anyFixed) {
     bias = constant(c.loc, makeF32Attr(ctx, fixedShape, fixed));
   }
+  if (failed(bias))
+    return failure();
 
   // Grouped-query attention: each K/V head repeated for its Q heads.
   if (qHeads != kHeads) {
     SmallVector<int64_t> idx;
     for (int64_t h = 0; h < qHeads; ++h)
       idx.push_back(h / (qHeads / kHeads));
-    k = gatherAxis(c, k, 1, idx);
-    v = gatherAxis(c, v, 1, idx);
+    FailureOr<Value> groupedK = gatherAxis(c, k, 1, idx);
+    if (failed(groupedK))
+      return failure();
+    FailureOr<Value> groupedV = gatherAxis(c, v, 1, idx);
+    if (failed(groupedV))
+      return failure();
+    k = *groupedK;
+    v = *groupedV;
   }
-  Value s = scalarF32(c, static_cast<float>(std::sqrt(scale)));
-  Value kt = transpose(c, mulV(c, k, s), {0, 1, 3, 2});
-  Value qk = createInferred<graph::MatmulOp>(c, et, mulV(c, q, s), kt, TypeAttr());
-  if (softcap > 0.0f) {
-    Value cap = scalarF32(c, softcap);
-    Value t = createInferred<graph::DivOp>(c, et, qk, cap);
-    t = builder.create<graph::TanhOp>(c.loc, t.getType(), t).getOutput();
-    qk = mulV(c, t, cap);
+  Value s = scalarF32(c, static_cast<float>(std::sqrt(attrs.scale)));
+  FailureOr<Value> kt = transpose(c, mulV(c, k, s), {0, 1, 3, 2});
+  if (failed(kt))
+    return failure();
+  FailureOr<Value> qk = mulV(c, q, s);
+  if (succeeded(qk))
+    qk = createInferred<graph::MatmulOp>(c, et, *qk, *kt, TypeAttr());
+  if (succeeded(qk) && attrs.softcap > 0.0f) {
+    Value cap = scalarF32(c, attrs.softcap);
+    FailureOr<Value> t = createInferred<graph::DivOp>(c, et, *qk, cap);
+    if (failed(t))
+      return failure();
+    qk = mulV(c, builder.create<graph::TanhOp>(c.loc, t->getType(), *t).getOutput(), cap);
   }
-  Value logits = bias ? addV(c, qk, bias) : qk;
-  Value probs =
-      builder
-          .create<graph::SoftmaxOp>(c.loc, logits.getType(), logits, builder.getI64IntegerAttr(3),
-                                    TypeAttr())
-          .getOutput();
+  FailureOr<Value> logits = *bias ? addV(c, qk, *bias) : qk;
+  if (failed(logits))
+    return failure();
+  FailureOr<Value> probs = builder
+                               .create<graph::SoftmaxOp>(c.loc, logits->getType(), *logits,
+                                                         builder.getI64IntegerAttr(3), TypeAttr())
+                               .getOutput();
   // A row with no attendable key (its bias all -inf) gives 0, as in the
   // reference, not the NaN of exp(-inf - -inf).
-  if (bias && (hasMask || fixedRowMasked))
-    probs = zeroMaskedRows(c, et, bias, probs);
-  Value y = createInferred<graph::MatmulOp>(c, et, probs, v, TypeAttr());
-  if (rank == 3) {
-    ArrayRef<int64_t> ys = shapeOf(y);
-    y = reshape(c, transpose(c, y, {0, 2, 1, 3}), {ys[0], ys[2], ys[1] * ys[3]});
+  if (*bias && (hasMask || fixedRowMasked))
+    probs = zeroMaskedRows(c, et, *bias, *probs);
+  if (failed(probs))
+    return failure();
+  FailureOr<Value> y = createInferred<graph::MatmulOp>(c, et, *probs, v, TypeAttr());
+  if (succeeded(y) && rank == 3) {
+    ArrayRef<int64_t> ys = shapeOf(*y);
+    FailureOr<Value> heads = transpose(c, *y, {0, 2, 1, 3});
+    y = failed(heads) ? heads : reshape(c, *heads, {ys[0], ys[2], ys[1] * ys[3]});
   }
-  defineValue(c, 0, y);
-  defineValue(c, 3, mode == 2 ? logits : mode == 3 ? probs : qk);
+  if (failed(y))
+    return failure();
+  defineValue(c, 0, *y);
+  defineValue(c, 3, attrs.mode == 2 ? *logits : attrs.mode == 3 ? *probs : *qk);
   return success();
 }
 

@@ -94,26 +94,33 @@ std::string Importer::doubleIslandError(const NodeCtx &c) {
 }
 
 LogicalResult Importer::convertCast(const NodeCtx &c) {
-  std::optional<int64_t> to = attrIntOpt(c, "to");
+  std::optional<int64_t> to;
+  if (failed(attrIntOpt(c, "to", to)))
+    return failure();
   if (!to)
     return nodeError(c, "attribute 'to' is required");
-  if (*to == onnx::TensorProto::DOUBLE && !entryOf(c, 0).constant) {
-    Entry &e = entryOf(c, 0);
+  Entry *entry;
+  if (*to == onnx::TensorProto::DOUBLE && failed(entryOf(c, 0, entry)))
+    return failure();
+  if (*to == onnx::TensorProto::DOUBLE && !entry->constant) {
+    Entry &e = *entry;
     if (!isa<FloatType>(entryType(e).getElementType()))
       return nodeError(c, "casts a run-time integer tensor to DOUBLE; mixprec has no FP64 tensors");
     if (std::string error = doubleIslandError(c); !error.empty())
       return nodeError(c, error);
-    aliasOutput(c, 0, 0); // the island is computed in FP32 (doubleIslandError)
+    defineEntry(c, 0, e); // the island is computed in FP32 (doubleIslandError)
     return success();
   }
   Type target = valueElementType(ctx, static_cast<int32_t>(*to));
   if (!target)
     return nodeError(c, "attribute 'to' = " + dataTypeName(static_cast<int32_t>(*to)) +
                     " is not supported (FLOAT, INT64, INT32, BOOL)");
-  Entry &e = entryOf(c, 0);
+  if (failed(entryOf(c, 0, entry)))
+    return failure();
+  Entry &e = *entry;
   RankedTensorType t = entryType(e);
   if (t.getElementType() == target) {
-    aliasOutput(c, 0, 0);
+    defineEntry(c, 0, e);
     return success();
   }
   if (e.constant) {
@@ -142,20 +149,32 @@ LogicalResult Importer::convertConstant(const NodeCtx &c) {
     present += hasAttr(c, f);
   if (present != 1)
     return nodeError(c, "needs exactly one value attribute, got " + llvm::Twine(present));
+  // The node has one of these (checked above): only its lookup can fail.
+  const onnx::AttributeProto *value, *valueFloat, *valueFloats, *valueInt, *valueInts;
+  if (failed(findAttr(c, "value", onnx::AttributeProto::TENSOR, value)) ||
+      failed(findAttr(c, "value_float", onnx::AttributeProto::FLOAT, valueFloat)) ||
+      failed(findAttr(c, "value_floats", onnx::AttributeProto::FLOATS, valueFloats)) ||
+      failed(findAttr(c, "value_int", onnx::AttributeProto::INT, valueInt)) ||
+      failed(findAttr(c, "value_ints", onnx::AttributeProto::INTS, valueInts)))
+    return failure();
   DenseElementsAttr attr;
-  if (const auto *a = findAttr(c, "value", onnx::AttributeProto::TENSOR)) {
-    attr = decodeTensor(ctx, a->t(), modelDir,
-                        escapeControls(path) + ": node " + quotedName(c.name) +
-                            " (Constant): attribute 'value'",
-                        options.onExternalFile);
-  } else if (const auto *a = findAttr(c, "value_float", onnx::AttributeProto::FLOAT)) {
+  if (const auto *a = value) {
+    FailureOr<DenseElementsAttr> decoded = decodeTensor(
+        ctx, a->t(), modelDir,
+        escapeControls(path) + ": node " + quotedName(c.name) + " (Constant): attribute 'value'",
+        [&](const std::string &message) { (void)(emitError(c.loc) << message); },
+        options.onExternalFile);
+    if (failed(decoded))
+      return failure();
+    attr = *decoded;
+  } else if (const auto *a = valueFloat) {
     attr = makeF32Attr(ctx, {}, {a->f()});
-  } else if (const auto *a = findAttr(c, "value_floats", onnx::AttributeProto::FLOATS)) {
+  } else if (const auto *a = valueFloats) {
     SmallVector<float> v(a->floats().begin(), a->floats().end());
     attr = makeF32Attr(ctx, {static_cast<int64_t>(v.size())}, v);
-  } else if (const auto *a = findAttr(c, "value_int", onnx::AttributeProto::INT)) {
+  } else if (const auto *a = valueInt) {
     attr = makeIntAttr({}, builder.getI64Type(), {a->i()});
-  } else if (const auto *a = findAttr(c, "value_ints", onnx::AttributeProto::INTS)) {
+  } else if (const auto *a = valueInts) {
     SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
     attr = makeIntAttr({static_cast<int64_t>(v.size())}, builder.getI64Type(), v);
   } else {
@@ -174,9 +193,7 @@ static const OpForm kIdentityForms[] = {
     {1, 1, 1, 1, 1, ""},
 };
 
-LogicalResult Importer::convertIdentity(const NodeCtx &c) { aliasOutput(c, 0, 0);
-  return success();
-}
+LogicalResult Importer::convertIdentity(const NodeCtx &c) { return aliasOutput(c, 0, 0); }
 
 /// The ONNX schema forms of Dropout: ratio becomes input #1 and training_mode input #2 at
 /// opset 12.
@@ -192,11 +209,15 @@ LogicalResult Importer::convertDropout(const NodeCtx &c) {
   // training with ratio 0 too (onnx's reference). Otherwise the output is
   // random, which mixprec does not compute.
   if (hasInput(c, 2)) {
-    DenseElementsAttr mode = requireConst(c, 2, "training_mode");
+    DenseElementsAttr mode;
+    if (failed(requireConst(c, 2, "training_mode", mode)))
+      return failure();
     if (llvm::any_of(intValues(mode), [](int64_t v) { return v != 0; })) {
       float ratio = 0.5f;
       if (hasInput(c, 1)) {
-        DenseElementsAttr r = requireConst(c, 1, "ratio");
+        DenseElementsAttr r;
+        if (failed(requireConst(c, 1, "ratio", r)))
+          return failure();
         if (!isFloat(r.getElementType()) || r.getNumElements() != 1)
           return nodeError(c, "input 'ratio' must be a FLOAT scalar");
         ratio = floatValues(r)[0];
@@ -207,7 +228,8 @@ LogicalResult Importer::convertDropout(const NodeCtx &c) {
                         std::to_string(ratio) + " the output is random)");
     }
   }
-  aliasOutput(c, 0, 0);
+  if (failed(aliasOutput(c, 0, 0)))
+    return failure();
   if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
     FailureOr<DenseElementsAttr> mask = dropoutMask(c);
     if (failed(mask))
@@ -220,7 +242,9 @@ LogicalResult Importer::convertDropout(const NodeCtx &c) {
 /// Dropout's mask where nothing is dropped: all true (BOOL from opset 10,
 /// the input's type, 1.0, before).
 FailureOr<DenseElementsAttr> Importer::dropoutMask(const NodeCtx &c) {
-  RankedTensorType x = inputType(c, 0);
+  RankedTensorType x;
+  if (failed(inputType(c, 0, x)))
+    return failure();
   if (opset >= 10)
     return DenseElementsAttr::get(RankedTensorType::get(x.getShape(), builder.getI1Type()), true);
   Type elem = x.getElementType();
@@ -238,9 +262,14 @@ static const OpForm kShapeForms[] = {
 
 LogicalResult Importer::convertShape(const NodeCtx &c) {
   // Shapes are static, so Shape is a compile-time constant.
-  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  ArrayRef<int64_t> in = t.getShape();
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t start = attrInt(c, "start", 0), end = attrInt(c, "end", rank);
+  int64_t start, end;
+  if (failed(attrInt(c, "start", 0, start)) || failed(attrInt(c, "end", rank, end)))
+    return failure();
   if (start < 0)
     start += rank;
   if (end < 0)

@@ -46,11 +46,16 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
   constexpr bool isPow = std::is_same_v<OpT, graph::PowOp>;
   if (opset < 7 && hasAttr(c, "axis"))
     return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
-  Entry &ea = entryOf(c, 0);
-  Entry &eb = entryOf(c, 1);
+  Entry *pa, *pb;
+  if (failed(entryOf(c, 0, pa)) || failed(entryOf(c, 1, pb)))
+    return failure();
+  Entry &ea = *pa, &eb = *pb;
   Type ta = entryType(ea).getElementType(), tb = entryType(eb).getElementType();
   ArrayRef<int64_t> sa = entryType(ea).getShape(), sb = entryType(eb).getShape();
-  Shape s = expectShape(c, graph::broadcastShapes(sa, sb));
+  FailureOr<Shape> broadcast = expectShape(c, graph::broadcastShapes(sa, sb));
+  if (failed(broadcast))
+    return failure();
+  const Shape &s = *broadcast;
 
   if (!isPow && ta == tb && isa<IntegerType>(ta) && !ta.isInteger(1) && ea.constant &&
       eb.constant) {
@@ -94,7 +99,9 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
 
 template <class OpT, bool integers>
 LogicalResult Importer::convertUnary(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
   // Integers exactly (wrapping).
   if (failed(integers ? requireFloatOrInteger(c, 0, elemOf(x)) : requireFloat(c, 0, elemOf(x))))
     return failure();
@@ -118,10 +125,12 @@ static const OpForm kGeluForms[] = {
 };
 
 LogicalResult Importer::convertGelu(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  std::string approximate = attrString(c, "approximate", "none");
+  std::string approximate;
+  if (failed(attrString(c, "approximate", "none", approximate)))
+    return failure();
   std::optional<graph::GeluApproximation> kind = graph::symbolizeGeluApproximation(approximate);
   if (!kind)
     return nodeError(c, "attribute 'approximate' must be \"none\" or \"tanh\", got \"" +
@@ -140,7 +149,9 @@ static const OpForm kWhereForms[] = {
 };
 
 LogicalResult Importer::convertWhere(const NodeCtx &c) {
-  Value cond = input(c, 0), x = input(c, 1), y = input(c, 2);
+  Value cond, x, y;
+  if (failed(input(c, 0, cond)) || failed(input(c, 1, x)) || failed(input(c, 2, y)))
+    return failure();
   if (!elemOf(cond).isInteger(1))
     return nodeError(c, "condition (" + quotedName(c.node.input(0)) + ") must be BOOL, got " +
                     elementTypeName(elemOf(cond)));
@@ -150,7 +161,10 @@ LogicalResult Importer::convertWhere(const NodeCtx &c) {
     return failure();
   if (elemOf(x) != elemOf(y))
     return nodeError(c, "X and Y element types differ");
-  defineValue(c, 0, createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y));
+  FailureOr<Value> r = createInferred<graph::WhereOp>(c, elemOf(x), cond, x, y);
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 
@@ -169,17 +183,20 @@ static const OpForm kOrEqualForms[] = {
 };
 
 /// Fails unless input `i` is BOOL.
-static void requireBool(const Importer &im, const NodeCtx &c, int i, Type t) {
+static LogicalResult requireBool(const Importer &im, const NodeCtx &c, int i, Type t) {
   if (!t.isInteger(1))
-    im.nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
-                       ") must be BOOL, got " + elementTypeName(t));
+    return im.nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                               ") must be BOOL, got " + elementTypeName(t));
+  return success();
 }
 
 LogicalResult Importer::convertCompare(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   if (opset < 7 && hasAttr(c, "axis"))
     return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
-  Value a = input(c, 0), b = input(c, 1);
+  Value a, b;
+  if (failed(input(c, 0, a)) || failed(input(c, 1, b)))
+    return failure();
   Type ta = elemOf(a), tb = elemOf(b);
   if (ta != tb)
     return nodeError(c, "operand element types differ: " + elementTypeName(ta) + " and " +
@@ -187,7 +204,7 @@ LogicalResult Importer::convertCompare(const NodeCtx &c) {
   if (ta.isInteger(1) && op != "Equal")
     return nodeError(c, "input #0 (" + quotedName(c.node.input(0)) + ") is BOOL; " + op +
                     " compares numbers");
-  Value r;
+  FailureOr<Value> r;
   if (op == "Equal")
     r = createInferred<graph::EqualOp>(c, nullptr, a, b);
   else if (op == "Less")
@@ -198,7 +215,9 @@ LogicalResult Importer::convertCompare(const NodeCtx &c) {
     r = createInferred<graph::GreaterOp>(c, nullptr, a, b);
   else
     r = createInferred<graph::GreaterOrEqualOp>(c, nullptr, a, b);
-  defineValue(c, 0, r);
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 
@@ -206,17 +225,20 @@ LogicalResult Importer::convertLogic(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   if (opset < 7 && hasAttr(c, "axis"))
     return nodeError(c, "legacy broadcasting with attribute 'axis' (opset < 7) is not supported");
-  Value a = input(c, 0), b = input(c, 1);
-  requireBool(*this, c, 0, elemOf(a));
-  requireBool(*this, c, 1, elemOf(b));
-  Value r;
+  Value a, b;
+  if (failed(input(c, 0, a)) || failed(input(c, 1, b)) ||
+      failed(requireBool(*this, c, 0, elemOf(a))) || failed(requireBool(*this, c, 1, elemOf(b))))
+    return failure();
+  FailureOr<Value> r;
   if (op == "And")
     r = createInferred<graph::AndOp>(c, nullptr, a, b);
   else if (op == "Or")
     r = createInferred<graph::OrOp>(c, nullptr, a, b);
   else
     r = createInferred<graph::XorOp>(c, nullptr, a, b);
-  defineValue(c, 0, r);
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 
@@ -232,23 +254,26 @@ static const OpForm kIsInfForms[] = {
 };
 
 LogicalResult Importer::convertNot(const NodeCtx &c) {
-  Value x = input(c, 0);
-  requireBool(*this, c, 0, elemOf(x));
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireBool(*this, c, 0, elemOf(x))))
+    return failure();
   defineValue(c, 0, builder.create<graph::NotOp>(c.loc, x.getType(), x).getOutput());
   return success();
 }
 
 LogicalResult Importer::convertIsNaNOrInf(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   RankedTensorType boolType = tensorType(shapeOf(x), builder.getI1Type());
   if (c.node.op_type() == "IsNaN") {
     defineValue(c, 0, builder.create<graph::IsNaNOp>(c.loc, boolType, x).getOutput());
     return success();
   }
-  bool negative = attrBool(c, "detect_negative", true);
-  bool positive = attrBool(c, "detect_positive", true);
+  bool negative, positive;
+  if (failed(attrBool(c, "detect_negative", true, negative)) ||
+      failed(attrBool(c, "detect_positive", true, positive)))
+    return failure();
   if (!negative && !positive) { // detects nothing: all false
     defineConst(c, 0,
                 makeIntAttr(shapeOf(x), builder.getI1Type(),
@@ -282,35 +307,37 @@ static const OpForm kSeluForms[] = {
 };
 
 LogicalResult Importer::convertParamActivation(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   llvm::StringRef op = c.node.op_type();
   Type t = x.getType();
   auto f32 = [&](float v) { return builder.getF32FloatAttr(v); };
   // A parameter must be finite: a NaN slope would turn results into garbage.
-  auto finiteAttr = [&](llvm::StringRef name, float dflt) {
-    float v = attrFloat(c, name, dflt);
+  auto finiteAttr = [&](llvm::StringRef name, float dflt, float &v) -> LogicalResult {
+    if (failed(attrFloat(c, name, dflt, v)))
+      return failure();
     if (!std::isfinite(v))
-      nodeFail(c, "attribute '" + name + "' must be finite, got " + std::to_string(v));
-    return v;
+      return nodeError(c, "attribute '" + name + "' must be finite, got " + std::to_string(v));
+    return success();
   };
   Value r;
-  if (op == "LeakyRelu") {
-    r = builder.create<graph::LeakyReluOp>(c.loc, t, x, f32(finiteAttr("alpha", 0.01f)))
-            .getOutput();
-  } else if (op == "Elu") {
-    r = builder.create<graph::EluOp>(c.loc, t, x, f32(finiteAttr("alpha", 1.0f)))
-            .getOutput();
+  float alpha, second;
+  if (op == "LeakyRelu" || op == "Elu") {
+    if (failed(finiteAttr("alpha", op == "Elu" ? 1.0f : 0.01f, alpha)))
+      return failure();
+    r = op == "Elu" ? builder.create<graph::EluOp>(c.loc, t, x, f32(alpha)).getOutput()
+                    : builder.create<graph::LeakyReluOp>(c.loc, t, x, f32(alpha)).getOutput();
   } else if (op == "Selu") {
     // ONNX's defaults, the float32 values of SELU's constants.
-    float alpha = finiteAttr("alpha", 1.67326319217681884765625f);
-    float gamma = finiteAttr("gamma", 1.05070102214813232421875f);
-    r = builder.create<graph::SeluOp>(c.loc, t, x, f32(alpha), f32(gamma)).getOutput();
+    if (failed(finiteAttr("alpha", 1.67326319217681884765625f, alpha)) ||
+        failed(finiteAttr("gamma", 1.05070102214813232421875f, second)))
+      return failure();
+    r = builder.create<graph::SeluOp>(c.loc, t, x, f32(alpha), f32(second)).getOutput();
   } else {
-    float alpha = finiteAttr("alpha", 0.2f);
-    float beta = finiteAttr("beta", 0.5f);
-    r = builder.create<graph::HardSigmoidOp>(c.loc, t, x, f32(alpha), f32(beta)).getOutput();
+    if (failed(finiteAttr("alpha", 0.2f, alpha)) || failed(finiteAttr("beta", 0.5f, second)))
+      return failure();
+    r = builder.create<graph::HardSigmoidOp>(c.loc, t, x, f32(alpha), f32(second)).getOutput();
   }
   defineValue(c, 0, r);
   return success();
@@ -323,13 +350,17 @@ static const OpForm kPReluForms[] = {
 };
 
 LogicalResult Importer::convertPRelu(const NodeCtx &c) {
-  Value x = input(c, 0), slope = input(c, 1);
+  Value x, slope;
+  if (failed(input(c, 0, x)) || failed(input(c, 1, slope)))
+    return failure();
   if (failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   if (failed(requireFloat(c, 1, elemOf(slope))))
     return failure();
-  Shape s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
-  if (ArrayRef<int64_t>(s) != shapeOf(x))
+  FailureOr<Shape> s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
+  if (failed(s))
+    return failure();
+  if (ArrayRef<int64_t>(*s) != shapeOf(x))
     return nodeError(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
                     " does not broadcast to the input shape " + graph::formatShape(shapeOf(x)));
   defineValue(c, 0, builder.create<graph::PReluOp>(c.loc, x.getType(), x, slope).getOutput());
@@ -348,7 +379,9 @@ static const OpForm kVariadicForms[] = {
 
 LogicalResult Importer::convertVariadic(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
-  Value r = input(c, 0);
+  Value r;
+  if (failed(input(c, 0, r)))
+    return failure();
   // Max and Min also take integers (exact); Sum and Mean floats only (ONNX).
   const bool integers = op == "Max" || op == "Min";
   auto require = [&](int i, Type t) {
@@ -357,23 +390,27 @@ LogicalResult Importer::convertVariadic(const NodeCtx &c) {
   if (failed(require(0, elemOf(r))))
     return failure();
   for (int i = 1; i < c.node.input_size(); ++i) {
-    Value v = input(c, i);
-    if (failed(require(i, elemOf(v))))
+    Value v;
+    if (failed(input(c, i, v)) || failed(require(i, elemOf(v))))
       return failure();
     if (elemOf(v) != elemOf(r))
       return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) + ") is " +
                       elementTypeName(elemOf(v)) + ", input #0 is " +
                       elementTypeName(elemOf(r)));
-    if (op == "Max")
-      r = createInferred<graph::MaxOp>(c, nullptr, r, v);
-    else if (op == "Min")
-      r = createInferred<graph::MinOp>(c, nullptr, r, v);
-    else
-      r = createInferred<graph::AddOp>(c, nullptr, r, v);
+    FailureOr<Value> next = op == "Max"   ? createInferred<graph::MaxOp>(c, nullptr, r, v)
+                            : op == "Min" ? createInferred<graph::MinOp>(c, nullptr, r, v)
+                                          : createInferred<graph::AddOp>(c, nullptr, r, v);
+    if (failed(next))
+      return failure();
+    r = *next;
   }
-  if (op == "Mean" && c.node.input_size() > 1)
-    r = createInferred<graph::DivOp>(c, nullptr, r,
-                                     scalarF32(c, static_cast<float>(c.node.input_size())));
+  if (op == "Mean" && c.node.input_size() > 1) {
+    FailureOr<Value> mean = createInferred<graph::DivOp>(
+        c, nullptr, r, scalarF32(c, static_cast<float>(c.node.input_size())));
+    if (failed(mean))
+      return failure();
+    r = *mean;
+  }
   defineValue(c, 0, r);
   return success();
 }
@@ -384,10 +421,14 @@ static const OpForm kModForms[] = {
 };
 
 LogicalResult Importer::convertMod(const NodeCtx &c) {
-  int64_t fmod = attrInt(c, "fmod", 0);
+  int64_t fmod;
+  if (failed(attrInt(c, "fmod", 0, fmod)))
+    return failure();
   if (fmod != 0 && fmod != 1)
     return nodeError(c, "attribute 'fmod' must be 0 or 1, got " + llvm::Twine(fmod));
-  Value a = input(c, 0), b = input(c, 1);
+  Value a, b;
+  if (failed(input(c, 0, a)) || failed(input(c, 1, b)))
+    return failure();
   if (failed(requireFloatOrInteger(c, 0, elemOf(a))))
     return failure();
   if (failed(requireFloatOrInteger(c, 1, elemOf(b))))
@@ -398,10 +439,11 @@ LogicalResult Importer::convertMod(const NodeCtx &c) {
   // fmod=1: C's remainder (the dividend's sign); fmod=0: the floor
   // remainder (the divisor's sign, numpy.mod), on floats too: onnxruntime
   // refuses fmod=0 for floats, ONNX's reference computes numpy.mod.
-  if (fmod == 1)
-    defineValue(c, 0, createInferred<graph::FmodOp>(c, nullptr, a, b));
-  else
-    defineValue(c, 0, createInferred<graph::ModOp>(c, nullptr, a, b));
+  FailureOr<Value> r = fmod == 1 ? createInferred<graph::FmodOp>(c, nullptr, a, b)
+                                 : createInferred<graph::ModOp>(c, nullptr, a, b);
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 
@@ -414,20 +456,27 @@ static const OpForm kClipForms[] = {
 };
 
 LogicalResult Importer::convertClip(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   // An absent bound clamps nothing (ONNX's defaults are +-FLT_MAX, which
   // differ only for infinite inputs: mixprec keeps them infinite).
   Value lo, hi;
   if (opset < 11) {
-    if (hasAttr(c, "min"))
-      lo = scalarF32(c, attrFloat(c, "min", 0.0f));
-    if (hasAttr(c, "max"))
-      hi = scalarF32(c, attrFloat(c, "max", 0.0f));
+    float bound;
+    if (hasAttr(c, "min")) {
+      if (failed(attrFloat(c, "min", 0.0f, bound)))
+        return failure();
+      lo = scalarF32(c, bound);
+    }
+    if (hasAttr(c, "max")) {
+      if (failed(attrFloat(c, "max", 0.0f, bound)))
+        return failure();
+      hi = scalarF32(c, bound);
+    }
   } else {
-    lo = optInput(c, 1);
-    hi = optInput(c, 2);
+    if (failed(optInput(c, 1, lo)) || failed(optInput(c, 2, hi)))
+      return failure();
     for (auto [i, bound] : llvm::enumerate(SmallVector<Value>{lo, hi})) {
       if (!bound)
         continue;
@@ -439,12 +488,14 @@ LogicalResult Importer::convertClip(const NodeCtx &c) {
     }
   }
   // min(max(x, lo), hi): a bound of shape [1] must not widen a rank-0 x.
-  Value r = x;
+  FailureOr<Value> r = x;
   if (lo)
-    r = createInferred<graph::MaxOp>(c, nullptr, r, reshape(c, lo, {}));
-  if (hi)
-    r = createInferred<graph::MinOp>(c, nullptr, r, reshape(c, hi, {}));
-  defineValue(c, 0, r);
+    r = createInferred<graph::MaxOp>(c, nullptr, *r, reshape(c, lo, {}));
+  if (succeeded(r) && hi)
+    r = createInferred<graph::MinOp>(c, nullptr, *r, reshape(c, hi, {}));
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 

@@ -1136,12 +1136,13 @@ LogicalResult evalConstantOfShape(Eval &e) {
   if (const auto *a = e.findAttr("value")) {
     if (a->t().data_location() == onnx::TensorProto::EXTERNAL)
       return e.fail("attribute 'value' must be stored in the model, not as external data");
-    // decodeTensor reports through the importer's error channel.
-    try {
-      value = decodeTensor(e.ctx, a->t(), "", "attribute 'value'");
-    } catch (const ImportError &err) {
-      return e.fail(err.what());
-    }
+    std::string error;
+    FailureOr<DenseElementsAttr> decoded =
+        decodeTensor(e.ctx, a->t(), "", "attribute 'value'",
+                     [&](const std::string &message) { error = message; });
+    if (failed(decoded))
+      return e.fail(error);
+    value = *decoded;
     if (value.getNumElements() != 1)
       return e.fail("attribute 'value' must hold one element, got shape " +
                     graph::formatShape(value.getType().getShape()));
@@ -1650,38 +1651,45 @@ static bool computesInDouble(const onnx::NodeProto &node, ArrayRef<DenseElements
                       [](DenseElementsAttr a) { return a && a.getElementType().isF64(); });
 }
 
-void Importer::failDouble(const NodeCtx &c) {
+LogicalResult Importer::failDouble(const NodeCtx &c) {
   FoldLimits limits;
-  nodeFail(c, "computes in DOUBLE, which mixprec evaluates only at compile time (it has no "
-              "DOUBLE tensors), for " +
-                  llvm::Twine(llvm::join(doubleOpNames(), ", ")) + " up to " +
-                  llvm::Twine(std::min(limits.runTime, foldBudget)) + " elements");
+  return nodeError(c, "computes in DOUBLE, which mixprec evaluates only at compile time (it has "
+                      "no DOUBLE tensors), for " +
+                          llvm::Twine(llvm::join(doubleOpNames(), ", ")) + " up to " +
+                          llvm::Twine(std::min(limits.runTime, foldBudget)) + " elements");
 }
 
-bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
-  SmallVector<DenseElementsAttr> constants;
+FailureOr<bool> Importer::tryFold(const NodeCtx &c, bool givenValues) {
+  SmallVector<DenseElementsAttr> constants(c.node.input_size());
   for (int i = 0; i < c.node.input_size(); ++i)
-    constants.push_back(hasInput(c, i) ? constInput(c, i) : DenseElementsAttr());
+    if (hasInput(c, i) && failed(constInput(c, i, constants[i])))
+      return failure();
   // A node in DOUBLE must fold: run-time inputs count with the values the
   // run gave, and an empty one (no values to know) as an empty constant;
   // CastLike reads only the type of its input #1.
   bool inDouble = computesInDouble(c.node, constants);
   if (inDouble && !canEvaluate(c.node.op_type()))
-    failDouble(c);
+    return failDouble(c);
   if (!canEvaluate(c.node.op_type()))
     return false;
   // A run-time float tensor cast to DOUBLE that starts a DOUBLE island is
   // computed in FP32 (convertCast), not folded from values the run gave.
-  if (inDouble && c.node.op_type() == "Cast" && !constants[0] &&
-      isa<FloatType>(inputType(c, 0).getElementType()) && doubleIslandError(c).empty())
-    return false;
+  if (inDouble && c.node.op_type() == "Cast" && !constants[0]) {
+    RankedTensorType t;
+    if (failed(inputType(c, 0, t)))
+      return failure();
+    if (isa<FloatType>(t.getElementType()) && doubleIslandError(c).empty())
+      return false;
+  }
   for (int i = 0; i < c.node.input_size(); ++i) {
     if (!hasInput(c, i) || constants[i])
       continue;
     DenseElementsAttr attr;
     if (givenValues || inDouble)
       attr = givenInputValue(c.node.input(i));
-    RankedTensorType t = inputType(c, i);
+    RankedTensorType t;
+    if (failed(inputType(c, i, t)))
+      return failure();
     if (!attr && inDouble && t.hasStaticShape() && graph::numElements(t.getShape()) == 0)
       attr = DenseElementsAttr::get(t, ArrayRef<Attribute>());
     if (!attr && inDouble && c.node.op_type() == "CastLike" && i == 1 && t.hasStaticShape())
@@ -1689,9 +1697,10 @@ bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
     if (!attr && inDouble && !constants[0] && c.node.op_type() == "Cast")
       return false; // a run-time Cast to DOUBLE: convertCast refuses it
     if (!attr && inDouble)
-      nodeFail(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
-                      ") is computed at run time, but the node computes in DOUBLE, which "
-                      "mixprec evaluates only at compile time (it has no DOUBLE tensors)");
+      return nodeError(c, "input #" + llvm::Twine(i) + " (" + quotedName(c.node.input(i)) +
+                              ") is computed at run time, but the node computes in DOUBLE, "
+                              "which mixprec evaluates only at compile time (it has no DOUBLE "
+                              "tensors)");
     if (!attr)
       return false;
     constants[i] = attr;
@@ -1703,19 +1712,20 @@ bool Importer::tryFold(const NodeCtx &c, bool givenValues) {
   limits.compileTime = std::min(limits.compileTime, foldBudget);
   FoldResult r = evaluateNode(ctx, c.node, opset, constants, limits);
   if (r.status == FoldResult::Failed)
-    nodeFail(c, r.error);
+    return nodeError(c, r.error);
   if (r.status == FoldResult::NotFolded && inDouble)
-    failDouble(c);
+    return failDouble(c);
   if (r.status == FoldResult::NotFolded)
     return false;
   for (auto [i, attr] : llvm::enumerate(r.outputs)) {
     // An output equal to an input (Identity, a reshape to the same shape)
     // stays that input's tensor.
     auto same = llvm::find(constants, attr);
-    if (same != constants.end())
-      aliasOutput(c, static_cast<int>(i), static_cast<int>(same - constants.begin()));
-    else
+    if (same == constants.end())
       defineConst(c, static_cast<int>(i), attr);
+    else if (failed(
+                 aliasOutput(c, static_cast<int>(i), static_cast<int>(same - constants.begin()))))
+      return failure();
     foldBudget -= attr.getNumElements();
   }
   return true;
@@ -1779,12 +1789,18 @@ std::string Importer::runTimeOrigin(const std::string &tensor) const {
 // ConstantOfShape, Range, Size, Expand
 //===----------------------------------------------------------------------===//
 
-/// Fails for a node of a compile-time-only op that tryFold did not fold.
-void Importer::failUnfolded(const NodeCtx &c) {
+LogicalResult Importer::foldCompileTimeOnly(const NodeCtx &c) {
+  // convertNode's tryFold folded it if its inputs were constant; graph
+  // inputs with their values at hand (`mixprec run`) fold here.
+  FailureOr<bool> folded = tryFold(c, /*givenValues=*/true);
+  if (failed(folded))
+    return failure();
+  if (*folded)
+    return success();
   FoldLimits limits;
   limits.compileTime = std::min(limits.compileTime, foldBudget);
-  nodeFail(c, "the result is too large to compute at compile time (the limit is " +
-                  llvm::Twine(limits.compileTime) + " elements)");
+  return nodeError(c, "the result is too large to compute at compile time (the limit is " +
+                          llvm::Twine(limits.compileTime) + " elements)");
 }
 
 /// The ONNX schema forms of ConstantOfShape.
@@ -1792,12 +1808,11 @@ static const OpForm kConstantOfShapeForms[] = {
     {9, 1, 1, 1, 1, "value"},
 };
 
-void Importer::convertConstantOfShape(const NodeCtx &c) {
-  // convertNode's tryFold folded it if the shape was constant; a shape given
-  // as a graph input with its value at hand (`mixprec run`) folds here.
-  requireConst(c, 0, "input");
-  if (!tryFold(c, /*givenValues=*/true))
-    failUnfolded(c);
+LogicalResult Importer::convertConstantOfShape(const NodeCtx &c) {
+  DenseElementsAttr shape;
+  if (failed(requireConst(c, 0, "input", shape)))
+    return failure();
+  return foldCompileTimeOnly(c);
 }
 
 /// The ONNX schema forms of Range: stash_type (27) only concerns FLOAT16/BFLOAT16 inputs,
@@ -1807,12 +1822,12 @@ static const OpForm kRangeForms[] = {
     {27, 3, 3, 1, 1, "stash_type"},
 };
 
-void Importer::convertRange(const NodeCtx &c) {
-  requireConst(c, 0, "start");
-  requireConst(c, 1, "limit");
-  requireConst(c, 2, "delta");
-  if (!tryFold(c, /*givenValues=*/true))
-    failUnfolded(c);
+LogicalResult Importer::convertRange(const NodeCtx &c) {
+  DenseElementsAttr start, limit, delta;
+  if (failed(requireConst(c, 0, "start", start)) || failed(requireConst(c, 1, "limit", limit)) ||
+      failed(requireConst(c, 2, "delta", delta)))
+    return failure();
+  return foldCompileTimeOnly(c);
 }
 
 /// The ONNX schema forms of Size.
@@ -1820,13 +1835,16 @@ static const OpForm kSizeForms[] = {
     {1, 1, 1, 1, 1, ""},
 };
 
-void Importer::convertSize(const NodeCtx &c) {
+LogicalResult Importer::convertSize(const NodeCtx &c) {
   // Shapes are static once imported, so Size is a compile-time constant.
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
   if (!t.hasStaticShape())
-    nodeFail(c, "input 'input' (" + quotedName(c.node.input(0)) +
-                    ") has a dynamic shape; its size must be known at compile time");
+    return nodeError(c, "input 'input' (" + quotedName(c.node.input(0)) +
+                            ") has a dynamic shape; its size must be known at compile time");
   defineConst(c, 0, makeIntAttr({}, builder.getI64Type(), {graph::numElements(t.getShape())}));
+  return success();
 }
 
 /// The ONNX schema forms of Expand.
@@ -1840,21 +1858,24 @@ static const OpForm kExpandForms[] = {
 /// (-0.0, NaN payloads, inf, integers) survives, on every backend that
 /// runs mp.gather; arithmetic (x * 1) would round under low-precision
 /// policies and does not exist for integers.
-void Importer::convertExpand(const NodeCtx &c) {
-  SmallVector<int64_t> shape = requireConstInts(c, 1, "shape");
+LogicalResult Importer::convertExpand(const NodeCtx &c) {
+  SmallVector<int64_t> shape;
+  if (failed(requireConstInts(c, 1, "shape", shape)))
+    return failure();
   for (int64_t d : shape)
     if (d < 0)
-      nodeFail(c, "shape " + graph::formatShape(shape) + " has a negative dimension");
-  RankedTensorType t = inputType(c, 0);
+      return nodeError(c, "shape " + graph::formatShape(shape) + " has a negative dimension");
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
   ShapeOrError s = graph::broadcastShapes(t.getShape(), shape);
   if (!s.ok())
-    nodeFail(c, "cannot expand " + graph::formatShape(t.getShape()) + ": " + s.error);
+    return nodeError(c, "cannot expand " + graph::formatShape(t.getShape()) + ": " + s.error);
   if (graph::numElements(s.shape) < 0)
-    nodeFail(c, "the output shape " + graph::formatShape(s.shape) + " has too many elements");
-  if (ArrayRef<int64_t>(s.shape) == t.getShape()) {
-    aliasOutput(c, 0, 0);
-    return;
-  }
+    return nodeError(c,
+                     "the output shape " + graph::formatShape(s.shape) + " has too many elements");
+  if (ArrayRef<int64_t>(s.shape) == t.getShape())
+    return aliasOutput(c, 0, 0);
   size_t rank = s.shape.size(), lead = rank - t.getRank();
   Shape in(lead, 1);
   in.append(t.getShape().begin(), t.getShape().end());
@@ -1870,7 +1891,10 @@ void Importer::convertExpand(const NodeCtx &c) {
     from.push_back(in[d]);
     to.push_back(s.shape[d]);
   }
-  Value v = reshape(c, input(c, 0), from);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
+  Value v = reshape(c, x, from);
   Shape current = from;
   for (size_t d = 0; d < from.size(); ++d) {
     if (from[d] == to[d])
@@ -1884,6 +1908,7 @@ void Importer::convertExpand(const NodeCtx &c) {
             .getOutput();
   }
   defineValue(c, 0, reshape(c, v, s.shape));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

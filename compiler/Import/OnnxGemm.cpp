@@ -25,12 +25,18 @@ static const OpForm kMatMulForms[] = {
 };
 
 LogicalResult Importer::convertMatMul(const NodeCtx &c) {
-  Value a = input(c, 0), b = input(c, 1);
+  Value a, b;
+  if (failed(input(c, 0, a)) || failed(input(c, 1, b)))
+    return failure();
   if (failed(requireFloat(c, 0, elemOf(a))))
     return failure();
   if (failed(requireFloat(c, 1, elemOf(b))))
     return failure();
-  RankedTensorType t = inferredType<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  FailureOr<RankedTensorType> inferred =
+      inferredType<graph::MatmulOp>(c, elemOf(a), a, b, TypeAttr());
+  if (failed(inferred))
+    return failure();
+  RankedTensorType t = *inferred;
   // x @ W^T with a 2-D W (a tied LM head, a PyTorch Linear exported as
   // MatMul(x, Transpose(W))) is a linear layer reading W transposed: the
   // weight stays one constant, and FP8 and cuBLASLt see a weight, not an
@@ -57,7 +63,9 @@ static const OpForm kGemmForms[] = {
 };
 
 LogicalResult Importer::convertGemm(const NodeCtx &c) {
-  Value a = input(c, 0), b = input(c, 1), bias = optInput(c, 2);
+  Value a, b, bias;
+  if (failed(input(c, 0, a)) || failed(input(c, 1, b)) || failed(optInput(c, 2, bias)))
+    return failure();
   if (failed(requireFloat(c, 0, elemOf(a))))
     return failure();
   if (failed(requireFloat(c, 1, elemOf(b))))
@@ -65,16 +73,26 @@ LogicalResult Importer::convertGemm(const NodeCtx &c) {
   if (bias)
     if (failed(requireFloat(c, 2, elemOf(bias))))
       return failure();
-  float alpha = attrFloat(c, "alpha", 1.0f), beta = attrFloat(c, "beta", 1.0f);
-  bool transA = attrBool(c, "transA", false), transB = attrBool(c, "transB", false);
+  float alpha, beta;
+  bool transA, transB;
+  if (failed(attrFloat(c, "alpha", 1.0f, alpha)) || failed(attrFloat(c, "beta", 1.0f, beta)) ||
+      failed(attrBool(c, "transA", false, transA)) || failed(attrBool(c, "transB", false, transB)))
+    return failure();
   if (shapeOf(a).size() != 2 || shapeOf(b).size() != 2)
     return nodeError(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
                     graph::formatShape(shapeOf(b)));
-  if (transA)
-    a = transpose(c, a, {1, 0});
+  if (transA) {
+    FailureOr<Value> at = transpose(c, a, {1, 0});
+    if (failed(at))
+      return failure();
+    a = *at;
+  }
   BoolAttr transAttr = transB ? builder.getBoolAttr(true) : BoolAttr();
-  RankedTensorType outType =
+  FailureOr<RankedTensorType> inferred =
       inferredType<graph::LinearOp>(c, elemOf(a), a, b, Value(), transAttr, TypeAttr());
+  if (failed(inferred))
+    return failure();
+  RankedTensorType outType = *inferred;
   ArrayRef<int64_t> out = outType.getShape();
   if (bias) {
     ShapeOrError withC = graph::broadcastShapes(out, shapeOf(bias));
@@ -144,7 +162,9 @@ LogicalResult Importer::requireConvBias(const NodeCtx &c, Value bias, int64_t ch
 }
 
 FailureOr<Importer::ConvNode> Importer::convNode(const NodeCtx &c, bool transposed) {
-  ConvNode n{input(c, 0), input(c, 1), optInput(c, 2)};
+  ConvNode n;
+  if (failed(input(c, 0, n.x)) || failed(input(c, 1, n.w)) || failed(optInput(c, 2, n.bias)))
+    return failure();
   if (auto err = checkWindowRank(transposed ? "transposed convolution" : "convolution",
                                  shapeOf(n.x)))
     return nodeError(c, *err);
@@ -162,19 +182,26 @@ FailureOr<Importer::ConvNode> Importer::convNode(const NodeCtx &c, bool transpos
                             : "weight must be 5-D (M, C/group, kD, kH, kW), got " +
                                   graph::formatShape(ws));
   n.kernel.assign(ws.begin() + 2, ws.end());
-  if (auto err = checkKernelAttr(attrInts(c, "kernel_shape"), n.kernel))
+  std::optional<SmallVector<int64_t>> kernelAttr;
+  if (failed(attrInts(c, "kernel_shape", kernelAttr)))
+    return failure();
+  if (auto err = checkKernelAttr(kernelAttr, n.kernel))
     return nodeError(c, *err);
   SmallVector<int64_t> ones(dims, 1);
-  n.strides = windowInts(c, "strides", ones, dims);
-  n.dilations = windowInts(c, "dilations", ones, dims);
-  n.group = attrInt(c, "group", 1);
+  if (failed(windowInts(c, "strides", ones, n.strides, dims)) ||
+      failed(windowInts(c, "dilations", ones, n.dilations, dims)) ||
+      failed(attrInt(c, "group", 1, n.group)))
+    return failure();
   if (n.group <= 0)
     return nodeError(c, "attribute 'group' must be positive, got " + llvm::Twine(n.group));
   return n;
 }
 
 LogicalResult Importer::convertConv(const NodeCtx &c) {
-  if (inputType(c, 0).getRank() == 3) // 1-D: OnnxComposite.cpp
+  RankedTensorType xType;
+  if (failed(inputType(c, 0, xType)))
+    return failure();
+  if (xType.getRank() == 3) // 1-D: OnnxComposite.cpp
     return convertWindow1d(c, &Importer::convertConv);
   FailureOr<ConvNode> node = convNode(c, /*transposed=*/false);
   if (failed(node))
@@ -184,21 +211,23 @@ LogicalResult Importer::convertConv(const NodeCtx &c) {
   const size_t rank = shapeOf(x).size();
   ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
   int64_t group = n.group;
-  SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
+  FailureOr<SmallVector<int64_t>> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
   DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
-  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(*pads);
   DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
   IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
   // 2-D keeps mp.conv2d (its routine and its CUDA-less host step are the
   // same); 3-D is mp.conv.
   auto build = [&](auto opTag) -> FailureOr<Value> {
     using OpT = decltype(opTag);
-    RankedTensorType t = inferredType<OpT>(c, elemOf(x), x, w, bias, stridesAttr, padsAttr,
-                                           dilationsAttr, groupAttr, TypeAttr());
-    if (failed(requireConvBias(c, bias, shapeOf(w)[0])))
+    FailureOr<RankedTensorType> t = inferredType<OpT>(
+        c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr, TypeAttr());
+    if (failed(t) || failed(requireConvBias(c, bias, shapeOf(w)[0])))
       return failure();
     return builder
-        .create<OpT>(c.loc, t, x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr,
+        .create<OpT>(c.loc, *t, x, w, bias, stridesAttr, padsAttr, dilationsAttr, groupAttr,
                      TypeAttr())
         .getOutput();
   };
@@ -215,27 +244,28 @@ static const OpForm kConvTransposeForms[] = {
      "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
 };
 
-SmallVector<int64_t> Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape,
-                                                 ArrayRef<int64_t> kernel,
-                                                 ArrayRef<int64_t> strides,
-                                                 ArrayRef<int64_t> dilations,
-                                                 ArrayRef<int64_t> outputPadding) {
+FailureOr<SmallVector<int64_t>>
+Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape, ArrayRef<int64_t> kernel,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                            ArrayRef<int64_t> outputPadding) {
   const size_t dims = kernel.size();
-  std::optional<SmallVector<int64_t>> pads = explicitPads(c, dims);
-  std::string autoPad = autoPadMode(c);
-  std::optional<SmallVector<int64_t>> outputShape = attrInts(c, "output_shape");
+  std::optional<SmallVector<int64_t>> pads, outputShape;
+  std::string autoPad;
+  if (failed(padAttributes(c, dims, pads, autoPad)) ||
+      failed(attrInts(c, "output_shape", outputShape)))
+    return failure();
   if (outputShape) {
     // The spatial dims, or (as some exporters write it) the whole shape.
     if (outputShape->size() == dims + 2)
       outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
     if (outputShape->size() != dims)
-      nodeFail(c, "attribute 'output_shape' must have " + llvm::Twine(dims) + " values, got " +
-                      graph::formatShape(*outputShape));
+      return nodeError(c, "attribute 'output_shape' must have " + llvm::Twine(dims) +
+                              " values, got " + graph::formatShape(*outputShape));
   }
   bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
   if (!outputShape && !same) {
     if (autoPad != "NOTSET" && pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-      nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
+      return nodeError(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
     return autoPad == "NOTSET" && pads ? *pads : SmallVector<int64_t>(2 * dims, 0);
   }
   // ONNX: output_shape (else, for SAME_*, input * stride) fixes the total
@@ -247,8 +277,8 @@ SmallVector<int64_t> Importer::convTransposePads(const NodeCtx &c, ArrayRef<int6
     int64_t natural = strides[i] * (inShape[2 + i] - 1) + outputPadding[i] +
                       (kernel[i] - 1) * dilations[i] + 1;
     if (outputShape && (target <= 0 || target > std::numeric_limits<int32_t>::max()))
-      nodeFail(c, "attribute 'output_shape' " + graph::formatShape(*outputShape) +
-                      " must hold sizes in [1, 2^31 - 1]");
+      return nodeError(c, "attribute 'output_shape' " + graph::formatShape(*outputShape) +
+                              " must hold sizes in [1, 2^31 - 1]");
     // A target above the unpadded size pads negatively: the added
     // positions get the bias alone. The halves round down (floor), as in
     // ONNX's reference; without auto_pad the added positions all go to the
@@ -272,8 +302,10 @@ LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
   const size_t dims = n.kernel.size();
   ArrayRef<int64_t> kernel = n.kernel, strides = n.strides, dilations = n.dilations;
   int64_t group = n.group;
-  SmallVector<int64_t> outputPadding =
-      attrInts(c, "output_padding").value_or(SmallVector<int64_t>(dims, 0));
+  std::optional<SmallVector<int64_t>> givenPadding;
+  if (failed(attrInts(c, "output_padding", givenPadding)))
+    return failure();
+  SmallVector<int64_t> outputPadding = givenPadding.value_or(SmallVector<int64_t>(dims, 0));
   if (outputPadding.size() != dims)
     return nodeError(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
                     graph::formatShape(outputPadding));
@@ -281,21 +313,23 @@ LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
       return nodeError(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
                       " must hold values in [0, max(stride, dilation)) per dim");
-  SmallVector<int64_t> pads =
+  FailureOr<SmallVector<int64_t>> pads =
       convTransposePads(c, shapeOf(x), kernel, strides, dilations, outputPadding);
+  if (failed(pads))
+    return failure();
   DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
-  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(*pads);
   DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
   DenseI64ArrayAttr outputPaddingAttr = builder.getDenseI64ArrayAttr(outputPadding);
   IntegerAttr groupAttr = builder.getI64IntegerAttr(group);
-  RankedTensorType t = inferredType<graph::ConvTransposeOp>(
-      c, elemOf(x), x, w, bias, stridesAttr, padsAttr, dilationsAttr, outputPaddingAttr,
-      groupAttr, TypeAttr());
-  if (failed(requireConvBias(c, bias, t.getShape()[1])))
+  FailureOr<RankedTensorType> t =
+      inferredType<graph::ConvTransposeOp>(c, elemOf(x), x, w, bias, stridesAttr, padsAttr,
+                                           dilationsAttr, outputPaddingAttr, groupAttr, TypeAttr());
+  if (failed(t) || failed(requireConvBias(c, bias, t->getShape()[1])))
     return failure();
   defineValue(c, 0,
               builder
-                  .create<graph::ConvTransposeOp>(c.loc, t, x, w, bias, stridesAttr, padsAttr,
+                  .create<graph::ConvTransposeOp>(c.loc, *t, x, w, bias, stridesAttr, padsAttr,
                                                   dilationsAttr, outputPaddingAttr, groupAttr,
                                                   TypeAttr())
                   .getOutput());

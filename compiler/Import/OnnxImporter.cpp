@@ -81,16 +81,6 @@ LogicalResult Importer::nodeError(const NodeCtx &c, const llvm::Twine &message) 
                           << escapeControls(c.node.op_type()) << "): " << message;
 }
 
-void Importer::fail(const llvm::Twine &message) const {
-  (void)fileError(message);
-  throw ImportAborted{};
-}
-
-void Importer::nodeFail(const NodeCtx &c, const llvm::Twine &message) const {
-  (void)nodeError(c, message);
-  throw ImportAborted{};
-}
-
 Location Importer::nameLoc(llvm::StringRef name) const {
   return NameLoc::get(StringAttr::get(&ctx, name), fileLoc);
 }
@@ -135,10 +125,14 @@ LogicalResult Importer::addInitializers(const onnx::GraphProto &graph) {
     if (values.count(t.name()))
       return fileError("initializer " + quotedName(t.name()) + " is defined twice");
     Entry e;
-    e.constant = decodeTensor(ctx, t, modelDir,
-                              escapeControls(path) + ": initializer " + quotedName(t.name()),
-                              options.onExternalFile);
     e.constantLoc = nameLoc(t.name());
+    FailureOr<DenseElementsAttr> decoded = decodeTensor(
+        ctx, t, modelDir, escapeControls(path) + ": initializer " + quotedName(t.name()),
+        [&](const std::string &message) { (void)(emitError(Location(e.constantLoc)) << message); },
+        options.onExternalFile);
+    if (failed(decoded))
+      return failure();
+    e.constant = *decoded;
     values[t.name()] = e;
   }
   return success();
@@ -376,17 +370,8 @@ FailureOr<SmallVector<Type>> Importer::graphInputTypes(const onnx::GraphProto &g
 
 OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   OwningOpRef<ModuleOp> module;
-  // Transitional: the code that still calls fail/nodeFail unwinds to here,
-  // its error already emitted.
-  try {
-    if (failed(buildModule(model, module)))
-      return nullptr;
-  } catch (const ImportAborted &) {
+  if (failed(buildModule(model, module)))
     return nullptr;
-  } catch (const ImportError &e) { // decodeTensor's
-    (void)(emitError(fileLoc) << e.what());
-    return nullptr;
-  }
   return module;
 }
 
@@ -490,7 +475,10 @@ LogicalResult Importer::convertNode(const onnx::NodeProto &node, int index) {
     if (!out.empty())
       producers[out] = index;
   // Nodes whose inputs are all known fold to constants (OnnxFold.cpp).
-  if (tryFold(c))
+  FailureOr<bool> folded = tryFold(c);
+  if (failed(folded))
+    return failure();
+  if (*folded)
     return success();
   return info->run(*this, c);
 }
@@ -699,14 +687,15 @@ bool Importer::hasInput(const NodeCtx &c, int i) const {
   return i >= 0 && i < c.node.input_size() && !c.node.input(i).empty();
 }
 
-Importer::Entry &Importer::entryOf(const NodeCtx &c, int i) {
+LogicalResult Importer::entryOf(const NodeCtx &c, int i, Entry *&entry) {
   if (!hasInput(c, i))
-    nodeFail(c, "missing required input #" + llvm::Twine(i));
+    return nodeError(c, "missing required input #" + llvm::Twine(i));
   auto it = values.find(c.node.input(i));
   if (it == values.end()) // convertNode checked this; keep the guard local
-    nodeFail(c, "input " + quotedName(c.node.input(i)) +
-                    " is not a graph input, initializer or earlier output");
-  return it->second;
+    return nodeError(c, "input " + quotedName(c.node.input(i)) +
+                            " is not a graph input, initializer or earlier output");
+  entry = &it->second;
+  return success();
 }
 
 Value Importer::materialize(Entry &e) {
@@ -721,18 +710,27 @@ Value Importer::materialize(Entry &e) {
   return e.value;
 }
 
-Value Importer::input(const NodeCtx &c, int i) { return materialize(entryOf(c, i)); }
+LogicalResult Importer::input(const NodeCtx &c, int i, Value &value) {
+  return withEntry(c, i, [&](Entry &e) { value = materialize(e); });
+}
 
-Value Importer::optInput(const NodeCtx &c, int i) { return hasInput(c, i) ? input(c, i) : Value(); }
+LogicalResult Importer::optInput(const NodeCtx &c, int i, Value &value) {
+  value = Value();
+  return hasInput(c, i) ? input(c, i, value) : success();
+}
 
 RankedTensorType Importer::entryType(const Entry &e) const {
   return e.value ? cast<RankedTensorType>(e.value.getType())
                  : cast<RankedTensorType>(e.constant.getType());
 }
 
-RankedTensorType Importer::inputType(const NodeCtx &c, int i) { return entryType(entryOf(c, i)); }
+LogicalResult Importer::inputType(const NodeCtx &c, int i, RankedTensorType &type) {
+  return withEntry(c, i, [&](Entry &e) { type = entryType(e); });
+}
 
-DenseElementsAttr Importer::constInput(const NodeCtx &c, int i) { return entryOf(c, i).constant; }
+LogicalResult Importer::constInput(const NodeCtx &c, int i, DenseElementsAttr &attr) {
+  return withEntry(c, i, [&](Entry &e) { attr = e.constant; });
+}
 
 DenseElementsAttr Importer::givenInputValue(const std::string &name) {
   auto it = values.find(name);
@@ -756,8 +754,10 @@ DenseElementsAttr Importer::givenInputValue(const std::string &name) {
   return attr;
 }
 
-DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role) {
-  DenseElementsAttr attr = constInput(c, i);
+LogicalResult Importer::requireConst(const NodeCtx &c, int i, llvm::StringRef role,
+                                     DenseElementsAttr &attr) {
+  if (failed(constInput(c, i, attr)))
+    return failure();
   // A graph input the run gave a value for: the module is specialised to
   // it (`mixprec run` then keys its cached module by that value too).
   if (!attr)
@@ -775,21 +775,28 @@ DenseElementsAttr Importer::requireConst(const NodeCtx &c, int i, llvm::StringRe
       pinRequest.insert(from.begin(), from.end());
   }
   if (!attr)
-    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
-                    ") must be a compile-time constant (an initializer, a Constant output or a "
-                    "value that folds): " + runTimeOrigin(c.node.input(i)));
-  return attr;
+    return nodeError(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                            ") must be a compile-time constant (an initializer, a Constant output "
+                            "or a value that folds): " +
+                            runTimeOrigin(c.node.input(i)));
+  return success();
 }
 
-SmallVector<int64_t> Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRef role) {
-  DenseElementsAttr attr = requireConst(c, i, role);
+LogicalResult Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRef role,
+                                         SmallVector<int64_t> &values) {
+  DenseElementsAttr attr;
+  if (failed(requireConst(c, i, role, attr)))
+    return failure();
   if (!attr.getElementType().isInteger(64) && !attr.getElementType().isInteger(32))
-    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
-                    ") must be INT64 or INT32, got " + elementTypeName(attr.getElementType()));
+    return nodeError(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                            ") must be INT64 or INT32, got " +
+                            elementTypeName(attr.getElementType()));
   if (attr.getType().getRank() > 1)
-    nodeFail(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
-                    ") must be 1-D, got shape " + graph::formatShape(attr.getType().getShape()));
-  return intValues(attr);
+    return nodeError(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
+                            ") must be 1-D, got shape " +
+                            graph::formatShape(attr.getType().getShape()));
+  values = intValues(attr);
+  return success();
 }
 
 void Importer::defineEntry(const NodeCtx &c, int i, const Entry &e) {
@@ -804,6 +811,13 @@ void Importer::defineValue(const NodeCtx &c, int i, Value v) {
   defineEntry(c, i, e);
 }
 
+LogicalResult Importer::defineResult(const NodeCtx &c, int i, FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  defineValue(c, i, *v);
+  return success();
+}
+
 void Importer::defineConst(const NodeCtx &c, int i, DenseElementsAttr attr) {
   Entry e;
   e.constant = attr;
@@ -811,8 +825,8 @@ void Importer::defineConst(const NodeCtx &c, int i, DenseElementsAttr attr) {
   defineEntry(c, i, e);
 }
 
-void Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
-  defineEntry(c, i, entryOf(c, inputIndex));
+LogicalResult Importer::aliasOutput(const NodeCtx &c, int i, int inputIndex) {
+  return withEntry(c, inputIndex, [&](Entry &e) { defineEntry(c, i, e); });
 }
 
 LogicalResult Importer::requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why) {
@@ -885,54 +899,80 @@ bool untypedHolds(const onnx::AttributeProto &a, onnx::AttributeProto::Attribute
 }
 } // namespace
 
-const onnx::AttributeProto *Importer::findAttr(const NodeCtx &c, llvm::StringRef name,
-                                               onnx::AttributeProto::AttributeType type) const {
+LogicalResult Importer::findAttr(const NodeCtx &c, llvm::StringRef name,
+                                 onnx::AttributeProto::AttributeType type,
+                                 const onnx::AttributeProto *&attr) const {
+  attr = nullptr;
   for (const onnx::AttributeProto &a : c.node.attribute()) {
     if (a.name() != name)
       continue;
-    if (a.type() == type || (a.type() == onnx::AttributeProto::UNDEFINED && untypedHolds(a, type)))
-      return &a;
-    nodeFail(c, "attribute '" + name + "' must be of type " + attrTypeName(type) + ", got " +
-                    attrTypeName(a.type()));
+    if (a.type() == type ||
+        (a.type() == onnx::AttributeProto::UNDEFINED && untypedHolds(a, type))) {
+      attr = &a;
+      return success();
+    }
+    return nodeError(c, "attribute '" + name + "' must be of type " + attrTypeName(type) +
+                            ", got " + attrTypeName(a.type()));
   }
-  return nullptr;
+  return success();
 }
 
-std::optional<int64_t> Importer::attrIntOpt(const NodeCtx &c, llvm::StringRef name) const {
-  if (const auto *a = findAttr(c, name, onnx::AttributeProto::INT))
-    return a->i();
-  return std::nullopt;
+LogicalResult Importer::attrIntOpt(const NodeCtx &c, llvm::StringRef name,
+                                   std::optional<int64_t> &value) const {
+  const onnx::AttributeProto *a;
+  if (failed(findAttr(c, name, onnx::AttributeProto::INT, a)))
+    return failure();
+  value = a ? std::optional<int64_t>(a->i()) : std::nullopt;
+  return success();
 }
 
-int64_t Importer::attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt) const {
-  return attrIntOpt(c, name).value_or(dflt);
+LogicalResult Importer::attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt,
+                                int64_t &value) const {
+  std::optional<int64_t> v;
+  if (failed(attrIntOpt(c, name, v)))
+    return failure();
+  value = v.value_or(dflt);
+  return success();
 }
 
-bool Importer::attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt) const {
-  int64_t v = attrInt(c, name, dflt ? 1 : 0);
+LogicalResult Importer::attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt,
+                                 bool &value) const {
+  int64_t v;
+  if (failed(attrInt(c, name, dflt ? 1 : 0, v)))
+    return failure();
   if (v != 0 && v != 1)
-    nodeFail(c, "attribute '" + name + "' must be 0 or 1, got " + llvm::Twine(v));
-  return v == 1;
+    return nodeError(c, "attribute '" + name + "' must be 0 or 1, got " + llvm::Twine(v));
+  value = v == 1;
+  return success();
 }
 
-float Importer::attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt) const {
-  if (const auto *a = findAttr(c, name, onnx::AttributeProto::FLOAT))
-    return a->f();
-  return dflt;
+LogicalResult Importer::attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt,
+                                  float &value) const {
+  const onnx::AttributeProto *a;
+  if (failed(findAttr(c, name, onnx::AttributeProto::FLOAT, a)))
+    return failure();
+  value = a ? a->f() : dflt;
+  return success();
 }
 
-std::string Importer::attrString(const NodeCtx &c, llvm::StringRef name,
-                                 llvm::StringRef dflt) const {
-  if (const auto *a = findAttr(c, name, onnx::AttributeProto::STRING))
-    return a->s();
-  return dflt.str();
+LogicalResult Importer::attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt,
+                                   std::string &value) const {
+  const onnx::AttributeProto *a;
+  if (failed(findAttr(c, name, onnx::AttributeProto::STRING, a)))
+    return failure();
+  value = a ? a->s() : dflt.str();
+  return success();
 }
 
-std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
-                                                       llvm::StringRef name) const {
-  if (const auto *a = findAttr(c, name, onnx::AttributeProto::INTS))
-    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
-  return std::nullopt;
+LogicalResult Importer::attrInts(const NodeCtx &c, llvm::StringRef name,
+                                 std::optional<SmallVector<int64_t>> &values) const {
+  const onnx::AttributeProto *a;
+  if (failed(findAttr(c, name, onnx::AttributeProto::INTS, a)))
+    return failure();
+  values = std::nullopt;
+  if (a)
+    values = SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  return success();
 }
 
 } // namespace onnx_import
@@ -944,91 +984,74 @@ std::optional<SmallVector<int64_t>> Importer::attrInts(const NodeCtx &c,
 namespace {
 /// Parses the protobuf in `bytes` and imports it; `path` names the model in
 /// errors and locations, and its folder holds the external data.
-OwningOpRef<ModuleOp> importBytesCatchingErrors(MLIRContext &context, llvm::StringRef bytes,
-                                                const std::string &path,
-                                                const OnnxImportOptions &options,
-                                                std::string &error) {
-  using onnx_import::escapeControls;
-  std::string shownPath = escapeControls(path);
-  try {
-    if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
-                          "weights as external data";
+OwningOpRef<ModuleOp> importBytes(MLIRContext &context, llvm::StringRef bytes,
+                                  const std::string &path, const OnnxImportOptions &options,
+                                  std::string &error) {
+  std::string shownPath = onnx_import::escapeControls(path);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                        "weights as external data";
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  {
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    google::protobuf::io::CodedInputStream coded(&stream);
+    // The default limit (64 MB in older protobufs) is far below real
+    // models; 2 GB is protobuf's hard limit.
+    coded.SetTotalBytesLimit(INT_MAX);
+    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      error = shownPath + ": not a valid ONNX model (protobuf parsing failed: truncated or "
+                          "not an ONNX file)";
       return nullptr;
     }
-    onnx::ModelProto model;
-    {
-      google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
-      google::protobuf::io::CodedInputStream coded(&stream);
-      // The default limit (64 MB in older protobufs) is far below real
-      // models; 2 GB is protobuf's hard limit.
-      coded.SetTotalBytesLimit(INT_MAX);
-      if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-        error = shownPath + ": not a valid ONNX model (protobuf parsing failed: truncated or "
-                            "not an ONNX file)";
-        return nullptr;
-      }
-    }
-    // Imports again, with more graph inputs pinned to their given values,
-    // while an import fails only for want of them (Importer::pinRequest);
-    // each round pins at least one more input, so this ends.
-    OnnxImportOptions pinning = options;
-    while (true) {
-      // The importer emits its errors as diagnostics; the first is the
-      // message (the rest, if any, follow from it).
-      std::string firstError;
-      ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diag) {
-        if (diag.getSeverity() != DiagnosticSeverity::Error)
-          return failure(); // not ours to swallow
-        if (firstError.empty())
-          firstError = diag.str();
-        return success();
-      });
-      onnx_import::Importer importer(context, path, pinning);
-      if (OwningOpRef<ModuleOp> module = importer.importModel(model))
-        return module;
-      size_t before = pinning.pinnedInputs.size();
-      pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
-      if (pinning.pinnedInputs.size() == before) {
-        error = firstError;
-        return nullptr;
-      }
-    }
-  } catch (const onnx_import::ImportError &e) {
-    error = e.what();
-  } catch (const std::bad_alloc &) {
-    error = shownPath + ": out of memory while importing";
-  } catch (const std::exception &e) {
-    error = shownPath + ": " + escapeControls(e.what());
   }
-  return nullptr;
+  // Imports again, with more graph inputs pinned to their given values,
+  // while an import fails only for want of them (Importer::pinRequest);
+  // each round pins at least one more input, so this ends.
+  OnnxImportOptions pinning = options;
+  while (true) {
+    // The importer emits its errors as diagnostics; the first is the
+    // message (the rest, if any, follow from it).
+    std::string firstError;
+    ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() != DiagnosticSeverity::Error)
+        return failure(); // not ours to swallow
+      if (firstError.empty())
+        firstError = diag.str();
+      return success();
+    });
+    onnx_import::Importer importer(context, path, pinning);
+    if (OwningOpRef<ModuleOp> module = importer.importModel(model))
+      return module;
+    size_t before = pinning.pinnedInputs.size();
+    pinning.pinnedInputs.insert(importer.inputsToPin().begin(), importer.inputsToPin().end());
+    if (pinning.pinnedInputs.size() == before) {
+      error = firstError;
+      return nullptr;
+    }
+  }
 }
 
-OwningOpRef<ModuleOp> importCatchingErrors(MLIRContext &context, const std::string &path,
-                                           const OnnxImportOptions &options, std::string &error) {
-  using onnx_import::escapeControls;
-  std::string shownPath = escapeControls(path);
-  try {
-    onnx_import::RegularFile input;
-    if (!input.open(path, error))
-      return nullptr; // escaped with the rest below
-    if (input.size() > static_cast<uint64_t>(INT_MAX)) {
-      error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
-                          "weights as external data";
-      return nullptr;
-    }
-    // Exactly the size the open file had: a file that grows is not followed.
-    std::error_code ec;
-    std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
-    if (!buffer) {
-      error = shownPath + ": cannot read the file: " + ec.message();
-      return nullptr;
-    }
-    return importBytesCatchingErrors(context, buffer->getBuffer(), path, options, error);
-  } catch (const std::bad_alloc &) {
-    error = shownPath + ": out of memory while importing";
+OwningOpRef<ModuleOp> importFile(MLIRContext &context, const std::string &path,
+                                 const OnnxImportOptions &options, std::string &error) {
+  std::string shownPath = onnx_import::escapeControls(path);
+  onnx_import::RegularFile input;
+  if (!input.open(path, error))
+    return nullptr; // escaped with the rest below
+  if (input.size() > static_cast<uint64_t>(INT_MAX)) {
+    error = shownPath + ": the file is larger than 2 GB (protobuf's limit); store the "
+                        "weights as external data";
+    return nullptr;
   }
-  return nullptr;
+  // Exactly the size the open file had: a file that grows is not followed.
+  std::error_code ec;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = input.read(0, input.size(), ec);
+  if (!buffer) {
+    error = shownPath + ": cannot read the file: " + ec.message();
+    return nullptr;
+  }
+  return importBytes(context, buffer->getBuffer(), path, options, error);
 }
 
 /// Loads the dialects the importer builds and keeps the error contract: one
@@ -1039,7 +1062,17 @@ OwningOpRef<ModuleOp> importWithContract(MLIRContext &context, const std::string
   error.clear();
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
-  OwningOpRef<ModuleOp> module = import();
+  OwningOpRef<ModuleOp> module;
+  // The importer reports through diagnostics and throws nothing; what can
+  // throw is below it: protobuf's parser (std::exception) and the
+  // allocations of a model's tensors (std::bad_alloc).
+  try {
+    module = import();
+  } catch (const std::bad_alloc &) {
+    error = onnx_import::escapeControls(path) + ": out of memory while importing";
+  } catch (const std::exception &e) {
+    error = onnx_import::escapeControls(path) + ": " + onnx_import::escapeControls(e.what());
+  }
   if (!module && error.empty()) // every failure sets a message; keep the contract
     error = onnx_import::escapeControls(path) + ": import failed";
   // Every name and path went in escaped; this only guards the one-line
@@ -1052,14 +1085,14 @@ OwningOpRef<ModuleOp> importWithContract(MLIRContext &context, const std::string
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path,
                                      const OnnxImportOptions &options, std::string &error) {
   return importWithContract(context, path, error, [&] {
-    return importCatchingErrors(context, path, options, error);
+    return importFile(context, path, options, error);
   });
 }
 
 OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, llvm::StringRef bytes,
                                        const std::string &name, std::string &error) {
   return importWithContract(context, name, error, [&] {
-    return importBytesCatchingErrors(context, bytes, name, OnnxImportOptions{}, error);
+    return importBytes(context, bytes, name, OnnxImportOptions{}, error);
   });
 }
 

@@ -3,25 +3,22 @@
 // Shared by OnnxImporter.cpp (model, graph inputs/outputs, value table),
 // the op converters (one file per op family: OnnxGemm.cpp,
 // OnnxElementwise.cpp, OnnxNormalization.cpp, OnnxShape.cpp, OnnxPooling.cpp,
-// OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp, OnnxIndexing.cpp; their helpers in OnnxOpHelpers.h/.cpp, the op table in
-// OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto decoding and
-// compile-time constant helpers). Not part of the library's
-// interface.
+// OnnxConstants.cpp, OnnxFold.cpp, OnnxComposite.cpp, OnnxIndexing.cpp; their helpers in
+// OnnxOpHelpers.h/.cpp, the op table in OnnxOpRegistry.cpp) and OnnxTensors.cpp (TensorProto
+// decoding and compile-time constant helpers). Not part of the library's interface.
 //
 // Errors in user data are MLIR diagnostics: an error is emitted with
 // mlir::emitError at the node's location (a NameLoc naming the node, inside
-// the model file's FileLineColLoc), or at the file's location for model-wide
-// errors, and its text is the complete one-line message the user sees
-// ("m.onnx: node 'fc1' (Gemm): ..."). importOnnxFile collects the first error
-// with a ScopedDiagnosticHandler. Functions that can fail return
-// LogicalResult or FailureOr and the caller returns on failure.
-//
-// Transitional: code not converted yet (OnnxFold.cpp's converters, some
-// helpers) still calls the [[noreturn]] fail/nodeFail, which emit the same
-// diagnostic and then throw ImportAborted to unwind to importModel; and
-// decodeTensor throws ImportError. Nothing here throws through MLIR or LLVM
-// code (those are built without exceptions): throws happen only in the
-// importer's own frames.
+// the model file's FileLineColLoc), at an initializer's, or at the file's
+// location for model-wide errors, and its text is the complete one-line
+// message the user sees ("m.onnx: node 'fc1' (Gemm): ..."). importOnnxFile
+// collects the first error with a ScopedDiagnosticHandler. Every function
+// that can fail returns LogicalResult or FailureOr (accessors set an out
+// argument), emits its error once where it finds it, and its caller returns
+// on failure without emitting another; decodeTensor hands its message to a
+// callback. Nothing in the importer throws: the one catch, of std::bad_alloc
+// and protobuf's std::exception, is in importWithContract (OnnxImporter.cpp),
+// which both entry points, importOnnxFile and importOnnxBuffer, go through.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
@@ -49,25 +46,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 namespace mixprec::compiler::onnx_import {
 
 using graph::Shape;
 using graph::ShapeOrError;
-
-/// A user-data error thrown by decodeTensor; what() is the complete message.
-class ImportError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Thrown by the transitional fail/nodeFail after they emitted their error
-/// as a diagnostic: unwinds to importModel, carries nothing.
-struct ImportAborted {};
 
 /// The newest versions whose meaning the importer knows: ONNX 1.23's IR
 /// version and default-domain opset (the converters' forms follow its
@@ -128,12 +115,13 @@ mlir::Type valueElementType(mlir::MLIRContext &ctx, int32_t dtype);
 /// Decodes a tensor (inline typed fields, raw_data or external data) into
 /// the importer's element types: DOUBLE/FLOAT16/BFLOAT16 become f32,
 /// 8/16-bit integers i32, UINT32/UINT64 i64 (UINT64 range-checked).
-/// `what` prefixes every error (e.g. "m.onnx: initializer 'W'"); external
-/// files are resolved against `modelDir`.
+/// External files are resolved against `modelDir`. On an error, `onError`
+/// is given the complete one-line message, prefixed by `what` (e.g.
+/// "m.onnx: initializer 'W': ..."), and the result is failure.
 /// `onExternalFile`, if set, is told each external file read.
-mlir::DenseElementsAttr
+mlir::FailureOr<mlir::DenseElementsAttr>
 decodeTensor(mlir::MLIRContext &ctx, const onnx::TensorProto &tensor, llvm::StringRef modelDir,
-             const std::string &what,
+             const std::string &what, llvm::function_ref<void(const std::string &)> onError,
              const std::function<void(const std::string &)> &onExternalFile = nullptr);
 
 /// The values of an integer or bool constant, sign-extended.
@@ -226,10 +214,6 @@ public:
   /// Emits "PATH: node 'NAME' (OpType): message" at the node's location;
   /// returns failure.
   mlir::LogicalResult nodeError(const NodeCtx &c, const llvm::Twine &message) const;
-  /// Transitional, for code that does not propagate failure yet: fileError /
-  /// nodeError, then throw ImportAborted.
-  [[noreturn]] void fail(const llvm::Twine &message) const;
-  [[noreturn]] void nodeFail(const NodeCtx &c, const llvm::Twine &message) const;
 
 private:
   /// What a tensor name stands for: a run-time value, a compile-time
@@ -259,105 +243,151 @@ private:
   mlir::LogicalResult verifyModule(mlir::ModuleOp module);
 
   // --- Value table ---------------------------------------------------------
+  // The accessors of inputs and attributes fail (the error emitted) when
+  // the node lacks a required input or has an attribute of the wrong type;
+  // on success they set their last argument.
   mlir::Location nameLoc(llvm::StringRef name) const;
   bool hasInput(const NodeCtx &c, int i) const;
-  Entry &entryOf(const NodeCtx &c, int i);
+  mlir::LogicalResult entryOf(const NodeCtx &c, int i, Entry *&entry);
+  /// Calls `use` with input i's entry (entryOf).
+  template <typename Use> mlir::LogicalResult withEntry(const NodeCtx &c, int i, Use use) {
+    Entry *entry;
+    if (mlir::failed(entryOf(c, i, entry)))
+      return mlir::failure();
+    use(*entry);
+    return mlir::success();
+  }
   mlir::Value materialize(Entry &e);
   /// The run-time value of required input i.
-  mlir::Value input(const NodeCtx &c, int i);
+  mlir::LogicalResult input(const NodeCtx &c, int i, mlir::Value &value);
   /// Optional input i, or null when absent/empty.
-  mlir::Value optInput(const NodeCtx &c, int i);
+  mlir::LogicalResult optInput(const NodeCtx &c, int i, mlir::Value &value);
   mlir::RankedTensorType entryType(const Entry &e) const;
-  mlir::RankedTensorType inputType(const NodeCtx &c, int i);
+  mlir::LogicalResult inputType(const NodeCtx &c, int i, mlir::RankedTensorType &type);
   /// The compile-time value of input i, or null when it is only known at
   /// run time.
-  mlir::DenseElementsAttr constInput(const NodeCtx &c, int i);
+  mlir::LogicalResult constInput(const NodeCtx &c, int i, mlir::DenseElementsAttr &attr);
   /// The value `mixprec run` was given for graph input `name`
   /// (OnnxImportOptions::dataValues), as a constant of its type; null when
   /// none was given or the name is not an integer graph input.
   mlir::DenseElementsAttr givenInputValue(const std::string &name);
   /// Like constInput, but an error naming `role` when it is not constant
   /// (a graph input whose value the run gave counts: givenInputValue).
-  mlir::DenseElementsAttr requireConst(const NodeCtx &c, int i, llvm::StringRef role);
+  mlir::LogicalResult requireConst(const NodeCtx &c, int i, llvm::StringRef role,
+                                   mlir::DenseElementsAttr &attr);
   /// A 0-D or 1-D integer constant input, as values.
-  llvm::SmallVector<int64_t> requireConstInts(const NodeCtx &c, int i, llvm::StringRef role);
+  mlir::LogicalResult requireConstInts(const NodeCtx &c, int i, llvm::StringRef role,
+                                       llvm::SmallVector<int64_t> &values);
   void defineValue(const NodeCtx &c, int i, mlir::Value v);
+  /// Defines output i as `v`, or fails when building it did (its error
+  /// emitted).
+  mlir::LogicalResult defineResult(const NodeCtx &c, int i, mlir::FailureOr<mlir::Value> v);
   void defineConst(const NodeCtx &c, int i, mlir::DenseElementsAttr attr);
   void defineEntry(const NodeCtx &c, int i, const Entry &e);
-  void aliasOutput(const NodeCtx &c, int i, int inputIndex);
+  mlir::LogicalResult aliasOutput(const NodeCtx &c, int i, int inputIndex);
   /// Fails when output i exists and something reads it.
   mlir::LogicalResult requireUnusedOutputs(const NodeCtx &c, int firstUnsupported, llvm::StringRef why);
 
   // --- Attributes ----------------------------------------------------------
-  const onnx::AttributeProto *findAttr(const NodeCtx &c, llvm::StringRef name,
-                                       onnx::AttributeProto::AttributeType type) const;
-  int64_t attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt) const;
-  std::optional<int64_t> attrIntOpt(const NodeCtx &c, llvm::StringRef name) const;
-  float attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt) const;
-  std::string attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt) const;
-  std::optional<llvm::SmallVector<int64_t>> attrInts(const NodeCtx &c, llvm::StringRef name) const;
+  /// Attribute `name` (null when absent); fails when it has another type.
+  mlir::LogicalResult findAttr(const NodeCtx &c, llvm::StringRef name,
+                               onnx::AttributeProto::AttributeType type,
+                               const onnx::AttributeProto *&attr) const;
+  mlir::LogicalResult attrInt(const NodeCtx &c, llvm::StringRef name, int64_t dflt,
+                              int64_t &value) const;
+  mlir::LogicalResult attrIntOpt(const NodeCtx &c, llvm::StringRef name,
+                                 std::optional<int64_t> &value) const;
+  mlir::LogicalResult attrFloat(const NodeCtx &c, llvm::StringRef name, float dflt,
+                                float &value) const;
+  mlir::LogicalResult attrString(const NodeCtx &c, llvm::StringRef name, llvm::StringRef dflt,
+                                 std::string &value) const;
+  mlir::LogicalResult attrInts(const NodeCtx &c, llvm::StringRef name,
+                               std::optional<llvm::SmallVector<int64_t>> &values) const;
   bool hasAttr(const NodeCtx &c, llvm::StringRef name) const;
   /// A window attribute (kernel_shape, strides, dilations) of `count`
   /// values (one per spatial dim), each in [1, INT32_MAX]; `dflt` when
   /// absent (required when no default).
-  llvm::SmallVector<int64_t> windowInts(const NodeCtx &c, llvm::StringRef name,
-                                        std::optional<llvm::SmallVector<int64_t>> dflt,
-                                        size_t count = 2);
-  /// Fails unless attribute `name` is absent or 0/1; returns it as bool.
-  bool attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt) const;
+  mlir::LogicalResult windowInts(const NodeCtx &c, llvm::StringRef name,
+                                 std::optional<llvm::SmallVector<int64_t>> dflt,
+                                 llvm::SmallVector<int64_t> &values, size_t count = 2);
+  /// Fails unless attribute `name` is absent or 0/1; sets it as bool.
+  mlir::LogicalResult attrBool(const NodeCtx &c, llvm::StringRef name, bool dflt,
+                               bool &value) const;
 
   // --- Helpers for converters ----------------------------------------------
-  Shape expectShape(const NodeCtx &c, const ShapeOrError &s) const;
-  int64_t normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis, int64_t rank) const;
+  /// The shape, or a failure with its error.
+  mlir::FailureOr<Shape> expectShape(const NodeCtx &c, const ShapeOrError &s) const;
+  /// `axis` made non-negative for `rank` (the result replaces it); fails
+  /// when out of range.
+  mlir::LogicalResult normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t &axis,
+                                    int64_t rank) const;
   /// Sorted, unique, non-negative axes for `rank`.
-  llvm::SmallVector<int64_t> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
-                                           llvm::ArrayRef<int64_t> axes, int64_t rank) const;
+  mlir::FailureOr<llvm::SmallVector<int64_t>> normalizeAxes(const NodeCtx &c, llvm::StringRef what,
+                                                            llvm::ArrayRef<int64_t> axes,
+                                                            int64_t rank) const;
+  /// `axes` made non-negative for `rank`, in their order; fails on an axis
+  /// out of range or named twice.
+  mlir::LogicalResult normalizeAxesInOrder(const NodeCtx &c, llvm::StringRef what,
+                                           llvm::SmallVectorImpl<int64_t> &axes,
+                                           int64_t rank) const;
   mlir::LogicalResult requireFloat(const NodeCtx &c, int i, mlir::Type t) const;
   /// Fails unless `t` is a float, INT32 or INT64 (run-time integers are
   /// exact: the int_elementwise routine).
   mlir::LogicalResult requireFloatOrInteger(const NodeCtx &c, int i, mlir::Type t) const;
   /// ReduceMax over `axes` of a bool tensor (any; false over no values).
-  mlir::Value reduceAnyBool(const NodeCtx &c, mlir::Value x, llvm::ArrayRef<int64_t> axes,
-                            bool keepDims);
+  mlir::FailureOr<mlir::Value> reduceAnyBool(const NodeCtx &c, mlir::Value x,
+                                             llvm::ArrayRef<int64_t> axes, bool keepDims);
   mlir::RankedTensorType tensorType(llvm::ArrayRef<int64_t> shape, mlir::Type elem) const;
   /// The result type `OpT` infers (InferShapedTypeOpInterface) when built
   /// from `args`, its builder's arguments after the result type, with
   /// element type `element` where the op leaves that to its builder. A
   /// shape rule the operands break fails the node with the rule's message.
   template <typename OpT, typename... Args>
-  mlir::RankedTensorType inferredType(const NodeCtx &c, mlir::Type element, const Args &...args);
+  mlir::FailureOr<mlir::RankedTensorType> inferredType(const NodeCtx &c, mlir::Type element,
+                                                       const Args &...args);
   /// An `OpT` built from `args` with the result type it infers (inferredType).
   template <typename OpT, typename... Args>
-  mlir::Value createInferred(const NodeCtx &c, mlir::Type element, const Args &...args) {
-    return builder.create<OpT>(c.loc, inferredType<OpT>(c, element, args...), args...)
-        .getOutput();
+  mlir::FailureOr<mlir::Value> createInferred(const NodeCtx &c, mlir::Type element,
+                                              const Args &...args) {
+    mlir::FailureOr<mlir::RankedTensorType> type = inferredType<OpT>(c, element, args...);
+    if (mlir::failed(type))
+      return mlir::failure();
+    return builder.create<OpT>(c.loc, *type, args...).getOutput();
   }
   /// An mp.constant at the top of the function.
   mlir::Value constant(mlir::Location loc, mlir::DenseElementsAttr attr);
   mlir::Value scalarF32(const NodeCtx &c, float v);
   /// Input i reshaped to `shape` (re-typed at compile time if constant).
-  mlir::Value reshapeInput(const NodeCtx &c, int i, llvm::ArrayRef<int64_t> shape);
+  mlir::FailureOr<mlir::Value> reshapeInput(const NodeCtx &c, int i, llvm::ArrayRef<int64_t> shape);
   mlir::Value reshape(const NodeCtx &c, mlir::Value v, llvm::ArrayRef<int64_t> shape);
-  mlir::Value transpose(const NodeCtx &c, mlir::Value v, llvm::ArrayRef<int64_t> perm);
+  /// `v` transposed by `perm`; fails, without another error, when `v` did.
+  mlir::FailureOr<mlir::Value> transpose(const NodeCtx &c, mlir::FailureOr<mlir::Value> v,
+                                         llvm::ArrayRef<int64_t> perm);
   /// Defines output 0 as `input` reshaped to `shape`, folding constants.
-  void defineReshaped(const NodeCtx &c, int inputIndex, llvm::ArrayRef<int64_t> shape);
+  mlir::LogicalResult defineReshaped(const NodeCtx &c, int inputIndex,
+                                     llvm::ArrayRef<int64_t> shape);
   /// The `pads` attribute of a window node with `dims` spatial dims (2 *
   /// dims values in [0, INT32_MAX]), if set.
-  std::optional<llvm::SmallVector<int64_t>> explicitPads(const NodeCtx &c, size_t dims);
+  mlir::LogicalResult explicitPads(const NodeCtx &c, size_t dims,
+                                   std::optional<llvm::SmallVector<int64_t>> &pads);
   /// The `auto_pad` attribute, checked: NOTSET, VALID, SAME_UPPER or SAME_LOWER.
-  std::string autoPadMode(const NodeCtx &c);
+  mlir::FailureOr<std::string> autoPadMode(const NodeCtx &c);
+  /// explicitPads, then autoPadMode.
+  mlir::LogicalResult padAttributes(const NodeCtx &c, size_t dims,
+                                    std::optional<llvm::SmallVector<int64_t>> &pads,
+                                    std::string &autoPad);
   /// Resolves ONNX window attributes (auto_pad, pads) to the begins then the
   /// ends ([top, left, bottom, right] in 2-D), one per dim of `kernel`.
-  llvm::SmallVector<int64_t> windowPads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
-                                        llvm::ArrayRef<int64_t> kernel,
-                                        llvm::ArrayRef<int64_t> strides,
-                                        llvm::ArrayRef<int64_t> dilations);
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  windowPads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> kernel,
+             llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> dilations);
   mlir::LogicalResult require4D(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, llvm::StringRef what) const;
   /// The axes a Reduce* node reduces, sorted and non-negative: the `axes`
   /// attribute before opset `inputFrom`, input #1 from it, every axis when
   /// none are given; nullopt when nothing is reduced (noop_with_empty_axes
   /// with no axes, or a rank-0 input).
-  std::optional<llvm::SmallVector<int64_t>> reduceAxes(const NodeCtx &c, int64_t inputFrom);
+  mlir::LogicalResult reduceAxes(const NodeCtx &c, int64_t inputFrom,
+                                 std::optional<llvm::SmallVector<int64_t>> &axes);
 
   // --- Converters (one file per op family) ---------------------------------
 public:
@@ -382,11 +412,10 @@ private:
   /// Fails unless `bias` (input #2) is absent or float of shape [channels].
   mlir::LogicalResult requireConvBias(const NodeCtx &c, mlir::Value bias, int64_t channels);
   /// ConvTranspose's pads from auto_pad, output_shape or pads.
-  llvm::SmallVector<int64_t> convTransposePads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
-                                               llvm::ArrayRef<int64_t> kernel,
-                                               llvm::ArrayRef<int64_t> strides,
-                                               llvm::ArrayRef<int64_t> dilations,
-                                               llvm::ArrayRef<int64_t> outputPadding);
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  convTransposePads(const NodeCtx &c, llvm::ArrayRef<int64_t> inShape,
+                    llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
+                    llvm::ArrayRef<int64_t> dilations, llvm::ArrayRef<int64_t> outputPadding);
   // OnnxElementwise.cpp
   /// The simple binary and unary ops of runtime/format/ScalarFns.def
   /// (OpT), floats or also integers.
@@ -411,10 +440,13 @@ private:
     int64_t axis;
     float eps;
   };
-  NormAttributes normAttributes(const NodeCtx &c, int64_t rank);
+  mlir::FailureOr<NormAttributes> normAttributes(const NodeCtx &c, int64_t rank);
   mlir::LogicalResult convertLayerNorm(const NodeCtx &c);
   mlir::LogicalResult convertRmsNorm(const NodeCtx &c);
   mlir::LogicalResult convertBatchNorm(const NodeCtx &c);
+  mlir::LogicalResult defineBatchStats(const NodeCtx &c, mlir::Value x, mlir::Value runningMean,
+                                       mlir::Value runningVar, float momentum, mlir::Value &mean,
+                                       mlir::Value &var);
   mlir::LogicalResult convertReduce(const NodeCtx &c);
   // OnnxShape.cpp
   mlir::LogicalResult convertReshape(const NodeCtx &c);
@@ -424,9 +456,9 @@ private:
   mlir::LogicalResult convertTranspose(const NodeCtx &c);
   mlir::LogicalResult convertConcat(const NodeCtx &c);
   mlir::LogicalResult convertSlice(const NodeCtx &c);
-  void defineSlice(const NodeCtx &c, int out, llvm::ArrayRef<int64_t> starts,
-                   llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts);
-  llvm::SmallVector<int64_t> splitSizes(const NodeCtx &c, int64_t dim);
+  mlir::LogicalResult defineSlice(const NodeCtx &c, int out, llvm::ArrayRef<int64_t> starts,
+                                  llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts);
+  mlir::LogicalResult splitSizes(const NodeCtx &c, int64_t dim, llvm::SmallVector<int64_t> &sizes);
   mlir::LogicalResult convertSplit(const NodeCtx &c);
   mlir::LogicalResult convertGather(const NodeCtx &c);
   // OnnxPooling.cpp
@@ -436,6 +468,13 @@ private:
   /// MaxPool's Indices): the window attributes of any of 1 to 3 dims.
   mlir::LogicalResult convertPoolNd(const NodeCtx &c);
   mlir::LogicalResult convertGlobalPool(const NodeCtx &c);
+  /// A pooling node's window attributes, checked.
+  struct PoolWindow {
+    llvm::SmallVector<int64_t> kernel, strides, dilations, pads;
+    bool ceilMode = false;
+  };
+  mlir::LogicalResult poolWindow(const NodeCtx &c, llvm::ArrayRef<int64_t> shape, PoolWindow &w,
+                                 bool *countIncludePad = nullptr);
   // OnnxConstants.cpp
   mlir::LogicalResult convertCast(const NodeCtx &c);
   mlir::LogicalResult convertConstant(const NodeCtx &c);
@@ -447,17 +486,18 @@ private:
   // OnnxFold.cpp: ops whose values are known at compile time (shape
   // subgraphs), and the evaluator that folds them.
   /// Folds the node when every present input is a compile-time constant
-  /// and the evaluator knows its op; false leaves it to the converter.
+  /// and the evaluator knows its op; false leaves it to the converter,
+  /// failure is an error (emitted).
   /// With `givenValues`, a graph input the run gave a value for counts as
   /// a constant (givenInputValue): for the ops that exist only at compile
   /// time (ConstantOfShape, Range), whose converters require it anyway.
-  bool tryFold(const NodeCtx &c, bool givenValues = false);
+  mlir::FailureOr<bool> tryFold(const NodeCtx &c, bool givenValues = false);
   /// For Cast node c (to DOUBLE, of a run-time float tensor): "" when what
   /// it starts is a DOUBLE island, computed in FP32 (OnnxConstants.cpp),
   /// else why not.
   std::string doubleIslandError(const NodeCtx &c);
   /// Fails node c, which computes in DOUBLE but does not fold.
-  [[noreturn]] void failDouble(const NodeCtx &c);
+  mlir::LogicalResult failDouble(const NodeCtx &c);
   /// Where a run-time tensor comes from, for errors: "it is graph input
   /// 'x'" or "it is computed at run time by node 'n' (Op) from graph
   /// input 'x'".
@@ -468,11 +508,13 @@ private:
   /// computed from graph inputs the run gave values for: the inputs to pin
   /// (OnnxImportOptions::pinnedInputs) in another import.
   std::set<std::string> pinRequest;
-  [[noreturn]] void failUnfolded(const NodeCtx &c);
-  void convertConstantOfShape(const NodeCtx &c);
-  void convertRange(const NodeCtx &c);
-  void convertSize(const NodeCtx &c);
-  void convertExpand(const NodeCtx &c);
+  /// Folds node c of an op that exists only at compile time (tryFold with
+  /// `givenValues`), or fails it.
+  mlir::LogicalResult foldCompileTimeOnly(const NodeCtx &c);
+  mlir::LogicalResult convertConstantOfShape(const NodeCtx &c);
+  mlir::LogicalResult convertRange(const NodeCtx &c);
+  mlir::LogicalResult convertSize(const NodeCtx &c);
+  mlir::LogicalResult convertExpand(const NodeCtx &c);
 
   // (end of OnnxFold.cpp's converters)
 
@@ -488,23 +530,35 @@ private:
   mlir::LogicalResult convertResize(const NodeCtx &c);
   /// Resize's roi input for tf_crop_and_resize: [starts, ends] of every
   /// axis of `rank` (0 and 1 where `axes` leaves one out).
-  llvm::SmallVector<float> resizeRoi(const NodeCtx &c, llvm::ArrayRef<int64_t> axes, int64_t rank);
+  mlir::FailureOr<llvm::SmallVector<float>> resizeRoi(const NodeCtx &c,
+                                                      llvm::ArrayRef<int64_t> axes, int64_t rank);
   /// A constant slice of v's shape with size 1 along `axis`, holding
   /// `value` in v's element type (saturated and truncated for integers).
   mlir::Value extrapolationSlice(const NodeCtx &c, mlir::Value v, int64_t axis, float value);
   /// Resize's mode, coordinate_transformation_mode and nearest_mode (the
   /// legacy rules for Upsample and before opset 11), checked.
-  void resizeModes(const NodeCtx &c, bool legacy, std::string &mode, std::string &transform,
-                   std::string &nearestMode);
+  mlir::LogicalResult resizeModes(const NodeCtx &c, bool legacy, std::string &mode,
+                                  std::string &transform, std::string &nearestMode);
   /// Resize's scales (an attribute of Upsample before opset 9, else an
   /// input) or sizes (an input from opset 11), one per axis of `axisCount`.
-  void resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy, size_t axisCount,
-                           llvm::SmallVector<float> &scales, llvm::SmallVector<int64_t> &sizes);
+  mlir::LogicalResult resizeScalesOrSizes(const NodeCtx &c, bool upsample, bool legacy,
+                                          size_t axisCount, llvm::SmallVector<float> &scales,
+                                          llvm::SmallVector<int64_t> &sizes);
   /// `v` with its axis `d` (of `rank`) multiplied by the matrix `w`
   /// ([in, out]): moved last, multiplied, moved back.
-  mlir::Value matmulAlongAxis(const NodeCtx &c, mlir::Value v, mlir::Value w, int64_t d,
-                              int64_t rank);
+  mlir::FailureOr<mlir::Value> matmulAlongAxis(const NodeCtx &c, mlir::Value v, mlir::Value w,
+                                               int64_t d, int64_t rank);
   mlir::LogicalResult convertAttention(const NodeCtx &c);
+  /// Attention's attributes.
+  struct AttentionAttrs {
+    bool causal = false;
+    int64_t mode = 0; // qk_matmul_output_mode
+    double scale = 1.0;
+    int64_t leftWindow = -1, rightWindow = -1;
+    float softcap = 0.0f;
+  };
+  mlir::LogicalResult attentionAttributes(const NodeCtx &c, int64_t headSize,
+                                          AttentionAttrs &attrs);
   /// Attention's Q, K and V as 4-D [B, heads, S, D] (3-D inputs split by
   /// q_num_heads and kv_num_heads), checked to fit each other; `rank` is the
   /// inputs' rank.
@@ -513,29 +567,38 @@ private:
   /// or -inf, padded with -inf up to the key length `kvLen`.
   mlir::FailureOr<mlir::Value> attentionMask(const NodeCtx &c, mlir::Value mask, mlir::Type et, int64_t kvLen);
   /// `probs` with 0 in the rows whose `bias` is all -inf.
-  mlir::Value zeroMaskedRows(const NodeCtx &c, mlir::Type et, mlir::Value bias,
-                             mlir::Value probs);
+  mlir::FailureOr<mlir::Value> zeroMaskedRows(const NodeCtx &c, mlir::Type et, mlir::Value bias,
+                                              mlir::Value probs);
   /// A 3-D [B, S, heads * D] Attention input as [B, heads, S, D].
-  mlir::Value attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
-                             llvm::StringRef role);
+  mlir::FailureOr<mlir::Value> attentionHeads(const NodeCtx &c, mlir::Value v, int64_t heads,
+                                              llvm::StringRef role);
   /// A 1-D Conv/MaxPool/AveragePool through `convert2d` (its 2-D converter).
   mlir::LogicalResult convertWindow1d(const NodeCtx &c, Converter convert2d);
-  float positiveEpsilon(const NodeCtx &c);
+  mlir::FailureOr<float> positiveEpsilon(const NodeCtx &c);
   /// LayerNormalization's optional outputs Mean (#1) and InvStdDev (#2),
   /// when something reads them.
-  void defineLayerNormStats(const NodeCtx &c, mlir::Value x, int64_t axis, float eps);
+  mlir::LogicalResult defineLayerNormStats(const NodeCtx &c, mlir::Value x, int64_t axis,
+                                           float eps);
   /// `count` elements of v along `axis` from `start` (v itself when all).
   mlir::Value sliceAxis(const NodeCtx &c, mlir::Value v, int64_t axis, int64_t start,
                         int64_t count);
+  // The building blocks below fail when building their op does; those
+  // taking FailureOr operands also fail, without another error, when an
+  // operand did, so that they chain.
   /// v gathered along `axis` at constant `indices` (non-negative).
-  mlir::Value gatherAxis(const NodeCtx &c, mlir::Value v, int64_t axis,
-                         llvm::ArrayRef<int64_t> indices);
-  mlir::Value concatAxis(const NodeCtx &c, llvm::ArrayRef<mlir::Value> parts, int64_t axis);
-  mlir::Value mulV(const NodeCtx &c, mlir::Value a, mlir::Value b);
-  mlir::Value addV(const NodeCtx &c, mlir::Value a, mlir::Value b);
-  mlir::Value subV(const NodeCtx &c, mlir::Value a, mlir::Value b);
-  mlir::Value absV(const NodeCtx &c, mlir::Value x);
-  mlir::Value perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups, int64_t rank);
+  mlir::FailureOr<mlir::Value> gatherAxis(const NodeCtx &c, mlir::FailureOr<mlir::Value> v,
+                                          int64_t axis, llvm::ArrayRef<int64_t> indices);
+  mlir::FailureOr<mlir::Value> concatAxis(const NodeCtx &c, llvm::ArrayRef<mlir::Value> parts,
+                                          int64_t axis);
+  mlir::FailureOr<mlir::Value> mulV(const NodeCtx &c, mlir::FailureOr<mlir::Value> a,
+                                    mlir::FailureOr<mlir::Value> b);
+  mlir::FailureOr<mlir::Value> addV(const NodeCtx &c, mlir::FailureOr<mlir::Value> a,
+                                    mlir::FailureOr<mlir::Value> b);
+  mlir::FailureOr<mlir::Value> subV(const NodeCtx &c, mlir::FailureOr<mlir::Value> a,
+                                    mlir::FailureOr<mlir::Value> b);
+  mlir::FailureOr<mlir::Value> absV(const NodeCtx &c, mlir::FailureOr<mlir::Value> x);
+  mlir::FailureOr<mlir::Value> perChannel(const NodeCtx &c, int i, int64_t channels, int64_t groups,
+                                          int64_t rank);
 
   // (end of OnnxComposite.cpp's converters)
 
@@ -549,24 +612,16 @@ private:
 
   // (end of OnnxIndexing.cpp's converters)
 
-  /// Transitional: a converter that fails through nodeFail (OnnxFold.cpp's).
-  using ThrowingConverter = void (Importer::*)(const NodeCtx &);
   struct OpInfo {
     OpInfo(const char *opType, Converter convert, llvm::ArrayRef<OpForm> forms)
         : opType(opType), convert(convert), forms(forms) {}
-    OpInfo(const char *opType, ThrowingConverter convert, llvm::ArrayRef<OpForm> forms)
-        : opType(opType), throwingConvert(convert), forms(forms) {}
     /// Converts node c with this row's converter.
     mlir::LogicalResult run(Importer &importer, const NodeCtx &c) const {
-      if (convert)
-        return (importer.*convert)(c);
-      (importer.*throwingConvert)(c);
-      return mlir::success();
+      return (importer.*convert)(c);
     }
 
     const char *opType;
     Converter convert = nullptr;
-    ThrowingConverter throwingConvert = nullptr;
     llvm::ArrayRef<OpForm> forms; // the first form's `since` introduced the op
   };
   /// Each op family's rows of the op table, defined in the family's file.
@@ -603,8 +658,8 @@ private:
 };
 
 template <typename OpT, typename... Args>
-mlir::RankedTensorType Importer::inferredType(const NodeCtx &c, mlir::Type element,
-                                              const Args &...args) {
+mlir::FailureOr<mlir::RankedTensorType> Importer::inferredType(const NodeCtx &c, mlir::Type element,
+                                                               const Args &...args) {
   mlir::OperationState state(c.loc, OpT::getOperationName());
   OpT::build(builder, state, /*output=*/mlir::Type(), args...);
   // As Operation::create does: unset attributes take their default values.
@@ -627,7 +682,7 @@ mlir::RankedTensorType Importer::inferredType(const NodeCtx &c, mlir::Type eleme
         state.attributes.getDictionary(&ctx), state.getRawProperties(), state.regions, results);
   }
   if (mlir::failed(inferred))
-    nodeFail(c, why);
+    return nodeError(c, why);
   mlir::Type inferredElement = results.front().getElementType();
   return mlir::RankedTensorType::get(results.front().getDims(),
                                      inferredElement ? inferredElement : element);

@@ -26,8 +26,8 @@ static const OpForm kSoftmaxForms[] = {
 };
 
 LogicalResult Importer::convertSoftmax(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   int64_t rank = static_cast<int64_t>(shape.size());
@@ -37,7 +37,10 @@ LogicalResult Importer::convertSoftmax(const NodeCtx &c) {
   // prod(dims[axis:])] and normalizes each row; from 13 it normalizes one
   // axis.
   bool legacy = opset < 13;
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", legacy ? 1 : -1), rank);
+  int64_t axis;
+  if (failed(attrInt(c, "axis", legacy ? 1 : -1, axis)) ||
+      failed(normalizeAxis(c, "attribute 'axis'", axis, rank)))
+    return failure();
   bool isLog = c.node.op_type() == "LogSoftmax";
   auto make = [&](Value in, int64_t ax) -> Value {
     IntegerAttr axAttr = builder.getI64IntegerAttr(ax);
@@ -59,17 +62,22 @@ LogicalResult Importer::convertSoftmax(const NodeCtx &c) {
 }
 
 /// The ONNX schema forms of LayerNorm.
-Importer::NormAttributes Importer::normAttributes(const NodeCtx &c, int64_t rank) {
+FailureOr<Importer::NormAttributes> Importer::normAttributes(const NodeCtx &c, int64_t rank) {
   if (rank == 0)
-    nodeFail(c, "input must have rank >= 1");
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", -1), rank);
-  float eps = attrFloat(c, "epsilon", 1e-5f);
-  if (!(eps > 0.0f))
-    nodeFail(c, "attribute 'epsilon' must be positive, got " + std::to_string(eps));
-  int64_t stash = attrInt(c, "stash_type", 1);
+    return nodeError(c, "input must have rank >= 1");
+  NormAttributes a;
+  if (failed(attrInt(c, "axis", -1, a.axis)) ||
+      failed(normalizeAxis(c, "attribute 'axis'", a.axis, rank)) ||
+      failed(attrFloat(c, "epsilon", 1e-5f, a.eps)))
+    return failure();
+  if (!(a.eps > 0.0f))
+    return nodeError(c, "attribute 'epsilon' must be positive, got " + std::to_string(a.eps));
+  int64_t stash;
+  if (failed(attrInt(c, "stash_type", 1, stash)))
+    return failure();
   if (stash != 1)
-    nodeFail(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
-  return {axis, eps};
+    return nodeError(c, "attribute 'stash_type' must be 1 (FLOAT), got " + llvm::Twine(stash));
+  return a;
 }
 
 static const OpForm kLayerNormForms[] = {
@@ -77,42 +85,56 @@ static const OpForm kLayerNormForms[] = {
 };
 
 LogicalResult Importer::convertLayerNorm(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+  RankedTensorType scaleType, biasType;
+  if (failed(inputType(c, 1, scaleType)) || failed(requireFloat(c, 1, scaleType.getElementType())))
     return failure();
   if (hasInput(c, 2))
-    if (failed(requireFloat(c, 2, inputType(c, 2).getElementType())))
+    if (failed(inputType(c, 2, biasType)) || failed(requireFloat(c, 2, biasType.getElementType())))
       return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
-  auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
+  FailureOr<NormAttributes> attrs = normAttributes(c, static_cast<int64_t>(shape.size()));
+  if (failed(attrs))
+    return failure();
+  auto [axis, eps] = *attrs;
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
   // Scale and B are shaped like the normalized dims; one with the same
   // element count (e.g. [64] for [1, 64]) is reshaped to match.
-  auto param = [&](int i, const char *role) -> Value {
+  auto param = [&](int i, const char *role) -> FailureOr<Value> {
     if (!hasInput(c, i))
       return Value();
-    RankedTensorType t = inputType(c, i);
-    if (t.getShape() == normalized)
-      return input(c, i);
+    RankedTensorType t;
+    Value v;
+    if (failed(inputType(c, i, t)))
+      return failure();
+    if (t.getShape() == normalized) {
+      if (failed(input(c, i, v)))
+        return failure();
+      return v;
+    }
     if (graph::numElements(t.getShape()) != graph::numElements(normalized))
-      nodeFail(c, llvm::Twine(role) + " shape " + graph::formatShape(t.getShape()) +
-                      " does not match the normalized shape " + graph::formatShape(normalized));
+      return nodeError(c, llvm::Twine(role) + " shape " + graph::formatShape(t.getShape()) +
+                              " does not match the normalized shape " +
+                              graph::formatShape(normalized));
     return reshapeInput(c, i, normalized);
   };
-  Value scale = param(1, "Scale");
-  if (!scale)
+  FailureOr<Value> scale = param(1, "Scale");
+  if (failed(scale))
+    return failure();
+  if (!*scale)
     return nodeError(c, "missing required input #1 (Scale)");
-  Value bias = param(2, "B");
+  FailureOr<Value> bias = param(2, "B");
+  if (failed(bias))
+    return failure();
   defineValue(c, 0,
               builder
-                  .create<graph::LayerNormOp>(c.loc, x.getType(), x, scale, bias,
+                  .create<graph::LayerNormOp>(c.loc, x.getType(), x, *scale, *bias,
                                               builder.getI64IntegerAttr(axis),
                                               builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
-  defineLayerNormStats(c, x, axis, eps);
-  return success();
+  return defineLayerNormStats(c, x, axis, eps);
 }
 
 /// The ONNX schema forms of RMSNormalization.
@@ -121,20 +143,24 @@ static const OpForm kRmsNormForms[] = {
 };
 
 LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x, scale;
+  RankedTensorType scaleType;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  if (failed(requireFloat(c, 1, inputType(c, 1).getElementType())))
+  if (failed(inputType(c, 1, scaleType)) || failed(requireFloat(c, 1, scaleType.getElementType())))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
-  auto [axis, eps] = normAttributes(c, static_cast<int64_t>(shape.size()));
+  FailureOr<NormAttributes> attrs = normAttributes(c, static_cast<int64_t>(shape.size()));
+  if (failed(attrs))
+    return failure();
+  auto [axis, eps] = *attrs;
   ArrayRef<int64_t> normalized = shape.drop_front(axis);
   // A scale shaped like the normalized dims goes into the op; one that
   // only broadcasts to them (numpy rules, e.g. [D] for [S, D]) multiplies
   // the normalized result.
-  RankedTensorType scaleType = inputType(c, 1);
   bool exact = scaleType.getShape() == normalized;
-  Value scale = input(c, 1);
+  if (failed(input(c, 1, scale)))
+    return failure();
   Value y = builder
                 .create<graph::RmsNormOp>(c.loc, x.getType(), x, exact ? scale : Value(),
                                           builder.getI64IntegerAttr(axis),
@@ -145,8 +171,10 @@ LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
       return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
                       " does not broadcast to the normalized shape " +
                       graph::formatShape(normalized));
-    Shape s = expectShape(c, graph::broadcastShapes(shape, scaleType.getShape()));
-    if (s != Shape(shape.begin(), shape.end()))
+    FailureOr<Shape> s = expectShape(c, graph::broadcastShapes(shape, scaleType.getShape()));
+    if (failed(s))
+      return failure();
+    if (*s != Shape(shape.begin(), shape.end()))
       return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
                       " does not broadcast to the normalized shape " +
                       graph::formatShape(normalized));
@@ -174,18 +202,25 @@ static const OpForm kBatchNormForms[] = {
 /// statistics updated with `momentum` (input * momentum + batch * (1 -
 /// momentum), the population variance too).
 LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  int64_t training = attrInt(c, "training_mode", 0);
+  int64_t training, spatial = 1;
+  if (failed(attrInt(c, "training_mode", 0, training)))
+    return failure();
   if (training != 0 && training != 1)
     return nodeError(c, "attribute 'training_mode' must be 0 or 1, got " + llvm::Twine(training));
-  if (opset < 9 && attrInt(c, "spatial", 1) != 1)
+  if (opset < 9 && failed(attrInt(c, "spatial", 1, spatial)))
+    return failure();
+  if (spatial != 1)
     return nodeError(c, "attribute 'spatial' must be 1: per-activation statistics are not supported");
-  float eps = attrFloat(c, "epsilon", 1e-5f);
+  float eps, momentum;
+  if (failed(attrFloat(c, "epsilon", 1e-5f, eps)))
+    return failure();
   if (!(eps >= 0.0f))
     return nodeError(c, "attribute 'epsilon' must be non-negative, got " + std::to_string(eps));
-  float momentum = attrFloat(c, "momentum", 0.9f);
+  if (failed(attrFloat(c, "momentum", 0.9f, momentum)))
+    return failure();
   if (training && !std::isfinite(momentum))
     return nodeError(c, "attribute 'momentum' must be finite, got " + std::to_string(momentum));
   if (!training)
@@ -198,44 +233,71 @@ LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
   static const char *roles[] = {"scale", "B", "input_mean", "input_var"};
   SmallVector<Value, 4> params;
   for (int i = 1; i <= 4; ++i) {
-    RankedTensorType t = inputType(c, i);
-    if (failed(requireFloat(c, i, t.getElementType())))
+    RankedTensorType t;
+    if (failed(inputType(c, i, t)) || failed(requireFloat(c, i, t.getElementType())))
       return failure();
     if (graph::numElements(t.getShape()) != channels)
       return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
                       " must be [" + llvm::Twine(channels) + "] (one value per channel)");
-    params.push_back(reshapeInput(c, i, {channels}));
+    FailureOr<Value> param = reshapeInput(c, i, {channels});
+    if (failed(param))
+      return failure();
+    params.push_back(*param);
   }
   Value mean = params[2], var = params[3];
-  if (training) {
-    SmallVector<int64_t> axes{0};
-    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
-      axes.push_back(d);
-    DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
-    BoolAttr keep = builder.getBoolAttr(true);
-    Type et = elemOf(x);
-    Value m = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, keep, TypeAttr());
-    Value d = createInferred<graph::SubOp>(c, et, x, m);
-    Value v = createInferred<graph::ReduceMeanOp>(c, et, createInferred<graph::MulOp>(c, et, d, d),
-                                                  axesAttr, keep, TypeAttr());
-    mean = reshape(c, m, {channels});
-    var = reshape(c, v, {channels});
-    // running = input * momentum + batch * (1 - momentum)
-    Value keptShare = scalarF32(c, momentum), batchShare = scalarF32(c, 1.0f - momentum);
-    auto running = [&](Value in, Value batch) {
-      Value kept = createInferred<graph::MulOp>(c, et, in, keptShare);
-      Value added = createInferred<graph::MulOp>(c, et, batch, batchShare);
-      return createInferred<graph::AddOp>(c, et, kept, added);
-    };
-    defineValue(c, 1, running(params[2], mean));
-    defineValue(c, 2, running(params[3], var));
-  }
+  if (training && failed(defineBatchStats(c, x, params[2], params[3], momentum, mean, var)))
+    return failure();
   defineValue(c, 0,
               builder
                   .create<graph::BatchNormOp>(c.loc, x.getType(), x, params[0], params[1], mean,
                                               var, builder.getF32FloatAttr(eps), TypeAttr())
                   .getOutput());
   return success();
+}
+
+/// BatchNormalization's training mode: `mean` and `var` become the batch's
+/// statistics of x, outputs #1 and #2 the running ones updated from
+/// `runningMean` and `runningVar` with `momentum`.
+LogicalResult Importer::defineBatchStats(const NodeCtx &c, Value x, Value runningMean,
+                                         Value runningVar, float momentum, Value &mean,
+                                         Value &var) {
+  int64_t channels = shapeOf(x)[1];
+  SmallVector<int64_t> axes{0};
+  for (int64_t d = 2; d < static_cast<int64_t>(shapeOf(x).size()); ++d)
+    axes.push_back(d);
+  DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
+  BoolAttr keep = builder.getBoolAttr(true);
+  Type et = elemOf(x);
+  FailureOr<Value> m = createInferred<graph::ReduceMeanOp>(c, et, x, axesAttr, keep, TypeAttr());
+  if (failed(m))
+    return failure();
+  FailureOr<Value> d = createInferred<graph::SubOp>(c, et, x, *m);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> d2 = createInferred<graph::MulOp>(c, et, *d, *d);
+  if (failed(d2))
+    return failure();
+  FailureOr<Value> v = createInferred<graph::ReduceMeanOp>(c, et, *d2, axesAttr, keep, TypeAttr());
+  if (failed(v))
+    return failure();
+  mean = reshape(c, *m, {channels});
+  var = reshape(c, *v, {channels});
+  // running = input * momentum + batch * (1 - momentum)
+  Value keptShare = scalarF32(c, momentum), batchShare = scalarF32(c, 1.0f - momentum);
+  auto running = [&](int out, Value in, Value batch) -> LogicalResult {
+    FailureOr<Value> kept = createInferred<graph::MulOp>(c, et, in, keptShare);
+    if (failed(kept))
+      return failure();
+    FailureOr<Value> added = createInferred<graph::MulOp>(c, et, batch, batchShare);
+    if (failed(added))
+      return failure();
+    FailureOr<Value> sum = createInferred<graph::AddOp>(c, et, *kept, *added);
+    if (failed(sum))
+      return failure();
+    defineValue(c, out, *sum);
+    return success();
+  };
+  return failure(failed(running(1, runningMean, mean)) || failed(running(2, runningVar, var)));
 }
 
 /// The ONNX schema forms of ReduceSum, and of ReduceMean and ReduceMax: axes move from an
@@ -252,36 +314,45 @@ static const OpForm kReduceForms[] = {
 /// ReduceMax of bools, "any": the 0/1 values widened to FP32 (exact), their
 /// maximum, > 0.5. An empty set's maximum is -inf, so its "any" is false,
 /// as ONNX's reference gives (ReduceMin, "all", is not(any(not x)): true).
-Value Importer::reduceAnyBool(const NodeCtx &c, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+FailureOr<Value> Importer::reduceAnyBool(const NodeCtx &c, Value x, ArrayRef<int64_t> axes,
+                                         bool keepDims) {
   Type f32 = builder.getF32Type();
   Value wide = builder.create<graph::CastOp>(c.loc, tensorType(shapeOf(x), f32), x).getOutput();
-  Value m = createInferred<graph::ReduceMaxOp>(c, f32, wide, builder.getDenseI64ArrayAttr(axes),
-                                               builder.getBoolAttr(keepDims), TypeAttr());
-  return createInferred<graph::GreaterOp>(c, nullptr, m, scalarF32(c, 0.5f));
+  FailureOr<Value> m = createInferred<graph::ReduceMaxOp>(
+      c, f32, wide, builder.getDenseI64ArrayAttr(axes), builder.getBoolAttr(keepDims), TypeAttr());
+  if (failed(m))
+    return failure();
+  return createInferred<graph::GreaterOp>(c, nullptr, *m, scalarF32(c, 0.5f));
 }
 
 LogicalResult Importer::convertReduce(const NodeCtx &c) {
   llvm::StringRef op = c.node.op_type();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
-  bool keepDims = attrBool(c, "keepdims", true);
-  std::optional<SmallVector<int64_t>> axes = reduceAxes(c, op == "ReduceSum" ? 13 : 18);
-  if (!axes) {
-    aliasOutput(c, 0, 0);
-    return success();
-  }
+  bool keepDims;
+  std::optional<SmallVector<int64_t>> axes;
+  if (failed(attrBool(c, "keepdims", true, keepDims)) ||
+      failed(reduceAxes(c, op == "ReduceSum" ? 13 : 18, axes)))
+    return failure();
+  if (!axes)
+    return aliasOutput(c, 0, 0);
   SmallVector<int64_t> norm = *axes;
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  Value x;
+  if (failed(inputType(c, 0, t)) || failed(input(c, 0, x)))
+    return failure();
+  FailureOr<Value> r;
   if (op == "ReduceMax" && t.getElementType().isInteger(1)) {
-    defineValue(c, 0, reduceAnyBool(c, input(c, 0), norm, keepDims));
+    r = reduceAnyBool(c, x, norm, keepDims);
+    if (failed(r))
+      return failure();
+    defineValue(c, 0, *r);
     return success();
   }
   if (failed(requireFloat(c, 0, t.getElementType())))
     return failure();
-  Value x = input(c, 0);
   Type et = t.getElementType();
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(norm);
   BoolAttr kd = builder.getBoolAttr(keepDims);
-  Value r;
   if (op == "ReduceSum")
     r = createInferred<graph::ReduceSumOp>(c, et, x, axesAttr, kd, TypeAttr());
   else if (op == "ReduceMean")
@@ -290,7 +361,9 @@ LogicalResult Importer::convertReduce(const NodeCtx &c) {
     r = createInferred<graph::ReduceProdOp>(c, et, x, axesAttr, kd);
   else
     r = createInferred<graph::ReduceMaxOp>(c, et, x, axesAttr, kd, TypeAttr());
-  defineValue(c, 0, r);
+  if (failed(r))
+    return failure();
+  defineValue(c, 0, *r);
   return success();
 }
 

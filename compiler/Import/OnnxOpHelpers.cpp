@@ -63,30 +63,45 @@ ShapeOrError reshapeShape(ArrayRef<int64_t> in, ArrayRef<int64_t> target, bool a
   return {out, ""};
 }
 
-Shape Importer::expectShape(const NodeCtx &c, const ShapeOrError &s) const {
+FailureOr<Shape> Importer::expectShape(const NodeCtx &c, const ShapeOrError &s) const {
   if (!s.ok())
-    nodeFail(c, s.error);
+    return nodeError(c, s.error);
   return s.shape;
 }
 
-int64_t Importer::normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t axis,
-                                int64_t rank) const {
+LogicalResult Importer::normalizeAxis(const NodeCtx &c, llvm::StringRef what, int64_t &axis,
+                                      int64_t rank) const {
   if (axis < -rank || axis >= rank)
-    nodeFail(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) + ", " +
-                    llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
-  return axis < 0 ? axis + rank : axis;
+    return nodeError(c, what + " " + llvm::Twine(axis) + " is out of range [" + llvm::Twine(-rank) +
+                            ", " + llvm::Twine(rank - 1) + "] for rank " + llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  return success();
 }
 
-SmallVector<int64_t> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef what,
-                                             ArrayRef<int64_t> axes, int64_t rank) const {
-  SmallVector<int64_t> out;
-  for (int64_t a : axes)
-    out.push_back(normalizeAxis(c, twineStr("axis in " + what), a, rank));
+FailureOr<SmallVector<int64_t>> Importer::normalizeAxes(const NodeCtx &c, llvm::StringRef what,
+                                                        ArrayRef<int64_t> axes,
+                                                        int64_t rank) const {
+  SmallVector<int64_t> out(axes.begin(), axes.end());
+  for (int64_t &a : out)
+    if (failed(normalizeAxis(c, twineStr("axis in " + what), a, rank)))
+      return failure();
   llvm::sort(out);
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i] == out[i - 1])
-      nodeFail(c, what + " names axis " + llvm::Twine(out[i]) + " twice");
+      return nodeError(c, what + " names axis " + llvm::Twine(out[i]) + " twice");
   return out;
+}
+
+LogicalResult Importer::normalizeAxesInOrder(const NodeCtx &c, llvm::StringRef what,
+                                             SmallVectorImpl<int64_t> &axes, int64_t rank) const {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (failed(normalizeAxis(c, twineStr("axis in " + what), axes[i], rank)))
+      return failure();
+    if (llvm::is_contained(ArrayRef<int64_t>(axes).take_front(i), axes[i]))
+      return nodeError(c, what + " names axis " + llvm::Twine(axes[i]) + " twice");
+  }
+  return success();
 }
 
 LogicalResult Importer::requireFloat(const NodeCtx &c, int i, Type t) const {
@@ -129,8 +144,11 @@ Value Importer::reshape(const NodeCtx &c, Value v, ArrayRef<int64_t> shape) {
   return builder.create<graph::ReshapeOp>(c.loc, tensorType(shape, elemOf(v)), v).getOutput();
 }
 
-Value Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_t> shape) {
-  Entry &e = entryOf(c, i);
+FailureOr<Value> Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_t> shape) {
+  Entry *entry;
+  if (failed(entryOf(c, i, entry)))
+    return failure();
+  Entry &e = *entry;
   // A constant parameter is re-typed at compile time instead of reshaped at
   // run time.
   if (e.constant && ArrayRef<int64_t>(entryType(e).getShape()) != shape)
@@ -139,25 +157,31 @@ Value Importer::reshapeInput(const NodeCtx &c, int i, ArrayRef<int64_t> shape) {
   return reshape(c, materialize(e), shape);
 }
 
-Value Importer::transpose(const NodeCtx &c, Value v, ArrayRef<int64_t> perm) {
-  return createInferred<graph::TransposeOp>(c, elemOf(v), v, builder.getDenseI64ArrayAttr(perm));
+FailureOr<Value> Importer::transpose(const NodeCtx &c, FailureOr<Value> v, ArrayRef<int64_t> perm) {
+  if (failed(v))
+    return failure();
+  return createInferred<graph::TransposeOp>(c, elemOf(*v), *v, builder.getDenseI64ArrayAttr(perm));
 }
 
-void Importer::defineReshaped(const NodeCtx &c, int inputIndex, ArrayRef<int64_t> shape) {
-  Entry &e = entryOf(c, inputIndex);
+LogicalResult Importer::defineReshaped(const NodeCtx &c, int inputIndex, ArrayRef<int64_t> shape) {
+  Entry *entry;
+  if (failed(entryOf(c, inputIndex, entry)))
+    return failure();
+  Entry &e = *entry;
   RankedTensorType t = entryType(e);
   if (t.getShape() == shape) {
-    aliasOutput(c, 0, inputIndex);
-    return;
+    defineEntry(c, 0, e);
+    return success();
   }
   // Integer constants stay compile-time known through reshapes (shape
   // arithmetic); float constants (weights) are reshaped by an op so that
   // large tensors are not copied at import time.
   if (e.constant && isa<IntegerType>(t.getElementType())) {
     defineConst(c, 0, e.constant.reshape(tensorType(shape, t.getElementType())));
-    return;
+    return success();
   }
   defineValue(c, 0, reshape(c, materialize(e), shape));
+  return success();
 }
 
 bool Importer::hasAttr(const NodeCtx &c, llvm::StringRef name) const {
@@ -172,80 +196,119 @@ LogicalResult Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llv
   return success();
 }
 
-std::optional<SmallVector<int64_t>> Importer::reduceAxes(const NodeCtx &c, int64_t inputFrom) {
+LogicalResult Importer::reduceAxes(const NodeCtx &c, int64_t inputFrom,
+                                   std::optional<SmallVector<int64_t>> &axes) {
   bool axesAsInput = opset >= inputFrom;
-  std::optional<SmallVector<int64_t>> axes;
+  axes = std::nullopt;
   bool noopWithEmptyAxes = false;
   // checkSchema allows the attribute or the input, not both.
   if (axesAsInput) {
-    noopWithEmptyAxes = attrBool(c, "noop_with_empty_axes", false);
-    if (hasInput(c, 1))
-      axes = requireConstInts(c, 1, "axes");
-  } else {
-    axes = attrInts(c, "axes");
+    if (failed(attrBool(c, "noop_with_empty_axes", false, noopWithEmptyAxes)))
+      return failure();
+    SmallVector<int64_t> given;
+    if (hasInput(c, 1)) {
+      if (failed(requireConstInts(c, 1, "axes", given)))
+        return failure();
+      axes = given;
+    }
+  } else if (failed(attrInts(c, "axes", axes))) {
+    return failure();
   }
-  int64_t rank = inputType(c, 0).getRank();
-  if (axes && !axes->empty())
-    return normalizeAxes(c, axesAsInput ? "input 'axes'" : "attribute 'axes'", *axes, rank);
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  int64_t rank = t.getRank();
+  if (axes && !axes->empty()) {
+    FailureOr<SmallVector<int64_t>> normalized =
+        normalizeAxes(c, axesAsInput ? "input 'axes'" : "attribute 'axes'", *axes, rank);
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
+    return success();
+  }
   // No axes: nothing with noop_with_empty_axes, else every axis (mp
   // reductions spell "all" out). A rank-0 input has nothing to reduce.
+  axes = std::nullopt;
   if (noopWithEmptyAxes || rank == 0)
-    return std::nullopt;
-  SmallVector<int64_t> all;
+    return success();
+  axes.emplace();
   for (int64_t d = 0; d < rank; ++d)
-    all.push_back(d);
-  return all;
+    axes->push_back(d);
+  return success();
 }
 
-SmallVector<int64_t> Importer::windowInts(const NodeCtx &c, llvm::StringRef name,
-                                          std::optional<SmallVector<int64_t>> dflt,
-                                          size_t count) {
-  std::optional<SmallVector<int64_t>> v = attrInts(c, name);
+LogicalResult Importer::windowInts(const NodeCtx &c, llvm::StringRef name,
+                                   std::optional<SmallVector<int64_t>> dflt,
+                                   SmallVector<int64_t> &values, size_t count) {
+  std::optional<SmallVector<int64_t>> v;
+  if (failed(attrInts(c, name, v)))
+    return failure();
   if (!v) {
     if (!dflt)
-      nodeFail(c, "attribute '" + name + "' is required");
+      return nodeError(c, "attribute '" + name + "' is required");
     v = dflt;
   }
   if (auto err = checkWindowValues(name, *v, count))
-    nodeFail(c, *err);
-  return *v;
+    return nodeError(c, *err);
+  values = *v;
+  return success();
 }
 
-std::optional<SmallVector<int64_t>> Importer::explicitPads(const NodeCtx &c, size_t dims) {
-  std::optional<SmallVector<int64_t>> pads = attrInts(c, "pads");
+LogicalResult Importer::explicitPads(const NodeCtx &c, size_t dims,
+                                     std::optional<SmallVector<int64_t>> &pads) {
+  if (failed(attrInts(c, "pads", pads)))
+    return failure();
   if (!pads)
-    return std::nullopt;
+    return success();
   if (pads->size() != 2 * dims)
-    nodeFail(c, "attribute 'pads' must have " + llvm::Twine(2 * dims) + " values " +
-                    (dims == 2 ? "[top, left, bottom, right]" : "[begins..., ends...]") +
-                    ", got " + llvm::Twine(pads->size()));
+    return nodeError(c, "attribute 'pads' must have " + llvm::Twine(2 * dims) + " values " +
+                            (dims == 2 ? "[top, left, bottom, right]" : "[begins..., ends...]") +
+                            ", got " + llvm::Twine(pads->size()));
   for (int64_t p : *pads)
     if (p < 0 || p > std::numeric_limits<int32_t>::max())
-      nodeFail(c, "attribute 'pads' must hold non-negative values, got " +
-                      graph::formatShape(*pads));
-  return pads;
+      return nodeError(c, "attribute 'pads' must hold non-negative values, got " +
+                              graph::formatShape(*pads));
+  return success();
 }
 
-std::string Importer::autoPadMode(const NodeCtx &c) {
-  std::string autoPad = attrString(c, "auto_pad", "NOTSET");
+FailureOr<std::string> Importer::autoPadMode(const NodeCtx &c) {
+  std::string autoPad;
+  if (failed(attrString(c, "auto_pad", "NOTSET", autoPad)))
+    return failure();
   if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")
-    nodeFail(c, "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
-                    quotedName(autoPad));
+    return nodeError(c,
+                     "attribute 'auto_pad' must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got " +
+                         quotedName(autoPad));
   return autoPad;
 }
 
-SmallVector<int64_t> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> inShape,
-                                          ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                                          ArrayRef<int64_t> dilations) {
+LogicalResult Importer::padAttributes(const NodeCtx &c, size_t dims,
+                                      std::optional<SmallVector<int64_t>> &pads,
+                                      std::string &autoPad) {
+  if (failed(explicitPads(c, dims, pads)))
+    return failure();
+  FailureOr<std::string> mode = autoPadMode(c);
+  if (failed(mode))
+    return failure();
+  autoPad = *mode;
+  return success();
+}
+
+FailureOr<SmallVector<int64_t>> Importer::windowPads(const NodeCtx &c, ArrayRef<int64_t> inShape,
+                                                     ArrayRef<int64_t> kernel,
+                                                     ArrayRef<int64_t> strides,
+                                                     ArrayRef<int64_t> dilations) {
   const size_t dims = kernel.size();
-  std::optional<SmallVector<int64_t>> pads = explicitPads(c, dims);
-  std::string autoPad = autoPadMode(c);
+  std::optional<SmallVector<int64_t>> pads;
+  std::string autoPad;
+  if (failed(padAttributes(c, dims, pads, autoPad)))
+    return failure();
   SmallVector<int64_t> out(2 * dims, 0);
   if (autoPad == "NOTSET")
     return pads ? *pads : out;
   if (pads && llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-    nodeFail(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
+    return nodeError(c, "attributes 'pads' and 'auto_pad' (" + autoPad + ") cannot both be set");
   if (autoPad == "VALID")
     return out;
   for (size_t i = 0; i < dims; ++i) {

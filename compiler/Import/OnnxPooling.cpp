@@ -28,36 +28,36 @@ static bool indicesUsed(const onnx::NodeProto &node, const llvm::StringSet<> &us
 }
 
 LogicalResult Importer::convertMaxPool(const NodeCtx &c) {
-  int64_t storageOrder = attrInt(c, "storage_order", 0);
+  int64_t storageOrder;
+  if (failed(attrInt(c, "storage_order", 0, storageOrder)))
+    return failure();
   if (storageOrder != 0 && storageOrder != 1)
     return nodeError(c, "attribute 'storage_order' must be 0 (row-major) or 1 (column-major), got " +
                 llvm::Twine(storageOrder));
-  int64_t rank = inputType(c, 0).getRank();
+  RankedTensorType xType;
+  if (failed(inputType(c, 0, xType)))
+    return failure();
+  int64_t rank = xType.getRank();
   // mp.max_pool2d has no indices; 1-D runs through it (OnnxComposite.cpp).
   if (indicesUsed(c.node, usedNames) || rank == 5)
     return convertPoolNd(c);
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertMaxPool);
-  Value x = input(c, 0);
-  if (failed(require4D(c, shapeOf(x), "pooling")))
+  Value x;
+  PoolWindow w;
+  if (failed(input(c, 0, x)) || failed(require4D(c, shapeOf(x), "pooling")) ||
+      failed(requireFloat(c, 0, elemOf(x))) || failed(poolWindow(c, shapeOf(x), w)))
     return failure();
-  if (failed(requireFloat(c, 0, elemOf(x))))
-    return failure();
-  SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
-  SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
-  SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
-  bool ceilMode = attrBool(c, "ceil_mode", false);
-  SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
   // Dilations are optional on mp.max_pool2d: set them only when they matter.
-  DenseI64ArrayAttr dil = llvm::any_of(dilations, [](int64_t d) { return d != 1; })
-                              ? builder.getDenseI64ArrayAttr(dilations)
+  DenseI64ArrayAttr dil = llvm::any_of(w.dilations, [](int64_t d) { return d != 1; })
+                              ? builder.getDenseI64ArrayAttr(w.dilations)
                               : DenseI64ArrayAttr();
-  defineValue(c, 0,
-              createInferred<graph::MaxPool2dOp>(
-                  c, elemOf(x), x, builder.getDenseI64ArrayAttr(kernel),
-                  builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
-                  ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
-  return success();
+  return defineResult(
+      c, 0,
+      createInferred<graph::MaxPool2dOp>(c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
+                                         builder.getDenseI64ArrayAttr(w.strides),
+                                         builder.getDenseI64ArrayAttr(w.pads),
+                                         w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(), dil));
 }
 
 /// The ONNX schema forms of AveragePool.
@@ -68,40 +68,66 @@ static const OpForm kAveragePoolForms[] = {
     {19, 1, 1, 1, 1, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
 };
 
+/// The window attributes of a pooling node over `shape` (rank 3 to 5), read
+/// in the order kernel_shape, strides, dilations, ceil_mode, then (when
+/// `countIncludePad` is set: 2-D AveragePool) count_include_pad, then the
+/// pads.
+LogicalResult Importer::poolWindow(const NodeCtx &c, ArrayRef<int64_t> shape, PoolWindow &w,
+                                   bool *countIncludePad) {
+  const size_t dims = shape.size() - 2;
+  SmallVector<int64_t> ones(dims, 1);
+  if (failed(windowInts(c, "kernel_shape", std::nullopt, w.kernel, dims)) ||
+      failed(windowInts(c, "strides", ones, w.strides, dims)) ||
+      failed(windowInts(c, "dilations", ones, w.dilations, dims)) ||
+      failed(attrBool(c, "ceil_mode", false, w.ceilMode)))
+    return failure();
+  if (countIncludePad && failed(attrBool(c, "count_include_pad", false, *countIncludePad)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> pads = windowPads(c, shape, w.kernel, w.strides, w.dilations);
+  if (failed(pads))
+    return failure();
+  w.pads = *pads;
+  return success();
+}
+
 /// Whether `dilations` is set with a value other than 1.
 static bool dilated(std::optional<SmallVector<int64_t>> dilations) {
   return dilations && llvm::any_of(*dilations, [](int64_t d) { return d != 1; });
 }
 
 LogicalResult Importer::convertAveragePool(const NodeCtx &c) {
-  int64_t rank = inputType(c, 0).getRank();
+  RankedTensorType xType;
+  if (failed(inputType(c, 0, xType)))
+    return failure();
+  int64_t rank = xType.getRank();
   // mp.avg_pool2d has no dilations; 1-D runs through the 2-D converter.
-  if (rank == 5 || (rank == 4 && dilated(attrInts(c, "dilations"))))
+  std::optional<SmallVector<int64_t>> dilations;
+  if (rank == 4 && failed(attrInts(c, "dilations", dilations)))
+    return failure();
+  if (rank == 5 || (rank == 4 && dilated(dilations)))
     return convertPoolNd(c);
   if (rank == 3)
     return convertWindow1d(c, &Importer::convertAveragePool);
-  Value x = input(c, 0);
-  if (failed(require4D(c, shapeOf(x), "pooling")))
+  Value x;
+  PoolWindow w;
+  bool countIncludePad;
+  if (failed(input(c, 0, x)) || failed(require4D(c, shapeOf(x), "pooling")) ||
+      failed(requireFloat(c, 0, elemOf(x))) ||
+      failed(poolWindow(c, shapeOf(x), w, &countIncludePad)))
     return failure();
-  if (failed(requireFloat(c, 0, elemOf(x))))
-    return failure();
-  SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt);
-  SmallVector<int64_t> strides = windowInts(c, "strides", SmallVector<int64_t>{1, 1});
-  SmallVector<int64_t> dilations = windowInts(c, "dilations", SmallVector<int64_t>{1, 1});
-  bool ceilMode = attrBool(c, "ceil_mode", false);
-  bool countIncludePad = attrBool(c, "count_include_pad", false);
-  SmallVector<int64_t> pads = windowPads(c, shapeOf(x), kernel, strides, dilations);
-  defineValue(c, 0,
-              createInferred<graph::AvgPool2dOp>(
-                  c, elemOf(x), x, builder.getDenseI64ArrayAttr(kernel),
-                  builder.getDenseI64ArrayAttr(strides), builder.getDenseI64ArrayAttr(pads),
-                  ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
-                  countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
-  return success();
+  return defineResult(
+      c, 0,
+      createInferred<graph::AvgPool2dOp>(c, elemOf(x), x, builder.getDenseI64ArrayAttr(w.kernel),
+                                         builder.getDenseI64ArrayAttr(w.strides),
+                                         builder.getDenseI64ArrayAttr(w.pads),
+                                         w.ceilMode ? builder.getBoolAttr(true) : BoolAttr(),
+                                         countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
 }
 
 LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  if (failed(input(c, 0, x)))
+    return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3 || shape.size() > 5)
     return nodeError(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
@@ -109,37 +135,36 @@ LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
                     graph::formatShape(shape));
   if (failed(requireFloat(c, 0, elemOf(x))))
     return failure();
-  const size_t dims = shape.size() - 2;
-  SmallVector<int64_t> ones(dims, 1);
-  SmallVector<int64_t> kernel = windowInts(c, "kernel_shape", std::nullopt, dims);
-  SmallVector<int64_t> strides = windowInts(c, "strides", ones, dims);
-  SmallVector<int64_t> dilations = windowInts(c, "dilations", ones, dims);
-  bool ceilMode = attrBool(c, "ceil_mode", false);
-  SmallVector<int64_t> pads = windowPads(c, shape, kernel, strides, dilations);
-  DenseI64ArrayAttr kernelAttr = builder.getDenseI64ArrayAttr(kernel);
-  DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(strides);
-  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(pads);
-  DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(dilations);
-  BoolAttr ceilAttr = ceilMode ? builder.getBoolAttr(true) : BoolAttr();
-  if (c.node.op_type() == "AveragePool") {
-    bool countIncludePad = attrBool(c, "count_include_pad", false);
-    defineValue(c, 0,
-                createInferred<graph::AvgPoolOp>(
-                    c, elemOf(x), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr, ceilAttr,
-                    countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
-    return success();
-  }
-  defineValue(c, 0,
-              createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr, stridesAttr,
-                                               padsAttr, dilationsAttr, ceilAttr));
+  PoolWindow w;
+  bool countIncludePad = false;
+  bool average = c.node.op_type() == "AveragePool";
+  if (failed(poolWindow(c, shape, w)) ||
+      (average && failed(attrBool(c, "count_include_pad", false, countIncludePad))))
+    return failure();
+  DenseI64ArrayAttr kernelAttr = builder.getDenseI64ArrayAttr(w.kernel);
+  DenseI64ArrayAttr stridesAttr = builder.getDenseI64ArrayAttr(w.strides);
+  DenseI64ArrayAttr padsAttr = builder.getDenseI64ArrayAttr(w.pads);
+  DenseI64ArrayAttr dilationsAttr = builder.getDenseI64ArrayAttr(w.dilations);
+  BoolAttr ceilAttr = w.ceilMode ? builder.getBoolAttr(true) : BoolAttr();
+  if (average)
+    return defineResult(c, 0,
+                        createInferred<graph::AvgPoolOp>(
+                            c, elemOf(x), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr,
+                            ceilAttr, countIncludePad ? builder.getBoolAttr(true) : BoolAttr()));
+  if (failed(defineResult(c, 0,
+                          createInferred<graph::MaxPoolOp>(c, elemOf(x), x, kernelAttr, stridesAttr,
+                                                           padsAttr, dilationsAttr, ceilAttr))))
+    return failure();
   if (!indicesUsed(c.node, usedNames))
     return success();
-  int64_t storageOrder = attrInt(c, "storage_order", 0);
-  defineValue(c, 1,
-              createInferred<graph::MaxPoolIndicesOp>(
-                  c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr, dilationsAttr,
-                  ceilAttr, storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
-  return success();
+  int64_t storageOrder;
+  if (failed(attrInt(c, "storage_order", 0, storageOrder)))
+    return failure();
+  return defineResult(c, 1,
+                      createInferred<graph::MaxPoolIndicesOp>(
+                          c, builder.getI64Type(), x, kernelAttr, stridesAttr, padsAttr,
+                          dilationsAttr, ceilAttr,
+                          storageOrder ? builder.getI64IntegerAttr(storageOrder) : IntegerAttr()));
 }
 
 /// The ONNX schema forms of GlobalAveragePool and GlobalMaxPool.
@@ -148,8 +173,8 @@ static const OpForm kGlobalPoolForms[] = {
 };
 
 LogicalResult Importer::convertGlobalPool(const NodeCtx &c) {
-  Value x = input(c, 0);
-  if (failed(requireFloat(c, 0, elemOf(x))))
+  Value x;
+  if (failed(input(c, 0, x)) || failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3)
@@ -159,11 +184,11 @@ LogicalResult Importer::convertGlobalPool(const NodeCtx &c) {
     axes.push_back(d);
   DenseI64ArrayAttr axesAttr = builder.getDenseI64ArrayAttr(axes);
   BoolAttr kd = builder.getBoolAttr(true);
-  Value r = c.node.op_type() == "GlobalAveragePool"
-                ? createInferred<graph::ReduceMeanOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr())
-                : createInferred<graph::ReduceMaxOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr());
-  defineValue(c, 0, r);
-  return success();
+  return defineResult(
+      c, 0,
+      c.node.op_type() == "GlobalAveragePool"
+          ? createInferred<graph::ReduceMeanOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr())
+          : createInferred<graph::ReduceMaxOp>(c, elemOf(x), x, axesAttr, kd, TypeAttr()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,19 +31,28 @@ static const OpForm kReshapeForms[] = {
 };
 
 LogicalResult Importer::convertReshape(const NodeCtx &c) {
-  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  ArrayRef<int64_t> in = t.getShape();
   SmallVector<int64_t> target;
   if (opset < 5) {
-    auto attr = attrInts(c, "shape");
+    std::optional<SmallVector<int64_t>> attr;
+    if (failed(attrInts(c, "shape", attr)))
+      return failure();
     if (!attr)
       return nodeError(c, "attribute 'shape' is required before opset 5");
     target = *attr;
-  } else {
-    target = requireConstInts(c, 1, "shape");
+  } else if (failed(requireConstInts(c, 1, "shape", target))) {
+    return failure();
   }
-  bool allowZero = opset >= 14 && attrBool(c, "allowzero", false);
-  defineReshaped(c, 0, expectShape(c, reshapeShape(in, target, allowZero)));
-  return success();
+  bool allowZero = false;
+  if (opset >= 14 && failed(attrBool(c, "allowzero", false, allowZero)))
+    return failure();
+  FailureOr<Shape> out = expectShape(c, reshapeShape(in, target, allowZero));
+  if (failed(out))
+    return failure();
+  return defineReshaped(c, 0, *out);
 }
 
 /// The ONNX schema forms of Flatten.
@@ -52,17 +61,19 @@ static const OpForm kFlattenForms[] = {
 };
 
 LogicalResult Importer::convertFlatten(const NodeCtx &c) {
-  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  RankedTensorType t;
+  int64_t axis;
+  if (failed(inputType(c, 0, t)) || failed(attrInt(c, "axis", 1, axis)))
+    return failure();
+  ArrayRef<int64_t> in = t.getShape();
   int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = attrInt(c, "axis", 1);
   // axis lies in [-rank, rank] (negative from opset 11).
   if (axis < (opset >= 11 ? -rank : 0) || axis > rank)
     return nodeError(c, "attribute 'axis' " + llvm::Twine(axis) + " is out of range for rank " +
                     llvm::Twine(rank));
   if (axis < 0)
     axis += rank;
-  defineReshaped(c, 0, {product(in, 0, axis), product(in, axis, rank)});
-  return success();
+  return defineReshaped(c, 0, {product(in, 0, axis), product(in, axis, rank)});
 }
 
 /// The ONNX schema forms of Unsqueeze.
@@ -72,24 +83,30 @@ static const OpForm kUnsqueezeForms[] = {
 };
 
 LogicalResult Importer::convertUnsqueeze(const NodeCtx &c) {
-  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  ArrayRef<int64_t> in = t.getShape();
   SmallVector<int64_t> axes;
   if (opset < 13) {
-    auto attr = attrInts(c, "axes");
+    std::optional<SmallVector<int64_t>> attr;
+    if (failed(attrInts(c, "axes", attr)))
+      return failure();
     if (!attr)
       return nodeError(c, "attribute 'axes' is required before opset 13");
     axes = *attr;
-  } else {
-    axes = requireConstInts(c, 1, "axes");
+  } else if (failed(requireConstInts(c, 1, "axes", axes))) {
+    return failure();
   }
   int64_t outRank = static_cast<int64_t>(in.size() + axes.size());
-  SmallVector<int64_t> norm = normalizeAxes(c, "axes", axes, outRank);
+  FailureOr<SmallVector<int64_t>> norm = normalizeAxes(c, "axes", axes, outRank);
+  if (failed(norm))
+    return failure();
   Shape out;
   size_t next = 0;
   for (int64_t d = 0; d < outRank; ++d)
-    out.push_back(llvm::is_contained(norm, d) ? 1 : in[next++]);
-  defineReshaped(c, 0, out);
-  return success();
+    out.push_back(llvm::is_contained(*norm, d) ? 1 : in[next++]);
+  return defineReshaped(c, 0, out);
 }
 
 /// The ONNX schema forms of Squeeze.
@@ -99,12 +116,18 @@ static const OpForm kSqueezeForms[] = {
 };
 
 LogicalResult Importer::convertSqueeze(const NodeCtx &c) {
-  ArrayRef<int64_t> in = inputType(c, 0).getShape();
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
+  ArrayRef<int64_t> in = t.getShape();
   std::optional<SmallVector<int64_t>> axes;
   if (opset < 13) {
-    axes = attrInts(c, "axes");
+    if (failed(attrInts(c, "axes", axes)))
+      return failure();
   } else if (hasInput(c, 1)) {
-    axes = requireConstInts(c, 1, "axes");
+    axes.emplace();
+    if (failed(requireConstInts(c, 1, "axes", *axes)))
+      return failure();
   }
   Shape out;
   if (!axes) {
@@ -112,7 +135,11 @@ LogicalResult Importer::convertSqueeze(const NodeCtx &c) {
       if (d != 1)
         out.push_back(d);
   } else {
-    SmallVector<int64_t> norm = normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
+    FailureOr<SmallVector<int64_t>> normalized =
+        normalizeAxes(c, "axes", *axes, static_cast<int64_t>(in.size()));
+    if (failed(normalized))
+      return failure();
+    const SmallVector<int64_t> &norm = *normalized;
     for (int64_t a : norm)
       if (in[a] != 1)
         return nodeError(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
@@ -121,8 +148,7 @@ LogicalResult Importer::convertSqueeze(const NodeCtx &c) {
       if (!llvm::is_contained(norm, static_cast<int64_t>(d)))
         out.push_back(in[d]);
   }
-  defineReshaped(c, 0, out);
-  return success();
+  return defineReshaped(c, 0, out);
 }
 
 /// The ONNX schema forms of Transpose.
@@ -131,10 +157,13 @@ static const OpForm kTransposeForms[] = {
 };
 
 LogicalResult Importer::convertTranspose(const NodeCtx &c) {
-  Value x = input(c, 0);
+  Value x;
+  std::optional<SmallVector<int64_t>> p;
+  if (failed(input(c, 0, x)) || failed(attrInts(c, "perm", p)))
+    return failure();
   int64_t rank = static_cast<int64_t>(shapeOf(x).size());
   SmallVector<int64_t> perm;
-  if (auto p = attrInts(c, "perm"))
+  if (p)
     perm = *p;
   else
     for (int64_t d = rank - 1; d >= 0; --d)
@@ -142,8 +171,7 @@ LogicalResult Importer::convertTranspose(const NodeCtx &c) {
   if (static_cast<int64_t>(perm.size()) != rank)
     return nodeError(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
                     " entries");
-  defineValue(c, 0, transpose(c, x, perm));
-  return success();
+  return defineResult(c, 0, transpose(c, x, perm));
 }
 
 /// The ONNX schema forms of Concat.
@@ -153,17 +181,22 @@ static const OpForm kConcatForms[] = {
 
 LogicalResult Importer::convertConcat(const NodeCtx &c) {
   int n = c.node.input_size(); // at least one (checkSchema)
-  SmallVector<Entry *> entries;
+  SmallVector<Entry *> entries(n);
   for (int i = 0; i < n; ++i)
-    entries.push_back(&entryOf(c, i));
+    if (failed(entryOf(c, i, entries[i])))
+      return failure();
   RankedTensorType first = entryType(*entries[0]);
   int64_t rank = first.getRank();
   if (rank == 0)
     return nodeError(c, "inputs must have rank >= 1");
-  std::optional<int64_t> axisAttr = attrIntOpt(c, "axis");
+  std::optional<int64_t> axisAttr;
+  if (failed(attrIntOpt(c, "axis", axisAttr)))
+    return failure();
   if (!axisAttr && opset >= 4)
     return nodeError(c, "attribute 'axis' is required");
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", axisAttr.value_or(1), rank);
+  int64_t axis = axisAttr.value_or(1);
+  if (failed(normalizeAxis(c, "attribute 'axis'", axis, rank)))
+    return failure();
   SmallVector<SmallVector<int64_t, 4>> shapes;
   bool allConst = true;
   for (int i = 0; i < n; ++i) {
@@ -174,7 +207,10 @@ LogicalResult Importer::convertConcat(const NodeCtx &c) {
     shapes.emplace_back(t.getShape());
     allConst &= static_cast<bool>(entries[i]->constant);
   }
-  Shape s = expectShape(c, graph::concatShape(shapes, axis));
+  FailureOr<Shape> concatenated = expectShape(c, graph::concatShape(shapes, axis));
+  if (failed(concatenated))
+    return failure();
+  const Shape &s = *concatenated;
   if (allConst && isa<IntegerType>(first.getElementType()) &&
       graph::numElements(s) <= kMaxFoldElements) {
     // Shape vectors assembled from constants stay compile-time known.
@@ -209,32 +245,36 @@ static const OpForm kSliceForms[] = {
 };
 
 LogicalResult Importer::convertSlice(const NodeCtx &c) {
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
   ArrayRef<int64_t> in = t.getShape();
   int64_t rank = t.getRank();
   SmallVector<int64_t> starts, ends, axes, steps;
   bool haveAxes = false, haveSteps = false;
   if (opset < 10) {
-    auto s = attrInts(c, "starts"), e = attrInts(c, "ends");
+    std::optional<SmallVector<int64_t>> s, e, a;
+    if (failed(attrInts(c, "starts", s)) || failed(attrInts(c, "ends", e)))
+      return failure();
     if (!s || !e)
       return nodeError(c, "attributes 'starts' and 'ends' are required before opset 10");
     starts = *s;
     ends = *e;
-    if (auto a = attrInts(c, "axes")) {
+    if (failed(attrInts(c, "axes", a)))
+      return failure();
+    if (a) {
       axes = *a;
       haveAxes = true;
     }
   } else {
-    starts = requireConstInts(c, 1, "starts");
-    ends = requireConstInts(c, 2, "ends");
-    if (hasInput(c, 3)) {
-      axes = requireConstInts(c, 3, "axes");
-      haveAxes = true;
-    }
-    if (hasInput(c, 4)) {
-      steps = requireConstInts(c, 4, "steps");
-      haveSteps = true;
-    }
+    if (failed(requireConstInts(c, 1, "starts", starts)) ||
+        failed(requireConstInts(c, 2, "ends", ends)))
+      return failure();
+    haveAxes = hasInput(c, 3);
+    haveSteps = hasInput(c, 4);
+    if ((haveAxes && failed(requireConstInts(c, 3, "axes", axes))) ||
+        (haveSteps && failed(requireConstInts(c, 4, "steps", steps))))
+      return failure();
   }
   if (!haveAxes)
     for (size_t i = 0; i < starts.size(); ++i)
@@ -250,7 +290,9 @@ LogicalResult Importer::convertSlice(const NodeCtx &c) {
   Shape counts(in.begin(), in.end());
   SmallVector<bool> seen(rank, false);
   for (size_t k = 0; k < starts.size(); ++k) {
-    int64_t axis = normalizeAxis(c, "axis", axes[k], rank);
+    int64_t axis = axes[k];
+    if (failed(normalizeAxis(c, "axis", axis, rank)))
+      return failure();
     if (seen[axis])
       return nodeError(c, "axis " + llvm::Twine(axis) + " is sliced twice");
     seen[axis] = true;
@@ -291,26 +333,28 @@ LogicalResult Importer::convertSlice(const NodeCtx &c) {
   std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
   if (!bounds.empty())
     return nodeError(c, bounds);
-  defineSlice(c, 0, outStarts, outSteps, counts);
-  return success();
+  return defineSlice(c, 0, outStarts, outSteps, counts);
 }
 
 /// Defines output `out` of `c` as input #0 sliced at `starts` by `steps`,
 /// `counts` elements per dim (bounds checked by the caller): an alias when
 /// it takes everything, a folded constant for small integer constants
 /// (shape arithmetic stays compile-time known), else mp.slice.
-void Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
-                           ArrayRef<int64_t> steps, ArrayRef<int64_t> counts) {
-  RankedTensorType t = inputType(c, 0);
+LogicalResult Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
+                                    ArrayRef<int64_t> steps, ArrayRef<int64_t> counts) {
+  Entry *entry;
+  if (failed(entryOf(c, 0, entry)))
+    return failure();
+  Entry &data = *entry;
+  RankedTensorType t = entryType(data);
   ArrayRef<int64_t> in = t.getShape();
   int64_t rank = t.getRank();
   bool identity =
       counts == in && llvm::all_of(steps, [](int64_t s) { return s == 1; });
   if (identity) {
-    aliasOutput(c, out, 0);
-    return;
+    defineEntry(c, out, data);
+    return success();
   }
-  Entry &data = entryOf(c, 0);
   if (data.constant && isa<IntegerType>(t.getElementType()) &&
       graph::numElements(counts) <= kMaxFoldElements) {
     SmallVector<int64_t> vals = intValues(data.constant), values;
@@ -329,7 +373,7 @@ void Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
       }
     }
     defineConst(c, out, makeIntAttr(counts, t.getElementType(), values));
-    return;
+    return success();
   }
   Value x = materialize(data);
   defineValue(c, out,
@@ -338,6 +382,7 @@ void Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t> starts,
                                           builder.getDenseI64ArrayAttr(starts),
                                           builder.getDenseI64ArrayAttr(steps))
                   .getOutput());
+  return success();
 }
 
 /// The ONNX schema forms of Split.
@@ -351,64 +396,76 @@ static const OpForm kSplitForms[] = {
 /// The sizes a Split node cuts `dim` into: the `split` input (opset 1 and
 /// 13+) or attribute (before 13), else `num_outputs` parts of ceil(dim / n)
 /// with the last smaller (18+), else equal parts, one per output (before 18).
-SmallVector<int64_t> Importer::splitSizes(const NodeCtx &c, int64_t dim) {
+LogicalResult Importer::splitSizes(const NodeCtx &c, int64_t dim, SmallVector<int64_t> &sizes) {
   int outputs = c.node.output_size();
-  std::optional<int64_t> numOutputs = attrIntOpt(c, "num_outputs");
-  SmallVector<int64_t> sizes;
+  std::optional<int64_t> numOutputs;
+  std::optional<SmallVector<int64_t>> attr;
+  if (failed(attrIntOpt(c, "num_outputs", numOutputs)))
+    return failure();
   if (hasInput(c, 1)) {
     if (numOutputs)
-      nodeFail(c, "takes the 'split' input or the 'num_outputs' attribute, not both");
-    sizes = requireConstInts(c, 1, "split");
-  } else if (auto attr = attrInts(c, "split")) {
+      return nodeError(c, "takes the 'split' input or the 'num_outputs' attribute, not both");
+    if (failed(requireConstInts(c, 1, "split", sizes)))
+      return failure();
+  } else if (failed(attrInts(c, "split", attr))) {
+    return failure();
+  } else if (attr) {
     sizes = *attr;
   } else if (numOutputs) {
     if (*numOutputs != outputs)
-      nodeFail(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) + ", the node has " +
-                      llvm::Twine(outputs) + " outputs");
+      return nodeError(c, "attribute 'num_outputs' is " + llvm::Twine(*numOutputs) +
+                              ", the node has " + llvm::Twine(outputs) + " outputs");
     int64_t chunk = (dim + outputs - 1) / outputs;
     if (dim - chunk * (outputs - 1) < 0)
-      nodeFail(c, "cannot cut dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
-                      " parts of " + llvm::Twine(chunk) + ": the last would be negative");
+      return nodeError(c, "cannot cut dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                              " parts of " + llvm::Twine(chunk) + ": the last would be negative");
     sizes.assign(outputs, chunk);
     sizes.back() = dim - chunk * (outputs - 1);
   } else {
     if (opset >= 18)
-      nodeFail(c, "needs the 'split' input or the 'num_outputs' attribute from opset 18");
+      return nodeError(c, "needs the 'split' input or the 'num_outputs' attribute from opset 18");
     if (dim % outputs != 0)
-      nodeFail(c, "cannot split dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
-                      " equal parts");
+      return nodeError(c, "cannot split dim " + llvm::Twine(dim) + " into " + llvm::Twine(outputs) +
+                              " equal parts");
     sizes.assign(outputs, dim / outputs);
   }
   if (static_cast<int>(sizes.size()) != outputs)
-    nodeFail(c, "'split' has " + llvm::Twine(sizes.size()) + " sizes, the node has " +
-                    llvm::Twine(outputs) + " outputs");
+    return nodeError(c, "'split' has " + llvm::Twine(sizes.size()) + " sizes, the node has " +
+                            llvm::Twine(outputs) + " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0 || s > dim)
-      nodeFail(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) + "]");
+      return nodeError(c, "split size " + llvm::Twine(s) + " is outside [0, " + llvm::Twine(dim) +
+                              "]");
     total += s;
   }
   if (total != dim)
-    nodeFail(c, "split sizes add up to " + llvm::Twine(total) + ", the axis has " +
-                    llvm::Twine(dim));
-  return sizes;
+    return nodeError(c, "split sizes add up to " + llvm::Twine(total) + ", the axis has " +
+                            llvm::Twine(dim));
+  return success();
 }
 
 /// Split: output i is the slice of the input along `axis` after the first
 /// i sizes (GPT-style decoders split a fused QKV projection this way).
 LogicalResult Importer::convertSplit(const NodeCtx &c) {
-  RankedTensorType t = inputType(c, 0);
+  RankedTensorType t;
+  if (failed(inputType(c, 0, t)))
+    return failure();
   int64_t rank = t.getRank();
   if (rank == 0)
     return nodeError(c, "input must have rank >= 1");
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrIntOpt(c, "axis").value_or(0), rank);
-  SmallVector<int64_t> sizes = splitSizes(c, t.getDimSize(axis));
+  int64_t axis;
+  SmallVector<int64_t> sizes;
+  if (failed(attrInt(c, "axis", 0, axis)) ||
+      failed(normalizeAxis(c, "attribute 'axis'", axis, rank)) ||
+      failed(splitSizes(c, t.getDimSize(axis), sizes)))
+    return failure();
   SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
   Shape counts(t.getShape().begin(), t.getShape().end());
   for (int i = 0; i < c.node.output_size(); ++i) {
     counts[axis] = sizes[i];
-    if (!c.node.output(i).empty())
-      defineSlice(c, i, starts, steps, counts);
+    if (!c.node.output(i).empty() && failed(defineSlice(c, i, starts, steps, counts)))
+      return failure();
     starts[axis] += sizes[i];
   }
   return success();
@@ -420,14 +477,21 @@ static const OpForm kGatherForms[] = {
 };
 
 LogicalResult Importer::convertGather(const NodeCtx &c) {
-  Entry &data = entryOf(c, 0);
-  Entry &indices = entryOf(c, 1);
+  Entry *pd, *pi;
+  if (failed(entryOf(c, 0, pd)) || failed(entryOf(c, 1, pi)))
+    return failure();
+  Entry &data = *pd, &indices = *pi;
   RankedTensorType dt = entryType(data), it = entryType(indices);
   if (!it.getElementType().isInteger(64) && !it.getElementType().isInteger(32))
     return nodeError(c, "indices (" + quotedName(c.node.input(1)) + ") must be INT64 or INT32, got " +
                     elementTypeName(it.getElementType()));
-  int64_t axis = normalizeAxis(c, "attribute 'axis'", attrInt(c, "axis", 0), dt.getRank());
-  Shape s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
+  int64_t axis;
+  if (failed(attrInt(c, "axis", 0, axis)) ||
+      failed(normalizeAxis(c, "attribute 'axis'", axis, dt.getRank())))
+    return failure();
+  FailureOr<Shape> s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
+  if (failed(s))
+    return failure();
   int64_t dim = dt.getDimSize(axis);
   SmallVector<int64_t> idx;
   if (indices.constant) {
@@ -442,7 +506,7 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
     }
   }
   if (data.constant && indices.constant && isa<IntegerType>(dt.getElementType()) &&
-      graph::numElements(s) <= kMaxFoldElements) {
+      graph::numElements(*s) <= kMaxFoldElements) {
     SmallVector<int64_t> vals = intValues(data.constant), out;
     int64_t outer = product(dt.getShape(), 0, axis);
     int64_t inner = product(dt.getShape(), axis + 1, dt.getRank());
@@ -451,13 +515,13 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
         auto begin = vals.begin() + (o * dim + i) * inner;
         out.append(begin, begin + inner);
       }
-    defineConst(c, 0, makeIntAttr(s, dt.getElementType(), out));
+    defineConst(c, 0, makeIntAttr(*s, dt.getElementType(), out));
     return success();
   }
   Value d = materialize(data), ix = materialize(indices);
   defineValue(c, 0,
               builder
-                  .create<graph::GatherOp>(c.loc, tensorType(s, dt.getElementType()), d, ix,
+                  .create<graph::GatherOp>(c.loc, tensorType(*s, dt.getElementType()), d, ix,
                                            builder.getI64IntegerAttr(axis))
                   .getOutput());
   return success();

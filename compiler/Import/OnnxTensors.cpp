@@ -174,14 +174,22 @@ struct Decoded {
   llvm::SmallVector<bool, 0> i1;
 };
 
+/// Reports the errors about the tensor `what` names: "WHAT: message".
+struct TensorErrors {
+  const std::string &what;
+  llvm::function_ref<void(const std::string &)> report;
+
+  LogicalResult fail(const llvm::Twine &msg) const {
+    report(what + ": " + msg.str());
+    return failure();
+  }
+};
+
 class TensorDecoder {
 public:
-  TensorDecoder(const onnx::TensorProto &t, DTypeInfo info, int64_t count, const std::string &what)
-      : t(t), info(info), count(count), what(what) {}
-
-  [[noreturn]] void fail(const llvm::Twine &msg) const {
-    throw ImportError(what + ": " + msg.str());
-  }
+  TensorDecoder(const onnx::TensorProto &t, DTypeInfo info, int64_t count,
+                const TensorErrors &errors)
+      : t(t), info(info), count(count), errors(errors) {}
 
   void reserve() {
     switch (info.target) {
@@ -201,7 +209,7 @@ public:
   }
 
   /// Little-endian bytes, exactly count * rawBytes of them.
-  void fromRaw(const char *data) {
+  LogicalResult fromRaw(const char *data) {
     using namespace llvm::support;
     reserve();
     const auto *p = reinterpret_cast<const unsigned char *>(data);
@@ -233,7 +241,8 @@ public:
         out.i64[i] = endian::read32le(p);
         break;
       case T::UINT64:
-        out.i64[i] = checkedU64(endian::read64le(p), i);
+        if (failed(checkedU64(endian::read64le(p), i, out.i64[i])))
+          return failure();
         break;
       case T::INT32:
         out.i32[i] = static_cast<int32_t>(endian::read32le(p));
@@ -255,85 +264,92 @@ public:
         break;
       }
     }
+    return success();
   }
 
   /// The typed repeated fields (float_data, int32_data, ...).
-  void fromFields() {
+  LogicalResult fromFields() {
     using T = onnx::TensorProto;
     reserve();
-    auto checkCount = [&](const char *field, int size) {
+    auto checkCount = [&](const char *field, int size) -> LogicalResult {
       if (size != count)
-        fail(llvm::Twine(field) + " has " + llvm::Twine(size) + " values, expected " +
-             llvm::Twine(count));
+        return errors.fail(llvm::Twine(field) + " has " + llvm::Twine(size) + " values, expected " +
+                           llvm::Twine(count));
+      return success();
     };
     switch (t.data_type()) {
     case T::FLOAT:
-      checkCount("float_data", t.float_data_size());
+      if (failed(checkCount("float_data", t.float_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
         out.f32[i] = t.float_data(static_cast<int>(i));
       break;
     case T::DOUBLE:
-      checkCount("double_data", t.double_data_size());
+      if (failed(checkCount("double_data", t.double_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
         out.f32[i] = static_cast<float>(t.double_data(static_cast<int>(i)));
       break;
     case T::FLOAT16:
     case T::BFLOAT16:
       // 16-bit floats travel as their bit patterns in int32_data.
-      checkCount("int32_data", t.int32_data_size());
+      if (failed(checkCount("int32_data", t.int32_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i) {
         auto bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
         out.f32[i] = t.data_type() == T::FLOAT16 ? halfToFloat(bits) : bf16ToFloat(bits);
       }
       break;
     case T::INT64:
-      checkCount("int64_data", t.int64_data_size());
+      if (failed(checkCount("int64_data", t.int64_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
         out.i64[i] = t.int64_data(static_cast<int>(i));
       break;
     case T::UINT32:
     case T::UINT64:
-      checkCount("uint64_data", t.uint64_data_size());
+      if (failed(checkCount("uint64_data", t.uint64_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
-        out.i64[i] = checkedU64(t.uint64_data(static_cast<int>(i)), i);
+        if (failed(checkedU64(t.uint64_data(static_cast<int>(i)), i, out.i64[i])))
+          return failure();
       break;
     case T::INT32:
     case T::INT16:
     case T::UINT16:
     case T::INT8:
     case T::UINT8:
-      checkCount("int32_data", t.int32_data_size());
+      if (failed(checkCount("int32_data", t.int32_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
         out.i32[i] = t.int32_data(static_cast<int>(i));
       break;
     case T::BOOL:
-      checkCount("int32_data", t.int32_data_size());
+      if (failed(checkCount("int32_data", t.int32_data_size())))
+        return failure();
       for (int64_t i = 0; i < count; ++i)
         out.i1[i] = t.int32_data(static_cast<int>(i)) != 0;
       break;
     }
+    return success();
   }
 
   Decoded out;
 
 private:
-  int64_t checkedU64(uint64_t v, int64_t index) const {
+  LogicalResult checkedU64(uint64_t v, int64_t index, int64_t &result) const {
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      fail("element " + llvm::Twine(index) + " (" + llvm::Twine(v) +
-           ") does not fit INT64, the type unsigned integers are imported as");
-    return static_cast<int64_t>(v);
+      return errors.fail("element " + llvm::Twine(index) + " (" + llvm::Twine(v) +
+                         ") does not fit INT64, the type unsigned integers are imported as");
+    result = static_cast<int64_t>(v);
+    return success();
   }
 
   const onnx::TensorProto &t;
   DTypeInfo info;
   int64_t count;
-  const std::string &what;
+  const TensorErrors &errors;
 };
-
-/// Throws the error `msg` about the tensor `what` names.
-[[noreturn]] void failTensor(const std::string &what, const llvm::Twine &msg) {
-  throw ImportError(what + ": " + msg.str());
-}
 
 /// Whether `file` (resolved: no symlinks, no "..") lies inside `dir`
 /// (resolved too).
@@ -348,115 +364,124 @@ bool isInside(llvm::StringRef file, llvm::StringRef dir) {
 /// refused when the location is absolute or resolves (following ".." and
 /// symlinks, as onnxruntime does) outside the model's directory, so that a
 /// model cannot read arbitrary files.
-std::string externalFilePath(llvm::StringRef modelDir, const std::string &location,
-                             const std::string &what) {
-  auto fail = [&](const llvm::Twine &msg) { failTensor(what, msg); };
+FailureOr<std::string> externalFilePath(llvm::StringRef modelDir, const std::string &location,
+                                        const TensorErrors &errors) {
+  auto fail = [&](const llvm::Twine &msg) { return errors.fail(msg); };
   if (location.empty())
-    fail("external data has no 'location'");
+    return fail("external data has no 'location'");
   if (location.find('\0') != std::string::npos)
-    fail("external data location " + quotedName(location) + " contains a NUL byte");
+    return fail("external data location " + quotedName(location) + " contains a NUL byte");
   if (llvm::sys::path::is_absolute(location))
-    fail("external data location " + quotedName(location) +
-         " must be relative to the model's directory");
+    return fail("external data location " + quotedName(location) +
+                " must be relative to the model's directory");
   llvm::SmallString<256> file(modelDir);
   llvm::sys::path::append(file, location);
   std::string fileName = std::string(file.str());
   llvm::SmallString<256> realFile, realDir;
   if (llvm::sys::fs::real_path(file, realFile))
-    fail("cannot read external data file " + quotedName(fileName) + ": " +
-         common::whyNotReadable(fileName));
+    return fail("cannot read external data file " + quotedName(fileName) + ": " +
+                common::whyNotReadable(fileName));
   if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir))
-    fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " + ec.message());
+    return fail("cannot resolve the model's directory " + quotedName(modelDir) + ": " +
+                ec.message());
   if (!isInside(realFile, realDir))
-    fail("external data location " + quotedName(location) + " is outside the model's directory " +
-         quotedName(modelDir));
+    return fail("external data location " + quotedName(location) +
+                " is outside the model's directory " + quotedName(modelDir));
   return fileName;
 }
 
 /// Reads `bytes` bytes of the tensor's external file into `buffer`.
-void readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t bytes,
-                  const std::string &what, std::unique_ptr<llvm::MemoryBuffer> &buffer,
-                  const std::function<void(const std::string &)> &onExternalFile) {
-  auto fail = [&](const llvm::Twine &msg) { failTensor(what, msg); };
+LogicalResult readExternal(const onnx::TensorProto &t, llvm::StringRef modelDir, uint64_t bytes,
+                           const TensorErrors &errors, std::unique_ptr<llvm::MemoryBuffer> &buffer,
+                           const std::function<void(const std::string &)> &onExternalFile) {
+  auto fail = [&](const llvm::Twine &msg) { return errors.fail(msg); };
   std::string location;
   std::optional<uint64_t> offset, length;
   for (const auto &kv : t.external_data()) {
-    auto parse = [&](std::optional<uint64_t> &field) {
+    auto parse = [&](std::optional<uint64_t> &field) -> LogicalResult {
       uint64_t v;
       if (llvm::StringRef(kv.value()).getAsInteger(10, v))
-        fail("external data " + quotedName(kv.key()) +
-             " is not a non-negative integer: " + quotedName(kv.value()));
+        return fail("external data " + quotedName(kv.key()) +
+                    " is not a non-negative integer: " + quotedName(kv.value()));
       field = v;
+      return success();
     };
     if (kv.key() == "location")
       location = kv.value();
-    else if (kv.key() == "offset")
-      parse(offset);
-    else if (kv.key() == "length")
-      parse(length);
+    else if (kv.key() == "offset" && failed(parse(offset)))
+      return failure();
+    else if (kv.key() == "length" && failed(parse(length)))
+      return failure();
     // "checksum" and unknown keys are informational.
   }
-  std::string fileName = externalFilePath(modelDir, location, what);
+  FailureOr<std::string> resolved = externalFilePath(modelDir, location, errors);
+  if (failed(resolved))
+    return failure();
+  const std::string &fileName = *resolved;
   if (length && *length != bytes)
-    fail("external data length " + llvm::Twine(*length) + " in " + quotedName(fileName) +
-         " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
+    return fail("external data length " + llvm::Twine(*length) + " in " + quotedName(fileName) +
+                " does not match the " + llvm::Twine(bytes) + " bytes of its shape and type");
   if (std::string why = common::whyNotReadable(fileName); !why.empty())
-    fail("cannot read external data file " + quotedName(fileName) + ": " + why);
+    return fail("cannot read external data file " + quotedName(fileName) + ": " + why);
   if (onExternalFile)
     onExternalFile(fileName);
   RegularFile file;
   std::string error;
   if (!file.open(fileName, error)) // it changed since: the reason as it stands
-    fail(escapeControls(error));
+    return fail(escapeControls(error));
   uint64_t start = offset.value_or(0);
   if (start > file.size() || file.size() - start < bytes)
-    fail("external data file " + quotedName(fileName) + " is too short: need " +
-         llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
-         llvm::Twine(file.size()));
+    return fail("external data file " + quotedName(fileName) + " is too short: need " +
+                llvm::Twine(bytes) + " bytes at offset " + llvm::Twine(start) + ", the file has " +
+                llvm::Twine(file.size()));
   if (bytes == 0)
-    return;
+    return success();
   std::error_code ec;
   buffer = file.read(start, bytes, ec);
   if (!buffer)
-    fail("cannot read external data file " + quotedName(fileName) + ": " + ec.message());
+    return fail("cannot read external data file " + quotedName(fileName) + ": " + ec.message());
   if (buffer->getBufferSize() != bytes)
-    fail("external data file " + quotedName(fileName) + " is too short");
+    return fail("external data file " + quotedName(fileName) + " is too short");
+  return success();
 }
 
 } // namespace
 
-DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
-                               llvm::StringRef modelDir, const std::string &what,
-                               const std::function<void(const std::string &)> &onExternalFile) {
-  auto fail = [&](const llvm::Twine &msg) -> void { throw ImportError(what + ": " + msg.str()); };
+FailureOr<DenseElementsAttr>
+decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t, llvm::StringRef modelDir,
+             const std::string &what, llvm::function_ref<void(const std::string &)> onError,
+             const std::function<void(const std::string &)> &onExternalFile) {
+  TensorErrors errors{what, onError};
+  auto fail = [&](const llvm::Twine &msg) { return errors.fail(msg); };
   std::optional<DTypeInfo> info = dtypeInfo(t.data_type());
   if (!info)
-    fail("unsupported data type " + dataTypeName(t.data_type()));
+    return fail("unsupported data type " + dataTypeName(t.data_type()));
   if (t.has_segment())
-    fail("segmented tensors are not supported");
+    return fail("segmented tensors are not supported");
   Shape shape;
   for (int64_t d : t.dims()) {
     if (d < 0)
-      fail("negative dimension in shape " + graph::formatShape(llvm::to_vector(t.dims())));
+      return fail("negative dimension in shape " + graph::formatShape(llvm::to_vector(t.dims())));
     shape.push_back(d);
   }
   int64_t count = graph::numElements(shape);
   // Element count and byte size must both fit; 2^62 elements is far beyond
   // any real tensor and keeps count * 8 from overflowing.
   if (count < 0 || count > (int64_t(1) << 60))
-    fail("shape " + graph::formatShape(shape) + " has too many elements");
+    return fail("shape " + graph::formatShape(shape) + " has too many elements");
   uint64_t bytes = static_cast<uint64_t>(count) * info->rawBytes;
 
-  TensorDecoder decoder(t, *info, count, what);
+  TensorDecoder decoder(t, *info, count, errors);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::unique_ptr<llvm::MemoryBuffer> buffer;
-    readExternal(t, modelDir, bytes, what, buffer, onExternalFile);
-    decoder.fromRaw(buffer ? buffer->getBufferStart() : nullptr);
+    if (failed(readExternal(t, modelDir, bytes, errors, buffer, onExternalFile)) ||
+        failed(decoder.fromRaw(buffer ? buffer->getBufferStart() : nullptr)))
+      return failure();
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
-      fail("raw_data has " + llvm::Twine(t.raw_data().size()) + " bytes, expected " +
-           llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
-           graph::formatShape(shape));
+      return fail("raw_data has " + llvm::Twine(t.raw_data().size()) + " bytes, expected " +
+                  llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
+                  graph::formatShape(shape));
     // FLOAT and INT64 weights are already in the attribute's layout on a
     // little-endian host: one copy into the attribute, no decoding loop or
     // intermediate vector (most of a large model's import).
@@ -469,9 +494,10 @@ DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
           RankedTensorType::get(shape, elem),
           llvm::ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
     }
-    decoder.fromRaw(t.raw_data().data());
-  } else {
-    decoder.fromFields();
+    if (failed(decoder.fromRaw(t.raw_data().data())))
+      return failure();
+  } else if (failed(decoder.fromFields())) {
+    return failure();
   }
 
   Decoded &d = decoder.out;
@@ -489,7 +515,7 @@ DenseElementsAttr decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t,
     return DenseElementsAttr::get(RankedTensorType::get(shape, IntegerType::get(&ctx, 1)),
                                   llvm::ArrayRef<bool>(d.i1));
   }
-  return {};
+  return DenseElementsAttr();
 }
 
 llvm::SmallVector<int64_t> intValues(DenseElementsAttr attr) {
