@@ -12,7 +12,8 @@
 #    generated module_generated.h and the module.fbs it came from (a copy
 #    made from another schema is refused), and the CUDA headers;
 #  - OpenBLAS: else the CPU backend multiplies with PortableSgemm;
-#  - GoogleTest: else the gtest suites are left out.
+#  - GoogleTest: else the gtest suites are left out (MIXPREC_BUILD_TESTS,
+#    found and set by the top-level CMakeLists.txt).
 
 set(MIXPREC_RUNTIME_DEPS "${PROJECT_SOURCE_DIR}/build/runtime-deps" CACHE PATH
     "Header-only dependencies made by a full build's mixprec_runtime_deps target")
@@ -71,7 +72,7 @@ if(NOT TARGET flatbuffers::flatc)
   message(STATUS "runtime-only: FlatBuffers headers and the module schema from ${deps}")
 endif()
 
-# ---- Optional: OpenBLAS, GoogleTest -----------------------------------------
+# ---- Optional: OpenBLAS ------------------------------------------------------
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS QUIET)
 find_path(OPENBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread
@@ -82,8 +83,7 @@ else()
   set(MIXPREC_USE_BLAS OFF)
   message(STATUS "runtime-only: no OpenBLAS; the CPU backend's GEMMs use PortableSgemm")
 endif()
-find_package(GTest QUIET)
-if(NOT TARGET GTest::gtest_main)
+if(NOT MIXPREC_BUILD_TESTS)
   message(STATUS "runtime-only: no GoogleTest; the gtest suites are left out")
 endif()
 
