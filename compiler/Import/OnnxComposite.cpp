@@ -141,9 +141,9 @@ LogicalResult Importer::convertTile(const NodeCtx &c) {
   for (int64_t r : repeats)
     if (r < 0 || r > 65536)
       return nodeError(c, "input 'repeats' must hold values in [0, 65536], got " +
-                      graph::formatShape(repeats));
+                              shapes::formatShape(repeats));
   // The result's element count, saturated so that it cannot overflow.
-  int64_t count = graph::numElements(shape);
+  int64_t count = shapes::numElements(shape);
   for (int64_t r : repeats)
     count = std::min<int64_t>(count * r, int64_t(1) << 40);
   if (count > (int64_t(1) << 31))
@@ -179,7 +179,7 @@ LogicalResult Importer::convertTrilu(const NodeCtx &c) {
     return failure(); // integers select exactly (int_elementwise)
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
-    return nodeError(c, "input must have rank >= 2, got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 2, got " + shapes::formatShape(shape));
   bool upper;
   if (failed(attrBool(c, "upper", true, upper)))
     return failure();
@@ -321,10 +321,10 @@ LogicalResult Importer::convertPad(const NodeCtx &c) {
       auto block = [&](int64_t len) -> LogicalResult {
         Shape s(shapeOf(v).begin(), shapeOf(v).end());
         s[d] = len;
-        int64_t count = graph::numElements(s);
+        int64_t count = shapes::numElements(s);
         if (count > kMaxFoldElements * 16)
-          return nodeError(c,
-                           "the constant padding block " + graph::formatShape(s) + " is too large");
+          return nodeError(c, "the constant padding block " + shapes::formatShape(s) +
+                                  " is too large");
         DenseElementsAttr a = isFloat(et) ? makeF32Attr(ctx, s, SmallVector<float>(count, fillF))
                                           : makeIntAttr(s, et, SmallVector<int64_t>(count, fillI));
         parts.push_back(constant(c.loc, a));
@@ -371,7 +371,7 @@ LogicalResult Importer::convertDepthSpace(const NodeCtx &c) {
     return failure();
   ArrayRef<int64_t> s = shapeOf(x);
   if (s.size() != 4)
-    return nodeError(c, "input must be 4-D (N, C, H, W), got " + graph::formatShape(s));
+    return nodeError(c, "input must be 4-D (N, C, H, W), got " + shapes::formatShape(s));
   std::optional<int64_t> bs;
   if (failed(attrIntOpt(c, "blocksize", bs)))
     return failure();
@@ -481,7 +481,8 @@ LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
   ArrayRef<int64_t> s = shapeOf(x);
   int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 3)
-    return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(s));
+    return nodeError(c,
+                     "input must have rank >= 3 (N, C, spatial...), got " + shapes::formatShape(s));
   FailureOr<float> eps = positiveEpsilon(c);
   if (failed(eps))
     return failure();
@@ -513,9 +514,10 @@ LogicalResult Importer::convertGroupNorm(const NodeCtx &c) {
     if (failed(inputType(c, i, t)) || failed(requireFloat(c, i, t.getElementType())))
       return failure();
     if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
-      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
-                      " must be [" + llvm::Twine(paramSize) + "] (one value per " +
-                      (perGroup ? "group" : "channel") + ")");
+      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " +
+                              shapes::formatShape(t.getShape()) + " must be [" +
+                              llvm::Twine(paramSize) + "] (one value per " +
+                              (perGroup ? "group" : "channel") + ")");
     FailureOr<Value> param = perChannel(c, i, channels, perGroup ? groups : channels, rank);
     if (failed(param))
       return failure();
@@ -697,7 +699,7 @@ LogicalResult Importer::convertWindow1d(const NodeCtx &c, Converter convert2d) {
       return failure();
     if (wt.getRank() != 3)
       return nodeError(c, "weight must be 3-D (M, C/group, K) for a 1-D convolution, got " +
-                      graph::formatShape(wt.getShape()));
+                              shapes::formatShape(wt.getShape()));
   }
   onnx::NodeProto node = c.node;
   for (onnx::AttributeProto &a : *node.mutable_attribute()) {
@@ -1242,7 +1244,7 @@ Value Importer::extrapolationSlice(const NodeCtx &c, Value v, int64_t axis, floa
   SmallVector<int64_t> shape(shapeOf(v));
   shape[axis] = 1;
   Type elem = elemOf(v);
-  int64_t n = graph::numElements(shape);
+  int64_t n = shapes::numElements(shape);
   if (isFloat(elem))
     return constant(c.loc, makeF32Attr(ctx, shape, SmallVector<float>(n, value)));
   // Integers: onnx's reference saturates to the type's range, then truncates.
@@ -1383,7 +1385,7 @@ static LogicalResult resizePlan(const Importer &imp, const NodeCtx &c, ArrayRef<
   }
   for (size_t i = 0; i < axes.size(); ++i)
     if (sizes[i] <= 0 || sizes[i] > (int64_t(1) << 24))
-      return imp.nodeError(c, "sizes must be in [1, 2^24], got " + graph::formatShape(sizes));
+      return imp.nodeError(c, "sizes must be in [1, 2^24], got " + shapes::formatShape(sizes));
   float common = 0.0f;
   double refCommon = 0.0;
   if (policy != "stretch")
@@ -1595,8 +1597,8 @@ FailureOr<Value> Importer::attentionMask(const NodeCtx &c, Value mask, Type et, 
   Type mt = elemOf(mask);
   ArrayRef<int64_t> ms = shapeOf(mask);
   if (ms.empty() || ms.back() > kvLen)
-    return nodeError(c, "input 'attn_mask' shape " + graph::formatShape(ms) +
-                    " must end in at most the key length " + llvm::Twine(kvLen));
+    return nodeError(c, "input 'attn_mask' shape " + shapes::formatShape(ms) +
+                            " must end in at most the key length " + llvm::Twine(kvLen));
   FailureOr<Value> additive = mask;
   if (mt.isInteger(1))
     additive = createInferred<graph::WhereOp>(c, et, mask, scalarF32(c, 0.0f), scalarF32(c, ninf));
@@ -1644,7 +1646,7 @@ FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int
   for (int i = 0; i < 3; ++i)
     if (static_cast<int64_t>(shapeOf(qkv[i]).size()) != rank || (rank != 3 && rank != 4))
       return nodeError(c, "inputs Q, K and V must all be 3-D or all 4-D, got " +
-                      llvm::Twine(roles[i]) + " " + graph::formatShape(shapeOf(qkv[i])));
+                              llvm::Twine(roles[i]) + " " + shapes::formatShape(shapeOf(qkv[i])));
   std::optional<int64_t> qHeadsAttr, kvHeadsAttr;
   if (failed(attrIntOpt(c, "q_num_heads", qHeadsAttr)) ||
       failed(attrIntOpt(c, "kv_num_heads", kvHeadsAttr)))
@@ -1669,9 +1671,10 @@ FailureOr<SmallVector<Value, 3>> Importer::attentionInputs(const NodeCtx &c, int
   int64_t kHeads = shapeOf(k)[1], headSize = shapeOf(q)[3];
   if (shapeOf(k)[0] != batch || shapeOf(v)[0] != batch || shapeOf(v)[1] != kHeads ||
       shapeOf(k)[3] != headSize || shapeOf(v)[2] != shapeOf(k)[2])
-    return nodeError(c, "Q " + graph::formatShape(shapeOf(q)) + ", K " + graph::formatShape(shapeOf(k)) +
-                    " and V " + graph::formatShape(shapeOf(v)) +
-                    " do not fit [B, H, S, D] attention (as 4-D)");
+    return nodeError(c, "Q " + shapes::formatShape(shapeOf(q)) + ", K " +
+                            shapes::formatShape(shapeOf(k)) + " and V " +
+                            shapes::formatShape(shapeOf(v)) +
+                            " do not fit [B, H, S, D] attention (as 4-D)");
   if (rank == 4 && opset >= 25 && (qHeadsAttr || kvHeadsAttr))
     return nodeError(c, "attributes 'q_num_heads' and 'kv_num_heads' must not be given for 4-D inputs");
   if (rank == 4 && ((qHeadsAttr && *qHeadsAttr != qHeads) ||

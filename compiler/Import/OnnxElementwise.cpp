@@ -52,7 +52,7 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
   Entry &ea = *pa, &eb = *pb;
   Type ta = entryType(ea).getElementType(), tb = entryType(eb).getElementType();
   ArrayRef<int64_t> sa = entryType(ea).getShape(), sb = entryType(eb).getShape();
-  FailureOr<Shape> broadcast = expectShape(c, graph::broadcastShapes(sa, sb));
+  FailureOr<Shape> broadcast = expectShape(c, shapes::broadcastShapes(sa, sb));
   if (failed(broadcast))
     return failure();
   const Shape &s = *broadcast;
@@ -60,8 +60,8 @@ LogicalResult Importer::convertBinary(const NodeCtx &c) {
   if (!isPow && ta == tb && isa<IntegerType>(ta) && !ta.isInteger(1) && ea.constant &&
       eb.constant) {
     // The evaluator (OnnxFold.cpp) folds these up to its limit.
-    return nodeError(c, "integer arithmetic on constants of shape " + graph::formatShape(s) +
-                    " is too large to fold");
+    return nodeError(c, "integer arithmetic on constants of shape " + shapes::formatShape(s) +
+                            " is too large to fold");
   }
   if (failed(integers ? requireFloatOrInteger(c, 0, ta) : requireFloat(c, 0, ta)))
     return failure();
@@ -277,7 +277,7 @@ LogicalResult Importer::convertIsNaNOrInf(const NodeCtx &c) {
   if (!negative && !positive) { // detects nothing: all false
     defineConst(c, 0,
                 makeIntAttr(shapeOf(x), builder.getI1Type(),
-                            SmallVector<int64_t>(graph::numElements(shapeOf(x)), 0)));
+                            SmallVector<int64_t>(shapes::numElements(shapeOf(x)), 0)));
     return success();
   }
   defineValue(c, 0,
@@ -357,12 +357,13 @@ LogicalResult Importer::convertPRelu(const NodeCtx &c) {
     return failure();
   if (failed(requireFloat(c, 1, elemOf(slope))))
     return failure();
-  FailureOr<Shape> s = expectShape(c, graph::broadcastShapes(shapeOf(x), shapeOf(slope)));
+  FailureOr<Shape> s = expectShape(c, shapes::broadcastShapes(shapeOf(x), shapeOf(slope)));
   if (failed(s))
     return failure();
   if (ArrayRef<int64_t>(*s) != shapeOf(x))
-    return nodeError(c, "slope shape " + graph::formatShape(shapeOf(slope)) +
-                    " does not broadcast to the input shape " + graph::formatShape(shapeOf(x)));
+    return nodeError(c, "slope shape " + shapes::formatShape(shapeOf(slope)) +
+                            " does not broadcast to the input shape " +
+                            shapes::formatShape(shapeOf(x)));
   defineValue(c, 0, builder.create<graph::PReluOp>(c.loc, x.getType(), x, slope).getOutput());
   return success();
 }
@@ -482,9 +483,10 @@ LogicalResult Importer::convertClip(const NodeCtx &c) {
         continue;
       if (failed(requireFloat(c, static_cast<int>(i) + 1, elemOf(bound))))
         return failure();
-      if (graph::numElements(shapeOf(bound)) != 1)
-        return nodeError(c, "input #" + llvm::Twine(i + 1) + " (" + quotedName(c.node.input(i + 1)) +
-                        ") must be a scalar, got shape " + graph::formatShape(shapeOf(bound)));
+      if (shapes::numElements(shapeOf(bound)) != 1)
+        return nodeError(c, "input #" + llvm::Twine(i + 1) + " (" +
+                                quotedName(c.node.input(i + 1)) + ") must be a scalar, got shape " +
+                                shapes::formatShape(shapeOf(bound)));
     }
   }
   // min(max(x, lo), hi): a bound of shape [1] must not widen a rank-0 x.

@@ -60,7 +60,7 @@ struct Tensor {
   bool isDouble() const { return elem.isF64(); }
   bool isFloat() const { return isa<FloatType>(elem) && !isDouble(); }
   bool isBool() const { return elem.isInteger(1); }
-  int64_t size() const { return graph::numElements(shape); }
+  int64_t size() const { return shapes::numElements(shape); }
 };
 
 /// How an op behaves when its result would be large: moves of data and
@@ -168,7 +168,7 @@ public:
                   elementTypeName(a.getElementType()));
     if (a.getType().getRank() > 1)
       return fail("input '" + role + "' must be 1-D, got shape " +
-                  graph::formatShape(a.getType().getShape()));
+                  shapes::formatShape(a.getType().getShape()));
     if (a.getNumElements() > limit)
       return notFoldable();
     return intValues(a);
@@ -183,7 +183,7 @@ public:
         a.getNumElements() != 1)
       return fail("input '" + role + "' must be one INT64 or INT32 value, got " +
                   elementTypeName(a.getElementType()) + " " +
-                  graph::formatShape(a.getType().getShape()));
+                  shapes::formatShape(a.getType().getShape()));
     return intValues(a).front();
   }
 
@@ -226,7 +226,7 @@ public:
   // --- Results -------------------------------------------------------------
   /// Not foldable when `shape` is over the element limit.
   LogicalResult reserve(ArrayRef<int64_t> shape) {
-    int64_t n = graph::numElements(shape);
+    int64_t n = shapes::numElements(shape);
     if (n < 0 || n > limit)
       return notFoldable();
     return success();
@@ -295,7 +295,7 @@ SmallVector<int64_t, 0> broadcastSources(ArrayRef<int64_t> in, ArrayRef<int64_t>
   SmallVector<int64_t> inStrides = stridesOf(in), strides(rank, 0);
   for (size_t d = 0; d < in.size(); ++d)
     strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
-  int64_t n = graph::numElements(out);
+  int64_t n = shapes::numElements(out);
   SmallVector<int64_t, 0> src(n);
   SmallVector<int64_t> idx(rank, 0);
   int64_t at = 0;
@@ -316,7 +316,7 @@ SmallVector<int64_t, 0> broadcastSources(ArrayRef<int64_t> in, ArrayRef<int64_t>
 FailureOr<Shape> broadcastAll(Eval &e, size_t first = 0) {
   Shape s = e.shapeOf(first);
   for (size_t i = first + 1; i < e.count(); ++i) {
-    ShapeOrError b = graph::broadcastShapes(s, e.shapeOf(i));
+    ShapeOrError b = shapes::broadcastShapes(s, e.shapeOf(i));
     if (!b.ok())
       return e.fail(b.error);
     s = b.shape;
@@ -458,7 +458,7 @@ LogicalResult rejectZeroDivisor(Eval &e, llvm::StringRef message) {
   FailureOr<Shape> s = broadcastAll(e);
   if (failed(s))
     return failure();
-  if (graph::numElements(*s) == 0)
+  if (shapes::numElements(*s) == 0)
     return success();
   FailureOr<Tensor> divisor = e.in(1);
   if (failed(divisor))
@@ -726,7 +726,7 @@ LogicalResult evalSize(Eval &e) {
   FailureOr<Tensor> r = e.make({}, e.i64());
   if (failed(r))
     return failure();
-  r->ints[0] = graph::numElements(e.shapeOf(0));
+  r->ints[0] = shapes::numElements(e.shapeOf(0));
   return e.result(*r);
 }
 
@@ -858,7 +858,7 @@ LogicalResult gatherFlat(Eval &e, const Tensor &x, ArrayRef<int64_t> shape,
 /// Calls `f(flat, index)` for every element of `shape` in row-major order.
 void forEachIndex(ArrayRef<int64_t> shape,
                   llvm::function_ref<void(int64_t, ArrayRef<int64_t>)> f) {
-  int64_t n = graph::numElements(shape);
+  int64_t n = shapes::numElements(shape);
   SmallVector<int64_t> idx(shape.size(), 0);
   for (int64_t flat = 0; flat < n; ++flat) {
     f(flat, idx);
@@ -882,7 +882,7 @@ gatherByIndex(Eval &e, ArrayRef<int64_t> out,
   if (failed(x))
     return failure();
   SmallVector<int64_t> strides = stridesOf(x->shape);
-  SmallVector<int64_t, 0> src(graph::numElements(out));
+  SmallVector<int64_t, 0> src(shapes::numElements(out));
   forEachIndex(out, [&](int64_t flat, ArrayRef<int64_t> idx) { src[flat] = source(idx, strides); });
   return gatherFlat(e, *x, out, src);
 }
@@ -900,11 +900,11 @@ LogicalResult evalTranspose(Eval &e) {
       perm.push_back(d);
   SmallVector<bool> seen(rank, false);
   if (static_cast<int64_t>(perm.size()) != rank)
-    return e.fail("attribute 'perm' " + graph::formatShape(perm) + " must have " +
+    return e.fail("attribute 'perm' " + shapes::formatShape(perm) + " must have " +
                   llvm::Twine(rank) + " entries");
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p])
-      return e.fail("attribute 'perm' " + graph::formatShape(perm) + " is not a permutation");
+      return e.fail("attribute 'perm' " + shapes::formatShape(perm) + " is not a permutation");
     seen[p] = true;
   }
   Shape out;
@@ -931,10 +931,10 @@ LogicalResult evalConcat(Eval &e) {
                                    "attribute 'axis'");
   if (failed(axis))
     return failure();
-  SmallVector<SmallVector<int64_t, 4>> shapes;
+  std::vector<Shape> inputShapes;
   for (size_t i = 0; i < e.count(); ++i)
-    shapes.emplace_back(e.shapeOf(i));
-  ShapeOrError s = graph::concatShape(shapes, *axis);
+    inputShapes.push_back(e.shapeOf(i));
+  ShapeOrError s = shapes::concatShape({inputShapes.begin(), inputShapes.end()}, *axis);
   if (!s.ok())
     return e.fail(s.error);
   FailureOr<Tensor> r = e.make(s.shape, e.elemOf(0));
@@ -1049,7 +1049,7 @@ LogicalResult evalGather(Eval &e) {
       e.axis(e.attrInt("axis", 0), static_cast<int64_t>(ds.size()), "attribute 'axis'");
   if (failed(axis))
     return failure();
-  ShapeOrError s = graph::gatherShape(ds, is, *axis);
+  ShapeOrError s = shapes::gatherShape(ds, is, *axis);
   if (!s.ok())
     return e.fail(s.error);
   if (failed(e.reserve(s.shape)))
@@ -1060,7 +1060,7 @@ LogicalResult evalGather(Eval &e) {
   int64_t dim = ds[*axis], outer = product(ds, 0, *axis),
           inner = product(ds, *axis + 1, ds.size());
   SmallVector<int64_t, 0> src;
-  src.reserve(graph::numElements(s.shape));
+  src.reserve(shapes::numElements(s.shape));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i : idx->ints) {
       if (i < -dim || i >= dim)
@@ -1080,7 +1080,7 @@ FailureOr<SmallVector<int64_t>> shapeInput(Eval &e, size_t i) {
     return failure();
   for (int64_t d : *dims)
     if (d < 0)
-      return e.fail("shape " + graph::formatShape(*dims) + " has a negative dimension");
+      return e.fail("shape " + shapes::formatShape(*dims) + " has a negative dimension");
   return dims;
 }
 
@@ -1091,9 +1091,9 @@ LogicalResult evalExpand(Eval &e) {
   FailureOr<SmallVector<int64_t>> dims = shapeInput(e, 1);
   if (failed(dims))
     return failure();
-  ShapeOrError s = graph::broadcastShapes(in, *dims);
+  ShapeOrError s = shapes::broadcastShapes(in, *dims);
   if (!s.ok())
-    return e.fail("cannot expand " + graph::formatShape(in) + ": " + s.error);
+    return e.fail("cannot expand " + shapes::formatShape(in) + ": " + s.error);
   if (failed(e.reserve(s.shape)))
     return failure();
   FailureOr<Tensor> x = e.in(0);
@@ -1115,7 +1115,7 @@ LogicalResult evalTile(Eval &e) {
   for (size_t d = 0; d < in.size(); ++d) {
     int64_t r = (*repeats)[d];
     if (r < 0)
-      return e.fail("'repeats' " + graph::formatShape(*repeats) + " has a negative value");
+      return e.fail("'repeats' " + shapes::formatShape(*repeats) + " has a negative value");
     if (r != 0 && in[d] > std::numeric_limits<int64_t>::max() / r)
       return e.notFoldable();
     out.push_back(in[d] * r);
@@ -1145,7 +1145,7 @@ LogicalResult evalConstantOfShape(Eval &e) {
     value = *decoded;
     if (value.getNumElements() != 1)
       return e.fail("attribute 'value' must hold one element, got shape " +
-                    graph::formatShape(value.getType().getShape()));
+                    shapes::formatShape(value.getType().getShape()));
   }
   if (failed(e.reserve(*dims)))
     return failure();
@@ -1164,7 +1164,7 @@ LogicalResult evalRange(Eval &e) {
   for (size_t i = 0; i < 3; ++i)
     if (e.attr(i).getNumElements() != 1)
       return e.fail("input #" + llvm::Twine(i) + " must be a scalar, got shape " +
-                    graph::formatShape(e.shapeOf(i)));
+                    shapes::formatShape(e.shapeOf(i)));
   Type elem = e.elemOf(0);
   if (elem.isInteger(1))
     return e.fail("BOOL inputs are not supported");
@@ -1690,7 +1690,7 @@ FailureOr<bool> Importer::tryFold(const NodeCtx &c, bool givenValues) {
     RankedTensorType t;
     if (failed(inputType(c, i, t)))
       return failure();
-    if (!attr && inDouble && t.hasStaticShape() && graph::numElements(t.getShape()) == 0)
+    if (!attr && inDouble && t.hasStaticShape() && shapes::numElements(t.getShape()) == 0)
       attr = DenseElementsAttr::get(t, ArrayRef<Attribute>());
     if (!attr && inDouble && c.node.op_type() == "CastLike" && i == 1 && t.hasStaticShape())
       attr = DenseElementsAttr::get(t, builder.getZeroAttr(t.getElementType()));
@@ -1843,7 +1843,7 @@ LogicalResult Importer::convertSize(const NodeCtx &c) {
   if (!t.hasStaticShape())
     return nodeError(c, "input 'input' (" + quotedName(c.node.input(0)) +
                             ") has a dynamic shape; its size must be known at compile time");
-  defineConst(c, 0, makeIntAttr({}, builder.getI64Type(), {graph::numElements(t.getShape())}));
+  defineConst(c, 0, makeIntAttr({}, builder.getI64Type(), {shapes::numElements(t.getShape())}));
   return success();
 }
 
@@ -1864,21 +1864,21 @@ LogicalResult Importer::convertExpand(const NodeCtx &c) {
     return failure();
   for (int64_t d : shape)
     if (d < 0)
-      return nodeError(c, "shape " + graph::formatShape(shape) + " has a negative dimension");
+      return nodeError(c, "shape " + shapes::formatShape(shape) + " has a negative dimension");
   RankedTensorType t;
   if (failed(inputType(c, 0, t)))
     return failure();
-  ShapeOrError s = graph::broadcastShapes(t.getShape(), shape);
+  ShapeOrError s = shapes::broadcastShapes(t.getShape(), shape);
   if (!s.ok())
-    return nodeError(c, "cannot expand " + graph::formatShape(t.getShape()) + ": " + s.error);
-  if (graph::numElements(s.shape) < 0)
+    return nodeError(c, "cannot expand " + shapes::formatShape(t.getShape()) + ": " + s.error);
+  if (shapes::numElements(s.shape) < 0)
     return nodeError(c,
-                     "the output shape " + graph::formatShape(s.shape) + " has too many elements");
+                     "the output shape " + shapes::formatShape(s.shape) + " has too many elements");
   if (ArrayRef<int64_t>(s.shape) == t.getShape())
     return aliasOutput(c, 0, 0);
   size_t rank = s.shape.size(), lead = rank - t.getRank();
   Shape in(lead, 1);
-  in.append(t.getShape().begin(), t.getShape().end());
+  in.insert(in.end(), t.getShape().begin(), t.getShape().end());
   // Collapse: each run of broadcast axes (1 in, n > 1 out) becomes one axis.
   Shape from, to;
   for (size_t d = 0; d < rank; ++d) {

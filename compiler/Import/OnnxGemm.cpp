@@ -79,8 +79,8 @@ LogicalResult Importer::convertGemm(const NodeCtx &c) {
       failed(attrBool(c, "transA", false, transA)) || failed(attrBool(c, "transB", false, transB)))
     return failure();
   if (shapeOf(a).size() != 2 || shapeOf(b).size() != 2)
-    return nodeError(c, "A and B must be 2-D, got " + graph::formatShape(shapeOf(a)) + " and " +
-                    graph::formatShape(shapeOf(b)));
+    return nodeError(c, "A and B must be 2-D, got " + shapes::formatShape(shapeOf(a)) + " and " +
+                            shapes::formatShape(shapeOf(b)));
   if (transA) {
     FailureOr<Value> at = transpose(c, a, {1, 0});
     if (failed(at))
@@ -95,10 +95,11 @@ LogicalResult Importer::convertGemm(const NodeCtx &c) {
   RankedTensorType outType = *inferred;
   ArrayRef<int64_t> out = outType.getShape();
   if (bias) {
-    ShapeOrError withC = graph::broadcastShapes(out, shapeOf(bias));
+    ShapeOrError withC = shapes::broadcastShapes(out, shapeOf(bias));
     if (!withC.ok() || ArrayRef<int64_t>(withC.shape) != ArrayRef<int64_t>(out))
-      return nodeError(c, "C shape " + graph::formatShape(shapeOf(bias)) +
-                      " does not broadcast to the output shape " + graph::formatShape(out));
+      return nodeError(c, "C shape " + shapes::formatShape(shapeOf(bias)) +
+                              " does not broadcast to the output shape " +
+                              shapes::formatShape(out));
     // beta scales C only; beta = 0 drops C (as onnxruntime does).
     if (beta == 0.0f)
       bias = nullptr;
@@ -134,18 +135,18 @@ static std::optional<std::string> checkWindowRank(llvm::StringRef what, ArrayRef
   if (shape.size() >= 3 && shape.size() <= 5)
     return std::nullopt;
   return "only 1-D to 3-D " + what.str() + " (an input of rank 3 to 5) is supported, got an " +
-         "input of shape " + graph::formatShape(shape);
+         "input of shape " + shapes::formatShape(shape);
 }
 
 /// The weight's spatial dims as the kernel: `kernel_shape` must agree.
 static std::optional<std::string> checkKernelAttr(std::optional<SmallVector<int64_t>> attr,
                                                   ArrayRef<int64_t> kernel) {
   if (attr && ArrayRef<int64_t>(*attr) != kernel)
-    return "attribute 'kernel_shape' " + graph::formatShape(*attr) +
-           " does not match the weight's spatial dims " + graph::formatShape(kernel);
+    return "attribute 'kernel_shape' " + shapes::formatShape(*attr) +
+           " does not match the weight's spatial dims " + shapes::formatShape(kernel);
   if (auto err = checkWindowValues("kernel_shape", kernel, kernel.size()))
-    return "weight spatial dims " + graph::formatShape(kernel) + " are not a valid kernel: " +
-           *err;
+    return "weight spatial dims " + shapes::formatShape(kernel) +
+           " are not a valid kernel: " + *err;
   return std::nullopt;
 }
 
@@ -156,8 +157,8 @@ LogicalResult Importer::requireConvBias(const NodeCtx &c, Value bias, int64_t ch
   if (failed(requireFloat(c, 2, elemOf(bias))))
     return failure();
   if (shapeOf(bias) != ArrayRef<int64_t>{channels})
-    return nodeError(c, "bias shape " + graph::formatShape(shapeOf(bias)) + " must be [" +
-                    llvm::Twine(channels) + "] (one per output channel)");
+    return nodeError(c, "bias shape " + shapes::formatShape(shapeOf(bias)) + " must be [" +
+                            llvm::Twine(channels) + "] (one per output channel)");
   return success();
 }
 
@@ -175,12 +176,12 @@ FailureOr<Importer::ConvNode> Importer::convNode(const NodeCtx &c, bool transpos
     return failure();
   ArrayRef<int64_t> ws = shapeOf(n.w);
   if (ws.size() != rank)
-    return nodeError(c, transposed  ? "weight must have the input's rank " + llvm::Twine(rank) +
-                                  " (C, M/group, k...), got " + graph::formatShape(ws)
-                : rank == 4 ? "weight must be 4-D (M, C/group, kH, kW), got " +
-                                  graph::formatShape(ws)
-                            : "weight must be 5-D (M, C/group, kD, kH, kW), got " +
-                                  graph::formatShape(ws));
+    return nodeError(
+        c, transposed ? "weight must have the input's rank " + llvm::Twine(rank) +
+                            " (C, M/group, k...), got " + shapes::formatShape(ws)
+           : rank == 4
+               ? "weight must be 4-D (M, C/group, kH, kW), got " + shapes::formatShape(ws)
+               : "weight must be 5-D (M, C/group, kD, kH, kW), got " + shapes::formatShape(ws));
   n.kernel.assign(ws.begin() + 2, ws.end());
   std::optional<SmallVector<int64_t>> kernelAttr;
   if (failed(attrInts(c, "kernel_shape", kernelAttr)))
@@ -260,7 +261,7 @@ Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape, ArrayRe
       outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
     if (outputShape->size() != dims)
       return nodeError(c, "attribute 'output_shape' must have " + llvm::Twine(dims) +
-                              " values, got " + graph::formatShape(*outputShape));
+                              " values, got " + shapes::formatShape(*outputShape));
   }
   bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
   if (!outputShape && !same) {
@@ -277,7 +278,7 @@ Importer::convTransposePads(const NodeCtx &c, ArrayRef<int64_t> inShape, ArrayRe
     int64_t natural = strides[i] * (inShape[2 + i] - 1) + outputPadding[i] +
                       (kernel[i] - 1) * dilations[i] + 1;
     if (outputShape && (target <= 0 || target > std::numeric_limits<int32_t>::max()))
-      return nodeError(c, "attribute 'output_shape' " + graph::formatShape(*outputShape) +
+      return nodeError(c, "attribute 'output_shape' " + shapes::formatShape(*outputShape) +
                               " must hold sizes in [1, 2^31 - 1]");
     // A target above the unpadded size pads negatively: the added
     // positions get the bias alone. The halves round down (floor), as in
@@ -307,12 +308,12 @@ LogicalResult Importer::convertConvTranspose(const NodeCtx &c) {
     return failure();
   SmallVector<int64_t> outputPadding = givenPadding.value_or(SmallVector<int64_t>(dims, 0));
   if (outputPadding.size() != dims)
-    return nodeError(c, "attribute 'output_padding' must have " + llvm::Twine(dims) + " values, got " +
-                    graph::formatShape(outputPadding));
+    return nodeError(c, "attribute 'output_padding' must have " + llvm::Twine(dims) +
+                            " values, got " + shapes::formatShape(outputPadding));
   for (size_t i = 0; i < dims; ++i)
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
-      return nodeError(c, "attribute 'output_padding' " + graph::formatShape(outputPadding) +
-                      " must hold values in [0, max(stride, dilation)) per dim");
+      return nodeError(c, "attribute 'output_padding' " + shapes::formatShape(outputPadding) +
+                              " must hold values in [0, max(stride, dilation)) per dim");
   FailureOr<SmallVector<int64_t>> pads =
       convTransposePads(c, shapeOf(x), kernel, strides, dilations, outputPadding);
   if (failed(pads))

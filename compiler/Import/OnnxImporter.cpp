@@ -7,7 +7,7 @@
 // Shapes: every tensor is statically shaped: symbolic input dims take the
 // sizes the options bind (specialisation, OnnxImporterOptions.h). The
 // importer infers each op's result type with the shape functions the mp
-// verifiers use (ShapeInference.h); it does not run ONNX's checker or shape
+// verifiers use (common/Shapes.h); it does not run ONNX's checker or shape
 // inference (ONNX 1.12 rejects newer models).
 //
 //===----------------------------------------------------------------------===//
@@ -201,14 +201,14 @@ LogicalResult bindGivenShape(const Importer &imp, const GraphInput &in,
     return success();
   if (given.size() != in.declared->size())
     return imp.fileError(what + " has rank " + std::to_string(given.size()) + " (" +
-             graph::formatShape(given) + "); the model declares rank " +
-             std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
+                         shapes::formatShape(given) + "); the model declares rank " +
+                         std::to_string(in.declared->size()) + " " + formatDeclared(*in.declared));
   for (size_t i = 0; i < given.size(); ++i) {
     const DeclaredDim &d = (*in.declared)[i];
     if (d.size >= 0 && d.size != given[i])
-      return imp.fileError(what + " is " + graph::formatShape(given) + ", but the model declares " +
-               formatDeclared(*in.declared) + ": dim " + std::to_string(i) + " is " +
-               std::to_string(d.size));
+      return imp.fileError(what + " is " + shapes::formatShape(given) +
+                           ", but the model declares " + formatDeclared(*in.declared) + ": dim " +
+                           std::to_string(i) + " is " + std::to_string(d.size));
     if (!d.param.empty())
       if (failed(bindDim(imp, bindings, d.param, given[i],
               "graph input " + quotedName(in.name) + " (dim " + std::to_string(i) + ")")))
@@ -359,9 +359,9 @@ FailureOr<SmallVector<Type>> Importer::graphInputTypes(const onnx::GraphProto &g
     if (failed(inShape))
       return failure();
     Shape &shape = *inShape;
-    if (graph::numElements(shape) < 0)
-      return fileError("graph input " + quotedName(in.name) + " shape " + graph::formatShape(shape) +
-           " has too many elements");
+    if (shapes::numElements(shape) < 0)
+      return fileError("graph input " + quotedName(in.name) + " shape " +
+                       shapes::formatShape(shape) + " has too many elements");
     names.push_back(in.name);
     types.push_back(RankedTensorType::get(shape, in.elem));
   }
@@ -587,7 +587,7 @@ LogicalResult Importer::checkGraphOutputType(const onnx::ValueInfoProto &o, Rank
   // importer (or the file) got something wrong.
   const auto &tt = t.tensor_type();
   std::string inferred =
-      elementTypeName(type.getElementType()) + " " + graph::formatShape(type.getShape());
+      elementTypeName(type.getElementType()) + " " + shapes::formatShape(type.getShape());
   if (tt.elem_type() == onnx::TensorProto::UNDEFINED)
     return fileError("graph output " + quotedName(o.name()) + " has element type UNDEFINED (it is " + inferred +
          ")");
@@ -737,7 +737,7 @@ DenseElementsAttr Importer::givenInputValue(const std::string &name) {
   if (it == values.end() || !it->second.value || !isa<BlockArgument>(it->second.value))
     return nullptr;
   auto type = cast<RankedTensorType>(it->second.value.getType());
-  int64_t n = graph::numElements(type.getShape());
+  int64_t n = shapes::numElements(type.getShape());
   DenseElementsAttr attr;
   if (type.getElementType().isInteger(64) || type.getElementType().isInteger(32)) {
     auto given = options.dataValues.find(name);
@@ -794,7 +794,7 @@ LogicalResult Importer::requireConstInts(const NodeCtx &c, int i, llvm::StringRe
   if (attr.getType().getRank() > 1)
     return nodeError(c, "input '" + role + "' (" + quotedName(c.node.input(i)) +
                             ") must be 1-D, got shape " +
-                            graph::formatShape(attr.getType().getShape()));
+                            shapes::formatShape(attr.getType().getShape()));
   values = intValues(attr);
   return success();
 }

@@ -24,10 +24,10 @@
 #ifndef MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
 #define MIXPREC_COMPILER_IMPORT_ONNXIMPORTERIMPL_H
 
-#include "compiler/Import/OnnxImporterOptions.h"
 #include "common/Escape.h"
+#include "common/Shapes.h"
+#include "compiler/Import/OnnxImporterOptions.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -53,8 +53,8 @@
 
 namespace mixprec::compiler::onnx_import {
 
-using graph::Shape;
-using graph::ShapeOrError;
+using shapes::Shape;
+using shapes::ShapeOrError;
 
 /// The newest versions whose meaning the importer knows: ONNX 1.23's IR
 /// version and default-domain opset (the converters' forms follow its

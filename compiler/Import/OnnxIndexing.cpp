@@ -98,7 +98,7 @@ LogicalResult Importer::convertGatherNd(const NodeCtx &c) {
       failed(attrInt(c, "batch_dims", 0, batchDims)))
     return failure();
   FailureOr<Shape> gathered =
-      expectShape(c, graph::gatherNdShape(dt.getShape(), it.getShape(), batchDims));
+      expectShape(c, shapes::gatherNdShape(dt.getShape(), it.getShape(), batchDims));
   if (failed(gathered))
     return failure();
   const Shape &s = *gathered;
@@ -191,8 +191,9 @@ LogicalResult Importer::convertTopK(const NodeCtx &c) {
   }
   if (k < 0 || k > shape[axis])
     return nodeError(c, "k " + llvm::Twine(k) + " is out of range [0, " + llvm::Twine(shape[axis]) +
-                    "] for axis " + llvm::Twine(axis) + " of " + graph::formatShape(shape));
-  FailureOr<Shape> s = expectShape(c, graph::topKShape(shape, axis, k));
+                            "] for axis " + llvm::Twine(axis) + " of " +
+                            shapes::formatShape(shape));
+  FailureOr<Shape> s = expectShape(c, shapes::topKShape(shape, axis, k));
   bool largest, sorted;
   if (failed(s) || failed(attrBool(c, "largest", true, largest)) ||
       failed(attrBool(c, "sorted", true, sorted)))
@@ -266,7 +267,7 @@ LogicalResult Importer::convertScatterNd(const NodeCtx &c) {
     return nodeError(c, "attribute 'reduction' '" + reduction + "' is not one of none, add, mul" +
                     (opset >= 18 ? ", max, min" : " (max and min from opset 18)"));
   ArrayRef<int64_t> ds = shapeOf(data);
-  FailureOr<Shape> addressed = expectShape(c, graph::gatherNdShape(ds, it.getShape(), 0));
+  FailureOr<Shape> addressed = expectShape(c, shapes::gatherNdShape(ds, it.getShape(), 0));
   Value updates;
   if (failed(addressed) || failed(input(c, 2, updates)))
     return failure();
@@ -277,8 +278,8 @@ LogicalResult Importer::convertScatterNd(const NodeCtx &c) {
                     elementTypeName(elemOf(data)));
   if (shapeOf(updates) != ArrayRef<int64_t>(expected))
     return nodeError(c, "updates (" + quotedName(c.node.input(2)) + ") have shape " +
-                    graph::formatShape(shapeOf(updates)) + ", the indices address " +
-                    graph::formatShape(expected));
+                            shapes::formatShape(shapeOf(updates)) + ", the indices address " +
+                            shapes::formatShape(expected));
   if (indices.constant &&
       failed(checkConstIndices(*this, c, intValues(indices.constant), it.getShape().back(),
                                [&](int64_t j) { return ds[j]; })))

@@ -114,10 +114,10 @@ LogicalResult Importer::convertLayerNorm(const NodeCtx &c) {
         return failure();
       return v;
     }
-    if (graph::numElements(t.getShape()) != graph::numElements(normalized))
-      return nodeError(c, llvm::Twine(role) + " shape " + graph::formatShape(t.getShape()) +
+    if (shapes::numElements(t.getShape()) != shapes::numElements(normalized))
+      return nodeError(c, llvm::Twine(role) + " shape " + shapes::formatShape(t.getShape()) +
                               " does not match the normalized shape " +
-                              graph::formatShape(normalized));
+                              shapes::formatShape(normalized));
     return reshapeInput(c, i, normalized);
   };
   FailureOr<Value> scale = param(1, "Scale");
@@ -168,16 +168,16 @@ LogicalResult Importer::convertRmsNorm(const NodeCtx &c) {
                 .getOutput();
   if (!exact) {
     if (scaleType.getRank() > static_cast<int64_t>(normalized.size()))
-      return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
-                      " does not broadcast to the normalized shape " +
-                      graph::formatShape(normalized));
-    FailureOr<Shape> s = expectShape(c, graph::broadcastShapes(shape, scaleType.getShape()));
+      return nodeError(c, "scale shape " + shapes::formatShape(scaleType.getShape()) +
+                              " does not broadcast to the normalized shape " +
+                              shapes::formatShape(normalized));
+    FailureOr<Shape> s = expectShape(c, shapes::broadcastShapes(shape, scaleType.getShape()));
     if (failed(s))
       return failure();
     if (*s != Shape(shape.begin(), shape.end()))
-      return nodeError(c, "scale shape " + graph::formatShape(scaleType.getShape()) +
-                      " does not broadcast to the normalized shape " +
-                      graph::formatShape(normalized));
+      return nodeError(c, "scale shape " + shapes::formatShape(scaleType.getShape()) +
+                              " does not broadcast to the normalized shape " +
+                              shapes::formatShape(normalized));
     y = builder.create<graph::MulOp>(c.loc, x.getType(), y, scale).getOutput();
   }
   defineValue(c, 0, y);
@@ -228,7 +228,7 @@ LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
       return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 2)
-    return nodeError(c, "input must have rank >= 2 (N, C, ...), got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 2 (N, C, ...), got " + shapes::formatShape(shape));
   int64_t channels = shape[1];
   static const char *roles[] = {"scale", "B", "input_mean", "input_var"};
   SmallVector<Value, 4> params;
@@ -236,9 +236,10 @@ LogicalResult Importer::convertBatchNorm(const NodeCtx &c) {
     RankedTensorType t;
     if (failed(inputType(c, i, t)) || failed(requireFloat(c, i, t.getElementType())))
       return failure();
-    if (graph::numElements(t.getShape()) != channels)
-      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " + graph::formatShape(t.getShape()) +
-                      " must be [" + llvm::Twine(channels) + "] (one value per channel)");
+    if (shapes::numElements(t.getShape()) != channels)
+      return nodeError(c, llvm::Twine(roles[i - 1]) + " shape " +
+                              shapes::formatShape(t.getShape()) + " must be [" +
+                              llvm::Twine(channels) + "] (one value per channel)");
     FailureOr<Value> param = reshapeInput(c, i, {channels});
     if (failed(param))
       return failure();

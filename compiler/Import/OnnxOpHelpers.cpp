@@ -28,36 +28,36 @@ ShapeOrError reshapeShape(ArrayRef<int64_t> in, ArrayRef<int64_t> target, bool a
     int64_t d = target[i];
     if (d == 0 && !allowZero) {
       if (i >= in.size())
-        return failure("shape " + graph::formatShape(target) + " copies dim " + llvm::Twine(i) +
-                       " (0), but the input " + graph::formatShape(in) + " has rank " +
+        return failure("shape " + shapes::formatShape(target) + " copies dim " + llvm::Twine(i) +
+                       " (0), but the input " + shapes::formatShape(in) + " has rank " +
                        llvm::Twine(in.size()));
       out.push_back(in[i]);
     } else if (d == -1) {
       if (inferIndex >= 0)
-        return failure("shape " + graph::formatShape(target) + " has more than one -1");
+        return failure("shape " + shapes::formatShape(target) + " has more than one -1");
       inferIndex = static_cast<int>(i);
       out.push_back(1);
     } else if (d < 0) {
-      return failure("shape " + graph::formatShape(target) + " has invalid dimension " +
+      return failure("shape " + shapes::formatShape(target) + " has invalid dimension " +
                      llvm::Twine(d));
     } else {
       out.push_back(d);
     }
   }
   if (allowZero && inferIndex >= 0 && llvm::is_contained(target, 0))
-    return failure("shape " + graph::formatShape(target) + " has both 0 and -1 with allowzero=1");
-  int64_t total = graph::numElements(in);
-  int64_t known = graph::numElements(out); // the -1 slot counts as 1
+    return failure("shape " + shapes::formatShape(target) + " has both 0 and -1 with allowzero=1");
+  int64_t total = shapes::numElements(in);
+  int64_t known = shapes::numElements(out); // the -1 slot counts as 1
   if (known < 0)
-    return failure("shape " + graph::formatShape(target) + " has too many elements");
+    return failure("shape " + shapes::formatShape(target) + " has too many elements");
   if (inferIndex >= 0) {
     if (known == 0 || total % known != 0)
-      return failure("cannot reshape " + graph::formatShape(in) + " to " +
-                     graph::formatShape(target) + ": the -1 dimension cannot be inferred");
+      return failure("cannot reshape " + shapes::formatShape(in) + " to " +
+                     shapes::formatShape(target) + ": the -1 dimension cannot be inferred");
     out[inferIndex] = total / known;
   } else if (known != total) {
-    return failure("cannot reshape " + graph::formatShape(in) + " (" + llvm::Twine(total) +
-                   " elements) to " + graph::formatShape(out) + " (" + llvm::Twine(known) +
+    return failure("cannot reshape " + shapes::formatShape(in) + " (" + llvm::Twine(total) +
+                   " elements) to " + shapes::formatShape(out) + " (" + llvm::Twine(known) +
                    " elements)");
   }
   return {out, ""};
@@ -191,8 +191,9 @@ bool Importer::hasAttr(const NodeCtx &c, llvm::StringRef name) const {
 
 LogicalResult Importer::require4D(const NodeCtx &c, ArrayRef<int64_t> shape, llvm::StringRef what) const {
   if (shape.size() != 4)
-    return nodeError(c, "only 2-D " + what + " (a 4-D NCHW input) is supported, got an input of shape " +
-                    graph::formatShape(shape));
+    return nodeError(c, "only 2-D " + what +
+                            " (a 4-D NCHW input) is supported, got an input of shape " +
+                            shapes::formatShape(shape));
   return success();
 }
 
@@ -267,7 +268,7 @@ LogicalResult Importer::explicitPads(const NodeCtx &c, size_t dims,
   for (int64_t p : *pads)
     if (p < 0 || p > std::numeric_limits<int32_t>::max())
       return nodeError(c, "attribute 'pads' must hold non-negative values, got " +
-                              graph::formatShape(*pads));
+                              shapes::formatShape(*pads));
   return success();
 }
 

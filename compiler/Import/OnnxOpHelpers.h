@@ -51,8 +51,8 @@ inline std::string twineStr(const llvm::Twine &t) { return t.str(); }
 
 /// The shape a Reshape to `target` gives a tensor of shape `in` (0 copies
 /// the input's dim unless `allowZero`, one -1 is inferred), or why not.
-graph::ShapeOrError reshapeShape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> target,
-                                 bool allowZero);
+shapes::ShapeOrError reshapeShape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> target,
+                                  bool allowZero);
 
 /// Window attributes (kernel, strides, dilations) must be positive and small
 /// enough that the window arithmetic cannot overflow.
@@ -64,7 +64,7 @@ inline std::optional<std::string> checkWindowValues(llvm::StringRef name,
   for (int64_t v : values)
     if (v <= 0 || v > std::numeric_limits<int32_t>::max())
       return "attribute '" + name.str() + "' must hold positive values, got " +
-             graph::formatShape(values);
+             shapes::formatShape(values);
   return std::nullopt;
 }
 

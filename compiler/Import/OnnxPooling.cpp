@@ -130,9 +130,10 @@ LogicalResult Importer::convertPoolNd(const NodeCtx &c) {
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3 || shape.size() > 5)
-    return nodeError(c, "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
-                "of shape " +
-                    graph::formatShape(shape));
+    return nodeError(c,
+                     "only 1-D to 3-D pooling (an input of rank 3 to 5) is supported, got an input "
+                     "of shape " +
+                         shapes::formatShape(shape));
   if (failed(requireFloat(c, 0, elemOf(x))))
     return failure();
   PoolWindow w;
@@ -178,7 +179,8 @@ LogicalResult Importer::convertGlobalPool(const NodeCtx &c) {
     return failure();
   ArrayRef<int64_t> shape = shapeOf(x);
   if (shape.size() < 3)
-    return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " + graph::formatShape(shape));
+    return nodeError(c, "input must have rank >= 3 (N, C, spatial...), got " +
+                            shapes::formatShape(shape));
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d)
     axes.push_back(d);

@@ -142,8 +142,9 @@ LogicalResult Importer::convertSqueeze(const NodeCtx &c) {
     const SmallVector<int64_t> &norm = *normalized;
     for (int64_t a : norm)
       if (in[a] != 1)
-        return nodeError(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " + llvm::Twine(in[a]) +
-                        " (input shape " + graph::formatShape(in) + ")");
+        return nodeError(c, "cannot squeeze axis " + llvm::Twine(a) + " of size " +
+                                llvm::Twine(in[a]) + " (input shape " + shapes::formatShape(in) +
+                                ")");
     for (size_t d = 0; d < in.size(); ++d)
       if (!llvm::is_contained(norm, static_cast<int64_t>(d)))
         out.push_back(in[d]);
@@ -169,8 +170,8 @@ LogicalResult Importer::convertTranspose(const NodeCtx &c) {
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
   if (static_cast<int64_t>(perm.size()) != rank)
-    return nodeError(c, "attribute 'perm' " + graph::formatShape(perm) + " must have " + llvm::Twine(rank) +
-                    " entries");
+    return nodeError(c, "attribute 'perm' " + shapes::formatShape(perm) + " must have " +
+                            llvm::Twine(rank) + " entries");
   return defineResult(c, 0, transpose(c, x, perm));
 }
 
@@ -197,22 +198,22 @@ LogicalResult Importer::convertConcat(const NodeCtx &c) {
   int64_t axis = axisAttr.value_or(1);
   if (failed(normalizeAxis(c, "attribute 'axis'", axis, rank)))
     return failure();
-  SmallVector<SmallVector<int64_t, 4>> shapes;
+  std::vector<shapes::Dims> inputShapes; // views of the types' shapes
   bool allConst = true;
   for (int i = 0; i < n; ++i) {
     RankedTensorType t = entryType(*entries[i]);
     if (t.getElementType() != first.getElementType())
       return nodeError(c, "input #" + llvm::Twine(i) + " is " + elementTypeName(t.getElementType()) +
                       ", input #0 is " + elementTypeName(first.getElementType()));
-    shapes.emplace_back(t.getShape());
+    inputShapes.emplace_back(t.getShape());
     allConst &= static_cast<bool>(entries[i]->constant);
   }
-  FailureOr<Shape> concatenated = expectShape(c, graph::concatShape(shapes, axis));
+  FailureOr<Shape> concatenated = expectShape(c, shapes::concatShape(inputShapes, axis));
   if (failed(concatenated))
     return failure();
   const Shape &s = *concatenated;
   if (allConst && isa<IntegerType>(first.getElementType()) &&
-      graph::numElements(s) <= kMaxFoldElements) {
+      shapes::numElements(s) <= kMaxFoldElements) {
     // Shape vectors assembled from constants stay compile-time known.
     int64_t outer = product(s, 0, axis);
     SmallVector<SmallVector<int64_t>> vals;
@@ -221,7 +222,7 @@ LogicalResult Importer::convertConcat(const NodeCtx &c) {
     SmallVector<int64_t> out;
     for (int64_t o = 0; o < outer; ++o)
       for (int i = 0; i < n; ++i) {
-        int64_t chunk = product(shapes[i], axis, shapes[i].size());
+        int64_t chunk = product(inputShapes[i].vec(), axis, inputShapes[i].size());
         out.append(vals[i].begin() + o * chunk, vals[i].begin() + (o + 1) * chunk);
       }
     defineConst(c, 0, makeIntAttr(s, first.getElementType(), out));
@@ -330,7 +331,7 @@ LogicalResult Importer::convertSlice(const NodeCtx &c) {
     outSteps[axis] = count > 1 ? step : 1;
     counts[axis] = count;
   }
-  std::string bounds = graph::checkSliceBounds(in, outStarts, outSteps, counts);
+  std::string bounds = shapes::checkSliceBounds(in, outStarts, outSteps, counts);
   if (!bounds.empty())
     return nodeError(c, bounds);
   return defineSlice(c, 0, outStarts, outSteps, counts);
@@ -356,10 +357,10 @@ LogicalResult Importer::defineSlice(const NodeCtx &c, int out, ArrayRef<int64_t>
     return success();
   }
   if (data.constant && isa<IntegerType>(t.getElementType()) &&
-      graph::numElements(counts) <= kMaxFoldElements) {
+      shapes::numElements(counts) <= kMaxFoldElements) {
     SmallVector<int64_t> vals = intValues(data.constant), values;
     SmallVector<int64_t> strides = stridesOf(in);
-    int64_t n = graph::numElements(counts);
+    int64_t n = shapes::numElements(counts);
     SmallVector<int64_t> idx(rank, 0);
     for (int64_t flat = 0; flat < n; ++flat) {
       int64_t src = 0;
@@ -489,7 +490,7 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
   if (failed(attrInt(c, "axis", 0, axis)) ||
       failed(normalizeAxis(c, "attribute 'axis'", axis, dt.getRank())))
     return failure();
-  FailureOr<Shape> s = expectShape(c, graph::gatherShape(dt.getShape(), it.getShape(), axis));
+  FailureOr<Shape> s = expectShape(c, shapes::gatherShape(dt.getShape(), it.getShape(), axis));
   if (failed(s))
     return failure();
   int64_t dim = dt.getDimSize(axis);
@@ -506,7 +507,7 @@ LogicalResult Importer::convertGather(const NodeCtx &c) {
     }
   }
   if (data.constant && indices.constant && isa<IntegerType>(dt.getElementType()) &&
-      graph::numElements(*s) <= kMaxFoldElements) {
+      shapes::numElements(*s) <= kMaxFoldElements) {
     SmallVector<int64_t> vals = intValues(data.constant), out;
     int64_t outer = product(dt.getShape(), 0, axis);
     int64_t inner = product(dt.getShape(), axis + 1, dt.getRank());

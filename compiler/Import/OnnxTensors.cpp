@@ -461,14 +461,14 @@ decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t, llvm::StringRef model
   Shape shape;
   for (int64_t d : t.dims()) {
     if (d < 0)
-      return fail("negative dimension in shape " + graph::formatShape(llvm::to_vector(t.dims())));
+      return fail("negative dimension in shape " + shapes::formatShape(llvm::to_vector(t.dims())));
     shape.push_back(d);
   }
-  int64_t count = graph::numElements(shape);
+  int64_t count = shapes::numElements(shape);
   // Element count and byte size must both fit; 2^62 elements is far beyond
   // any real tensor and keeps count * 8 from overflowing.
   if (count < 0 || count > (int64_t(1) << 60))
-    return fail("shape " + graph::formatShape(shape) + " has too many elements");
+    return fail("shape " + shapes::formatShape(shape) + " has too many elements");
   uint64_t bytes = static_cast<uint64_t>(count) * info->rawBytes;
 
   TensorDecoder decoder(t, *info, count, errors);
@@ -481,7 +481,7 @@ decodeTensor(MLIRContext &ctx, const onnx::TensorProto &t, llvm::StringRef model
     if (t.raw_data().size() != bytes)
       return fail("raw_data has " + llvm::Twine(t.raw_data().size()) + " bytes, expected " +
                   llvm::Twine(bytes) + " for " + dataTypeName(t.data_type()) + " " +
-                  graph::formatShape(shape));
+                  shapes::formatShape(shape));
     // FLOAT and INT64 weights are already in the attribute's layout on a
     // little-endian host: one copy into the attribute, no decoding loop or
     // intermediate vector (most of a large model's import).

@@ -1,10 +1,10 @@
 //===- Evaluator.cpp - the value environment of the interpreter -----------===//
 #include "compiler/Interpreter/Evaluator.h"
 
+#include "common/Shapes.h"
 #include "common/numerics/Rounding.h"
 #include "compiler/Interpreter/ReferenceOpInterface.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/kernels/HostMemory.h"
 #include "runtime/kernels/Kernels.h"
@@ -217,7 +217,7 @@ LogicalResult Evaluator::checkMemory(Operation *op) {
   std::string shapes;
   for (Value v : op->getResults()) {
     llvm::raw_string_ostream os(shapes);
-    os << (shapes.empty() ? "" : ", ") << graph::formatShape(shapeOf(v)) << " "
+    os << (shapes.empty() ? "" : ", ") << shapes::formatShape(shapeOf(v)) << " "
        << elementTypeOf(v);
   }
   return fail("needs " +

@@ -1,9 +1,9 @@
 //===- Interpreter.cpp - reference execution of mp graphs ------------------===//
 #include "compiler/Interpreter/Interpreter.h"
 
+#include "common/Shapes.h"
 #include "compiler/Interpreter/Evaluator.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 #include "runtime/kernels/Kernels.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -29,8 +29,8 @@ namespace {
 /// values in HostTensor::doubles, the FP64 mode).
 bool checkInput(const TensorSpec &spec, const HostTensor &t, bool wide, std::string &error) {
   if (t.shape != spec.shape) {
-    error = "input '" + spec.name + "' has shape " + graph::formatShape(t.shape) +
-            ", the graph expects " + graph::formatShape(spec.shape);
+    error = "input '" + spec.name + "' has shape " + shapes::formatShape(t.shape) +
+            ", the graph expects " + shapes::formatShape(spec.shape);
     return false;
   }
   HostTensor::Kind want = kindOfType(spec.elementType);
@@ -46,8 +46,8 @@ bool checkInput(const TensorSpec &spec, const HostTensor &t, bool wide, std::str
                   : t.kind == HostTensor::Kind::Int ? t.ints.size()
                                                     : t.bools.size();
   if (static_cast<int64_t>(stored) != t.numElements()) {
-    error = "input '" + spec.name + "' holds " + std::to_string(stored) +
-            " values for shape " + graph::formatShape(t.shape);
+    error = "input '" + spec.name + "' holds " + std::to_string(stored) + " values for shape " +
+            shapes::formatShape(t.shape);
     return false;
   }
   return true;

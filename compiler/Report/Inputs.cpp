@@ -1,11 +1,11 @@
 //===- Inputs.cpp - graph inputs from arrays, states and a seed ------------===//
 #include "compiler/Report/Report.h"
 
-#include "dialects/Graph/IR/GraphAsm.h"
-#include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
+#include "common/Shapes.h"
 #include "common/numerics/Rounding.h"
 #include "compiler/Interpreter/Evaluator.h"
+#include "dialects/Graph/IR/GraphAsm.h"
+#include "dialects/Graph/IR/GraphOps.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"

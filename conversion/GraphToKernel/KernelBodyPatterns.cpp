@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "conversion/GraphToKernel/LowerToKernels.h"
 
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 
 using namespace mlir;
@@ -54,9 +54,9 @@ public:
 
   /// `fn` of `operands` (broadcast), rounded once to `elementType`.
   Value apply(ScalarFn fn, ValueRange operands, Type elementType) {
-    graph::Shape shape(shapeOf(operands.front()));
+    shapes::Shape shape(shapeOf(operands.front()));
     for (Value operand : operands.drop_front())
-      shape = graph::broadcastShapes(shape, shapeOf(operand)).shape;
+      shape = shapes::broadcastShapes(shape, shapeOf(operand)).shape;
     return rewriter.create<kernel::ElementwiseOp>(loc, RankedTensorType::get(shape, elementType),
                                                   fn, operands);
   }

@@ -231,20 +231,6 @@ Window window2d(const std::array<int64_t, 2> &kernel, const std::array<int64_t, 
 
 } // namespace
 
-int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
-                   int64_t padEnd, int64_t dilation, bool ceilMode) {
-  assert(stride > 0 && dilation > 0 && kernel > 0);
-  const int64_t span = (kernel - 1) * dilation + 1;
-  const int64_t room = in + padBegin + padEnd - span;
-  if (room < 0)
-    return 0;
-  int64_t out = (ceilMode ? ceilDiv(room, stride) : room / stride) + 1;
-  // A ceil-mode window that would start in the end padding is dropped.
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
-    --out;
-  return out;
-}
-
 void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
               bool upper, int64_t *padBegin, int64_t *padEnd) {
   assert(stride > 0 && dilation > 0 && kernel > 0);
@@ -254,11 +240,6 @@ void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
   const int64_t small = total / 2, large = total - total / 2;
   *padBegin = upper ? small : large;
   *padEnd = upper ? large : small;
-}
-
-int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
-                       int64_t padEnd, int64_t dilation, int64_t outputPadding) {
-  return stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - padBegin - padEnd;
 }
 
 namespace {

@@ -29,28 +29,6 @@ std::vector<int64_t> contiguousStrides(const Shape &s) {
   return strides;
 }
 
-Shape broadcastShapes(const Shape &a, const Shape &b, bool *ok) {
-  const size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    // Right-align; missing leading dims act as 1.
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) {
-      out[i] = da;
-    } else if (da == 1) {
-      out[i] = db;
-    } else {
-      if (ok)
-        *ok = false;
-      return {};
-    }
-  }
-  if (ok)
-    *ok = true;
-  return out;
-}
-
 int64_t normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return -1;
@@ -128,10 +106,7 @@ template <typename T> inline T minPropagateNaN(T x, T y) {
 template <typename T>
 void binaryT(BinaryOp op, const T *a, const Shape &as, const T *b,
              const Shape &bs, T *out, const Shape &outShape) {
-#ifndef NDEBUG
-  bool ok = false;
-  assert(broadcastShapes(as, bs, &ok) == outShape && ok);
-#endif
+  assert(shapes::broadcastShapes(as, bs).ok() && shapes::broadcastShapes(as, bs).shape == outShape);
   switch (op) {
   case BinaryOp::Add:
     return binaryImpl([](T x, T y) { return x + y; }, a, as, b, bs, out,
@@ -252,9 +227,9 @@ template <typename T>
 void whereT(const uint8_t *cond, const Shape &cs, const T *a, const Shape &as,
             const T *b, const Shape &bs, T *out, const Shape &os) {
 #ifndef NDEBUG
-  bool ok1 = false, ok2 = false;
-  Shape ab = broadcastShapes(as, bs, &ok1);
-  assert(ok1 && broadcastShapes(cs, ab, &ok2) == os && ok2);
+  const shapes::ShapeOrError ab = shapes::broadcastShapes(as, bs);
+  const shapes::ShapeOrError all = shapes::broadcastShapes(cs, ab.shape);
+  assert(ab.ok() && all.ok() && all.shape == os);
 #endif
   std::vector<int64_t> so = contiguousStrides(os);
   std::vector<int64_t> sc = detail::broadcastStrides(cs, os);

@@ -57,23 +57,6 @@ BadIndex gatherElementsRaw(const void *data, const Shape &ds, const int64_t *idx
   return {};
 }
 
-Shape gatherNdShape(const Shape &ds, const Shape &is, int64_t batchDims, bool *ok) {
-  *ok = false;
-  const int64_t r = static_cast<int64_t>(ds.size()), q = static_cast<int64_t>(is.size());
-  if (q < 1 || batchDims < 0 || batchDims >= std::min(r, q))
-    return {};
-  const int64_t m = is.back();
-  if (m < 1 || m > r - batchDims)
-    return {};
-  for (int64_t d = 0; d < batchDims; ++d)
-    if (ds[d] != is[d])
-      return {};
-  Shape out(is.begin(), is.end() - 1);
-  out.insert(out.end(), ds.begin() + batchDims + m, ds.end());
-  *ok = true;
-  return out;
-}
-
 BadIndex gatherNdRaw(const void *data, const Shape &ds, const int64_t *idx, const Shape &is,
                      int64_t batchDims, void *out, size_t elemSize) {
   const size_t b = static_cast<size_t>(batchDims);

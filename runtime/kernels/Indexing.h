@@ -37,11 +37,6 @@ BadIndex gatherElementsRaw(const void *data, const Shape &ds, const int64_t *idx
 BadIndex gatherNdRaw(const void *data, const Shape &ds, const int64_t *idx, const Shape &is,
                      int64_t batchDims, void *out, size_t elemSize);
 
-/// ONNX GatherND's output shape, or empty with *ok false when the shapes
-/// do not fit (indices rank >= 1, last dim in [1, rank - batchDims], batch
-/// dims equal).
-Shape gatherNdShape(const Shape &ds, const Shape &is, int64_t batchDims, bool *ok);
-
 /// ONNX ArgMax (`isMax`) / ArgMin along `axis` (normalized, dim > 0): the
 /// first index of the extreme value, the last with `selectLast`. `out`
 /// holds one index per position off the axis (keepdims only changes the

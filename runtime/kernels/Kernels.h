@@ -21,6 +21,8 @@
 #ifndef MIXPREC_RUNTIME_CPU_KERNELS_H
 #define MIXPREC_RUNTIME_CPU_KERNELS_H
 
+#include "common/Shapes.h"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +33,10 @@ namespace mixprec::runtime::cpu {
 
 using Shape = std::vector<int64_t>;
 
+// The shape rules (broadcasting, matmul, reductions, window sizes, gathers)
+// are common/Shapes.h's, the ones the compiler verifies modules with: the
+// kernels' preconditions are stated in its terms (shapes::pooledSize...).
+
 //===----------------------------------------------------------------------===//
 // Shape helpers
 //===----------------------------------------------------------------------===//
@@ -40,10 +46,6 @@ int64_t numElements(const Shape &s);
 
 /// Row-major element strides of a dense tensor of shape `s`.
 std::vector<int64_t> contiguousStrides(const Shape &s);
-
-/// Numpy/ONNX multidirectional broadcasting. On failure *ok is false and the
-/// returned shape is empty. `ok` may be null when the caller knows it works.
-Shape broadcastShapes(const Shape &a, const Shape &b, bool *ok);
 
 /// Normalizes a possibly negative axis against `rank`; returns -1 when out of
 /// range [-rank, rank).
@@ -96,9 +98,6 @@ void where(const uint8_t *cond, const Shape &cs, const double *a,
 //===----------------------------------------------------------------------===//
 // Linear algebra (OpenBLAS)
 //===----------------------------------------------------------------------===//
-
-/// Output shape of numpy matmul, or empty + *ok=false when incompatible.
-Shape matmulShape(const Shape &as, const Shape &bs, bool *ok);
 
 /// numpy.matmul / ONNX MatMul: both operands rank >= 1; a 1-D `a` is promoted
 /// to [1,K] and a 1-D `b` to [K,1], with the promoted dim removed from the
@@ -174,10 +173,6 @@ enum class ReduceOp {
   LogSum,
   LogSumExp,
 };
-
-/// Output shape of a reduction (axes normalized; empty = all dims).
-Shape reducedShape(const Shape &s, const std::vector<int64_t> &axes,
-                   bool keepDims);
 
 /// Reduces `axes` (normalized, sorted, unique; empty = all) of `in`.
 /// Sum-like reductions accumulate in double, so the result is the correctly
@@ -258,15 +253,6 @@ void expand(const T *in, const Shape &s, T *out, const Shape &os) {
 // Convolution / pooling (NCHW)
 //===----------------------------------------------------------------------===//
 
-/// ONNX output size along one spatial dim:
-///   floor-or-ceil((in + padBegin + padEnd - ((kernel-1)*dilation + 1)) /
-///   stride) + 1,
-/// and with ceilMode the last window must start inside the input or the
-/// begin padding (otherwise it is dropped). Returns a value <= 0 when the
-/// (dilated) kernel does not fit; the caller reports that.
-int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
-                   int64_t padEnd, int64_t dilation, bool ceilMode);
-
 /// ONNX auto_pad SAME_UPPER / SAME_LOWER pads for one spatial dim (output size
 /// ceil(in / stride)); the odd pad goes to the end for SAME_UPPER.
 void samePads(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
@@ -326,11 +312,6 @@ void avgPool2d(const double *in, const Shape &is,
 struct Window {
   std::vector<int64_t> kernel, strides, pads, dilations;
 };
-
-/// ONNX ConvTranspose's output size along one spatial dim:
-/// stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - pads.
-int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
-                       int64_t padEnd, int64_t dilation, int64_t outputPadding);
 
 /// ONNX Conv, N-D: in [N, C, D...], w [M, C/groups, k...], bias [M] or null,
 /// out [N, M, O...] (pooledSize with ceilMode=false). im2col + SGEMM per

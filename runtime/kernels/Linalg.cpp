@@ -104,29 +104,12 @@ bool matmulDims(const Shape &as, const Shape &bs, MatmulDims &d) {
     d.batchA.assign(as.begin(), as.end() - 2);
   if (bs.size() > 2)
     d.batchB.assign(bs.begin(), bs.end() - 2);
-  bool ok = false;
-  d.batch = broadcastShapes(d.batchA, d.batchB, &ok);
-  return ok;
+  shapes::ShapeOrError batch = shapes::broadcastShapes(d.batchA, d.batchB);
+  d.batch = std::move(batch.shape);
+  return batch.ok();
 }
 
 } // namespace
-
-Shape matmulShape(const Shape &as, const Shape &bs, bool *ok) {
-  MatmulDims d;
-  if (!matmulDims(as, bs, d)) {
-    if (ok)
-      *ok = false;
-    return {};
-  }
-  Shape out = d.batch;
-  if (as.size() >= 2)
-    out.push_back(d.m);
-  if (bs.size() >= 2)
-    out.push_back(d.n);
-  if (ok)
-    *ok = true;
-  return out;
-}
 
 namespace {
 
@@ -137,7 +120,7 @@ void matmulT(const T *a, const Shape &as, const T *b, const Shape &bs, T *out,
   MatmulDims d;
   bool dimsOk = matmulDims(as, bs, d);
   (void)dimsOk;
-  assert(dimsOk && matmulShape(as, bs, nullptr) == os);
+  assert(dimsOk && shapes::matmulShape(as, bs).shape == os);
   const int64_t m = d.m, n = d.n, k = d.k;
   const int64_t nb = numElements(d.batch);
   if (nb == 0 || m == 0 || n == 0)
@@ -189,15 +172,14 @@ void linearT(const T *x, const Shape &xs, const T *w, const Shape &ws,
   if (bias) {
     // Prefill the output with the broadcast bias and let GEMM accumulate
     // onto it (beta = 1): no second pass over the output.
-    bool ok = false;
-    Shape full = broadcastShapes(biasShape, os, &ok);
-    if (ok && full == os) {
+    shapes::ShapeOrError full = shapes::broadcastShapes(biasShape, os);
+    if (full.ok() && full.shape == os) {
       expand(bias, biasShape, out, os);
     } else {
       Shape flat2d = {m, n};
 #ifndef NDEBUG
-      full = broadcastShapes(biasShape, flat2d, &ok);
-      assert(ok && full == flat2d && "bias not broadcastable to output");
+      full = shapes::broadcastShapes(biasShape, flat2d);
+      assert(full.ok() && full.shape == flat2d && "bias not broadcastable to output");
 #endif
       expand(bias, biasShape, out, flat2d);
     }

@@ -137,23 +137,6 @@ void accumulate(const ReducePlan &rp, const T *in,
 
 } // namespace
 
-Shape reducedShape(const Shape &s, const std::vector<int64_t> &axes,
-                   bool keepDims) {
-  std::vector<bool> reduced(s.size(), axes.empty());
-  for (int64_t a : axes) {
-    assert(a >= 0 && static_cast<size_t>(a) < s.size());
-    reduced[a] = true;
-  }
-  Shape out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (!reduced[i])
-      out.push_back(s[i]);
-    else if (keepDims)
-      out.push_back(1);
-  }
-  return out;
-}
-
 namespace {
 
 /// reduce() in T: the accumulators are double either way.

@@ -11,6 +11,8 @@
 #include "runtime/kernels/IntElementwise.h"
 #include "runtime/kernels/Kernels.h"
 
+#include "common/Shapes.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -19,7 +21,7 @@ namespace mixprec::runtime {
 namespace {
 
 /// Bound on window, stride, dilation and pad attributes: keeps the output
-/// size arithmetic of pooledSize far from overflow.
+/// size arithmetic of shapes::pooledSize far from overflow.
 constexpr int64_t kMaxWindowAttr = int64_t(1) << 31;
 
 /// A routine: its op_type, its kind and the options table it takes (the
@@ -117,6 +119,8 @@ private:
   Status floatTensor(const TensorDesc &t, const char *role) const;
   Status axisAttr(int64_t value, size_t rank, int64_t &axis) const;
   Status sameShape(const TensorDesc &a, const TensorDesc &b) const;
+  Status expectShape(const shapes::ShapeOrError &rule, const TensorDesc &y,
+                     const std::string &context = "") const;
   Status windowAttrs() const;
   Status planeOutput(int64_t kh, int64_t kw, bool ceilMode) const;
 
@@ -203,6 +207,19 @@ Status RoutineVerifier::axisAttr(int64_t value, size_t rank, int64_t &axis) cons
   return okStatus();
 }
 
+/// Checks `y` against the shape `rule` gives (common/Shapes.h, the rules the
+/// compiler verified the graph with), or reports the rule the operands
+/// break, after `context` where given.
+Status RoutineVerifier::expectShape(const shapes::ShapeOrError &rule, const TensorDesc &y,
+                                    const std::string &context) const {
+  if (!rule.ok())
+    return fail(context.empty() ? rule.error : context + ": " + rule.error);
+  if (y.shape != rule.shape)
+    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
+                formatShape(rule.shape));
+  return okStatus();
+}
+
 Status RoutineVerifier::sameShape(const TensorDesc &a, const TensorDesc &b) const {
   if (a.shape != b.shape)
     return fail("'" + b.name + "' has shape " + formatShape(b.shape) + ", expected " +
@@ -230,10 +247,10 @@ Status RoutineVerifier::planeOutput(int64_t kh, int64_t kw, bool ceilMode) const
     if (v < 1 || v > kMaxWindowAttr)
       return fail("dilation " + std::to_string(v) + " out of range [1, 2^31]");
   const TensorDesc &x = in(0), &y = result();
-  int64_t oh = cpu::pooledSize(x.shape[2], kh, out.strides[0], out.pads[0], out.pads[2],
-                               out.dilations[0], ceilMode);
-  int64_t ow = cpu::pooledSize(x.shape[3], kw, out.strides[1], out.pads[1], out.pads[3],
-                               out.dilations[1], ceilMode);
+  int64_t oh = shapes::pooledSize(x.shape[2], kh, out.strides[0], out.pads[0], out.pads[2],
+                                  out.dilations[0], ceilMode);
+  int64_t ow = shapes::pooledSize(x.shape[3], kw, out.strides[1], out.pads[1], out.pads[3],
+                                  out.dilations[1], ceilMode);
   if (oh <= 0 || ow <= 0)
     return fail("the window does not fit the padded input " + formatShape(x.shape));
   if (y.shape[2] != oh || y.shape[3] != ow)
@@ -414,8 +431,8 @@ Status RoutineVerifier::convNd() {
   for (size_t s = 0; s < dims; ++s) {
     const int64_t k = w.shape[2 + s];
     if (!transposed) {
-      expected.push_back(cpu::pooledSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
-                                         win.pads[dims + s], win.dilations[s], false));
+      expected.push_back(shapes::pooledSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
+                                            win.pads[dims + s], win.dilations[s], false));
       continue;
     }
     const int64_t pad = out.outputPadding[s];
@@ -424,8 +441,8 @@ Status RoutineVerifier::convNd() {
                   " must be non-negative and below the stride or the dilation");
     if (x.shape[2 + s] < 1)
       return fail("input '" + x.name + "' has an empty spatial dim " + formatShape(x.shape));
-    expected.push_back(cpu::transposedSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
-                                           win.pads[dims + s], win.dilations[s], pad));
+    expected.push_back(shapes::transposedSize(x.shape[2 + s], k, win.strides[s], win.pads[s],
+                                              win.pads[dims + s], win.dilations[s], pad));
   }
   return spatialOutput(expected);
 }
@@ -463,9 +480,9 @@ Status RoutineVerifier::poolNd() {
   const cpu::Window &win = out.window;
   std::vector<int64_t> expected;
   for (size_t s = 0; s < dims; ++s)
-    expected.push_back(cpu::pooledSize(x.shape[2 + s], win.kernel[s], win.strides[s],
-                                       win.pads[s], win.pads[dims + s], win.dilations[s],
-                                       out.ceilMode));
+    expected.push_back(shapes::pooledSize(x.shape[2 + s], win.kernel[s], win.strides[s],
+                                          win.pads[s], win.pads[dims + s], win.dilations[s],
+                                          out.ceilMode));
   return spatialOutput(expected);
 }
 
@@ -477,19 +494,7 @@ Status RoutineVerifier::transpose() {
   if (Status s = listField(options<schema::TransposeOptions>().perm(), "perm", rank, out.perm);
       !s.ok())
     return s;
-  std::vector<bool> seen(rank, false);
-  std::vector<int64_t> expected(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t p = out.perm[i];
-    if (p < 0 || static_cast<size_t>(p) >= rank || seen[p])
-      return fail("perm is not a permutation of 0.." + std::to_string(rank - 1));
-    seen[p] = true;
-    expected[i] = x.shape[p];
-  }
-  if (y.shape != expected)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", perm gives " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(shapes::transposeShape(x.shape, out.perm), y);
 }
 
 Status RoutineVerifier::slice() {
@@ -505,20 +510,11 @@ Status RoutineVerifier::slice() {
   if (y.shape.size() != rank)
     return fail("output '" + y.name + "' has rank " + std::to_string(y.shape.size()) +
                 ", input has " + std::to_string(rank));
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t start = out.starts[d], step = out.steps[d], count = y.shape[d];
-    if (step == 0 || step > kMaxElements || step < -kMaxElements)
-      return fail("step of dim " + std::to_string(d) + " is " + std::to_string(step));
-    if (count == 0)
-      continue;
-    // The last index read, in 128 bits: count and |step| are each below
-    // 2^48, their product is not.
-    __int128 last = static_cast<__int128>(start) + static_cast<__int128>(count - 1) * step;
-    if (start < 0 || start >= x.shape[d] || last < 0 || last >= x.shape[d])
-      return fail("dim " + std::to_string(d) + " reads indices " + std::to_string(start) +
-                  " to " + std::to_string(static_cast<long long>(last)) +
-                  " of an extent of " + std::to_string(x.shape[d]));
-  }
+  for (size_t d = 0; d < rank; ++d)
+    if (out.steps[d] == 0 || out.steps[d] > kMaxElements || out.steps[d] < -kMaxElements)
+      return fail("step of dim " + std::to_string(d) + " is " + std::to_string(out.steps[d]));
+  if (std::string e = shapes::checkSliceBounds(x.shape, out.starts, out.steps, y.shape); !e.empty())
+    return fail(e);
   return okStatus();
 }
 
@@ -531,22 +527,12 @@ Status RoutineVerifier::concat() {
     return fail("cannot concatenate scalars");
   if (Status s = axisAttr(options<schema::AxisOptions>().axis(), rank, out.axis); !s.ok())
     return s;
-  int64_t total = 0;
-  for (size_t i = 0; i < out.inputs.size(); ++i) {
-    const TensorDesc &x = in(i);
-    if (x.shape.size() != rank)
-      return fail("input '" + x.name + "' has rank " + std::to_string(x.shape.size()) +
-                  ", output has " + std::to_string(rank));
-    for (size_t d = 0; d < rank; ++d)
-      if (static_cast<int64_t>(d) != out.axis && x.shape[d] != y.shape[d])
-        return fail("input '" + x.name + "' " + formatShape(x.shape) +
-                    " does not match output " + formatShape(y.shape) + " off the axis");
-    total += x.shape[out.axis]; // each below 2^48, at most 2^16 inputs
-  }
-  if (total != y.shape[out.axis])
-    return fail("inputs add up to " + std::to_string(total) + " along axis " +
-                std::to_string(out.axis) + ", output has " + std::to_string(y.shape[out.axis]));
-  return okStatus();
+  // Each dim is below 2^48 and there are at most 2^16 inputs: the sum
+  // along the axis fits.
+  std::vector<shapes::Dims> inputs;
+  for (size_t i = 0; i < out.inputs.size(); ++i)
+    inputs.emplace_back(in(i).shape);
+  return expectShape(shapes::concatShape(inputs, out.axis), y);
 }
 
 /// What gather and gather_elements share: data, indices and an axis of the data.
@@ -563,14 +549,7 @@ Status RoutineVerifier::gatherAlongAxis() {
 Status RoutineVerifier::gather() {
   if (Status s = gatherAlongAxis(); !s.ok())
     return s;
-  const TensorDesc &data = in(0), &idx = in(1), &y = result();
-  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + out.axis);
-  expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + out.axis + 1, data.shape.end());
-  if (y.shape != expected)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(shapes::gatherShape(in(0).shape, in(1).shape, out.axis), result());
 }
 
 Status RoutineVerifier::indexTensor(const TensorDesc &t) const {
@@ -590,15 +569,7 @@ Status RoutineVerifier::numericTensor(const TensorDesc &t, const char *role) con
 Status RoutineVerifier::gatherElements() {
   if (Status s = gatherAlongAxis(); !s.ok())
     return s;
-  const TensorDesc &data = in(0), &idx = in(1), &y = result();
-  if (idx.shape.size() != data.shape.size())
-    return fail("indices '" + idx.name + "' " + formatShape(idx.shape) +
-                " must have the rank of data " + formatShape(data.shape));
-  for (size_t d = 0; d < data.shape.size(); ++d)
-    if (static_cast<int64_t>(d) != out.axis && idx.shape[d] > data.shape[d])
-      return fail("indices '" + idx.name + "' " + formatShape(idx.shape) + " exceed data " +
-                  formatShape(data.shape) + " in dim " + std::to_string(d));
-  return sameShape(idx, y);
+  return expectShape(shapes::gatherElementsShape(in(0).shape, in(1).shape, out.axis), result());
 }
 
 Status RoutineVerifier::gatherNd() {
@@ -608,15 +579,9 @@ Status RoutineVerifier::gatherNd() {
   if (Status s = indexTensor(idx); !s.ok())
     return s;
   out.batchDims = options<schema::GatherNdOptions>().batch_dims();
-  bool ok = false;
-  cpu::Shape expected = cpu::gatherNdShape(data.shape, idx.shape, out.batchDims, &ok);
-  if (!ok)
-    return fail("data " + formatShape(data.shape) + " and indices " + formatShape(idx.shape) +
-                " do not fit batch_dims " + std::to_string(out.batchDims));
-  if (y.shape != expected)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(shapes::gatherNdShape(data.shape, idx.shape, out.batchDims), y,
+                     "data " + formatShape(data.shape) + " and indices " + formatShape(idx.shape) +
+                         " do not fit batch_dims " + std::to_string(out.batchDims));
 }
 
 Status RoutineVerifier::argReduce() {
@@ -630,15 +595,9 @@ Status RoutineVerifier::argReduce() {
     return fail("output '" + y.name + "' must be i64, got " + dtypeName(y.dtype));
   if (Status s = axisAttr(o.axis(), x.shape.size(), out.axis); !s.ok())
     return s;
-  if (x.shape[out.axis] == 0)
-    return fail("axis " + std::to_string(out.axis) + " of " + formatShape(x.shape) + " is empty");
   out.keepDims = o.keepdims();
   out.selectLast = o.select_last_index();
-  std::vector<int64_t> expected = cpu::reducedShape(x.shape, {out.axis}, out.keepDims);
-  if (y.shape != expected)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(shapes::argReduceShape(x.shape, out.axis, out.keepDims), y);
 }
 
 Status RoutineVerifier::topK() {
@@ -653,19 +612,14 @@ Status RoutineVerifier::topK() {
   out.k = o.k();
   out.largest = o.largest();
   out.writesIndices = o.indices();
-  if (out.k < 0 || out.k > x.shape[out.axis])
-    return fail("k " + std::to_string(out.k) + " is out of range [0, " +
-                std::to_string(x.shape[out.axis]) + "]");
+  const shapes::ShapeOrError rule = shapes::topKShape(x.shape, out.axis, out.k);
+  if (!rule.ok())
+    return fail(rule.error);
   schema::DType want = out.writesIndices ? schema::DType::I64 : x.dtype;
   if (y.dtype != want)
     return fail("output '" + y.name + "' must be " + dtypeName(want) + ", got " +
                 dtypeName(y.dtype));
-  std::vector<int64_t> expected = x.shape;
-  expected[out.axis] = out.k;
-  if (y.shape != expected)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(rule, y);
 }
 
 Status RoutineVerifier::cumSum() {
@@ -706,8 +660,8 @@ Status RoutineVerifier::intElementwise() {
     if (!isInt(t.dtype) && !floatExponent)
       return fail("input '" + t.name + "' must be an i64, i32 or bool tensor, got " +
                   dtypeName(t.dtype));
-    bool ok = false;
-    if (cpu::broadcastShapes(t.shape, result().shape, &ok) != result().shape || !ok)
+    const shapes::ShapeOrError joined = shapes::broadcastShapes(t.shape, result().shape);
+    if (!joined.ok() || joined.shape != result().shape)
       return fail("input '" + t.name + "' " + formatShape(t.shape) +
                   " does not broadcast to the output " + formatShape(result().shape));
   }
@@ -735,14 +689,13 @@ Status RoutineVerifier::scatterNd() {
   if (out.scatterReduction < 0 || out.scatterReduction > 4)
     return fail("reduction " + std::to_string(out.scatterReduction) + " out of range [0, 4]");
   // The updates hold one slice per index tuple: a gather_nd's output shape.
-  bool ok = false;
-  cpu::Shape expected = cpu::gatherNdShape(data.shape, idx.shape, 0, &ok);
-  if (!ok)
+  const shapes::ShapeOrError expected = shapes::gatherNdShape(data.shape, idx.shape, 0);
+  if (!expected.ok())
     return fail("indices " + formatShape(idx.shape) + " do not address data " +
-                formatShape(data.shape));
-  if (updates.shape != expected)
+                formatShape(data.shape) + ": " + expected.error);
+  if (updates.shape != expected.shape)
     return fail("updates '" + updates.name + "' have shape " + formatShape(updates.shape) +
-                ", expected " + formatShape(expected));
+                ", expected " + formatShape(expected.shape));
   return sameShape(data, y);
 }
 
@@ -784,15 +737,9 @@ Status RoutineVerifier::matmul() {
   for (const TensorDesc *t : {&a, &b, &y})
     if (Status s = floatTensor(*t, t == &y ? "output" : "operand"); !s.ok())
       return s;
-  bool ok = false;
-  cpu::Shape expected = cpu::matmulShape(a.shape, b.shape, &ok);
-  if (a.shape.empty() || b.shape.empty() || !ok)
-    return fail("operands " + formatShape(a.shape) + " x " + formatShape(b.shape) +
-                " do not multiply");
-  if (expected != y.shape)
-    return fail("output '" + y.name + "' has shape " + formatShape(y.shape) + ", expected " +
-                formatShape(expected));
-  return okStatus();
+  return expectShape(shapes::matmulShape(a.shape, b.shape), y,
+                     "operands " + formatShape(a.shape) + " x " + formatShape(b.shape) +
+                         " do not multiply");
 }
 
 Status RoutineVerifier::batchNorm() {
@@ -841,7 +788,16 @@ Status RoutineVerifier::reduce() {
     out.axes.push_back(axis);
   }
   std::sort(out.axes.begin(), out.axes.end());
-  std::vector<int64_t> expected = cpu::reducedShape(x.shape, out.axes, out.keepDims);
+  // No axes reduce them all (the kernels' convention); a scalar keeps its shape.
+  std::vector<int64_t> all(rank);
+  for (size_t d = 0; d < rank; ++d)
+    all[d] = static_cast<int64_t>(d);
+  const shapes::ShapeOrError rule =
+      rank == 0 ? shapes::ShapeOrError{{}, ""}
+                : shapes::reduceShape(x.shape, out.axes.empty() ? all : out.axes, out.keepDims);
+  if (!rule.ok())
+    return fail(rule.error);
+  const std::vector<int64_t> &expected = rule.shape;
   if (cpu::numElements(expected) != y.elements)
     return fail("output '" + y.name + "' has " + std::to_string(y.elements) +
                 " elements, the reduction gives " + formatShape(expected));

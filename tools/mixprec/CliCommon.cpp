@@ -6,10 +6,9 @@
 #include "Version.h"
 
 #include "common/Npy.h"
+#include "common/Shapes.h"
 #include "compiler/Interpreter/Evaluator.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
-#include "common/Npy.h"
 
 #include "common/FileIO.h"
 #include "common/Escape.h"

@@ -11,8 +11,8 @@
 #include "codegen/ModuleWriter.h"
 
 #include "common/Npy.h"
+#include "common/Shapes.h"
 #include "common/numerics/Rounding.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mixprec/runtime.h"
 

@@ -16,14 +16,14 @@
 #include "codegen/ModuleWriter.h"
 #include "common/Escape.h"
 #include "common/Npy.h"
+#include "common/Shapes.h"
 #include "compiler/Compile/Compile.h"
 #include "compiler/Interpreter/Interpreter.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 #include "mixprec/runtime.h"
 #include "tools/mixprec/CliCommon.h"
-#include "tools/mixprec/JitCache.h"
 #include "tools/mixprec/Commands.h"
+#include "tools/mixprec/JitCache.h"
 #include "tools/mixprec/Options.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -113,7 +113,7 @@ std::string jitKey(const std::string &cudaArch, std::string &error) {
     os << "\n" << what;
     for (const auto &[name, dims] : m)
       os << " " << mixprec::common::escapeControls(name) << "="
-         << mixprec::graph::formatShape(dims);
+         << mixprec::shapes::formatShape(dims);
   };
   shapes("shapes", opts::shapes());
   shapes("inputs", givenArrays().shapes);
@@ -259,7 +259,7 @@ int writeOutputs(const GraphSignature &sig, const std::vector<HostTensor> &outpu
     if (!writeOutput(outputs[i], paths[i], error, sig.outputs[i].elementType.isInteger(32)))
       return fail(error);
     llvm::outs() << "wrote " << paths[i] << "  (" << sig.outputs[i].name << ", "
-                 << mixprec::graph::formatShape(outputs[i].shape) << ")\n";
+                 << mixprec::shapes::formatShape(outputs[i].shape) << ")\n";
   }
   return 0;
 }

@@ -9,8 +9,8 @@
 #ifndef MIXPREC_DIALECTS_GRAPH_IR_GRAPHBUILDER_H
 #define MIXPREC_DIALECTS_GRAPH_IR_GRAPHBUILDER_H
 
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -63,7 +63,7 @@ public:
 
   /// A broadcasting binary op; its result has `lhs`'s element type.
   template <typename OpT> Value binary(Value lhs, Value rhs) {
-    ShapeOrError shape = broadcastShapes(shapeOf(lhs), shapeOf(rhs));
+    shapes::ShapeOrError shape = shapes::broadcastShapes(shapeOf(lhs), shapeOf(rhs));
     auto type = RankedTensorType::get(shape.shape, elementTypeOf(lhs));
     return b.create<OpT>(loc, type, lhs, rhs);
   }
@@ -91,13 +91,13 @@ public:
   template <typename OpT> Value unary(Value x) { return b.create<OpT>(loc, x.getType(), x); }
   /// A bool tensor comparing `x` and `y` (broadcast).
   template <typename OpT> Value compare(Value x, Value y) {
-    ShapeOrError shape = broadcastShapes(shapeOf(x), shapeOf(y));
+    shapes::ShapeOrError shape = shapes::broadcastShapes(shapeOf(x), shapeOf(y));
     return b.create<OpT>(loc, RankedTensorType::get(shape.shape, b.getI1Type()), x, y);
   }
   /// condition ? x : y, broadcast; the result has `x`'s element type.
   Value where(Value condition, Value x, Value y) {
-    ShapeOrError shape = broadcastShapes(shapeOf(condition), shapeOf(x));
-    shape = broadcastShapes(shape.shape, shapeOf(y));
+    shapes::ShapeOrError shape = shapes::broadcastShapes(shapeOf(condition), shapeOf(x));
+    shape = shapes::broadcastShapes(shape.shape, shapeOf(y));
     return b.create<WhereOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)),
                              condition, x, y);
   }
@@ -114,7 +114,7 @@ public:
   Value transpose(Value x, ArrayRef<int64_t> perm) {
     if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
       return x;
-    ShapeOrError shape = transposeShape(shapeOf(x), perm);
+    shapes::ShapeOrError shape = shapes::transposeShape(shapeOf(x), perm);
     return b.create<TransposeOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)), x,
                                  perm);
   }
@@ -142,7 +142,7 @@ public:
   Value reduceSum(Value x, ArrayRef<int64_t> axes, bool keepDims) {
     if (axes.empty())
       return x;
-    ShapeOrError shape = reduceShape(shapeOf(x), axes, keepDims);
+    shapes::ShapeOrError shape = shapes::reduceShape(shapeOf(x), axes, keepDims);
     return b.create<ReduceSumOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(x)), x,
                                  axes, keepDims, TypeAttr());
   }
@@ -177,12 +177,13 @@ public:
 
   /// numpy.matmul (both operands of `lhs`'s element type).
   Value matmul(Value lhs, Value rhs) {
-    ShapeOrError shape = matmulShape(shapeOf(lhs), shapeOf(rhs));
+    shapes::ShapeOrError shape = shapes::matmulShape(shapeOf(lhs), shapeOf(rhs));
     return b.create<MatmulOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(lhs)), lhs,
                               rhs, TypeAttr());
   }
   Value linear(Value input, Value weight, bool transposeWeight) {
-    ShapeOrError shape = linearShape(shapeOf(input), shapeOf(weight), transposeWeight);
+    shapes::ShapeOrError shape =
+        shapes::linearShape(shapeOf(input), shapeOf(weight), transposeWeight);
     return b.create<LinearOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(input)),
                               input, weight, Value(), transposeWeight, TypeAttr());
   }
@@ -190,8 +191,8 @@ public:
   /// importer writes it), mp.conv otherwise.
   Value conv(Value input, Value weight, ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
              ArrayRef<int64_t> dilations, int64_t groups) {
-    ShapeOrError shape =
-        convShape(shapeOf(input), shapeOf(weight), strides, pads, dilations, groups);
+    shapes::ShapeOrError shape =
+        shapes::convShape(shapeOf(input), shapeOf(weight), strides, pads, dilations, groups);
     auto type = RankedTensorType::get(shape.shape, elementTypeOf(input));
     if (shapeOf(input).size() == 4)
       return b.create<Conv2dOp>(loc, type, input, weight, Value(), strides, pads, dilations,
@@ -202,8 +203,8 @@ public:
   Value convTranspose(Value input, Value weight, ArrayRef<int64_t> strides,
                       ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
                       ArrayRef<int64_t> outputPadding, int64_t groups) {
-    ShapeOrError shape = convTransposeShape(shapeOf(input), shapeOf(weight), strides, pads,
-                                            dilations, outputPadding, groups);
+    shapes::ShapeOrError shape = shapes::convTransposeShape(
+        shapeOf(input), shapeOf(weight), strides, pads, dilations, outputPadding, groups);
     return b.create<ConvTransposeOp>(loc,
                                      RankedTensorType::get(shape.shape, elementTypeOf(input)),
                                      input, weight, Value(), strides, pads, dilations,
@@ -212,10 +213,10 @@ public:
   Value concat(ValueRange parts, int64_t axis) {
     if (parts.size() == 1)
       return parts[0];
-    SmallVector<SmallVector<int64_t, 4>> shapes;
+    std::vector<shapes::Dims> inputs; // views of the types' shapes
     for (Value p : parts)
-      shapes.emplace_back(shapeOf(p));
-    ShapeOrError shape = concatShape(shapes, axis);
+      inputs.emplace_back(shapeOf(p));
+    shapes::ShapeOrError shape = shapes::concatShape(inputs, axis);
     return b.create<ConcatOp>(loc, RankedTensorType::get(shape.shape, elementTypeOf(parts[0])),
                               parts, axis);
   }
@@ -232,7 +233,7 @@ public:
 private:
   /// Whether broadcasting `y` against `x` leaves `x`'s shape unchanged.
   bool sameShapeAfterBroadcast(Value x, Value y) {
-    ShapeOrError shape = broadcastShapes(shapeOf(x), shapeOf(y));
+    shapes::ShapeOrError shape = shapes::broadcastShapes(shapeOf(x), shapeOf(y));
     return shape.ok() && ArrayRef<int64_t>(shape.shape) == shapeOf(x);
   }
 };

@@ -14,9 +14,9 @@
 // distinct index tuples, max and reduce_max split ties evenly.
 //
 //===----------------------------------------------------------------------===//
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphBuilder.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -26,6 +26,7 @@
 #include <numeric>
 
 using namespace mlir;
+using namespace mixprec::shapes;
 
 namespace mixprec::graph {
 namespace {

@@ -1,13 +1,14 @@
 //===- GraphOps.cpp - verifiers of mp ops ----------------------------------===//
 #include "dialects/Graph/IR/GraphOps.h"
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphTypeInference.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
+using namespace mixprec::shapes;
 
 namespace mixprec::graph {
 namespace {
@@ -361,14 +362,14 @@ LogicalResult TransposeOp::verify() {
 LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
-  SmallVector<SmallVector<int64_t, 4>> shapes;
+  std::vector<Dims> inputShapes;
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     if (elementTypeOf(v) != elementTypeOf(getOutput()))
       return emitOpError() << "input #" << i << " element type must be "
                            << elementTypeOf(getOutput()) << ", got " << elementTypeOf(v);
-    shapes.emplace_back(shapeOf(v));
+    inputShapes.emplace_back(shapeOf(v));
   }
-  return verifyInferredShape(*this, concatShape(shapes, getAxis()), getOutput());
+  return verifyInferredShape(*this, concatShape(inputShapes, getAxis()), getOutput());
 }
 
 LogicalResult SliceOp::verify() {

@@ -1,7 +1,7 @@
 //===- GraphTypeInference.cpp - result types the mp ops infer -------------===//
 //
 // InferShapedTypeOpInterface for the ops whose result shape follows from
-// their operands and attributes: the shape functions of ShapeInference.h
+// their operands and attributes: the shape functions of common/Shapes.h
 // give it, or the rule the operands break (reported at `location`). The
 // element type comes with it where the operands fix it; a GEMM may write
 // any float type, so it leaves the element type to its builder.
@@ -9,12 +9,13 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/Graph/IR/GraphTypeInference.h"
 
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
+using namespace mixprec::shapes;
 
 namespace mixprec::graph {
 namespace {
@@ -225,10 +226,10 @@ LogicalResult ConcatOp::inferReturnTypeComponents(
   ValueRange inputs = adaptor.getInputs();
   if (inputs.empty())
     return emitOptionalError(location, "needs at least one input");
-  SmallVector<SmallVector<int64_t, 4>> shapes;
+  std::vector<Dims> inputShapes;
   for (Value input : inputs)
-    shapes.emplace_back(shapeOf(input));
-  return addResult(location, concatShape(shapes, adaptor.getAxis()), elementOf(inputs.front()),
+    inputShapes.emplace_back(shapeOf(input));
+  return addResult(location, concatShape(inputShapes, adaptor.getAxis()), elementOf(inputs.front()),
                    results);
 }
 

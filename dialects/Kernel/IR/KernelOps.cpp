@@ -2,8 +2,8 @@
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Kernel/IR/StepVisitor.h"
 
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphOps.h"
-#include "dialects/Graph/IR/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -81,9 +81,9 @@ bool storesRowValueWithoutRowDims(RankedTensorType yielded, RankedTensorType res
 LogicalResult verifyOverKernelShape(Operation *op, Value input) {
   auto kernel = cast<KernelOp>(op->getParentOp());
   if (shapeOf(input) != kernel.getShape())
-    return op->emitOpError() << "input shape " << graph::formatShape(shapeOf(input))
+    return op->emitOpError() << "input shape " << shapes::formatShape(shapeOf(input))
                              << " must be the kernel's shape "
-                             << graph::formatShape(kernel.getShape());
+                             << shapes::formatShape(kernel.getShape());
   return success();
 }
 
@@ -165,16 +165,16 @@ LogicalResult ElementwiseOp::verify() {
   if (getNumOperands() != arityOf(fn))
     return emitOpError() << "'" << graph::stringifyScalarFn(fn) << "' takes " << arityOf(fn)
                          << " operands, got " << getNumOperands();
-  graph::Shape shape(shapeOf(getOperand(0)));
+  shapes::Shape shape(shapeOf(getOperand(0)));
   for (Value operand : getOperands().drop_front()) {
-    graph::ShapeOrError joined = graph::broadcastShapes(shape, shapeOf(operand));
+    shapes::ShapeOrError joined = shapes::broadcastShapes(shape, shapeOf(operand));
     if (!joined.ok())
       return emitOpError() << joined.error;
     shape = joined.shape;
   }
   if (shapeOf(getOutput()) != ArrayRef<int64_t>(shape))
-    return emitOpError() << "result shape " << graph::formatShape(shapeOf(getOutput()))
-                         << " must be the operands' broadcast " << graph::formatShape(shape);
+    return emitOpError() << "result shape " << shapes::formatShape(shapeOf(getOutput()))
+                         << " must be the operands' broadcast " << shapes::formatShape(shape);
   return success();
 }
 
@@ -183,9 +183,9 @@ LogicalResult RowReduceOp::verify() {
     return failure();
   SmallVector<int64_t> row = cast<KernelOp>((*this)->getParentOp()).getRowValueShape();
   if (shapeOf(getOutput()) != ArrayRef<int64_t>(row))
-    return emitOpError() << "result shape " << graph::formatShape(shapeOf(getOutput()))
+    return emitOpError() << "result shape " << shapes::formatShape(shapeOf(getOutput()))
                          << " must be the kernel's shape with its row dims 1, "
-                         << graph::formatShape(row);
+                         << shapes::formatShape(row);
   return success();
 }
 

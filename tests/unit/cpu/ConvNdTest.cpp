@@ -6,6 +6,7 @@
 #include <limits>
 
 using namespace mixprec::runtime::cpu;
+namespace shapes = mixprec::shapes;
 using namespace mixprec::runtime::cpu::testing;
 
 namespace {
@@ -58,8 +59,8 @@ TEST(ConvNd, MatchesDirectReference) {
     const int64_t cg = c.c / c.groups, mg = c.m / c.groups;
     V out;
     for (size_t s = 0; s < dims; ++s)
-      out.push_back(pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s], c.pads[dims + s],
-                               c.dil[s], false));
+      out.push_back(shapes::pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s],
+                                       c.pads[dims + s], c.dil[s], false));
     const Shape is = withNC(c.n, c.c, c.in), ws = withNC(c.m, cg, c.kernel),
                 os = withNC(c.n, c.m, out);
     std::vector<float> x = randomFloats(count(is), -1, 1, seed++);
@@ -103,8 +104,8 @@ TEST(ConvTransposeNd, MatchesScatterDefinition) {
     const int64_t cg = c.c / c.groups, mg = c.m / c.groups;
     V out;
     for (size_t s = 0; s < dims; ++s)
-      out.push_back(transposedSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s],
-                                   c.pads[dims + s], c.dil[s], c.outPad[s]));
+      out.push_back(shapes::transposedSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s],
+                                           c.pads[dims + s], c.dil[s], c.outPad[s]));
     const Shape is = withNC(c.n, c.c, c.in), ws = withNC(c.c, mg, c.kernel),
                 os = withNC(c.n, c.m, out);
     std::vector<float> x = randomFloats(count(is), -1, 1, seed++);
@@ -192,8 +193,8 @@ Shape poolOut(const PoolNdCase &c, int64_t n, int64_t ch) {
   const size_t dims = c.in.size();
   V out;
   for (size_t s = 0; s < dims; ++s)
-    out.push_back(pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s], c.pads[dims + s],
-                             c.dil[s], c.ceil));
+    out.push_back(shapes::pooledSize(c.in[s], c.kernel[s], c.strides[s], c.pads[s],
+                                     c.pads[dims + s], c.dil[s], c.ceil));
   return withNC(n, ch, out);
 }
 

@@ -3,6 +3,7 @@
 #include <limits>
 
 using namespace mixprec::runtime::cpu;
+namespace shapes = mixprec::shapes;
 using namespace mixprec::runtime::cpu::testing;
 
 namespace {
@@ -12,22 +13,22 @@ using A4 = std::array<int64_t, 4>;
 
 TEST(PooledSize, OnnxFormulaAndCeilMode) {
   // floor((5 + 0 - 3) / 2) + 1 = 2
-  EXPECT_EQ(pooledSize(5, 3, 2, 0, 0, 1, false), 2);
-  EXPECT_EQ(pooledSize(5, 3, 2, 0, 0, 1, true), 2);
+  EXPECT_EQ(shapes::pooledSize(5, 3, 2, 0, 0, 1, false), 2);
+  EXPECT_EQ(shapes::pooledSize(5, 3, 2, 0, 0, 1, true), 2);
   // 6: floor(3/2)+1 = 2, ceil -> 3 (last window starts at 4 < 6)
-  EXPECT_EQ(pooledSize(6, 3, 2, 0, 0, 1, false), 2);
-  EXPECT_EQ(pooledSize(6, 3, 2, 0, 0, 1, true), 3);
+  EXPECT_EQ(shapes::pooledSize(6, 3, 2, 0, 0, 1, false), 2);
+  EXPECT_EQ(shapes::pooledSize(6, 3, 2, 0, 0, 1, true), 3);
   // ceil would start the last window at 4 == in + padBegin: dropped.
-  EXPECT_EQ(pooledSize(4, 2, 2, 0, 1, 1, true), 2);
-  EXPECT_EQ(pooledSize(4, 2, 2, 0, 1, 1, false), 2);
+  EXPECT_EQ(shapes::pooledSize(4, 2, 2, 0, 1, 1, true), 2);
+  EXPECT_EQ(shapes::pooledSize(4, 2, 2, 0, 1, 1, false), 2);
   // With left padding the start bound moves: 4 < 4 + 1, kept.
-  EXPECT_EQ(pooledSize(4, 2, 2, 1, 0, 1, true), 3);
+  EXPECT_EQ(shapes::pooledSize(4, 2, 2, 1, 0, 1, true), 3);
   // Dilation: span = (3-1)*2+1 = 5 -> floor((7-5)/1)+1 = 3
-  EXPECT_EQ(pooledSize(7, 3, 1, 0, 0, 2, false), 3);
+  EXPECT_EQ(shapes::pooledSize(7, 3, 1, 0, 0, 2, false), 3);
   // Kernel bigger than padded input.
-  EXPECT_LE(pooledSize(2, 5, 1, 0, 0, 1, false), 0);
+  EXPECT_LE(shapes::pooledSize(2, 5, 1, 0, 0, 1, false), 0);
   // Conv-style with pads: (224 + 3 + 3 - 7) / 2 + 1 = 112
-  EXPECT_EQ(pooledSize(224, 7, 2, 3, 3, 1, false), 112);
+  EXPECT_EQ(shapes::pooledSize(224, 7, 2, 3, 3, 1, false), 112);
 }
 
 TEST(SamePads, UpperAndLower) {
@@ -71,10 +72,10 @@ TEST(Conv2d, MatchesDirectReference) {
   for (const auto &c : cases) {
     const int64_t n = c.is[0], ch = c.is[1], h = c.is[2], w = c.is[3];
     const int64_t cg = ch / c.groups, mg = c.m / c.groups;
-    const int64_t oh = pooledSize(h, c.kh, c.strides[0], c.pads[0], c.pads[2],
-                                  c.dil[0], false);
-    const int64_t ow = pooledSize(w, c.kw, c.strides[1], c.pads[1], c.pads[3],
-                                  c.dil[1], false);
+    const int64_t oh =
+        shapes::pooledSize(h, c.kh, c.strides[0], c.pads[0], c.pads[2], c.dil[0], false);
+    const int64_t ow =
+        shapes::pooledSize(w, c.kw, c.strides[1], c.pads[1], c.pads[3], c.dil[1], false);
     const Shape ws = {c.m, cg, c.kh, c.kw}, os = {n, c.m, oh, ow};
     std::vector<float> x = randomFloats(count(c.is), -1, 1, seed++);
     std::vector<float> wt = randomFloats(count(ws), -1, 1, seed++);
@@ -130,11 +131,10 @@ const std::vector<PoolCase> &poolCases() {
 }
 
 Shape poolOut(const PoolCase &c) {
-  return {c.is[0], c.is[1],
-          pooledSize(c.is[2], c.k[0], c.strides[0], c.pads[0], c.pads[2],
-                     c.dil[0], c.ceil),
-          pooledSize(c.is[3], c.k[1], c.strides[1], c.pads[1], c.pads[3],
-                     c.dil[1], c.ceil)};
+  return {
+      c.is[0], c.is[1],
+      shapes::pooledSize(c.is[2], c.k[0], c.strides[0], c.pads[0], c.pads[2], c.dil[0], c.ceil),
+      shapes::pooledSize(c.is[3], c.k[1], c.strides[1], c.pads[1], c.pads[3], c.dil[1], c.ceil)};
 }
 
 TEST(MaxPool2d, PaddingNeverWins) {
@@ -204,7 +204,7 @@ TEST(AvgPool2d, OnnxCeilExample) {
   for (int i = 0; i < 16; ++i)
     x[i] = float(i + 1);
   const Shape is = {1, 1, 4, 4};
-  const int64_t o = pooledSize(4, 3, 2, 0, 0, 1, true);
+  const int64_t o = shapes::pooledSize(4, 3, 2, 0, 0, 1, true);
   ASSERT_EQ(o, 2);
   std::vector<float> y(4);
   avgPool2d(x.data(), is, {3, 3}, {2, 2}, {0, 0, 0, 0}, false, y.data(),

@@ -7,6 +7,19 @@ using namespace mixprec::runtime::cpu::testing;
 
 namespace {
 
+/// reduce()'s output shape: common/Shapes.h's rule, with no axes meaning all
+/// of them (the kernel's convention).
+Shape reducedShape(const Shape &s, std::vector<int64_t> axes, bool keepDims) {
+  if (s.empty())
+    return {};
+  if (axes.empty())
+    for (size_t d = 0; d < s.size(); ++d)
+      axes.push_back(static_cast<int64_t>(d));
+  mixprec::shapes::ShapeOrError r = mixprec::shapes::reduceShape(s, axes, keepDims);
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.shape;
+}
+
 // Reference: visit every input element, map it to its output slot by zeroing
 // reduced coordinates, fold in double.
 std::vector<double> refReduce(ReduceOp op, const std::vector<float> &x,

@@ -850,12 +850,13 @@ TEST(Verify, GemmsRoutinesStepsAndSignature) {
   {
     ModuleBuilder b = convBuilder();
     b.routines[2].options.AsTransposeOptions()->perm = {0, 2, 2, 1};
-    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "perm is not a permutation");
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "perm [0, 2, 2, 1] is not a permutation");
   }
   {
     ModuleBuilder b = convBuilder();
     b.routines[5].options.AsSliceOptions()->steps = {2, 4}; // dim 1 reads 0, 4, 8 of 8
-    expectLoadError(b.build(), MIXPREC_INVALID_MODULE, "reads indices 0 to 8 of an extent of 8");
+    expectLoadError(b.build(), MIXPREC_INVALID_MODULE,
+                    "dimension 1 reads indices 0 to 8 outside [0, 8)");
   }
   {
     ModuleBuilder b = convBuilder();

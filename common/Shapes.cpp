@@ -1,18 +1,22 @@
-//===- ShapeInference.cpp - result shapes of mp ops ------------------------===//
-#include "dialects/Graph/IR/ShapeInference.h"
+//===- Shapes.cpp - the shape functions of the ops
+//-------------------------===//
+#include "common/Shapes.h"
 
 #include "common/FormatShape.h"
-
-#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <limits>
 
-namespace mixprec::graph {
+namespace mixprec::shapes {
+namespace {
+template <typename F> bool anyOf(Dims dims, F f) {
+  return std::any_of(dims.begin(), dims.end(), f);
+}
+} // namespace
 
-std::string formatShape(llvm::ArrayRef<int64_t> shape) { return support::formatShapeOf(shape); }
+std::string formatShape(Dims shape) { return support::formatShapeOf(shape); }
 
-int64_t numElements(llvm::ArrayRef<int64_t> shape) {
+int64_t numElements(Dims shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0)
@@ -24,7 +28,7 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   return n;
 }
 
-ShapeOrError broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+ShapeOrError broadcastShapes(Dims a, Dims b) {
   size_t rank = std::max(a.size(), b.size());
   Shape out(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -38,7 +42,7 @@ ShapeOrError broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> 
   return {out, ""};
 }
 
-ShapeOrError matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs) {
+ShapeOrError matmulShape(Dims lhs, Dims rhs) {
   if (lhs.empty() || rhs.empty())
     return ShapeOrError::failure("matmul operands must have rank >= 1");
   Shape a(lhs.begin(), lhs.end()), b(rhs.begin(), rhs.end());
@@ -49,10 +53,9 @@ ShapeOrError matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rh
     b.push_back(1);
   int64_t m = a[a.size() - 2], k = a.back(), k2 = b[b.size() - 2], n = b.back();
   if (k != k2)
-    return ShapeOrError::failure("contracting dimensions differ: " + formatShape(lhs) +
-                                 " x " + formatShape(rhs));
-  ShapeOrError batch = broadcastShapes(llvm::ArrayRef(a).drop_back(2),
-                                       llvm::ArrayRef(b).drop_back(2));
+    return ShapeOrError::failure("contracting dimensions differ: " + formatShape(lhs) + " x " +
+                                 formatShape(rhs));
+  ShapeOrError batch = broadcastShapes(Dims(a).dropBack(2), Dims(b).dropBack(2));
   if (!batch.ok())
     return ShapeOrError::failure("batch dimensions: " + batch.error);
   Shape out = batch.shape;
@@ -63,8 +66,7 @@ ShapeOrError matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rh
   return {out, ""};
 }
 
-ShapeOrError linearShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
-                         bool transposeWeight) {
+ShapeOrError linearShape(Dims input, Dims weight, bool transposeWeight) {
   if (input.empty())
     return ShapeOrError::failure("input must have rank >= 1");
   if (weight.size() != 2)
@@ -80,13 +82,13 @@ ShapeOrError linearShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
   return {out, ""};
 }
 
-int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
-                   int64_t padEnd, int64_t dilation, bool ceilMode) {
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padBegin + padEnd - effective;
-  if (span < 0)
+int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin, int64_t padEnd,
+                   int64_t dilation, bool ceilMode) {
+  const int64_t effective = dilation * (kernel - 1) + 1;
+  const int64_t room = in + padBegin + padEnd - effective;
+  if (room < 0)
     return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t out = (ceilMode ? (room + stride - 1) / stride : room / stride) + 1;
   // With ceil_mode, a window that would start in the trailing padding is
   // dropped (ONNX and PyTorch agree on this).
   if (ceilMode && (out - 1) * stride >= in + padBegin)
@@ -94,13 +96,16 @@ int64_t pooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
   return out;
 }
 
+int64_t transposedSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin, int64_t padEnd,
+                       int64_t dilation, int64_t outputPadding) {
+  return stride * (in - 1) + outputPadding + (kernel - 1) * dilation + 1 - padBegin - padEnd;
+}
+
 /// Checks the strides, pads and dilations of a window op with `dims`
 /// spatial dims (dilations may be empty: all ones). A transposed
 /// convolution's pads may be negative (ONNX's output_shape can ask for
 /// more than the unpadded size).
-static std::string checkWindowAttrs(size_t dims, llvm::ArrayRef<int64_t> strides,
-                                    llvm::ArrayRef<int64_t> pads,
-                                    llvm::ArrayRef<int64_t> dilations,
+static std::string checkWindowAttrs(size_t dims, Dims strides, Dims pads, Dims dilations,
                                     bool negativePads = false) {
   std::string n = std::to_string(dims);
   if (strides.size() != dims)
@@ -111,27 +116,26 @@ static std::string checkWindowAttrs(size_t dims, llvm::ArrayRef<int64_t> strides
            std::to_string(pads.size());
   if (!dilations.empty() && dilations.size() != dims)
     return "dilations must have " + n + " values, got " + std::to_string(dilations.size());
-  if (llvm::any_of(strides, [](int64_t s) { return s <= 0; }))
+  if (anyOf(strides, [](int64_t s) { return s <= 0; }))
     return "strides must be positive, got " + formatShape(strides);
-  if (!negativePads && llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+  if (!negativePads && anyOf(pads, [](int64_t p) { return p < 0; }))
     return "pads must be non-negative, got " + formatShape(pads);
-  if (llvm::any_of(dilations, [](int64_t d) { return d <= 0; }))
+  if (anyOf(dilations, [](int64_t d) { return d <= 0; }))
     return "dilations must be positive, got " + formatShape(dilations);
   return "";
 }
 
 /// The rank rule of the N-D window ops: [N, C] and 1 to 3 spatial dims.
-static std::string checkSpatialRank(llvm::ArrayRef<int64_t> input) {
+static std::string checkSpatialRank(Dims input) {
   if (input.size() < 3 || input.size() > 5)
-    return "input must be [N, C, spatial...] with 1 to 3 spatial dims, got " +
-           formatShape(input);
+    return "input must be [N, C, spatial...] with 1 to 3 spatial dims, got " + formatShape(input);
   return "";
 }
 
 /// Group arithmetic of a convolution with `inChannels` and `outChannels`,
 /// whose weight expects `expectedIn` input channels.
-static std::string checkGroups(llvm::ArrayRef<int64_t> weight, int64_t inChannels,
-                               int64_t outChannels, int64_t expectedIn, int64_t groups) {
+static std::string checkGroups(Dims weight, int64_t inChannels, int64_t outChannels,
+                               int64_t expectedIn, int64_t groups) {
   if (groups <= 0)
     return "groups must be positive, got " + std::to_string(groups);
   if (inChannels % groups != 0 || outChannels % groups != 0)
@@ -143,9 +147,8 @@ static std::string checkGroups(llvm::ArrayRef<int64_t> weight, int64_t inChannel
   return "";
 }
 
-ShapeOrError convShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
-                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                       llvm::ArrayRef<int64_t> dilations, int64_t groups) {
+ShapeOrError convShape(Dims input, Dims weight, Dims strides, Dims pads, Dims dilations,
+                       int64_t groups) {
   if (std::string e = checkSpatialRank(input); !e.empty())
     return ShapeOrError::failure(e);
   const size_t dims = input.size() - 2;
@@ -157,22 +160,22 @@ ShapeOrError convShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> we
     return ShapeOrError::failure("dilations must have " + std::to_string(dims) + " values");
   if (std::string e = checkWindowAttrs(dims, strides, pads, dilations); !e.empty())
     return ShapeOrError::failure(e);
-  if (std::string e = checkGroups(weight, input[1], weight[0], weight[1] * groups, groups); !e.empty())
+  if (std::string e = checkGroups(weight, input[1], weight[0], weight[1] * groups, groups);
+      !e.empty())
     return ShapeOrError::failure(e);
   Shape out{input[0], weight[0]};
   for (size_t i = 0; i < dims; ++i) {
     out.push_back(pooledSize(input[2 + i], weight[2 + i], strides[i], pads[i], pads[dims + i],
                              dilations[i], /*ceilMode=*/false));
     if (out.back() <= 0)
-      return ShapeOrError::failure("kernel " + formatShape(weight.drop_front(2)) +
+      return ShapeOrError::failure("kernel " + formatShape(weight.dropFront(2)) +
                                    " does not fit the padded input " + formatShape(input));
   }
   return {out, ""};
 }
 
-ShapeOrError conv2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
-                         llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                         llvm::ArrayRef<int64_t> dilations, int64_t groups) {
+ShapeOrError conv2dShape(Dims input, Dims weight, Dims strides, Dims pads, Dims dilations,
+                         int64_t groups) {
   if (input.size() != 4)
     return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
   if (weight.size() != 4)
@@ -180,10 +183,8 @@ ShapeOrError conv2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
   return convShape(input, weight, strides, pads, dilations, groups);
 }
 
-ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> weight,
-                                llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                                llvm::ArrayRef<int64_t> dilations,
-                                llvm::ArrayRef<int64_t> outputPadding, int64_t groups) {
+ShapeOrError convTransposeShape(Dims input, Dims weight, Dims strides, Dims pads, Dims dilations,
+                                Dims outputPadding, int64_t groups) {
   if (std::string e = checkSpatialRank(input); !e.empty())
     return ShapeOrError::failure(e);
   const size_t dims = input.size() - 2;
@@ -193,7 +194,8 @@ ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<in
                                  formatShape(weight));
   if (dilations.size() != dims)
     return ShapeOrError::failure("dilations must have " + std::to_string(dims) + " values");
-  if (std::string e = checkWindowAttrs(dims, strides, pads, dilations, /*negativePads=*/true);
+  if (std::string e = checkWindowAttrs(dims, strides, pads, dilations,
+                                       /*negativePads=*/true);
       !e.empty())
     return ShapeOrError::failure(e);
   if (outputPadding.size() != dims)
@@ -201,7 +203,8 @@ ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<in
                                  " values, got " + std::to_string(outputPadding.size()));
   if (groups <= 0)
     return ShapeOrError::failure("groups must be positive, got " + std::to_string(groups));
-  if (std::string e = checkGroups(weight, input[1], weight[1] * groups, weight[0], groups); !e.empty())
+  if (std::string e = checkGroups(weight, input[1], weight[1] * groups, weight[0], groups);
+      !e.empty())
     return ShapeOrError::failure(e);
   Shape out{input[0], weight[1] * groups};
   for (size_t i = 0; i < dims; ++i) {
@@ -209,24 +212,23 @@ ShapeOrError convTransposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<in
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(strides[i], dilations[i]))
       return ShapeOrError::failure("output_padding " + formatShape(outputPadding) +
                                    " must be non-negative and below the stride or the dilation");
-    int64_t size = strides[i] * (input[2 + i] - 1) + outputPadding[i] +
-                   (weight[2 + i] - 1) * dilations[i] + 1 - pads[i] - pads[dims + i];
+    int64_t size = transposedSize(input[2 + i], weight[2 + i], strides[i], pads[i], pads[dims + i],
+                                  dilations[i], outputPadding[i]);
     if (input[2 + i] <= 0 || weight[2 + i] <= 0 || size <= 0)
       return ShapeOrError::failure("pads " + formatShape(pads) + " leave no output of input " +
                                    formatShape(input) + " and kernel " +
-                                   formatShape(weight.drop_front(2)));
+                                   formatShape(weight.dropFront(2)));
     out.push_back(size);
   }
   return {out, ""};
 }
 
-ShapeOrError poolShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
-                       llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                       llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
+ShapeOrError poolShape(Dims input, Dims kernel, Dims strides, Dims pads, Dims dilations,
+                       bool ceilMode) {
   if (std::string e = checkSpatialRank(input); !e.empty())
     return ShapeOrError::failure(e);
   const size_t dims = input.size() - 2;
-  if (kernel.size() != dims || llvm::any_of(kernel, [](int64_t k) { return k <= 0; }))
+  if (kernel.size() != dims || anyOf(kernel, [](int64_t k) { return k <= 0; }))
     return ShapeOrError::failure("kernel_shape must be " + std::to_string(dims) +
                                  " positive values, got " + formatShape(kernel));
   if (std::string e = checkWindowAttrs(dims, strides, pads, dilations); !e.empty())
@@ -237,8 +239,8 @@ ShapeOrError poolShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> ke
       return ShapeOrError::failure("pads " + formatShape(pads) +
                                    " must be smaller than kernel_shape " + formatShape(kernel));
     int64_t dilation = dilations.empty() ? 1 : dilations[i];
-    out.push_back(pooledSize(input[2 + i], kernel[i], strides[i], pads[i], pads[dims + i],
-                             dilation, ceilMode));
+    out.push_back(pooledSize(input[2 + i], kernel[i], strides[i], pads[i], pads[dims + i], dilation,
+                             ceilMode));
     if (out.back() <= 0)
       return ShapeOrError::failure("window " + formatShape(kernel) +
                                    " does not fit the padded input " + formatShape(input));
@@ -246,30 +248,26 @@ ShapeOrError poolShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> ke
   return {out, ""};
 }
 
-ShapeOrError pool2dShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
-                         llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
-                         llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
+ShapeOrError pool2dShape(Dims input, Dims kernel, Dims strides, Dims pads, Dims dilations,
+                         bool ceilMode) {
   if (input.size() != 4)
     return ShapeOrError::failure("input must be NCHW (rank 4), got " + formatShape(input));
   return poolShape(input, kernel, strides, pads, dilations, ceilMode);
 }
 
-ShapeOrError reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> axes,
-                         bool keepDims) {
+ShapeOrError reduceShape(Dims input, Dims axes, bool keepDims) {
   if (axes.empty())
     return ShapeOrError::failure("axes must not be empty");
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(input.size()))
       return ShapeOrError::failure("axis " + std::to_string(axes[i]) +
-                                   " is out of range for rank " +
-                                   std::to_string(input.size()));
+                                   " is out of range for rank " + std::to_string(input.size()));
     if (i > 0 && axes[i] <= axes[i - 1])
-      return ShapeOrError::failure("axes must be strictly increasing, got " +
-                                   formatShape(axes));
+      return ShapeOrError::failure("axes must be strictly increasing, got " + formatShape(axes));
   }
   Shape out;
   for (int64_t d = 0; d < static_cast<int64_t>(input.size()); ++d) {
-    bool reduced = llvm::is_contained(axes, d);
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
     if (!reduced)
       out.push_back(input[d]);
     else if (keepDims)
@@ -278,11 +276,11 @@ ShapeOrError reduceShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> 
   return {out, ""};
 }
 
-ShapeOrError transposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> perm) {
+ShapeOrError transposeShape(Dims input, Dims perm) {
   if (perm.size() != input.size())
-    return ShapeOrError::failure("perm has " + std::to_string(perm.size()) +
-                                 " entries for rank " + std::to_string(input.size()));
-  llvm::SmallVector<bool, 8> seen(input.size(), false);
+    return ShapeOrError::failure("perm has " + std::to_string(perm.size()) + " entries for rank " +
+                                 std::to_string(input.size()));
+  std::vector<bool> seen(input.size(), false);
   Shape out;
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(input.size()) || seen[p])
@@ -293,13 +291,13 @@ ShapeOrError transposeShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_
   return {out, ""};
 }
 
-ShapeOrError concatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs, int64_t axis) {
+ShapeOrError concatShape(const std::vector<Dims> &inputs, int64_t axis) {
   if (inputs.empty())
     return ShapeOrError::failure("needs at least one input");
   const auto &first = inputs.front();
   if (axis < 0 || axis >= static_cast<int64_t>(first.size()))
-    return ShapeOrError::failure("axis " + std::to_string(axis) +
-                                 " is out of range for rank " + std::to_string(first.size()));
+    return ShapeOrError::failure("axis " + std::to_string(axis) + " is out of range for rank " +
+                                 std::to_string(first.size()));
   Shape out(first.begin(), first.end());
   for (size_t i = 1; i < inputs.size(); ++i) {
     const auto &s = inputs[i];
@@ -308,21 +306,20 @@ ShapeOrError concatShape(llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> inputs, i
       compatible = static_cast<int64_t>(d) == axis || s[d] == first[d];
     if (!compatible)
       return ShapeOrError::failure("input #" + std::to_string(i) + " " + formatShape(s) +
-                                   " does not match " + formatShape(first) +
-                                   " off axis " + std::to_string(axis));
+                                   " does not match " + formatShape(first) + " off axis " +
+                                   std::to_string(axis));
     out[axis] += s[axis];
   }
   return {out, ""};
 }
 
-ShapeOrError gatherShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
-                         int64_t axis) {
+ShapeOrError gatherShape(Dims data, Dims indices, int64_t axis) {
   if (axis < 0 || axis >= static_cast<int64_t>(data.size()))
-    return ShapeOrError::failure("axis " + std::to_string(axis) +
-                                 " is out of range for rank " + std::to_string(data.size()));
+    return ShapeOrError::failure("axis " + std::to_string(axis) + " is out of range for rank " +
+                                 std::to_string(data.size()));
   Shape out(data.begin(), data.begin() + axis);
-  out.append(indices.begin(), indices.end());
-  out.append(data.begin() + axis + 1, data.end());
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
   return {out, ""};
 }
 
@@ -335,8 +332,7 @@ std::string axisError(int64_t axis, size_t rank) {
 }
 } // namespace
 
-ShapeOrError gatherElementsShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
-                                 int64_t axis) {
+ShapeOrError gatherElementsShape(Dims data, Dims indices, int64_t axis) {
   if (std::string e = axisError(axis, data.size()); !e.empty())
     return ShapeOrError::failure(e);
   if (indices.size() != data.size())
@@ -349,8 +345,7 @@ ShapeOrError gatherElementsShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<in
   return {Shape(indices.begin(), indices.end()), ""};
 }
 
-ShapeOrError gatherNdShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t> indices,
-                           int64_t batchDims) {
+ShapeOrError gatherNdShape(Dims data, Dims indices, int64_t batchDims) {
   const int64_t r = data.size(), q = indices.size();
   if (q < 1)
     return ShapeOrError::failure("indices must have rank >= 1");
@@ -366,11 +361,11 @@ ShapeOrError gatherNdShape(llvm::ArrayRef<int64_t> data, llvm::ArrayRef<int64_t>
       return ShapeOrError::failure("batch dim " + std::to_string(d) + " differs: data " +
                                    formatShape(data) + ", indices " + formatShape(indices));
   Shape out(indices.begin(), indices.end() - 1);
-  out.append(data.begin() + batchDims + m, data.end());
+  out.insert(out.end(), data.begin() + batchDims + m, data.end());
   return {out, ""};
 }
 
-ShapeOrError argReduceShape(llvm::ArrayRef<int64_t> input, int64_t axis, bool keepDims) {
+ShapeOrError argReduceShape(Dims input, int64_t axis, bool keepDims) {
   if (std::string e = axisError(axis, input.size()); !e.empty())
     return ShapeOrError::failure(e);
   if (input[axis] == 0)
@@ -379,7 +374,7 @@ ShapeOrError argReduceShape(llvm::ArrayRef<int64_t> input, int64_t axis, bool ke
   return reduceShape(input, {axis}, keepDims);
 }
 
-ShapeOrError topKShape(llvm::ArrayRef<int64_t> input, int64_t axis, int64_t k) {
+ShapeOrError topKShape(Dims input, int64_t axis, int64_t k) {
   if (std::string e = axisError(axis, input.size()); !e.empty())
     return ShapeOrError::failure(e);
   if (k < 0 || k > input[axis])
@@ -391,29 +386,31 @@ ShapeOrError topKShape(llvm::ArrayRef<int64_t> input, int64_t axis, int64_t k) {
   return {out, ""};
 }
 
-ShapeOrError axisPreservingShape(llvm::ArrayRef<int64_t> input, int64_t axis) {
+ShapeOrError axisPreservingShape(Dims input, int64_t axis) {
   if (std::string e = axisError(axis, input.size()); !e.empty())
     return ShapeOrError::failure(e);
   return {Shape(input.begin(), input.end()), ""};
 }
 
-std::string checkSliceBounds(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> starts,
-                             llvm::ArrayRef<int64_t> steps, llvm::ArrayRef<int64_t> counts) {
-  if (starts.size() != input.size() || steps.size() != input.size())
-    return "starts and steps need one value per dimension (" +
-           std::to_string(input.size()) + ")";
+std::string checkSliceBounds(Dims input, Dims starts, Dims steps, Dims counts) {
+  if (starts.size() != input.size() || steps.size() != input.size() ||
+      counts.size() != input.size())
+    return "starts and steps need one value per dimension (" + std::to_string(input.size()) + ")";
   for (size_t d = 0; d < input.size(); ++d) {
     if (steps[d] == 0)
       return "step of dimension " + std::to_string(d) + " is zero";
     if (counts[d] == 0)
       continue;
-    int64_t last = starts[d] + (counts[d] - 1) * steps[d];
+    // The last index read, in 128 bits: a count and a step may each be
+    // large, their product may not fit int64.
+    const __int128 last =
+        static_cast<__int128>(starts[d]) + static_cast<__int128>(counts[d] - 1) * steps[d];
     if (starts[d] < 0 || starts[d] >= input[d] || last < 0 || last >= input[d])
-      return "dimension " + std::to_string(d) + " reads indices " +
-             std::to_string(starts[d]) + " to " + std::to_string(last) +
-             " outside [0, " + std::to_string(input[d]) + ")";
+      return "dimension " + std::to_string(d) + " reads indices " + std::to_string(starts[d]) +
+             " to " + std::to_string(static_cast<long long>(last)) + " outside [0, " +
+             std::to_string(input[d]) + ")";
   }
   return "";
 }
 
-} // namespace mixprec::graph
+} // namespace mixprec::shapes
