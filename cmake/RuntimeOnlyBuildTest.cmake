@@ -57,9 +57,7 @@ endforeach()
 message(STATUS "${count} header reads, none from LLVM, MLIR, ONNX, protobuf, GoogleTest, "
                "the system FlatBuffers, OpenBLAS or the CUDA toolkit")
 
-execute_process(COMMAND ${READELF} -d ${WORK_DIR}/runtime/libmixprec_runtime.so
-                OUTPUT_VARIABLE dynamic)
-string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*" needed "${dynamic}")
-if(NOT needed MATCHES "libc\\.so" OR needed MATCHES "LLVM|MLIR|openblas|gfortran|flatbuffers")
+mixprec_needed_libraries(${READELF} ${WORK_DIR}/runtime/libmixprec_runtime.so needed)
+if(needed MATCHES "LLVM|MLIR|openblas|gfortran|flatbuffers")
   message(FATAL_ERROR "runtime-only libmixprec_runtime.so NEEDED: ${needed}")
 endif()

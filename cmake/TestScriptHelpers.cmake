@@ -18,3 +18,19 @@ function(run_checked)
   endif()
   set(output "${out}${err}" PARENT_SCOPE)
 endfunction()
+
+# Sets `var` to the NEEDED entries (readelf -d) of the ELF file `file`: the
+# libraries the loader will look for. Fails when readelf fails or lists none
+# (every binary here needs libc).
+function(mixprec_needed_libraries readelf file var)
+  execute_process(COMMAND ${readelf} -d ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE dynamic
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${file} failed (${rc}): ${err}")
+  endif()
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*" needed "${dynamic}")
+  if(NOT needed MATCHES "libc\\.so")
+    message(FATAL_ERROR "no NEEDED entries read from ${file}:\n${dynamic}")
+  endif()
+  set(${var} "${needed}" PARENT_SCOPE)
+endfunction()

@@ -3,8 +3,10 @@
 #include "compiler/Compile/BytecodeGuard.h"
 
 #include "common/FileIO.h"
+#if MIXPREC_ENABLE_ONNX
 #include "compiler/Import/OnnxImporter.h"
 #include "compiler/Import/OnnxImporterOptions.h"
+#endif
 #include "dialects/Graph/IR/GraphOps.h"
 #include "passes/Precision/PrecisionUtils.h"
 
@@ -184,6 +186,12 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
   // MLIR bytecode is known by its first bytes, under any name.
   const bool bytecode = hasBytecodeMagic(path);
   if (pathRef.ends_with(".onnx") && !bytecode) {
+#if !MIXPREC_ENABLE_ONNX
+    emitError(UnknownLoc::get(&context))
+        << path << ": this mixprec was built without the ONNX importer "
+        << "(MIXPREC_ENABLE_ONNX=OFF); give the model as .mlir or .mlirbc";
+    return nullptr;
+#else
     OnnxImportOptions importOptions;
     importOptions.onExternalFile = options.onExternalFile;
     importOptions.inputShapes = options.inputShapes;
@@ -197,6 +205,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef pathRef,
     if (!module)
       emitError(UnknownLoc::get(&context)) << error;
     return module;
+#endif
   }
   if (bytecode || pathRef.ends_with(".mlir") || pathRef.ends_with(".mlirbc")) {
     if (!options.inputShapes.empty()) {

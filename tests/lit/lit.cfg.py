@@ -20,5 +20,9 @@ config.substitutions.append(("%python", config.python_executable or "python3"))
 # A stand-in libcuda (runtime/tests/FakeCudaDriver.c) for MIXPREC_CUDA_DRIVER_LIBRARY.
 config.substitutions.append(("%fake_cuda_driver", os.path.join(
     config.mixprec_obj_root, "runtime", "tests", "libmixprec_fake_cuda.so")))
+# Tests that take .onnx models say `REQUIRES: onnx`: a build without the
+# importer (MIXPREC_ENABLE_ONNX=OFF) reports them unsupported.
+if config.mixprec_enable_onnx:
+    config.available_features.add("onnx")
 # FileCheck always runs with --enable-var-scope (see STYLE.md).
 config.substitutions.append(("FileCheck", "FileCheck --enable-var-scope"))
