@@ -111,6 +111,52 @@ struct ScaleSite {
   std::string name;
 };
 
+/// The FP8 copies made at run time, by the value quantized and the format:
+/// every GEMM that reads the same value in the same format reads one copy
+/// (quantize is element-wise and the scale comes from the value's amax, so
+/// a second copy would hold the same bytes). A training step's weight is
+/// quantized once for its forward GEMM and its dX GEMM, an activation once
+/// for its forward GEMM and its weight-gradient GEMM (Transformer Engine's
+/// one FP8 copy and its transpose), with one scaling site each.
+struct QuantizedCopies {
+  llvm::DenseMap<std::pair<Value, Type>, Quantized> bySource;
+  /// The last op made for a copy of a block argument, per block: the next
+  /// such copy goes after it, so that copies keep the order they were made in.
+  llvm::DenseMap<Block *, Operation *> argumentCopiesEnd;
+};
+
+/// What a GEMM operand `v` quantizes: the value under its exact widenings
+/// (quantize and amax read the narrow value the same: mp.quantize's folder)
+/// and 2-D transposes (the copy of x, transposed, is the copy of x^T), and
+/// whether an odd number of transposes lay between. A training step's
+/// forward GEMM reads cast(h) and its weight-gradient GEMM
+/// cast(transpose(h)): both are copies of h.
+struct QuantizedSource {
+  Value value;
+  bool transposed = false;
+};
+QuantizedSource quantizedSource(Value v) {
+  QuantizedSource source{v, false};
+  while (true) {
+    if (auto cast = source.value.getDefiningOp<graph::CastOp>()) {
+      Type narrow = cast.getInput().getType().getElementType();
+      if (!isa<Float8E4M3FNType, Float8E5M2Type>(narrow) &&
+          graph::isExactWidening(narrow, cast.getType().getElementType())) {
+        source.value = cast.getInput();
+        continue;
+      }
+    }
+    if (auto t = source.value.getDefiningOp<graph::TransposeOp>())
+      if (cast<RankedTensorType>(t.getType()).getRank() == 2 &&
+          llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0})) {
+        source.value = t.getInput();
+        source.transposed = !source.transposed;
+        continue;
+      }
+    return source;
+  }
+}
+
 /// The name of operand `index` of a GEMM, for state names: the op's name
 /// (or "gemm") and the operand's role.
 std::string siteName(Operation *gemm, unsigned index) {
@@ -132,8 +178,9 @@ bool isGradOperand(Operation *gemm, unsigned index) {
 /// its epilogue. Under scaling=static an activation without calibration
 /// evidence does not match (the pass reports it before the rewrite).
 struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterface> {
-  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options, std::vector<ScaleSite> &sites)
-      : OpInterfaceRewritePattern(ctx), options(std::move(options)), sites(sites) {}
+  ScaleFp8Gemm(MLIRContext *ctx, ScalingOptions options, std::vector<ScaleSite> &sites,
+               QuantizedCopies &copies)
+      : OpInterfaceRewritePattern(ctx), options(std::move(options)), sites(sites), copies(copies) {}
 
   LogicalResult matchAndRewrite(graph::PrecisionPolicyOpInterface gemm,
                                 PatternRewriter &rewriter) const override {
@@ -144,14 +191,8 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
     if (needsMissingCalibration(op, options.scaling))
       return rewriter.notifyMatchFailure(op, "scaling=static without calibration");
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
-    // The hybrid format: the operand that carries a gradient in E5M2
-    // (range), the other in the GEMM's type (precision).
-    Type e5m2 = Float8E5M2Type::get(op->getContext());
-    auto formatOf = [&](unsigned index) {
-      return options.hybrid && isGradOperand(op, index) ? e5m2 : format;
-    };
-    Quantized qa = quantize(rewriter, op, 0, lhs, formatOf(0));
-    Quantized qb = quantize(rewriter, op, 1, rhs, formatOf(1));
+    Quantized qa = quantize(rewriter, op, 0, lhs, operandFormat(op, 0));
+    Quantized qb = quantize(rewriter, op, 1, rhs, operandFormat(op, 1));
     Operation *scaled = createScaledGemm(rewriter, op, qa, qb);
     for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
                            GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr,
@@ -170,17 +211,82 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
   }
 
 private:
+  /// The format operand `index` of FP8 GEMM `gemm` is quantized to. The
+  /// hybrid format: the operand that carries a gradient in E5M2 (range),
+  /// the other in the GEMM's type (precision).
+  Type operandFormat(Operation *gemm, unsigned index) const {
+    if (options.hybrid && isGradOperand(gemm, index))
+      return Float8E5M2Type::get(gemm->getContext());
+    return fp8GemmFormat(gemm);
+  }
+
+  /// The GEMM and operand a copy of `source` in `format` names its scaling
+  /// site after: of the FP8 GEMMs that read `source` in `format` (directly
+  /// or through the widenings and transposes quantizedSource looks past),
+  /// the first in the block (a training step's forward GEMM: "fc2.weight"),
+  /// whatever order the rewrites run in.
+  std::pair<Operation *, unsigned> namingUse(Value source, Type format, Operation *user,
+                                             unsigned index) const {
+    std::pair<Operation *, unsigned> best{user, index};
+    SmallVector<Value> reads{source};
+    while (!reads.empty()) {
+      Value read = reads.pop_back_val();
+      for (OpOperand &use : read.getUses()) {
+        Operation *reader = use.getOwner();
+        if (isa<graph::CastOp, graph::TransposeOp>(reader)) {
+          if (quantizedSource(reader->getResult(0)).value == source)
+            reads.push_back(reader->getResult(0));
+          continue;
+        }
+        unsigned i = use.getOperandNumber();
+        if (i <= 1 && fp8GemmFormat(reader) && operandFormat(reader, i) == format &&
+            reader->getBlock() == best.first->getBlock() && reader->isBeforeInBlock(best.first))
+          best = {reader, i};
+      }
+    }
+    return best;
+  }
+
   /// Quantizes operand `v` of `user`: constants now, activations with a
   /// calibrated static scale or, failing that, current scaling (mp.amax,
-  /// mp.fp8_scale) at run time.
+  /// mp.fp8_scale) at run time. A value already quantized in `format` for
+  /// another GEMM is read from that copy (transposed where `v` is the
+  /// transpose of what was quantized).
   Quantized quantize(PatternRewriter &b, Operation *user, unsigned index, Value v,
                      Type format) const {
     if (auto constant = v.getDefiningOp<graph::ConstantOp>())
       if (std::optional<Quantized> q = quantizeConstant(b, constant, format, options.margin))
         return *q;
+    auto [source, transposed] = quantizedSource(v);
+    Quantized copy;
+    if (auto it = copies.bySource.find({source, format}); it != copies.bySource.end()) {
+      copy = it->second;
+    } else {
+      copy = quantizeSource(b, user, index, source, format);
+      copies.bySource[{source, format}] = copy;
+    }
+    if (!transposed)
+      return copy;
+    graph::GraphBuilder g(b, user->getLoc());
+    return Quantized{g.transpose(copy.value, {1, 0}), copy.scale};
+  }
+
+  /// The one FP8 copy of `source` in `format`, made right after `source` is
+  /// defined so that every GEMM reading it, before or after `user` in the
+  /// block, sees it.
+  Quantized quantizeSource(PatternRewriter &b, Operation *user, unsigned index, Value source,
+                           Type format) const {
+    OpBuilder::InsertionGuard guard(b);
+    auto argument = dyn_cast<BlockArgument>(source);
+    Operation *&argumentCopiesEnd =
+        copies.argumentCopiesEnd[argument ? argument.getOwner() : nullptr];
+    if (argument && argumentCopiesEnd)
+      b.setInsertionPointAfter(argumentCopiesEnd);
+    else
+      b.setInsertionPointAfterValue(source);
     Location loc = user->getLoc();
-    auto fp8Type = cast<RankedTensorType>(v.getType()).clone(format);
-    Operation *producer = v.getDefiningOp();
+    auto fp8Type = cast<RankedTensorType>(source.getType()).clone(format);
+    Operation *producer = source.getDefiningOp();
     auto calibrated =
         producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
     Value scale;
@@ -189,18 +295,16 @@ private:
                              scaleFor(calibrated.getValueAsDouble(), format, options.margin));
     } else {
       auto scalar = RankedTensorType::get({}, b.getF32Type());
-      // amax ignores the order of the elements: read past a transpose, so
-      // that a transpose made only to be quantized can go (createScaledGemm).
-      Value amaxOf = v;
-      if (auto t = v.getDefiningOp<graph::TransposeOp>())
-        amaxOf = t.getInput();
-      Value amax = b.create<graph::AmaxOp>(loc, scalar, amaxOf);
+      Value amax = b.create<graph::AmaxOp>(loc, scalar, source);
       auto scaleOp = b.create<graph::Fp8ScaleOp>(loc, scalar, amax, TypeAttr::get(format),
                                                  b.getI64IntegerAttr(options.margin));
       scale = scaleOp;
-      sites.push_back({scaleOp, siteName(user, index)});
+      auto [namer, namerIndex] = namingUse(source, format, user, index);
+      sites.push_back({scaleOp, siteName(namer, namerIndex)});
     }
-    Value q = b.create<graph::QuantizeOp>(loc, fp8Type, v, scale);
+    auto q = b.create<graph::QuantizeOp>(loc, fp8Type, source, scale);
+    if (argument)
+      argumentCopiesEnd = q;
     return Quantized{q, scale};
   }
 
@@ -225,22 +329,16 @@ private:
       auto type = cast<RankedTensorType>(qb.value.getType());
       if (type.getRank() != 2)
         return Value();
-      // quantize(transpose(x)) transposed back is quantize(x) (a gradient
-      // rule's x^T, e.g. dX = dY W^T): no transpose at all.
-      if (auto q = qb.value.getDefiningOp<graph::QuantizeOp>())
-        if (auto t = q.getInput().getDefiningOp<graph::TransposeOp>();
-            t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0})) {
-          Value direct = b.create<graph::QuantizeOp>(
-              op->getLoc(),
-              cast<RankedTensorType>(t.getInput().getType()).clone(type.getElementType()),
-              t.getInput(), q.getScale());
-          // The quantize of the transpose was made for this GEMM alone.
-          if (q->use_empty())
-            b.eraseOp(q);
-          if (t->use_empty())
-            b.eraseOp(t);
-          return direct;
-        }
+      // The copy of x read as x^T (a gradient rule's x^T, e.g. dX = dY W^T)
+      // transposed back is the copy itself: no transpose at all.
+      if (auto t = qb.value.getDefiningOp<graph::TransposeOp>();
+          t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0})) {
+        Value direct = t.getInput();
+        // The transpose was made for this GEMM alone.
+        if (t->use_empty())
+          b.eraseOp(t);
+        return direct;
+      }
       graph::GraphBuilder g(b, op->getLoc());
       return g.transpose(qb.value, {1, 0});
     };
@@ -289,6 +387,7 @@ private:
 
   ScalingOptions options;
   std::vector<ScaleSite> &sites;
+  QuantizedCopies &copies;
 };
 
 /// Turns the current scaling of `site` into delayed scaling: the scale is
@@ -395,12 +494,12 @@ struct InsertScalingPass : public impl::InsertScalingPassBase<InsertScalingPass>
       }
     RewritePatternSet patterns(&getContext());
     std::vector<ScaleSite> sites;
-    patterns.add<ScaleFp8Gemm>(&getContext(),
-                               ScalingOptions{scaling == Fp8Scaling::Delayed
-                                                  ? Fp8Scaling::Current
-                                                  : Fp8Scaling(scaling),
-                                              margin, format == Fp8Format::Hybrid},
-                               sites);
+    QuantizedCopies copies;
+    patterns.add<ScaleFp8Gemm>(
+        &getContext(),
+        ScalingOptions{scaling == Fp8Scaling::Delayed ? Fp8Scaling::Current : Fp8Scaling(scaling),
+                       margin, format == Fp8Format::Hybrid},
+        sites, copies);
     GreedyRewriteConfig config;
     config.strictMode = GreedyRewriteStrictness::ExistingOps;
     bool allErased = false;

@@ -96,21 +96,23 @@ func.func @fp8$linear_inf_weight(%x: tensor<4x2xf32>) -> tensor<4x3xbf16> {
 // -----
 
 // A b that is not a constant (a weight that is training state): the GEMM
-// reads it as [n, k] for cuBLASLt's FP8 TN layout. The [k, n] weight %w of
-// x W is transposed in FP8; the transpose a gradient rule made (dX = dY
-// W^T, as mp.matmul %dy, transpose(%w)) is not: quantize(transpose(w))
-// read back transposed is quantize(w), and amax reads past the transpose.
+// reads it as [n, k] for cuBLASLt's FP8 TN layout. The weight has one FP8
+// copy, made where the weight is defined, with one amax and one scale
+// (Transformer Engine's one copy per weight): x W reads it transposed in
+// FP8, and the gradient rule's dX = dY W^T (mp.matmul %dy, transpose(%w))
+// reads the copy itself, W^T given as [n, k] being W.
 
 // CHECK-LABEL: func.func @fp8$state_weight
-// CHECK-SAME: %[[W:arg1]]: tensor<2x3xf32> {mp.state = "w"
-// CHECK: %[[QW:.*]] = mp.quantize %[[W]], %{{.*}} -> tensor<2x3xf8E4M3FN>
+// CHECK-SAME: %[[X:arg0]]: tensor<4x2xf32>, %[[W:arg1]]: tensor<2x3xf32> {mp.state = "w"{{.*}}, %[[DY:arg2]]: tensor<4x3xf32>
+// CHECK-DAG: mp.amax %[[W]] : tensor<2x3xf32> -> tensor<f32>
+// CHECK-DAG: %[[QW:.*]] = mp.quantize %[[W]], %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf8E4M3FN>
+// CHECK-DAG: mp.quantize %[[X]], %{{.*}} -> tensor<4x2xf8E4M3FN>
+// CHECK-DAG: mp.quantize %[[DY]], %{{.*}} -> tensor<4x3xf8E5M2>
+// CHECK-NOT: mp.quantize
 // CHECK: %[[TW:.*]] = mp.transpose %[[QW]] {perm = array<i64: 1, 0>} : tensor<2x3xf8E4M3FN> -> tensor<3x2xf8E4M3FN>
 // CHECK: %[[Y:.*]] = mp.scaled_linear %{{.*}}, %[[TW]], {{.*}}transpose_weight = true{{.*}} -> tensor<4x3xbf16>
-// CHECK: %[[AW:.*]] = mp.amax %[[W]] : tensor<2x3xf32> -> tensor<f32>
 // CHECK-NOT: mp.transpose
-// CHECK: %[[QW2:.*]] = mp.quantize %[[W]], %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf8E4M3FN>
-// CHECK-NOT: mp.transpose
-// CHECK: %[[DX:.*]] = mp.scaled_linear %{{.*}}, %[[QW2]], {{.*}}transpose_weight = true{{.*}} : (tensor<4x3xf8E5M2>, tensor<2x3xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x2xbf16>
+// CHECK: %[[DX:.*]] = mp.scaled_linear %{{.*}}, %[[QW]], {{.*}}transpose_weight = true{{.*}} : (tensor<4x3xf8E5M2>, tensor<2x3xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x2xbf16>
 // CHECK: return %[[Y]], %[[DX]], %[[W]]
 func.func @fp8$state_weight(%x: tensor<4x2xf32>, %w: tensor<2x3xf32> {mp.state = "w", mp.state_init = dense<1.0> : tensor<2x3xf32>}, %dy: tensor<4x3xf32>) -> (tensor<4x3xbf16>, tensor<4x2xbf16>, tensor<2x3xf32> {mp.state_update = "w"}) {
   %y = mp.matmul %x, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
