@@ -303,6 +303,17 @@ void AssignPrecisionPass::runOnOperation() {
       failedOp = true;
       return;
     }
+    // The policy keeps an unaligned GEMM in BF16 (policy:lowp(fp8-unaligned));
+    // an override asking for FP8 there would make a module the CUDA backend
+    // refuses at load, so it is refused here, where the op can be named.
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(dtype) && !hasFp8AlignedDims(op)) {
+      op->emitError() << "cannot run in " << dtype << " (" << reason
+                      << "): an FP8 GEMM needs k and n multiples of 16 (cuBLASLt's FP8 "
+                         "GEMMs, as Transformer Engine's), got "
+                      << op->getOperand(0).getType() << " -> " << op->getResult(0).getType();
+      failedOp = true;
+      return;
+    }
     if (isa<Float8E5M2Type>(dtype)) {
       op->emitError() << "cannot run in f8E5M2 (" << reason
                       << "): E5M2 is for gradients; forward GEMMs use f8E4M3FN";

@@ -10,6 +10,8 @@
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/policy-newline-key.json" %s 2>&1 | FileCheck %s --check-prefix=NEWLINE
 // RUN: not mixprec-opt --mp-assign-precision="policy=%S/Inputs/no-such-policy.json" %s 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not mixprec-opt --mp-assign-precision="precision=fp16 overflow-fallback=fp8" %s 2>&1 | FileCheck %s --check-prefix=FALLBACK
+// RUN: not mixprec-opt --mp-assign-precision="precision=fp8 force=head:fp8" %S/Inputs/fp8-unaligned-head.mlir 2>&1 | FileCheck %s --check-prefix=UNALIGNED
+// RUN: mixprec-opt --mp-assign-precision="precision=fp8" %S/Inputs/fp8-unaligned-head.mlir | FileCheck %s --check-prefix=KEPT
 // The JSON parser recurses per level: deep nesting is refused before parsing
 // (50,000 levels overflowed the stack); 64 levels still reach the parser.
 // RUN: %python -c "print('[' * 50000 + ']' * 50000)" > %t.deep.json
@@ -35,6 +37,8 @@
 // NEWLINE: error: policy file '{{.*}}policy-newline-key.json': unknown key 'fp16_margi\0A' (known:
 // MISSING: error: policy file '{{.*}}no-such-policy.json': cannot read: no such file
 // FALLBACK: for the --overflow-fallback option: Cannot find option named 'fp8'!
+// UNALIGNED: error: loc("head"): cannot run in 'f8E4M3FN' (override:force=head:fp8): an FP8 GEMM needs k and n multiples of 16 (cuBLASLt's FP8 GEMMs, as Transformer Engine's), got 'tensor<4x16xf32>' -> 'tensor<4x10xf32>'
+// KEPT: mp.linear {{.*}}mp.precision = bf16, mp.reason = "policy:lowp(fp8-unaligned)"
 // DEEP: error: policy file '{{.*}}deep.json': JSON nested deeper than 64 levels
 // DEEP65: error: policy file '{{.*}}65.json': JSON nested deeper than 64 levels
 // DEEP64: error: policy file '{{.*}}64.json': key 'force' must be an object of strings
