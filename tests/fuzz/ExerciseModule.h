@@ -5,13 +5,16 @@
 // module and, when they load, creates a CPU session, binds every input,
 // runs and reads every output. Whatever happens must be a status, never a
 // crash or an out-of-bounds access (the callers run under AddressSanitizer).
-// Only the public C API is used.
+// The public C API runs the module; the schema header is read only to
+// bound the work a run asks for (kernelPoints), as kMaxSessionBytes bounds
+// its memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_TESTS_FUZZ_EXERCISEMODULE_H
 #define MIXPREC_TESTS_FUZZ_EXERCISEMODULE_H
 
 #include "runtime/include/mixprec/runtime.h"
+#include "runtime/schema/module_generated.h"
 
 #include <cstdint>
 #include <cstring>
@@ -30,6 +33,42 @@ struct Outcome {
 /// Bounds a session's memory so that a mangled shape cannot make the
 /// harness allocate (and zero) gigabytes.
 constexpr uint64_t kMaxSessionBytes = 16u << 20;
+
+/// Bounds the points of all kernels' iteration spaces that one run may
+/// visit. The loader accepts spaces of up to 2^48 points whose accesses
+/// stay in bounds (a stride of 0 reads one element for all of them), so a
+/// mangled shape can ask a valid module for hours of work on 16 MiB of
+/// tensors: a module the fuzzer found ran 52 s under ASan. Such a module
+/// is loaded and its session made, but not run.
+constexpr uint64_t kMaxKernelPoints = uint64_t(1) << 22;
+
+/// The points every kernel of a module the runtime loaded (so its buffer
+/// verified) visits, saturating at UINT64_MAX: its outer points times its
+/// row points, or times 1 where the rows are empty (the backends then run
+/// each outer point once: a [98884911109, 0] space with one row dim, which
+/// the fuzzer found, is 98884911109 runs of an empty row).
+inline uint64_t kernelPoints(const uint8_t *data) {
+  const auto *kernels = mixprec::schema::GetModule(data)->kernels();
+  uint64_t total = 0;
+  for (size_t k = 0; kernels && k < kernels->size(); ++k) {
+    const mixprec::schema::Kernel &kernel = *kernels->Get(k);
+    const auto *shape = kernel.shape();
+    const size_t rank = shape ? shape->size() : 0;
+    const size_t outerRank = rank - static_cast<size_t>(kernel.row_dims()); // checked on load
+    uint64_t outer = 1, row = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      uint64_t &part = d < outerRank ? outer : row;
+      // Not negative: the module loaded.
+      if (__builtin_mul_overflow(part, static_cast<uint64_t>(shape->Get(d)), &part))
+        return UINT64_MAX;
+    }
+    uint64_t points = 0;
+    if (__builtin_mul_overflow(outer, row > 0 ? row : 1, &points) ||
+        __builtin_add_overflow(total, points, &total))
+      return UINT64_MAX;
+  }
+  return total;
+}
 
 inline Outcome exerciseModule(const uint8_t *data, size_t size) {
   Outcome outcome;
@@ -78,6 +117,8 @@ inline Outcome exerciseModule(const uint8_t *data, size_t size) {
                                                         info.dims, bytes.data(), bytes.size()))
       return fail(s);
   }
+  if (kernelPoints(data) > kMaxKernelPoints)
+    return outcome;
   if (mixprec_status_t s = mixprec_session_run(release.session))
     return fail(s);
   outcome.ran = true;
