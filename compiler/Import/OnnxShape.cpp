@@ -219,12 +219,14 @@ LogicalResult Importer::convertConcat(const NodeCtx &c) {
     SmallVector<SmallVector<int64_t>> vals;
     for (Entry *e : entries)
       vals.push_back(intValues(e->constant));
+    // Each input's elements per outer index: its dims from the axis on.
+    SmallVector<int64_t> chunks;
+    for (shapes::Dims in : inputShapes)
+      chunks.push_back(product(llvm::ArrayRef<int64_t>(in.begin(), in.end()), axis, in.size()));
     SmallVector<int64_t> out;
     for (int64_t o = 0; o < outer; ++o)
-      for (int i = 0; i < n; ++i) {
-        int64_t chunk = product(inputShapes[i].vec(), axis, inputShapes[i].size());
-        out.append(vals[i].begin() + o * chunk, vals[i].begin() + (o + 1) * chunk);
-      }
+      for (int i = 0; i < n; ++i)
+        out.append(vals[i].begin() + o * chunks[i], vals[i].begin() + (o + 1) * chunks[i]);
     defineConst(c, 0, makeIntAttr(s, first.getElementType(), out));
     return success();
   }

@@ -278,10 +278,9 @@ private:
                            Type format) const {
     OpBuilder::InsertionGuard guard(b);
     auto argument = dyn_cast<BlockArgument>(source);
-    Operation *&argumentCopiesEnd =
-        copies.argumentCopiesEnd[argument ? argument.getOwner() : nullptr];
-    if (argument && argumentCopiesEnd)
-      b.setInsertionPointAfter(argumentCopiesEnd);
+    Block *argumentBlock = argument ? argument.getOwner() : nullptr;
+    if (Operation *end = copies.argumentCopiesEnd.lookup(argumentBlock); argumentBlock && end)
+      b.setInsertionPointAfter(end);
     else
       b.setInsertionPointAfterValue(source);
     Location loc = user->getLoc();
@@ -303,8 +302,8 @@ private:
       sites.push_back({scaleOp, siteName(namer, namerIndex)});
     }
     auto q = b.create<graph::QuantizeOp>(loc, fp8Type, source, scale);
-    if (argument)
-      argumentCopiesEnd = q;
+    if (argumentBlock)
+      copies.argumentCopiesEnd[argumentBlock] = q;
     return Quantized{q, scale};
   }
 

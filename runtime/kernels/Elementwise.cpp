@@ -106,7 +106,10 @@ template <typename T> inline T minPropagateNaN(T x, T y) {
 template <typename T>
 void binaryT(BinaryOp op, const T *a, const Shape &as, const T *b,
              const Shape &bs, T *out, const Shape &outShape) {
-  assert(shapes::broadcastShapes(as, bs).ok() && shapes::broadcastShapes(as, bs).shape == outShape);
+#ifndef NDEBUG
+  const shapes::ShapeOrError joined = shapes::broadcastShapes(as, bs);
+  assert(joined.ok() && joined.shape == outShape);
+#endif
   switch (op) {
   case BinaryOp::Add:
     return binaryImpl([](T x, T y) { return x + y; }, a, as, b, bs, out,
