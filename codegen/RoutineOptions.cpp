@@ -147,6 +147,13 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.reverse = a.getReverse();
         table.Set(std::move(t));
       })
+      .Case([&](kernel::AttentionOptionsAttr a) {
+        sc::AttentionOptionsT t;
+        t.scale = a.getScale().convertToFloat();
+        t.causal = a.getCausal();
+        t.lse = a.getLse();
+        table.Set(std::move(t));
+      })
       .Case([&](kernel::IntElementwiseOptionsAttr a) {
         sc::IntElementwiseOptionsT t;
         t.op = a.getOp();

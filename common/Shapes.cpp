@@ -66,6 +66,30 @@ ShapeOrError matmulShape(Dims lhs, Dims rhs) {
   return {out, ""};
 }
 
+ShapeOrError attentionShape(Dims q, Dims k, Dims v, Dims bias) {
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    return ShapeOrError::failure("attention operands must have rank 4 ([batch, heads, seq, dim]), "
+                                 "got " +
+                                 formatShape(q) + ", " + formatShape(k) + ", " + formatShape(v));
+  if (q[0] != k[0] || q[1] != k[1] || k[0] != v[0] || k[1] != v[1])
+    return ShapeOrError::failure("batch and head dims differ: q " + formatShape(q) + ", k " +
+                                 formatShape(k) + ", v " + formatShape(v));
+  if (q[3] != k[3])
+    return ShapeOrError::failure("q and k head dims differ: " + formatShape(q) + " and " +
+                                 formatShape(k));
+  if (k[2] != v[2])
+    return ShapeOrError::failure("k and v sequence lengths differ: " + formatShape(k) + " and " +
+                                 formatShape(v));
+  Shape scores = {q[0], q[1], q[2], k[2]};
+  if (!bias.empty()) {
+    ShapeOrError b = broadcastShapes(bias, Dims(scores));
+    if (!b.ok() || b.shape != scores)
+      return ShapeOrError::failure("bias " + formatShape(bias) +
+                                   " does not broadcast to the scores " + formatShape(scores));
+  }
+  return {{q[0], q[1], q[2], v[3]}, ""};
+}
+
 ShapeOrError linearShape(Dims input, Dims weight, bool transposeWeight) {
   if (input.empty())
     return ShapeOrError::failure("input must have rank >= 1");

@@ -87,6 +87,12 @@ ShapeOrError broadcastShapes(Dims a, Dims b);
 /// numpy.matmul: 1-D operands promoted, batch dims broadcast.
 ShapeOrError matmulShape(Dims lhs, Dims rhs);
 
+/// Attention's output: q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv]
+/// give [B, H, Sq, Dv]; a bias (empty Dims: none) must broadcast to
+/// [B, H, Sq, Sk] (runtime/kernels/Attention.h). The log-sum-exp result is
+/// the output's shape without its last dim.
+ShapeOrError attentionShape(Dims q, Dims k, Dims v, Dims bias);
+
 /// input [..., K] times weight [K, N] (or [N, K] when transposed).
 ShapeOrError linearShape(Dims input, Dims weight, bool transposeWeight);
 

@@ -167,6 +167,30 @@ def InsertCastsPass : Pass<"mp-insert-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mixprec::graph::GraphDialect"];
 }
 
+def FuseAttentionPass : Pass<"mp-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Form mp.attention from the exporters' matmul, scale, mask, softmax, matmul";
+  let description = [{
+    Recognises scaled dot-product attention as torch.onnx writes it (the
+    dynamo exporter's SDPA decomposition with q and k each scaled by
+    sqrt(scale), the bias from the attention mask and the IsNaN guard; the
+    legacy exporter's; eager forms with a Div or Mul of the scores and a
+    constant causal Where) and replaces it with one `mp.attention`, whose
+    kernel never writes the S x S scores. Runs before the precision
+    assignment, so the fused op takes the policy's low precision as the two
+    GEMMs would. Values read elsewhere (a training step's backward reads
+    the probabilities) keep their ops unfused.
+    ```mlir
+    %s = mp.matmul %q, %kt : ... -> tensor<1x4x8x8xf32>
+    %b = mp.add %s, %mask : ...
+    %p = mp.softmax %b {axis = 3 : i64} : ...
+    %o = mp.matmul %p, %v : ...
+    // after:
+    %o, %lse = mp.attention %q, %k, %v, %mask {scale = 1.0 : f64} : ...
+    ```
+  }];
+  let dependentDialects = ["::mixprec::graph::GraphDialect"];
+}
+
 def TieTransposedWeightsPass : Pass<"mp-tie-transposed-weights", "mlir::func::FuncOp"> {
   let summary = "Read a weight stored again transposed through its first copy";
   let description = [{

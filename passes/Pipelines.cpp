@@ -18,6 +18,9 @@ void buildPrecisionPipeline(OpPassManager &pm, const PrecisionPipelineOptions &o
   // Canonical forms first (x * sigmoid(x) is mp.silu), so that policy
   // decisions and reports see the ops a reader expects.
   funcPm.addPass(createCanonicalizerPass());
+  // Attention as one op before precisions are assigned: it takes the
+  // policy's low precision as its two GEMMs would.
+  funcPm.addPass(createFuseAttentionPass());
   // A weight exported twice, once transposed for a GEMM, is read once.
   funcPm.addPass(createTieTransposedWeightsPass());
   // Each pass takes its options as the pipeline's generated getters give

@@ -9,6 +9,7 @@
 #include "compiler/Interpreter/ReferenceModels.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
+#include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Kernels.h"
 
 using namespace mlir;
@@ -148,7 +149,39 @@ struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::Scal
 
 } // namespace
 
+/// mp.attention: cpu::attention on Q, K and V as stored; the probabilities
+/// are rounded to V's dtype before the P.V product, as the CUDA kernel's
+/// tensor cores take them (in the FP64 mode, and for FP32, they are not).
+struct AttentionReference : ReferenceModel<AttentionReference, graph::AttentionOp> {
+  template <typename T> static LogicalResult run(graph::AttentionOp op, Evaluator &e) {
+    std::vector<T> out = e.alloc<T>(op.getOutput()), lse = e.alloc<T>(op.getLse());
+    cpu::Shape q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()), v = shapeOf(op.getValue());
+    cpu::AttentionParams p;
+    p.batch = q[0];
+    p.heads = q[1];
+    p.seqQ = q[2];
+    p.seqK = k[2];
+    p.headDim = q[3];
+    p.valueDim = v[3];
+    p.scale = op.getScale().convertToDouble();
+    p.causal = op.getCausal();
+    Type vType = cast<RankedTensorType>(op.getValue().getType()).getElementType();
+    if (std::is_same_v<T, float>)
+      p.pRounding = vType.isBF16()  ? cpu::AttentionRounding::BF16
+                    : vType.isF16() ? cpu::AttentionRounding::FP16
+                                    : cpu::AttentionRounding::None;
+    Value bias = op.getBias();
+    cpu::attention<T>(e.values<T>(op.getQuery()), e.values<T>(op.getKey()),
+                      e.values<T>(op.getValue()), bias ? e.values<T>(bias) : nullptr,
+                      cpu::attentionBiasStrides(biasShapeOf(bias)), p, out.data(), lse.data());
+    e.setFloat(op.getOutput(), std::move(out));
+    e.setFloat(op.getLse(), std::move(lse));
+    return success();
+  }
+};
+
 void attachGemmReferenceModels(MLIRContext *ctx) {
+  graph::AttentionOp::attachInterface<AttentionReference>(*ctx);
   graph::MatmulOp::attachInterface<MatmulReference>(*ctx);
   graph::LinearOp::attachInterface<LinearReference>(*ctx);
   graph::Conv2dOp::attachInterface<Conv2dReference>(*ctx);

@@ -204,6 +204,32 @@ struct TopKPattern : OpConversionPattern<graph::TopKOp> {
   }
 };
 
+/// mp.attention has two results and a routine writes one: one call per
+/// result that is read (inference reads the output only).
+struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::AttentionOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> replacements;
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      if (i == 1 && result.use_empty()) {
+        replacements.push_back(nullptr);
+        continue;
+      }
+      auto options = kernel::AttentionOptionsAttr::get(
+          op.getContext(), APFloat(static_cast<float>(op.getScale().convertToDouble())),
+          op.getCausal(), /*lse=*/i == 1);
+      auto call = rewriter.create<kernel::CallOp>(
+          op.getLoc(), TypeRange{result.getType()}, Routine::Attention, adaptor.getOperands(),
+          cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
+      replacements.push_back(call.getResult(0));
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
 /// An element-wise op on integers (graph::computesOnIntegers) becomes an
 /// int_elementwise call: exact in int64, where a kernel's FP32 registers
 /// would round past 2^24.
@@ -263,6 +289,7 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
   addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
   patterns.add<TopKPattern>(patterns.getContext());
+  patterns.add<AttentionPattern>(patterns.getContext());
 }
 
 } // namespace mixprec::passes

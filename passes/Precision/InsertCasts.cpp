@@ -42,6 +42,11 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
   Value operand = op->getOperand(index);
   if (!isa<FloatType>(elementTypeOf(operand)))
     return nullptr; // indices, masks
+  // Attention adds its bias to FP32 scores: a -inf or -1e4 mask keeps the
+  // dtype it has (FP16 would turn -1e30 into -inf, BF16 round the rest).
+  if (auto attention = dyn_cast<graph::AttentionOp>(op);
+      attention && operand == attention.getBias())
+    return nullptr;
   if (isFP8(precision)) {
     // GEMM operands meet in F32, which holds every input dtype exactly, so
     // --mp-insert-scaling quantizes the original values (no double rounding
@@ -54,6 +59,13 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
     return Float32Type::get(op->getContext());
   }
   return resultDType(precision);
+}
+
+/// Results that are FP32 whatever the op's precision: attention's
+/// log-sum-exp (the backward pass recomputes probabilities from it).
+bool isFp32Result(OpResult result) {
+  auto attention = dyn_cast<graph::AttentionOp>(result.getOwner());
+  return attention && result == attention.getLse();
 }
 
 /// Creates or reuses the cast of `value` to `element`, placed right after
@@ -114,7 +126,7 @@ struct InsertCastsPass : public impl::InsertCastsPassBase<InsertCastsPass> {
         if (Type want = operandDType(op, i, precision))
           op->setOperand(i, casts.get(op->getOperand(i), want));
       for (OpResult result : op->getResults())
-        if (isa<FloatType>(elementTypeOf(result)))
+        if (isa<FloatType>(elementTypeOf(result)) && !isFp32Result(result))
           result.setType(withElementType(result.getType(), resultDType(precision)));
     }
 

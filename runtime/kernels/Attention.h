@@ -36,7 +36,9 @@
 #define MIXPREC_RUNTIME_KERNELS_ATTENTION_H
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace mixprec::runtime::cpu {
 
@@ -49,6 +51,19 @@ struct AttentionParams {
   bool causal = false;
   AttentionRounding pRounding = AttentionRounding::None;
 };
+
+/// The element strides of a dense bias of shape `bias` (rank <= 4) read as
+/// [B, H, Sq, Sk] under NumPy broadcasting: 0 for a dim it broadcasts.
+inline std::array<int64_t, 4> attentionBiasStrides(const std::vector<int64_t> &bias) {
+  std::array<int64_t, 4> strides = {0, 0, 0, 0};
+  int64_t stride = 1;
+  for (std::size_t i = 0; i < bias.size() && i < 4; ++i) {
+    const int64_t dim = bias[bias.size() - 1 - i];
+    strides[3 - i] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+  return strides;
+}
 
 /// Forward: out (and lse when not null) from q, k, v and the optional bias
 /// (null: none; biasStrides then ignored).

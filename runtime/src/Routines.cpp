@@ -14,6 +14,7 @@
 #include "common/Shapes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -65,6 +66,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"avg_pool", RoutineKind::AvgPool, Options::PoolOptions},
     {"max_pool_indices", RoutineKind::MaxPoolIndices, Options::PoolOptions},
     {"int_elementwise", RoutineKind::IntElementwise, Options::IntElementwiseOptions},
+    {"attention", RoutineKind::Attention, Options::AttentionOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -154,6 +156,7 @@ private:
   Status cumSum();
   Status scatterNd();
   Status intElementwise();
+  Status attention();
 
   const schema::Routine &op;
   const std::vector<TensorDesc> &tensors;
@@ -699,6 +702,48 @@ Status RoutineVerifier::scatterNd() {
   return sameShape(data, y);
 }
 
+/// attention: float q, k, v of one dtype, a float bias broadcasting to the
+/// scores, the shapes of common/Shapes.h's rule; the output in v's dtype
+/// or the FP32 log-sum-exp.
+Status RoutineVerifier::attention() {
+  if (Status s = operands(3, 4, 3); !s.ok())
+    return s;
+  const schema::AttentionOptions &o = options<schema::AttentionOptions>();
+  out.attentionScale = o.scale();
+  out.causal = o.causal();
+  out.writesLse = o.lse();
+  if (!std::isfinite(out.attentionScale))
+    return fail("scale must be finite");
+  const TensorDesc &q = in(0), &k = in(1), &v = in(2), &y = result();
+  for (const TensorDesc *t : {&q, &k, &v})
+    if (Status s = floatTensor(*t, "operand"); !s.ok())
+      return s;
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    return fail(std::string("q, k and v must share one dtype, got ") + dtypeName(q.dtype) + ", " +
+                dtypeName(k.dtype) + ", " + dtypeName(v.dtype));
+  const bool hasBias = out.inputs.size() == 4 && out.inputs[3] >= 0;
+  if (hasBias) {
+    if (Status s = floatTensor(in(3), "bias"); !s.ok())
+      return s;
+    if (in(3).shape.empty())
+      return fail("bias must have rank >= 1");
+  }
+  const shapes::ShapeOrError rule =
+      shapes::attentionShape(q.shape, k.shape, v.shape, hasBias ? in(3).shape : cpu::Shape{});
+  if (!rule.ok())
+    return fail(rule.error);
+  if (!out.writesLse) {
+    if (y.dtype != v.dtype)
+      return fail("output '" + y.name + "' must be " + dtypeName(v.dtype) + ", got " +
+                  dtypeName(y.dtype));
+    return expectShape(rule, y);
+  }
+  if (y.dtype != schema::DType::F32)
+    return fail("log-sum-exp '" + y.name + "' must be f32, got " + dtypeName(y.dtype));
+  cpu::Shape rows(rule.shape.begin(), rule.shape.end() - 1);
+  return expectShape(shapes::ShapeOrError{rows, ""}, y);
+}
+
 /// softmax, log_softmax (isNorm false) and the norms over dims [axis, rank).
 Status RoutineVerifier::axisNormalization(int64_t axis, bool isNorm, size_t maxInputs) {
   if (Status s = operands(1, maxInputs, 1); !s.ok())
@@ -930,6 +975,8 @@ Status RoutineVerifier::run() {
     return scatterNd();
   case RoutineKind::IntElementwise:
     return intElementwise();
+  case RoutineKind::Attention:
+    return attention();
   }
   return fail("unhandled op type");
 }

@@ -42,7 +42,11 @@
 // FP32) broadcast to its i32, i64 or bool output: i32 keeps the low 32
 // bits, bool is != 0; comparisons write bool. fp8_scale
 // computes (fp8_max / amax) / 2^margin in double and gives 1 for a zero or
-// non-finite amax.
+// non-finite amax. attention (runtime/kernels/Attention.h) takes q, k, v of
+// one float dtype and an optional float bias broadcasting to the scores; a
+// call writes the output (v's dtype) or the FP32 log-sum-exp, the
+// probabilities rounded to v's dtype before P.V as the CUDA kernel's tensor
+// cores take them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_ROUTINES_H
@@ -89,6 +93,7 @@ enum class RoutineKind {
   AvgPool,
   MaxPoolIndices,
   IntElementwise,
+  Attention,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -125,6 +130,9 @@ struct RoutineOp {
   bool exclusive = false, reverse = false;
   int64_t scatterReduction = 0; ///< scatter_nd: cpu::ScatterReduction's number
   int64_t intOp = 0;            ///< int_elementwise: cpu::IntOp's number
+  // attention: its scale, causal mask, and which result the call writes.
+  float attentionScale = 1.0f;
+  bool causal = false, writesLse = false;
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mixprec::shapes;
 
@@ -175,6 +177,32 @@ LogicalResult MatmulOp::verify() {
                                  getOutput())))
     return failure();
   return verifyAccType(*this, getAccType());
+}
+
+LogicalResult AttentionOp::verify() {
+  Type q = elementTypeOf(getQuery());
+  if (failed(verifySameElementType(*this, "key", elementTypeOf(getKey()), q)) ||
+      failed(verifySameElementType(*this, "value", elementTypeOf(getValue()), q)))
+    return failure();
+  // FP8 Q/K/V need their descales as operands (a scaled form of the op);
+  // until that form exists the precision policy keeps attention in 16 bits.
+  if (isFP8(q))
+    return emitOpError() << "FP8 operands (" << q << ") need a scaled attention form";
+  if (getBias() && shapeOf(getBias()).empty())
+    return emitOpError() << "bias must have rank >= 1 (a scalar shifts every score alike)";
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError() << "scale must be finite, got " << getScale().convertToDouble();
+  ShapeOrError inferred =
+      attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
+                     getBias() ? shapeOf(getBias()) : Dims());
+  if (failed(verifyInferredShape(*this, inferred, getOutput())))
+    return failure();
+  Shape rows(inferred.shape.begin(), inferred.shape.end() - 1);
+  if (failed(verifyInferredShape(*this, ShapeOrError{rows, ""}, getLse())))
+    return failure();
+  if (getAccType() && !getAccType()->isF32())
+    return emitOpError() << "acc_type must be f32, got " << *getAccType();
+  return success();
 }
 
 LogicalResult LinearOp::verify() {

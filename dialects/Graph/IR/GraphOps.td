@@ -131,6 +131,40 @@ def Graph_LinearOp : Graph_Op<"linear",
   let hasVerifier = 1;
 }
 
+// Lowp class like the two GEMMs it replaces: Q, K and V take the target
+// dtype; the scores, the softmax and both accumulations stay in FP32 inside
+// the op (runtime/kernels/Attention.h defines it and its rounding points).
+def Graph_AttentionOp : Graph_Op<"attention",
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType]> {
+  let summary = "Scaled dot-product attention, the S x S scores never stored";
+  let description = [{
+    `softmax(scale * q k^T + bias, masked causally) v` per batch and head,
+    with the row's log-sum-exp as a second result (FP32; the backward pass
+    recomputes the probabilities from it). q is [B, H, Sq, D], k [B, H, Sk,
+    D], v [B, H, Sk, Dv]; `bias`, optional, broadcasts to [B, H, Sq, Sk]
+    (padding masks as 0 / -inf) and keeps its own dtype; `causal` masks key
+    j for query i when j > i + Sk - Sq. A row whose keys are all masked
+    gives 0 (as SDPA's exports do with their IsNaN guard).
+    `--mp-fuse-attention` forms it from the exporters' matmul -> scale/mask
+    -> softmax -> matmul.
+    ```mlir
+    %o, %lse = mp.attention %q, %k, %v {scale = 0.125 : f64, causal = true}
+        : (tensor<2x4x16x64xbf16>, tensor<2x4x16x64xbf16>, tensor<2x4x16x64xbf16>)
+        -> (tensor<2x4x16x64xbf16>, tensor<2x4x16xf32>)
+    ```
+    Verifier: ranks and shapes, q/k/v element types equal, the bias
+    broadcasting, an FP32 lse, `acc_type`.
+  }];
+  let arguments = (ins MP_FloatTensor:$query, MP_FloatTensor:$key, MP_FloatTensor:$value,
+                       Optional<MP_NonFP8FloatTensor>:$bias, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal, MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$output, MP_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Graph_Conv2dOp : Graph_Op<"conv2d",
     [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
     ["getFlopCount", "getWeightOperands"]> {

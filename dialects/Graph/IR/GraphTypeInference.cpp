@@ -318,6 +318,19 @@ LogicalResult ReduceProdOp::inferReturnTypeComponents(
                                    adaptor.getKeepdims(), results);
 }
 
+LogicalResult
+AttentionOp::inferReturnTypeComponents(MLIRContext *ctx, std::optional<Location> location,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<ShapedTypeComponents> &results) {
+  Value bias = adaptor.getBias();
+  ShapeOrError out = attentionShape(shapeOf(adaptor.getQuery()), shapeOf(adaptor.getKey()),
+                                    shapeOf(adaptor.getValue()), bias ? shapeOf(bias) : Dims());
+  if (failed(addResult(location, out, nullptr, results)))
+    return failure();
+  Shape rows(out.shape.begin(), out.shape.end() - 1);
+  return addResult(location, ShapeOrError{rows, ""}, Float32Type::get(ctx), results);
+}
+
 LogicalResult CumSumOp::inferReturnTypeComponents(
     MLIRContext *, std::optional<Location> location, Adaptor adaptor,
     SmallVectorImpl<ShapedTypeComponents> &results) {

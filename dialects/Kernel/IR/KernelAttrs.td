@@ -269,6 +269,20 @@ def Kernel_CumSumOptionsAttr : Kernel_Options<"CumSum", "cumsum", ["CumSum"]> {
                         Kernel_BoolParameter:$reverse);
 }
 
+def Kernel_AttentionOptionsAttr : Kernel_Options<"Attention", "attention", ["Attention"]> {
+  let summary = "Options of the attention routine; `lse` picks the output it writes";
+  let description = [{
+    An mp.attention lowers to one call per result it uses: the output
+    (`lse = false`) and the FP32 log-sum-exp (`lse = true`).
+    ```mlir
+    #mpk.attention<scale = 0.125, causal = true, lse = false>
+    ```
+  }];
+  // The scale as the FP32 kernels use it (the graph op's f64, rounded).
+  let parameters = (ins Kernel_F32Parameter:$scale, Kernel_BoolParameter:$causal,
+                        Kernel_BoolParameter:$lse);
+}
+
 def Kernel_ScatterNdOptionsAttr : Kernel_Options<"ScatterNd", "scatter_nd", ["ScatterNd"]> {
   let summary = "Options of the scatter_nd routine: how an update meets the data";
   let description = [{

@@ -48,7 +48,9 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"MaxPoolIndices", 44, "max_pool_indices">,
     // Issue 10: integer element-wise ops, exact in int64 (60: clear of the
     // numbers other routines of the issue take).
-    I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">
+    I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">,
+    // Issue 25: fused attention.
+    I32EnumAttrCase<"Attention", 70, "attention">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

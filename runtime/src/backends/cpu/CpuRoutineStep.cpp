@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
+#include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Indexing.h"
 #include "runtime/kernels/IntElementwise.h"
 #include "runtime/kernels/Kernels.h"
@@ -388,6 +389,39 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     if (op.tf32 && !roundGemmOperandsToTf32(op, x, b))
       return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
     cpu::matmul(x, shapeOf(0), b, shapeOf(1), result, y.shape);
+    break;
+  }
+  case RoutineKind::Attention: {
+    const float *k = input(1), *v = input(2);
+    const float *bias = present(3) ? input(3) : nullptr;
+    if (!k || !v || (present(3) && !bias))
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 8);
+    const cpu::Shape &q = shapeOf(0);
+    const TensorDesc &value = tensors[op.inputs[2]];
+    cpu::AttentionParams p;
+    p.batch = q[0];
+    p.heads = q[1];
+    p.seqQ = q[2];
+    p.seqK = shapeOf(1)[2];
+    p.headDim = q[3];
+    p.valueDim = value.shape[3];
+    p.scale = op.attentionScale;
+    p.causal = op.causal;
+    // As the interpreter and the CUDA kernel: P in V's dtype for P.V.
+    p.pRounding = value.dtype == DType::BF16  ? cpu::AttentionRounding::BF16
+                  : value.dtype == DType::F16 ? cpu::AttentionRounding::FP16
+                                              : cpu::AttentionRounding::None;
+    const std::array<int64_t, 4> biasStrides =
+        cpu::attentionBiasStrides(present(3) ? shapeOf(3) : cpu::Shape{});
+    if (!op.writesLse) {
+      cpu::attention(x, k, v, bias, biasStrides, p, result, static_cast<float *>(nullptr));
+      break;
+    }
+    // The log-sum-exp call computes the output too (into scratch).
+    float *outScratch = scratch[4].floats(p.batch * p.heads * p.seqQ * p.valueDim);
+    if (!outScratch)
+      return outOfMemory(op.name, p.batch * p.heads * p.seqQ * p.valueDim * 4);
+    cpu::attention(x, k, v, bias, biasStrides, p, outScratch, result);
     break;
   }
   default:

@@ -65,3 +65,15 @@ func.func @fusion$elementwise(%x: tensor<8x64xbf16>, %b: tensor<64xbf16>) -> ten
   }
   return %y : tensor<8x64xbf16>
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x16x64xbf16>, %k: tensor<2x4x24x64xbf16>,
+                     %v: tensor<2x4x24x32xbf16>, %m: tensor<2x1x1x24xf32>)
+    -> (tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>) {
+  // CHECK: mp.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.250000e-01 : f64}
+  // CHECK-SAME: -> (tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>)
+  %o, %lse = mp.attention %q, %k, %v, %m {scale = 0.125 : f64, causal = true}
+      : (tensor<2x4x16x64xbf16>, tensor<2x4x24x64xbf16>, tensor<2x4x24x32xbf16>,
+         tensor<2x1x1x24xf32>) -> (tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>)
+  return %o, %lse : tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>
+}
