@@ -152,6 +152,7 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.scale = a.getScale().convertToFloat();
         t.causal = a.getCausal();
         t.lse = a.getLse();
+        t.grad = a.getGrad();
         table.Set(std::move(t));
       })
       .Case([&](kernel::IntElementwiseOptionsAttr a) {

@@ -152,36 +152,65 @@ struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::Scal
 /// mp.attention: cpu::attention on Q, K and V as stored; the probabilities
 /// are rounded to V's dtype before the P.V product, as the CUDA kernel's
 /// tensor cores take them (in the FP64 mode, and for FP32, they are not).
+/// The parameters of mp.attention or mp.attention_grad: shapes, scale,
+/// mask, and P rounded to V's dtype (not in the FP64 mode, nor for FP32).
+template <typename T, typename OpT> cpu::AttentionParams attentionParams(OpT op) {
+  cpu::Shape q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()), v = shapeOf(op.getValue());
+  cpu::AttentionParams p;
+  p.batch = q[0];
+  p.heads = q[1];
+  p.seqQ = q[2];
+  p.seqK = k[2];
+  p.headDim = q[3];
+  p.valueDim = v[3];
+  p.scale = op.getScale().convertToDouble();
+  p.causal = op.getCausal();
+  Type vType = cast<RankedTensorType>(op.getValue().getType()).getElementType();
+  if (std::is_same_v<T, float>)
+    p.pRounding = vType.isBF16()  ? cpu::AttentionRounding::BF16
+                  : vType.isF16() ? cpu::AttentionRounding::FP16
+                                  : cpu::AttentionRounding::None;
+  return p;
+}
+
+/// mp.attention: cpu::attention on Q, K and V as stored; the probabilities
+/// are rounded to V's dtype before the P.V product, as the CUDA kernel's
+/// tensor cores take them.
 struct AttentionReference : ReferenceModel<AttentionReference, graph::AttentionOp> {
   template <typename T> static LogicalResult run(graph::AttentionOp op, Evaluator &e) {
     std::vector<T> out = e.alloc<T>(op.getOutput()), lse = e.alloc<T>(op.getLse());
-    cpu::Shape q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()), v = shapeOf(op.getValue());
-    cpu::AttentionParams p;
-    p.batch = q[0];
-    p.heads = q[1];
-    p.seqQ = q[2];
-    p.seqK = k[2];
-    p.headDim = q[3];
-    p.valueDim = v[3];
-    p.scale = op.getScale().convertToDouble();
-    p.causal = op.getCausal();
-    Type vType = cast<RankedTensorType>(op.getValue().getType()).getElementType();
-    if (std::is_same_v<T, float>)
-      p.pRounding = vType.isBF16()  ? cpu::AttentionRounding::BF16
-                    : vType.isF16() ? cpu::AttentionRounding::FP16
-                                    : cpu::AttentionRounding::None;
     Value bias = op.getBias();
     cpu::attention<T>(e.values<T>(op.getQuery()), e.values<T>(op.getKey()),
                       e.values<T>(op.getValue()), bias ? e.values<T>(bias) : nullptr,
-                      cpu::attentionBiasStrides(biasShapeOf(bias)), p, out.data(), lse.data());
+                      cpu::attentionBiasStrides(biasShapeOf(bias)), attentionParams<T>(op),
+                      out.data(), lse.data());
     e.setFloat(op.getOutput(), std::move(out));
     e.setFloat(op.getLse(), std::move(lse));
     return success();
   }
 };
 
+/// mp.attention_grad: cpu::attentionBackward, each gradient rounded once.
+struct AttentionGradReference : ReferenceModel<AttentionGradReference, graph::AttentionGradOp> {
+  template <typename T> static LogicalResult run(graph::AttentionGradOp op, Evaluator &e) {
+    std::vector<T> dq = e.alloc<T>(op.getQueryGrad()), dk = e.alloc<T>(op.getKeyGrad()),
+                   dv = e.alloc<T>(op.getValueGrad());
+    Value bias = op.getBias();
+    cpu::attentionBackward<T>(e.values<T>(op.getQuery()), e.values<T>(op.getKey()),
+                              e.values<T>(op.getValue()), bias ? e.values<T>(bias) : nullptr,
+                              cpu::attentionBiasStrides(biasShapeOf(bias)), attentionParams<T>(op),
+                              e.values<T>(op.getOut()), e.values<T>(op.getLse()),
+                              e.values<T>(op.getOutGrad()), dq.data(), dk.data(), dv.data());
+    e.setFloat(op.getQueryGrad(), std::move(dq));
+    e.setFloat(op.getKeyGrad(), std::move(dk));
+    e.setFloat(op.getValueGrad(), std::move(dv));
+    return success();
+  }
+};
+
 void attachGemmReferenceModels(MLIRContext *ctx) {
   graph::AttentionOp::attachInterface<AttentionReference>(*ctx);
+  graph::AttentionGradOp::attachInterface<AttentionGradReference>(*ctx);
   graph::MatmulOp::attachInterface<MatmulReference>(*ctx);
   graph::LinearOp::attachInterface<LinearReference>(*ctx);
   graph::Conv2dOp::attachInterface<Conv2dReference>(*ctx);

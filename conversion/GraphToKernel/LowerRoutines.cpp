@@ -219,9 +219,35 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       }
       auto options = kernel::AttentionOptionsAttr::get(
           op.getContext(), APFloat(static_cast<float>(op.getScale().convertToDouble())),
-          op.getCausal(), /*lse=*/i == 1);
+          op.getCausal(), /*lse=*/i == 1, /*grad=*/0);
       auto call = rewriter.create<kernel::CallOp>(
           op.getLoc(), TypeRange{result.getType()}, Routine::Attention, adaptor.getOperands(),
+          cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
+      replacements.push_back(call.getResult(0));
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+/// mp.attention_grad: one attention_grad call per gradient that is read
+/// (dq, dk, dv), each recomputing the probabilities it needs.
+struct AttentionGradPattern : OpConversionPattern<graph::AttentionGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::AttentionGradOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> replacements;
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      if (result.use_empty()) {
+        replacements.push_back(nullptr);
+        continue;
+      }
+      auto options = kernel::AttentionOptionsAttr::get(
+          op.getContext(), APFloat(static_cast<float>(op.getScale().convertToDouble())),
+          op.getCausal(), /*lse=*/false, /*grad=*/static_cast<int64_t>(i));
+      auto call = rewriter.create<kernel::CallOp>(
+          op.getLoc(), TypeRange{result.getType()}, Routine::AttentionGrad, adaptor.getOperands(),
           cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
       replacements.push_back(call.getResult(0));
     }
@@ -289,7 +315,7 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
   addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
   patterns.add<TopKPattern>(patterns.getContext());
-  patterns.add<AttentionPattern>(patterns.getContext());
+  patterns.add<AttentionPattern, AttentionGradPattern>(patterns.getContext());
 }
 
 } // namespace mixprec::passes

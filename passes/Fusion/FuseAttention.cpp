@@ -21,6 +21,7 @@
 // underflows FP32), which -1e4 leaves far away.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/Fusion/FuseAttention.h"
 #include "passes/Passes.h"
 
 #include "dialects/Graph/IR/GraphOps.h"
@@ -247,37 +248,43 @@ std::optional<Match> matchAttention(graph::MatmulOp pv) {
 }
 
 struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass> {
-  void runOnOperation() override {
-    SmallVector<graph::MatmulOp> candidates;
-    getOperation().walk([&](graph::MatmulOp op) { candidates.push_back(op); });
-    for (graph::MatmulOp pv : candidates) {
-      std::optional<Match> m = matchAttention(pv);
-      if (!m)
-        continue;
-      OpBuilder b(pv);
-      Value k = keyFromTransposed(m->k, *m, b);
-      ArrayRef<int64_t> q = shapeOf(m->q), kShape = shapeOf(k), v = shapeOf(m->v);
-      auto element = [](Value x) { return cast<RankedTensorType>(x.getType()).getElementType(); };
-      if (q.size() != 4 || kShape.size() != 4 || q[0] != kShape[0] || q[1] != kShape[1] ||
-          q[3] != kShape[3] || kShape[0] != v[0] || kShape[1] != v[1] || kShape[2] != v[2] ||
-          element(m->q) != element(k) || element(k) != element(m->v) || !std::isfinite(m->scale)) {
-        if (k != m->k && k.use_empty())
-          k.getDefiningOp()->erase();
-        continue;
-      }
-      auto lseType = RankedTensorType::get({q[0], q[1], q[2]}, b.getF32Type());
-      auto attention = b.create<graph::AttentionOp>(
-          pv.getLoc(), TypeRange{pv.getOutput().getType(), lseType}, m->q, k, m->v, m->bias,
-          b.getF64FloatAttr(m->scale), b.getBoolAttr(m->causal), TypeAttr());
-      pv.getOutput().replaceAllUsesWith(attention.getOutput());
-      pv->erase();
-      // The absorbed ops, readers first.
-      for (Operation *op : m->absorbed)
-        if (op->use_empty())
-          op->erase();
-    }
-  }
+  void runOnOperation() override { fuseAttention(getOperation()); }
 };
 
 } // namespace
+
+int fuseAttention(func::FuncOp func) {
+  SmallVector<graph::MatmulOp> candidates;
+  func.walk([&](graph::MatmulOp op) { candidates.push_back(op); });
+  int formed = 0;
+  for (graph::MatmulOp pv : candidates) {
+    std::optional<Match> m = matchAttention(pv);
+    if (!m)
+      continue;
+    OpBuilder b(pv);
+    Value k = keyFromTransposed(m->k, *m, b);
+    ArrayRef<int64_t> q = shapeOf(m->q), kShape = shapeOf(k), v = shapeOf(m->v);
+    auto element = [](Value x) { return cast<RankedTensorType>(x.getType()).getElementType(); };
+    if (q.size() != 4 || kShape.size() != 4 || q[0] != kShape[0] || q[1] != kShape[1] ||
+        q[3] != kShape[3] || kShape[0] != v[0] || kShape[1] != v[1] || kShape[2] != v[2] ||
+        element(m->q) != element(k) || element(k) != element(m->v) || !std::isfinite(m->scale)) {
+      if (k != m->k && k.use_empty())
+        k.getDefiningOp()->erase();
+      continue;
+    }
+    auto lseType = RankedTensorType::get({q[0], q[1], q[2]}, b.getF32Type());
+    auto attention = b.create<graph::AttentionOp>(
+        pv.getLoc(), TypeRange{pv.getOutput().getType(), lseType}, m->q, k, m->v, m->bias,
+        b.getF64FloatAttr(m->scale), b.getBoolAttr(m->causal), TypeAttr());
+    pv.getOutput().replaceAllUsesWith(attention.getOutput());
+    pv->erase();
+    // The absorbed ops, readers first.
+    for (Operation *op : m->absorbed)
+      if (op->use_empty())
+        op->erase();
+    ++formed;
+  }
+  return formed;
+}
+
 } // namespace mixprec::passes

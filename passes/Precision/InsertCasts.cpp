@@ -43,9 +43,13 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
   if (!isa<FloatType>(elementTypeOf(operand)))
     return nullptr; // indices, masks
   // Attention adds its bias to FP32 scores: a -inf or -1e4 mask keeps the
-  // dtype it has (FP16 would turn -1e30 into -inf, BF16 round the rest).
+  // dtype it has (FP16 would turn -1e30 into -inf, BF16 round the rest);
+  // its gradient reads the FP32 log-sum-exp as it is.
   if (auto attention = dyn_cast<graph::AttentionOp>(op);
       attention && operand == attention.getBias())
+    return nullptr;
+  if (auto grad = dyn_cast<graph::AttentionGradOp>(op);
+      grad && (operand == grad.getBias() || operand == grad.getLse()))
     return nullptr;
   if (isFP8(precision)) {
     // GEMM operands meet in F32, which holds every input dtype exactly, so

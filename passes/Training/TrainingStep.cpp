@@ -14,9 +14,10 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Training/TrainingStep.h"
 
-#include "passes/Training/Autodiff.h"
+#include "passes/Fusion/FuseAttention.h"
 #include "passes/Passes.h"
 #include "passes/Precision/PrecisionUtils.h"
+#include "passes/Training/Autodiff.h"
 
 #include "dialects/Graph/IR/GraphBuilder.h"
 #include "dialects/Graph/IR/GraphOps.h"
@@ -601,6 +602,11 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   FailureOr<SmallVector<Param>> params = findParams(forward, o);
   if (failed(params))
     return failure();
+
+  // Attention as one op before differentiating: its gradient recomputes
+  // the scores (mp.attention_grad) instead of keeping the S x S
+  // probabilities for the unfused softmax's and GEMMs' rules.
+  fuseAttention(forward);
 
   // 1. The loss function and its gradients.
   Type labelsType;

@@ -67,6 +67,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"max_pool_indices", RoutineKind::MaxPoolIndices, Options::PoolOptions},
     {"int_elementwise", RoutineKind::IntElementwise, Options::IntElementwiseOptions},
     {"attention", RoutineKind::Attention, Options::AttentionOptions},
+    {"attention_grad", RoutineKind::AttentionGrad, Options::AttentionOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -706,14 +707,20 @@ Status RoutineVerifier::scatterNd() {
 /// scores, the shapes of common/Shapes.h's rule; the output in v's dtype
 /// or the FP32 log-sum-exp.
 Status RoutineVerifier::attention() {
-  if (Status s = operands(3, 4, 3); !s.ok())
+  const bool grad = out.kind == RoutineKind::AttentionGrad;
+  // attention: q, k, v, (bias); attention_grad: q, k, v, out, lse, dout, (bias).
+  const size_t biasIndex = grad ? 6 : 3;
+  if (Status s = operands(biasIndex, biasIndex + 1, biasIndex); !s.ok())
     return s;
   const schema::AttentionOptions &o = options<schema::AttentionOptions>();
   out.attentionScale = o.scale();
   out.causal = o.causal();
-  out.writesLse = o.lse();
+  out.writesLse = !grad && o.lse();
+  out.attentionGrad = grad ? o.grad() : 0;
   if (!std::isfinite(out.attentionScale))
     return fail("scale must be finite");
+  if (out.attentionGrad < 0 || out.attentionGrad > 2)
+    return fail("grad " + std::to_string(out.attentionGrad) + " out of range [0, 2]");
   const TensorDesc &q = in(0), &k = in(1), &v = in(2), &y = result();
   for (const TensorDesc *t : {&q, &k, &v})
     if (Status s = floatTensor(*t, "operand"); !s.ok())
@@ -721,17 +728,34 @@ Status RoutineVerifier::attention() {
   if (k.dtype != q.dtype || v.dtype != q.dtype)
     return fail(std::string("q, k and v must share one dtype, got ") + dtypeName(q.dtype) + ", " +
                 dtypeName(k.dtype) + ", " + dtypeName(v.dtype));
-  const bool hasBias = out.inputs.size() == 4 && out.inputs[3] >= 0;
+  const bool hasBias = hasInput(biasIndex);
   if (hasBias) {
-    if (Status s = floatTensor(in(3), "bias"); !s.ok())
+    if (Status s = floatTensor(in(biasIndex), "bias"); !s.ok())
       return s;
-    if (in(3).shape.empty())
+    if (in(biasIndex).shape.empty())
       return fail("bias must have rank >= 1");
   }
-  const shapes::ShapeOrError rule =
-      shapes::attentionShape(q.shape, k.shape, v.shape, hasBias ? in(3).shape : cpu::Shape{});
+  const shapes::ShapeOrError rule = shapes::attentionShape(
+      q.shape, k.shape, v.shape, hasBias ? in(biasIndex).shape : cpu::Shape{});
   if (!rule.ok())
     return fail(rule.error);
+  const shapes::ShapeOrError rows{cpu::Shape(rule.shape.begin(), rule.shape.end() - 1), ""};
+  if (grad) {
+    const TensorDesc &o = in(3), &lse = in(4), &dout = in(5);
+    for (const TensorDesc *t : {&o, &dout})
+      if (Status s = floatTensor(*t, "operand"); !s.ok())
+        return s;
+    if (lse.dtype != schema::DType::F32)
+      return fail("log-sum-exp '" + lse.name + "' must be f32, got " + dtypeName(lse.dtype));
+    for (auto [t, want] : {std::pair(&o, &rule), std::pair(&dout, &rule), std::pair(&lse, &rows)})
+      if (t->shape != want->shape)
+        return fail("'" + t->name + "' has shape " + formatShape(t->shape) + ", expected " +
+                    formatShape(want->shape));
+    if (Status s = floatTensor(y, "output"); !s.ok())
+      return s;
+    const TensorDesc &operand = in(static_cast<size_t>(out.attentionGrad));
+    return expectShape(shapes::ShapeOrError{operand.shape, ""}, y);
+  }
   if (!out.writesLse) {
     if (y.dtype != v.dtype)
       return fail("output '" + y.name + "' must be " + dtypeName(v.dtype) + ", got " +
@@ -740,8 +764,7 @@ Status RoutineVerifier::attention() {
   }
   if (y.dtype != schema::DType::F32)
     return fail("log-sum-exp '" + y.name + "' must be f32, got " + dtypeName(y.dtype));
-  cpu::Shape rows(rule.shape.begin(), rule.shape.end() - 1);
-  return expectShape(shapes::ShapeOrError{rows, ""}, y);
+  return expectShape(rows, y);
 }
 
 /// softmax, log_softmax (isNorm false) and the norms over dims [axis, rank).
@@ -976,6 +999,7 @@ Status RoutineVerifier::run() {
   case RoutineKind::IntElementwise:
     return intElementwise();
   case RoutineKind::Attention:
+  case RoutineKind::AttentionGrad:
     return attention();
   }
   return fail("unhandled op type");

@@ -46,7 +46,8 @@
 // one float dtype and an optional float bias broadcasting to the scores; a
 // call writes the output (v's dtype) or the FP32 log-sum-exp, the
 // probabilities rounded to v's dtype before P.V as the CUDA kernel's tensor
-// cores take them.
+// cores take them; attention_grad (q, k, v, out, lse, dout, bias) writes one
+// of dq, dk, dv, recomputing the probabilities from lse.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_ROUTINES_H
@@ -94,6 +95,7 @@ enum class RoutineKind {
   MaxPoolIndices,
   IntElementwise,
   Attention,
+  AttentionGrad,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -133,6 +135,7 @@ struct RoutineOp {
   // attention: its scale, causal mask, and which result the call writes.
   float attentionScale = 1.0f;
   bool causal = false, writesLse = false;
+  int64_t attentionGrad = 0; ///< attention_grad: 0 dq, 1 dk, 2 dv
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

@@ -26,7 +26,8 @@ On gpt_block it also checks the dtypes that follow from the graph, where
 autocast and mixprec could part ways: the bias Adds of the ONNX-split
 linears stay in BF16 (constants adapt), the residual Adds run in FP32
 (widest input), Gather and the tied head's Transpose of FP32 parameters
-stay FP32, softmax outputs FP32, and the graph outputs are FP32
+stay FP32, the fused attention runs in BF16 (FP32 inside), and the graph
+outputs are FP32
 (keep-io-types).
 
 One line per check, then exactly "N passed, N failed".
@@ -45,6 +46,8 @@ from run_e2e import Tally, describe_failure, load_manifest, run_cmd, select  # n
 #             why mixprec differs or None)
 AUTOCAST = {
     "matmul": ("lower", "matmul, mm, bmm", "lowp", None),
+    "attention": ("lower", "scaled_dot_product_attention (FP32 softmax inside)", "lowp", None),
+    "attention_grad": ("lower", "scaled_dot_product_attention's backward", "lowp", None),
     "linear": ("lower", "linear, addmm", "lowp", None),
     "conv2d": ("lower", "conv2d", "lowp", None),
     "softmax": ("fp32", "softmax (FP32 output forced)", "fp32", None),
@@ -110,11 +113,10 @@ GPT_BLOCK_DTYPES = {
                            "stored once (--mp-share-weights); PyTorch keeps the FP32 "
                            "parameter and casts a BF16 copy for the head every step"),
     "n_Gather_1": ("f32", "position embedding (FP32 parameter)"),
-    "n_Mul_0": ("bf16", "scores * 1/sqrt(hd): a 1-element constant adapts, like a Python "
-                        "scalar"),
-    "n_Where_0": ("bf16", "causal mask: the -1e4 constant adapts"),
+    "n_MatMul_2": ("bf16", "fused attention (--mp-fuse-attention: Q.K^T, the 1/sqrt(hd) "
+                           "scale, the causal Where, softmax, P.V): BF16 Q/K/V as SDPA "
+                           "takes them under autocast; scores and softmax stay FP32 inside"),
     "n_Gelu_0": ("bf16", "gelu runs in its input dtype, as autocast does"),
-    "n_Softmax_0": ("f32", "softmax outputs FP32, as autocast forces"),
     "n_MatMul_6": ("bf16", "tied LM head: imported as a linear layer reading wte transposed "
                            "(no Transpose op, no per-run cast); lower precision"),
 }

@@ -306,6 +306,27 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 
 // dX = dY W^T (a linear with the flag flipped); dW from the rows of X and
 // dY flattened to [P, K] and [P, N]; the bias sums dY to its shape.
+// One mp.attention_grad: the probabilities are recomputed from the
+// forward's log-sum-exp (its second result) inside, never stored. The
+// lse result is a by-product nothing differentiates.
+LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Value dy = startRule(*this, resultGrads, operandGrads);
+  if (!dy)
+    return success();
+  GradBuilder g(b, gradientLocation(*this));
+  Type t = elementTypeOf(dy);
+  Value q = g.cast(getQuery(), t), k = g.cast(getKey(), t), v = g.cast(getValue(), t);
+  Value out = g.cast(getOutput(), t);
+  auto grad = b.create<AttentionGradOp>(
+      gradientLocation(*this), TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v, out,
+      getLse(), dy, getBias(), getScaleAttr(), getCausalAttr(), TypeAttr());
+  setGrad(*this, g, 0, grad.getQueryGrad(), operandGrads);
+  setGrad(*this, g, 1, grad.getKeyGrad(), operandGrads);
+  setGrad(*this, g, 2, grad.getValueGrad(), operandGrads);
+  return success();
+}
+
 LogicalResult LinearOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = startRule(*this, resultGrads, operandGrads);

@@ -74,6 +74,21 @@ bool MatmulOp::hasFp8GemmForm() {
 }
 int64_t MatmulOp::getFlopCount() { return gemmFlops(getLhs(), getOutput()); }
 
+/// Attention's products: Q.K^T and P.V, 2 flops per multiply-add each
+/// (causal masking skips none of them in this count, as FlashAttention's
+/// reports count the full square).
+static int64_t attentionFlops(Value q, Value k, Value v) {
+  ArrayRef<int64_t> qs = tensorType(q).getShape(), ks = tensorType(k).getShape(),
+                    vs = tensorType(v).getShape();
+  return 2 * qs[0] * qs[1] * qs[2] * ks[2] * (qs[3] + vs[3]);
+}
+int64_t AttentionOp::getFlopCount() { return attentionFlops(getQuery(), getKey(), getValue()); }
+// The backward recomputes Q.K^T and computes dV, dP, dQ and dK: 2.5 times
+// the forward's products.
+int64_t AttentionGradOp::getFlopCount() {
+  return attentionFlops(getQuery(), getKey(), getValue()) * 5 / 2;
+}
+
 bool LinearOp::hasFp8GemmForm() { return true; }
 int64_t LinearOp::getFlopCount() { return gemmFlops(getInput(), getOutput()); }
 

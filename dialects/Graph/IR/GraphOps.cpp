@@ -205,6 +205,34 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult AttentionGradOp::verify() {
+  Type q = elementTypeOf(getQuery());
+  if (failed(verifySameElementType(*this, "key", elementTypeOf(getKey()), q)) ||
+      failed(verifySameElementType(*this, "value", elementTypeOf(getValue()), q)))
+    return failure();
+  if (isFP8(q))
+    return emitOpError() << "FP8 operands (" << q << ") need a scaled attention form";
+  if (getBias() && shapeOf(getBias()).empty())
+    return emitOpError() << "bias must have rank >= 1 (a scalar shifts every score alike)";
+  ShapeOrError inferred =
+      attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
+                     getBias() ? shapeOf(getBias()) : Dims());
+  if (failed(verifyInferredShape(*this, inferred, getOut())) ||
+      failed(verifyInferredShape(*this, inferred, getOutGrad())))
+    return failure();
+  Shape rows(inferred.shape.begin(), inferred.shape.end() - 1);
+  if (failed(verifyInferredShape(*this, ShapeOrError{rows, ""}, getLse())))
+    return failure();
+  for (auto [operand, grad] :
+       {std::pair(getQuery(), getQueryGrad()), std::pair(getKey(), getKeyGrad()),
+        std::pair(getValue(), getValueGrad())})
+    if (failed(verifyInferredShape(*this, ShapeOrError{Shape(shapeOf(operand)), ""}, grad)))
+      return failure();
+  if (getAccType() && !getAccType()->isF32())
+    return emitOpError() << "acc_type must be f32, got " << *getAccType();
+  return success();
+}
+
 LogicalResult LinearOp::verify() {
   if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
                                     elementTypeOf(getWeight()))))

@@ -135,7 +135,8 @@ def Graph_LinearOp : Graph_Op<"linear",
 // dtype; the scores, the softmax and both accumulations stay in FP32 inside
 // the op (runtime/kernels/Attention.h defines it and its rounding points).
 def Graph_AttentionOp : Graph_Op<"attention",
-    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType]> {
+    [Pure, MP_LowpClass, MP_Accumulates, MP_InferShapedType, MP_OwnGradient],
+    ["getFlopCount"]> {
   let summary = "Scaled dot-product attention, the S x S scores never stored";
   let description = [{
     `softmax(scale * q k^T + bias, masked causally) v` per batch and head,
@@ -161,6 +162,39 @@ def Graph_AttentionOp : Graph_Op<"attention",
   let results = (outs MP_FloatTensor:$output, MP_F32Tensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+// The gradient of mp.attention (its buildGradients makes it): lowp class
+// as the op, FP32 inside.
+def Graph_AttentionGradOp : Graph_Op<"attention_grad",
+    [Pure, MP_LowpClass, MP_Accumulates], ["getFlopCount"]> {
+  let summary = "Gradients of mp.attention's q, k and v, the scores recomputed";
+  let description = [{
+    From the forward's operands, its output and FP32 log-sum-exp and the
+    output's gradient: dq, dk and dv as runtime/kernels/Attention.h defines
+    them (the probabilities recomputed as exp(s - lse), never stored; the
+    bias, a mask, gets no gradient). Each result has its operand's shape and
+    the output gradient's dtype.
+    ```mlir
+    %dq, %dk, %dv = mp.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64}
+        : (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>,
+           tensor<1x2x8x16xbf16>, tensor<1x2x8xf32>, tensor<1x2x8x16xbf16>)
+        -> (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>)
+    ```
+    Verifier: the forward's shape rule, out/dout shaped as the output, lse
+    as its rows in FP32, results shaped as q, k, v.
+  }];
+  let arguments = (ins MP_FloatTensor:$query, MP_FloatTensor:$key, MP_FloatTensor:$value,
+                       MP_FloatTensor:$out, MP_F32Tensor:$lse, MP_FloatTensor:$out_grad,
+                       Optional<MP_NonFP8FloatTensor>:$bias, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal, MP_AccTypeAttr:$acc_type);
+  let results = (outs MP_FloatTensor:$query_grad, MP_FloatTensor:$key_grad,
+                      MP_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $out_grad (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

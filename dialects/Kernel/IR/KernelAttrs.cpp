@@ -156,6 +156,15 @@ LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> em
   return success();
 }
 
+LogicalResult AttentionOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                           APFloat scale, bool causal, bool lse, int64_t grad) {
+  if (grad < 0 || grad > 2)
+    return emitError() << "attention grad must be 0 (dq), 1 (dk) or 2 (dv), got " << grad;
+  if (!scale.isFinite())
+    return emitError() << "attention scale must be finite";
+  return success();
+}
+
 LogicalResult IntElementwiseOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                                 int64_t op) {
   if (op < 0 || op > 17)

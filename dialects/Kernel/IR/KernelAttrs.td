@@ -269,18 +269,23 @@ def Kernel_CumSumOptionsAttr : Kernel_Options<"CumSum", "cumsum", ["CumSum"]> {
                         Kernel_BoolParameter:$reverse);
 }
 
-def Kernel_AttentionOptionsAttr : Kernel_Options<"Attention", "attention", ["Attention"]> {
-  let summary = "Options of the attention routine; `lse` picks the output it writes";
+def Kernel_AttentionOptionsAttr : Kernel_Options<"Attention", "attention",
+    ["Attention", "AttentionGrad"]> {
+  let summary = "Options of the attention routines; `lse` and `grad` pick the output written";
   let description = [{
     An mp.attention lowers to one call per result it uses: the output
-    (`lse = false`) and the FP32 log-sum-exp (`lse = true`).
+    (`lse = false`) and the FP32 log-sum-exp (`lse = true`); an
+    mp.attention_grad to one attention_grad call per result: `grad` 0 dq,
+    1 dk, 2 dv.
     ```mlir
-    #mpk.attention<scale = 0.125, causal = true, lse = false>
+    #mpk.attention<scale = 0.125, causal = true, lse = false, grad = 0>
     ```
+    Verifier: `grad` in [0, 2].
   }];
+  let genVerifyDecl = 1;
   // The scale as the FP32 kernels use it (the graph op's f64, rounded).
   let parameters = (ins Kernel_F32Parameter:$scale, Kernel_BoolParameter:$causal,
-                        Kernel_BoolParameter:$lse);
+                        Kernel_BoolParameter:$lse, "int64_t":$grad);
 }
 
 def Kernel_ScatterNdOptionsAttr : Kernel_Options<"ScatterNd", "scatter_nd", ["ScatterNd"]> {

@@ -50,7 +50,8 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     // numbers other routines of the issue take).
     I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">,
     // Issue 25: fused attention.
-    I32EnumAttrCase<"Attention", 70, "attention">
+    I32EnumAttrCase<"Attention", 70, "attention">,
+    I32EnumAttrCase<"AttentionGrad", 71, "attention_grad">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

@@ -395,14 +395,28 @@ std::vector<Case> gemmCases() {
   return {
       custom("matmul", {in({2, 3, 4}), in({4, 5})}, {"a", "b"}, {2, 3, 5},
              "  %y = mp.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>"),
-      custom("matmul$batch_broadcast", {in({2, 1, 3, 4}), in({3, 4, 2})}, {"a", "b"},
-             {2, 3, 3, 2},
+      custom("matmul$batch_broadcast", {in({2, 1, 3, 4}), in({3, 4, 2})}, {"a", "b"}, {2, 3, 3, 2},
              "  %y = mp.matmul %a, %b : (tensor<2x1x3x4xf32>, tensor<3x4x2xf32>) -> "
              "tensor<2x3x3x2xf32>"),
       custom("matmul$vector_lhs", {in({4}), in({2, 4, 3})}, {"a", "b"}, {2, 3},
              "  %y = mp.matmul %a, %b : (tensor<4xf32>, tensor<2x4x3xf32>) -> tensor<2x3xf32>"),
       custom("matmul$vector_rhs", {in({2, 3, 4}), in({4})}, {"a", "b"}, {2, 3},
              "  %y = mp.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>"),
+      // The backward recomputes the probabilities from the log-sum-exp
+      // (mp.attention_grad); a bottom-right causal mask with Sq < Sk and a
+      // constant bias (masks get no gradient).
+      custom("attention$causal_bias", {in({1, 2, 3, 4}), in({1, 2, 5, 4}), in({1, 2, 5, 3})},
+             {"q", "k", "v"}, {1, 2, 3, 3},
+             "  %b = mp.constant dense<[[[[0.5, -1.0, 0.0, 0.25, -0.5]]]]> : "
+             "tensor<1x1x1x5xf32>\n"
+             "  %y, %lse = mp.attention %q, %k, %v, %b {scale = 0.5 : f64, causal = true} : "
+             "(tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x3xf32>, "
+             "tensor<1x1x1x5xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x3xf32>)"),
+      custom("attention", {in({2, 1, 4, 3}), in({2, 1, 4, 3}), in({2, 1, 4, 2})}, {"q", "k", "v"},
+             {2, 1, 4, 2},
+             "  %y, %lse = mp.attention %q, %k, %v {scale = 0.7 : f64} : (tensor<2x1x4x3xf32>, "
+             "tensor<2x1x4x3xf32>, tensor<2x1x4x2xf32>) -> (tensor<2x1x4x2xf32>, "
+             "tensor<2x1x4xf32>)"),
       custom("linear", {in({2, 3, 4}), in({4, 5}), in({5})}, {"x", "w", "b"}, {2, 3, 5},
              "  %y = mp.linear %x, %w, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>, tensor<5xf32>) "
              "-> tensor<2x3x5xf32>"),

@@ -240,8 +240,10 @@ private:
   std::vector<float> rowValue;   ///< per instruction: row reductions' values
   std::vector<float> amaxValue;  ///< per instruction: Amax accumulators
   std::vector<const uint8_t *> accessData; ///< per access of the running kernel
-  /// scratch[0..4]: decoded operands by position; [5]: results.
-  Scratch scratch[6];
+  /// scratch[0..4]: decoded operands by position; [5]: results; [6..11]:
+  /// attention_grad's operands 5 and 6 and the gradients a call does not
+  /// write, attention's output when the call writes the log-sum-exp.
+  Scratch scratch[12];
   alignas(64) uint8_t emptyTensor[64] = {};
 };
 

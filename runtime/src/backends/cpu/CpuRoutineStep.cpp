@@ -391,11 +391,20 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     cpu::matmul(x, shapeOf(0), b, shapeOf(1), result, y.shape);
     break;
   }
-  case RoutineKind::Attention: {
-    const float *k = input(1), *v = input(2);
-    const float *bias = present(3) ? input(3) : nullptr;
-    if (!k || !v || (present(3) && !bias))
-      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 8);
+  case RoutineKind::Attention:
+  case RoutineKind::AttentionGrad: {
+    const bool grad = op.kind == RoutineKind::AttentionGrad;
+    const size_t biasIndex = grad ? 6 : 3;
+    const float *in[6] = {x, nullptr, nullptr, nullptr, nullptr, nullptr};
+    // Operands 5 and 6 (dout, the gradient's bias) decode past the results'
+    // scratch[5].
+    auto decode = [&](size_t i) { return floatOperand(op.inputs[i], scratch[i < 5 ? i : i + 2]); };
+    for (size_t i = 1; i < biasIndex; ++i)
+      if (!(in[i] = decode(i)))
+        return outOfMemory(op.name, tensors[op.inputs[i]].elements * 4);
+    const float *bias = present(biasIndex) ? decode(biasIndex) : nullptr;
+    if (present(biasIndex) && !bias)
+      return outOfMemory(op.name, tensors[op.inputs[biasIndex]].elements * 4);
     const cpu::Shape &q = shapeOf(0);
     const TensorDesc &value = tensors[op.inputs[2]];
     cpu::AttentionParams p;
@@ -412,16 +421,30 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
                   : value.dtype == DType::F16 ? cpu::AttentionRounding::FP16
                                               : cpu::AttentionRounding::None;
     const std::array<int64_t, 4> biasStrides =
-        cpu::attentionBiasStrides(present(3) ? shapeOf(3) : cpu::Shape{});
+        cpu::attentionBiasStrides(present(biasIndex) ? shapeOf(biasIndex) : cpu::Shape{});
+    if (grad) {
+      // The two gradients this call does not write go to scratch.
+      float *g[3] = {nullptr, nullptr, nullptr};
+      for (int i = 0; i < 3; ++i) {
+        const int64_t n = tensors[op.inputs[i]].elements;
+        g[i] = i == op.attentionGrad ? result : scratch[9 + i].floats(n);
+        if (!g[i])
+          return outOfMemory(op.name, n * 4);
+      }
+      cpu::attentionBackward(in[0], in[1], in[2], bias, biasStrides, p, in[3], in[4], in[5], g[0],
+                             g[1], g[2]);
+      break;
+    }
     if (!op.writesLse) {
-      cpu::attention(x, k, v, bias, biasStrides, p, result, static_cast<float *>(nullptr));
+      cpu::attention(x, in[1], in[2], bias, biasStrides, p, result, static_cast<float *>(nullptr));
       break;
     }
     // The log-sum-exp call computes the output too (into scratch).
-    float *outScratch = scratch[4].floats(p.batch * p.heads * p.seqQ * p.valueDim);
+    const int64_t outElements = p.batch * p.heads * p.seqQ * p.valueDim;
+    float *outScratch = scratch[9].floats(outElements);
     if (!outScratch)
-      return outOfMemory(op.name, p.batch * p.heads * p.seqQ * p.valueDim * 4);
-    cpu::attention(x, k, v, bias, biasStrides, p, outScratch, result);
+      return outOfMemory(op.name, outElements * 4);
+    cpu::attention(x, in[1], in[2], bias, biasStrides, p, outScratch, result);
     break;
   }
   default:

@@ -77,3 +77,16 @@ func.func @attention(%q: tensor<2x4x16x64xbf16>, %k: tensor<2x4x24x64xbf16>,
          tensor<2x1x1x24xf32>) -> (tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>)
   return %o, %lse : tensor<2x4x16x32xbf16>, tensor<2x4x16xf32>
 }
+
+// CHECK-LABEL: func.func @attention_grad
+func.func @attention_grad(%q: tensor<1x2x8x16xbf16>, %k: tensor<1x2x8x16xbf16>,
+                          %v: tensor<1x2x8x16xbf16>, %o: tensor<1x2x8x16xbf16>,
+                          %lse: tensor<1x2x8xf32>, %do: tensor<1x2x8x16xbf16>)
+    -> (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>) {
+  // CHECK: mp.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64}
+  %dq, %dk, %dv = mp.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64}
+      : (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>,
+         tensor<1x2x8x16xbf16>, tensor<1x2x8xf32>, tensor<1x2x8x16xbf16>)
+      -> (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>)
+  return %dq, %dk, %dv : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>
+}
