@@ -82,11 +82,17 @@ std::string formatList(ArrayRef<int64_t> values) {
 /// grid-stride loop over the output's `total` elements, and the launch.
 class RoutinePrinter {
 public:
-  RoutinePrinter(kernel::CallOp op, std::string name) : op(op), name(std::move(name)) {}
+  RoutinePrinter(kernel::CallOp op, std::string name, unsigned tag = 0)
+      : op(op), name(std::move(name)), tag(tag) {}
 
-  /// The comment line and the signature; false if an operand has no raw
-  /// element type.
-  bool begin(const std::string &what);
+  /// The comment line and the signature (with the error record last when
+  /// `reports`); false if an operand has no raw element type.
+  bool begin(const std::string &what, bool reports = false);
+  /// A grid-stride loop over the `count` indices of operand 1 that reports
+  /// the first out of range into the error record: `sizes` holds the size
+  /// of the dim each index addresses, cycling (one for a gather's axis, the
+  /// tuple's dims for scatter_nd's). The launch covers them.
+  void checkIndices(int64_t count, ArrayRef<int64_t> sizes);
   /// `for (i ...)` over `total` output elements, with the launch to match.
   void loop(int64_t total);
   /// `x<d>` for every dim of `shape` from the loop index i.
@@ -100,12 +106,16 @@ public:
   CudaKernel kernel;
 
 private:
+  /// Raises the launch to cover `total` threads of a grid-stride loop.
+  void cover(int64_t total);
+
   kernel::CallOp op;
   std::string name;
+  unsigned tag;
   bool looped = false;
 };
 
-bool RoutinePrinter::begin(const std::string &what) {
+bool RoutinePrinter::begin(const std::string &what, bool reports) {
   os << "// mpk.call " << name << ": " << kernel::stringifyRoutine(op.getOpType()).str();
   if (!op.getOps().empty())
     os << " \"" << cast<StringAttr>(op.getOps()[0]).str() << "\"";
@@ -120,15 +130,39 @@ bool RoutinePrinter::begin(const std::string &what) {
   const char *type = rawType(typeOf(op.getOutputs()[0]).getElementType());
   if (!type)
     return false;
-  os << ", " << type << " *out0) {\n";
+  os << ", " << type << " *out0" << (reports ? ", MpErrorRecord *err" : "") << ") {\n";
+  kernel.launch.errorRecord = reports;
   return true;
+}
+
+void RoutinePrinter::cover(int64_t total) {
+  kernel.launch.blockSize = kBlock;
+  kernel.launch.gridSize = std::max(kernel.launch.gridSize,
+                                    std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid));
+}
+
+void RoutinePrinter::checkIndices(int64_t count, ArrayRef<int64_t> sizes) {
+  const bool wide = typeOf(op.getInputs()[1]).getElementType().isInteger(64);
+  os << "  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < " << count
+     << "LL; p += (long long)gridDim.x * blockDim.x) {\n";
+  os << "    const long long v = mp_index_at(in1, " << (wide ? "true" : "false") << ", p);\n";
+  std::string size = std::to_string(sizes.back()) + "LL";
+  if (sizes.size() > 1) {
+    os << "    const long long j = p % " << sizes.size() << "LL;\n";
+    for (size_t j = sizes.size() - 1; j-- > 0;)
+      size = "(j == " + std::to_string(j) + " ? " + std::to_string(sizes[j]) + "LL : " + size + ")";
+  }
+  os << "    const long long size = " << size << ";\n";
+  os << "    if (v < -size || v >= size) mp_report_index(err, " << tag << "u, p, in1, "
+     << (wide ? "true" : "false") << ");\n";
+  os << "  }\n";
+  cover(count);
 }
 
 void RoutinePrinter::loop(int64_t total) {
   os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << total
      << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
-  kernel.launch.blockSize = kBlock;
-  kernel.launch.gridSize = std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid);
+  cover(total);
   looped = true;
 }
 
@@ -251,8 +285,18 @@ bool constantIndicesInRange(Value indices, int64_t extent) {
   return true;
 }
 
-/// out[o, j, k] = data[o, indices[j] (negative from the end), k].
-std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name) {
+/// The int64 value of index operand 1 at `at` (i32 sign-extended).
+std::string indexAt(kernel::CallOp op, const std::string &at) {
+  const bool wide = typeOf(op.getInputs()[1]).getElementType().isInteger(64);
+  return std::string("mp_index_at(in1, ") + (wide ? "true" : "false") + ", " + at + ")";
+}
+
+/// out[o, j, k] = data[o, indices[j] (negative from the end), k]. Indices
+/// the compiler cannot check (not a constant in range) are checked as the
+/// CPU routine checks them, into the error record; an element whose index
+/// is out of range is not written, and nothing outside the data is read.
+std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name,
+                                       unsigned tag) {
   ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
   const int64_t axis =
       normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), dataShape.size());
@@ -260,24 +304,135 @@ std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &nam
     return std::nullopt;
   const int64_t extent = dataShape[axis];
   Value indices = op.getInputs()[1];
-  if (!constantIndicesInRange(indices, extent))
+  const bool checked = !constantIndicesInRange(indices, extent);
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin("axis " + std::to_string(axis) + (checked ? ", indices " : ", constant indices ") +
+                   formatList(typeOf(indices).getShape()) + " into " + formatList(dataShape),
+               /*reports=*/checked))
     return std::nullopt;
-  RoutinePrinter p(op, name);
-  if (!p.begin("axis " + std::to_string(axis) + ", constant indices " +
-               formatList(typeOf(indices).getShape()) + " into " + formatList(dataShape)))
-    return std::nullopt;
-  const bool narrow = typeOf(indices).getElementType().isInteger(32);
   const int64_t count = typeOf(indices).getNumElements();
   const int64_t inner = product(dataShape.drop_front(axis + 1));
   ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  if (checked)
+    p.checkIndices(count, {extent});
   p.loop(product(outShape));
   p.coords3(count, inner);
-  p.os << "    long long index = (long long)" << (narrow ? "(int)" : "(long long)") << "in1[a];\n";
+  p.os << "    long long index = " << indexAt(op, "a") << ";\n";
   p.os << "    if (index < 0) index += " << extent << "LL;\n";
-  p.os << "    // In range: the compiler checked the constant; a module whose\n"
-          "    // indices were changed reads nothing outside the data.\n";
+  if (!checked)
+    p.os << "    // In range: the compiler checked the constant; a module whose\n"
+            "    // indices were changed reads nothing outside the data.\n";
   p.os << "    if (index >= 0 && index < " << extent << "LL) out0[i] = in0[(o * " << extent
        << "LL + index) * " << inner << "LL + k];\n";
+  return p.finish();
+}
+
+/// gather_elements: out[x] = data[x with dim `axis` replaced by indices[x]
+/// (negative from the end)]; indices checked as gather's.
+std::optional<CudaKernel> gatherElementsKernel(kernel::CallOp op, const std::string &name,
+                                               unsigned tag) {
+  ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> indexShape = typeOf(op.getInputs()[1]).getShape();
+  const int64_t rank = dataShape.size();
+  const int64_t axis =
+      normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), rank);
+  if (axis < 0 || axis >= rank || static_cast<int64_t>(indexShape.size()) != rank)
+    return std::nullopt;
+  const int64_t extent = dataShape[axis];
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin("axis " + std::to_string(axis) + ", indices " + formatList(indexShape) +
+                   " into " + formatList(dataShape),
+               /*reports=*/true))
+    return std::nullopt;
+  const int64_t count = product(indexShape);
+  std::vector<int64_t> strides = denseStrides(dataShape);
+  p.checkIndices(count, {extent});
+  p.loop(count);
+  p.coords(indexShape);
+  p.os << "    long long index = " << indexAt(op, "i") << ";\n";
+  p.os << "    if (index < 0) index += " << extent << "LL;\n";
+  p.os << "    if (index >= 0 && index < " << extent << "LL) out0[i] = in0[0";
+  for (int64_t d = 0; d < rank; ++d)
+    p.os << " + " << (d == axis ? std::string("index") : "x" + std::to_string(d)) << " * "
+         << strides[d] << "LL";
+  p.os << "];\n";
+  return p.finish();
+}
+
+/// scatter_nd as the CPU routine computes it (runtime/kernels/Indexing.cpp)
+/// with one thread per output element instead of one pass per update: the
+/// element starts as the data's and walks the index tuples in order,
+/// combining the update of each tuple that addresses it, so duplicates
+/// apply in the CPU's order (the last wins for `none`, sums and products
+/// round in the same sequence). Floats combine in FP32 (decoded exactly,
+/// rounded once to the output dtype, as the CPU's storeFloats); i32 and i64
+/// in int64, wrapping, i32 keeping the low 32 bits. max and min select as
+/// std::max and std::min do (NaN and signed zeros included). A tuple with
+/// an index out of range addresses no element and is reported.
+std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &name,
+                                          unsigned tag) {
+  const int64_t reduction = cast<kernel::ScatterNdOptionsAttr>(op.getOptions()).getReduction();
+  ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> indexShape = typeOf(op.getInputs()[1]).getShape();
+  Type type = typeOf(op.getInputs()[0]).getElementType();
+  if (reduction < 0 || reduction > 4 || indexShape.empty())
+    return std::nullopt;
+  const int64_t m = indexShape.back();
+  if (m < 1 || m > static_cast<int64_t>(dataShape.size()))
+    return std::nullopt;
+  const bool isFloat = isa<FloatType>(type);
+  std::optional<DTypeInfo> info = dtypeInfo(type);
+  if ((isFloat && !info) || (!isFloat && !type.isInteger(32) && !type.isInteger(64)))
+    return std::nullopt;
+  static const char *const kReduction[] = {"none", "add", "mul", "max", "min"};
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin(std::string(kReduction[reduction]) + ", indices " + formatList(indexShape) +
+                   " into " + formatList(dataShape),
+               /*reports=*/true))
+    return std::nullopt;
+  const int64_t tuples = product(indexShape.drop_back());
+  const int64_t slice = product(dataShape.drop_front(m));
+  const int64_t total = product(dataShape);
+  p.checkIndices(tuples * m, dataShape.take_front(m));
+  p.loop(total);
+  // The element's coordinates in the dims the tuples address, and its
+  // offset in the slice.
+  p.os << "    const long long e = i % " << slice << "LL;\n";
+  p.os << "    long long lead = i / " << slice << "LL;\n";
+  for (int64_t j = m; j-- > 0;)
+    p.os << "    const long long y" << j << " = lead % " << dataShape[j] << "LL; lead /= "
+         << dataShape[j] << "LL;\n";
+  p.os << "    (void)lead;\n";
+  // The value type and its load from operand `n` at `at`.
+  const std::string value = isFloat ? "float" : "long long";
+  auto load = [&](int n, const std::string &at) {
+    const std::string operand = "in" + std::to_string(n);
+    if (isFloat)
+      return std::string("mp_load_") + info->suffix + "((const " + info->ctype + " *)" +
+             operand + ", " + at + ")";
+    return std::string(type.isInteger(64) ? "(long long)" : "(long long)(int)") + operand + "[" +
+           at + "]";
+  };
+  p.os << "    " << value << " a = " << load(0, "i") << ";\n";
+  p.os << "    for (long long t = 0; t < " << tuples << "LL; ++t) {\n";
+  p.os << "      long long v;\n";
+  for (int64_t j = 0; j < m; ++j)
+    p.os << "      v = " << indexAt(op, "t * " + std::to_string(m) + "LL + " + std::to_string(j))
+         << "; if (v < 0) v += " << dataShape[j] << "LL; if (v != y" << j << ") continue;\n";
+  p.os << "      const " << value << " u = " << load(2, "t * " + std::to_string(slice) + "LL + e")
+       << ";\n";
+  static const char *const kFloatCombine[] = {"u", "__fadd_rn(a, u)", "__fmul_rn(a, u)",
+                                              "(a < u ? u : a)", "(u < a ? u : a)"};
+  static const char *const kIntCombine[] = {"u", "mp_i64_add(a, u)", "mp_i64_mul(a, u)",
+                                            "(a < u ? u : a)", "(u < a ? u : a)"};
+  p.os << "      a = " << (isFloat ? kFloatCombine : kIntCombine)[reduction] << ";\n";
+  p.os << "    }\n";
+  if (isFloat)
+    p.os << "    mp_store_" << info->suffix << "((" << info->ctype << " *)out0, i, a);\n";
+  else if (type.isInteger(64))
+    p.os << "    out0[i] = (unsigned long long)a;\n";
+  else
+    p.os << "    out0[i] = (unsigned int)(unsigned long long)a;\n";
   return p.finish();
 }
 
@@ -496,9 +651,11 @@ std::optional<CudaKernel> intElementwiseKernel(kernel::CallOp op, const std::str
 
 } // namespace
 
-std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name) {
+std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name,
+                                          size_t index) {
   if (op.getOutputs().size() != 1)
     return std::nullopt;
+  const unsigned tag = static_cast<unsigned>(index + 1);
   switch (op.getOpType()) {
   case kernel::Routine::Transpose:
     return transposeKernel(op, name);
@@ -507,7 +664,11 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
   case kernel::Routine::Concat:
     return concatKernel(op, name);
   case kernel::Routine::Gather:
-    return gatherKernel(op, name);
+    return gatherKernel(op, name, tag);
+  case kernel::Routine::GatherElements:
+    return gatherElementsKernel(op, name, tag);
+  case kernel::Routine::ScatterNd:
+    return scatterNdKernel(op, name, tag);
   case kernel::Routine::Fp8Scale:
     return fp8ScaleKernel(op, name);
   case kernel::Routine::ReduceSum:
@@ -528,7 +689,8 @@ std::vector<std::optional<CudaKernel>> emitCudaRoutines(func::FuncOp func) {
     const std::string source = op.getOps().empty() ? kernel::stringifyRoutine(op.getOpType()).str()
                                                    : cast<StringAttr>(op.getOps()[0]).str();
     out.push_back(emitCudaRoutine(
-        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source)));
+        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source),
+        out.size()));
   }
   return out;
 }
