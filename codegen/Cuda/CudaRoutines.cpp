@@ -364,11 +364,20 @@ std::optional<CudaKernel> gatherElementsKernel(kernel::CallOp op, const std::str
 /// element starts as the data's and walks the index tuples in order,
 /// combining the update of each tuple that addresses it, so duplicates
 /// apply in the CPU's order (the last wins for `none`, sums and products
-/// round in the same sequence). Floats combine in FP32 (decoded exactly,
-/// rounded once to the output dtype, as the CPU's storeFloats); i32 and i64
-/// in int64, wrapping, i32 keeping the low 32 bits. max and min select as
-/// std::max and std::min do (NaN and signed zeros included). A tuple with
-/// an index out of range addresses no element and is reported.
+/// round in the same sequence). A tuple with an index out of range
+/// addresses no element and is reported.
+///
+/// Float data (f32, bf16, f16): the CPU decodes to FP32, combines and
+/// rounds once to the dtype, and its rounding gives back every value it
+/// decoded, its payload kept and a bf16 or f16 NaN made quiet
+/// (common/numerics/Rounding.cpp, as APFloat), which the prelude's stores
+/// do not (they make NaN canonical, as the GPU's conversions do). So
+/// `none`, `max` and `min`, which only pick values (max and min as
+/// std::max and std::min: NaN and signed zeros included), store the picked
+/// element's bits, quietened; `add` and `mul` combine in FP32 and round
+/// once, and an element no tuple addresses keeps the data's bits,
+/// quietened. i32 and i64 combine in int64, wrapping; i32 keeps the low 32
+/// bits.
 std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &name,
                                           unsigned tag) {
   const int64_t reduction = cast<kernel::ScatterNdOptionsAttr>(op.getOptions()).getReduction();
@@ -380,9 +389,10 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
   const int64_t m = indexShape.back();
   if (m < 1 || m > static_cast<int64_t>(dataShape.size()))
     return std::nullopt;
-  const bool isFloat = isa<FloatType>(type);
-  std::optional<DTypeInfo> info = dtypeInfo(type);
-  if ((isFloat && !info) || (!isFloat && !type.isInteger(32) && !type.isInteger(64)))
+  // FP8 stays on the host: its rounding does not give back every bit
+  // pattern it decodes (a negative NaN).
+  const bool isFloat = type.isF32() || type.isBF16() || type.isF16();
+  if (!isFloat && !type.isInteger(32) && !type.isInteger(64))
     return std::nullopt;
   static const char *const kReduction[] = {"none", "add", "mul", "max", "min"};
   RoutinePrinter p(op, name, tag);
@@ -392,9 +402,8 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
     return std::nullopt;
   const int64_t tuples = product(indexShape.drop_back());
   const int64_t slice = product(dataShape.drop_front(m));
-  const int64_t total = product(dataShape);
   p.checkIndices(tuples * m, dataShape.take_front(m));
-  p.loop(total);
+  p.loop(product(dataShape));
   // The element's coordinates in the dims the tuples address, and its
   // offset in the slice.
   p.os << "    const long long e = i % " << slice << "LL;\n";
@@ -403,36 +412,60 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
     p.os << "    const long long y" << j << " = lead % " << dataShape[j] << "LL; lead /= "
          << dataShape[j] << "LL;\n";
   p.os << "    (void)lead;\n";
-  // The value type and its load from operand `n` at `at`.
-  const std::string value = isFloat ? "float" : "long long";
-  auto load = [&](int n, const std::string &at) {
-    const std::string operand = "in" + std::to_string(n);
-    if (isFloat)
-      return std::string("mp_load_") + info->suffix + "((const " + info->ctype + " *)" +
-             operand + ", " + at + ")";
-    return std::string(type.isInteger(64) ? "(long long)" : "(long long)(int)") + operand + "[" +
-           at + "]";
-  };
-  p.os << "    " << value << " a = " << load(0, "i") << ";\n";
+  const std::string update = "t * " + std::to_string(slice) + "LL + e";
+  std::string combine, result;
+  if (isFloat) {
+    DTypeInfo info = *dtypeInfo(type);
+    // The bits of element `at` of `operand` as the CPU's decode and
+    // rounding give them back.
+    auto quiet = [&](const std::string &operand, const std::string &at) {
+      if (type.isF32())
+        return operand + "[" + at + "]";
+      const char *limit = type.isBF16() ? "0x7f80u" : "0x7c00u";
+      const char *bit = type.isBF16() ? "0x0040u" : "0x0200u";
+      const std::string r = "(unsigned)" + operand + "[" + at + "]";
+      return "(unsigned short)(((" + r + ") & 0x7fffu) > " + limit + " ? (" + r + ") | " + bit +
+             " : (" + r + "))";
+    };
+    const std::string load =
+        std::string("mp_load_") + info.suffix + "((const " + info.ctype + " *)";
+    if (reduction == 1 || reduction == 2) {
+      p.os << "    float a = " << load << "in0, i);\n";
+      p.os << "    bool touched = false;\n";
+      combine = std::string("a = ") + (reduction == 1 ? "__fadd_rn" : "__fmul_rn") + "(a, " +
+                load + "in2, " + update + ")); touched = true;";
+      result = std::string("if (touched) mp_store_") + info.suffix + "((" + info.ctype +
+               " *)out0, i, a); else out0[i] = " + quiet("in0", "i") + ";";
+    } else {
+      // The element whose bits the output takes.
+      p.os << "    long long from = i;\n";
+      p.os << "    bool fromData = true;\n";
+      const std::string current = load + "(fromData ? in0 : in2), from)";
+      const std::string next = load + "in2, " + update + ")";
+      const std::string pick = "{ from = " + update + "; fromData = false; }";
+      combine = reduction == 0   ? pick
+                : reduction == 3 ? "if (" + current + " < " + next + ") " + pick
+                                 : "if (" + next + " < " + current + ") " + pick;
+      result = "out0[i] = fromData ? " + quiet("in0", "from") + " : " + quiet("in2", "from") + ";";
+    }
+  } else {
+    const std::string cast = type.isInteger(64) ? "(long long)" : "(long long)(int)";
+    static const char *const kIntCombine[] = {"u", "mp_i64_add(a, u)", "mp_i64_mul(a, u)",
+                                              "(a < u ? u : a)", "(u < a ? u : a)"};
+    p.os << "    long long a = " << cast << "in0[i];\n";
+    combine = "const long long u = " + cast + "in2[" + update + "]; a = " +
+              kIntCombine[reduction] + ";";
+    result = type.isInteger(64) ? "out0[i] = (unsigned long long)a;"
+                                : "out0[i] = (unsigned int)(unsigned long long)a;";
+  }
   p.os << "    for (long long t = 0; t < " << tuples << "LL; ++t) {\n";
   p.os << "      long long v;\n";
   for (int64_t j = 0; j < m; ++j)
     p.os << "      v = " << indexAt(op, "t * " + std::to_string(m) + "LL + " + std::to_string(j))
          << "; if (v < 0) v += " << dataShape[j] << "LL; if (v != y" << j << ") continue;\n";
-  p.os << "      const " << value << " u = " << load(2, "t * " + std::to_string(slice) + "LL + e")
-       << ";\n";
-  static const char *const kFloatCombine[] = {"u", "__fadd_rn(a, u)", "__fmul_rn(a, u)",
-                                              "(a < u ? u : a)", "(u < a ? u : a)"};
-  static const char *const kIntCombine[] = {"u", "mp_i64_add(a, u)", "mp_i64_mul(a, u)",
-                                            "(a < u ? u : a)", "(u < a ? u : a)"};
-  p.os << "      a = " << (isFloat ? kFloatCombine : kIntCombine)[reduction] << ";\n";
+  p.os << "      " << combine << "\n";
   p.os << "    }\n";
-  if (isFloat)
-    p.os << "    mp_store_" << info->suffix << "((" << info->ctype << " *)out0, i, a);\n";
-  else if (type.isInteger(64))
-    p.os << "    out0[i] = (unsigned long long)a;\n";
-  else
-    p.os << "    out0[i] = (unsigned int)(unsigned long long)a;\n";
+  p.os << "    " << result << "\n";
   return p.finish();
 }
 

@@ -16,9 +16,17 @@
 // which add, must give NaN where the CPU does, with any payload); fp8_scale runs once per
 // special amax (zeros, subnormals, the FLT_MAX edge, inf, NaN, ...) and on
 // random ones. The shim's output buffer starts as a pattern, so an element
-// the kernel never writes shows. Fails (exit 1) naming the routine, the
-// element and both values; fails when a file's routine kernels did not all
-// run, or when no file had one.
+// the kernel never writes shows, and has guard bytes on both sides, so a
+// write outside it shows too. Run-time indices (gather, gather_elements,
+// scatter_nd) are drawn in range, negative half the time and mostly among
+// a few values (scatter_nd's tuples repeat); then, in three more trials,
+// some are out of range: the CPU backend must fail, and the kernel's error
+// record must name the same routine, position and index, which the CUDA
+// backend's wording (runtime/format/CudaErrorRecord.h) turns into the CPU's
+// message word for word. Fails (exit 1) naming the routine, the element
+// and both values; fails when a file's routine kernels did not all run,
+// when no file had one, or, with --all-on-device, when a routine has no
+// kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaRoutines.h"
@@ -512,8 +520,15 @@ uint64_t fnv1a(const std::string &s) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // --all-on-device: a routine without a kernel (which the CUDA backend
+  // would run on the host) is a problem too.
+  const bool allOnDevice = argc > 1 && std::strcmp(argv[1], "--all-on-device") == 0;
+  if (allOnDevice) {
+    --argc;
+    ++argv;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: cuda_shim_routines_check FILE.mlir...\n");
+    std::fprintf(stderr, "usage: cuda_shim_routines_check [--all-on-device] FILE.mlir...\n");
     return 2;
   }
   MLIRContext context;
@@ -538,6 +553,15 @@ int main(int argc, char **argv) {
       for (const auto &r : routines)
         if (r)
           kernels.push_back(*r);
+      std::string host;
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (!routines[r])
+          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
+      if (allOnDevice && !host.empty()) {
+        std::fprintf(stderr, "%s: @%s: routines on the host:%s\n", argv[i],
+                     func.getSymName().str().c_str(), host.c_str());
+        ++problems;
+      }
       if (kernels.empty())
         continue;
       std::string error;
@@ -559,10 +583,6 @@ int main(int argc, char **argv) {
           ++problems;
         ++here;
       }
-      std::string host;
-      for (size_t r = 0; r < calls.size(); ++r)
-        if (!routines[r])
-          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
       std::printf("%s: %d routine kernels checked; on the host:%s\n", argv[i], here,
                   host.empty() ? " none" : host.c_str());
       checked += here;
