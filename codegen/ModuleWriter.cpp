@@ -348,10 +348,9 @@ fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(const CudaKernel &cudaKernel,
   auto paramsV = fbb.CreateVector(params);
   auto zeroedV = fbb.CreateVector(zeroed);
   errorRecords |= cudaKernel.launch.errorRecord;
-  return sc::CreateCudaLaunch(fbb, function, cudaKernel.launch.gridSize,
-                              static_cast<int32_t>(cudaKernel.launch.blockSize),
-                              cudaKernel.launch.rowKernel, paramsV, zeroedV,
-                              cudaKernel.launch.errorRecord);
+  return sc::CreateCudaLaunch(
+      fbb, function, cudaKernel.launch.gridSize, static_cast<int32_t>(cudaKernel.launch.blockSize),
+      cudaKernel.launch.rowKernel, paramsV, zeroedV, cudaKernel.launch.errorRecord);
 }
 
 fb::Offset<sc::CudaProgram> Writer::addCudaProgram() {
@@ -741,7 +740,7 @@ void Writer::finishModule(const std::vector<PrecisionEntry> &precision,
   // Each module is written as the oldest version that reads it right: 2
   // without state, 3 with it, 4 with a kernel that takes the error record
   // (which older runtimes would launch without it).
-  mb.add_version(errorRecords    ? kErrorRecordSchemaVersion
+  mb.add_version(errorRecords     ? kErrorRecordSchemaVersion
                  : states.empty() ? kStatelessSchemaVersion
                                   : kStateSchemaVersion);
   mb.add_producer(producer);

@@ -137,8 +137,8 @@ bool RoutinePrinter::begin(const std::string &what, bool reports) {
 
 void RoutinePrinter::cover(int64_t total) {
   kernel.launch.blockSize = kBlock;
-  kernel.launch.gridSize = std::max(kernel.launch.gridSize,
-                                    std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid));
+  kernel.launch.gridSize =
+      std::max(kernel.launch.gridSize, std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid));
 }
 
 void RoutinePrinter::checkIndices(int64_t count, ArrayRef<int64_t> sizes) {
@@ -295,8 +295,7 @@ std::string indexAt(kernel::CallOp op, const std::string &at) {
 /// the compiler cannot check (not a constant in range) are checked as the
 /// CPU routine checks them, into the error record; an element whose index
 /// is out of range is not written, and nothing outside the data is read.
-std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name,
-                                       unsigned tag) {
+std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name, unsigned tag) {
   ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
   const int64_t axis =
       normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), dataShape.size());
@@ -334,14 +333,13 @@ std::optional<CudaKernel> gatherElementsKernel(kernel::CallOp op, const std::str
   ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
   ArrayRef<int64_t> indexShape = typeOf(op.getInputs()[1]).getShape();
   const int64_t rank = dataShape.size();
-  const int64_t axis =
-      normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), rank);
+  const int64_t axis = normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), rank);
   if (axis < 0 || axis >= rank || static_cast<int64_t>(indexShape.size()) != rank)
     return std::nullopt;
   const int64_t extent = dataShape[axis];
   RoutinePrinter p(op, name, tag);
-  if (!p.begin("axis " + std::to_string(axis) + ", indices " + formatList(indexShape) +
-                   " into " + formatList(dataShape),
+  if (!p.begin("axis " + std::to_string(axis) + ", indices " + formatList(indexShape) + " into " +
+                   formatList(dataShape),
                /*reports=*/true))
     return std::nullopt;
   const int64_t count = product(indexShape);
@@ -409,8 +407,8 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
   p.os << "    const long long e = i % " << slice << "LL;\n";
   p.os << "    long long lead = i / " << slice << "LL;\n";
   for (int64_t j = m; j-- > 0;)
-    p.os << "    const long long y" << j << " = lead % " << dataShape[j] << "LL; lead /= "
-         << dataShape[j] << "LL;\n";
+    p.os << "    const long long y" << j << " = lead % " << dataShape[j]
+         << "LL; lead /= " << dataShape[j] << "LL;\n";
   p.os << "    (void)lead;\n";
   const std::string update = "t * " + std::to_string(slice) + "LL + e";
   std::string combine, result;
@@ -432,8 +430,8 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
     if (reduction == 1 || reduction == 2) {
       p.os << "    float a = " << load << "in0, i);\n";
       p.os << "    bool touched = false;\n";
-      combine = std::string("a = ") + (reduction == 1 ? "__fadd_rn" : "__fmul_rn") + "(a, " +
-                load + "in2, " + update + ")); touched = true;";
+      combine = std::string("a = ") + (reduction == 1 ? "__fadd_rn" : "__fmul_rn") + "(a, " + load +
+                "in2, " + update + ")); touched = true;";
       result = std::string("if (touched) mp_store_") + info.suffix + "((" + info.ctype +
                " *)out0, i, a); else out0[i] = " + quiet("in0", "i") + ";";
     } else {
@@ -453,8 +451,8 @@ std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &
     static const char *const kIntCombine[] = {"u", "mp_i64_add(a, u)", "mp_i64_mul(a, u)",
                                               "(a < u ? u : a)", "(u < a ? u : a)"};
     p.os << "    long long a = " << cast << "in0[i];\n";
-    combine = "const long long u = " + cast + "in2[" + update + "]; a = " +
-              kIntCombine[reduction] + ";";
+    combine =
+        "const long long u = " + cast + "in2[" + update + "]; a = " + kIntCombine[reduction] + ";";
     result = type.isInteger(64) ? "out0[i] = (unsigned long long)a;"
                                 : "out0[i] = (unsigned int)(unsigned long long)a;";
   }
@@ -722,8 +720,7 @@ std::vector<std::optional<CudaKernel>> emitCudaRoutines(func::FuncOp func) {
     const std::string source = op.getOps().empty() ? kernel::stringifyRoutine(op.getOpType()).str()
                                                    : cast<StringAttr>(op.getOps()[0]).str();
     out.push_back(emitCudaRoutine(
-        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source),
-        out.size()));
+        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source), out.size()));
   }
   return out;
 }

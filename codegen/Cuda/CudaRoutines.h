@@ -48,8 +48,7 @@ namespace mixprec::codegen {
 /// Emits routine `op`, number `index` of its function (its index in the
 /// module's routines), as the kernel `name`; nullopt when the routine has
 /// no CUDA form (the CUDA backend then runs it on the host).
-std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name,
-                                          size_t index);
+std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name, size_t index);
 
 /// One entry per mpk.call of `func`, in order (the order the module writer
 /// numbers routines in): its kernel, named mp_<function>_r<index>_<first

@@ -43,13 +43,11 @@
 // reports the index at `position` of `indices` (int64 when `wide`, else
 // int32) as out of range for routine `tag`.
 #define MIXPREC_CUDA_ERROR_RECORD_DEVICE                                                           \
-  __device__ __forceinline__ long long mp_index_at(const void *indices, bool wide,                 \
-                                                   long long at) {                                 \
+  __device__ __forceinline__ long long mp_index_at(const void *indices, bool wide, long long at) { \
     return wide ? ((const long long *)indices)[at] : (long long)((const int *)indices)[at];        \
   }                                                                                                \
-  __device__ void mp_report_index(MpErrorRecord *record, unsigned tag,                \
-                                               long long position, const void *indices,            \
-                                               bool wide) {                                        \
+  __device__ void mp_report_index(MpErrorRecord *record, unsigned tag, long long position,         \
+                                  const void *indices, bool wide) {                                \
     const unsigned claimed = atomicCAS(&record->tag, 0u, tag);                                     \
     if (claimed != 0u && claimed != tag)                                                           \
       return;                                                                                      \
@@ -73,10 +71,12 @@ MIXPREC_CUDA_ERROR_RECORD_STRUCT
 static_assert(sizeof(MpErrorRecord) == 24, "the record's layout is the device's");
 
 /// The record as CUDA C++ (one line each), for the emitter's prelude.
+// clang-format off
 inline const char *const kCudaErrorRecordSource =
     "// Run-time errors of routine kernels (runtime/format/CudaErrorRecord.h).\n"
     MIXPREC_CUDA_ERROR_RECORD_TEXT(MIXPREC_CUDA_ERROR_RECORD_STRUCT) "\n"
     MIXPREC_CUDA_ERROR_RECORD_TEXT(MIXPREC_CUDA_ERROR_RECORD_DEVICE) "\n";
+// clang-format on
 
 /// The execution error of an index out of range, as the CPU backend words
 /// it: "<op>: index V is out of range for dim D of size S", with "(element

@@ -154,8 +154,8 @@ static CUresult CUDAAPI fakeLaunchKernel(CUfunction function, unsigned gridX, un
   int param = 0;
   unsigned tag = 0;
   long long position = 0, value = 0;
-  if (!report || sscanf(report, "%127s %d %u %lld %lld", name, &param, &tag, &position,
-                        &value) != 5 ||
+  if (!report ||
+      sscanf(report, "%127s %d %u %lld %lld", name, &param, &tag, &position, &value) != 5 ||
       strcmp(name, (const char *)function) != 0)
     return CUDA_SUCCESS;
   struct ErrorRecord *record =

@@ -309,8 +309,7 @@ const float kSpecialAmax[] = {0.0f, -0.0f, -1.0f, 1.0f, 448.0f, 57344.0f, 1e-30f
 std::vector<int64_t> indexedSizes(mixprec::kernel::CallOp op) {
   using mixprec::kernel::Routine;
   const Routine kind = op.getOpType();
-  if ((kind != Routine::Gather && kind != Routine::GatherElements &&
-       kind != Routine::ScatterNd) ||
+  if ((kind != Routine::Gather && kind != Routine::GatherElements && kind != Routine::ScatterNd) ||
       isIntegerConstant(op.getInputs()[1]))
     return {};
   ArrayRef<int64_t> data = typeOf(op.getInputs()[0]).getShape();
@@ -490,10 +489,10 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
       return false;
     }
     if (record.tag != 0) {
-      std::fprintf(stderr, "%s: trial %zu: the kernel reported an index out of range (tag %u, "
+      std::fprintf(stderr,
+                   "%s: trial %zu: the kernel reported an index out of range (tag %u, "
                    "position %lld) in a run the CPU backend ran\n",
-                   where.c_str(), trial, record.tag,
-                   static_cast<long long>(~record.position));
+                   where.c_str(), trial, record.tag, static_cast<long long>(~record.position));
       return false;
     }
     if (!runOnCpu(image, bound, want, error)) {

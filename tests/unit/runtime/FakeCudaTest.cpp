@@ -5,10 +5,10 @@
 // whose kernel launches do nothing). So the CUDA backend's own paths are
 // checked here: modules without CUDA code or without code for the device,
 // out of device memory, routine steps run on the host (results equal to the
-// CPU backend's, through device memory) unless they have a kernel, the `zeroed` tensors of a launch,
-// device buffers and their bindings, the graph option, and the error record
-// routine kernels report into (the fake's launches report on demand). Kernels and
-// GEMMs computing on a device are the `gpu` tests' part.
+// CPU backend's, through device memory) unless they have a kernel, the `zeroed` tensors of a
+// launch, device buffers and their bindings, the graph option, and the error record routine kernels
+// report into (the fake's launches report on demand). Kernels and GEMMs computing on a device are
+// the `gpu` tests' part.
 //
 //===----------------------------------------------------------------------===//
 #include "tests/unit/runtime/TestModules.h"
@@ -471,8 +471,9 @@ TEST(FakeCuda, ErrorRecordFailsTheRunAsTheCpuBackendDoes) {
     ASSERT_OK(bindIds(cpu, {0, 7, -9}, 5, hostStep));
     Status want = cpu.run();
     ASSERT_EQ(want.code(), MIXPREC_EXECUTION_ERROR) << want.message();
-    EXPECT_STREQ(want.message(),
-                 "step #0: routine #0 'pick' (gather): index 7 is out of range for dim 0 of size 4");
+    EXPECT_STREQ(
+        want.message(),
+        "step #0: routine #0 'pick' (gather): index 7 is out of range for dim 0 of size 4");
     // The fake kernel reports what the device's would: tag 1 (routine #0),
     // the lowest position 1 and its index 7, into parameter #3.
     ::setenv("MIXPREC_FAKE_CUDA_REPORT", "mp_main_r0_pick 3 1 1 7", 1);
@@ -528,8 +529,8 @@ TEST(FakeCuda, ErrorRecordWordsEachRoutinesError) {
   scatter.Set(std::move(add));
   std::vector<Case> cases;
   // gather_elements on axis 1 of [2,3]: indices [2,2], -4 at element 2.
-  cases.push_back({"gather_elements", axisOptions(1), {2, 3}, {2, 2}, {}, {2, 2},
-                   {0, -3, -4, 9}, 2});
+  cases.push_back(
+      {"gather_elements", axisOptions(1), {2, 3}, {2, 2}, {}, {2, 2}, {0, -3, -4, 9}, 2});
   // scatter_nd into [4,3] at tuples [2,2]: 9 at element 3, dim 1 (size 3).
   cases.push_back({"scatter_nd", scatter, {4, 3}, {2, 2}, {2}, {4, 3}, {0, 1, 2, 9}, 3});
   for (const Case &c : cases) {

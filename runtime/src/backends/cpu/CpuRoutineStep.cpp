@@ -127,9 +127,9 @@ Status CpuBackend::runDataMovement(const RoutineOp &op) {
       int64_t at = 0;
       while (at + 1 < idx.elements && indices[at] >= -dim && indices[at] < dim)
         ++at;
-      return Status(MIXPREC_EXECUTION_ERROR,
-                    indexOutOfRangeMessage(op.name, indices[at], /*withPosition=*/false, at,
-                                           op.axis, dim));
+      return Status(
+          MIXPREC_EXECUTION_ERROR,
+          indexOutOfRangeMessage(op.name, indices[at], /*withPosition=*/false, at, op.axis, dim));
     }
     break;
   }

@@ -372,8 +372,8 @@ Status deviceErrorStatus(const LoadedModule &module, const MpErrorRecord &record
   int64_t dim = op.axis;
   if (op.kind == RoutineKind::ScatterNd)
     dim = at % indices.back();
-  std::string message = indexOutOfRangeMessage(op.name, value, op.kind != RoutineKind::Gather, at,
-                                               dim, data[dim]);
+  std::string message =
+      indexOutOfRangeMessage(op.name, value, op.kind != RoutineKind::Gather, at, dim, data[dim]);
   return Status(MIXPREC_EXECUTION_ERROR, "step #" + std::to_string(step) + ": " + message);
 }
 

@@ -19,10 +19,9 @@
 // BackendOptions::cudaGraphs is off (MIXPREC_CUDA_GRAPHS=0 turns it off for
 // every session).
 //
-// Host routine steps (routines without a kernel) copy their activation operands device -> host into a
-// CpuBackend of the same module (its arena, same offsets), run the CPU
-// routine there, and copy the output back: the results are the CPU
-// backend's, bit for bit.
+// Host routine steps (routines without a kernel) copy their activation operands device -> host into
+// a CpuBackend of the same module (its arena, same offsets), run the CPU routine there, and copy
+// the output back: the results are the CPU backend's, bit for bit.
 //
 // Routine kernels that can fail at run time (an index out of range:
 // CudaLaunchDesc::errorRecord) report into the session's error record
