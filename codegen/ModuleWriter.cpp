@@ -29,8 +29,12 @@ namespace sc = mixprec::schema;
 namespace mixprec::codegen {
 namespace {
 
-/// The schema version of a module without state (runtime/schema/module.fbs.in, v3).
+/// The schema versions of a module without state, with state, and with a
+/// routine kernel that takes the error record (runtime/schema/module.fbs.in,
+/// v3 and v4).
 constexpr uint32_t kStatelessSchemaVersion = 2;
+constexpr uint32_t kStateSchemaVersion = 3;
+constexpr uint32_t kErrorRecordSchemaVersion = 4;
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
@@ -169,6 +173,8 @@ private:
   LogicalResult visitOther(Operation *op) override;
   /// The kernels' CUDA code, or null.
   const CudaModuleCode *cuda = nullptr;
+  /// Whether a routine kernel takes the error record (schema version 4).
+  bool errorRecords = false;
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
 
   func::FuncOp func;
@@ -341,9 +347,10 @@ fb::Offset<sc::CudaLaunch> Writer::addCudaLaunch(const CudaKernel &cudaKernel,
   auto function = fbb.CreateString(cudaKernel.name);
   auto paramsV = fbb.CreateVector(params);
   auto zeroedV = fbb.CreateVector(zeroed);
-  return sc::CreateCudaLaunch(fbb, function, cudaKernel.launch.gridSize,
-                              static_cast<int32_t>(cudaKernel.launch.blockSize),
-                              cudaKernel.launch.rowKernel, paramsV, zeroedV);
+  errorRecords |= cudaKernel.launch.errorRecord;
+  return sc::CreateCudaLaunch(
+      fbb, function, cudaKernel.launch.gridSize, static_cast<int32_t>(cudaKernel.launch.blockSize),
+      cudaKernel.launch.rowKernel, paramsV, zeroedV, cudaKernel.launch.errorRecord);
 }
 
 fb::Offset<sc::CudaProgram> Writer::addCudaProgram() {
@@ -730,9 +737,12 @@ void Writer::finishModule(const std::vector<PrecisionEntry> &precision,
   auto cudaProgram = addCudaProgram();
   auto statesV = fbb.CreateVector(states);
   sc::ModuleBuilder mb(fbb);
-  // A module without state is written as version 2, which runtimes from
-  // before state (version 3) run as they did.
-  mb.add_version(states.empty() ? kStatelessSchemaVersion : mixprec_schema_version());
+  // Each module is written as the oldest version that reads it right: 2
+  // without state, 3 with it, 4 with a kernel that takes the error record
+  // (which older runtimes would launch without it).
+  mb.add_version(errorRecords     ? kErrorRecordSchemaVersion
+                 : states.empty() ? kStatelessSchemaVersion
+                                  : kStateSchemaVersion);
   mb.add_producer(producer);
   mb.add_inputs(inputsV);
   mb.add_outputs(outputsV);

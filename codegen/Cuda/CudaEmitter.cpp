@@ -19,6 +19,7 @@
 #include "dialects/Graph/IR/GraphOps.h"
 #include "dialects/Kernel/IR/KernelOps.h"
 #include "dialects/Kernel/IR/StepVisitor.h"
+#include "runtime/format/CudaErrorRecord.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -810,7 +811,7 @@ __device__ __forceinline__ long long mp_i64_powf(long long a, float e) {
   if (r < -9223372036854775808.0) return -9223372036854775807LL - 1LL;
   return (long long)trunc(r);
 }
-)";
+)" + std::string(runtime::kCudaErrorRecordSource);
   return prelude;
 }
 
@@ -837,6 +838,8 @@ std::string cudaProgramSource(const std::vector<CudaKernel> &kernels) {
     os << "\n// launch: grid " << k.launch.gridSize << ", block " << k.launch.blockSize;
     for (int r : k.launch.zeroedResults)
       os << ", out" << r << " zeroed first";
+    if (k.launch.errorRecord)
+      os << ", the error record last";
     os << "\n" << k.source;
   }
   return text;

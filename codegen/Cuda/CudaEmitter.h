@@ -54,6 +54,9 @@ struct CudaLaunch {
   /// Kernel results (index among the results) that accumulate an amax with
   /// atomicMax and so must be set to 0.0f before the launch.
   std::vector<int> zeroedResults;
+  /// Routine kernels: the last parameter is the error record
+  /// (runtime/format/CudaErrorRecord.h), which the kernel may report into.
+  bool errorRecord = false;
 };
 
 struct CudaKernel {

@@ -82,11 +82,17 @@ std::string formatList(ArrayRef<int64_t> values) {
 /// grid-stride loop over the output's `total` elements, and the launch.
 class RoutinePrinter {
 public:
-  RoutinePrinter(kernel::CallOp op, std::string name) : op(op), name(std::move(name)) {}
+  RoutinePrinter(kernel::CallOp op, std::string name, unsigned tag = 0)
+      : op(op), name(std::move(name)), tag(tag) {}
 
-  /// The comment line and the signature; false if an operand has no raw
-  /// element type.
-  bool begin(const std::string &what);
+  /// The comment line and the signature (with the error record last when
+  /// `reports`); false if an operand has no raw element type.
+  bool begin(const std::string &what, bool reports = false);
+  /// A grid-stride loop over the `count` indices of operand 1 that reports
+  /// the first out of range into the error record: `sizes` holds the size
+  /// of the dim each index addresses, cycling (one for a gather's axis, the
+  /// tuple's dims for scatter_nd's). The launch covers them.
+  void checkIndices(int64_t count, ArrayRef<int64_t> sizes);
   /// `for (i ...)` over `total` output elements, with the launch to match.
   void loop(int64_t total);
   /// `x<d>` for every dim of `shape` from the loop index i.
@@ -100,12 +106,16 @@ public:
   CudaKernel kernel;
 
 private:
+  /// Raises the launch to cover `total` threads of a grid-stride loop.
+  void cover(int64_t total);
+
   kernel::CallOp op;
   std::string name;
+  unsigned tag;
   bool looped = false;
 };
 
-bool RoutinePrinter::begin(const std::string &what) {
+bool RoutinePrinter::begin(const std::string &what, bool reports) {
   os << "// mpk.call " << name << ": " << kernel::stringifyRoutine(op.getOpType()).str();
   if (!op.getOps().empty())
     os << " \"" << cast<StringAttr>(op.getOps()[0]).str() << "\"";
@@ -120,15 +130,39 @@ bool RoutinePrinter::begin(const std::string &what) {
   const char *type = rawType(typeOf(op.getOutputs()[0]).getElementType());
   if (!type)
     return false;
-  os << ", " << type << " *out0) {\n";
+  os << ", " << type << " *out0" << (reports ? ", MpErrorRecord *err" : "") << ") {\n";
+  kernel.launch.errorRecord = reports;
   return true;
+}
+
+void RoutinePrinter::cover(int64_t total) {
+  kernel.launch.blockSize = kBlock;
+  kernel.launch.gridSize =
+      std::max(kernel.launch.gridSize, std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid));
+}
+
+void RoutinePrinter::checkIndices(int64_t count, ArrayRef<int64_t> sizes) {
+  const bool wide = typeOf(op.getInputs()[1]).getElementType().isInteger(64);
+  os << "  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < " << count
+     << "LL; p += (long long)gridDim.x * blockDim.x) {\n";
+  os << "    const long long v = mp_index_at(in1, " << (wide ? "true" : "false") << ", p);\n";
+  std::string size = std::to_string(sizes.back()) + "LL";
+  if (sizes.size() > 1) {
+    os << "    const long long j = p % " << sizes.size() << "LL;\n";
+    for (size_t j = sizes.size() - 1; j-- > 0;)
+      size = "(j == " + std::to_string(j) + " ? " + std::to_string(sizes[j]) + "LL : " + size + ")";
+  }
+  os << "    const long long size = " << size << ";\n";
+  os << "    if (v < -size || v >= size) mp_report_index(err, " << tag << "u, p, in1, "
+     << (wide ? "true" : "false") << ");\n";
+  os << "  }\n";
+  cover(count);
 }
 
 void RoutinePrinter::loop(int64_t total) {
   os << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << total
      << "LL; i += (long long)gridDim.x * blockDim.x) {\n";
-  kernel.launch.blockSize = kBlock;
-  kernel.launch.gridSize = std::min<int64_t>((total + kBlock - 1) / kBlock, kMaxGrid);
+  cover(total);
   looped = true;
 }
 
@@ -251,8 +285,17 @@ bool constantIndicesInRange(Value indices, int64_t extent) {
   return true;
 }
 
-/// out[o, j, k] = data[o, indices[j] (negative from the end), k].
-std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name) {
+/// The int64 value of index operand 1 at `at` (i32 sign-extended).
+std::string indexAt(kernel::CallOp op, const std::string &at) {
+  const bool wide = typeOf(op.getInputs()[1]).getElementType().isInteger(64);
+  return std::string("mp_index_at(in1, ") + (wide ? "true" : "false") + ", " + at + ")";
+}
+
+/// out[o, j, k] = data[o, indices[j] (negative from the end), k]. Indices
+/// the compiler cannot check (not a constant in range) are checked as the
+/// CPU routine checks them, into the error record; an element whose index
+/// is out of range is not written, and nothing outside the data is read.
+std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &name, unsigned tag) {
   ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
   const int64_t axis =
       normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), dataShape.size());
@@ -260,24 +303,167 @@ std::optional<CudaKernel> gatherKernel(kernel::CallOp op, const std::string &nam
     return std::nullopt;
   const int64_t extent = dataShape[axis];
   Value indices = op.getInputs()[1];
-  if (!constantIndicesInRange(indices, extent))
+  const bool checked = !constantIndicesInRange(indices, extent);
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin("axis " + std::to_string(axis) + (checked ? ", indices " : ", constant indices ") +
+                   formatList(typeOf(indices).getShape()) + " into " + formatList(dataShape),
+               /*reports=*/checked))
     return std::nullopt;
-  RoutinePrinter p(op, name);
-  if (!p.begin("axis " + std::to_string(axis) + ", constant indices " +
-               formatList(typeOf(indices).getShape()) + " into " + formatList(dataShape)))
-    return std::nullopt;
-  const bool narrow = typeOf(indices).getElementType().isInteger(32);
   const int64_t count = typeOf(indices).getNumElements();
   const int64_t inner = product(dataShape.drop_front(axis + 1));
   ArrayRef<int64_t> outShape = typeOf(op.getOutputs()[0]).getShape();
+  if (checked)
+    p.checkIndices(count, {extent});
   p.loop(product(outShape));
   p.coords3(count, inner);
-  p.os << "    long long index = (long long)" << (narrow ? "(int)" : "(long long)") << "in1[a];\n";
+  p.os << "    long long index = " << indexAt(op, "a") << ";\n";
   p.os << "    if (index < 0) index += " << extent << "LL;\n";
-  p.os << "    // In range: the compiler checked the constant; a module whose\n"
-          "    // indices were changed reads nothing outside the data.\n";
+  if (!checked)
+    p.os << "    // In range: the compiler checked the constant; a module whose\n"
+            "    // indices were changed reads nothing outside the data.\n";
   p.os << "    if (index >= 0 && index < " << extent << "LL) out0[i] = in0[(o * " << extent
        << "LL + index) * " << inner << "LL + k];\n";
+  return p.finish();
+}
+
+/// gather_elements: out[x] = data[x with dim `axis` replaced by indices[x]
+/// (negative from the end)]; indices checked as gather's.
+std::optional<CudaKernel> gatherElementsKernel(kernel::CallOp op, const std::string &name,
+                                               unsigned tag) {
+  ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> indexShape = typeOf(op.getInputs()[1]).getShape();
+  const int64_t rank = dataShape.size();
+  const int64_t axis = normalizedAxis(cast<kernel::AxisOptionsAttr>(op.getOptions()), rank);
+  if (axis < 0 || axis >= rank || static_cast<int64_t>(indexShape.size()) != rank)
+    return std::nullopt;
+  const int64_t extent = dataShape[axis];
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin("axis " + std::to_string(axis) + ", indices " + formatList(indexShape) + " into " +
+                   formatList(dataShape),
+               /*reports=*/true))
+    return std::nullopt;
+  const int64_t count = product(indexShape);
+  std::vector<int64_t> strides = denseStrides(dataShape);
+  p.checkIndices(count, {extent});
+  p.loop(count);
+  p.coords(indexShape);
+  p.os << "    long long index = " << indexAt(op, "i") << ";\n";
+  p.os << "    if (index < 0) index += " << extent << "LL;\n";
+  p.os << "    if (index >= 0 && index < " << extent << "LL) out0[i] = in0[0";
+  for (int64_t d = 0; d < rank; ++d)
+    p.os << " + " << (d == axis ? std::string("index") : "x" + std::to_string(d)) << " * "
+         << strides[d] << "LL";
+  p.os << "];\n";
+  return p.finish();
+}
+
+/// scatter_nd as the CPU routine computes it (runtime/kernels/Indexing.cpp)
+/// with one thread per output element instead of one pass per update: the
+/// element starts as the data's and walks the index tuples in order,
+/// combining the update of each tuple that addresses it, so duplicates
+/// apply in the CPU's order (the last wins for `none`, sums and products
+/// round in the same sequence). A tuple with an index out of range
+/// addresses no element and is reported.
+///
+/// Float data (f32, bf16, f16): the CPU decodes to FP32, combines and
+/// rounds once to the dtype, and its rounding gives back every value it
+/// decoded, its payload kept and a bf16 or f16 NaN made quiet
+/// (common/numerics/Rounding.cpp, as APFloat), which the prelude's stores
+/// do not (they make NaN canonical, as the GPU's conversions do). So
+/// `none`, `max` and `min`, which only pick values (max and min as
+/// std::max and std::min: NaN and signed zeros included), store the picked
+/// element's bits, quietened; `add` and `mul` combine in FP32 and round
+/// once, and an element no tuple addresses keeps the data's bits,
+/// quietened. i32 and i64 combine in int64, wrapping; i32 keeps the low 32
+/// bits.
+std::optional<CudaKernel> scatterNdKernel(kernel::CallOp op, const std::string &name,
+                                          unsigned tag) {
+  const int64_t reduction = cast<kernel::ScatterNdOptionsAttr>(op.getOptions()).getReduction();
+  ArrayRef<int64_t> dataShape = typeOf(op.getInputs()[0]).getShape();
+  ArrayRef<int64_t> indexShape = typeOf(op.getInputs()[1]).getShape();
+  Type type = typeOf(op.getInputs()[0]).getElementType();
+  if (reduction < 0 || reduction > 4 || indexShape.empty())
+    return std::nullopt;
+  const int64_t m = indexShape.back();
+  if (m < 1 || m > static_cast<int64_t>(dataShape.size()))
+    return std::nullopt;
+  // FP8 stays on the host: its rounding does not give back every bit
+  // pattern it decodes (a negative NaN).
+  const bool isFloat = type.isF32() || type.isBF16() || type.isF16();
+  if (!isFloat && !type.isInteger(32) && !type.isInteger(64))
+    return std::nullopt;
+  static const char *const kReduction[] = {"none", "add", "mul", "max", "min"};
+  RoutinePrinter p(op, name, tag);
+  if (!p.begin(std::string(kReduction[reduction]) + ", indices " + formatList(indexShape) +
+                   " into " + formatList(dataShape),
+               /*reports=*/true))
+    return std::nullopt;
+  const int64_t tuples = product(indexShape.drop_back());
+  const int64_t slice = product(dataShape.drop_front(m));
+  p.checkIndices(tuples * m, dataShape.take_front(m));
+  p.loop(product(dataShape));
+  // The element's coordinates in the dims the tuples address, and its
+  // offset in the slice.
+  p.os << "    const long long e = i % " << slice << "LL;\n";
+  p.os << "    long long lead = i / " << slice << "LL;\n";
+  for (int64_t j = m; j-- > 0;)
+    p.os << "    const long long y" << j << " = lead % " << dataShape[j]
+         << "LL; lead /= " << dataShape[j] << "LL;\n";
+  p.os << "    (void)lead;\n";
+  const std::string update = "t * " + std::to_string(slice) + "LL + e";
+  std::string combine, result;
+  if (isFloat) {
+    DTypeInfo info = *dtypeInfo(type);
+    // The bits of element `at` of `operand` as the CPU's decode and
+    // rounding give them back.
+    auto quiet = [&](const std::string &operand, const std::string &at) {
+      if (type.isF32())
+        return operand + "[" + at + "]";
+      const char *limit = type.isBF16() ? "0x7f80u" : "0x7c00u";
+      const char *bit = type.isBF16() ? "0x0040u" : "0x0200u";
+      const std::string r = "(unsigned)" + operand + "[" + at + "]";
+      return "(unsigned short)(((" + r + ") & 0x7fffu) > " + limit + " ? (" + r + ") | " + bit +
+             " : (" + r + "))";
+    };
+    const std::string load =
+        std::string("mp_load_") + info.suffix + "((const " + info.ctype + " *)";
+    if (reduction == 1 || reduction == 2) {
+      p.os << "    float a = " << load << "in0, i);\n";
+      p.os << "    bool touched = false;\n";
+      combine = std::string("a = ") + (reduction == 1 ? "__fadd_rn" : "__fmul_rn") + "(a, " + load +
+                "in2, " + update + ")); touched = true;";
+      result = std::string("if (touched) mp_store_") + info.suffix + "((" + info.ctype +
+               " *)out0, i, a); else out0[i] = " + quiet("in0", "i") + ";";
+    } else {
+      // The element whose bits the output takes.
+      p.os << "    long long from = i;\n";
+      p.os << "    bool fromData = true;\n";
+      const std::string current = load + "(fromData ? in0 : in2), from)";
+      const std::string next = load + "in2, " + update + ")";
+      const std::string pick = "{ from = " + update + "; fromData = false; }";
+      combine = reduction == 0   ? pick
+                : reduction == 3 ? "if (" + current + " < " + next + ") " + pick
+                                 : "if (" + next + " < " + current + ") " + pick;
+      result = "out0[i] = fromData ? " + quiet("in0", "from") + " : " + quiet("in2", "from") + ";";
+    }
+  } else {
+    const std::string cast = type.isInteger(64) ? "(long long)" : "(long long)(int)";
+    static const char *const kIntCombine[] = {"u", "mp_i64_add(a, u)", "mp_i64_mul(a, u)",
+                                              "(a < u ? u : a)", "(u < a ? u : a)"};
+    p.os << "    long long a = " << cast << "in0[i];\n";
+    combine =
+        "const long long u = " + cast + "in2[" + update + "]; a = " + kIntCombine[reduction] + ";";
+    result = type.isInteger(64) ? "out0[i] = (unsigned long long)a;"
+                                : "out0[i] = (unsigned int)(unsigned long long)a;";
+  }
+  p.os << "    for (long long t = 0; t < " << tuples << "LL; ++t) {\n";
+  p.os << "      long long v;\n";
+  for (int64_t j = 0; j < m; ++j)
+    p.os << "      v = " << indexAt(op, "t * " + std::to_string(m) + "LL + " + std::to_string(j))
+         << "; if (v < 0) v += " << dataShape[j] << "LL; if (v != y" << j << ") continue;\n";
+  p.os << "      " << combine << "\n";
+  p.os << "    }\n";
+  p.os << "    " << result << "\n";
   return p.finish();
 }
 
@@ -496,9 +682,11 @@ std::optional<CudaKernel> intElementwiseKernel(kernel::CallOp op, const std::str
 
 } // namespace
 
-std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name) {
+std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name,
+                                          size_t index) {
   if (op.getOutputs().size() != 1)
     return std::nullopt;
+  const unsigned tag = static_cast<unsigned>(index + 1);
   switch (op.getOpType()) {
   case kernel::Routine::Transpose:
     return transposeKernel(op, name);
@@ -507,7 +695,11 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
   case kernel::Routine::Concat:
     return concatKernel(op, name);
   case kernel::Routine::Gather:
-    return gatherKernel(op, name);
+    return gatherKernel(op, name, tag);
+  case kernel::Routine::GatherElements:
+    return gatherElementsKernel(op, name, tag);
+  case kernel::Routine::ScatterNd:
+    return scatterNdKernel(op, name, tag);
   case kernel::Routine::Fp8Scale:
     return fp8ScaleKernel(op, name);
   case kernel::Routine::ReduceSum:
@@ -528,7 +720,7 @@ std::vector<std::optional<CudaKernel>> emitCudaRoutines(func::FuncOp func) {
     const std::string source = op.getOps().empty() ? kernel::stringifyRoutine(op.getOpType()).str()
                                                    : cast<StringAttr>(op.getOps()[0]).str();
     out.push_back(emitCudaRoutine(
-        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source)));
+        op, prefix + "_r" + std::to_string(out.size()) + "_" + cudaIdentifier(source), out.size()));
   }
   return out;
 }

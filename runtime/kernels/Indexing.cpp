@@ -29,6 +29,23 @@ AxisSplit splitAt(const Shape &s, int64_t axis) {
 /// Whether `i` indexes a dim of `size` (negative counting from the end).
 bool inRange(int64_t i, int64_t size) { return i >= -size && i < size; }
 
+/// a + b and a * b; integers wrap (two's complement, computed unsigned), as
+/// the CUDA kernel's do.
+template <typename T> T combineAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return a + b;
+}
+template <typename T> T combineMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
+                          static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return a * b;
+}
+
 } // namespace
 
 BadIndex gatherElementsRaw(const void *data, const Shape &ds, const int64_t *idx, const Shape &is,
@@ -182,10 +199,10 @@ BadIndex scatterNd(const T *data, const Shape &ds, const int64_t *idx, const Sha
         dst[e] = src[e];
         break;
       case ScatterReduction::Add:
-        dst[e] = dst[e] + src[e];
+        dst[e] = combineAdd(dst[e], src[e]);
         break;
       case ScatterReduction::Mul:
-        dst[e] = dst[e] * src[e];
+        dst[e] = combineMul(dst[e], src[e]);
         break;
       case ScatterReduction::Max:
         dst[e] = std::max(dst[e], src[e]);

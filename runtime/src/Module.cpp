@@ -854,6 +854,12 @@ Status ModuleVerifier::readCudaLaunch(const schema::CudaLaunch &launch, const st
     if (!validTensor(d.params[i]))
       return fail("parameter #" + std::to_string(i) + " is tensor " +
                   std::to_string(d.params[i]) + " of " + std::to_string(tensors.size()));
+  d.errorRecord = launch.error_record();
+  // A v3 reader would launch the kernel without the record: the writer
+  // says version 4.
+  if (d.errorRecord && root.version() < 4)
+    return fail("takes the error record, which needs schema version 4 (the module says " +
+                std::to_string(root.version()) + ")");
   return okStatus();
 }
 
@@ -886,6 +892,11 @@ Status ModuleVerifier::verifyRoutineCudaLaunch(size_t index) {
                 std::to_string(expected.size() - 1) + " inputs and its output, in order");
   if (launch->zeroed() && launch->zeroed()->size())
     return fail("a routine zeroes no tensor");
+  // The CUDA backend words the errors of these routines only.
+  if (d.errorRecord && op.kind != RoutineKind::Gather && op.kind != RoutineKind::GatherElements &&
+      op.kind != RoutineKind::ScatterNd)
+    return fail("takes the error record, which only gather, gather_elements and scatter_nd "
+                "kernels report into");
   const TensorDesc &y = tensors[op.output];
   for (int32_t t : expected) {
     const TensorDesc &x = tensors[t];
@@ -928,6 +939,8 @@ Status ModuleVerifier::verifyCudaLaunch(size_t index) {
   }
   std::vector<int32_t> expected = loads;
   expected.insert(expected.end(), stores.begin(), stores.end());
+  if (d.errorRecord)
+    return fail("only routine kernels take the error record");
   if (d.params != expected)
     return fail(std::to_string(d.params.size()) + " parameters do not match the program's " +
                 std::to_string(loads.size()) + " loaded and " + std::to_string(stores.size()) +

@@ -26,9 +26,9 @@ namespace mixprec::runtime {
 /// The newest module schema version this runtime reads
 /// (runtime/schema/module.fbs.in says what changed when): newer modules are
 /// refused, as are modules older than kOldestSchemaVersion (recompile them).
-constexpr uint32_t kSchemaVersion = 3;
-/// Version 3 only added module state, so version 2 modules (without state)
-/// read as before.
+constexpr uint32_t kSchemaVersion = 4;
+/// Version 3 only added module state and version 4 routine kernels' error
+/// record, so version 2 modules (without either) read as before.
 constexpr uint32_t kOldestSchemaVersion = 2;
 /// Largest rank a module may use (bounds per-dim loops and bit masks).
 constexpr size_t kMaxRank = 32;
@@ -120,6 +120,9 @@ struct CudaLaunchDesc {
   /// Tensors to set to 0.0f before the launch: F32 tensors the program
   /// stores an Amax into (accumulated with atomicMax).
   std::vector<int32_t> zeroed;
+  /// Routine kernels only (v4): the kernel takes the session's error record
+  /// (runtime/format/CudaErrorRecord.h) after `params`.
+  bool errorRecord = false;
 };
 
 /// A state binding after verification (schema::StateBinding): the state

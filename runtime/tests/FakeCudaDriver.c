@@ -10,16 +10,23 @@
  *   MIXPREC_FAKE_CUDA_MEMORY   bytes of device memory (default 1 GiB): a
  *                              cuMemAlloc beyond what is left fails with
  *                              CUDA_ERROR_OUT_OF_MEMORY
+ *   MIXPREC_FAKE_CUDA_REPORT   "FUNCTION PARAM TAG POSITION VALUE": a launch
+ *                              of FUNCTION reports, as a routine kernel does
+ *                              (runtime/format/CudaErrorRecord.h), the index
+ *                              VALUE at POSITION under TAG into the error
+ *                              record its parameter #PARAM points to
  * Device 0 is "Fake GPU", compute capability 9.0. Its "device memory" is
  * host memory, and copies, memsets and stream waits do what they say at
  * once, so the CUDA backend's sessions, buffers and host routine steps run
- * on it; kernel launches do nothing, stream capture is not supported.
+ * on it; kernel launches do nothing (but report as asked), stream capture
+ * is not supported.
  * Entry points without a fake here resolve to one that returns
  * CUDA_ERROR_NOT_SUPPORTED.
  *===----------------------------------------------------------------------===*/
 #include <cuda.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,11 +112,62 @@ static CUresult CUDAAPI fakeModuleLoadData(CUmodule *module, const void *image) 
   return fakeHandle((void **)module);
 }
 
+/* A function is its name, kept in a table the process never frees (the
+ * handles outlive modules in no test, and a table is no leak). */
+static char functionNames[256][128];
+static size_t functionCount;
+
 static CUresult CUDAAPI fakeModuleGetFunction(CUfunction *function, CUmodule module,
                                               const char *name) {
   (void)module;
-  (void)name;
-  return fakeHandle((void **)function);
+  for (size_t i = 0; i < functionCount; ++i)
+    if (strcmp(functionNames[i], name) == 0) {
+      *function = (CUfunction)functionNames[i];
+      return CUDA_SUCCESS;
+    }
+  if (functionCount == 256 || strlen(name) >= 128)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  strcpy(functionNames[functionCount], name);
+  *function = (CUfunction)functionNames[functionCount++];
+  return CUDA_SUCCESS;
+}
+
+/* The error record's layout (runtime/format/CudaErrorRecord.h). */
+struct ErrorRecord {
+  unsigned tag;
+  unsigned reserved;
+  unsigned long long position; /* complemented: the lowest position wins */
+  unsigned long long value;
+};
+
+/* Does what MIXPREC_FAKE_CUDA_REPORT asks of a launch of `function`, with
+ * the device's semantics: the first tag stays, the lowest position and its
+ * value are kept. */
+static CUresult CUDAAPI fakeLaunchKernel(CUfunction function, unsigned gridX, unsigned gridY,
+                                         unsigned gridZ, unsigned blockX, unsigned blockY,
+                                         unsigned blockZ, unsigned sharedBytes, CUstream stream,
+                                         void **params, void **extra) {
+  (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY, (void)blockZ;
+  (void)sharedBytes, (void)stream, (void)extra;
+  const char *report = getenv("MIXPREC_FAKE_CUDA_REPORT");
+  char name[128];
+  int param = 0;
+  unsigned tag = 0;
+  long long position = 0, value = 0;
+  if (!report ||
+      sscanf(report, "%127s %d %u %lld %lld", name, &param, &tag, &position, &value) != 5 ||
+      strcmp(name, (const char *)function) != 0)
+    return CUDA_SUCCESS;
+  struct ErrorRecord *record =
+      (struct ErrorRecord *)(uintptr_t) * (const CUdeviceptr *)params[param];
+  if (record->tag != 0 && record->tag != tag)
+    return CUDA_SUCCESS;
+  record->tag = tag;
+  if (~(unsigned long long)position > record->position) {
+    record->position = ~(unsigned long long)position;
+    record->value = (unsigned long long)value;
+  }
+  return CUDA_SUCCESS;
 }
 
 static CUresult CUDAAPI succeed(void) { return CUDA_SUCCESS; }
@@ -193,7 +251,7 @@ static const struct {
     {"cuModuleLoadData", (void *)&fakeModuleLoadData},
     {"cuModuleUnload", (void *)&succeed},
     {"cuModuleGetFunction", (void *)&fakeModuleGetFunction},
-    {"cuLaunchKernel", (void *)&succeed},
+    {"cuLaunchKernel", (void *)&fakeLaunchKernel},
     {"cuMemGetInfo", (void *)&fakeMemGetInfo},
     {"cuMemAlloc", (void *)&fakeMemAlloc},
     {"cuMemFree", (void *)&fakeMemFree},

@@ -18,9 +18,10 @@
 //    __shfl_sync/__shfl_up_sync/__shfl_down_sync/__shfl_xor_sync on float,
 //    int and unsigned, with the optional width. Each records its source
 //    line, so the scheduler names it when threads disagree.
-//  * Atomics: atomicMax/atomicMin on int and unsigned, atomicCAS on
-//    unsigned, atomicAdd on float. Blocks and fibers never run at the same
-//    time, so a plain read-modify-write is atomic here.
+//  * Atomics: atomicMax/atomicMin on int and unsigned, atomicMax and
+//    atomicExch on unsigned long long, atomicCAS on unsigned, atomicAdd on
+//    float; __threadfence(). Blocks and fibers never run at the same time,
+//    so a plain read-modify-write is atomic here.
 //  * Math: the C library's expf, logf, tanhf, erff, powf, sqrtf, fmaxf,
 //    fminf, fabsf, fmaf, isnan, isinf; rsqrtf as 1/sqrtf; __fadd_rn, __fsub_rn,
 //    __fmul_rn, __fdiv_rn, __fmaf_rn; __int_as_float, __float_as_int,
@@ -49,6 +50,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <atomic>
 #include <type_traits>
 #include <utility>
 
@@ -153,6 +155,17 @@ inline unsigned atomicCAS(unsigned *a, unsigned compare, unsigned v) {
   return mixprec::cudashim::exchange(a, *a == compare ? v : *a);
 }
 inline float atomicAdd(float *a, float v) { return mixprec::cudashim::exchange(a, *a + v); }
+inline unsigned long long atomicMax(unsigned long long *a, unsigned long long v) {
+  return mixprec::cudashim::exchange(a, *a > v ? *a : v);
+}
+inline unsigned long long atomicExch(unsigned long long *a, unsigned long long v) {
+  return mixprec::cudashim::exchange(a, v);
+}
+
+/// Orders the thread's memory accesses for every other thread: blocks and
+/// fibers take turns on one host thread, which sees its own accesses in
+/// order, so only the compiler needs telling.
+inline void __threadfence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
 // ---- Math and bit casts -----------------------------------------------------------
 

@@ -16,9 +16,17 @@
 // which add, must give NaN where the CPU does, with any payload); fp8_scale runs once per
 // special amax (zeros, subnormals, the FLT_MAX edge, inf, NaN, ...) and on
 // random ones. The shim's output buffer starts as a pattern, so an element
-// the kernel never writes shows. Fails (exit 1) naming the routine, the
-// element and both values; fails when a file's routine kernels did not all
-// run, or when no file had one.
+// the kernel never writes shows, and has guard bytes on both sides, so a
+// write outside it shows too. Run-time indices (gather, gather_elements,
+// scatter_nd) are drawn in range, negative half the time and mostly among
+// a few values (scatter_nd's tuples repeat); then, in three more trials,
+// some are out of range: the CPU backend must fail, and the kernel's error
+// record must name the same routine, position and index, which the CUDA
+// backend's wording (runtime/format/CudaErrorRecord.h) turns into the CPU's
+// message word for word. Fails (exit 1) naming the routine, the element
+// and both values; fails when a file's routine kernels did not all run,
+// when no file had one, or, with --all-on-device, when a routine has no
+// kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaRoutines.h"
@@ -30,6 +38,7 @@
 #include "passes/Passes.h"
 
 #include "mixprec/runtime.h"
+#include "runtime/format/CudaErrorRecord.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -41,7 +50,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Path.h"
 
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -213,9 +224,17 @@ std::vector<unsigned char> constantBytes(Value v) {
   return bytes;
 }
 
-/// Runs the routine's kernel on the shim: `args` are its operands, in order.
+/// Guard bytes on each side of the shim's output buffer: a kernel that
+/// writes outside its output changes them.
+constexpr size_t kGuard = 64;
+constexpr unsigned char kGuardByte = 0x5c;
+
+/// Runs the routine's kernel on the shim: `args` are its operands, in order;
+/// `record` is the error record it reports into (cleared first), when it
+/// takes one.
 bool runOnShim(const shim::Program &program, const mixprec::codegen::CudaKernel &kernel,
-               const std::vector<const HostTensor *> &args, HostTensor &out, std::string &error) {
+               const std::vector<const HostTensor *> &args, HostTensor &out,
+               mixprec::runtime::MpErrorRecord &record, std::string &error) {
   std::vector<shim::AlignedBuffer> buffers;
   shim::KernelArgs launchArgs;
   for (const HostTensor *t : args) {
@@ -223,14 +242,24 @@ bool runOnShim(const shim::Program &program, const mixprec::codegen::CudaKernel 
     std::memcpy(buffers.back().get(), t->bytes.data(), t->bytes.size());
     launchArgs.add<const void *>(buffers.back().get());
   }
-  buffers.push_back(shim::alignedBuffer(std::max<size_t>(out.bytes.size(), 1)));
-  std::memset(buffers.back().get(), 0xa5, out.bytes.size()); // unwritten elements show
-  launchArgs.add<void *>(buffers.back().get());
+  buffers.push_back(shim::alignedBuffer(out.bytes.size() + 2 * kGuard));
+  unsigned char *output = buffers.back().get() + kGuard;
+  std::memset(buffers.back().get(), kGuardByte, out.bytes.size() + 2 * kGuard);
+  std::memset(output, 0xa5, out.bytes.size()); // unwritten elements show
+  launchArgs.add<void *>(output);
+  record = mixprec::runtime::MpErrorRecord{};
+  if (kernel.launch.errorRecord)
+    launchArgs.add<void *>(&record);
   if (kernel.launch.gridSize > 0 &&
       !program.launch(kernel.name, {static_cast<unsigned>(kernel.launch.gridSize)},
                       {static_cast<unsigned>(kernel.launch.blockSize)}, 0, launchArgs, error))
     return false;
-  std::memcpy(out.bytes.data(), buffers.back().get(), out.bytes.size());
+  for (size_t i = 0; i < kGuard; ++i)
+    if (buffers.back()[i] != kGuardByte || output[out.bytes.size() + i] != kGuardByte) {
+      error = "the kernel wrote outside its output";
+      return false;
+    }
+  std::memcpy(out.bytes.data(), output, out.bytes.size());
   return true;
 }
 
@@ -274,10 +303,119 @@ std::string hexBytes(const HostTensor &t, size_t element, size_t elementBytes) {
 const float kSpecialAmax[] = {0.0f, -0.0f, -1.0f, 1.0f, 448.0f, 57344.0f, 1e-30f, 1e-45f,
                               1e-40f, 3e38f, INFINITY, -INFINITY, NAN, 0.1f, 1e6f};
 
+/// The size of the data dim each element of `op`'s run-time indices
+/// (input 1) addresses, cycling: a gather's axis, scatter_nd's tuple dims;
+/// empty when the routine has none (or a gather's are a constant).
+std::vector<int64_t> indexedSizes(mixprec::kernel::CallOp op) {
+  using mixprec::kernel::Routine;
+  const Routine kind = op.getOpType();
+  if ((kind != Routine::Gather && kind != Routine::GatherElements && kind != Routine::ScatterNd) ||
+      isIntegerConstant(op.getInputs()[1]))
+    return {};
+  ArrayRef<int64_t> data = typeOf(op.getInputs()[0]).getShape();
+  if (kind == Routine::ScatterNd)
+    return data.take_front(typeOf(op.getInputs()[1]).getShape().back()).vec();
+  int64_t axis = cast<mixprec::kernel::AxisOptionsAttr>(op.getOptions()).getAxis();
+  if (axis < 0)
+    axis += static_cast<int64_t>(data.size());
+  return {data[axis]};
+}
+
+/// Fills index tensor `t` (i32 or i64) for `sizes` (indexedSizes): in range
+/// and negative half the time, mostly among the first three values of each
+/// dim (so scatter_nd's tuples repeat); with `bad`, one to three elements
+/// then out of range (past either end, or the dtype's extremes). Returns
+/// the first element out of range, or -1.
+int64_t fillIndices(HostTensor &t, const std::vector<int64_t> &sizes, bool bad,
+                    std::mt19937_64 &rng) {
+  const bool wide = t.type.getElementType().isInteger(64);
+  const size_t width = wide ? 8 : 4;
+  const int64_t count = static_cast<int64_t>(t.bytes.size() / width);
+  std::vector<int64_t> values(count);
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t size = sizes[p % sizes.size()];
+    if (size == 0)
+      continue; // every index is out of range: 0 is as good as any
+    int64_t v = rng() % 4 == 0 ? static_cast<int64_t>(rng() % (2 * size)) - size
+                               : static_cast<int64_t>(rng() % std::min<int64_t>(size, 3));
+    if (v >= 0 && rng() % 2)
+      v -= size;
+    values[p] = v;
+  }
+  for (int k = bad && count ? 1 + static_cast<int>(rng() % 3) : 0; k > 0; --k) {
+    const int64_t p = static_cast<int64_t>(rng() % count);
+    const int64_t size = sizes[p % sizes.size()];
+    const int64_t far = static_cast<int64_t>(rng() % 1000);
+    const int64_t choices[] = {size,
+                               -size - 1,
+                               size + far,
+                               -size - 1 - far,
+                               wide ? INT64_MAX : INT32_MAX,
+                               wide ? INT64_MIN : INT32_MIN};
+    values[p] = choices[rng() % std::size(choices)];
+  }
+  int64_t first = -1;
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t size = sizes[p % sizes.size()];
+    if (first < 0 && (values[p] < -size || values[p] >= size))
+      first = p;
+    const int32_t narrow = static_cast<int32_t>(values[p]);
+    std::memcpy(t.bytes.data() + p * width, wide ? static_cast<const void *>(&values[p]) : &narrow,
+                width);
+  }
+  return first;
+}
+
+/// Whether the shim's error record says what the CPU backend's message
+/// `cpu` says, for indices `indices` whose first element out of range is
+/// `bad`: the routine's tag, that position and its index, worded by the
+/// function the CUDA backend words it with.
+bool sameError(mixprec::kernel::CallOp op, unsigned tag, const HostTensor &indices, int64_t bad,
+               const mixprec::runtime::MpErrorRecord &record, const std::string &cpu,
+               std::string &error) {
+  const bool wide = indices.type.getElementType().isInteger(64);
+  int64_t value = 0;
+  if (wide) {
+    std::memcpy(&value, indices.bytes.data() + bad * 8, 8);
+  } else {
+    int32_t narrow = 0;
+    std::memcpy(&narrow, indices.bytes.data() + bad * 4, 4);
+    value = narrow;
+  }
+  const int64_t position = static_cast<int64_t>(~record.position);
+  if (record.tag != tag || record.position == 0 || position != bad ||
+      static_cast<int64_t>(record.value) != value) {
+    error = "the error record holds tag " + std::to_string(record.tag) + ", position " +
+            std::to_string(position) + ", index " +
+            std::to_string(static_cast<int64_t>(record.value)) + "; expected tag " +
+            std::to_string(tag) + ", position " + std::to_string(bad) + ", index " +
+            std::to_string(value) + " (the CPU backend: " + cpu + ")";
+    return false;
+  }
+  using mixprec::kernel::Routine;
+  const std::vector<int64_t> sizes = indexedSizes(op);
+  int64_t dim = op.getOpType() == Routine::ScatterNd ? position % sizes.size() : 0;
+  if (op.getOpType() != Routine::ScatterNd) {
+    dim = cast<mixprec::kernel::AxisOptionsAttr>(op.getOptions()).getAxis();
+    if (dim < 0)
+      dim += typeOf(op.getInputs()[0]).getRank();
+  }
+  // The routine's name and the step are the CPU message's, up to the index.
+  const size_t at = cpu.find(": index ");
+  const std::string got = mixprec::runtime::indexOutOfRangeMessage(
+      cpu.substr(0, at == std::string::npos ? 0 : at), value, op.getOpType() != Routine::Gather,
+      position, dim, sizes[position % sizes.size()]);
+  if (got != cpu) {
+    error = "the CUDA backend would say '" + got + "', the CPU backend says '" + cpu + "'";
+    return false;
+  }
+  return true;
+}
+
 /// Checks one routine: true when it ran and agreed on every input tried.
 bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
                   const mixprec::codegen::CudaKernel &kernel, const shim::Program &program,
-                  uint64_t seed) {
+                  unsigned tag, uint64_t seed) {
   mixprec::codegen::ModuleImage image;
   std::string error;
   if (!singleRoutineModule(op, image, error)) {
@@ -287,11 +425,18 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
   const RankedTensorType outType = typeOf(op.getOutputs()[0]);
   const size_t elementBytes = std::max(1u, outType.getElementType().getIntOrFloatBitWidth() / 8);
   const bool fp8Scale = op.getOpType() == mixprec::kernel::Routine::Fp8Scale;
-  // Sums, whose NaN payloads depend on operand order (firstDifference).
+  // Sums and products, whose NaN payloads depend on operand order
+  // (firstDifference).
+  auto scatter = dyn_cast<mixprec::kernel::ScatterNdOptionsAttr>(op.getOptions());
   const bool arithmetic = op.getOpType() == mixprec::kernel::Routine::ReduceSum ||
-                          op.getOpType() == mixprec::kernel::Routine::ReduceMean;
+                          op.getOpType() == mixprec::kernel::Routine::ReduceMean ||
+                          (scatter && (scatter.getReduction() == 1 || scatter.getReduction() == 2));
+  // Run-time indices: two trials in range, then three with indices out of
+  // range (where the kernel reports them).
+  const std::vector<int64_t> sizes = indexedSizes(op);
+  const size_t badTrials = kernel.launch.errorRecord && !sizes.empty() ? 3 : 0;
   std::mt19937_64 rng(seed);
-  const size_t trials = fp8Scale ? std::size(kSpecialAmax) + 16 : 2;
+  const size_t trials = (fp8Scale ? std::size(kSpecialAmax) + 16 : 2) + badTrials;
   for (size_t trial = 0; trial < trials; ++trial) {
     // The arguments' random bytes, then each operand's tensor.
     const std::vector<Value> arguments = argumentsOf(op);
@@ -309,6 +454,14 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
       }
       bound.push_back(std::move(t));
     }
+    // Only the indices decide where a run fails.
+    int64_t bad = -1;
+    const HostTensor *indices = nullptr;
+    if (!sizes.empty()) {
+      HostTensor &t = bound[llvm::find(arguments, op.getInputs()[1]) - arguments.begin()];
+      bad = fillIndices(t, sizes, /*bad=*/trial >= 2, rng);
+      indices = &t;
+    }
     for (Value v : op.getInputs())
       if (isIntegerConstant(v))
         constants.push_back(HostTensor{typeOf(v), constantBytes(v)});
@@ -320,7 +473,29 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
                                            : &constants[nextConstant++]);
     }
     HostTensor want{outType, std::vector<unsigned char>(bytesOf(outType))}, got = want;
-    if (!runOnCpu(image, bound, want, error) || !runOnShim(program, kernel, args, got, error)) {
+    mixprec::runtime::MpErrorRecord record{};
+    if (!runOnShim(program, kernel, args, got, record, error)) {
+      std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
+      return false;
+    }
+    if (bad >= 0) {
+      // The CPU backend fails the run; the kernel reports the same index.
+      const std::string prefix = "CPU backend: ";
+      if (runOnCpu(image, bound, want, error) || error.rfind(prefix, 0) != 0)
+        error = "the CPU backend ran on indices out of range";
+      else if (sameError(op, tag, *indices, bad, record, error.substr(prefix.size()), error))
+        continue;
+      std::fprintf(stderr, "%s: trial %zu: %s\n", where.c_str(), trial, error.c_str());
+      return false;
+    }
+    if (record.tag != 0) {
+      std::fprintf(stderr,
+                   "%s: trial %zu: the kernel reported an index out of range (tag %u, "
+                   "position %lld) in a run the CPU backend ran\n",
+                   where.c_str(), trial, record.tag, static_cast<long long>(~record.position));
+      return false;
+    }
+    if (!runOnCpu(image, bound, want, error)) {
       std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
       return false;
     }
@@ -344,8 +519,15 @@ uint64_t fnv1a(const std::string &s) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // --all-on-device: a routine without a kernel (which the CUDA backend
+  // would run on the host) is a problem too.
+  const bool allOnDevice = argc > 1 && std::strcmp(argv[1], "--all-on-device") == 0;
+  if (allOnDevice) {
+    --argc;
+    ++argv;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: cuda_shim_routines_check FILE.mlir...\n");
+    std::fprintf(stderr, "usage: cuda_shim_routines_check [--all-on-device] FILE.mlir...\n");
     return 2;
   }
   MLIRContext context;
@@ -370,6 +552,15 @@ int main(int argc, char **argv) {
       for (const auto &r : routines)
         if (r)
           kernels.push_back(*r);
+      std::string host;
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (!routines[r])
+          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
+      if (allOnDevice && !host.empty()) {
+        std::fprintf(stderr, "%s: @%s: routines on the host:%s\n", argv[i],
+                     func.getSymName().str().c_str(), host.c_str());
+        ++problems;
+      }
       if (kernels.empty())
         continue;
       std::string error;
@@ -386,14 +577,11 @@ int main(int argc, char **argv) {
         if (!routines[r])
           continue;
         const std::string where = std::string(argv[i]) + ": " + routines[r]->name;
-        if (!checkRoutine(where, calls[r], *routines[r], *program, fnv1a(where)))
+        if (!checkRoutine(where, calls[r], *routines[r], *program, static_cast<unsigned>(r + 1),
+                          fnv1a(where)))
           ++problems;
         ++here;
       }
-      std::string host;
-      for (size_t r = 0; r < calls.size(); ++r)
-        if (!routines[r])
-          host += " " + mixprec::kernel::stringifyRoutine(calls[r].getOpType()).str();
       std::printf("%s: %d routine kernels checked; on the host:%s\n", argv[i], here,
                   host.empty() ? " none" : host.c_str());
       checked += here;

@@ -5,9 +5,10 @@
 // whose kernel launches do nothing). So the CUDA backend's own paths are
 // checked here: modules without CUDA code or without code for the device,
 // out of device memory, routine steps run on the host (results equal to the
-// CPU backend's, through device memory) unless they have a kernel, the `zeroed` tensors of a launch,
-// device buffers and their bindings, and the graph option. Kernels and
-// GEMMs computing on a device are the `gpu` tests' part.
+// CPU backend's, through device memory) unless they have a kernel, the `zeroed` tensors of a
+// launch, device buffers and their bindings, the graph option, and the error record routine kernels
+// report into (the fake's launches report on demand). Kernels and GEMMs computing on a device are
+// the `gpu` tests' part.
 //
 //===----------------------------------------------------------------------===//
 #include "tests/unit/runtime/TestModules.h"
@@ -398,6 +399,206 @@ TEST(FakeCuda, RoutinesWithKernelsRunOnTheDevice) {
   std::vector<float> got(24);
   ASSERT_OK(out.copyToHost(got.data(), 96));
   EXPECT_TRUE(bitEqual(got, marks));
+}
+
+/// x [4,2] f32 gathered at ids [3] (i64) along axis 0 by the kernel "pick"
+/// (routine #0, tag 1), which reports into the error record, into the
+/// state's update g [3,2]; with `hostStep`, a gather_nd on the host reads g
+/// at nd [1,1] (i64) into y [1,2] after it. Outputs g (and y).
+ModuleBuilder errorRecordModule(bool hostStep) {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {4, 2});
+  const int ids = b.input("ids", fb::DType::I64, {3});
+  b.state("s", fb::DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  const int g = b.activation("g", fb::DType::F32, {3, 2});
+  RoutineSpec pick{"pick", "gather", {x, ids}, {g}, axisOptions(0)};
+  pick.cuda = launch("mp_main_r0_pick", 1, {x, ids, g});
+  pick.cuda->error_record = true;
+  b.routine(pick);
+  b.states.back().update = static_cast<uint32_t>(g);
+  b.output(g);
+  if (hostStep) {
+    const int nd = b.input("nd", fb::DType::I64, {1, 1});
+    const int y = b.activation("y", fb::DType::F32, {1, 2});
+    fb::GatherNdOptionsT options;
+    fb::RoutineOptionsUnion gatherNd;
+    gatherNd.Set(std::move(options));
+    b.routine({"lookup", "gather_nd", {g, nd}, {y}, gatherNd});
+    b.output(y);
+  }
+  b.cuda = program(90);
+  b.version = 4;
+  return b;
+}
+
+/// Binds errorRecordModule's inputs: `ids`, and nd = {`nd`} with a host step.
+Status bindIds(Session &session, const std::vector<int64_t> &ids, int64_t nd, bool hostStep) {
+  const std::vector<float> x = {10, 11, 20, 21, 30, 31, 40, 41};
+  Status s = session.bindInput("x", {4, 2}, x.data());
+  if (s.ok())
+    s = session.bindInput("ids", MIXPREC_DTYPE_I64, {3}, ids.data(), 24);
+  if (s.ok() && hostStep)
+    s = session.bindInput("nd", MIXPREC_DTYPE_I64, {1, 1}, &nd, 8);
+  return s;
+}
+
+/// Sessions that launch step by step (the fake cannot capture a graph).
+Status stepByStep(Module &module, Session &session) {
+  mixprec_session_options_t options = MIXPREC_SESSION_OPTIONS_INIT;
+  options.backend = MIXPREC_BACKEND_CUDA;
+  options.disable_cuda_graphs = 1;
+  return Session::create(module, session, options);
+}
+
+std::vector<float> stateOf(Session &session) {
+  std::vector<float> state(6);
+  Status s = session.readState("s", state.data(), 24);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return state;
+}
+
+TEST(FakeCuda, ErrorRecordFailsTheRunAsTheCpuBackendDoes) {
+  for (bool hostStep : {true, false}) {
+    SCOPED_TRACE(hostStep ? "a host step after the kernel" : "the kernel last");
+    Module module;
+    ASSERT_OK(loadBuilt(errorRecordModule(hostStep).build(), module));
+    Session cuda, cpu;
+    ASSERT_OK(stepByStep(module, cuda));
+    ASSERT_OK(Session::create(module, cpu, MIXPREC_BACKEND_CPU));
+    // ids[1] = 7 is out of range for x's 4 rows: the CPU's gather fails
+    // there. The host step's gather_nd would fail on nd = 5, with another
+    // message, if it ran on what the failed kernel left.
+    ASSERT_OK(bindIds(cpu, {0, 7, -9}, 5, hostStep));
+    Status want = cpu.run();
+    ASSERT_EQ(want.code(), MIXPREC_EXECUTION_ERROR) << want.message();
+    EXPECT_STREQ(
+        want.message(),
+        "step #0: routine #0 'pick' (gather): index 7 is out of range for dim 0 of size 4");
+    // The fake kernel reports what the device's would: tag 1 (routine #0),
+    // the lowest position 1 and its index 7, into parameter #3.
+    ::setenv("MIXPREC_FAKE_CUDA_REPORT", "mp_main_r0_pick 3 1 1 7", 1);
+    ASSERT_OK(bindIds(cuda, {0, 7, -9}, 5, hostStep));
+    Status got = hostStep ? cuda.run() : cuda.runAsync();
+    if (!hostStep) {
+      // Launched; the failure shows when the run is waited for.
+      ASSERT_TRUE(got.ok()) << got.message();
+      got = cuda.wait();
+    }
+    ::unsetenv("MIXPREC_FAKE_CUDA_REPORT");
+    EXPECT_EQ(got.code(), want.code());
+    EXPECT_STREQ(got.message(), want.message());
+    // A failed run commits no state.
+    EXPECT_EQ(stateOf(cuda), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(stateOf(cuda), stateOf(cpu));
+    // The next run starts from a clear record, and commits (the fake
+    // kernel writes nothing: g keeps the arena's zeros).
+    ASSERT_OK(bindIds(cuda, {0, 1, -1}, 0, hostStep));
+    ASSERT_OK(cuda.run());
+    EXPECT_EQ(stateOf(cuda), std::vector<float>(6, 0.0f));
+  }
+}
+
+TEST(FakeCuda, ErrorRecordNamingNoReportingRoutineIsInternal) {
+  Module module;
+  ASSERT_OK(loadBuilt(errorRecordModule(false).build(), module));
+  Session cuda;
+  ASSERT_OK(stepByStep(module, cuda));
+  ::setenv("MIXPREC_FAKE_CUDA_REPORT", "mp_main_r0_pick 3 2 0 7", 1);
+  ASSERT_OK(bindIds(cuda, {0, 1, 2}, 0, false));
+  Status s = cuda.run();
+  ::unsetenv("MIXPREC_FAKE_CUDA_REPORT");
+  EXPECT_TRUE(failsWith(s, MIXPREC_INTERNAL,
+                        "CUDA backend: the device's error record has tag 2, which names no "
+                        "routine that reports into it"));
+  EXPECT_EQ(stateOf(cuda), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+/// Each reporting routine's error from the record, word for word the CPU
+/// backend's on indices that fail at the same position.
+TEST(FakeCuda, ErrorRecordWordsEachRoutinesError) {
+  struct Case {
+    std::string opType;
+    fb::RoutineOptionsUnion options;
+    std::vector<int64_t> dataShape, indexShape, updateShape, outShape;
+    std::vector<int64_t> indices;
+    int64_t position;
+  };
+  fb::ScatterNdOptionsT add;
+  add.reduction = 1;
+  fb::RoutineOptionsUnion scatter;
+  scatter.Set(std::move(add));
+  std::vector<Case> cases;
+  // gather_elements on axis 1 of [2,3]: indices [2,2], -4 at element 2.
+  cases.push_back(
+      {"gather_elements", axisOptions(1), {2, 3}, {2, 2}, {}, {2, 2}, {0, -3, -4, 9}, 2});
+  // scatter_nd into [4,3] at tuples [2,2]: 9 at element 3, dim 1 (size 3).
+  cases.push_back({"scatter_nd", scatter, {4, 3}, {2, 2}, {2}, {4, 3}, {0, 1, 2, 9}, 3});
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.opType);
+    ModuleBuilder b;
+    const int x = b.input("x", fb::DType::F32, c.dataShape);
+    const int idx = b.input("idx", fb::DType::I64, c.indexShape);
+    std::vector<int32_t> inputs = {x, idx};
+    if (!c.updateShape.empty())
+      inputs.push_back(b.input("u", fb::DType::F32, c.updateShape));
+    const int y = b.activation("y", fb::DType::F32, c.outShape);
+    RoutineSpec spec{"r", c.opType, inputs, {y}, c.options};
+    std::vector<int32_t> params = inputs;
+    params.push_back(y);
+    spec.cuda = launch("mp_main_r0_r", 1, params);
+    spec.cuda->error_record = true;
+    b.routine(spec);
+    b.output(y);
+    b.cuda = program(90);
+    b.version = 4;
+    Module module;
+    ASSERT_OK(loadBuilt(b.build(), module));
+    Session cuda, cpu;
+    ASSERT_OK(stepByStep(module, cuda));
+    ASSERT_OK(Session::create(module, cpu, MIXPREC_BACKEND_CPU));
+    int64_t elements = 1;
+    for (int64_t d : c.dataShape)
+      elements *= d;
+    const std::vector<float> data(elements, 1.0f), updates(2, 2.0f);
+    for (Session *session : {&cuda, &cpu}) {
+      ASSERT_OK(session->bindInput("x", c.dataShape, data.data()));
+      ASSERT_OK(session->bindInput("idx", MIXPREC_DTYPE_I64, c.indexShape, c.indices.data(),
+                                   c.indices.size() * 8));
+      if (!c.updateShape.empty())
+        ASSERT_OK(session->bindInput("u", c.updateShape, updates.data()));
+    }
+    const std::string report = "mp_main_r0_r " + std::to_string(params.size()) + " 1 " +
+                               std::to_string(c.position) + " " +
+                               std::to_string(c.indices[c.position]);
+    ::setenv("MIXPREC_FAKE_CUDA_REPORT", report.c_str(), 1);
+    Status got = cuda.run();
+    ::unsetenv("MIXPREC_FAKE_CUDA_REPORT");
+    Status want = cpu.run();
+    ASSERT_EQ(want.code(), MIXPREC_EXECUTION_ERROR) << want.message();
+    EXPECT_EQ(got.code(), want.code());
+    EXPECT_STREQ(got.message(), want.message());
+  }
+}
+
+TEST(FakeCuda, ErrorRecordNeedsVersion4AndAReportingRoutine) {
+  ModuleBuilder b = errorRecordModule(false);
+  b.version = 3;
+  Module module;
+  Status s = loadBuilt(b.build(), module);
+  EXPECT_TRUE(failsWith(s, MIXPREC_INVALID_MODULE,
+                        "routine #0 'pick' (gather): CUDA launch: takes the error record, which "
+                        "needs schema version 4 (the module says 3)"));
+  b = errorRecordModule(false);
+  b.routines[0].opType = "transpose";
+  b.routines[0].options = transposeOptions({1, 0});
+  b.routines[0].inputs = {0};
+  b.routines[0].cuda->params = {0, b.routines[0].outputs[0]};
+  b.tensors[b.routines[0].outputs[0]].shape = {2, 4};
+  s = loadBuilt(b.build(), module);
+  EXPECT_EQ(s.code(), MIXPREC_INVALID_MODULE) << s.message();
+  EXPECT_NE(std::string(s.message()).find("takes the error record, which only gather"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(FakeCuda, GraphCaptureAndItsOption) {

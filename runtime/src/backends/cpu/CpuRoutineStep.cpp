@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
+#include "runtime/format/CudaErrorRecord.h"
 #include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Indexing.h"
 #include "runtime/kernels/IntElementwise.h"
@@ -68,9 +69,8 @@ const int64_t *CpuBackend::indexOperand(int32_t tensor, Scratch &s) {
 /// out of range.
 Status CpuBackend::indexRangeError(const RoutineOp &op, const cpu::BadIndex &bad) {
   return Status(MIXPREC_EXECUTION_ERROR,
-                op.name + ": index " + std::to_string(bad.value) + " (element " +
-                    std::to_string(bad.position) + " of the indices) is out of range for dim " +
-                    std::to_string(bad.dim) + " of size " + std::to_string(bad.size));
+                indexOutOfRangeMessage(op.name, bad.value, /*withPosition=*/true, bad.position,
+                                       bad.dim, bad.size));
 }
 
 /// Copies raw elements; through scratch if the plan overlaps the output
@@ -125,16 +125,12 @@ Status CpuBackend::runDataMovement(const RoutineOp &op) {
       return outOfMemory(op.name, idx.elements * 8);
     const int64_t dim = shapeOf(0)[op.axis];
     if (!cpu::detail::gatherRaw(x, shapeOf(0), indices, idx.shape, op.axis, dst, elemSize)) {
-      int64_t badIndex = 0;
-      for (int64_t i = 0; i < idx.elements; ++i)
-        if (indices[i] < -dim || indices[i] >= dim) {
-          badIndex = indices[i];
-          break;
-        }
-      return Status(MIXPREC_EXECUTION_ERROR,
-                    op.name + ": index " + std::to_string(badIndex) +
-                        " is out of range for dim " + std::to_string(op.axis) + " of size " +
-                        std::to_string(dim));
+      int64_t at = 0;
+      while (at + 1 < idx.elements && indices[at] >= -dim && indices[at] < dim)
+        ++at;
+      return Status(
+          MIXPREC_EXECUTION_ERROR,
+          indexOutOfRangeMessage(op.name, indices[at], /*withPosition=*/false, at, op.axis, dim));
     }
     break;
   }

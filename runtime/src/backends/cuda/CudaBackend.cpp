@@ -125,6 +125,8 @@ CudaBackend::~CudaBackend() {
     api.cuMemFree(arena);
   if (constants)
     api.cuMemFree(constants);
+  if (errorRecord)
+    api.cuMemFree(errorRecord);
   if (program)
     api.cuModuleUnload(program);
   if (stream_)
@@ -193,6 +195,8 @@ Status CudaBackend::makeLaunch(const CudaLaunchDesc &desc, const std::string &na
   launch.zeroed = desc.zeroed;
   for (int32_t t : desc.params)
     launch.params.push_back(pointers[t]);
+  if (desc.errorRecord)
+    launch.params.push_back(errorRecord);
   launch.tensors = desc.params;
   if (launch.grid > 0)
     if (CUresult r = api.cuModuleGetFunction(&launch.function, program, desc.function.c_str());
@@ -259,6 +263,16 @@ Status CudaBackend::allocateMemory() {
     return s;
   if (Status s = context->allocate(constantBytes, "the constants", constants); !s.ok())
     return s;
+  const std::vector<std::optional<CudaLaunchDesc>> &routines = module->routineCudaLaunches();
+  if (std::any_of(routines.begin(), routines.end(),
+                  [](const auto &launch) { return launch && launch->errorRecord; })) {
+    if (Status s = context->allocate(sizeof(MpErrorRecord), "the error record", errorRecord);
+        !s.ok())
+      return s;
+    if (CUresult r = api.cuMemsetD8Async(errorRecord, 0, sizeof(MpErrorRecord), stream_);
+        r != CUDA_SUCCESS)
+      return cudaError(driver, r, "clearing the error record", MIXPREC_INTERNAL);
+  }
   planned.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorDesc &t = tensors[i];
@@ -327,6 +341,40 @@ std::string describeHostSteps(const LoadedModule &module, const std::vector<size
     list += (list.empty() ? "" : ", ") + k;
   return std::to_string(steps.size()) + " routine step" + (steps.size() == 1 ? "" : "s") + " (" +
          list + ") run on the host";
+}
+
+Status deviceErrorStatus(const LoadedModule &module, const MpErrorRecord &record) {
+  const size_t routine = record.tag - 1;
+  const std::vector<std::optional<CudaLaunchDesc>> &launches = module.routineCudaLaunches();
+  const auto *steps = module.root().steps();
+  size_t step = 0;
+  while (steps && step < steps->size() &&
+         !(steps->Get(step)->kind() == schema::StepKind::Routine &&
+           steps->Get(step)->index() == routine))
+    ++step;
+  if (routine >= launches.size() || !launches[routine] || !launches[routine]->errorRecord ||
+      !steps || step == steps->size())
+    return Status(MIXPREC_INTERNAL, "CUDA backend: the device's error record has tag " +
+                                        std::to_string(record.tag) +
+                                        ", which names no routine that reports into it");
+  const RoutineOp &op = module.routines()[routine];
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const cpu::Shape &data = tensors[op.inputs[0]].shape, &indices = tensors[op.inputs[1]].shape;
+  // The lowest failing position, stored as its complement (0: none).
+  const uint64_t position = ~record.position;
+  if (record.position == 0 || position >= static_cast<uint64_t>(tensors[op.inputs[1]].elements))
+    return Status(MIXPREC_INTERNAL, "CUDA backend: " + op.name +
+                                        ": the device's error record holds no index position");
+  const auto at = static_cast<int64_t>(position);
+  const auto value = static_cast<int64_t>(record.value);
+  // Worded as CpuRoutineStep.cpp's errors: gather names the index only;
+  // scatter_nd's index tuples address the leading dims of the data.
+  int64_t dim = op.axis;
+  if (op.kind == RoutineKind::ScatterNd)
+    dim = at % indices.back();
+  std::string message =
+      indexOutOfRangeMessage(op.name, value, op.kind != RoutineKind::Gather, at, dim, data[dim]);
+  return Status(MIXPREC_EXECUTION_ERROR, "step #" + std::to_string(step) + ": " + message);
 }
 
 /// Routine steps without a kernel (Routine.cuda) run on the host: a CPU

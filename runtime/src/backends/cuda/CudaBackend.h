@@ -19,10 +19,19 @@
 // BackendOptions::cudaGraphs is off (MIXPREC_CUDA_GRAPHS=0 turns it off for
 // every session).
 //
-// Host routine steps (routines without a kernel) copy their activation operands device -> host into a
-// CpuBackend of the same module (its arena, same offsets), run the CPU
-// routine there, and copy the output back: the results are the CPU
-// backend's, bit for bit.
+// Host routine steps (routines without a kernel) copy their activation operands device -> host into
+// a CpuBackend of the same module (its arena, same offsets), run the CPU routine there, and copy
+// the output back: the results are the CPU backend's, bit for bit.
+//
+// Routine kernels that can fail at run time (an index out of range:
+// CudaLaunchDesc::errorRecord) report into the session's error record
+// (runtime/format/CudaErrorRecord.h), one small block of device memory
+// passed to them after their tensors. Each run clears it first; it is read
+// back before every host step (which must not consume what a failed kernel
+// left) and by wait(), and a record that names a routine fails the run
+// with the CPU backend's message for the same index (deviceErrorStatus).
+// In such a module the states take their updates only in wait(), after
+// the record reads clean, so a failed run leaves them as they were.
 //
 // The pieces:
 //   CudaBackend.cpp         session creation, memory, buffers, reads
@@ -32,6 +41,7 @@
 #ifndef MIXPREC_RUNTIME_CUDA_CUDABACKEND_H
 #define MIXPREC_RUNTIME_CUDA_CUDABACKEND_H
 
+#include "runtime/format/CudaErrorRecord.h"
 #include "runtime/src/Backend.h"
 #include "runtime/src/backends/cpu/CpuBackend.h"
 #include "runtime/src/backends/cuda/CublasLt.h"
@@ -52,6 +62,11 @@ std::vector<size_t> hostRoutineSteps(const LoadedModule &module);
 
 /// "3 routine steps (conv2d, max_pool2d) run on the host".
 std::string describeHostSteps(const LoadedModule &module, const std::vector<size_t> &steps);
+
+/// The run's failure that error record `record` (its tag set) reports: the
+/// CPU backend's status for the same index of the same routine, word for
+/// word; INTERNAL when the record names no routine that reports into it.
+Status deviceErrorStatus(const LoadedModule &module, const MpErrorRecord &record);
 
 /// Device 0's primary context, retained while a session or one of its
 /// buffers lives (whichever the application releases last).
@@ -82,7 +97,9 @@ struct Launch {
   CUfunction function = nullptr;
   unsigned grid = 0, block = 0;
   std::vector<int32_t> tensors;   ///< Kernel.cuda params: the tensors passed
-  std::vector<CUdeviceptr> params; ///< their addresses for the current bindings
+  /// Their addresses for the current bindings, then the error record's
+  /// for a kernel that reports into it.
+  std::vector<CUdeviceptr> params;
   std::vector<void *> args;        ///< &params[i]: what cuLaunchKernel reads
   std::vector<int32_t> zeroed;
 };
@@ -119,6 +136,8 @@ private:
   Status enqueueKernel(const Launch &launch);
   Status enqueueGemm(size_t index);
   Status runHostStep(size_t index);
+  Status readErrorRecord();
+  Status commitStates();
   Status copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what);
   void applyBindings(const Bindings &bindings);
   Status captureGraph(const Bindings &bindings);
@@ -136,6 +155,12 @@ private:
   /// Per routine: the index of its launch in `launches`, or -1 (on the host).
   std::vector<int64_t> routineLaunches;
   CUdeviceptr arena = 0, constants = 0;
+  /// The error record (an MpErrorRecord), when a routine kernel reports
+  /// into it; 0 otherwise.
+  CUdeviceptr errorRecord = 0;
+  /// With an error record: a run launched, whose record wait() reads
+  /// before it commits the states.
+  bool commitPending = false;
   /// Per tensor: its device address as planned (arena + offset, or in the
   /// constants), and as the current bindings have it (`planned`, except
   /// outputs written straight into their bound buffers).

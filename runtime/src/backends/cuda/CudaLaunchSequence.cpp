@@ -4,7 +4,8 @@
 // on the stream, or enqueued once while the stream captures it into a CUDA
 // graph that later runs replay. Nothing here synchronizes with the host
 // except routine steps without a kernel, which are the reason a module is
-// not captured.
+// not captured, and wait(), which reads the error record (when the module
+// has one) and then commits the states.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cuda/CudaBackend.h"
@@ -79,9 +80,38 @@ Status CudaBackend::copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, cons
   return okStatus();
 }
 
-/// Bound inputs in, every step, bound outputs out, the state updated.
+/// Fails the run if a routine kernel reported into the error record; no-op
+/// without one. Synchronizes with the stream.
+Status CudaBackend::readErrorRecord() {
+  if (!errorRecord)
+    return okStatus();
+  MpErrorRecord record{};
+  if (CUresult r = api.cuMemcpyDtoHAsync(&record, errorRecord, sizeof record, stream_);
+      r != CUDA_SUCCESS || (r = api.cuStreamSynchronize(stream_)) != CUDA_SUCCESS)
+    return cudaError(driver, r, "reading the error record");
+  return record.tag ? deviceErrorStatus(*module, record) : okStatus();
+}
+
+/// Each state takes its update: copies on the stream.
+Status CudaBackend::commitStates() {
+  for (const StateDesc &state : module->states())
+    if (pointers[state.tensor] != pointers[state.update])
+      if (Status s = copyTensor(state.tensor, pointers[state.tensor], pointers[state.update],
+                                "committing the update of state");
+          !s.ok())
+        return s;
+  return okStatus();
+}
+
+/// Bound inputs in, every step, bound outputs out, the state updated (in
+/// wait() when the module has an error record).
 Status CudaBackend::enqueueSequence(const Bindings &bindings) {
   const std::vector<uint32_t> &inputs = module->inputs(), &outputs = module->outputs();
+  // A record left by an earlier run that failed would fail this one.
+  if (errorRecord)
+    if (CUresult r = api.cuMemsetD8Async(errorRecord, 0, sizeof(MpErrorRecord), stream_);
+        r != CUDA_SUCCESS)
+      return cudaError(driver, r, "clearing the error record");
   for (size_t i = 0; i < bindings.inputs.size(); ++i)
     if (const DeviceBuffer *b = bindings.inputs[i].get())
       if (Status s = copyTensor(inputs[i], pointers[inputs[i]], b->address(),
@@ -100,9 +130,16 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
       s = enqueueGemm(step->index());
       break;
     case schema::StepKind::Routine:
-      s = routineLaunches[step->index()] >= 0
-              ? enqueueKernel(launches[routineLaunches[step->index()]])
-              : runHostStep(step->index());
+      if (routineLaunches[step->index()] >= 0) {
+        s = enqueueKernel(launches[routineLaunches[step->index()]]);
+        break;
+      }
+      // A kernel before it that failed left its output unwritten: the run
+      // stops with that kernel's error (which names its own step), never
+      // the host's error on what it left.
+      if (Status failed = readErrorRecord(); !failed.ok())
+        return failed;
+      s = runHostStep(step->index());
       break;
     }
     if (!s.ok())
@@ -118,14 +155,11 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
           return s;
   // The run got this far: each state takes its update (a copy on the
   // stream, captured with the rest), so a run that failed before leaves the
-  // state as it was.
-  for (const StateDesc &state : module->states())
-    if (pointers[state.tensor] != pointers[state.update])
-      if (Status s = copyTensor(state.tensor, pointers[state.tensor], pointers[state.update],
-                                "committing the update of state");
-          !s.ok())
-        return s;
-  return okStatus();
+  // state as it was. A kernel's failure shows only in the error record,
+  // which wait() reads before it commits.
+  if (errorRecord)
+    return okStatus();
+  return commitStates();
 }
 
 /// Points the outputs that have their bytes to themselves at their bound
@@ -184,14 +218,19 @@ Status CudaBackend::launch(const Bindings &bindings) {
   if (Status s = context->makeCurrent(); !s.ok())
     return s;
   readBack.clear();
+  commitPending = false;
   applyBindings(bindings);
-  if (!useGraphs)
-    return enqueueSequence(bindings);
-  if (!graph || !(graphBindings == bindings))
-    if (Status s = captureGraph(bindings); !s.ok())
+  if (!useGraphs) {
+    if (Status s = enqueueSequence(bindings); !s.ok())
       return s;
-  if (CUresult r = api.cuGraphLaunch(graph, stream_); r != CUDA_SUCCESS)
-    return cudaError(driver, r, "cuGraphLaunch");
+  } else {
+    if (!graph || !(graphBindings == bindings))
+      if (Status s = captureGraph(bindings); !s.ok())
+        return s;
+    if (CUresult r = api.cuGraphLaunch(graph, stream_); r != CUDA_SUCCESS)
+      return cudaError(driver, r, "cuGraphLaunch");
+  }
+  commitPending = errorRecord != 0;
   return okStatus();
 }
 
@@ -200,6 +239,16 @@ Status CudaBackend::wait() {
     return s;
   if (CUresult r = api.cuStreamSynchronize(stream_); r != CUDA_SUCCESS)
     return cudaError(driver, r, "the run failed on the device");
+  if (!commitPending)
+    return okStatus();
+  // The states take their updates only from a run whose record reads clean.
+  commitPending = false;
+  if (Status s = readErrorRecord(); !s.ok())
+    return s;
+  if (Status s = commitStates(); !s.ok())
+    return s;
+  if (CUresult r = api.cuStreamSynchronize(stream_); r != CUDA_SUCCESS)
+    return cudaError(driver, r, "committing the states");
   return okStatus();
 }
 
