@@ -293,8 +293,7 @@ TEST(AttentionBackward, FloatMatchesDoubleAndMaskedRowsGiveZero) {
   const AttentionParams &p = pr.p;
   const std::vector<double> g = randomValues(7 * 16, -1, 1, 52);
   std::vector<double> out(7 * 16), lse(7), dq(7 * 16), dk(4 * 16), dv(4 * 16);
-  attention<double>(pr.q.data(), pr.k.data(), pr.v.data(), nullptr, {}, p, out.data(),
-                    lse.data());
+  attention<double>(pr.q.data(), pr.k.data(), pr.v.data(), nullptr, {}, p, out.data(), lse.data());
   attentionBackward<double>(pr.q.data(), pr.k.data(), pr.v.data(), nullptr, {}, p, out.data(),
                             lse.data(), g.data(), dq.data(), dk.data(), dv.data());
   const std::vector<float> qf = as<float>(pr.q), kf = as<float>(pr.k), vf = as<float>(pr.v),

@@ -157,6 +157,14 @@ std::pair<double, double> storeError(num::Format f) {
   }
 }
 
+/// Whether two results are the same values, NaN meeting NaN.
+bool sameBits(const std::vector<double> &a, const std::vector<double> &b) {
+  for (size_t n = 0; n < a.size(); ++n)
+    if (!(a[n] == b[n] || (std::isnan(a[n]) && std::isnan(b[n]))))
+      return false;
+  return a.size() == b.size();
+}
+
 class AttentionOnShim : public ::testing::Test {
 protected:
   void run(const Case &c);
@@ -315,6 +323,14 @@ void AttentionOnShim::run(const Case &c) {
   ASSERT_TRUE(program->launch(fwd->name, {unsigned(fwd->launch.gridSize)},
                               {unsigned(fwd->launch.blockSize)}, 0, fwdArgs, error))
       << error;
+  // Run again with each block's threads in reverse order: a read of shared
+  // memory the barriers do not order would change the result.
+  const std::vector<double> firstOut = out.read(), firstLse = lse.read();
+  ASSERT_TRUE(program->launch(fwd->name, {unsigned(fwd->launch.gridSize)},
+                              {unsigned(fwd->launch.blockSize)}, 0, fwdArgs, error, {true}))
+      << error;
+  ASSERT_TRUE(sameBits(out.read(), firstOut) && sameBits(lse.read(), firstLse))
+      << "the forward depends on the order of its threads";
   const RoundingErrors re = roundingErrors(c.dtype);
   const auto [uOut, etaOut] = storeError(pr.outFormat);
   const std::vector<double> gotOut = out.read(), gotLse = lse.read();
@@ -388,6 +404,13 @@ void AttentionOnShim::run(const Case &c) {
   ASSERT_TRUE(program->launch(bwd->name, {unsigned(bwd->launch.gridSize)},
                               {unsigned(bwd->launch.blockSize)}, 0, bwdArgs, error))
       << error;
+  const std::vector<double> firstDq = dq.read(), firstDk = dk.read(), firstDv = dv.read();
+  ASSERT_TRUE(program->launch(bwd->name, {unsigned(bwd->launch.gridSize)},
+                              {unsigned(bwd->launch.blockSize)}, 0, bwdArgs, error, {true}))
+      << error;
+  ASSERT_TRUE(sameBits(dq.read(), firstDq) && sameBits(dk.read(), firstDk) &&
+              sameBits(dv.read(), firstDv))
+      << "the backward depends on the order of its threads";
   // The bounds, summed over the unmasked (i, j) of each head.
   std::vector<double> bDq(refDq.size(), 0.0), bDk(refDk.size(), 0.0), bDv(refDv.size(), 0.0);
   const double absScale = std::fabs(p.scale);
