@@ -184,18 +184,59 @@ __device__ __forceinline__ void loadRowsA(typename Op<C::kind>::pair (*a)[4], co
     }
 }
 
+// Whether a T is an operand of the kind as it is (copied, not converted).
+template <int Kind, class T> struct SameBits {
+  static constexpr bool value = false;
+};
+template <> struct SameBits<0, __nv_bfloat16> {
+  static constexpr bool value = true;
+};
+template <> struct SameBits<1, __half> {
+  static constexpr bool value = true;
+};
+template <> struct SameBits<2, float> {
+  static constexpr bool value = true;
+};
+
 // Rows n0 .. n0 + N - 1 of the row-major [rows, Cols] matrix at p into
 // shared memory s as operands: s[n * Ld + c], or transposed s[c * Ld + n].
 // Rows past `rows` are 0 (a key past the end must not bring a NaN into a
-// product with its zero probability).
+// product with its zero probability). A copy moves 16 bytes per access:
+// Cols is a multiple of 16 elements and Ld of 16 bytes, so with p 16-byte
+// aligned every access is; a conversion (FP8 widening, a gradient's
+// rounding) goes element by element.
 template <class C, int N, int Cols, int Ld, bool Transpose, class T>
 __device__ __forceinline__ void loadTile(typename Op<C::kind>::elem *s, const T *p, long long n0,
                                          long long rows) {
-  for (int idx = threadIdx.x; idx < N * Cols; idx += blockDim.x) {
-    const int n = idx / Cols, c = idx % Cols;
-    const long long row = n0 + n;
-    s[Transpose ? c * Ld + n : n * Ld + c] =
-        Op<C::kind>::fromFloat(row < rows ? C::load(p, row * Cols + c) : 0.0f);
+  typedef typename Op<C::kind>::elem E;
+  if constexpr (SameBits<C::kind, T>::value) {
+    constexpr int V = 16 / sizeof(T);
+    union Pack {
+      uint4 bits;
+      E e[V];
+    };
+    for (int idx = threadIdx.x; idx < N * Cols / V; idx += blockDim.x) {
+      const int n = idx / (Cols / V), c = idx % (Cols / V) * V;
+      const long long row = n0 + n;
+      Pack pack;
+      pack.bits = make_uint4(0u, 0u, 0u, 0u);
+      if (row < rows)
+        pack.bits = *reinterpret_cast<const uint4 *>(p + row * Cols + c);
+      if constexpr (Transpose) {
+#pragma unroll
+        for (int x = 0; x < V; ++x)
+          s[(c + x) * Ld + n] = pack.e[x];
+      } else {
+        *reinterpret_cast<uint4 *>(s + n * Ld + c) = pack.bits;
+      }
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < N * Cols; idx += blockDim.x) {
+      const int n = idx / Cols, c = idx % Cols;
+      const long long row = n0 + n;
+      s[Transpose ? c * Ld + n : n * Ld + c] =
+          Op<C::kind>::fromFloat(row < rows ? C::load(p, row * Cols + c) : 0.0f);
+    }
   }
 }
 
@@ -464,17 +505,24 @@ __device__ __forceinline__ void backwardKeys(
     loadTile<C, BQ, C::D, LDK, false>(sQ, q + bh * C::Sq * C::D, i0, C::Sq);
     // dO rounds to the operand format here (round_G).
     loadTile<C, BQ, C::Dv, LDV, false>(sdO, dout + bh * C::Sq * C::Dv, i0, C::Sq);
-    if (threadIdx.x < BQ) {
-      const long long i = i0 + threadIdx.x;
-      float lv = MP_NEG_INF, delta = 0.0f;
-      if (i < C::Sq) {
-        lv = lse[bh * C::Sq + i];
-        for (int e = 0; e < C::Dv; ++e) // D[i] from dOut as given
+    {
+      // D[i] from dOut as given, each row's sum split over TPR
+      // consecutive lanes.
+      constexpr int TPR = T::kWarps * 32 / BQ;
+      const int r = threadIdx.x / TPR, part = threadIdx.x % TPR;
+      const long long i = i0 + r;
+      float delta = 0.0f;
+      if (i < C::Sq)
+        for (int e = part; e < C::Dv; e += TPR)
           delta = __fmaf_rn(C::load(dout, (bh * C::Sq + i) * C::Dv + e),
                             C::load(out, (bh * C::Sq + i) * C::Dv + e), delta);
+#pragma unroll
+      for (int o = TPR / 2; o > 0; o >>= 1)
+        delta += __shfl_xor_sync(0xffffffffu, delta, o);
+      if (part == 0) {
+        sLse[r] = i < C::Sq ? lse[bh * C::Sq + i] : MP_NEG_INF;
+        sDelta[r] = delta;
       }
-      sLse[threadIdx.x] = lv;
-      sDelta[threadIdx.x] = delta;
     }
     __syncthreads();
     float st[2][4], dpt[2][4];

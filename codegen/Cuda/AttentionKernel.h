@@ -4,8 +4,8 @@
 // gradient, FlashAttention-2 style: no kernel writes the Sq x Sk scores.
 //
 // Forward: one block of 4 warps per (batch, head, 64 query rows), each warp
-// 16 rows. K and V tiles (64 keys; 32 for FP32) pass through static shared
-// memory (at most 36 KB); S = Q K^T and O += round_P(P) V are
+// 16 rows (FP32: 2 warps, 32 rows, Q in shared memory). K and V tiles (64
+// keys; 16 for FP32) pass through static shared memory (at most 36 KB); S = Q K^T and O += round_P(P) V are
 // mma.sync.aligned.m16n8k16 products with FP32 accumulation (BF16 or FP16
 // operands; FP8 E4M3 operands widen to BF16, exactly, before the product,
 // which sm_80 and sm_90 both run; the probabilities enter as the E4M3 values
@@ -18,10 +18,11 @@
 // serves both: the inline PTX is under #if defined(__CUDA_ARCH__).
 //
 // Backward: one launch, deterministic (no atomics: every output element is
-// written once, by the block owning it). Per (batch, head), the first
-// ceil(Sk / 64) blocks each own 64 keys (16 for FP32) and accumulate their
-// dK and dV over the query tiles that see them; the next ceil(Sq / 64)
-// blocks each own 64 query rows and accumulate dQ over the key tiles. Both
+// written once, by the block owning it). With R = 64 (16 for FP32), per
+// (batch, head) the first ceil(Sk / R) blocks each own R keys and
+// accumulate their dK and dV over the query tiles (16 rows) that see them;
+// the next ceil(Sq / R) blocks each own R query rows and accumulate dQ over
+// the key tiles (32 keys; 16 for FP32). Both
 // recompute the scores and p = exp(s - lse) (nothing of size Sq x Sk is
 // stored) and D[i] = sum_e dOut[i,e] * out[i,e] for their rows in FP32. The
 // products' operands round as Attention.h's round_G says (dOut, p, ds).
@@ -35,8 +36,10 @@
 // The FP8 kernels compute with the raw E4M3 values and apply the descales
 // (d_q * d_k to the scores, d_v to the output and dp; d_k to dq, d_q to dk),
 // so they compute Attention.h's definition on the decoded q, k, v.
-// Every block has 128 threads (32 for the FP32 backward); no dynamic shared
-// memory; the grid is 1-D.
+// q, k, v and dout must be 16-byte aligned (the memory plan aligns buffers
+// to 256): tiles are copied 16 bytes at a time. Every block has 128
+// threads (FP32: 64 in the forward, 32 in the backward); no dynamic shared
+// memory; the grid is 1-D (CudaKernel::launch says its size).
 //
 // Supported: operandType f32, bf16, f16, f8E4M3FN; outType f32, bf16, f16;
 // biasType f32, bf16, f16; headDim and valueDim multiples of 16 from 16 to
