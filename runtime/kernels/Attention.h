@@ -18,11 +18,13 @@
 //
 // round_P is the rounding the tensor-core kernel applies to the
 // probabilities before its P.V product (the dtype of V): none for FP32,
-// round to nearest even BF16 or FP16, or for FP8 E4M3 round(p * 256) / 256
-// (a power of two, so the scale itself is exact). The sum l uses the
-// unrounded p, as FlashAttention does. A row whose every score is -inf (all
-// keys masked) has out = 0 and lse = -inf (FlashAttention's convention;
-// PyTorch's math path gives NaN).
+// round to nearest even BF16 or FP16, or for FP8 E4M3 e4m3(p * 256) / 256
+// with e4m3 the round to nearest even E4M3 value, subnormals included (p
+// <= 1, so p * 256 never saturates; the scale, a power of two, keeps p's
+// significant range out of E4M3's subnormals and is exact). The sum l uses
+// the unrounded p, as FlashAttention does. A row whose every score is -inf
+// (all keys masked) has out = 0 and lse = -inf (FlashAttention's
+// convention; PyTorch's math path gives NaN).
 //
 // Q, K, V arrive as the values of their storage dtype (the caller decodes
 // BF16/FP16/FP8 to T; an FP8 operand's per-tensor descale is already
@@ -74,15 +76,31 @@ void attention(const T *q, const T *k, const T *v, const T *bias,
 
 /// Backward: dq, dk, dv from the forward's inputs, its out and lse, and the
 /// gradient of out. The probabilities are recomputed from lse
-/// (p = exp(s - lse)); with D[i] = sum_e dOut[i,e] * out[i,e]:
-///   dv[j] = sum_i round_P(p[i,j]) * dOut[i]
-///   dp[i,j] = sum_e dOut[i,e] * v[j,e];  ds[i,j] = p[i,j] * (dp[i,j] - D[i])
+/// (p = exp(s - lse), 0 where s or lse is -inf); with
+/// D[i] = sum_e dOut[i,e] * out[i,e] (dOut as given):
+///   dv[j] = sum_i round_G(p[i,j]) * round_G(dOut[i])
+///   dp[i,j] = sum_e round_G(dOut[i,e]) * v[j,e]
+///   ds[i,j] = round_G(p[i,j] * (dp[i,j] - D[i]))
 ///   dq[i] = scale * sum_j ds[i,j] * k[j];  dk[j] = scale * sum_i ds[i,j] * q[i]
-/// (the bias gets no gradient: masks are constants).
+/// (each sum accumulated, then multiplied by scale; the bias gets no
+/// gradient: masks are constants). round_G is the rounding to the operand
+/// format of the backward kernel's tensor-core products, all of them in
+/// one format G: none for pRounding None, FP16 for FP16, BF16 for BF16 and
+/// for FP8E4M3 (the FP8 kernel widens q, k, v to BF16, exactly; BF16 keeps
+/// the range of small gradients that FP16 would flush). q, k and v are
+/// values of G already (FP8 values widen exactly), so only p, dOut and ds
+/// round. dq, dk, dv are the gradients of the decoded q, k, v (an FP8
+/// operand's descale applied).
 template <typename T>
 void attentionBackward(const T *q, const T *k, const T *v, const T *bias,
                        const std::array<int64_t, 4> &biasStrides, const AttentionParams &p,
                        const T *out, const T *lse, const T *dOut, T *dq, T *dk, T *dv);
+
+/// round_P(p) for `r` (see the definition above).
+template <typename T> T roundAttentionP(T p, AttentionRounding r);
+
+/// round_G(x) for `r` (see attentionBackward).
+template <typename T> T roundAttentionGradOperand(T x, AttentionRounding r);
 
 } // namespace mixprec::runtime::cpu
 
