@@ -11,11 +11,12 @@
 // to BF16, exactly, before the product, which sm_80 and sm_90 both run;
 // the probabilities enter as the E4M3 values of p * 256). The softmax is
 // online in FP32: a running max and sum per row, the accumulator rescaled
-// by exp(m_old - m_new) when the max grows, divided by the sum at the end; lse = m + log(l) is written (f32). FP32
-// operands take the same code with the product built from shuffles and
-// FMAs (no tensor cores). That shuffled form, the same fragment semantics,
-// is also what runs on the CUDA shim (tests/cuda_shim), so one kernel text
-// serves both: the inline PTX is under #if defined(__CUDA_ARCH__).
+// by exp(m_old - m_new) when the max grows, divided by the sum at the end;
+// lse = m + log(l) is written (f32). FP32 operands take the same code with
+// the product built from shuffles and FMAs (no tensor cores). That
+// shuffled form, the same fragment semantics, is also what runs on the
+// CUDA shim (tests/cuda_shim), so one kernel text serves both: the inline
+// PTX is under #if defined(__CUDA_ARCH__).
 //
 // Backward: one launch, deterministic (no atomics: every output element is
 // written once, by the block owning it). With R = 64 (16 for FP32), per
