@@ -5,27 +5,28 @@
 //
 // Forward: one block of 4 warps per (batch, head, 64 query rows), each warp
 // 16 rows (FP32: 2 warps, 32 rows, Q in shared memory). K and V tiles (64
-// keys; 16 for FP32) pass through static shared memory (at most 36 KB); S = Q K^T and O += round_P(P) V are
-// mma.sync.aligned.m16n8k16 products with FP32 accumulation (BF16 or FP16
-// operands; FP8 E4M3 operands widen to BF16, exactly, before the product,
-// which sm_80 and sm_90 both run; the probabilities enter as the E4M3 values
-// of p * 256). The softmax is online in FP32: a running max and sum per
-// row, the accumulator rescaled by exp(m_old - m_new) when the max grows,
-// divided by the sum at the end; lse = m + log(l) is written (f32). FP32
-// operands take the same code with the product built from shuffles and
-// FMAs (no tensor cores). That shuffled form, the same fragment semantics,
-// is also what runs on the CUDA shim (tests/cuda_shim), so one kernel text
-// serves both: the inline PTX is under #if defined(__CUDA_ARCH__).
+// keys; 16 for FP32) pass through static shared memory (at most 36 KB);
+// S = Q K^T and O += round_P(P) V are mma.sync.aligned.m16n8k16 products
+// with FP32 accumulation (BF16 or FP16 operands; FP8 E4M3 operands widen
+// to BF16, exactly, before the product, which sm_80 and sm_90 both run;
+// the probabilities enter as the E4M3 values of p * 256). The softmax is
+// online in FP32: a running max and sum per row, the accumulator rescaled
+// by exp(m_old - m_new) when the max grows, divided by the sum at the end;
+// lse = m + log(l) is written (f32). FP32 operands take the same code with
+// the product built from shuffles and FMAs (no tensor cores). That
+// shuffled form, the same fragment semantics, is also what runs on the
+// CUDA shim (tests/cuda_shim), so one kernel text serves both: the inline
+// PTX is under #if defined(__CUDA_ARCH__).
 //
 // Backward: one launch, deterministic (no atomics: every output element is
 // written once, by the block owning it). With R = 64 (16 for FP32), per
 // (batch, head) the first ceil(Sk / R) blocks each own R keys and
 // accumulate their dK and dV over the query tiles (16 rows) that see them;
 // the next ceil(Sq / R) blocks each own R query rows and accumulate dQ over
-// the key tiles (32 keys; 16 for FP32). Both
-// recompute the scores and p = exp(s - lse) (nothing of size Sq x Sk is
-// stored) and D[i] = sum_e dOut[i,e] * out[i,e] for their rows in FP32. The
-// products' operands round as Attention.h's round_G says (dOut, p, ds).
+// the key tiles (32 keys; 16 for FP32). Both recompute the scores and
+// p = exp(s - lse) (nothing of size Sq x Sk is stored) and
+// D[i] = sum_e dOut[i,e] * out[i,e] for their rows in FP32. The products'
+// operands round as Attention.h's round_G says (dOut, p, ds).
 //
 // Kernel parameters, as device pointers (the order the CUDA backend binds):
 //   forward:  q, k, v, [bias], [q_descale, k_descale, v_descale], out, lse
@@ -69,7 +70,8 @@
 //   |out_k - out_ref| <= (2 u_P e^(2 Delta) + (1 + u_P)(e^(2 Delta) - 1)) Vbar
 //                        + 2 n eta_P Vmax + 24 (n + 8) u Vmax,
 //   |lse_k - lse_ref| <= Delta + 24 (n + 8) u + 4 u |lse_ref|,
-// plus the rounding of the stored out to outType (u_out (|out_ref| + bound)).
+// plus the rounding of the stored out to outType, u_out (|out_ref| + bound)
+// + eta_out (BF16 2^-8, 2^-134; FP16 2^-11, 2^-25; f32 2^-24, 2^-150).
 // Why: the reference rounds p_ij = exp(s_ij - m_i) with m_i the row's max;
 // the kernel rounds exp(s_ij - M) with M the running max when key j's tile
 // is processed, then rescales by exp(M - m_i) <= 1. Both roundings are
@@ -88,18 +90,20 @@
 //
 // Backward, given the same out, lse and dOut, with x_ij = s_ij - lse_i,
 // y_ij = dp_ij - D_i (Attention.h's quantities, exact):
-//   eps_p = e^(Delta_i + u |x_ij| + 4u) - 1         (|p_k - p| <= p eps_p)
-//   eps_D = g(Dv) sum_e |dOut_ie out_ie|,  eps_dp = g(Dv + 1) sum_e |round_G(dOut_ie) v_je|
+//   eps_p = e^(Delta_i + u (|x_ij| + Delta_i) + 4u) - 1
+//           (|p_k - p| <= p eps_p: the score error, the subtraction of
+//           lse, exp's 2 ulp)
+//   eps_D = g(Dv) sum_e |dOut_ie out_ie|
+//   eps_dp = g(Dv + 1) sum_e |round_G(dOut_ie) v_je|
 //   eps_y = eps_dp + eps_D + 2u (|dp| + |D| + eps_dp + eps_D)
 //   E_ds = p eps_p |y| + p (1 + eps_p) (eps_y + u (|y| + eps_y))   (before round_G)
 //   R_ds = E_ds + u_G (2 |ds_pre| + E_ds) + 2 eta_G,  ds_pre = p y
 //   R_p  = p eps_p + u_G (2 p + p eps_p) + 2 eta_G
 // (round_G of two arguments a distance E apart differ by at most
 // E + u_G (|a| + |b|) + 2 eta_G), and then, elementwise,
-//   |dv_k - dv_ref| <= sum_i R_p |round_G(dOut_ie)| + g(Sq + 16) sum_i (|round_G(p)| + R_p)
-//   |round_G(dOut_ie)| |dq_k - dq_ref| <= |scale| (sum_j R_ds |k_jd| + g(Sk + 16) sum_j (|ds| +
-//   R_ds) |k_jd|) + 4u |dq_ref| |dk_k - dk_ref| <= |scale| (sum_i R_ds |q_id| + g(Sq + 16) sum_i
-//   (|ds| + R_ds) |q_id|) + 4u |dk_ref|
+//   |dv_k - dv_ref| <= sum_i (R_p + g(Sq + 16) (|round_G(p)| + R_p)) |round_G(dOut_ie)|
+//   |dq_k - dq_ref| <= |scale| sum_j (R_ds + g(Sk + 16) (|ds| + R_ds)) |k_jd| + 4u |dq_ref|
+//   |dk_k - dk_ref| <= |scale| sum_i (R_ds + g(Sq + 16) (|ds| + R_ds)) |q_id| + 4u |dk_ref|
 // (sums over unmasked pairs, ds = round_G(ds_pre) the reference's; the
 // g(n + 16) terms are the FP32 accumulation over every key or query tile,
 // the 4u the products by the scale and descale), plus the rounding of

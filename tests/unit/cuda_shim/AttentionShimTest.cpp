@@ -440,7 +440,7 @@ void AttentionOnShim::run(const Case &c) {
             dp += t;
             dpAbs += std::fabs(t);
           }
-          const double epsP = std::exp(delta + kU * std::fabs(x) + 4 * kU) - 1;
+          const double epsP = std::exp(delta + kU * (std::fabs(x) + delta) + 4 * kU) - 1;
           const double epsDp = g(Dv + 1) * dpAbs;
           const double y = dp - dD;
           const double epsY =
