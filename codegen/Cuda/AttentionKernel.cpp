@@ -442,11 +442,11 @@ __device__ __forceinline__ void forward(const typename C::in_t *__restrict__ q,
       const long long i = row0 + g + 8 * (c >> 1);
       const float lr = l[c >> 1];
       // l >= 1 unless every key of the row is masked (out 0, lse -inf).
-      if (i < C::Sq)
+      if (C::writeOut && i < C::Sq)
         C::store(out, (bh * C::Sq + i) * C::Dv + nv * 8 + 2 * t + (c & 1),
                  lr > 0.0f ? o[nv][c] / lr * outScale : 0.0f);
     }
-  if (t == 0)
+  if (C::writeLse && t == 0)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const long long i = row0 + g + 8 * r;
@@ -586,12 +586,14 @@ __device__ __forceinline__ void backwardKeys(
     const long long j = j0 + kr + g + 8 * (c >> 1);
     if (j >= C::Sk)
       continue;
+    if (C::writeDk)
 #pragma unroll
-    for (int nd = 0; nd < C::D / 8; ++nd)
-      C::store(dk, (bh * C::Sk + j) * C::D + nd * 8 + 2 * t + (c & 1), dkAcc[nd][c] * dkScale);
+      for (int nd = 0; nd < C::D / 8; ++nd)
+        C::store(dk, (bh * C::Sk + j) * C::D + nd * 8 + 2 * t + (c & 1), dkAcc[nd][c] * dkScale);
+    if (C::writeDv)
 #pragma unroll
-    for (int nv = 0; nv < C::Dv / 8; ++nv)
-      C::store(dv, (bh * C::Sk + j) * C::Dv + nv * 8 + 2 * t + (c & 1), dvAcc[nv][c]);
+      for (int nv = 0; nv < C::Dv / 8; ++nv)
+        C::store(dv, (bh * C::Sk + j) * C::Dv + nv * 8 + 2 * t + (c & 1), dvAcc[nv][c]);
   }
 }
 
@@ -713,7 +715,7 @@ __device__ __forceinline__ void backwardQueries(
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     const long long i = r0 + g + 8 * (c >> 1);
-    if (i < C::Sq)
+    if (C::writeDq && i < C::Sq)
 #pragma unroll
       for (int nd = 0; nd < C::D / 8; ++nd)
         C::store(dq, (bh * C::Sq + i) * C::D + nd * 8 + 2 * t + (c & 1), dqAcc[nd][c] * dqScale);
@@ -747,6 +749,10 @@ __device__ __forceinline__ void backward(
   const float qs = C::descales ? *qScale : 1.0f, ks = C::descales ? *kScale : 1.0f;
   const float scaleQK = C::descales ? C::scale * qs * ks : C::scale;
   const float dpScale = C::descales ? *vScale : 1.0f;
+  // A routine call that writes some of the gradients launches every block;
+  // the blocks whose results it does not write have nothing to do.
+  if (role < nKB ? !(C::writeDk || C::writeDv) : !C::writeDq)
+    return;
   if (role < nKB)
     backwardKeys<C>(smem, bh, role, q, k, v, bias, out, lse, dout, dk, dv, scaleQK, dpScale,
                     C::scale * qs);
@@ -811,6 +817,10 @@ std::string printKernel(const AttentionKernelSpec &s, const std::string &name, b
      << ", descales = " << (s.fp8Descales ? "true" : "false")
      << ", causal = " << (s.causal ? "true" : "false")
      << ", hasBias = " << (s.hasBias ? "true" : "false") << ";\n";
+  const auto writes = [&](unsigned bit) { return (s.writes & bit) ? "true" : "false"; };
+  os << "  static constexpr bool writeOut = " << writes(kWriteOut)
+     << ", writeLse = " << writes(kWriteLse) << ", writeDq = " << writes(kWriteDq)
+     << ", writeDk = " << writes(kWriteDk) << ", writeDv = " << writes(kWriteDv) << ";\n";
   os << "  static constexpr long long H = " << s.heads << ", Sq = " << s.seqQ << ", Sk = " << s.seqK
      << ";\n";
   os << "  static constexpr int D = " << s.headDim << ", Dv = " << s.valueDim << ";\n";
@@ -832,19 +842,40 @@ std::string printKernel(const AttentionKernelSpec &s, const std::string &name, b
   os << "};\n} // namespace mp_attn_cfg_" << name << "\n";
   os << "extern \"C\" __global__ void __launch_bounds__(" << blockThreads(s, backward) << ") "
      << name << "(";
-  os << "const " << in.ctype << " *__restrict__ q, const " << in.ctype << " *__restrict__ k, const "
-     << in.ctype << " *__restrict__ v";
-  if (s.hasBias)
-    os << ", const " << bias.ctype << " *__restrict__ bias";
-  if (s.fp8Descales)
-    os << ", const float *q_descale, const float *k_descale, const float *v_descale";
+  // Parameters: the inputs, then the outputs the kernel writes (every one
+  // unless `writes` says otherwise; an output not written is null inside).
+  const std::string inT = in.ctype, outT = out.ctype;
+  os << "const " << inT << " *__restrict__ q, const " << inT << " *__restrict__ k, const " << inT
+     << " *__restrict__ v";
+  const bool biasLast = backward && s.biasAfterGradInputs;
+  auto printBias = [&] {
+    if (s.hasBias)
+      os << ", const " << bias.ctype << " *__restrict__ bias";
+    if (s.fp8Descales)
+      os << ", const float *q_descale, const float *k_descale, const float *v_descale";
+  };
+  if (!biasLast)
+    printBias();
+  std::string body;
+  auto output = [&](const std::string &type, const char *param, unsigned bit) {
+    if (s.writes & bit)
+      os << ", " << type << " *__restrict__ " << param;
+    else
+      body += "  " + type + " *" + param + " = nullptr;\n";
+  };
   if (!backward) {
-    os << ", " << out.ctype << " *__restrict__ out, float *__restrict__ lse) {\n";
+    output(outT, "out", kWriteOut);
+    output("float", "lse", kWriteLse);
   } else {
-    os << ", const " << out.ctype << " *__restrict__ out, const float *__restrict__ lse, const "
-       << out.ctype << " *__restrict__ dout, " << out.ctype << " *__restrict__ dq, " << out.ctype
-       << " *__restrict__ dk, " << out.ctype << " *__restrict__ dv) {\n";
+    os << ", const " << outT << " *__restrict__ out, const float *__restrict__ lse, const " << outT
+       << " *__restrict__ dout";
+    if (biasLast)
+      printBias();
+    output(outT, "dq", kWriteDq);
+    output(outT, "dk", kWriteDk);
+    output(outT, "dv", kWriteDv);
   }
+  os << ") {\n" << body;
   os << "  typedef mp_attn_cfg_" << name << "::Cfg C;\n";
   os << "  mp_attn::" << (backward ? "backward" : "forward") << "<C>(q, k, v, "
      << (s.hasBias ? "bias" : "(const float *)nullptr") << ", "

@@ -124,6 +124,14 @@
 
 namespace mixprec::codegen {
 
+enum : unsigned {
+  kWriteOut = 1,
+  kWriteLse = 2,
+  kWriteDq = 4,
+  kWriteDk = 8,
+  kWriteDv = 16,
+};
+
 struct AttentionKernelSpec {
   int64_t batch = 1, heads = 1, seqQ = 1, seqK = 1, headDim = 64, valueDim = 64;
   double scale = 1.0;
@@ -136,6 +144,14 @@ struct AttentionKernelSpec {
   /// FP8 operands: three rank-0 f32 inputs (descales of q, k, v) after the
   /// bias.
   bool fp8Descales = false;
+  /// The outputs the kernel writes (kWrite* bits; the forward's out and
+  /// lse, the backward's dq, dk, dv): a routine call writes one result, so
+  /// its kernel takes that output alone; blocks with nothing to write
+  /// return at once.
+  unsigned writes = ~0u;
+  /// The backward's bias (and descales) after out, lse and dout: the order
+  /// of the attention_grad routine's inputs.
+  bool biasAfterGradInputs = false;
 };
 
 /// Why `spec` has no attention kernel, or "" when it has one.

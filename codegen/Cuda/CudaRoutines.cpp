@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Cuda/CudaRoutines.h"
+#include "codegen/Cuda/AttentionKernel.h"
 #include "codegen/Cuda/CudaTypes.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
@@ -682,6 +683,60 @@ std::optional<CudaKernel> intElementwiseKernel(kernel::CallOp op, const std::str
 
 } // namespace
 
+/// attention and attention_grad: the FlashAttention-2 style kernels of
+/// AttentionKernel.h, writing the one result the call writes (the forward's
+/// output or log-sum-exp; one of dq, dk, dv). Shapes the kernels refuse
+/// (head dims not multiples of 16 up to 128) stay on the host.
+std::optional<CudaKernel> attentionKernel(kernel::CallOp op, const std::string &name) {
+  const bool grad = op.getOpType() == kernel::Routine::AttentionGrad;
+  auto options = cast<kernel::AttentionOptionsAttr>(op.getOptions());
+  ValueRange in = op.getInputs();
+  const size_t biasIndex = grad ? 6 : 3;
+  if (in.size() < biasIndex)
+    return std::nullopt;
+  ArrayRef<int64_t> q = typeOf(in[0]).getShape(), k = typeOf(in[1]).getShape(),
+                    v = typeOf(in[2]).getShape();
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4)
+    return std::nullopt;
+  AttentionKernelSpec spec;
+  spec.batch = q[0];
+  spec.heads = q[1];
+  spec.seqQ = q[2];
+  spec.seqK = k[2];
+  spec.headDim = q[3];
+  spec.valueDim = v[3];
+  spec.scale = options.getScale().convertToFloat();
+  spec.causal = options.getCausal();
+  spec.operandType = typeOf(in[0]).getElementType();
+  // The forward's output (or the gradients, in dout's dtype).
+  spec.outType =
+      grad ? typeOf(in[5]).getElementType()
+           : (options.getLse() ? spec.operandType : typeOf(op.getOutputs()[0]).getElementType());
+  if (in.size() > biasIndex) {
+    ArrayRef<int64_t> bias = typeOf(in[biasIndex]).getShape();
+    spec.hasBias = true;
+    spec.biasType = typeOf(in[biasIndex]).getElementType();
+    spec.biasStrides = {0, 0, 0, 0};
+    int64_t stride = 1;
+    for (size_t i = 0; i < bias.size() && i < 4; ++i) {
+      const int64_t dim = bias[bias.size() - 1 - i];
+      spec.biasStrides[3 - i] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+  }
+  if (grad) {
+    // The kernel reads out and dout in its outType: both must be dout's.
+    if (typeOf(in[3]).getElementType() != spec.outType ||
+        typeOf(op.getOutputs()[0]).getElementType() != spec.outType)
+      return std::nullopt;
+    spec.biasAfterGradInputs = true;
+    spec.writes = options.getGrad() == 0 ? kWriteDq : options.getGrad() == 1 ? kWriteDk : kWriteDv;
+    return emitAttentionBackward(spec, name);
+  }
+  spec.writes = options.getLse() ? kWriteLse : kWriteOut;
+  return emitAttentionForward(spec, name);
+}
+
 std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &name,
                                           size_t index) {
   if (op.getOutputs().size() != 1)
@@ -708,6 +763,9 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
     return reduceKernel(op, name, /*mean=*/true);
   case kernel::Routine::IntElementwise:
     return intElementwiseKernel(op, name);
+  case kernel::Routine::Attention:
+  case kernel::Routine::AttentionGrad:
+    return attentionKernel(op, name);
   default:
     return std::nullopt;
   }

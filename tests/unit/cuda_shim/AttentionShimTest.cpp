@@ -124,6 +124,13 @@ struct Tensor {
   /// the kernel does not write shows.
   Tensor(num::Format f, size_t n) : Tensor(f, std::vector<double>(n, std::nan(""))) {}
   void *data() const { return bytes->data(); }
+  /// Sets every element to x (encoded).
+  void fill(double x) {
+    const size_t width = num::formatBytes(format);
+    const uint32_t bits = num::encode(format, static_cast<float>(x));
+    for (size_t n = 0; n < values.size(); ++n)
+      std::memcpy(bytes->data() + n * width, &bits, width);
+  }
   /// The kernel's results, decoded.
   std::vector<double> read() const {
     const size_t width = num::formatBytes(format);
@@ -483,6 +490,65 @@ void AttentionOnShim::run(const Case &c) {
   compare("dq", dq, refDq, bDq, true);
   compare("dk", dk, refDk, bDk, true);
   compare("dv", dv, refDv, bDv, false);
+
+  // ---- The routine forms (CudaRoutines.cpp): one output per kernel ----
+  // An attention call writes out or lse, an attention_grad call one of dq,
+  // dk, dv with the bias after out, lse and dout (the routine's operand
+  // order); each must store exactly the bits the full kernel stores.
+  std::vector<CudaKernel> forms;
+  for (unsigned bit : {mixprec::codegen::kWriteOut, mixprec::codegen::kWriteLse}) {
+    AttentionKernelSpec one = spec;
+    one.writes = bit;
+    forms.push_back(*mixprec::codegen::emitAttentionForward(one, "fwd_" + std::to_string(bit)));
+  }
+  for (unsigned bit :
+       {mixprec::codegen::kWriteDq, mixprec::codegen::kWriteDk, mixprec::codegen::kWriteDv}) {
+    AttentionKernelSpec one = spec;
+    one.writes = bit;
+    one.biasAfterGradInputs = true;
+    forms.push_back(*mixprec::codegen::emitAttentionBackward(one, "bwd_" + std::to_string(bit)));
+  }
+  std::unique_ptr<shim::Program> routines =
+      shim::Program::compileSource(std::string(c.name) + "_routines.cu",
+                                   mixprec::codegen::cudaProgramSource(forms), options, error);
+  ASSERT_TRUE(routines) << error << "\n" << log;
+  const std::vector<double> fullOut = out.read(), fullLse = lse.read();
+  const std::vector<double> fullDq = dq.read(), fullDk = dk.read(), fullDv = dv.read();
+  struct Form {
+    Tensor *result;
+    const std::vector<double> *full;
+    bool backward;
+  };
+  const Form want[] = {{&out, &fullOut, false},
+                       {&lse, &fullLse, false},
+                       {&dq, &fullDq, true},
+                       {&dk, &fullDk, true},
+                       {&dv, &fullDv, true}};
+  for (size_t f = 0; f < forms.size(); ++f) {
+    // The output starts as NaN: an element the form does not write shows.
+    Tensor &result = *want[f].result;
+    result.fill(std::nan(""));
+    shim::KernelArgs one;
+    one.add(pr.q->data()).add(pr.k->data()).add(pr.v->data());
+    auto addBias = [&] {
+      if (pr.bias)
+        one.add(pr.bias->data());
+      if (fp8)
+        one.add(pr.qd->data()).add(pr.kd->data()).add(pr.vd->data());
+    };
+    if (!want[f].backward)
+      addBias();
+    else {
+      one.add(outIn.data()).add(lseIn.data()).add(dout.data());
+      addBias();
+    }
+    one.add(result.data());
+    ASSERT_TRUE(routines->launch(forms[f].name, {unsigned(forms[f].launch.gridSize)},
+                                 {unsigned(forms[f].launch.blockSize)}, 0, one, error))
+        << error;
+    ASSERT_TRUE(sameBits(result.read(), *want[f].full))
+        << forms[f].name << " stores other bits than the full kernel";
+  }
 }
 
 // Sizes that are no tile multiples (tiles are 64 queries by 64 keys, 16 by
@@ -495,6 +561,10 @@ TEST_F(AttentionOnShim, Bf16D64CausalLongerKeys) {
 TEST_F(AttentionOnShim, Bf16D128HeadKeyBiasF32Out) {
   run({"bf16_d128_bias_17x100_f32out", DType::BF16, 1, 2, 17, 100, 128, 128, false,
        Bias::PerHeadKey, true});
+}
+// The GPT block's and the real GPT-2/BERT fixtures' head dim.
+TEST_F(AttentionOnShim, Bf16D16Causal) {
+  run({"bf16_d16_causal_12x12", DType::BF16, 3, 4, 12, 12, 16, 16, true, Bias::PerHeadKey});
 }
 TEST_F(AttentionOnShim, Bf16D32Dv64CausalBatched) {
   run({"bf16_d32_dv64_causal_65x65", DType::BF16, 2, 1, 65, 65, 32, 64, true, Bias::None});

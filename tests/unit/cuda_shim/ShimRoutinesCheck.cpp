@@ -572,18 +572,29 @@ int main(int argc, char **argv) {
         ++problems;
         continue;
       }
-      int here = 0;
+      int here = 0, bounded = 0;
       for (size_t r = 0; r < calls.size(); ++r) {
         if (!routines[r])
           continue;
+        // The attention kernels are not the CPU routine bit for bit (their
+        // online softmax rounds P against the running maximum):
+        // cuda_attention_on_shim checks them, and these routine forms,
+        // against the bound AttentionKernel.h derives.
+        const auto kind = calls[r].getOpType();
+        if (kind == mixprec::kernel::Routine::Attention ||
+            kind == mixprec::kernel::Routine::AttentionGrad) {
+          ++bounded;
+          continue;
+        }
         const std::string where = std::string(argv[i]) + ": " + routines[r]->name;
         if (!checkRoutine(where, calls[r], *routines[r], *program, static_cast<unsigned>(r + 1),
                           fnv1a(where)))
           ++problems;
         ++here;
       }
-      std::printf("%s: %d routine kernels checked; on the host:%s\n", argv[i], here,
-                  host.empty() ? " none" : host.c_str());
+      std::printf("%s: %d routine kernels checked, %d attention kernels left to "
+                  "cuda_attention_on_shim; on the host:%s\n",
+                  argv[i], here, bounded, host.empty() ? " none" : host.c_str());
       checked += here;
     }
   }
