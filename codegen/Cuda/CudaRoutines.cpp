@@ -11,6 +11,7 @@
 #include "codegen/Cuda/CudaRoutines.h"
 #include "codegen/Cuda/AttentionKernel.h"
 #include "codegen/Cuda/CudaTypes.h"
+#include "runtime/kernels/Attention.h"
 
 #include "dialects/Kernel/IR/KernelOps.h"
 
@@ -713,16 +714,10 @@ std::optional<CudaKernel> attentionKernel(kernel::CallOp op, const std::string &
       grad ? typeOf(in[5]).getElementType()
            : (options.getLse() ? spec.operandType : typeOf(op.getOutputs()[0]).getElementType());
   if (in.size() > biasIndex) {
-    ArrayRef<int64_t> bias = typeOf(in[biasIndex]).getShape();
     spec.hasBias = true;
     spec.biasType = typeOf(in[biasIndex]).getElementType();
-    spec.biasStrides = {0, 0, 0, 0};
-    int64_t stride = 1;
-    for (size_t i = 0; i < bias.size() && i < 4; ++i) {
-      const int64_t dim = bias[bias.size() - 1 - i];
-      spec.biasStrides[3 - i] = dim == 1 ? 0 : stride;
-      stride *= dim;
-    }
+    ArrayRef<int64_t> bias = typeOf(in[biasIndex]).getShape();
+    spec.biasStrides = runtime::cpu::attentionBiasStrides({bias.begin(), bias.end()});
   }
   if (grad) {
     // The kernel reads out and dout in its outType: both must be dout's.

@@ -155,14 +155,8 @@ struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::Scal
 /// The parameters of mp.attention or mp.attention_grad: shapes, scale,
 /// mask, and P rounded to V's dtype (not in the FP64 mode, nor for FP32).
 template <typename T, typename OpT> cpu::AttentionParams attentionParams(OpT op) {
-  cpu::Shape q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()), v = shapeOf(op.getValue());
-  cpu::AttentionParams p;
-  p.batch = q[0];
-  p.heads = q[1];
-  p.seqQ = q[2];
-  p.seqK = k[2];
-  p.headDim = q[3];
-  p.valueDim = v[3];
+  cpu::AttentionParams p = cpu::attentionShapeParams(shapeOf(op.getQuery()), shapeOf(op.getKey()),
+                                                     shapeOf(op.getValue()));
   p.scale = op.getScale().convertToDouble();
   p.causal = op.getCausal();
   Type vType = cast<RankedTensorType>(op.getValue().getType()).getElementType();

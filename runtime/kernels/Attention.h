@@ -54,6 +54,21 @@ struct AttentionParams {
   AttentionRounding pRounding = AttentionRounding::None;
 };
 
+/// The shapes' part of AttentionParams: q [B,H,Sq,D], k [B,H,Sk,D],
+/// v [B,H,Sk,Dv] (checked by the caller: common/Shapes.h's attentionShape).
+inline AttentionParams attentionShapeParams(const std::vector<int64_t> &q,
+                                            const std::vector<int64_t> &k,
+                                            const std::vector<int64_t> &v) {
+  AttentionParams p;
+  p.batch = q[0];
+  p.heads = q[1];
+  p.seqQ = q[2];
+  p.seqK = k[2];
+  p.headDim = q[3];
+  p.valueDim = v[3];
+  return p;
+}
+
 /// The element strides of a dense bias of shape `bias` (rank <= 4) read as
 /// [B, H, Sq, Sk] under NumPy broadcasting: 0 for a dim it broadcasts.
 inline std::array<int64_t, 4> attentionBiasStrides(const std::vector<int64_t> &bias) {

@@ -179,26 +179,42 @@ LogicalResult MatmulOp::verify() {
   return verifyAccType(*this, getAccType());
 }
 
-LogicalResult AttentionOp::verify() {
-  Type q = elementTypeOf(getQuery());
-  if (failed(verifySameElementType(*this, "key", elementTypeOf(getKey()), q)) ||
-      failed(verifySameElementType(*this, "value", elementTypeOf(getValue()), q)))
+/// The checks mp.attention and mp.attention_grad share: q, k, v of one
+/// 16- or 32-bit float type, a bias of rank >= 1, the shape rule; returns
+/// the output's shape (null on failure, already reported).
+static FailureOr<Shape> verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                                                Value bias) {
+  Type q = elementTypeOf(query);
+  if (failed(verifySameElementType(op, "key", elementTypeOf(key), q)) ||
+      failed(verifySameElementType(op, "value", elementTypeOf(value), q)))
     return failure();
   // FP8 Q/K/V need their descales as operands (a scaled form of the op);
   // until that form exists the precision policy keeps attention in 16 bits.
   if (isFP8(q))
-    return emitOpError() << "FP8 operands (" << q << ") need a scaled attention form";
-  if (getBias() && shapeOf(getBias()).empty())
-    return emitOpError() << "bias must have rank >= 1 (a scalar shifts every score alike)";
+    return op->emitOpError() << "FP8 operands (" << q << ") need a scaled attention form";
+  if (bias && shapeOf(bias).empty())
+    return op->emitOpError() << "bias must have rank >= 1 (a scalar shifts every score alike)";
+  ShapeOrError inferred =
+      attentionShape(shapeOf(query), shapeOf(key), shapeOf(value), bias ? shapeOf(bias) : Dims());
+  if (!inferred.ok())
+    return op->emitOpError() << inferred.error;
+  return inferred.shape;
+}
+
+/// Fails unless `lse` is shaped as the output's rows.
+static LogicalResult verifyLseShape(Operation *op, const Shape &out, Value lse) {
+  return verifyInferredShape(op, ShapeOrError{Shape(out.begin(), out.end() - 1), ""}, lse);
+}
+
+LogicalResult AttentionOp::verify() {
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getBias());
+  if (failed(out))
+    return failure();
   if (!std::isfinite(getScale().convertToDouble()))
     return emitOpError() << "scale must be finite, got " << getScale().convertToDouble();
-  ShapeOrError inferred =
-      attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
-                     getBias() ? shapeOf(getBias()) : Dims());
-  if (failed(verifyInferredShape(*this, inferred, getOutput())))
-    return failure();
-  Shape rows(inferred.shape.begin(), inferred.shape.end() - 1);
-  if (failed(verifyInferredShape(*this, ShapeOrError{rows, ""}, getLse())))
+  if (failed(verifyInferredShape(*this, ShapeOrError{*out, ""}, getOutput())) ||
+      failed(verifyLseShape(*this, *out, getLse())))
     return failure();
   if (getAccType() && !getAccType()->isF32())
     return emitOpError() << "acc_type must be f32, got " << *getAccType();
@@ -206,22 +222,14 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  Type q = elementTypeOf(getQuery());
-  if (failed(verifySameElementType(*this, "key", elementTypeOf(getKey()), q)) ||
-      failed(verifySameElementType(*this, "value", elementTypeOf(getValue()), q)))
+  FailureOr<Shape> out =
+      verifyAttentionOperands(*this, getQuery(), getKey(), getValue(), getBias());
+  if (failed(out))
     return failure();
-  if (isFP8(q))
-    return emitOpError() << "FP8 operands (" << q << ") need a scaled attention form";
-  if (getBias() && shapeOf(getBias()).empty())
-    return emitOpError() << "bias must have rank >= 1 (a scalar shifts every score alike)";
-  ShapeOrError inferred =
-      attentionShape(shapeOf(getQuery()), shapeOf(getKey()), shapeOf(getValue()),
-                     getBias() ? shapeOf(getBias()) : Dims());
+  const ShapeOrError inferred{*out, ""};
   if (failed(verifyInferredShape(*this, inferred, getOut())) ||
-      failed(verifyInferredShape(*this, inferred, getOutGrad())))
-    return failure();
-  Shape rows(inferred.shape.begin(), inferred.shape.end() - 1);
-  if (failed(verifyInferredShape(*this, ShapeOrError{rows, ""}, getLse())))
+      failed(verifyInferredShape(*this, inferred, getOutGrad())) ||
+      failed(verifyLseShape(*this, *out, getLse())))
     return failure();
   for (auto [operand, grad] :
        {std::pair(getQuery(), getQueryGrad()), std::pair(getKey(), getKeyGrad()),

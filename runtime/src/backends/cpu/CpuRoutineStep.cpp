@@ -401,15 +401,8 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     const float *bias = present(biasIndex) ? decode(biasIndex) : nullptr;
     if (present(biasIndex) && !bias)
       return outOfMemory(op.name, tensors[op.inputs[biasIndex]].elements * 4);
-    const cpu::Shape &q = shapeOf(0);
     const TensorDesc &value = tensors[op.inputs[2]];
-    cpu::AttentionParams p;
-    p.batch = q[0];
-    p.heads = q[1];
-    p.seqQ = q[2];
-    p.seqK = shapeOf(1)[2];
-    p.headDim = q[3];
-    p.valueDim = value.shape[3];
+    cpu::AttentionParams p = cpu::attentionShapeParams(shapeOf(0), shapeOf(1), value.shape);
     p.scale = op.attentionScale;
     p.causal = op.causal;
     // As the interpreter and the CUDA kernel: P in V's dtype for P.V.
