@@ -7,8 +7,8 @@
 // convention), it walks the scores back to the first matmul through
 //
 //   mul / div by a splat constant      -> the scale
-//   add of a tensor broadcasting to the scores -> the bias (one at most, and
-//                                          no scale after it)
+//   add of a tensor broadcasting to the scores -> the bias (two at most,
+//                                          summed; no scale after them)
 //   where(constant causal mask, s, fill <= -1e4) (or the mask inverted)
 //                                       -> causal
 //
@@ -24,6 +24,7 @@
 #include "passes/Fusion/FuseAttention.h"
 #include "passes/Passes.h"
 
+#include "common/Shapes.h"
 #include "dialects/Graph/IR/GraphOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -76,7 +77,10 @@ bool isCausalMask(Value mask, int64_t seqQ, int64_t seqK, bool keep) {
 
 /// A candidate: the ops to absorb and what they make.
 struct Match {
-  Value q, k, v, bias;
+  Value q, k, v;
+  /// The bias adds met, nearest the softmax first (T5 adds its relative
+  /// position bias and then the mask's): summed into one bias.
+  SmallVector<Value, 2> biases;
   double scale = 1.0;
   bool causal = false;
   SmallVector<Operation *> absorbed;
@@ -171,13 +175,13 @@ bool matchScores(Value s, ArrayRef<int64_t> scores, bool scaledAfterBias, Match 
     return matchScores(div.getLhs(), scores, true, m);
   }
   if (auto add = dyn_cast<graph::AddOp>(def)) {
-    if (m.bias || scaledAfterBias)
+    if (m.biases.size() == 2 || scaledAfterBias)
       return false;
     // Either operand may carry the chain; the other is the bias.
     for (auto [chain, bias] :
          {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
       Match attempt = m;
-      attempt.bias = bias;
+      attempt.biases.push_back(bias);
       attempt.absorbed.push_back(add);
       if (!shapeOf(bias).empty() && matchScores(chain, scores, false, attempt)) {
         m = std::move(attempt);
@@ -253,6 +257,30 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
 
 } // namespace
 
+/// The match's bias: none, the one added, or the sum of the two (one
+/// float type, their broadcast shape broadcasting to the scores).
+FailureOr<Value> combinedBias(const Match &m, OpBuilder &b, ArrayRef<int64_t> q,
+                              ArrayRef<int64_t> k) {
+  if (m.biases.empty())
+    return Value();
+  if (m.biases.size() == 1)
+    return m.biases[0];
+  Value x = m.biases[0], y = m.biases[1];
+  Type element = cast<RankedTensorType>(x.getType()).getElementType();
+  if (element != cast<RankedTensorType>(y.getType()).getElementType())
+    return failure();
+  shapes::ShapeOrError sum = shapes::broadcastShapes(shapeOf(x), shapeOf(y));
+  const shapes::Shape scores = {q[0], q[1], q[2], k[2]};
+  if (!sum.ok() || sum.shape.size() > 4)
+    return failure();
+  shapes::ShapeOrError all = shapes::broadcastShapes(sum.shape, scores);
+  if (!all.ok() || all.shape != scores)
+    return failure();
+  // Added in the order the scores met them: inner (nearer the product) first.
+  return b.create<graph::AddOp>(x.getLoc(), RankedTensorType::get(sum.shape, element), y, x)
+      .getOutput();
+}
+
 int fuseAttention(func::FuncOp func) {
   SmallVector<graph::MatmulOp> candidates;
   func.walk([&](graph::MatmulOp op) { candidates.push_back(op); });
@@ -272,9 +300,15 @@ int fuseAttention(func::FuncOp func) {
         k.getDefiningOp()->erase();
       continue;
     }
+    FailureOr<Value> bias = combinedBias(*m, b, q, kShape);
+    if (failed(bias)) {
+      if (k != m->k && k.use_empty())
+        k.getDefiningOp()->erase();
+      continue;
+    }
     auto lseType = RankedTensorType::get({q[0], q[1], q[2]}, b.getF32Type());
     auto attention = b.create<graph::AttentionOp>(
-        pv.getLoc(), TypeRange{pv.getOutput().getType(), lseType}, m->q, k, m->v, m->bias,
+        pv.getLoc(), TypeRange{pv.getOutput().getType(), lseType}, m->q, k, m->v, *bias,
         b.getF64FloatAttr(m->scale), b.getBoolAttr(m->causal), TypeAttr());
     pv.getOutput().replaceAllUsesWith(attention.getOutput());
     pv->erase();

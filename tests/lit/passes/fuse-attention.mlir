@@ -98,3 +98,21 @@ func.func @bias_then_scale(%q: tensor<1x1x2x8xf32>, %kt: tensor<1x1x8x2xf32>,
   %o = mp.matmul %p, %v : (tensor<1x1x2x2xf32>, tensor<1x1x2x8xf32>) -> tensor<1x1x2x8xf32>
   return %o : tensor<1x1x2x8xf32>
 }
+
+// -----
+
+// T5: no scale, a relative position bias and then the mask's bias added in
+// FP32: one bias, their sum (inner first), broadcast to the scores.
+// CHECK-LABEL: func.func @two_biases
+// CHECK: %[[SUM:.*]] = mp.add %arg3, %arg4 : tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32> -> tensor<1x2x4x4xf32>
+// CHECK: mp.attention %arg0, %{{.*}}, %arg2, %[[SUM]] {scale = 1.000000e+00 : f64}
+// CHECK-NOT: mp.softmax
+func.func @two_biases(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>,
+                      %pos: tensor<1x2x4x4xf32>, %mask: tensor<1x1x1x4xf32>) -> tensor<1x2x4x8xf32> {
+  %s = mp.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %sp = mp.add %s, %pos : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+  %sm = mp.add %sp, %mask : tensor<1x2x4x4xf32>, tensor<1x1x1x4xf32> -> tensor<1x2x4x4xf32>
+  %p = mp.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+  %o = mp.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
