@@ -305,11 +305,29 @@ void AttentionOnShim::run(const Case &c) {
   ASSERT_TRUE(fwd) << why;
   std::optional<CudaKernel> bwd = mixprec::codegen::emitAttentionBackward(spec, "attn_bwd", &why);
   ASSERT_TRUE(bwd) << why;
+  // The routine forms (CudaRoutines.cpp): one output per kernel. An
+  // attention call writes out or lse, an attention_grad call one of dq, dk,
+  // dv with the bias after out, lse and dout (the routine's operand order);
+  // checked below to store exactly the full kernel's bits. One program
+  // with the full kernels: one compile per case.
+  std::vector<CudaKernel> kernels = {*fwd, *bwd};
+  for (unsigned bit : {mixprec::codegen::kWriteOut, mixprec::codegen::kWriteLse}) {
+    AttentionKernelSpec one = spec;
+    one.writes = bit;
+    kernels.push_back(*mixprec::codegen::emitAttentionForward(one, "fwd_" + std::to_string(bit)));
+  }
+  for (unsigned bit :
+       {mixprec::codegen::kWriteDq, mixprec::codegen::kWriteDk, mixprec::codegen::kWriteDv}) {
+    AttentionKernelSpec one = spec;
+    one.writes = bit;
+    one.biasAfterGradInputs = true;
+    kernels.push_back(*mixprec::codegen::emitAttentionBackward(one, "bwd_" + std::to_string(bit)));
+  }
   std::string error, log;
   shim::CompileOptions options;
   options.log = &log;
   std::unique_ptr<shim::Program> program = shim::Program::compileSource(
-      std::string(c.name) + ".cu", mixprec::codegen::cudaProgramSource({*fwd, *bwd}), options,
+      std::string(c.name) + ".cu", mixprec::codegen::cudaProgramSource(kernels), options,
       error);
   ASSERT_TRUE(program) << error << "\n" << log;
 
@@ -491,27 +509,8 @@ void AttentionOnShim::run(const Case &c) {
   compare("dk", dk, refDk, bDk, true);
   compare("dv", dv, refDv, bDv, false);
 
-  // ---- The routine forms (CudaRoutines.cpp): one output per kernel ----
-  // An attention call writes out or lse, an attention_grad call one of dq,
-  // dk, dv with the bias after out, lse and dout (the routine's operand
-  // order); each must store exactly the bits the full kernel stores.
-  std::vector<CudaKernel> forms;
-  for (unsigned bit : {mixprec::codegen::kWriteOut, mixprec::codegen::kWriteLse}) {
-    AttentionKernelSpec one = spec;
-    one.writes = bit;
-    forms.push_back(*mixprec::codegen::emitAttentionForward(one, "fwd_" + std::to_string(bit)));
-  }
-  for (unsigned bit :
-       {mixprec::codegen::kWriteDq, mixprec::codegen::kWriteDk, mixprec::codegen::kWriteDv}) {
-    AttentionKernelSpec one = spec;
-    one.writes = bit;
-    one.biasAfterGradInputs = true;
-    forms.push_back(*mixprec::codegen::emitAttentionBackward(one, "bwd_" + std::to_string(bit)));
-  }
-  std::unique_ptr<shim::Program> routines =
-      shim::Program::compileSource(std::string(c.name) + "_routines.cu",
-                                   mixprec::codegen::cudaProgramSource(forms), options, error);
-  ASSERT_TRUE(routines) << error << "\n" << log;
+  // ---- The routine forms: the full kernel's bits, one result each ----
+  const std::vector<CudaKernel> forms(kernels.begin() + 2, kernels.end());
   const std::vector<double> fullOut = out.read(), fullLse = lse.read();
   const std::vector<double> fullDq = dq.read(), fullDk = dk.read(), fullDv = dv.read();
   struct Form {
@@ -543,7 +542,7 @@ void AttentionOnShim::run(const Case &c) {
       addBias();
     }
     one.add(result.data());
-    ASSERT_TRUE(routines->launch(forms[f].name, {unsigned(forms[f].launch.gridSize)},
+    ASSERT_TRUE(program->launch(forms[f].name, {unsigned(forms[f].launch.gridSize)},
                                  {unsigned(forms[f].launch.blockSize)}, 0, one, error))
         << error;
     ASSERT_TRUE(sameBits(result.read(), *want[f].full))
