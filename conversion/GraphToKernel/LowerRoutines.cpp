@@ -204,50 +204,29 @@ struct TopKPattern : OpConversionPattern<graph::TopKOp> {
   }
 };
 
-/// mp.attention has two results and a routine writes one: one call per
-/// result that is read (inference reads the output only).
-struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// mp.attention and mp.attention_grad have several results and a routine
+/// writes one: one call per result that is read, each recomputing what it
+/// needs (the forward's output always; its log-sum-exp when training reads
+/// it; each of dq, dk, dv the step reads).
+template <typename OpT> struct AttentionPattern : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  static constexpr bool kGrad = std::is_same_v<OpT, graph::AttentionGradOp>;
 
-  LogicalResult matchAndRewrite(graph::AttentionOp op, OpAdaptor adaptor,
+  LogicalResult matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     SmallVector<Value> replacements;
     for (auto [i, result] : llvm::enumerate(op->getResults())) {
-      if (i == 1 && result.use_empty()) {
+      if (result.use_empty() && (kGrad || i == 1)) {
         replacements.push_back(nullptr);
         continue;
       }
       auto options = kernel::AttentionOptionsAttr::get(
           op.getContext(), APFloat(static_cast<float>(op.getScale().convertToDouble())),
-          op.getCausal(), /*lse=*/i == 1, /*grad=*/0);
+          op.getCausal(), /*lse=*/!kGrad && i == 1,
+          /*grad=*/kGrad ? static_cast<int64_t>(i) : 0);
       auto call = rewriter.create<kernel::CallOp>(
-          op.getLoc(), TypeRange{result.getType()}, Routine::Attention, adaptor.getOperands(),
-          cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
-      replacements.push_back(call.getResult(0));
-    }
-    rewriter.replaceOp(op, replacements);
-    return success();
-  }
-};
-
-/// mp.attention_grad: one attention_grad call per gradient that is read
-/// (dq, dk, dv), each recomputing the probabilities it needs.
-struct AttentionGradPattern : OpConversionPattern<graph::AttentionGradOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult matchAndRewrite(graph::AttentionGradOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> replacements;
-    for (auto [i, result] : llvm::enumerate(op->getResults())) {
-      if (result.use_empty()) {
-        replacements.push_back(nullptr);
-        continue;
-      }
-      auto options = kernel::AttentionOptionsAttr::get(
-          op.getContext(), APFloat(static_cast<float>(op.getScale().convertToDouble())),
-          op.getCausal(), /*lse=*/false, /*grad=*/static_cast<int64_t>(i));
-      auto call = rewriter.create<kernel::CallOp>(
-          op.getLoc(), TypeRange{result.getType()}, Routine::AttentionGrad, adaptor.getOperands(),
+          op.getLoc(), TypeRange{result.getType()},
+          kGrad ? Routine::AttentionGrad : Routine::Attention, adaptor.getOperands(),
           cast<kernel::RoutineOptionsInterface>(options), namesOf(op->getContext(), {op}));
       replacements.push_back(call.getResult(0));
     }
@@ -315,7 +294,8 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
   addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
   patterns.add<TopKPattern>(patterns.getContext());
-  patterns.add<AttentionPattern, AttentionGradPattern>(patterns.getContext());
+  patterns.add<AttentionPattern<graph::AttentionOp>, AttentionPattern<graph::AttentionGradOp>>(
+      patterns.getContext());
 }
 
 } // namespace mixprec::passes
