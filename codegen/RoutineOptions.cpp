@@ -110,6 +110,15 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.format = fp8FormatOf(a.getFormat());
         table.Set(std::move(t));
       })
+      .Case([&](kernel::BlockScaleOptionsAttr a) {
+        sc::BlockScaleOptionsT t;
+        t.block_rows = a.getBlockRows();
+        t.block_cols = a.getBlockCols();
+        t.recipe = a.getRecipe();
+        t.margin = a.getMargin();
+        t.format = fp8FormatOf(a.getFormat());
+        table.Set(std::move(t));
+      })
       .Case([&](kernel::MatmulOptionsAttr a) {
         sc::MatmulOptionsT t;
         t.tf32 = a.getTf32();

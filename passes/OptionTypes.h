@@ -38,7 +38,9 @@ enum class Fp8Scaling {
   Current, ///< from the tensor's amax in this run
   Delayed, ///< from an amax history kept as module state (Transformer Engine)
   Static,  ///< from calibration (mp.calib_amax)
-  Auto     ///< static where calibrated, else current
+  Auto,    ///< static where calibrated, else current
+  Block,   ///< per block: 1 x 128 activations and gradients, 128 x 128 weights
+  Mxfp8    ///< per block of 1 x 32 with E8M0 (power-of-two) scales
 };
 
 /// Which FP8 formats operands take (--mp-insert-scaling format=).

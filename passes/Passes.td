@@ -241,7 +241,7 @@ def ShareWeightsPass : Pass<"mp-share-weights", "mlir::func::FuncOp"> {
 }
 
 def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
-  let summary = "Quantize FP8 GEMM operands with per-tensor scales and track amax";
+  let summary = "Quantize FP8 GEMM operands with per-tensor or per-block scales and track amax";
   let description = [{
     For every op whose `mp.precision` is FP8 (after `--mp-insert-casts`):
     a constant weight is quantized at compile time (scale from its own amax,
@@ -263,6 +263,21 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
     amax is 0 or not finite. SITE is the GEMM's name and the operand
     (`fc1.input`, `fc1.grad.weight`).
 
+    `scaling=block` (Transformer Engine's Float8BlockScaling with
+    power-of-two scales, DeepSeek-V3's recipe) and `scaling=mxfp8` (1 x 32
+    blocks, E8M0 scales): the operands of every FP8 mp.linear, and of every
+    mp.matmul by a 2-D matrix, get one scale per block
+    (`mp.block_scale`, `mp.block_quantize`; common/numerics/BlockScaling.h),
+    blocks along the contraction: 1 x 128 for activations and gradients,
+    128 x 128 for weights (constants and `mp.state` arguments, through
+    casts and transposes), 1 x 32 for everything under mxfp8. The GEMM
+    becomes a block-scaled `mp.scaled_linear` against the weight as [n, k].
+    A 128 x 128 copy serves both orientations (its transpose and the
+    transposed scales); a 1-row-block operand read transposed (x^T in a
+    weight-gradient GEMM) is quantized along the other dim, as its own
+    copy. Constant weights are quantized at compile time. Batched matmuls
+    (a right operand of rank > 2) keep per-tensor current scaling.
+
     `format=hybrid` (the default): operands that a gradient rule marked as
     carrying the gradient (`mp.grad_operands`) are quantized to f8E5M2,
     whose range gradients need; the others to the GEMM's FP8 type.
@@ -279,15 +294,21 @@ def InsertScalingPass : Pass<"mp-insert-scaling", "mlir::func::FuncOp"> {
   let options = [
     MpOption<"scaling", "scaling", "::mixprec::passes::Fp8Scaling",
              "::mixprec::passes::Fp8Scaling::Auto",
-             "FP8 activation scales: current, delayed (amax history in module state), static "
-             "(from --calibrate) or auto (static where calibrated)",
+             "FP8 scales: current, delayed (amax history in module state), static "
+             "(from --calibrate), auto (static where calibrated), block (per-block scales) or "
+             "mxfp8 (1x32 blocks, E8M0 scales)",
              [{::llvm::cl::values(
                  clEnumValN(::mixprec::passes::Fp8Scaling::Current, "current", "this run's amax"),
                  clEnumValN(::mixprec::passes::Fp8Scaling::Delayed, "delayed",
                             "an amax history in module state"),
                  clEnumValN(::mixprec::passes::Fp8Scaling::Static, "static", "calibrated amax"),
                  clEnumValN(::mixprec::passes::Fp8Scaling::Auto, "auto",
-                            "static where calibrated, else current"))}],
+                            "static where calibrated, else current"),
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Block, "block",
+                            "per-block power-of-two scales: 1x128 activations and gradients, "
+                            "128x128 weights"),
+                 clEnumValN(::mixprec::passes::Fp8Scaling::Mxfp8, "mxfp8",
+                            "MXFP8: 1x32 blocks, E8M0 scales"))}],
              "::mixprec::passes::EnumParser<::mixprec::passes::Fp8Scaling>">,
     MpOption<"margin", "margin", "int", "0", "FP8 scale margin: scales are divided by 2^N",
              "", "::mixprec::passes::IntegerInRangeParser<0, 64>">,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Interpreter/ReferenceModels.h"
 
+#include "common/numerics/BlockScaling.h"
 #include "dialects/Graph/IR/GraphOps.h"
 #include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Kernels.h"
@@ -134,9 +135,48 @@ struct ScaledMatmulReference : ReferenceModel<ScaledMatmulReference, graph::Scal
   }
 };
 
+/// A block-scaled mp.scaled_linear: numerics::blockScaledGemm (each
+/// k-block's exact sum rounded to FP32 and divided by its scales), then the
+/// bias in FP32. The FP64 mode sums every a b / (sa sb) in double.
+template <typename T>
+void blockScaledLinear(graph::ScaledLinearOp op, Evaluator &e, std::vector<T> &r) {
+  ArrayRef<int64_t> ab = *op.getInputBlock(), bb = *op.getWeightBlock();
+  std::vector<int64_t> xs = shapeOf(op.getInput()), ws = shapeOf(op.getWeight());
+  const int64_t k = xs.back(), n = ws[0];
+  const int64_t m = static_cast<int64_t>(r.size()) / std::max<int64_t>(n, 1);
+  const T *a = e.values<T>(op.getInput()), *b = e.values<T>(op.getWeight());
+  const T *sa = e.values<T>(op.getInputScale()), *sb = e.values<T>(op.getWeightScale());
+  if constexpr (std::is_same_v<T, float>) {
+    auto format = [](Value v) {
+      return isa<Float8E5M2Type>(elementTypeOf(v)) ? numerics::Format::F8E5M2
+                                                   : numerics::Format::F8E4M3FN;
+    };
+    numerics::blockScaledGemm(format(op.getInput()), a, sa, ab[0], format(op.getWeight()), b, sb,
+                              bb[0], ab[1], m, n, k, r.data());
+  } else {
+    const int64_t blocks = (k + ab[1] - 1) / ab[1];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        T acc = 0;
+        for (int64_t c = 0; c < k; ++c)
+          acc += a[i * k + c] * b[j * k + c] /
+                 (sa[(i / ab[0]) * blocks + c / ab[1]] * sb[(j / bb[0]) * blocks + c / bb[1]]);
+        r[static_cast<size_t>(i * n + j)] = acc;
+      }
+  }
+  if (op.getBias())
+    cpu::binary(cpu::BinaryOp::Add, r.data(), shapeOf(op.getOutput()), biasOf<T>(op.getBias(), e),
+                biasShapeOf(op.getBias()), r.data(), shapeOf(op.getOutput()));
+}
+
 struct ScaledLinearReference : ReferenceModel<ScaledLinearReference, graph::ScaledLinearOp> {
   template <typename T> static LogicalResult run(graph::ScaledLinearOp op, Evaluator &e) {
     std::vector<T> r = e.alloc<T>(op.getOutput());
+    if (op.getInputBlock()) {
+      blockScaledLinear(op, e, r);
+      e.setFloat(op.getOutput(), std::move(r));
+      return success();
+    }
     cpu::linear(e.values<T>(op.getInput()), shapeOf(op.getInput()), e.values<T>(op.getWeight()),
                 shapeOf(op.getWeight()), op.getTransposeWeight(), nullptr, {}, r.data(),
                 shapeOf(op.getOutput()));

@@ -1,6 +1,7 @@
 //===- ReferenceModels.cpp - FP8 scaling, fusions, and the registration ---===//
 #include "compiler/Interpreter/ReferenceModels.h"
 
+#include "common/numerics/BlockScaling.h"
 #include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
 
@@ -39,6 +40,58 @@ struct Fp8ScaleReference : ReferenceModel<Fp8ScaleReference, graph::Fp8ScaleOp> 
   }
 };
 
+/// The format of an FP8 type.
+num::Format fp8FormatOf(Type t) {
+  return isa<Float8E5M2Type>(t) ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
+}
+
+/// The BlockLayout of `v` with blocks `block`.
+num::BlockLayout blockLayoutOf(Value v, ArrayRef<int64_t> block) {
+  return num::BlockLayout::of(shapeOf(v), block[0], block[1]);
+}
+
+struct BlockScaleReference : ReferenceModel<BlockScaleReference, graph::BlockScaleOp> {
+  /// numerics::computeBlockScales on the input as stored. The scales are
+  /// powers of two, so the FP64 mode computes the same ones (from the
+  /// input rounded to float: only an amax beyond float range would differ).
+  template <typename T> static LogicalResult run(graph::BlockScaleOp op, Evaluator &e) {
+    num::BlockLayout layout = blockLayoutOf(op.getInput(), op.getBlock());
+    const T *x = e.values<T>(op.getInput());
+    std::vector<float> in(x, x + layout.batch * layout.rows * layout.cols);
+    std::vector<float> scales(static_cast<size_t>(layout.scaleCount()));
+    num::computeBlockScales(fp8FormatOf(op.getFormat()),
+                            op.getRecipe() == "mx" ? num::BlockRecipe::Mx : num::BlockRecipe::Block,
+                            static_cast<int64_t>(op.getMargin()), layout, in.data(), scales.data());
+    e.setFloat(op.getScales(), std::vector<T>(scales.begin(), scales.end()));
+    return success();
+  }
+};
+
+struct BlockQuantizeReference : ReferenceModel<BlockQuantizeReference, graph::BlockQuantizeOp> {
+  /// numerics::blockQuantize; the FP64 mode keeps x * scale unrounded (as
+  /// every result of that mode is: no storage rounding), NaN for a NaN scale.
+  template <typename T> static LogicalResult run(graph::BlockQuantizeOp op, Evaluator &e) {
+    num::BlockLayout layout = blockLayoutOf(op.getInput(), op.getBlock());
+    const T *x = e.values<T>(op.getInput());
+    const T *s = e.values<T>(op.getScales());
+    std::vector<T> out = e.alloc<T>(op.getOutput());
+    if constexpr (std::is_same_v<T, float>) {
+      num::blockQuantize(fp8FormatOf(elementTypeOf(op.getOutput())), layout, x, s, out.data());
+    } else {
+      for (int64_t b = 0; b < layout.batch; ++b)
+        for (int64_t r = 0; r < layout.rows; ++r)
+          for (int64_t c = 0; c < layout.cols; ++c) {
+            const int64_t i = (b * layout.rows + r) * layout.cols + c;
+            T scale = s[(b * layout.scaleRows() + r / layout.blockRows) * layout.scaleCols() +
+                        c / layout.blockCols];
+            out[i] = std::isfinite(x[i]) && std::isfinite(scale) ? x[i] * scale : T(NAN);
+          }
+    }
+    e.setFloat(op.getOutput(), std::move(out));
+    return success();
+  }
+};
+
 struct FusionReference : ReferenceModel<FusionReference, graph::FusionOp> {
   /// A fused kernel computes exactly what its ops compute, rounding every
   /// intermediate to its IR dtype; only the memory traffic differs.
@@ -71,6 +124,8 @@ struct FusionReference : ReferenceModel<FusionReference, graph::FusionOp> {
 void attachScalingAndFusionReferenceModels(MLIRContext *ctx) {
   graph::AmaxOp::attachInterface<AmaxReference>(*ctx);
   graph::Fp8ScaleOp::attachInterface<Fp8ScaleReference>(*ctx);
+  graph::BlockScaleOp::attachInterface<BlockScaleReference>(*ctx);
+  graph::BlockQuantizeOp::attachInterface<BlockQuantizeReference>(*ctx);
   graph::FusionOp::attachInterface<FusionReference>(*ctx);
 }
 

@@ -151,6 +151,17 @@ Attribute fp8ScaleOptions(graph::Fp8ScaleOp op) {
   return kernel::Fp8ScaleOptionsAttr::get(op.getContext(), op.getMargin(), op.getFormat());
 }
 
+/// block_scale and block_quantize: the block, recipe, margin and format.
+Attribute blockScaleOptions(graph::BlockScaleOp op) {
+  return kernel::BlockScaleOptionsAttr::get(op.getContext(), op.getBlock()[0], op.getBlock()[1],
+                                            op.getRecipe() == "mx" ? 1 : 0,
+                                            static_cast<int64_t>(op.getMargin()), op.getFormat());
+}
+Attribute blockQuantizeOptions(graph::BlockQuantizeOp op) {
+  return kernel::BlockScaleOptionsAttr::get(op.getContext(), op.getBlock()[0], op.getBlock()[1], 0,
+                                            0, op.getOutput().getType().getElementType());
+}
+
 /// A matmul no GEMM step expresses (vector operands, partially broadcast
 /// batches): numpy.matmul, TF32 from the precision plan.
 Attribute matmulOptions(graph::MatmulOp op) {
@@ -285,6 +296,8 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceMean, reduceOptions<ReduceMeanOp>);
   addRoutine(patterns, Routine::ReduceMax, reduceOptions<ReduceMaxOp>);
   addRoutine(patterns, Routine::Fp8Scale, fp8ScaleOptions);
+  addRoutine(patterns, Routine::BlockScale, blockScaleOptions);
+  addRoutine(patterns, Routine::BlockQuantize, blockQuantizeOptions);
   addRoutine(patterns, Routine::Matmul, matmulOptions);
   addRoutine(patterns, Routine::GatherElements, axisOptions<GatherElementsOp>);
   addRoutine(patterns, Routine::GatherNd, gatherNdOptions);

@@ -78,7 +78,9 @@ kernel::GemmOp buildGemm(ConversionPatternRewriter &rewriter, Location loc,
   return rewriter.create<kernel::GemmOp>(
       loc, resultType, gemm.a, gemm.b, gemm.bias, gemm.aScale, gemm.bScale,
       rewriter.getBoolAttr(gemm.transposeB), rewriter.getStringAttr(epilogue),
-      rewriter.getBoolAttr(tf32), sourceNames);
+      rewriter.getBoolAttr(tf32), sourceNames,
+      gemm.aBlock.empty() ? nullptr : rewriter.getDenseI64ArrayAttr(gemm.aBlock),
+      gemm.bBlock.empty() ? nullptr : rewriter.getDenseI64ArrayAttr(gemm.bBlock));
 }
 
 /// `gemm` with every operand passed through `map` (null stays null).

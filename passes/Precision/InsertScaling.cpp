@@ -1,6 +1,7 @@
 //===- InsertScaling.cpp - --mp-insert-scaling -----------------------------===//
 #include "passes/Passes.h"
 
+#include "common/numerics/BlockScaling.h"
 #include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphBuilder.h"
 #include "dialects/Graph/IR/GraphOps.h"
@@ -12,6 +13,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <map>
+#include <tuple>
 
 #include <cmath>
 
@@ -97,6 +101,57 @@ bool needsMissingCalibration(Operation *gemm, Fp8Scaling scaling) {
          !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
 }
 
+/// The static shape of a ranked tensor value.
+std::vector<int64_t> shapeOf(Value v) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+  return std::vector<int64_t>(shape.begin(), shape.end());
+}
+
+/// Whether `scaling` scales per block.
+bool isBlockScaling(Fp8Scaling scaling) {
+  return scaling == Fp8Scaling::Block || scaling == Fp8Scaling::Mxfp8;
+}
+
+/// Whether a GEMM operand is a weight for block scaling (128 x 128 blocks):
+/// through casts and transposes, a constant or an `mp.state` argument.
+bool isWeightLike(Value v) {
+  while (true) {
+    if (auto c = v.getDefiningOp<graph::CastOp>()) {
+      v = c.getInput();
+      continue;
+    }
+    if (auto t = v.getDefiningOp<graph::TransposeOp>()) {
+      v = t.getInput();
+      continue;
+    }
+    break;
+  }
+  if (v.getDefiningOp<graph::ConstantOp>())
+    return true;
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  return func && func.getArgAttr(arg.getArgNumber(), GraphDialect::kStateAttr);
+}
+
+/// Whether FP8 GEMM `op` takes block scales: an mp.linear with a 2-D weight,
+/// or an mp.matmul of an input of rank >= 2 by a 2-D matrix.
+bool blockScalable(Operation *op) {
+  if (auto linear = dyn_cast<graph::LinearOp>(op))
+    return shapeOf(linear.getWeight()).size() == 2;
+  if (auto matmul = dyn_cast<graph::MatmulOp>(op))
+    return shapeOf(matmul.getRhs()).size() == 2 && shapeOf(matmul.getLhs()).size() >= 2;
+  return false;
+}
+
+/// The 2-D transpose of row-major `values` [rows, cols].
+std::vector<float> transposed2d(const std::vector<float> &values, int64_t rows, int64_t cols) {
+  std::vector<float> out(values.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[static_cast<size_t>(c * rows + r)] = values[static_cast<size_t>(r * cols + c)];
+  return out;
+}
+
 /// How activations are scaled (the pass options).
 struct ScalingOptions {
   Fp8Scaling scaling; ///< delayed scales are made current, then state
@@ -120,6 +175,9 @@ struct ScaleSite {
 /// one FP8 copy and its transpose), with one scaling site each.
 struct QuantizedCopies {
   llvm::DenseMap<std::pair<Value, Type>, Quantized> bySource;
+  /// Block-scaled copies: by the value, the format, whether the copy is of
+  /// its transpose, and the block (rows, cols).
+  std::map<std::tuple<const void *, const void *, bool, int64_t, int64_t>, Quantized> blocks;
   /// The last op made for a copy of a block argument, per block: the next
   /// such copy goes after it, so that copies keep the order they were made in.
   llvm::DenseMap<Block *, Operation *> argumentCopiesEnd;
@@ -188,6 +246,8 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
     Type format = fp8GemmFormat(op);
     if (!format)
       return rewriter.notifyMatchFailure(op, "not an FP8 GEMM");
+    if (isBlockScaling(options.scaling) && blockScalable(op))
+      return rewriteBlockScaled(rewriter, op);
     if (needsMissingCalibration(op, options.scaling))
       return rewriter.notifyMatchFailure(op, "scaling=static without calibration");
     Value lhs = op->getOperand(0), rhs = op->getOperand(1);
@@ -211,6 +271,123 @@ struct ScaleFp8Gemm : OpInterfaceRewritePattern<graph::PrecisionPolicyOpInterfac
   }
 
 private:
+  /// The block-scaled form of an FP8 mp.linear / mp.matmul (blockScalable):
+  /// a (contraction last) and b as [n, k], each quantized per block, one
+  /// block-scaled mp.scaled_linear.
+  LogicalResult rewriteBlockScaled(PatternRewriter &b, Operation *op) const {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1), bias;
+    bool rhsIsNk = false;
+    if (auto linear = dyn_cast<graph::LinearOp>(op)) {
+      bias = linear.getBias();
+      rhsIsNk = linear.getTransposeWeight();
+    }
+    const bool mx = options.scaling == Fp8Scaling::Mxfp8;
+    auto blockOf = [&](Value v) -> std::pair<int64_t, int64_t> {
+      if (mx)
+        return {1, 32};
+      return {isWeightLike(v) && shapeOf(v).size() == 2 ? 128 : 1, 128};
+    };
+    auto [aRows, aCols] = blockOf(lhs);
+    auto [bRows, bCols] = blockOf(rhs);
+    auto [aSource, aTransposed] = quantizedSource(lhs);
+    auto [bSource, bTransposed] = quantizedSource(rhs);
+    Quantized qa = blockCopy(b, op, aSource, aTransposed, operandFormat(op, 0), aRows, aCols);
+    // b as [n, k]: the operand itself, or its transpose.
+    Quantized qb =
+        blockCopy(b, op, bSource, bTransposed != !rhsIsNk, operandFormat(op, 1), bRows, bCols);
+    auto accType = op->getAttrOfType<TypeAttr>("acc_type");
+    auto scaled = b.create<graph::ScaledLinearOp>(
+        op->getLoc(), op->getResult(0).getType(), qa.value, qb.value, qa.scale, qb.scale, bias,
+        b.getBoolAttr(true), accType, b.getDenseI64ArrayAttr({aRows, aCols}),
+        b.getDenseI64ArrayAttr({bRows, bCols}));
+    for (StringRef name : {GraphDialect::kPrecisionAttr, GraphDialect::kReasonAttr,
+                           GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr,
+                           GraphDialect::kGradOperandsAttr, GraphDialect::kNameAttr})
+      if (Attribute a = op->getAttr(name))
+        scaled->setAttr(name, a);
+    b.replaceOp(op, scaled->getResults());
+    for (Value operand : {lhs, rhs})
+      if (Operation *producer = operand.getDefiningOp();
+          producer && isa<graph::ConstantOp, graph::TransposeOp>(producer) && producer->use_empty())
+        b.eraseOp(producer);
+    return success();
+  }
+
+  /// The block-scaled FP8 copy of `source` (transposed when `transposed`,
+  /// 2-D) in `format` with blocks rows x cols: made once per value,
+  /// orientation and block. A 128 x 128 copy is made of `source` itself
+  /// and transposed (data and scales) where the transpose is read: the
+  /// blocks are square, so that is the copy of the transpose (a constant's
+  /// copy is made in the orientation read instead).
+  Quantized blockCopy(PatternRewriter &b, Operation *user, Value source, bool transposed,
+                      Type format, int64_t rows, int64_t cols) const {
+    // (A constant is quantized now in the orientation read: no transposes
+    // at run time.)
+    const bool square = rows == cols && rows > 1 && !source.getDefiningOp<graph::ConstantOp>();
+    auto key = std::make_tuple(source.getAsOpaquePointer(), format.getAsOpaquePointer(),
+                               transposed && !square, rows, cols);
+    Quantized copy;
+    if (auto it = copies.blocks.find(key); it != copies.blocks.end())
+      copy = it->second;
+    else
+      copies.blocks[key] = copy =
+          makeBlockCopy(b, user, source, transposed && !square, format, rows, cols);
+    if (!(transposed && square))
+      return copy;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(user);
+    graph::GraphBuilder g(b, user->getLoc());
+    return Quantized{g.transpose(copy.value, {1, 0}), g.transpose(copy.scale, {1, 0})};
+  }
+
+  Quantized makeBlockCopy(PatternRewriter &b, Operation *user, Value source, bool transposed,
+                          Type format, int64_t rows, int64_t cols) const {
+    const bool mx = options.scaling == Fp8Scaling::Mxfp8;
+    const num::BlockRecipe recipe = mx ? num::BlockRecipe::Mx : num::BlockRecipe::Block;
+    Location loc = user->getLoc();
+    std::vector<int64_t> shape = shapeOf(source);
+    if (transposed)
+      std::swap(shape[0], shape[1]);
+    auto fp8Type = RankedTensorType::get(shape, format);
+    std::vector<int64_t> scaleShape = num::blockScaleShape(shape, rows, cols);
+    auto scaleType = RankedTensorType::get(scaleShape, b.getF32Type());
+    // A constant weight: quantized now.
+    if (auto constant = source.getDefiningOp<graph::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue())) {
+        std::vector<float> values = graph::readFloatConstant(dense);
+        if (transposed)
+          values = transposed2d(values, shape[1], shape[0]);
+        num::BlockLayout layout = num::BlockLayout::of(shape, rows, cols);
+        std::vector<float> scales(static_cast<size_t>(layout.scaleCount()));
+        num::computeBlockScales(fp8Format(format), recipe, options.margin, layout, values.data(),
+                                scales.data());
+        num::blockQuantize(fp8Format(format), layout, values.data(), scales.data(), values.data());
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(constant);
+        Value q = b.create<graph::ConstantOp>(loc, graph::storeFloatConstant(fp8Type, values));
+        Value s = b.create<graph::ConstantOp>(
+            loc, DenseElementsAttr::get(scaleType, ArrayRef<float>(scales)));
+        return Quantized{q, s};
+      }
+    OpBuilder::InsertionGuard guard(b);
+    auto argument = dyn_cast<BlockArgument>(source);
+    Block *argumentBlock = argument ? argument.getOwner() : nullptr;
+    if (Operation *end = copies.argumentCopiesEnd.lookup(argumentBlock); argumentBlock && end)
+      b.setInsertionPointAfter(end);
+    else
+      b.setInsertionPointAfterValue(source);
+    graph::GraphBuilder g(b, loc);
+    Value wide = transposed ? g.transpose(source, {1, 0}) : source;
+    auto block = b.getDenseI64ArrayAttr({rows, cols});
+    Value scales = b.create<graph::BlockScaleOp>(loc, scaleType, wide, TypeAttr::get(format), block,
+                                                 b.getStringAttr(num::blockRecipeName(recipe)),
+                                                 b.getI64IntegerAttr(options.margin));
+    auto q = b.create<graph::BlockQuantizeOp>(loc, fp8Type, wide, scales, block);
+    if (argumentBlock)
+      copies.argumentCopiesEnd[argumentBlock] = q;
+    return Quantized{q, scales};
+  }
+
   /// The format operand `index` of FP8 GEMM `gemm` is quantized to. The
   /// hybrid format: the operand that carries a gradient in E5M2 (range),
   /// the other in the GEMM's type (precision).
@@ -348,16 +525,16 @@ private:
           qb.value = t;
           transposed = true;
         }
-      return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value,
-                                             qa.scale, qb.scale, linear.getBias(), transposed,
-                                             linear.getAccTypeAttr());
+      return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, qb.value, qa.scale,
+                                             qb.scale, linear.getBias(), transposed,
+                                             linear.getAccTypeAttr(), nullptr, nullptr);
     }
     auto matmul = cast<graph::MatmulOp>(op);
     if (cast<RankedTensorType>(qa.value.getType()).getRank() >= 2)
       if (Value t = transposedB())
         return b.create<graph::ScaledLinearOp>(op->getLoc(), resultType, qa.value, t, qa.scale,
                                                qb.scale, Value(), /*transpose_weight=*/true,
-                                               matmul.getAccTypeAttr());
+                                               matmul.getAccTypeAttr(), nullptr, nullptr);
     return b.create<graph::ScaledMatmulOp>(op->getLoc(), resultType, qa.value, qb.value,
                                            qa.scale, qb.scale, matmul.getAccTypeAttr());
   }

@@ -12,6 +12,7 @@
 #include "runtime/kernels/Kernels.h"
 
 #include "common/Shapes.h"
+#include "common/numerics/BlockScaling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -68,6 +69,8 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"int_elementwise", RoutineKind::IntElementwise, Options::IntElementwiseOptions},
     {"attention", RoutineKind::Attention, Options::AttentionOptions},
     {"attention_grad", RoutineKind::AttentionGrad, Options::AttentionOptions},
+    {"block_scale", RoutineKind::BlockScale, Options::BlockScaleOptions},
+    {"block_quantize", RoutineKind::BlockQuantize, Options::BlockScaleOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -158,6 +161,7 @@ private:
   Status scatterNd();
   Status intElementwise();
   Status attention();
+  Status blockScaling();
 
   const schema::Routine &op;
   const std::vector<TensorDesc> &tensors;
@@ -890,6 +894,51 @@ Status RoutineVerifier::fp8Scale() {
   return okStatus();
 }
 
+Status RoutineVerifier::blockScaling() {
+  const bool quantize = out.kind == RoutineKind::BlockQuantize;
+  if (Status s = operands(quantize ? 2 : 1, quantize ? 2 : 1, quantize ? 2 : 1); !s.ok())
+    return s;
+  const schema::BlockScaleOptions &o = options<schema::BlockScaleOptions>();
+  out.blockRows = o.block_rows();
+  out.blockCols = o.block_cols();
+  out.blockRecipe = o.recipe();
+  out.margin = o.margin();
+  if (out.blockRows < 1 || out.blockCols < 1 || out.blockRows > kMaxElements ||
+      out.blockCols > kMaxElements)
+    return fail("block " + std::to_string(out.blockRows) + "x" + std::to_string(out.blockCols) +
+                " must have sizes in [1, 2^48]");
+  if (out.blockRecipe != 0 && out.blockRecipe != 1)
+    return fail("recipe " + std::to_string(out.blockRecipe) + " must be 0 (block) or 1 (mx)");
+  if (out.margin < 0 || out.margin > 1024)
+    return fail("margin " + std::to_string(out.margin) + " out of range [0, 1024]");
+  const TensorDesc &x = in(0), &y = result();
+  if (Status s = floatTensor(x, "input"); !s.ok())
+    return s;
+  if (x.dtype == schema::DType::F8E4M3FN || x.dtype == schema::DType::F8E5M2)
+    return fail("input '" + x.name + "' must not be FP8");
+  if (x.shape.size() < 2)
+    return fail("input '" + x.name + "' must have rank >= 2, got " + formatShape(x.shape));
+  const std::vector<int64_t> scaleShape =
+      numerics::blockScaleShape(x.shape, out.blockRows, out.blockCols);
+  const TensorDesc &scales = quantize ? in(1) : y;
+  if (scales.dtype != schema::DType::F32 || scales.shape != scaleShape)
+    return fail("scales '" + scales.name + "' must be f32 of shape " + formatShape(scaleShape) +
+                ", got " + dtypeName(scales.dtype) + " " + formatShape(scales.shape));
+  if (!quantize) {
+    if (o.format() != schema::DType::F8E4M3FN && o.format() != schema::DType::F8E5M2)
+      return fail(std::string("format must be f8E4M3FN or f8E5M2, got ") + dtypeName(o.format()));
+    out.fp8Format = o.format();
+    return okStatus();
+  }
+  if (y.dtype != schema::DType::F8E4M3FN && y.dtype != schema::DType::F8E5M2)
+    return fail("output '" + y.name + "' must be f8E4M3FN or f8E5M2, got " + dtypeName(y.dtype));
+  if (y.shape != x.shape)
+    return fail("output '" + y.name + "' must have the input's shape " + formatShape(x.shape) +
+                ", got " + formatShape(y.shape));
+  out.fp8Format = y.dtype;
+  return okStatus();
+}
+
 Status RoutineVerifier::run() {
   const char *type = op.op_type() ? op.op_type()->c_str() : "";
   const OpTypeEntry *entry = nullptr;
@@ -1001,6 +1050,9 @@ Status RoutineVerifier::run() {
   case RoutineKind::Attention:
   case RoutineKind::AttentionGrad:
     return attention();
+  case RoutineKind::BlockScale:
+  case RoutineKind::BlockQuantize:
+    return blockScaling();
   }
   return fail("unhandled op type");
 }

@@ -96,6 +96,8 @@ enum class RoutineKind {
   IntElementwise,
   Attention,
   AttentionGrad,
+  BlockScale,
+  BlockQuantize,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -136,6 +138,10 @@ struct RoutineOp {
   float attentionScale = 1.0f;
   bool causal = false, writesLse = false;
   int64_t attentionGrad = 0; ///< attention_grad: 0 dq, 1 dk, 2 dv
+  // block_scale, block_quantize: the block over the last two dims and
+  // block_scale's recipe (numerics::BlockRecipe's number; margin and
+  // fp8Format above).
+  int64_t blockRows = 1, blockCols = 1, blockRecipe = 0;
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

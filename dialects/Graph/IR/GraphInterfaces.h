@@ -59,6 +59,9 @@ public:
 struct GemmOperands {
   mlir::Value a, b, bias, aScale, bScale;
   bool transposeB = false;
+  /// Block scaling (mp.scaled_linear's input_block, weight_block): the
+  /// blocks of a's and b's scales; empty for per-tensor scales.
+  llvm::SmallVector<int64_t, 2> aBlock, bBlock;
 };
 
 namespace detail {

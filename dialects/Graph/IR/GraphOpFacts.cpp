@@ -125,8 +125,13 @@ GemmOperands ScaledMatmulOp::getGemmOperands() {
   return {getLhs(), getRhs(), {}, getLhsScale(), getRhsScale()};
 }
 GemmOperands ScaledLinearOp::getGemmOperands() {
-  return {getInput(), getWeight(), getBias(), getInputScale(), getWeightScale(),
-          getTransposeWeight()};
+  GemmOperands g{getInput(),      getWeight(),      getBias(),
+                 getInputScale(), getWeightScale(), getTransposeWeight()};
+  if (std::optional<ArrayRef<int64_t>> block = getInputBlock())
+    g.aBlock.assign(block->begin(), block->end());
+  if (std::optional<ArrayRef<int64_t>> block = getWeightBlock())
+    g.bBlock.assign(block->begin(), block->end());
+  return g;
 }
 
 OpOperand *MatmulOp::getBiasOperand() { return nullptr; }
@@ -153,14 +158,14 @@ Operation *ScaledMatmulOp::buildWithBias(OpBuilder &builder, Value bias, Type re
     return nullptr;
   return builder.create<ScaledLinearOp>(getLoc(), resultType, getLhs(), getRhs(), getLhsScale(),
                                         getRhsScale(), bias, builder.getBoolAttr(false),
-                                        getAccTypeAttr());
+                                        getAccTypeAttr(), nullptr, nullptr);
 }
 Operation *ScaledLinearOp::buildWithBias(OpBuilder &builder, Value bias, Type resultType) {
   if (getBias())
     return nullptr;
-  return builder.create<ScaledLinearOp>(getLoc(), resultType, getInput(), getWeight(),
-                                        getInputScale(), getWeightScale(), bias,
-                                        getTransposeWeightAttr(), getAccTypeAttr());
+  return builder.create<ScaledLinearOp>(
+      getLoc(), resultType, getInput(), getWeight(), getInputScale(), getWeightScale(), bias,
+      getTransposeWeightAttr(), getAccTypeAttr(), getInputBlockAttr(), getWeightBlockAttr());
 }
 
 // Each output element sums C/groups * kH * kW products.

@@ -160,6 +160,34 @@ LogicalResult verifyScale(Operation *op, Value scale) {
   return success();
 }
 
+/// The block of a block-scaled op: two positive sizes.
+LogicalResult verifyBlock(Operation *op, StringRef name, ArrayRef<int64_t> block) {
+  if (block.size() != 2 || block[0] < 1 || block[1] < 1)
+    return op->emitOpError() << name << " must be two positive sizes (rows, cols), got [" << block
+                             << "]";
+  return success();
+}
+
+/// The scales of `data` (rank >= 2) with blocks `block`: the shape of
+/// numerics::blockScaleShape.
+LogicalResult verifyBlockScales(Operation *op, StringRef what, Value data, Value scales,
+                                ArrayRef<int64_t> block) {
+  auto shape = shapeOf(data);
+  if (shape.size() < 2)
+    return op->emitOpError() << what << " must have rank >= 2 for block scaling, got "
+                             << data.getType();
+  SmallVector<int64_t> expected(shape.begin(), shape.end());
+  auto up = [](int64_t n, int64_t b) { return ShapedType::isDynamic(n) ? n : (n + b - 1) / b; };
+  expected[shape.size() - 2] = up(shape[shape.size() - 2], block[0]);
+  expected.back() = up(shape.back(), block[1]);
+  if (ArrayRef<int64_t>(shapeOf(scales)) != ArrayRef<int64_t>(expected))
+    return op->emitOpError() << "scales of " << what << " with blocks " << block[0] << "x"
+                             << block[1] << " must have shape ["
+                             << llvm::make_range(expected.begin(), expected.end()) << "], got "
+                             << scales.getType();
+  return success();
+}
+
 } // namespace
 } // namespace mixprec::graph
 
@@ -593,6 +621,26 @@ LogicalResult Fp8ScaleOp::verify() {
   return success();
 }
 
+LogicalResult BlockScaleOp::verify() {
+  if (!isFP8(getFormat()))
+    return emitOpError() << "format must be f8E4M3FN or f8E5M2, got " << getFormat();
+  if (getRecipe() != "block" && getRecipe() != "mx")
+    return emitOpError() << "recipe must be \"block\" or \"mx\", got \"" << getRecipe() << "\"";
+  if (static_cast<int64_t>(getMargin()) < 0)
+    return emitOpError() << "margin must be non-negative, got "
+                         << static_cast<int64_t>(getMargin());
+  if (failed(verifyBlock(*this, "block", getBlock())))
+    return failure();
+  return verifyBlockScales(*this, "input", getInput(), getScales(), getBlock());
+}
+
+LogicalResult BlockQuantizeOp::verify() {
+  if (failed(verifySameShape(*this, getInput(), getOutput())) ||
+      failed(verifyBlock(*this, "block", getBlock())))
+    return failure();
+  return verifyBlockScales(*this, "input", getInput(), getScales(), getBlock());
+}
+
 LogicalResult ScaledMatmulOp::verify() {
   if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getLhs()), elementTypeOf(getRhs()))) ||
       failed(verifyScale(*this, getLhsScale())) || failed(verifyScale(*this, getRhsScale())))
@@ -604,11 +652,31 @@ LogicalResult ScaledMatmulOp::verify() {
 }
 
 LogicalResult ScaledLinearOp::verify() {
-  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()),
-                                    elementTypeOf(getWeight()))) ||
-      failed(verifyScale(*this, getInputScale())) ||
-      failed(verifyScale(*this, getWeightScale())))
+  if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getInput()), elementTypeOf(getWeight()))))
     return failure();
+  std::optional<ArrayRef<int64_t>> inputBlock = getInputBlock(), weightBlock = getWeightBlock();
+  if (inputBlock.has_value() != weightBlock.has_value())
+    return emitOpError() << "input_block and weight_block come together";
+  if (!inputBlock) {
+    if (failed(verifyScale(*this, getInputScale())) || failed(verifyScale(*this, getWeightScale())))
+      return failure();
+  } else {
+    if (failed(verifyBlock(*this, "input_block", *inputBlock)) ||
+        failed(verifyBlock(*this, "weight_block", *weightBlock)))
+      return failure();
+    if (!getTransposeWeight() || shapeOf(getWeight()).size() != 2)
+      return emitOpError() << "block scaling takes the weight as a 2-D [n, k] tensor "
+                              "(transpose_weight = true)";
+    if ((*inputBlock)[1] != (*weightBlock)[1])
+      return emitOpError() << "input and weight blocks must have the same length along k, got "
+                           << (*inputBlock)[1] << " and " << (*weightBlock)[1];
+    if (shapeOf(getInput()).size() > 2 && (*inputBlock)[0] != 1)
+      return emitOpError() << "an input of rank > 2 takes blocks of one row, got "
+                           << (*inputBlock)[0];
+    if (failed(verifyBlockScales(*this, "input", getInput(), getInputScale(), *inputBlock)) ||
+        failed(verifyBlockScales(*this, "weight", getWeight(), getWeightScale(), *weightBlock)))
+      return failure();
+  }
   ShapeOrError inferred =
       linearShape(shapeOf(getInput()), shapeOf(getWeight()), getTransposeWeight());
   if (failed(verifyInferredShape(*this, inferred, getOutput())))

@@ -1105,6 +1105,52 @@ def Graph_Fp8ScaleOp : Graph_Op<"fp8_scale", [Pure, MP_ScalingClass]> {
   let hasVerifier = 1;
 }
 
+def Graph_BlockScaleOp : Graph_Op<"block_scale", [Pure, MP_ScalingClass]> {
+  let summary = "FP8 scales per block of a tensor (block scaling, MXFP8)";
+  let description = [{
+    The scale of every `block[0]` x `block[1]` block over the input's last
+    two dims (common/numerics/BlockScaling.h): a power of two from the
+    block's amax, `recipe` "block" (the largest power of two <= (fp8_max /
+    amax) / 2^margin: Transformer Engine's Float8BlockScaling with
+    power-of-two scales; 1 x 128 for activations and gradients, 128 x 128
+    for weights) or "mx" (2^(emax - floor(log2 amax) - margin): MXFP8's
+    E8M0 shared exponent, 1 x 32 blocks). An all-zero block gets 1, a block
+    with an inf or NaN gets NaN. The result has the input's shape with the
+    last two dims divided by the block, rounded up.
+    ```mlir
+    %s = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "block"}
+        : tensor<8x300xbf16> -> tensor<8x3xf32>
+    ```
+    Verifier: rank >= 2, positive block sizes, FP8 `format`, a known
+    recipe, margin >= 0, the scales' shape.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, TypeAttr:$format,
+                       DenseI64ArrayAttr:$block, StrAttr:$recipe,
+                       DefaultValuedAttr<I64Attr, "0">:$margin);
+  let results = (outs MP_F32Tensor:$scales);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($scales)";
+  let hasVerifier = 1;
+}
+
+def Graph_BlockQuantizeOp : Graph_Op<"block_quantize", [Pure, MP_ScalingClass]> {
+  let summary = "Rounds a tensor to FP8 with one scale per block, saturating";
+  let description = [{
+    `output[..., i, j] = fp8_satfinite(input[..., i, j] * scales[..., i /
+    block[0], j / block[1]])`, the scales of `mp.block_scale` with the same
+    block.
+    ```mlir
+    %q = mp.block_quantize %x, %s {block = array<i64: 1, 128>}
+        : (tensor<8x300xbf16>, tensor<8x3xf32>) -> tensor<8x300xf8E4M3FN>
+    ```
+    Verifier: same shape, FP8 result, the scales' shape for the block.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, MP_F32Tensor:$scales,
+                       DenseI64ArrayAttr:$block);
+  let results = (outs MP_FP8Tensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Graph_ScaledMatmulOp : Graph_Op<"scaled_matmul",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
@@ -1132,7 +1178,7 @@ def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
     [Pure, MP_LowpClass, MP_Accumulates, MP_GemmKernel,
      DeclareOpInterfaceMethods<MP_GemmOpInterface>, MP_InferShapedType],
     ["getFlopCount", "getWeightOperands"]> {
-  let summary = "FP8 linear layer with per-tensor scales and an optional bias";
+  let summary = "FP8 linear layer with per-tensor or per-block scales and an optional bias";
   let description = [{
     `output = (input @ W) / (input_scale * weight_scale) + bias` with `W` as
     in `mp.linear` (`transpose_weight`), FP32 accumulation, one rounding to
@@ -1143,13 +1189,29 @@ def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
         : (tensor<8x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>)
         -> tensor<8x32xbf16>
     ```
-    Verifier: as `mp.linear`, plus FP8 operands and rank-0 scales.
+    Block scaling: with `input_block` and `weight_block` (the blocks of
+    `mp.block_scale`, e.g. [1, 128] and [128, 128], or [1, 32] and [1, 32]
+    for MXFP8) the scales are per block and the sum is the block-scaled
+    GEMM of common/numerics/BlockScaling.h: each k-block's partial sum
+    rounded to FP32 and divided by its two scales there.
+    ```mlir
+    %y = mp.scaled_linear %qx, %qw, %sx, %sw {transpose_weight = true,
+            input_block = array<i64: 1, 128>, weight_block = array<i64: 128, 128>}
+        : (tensor<8x256xf8E4M3FN>, tensor<32x256xf8E4M3FN>, tensor<8x2xf32>, tensor<1x2xf32>)
+        -> tensor<8x32xbf16>
+    ```
+    Verifier: as `mp.linear`, plus FP8 operands and rank-0 scales; with
+    blocks, both given, `transpose_weight`, a 2-D weight, the same block
+    length along k, a block of one row for an input of rank > 2, and the
+    scales' shapes.
   }];
   let arguments = (ins MP_FP8Tensor:$input, MP_FP8Tensor:$weight,
                        MP_F32Tensor:$input_scale, MP_F32Tensor:$weight_scale,
                        Optional<MP_NonFP8FloatTensor>:$bias,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_weight,
-                       MP_AccTypeAttr:$acc_type);
+                       MP_AccTypeAttr:$acc_type,
+                       OptionalAttr<DenseI64ArrayAttr>:$input_block,
+                       OptionalAttr<DenseI64ArrayAttr>:$weight_block);
   let results = (outs MP_NonFP8FloatTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

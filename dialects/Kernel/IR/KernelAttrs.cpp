@@ -149,6 +149,20 @@ LogicalResult Fp8ScaleOptionsAttr::verify(function_ref<InFlightDiagnostic()> emi
   return success();
 }
 
+LogicalResult BlockScaleOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                            int64_t blockRows, int64_t blockCols, int64_t recipe,
+                                            int64_t margin, Type format) {
+  if (blockRows < 1 || blockCols < 1)
+    return emitError() << "block sizes must be positive, got " << blockRows << "x" << blockCols;
+  if (recipe != 0 && recipe != 1)
+    return emitError() << "block scaling recipe must be 0 (block) or 1 (mx), got " << recipe;
+  if (margin < 0)
+    return emitError() << "margin must be non-negative, got " << margin;
+  if (!llvm::isa<Float8E4M3FNType, Float8E5M2Type>(format))
+    return emitError() << "format must be f8E4M3FN or f8E5M2, got " << format;
+  return success();
+}
+
 LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                            int64_t reduction) {
   if (reduction < 0 || reduction > 4)

@@ -212,6 +212,23 @@ def Kernel_Fp8ScaleOptionsAttr : Kernel_Options<"Fp8Scale", "fp8_scale", ["Fp8Sc
   let genVerifyDecl = 1;
 }
 
+def Kernel_BlockScaleOptionsAttr : Kernel_Options<"BlockScale", "block_scale",
+    ["BlockScale", "BlockQuantize"]> {
+  let summary = "Options of the block_scale and block_quantize routines";
+  let description = [{
+    The block (rows, cols over the last two dims), the recipe (0 block,
+    1 mx: common/numerics/BlockScaling.h), the margin and the FP8 format
+    (block_scale's; block_quantize takes its format from its output).
+    ```mlir
+    #mpk.block_scale<block_rows = 1, block_cols = 128, recipe = 0, margin = 0, format = f8E4M3FN>
+    ```
+    Verifier: positive block sizes, recipe 0 or 1, margin >= 0, an FP8 format.
+  }];
+  let parameters = (ins "int64_t":$block_rows, "int64_t":$block_cols, "int64_t":$recipe,
+                        "int64_t":$margin, "::mlir::Type":$format);
+  let genVerifyDecl = 1;
+}
+
 def Kernel_MatmulOptionsAttr : Kernel_Options<"Matmul", "matmul", ["Matmul"]> {
   let summary = "Options of the matmul routine (numpy.matmul semantics)";
   let description = [{

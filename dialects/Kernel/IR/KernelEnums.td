@@ -51,7 +51,10 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"IntElementwise", 60, "int_elementwise">,
     // Issue 25: fused attention.
     I32EnumAttrCase<"Attention", 70, "attention">,
-    I32EnumAttrCase<"AttentionGrad", 71, "attention_grad">
+    I32EnumAttrCase<"AttentionGrad", 71, "attention_grad">,
+    // Issue 25: FP8 block scaling and MXFP8.
+    I32EnumAttrCase<"BlockScale", 80, "block_scale">,
+    I32EnumAttrCase<"BlockQuantize", 81, "block_quantize">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

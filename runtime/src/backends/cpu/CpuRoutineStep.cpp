@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
+#include "common/numerics/BlockScaling.h"
 #include "runtime/format/CudaErrorRecord.h"
 #include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Indexing.h"
@@ -376,6 +377,21 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   case RoutineKind::Fp8Scale: {
     // The same function as the compiler and the interpreter.
     result[0] = num::fp8Scale(formatOf(op.fp8Format), x[0], op.margin);
+    break;
+  }
+  case RoutineKind::BlockScale:
+  case RoutineKind::BlockQuantize: {
+    // numerics/BlockScaling.h, as the compiler and the interpreter.
+    const num::BlockLayout layout = num::BlockLayout::of(shapeOf(0), op.blockRows, op.blockCols);
+    if (op.kind == RoutineKind::BlockScale) {
+      num::computeBlockScales(formatOf(op.fp8Format), static_cast<num::BlockRecipe>(op.blockRecipe),
+                              op.margin, layout, x, result);
+      break;
+    }
+    const float *scales = input(1);
+    if (!scales)
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    num::blockQuantize(formatOf(op.fp8Format), layout, x, scales, result);
     break;
   }
   case RoutineKind::Matmul: {

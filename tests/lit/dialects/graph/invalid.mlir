@@ -1289,3 +1289,76 @@ func.func @max_pool_indices$result_type(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2
   %0 = mp.max_pool_indices %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32>
   return %0 : tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// block_scale: the scales' shape is the input's, last two dims divided by
+// the block and rounded up (300 / 128 -> 3).
+func.func @block_scale$shape(%x: tensor<8x300xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{scales of input with blocks 1x128 must have shape [8, 3], got 'tensor<8x2xf32>'}}
+  %0 = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "block"} : tensor<8x300xf32> -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+// block_scale: a known recipe.
+func.func @block_scale$recipe(%x: tensor<8x256xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{recipe must be "block" or "mx", got "nvfp4"}}
+  %0 = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "nvfp4"} : tensor<8x256xf32> -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+// block_scale: rank >= 2.
+func.func @block_scale$rank(%x: tensor<256xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{input must have rank >= 2 for block scaling}}
+  %0 = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "block"} : tensor<256xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// block_quantize: positive block sizes.
+func.func @block_quantize$block(%x: tensor<8x256xf32>, %s: tensor<8x2xf32>) -> tensor<8x256xf8E4M3FN> {
+  // expected-error @+1 {{block must be two positive sizes (rows, cols), got [0, 128]}}
+  %0 = mp.block_quantize %x, %s {block = array<i64: 0, 128>} : (tensor<8x256xf32>, tensor<8x2xf32>) -> tensor<8x256xf8E4M3FN>
+  return %0 : tensor<8x256xf8E4M3FN>
+}
+
+// -----
+
+// scaled_linear with blocks: the same block length along k.
+func.func @scaled_linear$block_k(%x: tensor<8x256xf8E4M3FN>, %w: tensor<32x256xf8E4M3FN>, %sx: tensor<8x2xf32>, %sw: tensor<32x8xf32>) -> tensor<8x32xbf16> {
+  // expected-error @+1 {{input and weight blocks must have the same length along k, got 128 and 32}}
+  %0 = mp.scaled_linear %x, %w, %sx, %sw {transpose_weight = true, input_block = array<i64: 1, 128>, weight_block = array<i64: 1, 32>} : (tensor<8x256xf8E4M3FN>, tensor<32x256xf8E4M3FN>, tensor<8x2xf32>, tensor<32x8xf32>) -> tensor<8x32xbf16>
+  return %0 : tensor<8x32xbf16>
+}
+
+// -----
+
+// scaled_linear with blocks: the weight as [n, k].
+func.func @scaled_linear$block_layout(%x: tensor<8x256xf8E4M3FN>, %w: tensor<256x32xf8E4M3FN>, %sx: tensor<8x2xf32>, %sw: tensor<2x1xf32>) -> tensor<8x32xbf16> {
+  // expected-error @+1 {{block scaling takes the weight as a 2-D [n, k] tensor (transpose_weight = true)}}
+  %0 = mp.scaled_linear %x, %w, %sx, %sw {input_block = array<i64: 1, 128>, weight_block = array<i64: 128, 128>} : (tensor<8x256xf8E4M3FN>, tensor<256x32xf8E4M3FN>, tensor<8x2xf32>, tensor<2x1xf32>) -> tensor<8x32xbf16>
+  return %0 : tensor<8x32xbf16>
+}
+
+// -----
+
+// scaled_linear with blocks: the weight's scales.
+func.func @scaled_linear$block_scales(%x: tensor<8x256xf8E4M3FN>, %w: tensor<32x256xf8E4M3FN>, %sx: tensor<8x2xf32>, %sw: tensor<f32>) -> tensor<8x32xbf16> {
+  // expected-error @+1 {{scales of weight with blocks 128x128 must have shape [1, 2], got 'tensor<f32>'}}
+  %0 = mp.scaled_linear %x, %w, %sx, %sw {transpose_weight = true, input_block = array<i64: 1, 128>, weight_block = array<i64: 128, 128>} : (tensor<8x256xf8E4M3FN>, tensor<32x256xf8E4M3FN>, tensor<8x2xf32>, tensor<f32>) -> tensor<8x32xbf16>
+  return %0 : tensor<8x32xbf16>
+}
+
+// -----
+
+// scaled_linear: blocks come together.
+func.func @scaled_linear$one_block(%x: tensor<8x256xf8E4M3FN>, %w: tensor<32x256xf8E4M3FN>, %sx: tensor<8x2xf32>, %sw: tensor<1x2xf32>) -> tensor<8x32xbf16> {
+  // expected-error @+1 {{input_block and weight_block come together}}
+  %0 = mp.scaled_linear %x, %w, %sx, %sw {transpose_weight = true, input_block = array<i64: 1, 128>} : (tensor<8x256xf8E4M3FN>, tensor<32x256xf8E4M3FN>, tensor<8x2xf32>, tensor<1x2xf32>) -> tensor<8x32xbf16>
+  return %0 : tensor<8x32xbf16>
+}

@@ -90,3 +90,31 @@ func.func @attention_grad(%q: tensor<1x2x8x16xbf16>, %k: tensor<1x2x8x16xbf16>,
       -> (tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>)
   return %dq, %dk, %dv : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>
 }
+
+// Block scaling (issue 25 part 2): 1x128 activation blocks (300 columns:
+// 3 blocks, the last partial) against 128x128 weight blocks.
+// CHECK-LABEL: func.func @block_scaled_linear
+func.func @block_scaled_linear(%x: tensor<8x300xbf16>, %qw: tensor<40x300xf8E4M3FN>,
+                               %sw: tensor<1x3xf32>) -> tensor<8x40xbf16> {
+  // CHECK: %[[S:.*]] = mp.block_scale %{{.*}} {block = array<i64: 1, 128>, format = f8E4M3FN, recipe = "block"} : tensor<8x300xbf16> -> tensor<8x3xf32>
+  %s = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "block"}
+      : tensor<8x300xbf16> -> tensor<8x3xf32>
+  // CHECK: %[[Q:.*]] = mp.block_quantize %{{.*}}, %[[S]] {block = array<i64: 1, 128>} : (tensor<8x300xbf16>, tensor<8x3xf32>) -> tensor<8x300xf8E4M3FN>
+  %q = mp.block_quantize %x, %s {block = array<i64: 1, 128>}
+      : (tensor<8x300xbf16>, tensor<8x3xf32>) -> tensor<8x300xf8E4M3FN>
+  // CHECK: mp.scaled_linear %[[Q]], %{{.*}}, %[[S]], %{{.*}} {input_block = array<i64: 1, 128>, transpose_weight = true, weight_block = array<i64: 128, 128>}
+  %y = mp.scaled_linear %q, %qw, %s, %sw
+      {transpose_weight = true, input_block = array<i64: 1, 128>, weight_block = array<i64: 128, 128>}
+      : (tensor<8x300xf8E4M3FN>, tensor<40x300xf8E4M3FN>, tensor<8x3xf32>, tensor<1x3xf32>)
+      -> tensor<8x40xbf16>
+  return %y : tensor<8x40xbf16>
+}
+
+// MXFP8: 1x32 blocks, E8M0 (power-of-two) scales, margin.
+// CHECK-LABEL: func.func @mx_block_scale
+func.func @mx_block_scale(%x: tensor<2x4x64xf32>) -> tensor<2x4x2xf32> {
+  // CHECK: mp.block_scale %{{.*}} {block = array<i64: 1, 32>, format = f8E5M2, margin = 1 : i64, recipe = "mx"} : tensor<2x4x64xf32> -> tensor<2x4x2xf32>
+  %s = mp.block_scale %x {format = f8E5M2, block = array<i64: 1, 32>, recipe = "mx", margin = 1}
+      : tensor<2x4x64xf32> -> tensor<2x4x2xf32>
+  return %s : tensor<2x4x2xf32>
+}
