@@ -34,9 +34,6 @@ std::vector<int64_t> blockScaleShape(const std::vector<int64_t> &shape, int64_t 
 }
 
 namespace {
-/// The largest unbiased exponent of an FP8 format's finite values.
-int formatEmax(Format f) { return f == Format::F8E5M2 ? 15 : 8; }
-
 /// log2 of the smallest subnormal: every value of the format is an integer
 /// times 2^-shift.
 int formatShift(Format f) {
@@ -56,17 +53,14 @@ float blockScale(Format f, BlockRecipe r, float amax, int64_t margin) {
     return std::numeric_limits<float>::quiet_NaN();
   if (!(amax > 0))
     return 1.0f;
+  // Both recipes (the file comment). frexp: q = m 2^e with m in [0.5, 1),
+  // so the largest power of two <= q is 2^(e - 1). q >= fp8_max / FLT_MAX
+  // > 2^-127, so the E8M0 floor never applies unless a margin pushes it.
+  (void)r;
   int exponent;
-  if (r == BlockRecipe::Block) {
-    // frexp: q = m 2^e with m in [0.5, 1), so the largest power of two <= q
-    // is 2^(e - 1).
-    double q = formatMaxFinite(f) / static_cast<double>(amax);
-    (void)std::frexp(q, &exponent);
-    int64_t e = static_cast<int64_t>(exponent) - 1 - margin;
-    return std::ldexp(1.0f, static_cast<int>(std::clamp<int64_t>(e, -149, 127)));
-  }
-  (void)std::frexp(amax, &exponent); // floor(log2 amax) = exponent - 1
-  int64_t e = formatEmax(f) - (static_cast<int64_t>(exponent) - 1) - margin;
+  double q = formatMaxFinite(f) / static_cast<double>(amax);
+  (void)std::frexp(q, &exponent);
+  int64_t e = static_cast<int64_t>(exponent) - 1 - margin;
   return std::ldexp(1.0f, static_cast<int>(std::clamp<int64_t>(e, -127, 127)));
 }
 

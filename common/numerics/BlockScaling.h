@@ -13,16 +13,19 @@
 //    DeepSeek-V3), MXFP8 1 x 32.
 //
 //  * A block's scale comes from the largest magnitude in it (amax, NaN if
-//    any element is NaN) and is always a power of two, so that x * scale
-//    and q / scale are exact:
-//      - Block: the largest power of two <= (fp8_max / amax) / 2^margin
-//        (the quotient in double), at most 2^127 (Float8BlockScaling's
-//        power_2_scale, its default);
-//      - Mx: 2^(emax - floor(log2 amax) - margin), emax = 8 for E4M3FN and
-//        15 for E5M2, clamped to [2^-127, 2^127] (the range of an E8M0
-//        scale; the OCP MX shared exponent floor(log2 amax) - emax, here as
-//        the factor that multiplies x). Values in [fp8_max, 2^(emax+1))
-//        after scaling saturate to fp8_max, as OCP allows.
+//    any element is NaN): the largest power of two <= (fp8_max / amax) /
+//    2^margin (the quotient in double), at most 2^127, so that x * scale
+//    and q / scale are exact and the block's amax lands in (fp8_max / 2,
+//    fp8_max] without saturating. Both recipes use it:
+//      - Block: Transformer Engine's Float8BlockScaling with power_2_scale
+//        (its default);
+//      - Mx: MXFP8 as Transformer Engine and cuBLAS compute it, the E8M0
+//        dequantization scale 2^ceil(log2(amax / fp8_max)) (float_to_e8m0
+//        rounding up), whose inverse is this power of two; E8M0 holds it
+//        exactly (2^-127 .. 2^127). The OCP MX rule 2^(floor(log2 amax) -
+//        emax) is one binade smaller for most blocks and saturates their
+//        largest values (up to 12.5% off at E4M3); we follow the hardware
+//        vendor's libraries instead.
 //    An all-zero block has scale 1; an inf or NaN in a block makes its
 //    scale NaN, so every value quantized with it is NaN (as per-tensor
 //    scaling does: the non-finite value stays visible).

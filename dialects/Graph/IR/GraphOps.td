@@ -1109,13 +1109,14 @@ def Graph_BlockScaleOp : Graph_Op<"block_scale", [Pure, MP_ScalingClass]> {
   let summary = "FP8 scales per block of a tensor (block scaling, MXFP8)";
   let description = [{
     The scale of every `block[0]` x `block[1]` block over the input's last
-    two dims (common/numerics/BlockScaling.h): a power of two from the
-    block's amax, `recipe` "block" (the largest power of two <= (fp8_max /
-    amax) / 2^margin: Transformer Engine's Float8BlockScaling with
-    power-of-two scales; 1 x 128 for activations and gradients, 128 x 128
-    for weights) or "mx" (2^(emax - floor(log2 amax) - margin): MXFP8's
-    E8M0 shared exponent, 1 x 32 blocks). An all-zero block gets 1, a block
-    with an inf or NaN gets NaN. The result has the input's shape with the
+    two dims (common/numerics/BlockScaling.h): the largest power of two <=
+    (fp8_max / amax) / 2^margin of the block's amax. `recipe` "block" is
+    Transformer Engine's Float8BlockScaling with power-of-two scales (1 x
+    128 for activations and gradients, 128 x 128 for weights); "mx" is
+    MXFP8 (1 x 32 blocks), the same power of two as the inverse of its E8M0
+    scale rounded up (Transformer Engine, cuBLAS), which the CUDA backend
+    stores as E8M0. An all-zero block gets 1, a block with an inf or NaN
+    gets NaN. The result has the input's shape with the
     last two dims divided by the block, rounded up.
     ```mlir
     %s = mp.block_scale %x {format = f8E4M3FN, block = array<i64: 1, 128>, recipe = "block"}

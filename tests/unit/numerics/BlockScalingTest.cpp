@@ -64,8 +64,9 @@ void expectBlockRule(Format f, float amax, int64_t margin) {
   EXPECT_GT(2.0 * double(s) * a, max);
 }
 
-/// The Mx rule from its definition: 2^(emax - floor(log2 amax) - margin),
-/// floor(log2) by ilogb, clamped to [2^-127, 2^127].
+/// The Mx rule from its definition (Transformer Engine's): the inverse of
+/// the E8M0 scale 2^ceil(log2(amax / fp8_max)), i.e. 2^-ceil(...), found
+/// here by ilogb and an exact comparison, clamped to E8M0's [2^-127, 2^127].
 void expectMxRule(Format f, float amax, int64_t margin) {
   float s = num::blockScale(f, BlockRecipe::Mx, amax, margin);
   SCOPED_TRACE(::testing::Message() << "amax " << amax);
@@ -77,9 +78,12 @@ void expectMxRule(Format f, float amax, int64_t margin) {
     EXPECT_EQ(s, 1.0f);
     return;
   }
-  int emax = f == Format::F8E5M2 ? 15 : 8;
-  long e = emax - std::ilogb(std::fabs(amax)) - margin;
-  e = std::max(-127L, std::min(127L, e));
+  // ceil(log2 r) for r = amax / fp8_max (exact in long double: 24 + 3 bits).
+  const long double r = static_cast<long double>(amax) / num::formatMaxFinite(f);
+  long c = std::ilogb(r);
+  if (std::ldexp(1.0L, int(c)) < r)
+    ++c;
+  long e = std::max(-127L, std::min(127L, -c - long(margin)));
   EXPECT_EQ(bitsOf(s), bitsOf(std::ldexp(1.0f, int(e))));
 }
 
