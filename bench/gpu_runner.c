@@ -1,10 +1,13 @@
 /* gpu_runner - time one mixprec module through the public C API.
  *
  *   gpu_runner MODULE.mpk [--backend cpu|cuda|auto] [--input NAME=FILE]...
- *              [--warmup N] [--repeat N] [--max-seconds S] [--output-dir DIR]
+ *              [--raw-input NAME=FILE]... [--warmup N] [--repeat N]
+ *              [--max-seconds S] [--output-dir DIR] [--device-io]
  *
  * FILE holds an input's values as raw little-endian float32 (bound as F32;
- * the runtime rounds them to the input's dtype). Loads the module, creates a
+ * the runtime rounds them to the input's dtype); a --raw-input FILE holds
+ * exactly the input's bytes in its own dtype (BF16 bits for a BF16 input;
+ * bound as that dtype, no rounding). Loads the module, creates a
  * session on the backend, binds the inputs, runs once (first run: kernel
  * loading, plans), runs --warmup more times, then times --repeat runs one by
  * one with CLOCK_MONOTONIC (mixprec_session_run returns when the run is
@@ -16,7 +19,8 @@
  * before loading to the lowest seen; the runner retains the primary context
  * first, which the runtime shares, so the context itself is not counted).
  * With --device-io, each input whose file holds exactly its bytes in its
- * own dtype (F32) is copied once into a buffer of the session's backend
+ * own dtype (an F32 input, or any --raw-input) is copied once into a buffer
+ * of the session's backend
  * (mixprec_buffer_create, onnxruntime's IO binding) and bound from there, so
  * the timed runs read it in device memory as PyTorch's do; without it the
  * runtime copies the bound host data to the device at the start of every
@@ -189,14 +193,15 @@ static int writeOutput(mixprec_session_t session, mixprec_module_t module, size_
   return ok;
 }
 
-/* Binds each input file inputPaths[k] (raw float32) as the input named
- * inputNames[k]: with `deviceIo`, an F32 input of exactly the file's size
+/* Binds each input file inputPaths[k] (raw float32, or the input's own
+ * dtype where inputRaw[k]) as the input named inputNames[k]: with
+ * `deviceIo`, an input whose file holds exactly its bytes in its own dtype
  * through a backend buffer (buffers[k], released by the caller; *onDevice
  * counts them), else as host data; 0, or 1 after printing the failure. */
 static int bindInputs(mixprec_module_t module, mixprec_session_t session,
                       const char *const *inputNames, const char *const *inputPaths,
-                      size_t inputCount, int deviceIo, mixprec_buffer_t *buffers,
-                      size_t *onDevice) {
+                      const int *inputRaw, size_t inputCount, int deviceIo,
+                      mixprec_buffer_t *buffers, size_t *onDevice) {
   mixprec_status_t s;
   for (size_t k = 0; k < inputCount; ++k) {
     size_t index = 0, size = 0;
@@ -211,7 +216,15 @@ static int bindInputs(mixprec_module_t module, mixprec_session_t session,
       snprintf(message, sizeof message, "cannot read input file '%s'", inputPaths[k]);
       return failText("bind", message);
     }
-    if (deviceIo && info.dtype == MIXPREC_DTYPE_F32 && size == info.byte_size) {
+    if (inputRaw[k] && size != info.byte_size) {
+      char message[600];
+      snprintf(message, sizeof message,
+               "raw input file '%s' has %zu bytes, input '%s' takes %zu in its own dtype",
+               inputPaths[k], size, inputNames[k], (size_t)info.byte_size);
+      free(data);
+      return failText("bind", message);
+    }
+    if (deviceIo && (inputRaw[k] || info.dtype == MIXPREC_DTYPE_F32) && size == info.byte_size) {
       s = mixprec_buffer_create(session, size, &buffers[k]);
       if (!s)
         s = mixprec_buffer_copy_from_host(buffers[k], 0, data, size);
@@ -219,8 +232,9 @@ static int bindInputs(mixprec_module_t module, mixprec_session_t session,
         s = mixprec_session_bind_input_buffer(session, index, buffers[k]);
       *onDevice += !s;
     } else {
-      s = mixprec_session_bind_input(session, index, MIXPREC_DTYPE_F32, info.rank, info.dims,
-                                     data, size);
+      s = mixprec_session_bind_input(session, index,
+                                     inputRaw[k] ? info.dtype : MIXPREC_DTYPE_F32, info.rank,
+                                     info.dims, data, size);
     }
     free(data);
     if (s)
@@ -231,12 +245,14 @@ static int bindInputs(mixprec_module_t module, mixprec_session_t session,
 
 static void usage(void) {
   fprintf(stderr, "usage: gpu_runner MODULE.mpk [--backend cpu|cuda|auto] [--input NAME=FILE]... "
-                  "[--warmup N] [--repeat N] [--max-seconds S] [--output-dir DIR] [--device-io]\n");
+                  "[--raw-input NAME=FILE]... [--warmup N] [--repeat N] [--max-seconds S] "
+                  "[--output-dir DIR] [--device-io]\n");
 }
 
 int main(int argc, char **argv) {
   const char *modulePath = NULL, *outputDir = NULL;
   const char *inputNames[MAX_INPUTS], *inputPaths[MAX_INPUTS];
+  int inputRaw[MAX_INPUTS];
   size_t inputCount = 0;
   long warmup = 5, repeat = 50;
   double maxSeconds = 30;
@@ -257,11 +273,13 @@ int main(int argc, char **argv) {
         backend = MIXPREC_BACKEND_AUTO;
       else
         return usage(), 2;
-    } else if (strcmp(a, "--input") == 0 && hasValue && inputCount < MAX_INPUTS) {
+    } else if ((strcmp(a, "--input") == 0 || strcmp(a, "--raw-input") == 0) && hasValue &&
+               inputCount < MAX_INPUTS) {
       char *spec = argv[++i], *eq = strchr(spec, '=');
       if (!eq)
         return usage(), 2;
       *eq = '\0';
+      inputRaw[inputCount] = strcmp(a, "--raw-input") == 0;
       inputNames[inputCount] = spec;
       inputPaths[inputCount++] = eq + 1;
     } else if (strcmp(a, "--warmup") == 0 && hasValue) {
@@ -301,8 +319,8 @@ int main(int argc, char **argv) {
     return fail("session", s);
   double sessionMs = nowMs() - t0;
 
-  if (bindInputs(module, session, inputNames, inputPaths, inputCount, deviceIo, buffers,
-                 &inputsOnDevice))
+  if (bindInputs(module, session, inputNames, inputPaths, inputRaw, inputCount, deviceIo,
+                 buffers, &inputsOnDevice))
     return 1;
 
   t0 = nowMs();
