@@ -78,7 +78,7 @@ prints load and run times (JSON) to stderr.)"},
      R"(mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
                 [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
                 [--no-keep-io-types] [--fp16-margin F] [--underflow-threshold F]
-                [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static]
+                [--overflow-fallback bf16|fp32] [--fp8-scaling auto|current|static|block|mxfp8]
                 [--fp8-margin N] [--emit mp-mlir|mp-mlirbc|mpk-mlir|mpk|cuda|ptx]
                 [--elide-weights] [--arch sm_XX] [--shape NAME=DIMS]... [-o OUT])",
      R"(Assign a precision to every op (with a reason), insert and fold casts.
