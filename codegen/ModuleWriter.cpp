@@ -35,9 +35,6 @@ namespace {
 constexpr uint32_t kStatelessSchemaVersion = 2;
 constexpr uint32_t kStateSchemaVersion = 3;
 constexpr uint32_t kErrorRecordSchemaVersion = 4;
-/// A module with a block-scaled GEMM (Gemm.a_block_rows...: a v4 reader
-/// would not see the blocks).
-constexpr uint32_t kBlockScaleSchemaVersion = 5;
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
@@ -176,8 +173,6 @@ private:
   LogicalResult visitOther(Operation *op) override;
   /// The kernels' CUDA code, or null.
   const CudaModuleCode *cuda = nullptr;
-  /// Whether a GEMM is block-scaled (schema version 5).
-  bool blockScaled = false;
   /// Whether a routine kernel takes the error record (schema version 4).
   bool errorRecords = false;
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> names(ArrayAttr ops);
@@ -477,13 +472,6 @@ LogicalResult Writer::addGemm(kernel::GemmOp op) {
   g.add_a_scale(sa);
   g.add_b_scale(sb);
   g.add_tf32(op.getTf32());
-  if (op.getABlock()) {
-    g.add_a_block_rows((*op.getABlock())[0]);
-    g.add_a_block_cols((*op.getABlock())[1]);
-    g.add_b_block_rows((*op.getBBlock())[0]);
-    g.add_b_block_cols((*op.getBBlock())[1]);
-    blockScaled = true;
-  }
   gemms.push_back(g.Finish());
   steps.push_back(sc::CreateStep(fbb, sc::StepKind::Gemm, gemms.size() - 1));
   ++stats.gemms;
@@ -752,8 +740,7 @@ void Writer::finishModule(const std::vector<PrecisionEntry> &precision,
   // Each module is written as the oldest version that reads it right: 2
   // without state, 3 with it, 4 with a kernel that takes the error record
   // (which older runtimes would launch without it).
-  mb.add_version(blockScaled      ? kBlockScaleSchemaVersion
-                 : errorRecords   ? kErrorRecordSchemaVersion
+  mb.add_version(errorRecords     ? kErrorRecordSchemaVersion
                  : states.empty() ? kStatelessSchemaVersion
                                   : kStateSchemaVersion);
   mb.add_producer(producer);

@@ -119,6 +119,14 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         t.format = fp8FormatOf(a.getFormat());
         table.Set(std::move(t));
       })
+      .Case([&](kernel::BlockGemmOptionsAttr a) {
+        sc::BlockGemmOptionsT t;
+        t.a_block_rows = a.getABlockRows();
+        t.b_block_rows = a.getBBlockRows();
+        t.k_block = a.getKBlock();
+        t.epilogue = a.getEpilogue();
+        table.Set(std::move(t));
+      })
       .Case([&](kernel::MatmulOptionsAttr a) {
         sc::MatmulOptionsT t;
         t.tf32 = a.getTf32();

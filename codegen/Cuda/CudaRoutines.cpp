@@ -612,6 +612,159 @@ std::optional<CudaKernel> fp8ScaleKernel(kernel::CallOp op, const std::string &n
   return p.finish();
 }
 
+/// A power of two 2^e (e in [-127, 127]) as float bits, for the block scales.
+const char *const kPow2Helper = "  auto pow2 = [](long long e) -> float {\n"
+                                "    return e >= -126 ? __uint_as_float((unsigned)(e + 127) << 23) "
+                                ": __uint_as_float(1u << 22);\n"
+                                "  };\n";
+
+/// block_scale: one thread per block, numerics::computeBlockScales: the
+/// block's amax (NaN sticks), then the largest power of two <= (fp8_max /
+/// amax) / 2^margin in double, clamped to [2^-127, 2^127]; 1 for an
+/// all-zero block, NaN for a non-finite amax.
+std::optional<CudaKernel> blockScaleKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::BlockScaleOptionsAttr>(op.getOptions());
+  Value input = op.getInputs()[0];
+  std::optional<DTypeInfo> in = dtypeInfo(typeOf(input).getElementType());
+  ArrayRef<int64_t> shape = typeOf(input).getShape();
+  if (!in || shape.size() < 2 || !typeOf(op.getOutputs()[0]).getElementType().isF32())
+    return std::nullopt;
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  const int64_t batch = product(shape.drop_back(2));
+  const int64_t br = options.getBlockRows(), bc = options.getBlockCols();
+  const int64_t sr = (rows + br - 1) / br, sc = (cols + bc - 1) / bc;
+  const bool e5m2 = isa<Float8E5M2Type>(options.getFormat());
+  RoutinePrinter p(op, name);
+  if (!p.begin("blocks " + std::to_string(br) + "x" + std::to_string(bc) + ", margin " +
+               std::to_string(options.getMargin())))
+    return std::nullopt;
+  p.os << kPow2Helper;
+  p.loop(batch * sr * sc);
+  p.os << "    const long long b = i / " << sr * sc << "LL, r0 = i / " << sc << "LL % " << sr
+       << "LL * " << br << "LL, c0 = i % " << sc << "LL * " << bc << "LL;\n"
+       << "    const long long r1 = r0 + " << br << "LL < " << rows << "LL ? r0 + " << br
+       << "LL : " << rows << "LL;\n"
+       << "    const long long c1 = c0 + " << bc << "LL < " << cols << "LL ? c0 + " << bc
+       << "LL : " << cols << "LL;\n"
+       << "    float m = 0.0f;\n"
+       << "    for (long long r = r0; r < r1; ++r)\n"
+       << "      for (long long c = c0; c < c1; ++c) {\n"
+       << "        const float v = fabsf(mp_load_" << in->suffix << "((const " << in->ctype
+       << " *)in0, (b * " << rows << "LL + r) * " << cols << "LL + c));\n"
+       << "        m = isnan(v) || isnan(m) ? MP_NAN : fmaxf(m, v);\n"
+       << "      }\n"
+       << "    float scale;\n"
+       << "    if (isnan(m) || isinf(m)) scale = MP_NAN;\n"
+       << "    else if (!(m > 0.0f)) scale = 1.0f;\n"
+       << "    else {\n"
+       << "      int e;\n"
+       << "      (void)frexp(" << (e5m2 ? "57344.0" : "448.0") << " / (double)m, &e);\n"
+       << "      const long long x = (long long)e - 1 - " << options.getMargin() << "LL;\n"
+       << "      scale = pow2(x < -127 ? -127 : x > 127 ? 127 : x);\n"
+       << "    }\n"
+       << "    out0[i] = __float_as_uint(scale);\n";
+  return p.finish();
+}
+
+/// block_quantize: one thread per element, numerics::blockQuantize:
+/// satfinite(x * the scale of its block), NaN where x or the scale is not
+/// finite (the prelude's mp_quantize_*, as mp.quantize's kernels).
+std::optional<CudaKernel> blockQuantizeKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::BlockScaleOptionsAttr>(op.getOptions());
+  Value input = op.getInputs()[0];
+  std::optional<DTypeInfo> in = dtypeInfo(typeOf(input).getElementType());
+  Type outType = typeOf(op.getOutputs()[0]).getElementType();
+  std::optional<DTypeInfo> out = dtypeInfo(outType);
+  ArrayRef<int64_t> shape = typeOf(input).getShape();
+  if (!in || !out || shape.size() < 2 || !isa<Float8E4M3FNType, Float8E5M2Type>(outType))
+    return std::nullopt;
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  const int64_t br = options.getBlockRows(), bc = options.getBlockCols();
+  const int64_t sr = (rows + br - 1) / br, sc = (cols + bc - 1) / bc;
+  RoutinePrinter p(op, name);
+  if (!p.begin("blocks " + std::to_string(br) + "x" + std::to_string(bc)))
+    return std::nullopt;
+  p.loop(product(shape));
+  p.os << "    const long long c = i % " << cols << "LL, r = i / " << cols << "LL % " << rows
+       << "LL, b = i / " << rows * cols << "LL;\n"
+       << "    const float s = __uint_as_float(in1[(b * " << sr << "LL + r / " << br << "LL) * "
+       << sc << "LL + c / " << bc << "LL]);\n"
+       << "    const float x = mp_load_" << in->suffix << "((const " << in->ctype << " *)in0, i);\n"
+       << "    mp_store_" << out->suffix << "((" << out->ctype << " *)out0, i, mp_quantize_"
+       << out->suffix << "(x, s));\n";
+  return p.finish();
+}
+
+/// block_scaled_gemm: one thread per output element, numerics::blockScaledGemm
+/// bit for bit: each k-block's products summed exactly in 64-bit integers
+/// (FP8 values times 2^9 or 2^16), rounded once to float, divided by the
+/// two scales, accumulated block after block in float; then the bias and
+/// the epilogue as the CPU routine. A portable kernel (no tensor cores):
+/// cuBLASLt's block scale modes are the fast path still to come. E5M2 x
+/// E5M2 (whose sums need 128 bits) and biases other than one value per
+/// column stay on the host.
+std::optional<CudaKernel> blockScaledGemmKernel(kernel::CallOp op, const std::string &name) {
+  auto options = cast<kernel::BlockGemmOptionsAttr>(op.getOptions());
+  auto inputs = op.getInputs();
+  Type ta = typeOf(inputs[0]).getElementType(), tb = typeOf(inputs[1]).getElementType();
+  Type to = typeOf(op.getOutputs()[0]).getElementType();
+  std::optional<DTypeInfo> a = dtypeInfo(ta), b = dtypeInfo(tb), out = dtypeInfo(to);
+  ArrayRef<int64_t> as = typeOf(inputs[0]).getShape(), bs = typeOf(inputs[1]).getShape();
+  const bool aWide = isa<Float8E5M2Type>(ta), bWide = isa<Float8E5M2Type>(tb);
+  if (!a || !b || !out || (aWide && bWide) || as.size() < 2 || bs.size() != 2)
+    return std::nullopt;
+  std::optional<DTypeInfo> bias;
+  if (inputs.size() > 4) {
+    bias = dtypeInfo(typeOf(inputs[4]).getElementType());
+    if (!bias || product(typeOf(inputs[4]).getShape()) != bs[0] ||
+        typeOf(inputs[4]).getShape().back() != bs[0])
+      return std::nullopt;
+  }
+  const int64_t k = as.back(), n = bs[0], m = product(as) / std::max<int64_t>(k, 1);
+  const int64_t kb = options.getKBlock(), blocks = (k + kb - 1) / kb;
+  const int64_t shiftA = aWide ? 16 : 9, shiftB = bWide ? 16 : 9;
+  RoutinePrinter p(op, name);
+  if (!p.begin("a blocks " + std::to_string(options.getABlockRows()) + "x" + std::to_string(kb) +
+               ", b blocks " + std::to_string(options.getBBlockRows()) + "x" + std::to_string(kb)))
+    return std::nullopt;
+  p.loop(m * n);
+  p.os << "    const long long row = i / " << n << "LL, col = i % " << n << "LL;\n"
+       << "    float acc = 0.0f;\n"
+       << "    for (long long q = 0; q < " << blocks << "LL; ++q) {\n"
+       << "      const long long k0 = q * " << kb << "LL;\n"
+       << "      const long long k1 = k0 + " << kb << "LL < " << k << "LL ? k0 + " << kb
+       << "LL : " << k << "LL;\n"
+       << "      long long sum = 0;\n"
+       << "      bool finite = true;\n"
+       << "      for (long long c = k0; c < k1; ++c) {\n"
+       << "        const float x = mp_load_" << a->suffix << "((const " << a->ctype
+       << " *)in0, row * " << k << "LL + c);\n"
+       << "        const float y = mp_load_" << b->suffix << "((const " << b->ctype
+       << " *)in1, col * " << k << "LL + c);\n"
+       << "        finite = finite && mp_finite(x) && mp_finite(y);\n"
+       << "        if (finite) sum += (long long)(x * " << (1LL << shiftA)
+       << ".0f) * (long long)(y * " << (1LL << shiftB) << ".0f);\n"
+       << "      }\n"
+       << "      const float sa = __uint_as_float(in2[row / " << options.getABlockRows() << "LL * "
+       << blocks << "LL + q]);\n"
+       << "      const float sb = __uint_as_float(in3[col / " << options.getBBlockRows() << "LL * "
+       << blocks << "LL + q]);\n"
+       << "      const float term = finite ? (((float)sum * "
+       << "__uint_as_float(" << ((127u - static_cast<unsigned>(shiftA + shiftB)) << 23)
+       << "u)) / sa) / sb : MP_NAN;\n"
+       << "      acc = acc + term;\n"
+       << "    }\n";
+  if (bias)
+    p.os << "    acc = acc + mp_load_" << bias->suffix << "((const " << bias->ctype
+         << " *)in4, col);\n";
+  if (options.getEpilogue() == 1)
+    p.os << "    acc = acc < 0.0f ? 0.0f : acc;\n";
+  if (options.getEpilogue() == 2)
+    p.os << "    acc = mp_gelu_tanh(acc);\n";
+  p.os << "    mp_store_" << out->suffix << "((" << out->ctype << " *)out0, i, acc);\n";
+  return p.finish();
+}
+
 /// The int64 value of operand `i` at element offset `offset`: i64 as is,
 /// i32 sign-extended, bool 0/1, an f32 (pow's exponent) as its float; null
 /// for other dtypes (f16/bf16 exponents stay on the host).
@@ -761,6 +914,12 @@ std::optional<CudaKernel> emitCudaRoutine(kernel::CallOp op, const std::string &
   case kernel::Routine::Attention:
   case kernel::Routine::AttentionGrad:
     return attentionKernel(op, name);
+  case kernel::Routine::BlockScale:
+    return blockScaleKernel(op, name);
+  case kernel::Routine::BlockQuantize:
+    return blockQuantizeKernel(op, name);
+  case kernel::Routine::BlockScaledGemm:
+    return blockScaledGemmKernel(op, name);
   default:
     return std::nullopt;
   }

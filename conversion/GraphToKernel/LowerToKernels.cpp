@@ -70,17 +70,29 @@ void wrapInKernel(Operation *op, ArrayRef<Value> operands, ArrayRef<int64_t> spa
   rewriter.replaceOp(op, kernel.getResults());
 }
 
-/// Builds the mpk.gemm of a GEMM whose operands (`gemm`, mapped to values
-/// outside any fusion) take an optional bias and activation epilogue.
-kernel::GemmOp buildGemm(ConversionPatternRewriter &rewriter, Location loc,
-                         const graph::GemmOperands &gemm, StringRef epilogue, bool tf32,
-                         ArrayAttr sourceNames, Type resultType) {
-  return rewriter.create<kernel::GemmOp>(
-      loc, resultType, gemm.a, gemm.b, gemm.bias, gemm.aScale, gemm.bScale,
-      rewriter.getBoolAttr(gemm.transposeB), rewriter.getStringAttr(epilogue),
-      rewriter.getBoolAttr(tf32), sourceNames,
-      gemm.aBlock.empty() ? nullptr : rewriter.getDenseI64ArrayAttr(gemm.aBlock),
-      gemm.bBlock.empty() ? nullptr : rewriter.getDenseI64ArrayAttr(gemm.bBlock));
+/// Builds the step of a GEMM whose operands (`gemm`, mapped to values
+/// outside any fusion) take an optional bias and activation epilogue: an
+/// mpk.gemm, or for a block-scaled GEMM (FP8 block scaling) the routine
+/// block_scaled_gemm, whose exact per-block sums no GEMM library computes
+/// (common/numerics/BlockScaling.h).
+Value buildGemm(ConversionPatternRewriter &rewriter, Location loc, const graph::GemmOperands &gemm,
+                StringRef epilogue, bool tf32, ArrayAttr sourceNames, Type resultType) {
+  if (!gemm.aBlock.empty()) {
+    SmallVector<Value> inputs{gemm.a, gemm.b, gemm.aScale, gemm.bScale};
+    if (gemm.bias)
+      inputs.push_back(gemm.bias);
+    int64_t code = epilogue == "relu" ? 1 : epilogue == "gelu" ? 2 : 0;
+    auto options = kernel::BlockGemmOptionsAttr::get(rewriter.getContext(), gemm.aBlock[0],
+                                                     gemm.bBlock[0], gemm.aBlock[1], code);
+    return rewriter
+        .create<kernel::CallOp>(loc, TypeRange{resultType}, kernel::Routine::BlockScaledGemm,
+                                inputs, cast<kernel::RoutineOptionsInterface>(options), sourceNames)
+        .getResult(0);
+  }
+  return rewriter.create<kernel::GemmOp>(loc, resultType, gemm.a, gemm.b, gemm.bias, gemm.aScale,
+                                         gemm.bScale, rewriter.getBoolAttr(gemm.transposeB),
+                                         rewriter.getStringAttr(epilogue),
+                                         rewriter.getBoolAttr(tf32), sourceNames);
 }
 
 /// `gemm` with every operand passed through `map` (null stays null).
@@ -152,10 +164,10 @@ struct GemmFusionToGemm : OpConversionPattern<graph::FusionOp> {
     graph::GemmOperands operands = gemm.getGemmOperands();
     if (extraBias)
       operands.bias = extraBias;
-    kernel::GemmOp step =
+    Value step =
         buildGemm(rewriter, fusion.getLoc(), mapOperands(operands, outside), epilogue,
                   graph::computesInTf32(gemm), fusion.getOps(), fusion.getResult(0).getType());
-    rewriter.replaceOp(fusion, step.getResult());
+    rewriter.replaceOp(fusion, step);
     return success();
   }
 };
@@ -171,10 +183,10 @@ struct GemmToGemm : OpInterfaceConversionPattern<graph::GemmOpInterface> {
     if (!atFunctionLevel(op) || !gemm.fitsOneGemmCall())
       return failure();
     auto converted = [&](Value v) { return rewriter.getRemappedValue(v); };
-    kernel::GemmOp step =
-        buildGemm(rewriter, op->getLoc(), mapOperands(gemm.getGemmOperands(), converted), "none",
-                  graph::computesInTf32(op), namesOf(op->getContext(), {op}), op->getResult(0).getType());
-    rewriter.replaceOp(op, step.getResult());
+    Value step = buildGemm(rewriter, op->getLoc(), mapOperands(gemm.getGemmOperands(), converted),
+                           "none", graph::computesInTf32(op), namesOf(op->getContext(), {op}),
+                           op->getResult(0).getType());
+    rewriter.replaceOp(op, step);
     return success();
   }
 };

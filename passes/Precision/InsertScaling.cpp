@@ -370,12 +370,7 @@ private:
         return Quantized{q, s};
       }
     OpBuilder::InsertionGuard guard(b);
-    auto argument = dyn_cast<BlockArgument>(source);
-    Block *argumentBlock = argument ? argument.getOwner() : nullptr;
-    if (Operation *end = copies.argumentCopiesEnd.lookup(argumentBlock); argumentBlock && end)
-      b.setInsertionPointAfter(end);
-    else
-      b.setInsertionPointAfterValue(source);
+    Block *argumentBlock = insertAfterSource(b, source);
     graph::GraphBuilder g(b, loc);
     Value wide = transposed ? g.transpose(source, {1, 0}) : source;
     auto block = b.getDenseI64ArrayAttr({rows, cols});
@@ -448,18 +443,27 @@ private:
     return Quantized{g.transpose(copy.value, {1, 0}), copy.scale};
   }
 
-  /// The one FP8 copy of `source` in `format`, made right after `source` is
-  /// defined so that every GEMM reading it, before or after `user` in the
-  /// block, sees it.
-  Quantized quantizeSource(PatternRewriter &b, Operation *user, unsigned index, Value source,
-                           Type format) const {
-    OpBuilder::InsertionGuard guard(b);
+  /// Sets `b` to insert a copy of `source` right after its definition: for a
+  /// block argument, after the copies of arguments made before, so that
+  /// they keep the order they were made in. Returns the argument's block
+  /// (null for an op result); the caller records its copy's last op there.
+  Block *insertAfterSource(OpBuilder &b, Value source) const {
     auto argument = dyn_cast<BlockArgument>(source);
     Block *argumentBlock = argument ? argument.getOwner() : nullptr;
     if (Operation *end = copies.argumentCopiesEnd.lookup(argumentBlock); argumentBlock && end)
       b.setInsertionPointAfter(end);
     else
       b.setInsertionPointAfterValue(source);
+    return argumentBlock;
+  }
+
+  /// The one FP8 copy of `source` in `format`, made right after `source` is
+  /// defined so that every GEMM reading it, before or after `user` in the
+  /// block, sees it.
+  Quantized quantizeSource(PatternRewriter &b, Operation *user, unsigned index, Value source,
+                           Type format) const {
+    OpBuilder::InsertionGuard guard(b);
+    Block *argumentBlock = insertAfterSource(b, source);
     Location loc = user->getLoc();
     auto fp8Type = cast<RankedTensorType>(source.getType()).clone(format);
     Operation *producer = source.getDefiningOp();

@@ -31,7 +31,6 @@
 #include <fcntl.h>
 #include <functional>
 #include <sys/stat.h>
-#include <tuple>
 #include <unistd.h>
 
 namespace mixprec::runtime {
@@ -717,20 +716,9 @@ Status ModuleVerifier::verifyGemm(size_t index) {
     return fail("out " + tensorName(d.out) + " is a constant");
   if ((d.aScale == -1) != (d.bScale == -1))
     return fail("a_scale and b_scale come in pairs");
-  d.aBlockRows = g.a_block_rows();
-  d.aBlockCols = g.a_block_cols();
-  d.bBlockRows = g.b_block_rows();
-  d.bBlockCols = g.b_block_cols();
-  const bool blocks =
-      d.aBlockRows != 0 || d.aBlockCols != 0 || d.bBlockRows != 0 || d.bBlockCols != 0;
-  if (blocks && root.version() < 5)
-    return fail("has block scales, which need schema version 5 (the module says " +
-                std::to_string(root.version()) + ")");
-  if (!blocks) {
-    for (int32_t s : {d.aScale, d.bScale})
-      if (s != -1 && (tensors[s].dtype != schema::DType::F32 || tensors[s].elements != 1))
-        return fail("scale " + tensorName(s) + " must be one f32 element");
-  }
+  for (int32_t s : {d.aScale, d.bScale})
+    if (s != -1 && (tensors[s].dtype != schema::DType::F32 || tensors[s].elements != 1))
+      return fail("scale " + tensorName(s) + " must be one f32 element");
 
   d.m = g.m();
   d.n = g.n();
@@ -770,33 +758,6 @@ Status ModuleVerifier::verifyGemm(size_t index) {
     return s;
   if (Status s = extent(d.m, d.n, d.strideOut, d.out, "out"); !s.ok())
     return s;
-  if (blocks) {
-    // a [m, k] and b [n, k] with one scale per block (numerics::BlockScaling).
-    for (int64_t v : {d.aBlockRows, d.aBlockCols, d.bBlockRows, d.bBlockCols})
-      if (v < 1 || v > kMaxElements)
-        return fail("block sizes must lie in [1, 2^48], got a " + std::to_string(d.aBlockRows) +
-                    "x" + std::to_string(d.aBlockCols) + ", b " + std::to_string(d.bBlockRows) +
-                    "x" + std::to_string(d.bBlockCols));
-    if (d.aScale == -1 || !d.transB || d.batch != 1)
-      return fail("block scaling needs scales, b as [n, k] (trans_b) and batch 1");
-    if (d.aBlockCols != d.bBlockCols)
-      return fail("a and b blocks must have the same length along k, got " +
-                  std::to_string(d.aBlockCols) + " and " + std::to_string(d.bBlockCols));
-    for (auto [t, s, fp8] : {std::tuple{d.a, d.aScale, 'a'}, std::tuple{d.b, d.bScale, 'b'}})
-      if (tensors[t].dtype != schema::DType::F8E4M3FN && tensors[t].dtype != schema::DType::F8E5M2)
-        return fail(std::string(1, fp8) + " " + tensorName(t) + " must be FP8 for block scaling");
-    auto scaleCount = [](int64_t rows, int64_t cols, int64_t br, int64_t bc) {
-      return ((rows + br - 1) / br) * ((cols + bc - 1) / bc);
-    };
-    const int64_t aScales = scaleCount(d.m, d.k, d.aBlockRows, d.aBlockCols);
-    const int64_t bScales = scaleCount(d.n, d.k, d.bBlockRows, d.bBlockCols);
-    if (tensors[d.aScale].dtype != schema::DType::F32 || tensors[d.aScale].elements != aScales)
-      return fail("a's scales " + tensorName(d.aScale) + " must be " + std::to_string(aScales) +
-                  " f32 elements");
-    if (tensors[d.bScale].dtype != schema::DType::F32 || tensors[d.bScale].elements != bScales)
-      return fail("b's scales " + tensorName(d.bScale) + " must be " + std::to_string(bScales) +
-                  " f32 elements");
-  }
   const int64_t mn = d.m * d.n; // both <= 2^48 and m*n <= out elements
   if (d.batch > 1 && mn > 0 && d.strideOut < mn)
     return fail("batch_stride_out " + std::to_string(d.strideOut) +

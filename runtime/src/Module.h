@@ -26,10 +26,9 @@ namespace mixprec::runtime {
 /// The newest module schema version this runtime reads
 /// (runtime/schema/module.fbs.in says what changed when): newer modules are
 /// refused, as are modules older than kOldestSchemaVersion (recompile them).
-constexpr uint32_t kSchemaVersion = 5;
-/// Version 3 only added module state, version 4 routine kernels' error
-/// record and version 5 block-scaled GEMMs, so version 2 modules (without
-/// any) read as before.
+constexpr uint32_t kSchemaVersion = 4;
+/// Version 3 only added module state and version 4 routine kernels' error
+/// record, so version 2 modules (without either) read as before.
 constexpr uint32_t kOldestSchemaVersion = 2;
 /// Largest rank a module may use (bounds per-dim loops and bit masks).
 constexpr size_t kMaxRank = 32;
@@ -97,11 +96,6 @@ struct GemmDesc {
   /// Epilogue activations. Gelu is the tanh approximation: cuBLASLt's GELU
   /// epilogue, and the only GELU --mp-fuse puts into one.
   bool relu = false, gelu = false;
-  /// FP8 block scaling (schema v5): the blocks of a's scales (a as [m, k],
-  /// batch 1) and b's (b as [n, k], trans_b); 0 for per-tensor scales.
-  /// common/numerics/BlockScaling.h's block-scaled GEMM.
-  int64_t aBlockRows = 0, aBlockCols = 0, bBlockRows = 0, bBlockCols = 0;
-  bool blockScaled() const { return aBlockRows != 0; }
   /// The shape the bias broadcasts to (numpy rules): the output tensor's
   /// shape, or else its 2-D view [batch*m, n], as cpu::linear accepts.
   std::vector<int64_t> biasTarget;

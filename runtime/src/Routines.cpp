@@ -71,6 +71,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"attention_grad", RoutineKind::AttentionGrad, Options::AttentionOptions},
     {"block_scale", RoutineKind::BlockScale, Options::BlockScaleOptions},
     {"block_quantize", RoutineKind::BlockQuantize, Options::BlockScaleOptions},
+    {"block_scaled_gemm", RoutineKind::BlockScaledGemm, Options::BlockGemmOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -162,6 +163,7 @@ private:
   Status intElementwise();
   Status attention();
   Status blockScaling();
+  Status blockScaledGemm();
 
   const schema::Routine &op;
   const std::vector<TensorDesc> &tensors;
@@ -939,6 +941,66 @@ Status RoutineVerifier::blockScaling() {
   return okStatus();
 }
 
+Status RoutineVerifier::blockScaledGemm() {
+  // a [.., k], b [n, k], a's scales, b's scales, (bias [n] or broadcasting
+  // to [m, n]).
+  if (Status s = operands(4, 5, 4); !s.ok())
+    return s;
+  const schema::BlockGemmOptions &o = options<schema::BlockGemmOptions>();
+  out.blockRows = o.a_block_rows();
+  out.bBlockRows = o.b_block_rows();
+  out.blockCols = o.k_block();
+  out.epilogue = o.epilogue();
+  for (int64_t v : {out.blockRows, out.bBlockRows, out.blockCols})
+    if (v < 1 || v > kMaxElements)
+      return fail("block sizes must lie in [1, 2^48], got a " + std::to_string(out.blockRows) +
+                  "x" + std::to_string(out.blockCols) + ", b " + std::to_string(out.bBlockRows) +
+                  "x" + std::to_string(out.blockCols));
+  if (out.epilogue < 0 || out.epilogue > 2)
+    return fail("epilogue " + std::to_string(out.epilogue) + " must be 0, 1 or 2");
+  const TensorDesc &a = in(0), &b = in(1), &sa = in(2), &sb = in(3), &y = result();
+  auto fp8 = [](schema::DType t) {
+    return t == schema::DType::F8E4M3FN || t == schema::DType::F8E5M2;
+  };
+  if (!fp8(a.dtype) || !fp8(b.dtype))
+    return fail(std::string("a and b must be FP8, got ") + dtypeName(a.dtype) + " and " +
+                dtypeName(b.dtype));
+  if (a.shape.size() < 2 || b.shape.size() != 2 || a.shape.back() != b.shape.back())
+    return fail("a must be [.., k] and b [n, k] with the same k, got " + formatShape(a.shape) +
+                " and " + formatShape(b.shape));
+  out.gemmK = a.shape.back();
+  out.gemmN = b.shape[0];
+  out.gemmM = out.gemmK == 0 ? 0 : a.elements / out.gemmK;
+  if (a.shape.size() > 2 && out.blockRows != 1)
+    return fail("an a of rank > 2 takes blocks of one row, got " + std::to_string(out.blockRows));
+  const std::vector<int64_t> aScales =
+      numerics::blockScaleShape(a.shape, out.blockRows, out.blockCols);
+  const std::vector<int64_t> bScales =
+      numerics::blockScaleShape(b.shape, out.bBlockRows, out.blockCols);
+  if (sa.dtype != schema::DType::F32 || sa.shape != aScales)
+    return fail("a's scales '" + sa.name + "' must be f32 of shape " + formatShape(aScales) +
+                ", got " + dtypeName(sa.dtype) + " " + formatShape(sa.shape));
+  if (sb.dtype != schema::DType::F32 || sb.shape != bScales)
+    return fail("b's scales '" + sb.name + "' must be f32 of shape " + formatShape(bScales) +
+                ", got " + dtypeName(sb.dtype) + " " + formatShape(sb.shape));
+  if (Status s = floatTensor(y, "output"); !s.ok())
+    return s;
+  std::vector<int64_t> expected(a.shape.begin(), a.shape.end() - 1);
+  expected.push_back(out.gemmN);
+  if (y.shape != expected)
+    return fail("output '" + y.name + "' must have shape " + formatShape(expected) + ", got " +
+                formatShape(y.shape));
+  if (hasInput(4)) {
+    if (Status s = floatTensor(in(4), "bias"); !s.ok())
+      return s;
+    const shapes::ShapeOrError joined = shapes::broadcastShapes(in(4).shape, y.shape);
+    if (!joined.ok() || joined.shape != y.shape)
+      return fail("bias " + formatShape(in(4).shape) + " does not broadcast to the output " +
+                  formatShape(y.shape));
+  }
+  return okStatus();
+}
+
 Status RoutineVerifier::run() {
   const char *type = op.op_type() ? op.op_type()->c_str() : "";
   const OpTypeEntry *entry = nullptr;
@@ -1053,6 +1115,8 @@ Status RoutineVerifier::run() {
   case RoutineKind::BlockScale:
   case RoutineKind::BlockQuantize:
     return blockScaling();
+  case RoutineKind::BlockScaledGemm:
+    return blockScaledGemm();
   }
   return fail("unhandled op type");
 }

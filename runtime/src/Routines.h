@@ -98,6 +98,7 @@ enum class RoutineKind {
   AttentionGrad,
   BlockScale,
   BlockQuantize,
+  BlockScaledGemm,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -142,6 +143,10 @@ struct RoutineOp {
   // block_scale's recipe (numerics::BlockRecipe's number; margin and
   // fp8Format above).
   int64_t blockRows = 1, blockCols = 1, blockRecipe = 0;
+  // block_scaled_gemm: a's blocks are blockRows x blockCols, b's
+  // bBlockRows x blockCols; a [m, k] (leading dims as rows), b [n, k]; the
+  // epilogue after the bias (0 none, 1 relu, 2 tanh-GELU).
+  int64_t bBlockRows = 1, gemmM = 0, gemmN = 0, gemmK = 0, epilogue = 0;
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

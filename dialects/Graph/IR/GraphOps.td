@@ -1194,7 +1194,8 @@ def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
     `mp.block_scale`, e.g. [1, 128] and [128, 128], or [1, 32] and [1, 32]
     for MXFP8) the scales are per block and the sum is the block-scaled
     GEMM of common/numerics/BlockScaling.h: each k-block's partial sum
-    rounded to FP32 and divided by its two scales there.
+    rounded to FP32 and divided by its two scales there (the routine
+    block_scaled_gemm in a module).
     ```mlir
     %y = mp.scaled_linear %qx, %qw, %sx, %sw {transpose_weight = true,
             input_block = array<i64: 1, 128>, weight_block = array<i64: 128, 128>}

@@ -163,6 +163,18 @@ LogicalResult BlockScaleOptionsAttr::verify(function_ref<InFlightDiagnostic()> e
   return success();
 }
 
+LogicalResult BlockGemmOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                           int64_t aBlockRows, int64_t bBlockRows, int64_t kBlock,
+                                           int64_t epilogue) {
+  if (aBlockRows < 1 || bBlockRows < 1 || kBlock < 1)
+    return emitError() << "block sizes must be positive, got a " << aBlockRows << "x" << kBlock
+                       << ", b " << bBlockRows << "x" << kBlock;
+  if (epilogue < 0 || epilogue > 2)
+    return emitError() << "block_gemm epilogue must be 0 (none), 1 (relu) or 2 (gelu), got "
+                       << epilogue;
+  return success();
+}
+
 LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                            int64_t reduction) {
   if (reduction < 0 || reduction > 4)

@@ -229,6 +229,24 @@ def Kernel_BlockScaleOptionsAttr : Kernel_Options<"BlockScale", "block_scale",
   let genVerifyDecl = 1;
 }
 
+def Kernel_BlockGemmOptionsAttr : Kernel_Options<"BlockGemm", "block_gemm",
+    ["BlockScaledGemm"]> {
+  let summary = "Options of the block_scaled_gemm routine";
+  let description = [{
+    The block-scaled GEMM of common/numerics/BlockScaling.h: a [.., k]
+    (leading dims as rows) with scale blocks `a_block_rows` x `k_block`, b
+    [n, k] with `b_block_rows` x `k_block`; then the bias and `epilogue`
+    (0 none, 1 relu, 2 tanh-GELU) in FP32 and one rounding.
+    ```mlir
+    #mpk.block_gemm<a_block_rows = 1, b_block_rows = 128, k_block = 128, epilogue = 0>
+    ```
+    Verifier: positive block sizes, epilogue in [0, 2].
+  }];
+  let parameters = (ins "int64_t":$a_block_rows, "int64_t":$b_block_rows, "int64_t":$k_block,
+                        "int64_t":$epilogue);
+  let genVerifyDecl = 1;
+}
+
 def Kernel_MatmulOptionsAttr : Kernel_Options<"Matmul", "matmul", ["Matmul"]> {
   let summary = "Options of the matmul routine (numpy.matmul semantics)";
   let description = [{

@@ -54,7 +54,8 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"AttentionGrad", 71, "attention_grad">,
     // Issue 25: FP8 block scaling and MXFP8.
     I32EnumAttrCase<"BlockScale", 80, "block_scale">,
-    I32EnumAttrCase<"BlockQuantize", 81, "block_quantize">
+    I32EnumAttrCase<"BlockQuantize", 81, "block_quantize">,
+    I32EnumAttrCase<"BlockScaledGemm", 82, "block_scaled_gemm">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

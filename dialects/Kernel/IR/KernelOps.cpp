@@ -194,17 +194,6 @@ LogicalResult AmaxOp::verify() { return verifyOverKernelShape(*this, getInput())
 LogicalResult GemmOp::verify() {
   if (static_cast<bool>(getAScale()) != static_cast<bool>(getBScale()))
     return emitOpError() << "FP8 scales come in pairs (a_scale and b_scale)";
-  if (getABlock().has_value() != getBBlock().has_value())
-    return emitOpError() << "block scales come in pairs (a_block and b_block)";
-  if (getABlock()) {
-    if (!getAScale() || !getTransB())
-      return emitOpError() << "block scaling takes scales and b as [n, k] (trans_b)";
-    for (ArrayRef<int64_t> block : {*getABlock(), *getBBlock()})
-      if (block.size() != 2 || block[0] < 1 || block[1] < 1)
-        return emitOpError() << "a block is two positive sizes";
-    if ((*getABlock())[1] != (*getBBlock())[1])
-      return emitOpError() << "a_block and b_block must have the same length along k";
-  }
   StringRef e = getEpilogue();
   if (e != "none" && e != "relu" && e != "gelu")
     return emitOpError() << "epilogue must be none, relu or gelu, got '" << e << "'";

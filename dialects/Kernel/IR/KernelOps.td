@@ -166,9 +166,8 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [AttrSizedOperandSegments]> {
     broadcasting over the leading dims, FP32 accumulation and one rounding
     to the output dtype. `trans_b` reads `b` as [N, K]. FP8 operands come
     with `a_scale`/`b_scale` (the accumulator is multiplied by 1/a_scale and
-    1/b_scale; with `a_block`/`b_block` they are per block, a [m, k] with
-    the batch's rows flattened and b [n, k], and the sum is the
-    block-scaled GEMM of common/numerics/BlockScaling.h). `epilogue` is none, relu or gelu (tanh); `tf32` computes
+    1/b_scale; a block-scaled GEMM is the routine block_scaled_gemm
+    instead). `epilogue` is none, relu or gelu (tanh); `tf32` computes
     FP32 operands in TF32.
     ```mlir
     %y = mpk.gemm %x, %w bias %b {trans_b = true, epilogue = "relu", ops = ["fc"]}
@@ -180,9 +179,7 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [AttrSizedOperandSegments]> {
                        Optional<AnyRankedTensor>:$bias,
                        Optional<AnyRankedTensor>:$a_scale, Optional<AnyRankedTensor>:$b_scale,
                        BoolAttr:$trans_b, StrAttr:$epilogue, BoolAttr:$tf32,
-                       StrArrayAttr:$ops,
-                       OptionalAttr<DenseI64ArrayAttr>:$a_block,
-                       OptionalAttr<DenseI64ArrayAttr>:$b_block);
+                       StrArrayAttr:$ops);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = [{
     $a `,` $b (`bias` $bias^)? (`scales` `(` $a_scale^ `,` $b_scale `)`)? attr-dict

@@ -4,6 +4,9 @@
 // RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd" %s | mixprec-opt --mp-precision-pipeline="precision=fp8 fp8-scaling=delayed" | FileCheck %s --check-prefix=W2
 // RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd" %s | mixprec-opt --mp-precision-pipeline="precision=fp8 fp8-scaling=delayed" | FileCheck %s --check-prefix=H
 
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd" %s | mixprec-opt --mp-precision-pipeline="precision=fp8 fp8-scaling=block" | FileCheck %s --check-prefix=BLOCK
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd" %s | mixprec-opt --mp-precision-pipeline="precision=fp8 fp8-scaling=block" | FileCheck %s --check-prefix=BLOCKW
+
 // One FP8 copy per value per step, as Transformer Engine keeps: the FP8
 // training step of a two-layer MLP has 5 FP8 GEMMs (fc1 and fc2 forward,
 // dH = dY W2^T, dW2 = H^T dY, dW1 = X^T dH) reading 10 operands, but only 6
@@ -18,6 +21,23 @@
 // CHECK-NOT: mp.quantize
 // GEMM-COUNT-5: mp.scaled_linear
 // GEMM-NOT: mp.scaled_linear
+
+// Block scaling (Float8BlockScaling): the weights keep one copy each
+// (128x128 blocks serve both orientations: data and scales transposed), but
+// an activation or gradient read transposed (x^T in dW1, H^T in dW2, dY and
+// dH as [n, k] operands) is quantized along the other dim as a copy of its
+// own, as Transformer Engine's rowwise and columnwise copies: 9 copies for
+// the 6 values (x, H, dY twice; W1, W2, dH once).
+// BLOCK-LABEL: func.func @main
+// BLOCK-COUNT-9: mp.block_quantize
+// BLOCK-NOT: mp.block_quantize
+// BLOCKW-LABEL: func.func @main
+// BLOCKW-SAME: %[[FIRST:arg[0-9]+]]: tensor<16x32xf32> {mp.name = "fc1.weight"
+// BLOCKW-SAME: %[[SECOND:arg[0-9]+]]: tensor<32x16xf32> {mp.name = "fc2.weight"
+// BLOCKW-COUNT-1: mp.block_quantize %[[SECOND]], %{{.*}} {block = array<i64: 128, 128>}
+// BLOCKW-COUNT-1: mp.block_quantize %[[FIRST]], %{{.*}} {block = array<i64: 128, 128>}
+// BLOCKW-NOT: mp.block_quantize %[[FIRST]],
+// BLOCKW-NOT: mp.block_quantize %[[SECOND]],
 
 // The weights (training state): one quantize each, right after nothing (a
 // block argument's copy opens the step), read by every GEMM that uses them.

@@ -428,8 +428,13 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
   // Sums and products, whose NaN payloads depend on operand order
   // (firstDifference).
   auto scatter = dyn_cast<mixprec::kernel::ScatterNdOptionsAttr>(op.getOptions());
-  const bool arithmetic = op.getOpType() == mixprec::kernel::Routine::ReduceSum ||
-                          op.getOpType() == mixprec::kernel::Routine::ReduceMean ||
+  const mixprec::kernel::Routine kind = op.getOpType();
+  const bool blockScaling = kind == mixprec::kernel::Routine::BlockScale ||
+                            kind == mixprec::kernel::Routine::BlockQuantize ||
+                            kind == mixprec::kernel::Routine::BlockScaledGemm;
+  // (Block scaling's NaN: the CPU's quiet NaN against CUDA's canonical one.)
+  const bool arithmetic = kind == mixprec::kernel::Routine::ReduceSum ||
+                          kind == mixprec::kernel::Routine::ReduceMean || blockScaling ||
                           (scatter && (scatter.getReduction() == 1 || scatter.getReduction() == 2));
   // Run-time indices: two trials in range, then three with indices out of
   // range (where the kernel reports them).
@@ -453,6 +458,23 @@ bool checkRoutine(const std::string &where, mixprec::kernel::CallOp op,
         std::memcpy(t.bytes.data(), &amax, 4);
       }
       bound.push_back(std::move(t));
+    }
+    // Block scales as block_scale makes them: powers of two (one in 16
+    // NaN, as a block with an inf or NaN gets), so the data is quantized
+    // and the GEMM sums at ordinary magnitudes.
+    auto scaleOperands = [&]() -> std::vector<size_t> {
+      if (kind == mixprec::kernel::Routine::BlockQuantize)
+        return {1};
+      if (kind == mixprec::kernel::Routine::BlockScaledGemm)
+        return {2, 3};
+      return {};
+    };
+    for (size_t input : scaleOperands()) {
+      HostTensor &t = bound[llvm::find(arguments, op.getInputs()[input]) - arguments.begin()];
+      for (size_t i = 0; i + 4 <= t.bytes.size(); i += 4) {
+        float s = rng() % 16 == 0 ? NAN : std::ldexp(1.0f, static_cast<int>(rng() % 41) - 20);
+        std::memcpy(t.bytes.data() + i, &s, 4);
+      }
     }
     // Only the indices decide where a run fails.
     int64_t bad = -1;

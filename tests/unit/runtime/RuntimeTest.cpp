@@ -44,7 +44,7 @@ std::vector<float> copyOut(Session &session, size_t index) {
 
 TEST(RuntimeApi, Versions) {
   EXPECT_STREQ(mixprec_runtime_version(), "0.1.0");
-  EXPECT_EQ(mixprec_schema_version(), 5u);
+  EXPECT_EQ(mixprec_schema_version(), 4u);
   EXPECT_STREQ(mixprec_status_code_name(MIXPREC_SIDE_FILE_ERROR), "SIDE_FILE_ERROR");
   EXPECT_STREQ(mixprec_dtype_name(MIXPREC_DTYPE_F8E4M3FN), "f8E4M3FN");
   EXPECT_EQ(mixprec_dtype_size(MIXPREC_DTYPE_I64), 8u);

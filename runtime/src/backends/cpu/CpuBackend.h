@@ -218,7 +218,6 @@ private:
   Status evalPiece(const KernelPlan &plan, int32_t pass, const std::vector<Segment> &segments,
                    const std::vector<int64_t> &segmentBase, int64_t count);
   Status runGemm(const GemmDesc &g);
-  Status runBlockScaledGemm(const GemmDesc &g);
   Status runRoutine(const RoutineOp &op);
   Status runDataMovement(const RoutineOp &op);
   Status runFloatRoutine(const RoutineOp &op);

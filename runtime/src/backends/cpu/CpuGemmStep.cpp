@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
-#include "common/numerics/BlockScaling.h"
 #include "runtime/kernels/Gemm.h"
 #include "runtime/kernels/Kernels.h"
 
@@ -28,46 +27,10 @@ const float *CpuBackend::floatOperand(int32_t tensor, Scratch &s) {
   return out;
 }
 
-/// A block-scaled FP8 GEMM (schema v5): numerics::blockScaledGemm, the
-/// same function as the compiler and the interpreter, then the bias and the
-/// epilogue in FP32 and one rounding.
-Status CpuBackend::runBlockScaledGemm(const GemmDesc &g) {
-  const std::vector<TensorDesc> &tensors = module->tensors();
-  const int64_t mn = g.m * g.n;
-  const float *a = floatOperand(g.a, scratch[0]);
-  const float *b = floatOperand(g.b, scratch[1]);
-  const float *sa = floatOperand(g.aScale, scratch[3]);
-  const float *sb = floatOperand(g.bScale, scratch[4]);
-  float *acc = scratch[2].floats(mn);
-  if (!a || !b || !sa || !sb || !acc)
-    return outOfMemory(g.name, (mn + tensors[g.a].elements + tensors[g.b].elements) * 4);
-  auto format = [&](int32_t t) {
-    return tensors[t].dtype == DType::F8E5M2 ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
-  };
-  num::blockScaledGemm(format(g.a), a, sa, g.aBlockRows, format(g.b), b, sb, g.bBlockRows,
-                       g.aBlockCols, g.m, g.n, g.k, acc);
-  if (g.bias != -1) {
-    const float *bias = floatOperand(g.bias, scratch[5]);
-    if (!bias)
-      return outOfMemory(g.name, tensors[g.bias].elements * 4);
-    cpu::binary(cpu::BinaryOp::Add, acc, g.biasTarget, bias, tensors[g.bias].shape, acc,
-                g.biasTarget);
-  }
-  if (g.relu)
-    cpu::unary(cpu::UnaryOp::Relu, acc, acc, mn);
-  if (g.gelu)
-    cpu::unary(cpu::UnaryOp::GeluTanh, acc, acc, mn);
-  float bad = 0.0f;
-  storeRun(tensors[g.out].dtype, tensorData(g.out), 0, 1, mn, acc, bad); // float dtype
-  return okStatus();
-}
-
 Status CpuBackend::runGemm(const GemmDesc &g) {
   const int64_t mn = g.m * g.n;
   if (mn == 0)
     return okStatus();
-  if (g.blockScaled())
-    return runBlockScaledGemm(g);
   const TensorDesc &outDesc = module->tensors()[g.out];
   auto operand = [&](int32_t t, Scratch &s) -> const float * {
     const float *p = floatOperand(t, s);

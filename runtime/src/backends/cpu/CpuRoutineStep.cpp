@@ -394,6 +394,27 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     num::blockQuantize(formatOf(op.fp8Format), layout, x, scales, result);
     break;
   }
+  case RoutineKind::BlockScaledGemm: {
+    // numerics::blockScaledGemm, as the compiler's interpreter; then the
+    // bias and the epilogue in FP32 (storeFloats rounds once).
+    const float *b = input(1), *sa = input(2), *sb = input(3);
+    const float *bias = present(4) ? input(4) : nullptr;
+    if (!b || !sa || !sb || (present(4) && !bias))
+      return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
+    auto format = [&](size_t i) {
+      return tensors[op.inputs[i]].dtype == DType::F8E5M2 ? num::Format::F8E5M2
+                                                          : num::Format::F8E4M3FN;
+    };
+    num::blockScaledGemm(format(0), x, sa, op.blockRows, format(1), b, sb, op.bBlockRows,
+                         op.blockCols, op.gemmM, op.gemmN, op.gemmK, result);
+    if (bias)
+      cpu::binary(cpu::BinaryOp::Add, result, y.shape, bias, shapeOf(4), result, y.shape);
+    if (op.epilogue == 1)
+      cpu::unary(cpu::UnaryOp::Relu, result, result, y.elements);
+    if (op.epilogue == 2) // cuBLASLt's GELU epilogue, as the GEMM steps
+      cpu::unary(cpu::UnaryOp::GeluTanh, result, result, y.elements);
+    break;
+  }
   case RoutineKind::Matmul: {
     const float *b = input(1);
     if (!b)

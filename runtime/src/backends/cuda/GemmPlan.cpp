@@ -54,13 +54,6 @@ GemmBias classifyBias(const std::vector<int64_t> &bias, const std::vector<int64_
 Status planTypes(const GemmDesc &g, const std::vector<TensorDesc> &tensors, GemmPlan &p) {
   const DType a = tensors[g.a].dtype, b = tensors[g.b].dtype, out = tensors[g.out].dtype;
   const bool fp8 = isFp8(a) || isFp8(b);
-  // cuBLASLt has the scale modes (CUDA 13: VEC128_32F and BLK128x128_32F on
-  // sm_90, VEC32_UE8M0 on sm_100), with scale layouts of its own; until the
-  // plan maps them, the CUDA backend refuses rather than guessing.
-  if (g.blockScaled())
-    return unsupported(g, "block-scaled FP8 GEMMs (--fp8-scaling block or mxfp8) run on the "
-                          "CPU backend only in this version; compile with per-tensor FP8 "
-                          "scaling for the CUDA backend");
   if (fp8 && !(isFp8(a) && isFp8(b)))
     return unsupported(g, std::string("a is ") + dtypeName(a) + " and b " + dtypeName(b) +
                               ": cuBLASLt multiplies FP8 only by FP8");
