@@ -16,15 +16,20 @@
 # After the inference table, the fused attention table of issue 25 part 5
 # (bench/attention_bench.py: mp.attention modules --prepare compiled into
 # build/gpu-bench/attention against SDPA's flash backend, GPU_ATTN_BENCH_S
-# seconds of the budget). The GPU run ends with the training table of issue
-# 11 (bench/train_bench.py on the step modules --prepare compiled into
-# build/gpu-bench/train, run by mixprec-train-run from the runtime-only build).
+# seconds of the budget), then the FP8 GEMM table of issue 25 part 5
+# (bench/fp8_gemm_bench.py: one linear layer at 2048 and 4096 compiled with
+# per-tensor, block and MXFP8 FP8 scaling and BF16 into
+# build/gpu-bench/fp8-gemm, GPU_FP8_BENCH_S seconds). The GPU run ends with
+# the training table of issue 11 (bench/train_bench.py on the step modules
+# --prepare compiled into build/gpu-bench/train, run by mixprec-train-run
+# from the runtime-only build).
 # On the GPU machine it reads build/gpu-bench (modules, recipes, manifest) and
 # build/runtime-deps (a full build's header-only dependencies): carry both.
 # Results go to stdout and, when OUT is set, to $OUT/gpu_bench.json,
-# attention_bench.json and gpu_bench.log. Needs python3 with numpy and
-# ml_dtypes everywhere, onnx for --prepare, torch for the PyTorch rows and
-# the SDPA columns (without it they are left out with a note).
+# attention_bench.json, fp8_gemm_bench.json and gpu_bench.log. Needs python3
+# with numpy and ml_dtypes everywhere, onnx for --prepare, torch for the
+# PyTorch rows and the SDPA columns (without it they are left out with a
+# note).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +42,7 @@ while (($#)); do
     --dry-run) mode=dry ;;
     --mixprec) mixprec=$2; shift ;;
     --shapes) dry_shapes=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -107,6 +112,9 @@ case $mode in
     # The fused attention modules (issue 25 part 5), one mp.attention each.
     python3 bench/attention_bench.py prepare --mixprec "$mixprec" --out build/gpu-bench/attention \
       --shapes gpu --arch sm_90 || exit 1
+    # One linear layer at FP8 per-tensor, block, MXFP8 and BF16 (issue 25 part 5).
+    python3 bench/fp8_gemm_bench.py prepare --mixprec "$mixprec" --out build/gpu-bench/fp8-gemm \
+      --shapes gpu --arch sm_90 || exit 1
     # The training steps (issue 11), compiled for sm_90 with their data.
     python3 bench/train_bench.py --prepare build/gpu-bench/train --arch sm_90 \
       --mixprec "$mixprec" || exit 1
@@ -157,20 +165,30 @@ case $mode in
           --prepared build/gpu-bench/cuda-tests
         echo "== e2e_cuda_vs_cpu: exit $?"
       fi
-      # The inference table first, then the attention table, which ends
-      # GPU_TRAIN_BENCH_S seconds before the deadline and starts at the
-      # latest GPU_ATTN_BENCH_S before that; the training table gets the last
-      # GPU_TRAIN_BENCH_S seconds of the budget.
+      # The inference table first, then the attention table and the FP8
+      # GEMM table, each with its slice (GPU_ATTN_BENCH_S, GPU_FP8_BENCH_S
+      # seconds) before the training table's: the FP8 GEMM table ends
+      # GPU_TRAIN_BENCH_S seconds before the deadline, the attention table
+      # GPU_FP8_BENCH_S before that, and so on; the training table gets the
+      # last GPU_TRAIN_BENCH_S seconds of the budget.
       train_s=${GPU_TRAIN_BENCH_S:-150}
       attn_s=${GPU_ATTN_BENCH_S:-100}
+      fp8_s=${GPU_FP8_BENCH_S:-60}
       [[ -f build/gpu-bench/attention/manifest.json ]] || attn_s=0
+      [[ -f build/gpu-bench/fp8-gemm/manifest.json ]] || fp8_s=0
       python3 bench/gpu_bench.py run --folder build/gpu-bench --runner "$runner" \
-        --backend cuda --device cuda --deadline "$((deadline - train_s - attn_s))"
+        --backend cuda --device cuda --deadline "$((deadline - train_s - fp8_s - attn_s))"
       if ((attn_s > 0)); then
         echo "== fused attention vs SDPA flash (issue 25)"
         python3 bench/attention_bench.py run --folder build/gpu-bench/attention \
-          --runner "$runner" --backend cuda --device cuda --deadline "$((deadline - train_s))" \
-          ${OUT:+--json "$OUT/attention_bench.json"}
+          --runner "$runner" --backend cuda --device cuda \
+          --deadline "$((deadline - train_s - fp8_s))" ${OUT:+--json "$OUT/attention_bench.json"}
+      fi
+      if ((fp8_s > 0)); then
+        echo "== FP8 block-scaled GEMM vs per-tensor (issue 25)"
+        python3 bench/fp8_gemm_bench.py run --folder build/gpu-bench/fp8-gemm \
+          --runner "$runner" --backend cuda --deadline "$((deadline - train_s))" \
+          ${OUT:+--json "$OUT/fp8_gemm_bench.json"}
       fi
       if [[ -f build/gpu-bench/train/manifest.json ]]; then
         echo "== training throughput (issue 11)"
@@ -196,6 +214,12 @@ case $mode in
       --out build/gpu-bench-dry/attention --shapes "$dry_shapes" --arch auto || exit 1
     python3 bench/attention_bench.py run --folder build/gpu-bench-dry/attention --runner "$runner" \
       --backend cpu --device cpu --warmup 1 --repeat 5 --max-seconds 5 --check || rc=$?
+    # The FP8 GEMM table's flow (issue 25 part 5) on the CPU backend: every
+    # module must run and stay within 0.1 (max rel) of FP32.
+    python3 bench/fp8_gemm_bench.py prepare --mixprec "$mixprec" \
+      --out build/gpu-bench-dry/fp8-gemm --shapes "$dry_shapes" --arch auto || exit 1
+    python3 bench/fp8_gemm_bench.py run --folder build/gpu-bench-dry/fp8-gemm --runner "$runner" \
+      --backend cpu --warmup 1 --repeat 5 --max-seconds 5 --check || rc=$?
     # The training table's flow (--prepare here, --from with the runtime-only runner).
     python3 bench/train_bench.py --prepare build/gpu-bench-dry/train --mixprec "$mixprec" ||
       exit 1
