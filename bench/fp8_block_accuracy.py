@@ -15,7 +15,17 @@ backend, and compared with onnxruntime's FP32 output: the
 relative L2 error over the ordinary tokens (the massive tokens left out)
 and over all of them.
 
+With --train MODEL (the e2e GPT-style block, build/tests/e2e/models/
+gpt_block/model.onnx), it trains that block at FP8 under each recipe
+(delayed per-tensor, Transformer Engine's training default; current
+per-tensor; block; mxfp8) beside FP32 over --seeds data-order seeds
+(`mixprec train --compare fp32 --seeds N`: 256 steps, AdamW, the
+next-token task of tests/e2e/run_train.py's gpt-fp8 case) and prints each
+recipe's test loss, FP32's, and the paired difference with its 95%
+interval.
+
 Usage: fp8_block_accuracy.py --mixprec build/bin/mixprec [--work DIR]
+                             [--train MODEL [--seeds N] [--steps N]]
 """
 
 import argparse
@@ -99,12 +109,49 @@ def run(cmd):
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}")
 
 
+def train_table(args):
+    """The GPT block trained at FP8 under each recipe beside FP32."""
+    import json
+    rng = np.random.default_rng(0)
+    start = rng.integers(0, 96, (256, 1))
+    stride = rng.integers(1, 4, (256, 1))
+    seq = (start + stride * np.arange(17)) % 96
+    xs, ys = os.path.join(args.work, "gpt_x.npy"), os.path.join(args.work, "gpt_y.npy")
+    np.save(xs, seq[:, :16].astype(np.int64))
+    np.save(ys, seq[:, 1:].astype(np.int64))
+    print(f"| recipe | FP8 test loss | FP32 test loss | paired difference [95% interval] "
+          f"| FP8 - FP32 accuracy |")
+    print("| --- | --- | --- | --- | --- |")
+    for scaling in ("delayed", "current", "block", "mxfp8"):
+        metrics = os.path.join(args.work, f"train_{scaling}.json")
+        run([args.mixprec, "train", args.train, "--data", "input_ids=" + xs, "--labels", ys,
+             "--batch", "2", "--steps", str(args.steps), "--optimizer", "adamw", "--lr", "0.003",
+             "--precision", "fp8", "--fp8-scaling", scaling, "--compare", "fp32", "--seeds",
+             str(args.seeds), "--metrics", metrics, "--log-every", "100000", "--test-data",
+             "input_ids=" + xs, "--test-labels", ys])
+        with open(metrics) as f:
+            m = json.load(f)
+        e, d = m["ensemble"], m["differences"]
+        loss = d["test_loss"]["paired"]
+        acc = d["test_accuracy"]["paired"]
+        print(f"| {scaling} | {e['fp8']['test_loss']['mean']:.4f} | "
+              f"{e['fp32']['test_loss']['mean']:.4f} | {loss['difference']:+.4f} "
+              f"[{loss['ci95'][0]:+.4f}, {loss['ci95'][1]:+.4f}] | "
+              f"{100 * acc['difference']:+.2f} points |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mixprec", required=True)
     ap.add_argument("--work", default="build/fp8-block-accuracy")
+    ap.add_argument("--train", help="the GPT-style block's model.onnx: the training table")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=256)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    if args.train:
+        train_table(args)
+        return
     import onnxruntime as ort
 
     x = inputs()
