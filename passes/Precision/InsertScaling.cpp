@@ -133,11 +133,12 @@ bool isWeightLike(Value v) {
   return func && func.getArgAttr(arg.getArgNumber(), GraphDialect::kStateAttr);
 }
 
-/// Whether FP8 GEMM `op` takes block scales: an mp.linear with a 2-D weight,
-/// or an mp.matmul of an input of rank >= 2 by a 2-D matrix.
+/// Whether FP8 GEMM `op` takes block scales: an mp.linear or mp.matmul of an
+/// input of rank >= 2 by a 2-D matrix (a vector input keeps per-tensor
+/// scaling).
 bool blockScalable(Operation *op) {
   if (auto linear = dyn_cast<graph::LinearOp>(op))
-    return shapeOf(linear.getWeight()).size() == 2;
+    return shapeOf(linear.getWeight()).size() == 2 && shapeOf(linear.getInput()).size() >= 2;
   if (auto matmul = dyn_cast<graph::MatmulOp>(op))
     return shapeOf(matmul.getRhs()).size() == 2 && shapeOf(matmul.getLhs()).size() >= 2;
   return false;

@@ -68,3 +68,17 @@ func.func @batched(%a: tensor<2x4x16xf32>, %b: tensor<2x16x16xf32>) -> tensor<2x
   %0 = mp.matmul %a, %b {acc_type = f32, mp.grad_operands = array<i64: 0>, mp.precision = f8E4M3FN} : (tensor<2x4x16xf32>, tensor<2x16x16xf32>) -> tensor<2x4x16xbf16>
   return %0 : tensor<2x4x16xbf16>
 }
+
+// -----
+
+// A vector input has no blocks over two dims: per-tensor current scaling.
+
+// CHECK-LABEL: func.func @vector_input
+// CHECK: mp.amax
+// CHECK: mp.scaled_linear
+// CHECK-NOT: mp.block_scale
+func.func @vector_input(%x: tensor<64xf32>) -> tensor<32xbf16> {
+  %w = mp.constant dense<0.5> : tensor<32x64xf32>
+  %0 = mp.linear %x, %w {acc_type = f32, mp.precision = f8E4M3FN, transpose_weight = true} : (tensor<64xf32>, tensor<32x64xf32>) -> tensor<32xbf16>
+  return %0 : tensor<32xbf16>
+}
