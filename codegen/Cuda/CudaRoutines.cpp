@@ -695,14 +695,14 @@ std::optional<CudaKernel> blockQuantizeKernel(kernel::CallOp op, const std::stri
   return p.finish();
 }
 
-/// block_scaled_gemm: one thread per output element, numerics::blockScaledGemm
-/// bit for bit: each k-block's products summed exactly in 64-bit integers
-/// (FP8 values times 2^9 or 2^16), rounded once to float, divided by the
-/// two scales, accumulated block after block in float; then the bias and
-/// the epilogue as the CPU routine. A portable kernel (no tensor cores):
-/// cuBLASLt's block scale modes are the fast path still to come. E5M2 x
-/// E5M2 (whose sums need 128 bits) and biases other than one value per
-/// column stay on the host.
+/// block_scaled_gemm: one thread per output element of 16 x 16 tiles,
+/// numerics::blockScaledGemm bit for bit: each k-block's products summed
+/// exactly in 64-bit integers (FP8 values times 2^9 or 2^16), rounded once
+/// to float, divided by the two scales, accumulated block after block in
+/// float; then the bias and the epilogue as the CPU routine. A portable
+/// kernel (no tensor cores): cuBLASLt's block scale modes are the fast path
+/// still to come. E5M2 x E5M2 (whose sums need 128 bits), k-blocks over
+/// 256 and biases other than one value per column stay on the host.
 std::optional<CudaKernel> blockScaledGemmKernel(kernel::CallOp op, const std::string &name) {
   auto options = cast<kernel::BlockGemmOptionsAttr>(op.getOptions());
   auto inputs = op.getInputs();
@@ -727,41 +727,67 @@ std::optional<CudaKernel> blockScaledGemmKernel(kernel::CallOp op, const std::st
   if (!p.begin("a blocks " + std::to_string(options.getABlockRows()) + "x" + std::to_string(kb) +
                ", b blocks " + std::to_string(options.getBBlockRows()) + "x" + std::to_string(kb)))
     return std::nullopt;
-  p.loop(m * n);
-  p.os << "    const long long row = i / " << n << "LL, col = i % " << n << "LL;\n"
+  // Tiles of 16 x 16 outputs, one thread each (256 per block, blocks
+  // striding over the tiles); each k-block of the tile's 16 rows of a and
+  // 16 rows of b staged in shared memory (rows padded by one against bank
+  // conflicts). A k-block over 256 would not fit: the host runs it.
+  if (kb > 256)
+    return std::nullopt;
+  const int64_t ld = kb + 1, tilesM = (m + 15) / 16, tilesN = (n + 15) / 16;
+  auto load = [&](const DTypeInfo &t, const char *in, const std::string &at) {
+    return std::string("mp_load_") + t.suffix + "((const " + t.ctype + " *)" + in + ", " + at +
+           ")";
+  };
+  p.os << "  __shared__ float ta[" << 16 * ld << "], tb[" << 16 * ld << "];\n"
+       << "  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;\n"
+       << "  for (long long tile = blockIdx.x; tile < " << tilesM * tilesN
+       << "LL; tile += gridDim.x) {\n"
+       << "    const long long r0 = tile / " << tilesN << "LL * 16, c0 = tile % " << tilesN
+       << "LL * 16;\n"
+       << "    const long long row = r0 + tr, col = c0 + tc;\n"
        << "    float acc = 0.0f;\n"
        << "    for (long long q = 0; q < " << blocks << "LL; ++q) {\n"
        << "      const long long k0 = q * " << kb << "LL;\n"
-       << "      const long long k1 = k0 + " << kb << "LL < " << k << "LL ? k0 + " << kb
-       << "LL : " << k << "LL;\n"
+       << "      const long long len = k0 + " << kb << "LL < " << k << "LL ? " << kb << "LL : "
+       << k << "LL - k0;\n"
+       << "      __syncthreads(); // the previous k-block is consumed\n"
+       << "      for (int e = threadIdx.x; e < " << 16 * kb << "; e += blockDim.x) {\n"
+       << "        const int r = e / " << kb << ", c = e % " << kb << ";\n"
+       << "        ta[r * " << ld << " + c] = r0 + r < " << m << "LL && c < len ? "
+       << load(*a, "in0", "(r0 + r) * " + std::to_string(k) + "LL + k0 + c") << " : 0.0f;\n"
+       << "        tb[r * " << ld << " + c] = c0 + r < " << n << "LL && c < len ? "
+       << load(*b, "in1", "(c0 + r) * " + std::to_string(k) + "LL + k0 + c") << " : 0.0f;\n"
+       << "      }\n"
+       << "      __syncthreads();\n"
        << "      long long sum = 0;\n"
        << "      bool finite = true;\n"
-       << "      for (long long c = k0; c < k1; ++c) {\n"
-       << "        const float x = mp_load_" << a->suffix << "((const " << a->ctype
-       << " *)in0, row * " << k << "LL + c);\n"
-       << "        const float y = mp_load_" << b->suffix << "((const " << b->ctype
-       << " *)in1, col * " << k << "LL + c);\n"
+       << "      for (int c = 0; c < len; ++c) {\n"
+       << "        const float x = ta[tr * " << ld << " + c], y = tb[tc * " << ld << " + c];\n"
        << "        finite = finite && mp_finite(x) && mp_finite(y);\n"
        << "        if (finite) sum += (long long)(x * " << (1LL << shiftA)
        << ".0f) * (long long)(y * " << (1LL << shiftB) << ".0f);\n"
        << "      }\n"
-       << "      const float sa = __uint_as_float(in2[row / " << options.getABlockRows() << "LL * "
-       << blocks << "LL + q]);\n"
-       << "      const float sb = __uint_as_float(in3[col / " << options.getBBlockRows() << "LL * "
-       << blocks << "LL + q]);\n"
-       << "      const float term = finite ? (((float)sum * "
-       << "__uint_as_float(" << ((127u - static_cast<unsigned>(shiftA + shiftB)) << 23)
-       << "u)) / sa) / sb : MP_NAN;\n"
-       << "      acc = acc + term;\n"
-       << "    }\n";
+       << "      if (row < " << m << "LL && col < " << n << "LL) {\n"
+       << "        const float sa = __uint_as_float(in2[row / " << options.getABlockRows()
+       << "LL * " << blocks << "LL + q]);\n"
+       << "        const float sb = __uint_as_float(in3[col / " << options.getBBlockRows()
+       << "LL * " << blocks << "LL + q]);\n"
+       << "        acc = acc + (finite ? (((float)sum * __uint_as_float("
+       << ((127u - static_cast<unsigned>(shiftA + shiftB)) << 23) << "u)) / sa) / sb : MP_NAN);\n"
+       << "      }\n"
+       << "    }\n"
+       << "    if (row >= " << m << "LL || col >= " << n << "LL) continue;\n"
+       << "    const long long i = row * " << n << "LL + col;\n";
   if (bias)
-    p.os << "    acc = acc + mp_load_" << bias->suffix << "((const " << bias->ctype
-         << " *)in4, col);\n";
+    p.os << "    acc = acc + " << load(*bias, "in4", "col") << ";\n";
   if (options.getEpilogue() == 1)
     p.os << "    acc = acc < 0.0f ? 0.0f : acc;\n";
   if (options.getEpilogue() == 2)
     p.os << "    acc = mp_gelu_tanh(acc);\n";
-  p.os << "    mp_store_" << out->suffix << "((" << out->ctype << " *)out0, i, acc);\n";
+  p.os << "    mp_store_" << out->suffix << "((" << out->ctype << " *)out0, i, acc);\n"
+       << "  }\n";
+  p.kernel.launch.blockSize = 256;
+  p.kernel.launch.gridSize = std::min<int64_t>(tilesM * tilesN, kMaxGrid);
   return p.finish();
 }
 
