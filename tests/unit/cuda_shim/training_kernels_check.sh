@@ -16,8 +16,9 @@
 #    scatter_nd of the losses and embeddings check their indices into the
 #    device's error record);
 #  - both steps compiled to modules with CUDA code (the MLP's at fp8 for
-#    sm_80, the GPT block's at bf16 for sm_90), loaded by the runtime's
-#    loader: no routine step on the host (gemm_plan_check --no-host-steps);
+#    sm_80, the GPT block's at bf16 and at fp8 with block scaling for
+#    sm_90), loaded by the runtime's loader: no routine step on the host
+#    (gemm_plan_check --no-host-steps);
 #  - every kernel on the CUDA shim against the CPU backend (the MLP's step
 #    at every precision; the GPT block's softmax backward sums products of
 #    five random inputs, past the checker's additive row-sum bound).
@@ -34,6 +35,11 @@ for p in fp32 bf16 fp16 fp8; do
     --mp-precision-pipeline="precision=$p" --mp-kernel-pipeline "$work/gpt.mlir" \
     -o "$work/gpt_step_$p.mlir"
 done
+# FP8 block scaling (issue 25 part 2): its routines (block_scale,
+# block_quantize, block_scaled_gemm) all have kernels too.
+"$opt" --mp-build-training-step="loss=ce optimizer=adamw" \
+  --mp-precision-pipeline="precision=fp8 fp8-scaling=block" --mp-kernel-pipeline "$work/gpt.mlir" \
+  -o "$work/gpt_step_fp8block.mlir"
 "$nvrtc" "$work/mlp_step_bf16.mlir" "$work/mlp_step_fp8.mlir" "$work/gpt_step_fp8.mlir"
 "$shim_routines" --all-on-device "$work"/mlp_step_*.mlir "$work"/gpt_step_*.mlir
 "$opt" --mp-build-training-step="loss=ce optimizer=sgd momentum=0.9" "$work/mlp.mlir" \
@@ -43,5 +49,8 @@ MIXPREC_CACHE_DIR=$work/cache "$mixprec" compile "$work/mlp_train.mlir" --precis
   --arch sm_80 -o "$work/mlp_step_fp8.mpk" > /dev/null
 MIXPREC_CACHE_DIR=$work/cache "$mixprec" compile "$work/gpt_train.mlir" --precision bf16 \
   --arch sm_90 -o "$work/gpt_step_bf16.mpk" > /dev/null
-"$plans" --no-host-steps "$work/mlp_step_fp8.mpk" "$work/gpt_step_bf16.mpk"
+MIXPREC_CACHE_DIR=$work/cache "$mixprec" compile "$work/gpt_train.mlir" --precision fp8 \
+  --fp8-scaling block --arch sm_90 -o "$work/gpt_step_fp8block.mpk" > /dev/null
+"$plans" --no-host-steps "$work/mlp_step_fp8.mpk" "$work/gpt_step_bf16.mpk" \
+  "$work/gpt_step_fp8block.mpk"
 "$shim_models" "$work"/mlp_step_*.mlir
