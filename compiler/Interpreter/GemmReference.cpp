@@ -10,6 +10,7 @@
 
 #include "common/numerics/BlockScaling.h"
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 #include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Kernels.h"
 
@@ -147,10 +148,8 @@ void blockScaledLinear(graph::ScaledLinearOp op, Evaluator &e, std::vector<T> &r
   const T *a = e.values<T>(op.getInput()), *b = e.values<T>(op.getWeight());
   const T *sa = e.values<T>(op.getInputScale()), *sb = e.values<T>(op.getWeightScale());
   if constexpr (std::is_same_v<T, float>) {
-    auto format = [](Value v) {
-      return isa<Float8E5M2Type>(elementTypeOf(v)) ? numerics::Format::F8E5M2
-                                                   : numerics::Format::F8E4M3FN;
-    };
+    // The verifier made both operands FP8.
+    auto format = [](Value v) { return *graph::storageFormatOf(elementTypeOf(v)); };
     numerics::blockScaledGemm(format(op.getInput()), a, sa, ab[0], format(op.getWeight()), b, sb,
                               bb[0], ab[1], m, n, k, r.data());
   } else {

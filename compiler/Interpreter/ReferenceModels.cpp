@@ -4,6 +4,7 @@
 #include "common/numerics/BlockScaling.h"
 #include "common/numerics/Rounding.h"
 #include "dialects/Graph/IR/GraphOps.h"
+#include "dialects/Graph/IR/StorageFormat.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -40,10 +41,8 @@ struct Fp8ScaleReference : ReferenceModel<Fp8ScaleReference, graph::Fp8ScaleOp> 
   }
 };
 
-/// The format of an FP8 type.
-num::Format fp8FormatOf(Type t) {
-  return isa<Float8E5M2Type>(t) ? num::Format::F8E5M2 : num::Format::F8E4M3FN;
-}
+/// The format of an FP8 type (the verifiers make these FP8).
+num::Format fp8FormatOf(Type t) { return *graph::storageFormatOf(t); }
 
 /// The BlockLayout of `v` with blocks `block`.
 num::BlockLayout blockLayoutOf(Value v, ArrayRef<int64_t> block) {

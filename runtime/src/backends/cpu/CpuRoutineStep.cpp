@@ -401,10 +401,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     const float *bias = present(4) ? input(4) : nullptr;
     if (!b || !sa || !sb || (present(4) && !bias))
       return outOfMemory(op.name, tensors[op.inputs[1]].elements * 4);
-    auto format = [&](size_t i) {
-      return tensors[op.inputs[i]].dtype == DType::F8E5M2 ? num::Format::F8E5M2
-                                                          : num::Format::F8E4M3FN;
-    };
+    auto format = [&](size_t i) { return formatOf(tensors[op.inputs[i]].dtype); };
     num::blockScaledGemm(format(0), x, sa, op.blockRows, format(1), b, sb, op.bBlockRows,
                          op.blockCols, op.gemmM, op.gemmN, op.gemmK, result);
     if (bias)
