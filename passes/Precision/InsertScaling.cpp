@@ -112,27 +112,6 @@ bool isBlockScaling(Fp8Scaling scaling) {
   return scaling == Fp8Scaling::Block || scaling == Fp8Scaling::Mxfp8;
 }
 
-/// Whether a GEMM operand is a weight for block scaling (128 x 128 blocks):
-/// through casts and transposes, a constant or an `mp.state` argument.
-bool isWeightLike(Value v) {
-  while (true) {
-    if (auto c = v.getDefiningOp<graph::CastOp>()) {
-      v = c.getInput();
-      continue;
-    }
-    if (auto t = v.getDefiningOp<graph::TransposeOp>()) {
-      v = t.getInput();
-      continue;
-    }
-    break;
-  }
-  if (v.getDefiningOp<graph::ConstantOp>())
-    return true;
-  auto arg = dyn_cast<BlockArgument>(v);
-  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
-  return func && func.getArgAttr(arg.getArgNumber(), GraphDialect::kStateAttr);
-}
-
 /// Whether FP8 GEMM `op` takes block scales: an mp.linear or mp.matmul of an
 /// input of rank >= 2 by a 2-D matrix (a vector input keeps per-tensor
 /// scaling).
@@ -286,7 +265,9 @@ private:
     auto blockOf = [&](Value v) -> std::pair<int64_t, int64_t> {
       if (mx)
         return {1, 32};
-      return {isWeightLike(v) && shapeOf(v).size() == 2 ? 128 : 1, 128};
+      // A weight (graph::isWeightLike: a constant or an mp.state argument,
+      // through casts, transposes and reshapes) gets 128 x 128 blocks.
+      return {graph::isWeightLike(v) && shapeOf(v).size() == 2 ? 128 : 1, 128};
     };
     auto [aRows, aCols] = blockOf(lhs);
     auto [bRows, bCols] = blockOf(rhs);
