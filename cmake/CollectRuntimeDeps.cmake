@@ -34,6 +34,14 @@ file(COPY ${SCHEMA_HEADER} ${SCHEMA} DESTINATION ${staging})
 # The CUDA headers the runtime includes, with everything they include.
 set(probe ${staging}/cuda-headers.cpp)
 file(WRITE ${probe} "#include <cuda.h>\n#include <cublasLt.h>\n")
+# nccl.h too where the toolkit has it: the NCCL collective (train/) takes its
+# types from it on the GPU machine.
+foreach(dir ${CUDA_INCLUDE})
+  if(EXISTS ${dir}/nccl.h)
+    file(APPEND ${probe} "#include <nccl.h>\n")
+    break()
+  endif()
+endforeach()
 set(include_flags "")
 foreach(dir ${CUDA_INCLUDE})
   list(APPEND include_flags -I${dir})

@@ -91,4 +91,6 @@ add_subdirectory(common)
 add_subdirectory(runtime)
 add_subdirectory(train)
 add_subdirectory(tests/unit/runtime)
+# The collectives' tests (collective_nccl_gpu needs no GoogleTest).
+add_subdirectory(tests/unit/train)
 add_subdirectory(tools/mixprec-train-run)

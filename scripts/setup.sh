@@ -11,6 +11,7 @@ APT_PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenblas-dev libgtest-dev libgmock-dev
   clang-19 libclang-rt-19-dev chromium-headless-shell
+  libopenmpi-dev openmpi-bin
 )
 # nanobind and scikit-build-core build the Python package (python/), pytest tests it.
 PIP_PKGS=(lit numpy onnx onnxruntime ml_dtypes nanobind scikit-build-core pytest)
