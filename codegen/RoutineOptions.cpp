@@ -176,6 +176,11 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         sc::IntElementwiseOptionsT t;
         t.op = a.getOp();
         table.Set(std::move(t));
+      })
+      .Case([&](kernel::AllReduceOptionsAttr a) {
+        sc::AllReduceOptionsT t;
+        t.reduction = a.getReduction();
+        table.Set(std::move(t));
       });
   return table;
 }

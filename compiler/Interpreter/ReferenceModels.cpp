@@ -91,6 +91,16 @@ struct BlockQuantizeReference : ReferenceModel<BlockQuantizeReference, graph::Bl
   }
 };
 
+struct AllReduceReference : ReferenceModel<AllReduceReference, graph::AllReduceOp> {
+  /// The interpreter is one process, a job of one rank: the sum, mean and
+  /// max of one contribution are that contribution.
+  template <typename T> static LogicalResult run(graph::AllReduceOp op, Evaluator &e) {
+    HostTensor value = e.get(op.getInput());
+    e.set(op.getOutput(), std::move(value));
+    return success();
+  }
+};
+
 struct FusionReference : ReferenceModel<FusionReference, graph::FusionOp> {
   /// A fused kernel computes exactly what its ops compute, rounding every
   /// intermediate to its IR dtype; only the memory traffic differs.
@@ -125,6 +135,7 @@ void attachScalingAndFusionReferenceModels(MLIRContext *ctx) {
   graph::Fp8ScaleOp::attachInterface<Fp8ScaleReference>(*ctx);
   graph::BlockScaleOp::attachInterface<BlockScaleReference>(*ctx);
   graph::BlockQuantizeOp::attachInterface<BlockQuantizeReference>(*ctx);
+  graph::AllReduceOp::attachInterface<AllReduceReference>(*ctx);
   graph::FusionOp::attachInterface<FusionReference>(*ctx);
 }
 

@@ -162,6 +162,12 @@ Attribute blockQuantizeOptions(graph::BlockQuantizeOp op) {
                                             0, op.getOutput().getType().getElementType());
 }
 
+/// all_reduce: its reduction (0 sum, 1 mean, 2 max).
+Attribute allReduceOptions(graph::AllReduceOp op) {
+  int64_t reduction = op.getReduction() == "sum" ? 0 : op.getReduction() == "mean" ? 1 : 2;
+  return kernel::AllReduceOptionsAttr::get(op.getContext(), reduction);
+}
+
 /// A matmul no GEMM step expresses (vector operands, partially broadcast
 /// batches): numpy.matmul, TF32 from the precision plan.
 Attribute matmulOptions(graph::MatmulOp op) {
@@ -306,6 +312,7 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::CumSum, cumSumOptions);
   addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
   addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
+  addRoutine(patterns, Routine::AllReduce, allReduceOptions);
   patterns.add<TopKPattern>(patterns.getContext());
   patterns.add<AttentionPattern<graph::AttentionOp>, AttentionPattern<graph::AttentionGradOp>>(
       patterns.getContext());

@@ -84,6 +84,24 @@ public:
   /// One line for mixprec_session_backend_reason: where the session runs
   /// ("CUDA backend on NVIDIA H200 (sm_90); ..."); "" when nothing to say.
   virtual std::string description() const { return ""; }
+
+  /// The session's collective for the all_reduce steps (checked by the C
+  /// API); null: none (a job of one rank).
+  virtual void setCollective(const mixprec_collective_t *c) {
+    hasCollective = c != nullptr;
+    if (c)
+      collective = *c;
+  }
+
+protected:
+  /// Copies nothing: reduces `count` elements of `dtype` at `data` in place
+  /// with the collective (the routine's reduction), or leaves them as they
+  /// are without one or in a job of one rank. `stream` for device buffers.
+  Status allReduceInPlace(const std::string &opName, void *data, size_t count,
+                          mixprec_dtype_t dtype, int64_t reduction, void *stream) const;
+
+  mixprec_collective_t collective{};
+  bool hasCollective = false;
 };
 
 struct BackendOptions {

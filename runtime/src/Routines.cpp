@@ -72,6 +72,7 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"block_scale", RoutineKind::BlockScale, Options::BlockScaleOptions},
     {"block_quantize", RoutineKind::BlockQuantize, Options::BlockScaleOptions},
     {"block_scaled_gemm", RoutineKind::BlockScaledGemm, Options::BlockGemmOptions},
+    {"all_reduce", RoutineKind::AllReduce, Options::AllReduceOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -152,6 +153,7 @@ private:
   Status reduce();
   Status matmul();
   Status fp8Scale();
+  Status allReduce();
   Status indexTensor(const TensorDesc &t) const;
   Status numericTensor(const TensorDesc &t, const char *role) const;
   Status gatherElements();
@@ -896,6 +898,23 @@ Status RoutineVerifier::fp8Scale() {
   return okStatus();
 }
 
+/// all_reduce: one f32, f16 or bf16 input and an output of its dtype and shape.
+Status RoutineVerifier::allReduce() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  out.reduction = options<schema::AllReduceOptions>().reduction();
+  if (out.reduction < 0 || out.reduction > 2)
+    return fail("reduction " + std::to_string(out.reduction) +
+                " out of range (0 sum, 1 mean, 2 max)");
+  const schema::DType d = in(0).dtype;
+  if (d != schema::DType::F32 && d != schema::DType::F16 && d != schema::DType::BF16)
+    return fail("input '" + in(0).name + "' is " + dtypeName(d) + ", not f32, f16 or bf16");
+  if (result().dtype != d)
+    return fail("output '" + result().name + "' is " + dtypeName(result().dtype) +
+                ", the input is " + dtypeName(d));
+  return sameShape(in(0), result());
+}
+
 Status RoutineVerifier::blockScaling() {
   const bool quantize = out.kind == RoutineKind::BlockQuantize;
   if (Status s = operands(quantize ? 2 : 1, quantize ? 2 : 1, quantize ? 2 : 1); !s.ok())
@@ -1117,6 +1136,8 @@ Status RoutineVerifier::run() {
     return blockScaling();
   case RoutineKind::BlockScaledGemm:
     return blockScaledGemm();
+  case RoutineKind::AllReduce:
+    return allReduce();
   }
   return fail("unhandled op type");
 }

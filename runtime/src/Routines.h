@@ -47,7 +47,10 @@
 // call writes the output (v's dtype) or the FP32 log-sum-exp, the
 // probabilities rounded to v's dtype before P.V as the CUDA kernel's tensor
 // cores take them; attention_grad (q, k, v, out, lse, dout, bias) writes one
-// of dq, dk, dv, recomputing the probabilities from lse.
+// of dq, dk, dv, recomputing the probabilities from lse. all_reduce (f32,
+// f16 or bf16, output of the input's dtype and shape) reduces its input
+// across the ranks of a data-parallel job through the session's collective
+// (runtime.h); without one it copies it (a job of one rank).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_ROUTINES_H
@@ -99,6 +102,7 @@ enum class RoutineKind {
   BlockScale,
   BlockQuantize,
   BlockScaledGemm,
+  AllReduce,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -147,6 +151,8 @@ struct RoutineOp {
   // bBlockRows x blockCols; a [m, k] (leading dims as rows), b [n, k]; the
   // epilogue after the bias (0 none, 1 relu, 2 tanh-GELU).
   int64_t bBlockRows = 1, gemmM = 0, gemmN = 0, gemmK = 0, epilogue = 0;
+  // all_reduce: 0 sum, 1 mean, 2 max (AllReduceOptions).
+  int64_t reduction = 0;
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

@@ -275,6 +275,31 @@ mixprec_status_t mixprec_session_run(mixprec_session_t session) {
   return mixprec_session_wait(session);
 }
 
+mixprec_status_t mixprec_session_set_collective(mixprec_session_t session,
+                                                const mixprec_collective_t *collective) {
+  if (!session)
+    return invalidArgument("set_collective: session must not be NULL");
+  if (mixprec_status_t s = checkNotPending(session, "set_collective"))
+    return s;
+  if (!collective) {
+    session->backend->setCollective(nullptr);
+    return nullptr;
+  }
+  if (collective->struct_size < sizeof(mixprec_collective_t))
+    return invalidArgument("set_collective: struct_size " +
+                           std::to_string(collective->struct_size) + " is below " +
+                           std::to_string(sizeof(mixprec_collective_t)));
+  if (!collective->all_reduce)
+    return invalidArgument("set_collective: all_reduce must not be NULL");
+  if (collective->world_size < 1 || collective->rank < 0 ||
+      collective->rank >= collective->world_size)
+    return invalidArgument("set_collective: rank " + std::to_string(collective->rank) +
+                           " of world size " + std::to_string(collective->world_size) +
+                           " (needs 0 <= rank < world size)");
+  session->backend->setCollective(collective);
+  return nullptr;
+}
+
 void *mixprec_session_stream(mixprec_session_t session) {
   return session ? session->backend->stream() : nullptr;
 }

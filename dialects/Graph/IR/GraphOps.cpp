@@ -641,6 +641,16 @@ LogicalResult BlockQuantizeOp::verify() {
   return verifyBlockScales(*this, "input", getInput(), getScales(), getBlock());
 }
 
+LogicalResult AllReduceOp::verify() {
+  StringRef r = getReduction();
+  if (r != "sum" && r != "mean" && r != "max")
+    return emitOpError() << "reduction must be \"sum\", \"mean\" or \"max\", got \"" << r << "\"";
+  if (getInput().getType() != getOutput().getType())
+    return emitOpError() << "output type " << getOutput().getType() << " must be the input's, "
+                         << getInput().getType();
+  return success();
+}
+
 LogicalResult ScaledMatmulOp::verify() {
   if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getLhs()), elementTypeOf(getRhs()))) ||
       failed(verifyScale(*this, getLhsScale())) || failed(verifyScale(*this, getRhsScale())))

@@ -1220,6 +1220,34 @@ def Graph_ScaledLinearOp : Graph_Op<"scaled_linear",
 }
 
 //===----------------------------------------------------------------------===//
+// Data parallelism
+//===----------------------------------------------------------------------===//
+def Graph_AllReduceOp : Graph_Op<"all_reduce"> {
+  let summary = "Reduces a tensor across the ranks of a data-parallel job";
+  let description = [{
+    Every rank of the job contributes its `input`; every rank's `output` is
+    the element-wise sum, mean (the sum divided by the world size in FP32,
+    rounded once) or max, with the same bits on every rank. The runtime
+    calls the session's collective (MPI, NCCL: runtime.h,
+    mixprec_session_set_collective); without one, or in a job of one rank,
+    the output is the input, so a step compiled for data parallelism
+    computes on one process what it computed before. The training step
+    (`--mp-build-training-step data-parallel=true`) reduces its gradients,
+    its loss and its overflow flag with it.
+    ```mlir
+    %g = mp.all_reduce %grads {reduction = "mean"} : tensor<4096xf32> -> tensor<4096xf32>
+    ```
+    Verifier: a known reduction; the output's type is the input's. Not
+    pure: it is never folded, merged or removed, and every rank runs the
+    same all_reduce steps in the same order.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, StrAttr:$reduction);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion (--mp-fuse)
 //===----------------------------------------------------------------------===//
 

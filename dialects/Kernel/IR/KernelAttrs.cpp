@@ -175,6 +175,14 @@ LogicalResult BlockGemmOptionsAttr::verify(function_ref<InFlightDiagnostic()> em
   return success();
 }
 
+LogicalResult AllReduceOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                           int64_t reduction) {
+  if (reduction < 0 || reduction > 2)
+    return emitError() << "all_reduce reduction must be 0 (sum), 1 (mean) or 2 (max), got "
+                       << reduction;
+  return success();
+}
+
 LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                            int64_t reduction) {
   if (reduction < 0 || reduction > 4)

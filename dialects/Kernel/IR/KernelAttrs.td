@@ -354,4 +354,18 @@ def Kernel_IntElementwiseOptionsAttr : Kernel_Options<"IntElementwise", "int_ele
   let genVerifyDecl = 1;
 }
 
+def Kernel_AllReduceOptionsAttr : Kernel_Options<"AllReduce", "all_reduce", ["AllReduce"]> {
+  let summary = "Options of the all_reduce routine: the reduction across the ranks";
+  let description = [{
+    `reduction` is the schema's AllReduceOptions.reduction: 0 sum, 1 mean
+    (the sum divided by the world size), 2 max.
+    ```mlir
+    #mpk.all_reduce<reduction = 1>
+    ```
+    Verifier: `reduction` in [0, 2].
+  }];
+  let parameters = (ins "int64_t":$reduction);
+  let genVerifyDecl = 1;
+}
+
 #endif // MIXPREC_KERNEL_ATTRS

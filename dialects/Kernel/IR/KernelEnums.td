@@ -55,7 +55,9 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     // Issue 25: FP8 block scaling and MXFP8.
     I32EnumAttrCase<"BlockScale", 80, "block_scale">,
     I32EnumAttrCase<"BlockQuantize", 81, "block_quantize">,
-    I32EnumAttrCase<"BlockScaledGemm", 82, "block_scaled_gemm">
+    I32EnumAttrCase<"BlockScaledGemm", 82, "block_scaled_gemm">,
+    // Issue 26: data-parallel training.
+    I32EnumAttrCase<"AllReduce", 90, "all_reduce">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

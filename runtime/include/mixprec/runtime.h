@@ -416,6 +416,47 @@ MIXPREC_API mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path,
                                                                size_t capacity,
                                                                size_t *user_bytes);
 
+/*===----------------------------------------------------------------------===*
+ * Collectives (data-parallel training)
+ *
+ * A module may hold all_reduce steps (a training step compiled for data
+ * parallelism: its gradients, loss and overflow flag are reduced across
+ * the ranks before the optimizer). Without a collective, or with one of
+ * world size 1, an all_reduce copies its input: one process computes what
+ * it computed before. With one of world size 2 or more, the step copies its
+ * input to its output and calls `all_reduce` in place on the output (a host
+ * pointer on the CPU backend; on the CUDA backend a device pointer and the
+ * session's stream when `device_buffers` is 1, else a host copy) with the
+ * step's reduction (the routine's numbers: 0 sum, 1 mean, 2 max), which
+ * must leave the same bits on every rank. The application owns the collective (MPI,
+ * NCCL: train/Collective.h) and keeps `context` alive while the session
+ * may run. A non-zero return fails the run with the message the callback
+ * wrote into `error` (NUL-terminated, at most error_size bytes) and leaves
+ * every state as it was.
+ *===----------------------------------------------------------------------===*/
+
+typedef int32_t mixprec_reduce_op_t;
+enum mixprec_reduce_op_e {
+  MIXPREC_REDUCE_SUM = 0,
+  MIXPREC_REDUCE_MEAN = 1, /* the sum divided by world_size */
+  MIXPREC_REDUCE_MAX = 2
+};
+
+typedef struct mixprec_collective_t {
+  size_t struct_size; /* sizeof(mixprec_collective_t) */
+  void *context;
+  int32_t rank, world_size;
+  int32_t device_buffers;
+  int (*all_reduce)(void *context, void *data, size_t count, mixprec_dtype_t dtype,
+                    mixprec_reduce_op_t op, void *stream, char *error, size_t error_size);
+} mixprec_collective_t;
+
+/* Sets (or, with NULL, removes) the session's collective; copied.
+ * MIXPREC_INVALID_ARGUMENT for a missing callback, a rank outside
+ * [0, world_size) or a world size below 1. */
+MIXPREC_API mixprec_status_t mixprec_session_set_collective(mixprec_session_t session,
+                                                            const mixprec_collective_t *collective);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -256,6 +256,11 @@ public:
   }
   /// Every state back to its initial value.
   Status resetState() { return Status(mixprec_session_reset_state(session_)); }
+  /// The collective the module's all_reduce steps call (null: none; a job
+  /// of one process). Copied; its context must outlive the runs.
+  Status setCollective(const mixprec_collective_t *collective) {
+    return Status(mixprec_session_set_collective(session_, collective));
+  }
   /// Every state and the application's `userBytes` of `userBlob`, written
   /// atomically to `path`.
   Status saveCheckpoint(const char *path, const void *userBlob = nullptr, size_t userBytes = 0) {

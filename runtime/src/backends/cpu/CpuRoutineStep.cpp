@@ -45,6 +45,17 @@ Status CpuBackend::runRoutine(const RoutineOp &op) {
     return runIndexRoutine(op);
   case RoutineKind::IntElementwise:
     return runIntRoutine(op);
+  case RoutineKind::AllReduce: {
+    // The input's bytes, then the collective in place on the output.
+    const TensorDesc &x = module->tensors()[op.inputs[0]];
+    const TensorDesc &y = module->tensors()[op.output];
+    uint8_t *out = tensorData(op.output);
+    const uint8_t *in = tensorData(op.inputs[0]);
+    if (out != in && y.bytes)
+      std::memmove(out, in, y.bytes);
+    return allReduceInPlace(op.name, out, static_cast<size_t>(x.elements),
+                            static_cast<mixprec_dtype_t>(y.dtype), op.reduction, nullptr);
+  }
   default:
     return runFloatRoutine(op);
   }

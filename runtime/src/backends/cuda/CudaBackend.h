@@ -120,6 +120,12 @@ public:
   Status allocate(size_t bytes, std::shared_ptr<DeviceBuffer> &out) override;
   void *stream() const override { return stream_; }
   std::string description() const override { return description_; }
+  /// Its own (device buffers: NCCL on the stream) and the host steps'.
+  void setCollective(const mixprec_collective_t *c) override {
+    Backend::setCollective(c);
+    if (host)
+      host->setCollective(c);
+  }
 
 private:
   Status makeContext();
@@ -136,6 +142,7 @@ private:
   Status enqueueKernel(const Launch &launch);
   Status enqueueGemm(size_t index);
   Status runHostStep(size_t index);
+  Status enqueueAllReduce(size_t index);
   Status readErrorRecord();
   Status commitStates();
   Status copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what);

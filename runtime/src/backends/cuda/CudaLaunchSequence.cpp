@@ -71,6 +71,21 @@ Status CudaBackend::runHostStep(size_t index) {
   return okStatus();
 }
 
+/// all_reduce with a collective on device buffers (NCCL): the input copied
+/// to the output on the stream, then reduced there in place.
+Status CudaBackend::enqueueAllReduce(size_t index) {
+  const RoutineOp &op = module->routines()[index];
+  const TensorDesc &y = module->tensors()[op.output];
+  if (pointers[op.output] != pointers[op.inputs[0]])
+    if (Status s = copyTensor(op.output, pointers[op.output], pointers[op.inputs[0]],
+                              "all_reduce: copying its input to");
+        !s.ok())
+      return s;
+  return allReduceInPlace(op.name, reinterpret_cast<void *>(pointers[op.output]),
+                          static_cast<size_t>(y.elements), static_cast<mixprec_dtype_t>(y.dtype),
+                          op.reduction, stream_);
+}
+
 Status CudaBackend::copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what) {
   const TensorDesc &d = module->tensors()[t];
   if (!d.bytes)
@@ -139,7 +154,10 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
       // the host's error on what it left.
       if (Status failed = readErrorRecord(); !failed.ok())
         return failed;
-      s = runHostStep(step->index());
+      s = module->routines()[step->index()].kind == RoutineKind::AllReduce && hasCollective &&
+                  collective.device_buffers
+              ? enqueueAllReduce(step->index())
+              : runHostStep(step->index());
       break;
     }
     if (!s.ok())

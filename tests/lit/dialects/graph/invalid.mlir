@@ -1362,3 +1362,21 @@ func.func @scaled_linear$one_block(%x: tensor<8x256xf8E4M3FN>, %w: tensor<32x256
   %0 = mp.scaled_linear %x, %w, %sx, %sw {transpose_weight = true, input_block = array<i64: 1, 128>} : (tensor<8x256xf8E4M3FN>, tensor<32x256xf8E4M3FN>, tensor<8x2xf32>, tensor<1x2xf32>) -> tensor<8x32xbf16>
   return %0 : tensor<8x32xbf16>
 }
+
+// -----
+
+// all_reduce: a known reduction.
+func.func @all_reduce$reduction(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{reduction must be "sum", "mean" or "max", got "min"}}
+  %0 = mp.all_reduce %g {reduction = "min"} : tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// all_reduce: the output is the input's type.
+func.func @all_reduce$type(%g: tensor<8xf32>) -> tensor<8xbf16> {
+  // expected-error @+1 {{output type 'tensor<8xbf16>' must be the input's, 'tensor<8xf32>'}}
+  %0 = mp.all_reduce %g {reduction = "sum"} : tensor<8xf32> -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}

@@ -118,3 +118,16 @@ func.func @mx_block_scale(%x: tensor<2x4x64xf32>) -> tensor<2x4x2xf32> {
       : tensor<2x4x64xf32> -> tensor<2x4x2xf32>
   return %s : tensor<2x4x2xf32>
 }
+
+// Data parallelism (issue 26): gradients and the loss reduced across ranks.
+// CHECK-LABEL: func.func @all_reduce
+func.func @all_reduce(%g: tensor<4096xf32>, %h: tensor<64xbf16>, %found: tensor<f32>)
+    -> (tensor<4096xf32>, tensor<64xbf16>, tensor<f32>) {
+  // CHECK: mp.all_reduce %{{.*}} {reduction = "mean"} : tensor<4096xf32> -> tensor<4096xf32>
+  %0 = mp.all_reduce %g {reduction = "mean"} : tensor<4096xf32> -> tensor<4096xf32>
+  // CHECK: mp.all_reduce %{{.*}} {reduction = "sum"} : tensor<64xbf16> -> tensor<64xbf16>
+  %1 = mp.all_reduce %h {reduction = "sum"} : tensor<64xbf16> -> tensor<64xbf16>
+  // CHECK: mp.all_reduce %{{.*}} {reduction = "max"} : tensor<f32> -> tensor<f32>
+  %2 = mp.all_reduce %found {reduction = "max"} : tensor<f32> -> tensor<f32>
+  return %0, %1, %2 : tensor<4096xf32>, tensor<64xbf16>, tensor<f32>
+}
