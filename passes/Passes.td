@@ -514,6 +514,11 @@ def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
     ListOption<"frozen", "frozen", "std::string", "Globs of constants not to train">,
     Option<"stepName", "name", "std::string", "\"train_step\"", "The step function's name">,
     Option<"keepForward", "keep-forward", "bool", "false", "Keep the forward function">,
+    Option<"dataParallel", "data-parallel", "bool", "false",
+           "Average the gradients and the loss across ranks (mp.all_reduce)">,
+    Option<"allreduceDType", "allreduce-dtype", "std::string", "\"fp32\"",
+           "The gradient buckets' dtype across ranks: fp32, bf16 or fp16">,
+    Option<"bucketMB", "bucket-mb", "double", "25.0", "Most MB of gradients per all_reduce">,
   ];
 }
 

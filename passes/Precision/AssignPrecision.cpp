@@ -192,6 +192,8 @@ Type AssignPrecisionPass::valueDType(Value v, const PrecisionPolicy &policy) {
   // that uses them), so they never promote an op.
   if (isa<graph::ConstantOp>(producer))
     return nullptr;
+  if (producer->hasAttr(GraphDialect::kFp32OutputAttr))
+    return Float32Type::get(v.getContext()); // an FP32 weight gradient
   if (auto assigned = producer->getAttrOfType<TypeAttr>(GraphDialect::kPrecisionAttr)) {
     Type t = assigned.getValue();
     if (isa<FloatTF32Type>(t))
@@ -207,6 +209,11 @@ std::pair<Type, std::string> AssignPrecisionPass::decide(Operation *op, Precisio
   MLIRContext *ctx = &getContext();
   Type f32 = Float32Type::get(ctx);
   graph::PrecisionClass opClass = graph::precisionClassOf(op);
+
+  // The training step's update and gradient buckets (GraphBase.td): a
+  // dtype the step's design fixes, above the policy and its overrides.
+  if (auto pinned = op->getAttrOfType<TypeAttr>(GraphDialect::kPinnedPrecisionAttr))
+    return {pinned.getValue(), "pinned"};
 
   for (PolicyOverride &o : policy.overrides)
     if (matches(op, o.pattern)) {

@@ -66,8 +66,11 @@ Type operandDType(Operation *op, unsigned index, Type precision) {
 }
 
 /// Results that are FP32 whatever the op's precision: attention's
-/// log-sum-exp (the backward pass recomputes probabilities from it).
+/// log-sum-exp (the backward pass recomputes probabilities from it), and a
+/// GEMM's marked mp.fp32_output (a training step's weight gradients).
 bool isFp32Result(OpResult result) {
+  if (result.getOwner()->hasAttr(GraphDialect::kFp32OutputAttr))
+    return true;
   auto attention = dyn_cast<graph::AttentionOp>(result.getOwner());
   return attention && result == attention.getLse();
 }

@@ -25,6 +25,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -108,6 +109,10 @@ std::string checkTrainingOptions(const TrainingOptions &o) {
   if (o.accumulate < 1 || o.accumulate > 4096)
     return "the micro-batches to accumulate must be in [1, 4096], got " +
            std::to_string(o.accumulate);
+  if (o.allreduceDType != "fp32" && o.allreduceDType != "bf16" && o.allreduceDType != "fp16")
+    return "the all-reduce dtype must be fp32, bf16 or fp16, got '" + o.allreduceDType + "'";
+  if (!finite(o.bucketMB) || o.bucketMB <= 0 || o.bucketMB > 1e6)
+    return "the gradient bucket size must be in (0, 1e6] MB, got " + text(o.bucketMB);
   for (const std::string &g : o.frozen)
     if (auto glob = llvm::GlobPattern::create(g); !glob) {
       llvm::consumeError(glob.takeError());
@@ -562,6 +567,103 @@ void updateLossScale(StepBuilder &sb, StepStates &st, Value scale, Value skip) {
   states[st.trackerIndex].next = gb.where(skip, sb.c(0.0), gb.where(grow, sb.c(0.0), counted));
 }
 
+/// Makes the parameters' gradients FP32 where they are made: each gradient
+/// traced back through reshapes, transposes, the sums of several uses or
+/// micro-batches and their mean to the ops that make it; a GEMM is marked
+/// mp.fp32_output (its operands keep the precision), an op that follows its
+/// inputs' dtype (an embedding's scatter-add) is pinned to FP32; the FP32
+/// class (reductions: biases, norms' scales) is FP32 already.
+void markWeightGradientGemms(ArrayRef<Value> grads) {
+  SmallVector<Value> work(grads.begin(), grads.end());
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (isa<graph::GemmOpInterface>(op)) {
+      op->setAttr(GraphDialect::kFp32OutputAttr, UnitAttr::get(op->getContext()));
+      continue;
+    }
+    if (isa<graph::ReshapeOp, graph::TransposeOp>(op)) {
+      work.push_back(op->getOperand(0));
+    } else if (isa<graph::AddOp>(op)) {
+      work.append(op->operand_begin(), op->operand_end());
+    } else if (isa<graph::MulOp>(op)) { // accumulation's 1/K
+      for (Value v : op->getOperands())
+        if (!matchPattern(v, m_Constant()))
+          work.push_back(v);
+    } else if (graph::precisionClassOf(op) == graph::PrecisionClass::Follow) {
+      // An embedding's scatter-add (a BF16 sum of BF16 rows otherwise).
+      op->setAttr(GraphDialect::kPinnedPrecisionAttr,
+                  TypeAttr::get(Float32Type::get(op->getContext())));
+    }
+  }
+}
+
+/// Pins every float op the step's builder makes from here on to FP32
+/// (GraphDialect::kPinnedPrecisionAttr): the update after the gradients.
+struct PinFp32 : OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (op->hasTrait<OpTrait::ConstantLike>() || op->getNumResults() == 0)
+      return;
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (type && isa<FloatType>(type.getElementType()))
+      op->setAttr(GraphDialect::kPinnedPrecisionAttr,
+                  TypeAttr::get(Float32Type::get(op->getContext())));
+  }
+};
+
+/// Data parallelism: the scaled gradients averaged across the ranks, in
+/// buckets of at most `o.bucketMB` (each gradient flattened, the bucket
+/// concatenated, cast to the reduction's dtype, one mp.all_reduce mean,
+/// cast back, sliced and reshaped), in the order the gradients come.
+void allReduceGradients(StepBuilder &sb, SmallVector<Value> &grads, const TrainingOptions &o) {
+  GraphBuilder &gb = sb.gb;
+  OpBuilder &b = sb.b;
+  Type wire = o.allreduceDType == "bf16"   ? Type(b.getBF16Type())
+              : o.allreduceDType == "fp16" ? Type(b.getF16Type())
+                                           : Type(b.getF32Type());
+  const int64_t elementBytes = wire.getIntOrFloatBitWidth() / 8;
+  const double capBytes = o.bucketMB * 1024.0 * 1024.0;
+  auto bytesOf = [&](Value g) {
+    return double(cast<RankedTensorType>(g.getType()).getNumElements()) * elementBytes;
+  };
+  size_t first = 0;
+  while (first < grads.size()) {
+    // [first, last): at least one gradient, then as many as fit.
+    size_t last = first + 1;
+    double bytes = bytesOf(grads[first]);
+    while (last < grads.size() && bytes + bytesOf(grads[last]) <= capBytes)
+      bytes += bytesOf(grads[last++]);
+    SmallVector<Value> flat;
+    SmallVector<int64_t> sizes;
+    for (size_t i = first; i < last; ++i) {
+      int64_t n = cast<RankedTensorType>(grads[i].getType()).getNumElements();
+      sizes.push_back(n);
+      flat.push_back(gb.reshape(grads[i], {n}));
+    }
+    // The bucket travels in the wire dtype: the precision passes cast the
+    // gradients to it at the concat and back to FP32 at the slices.
+    Value bucket = gb.concat(flat, 0);
+    Value reduced =
+        b.create<graph::AllReduceOp>(gb.loc, bucket.getType(), bucket, b.getStringAttr("mean"));
+    for (Value v : {bucket, reduced})
+      v.getDefiningOp()->setAttr(GraphDialect::kPinnedPrecisionAttr, TypeAttr::get(wire));
+    int64_t offset = 0;
+    for (size_t i = first; i < last; ++i) {
+      Value part = reduced;
+      if (last - first > 1) {
+        auto type = RankedTensorType::get({sizes[i - first]}, b.getF32Type());
+        part = b.create<graph::SliceOp>(gb.loc, type, reduced, ArrayRef<int64_t>{offset},
+                                        ArrayRef<int64_t>{1});
+      }
+      offset += sizes[i - first];
+      grads[i] = gb.reshape(part, graph::shapeOf(grads[i]));
+    }
+    first = last;
+  }
+}
+
 /// Returns the step's results and names them: the four scalars, the
 /// states' next values and (--gradient-outputs) the unscaled gradients.
 void returnStepResults(OpBuilder &b, func::FuncOp step, Location loc, ArrayRef<Value> scalars,
@@ -644,6 +746,19 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   SmallVector<Value> grads;
   inlineGradients(sb, forward, *gradFn, body, labels, scale, st, scaledLoss, grads);
   gradFn->erase();
+  markWeightGradientGemms(grads);
+  // From here on the update: FP32 whatever the precision (as PyTorch's
+  // optimizers on FP32 .grad), so the gradients enter it exactly.
+  PinFp32 pin;
+  b.setListener(&pin);
+
+  // 3b. Data parallelism: every rank's scaled gradients and loss, averaged
+  // (the gradient of the mean loss over the global batch).
+  if (o.dataParallel) {
+    allReduceGradients(sb, grads, o);
+    scaledLoss = b.create<graph::AllReduceOp>(sb.gb.loc, scaledLoss.getType(), scaledLoss,
+                                              b.getStringAttr("mean"));
+  }
 
   // 4. Unscale (1/scale: exact for the powers of two dynamic scaling keeps),
   // the non-finite check over every gradient, the global norm and clipping.
@@ -658,6 +773,10 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
     found = sb.max(found, sb.nonFinite(g));
     sumSquares = gb.add(sumSquares, sb.sumAll(gb.mul(g, g)));
   }
+  // Every rank takes the same decision (the reduced gradients are the same
+  // bits everywhere; the flag's max makes it so by construction).
+  if (o.dataParallel)
+    found = b.create<graph::AllReduceOp>(sb.gb.loc, found.getType(), found, b.getStringAttr("max"));
   Value norm = sb.sqrt(sumSquares);
   if (o.clipNorm > 0) {
     Value coefficient = sb.min(sb.c(1.0), gb.div(sb.c(o.clipNorm), gb.add(norm, sb.c(1e-6))));
@@ -677,6 +796,7 @@ FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp forward, const TrainingOp
   Value usedScale = dynamic ? gb.binary<graph::MulOp>(scale, sb.c(1.0))
                     : scaled ? scale
                              : sb.c(1.0);
+  b.setListener(nullptr);
   returnStepResults(b, *step, forward.getLoc(), {loss, found, norm, usedScale}, st, unscaled, o);
   return *step;
 }
@@ -790,6 +910,9 @@ struct BuildTrainingStepPass : impl::BuildTrainingStepPassBase<BuildTrainingStep
     o.accumulate = accumulate;
     o.frozen.assign(frozen.begin(), frozen.end());
     o.name = stepName;
+    o.dataParallel = dataParallel;
+    o.allreduceDType = allreduceDType;
+    o.bucketMB = bucketMB;
     FailureOr<func::FuncOp> step = buildTrainingStep(forward, o);
     if (failed(step))
       return signalPassFailure();

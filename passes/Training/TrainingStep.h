@@ -77,6 +77,21 @@ struct TrainingOptions {
   /// non-finite check and clipping, as `grad.NAME` (the gradient
   /// comparison of `mixprec train --compare-every`).
   bool gradientOutputs = false;
+
+  /// Data parallelism (one process per device, each on its slice of the
+  /// batch): the scaled gradients, bucketed, and the loss are averaged
+  /// across the ranks (mp.all_reduce mean) before unscaling, and the
+  /// non-finite flag is max-reduced, so that every rank sees the same
+  /// gradients, norm and skip-or-step decision and keeps the same state.
+  /// Without a collective at run time (one process) the all_reduce steps
+  /// copy: the step computes what the step without them computes.
+  bool dataParallel = false;
+  /// The dtype the gradient buckets travel in: f32, or bf16/f16 (cast
+  /// before the reduction and back to FP32 after it).
+  std::string allreduceDType = "fp32";
+  /// The most bytes of gradients (in the reduction's dtype) per bucket:
+  /// one all_reduce each (PyTorch DDP's bucket_cap_mb, 25).
+  double bucketMB = 25.0;
 };
 
 /// The parse of `--loss`, `--optimizer`, `--loss-scale` values; false for
@@ -88,7 +103,8 @@ bool parseScaling(llvm::StringRef text, TrainingOptions::Scaling &out);
 /// Fails, with a message, for options out of range (lr <= 0, momentum
 /// outside [0, 1), betas outside [0, 1), eps <= 0, a scale <= 0, growth
 /// factor <= 1, backoff outside (0, 1), interval or hysteresis < 1, clip < 0,
-/// accumulate < 1).
+/// accumulate < 1, an all-reduce dtype other than fp32, bf16, fp16, a
+/// bucket size <= 0).
 std::string checkTrainingOptions(const TrainingOptions &options);
 
 /// Appends the step function after `forward` and returns it.

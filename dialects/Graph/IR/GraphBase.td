@@ -37,6 +37,18 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kReasonAttr = "mp.reason";
     /// The dtype --mp-assign-precision chose (a TypeAttr).
     static constexpr ::llvm::StringLiteral kPrecisionAttr = "mp.precision";
+    /// The dtype an op computes in whatever the precision policy would
+    /// choose (a TypeAttr; --mp-assign-precision keeps it, reason
+    /// "pinned"): the training step's update (unscale, non-finite check,
+    /// norm, clipping, optimizer, loss scale) computes in FP32, as PyTorch's
+    /// optimizers do on FP32 .grad, and its gradient buckets travel in the
+    /// all-reduce dtype.
+    static constexpr ::llvm::StringLiteral kPinnedPrecisionAttr = "mp.pinned_precision";
+    /// On a GEMM (a unit attribute): its result is FP32 whatever its
+    /// precision, its operands taking the precision: a training step's
+    /// weight gradients, as Megatron-LM's and Transformer Engine's FP32
+    /// main_grad, so the update and the all-reduce sum them unrounded.
+    static constexpr ::llvm::StringLiteral kFp32OutputAttr = "mp.fp32_output";
     /// Calibration evidence of an op's first result (f32 FloatAttrs): the
     /// largest |x|, and the share of non-zero values below FP16's normal range.
     static constexpr ::llvm::StringLiteral kCalibAmaxAttr = "mp.calib_amax";

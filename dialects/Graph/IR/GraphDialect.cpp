@@ -72,10 +72,18 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op, NamedAttribu
     auto type = dyn_cast<TypeAttr>(attr.getValue());
     return expect(type && isa<FloatType>(type.getValue()), "a float type attribute");
   }
+  if (name == kPinnedPrecisionAttr) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    return expect(type && isa<Float32Type, BFloat16Type, Float16Type>(type.getValue()),
+                  "f32, bf16 or f16 (a type attribute)");
+  }
   if (name == kCalibAmaxAttr || name == kCalibUnderflowAttr)
     return expect(isa<FloatAttr>(attr.getValue()), "a float attribute");
   if (name == kKeepIoTypesAttr)
     return expect(isa<UnitAttr>(attr.getValue()), "a unit attribute");
+  if (name == kFp32OutputAttr)
+    return expect(isa<UnitAttr>(attr.getValue()) && isa<GemmOpInterface>(op),
+                  "a unit attribute on a GEMM");
   if (name == kGradOperandsAttr) {
     auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     return expect(indices && llvm::all_of(indices.asArrayRef(),
