@@ -8,6 +8,8 @@
 #include "train/Stats.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -50,16 +52,24 @@ struct Ctx {
   const TrainEvents &events;
   TrainOutcome &out;
   InputFiles &inputs;
+  /// This process's rank in a data-parallel job (0 alone): rank 0 prints
+  /// and writes, the others train beside it silently.
+  int rank = 0, world = 1;
+  Collective *collective = nullptr;
 
   int fail(const std::string &message, int status = kTrainError) {
     out.status = status;
-    out.error = common::escapeControls(message);
+    out.error = common::escapeControls(world > 1 ? "rank " + std::to_string(rank) + " of " +
+                                                       std::to_string(world) + ": " + message
+                                                 : message);
     return status;
   }
   void print(const std::string &line) {
-    if (events.print)
+    if (events.print && rank == 0)
       events.print(line);
   }
+  /// Whether this process writes the run's files (rank 0).
+  bool writes() const { return rank == 0; }
   /// Fails (false) when `output` is one of the files this run reads.
   bool checkNotAnInput(const std::string &output, std::string &error) const {
     for (const auto &[path, what] : inputs)
@@ -247,6 +257,17 @@ float scalarOutput(const mixprec::Session &session, size_t index) {
   return s.ok() ? v : NAN;
 }
 
+/// Gives `session` the job's collective (a job of several ranks only). 0,
+/// or the status after failing ctx.
+int joinCollective(Ctx &ctx, const StepFacts &facts, mixprec::Session &session) {
+  if (!ctx.collective || ctx.world <= 1)
+    return 0;
+  mixprec_collective_t hook = ctx.collective->hook();
+  if (mixprec::Status s = session.setCollective(&hook); !s.ok())
+    return ctx.fail(facts.model + ": " + s.message());
+  return 0;
+}
+
 /// One training run: the step's module and session, its evaluation.
 struct Run {
   std::string label; ///< "" for the main run, else the --compare precision
@@ -269,6 +290,8 @@ struct Run {
     step.module = modules.step;
     if (mixprec::Status s = mixprec::Session::create(step.module, step.session, options); !s.ok())
       return ctx.fail(facts.model + ": " + s.message());
+    if (int rc = joinCollective(ctx, facts, step.session))
+      return rc;
     lossIndex = outputIndex(step.module, "loss");
     skippedIndex = outputIndex(step.module, "skipped");
     normIndex = outputIndex(step.module, "grad_norm");
@@ -474,14 +497,16 @@ struct TrainState {
   int64_t stepsDone = 0;
   uint64_t seed = 0;
   bool shuffle = true;
-  int64_t batch = 0, rows = 0;
+  /// The global batch (every rank's samples per step) and the ranks.
+  int64_t batch = 0, rows = 0, world = 1;
   std::string model, precision;
 
   std::string serialize() const {
     return "mixprec-train " + std::to_string(version) + "\nsteps_done " +
            std::to_string(stepsDone) + "\nseed " + std::to_string(seed) + "\nshuffle " +
            (shuffle ? "1" : "0") + "\nbatch " + std::to_string(batch) + "\nrows " +
-           std::to_string(rows) + "\nmodel " + model + "\nprecision " + precision + "\n";
+           std::to_string(rows) + "\nworld " + std::to_string(world) + "\nmodel " + model +
+           "\nprecision " + precision + "\n";
   }
 
   /// Parses a blob; "" or why it cannot be read.
@@ -508,6 +533,8 @@ struct TrainState {
         bad = !parseInteger(value, batch);
       else if (key == "rows")
         bad = !parseInteger(value, rows);
+      else if (key == "world")
+        bad = !parseInteger(value, world) || world < 1;
       else if (key == "model")
         model = value;
       else if (key == "precision")
@@ -522,6 +549,8 @@ struct TrainState {
 /// Writes the CSV log atomically (header and one row per step).
 bool writeCsv(Ctx &ctx, const std::string &path, const std::string &header,
               const std::vector<std::string> &rows) {
+  if (!ctx.writes())
+    return true;
   std::string text = header + "\n";
   for (const std::string &row : rows)
     text += row + "\n";
@@ -733,9 +762,19 @@ int checkRunInputs(Ctx &ctx, LoopInputs &in) {
     return ctx.fail("train: no training data: give --data NAME=FILE.npy for each graph input",
                     kTrainUsage);
   const int64_t rows = train.front().rows();
-  if (std::string why = checkStepRows(facts.batch, facts.accumulate, rows, train.front().path);
+  if (std::string why =
+          checkStepRows(facts.batch * ctx.world, facts.accumulate, rows, train.front().path);
       !why.empty())
-    return ctx.fail(why);
+    return ctx.fail(ctx.world > 1 ? why + " (" + std::to_string(ctx.world) + " ranks x --batch " +
+                                        std::to_string(facts.batch) + ")"
+                                  : why);
+  if (ctx.world > 1 && !facts.dataParallel)
+    return ctx.fail(model + ": this is rank " + std::to_string(ctx.rank) + " of a job of " +
+                        std::to_string(ctx.world) +
+                        " ranks, but the step was compiled for one process: it does not "
+                        "average its gradients across ranks (compile it with --data-parallel, "
+                        "or mixprec train under mpirun does)",
+                    kTrainUsage);
   const int64_t stepRows = facts.batch * facts.accumulate;
   // The outputs: none may replace an input. The checkpoint may be the file
   // resumed from: it is read whole before it is written again.
@@ -763,7 +802,8 @@ int checkRunInputs(Ctx &ctx, LoopInputs &in) {
 struct RunShared {
   Ctx &ctx;
   LoopInputs &in;
-  int64_t rows = 0, stepRows = 0, stepsPerEpoch = 0, total = 0;
+  /// stepRows: this rank's samples per step; globalRows: every rank's.
+  int64_t rows = 0, stepRows = 0, globalRows = 0, stepsPerEpoch = 0, total = 0;
   bool ensemble = false, compareGrads = false;
   std::string csvHeader;
   std::vector<std::string> csvRows;
@@ -835,6 +875,8 @@ struct SeedRun {
   // module that takes the run's states before each compared step.
   std::optional<mixprec::Session> probe;
   TrainState state;
+  /// Printed after the resume line: a checkpoint of another world size.
+  std::string resumeNote;
 
   StepWindow window;
   int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
@@ -869,6 +911,7 @@ struct SeedRun {
   void printWindow(int64_t step, int64_t epoch, const TrainStepRecord &record);
   int stopScaleStuck(int64_t step, const TrainStepRecord &record);
   int saveStates();
+  int checkRanksAgree();
   void printSummary();
 };
 
@@ -889,6 +932,8 @@ int SeedRun::start() {
     if (mixprec::Status s = mixprec::Session::create(compare->step.module, *probe, options);
         !s.ok())
       return ctx.fail(model + ": " + s.message());
+    if (int rc = joinCollective(ctx, facts, *probe))
+      return rc;
   }
   r.backendName = mixprec_backend_name(primary.step.session.backend());
   if (t.reinit && !reinitialize(primary, compare ? &*compare : nullptr, seed, error))
@@ -896,8 +941,9 @@ int SeedRun::start() {
 
   state.seed = seed;
   state.shuffle = t.shuffle;
-  state.batch = r.stepRows;
+  state.batch = r.globalRows;
   state.rows = r.rows;
+  state.world = ctx.world;
   state.precision = facts.precisionOptions;
   state.model = facts.modelFingerprint;
   if (!t.resume.empty())
@@ -932,8 +978,10 @@ int SeedRun::resume() {
     return mismatch("training data of", std::to_string(saved.rows) + " samples",
                     std::to_string(state.rows));
   if (saved.batch != state.batch)
-    return mismatch(facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
-                                         : "--batch",
+    return mismatch(ctx.world > 1 || saved.world > 1
+                        ? "samples per step (--batch x --accumulate x ranks)"
+                    : facts.accumulate > 1 ? "samples per step (--batch x --accumulate)"
+                                           : "--batch",
                     std::to_string(saved.batch), std::to_string(state.batch));
   if (saved.seed != state.seed)
     return mismatch("--seed", std::to_string(saved.seed), std::to_string(state.seed));
@@ -961,6 +1009,12 @@ int SeedRun::resume() {
       !s.ok())
     return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
   state.stepsDone = saved.stepsDone;
+  if (saved.world != state.world)
+    resumeNote =
+        ("note: " + t.resume + " was written by a job of " + std::to_string(saved.world) + " rank" +
+         (saved.world > 1 ? "s" : "") + "; this one has " + std::to_string(state.world) +
+         ": the global batch stays " + std::to_string(state.batch) + " samples (" +
+         std::to_string(r.stepRows) + " per rank), so the data order goes on where it stopped");
   if (state.stepsDone >= r.total)
     return ctx.fail(t.resume + ": the run it continues has done " +
                     std::to_string(state.stepsDone) + " steps already; ask for more (--steps " +
@@ -970,6 +1024,8 @@ int SeedRun::resume() {
 
 /// Writes --checkpoint; false after failing ctx.
 bool SeedRun::saveCheckpoint() {
+  if (!ctx.writes())
+    return true;
   std::string blob = state.serialize();
   mixprec::Status s =
       primary.step.session.saveCheckpoint(t.checkpoint.c_str(), blob.data(), blob.size());
@@ -999,6 +1055,8 @@ void SeedRun::printStart() {
               std::to_string(t.seeds) + ")");
   if (state.stepsDone)
     ctx.print("resumed from " + t.resume + " after step " + std::to_string(state.stepsDone));
+  if (!resumeNote.empty())
+    ctx.print(resumeNote);
 }
 
 /// Evaluates each run into `record` and prints the line; the CSV cells
@@ -1131,14 +1189,14 @@ int SeedRun::compareGradients(int64_t step, const std::vector<std::vector<float>
 void SeedRun::printWindow(int64_t step, int64_t epoch, const TrainStepRecord &record) {
   double seconds = millisecondsSince(windowStart) / 1000;
   double meanLoss = window.applied ? window.loss / window.applied : NAN;
-  std::string line =
-      "step " + std::to_string(step + 1) + "/" + std::to_string(r.total) + "  epoch " +
-      std::to_string(epoch + 1) + "  loss " + num(meanLoss) + "  scale " +
-      num(record.lossScale) + "  skipped " + std::to_string(skippedTotal) + "  grad_norm " +
-      num(window.applied ? window.norm / window.applied : NAN) + "  " +
-      std::to_string(static_cast<long long>(
-          std::llround(window.steps * r.stepRows / std::max(seconds, 1e-9)))) +
-      " samples/s";
+  std::string line = "step " + std::to_string(step + 1) + "/" + std::to_string(r.total) +
+                     "  epoch " + std::to_string(epoch + 1) + "  loss " + num(meanLoss) +
+                     "  scale " + num(record.lossScale) + "  skipped " +
+                     std::to_string(skippedTotal) + "  grad_norm " +
+                     num(window.applied ? window.norm / window.applied : NAN) + "  " +
+                     std::to_string(static_cast<long long>(
+                         std::llround(window.steps * r.globalRows / std::max(seconds, 1e-9)))) +
+                     " samples/s";
   if (compare)
     line += "  |  " + compare->label + " loss " + num(window.compareLoss / window.steps) +
             " gap " + num(meanLoss - window.compareLoss / window.steps);
@@ -1185,7 +1243,8 @@ int SeedRun::runOneStep(int64_t step, bool &last) {
     orderEpoch = epoch;
   }
   for (size_t i = 0; i < train.size(); ++i)
-    batch[i] = gatherRows(train[i], order, position * r.stepRows, r.stepRows);
+    batch[i] =
+        gatherRows(train[i], order, position * r.globalRows + ctx.rank * r.stepRows, r.stepRows);
   const bool compareThis = r.compareGrads && (step + 1) % t.compareEvery == 0;
   std::vector<std::vector<float>> fp32Grads;
   if (compareThis && !probeGradients(fp32Grads))
@@ -1296,6 +1355,8 @@ int SeedRun::runSteps() {
 /// Writes --state-dir's files: one .npy per state of the run's step. 0, or
 /// the status after failing ctx.
 int SeedRun::saveStates() {
+  if (!ctx.writes())
+    return 0;
   if (std::string why = createDirectories(t.stateDir); !why.empty())
     return ctx.fail(why);
   for (size_t i = 0; i < primary.stateNames.size(); ++i) {
@@ -1311,6 +1372,41 @@ int SeedRun::saveStates() {
   return 0;
 }
 
+/// A job of several ranks: a hash of every rank's states (FNV-1a 64 over
+/// each state's bytes, in order), gathered and compared with rank 0's, so
+/// that ranks that drifted apart (one skipped a step another took) fail the
+/// run instead of training different models. 0, or the status after
+/// failing ctx.
+int SeedRun::checkRanksAgree() {
+  if (ctx.world <= 1)
+    return 0;
+  std::vector<uint8_t> bytes;
+  for (size_t i = 0; i < primary.stateNames.size(); ++i) {
+    size_t at = bytes.size();
+    bytes.resize(at + primary.stateBytes[i]);
+    if (mixprec::Status s = primary.step.session.readState(
+            primary.stateNames[i].c_str(), bytes.data() + at, primary.stateBytes[i]);
+        !s.ok())
+      return ctx.fail(model + ": " + s.message());
+  }
+  const uint64_t mine = runtime::fnv1a64(bytes.data(), bytes.size());
+  std::vector<uint64_t> all(static_cast<size_t>(ctx.world));
+  if (std::string why = ctx.collective->allGather(&mine, all.data(), sizeof mine); !why.empty())
+    return ctx.fail(model + ": comparing the ranks' states: " + why);
+  auto hex = [](uint64_t h) { return format("%016llx", static_cast<unsigned long long>(h)); };
+  std::string differ;
+  for (size_t k = 1; k < all.size(); ++k)
+    if (all[k] != all[0])
+      differ += ", rank " + std::to_string(k) + " " + hex(all[k]);
+  if (!differ.empty())
+    return ctx.fail(model + ": the ranks' states differ after step " +
+                    std::to_string(state.stepsDone) + " (FNV-1a 64: rank 0 " + hex(all[0]) +
+                    differ + "): the ranks did not take the same steps");
+  ctx.print("states identical on " + std::to_string(ctx.world) + " ranks (FNV-1a 64 " +
+            hex(all[0]) + ")");
+  return 0;
+}
+
 /// Prints the seed's summary line and adds its result to the outcome.
 void SeedRun::printSummary() {
   TrainOutcome &out = ctx.out;
@@ -1318,7 +1414,7 @@ void SeedRun::printSummary() {
   std::string summary =
       "trained " + std::to_string(stepsRun) + " steps in " + format("%.2f", seconds) + " s (" +
       std::to_string(
-          static_cast<long long>(std::llround(stepsRun * r.stepRows / std::max(seconds, 1e-9)))) +
+          static_cast<long long>(std::llround(stepsRun * r.globalRows / std::max(seconds, 1e-9)))) +
       " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
       format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
       std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
@@ -1346,6 +1442,8 @@ int trainSeed(RunShared &shared, int64_t seedIndex, bool &stopped) {
   s.printStart();
   if (int rc = s.runSteps())
     return rc;
+  if (int rc = s.checkRanksAgree())
+    return rc;
   if (!s.t.checkpoint.empty() && !s.saveCheckpoint())
     return kTrainError;
   if (!s.t.stateDir.empty())
@@ -1364,7 +1462,8 @@ int run(Ctx &ctx, LoopInputs &in) {
   RunShared shared{ctx, in};
   shared.rows = in.train.front().rows();
   shared.stepRows = in.facts.batch * in.facts.accumulate;
-  shared.stepsPerEpoch = shared.rows / shared.stepRows;
+  shared.globalRows = shared.stepRows * ctx.world;
+  shared.stepsPerEpoch = shared.rows / shared.globalRows;
   int64_t &total = shared.total;
   total = t.steps;
   if (!total && __builtin_mul_overflow(t.epochs ? t.epochs : 1, shared.stepsPerEpoch, &total))
@@ -1623,7 +1722,7 @@ void measureThroughput(const LoopInputs &in, const std::vector<SeedResult> &seed
                        FinalMetrics &fm) {
   const LoopOptions &t = in.options;
   const StepFacts &facts = in.facts;
-  fm.stepRows = facts.batch * facts.accumulate;
+  fm.stepRows = facts.batch * facts.accumulate * (in.collective ? in.collective->worldSize() : 1);
   int64_t &steps = fm.steps, &skipped = fm.skipped;
   double &seconds = fm.seconds, compareSeconds = 0;
   for (const SeedResult &s : seeds)
@@ -1794,6 +1893,8 @@ int writeMetricsAndReport(Ctx &ctx, LoopInputs &in, const std::string &json,
                           const std::string &csvHeader, const std::vector<std::string> &csvRows) {
   const LoopOptions &t = in.options;
   std::string error;
+  if (!ctx.writes())
+    return 0;
   if (!t.metrics.empty()) {
     if (!ctx.checkNotAnInput(t.metrics, error) ||
         !common::writeFileAtomically(t.metrics, json.data(), json.size(), error))
@@ -1992,11 +2093,76 @@ std::string checkLoopOptions(const LoopOptions &t, bool testData) {
 TrainOutcome runLoop(LoopInputs &inputs, const TrainEvents &events) {
   TrainOutcome outcome;
   Ctx ctx{events, outcome, inputs.inputs};
+  if (inputs.collective) {
+    ctx.collective = inputs.collective;
+    ctx.rank = inputs.collective->rank();
+    ctx.world = inputs.collective->worldSize();
+  }
   int status = run(ctx, inputs);
   if (status != 0 && outcome.status == 0)
     ctx.fail("train failed without a message", status);
   outcome.status = status;
   return outcome;
+}
+
+std::unique_ptr<Collective> joinLaunchedJob(double timeoutSeconds, std::string &error) {
+  error.clear();
+  const LaunchInfo launch = launchInfo();
+  if (launch.worldSize <= 1)
+    return nullptr;
+  std::unique_ptr<Collective> collective = openMpiCollective(timeoutSeconds, error);
+  if (!collective)
+    error = "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.worldSize) +
+            " (" + launch.launcher + "): " + error;
+  return collective;
+}
+
+int runAsRanks(int64_t ranks, const std::vector<std::string> &args, std::string &error) {
+  std::vector<std::string> command = {"mpirun", "--oversubscribe", "-np", std::to_string(ranks)};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  // This very program (argv[0] may be a bare name found on PATH).
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  command.push_back(n > 0 ? std::string(self, static_cast<size_t>(n))
+                          : (args.empty() ? std::string() : args[0]));
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--ranks" || args[i] == "-ranks") {
+      ++i; // and its value
+      continue;
+    }
+    if (args[i].rfind("--ranks=", 0) == 0 || args[i].rfind("-ranks=", 0) == 0)
+      continue;
+    command.push_back(args[i]);
+  }
+  std::vector<char *> argv;
+  for (std::string &a : command)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0)
+    return error = std::string("cannot start mpirun: fork: ") + std::strerror(errno), -1;
+  if (pid == 0) {
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr,
+                 "error: --ranks %lld: cannot run mpirun (%s): install OpenMPI "
+                 "(openmpi-bin) or start the job with your MPI's launcher\n",
+                 static_cast<long long>(ranks), std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return error = std::string("waiting for mpirun: ") + std::strerror(errno), -1;
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void endJobAfterFailure(Collective *collective, const TrainOutcome &outcome) {
+  if (outcome.status != 0 && collective && collective->worldSize() > 1)
+    collective->abort(outcome.status);
 }
 
 std::string npyFileNameFor(const std::string &name) {
@@ -2017,13 +2183,14 @@ std::string npyFileNameFor(const std::string &name) {
 }
 
 std::string serializeFacts(const StepFacts &f) {
-  std::string text =
-      "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " + lossName(f.loss) +
-      "\nclasses " + std::to_string(f.classes) + "\naccumulate " + std::to_string(f.accumulate) +
-      "\nbatch " + std::to_string(f.batch) + "\neval_batch " + std::to_string(f.evalBatch) +
-      "\neval_output " + f.evalOutput + "\nmodel " + f.model + "\nmodel_fingerprint " +
-      f.modelFingerprint + "\nprecision_options " + f.precisionOptions + "\nprecision " +
-      f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " + exact(f.minScale) + "\n";
+  std::string text = "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " +
+                     lossName(f.loss) + "\nclasses " + std::to_string(f.classes) + "\naccumulate " +
+                     std::to_string(f.accumulate) + "\nbatch " + std::to_string(f.batch) +
+                     "\neval_batch " + std::to_string(f.evalBatch) + "\neval_output " +
+                     f.evalOutput + "\nmodel " + f.model + "\nmodel_fingerprint " +
+                     f.modelFingerprint + "\nprecision_options " + f.precisionOptions +
+                     "\nprecision " + f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " +
+                     exact(f.minScale) + "\n" + (f.dataParallel ? "data_parallel 1\n" : "");
   // The last line: FNV-1a 64 of every byte before it.
   return text + "checksum " + format("%016llx", static_cast<unsigned long long>(
                                                     runtime::fnv1a64(text.data(), text.size()))) +
@@ -2108,6 +2275,9 @@ std::string parseFacts(const std::string &text, StepFacts &f) {
       char *end = nullptr;
       f.minScale = std::strtod(value.c_str(), &end);
       bad = value.empty() || *end || !(f.minScale >= 0) || std::isinf(f.minScale);
+    } else if (key == "data_parallel") {
+      f.dataParallel = value == "1";
+      bad = value != "0" && value != "1";
     } else {
       return "its line '" + key + "' is not one trainer.txt has";
     }

@@ -23,6 +23,7 @@
 #include "common/HostTensor.h"
 #include "common/Npy.h"
 #include "mixprec/runtime.hpp"
+#include "train/Collective.h"
 
 #include <cmath>
 #include <cstdint>
@@ -131,6 +132,9 @@ struct StepFacts {
   /// The samples per micro-batch the step was compiled for, and per
   /// evaluation run (0: no evaluation module).
   int64_t batch = 0, evalBatch = 0;
+  /// The step averages its gradients across ranks (all_reduce steps:
+  /// TrainingOptions::dataParallel); a job of more than one rank needs it.
+  bool dataParallel = false;
 };
 
 /// The name labels (or MSE's targets) go by in messages and the step.
@@ -243,7 +247,33 @@ struct LoopInputs {
   std::function<bool(const std::string &csvPath, const std::string &csv,
                      const std::string &metricsJson, std::string &html, std::string &error)>
       renderReport;
+  /// The job this process is a rank of (data parallelism; null: one
+  /// process). Each rank trains on its slice of every global batch (batch
+  /// x accumulate rows at rank x that offset, from the same shuffled
+  /// order); the step's all_reduce steps call it; rank 0 alone prints and
+  /// writes the CSV, checkpoints, states, metrics and report; at the end
+  /// the ranks compare a hash of their states. Owned by the front end.
+  Collective *collective = nullptr;
 };
+
+/// After a failed run of a job of several ranks: ends every rank
+/// (Collective::abort with the outcome's status), so that no other rank
+/// waits for this one. Does nothing for a run that succeeded or a job of
+/// one process. The front ends call it once they have printed the error.
+void endJobAfterFailure(Collective *collective, const TrainOutcome &outcome);
+
+/// The job a front end's process is a rank of: null (and no error) for a
+/// process no launcher started, or started as a job of one; else MPI's
+/// collective (CPU buffers; the CUDA backend stages through the host), or
+/// null with `error` naming the rank and what failed.
+std::unique_ptr<Collective> joinLaunchedJob(double timeoutSeconds, std::string &error);
+
+/// `--ranks N` outside a launcher: runs `args` (this program's command
+/// line, argv[0] first) again as a job of `ranks` processes under mpirun
+/// (`mpirun --oversubscribe -np N`, `--allow-run-as-root` for root), each
+/// without `--ranks N`, and returns the job's exit status; -1 with `error`
+/// when mpirun cannot be started.
+int runAsRanks(int64_t ranks, const std::vector<std::string> &args, std::string &error);
 
 /// Whether a state of a training step is a trained parameter's FP32 master
 /// (not the optimizer's, the step count, loss-scale or FP8 scaling state),

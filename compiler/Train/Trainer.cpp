@@ -511,6 +511,9 @@ int run(Ctx &ctx) {
                                                                   : "none";
   facts.minScale = o.minScale;
   facts.batch = t.batch;
+  facts.dataParallel = o.dataParallel;
+  in.collective = t.collective;
+  const int64_t world = t.collective ? t.collective->worldSize() : 1;
   std::string error;
   if (!fileFingerprint(t.model, facts.modelFingerprint, error))
     return ctx.fail(error);
@@ -522,10 +525,12 @@ int run(Ctx &ctx) {
   if (!t.testData.empty() && !trainer::readColumns(t.testData, t.testLabels, labelsName,
                                                    "--test-data", in.test, in.inputs, error))
     return ctx.fail(error);
-  if (std::string why = trainer::checkStepRows(t.batch, o.accumulate, in.train.front().rows(),
-                                               in.train.front().path);
+  if (std::string why = trainer::checkStepRows(t.batch * world, o.accumulate,
+                                               in.train.front().rows(), in.train.front().path);
       !why.empty())
-    return ctx.fail(why);
+    return ctx.fail(world > 1 ? why + " (" + std::to_string(world) + " ranks x --batch " +
+                                    std::to_string(t.batch) + ")"
+                              : why);
   facts.evalBatch = in.test.empty() ? 0 : trainer::evalBatchFor(in.test.front().rows());
 
   // The CUDA code's architecture: --arch, else the device's when training

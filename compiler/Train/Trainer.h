@@ -67,6 +67,9 @@ struct TrainConfig {
   /// The CUDA architecture the modules get code for ("sm_90"; "": the
   /// device's when training on one, none when saving).
   std::string arch;
+  /// The data-parallel job this process is a rank of (null: one process;
+  /// not owned). A job of several ranks needs step.dataParallel.
+  trainer::Collective *collective = nullptr;
 };
 
 /// Trains as `config` says (see the file comment and README "Training").

@@ -34,6 +34,7 @@ const char *const kUsage =
             [--checkpoint FILE [--checkpoint-every N]] [--resume FILE] [--state-dir DIR]
             [--max-skipped-in-a-row N] [--backend cpu|cuda|auto] [--seeds N]
             [--reinit] [--metrics FILE.json] [--fp32-samples-per-s X]
+            [--ranks N] [--collective-timeout S]
 
 Trains with the step DIR holds, as `mixprec train MODEL ... --save-modules DIR`
 compiled it (its loss, optimizer, precision, loss scaling and batch), on the
@@ -47,7 +48,12 @@ trains N times (data order from --seed .. --seed+N-1) and gives each metric's
 mean and sd; the five training metrics are printed at the end and --metrics
 writes them as JSON (memory and MFU need the compiler's facts: mixprec train
 reports them); `mixprec report-run CSV --metrics FILE.json -o run.html` draws
-the run.
+the run. Data parallelism: `mpirun -np N mixprec-train-run DIR ...` (or
+--ranks N, which starts mpirun itself) trains on N processes, each on its
+slice of every global batch of N x the step's batch; the step must have been
+saved with `mixprec train --save-modules DIR --data-parallel`; rank 0 prints
+and writes; a rank waits at most --collective-timeout seconds (300) for the
+others.
 Exit status: 0, 1 errors, 2 usage errors, 5 when the loss scale cannot recover.
 )";
 
@@ -64,6 +70,8 @@ struct CommandLine {
   std::vector<trainer::TrainArray> data, testData;
   std::optional<trainer::TrainArray> labels, testLabels;
   trainer::LoopOptions options;
+  int64_t ranks = 0;
+  double collectiveTimeout = 300;
 };
 
 /// Sets option `name` (an option that takes a value) to `value`; 0, or the
@@ -103,7 +111,13 @@ int setOption(const std::string &name, const std::string &value, CommandLine &cl
     ok = trainer::parseUint64(value, cl.options.seed);
   else if (name == "--seeds")
     ok = count(cl.options.seeds);
-  else if (name == "--metrics")
+  else if (name == "--ranks")
+    ok = count(cl.ranks);
+  else if (name == "--collective-timeout") {
+    char *end = nullptr;
+    cl.collectiveTimeout = std::strtod(value.c_str(), &end);
+    ok = !value.empty() && *end == 0 && cl.collectiveTimeout > 0 && cl.collectiveTimeout <= 86400;
+  } else if (name == "--metrics")
     cl.options.metrics = value, ok = !value.empty();
   else if (name == "--fp32-samples-per-s") {
     char *end = nullptr;
@@ -191,7 +205,29 @@ int main(int argc, char **argv) {
   if (data.empty())
     return usage("no training data: give --data NAME=FILE.npy for each graph input");
 
+  // Data parallelism: a rank of the job mpirun started (or --ranks starts).
+  const trainer::LaunchInfo launch = trainer::launchInfo();
+  if (cl.ranks > 0 && launch.worldSize == 1) {
+    std::string error;
+    int rc = trainer::runAsRanks(cl.ranks, std::vector<std::string>(argv, argv + argc), error);
+    if (rc < 0)
+      std::fprintf(stderr, "mixprec-train-run: error: --ranks: %s\n", error.c_str());
+    return rc < 0 ? trainer::kTrainError : rc;
+  }
+  if (cl.ranks > 0 && cl.ranks != launch.worldSize)
+    return usage("--ranks " + std::to_string(cl.ranks) + ", but this is a rank of a job of " +
+                 std::to_string(launch.worldSize) + ": give one or the other");
+  std::string joinError;
+  std::unique_ptr<trainer::Collective> collective =
+      trainer::joinLaunchedJob(cl.collectiveTimeout, joinError);
+  if (!joinError.empty()) {
+    std::fprintf(stderr, "mixprec-train-run: error: %s\n",
+                 common::escapeControls(joinError).c_str());
+    return trainer::kTrainError;
+  }
+
   trainer::LoopInputs in;
+  in.collective = collective.get();
   in.options = options;
   in.program = "mixprec-train-run";
   in.origin = "modules from " + folder;
@@ -230,7 +266,10 @@ int main(int argc, char **argv) {
   }
 
   trainer::TrainEvents events;
-  events.print = [](const std::string &line) {
+  const int rank = collective ? collective->rank() : 0;
+  events.print = [rank](const std::string &line) {
+    if (rank != 0)
+      return; // rank 0 speaks for the job
     if (line.rfind("warning: ", 0) == 0)
       std::fprintf(stderr, "mixprec-train-run: %s\n", common::escapeControls(line).c_str());
     else
@@ -245,6 +284,9 @@ int main(int argc, char **argv) {
     for (const std::string &note : outcome.notes)
       std::fprintf(stderr, "mixprec-train-run: note: %s\n",
                    common::escapeControls(note).c_str());
+    std::fflush(nullptr);
+    // The other ranks would wait for this one: end the job.
+    trainer::endJobAfterFailure(collective.get(), outcome);
   }
   return outcome.status;
 }

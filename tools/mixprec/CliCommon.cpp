@@ -45,6 +45,11 @@ bool tensorFromNpy(const TensorSpec &spec, const std::string &path,
 
 } // namespace
 
+std::vector<std::string> &commandLine() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 int fail(const std::string &message) {
   llvm::errs() << "mixprec: error: " << common::escapeControls(message) << "\n";
   return 1;

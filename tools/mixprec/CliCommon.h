@@ -30,6 +30,10 @@ namespace mixprec::tools {
 /// (common::escapeControls), so an error is always one line.
 int fail(const std::string &message);
 
+/// The command line as main got it (argv[0] first), for a command that runs
+/// itself again (train --ranks).
+std::vector<std::string> &commandLine();
+
 /// Prints the error and the usage text and returns 2.
 int usageError(const std::string &message);
 

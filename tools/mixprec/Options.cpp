@@ -206,7 +206,16 @@ evaluation) for --arch and writes them with the facts the loop needs
 (DIR/step.mpk, eval.mpk, trainer.txt) instead of training: then
 `mixprec-train-run DIR --data ... --labels ...` trains on a machine with
 the runtime alone (the same steps bit for bit; each resumes the other's
-checkpoints).)"},
+checkpoints).
+Data parallelism: `mpirun -np N mixprec train ...` (or --ranks N, which
+starts mpirun itself) trains one model on N processes: each rank takes
+its --batch rows of every global batch (N x --batch, one shuffled order
+from --seed), the scaled gradients are averaged across the ranks in
+buckets (--bucket-mb, in --allreduce-dtype) before unscaling, the
+overflow check and clipping, so every rank takes the same skip-or-step
+decision and keeps the same state (compared by hash at the end); rank 0
+prints and writes the files. A rank that fails ends the job; a rank that
+waits longer than --collective-timeout seconds fails.)"},
     {Command::ReportRun, "report-run",
      R"(mixprec report-run CSV... [--metrics FILE.json] -o FILE.html)",
      R"(Draw a training run as one self-contained HTML page (inline SVG and
@@ -678,6 +687,24 @@ cl::opt<double, false, FiniteParser> fp32SamplesOpt(
     "fp32-samples-per-s",
     cl::desc("FP32's throughput for the speedup metric when there is no --compare fp32"),
     cl::init(0.0), cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<bool> dataParallelOpt(
+    "data-parallel",
+    cl::desc("Compile the step to average its gradients across ranks (implied under mpirun "
+             "with 2 or more ranks; for --save-modules)"),
+    cl::ValueDisallowed, cl::sub(trainCommand));
+cl::opt<std::string> allreduceDTypeOpt(
+    "allreduce-dtype", cl::desc("The dtype gradients travel in across ranks: fp32, bf16, fp16"),
+    cl::init("fp32"), cl::value_desc("fp32|bf16|fp16"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> bucketMBOpt(
+    "bucket-mb", cl::desc("Most MB of gradients per all-reduce (25)"), cl::init(25.0),
+    cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> ranksOpt(
+    "ranks", cl::desc("Run as a data-parallel job of N processes on this machine (mpirun)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(trainCommand));
+cl::opt<double, false, FiniteParser> collectiveTimeoutOpt(
+    "collective-timeout",
+    cl::desc("Seconds a rank waits for the others in a collective before failing (300)"),
+    cl::init(300.0), cl::value_desc("S"), cl::sub(trainCommand));
 cl::opt<long long, false, CountParser<1>> maxSkippedOpt(
     "max-skipped-in-a-row",
     cl::desc("Stop with a diagnosis after this many skipped steps in a row (50)"), cl::init(50),
@@ -1044,6 +1071,11 @@ const TrainSettings &train() {
     o.accumulate = accumulateOpt;
     o.frozen.assign(frozenOpt.begin(), frozenOpt.end());
     o.name = "main";
+    o.dataParallel = dataParallelOpt;
+    o.allreduceDType = allreduceDTypeOpt;
+    o.bucketMB = bucketMBOpt;
+    t.ranks = ranksOpt;
+    t.collectiveTimeout = collectiveTimeoutOpt;
     t.data = namedFiles(dataOpt);
     t.testData = namedFiles(testDataOpt);
     t.labels = labelsOpt;

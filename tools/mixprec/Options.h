@@ -117,6 +117,10 @@ struct TrainSettings {
   /// --compare: the precision of the run beside this one ("" for none).
   std::string compare;
   std::string saveModules;
+  /// --ranks N: run as a job of N processes under mpirun (0: as launched).
+  int64_t ranks = 0;
+  /// --collective-timeout: seconds a collective waits for the other ranks.
+  double collectiveTimeout = 300;
 };
 const TrainSettings &train();
 } // namespace opts

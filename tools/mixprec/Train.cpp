@@ -19,6 +19,13 @@
 
 namespace mixprec::tools {
 
+/// --ranks N outside a launcher: this command again, as N ranks.
+static int spawnRanks(int64_t ranks) {
+  std::string error;
+  int rc = trainer::runAsRanks(ranks, commandLine(), error);
+  return rc < 0 ? fail("train: --ranks " + std::to_string(ranks) + ": " + error) : rc;
+}
+
 int runTrain() {
   const opts::TrainSettings &t = opts::train();
   if (opts::backend() == Backend::Interpreter)
@@ -49,8 +56,31 @@ int runTrain() {
   config.saveModules = t.saveModules;
   config.arch = opts::arch();
 
+  // Data parallelism: a rank of the job mpirun started (or --ranks starts).
+  const trainer::LaunchInfo launch = trainer::launchInfo();
+  if (t.ranks > 0 && launch.worldSize == 1)
+    return spawnRanks(t.ranks);
+  if (t.ranks > 0 && t.ranks != launch.worldSize)
+    return usageError("train: --ranks " + std::to_string(t.ranks) +
+                      ", but this is a rank of a "
+                      "job of " +
+                      std::to_string(launch.worldSize) + " (" + launch.launcher +
+                      "): give one or the other");
+  std::string error;
+  std::unique_ptr<trainer::Collective> collective =
+      trainer::joinLaunchedJob(t.collectiveTimeout, error);
+  if (!error.empty())
+    return fail("train: " + error);
+  if (collective) {
+    config.collective = collective.get();
+    config.step.dataParallel = true;
+  }
+  const int rank = collective ? collective->rank() : 0;
+
   compiler::TrainEvents events;
-  events.print = [](const std::string &line) {
+  events.print = [rank](const std::string &line) {
+    if (rank != 0)
+      return; // rank 0 speaks for the job
     if (llvm::StringRef(line).starts_with("warning: "))
       llvm::errs() << "mixprec: " << common::escapeControls(line) << "\n";
     else
@@ -58,14 +88,21 @@ int runTrain() {
   };
   llvm::outs().SetUnbuffered();
   compiler::TrainOutcome outcome = compiler::train(config, events);
-  if (outcome.status == compiler::kTrainUsage)
-    return usageError(outcome.error);
-  if (outcome.status != 0) {
+  if (outcome.status == 0)
+    return 0;
+  int rc = outcome.status;
+  if (outcome.status == compiler::kTrainUsage) {
+    rc = usageError(outcome.error);
+  } else {
     fail(outcome.error);
     for (const std::string &note : outcome.notes)
       llvm::errs() << "mixprec: note: " << common::escapeControls(note) << "\n";
   }
-  return outcome.status;
+  llvm::errs().flush();
+  llvm::outs().flush();
+  // The other ranks would wait for this one: end the job.
+  trainer::endJobAfterFailure(collective.get(), outcome);
+  return rc;
 }
 
 } // namespace mixprec::tools

@@ -474,6 +474,7 @@ int runCommand(Command command) {
 
 /// Runs the command line; returns the exit status.
 int runMixprec(int argc, char **argv) {
+  commandLine().assign(argv, argv + argc);
   if (argc < 2)
     return usageError("no command given");
   llvm::StringRef first = argv[1];
