@@ -5,6 +5,38 @@
 // RUN: not mixprec-opt --mp-build-training-step="frozen=*" %s 2>&1 | FileCheck %s --check-prefix=NOPARAM
 // RUN: mixprec-opt --mp-build-training-step="loss=ce accumulate=2" %s | FileCheck %s --check-prefix=ACC
 // RUN: not mixprec-opt --mp-build-training-step="accumulate=0" %s 2>&1 | FileCheck %s --check-prefix=BADACC
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd lr=0.1 data-parallel=true" %s | FileCheck %s --check-prefix=DP
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd lr=0.1 data-parallel=true bucket-mb=0.00001 allreduce-dtype=bf16" --mp-precision-pipeline="precision=bf16" %s | FileCheck %s --check-prefix=DPBF16
+// RUN: not mixprec-opt --mp-build-training-step="data-parallel=true allreduce-dtype=fp8" %s 2>&1 | FileCheck %s --check-prefix=BADWIRE
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd lr=0.1 loss-scale=none" --mp-precision-pipeline="precision=bf16" %s | FileCheck %s --check-prefix=FP32UPD
+
+// Data parallelism: the scaled gradients flattened into one bucket (6 + 2
+// elements), averaged across the ranks, sliced back; the loss averaged; the
+// overflow flag max-reduced before the decision.
+// DP: %[[BUCKET:.*]] = mp.concat %{{.*}}, %{{.*}} {axis = 0 : i64, mp.pinned_precision = f32} : (tensor<6xf32>, tensor<2xf32>) -> tensor<8xf32>
+// DP: %[[MEAN:.*]] = mp.all_reduce %[[BUCKET]] {mp.pinned_precision = f32, reduction = "mean"} : tensor<8xf32> -> tensor<8xf32>
+// DP: mp.slice %[[MEAN]] {mp.pinned_precision = f32, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<8xf32> -> tensor<6xf32>
+// DP: mp.slice %[[MEAN]] {mp.pinned_precision = f32, starts = array<i64: 6>, steps = array<i64: 1>} : tensor<8xf32> -> tensor<2xf32>
+// DP: mp.all_reduce %{{.*}} {mp.pinned_precision = f32, reduction = "mean"} : tensor<f32> -> tensor<f32>
+// DP: mp.all_reduce %{{.*}} {mp.pinned_precision = f32, reduction = "max"} : tensor<f32> -> tensor<f32>
+// DP-NOT: mp.all_reduce
+
+// Buckets of at most 10 bytes: one per gradient; each travels in BF16 (the
+// precision passes cast it there and back) while the weight gradient's
+// GEMM writes FP32.
+// DPBF16: mp.matmul {{.*}}mp.fp32_output{{.*}} -> tensor<3x2xf32>
+// DPBF16: %[[W:.*]] = mp.cast %{{.*}} : tensor<6xf32> -> tensor<6xbf16>
+// DPBF16: %[[WR:.*]] = mp.all_reduce %[[W]] {mp.pinned_precision = bf16, mp.precision = bf16, mp.reason = "pinned", reduction = "mean"} : tensor<6xbf16> -> tensor<6xbf16>
+// DPBF16: mp.cast %[[WR]] : tensor<6xbf16> -> tensor<6xf32>
+// DPBF16: mp.all_reduce %{{.*}} {mp.pinned_precision = bf16, mp.precision = bf16, mp.reason = "pinned", reduction = "mean"} : tensor<2xbf16> -> tensor<2xbf16>
+// BADWIRE: error: the all-reduce dtype must be fp32, bf16 or fp16, got 'fp8'
+
+// At bf16 without loss scaling: the weight gradient's GEMM takes BF16
+// operands and writes FP32, and the update (the norm's squares, lr * g)
+// computes in FP32 whatever the precision.
+// FP32UPD: mp.matmul %{{.*}}, %{{.*}} {acc_type = f32, mp.fp32_output, mp.grad_operands = array<i64: 1>, mp.precision = bf16, mp.reason = "policy:lowp"} : (tensor<3x2xbf16>, tensor<2x2xbf16>) -> tensor<3x2xf32>
+// FP32UPD: mp.mul %{{.*}}, %{{.*}} {mp.pinned_precision = f32, mp.precision = f32, mp.reason = "pinned"} : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32>
+// FP32UPD-NOT: mp.mul {{.*}}bf16{{.*}}pinned
 
 // Gradient accumulation: the data and labels hold 2 micro-batches (dim 0
 // doubled); each runs forward and backward on its rows, the scaled losses
