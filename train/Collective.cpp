@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -319,7 +320,12 @@ mixprec_collective_t Collective::hook() {
                  error, errorSize);
       return 1;
     }
+    auto start = std::chrono::steady_clock::now();
     std::string message = self->allReduce(data, count, dtype, static_cast<Reduce>(op), stream);
+    Traffic &t = self->traffic_;
+    t.calls += 1;
+    t.bytes += double(count) * double(mixprec_dtype_size(dtype));
+    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (message.empty())
       return 0;
     writeError(message, error, errorSize);

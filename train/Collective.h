@@ -73,10 +73,22 @@ public:
   /// that no rank waits for this one; returns only where there is no job.
   virtual void abort(int exitCode) { (void)exitCode; }
 
+  /// What the session's all_reduce steps asked of this collective through
+  /// hook(): calls, bytes reduced (per rank) and the seconds spent, waiting
+  /// for the other ranks included (the communication share of a step).
+  struct Traffic {
+    int64_t calls = 0;
+    double bytes = 0, seconds = 0;
+  };
+  Traffic traffic() const { return traffic_; }
+
   /// The callback table a session takes (valid while this object lives):
   /// its all_reduce calls allReduce and, on an error, writes the message
   /// (truncated, NUL-terminated) into the caller's buffer and returns 1.
   mixprec_collective_t hook();
+
+private:
+  Traffic traffic_;
 };
 
 /// Where this process stands in the job its launcher started, from the

@@ -46,6 +46,9 @@ std::string num(double v) { return format("%.4g", v); }
 /// Exactly (a float round-trips through 9 significant digits).
 std::string exact(double v) { return format("%.9g", v); }
 
+/// Bytes as "1.23 MB" (defined with the metrics).
+std::string bytesText(double bytes);
+
 /// What one runLoop call works with: where it reports, how it ends, and the
 /// files it reads (no output may replace one).
 struct Ctx {
@@ -56,6 +59,14 @@ struct Ctx {
   /// and writes, the others train beside it silently.
   int rank = 0, world = 1;
   Collective *collective = nullptr;
+  double collectiveTimeout = 300;
+  /// A CUDA session's collective: NCCL over `collective` (opened once, on
+  /// the first CUDA session), null when it could not start (the all-reduce
+  /// then goes through the host over MPI).
+  std::unique_ptr<Collective> nccl;
+  bool triedNccl = false;
+  /// The collective the step's session calls (traffic for the summary).
+  Collective *active = nullptr;
 
   int fail(const std::string &message, int status = kTrainError) {
     out.status = status;
@@ -262,7 +273,24 @@ float scalarOutput(const mixprec::Session &session, size_t index) {
 int joinCollective(Ctx &ctx, const StepFacts &facts, mixprec::Session &session) {
   if (!ctx.collective || ctx.world <= 1)
     return 0;
-  mixprec_collective_t hook = ctx.collective->hook();
+  Collective *use = ctx.collective;
+  if (session.backend() == MIXPREC_BACKEND_CUDA) {
+    // Device buffers on the session's stream: NCCL, its id sent over MPI.
+    if (!ctx.triedNccl) {
+      ctx.triedNccl = true;
+      std::string why;
+      ctx.nccl =
+          openNcclCollective(ctx.collective, "", ctx.rank, ctx.world, ctx.collectiveTimeout, why);
+      if (!ctx.nccl)
+        ctx.print("note: NCCL did not start (" + why +
+                  "): the gradients are all-reduced through the host over MPI");
+    }
+    if (ctx.nccl)
+      use = ctx.nccl.get();
+  }
+  if (!ctx.active)
+    ctx.active = use;
+  mixprec_collective_t hook = use->hook();
   if (mixprec::Status s = session.setCollective(&hook); !s.ok())
     return ctx.fail(facts.model + ": " + s.message());
   return 0;
@@ -877,6 +905,8 @@ struct SeedRun {
   TrainState state;
   /// Printed after the resume line: a checkpoint of another world size.
   std::string resumeNote;
+  /// The collective's traffic when the seed's steps began.
+  Collective::Traffic trafficAtStart;
 
   StepWindow window;
   int64_t skippedTotal = 0, compareSkipped = 0, skippedInARow = 0, stepsRun = 0;
@@ -1342,6 +1372,8 @@ int SeedRun::runSteps() {
   windowStart = std::chrono::steady_clock::now();
   runStart = windowStart;
   batch.resize(in.train.size());
+  if (ctx.active)
+    trafficAtStart = ctx.active->traffic();
   for (int64_t step = state.stepsDone; step < r.total; ++step) {
     bool last = false;
     if (int rc = runOneStep(step, last))
@@ -1418,6 +1450,18 @@ void SeedRun::printSummary() {
       " samples/s): " + std::to_string(stepsRun - skippedTotal) + " applied (" +
       format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
       std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
+  if (ctx.world > 1 && ctx.active) {
+    // The communication share: the all-reduce steps' time, waiting for the
+    // slowest rank included, of the steps' time.
+    const Collective::Traffic now = ctx.active->traffic();
+    const double seconds = now.seconds - trafficAtStart.seconds;
+    summary += "; all-reduce (" + ctx.active->name() + ") " +
+               std::to_string(now.calls - trafficAtStart.calls) + " calls, " +
+               bytesText(now.bytes - trafficAtStart.bytes) + " per rank, " +
+               format("%.2f", seconds) + " s (" +
+               format("%.1f", result.stepSeconds > 0 ? 100 * seconds / result.stepSeconds : 0.0) +
+               "% of the step time)";
+  }
   if (compare)
     summary += "; " + compare->label + ": last loss " + num(out.compareLastLoss.value_or(NAN)) +
                ", " + std::to_string(compareSkipped) + " skipped, mean loss gap " +
@@ -2095,6 +2139,7 @@ TrainOutcome runLoop(LoopInputs &inputs, const TrainEvents &events) {
   Ctx ctx{events, outcome, inputs.inputs};
   if (inputs.collective) {
     ctx.collective = inputs.collective;
+    ctx.collectiveTimeout = inputs.collectiveTimeout;
     ctx.rank = inputs.collective->rank();
     ctx.world = inputs.collective->worldSize();
   }

@@ -254,6 +254,9 @@ struct LoopInputs {
   /// writes the CSV, checkpoints, states, metrics and report; at the end
   /// the ranks compare a hash of their states. Owned by the front end.
   Collective *collective = nullptr;
+  /// Seconds a collective waits for the other ranks (NCCL's, which the
+  /// loop opens for a CUDA session over `collective`).
+  double collectiveTimeout = 300;
 };
 
 /// After a failed run of a job of several ranks: ends every rank

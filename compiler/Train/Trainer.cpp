@@ -513,6 +513,7 @@ int run(Ctx &ctx) {
   facts.batch = t.batch;
   facts.dataParallel = o.dataParallel;
   in.collective = t.collective;
+  in.collectiveTimeout = t.collectiveTimeout;
   const int64_t world = t.collective ? t.collective->worldSize() : 1;
   std::string error;
   if (!fileFingerprint(t.model, facts.modelFingerprint, error))

@@ -70,6 +70,7 @@ struct TrainConfig {
   /// The data-parallel job this process is a rank of (null: one process;
   /// not owned). A job of several ranks needs step.dataParallel.
   trainer::Collective *collective = nullptr;
+  double collectiveTimeout = 300;
 };
 
 /// Trains as `config` says (see the file comment and README "Training").

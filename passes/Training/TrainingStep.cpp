@@ -615,8 +615,8 @@ struct PinFp32 : OpBuilder::Listener {
 
 /// Data parallelism: the scaled gradients averaged across the ranks, in
 /// buckets of at most `o.bucketMB` (each gradient flattened, the bucket
-/// concatenated, cast to the reduction's dtype, one mp.all_reduce mean,
-/// cast back, sliced and reshaped), in the order the gradients come.
+/// concatenated, one mp.all_reduce mean pinned to the wire dtype, sliced
+/// and reshaped), in the order the gradients come.
 void allReduceGradients(StepBuilder &sb, SmallVector<Value> &grads, const TrainingOptions &o) {
   GraphBuilder &gb = sb.gb;
   OpBuilder &b = sb.b;
@@ -642,13 +642,12 @@ void allReduceGradients(StepBuilder &sb, SmallVector<Value> &grads, const Traini
       sizes.push_back(n);
       flat.push_back(gb.reshape(grads[i], {n}));
     }
-    // The bucket travels in the wire dtype: the precision passes cast the
-    // gradients to it at the concat and back to FP32 at the slices.
+    // The bucket travels in the wire dtype: the precision passes cast it
+    // to that dtype at the all_reduce and back to FP32 at the slices.
     Value bucket = gb.concat(flat, 0);
     Value reduced =
         b.create<graph::AllReduceOp>(gb.loc, bucket.getType(), bucket, b.getStringAttr("mean"));
-    for (Value v : {bucket, reduced})
-      v.getDefiningOp()->setAttr(GraphDialect::kPinnedPrecisionAttr, TypeAttr::get(wire));
+    reduced.getDefiningOp()->setAttr(GraphDialect::kPinnedPrecisionAttr, TypeAttr::get(wire));
     int64_t offset = 0;
     for (size_t i = first; i < last; ++i) {
       Value part = reduced;

@@ -490,7 +490,8 @@ _TRAIN_OPTIONS = {
     "init_scale", "growth_factor", "backoff_factor", "min_scale", "clip_norm",
     "growth_interval", "hysteresis", "accumulate", "batch", "steps", "epochs", "log_every",
     "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen",
-    "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s", "reinit"}
+    "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s", "reinit", "world",
+    "data_parallel", "allreduce_dtype", "bucket_mb", "collective_timeout"}
 
 
 class TrainResult(dict):
@@ -534,7 +535,13 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         seeds; reinit=True: each run resamples the parameters from its
         seed), compare_every (gradients against FP32 every K steps, with
         compare="fp32"), metrics (a JSON file), report (an HTML file),
-        fp32_samples_per_s; any other keyword is a precision
+        fp32_samples_per_s; data parallelism: world (the ranks the caller
+        expects: under `mpirun -np N python script.py` each rank's train()
+        trains its slice of every global batch of N x batch, rank 0 prints
+        and writes; world=N checks that the launcher started N ranks),
+        allreduce_dtype ("fp32", "bf16", "fp16"), bucket_mb,
+        collective_timeout (s), data_parallel=True (a step compiled for it
+        in one process); any other keyword is a precision
         option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).
     Returns a TrainResult; raises TrainingError when the loss scale could
     not recover, CompileError / InvalidArgumentError / IoError otherwise."""

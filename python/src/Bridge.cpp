@@ -26,6 +26,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <mutex>
 
 using namespace mlir;
@@ -416,6 +417,33 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
   o.accumulate = r.accumulate;
   o.frozen = r.frozen;
   o.name = "main";
+  o.dataParallel = r.dataParallel;
+  o.allreduceDType = r.allreduceDType;
+  o.bucketMB = r.bucketMB;
+  // Data parallelism: this process as a rank of the job its launcher
+  // started. MPI starts once per process: the collective stays for the
+  // process's life, for every later train() of the same job.
+  const trainer::LaunchInfo launch = trainer::launchInfo();
+  if (r.world < 0 || (r.world > 0 && r.world != launch.worldSize))
+    return failure(Failure::Kind::InvalidArgument,
+                   "train: world=" + std::to_string(r.world) + ", but this process is " +
+                       (launch.worldSize > 1
+                            ? "rank " + std::to_string(launch.rank) + " of a job of " +
+                                  std::to_string(launch.worldSize) + " (" + launch.launcher + ")"
+                            : std::string("no launcher's rank (a job of 1): start it with "
+                                          "mpirun -np N python ...")));
+  static std::unique_ptr<trainer::Collective> job;
+  if (launch.worldSize > 1) {
+    if (!job) {
+      std::string error;
+      job = trainer::joinLaunchedJob(r.collectiveTimeout, error);
+      if (!job)
+        return failure(Failure::Kind::Io, "train: " + error);
+    }
+    c.collective = job.get();
+    c.collectiveTimeout = r.collectiveTimeout;
+    o.dataParallel = true;
+  }
   c.precision = &options;
   c.batch = r.batch;
   c.loop = r.loop;
@@ -447,6 +475,12 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
       return onStep(info);
     };
   compiler::TrainOutcome outcome = compiler::train(c, events);
+  if (outcome.status != 0 && c.collective) {
+    // The other ranks would wait for this one: say why, then end the job.
+    std::fprintf(stderr, "mixprec: error: %s\n", outcome.error.c_str());
+    std::fflush(nullptr);
+    trainer::endJobAfterFailure(c.collective, outcome);
+  }
   summary = TrainSummary();
   summary.status = outcome.status;
   summary.message = outcome.error;

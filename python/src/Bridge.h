@@ -113,6 +113,14 @@ struct TrainRequest {
   /// them; the backend is `backend` above.
   trainer::LoopOptions loop;
   std::string compare;
+  /// Data parallelism: the world size the caller expects (0: whatever the
+  /// launcher started; a rank of an mpirun job of N trains data-parallel),
+  /// a step compiled for it without a job (save_modules), the all-reduce's
+  /// dtype and buckets, and the collectives' timeout.
+  int64_t world = 0;
+  bool dataParallel = false;
+  std::string allreduceDType = "fp32";
+  double bucketMB = 25, collectiveTimeout = 300;
 };
 
 /// One step as `mixprec.train`'s callback sees it (NaN: not evaluated).

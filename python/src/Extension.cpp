@@ -649,6 +649,20 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
   if (key == "log_every") return integer(r.loop.logEvery);
   if (key == "eval_every") return integer(r.loop.evalEvery);
   if (key == "checkpoint_every") return integer(r.loop.checkpointEvery);
+  if (key == "world")
+    return integer(r.world);
+  if (key == "data_parallel") {
+    if (!isBool())
+      wrong("True or False");
+    r.dataParallel = nb::cast<bool>(value);
+    return;
+  }
+  if (key == "allreduce_dtype")
+    return str(r.allreduceDType);
+  if (key == "bucket_mb")
+    return real(r.bucketMB);
+  if (key == "collective_timeout")
+    return real(r.collectiveTimeout);
   if (key == "max_skipped_in_a_row") return integer(r.loop.maxSkippedInARow);
   if (key == "seed") {
     if (isBool() || !PyIndex_Check(value.ptr()) || !nb::try_cast(value, r.loop.seed))

@@ -6,7 +6,9 @@ evaluation, checkpoints and resume, and its errors."""
 import csv
 import json
 import os
+import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -168,3 +170,55 @@ def test_issue28_resuming_at_another_precision_names_the_precisions(digits, tmp_
     mixprec.train(MODEL, {"x": x}, y, precision="bf16", steps=2, checkpoint=ck, **COMMON)
     with pytest.raises(mixprec.CompileError, match="written at bf16, this run is fp16"):
         mixprec.train(MODEL, {"x": x}, y, precision="fp16", steps=4, resume=ck, **COMMON)
+
+
+# Data parallelism (issue 26): mixprec.train in each rank of an mpirun job.
+DP_SCRIPT = r'''
+import sys
+import numpy as np
+import mixprec
+digits, out, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+x = np.load(digits + "/x_train.npy")
+y = np.load(digits + "/y_train.npy")
+r = mixprec.train(digits + "/mlp.onnx", {"x": x}, y, precision="bf16", batch=16, steps=10,
+                  lr=0.1, backend="cpu", state_dir=out, world=world, verbose=False)
+print("steps", r.steps, "last_loss", r.last_loss)
+'''
+
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    return env
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not found (openmpi-bin)")
+@pytest.mark.skipif("LD_PRELOAD" in os.environ,
+                    reason="the sanitizer build preloads ASan into python; mpirun's ranks are "
+                           "checked by e2e_data_parallel in C++")
+def test_data_parallel_under_mpirun_is_the_clis(cli, tmp_path):
+    """world=2 under mpirun: each rank's train() trains its slice; the
+    states equal `mixprec train --ranks 2`'s bit for bit."""
+    script = tmp_path / "dp.py"
+    script.write_text(DP_SCRIPT)
+    py = tmp_path / "py"
+    p = subprocess.run(["mpirun", "-np", "2", sys.executable, str(script), DIGITS, str(py), "2"],
+                       capture_output=True, text=True, env=mpi_env(), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.count("steps 10") == 2
+    c = tmp_path / "cli"
+    subprocess.run([cli, "train", MODEL, "--data", "x=" + os.path.join(DIGITS, "x_train.npy"),
+                    "--labels", os.path.join(DIGITS, "y_train.npy"), "--precision", "bf16",
+                    "--batch", "16", "--steps", "10", "--lr", "0.1", "--backend", "cpu",
+                    "--state-dir", str(c), "--ranks", "2"],
+                   check=True, stdout=subprocess.DEVNULL, env=mpi_env(), timeout=300)
+    names = sorted(os.listdir(c))
+    assert names == sorted(os.listdir(py)) and names
+    for name in names:
+        assert np.load(py / name).tobytes() == np.load(c / name).tobytes(), name
+    # world=N must be the launcher's.
+    with pytest.raises(mixprec.InvalidArgumentError, match="world=2"):
+        mixprec.train(MODEL, {"x": np.load(os.path.join(DIGITS, "x_train.npy"))},
+                      np.load(os.path.join(DIGITS, "y_train.npy")), world=2, steps=1,
+                      backend="cpu", verbose=False)

@@ -228,6 +228,7 @@ int main(int argc, char **argv) {
 
   trainer::LoopInputs in;
   in.collective = collective.get();
+  in.collectiveTimeout = cl.collectiveTimeout;
   in.options = options;
   in.program = "mixprec-train-run";
   in.origin = "modules from " + folder;

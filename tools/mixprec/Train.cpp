@@ -71,6 +71,7 @@ int runTrain() {
       trainer::joinLaunchedJob(t.collectiveTimeout, error);
   if (!error.empty())
     return fail("train: " + error);
+  config.collectiveTimeout = t.collectiveTimeout;
   if (collective) {
     config.collective = collective.get();
     config.step.dataParallel = true;
