@@ -635,3 +635,71 @@ TEST(FakeCuda, GraphCaptureAndItsOption) {
 
 } // namespace
 } // namespace mixprec::testing
+
+namespace mixprec::testing {
+namespace {
+
+/// x [6] f32 -> all_reduce (sum) -> y: a data-parallel step's reduction.
+ModuleBuilder allReduceModule() {
+  ModuleBuilder b;
+  const int g = b.input("x", fb::DType::F32, {6});
+  const int y = b.activation("y", fb::DType::F32, {6});
+  fb::AllReduceOptionsT options;
+  options.reduction = 0;
+  fb::RoutineOptionsUnion u;
+  u.Set(std::move(options));
+  b.routine({"grads", "all_reduce", {g}, {y}, u});
+  b.output(y);
+  b.cuda = program(90);
+  return b;
+}
+
+/// A world of 2 whose other rank contributed 10 to every element; records
+/// the pointers and streams it was given. Device memory is host memory on
+/// the fake driver, so it can add in place either way.
+struct TwoRanks {
+  std::vector<std::pair<void *, void *>> calls;
+  static int allReduce(void *context, void *data, size_t count, mixprec_dtype_t,
+                       mixprec_reduce_op_t, void *stream, char *, size_t) {
+    auto *self = static_cast<TwoRanks *>(context);
+    self->calls.push_back({data, stream});
+    for (size_t i = 0; i < count; ++i)
+      static_cast<float *>(data)[i] += 10;
+    return 0;
+  }
+  mixprec_collective_t table(bool device) {
+    mixprec_collective_t c{};
+    c.struct_size = sizeof c;
+    c.context = this;
+    c.rank = 0;
+    c.world_size = 2;
+    c.device_buffers = device ? 1 : 0;
+    c.all_reduce = &TwoRanks::allReduce;
+    return c;
+  }
+};
+
+TEST(FakeCuda, AllReduceOnDeviceBuffersOrThroughTheHost) {
+  Module module;
+  ASSERT_OK(loadBuilt(allReduceModule().build(), module));
+  const std::vector<float> g = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> want = {11, 12, 13, 14, 15, 16};
+  for (bool device : {true, false}) {
+    Session session;
+    ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CUDA));
+    TwoRanks world;
+    mixprec_collective_t c = world.table(device);
+    ASSERT_OK(session.setCollective(&c));
+    EXPECT_EQ(runOn(session, {6}, g, 0), want) << "device buffers " << device;
+    ASSERT_EQ(world.calls.size(), 1u);
+    // A device collective (NCCL) gets the session's stream; a host one
+    // (MPI) a host copy and no stream.
+    EXPECT_EQ(world.calls[0].second, device ? session.stream() : nullptr);
+    // Without a collective: a copy, on either path.
+    ASSERT_OK(session.setCollective(nullptr));
+    EXPECT_EQ(runOn(session, {6}, g, 0), g);
+  }
+}
+
+} // namespace
+} // namespace mixprec::testing
