@@ -274,20 +274,32 @@ int joinCollective(Ctx &ctx, const StepFacts &facts, mixprec::Session &session) 
   if (!ctx.collective || ctx.world <= 1)
     return 0;
   Collective *use = ctx.collective;
-  if (session.backend() == MIXPREC_BACKEND_CUDA) {
-    // Device buffers on the session's stream: NCCL, its id sent over MPI.
-    if (!ctx.triedNccl) {
-      ctx.triedNccl = true;
-      std::string why;
+  if (!ctx.triedNccl) {
+    // Device buffers on the session's stream: NCCL, its id sent over MPI,
+    // when every rank runs on CUDA and loads NCCL (the ranks agree first:
+    // NCCL's setup is a collective of its own, which every rank or none
+    // must enter).
+    ctx.triedNccl = true;
+    std::string why = session.backend() == MIXPREC_BACKEND_CUDA
+                          ? probeNccl()
+                          : std::string("rank ") + std::to_string(ctx.rank) + " runs on the " +
+                                mixprec_backend_name(session.backend()) + " backend";
+    int32_t cannot = why.empty() ? 0 : 1;
+    if (std::string e = ctx.collective->allReduce(&cannot, 1, MIXPREC_DTYPE_I32, Reduce::Max);
+        !e.empty())
+      return ctx.fail(facts.model + ": agreeing on the collective: " + e);
+    if (!cannot) {
       ctx.nccl =
           openNcclCollective(ctx.collective, "", ctx.rank, ctx.world, ctx.collectiveTimeout, why);
       if (!ctx.nccl)
-        ctx.print("note: NCCL did not start (" + why +
-                  "): the gradients are all-reduced through the host over MPI");
+        return ctx.fail(facts.model + ": " + why);
+    } else if (session.backend() == MIXPREC_BACKEND_CUDA) {
+      ctx.print("note: not every rank can use NCCL" + (why.empty() ? "" : " (" + why + ")") +
+                ": the gradients are all-reduced through the host over MPI");
     }
-    if (ctx.nccl)
-      use = ctx.nccl.get();
   }
+  if (ctx.nccl && session.backend() == MIXPREC_BACKEND_CUDA)
+    use = ctx.nccl.get();
   if (!ctx.active)
     ctx.active = use;
   mixprec_collective_t hook = use->hook();
