@@ -181,6 +181,11 @@ sc::RoutineOptionsUnion serializeRoutineOptions(kernel::RoutineOptionsInterface 
         sc::AllReduceOptionsT t;
         t.reduction = a.getReduction();
         table.Set(std::move(t));
+      })
+      .Case([&](kernel::ShardOptionsAttr a) {
+        sc::ShardOptionsT t;
+        t.world = a.getWorld();
+        table.Set(std::move(t));
       });
   return table;
 }

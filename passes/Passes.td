@@ -519,6 +519,11 @@ def BuildTrainingStepPass : Pass<"mp-build-training-step", "mlir::ModuleOp"> {
     Option<"allreduceDType", "allreduce-dtype", "std::string", "\"fp32\"",
            "The gradient buckets' dtype across ranks: fp32, bf16 or fp16">,
     Option<"bucketMB", "bucket-mb", "double", "25.0", "Most MB of gradients per all_reduce">,
+    Option<"shardOptimizer", "shard-optimizer", "bool", "false",
+           "ZeRO stage 1: each rank keeps and updates its slice of the optimizer state "
+           "(needs data-parallel=true and world)">,
+    Option<"world", "world", "int64_t", "1",
+           "The ranks the step is compiled for (shard-optimizer)">,
   ];
 }
 

@@ -101,6 +101,20 @@ struct AllReduceReference : ReferenceModel<AllReduceReference, graph::AllReduceO
   }
 };
 
+/// rank_slice and all_gather: the interpreter is a job of one rank, so
+/// only a step compiled for one rank runs (the slice and the gather are
+/// copies there).
+template <typename Op> struct OneRankReference : ReferenceModel<OneRankReference<Op>, Op> {
+  template <typename T> static LogicalResult run(Op op, Evaluator &e) {
+    if (op.getWorld() != 1)
+      return op.emitOpError() << "was compiled for a job of " << op.getWorld()
+                              << " ranks; the interpreter is one process";
+    HostTensor value = e.get(op.getInput());
+    e.set(op.getOutput(), std::move(value));
+    return success();
+  }
+};
+
 struct FusionReference : ReferenceModel<FusionReference, graph::FusionOp> {
   /// A fused kernel computes exactly what its ops compute, rounding every
   /// intermediate to its IR dtype; only the memory traffic differs.
@@ -136,6 +150,8 @@ void attachScalingAndFusionReferenceModels(MLIRContext *ctx) {
   graph::BlockScaleOp::attachInterface<BlockScaleReference>(*ctx);
   graph::BlockQuantizeOp::attachInterface<BlockQuantizeReference>(*ctx);
   graph::AllReduceOp::attachInterface<AllReduceReference>(*ctx);
+  graph::RankSliceOp::attachInterface<OneRankReference<graph::RankSliceOp>>(*ctx);
+  graph::AllGatherOp::attachInterface<OneRankReference<graph::AllGatherOp>>(*ctx);
   graph::FusionOp::attachInterface<FusionReference>(*ctx);
 }
 

@@ -512,6 +512,7 @@ int run(Ctx &ctx) {
   facts.minScale = o.minScale;
   facts.batch = t.batch;
   facts.dataParallel = o.dataParallel;
+  facts.shardWorld = o.shardOptimizer ? o.world : 0;
   in.collective = t.collective;
   in.collectiveTimeout = t.collectiveTimeout;
   const int64_t world = t.collective ? t.collective->worldSize() : 1;

@@ -168,6 +168,11 @@ Attribute allReduceOptions(graph::AllReduceOp op) {
   return kernel::AllReduceOptionsAttr::get(op.getContext(), reduction);
 }
 
+/// rank_slice and all_gather: the ranks the step was compiled for.
+template <typename Op> Attribute shardOptions(Op op) {
+  return kernel::ShardOptionsAttr::get(op.getContext(), op.getWorld());
+}
+
 /// A matmul no GEMM step expresses (vector operands, partially broadcast
 /// batches): numpy.matmul, TF32 from the precision plan.
 Attribute matmulOptions(graph::MatmulOp op) {
@@ -313,6 +318,8 @@ void populateRoutineLoweringPatterns(RewritePatternSet &patterns) {
   addRoutine(patterns, Routine::ReduceProd, reduceOptions<ReduceProdOp>);
   addRoutine(patterns, Routine::ScatterNd, scatterNdOptions);
   addRoutine(patterns, Routine::AllReduce, allReduceOptions);
+  addRoutine(patterns, Routine::RankSlice, shardOptions<graph::RankSliceOp>);
+  addRoutine(patterns, Routine::AllGather, shardOptions<graph::AllGatherOp>);
   patterns.add<TopKPattern>(patterns.getContext());
   patterns.add<AttentionPattern<graph::AttentionOp>, AttentionPattern<graph::AttentionGradOp>>(
       patterns.getContext());

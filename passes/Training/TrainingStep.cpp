@@ -113,6 +113,10 @@ std::string checkTrainingOptions(const TrainingOptions &o) {
     return "the all-reduce dtype must be fp32, bf16 or fp16, got '" + o.allreduceDType + "'";
   if (!finite(o.bucketMB) || o.bucketMB <= 0 || o.bucketMB > 1e6)
     return "the gradient bucket size must be in (0, 1e6] MB, got " + text(o.bucketMB);
+  if (o.world < 1 || o.world > (int64_t(1) << 20))
+    return "the world size must be in [1, 2^20], got " + std::to_string(o.world);
+  if (o.shardOptimizer && !o.dataParallel)
+    return "sharding the optimizer state needs data parallelism (data-parallel=true)";
   for (const std::string &g : o.frozen)
     if (auto glob = llvm::GlobPattern::create(g); !glob) {
       llvm::consumeError(glob.takeError());
@@ -333,6 +337,10 @@ public:
   const TrainingOptions &o;
 };
 
+/// The elements of one rank's slice of a flattened tensor of `n` elements
+/// sharded over `world` ranks (the last slices zero-padded).
+int64_t shardElements(int64_t n, int64_t world) { return (n + world - 1) / world; }
+
 /// The step's states, masters first, and where the special ones are.
 struct StepStates {
   SmallVector<State> states;
@@ -347,8 +355,12 @@ StepStates collectStates(ArrayRef<Param> params, const TrainingOptions &o, MLIRC
   auto scalarInit = [&](double v) {
     return DenseElementsAttr::get(scalarType, static_cast<float>(v));
   };
+  // Sharded: this rank's slice of the flattened parameter.
   auto zerosOf = [&](DenseElementsAttr like) {
-    return DenseElementsAttr::get(cast<ShapedType>(like.getType()), 0.0f);
+    auto type = cast<ShapedType>(like.getType());
+    if (o.shardOptimizer)
+      type = RankedTensorType::get({shardElements(type.getNumElements(), o.world)}, f32);
+    return DenseElementsAttr::get(type, 0.0f);
   };
   bool dynamic = o.scaling == TrainingOptions::Scaling::Dynamic;
   StepStates st;
@@ -500,6 +512,69 @@ void inlineGradients(StepBuilder &sb, func::FuncOp forward, func::FuncOp gradFn,
   }
 }
 
+/// Sharding: this rank's slice of `full` flattened (zero-padded to world
+/// slices).
+Value rankSlice(StepBuilder &sb, Value full) {
+  GraphBuilder &gb = sb.gb;
+  const int64_t world = sb.o.world;
+  const int64_t n = cast<RankedTensorType>(full.getType()).getNumElements();
+  const int64_t s = shardElements(n, world);
+  Value flat = gb.reshape(full, {n});
+  if (world * s > n)
+    flat = gb.concat({flat, gb.splat(0.0, sb.b.getF32Type(), {world * s - n})}, 0);
+  auto type = RankedTensorType::get({s}, sb.b.getF32Type());
+  return sb.b.create<graph::RankSliceOp>(gb.loc, type, flat, world).getResult();
+}
+
+/// Sharding: each rank's new slices of the masters (`shards`, one per
+/// parameter), all-gathered in buckets of at most o.bucketMB (the slices
+/// concatenated, one mp.all_gather; rank r's part of parameter i is at
+/// r x bucket + its offset), become the masters' next values.
+void gatherMasters(StepBuilder &sb, StepStates &st, ArrayRef<Value> shards) {
+  GraphBuilder &gb = sb.gb;
+  OpBuilder &b = sb.b;
+  const int64_t world = sb.o.world;
+  const double capBytes = sb.o.bucketMB * 1024.0 * 1024.0;
+  auto lengthOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
+  auto slice = [&](Value v, int64_t from, int64_t length) -> Value {
+    if (from == 0 && length == lengthOf(v))
+      return v;
+    auto type = RankedTensorType::get({length}, b.getF32Type());
+    return b.create<graph::SliceOp>(gb.loc, type, v, ArrayRef<int64_t>{from}, ArrayRef<int64_t>{1});
+  };
+  size_t first = 0;
+  while (first < shards.size()) {
+    size_t last = first + 1;
+    int64_t total = lengthOf(shards[first]);
+    while (last < shards.size() &&
+           double(total + lengthOf(shards[last])) * 4.0 * double(world) <= capBytes)
+      total += lengthOf(shards[last++]);
+    Value mine = last - first > 1
+                     ? gb.concat(SmallVector<Value>(shards.slice(first, last - first)), 0)
+                     : shards[first];
+    auto wholeType = RankedTensorType::get({world * total}, b.getF32Type());
+    Value gathered = b.create<graph::AllGatherOp>(gb.loc, wholeType, mine, world).getResult();
+    // [world, bucket]: parameter i's slices are the columns at its offset.
+    Value byRank = last - first > 1 ? gb.reshape(gathered, {world, total}) : gathered;
+    int64_t offset = 0;
+    for (size_t i = first; i < last; ++i) {
+      const int64_t s = lengthOf(shards[i]);
+      Value whole = gathered;
+      if (last - first > 1) {
+        auto type = RankedTensorType::get({world, s}, b.getF32Type());
+        Value columns = b.create<graph::SliceOp>(gb.loc, type, byRank, ArrayRef<int64_t>{0, offset},
+                                                 ArrayRef<int64_t>{1, 1});
+        whole = gb.reshape(columns, {world * s});
+      }
+      State &master = st.states[i];
+      const int64_t n = cast<RankedTensorType>(master.init.getType()).getNumElements();
+      master.next = gb.reshape(slice(whole, 0, n), graph::shapeOf(master.current));
+      offset += s;
+    }
+    first = last;
+  }
+}
+
 /// The optimizer (torch.optim.SGD / AdamW) on the FP32 masters: sets each
 /// state's next value; a skipped step keeps every master, optimizer state
 /// and the count.
@@ -512,9 +587,20 @@ void applyOptimizer(StepBuilder &sb, StepStates &st, ArrayRef<Value> grads, Valu
   Value nextCount = gb.add(stepCount, sb.c(1.0));
   states[st.stepIndex].next = nextCount;
   size_t nextState = numParams;
+  SmallVector<Value> newShards;
   for (size_t i = 0; i < numParams; ++i) {
     Value w = states[i].current;
     Value g = grads[i];
+    if (o.shardOptimizer) {
+      w = rankSlice(sb, w);
+      g = rankSlice(sb, g);
+    }
+    auto setMaster = [&](Value next) {
+      if (o.shardOptimizer)
+        newShards.push_back(next);
+      else
+        states[i].next = next;
+    };
     if (o.optimizer == TrainingOptions::Optimizer::Sgd) {
       if (o.weightDecay > 0)
         g = gb.add(g, gb.mul(w, sb.c(o.weightDecay)));
@@ -523,7 +609,7 @@ void applyOptimizer(StepBuilder &sb, StepStates &st, ArrayRef<Value> grads, Valu
         buffer.next = gb.add(gb.mul(buffer.current, sb.c(o.momentum)), g);
         g = buffer.next;
       }
-      states[i].next = gb.sub(w, gb.mul(g, sb.c(o.lr)));
+      setMaster(gb.sub(w, gb.mul(g, sb.c(o.lr))));
       continue;
     }
     State &m = states[nextState++];
@@ -535,8 +621,10 @@ void applyOptimizer(StepBuilder &sb, StepStates &st, ArrayRef<Value> grads, Valu
     Value stepSize = gb.div(sb.c(o.lr), correction1);
     Value denominator = gb.add(gb.div(sb.sqrt(v.next), sb.sqrt(correction2)), sb.c(o.eps));
     Value decayed = o.weightDecay > 0 ? gb.mul(w, sb.c(1.0 - o.lr * o.weightDecay)) : w;
-    states[i].next = gb.sub(decayed, gb.mul(gb.div(m.next, denominator), stepSize));
+    setMaster(gb.sub(decayed, gb.mul(gb.div(m.next, denominator), stepSize)));
   }
+  if (o.shardOptimizer)
+    gatherMasters(sb, st, newShards);
   // A skipped step keeps every master, optimizer state and the count.
   for (State &s : states)
     if (s.next)
@@ -912,6 +1000,8 @@ struct BuildTrainingStepPass : impl::BuildTrainingStepPassBase<BuildTrainingStep
     o.dataParallel = dataParallel;
     o.allreduceDType = allreduceDType;
     o.bucketMB = bucketMB;
+    o.shardOptimizer = shardOptimizer;
+    o.world = world;
     FailureOr<func::FuncOp> step = buildTrainingStep(forward, o);
     if (failed(step))
       return signalPassFailure();

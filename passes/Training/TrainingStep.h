@@ -92,6 +92,19 @@ struct TrainingOptions {
   /// The most bytes of gradients (in the reduction's dtype) per bucket:
   /// one all_reduce each (PyTorch DDP's bucket_cap_mb, 25).
   double bucketMB = 25.0;
+  /// Optimizer-state sharding (ZeRO stage 1) for a job of `world` ranks
+  /// (needs dataParallel): each parameter's optimizer state (SGD's
+  /// momentum, AdamW's two moments) is a state of ceil(n / world) elements,
+  /// this rank's slice of the flattened parameter (zero-padded to world
+  /// slices). After the all-reduce, the non-finite check and clipping (on
+  /// every gradient), each rank updates its slice of every FP32 master
+  /// (mp.rank_slice of the gradient and the master), and the new slices are
+  /// all-gathered (mp.all_gather, bucketed as the gradients) into the
+  /// replicated masters the forward reads. The update is element-wise, so
+  /// the step computes what the unsharded one does, bit for bit, with
+  /// 1/world of the optimizer state per rank.
+  bool shardOptimizer = false;
+  int64_t world = 1;
 };
 
 /// The parse of `--loss`, `--optimizer`, `--loss-scale` values; false for
@@ -104,7 +117,7 @@ bool parseScaling(llvm::StringRef text, TrainingOptions::Scaling &out);
 /// outside [0, 1), betas outside [0, 1), eps <= 0, a scale <= 0, growth
 /// factor <= 1, backoff outside (0, 1), interval or hysteresis < 1, clip < 0,
 /// accumulate < 1, an all-reduce dtype other than fp32, bf16, fp16, a
-/// bucket size <= 0).
+/// bucket size <= 0, sharding without data parallelism, a world < 1).
 std::string checkTrainingOptions(const TrainingOptions &options);
 
 /// Appends the step function after `forward` and returns it.
@@ -116,7 +129,8 @@ std::string checkTrainingOptions(const TrainingOptions &options);
 /// loss), then the state, each `mp.state` with its `mp.state_init`:
 /// per parameter its FP32 master weight (named as the constant) and the
 /// optimizer's state (`NAME.momentum_buffer`, or `NAME.exp_avg` and
-/// `NAME.exp_avg_sq`), then `step`, and with dynamic scaling `loss_scale`,
+/// `NAME.exp_avg_sq`; with shardOptimizer this rank's slice: a vector of
+/// ceil(elements / world)), then `step`, and with dynamic scaling `loss_scale`,
 /// `growth_tracker` (and `hysteresis` when it is above 1).
 ///
 /// Results: `loss` (unscaled), `skipped` (1 when a gradient was not finite

@@ -12,6 +12,7 @@
 
 #include "runtime/src/Module.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,17 @@ protected:
   /// are without one or in a job of one rank. `stream` for device buffers.
   Status allReduceInPlace(const std::string &opName, void *data, size_t count,
                           mixprec_dtype_t dtype, int64_t reduction, void *stream) const;
+
+  /// rank_slice: copies this rank's `count` elements of `world` x `count`
+  /// (the routine's world, which must be the collective's; without one, 1).
+  /// `copy` copies bytes (host memcpy, or the device's copy on the stream).
+  Status rankSlice(const std::string &opName, int64_t world, size_t partBytes,
+                   const std::function<Status(size_t offset)> &copy) const;
+  /// all_gather: every rank's `count` elements of `dtype` at `send` into
+  /// `recv` in rank order; without a collective (world 1) a copy by `copy`.
+  Status allGather(const std::string &opName, int64_t world, const void *send, void *recv,
+                   size_t count, mixprec_dtype_t dtype, void *stream,
+                   const std::function<Status()> &copy) const;
 
   mixprec_collective_t collective{};
   bool hasCollective = false;

@@ -76,55 +76,70 @@ bool stallRequested() {
 
 } // namespace
 
-uint64_t checkpointFingerprint(const LoadedModule &module) {
+uint64_t checkpointFingerprint(const std::vector<CheckpointState> &states) {
   uint64_t hash = kFnv1a64Offset;
-  for (const StateDesc &state : module.states()) {
-    const TensorDesc &t = module.tensors()[state.tensor];
+  for (const CheckpointState &state : states) {
     hash = fnv1a64(state.name.c_str(), state.name.size() + 1, hash);
-    const uint32_t head[2] = {static_cast<uint32_t>(t.dtype),
-                              static_cast<uint32_t>(t.shape.size())};
+    const uint32_t head[2] = {static_cast<uint32_t>(state.dtype),
+                              static_cast<uint32_t>(state.shape.size())};
     hash = fnv1a64(head, sizeof(head), hash);
-    if (!t.shape.empty())
-      hash = fnv1a64(t.shape.data(), t.shape.size() * sizeof(int64_t), hash);
+    if (!state.shape.empty())
+      hash = fnv1a64(state.shape.data(), state.shape.size() * sizeof(int64_t), hash);
   }
   return hash;
+}
+
+/// The module's states, without data.
+static std::vector<CheckpointState> statesOf(const LoadedModule &module) {
+  std::vector<CheckpointState> states;
+  for (const StateDesc &state : module.states()) {
+    const TensorDesc &t = module.tensors()[state.tensor];
+    states.push_back({state.name, t.dtype, t.shape, nullptr, t.bytes});
+  }
+  return states;
+}
+
+uint64_t checkpointFingerprint(const LoadedModule &module) {
+  return checkpointFingerprint(statesOf(module));
 }
 
 Status saveCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,
                       const void *userBlob, size_t userBytes) {
   // Every state read first: a backend that cannot read one fails before
   // the file is started.
-  const std::vector<StateDesc> &states = module.states();
-  std::vector<const void *> data(states.size());
+  std::vector<CheckpointState> states = statesOf(module);
   for (size_t i = 0; i < states.size(); ++i)
-    if (Status s = backend.readTensor(states[i].tensor, &data[i]); !s.ok())
+    if (Status s = backend.readTensor(module.states()[i].tensor, &states[i].data); !s.ok())
       return s.withContext("checkpoint '" + path + "': reading state '" + states[i].name +
                            "': ");
+  return writeCheckpoint(path, states, userBlob, userBytes);
+}
+
+Status writeCheckpoint(const std::string &path, const std::vector<CheckpointState> &states,
+                       const void *userBlob, size_t userBytes) {
   HashedWriter w;
   std::string error;
   if (!w.file.open(path, error))
     return Status(MIXPREC_IO_ERROR, "checkpoint " + error);
   uint64_t total = sizeof(kMagic) + 16 + 16;
-  for (const StateDesc &state : states) {
-    const TensorDesc &t = module.tensors()[state.tensor];
-    total += 20 + state.name.size() + 8 * t.shape.size() + t.bytes;
-  }
+  for (const CheckpointState &state : states)
+    total += 20 + state.name.size() + 8 * state.shape.size() + state.bytes;
   total += userBytes;
   const bool stall = stallRequested();
   w.bytes(kMagic, sizeof(kMagic));
   w.scalar<uint32_t>(kCheckpointVersion);
   w.scalar<uint32_t>(static_cast<uint32_t>(states.size()));
-  w.scalar<uint64_t>(checkpointFingerprint(module));
-  for (size_t i = 0; i < states.size(); ++i) {
-    const TensorDesc &t = module.tensors()[states[i].tensor];
-    w.scalar<uint32_t>(static_cast<uint32_t>(states[i].name.size()));
-    w.bytes(states[i].name.data(), states[i].name.size());
-    w.scalar<uint32_t>(static_cast<uint32_t>(t.dtype));
-    w.scalar<uint32_t>(static_cast<uint32_t>(t.shape.size()));
-    for (int64_t d : t.shape)
+  w.scalar<uint64_t>(checkpointFingerprint(states));
+  for (const CheckpointState &state : states) {
+    w.scalar<uint32_t>(static_cast<uint32_t>(state.name.size()));
+    w.bytes(state.name.data(), state.name.size());
+    w.scalar<uint32_t>(static_cast<uint32_t>(state.dtype));
+    w.scalar<uint32_t>(static_cast<uint32_t>(state.shape.size()));
+    for (int64_t d : state.shape)
       w.scalar<int64_t>(d);
-    w.scalar<uint64_t>(t.bytes);
-    w.bytes(data[i], t.bytes);
+    w.scalar<uint64_t>(state.bytes);
+    if (state.bytes)
+      w.bytes(state.data, state.bytes);
     if (stall && w.written >= total / 2)
       for (;;)
         pause(); // the test kills the process here
@@ -229,6 +244,28 @@ Status readCheckpointUserBlob(const std::string &path, void *userBlob, size_t ca
   if (Status s = parseCheckpoint(path, c); !s.ok())
     return s;
   return copyUserBlob(c, path, userBlob, capacity, userBytes);
+}
+
+Status readCheckpointStates(const std::string &path,
+                            const std::function<Status(const CheckpointState &)> &visit) {
+  ParsedCheckpoint c;
+  if (Status s = parseCheckpoint(path, c); !s.ok())
+    return s;
+  std::vector<CheckpointState> states;
+  for (const SavedState &s : c.saved) {
+    if (s.dtype > static_cast<uint32_t>(schema::DType::MAX))
+      return Status(MIXPREC_INVALID_ARGUMENT, "checkpoint '" + path + "': state '" + s.name +
+                                                  "' has an unknown dtype " +
+                                                  std::to_string(s.dtype));
+    states.push_back({s.name, static_cast<schema::DType>(s.dtype), s.shape, s.bytes, s.size});
+  }
+  if (checkpointFingerprint(states) != c.fingerprint)
+    return Status(MIXPREC_INVALID_ARGUMENT,
+                  "checkpoint '" + path + "': its state fingerprint does not match its states");
+  for (const CheckpointState &state : states)
+    if (Status s = visit(state); !s.ok())
+      return s;
+  return okStatus();
 }
 
 Status loadCheckpoint(const LoadedModule &module, Backend &backend, const std::string &path,

@@ -31,7 +31,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace mixprec::runtime {
 
@@ -44,6 +46,32 @@ constexpr uint32_t kCheckpointVersion = 1;
 /// their fingerprints agree (the same model recompiled, for another
 /// architecture say, keeps its checkpoints).
 uint64_t checkpointFingerprint(const LoadedModule &module);
+
+/// One state as a checkpoint holds it; `data` holds `bytes` (not owned).
+struct CheckpointState {
+  std::string name;
+  schema::DType dtype = schema::DType::F32;
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// The fingerprint of states with these names, dtypes and shapes, in order
+/// (a module's is that of its states).
+uint64_t checkpointFingerprint(const std::vector<CheckpointState> &states);
+
+/// Writes `states` (checked by the caller) and the user blob to `path`,
+/// atomically, with their fingerprint: a session of a module with exactly
+/// these states loads it (an application that keeps some state itself,
+/// sharded across ranks say, writes the whole).
+Status writeCheckpoint(const std::string &path, const std::vector<CheckpointState> &states,
+                       const void *userBlob, size_t userBytes);
+
+/// Reads and checks `path` as loadCheckpoint does, then calls `visit` for
+/// each state in order (its data valid during the call); the first error
+/// `visit` returns ends the reading and is returned.
+Status readCheckpointStates(const std::string &path,
+                            const std::function<Status(const CheckpointState &)> &visit);
 
 /// Writes the backend's state and `userBytes` of `userBlob` to `path`.
 /// Test hook: with MIXPREC_TEST_CHECKPOINT_STALL=1 in the environment the

@@ -73,6 +73,8 @@ constexpr OpTypeEntry kOpTypes[] = {
     {"block_quantize", RoutineKind::BlockQuantize, Options::BlockScaleOptions},
     {"block_scaled_gemm", RoutineKind::BlockScaledGemm, Options::BlockGemmOptions},
     {"all_reduce", RoutineKind::AllReduce, Options::AllReduceOptions},
+    {"rank_slice", RoutineKind::RankSlice, Options::ShardOptions},
+    {"all_gather", RoutineKind::AllGather, Options::ShardOptions},
 };
 
 /// The schema's name of an options table, or its number when this runtime
@@ -154,6 +156,7 @@ private:
   Status matmul();
   Status fp8Scale();
   Status allReduce();
+  Status shard();
   Status indexTensor(const TensorDesc &t) const;
   Status numericTensor(const TensorDesc &t, const char *role) const;
   Status gatherElements();
@@ -915,6 +918,34 @@ Status RoutineVerifier::allReduce() {
   return sameShape(in(0), result());
 }
 
+/// rank_slice and all_gather: f32, f16 or bf16 vectors of one dtype, the
+/// whole (rank_slice's input, all_gather's output) `world` times the part.
+Status RoutineVerifier::shard() {
+  if (Status s = operands(1, 1, 1); !s.ok())
+    return s;
+  out.world = options<schema::ShardOptions>().world();
+  if (out.world < 1 || out.world > (int64_t(1) << 20))
+    return fail("world " + std::to_string(out.world) + " out of range [1, 2^20]");
+  const schema::DType d = in(0).dtype;
+  if (d != schema::DType::F32 && d != schema::DType::F16 && d != schema::DType::BF16)
+    return fail("input '" + in(0).name + "' is " + dtypeName(d) + ", not f32, f16 or bf16");
+  if (result().dtype != d)
+    return fail("output '" + result().name + "' is " + dtypeName(result().dtype) +
+                ", the input is " + dtypeName(d));
+  const bool gather = out.kind == RoutineKind::AllGather;
+  const TensorDesc &whole = gather ? result() : in(0);
+  const TensorDesc &part = gather ? in(0) : result();
+  if (whole.shape.size() != 1 || part.shape.size() != 1)
+    return fail("takes vectors, got '" + in(0).name + "' of rank " +
+                std::to_string(in(0).shape.size()) + " and '" + result().name + "' of rank " +
+                std::to_string(result().shape.size()));
+  if (whole.shape[0] != out.world * part.shape[0])
+    return fail("'" + whole.name + "' has " + std::to_string(whole.shape[0]) +
+                " elements, not world (" + std::to_string(out.world) + ") x " +
+                std::to_string(part.shape[0]));
+  return okStatus();
+}
+
 Status RoutineVerifier::blockScaling() {
   const bool quantize = out.kind == RoutineKind::BlockQuantize;
   if (Status s = operands(quantize ? 2 : 1, quantize ? 2 : 1, quantize ? 2 : 1); !s.ok())
@@ -1138,6 +1169,9 @@ Status RoutineVerifier::run() {
     return blockScaledGemm();
   case RoutineKind::AllReduce:
     return allReduce();
+  case RoutineKind::RankSlice:
+  case RoutineKind::AllGather:
+    return shard();
   }
   return fail("unhandled op type");
 }

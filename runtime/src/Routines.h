@@ -50,7 +50,10 @@
 // of dq, dk, dv, recomputing the probabilities from lse. all_reduce (f32,
 // f16 or bf16, output of the input's dtype and shape) reduces its input
 // across the ranks of a data-parallel job through the session's collective
-// (runtime.h); without one it copies it (a job of one rank).
+// (runtime.h); without one it copies it (a job of one rank). rank_slice
+// ([world x S] -> [S]) copies this rank's slice and all_gather ([S] ->
+// [world x S]) every rank's input in rank order, through the collective;
+// its world size must be the routine's world (without one: 1).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_ROUTINES_H
@@ -103,6 +106,8 @@ enum class RoutineKind {
   BlockQuantize,
   BlockScaledGemm,
   AllReduce,
+  RankSlice,
+  AllGather,
 };
 
 /// An routine step after verification: options decoded and normalized.
@@ -153,6 +158,8 @@ struct RoutineOp {
   int64_t bBlockRows = 1, gemmM = 0, gemmN = 0, gemmK = 0, epilogue = 0;
   // all_reduce: 0 sum, 1 mean, 2 max (AllReduceOptions).
   int64_t reduction = 0;
+  // rank_slice, all_gather: the ranks the step was compiled for.
+  int64_t world = 1;
 };
 
 /// Decodes and verifies routine `index` against the module's tensors: op type

@@ -10,6 +10,7 @@
 #include "runtime/src/backends/cuda/CudaDriver.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -285,10 +286,12 @@ mixprec_status_t mixprec_session_set_collective(mixprec_session_t session,
     session->backend->setCollective(nullptr);
     return nullptr;
   }
-  if (collective->struct_size < sizeof(mixprec_collective_t))
+  // The first version ended with all_reduce; all_gather came after it.
+  constexpr size_t firstVersion = offsetof(mixprec_collective_t, all_gather);
+  if (collective->struct_size < firstVersion)
     return invalidArgument("set_collective: struct_size " +
                            std::to_string(collective->struct_size) + " is below " +
-                           std::to_string(sizeof(mixprec_collective_t)));
+                           std::to_string(firstVersion));
   if (!collective->all_reduce)
     return invalidArgument("set_collective: all_reduce must not be NULL");
   if (collective->world_size < 1 || collective->rank < 0 ||
@@ -296,7 +299,10 @@ mixprec_status_t mixprec_session_set_collective(mixprec_session_t session,
     return invalidArgument("set_collective: rank " + std::to_string(collective->rank) +
                            " of world size " + std::to_string(collective->world_size) +
                            " (needs 0 <= rank < world size)");
-  session->backend->setCollective(collective);
+  mixprec_collective_t copy{};
+  std::memcpy(&copy, collective, std::min(collective->struct_size, sizeof copy));
+  copy.struct_size = sizeof copy;
+  session->backend->setCollective(&copy);
   return nullptr;
 }
 

@@ -110,6 +110,68 @@ mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path, void *user_
   return toC(rt::readCheckpointUserBlob(path, user_blob_out, capacity, user_bytes));
 }
 
+mixprec_status_t mixprec_checkpoint_write(const char *path,
+                                          const mixprec_checkpoint_state_t *states, size_t count,
+                                          const void *user_blob, size_t user_bytes) {
+  if (!path || (count && !states) || (user_bytes && !user_blob))
+    return invalidArgument("checkpoint_write: path, states (when count is not 0) and user_blob "
+                           "(when user_bytes is not 0) must not be NULL");
+  std::vector<rt::CheckpointState> list;
+  for (size_t i = 0; i < count; ++i) {
+    const mixprec_tensor_info_t &info = states[i].info;
+    const std::string which = "checkpoint_write: state #" + std::to_string(i);
+    if (!info.name || !*info.name)
+      return invalidArgument(which + " has no name");
+    const std::string name = info.name;
+    for (const rt::CheckpointState &earlier : list)
+      if (earlier.name == name)
+        return invalidArgument(which + ": two states are named '" + name + "'");
+    if (info.dtype < 0 || info.dtype > MIXPREC_DTYPE_BOOL)
+      return invalidArgument(which + " '" + name + "' has an unknown dtype " +
+                             std::to_string(info.dtype));
+    if (info.rank > 8 || (info.rank && !info.dims))
+      return invalidArgument(which + " '" + name + "': rank " + std::to_string(info.rank) +
+                             " (at most 8, with dims)");
+    std::vector<int64_t> shape(info.dims, info.dims + info.rank);
+    uint64_t elements = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && elements > (uint64_t(1) << 48) / uint64_t(d)))
+        return invalidArgument(which + " '" + name + "': a dim out of range");
+      elements *= uint64_t(d);
+    }
+    const uint64_t bytes = elements * mixprec_dtype_size(info.dtype);
+    if (info.element_count != elements || info.byte_size != bytes || (bytes && !states[i].data))
+      return invalidArgument(
+          which + " '" + name + "': element_count " + std::to_string(info.element_count) +
+          " and byte_size " + std::to_string(info.byte_size) + " must be the shape's (" +
+          std::to_string(elements) + ", " + std::to_string(bytes) + "), with data");
+    list.push_back({name, static_cast<mixprec::schema::DType>(info.dtype), std::move(shape),
+                    states[i].data, bytes});
+  }
+  return toC(rt::writeCheckpoint(path, list, user_blob, user_bytes));
+}
+
+mixprec_status_t mixprec_checkpoint_read_states(const char *path, mixprec_checkpoint_visit_t visit,
+                                                void *context) {
+  if (!path || !visit)
+    return invalidArgument("checkpoint_read_states: path and visit must not be NULL");
+  return toC(rt::readCheckpointStates(path, [&](const rt::CheckpointState &s) {
+    mixprec_checkpoint_state_t state{};
+    state.info.name = s.name.c_str();
+    state.info.dtype = static_cast<mixprec_dtype_t>(s.dtype);
+    state.info.rank = s.shape.size();
+    state.info.dims = s.shape.data();
+    state.info.element_count = static_cast<size_t>(s.bytes / mixprec_dtype_size(state.info.dtype));
+    state.info.byte_size = static_cast<size_t>(s.bytes);
+    state.data = s.data;
+    if (visit(context, &state) == 0)
+      return rt::okStatus();
+    return rt::Status(MIXPREC_EXECUTION_ERROR, "checkpoint '" + std::string(path) +
+                                                   "': reading it stopped at state '" + s.name +
+                                                   "'");
+  }));
+}
+
 mixprec_status_t mixprec_session_load_checkpoint(mixprec_session_t session, const char *path,
                                                  void *user_blob_out, size_t capacity,
                                                  size_t *user_bytes) {

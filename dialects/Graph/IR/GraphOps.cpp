@@ -651,6 +651,34 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+/// rank_slice and all_gather: float vectors of one dtype, the long one
+/// `world` times the short one.
+static LogicalResult verifyShardPair(Operation *op, Value whole, Value part, int64_t world) {
+  auto w = cast<RankedTensorType>(whole.getType());
+  auto p = cast<RankedTensorType>(part.getType());
+  if (world < 1)
+    return op->emitOpError() << "world must be >= 1, got " << world;
+  if (w.getRank() != 1 || p.getRank() != 1)
+    return op->emitOpError() << "takes vectors, got " << whole.getType() << " and "
+                             << part.getType();
+  if (w.getElementType() != p.getElementType())
+    return op->emitOpError() << "input and output must have one element type, got "
+                             << whole.getType() << " and " << part.getType();
+  if (w.getDimSize(0) != world * p.getDimSize(0))
+    return op->emitOpError() << "the whole vector must have world (" << world
+                             << ") times the slice's " << p.getDimSize(0) << " elements, got "
+                             << w.getDimSize(0);
+  return success();
+}
+
+LogicalResult RankSliceOp::verify() {
+  return verifyShardPair(*this, getInput(), getOutput(), getWorld());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShardPair(*this, getOutput(), getInput(), getWorld());
+}
+
 LogicalResult ScaledMatmulOp::verify() {
   if (failed(verifyGemmOperandTypes(*this, elementTypeOf(getLhs()), elementTypeOf(getRhs()))) ||
       failed(verifyScale(*this, getLhsScale())) || failed(verifyScale(*this, getRhsScale())))

@@ -1247,6 +1247,49 @@ def Graph_AllReduceOp : Graph_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
+def Graph_RankSliceOp : Graph_Op<"rank_slice"> {
+  let summary = "This rank's slice of a tensor, in a data-parallel job of `world` ranks";
+  let description = [{
+    `input` is a vector of `world` x S elements; rank r's `output` is
+    elements [r S, (r + 1) S). The runtime takes the rank from the session's
+    collective, whose world size must be `world` (a step compiled for 2
+    ranks does not run on 3; without a collective, a job of one rank, only
+    `world` = 1 runs). The training step's optimizer-state sharding
+    (`shard-optimizer=true`, ZeRO stage 1) gives each rank its shard of the
+    gradients and master weights with it.
+    ```mlir
+    %mine = mp.rank_slice %g {world = 2} : tensor<4096xf32> -> tensor<2048xf32>
+    ```
+    Verifier: vectors of one float dtype, `world` >= 1, the input `world`
+    times the output's length. Not pure: its result depends on the rank.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, I64Attr:$world);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Graph_AllGatherOp : Graph_Op<"all_gather"> {
+  let summary = "Every rank's tensor, concatenated in rank order, on every rank";
+  let description = [{
+    The inverse of `mp.rank_slice`: rank r contributes its `input` of S
+    elements; every rank's `output` holds the `world` contributions in
+    rank order (rank r's at [r S, (r + 1) S)), the same bits everywhere.
+    The runtime calls the session's collective (all_gather); its world size
+    must be `world`. The training step with `shard-optimizer=true` gathers
+    the master weights each rank updated with it.
+    ```mlir
+    %all = mp.all_gather %mine {world = 2} : tensor<2048xf32> -> tensor<4096xf32>
+    ```
+    Verifier: vectors of one float dtype, `world` >= 1, the output `world`
+    times the input's length. Not pure, as `mp.all_reduce`.
+  }];
+  let arguments = (ins MP_NonFP8FloatTensor:$input, I64Attr:$world);
+  let results = (outs MP_NonFP8FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion (--mp-fuse)
 //===----------------------------------------------------------------------===//

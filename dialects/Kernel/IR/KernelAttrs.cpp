@@ -183,6 +183,13 @@ LogicalResult AllReduceOptionsAttr::verify(function_ref<InFlightDiagnostic()> em
   return success();
 }
 
+LogicalResult ShardOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       int64_t world) {
+  if (world < 1)
+    return emitError() << "rank_slice/all_gather world must be >= 1, got " << world;
+  return success();
+}
+
 LogicalResult ScatterNdOptionsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                            int64_t reduction) {
   if (reduction < 0 || reduction > 4)

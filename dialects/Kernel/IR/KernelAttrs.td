@@ -368,4 +368,18 @@ def Kernel_AllReduceOptionsAttr : Kernel_Options<"AllReduce", "all_reduce", ["Al
   let genVerifyDecl = 1;
 }
 
+def Kernel_ShardOptionsAttr : Kernel_Options<"Shard", "shard", ["RankSlice", "AllGather"]> {
+  let summary = "Options of the rank_slice and all_gather routines: the job's ranks";
+  let description = [{
+    `world` is the schema's ShardOptions.world: the ranks the step was
+    compiled for (the session's collective must have as many).
+    ```mlir
+    #mpk.shard<world = 2>
+    ```
+    Verifier: `world` >= 1.
+  }];
+  let parameters = (ins "int64_t":$world);
+  let genVerifyDecl = 1;
+}
+
 #endif // MIXPREC_KERNEL_ATTRS

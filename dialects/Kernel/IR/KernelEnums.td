@@ -57,7 +57,9 @@ def Kernel_Routine : I32EnumAttr<"Routine", "a backend routine of the runtime", 
     I32EnumAttrCase<"BlockQuantize", 81, "block_quantize">,
     I32EnumAttrCase<"BlockScaledGemm", 82, "block_scaled_gemm">,
     // Issue 26: data-parallel training.
-    I32EnumAttrCase<"AllReduce", 90, "all_reduce">
+    I32EnumAttrCase<"AllReduce", 90, "all_reduce">,
+    I32EnumAttrCase<"RankSlice", 91, "rank_slice">,
+    I32EnumAttrCase<"AllGather", 92, "all_gather">
   ]> {
   let cppNamespace = "::mixprec::kernel";
   let genSpecializedAttr = 0;

@@ -416,6 +416,36 @@ MIXPREC_API mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path,
                                                                size_t capacity,
                                                                size_t *user_bytes);
 
+/* A checkpoint's state without a session: `info` (name, dtype, rank, dims,
+ * element_count, byte_size) and its `byte_size` bytes at `data`. */
+typedef struct mixprec_checkpoint_state_t {
+  mixprec_tensor_info_t info;
+  const void *data;
+} mixprec_checkpoint_state_t;
+
+/* Writes `count` states (in order) and the user blob to a checkpoint file,
+ * atomically, as mixprec_session_save_checkpoint does, with the fingerprint
+ * of these names, dtypes and shapes: a session of a module with exactly
+ * these states loads it. For an application that keeps part of a state
+ * itself (a data-parallel trainer whose ranks each hold a slice of the
+ * optimizer state writes the whole). MIXPREC_INVALID_ARGUMENT for a NULL
+ * or empty name, two states of one name, an unknown dtype, a rank above
+ * 8, a byte_size or element_count that is not the shape's. */
+MIXPREC_API mixprec_status_t mixprec_checkpoint_write(const char *path,
+                                                      const mixprec_checkpoint_state_t *states,
+                                                      size_t count, const void *user_blob,
+                                                      size_t user_bytes);
+
+/* Reads and checks a checkpoint file as mixprec_session_load_checkpoint
+ * does (the same errors; its fingerprint against its own states) and calls
+ * `visit` for each state in order, its pointers valid during the call. A
+ * non-zero return from `visit` stops the reading with
+ * MIXPREC_EXECUTION_ERROR naming the state. */
+typedef int (*mixprec_checkpoint_visit_t)(void *context, const mixprec_checkpoint_state_t *state);
+MIXPREC_API mixprec_status_t mixprec_checkpoint_read_states(const char *path,
+                                                            mixprec_checkpoint_visit_t visit,
+                                                            void *context);
+
 /*===----------------------------------------------------------------------===*
  * Collectives (data-parallel training)
  *
@@ -433,6 +463,16 @@ MIXPREC_API mixprec_status_t mixprec_checkpoint_read_user_blob(const char *path,
  * may run. A non-zero return fails the run with the message the callback
  * wrote into `error` (NUL-terminated, at most error_size bytes) and leaves
  * every state as it was.
+ *
+ * A step compiled with its optimizer state sharded (ZeRO stage 1, for a job
+ * of N ranks) also holds rank_slice steps (this rank's slice of a vector:
+ * `rank` from the collective) and all_gather steps, which call `all_gather`
+ * with `count` elements of this rank's at `send` and `world_size` x `count`
+ * at `recv`, rank r's at recv + r x count (device pointers and the stream
+ * as for all_reduce). Both need a collective of world size N (a session
+ * without one is a job of one rank). `all_gather` came with struct_size
+ * sizeof(mixprec_collective_t); a collective of the older size (up to
+ * all_reduce) is taken, and its session fails such a step saying so.
  *===----------------------------------------------------------------------===*/
 
 typedef int32_t mixprec_reduce_op_t;
@@ -449,10 +489,13 @@ typedef struct mixprec_collective_t {
   int32_t device_buffers;
   int (*all_reduce)(void *context, void *data, size_t count, mixprec_dtype_t dtype,
                     mixprec_reduce_op_t op, void *stream, char *error, size_t error_size);
+  int (*all_gather)(void *context, const void *send, void *recv, size_t count,
+                    mixprec_dtype_t dtype, void *stream, char *error, size_t error_size);
 } mixprec_collective_t;
 
 /* Sets (or, with NULL, removes) the session's collective; copied.
- * MIXPREC_INVALID_ARGUMENT for a missing callback, a rank outside
+ * MIXPREC_INVALID_ARGUMENT for a struct_size below the first version's
+ * (up to all_reduce), a missing all_reduce, a rank outside
  * [0, world_size) or a world size below 1. */
 MIXPREC_API mixprec_status_t mixprec_session_set_collective(mixprec_session_t session,
                                                             const mixprec_collective_t *collective);

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -280,6 +281,22 @@ public:
   static Status readCheckpointUserBlob(const char *path, void *userBlob, size_t capacity,
                                        size_t &userBytes) {
     return Status(mixprec_checkpoint_read_user_blob(path, userBlob, capacity, &userBytes));
+  }
+  /// mixprec_checkpoint_write.
+  static Status writeCheckpoint(const char *path, const mixprec_checkpoint_state_t *states,
+                                size_t count, const void *userBlob = nullptr,
+                                size_t userBytes = 0) {
+    return Status(mixprec_checkpoint_write(path, states, count, userBlob, userBytes));
+  }
+  /// mixprec_checkpoint_read_states with a callable taking the state
+  /// (returning false stops the reading).
+  template <typename F> static Status readCheckpointStates(const char *path, F &&visit) {
+    return Status(mixprec_checkpoint_read_states(
+        path,
+        [](void *context, const mixprec_checkpoint_state_t *state) -> int {
+          return (*static_cast<std::remove_reference_t<F> *>(context))(*state) ? 0 : 1;
+        },
+        &visit));
   }
 
 private:

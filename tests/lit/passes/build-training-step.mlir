@@ -9,6 +9,8 @@
 // RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd lr=0.1 data-parallel=true bucket-mb=0.00001 allreduce-dtype=bf16" --mp-precision-pipeline="precision=bf16" %s | FileCheck %s --check-prefix=DPBF16
 // RUN: not mixprec-opt --mp-build-training-step="data-parallel=true allreduce-dtype=fp8" %s 2>&1 | FileCheck %s --check-prefix=BADWIRE
 // RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=sgd lr=0.1 loss-scale=none" --mp-precision-pipeline="precision=bf16" %s | FileCheck %s --check-prefix=FP32UPD
+// RUN: mixprec-opt --mp-build-training-step="loss=mse optimizer=adamw lr=0.1 data-parallel=true shard-optimizer=true world=4" %s | FileCheck %s --check-prefix=ZERO
+// RUN: not mixprec-opt --mp-build-training-step="shard-optimizer=true world=2" %s 2>&1 | FileCheck %s --check-prefix=ZERONODP
 
 // Data parallelism: the scaled gradients flattened into one bucket (6 + 2
 // elements), averaged across the ranks, sliced back; the loss averaged; the
@@ -37,6 +39,27 @@
 // FP32UPD: mp.matmul %{{.*}}, %{{.*}} {acc_type = f32, mp.fp32_output, mp.grad_operands = array<i64: 1>, mp.precision = bf16, mp.reason = "policy:lowp"} : (tensor<3x2xbf16>, tensor<2x2xbf16>) -> tensor<3x2xf32>
 // FP32UPD: mp.mul %{{.*}}, %{{.*}} {mp.pinned_precision = f32, mp.precision = f32, mp.reason = "pinned"} : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32>
 // FP32UPD-NOT: mp.mul {{.*}}bf16{{.*}}pinned
+
+// Optimizer-state sharding over 4 ranks: each moment is this rank's slice
+// of its parameter flattened and padded to 4 slices (w: 6 -> 8, 2 each; b:
+// 2 -> 4, 1 each); the reduced gradient and the master are sliced the same
+// way, updated, and the new slices of both masters all-gathered in one
+// bucket [4 ranks x (2 + 1)], whose columns are each master's slices.
+// ZERO: {mp.name = "w.exp_avg", mp.state = "w.exp_avg", mp.state_init = dense<0.000000e+00> : tensor<2xf32>}
+// ZERO-SAME: {mp.name = "w.exp_avg_sq", mp.state = "w.exp_avg_sq", mp.state_init = dense<0.000000e+00> : tensor<2xf32>}
+// ZERO-SAME: {mp.name = "b.exp_avg", mp.state = "b.exp_avg", mp.state_init = dense<0.000000e+00> : tensor<1xf32>}
+// ZERO: mp.all_reduce
+// ZERO: %[[WP:.*]] = mp.concat %{{.*}}, %{{.*}} {axis = 0 : i64, mp.pinned_precision = f32} : (tensor<6xf32>, tensor<2xf32>) -> tensor<8xf32>
+// ZERO: mp.rank_slice %[[WP]] {mp.pinned_precision = f32, world = 4 : i64} : tensor<8xf32> -> tensor<2xf32>
+// ZERO: mp.rank_slice %{{.*}} {mp.pinned_precision = f32, world = 4 : i64} : tensor<8xf32> -> tensor<2xf32>
+// ZERO: mp.rank_slice %{{.*}} {mp.pinned_precision = f32, world = 4 : i64} : tensor<4xf32> -> tensor<1xf32>
+// ZERO: %[[MINE:.*]] = mp.concat %{{.*}}, %{{.*}} {axis = 0 : i64, mp.pinned_precision = f32} : (tensor<2xf32>, tensor<1xf32>) -> tensor<3xf32>
+// ZERO: %[[ALL:.*]] = mp.all_gather %[[MINE]] {mp.pinned_precision = f32, world = 4 : i64} : tensor<3xf32> -> tensor<12xf32>
+// ZERO: %[[BYRANK:.*]] = mp.reshape %[[ALL]] {{.*}} : tensor<12xf32> -> tensor<4x3xf32>
+// ZERO: mp.slice %[[BYRANK]] {mp.pinned_precision = f32, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x3xf32> -> tensor<4x2xf32>
+// ZERO: mp.slice %[[BYRANK]] {mp.pinned_precision = f32, starts = array<i64: 0, 2>, steps = array<i64: 1, 1>} : tensor<4x3xf32> -> tensor<4x1xf32>
+// ZERO-NOT: mp.all_gather
+// ZERONODP: error: sharding the optimizer state needs data parallelism (data-parallel=true)
 
 // Gradient accumulation: the data and labels hold 2 micro-batches (dim 0
 // doubled); each runs forward and backward on its rows, the scaled losses

@@ -56,6 +56,28 @@ Status CpuBackend::runRoutine(const RoutineOp &op) {
     return allReduceInPlace(op.name, out, static_cast<size_t>(x.elements),
                             static_cast<mixprec_dtype_t>(y.dtype), op.reduction, nullptr);
   }
+  case RoutineKind::RankSlice: {
+    const TensorDesc &y = module->tensors()[op.output];
+    uint8_t *out = tensorData(op.output);
+    const uint8_t *in = tensorData(op.inputs[0]);
+    return rankSlice(op.name, op.world, y.bytes, [&](size_t offset) {
+      if (y.bytes)
+        std::memmove(out, in + offset, y.bytes);
+      return okStatus();
+    });
+  }
+  case RoutineKind::AllGather: {
+    const TensorDesc &x = module->tensors()[op.inputs[0]];
+    const TensorDesc &y = module->tensors()[op.output];
+    uint8_t *out = tensorData(op.output);
+    const uint8_t *in = tensorData(op.inputs[0]);
+    return allGather(op.name, op.world, in, out, static_cast<size_t>(x.elements),
+                     static_cast<mixprec_dtype_t>(y.dtype), nullptr, [&] {
+                       if (y.bytes && out != in)
+                         std::memmove(out, in, y.bytes);
+                       return okStatus();
+                     });
+  }
   default:
     return runFloatRoutine(op);
   }

@@ -143,6 +143,9 @@ private:
   Status enqueueGemm(size_t index);
   Status runHostStep(size_t index);
   Status enqueueAllReduce(size_t index);
+  Status enqueueRankSlice(size_t index);
+  Status enqueueAllGather(size_t index);
+  Status runCollectiveStep(size_t index);
   Status readErrorRecord();
   Status commitStates();
   Status copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what);

@@ -86,6 +86,52 @@ Status CudaBackend::enqueueAllReduce(size_t index) {
                           op.reduction, stream_);
 }
 
+/// A host step, except the collectives' steps that run on the device:
+/// all_reduce and all_gather with a device collective (NCCL), rank_slice
+/// always, all_gather without a collective (a copy).
+Status CudaBackend::runCollectiveStep(size_t index) {
+  const bool device = hasCollective && collective.device_buffers;
+  switch (module->routines()[index].kind) {
+  case RoutineKind::AllReduce:
+    return device ? enqueueAllReduce(index) : runHostStep(index);
+  case RoutineKind::RankSlice:
+    return enqueueRankSlice(index);
+  case RoutineKind::AllGather:
+    return device || !hasCollective ? enqueueAllGather(index) : runHostStep(index);
+  default:
+    return runHostStep(index);
+  }
+}
+
+/// rank_slice on the device: this rank's slice copied on the stream.
+Status CudaBackend::enqueueRankSlice(size_t index) {
+  const RoutineOp &op = module->routines()[index];
+  const TensorDesc &y = module->tensors()[op.output];
+  return rankSlice(op.name, op.world, y.bytes, [&](size_t offset) -> Status {
+    if (!y.bytes)
+      return okStatus();
+    if (CUresult r = api.cuMemcpyDtoDAsync(pointers[op.output], pointers[op.inputs[0]] + offset,
+                                           y.bytes, stream_);
+        r != CUDA_SUCCESS)
+      return cudaError(driver, r, op.name + ": copying this rank's slice to '" + y.name + "'");
+    return okStatus();
+  });
+}
+
+/// all_gather on device buffers: a device collective (NCCL) on the stream,
+/// or (a job of one rank) a copy.
+Status CudaBackend::enqueueAllGather(size_t index) {
+  const RoutineOp &op = module->routines()[index];
+  const TensorDesc &x = module->tensors()[op.inputs[0]];
+  const TensorDesc &y = module->tensors()[op.output];
+  return allGather(op.name, op.world, reinterpret_cast<const void *>(pointers[op.inputs[0]]),
+                   reinterpret_cast<void *>(pointers[op.output]), static_cast<size_t>(x.elements),
+                   static_cast<mixprec_dtype_t>(y.dtype), stream_, [&] {
+                     return copyTensor(op.output, pointers[op.output], pointers[op.inputs[0]],
+                                       "all_gather: copying its input to");
+                   });
+}
+
 Status CudaBackend::copyTensor(int32_t t, CUdeviceptr to, CUdeviceptr from, const char *what) {
   const TensorDesc &d = module->tensors()[t];
   if (!d.bytes)
@@ -154,10 +200,7 @@ Status CudaBackend::enqueueSequence(const Bindings &bindings) {
       // the host's error on what it left.
       if (Status failed = readErrorRecord(); !failed.ok())
         return failed;
-      s = module->routines()[step->index()].kind == RoutineKind::AllReduce && hasCollective &&
-                  collective.device_buffers
-              ? enqueueAllReduce(step->index())
-              : runHostStep(step->index());
+      s = runCollectiveStep(step->index());
       break;
     }
     if (!s.ok())

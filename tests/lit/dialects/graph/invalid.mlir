@@ -1380,3 +1380,39 @@ func.func @all_reduce$type(%g: tensor<8xf32>) -> tensor<8xbf16> {
   %0 = mp.all_reduce %g {reduction = "sum"} : tensor<8xf32> -> tensor<8xbf16>
   return %0 : tensor<8xbf16>
 }
+
+// -----
+
+// rank_slice: the whole is world times the slice.
+func.func @rank_slice$length(%g: tensor<8xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{the whole vector must have world (2) times the slice's 3 elements, got 8}}
+  %0 = mp.rank_slice %g {world = 2} : tensor<8xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// rank_slice: at least one rank.
+func.func @rank_slice$world(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{world must be >= 1, got 0}}
+  %0 = mp.rank_slice %g {world = 0} : tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// all_gather: vectors of one element type.
+func.func @all_gather$type(%g: tensor<4xf32>) -> tensor<8xbf16> {
+  // expected-error @+1 {{input and output must have one element type}}
+  %0 = mp.all_gather %g {world = 2} : tensor<4xf32> -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}
+
+// -----
+
+// all_gather: vectors only.
+func.func @all_gather$rank(%g: tensor<2x2xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{takes vectors}}
+  %0 = mp.all_gather %g {world = 2} : tensor<2x2xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

@@ -131,3 +131,13 @@ func.func @all_reduce(%g: tensor<4096xf32>, %h: tensor<64xbf16>, %found: tensor<
   %2 = mp.all_reduce %found {reduction = "max"} : tensor<f32> -> tensor<f32>
   return %0, %1, %2 : tensor<4096xf32>, tensor<64xbf16>, tensor<f32>
 }
+
+// Optimizer-state sharding: this rank's slice, and every rank's gathered.
+// CHECK-LABEL: func.func @shard
+func.func @shard(%g: tensor<4096xf32>, %w: tensor<64xbf16>) -> (tensor<2048xf32>, tensor<128xbf16>) {
+  // CHECK: mp.rank_slice %{{.*}} {world = 2 : i64} : tensor<4096xf32> -> tensor<2048xf32>
+  %0 = mp.rank_slice %g {world = 2} : tensor<4096xf32> -> tensor<2048xf32>
+  // CHECK: mp.all_gather %{{.*}} {world = 2 : i64} : tensor<64xbf16> -> tensor<128xbf16>
+  %1 = mp.all_gather %w {world = 2} : tensor<64xbf16> -> tensor<128xbf16>
+  return %0, %1 : tensor<2048xf32>, tensor<128xbf16>
+}
