@@ -331,6 +331,22 @@ mixprec_collective_t Collective::hook() {
     writeError(message, error, errorSize);
     return 1;
   };
+  h.all_gather = [](void *context, const void *send, void *recv, size_t count,
+                    mixprec_dtype_t dtype, void *stream, char *error, size_t errorSize) -> int {
+    auto *self = static_cast<Collective *>(context);
+    const double bytes = double(count) * double(mixprec_dtype_size(dtype));
+    auto start = std::chrono::steady_clock::now();
+    std::string message =
+        self->gatherBuffers(send, recv, count * mixprec_dtype_size(dtype), stream);
+    Traffic &t = self->traffic_;
+    t.calls += 1;
+    t.bytes += bytes;
+    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (message.empty())
+      return 0;
+    writeError(message, error, errorSize);
+    return 1;
+  };
   return h;
 }
 

@@ -68,13 +68,21 @@ public:
   /// Every rank's `bytes` at `in` into `out` (worldSize() x bytes, in rank
   /// order; host memory).
   virtual std::string allGather(const void *in, void *out, size_t bytes) = 0;
+  /// allGather of the session's buffers (the all_gather steps of a step
+  /// with sharded optimizer state): device pointers on `stream` where
+  /// deviceBuffers() (NCCL), else host memory as allGather.
+  virtual std::string gatherBuffers(const void *in, void *out, size_t bytes, void *stream) {
+    (void)stream;
+    return allGather(in, out, bytes);
+  }
   virtual std::string barrier() = 0;
   /// Ends every rank of the job after an error on this one (MPI_Abort), so
   /// that no rank waits for this one; returns only where there is no job.
   virtual void abort(int exitCode) { (void)exitCode; }
 
-  /// What the session's all_reduce steps asked of this collective through
-  /// hook(): calls, bytes reduced (per rank) and the seconds spent, waiting
+  /// What the session's all_reduce and all_gather steps asked of this
+  /// collective through hook(): calls, bytes reduced or gathered (this
+  /// rank's contribution) and the seconds spent, waiting
   /// for the other ranks included (the communication share of a step).
   struct Traffic {
     int64_t calls = 0;

@@ -315,6 +315,13 @@ struct Run {
   size_t lossIndex = 0, skippedIndex = 0, normIndex = 0, scaleIndex = 0;
   std::vector<std::string> stateNames;
   std::vector<size_t> stateBytes;
+  /// Optimizer-state sharding (StepFacts::shardWorld): which states are
+  /// this rank's slice of a whole (its parameter's shape, `wholeShapes`),
+  /// and whether any is.
+  std::vector<bool> sharded;
+  std::vector<std::vector<int64_t>> wholeShapes;
+  std::vector<mixprec_dtype_t> stateTypes;
+  bool anySharded = false;
 
   // Evaluation.
   std::optional<Loaded> eval;
@@ -345,6 +352,21 @@ struct Run {
       step.module.stateInfo(i, info);
       stateNames.push_back(info.name);
       stateBytes.push_back(info.byte_size);
+      stateTypes.push_back(info.dtype);
+      wholeShapes.emplace_back(info.dims, info.dims + info.rank);
+    }
+    // A sharded state "P.exp_avg" is a slice of a tensor of P's shape.
+    sharded.assign(stateNames.size(), false);
+    for (size_t i = 0; facts.shardWorld > 0 && i < stateNames.size(); ++i) {
+      if (!isOptimizerState(stateNames[i]))
+        continue;
+      const std::string param = stateNames[i].substr(0, stateNames[i].rfind('.'));
+      auto it = std::find(stateNames.begin(), stateNames.end(), param);
+      if (it == stateNames.end())
+        return ctx.fail(facts.model + ": the step's state '" + stateNames[i] +
+                        "' is sharded, but it has no state '" + param + "' it is a slice of");
+      sharded[i] = anySharded = true;
+      wholeShapes[i] = wholeShapes[size_t(it - stateNames.begin())];
     }
     if (test.empty())
       return 0;
@@ -381,6 +403,44 @@ struct Run {
   bool skipped() const { return scalarOutput(step.session, skippedIndex) != 0.0f; }
   float gradNorm() const { return scalarOutput(step.session, normIndex); }
   float lossScale() const { return scalarOutput(step.session, scaleIndex); }
+
+  /// The elements of state i's whole tensor (its own, when not sharded).
+  size_t wholeElements(size_t i) const {
+    size_t n = 1;
+    for (int64_t d : wholeShapes[i])
+      n *= static_cast<size_t>(d);
+    return n;
+  }
+
+  /// Every state whole, in order: a sharded one gathered from every rank
+  /// (collective: the ranks' slices in rank order, the padding dropped), so
+  /// that a checkpoint or a state file holds what an unsharded run holds.
+  /// Every rank calls it. False with `error`.
+  bool wholeStates(Collective *collective, std::vector<std::vector<uint8_t>> &out,
+                   std::string &error) const {
+    out.assign(stateNames.size(), {});
+    for (size_t i = 0; i < stateNames.size(); ++i) {
+      std::vector<uint8_t> mine(stateBytes[i]);
+      if (mixprec::Status s =
+              step.session.readState(stateNames[i].c_str(), mine.data(), mine.size());
+          !s.ok())
+        return error = s.message(), false;
+      if (!sharded[i]) {
+        out[i] = std::move(mine);
+        continue;
+      }
+      const size_t world = collective ? size_t(collective->worldSize()) : 1;
+      std::vector<uint8_t> all(mine.size() * world);
+      if (world == 1)
+        all = mine;
+      else if (std::string why = collective->allGather(mine.data(), all.data(), mine.size());
+               !why.empty())
+        return error = "gathering the optimizer state '" + stateNames[i] + "': " + why, false;
+      all.resize(wholeElements(i) * mixprec_dtype_size(stateTypes[i]));
+      out[i] = std::move(all);
+    }
+    return true;
+  }
 
   /// A state's values (F32: every state the step keeps is FP32).
   std::vector<float> readState(size_t i) const {
@@ -815,6 +875,14 @@ int checkRunInputs(Ctx &ctx, LoopInputs &in) {
                         "average its gradients across ranks (compile it with --data-parallel, "
                         "or mixprec train under mpirun does)",
                     kTrainUsage);
+  if (facts.shardWorld > 0 && facts.shardWorld != ctx.world)
+    return ctx.fail(model + ": the step keeps its optimizer state sharded over " +
+                        std::to_string(facts.shardWorld) + " ranks (--shard-optimizer), but " +
+                        (ctx.world > 1 ? "this job has " + std::to_string(ctx.world)
+                                       : std::string("this is one process")) +
+                        " (run it with as many ranks, or compile it for this job; a checkpoint "
+                        "resumes either way)",
+                    kTrainUsage);
   const int64_t stepRows = facts.batch * facts.accumulate;
   // The outputs: none may replace an input. The checkpoint may be the file
   // resumed from: it is read whole before it is written again.
@@ -942,6 +1010,8 @@ struct SeedRun {
   int start();
   int resume();
   bool saveCheckpoint();
+  bool saveGatheredCheckpoint();
+  int loadIntoShards();
   void printStart();
   int runSteps();
   int runOneStep(int64_t step, bool &last);
@@ -1046,10 +1116,14 @@ int SeedRun::resume() {
     return mismatch("precision options", "'" + saved.precision + "'",
                     "'" + state.precision + "'");
   }
-  if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
-                                                              blob.size(), blobBytes);
-      !s.ok())
+  if (primary.anySharded) {
+    if (int rc = loadIntoShards())
+      return rc;
+  } else if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
+                                                                     blob.size(), blobBytes);
+             !s.ok()) {
     return ctx.fail(t.resume + ": cannot resume from it: " + s.message());
+  }
   state.stepsDone = saved.stepsDone;
   if (saved.world != state.world)
     resumeNote =
@@ -1066,6 +1140,8 @@ int SeedRun::resume() {
 
 /// Writes --checkpoint; false after failing ctx.
 bool SeedRun::saveCheckpoint() {
+  if (primary.anySharded)
+    return saveGatheredCheckpoint();
   if (!ctx.writes())
     return true;
   std::string blob = state.serialize();
@@ -1074,6 +1150,84 @@ bool SeedRun::saveCheckpoint() {
   if (!s.ok())
     ctx.fail(t.checkpoint + ": " + s.message());
   return s.ok();
+}
+
+/// Sharded optimizer state: every rank gives its slices, rank 0 writes the
+/// checkpoint an unsharded run writes (the same states, whole), which
+/// resumes with or without sharding and on any number of ranks. False
+/// after failing ctx.
+bool SeedRun::saveGatheredCheckpoint() {
+  std::vector<std::vector<uint8_t>> whole;
+  if (!primary.wholeStates(ctx.collective, whole, error))
+    return ctx.fail(t.checkpoint + ": " + error), false;
+  if (!ctx.writes())
+    return true;
+  std::vector<mixprec_checkpoint_state_t> states(whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    mixprec_tensor_info_t &info = states[i].info;
+    info.name = primary.stateNames[i].c_str();
+    info.dtype = primary.stateTypes[i];
+    info.rank = primary.wholeShapes[i].size();
+    info.dims = primary.wholeShapes[i].data();
+    info.element_count = primary.wholeElements(i);
+    info.byte_size = whole[i].size();
+    states[i].data = whole[i].data();
+  }
+  std::string blob = state.serialize();
+  mixprec::Status s = mixprec::Session::writeCheckpoint(t.checkpoint.c_str(), states.data(),
+                                                        states.size(), blob.data(), blob.size());
+  if (!s.ok())
+    ctx.fail(t.checkpoint + ": " + s.message());
+  return s.ok();
+}
+
+/// Sharded optimizer state: loads --resume's whole states (a checkpoint of
+/// a sharded run or not), each sharded one as this rank's slice (the last
+/// zero-padded). 0, or the status after failing ctx.
+int SeedRun::loadIntoShards() {
+  std::vector<std::vector<uint8_t>> found(primary.stateNames.size());
+  std::string why;
+  size_t count = 0;
+  mixprec::Status s = mixprec::Session::readCheckpointStates(
+      t.resume.c_str(), [&](const mixprec_checkpoint_state_t &c) {
+        ++count;
+        auto it = std::find(primary.stateNames.begin(), primary.stateNames.end(), c.info.name);
+        if (it == primary.stateNames.end()) {
+          why = "it has a state '" + std::string(c.info.name) + "' this step lacks";
+          return false;
+        }
+        const size_t i = size_t(it - primary.stateNames.begin());
+        if (c.info.dtype != primary.stateTypes[i] ||
+            std::vector<int64_t>(c.info.dims, c.info.dims + c.info.rank) !=
+                primary.wholeShapes[i]) {
+          why = "its state '" + std::string(c.info.name) + "' is not the step's dtype and shape";
+          return false;
+        }
+        const auto *bytes = static_cast<const uint8_t *>(c.data);
+        if (!primary.sharded[i]) {
+          found[i].assign(bytes, bytes + c.info.byte_size);
+          return true;
+        }
+        // This rank's slice of the flattened whole, zero-padded.
+        const size_t part = primary.stateBytes[i], from = part * size_t(ctx.rank);
+        found[i].assign(part, 0);
+        if (from < c.info.byte_size)
+          std::memcpy(found[i].data(), bytes + from, std::min(part, c.info.byte_size - from));
+        return true;
+      });
+  if (!s.ok())
+    return ctx.fail(t.resume + ": cannot resume from it: " + (why.empty() ? s.message() : why));
+  for (size_t i = 0; i < found.size(); ++i)
+    if (found[i].size() != primary.stateBytes[i] || count != found.size())
+      return ctx.fail(t.resume + ": cannot resume from it: it has " + std::to_string(count) +
+                      " states, not the step's " + std::to_string(found.size()) +
+                      " (a checkpoint of another model or optimizer)");
+  for (size_t i = 0; i < found.size(); ++i)
+    if (mixprec::Status w = primary.step.session.writeState(primary.stateNames[i].c_str(),
+                                                            found[i].data(), found[i].size());
+        !w.ok())
+      return ctx.fail(t.resume + ": " + w.message());
+  return 0;
 }
 
 /// Prints the run's first line (first seed only), the seed's and where it
@@ -1092,6 +1246,18 @@ void SeedRun::printStart() {
                                 ".." + std::to_string(t.seed + t.seeds - 1) + ")"
                           : std::string()) +
               (in.origin.empty() ? "" : "; " + in.origin));
+  if (seedIndex == 0 && primary.anySharded) {
+    // What sharding saves: the optimizer state this rank keeps.
+    double mine = 0, whole = 0;
+    for (size_t i = 0; i < primary.stateNames.size(); ++i)
+      if (isOptimizerState(primary.stateNames[i])) {
+        mine += double(primary.stateBytes[i]);
+        whole += double(primary.wholeElements(i) * mixprec_dtype_size(primary.stateTypes[i]));
+      }
+    ctx.print("optimizer state sharded over " + std::to_string(ctx.world) +
+              " ranks: " + std::to_string(int64_t(mine)) + " bytes per rank (" + bytesText(mine) +
+              ") of " + std::to_string(int64_t(whole)) + " (" + bytesText(whole) + ")");
+  }
   if (r.ensemble)
     ctx.print("seed " + std::to_string(seed) + " (" + std::to_string(seedIndex + 1) + "/" +
               std::to_string(t.seeds) + ")");
@@ -1399,17 +1565,20 @@ int SeedRun::runSteps() {
 /// Writes --state-dir's files: one .npy per state of the run's step. 0, or
 /// the status after failing ctx.
 int SeedRun::saveStates() {
+  // Whole (a sharded optimizer state gathered from every rank first).
+  std::vector<std::vector<uint8_t>> whole;
+  if (!primary.wholeStates(ctx.collective, whole, error))
+    return ctx.fail(t.stateDir + ": " + error);
   if (!ctx.writes())
     return 0;
   if (std::string why = createDirectories(t.stateDir); !why.empty())
     return ctx.fail(why);
   for (size_t i = 0; i < primary.stateNames.size(); ++i) {
-    mixprec_tensor_info_t info;
-    primary.step.module.stateInfo(i, info);
     std::string path = joinPath(t.stateDir, npyFileNameFor(primary.stateNames[i]));
-    std::vector<float> values = primary.readState(i);
-    support::NpyArray array = support::npyFromFloat32(
-        std::vector<int64_t>(info.dims, info.dims + info.rank), values.data());
+    std::vector<float> values(whole[i].size() / sizeof(float));
+    if (!whole[i].empty())
+      std::memcpy(values.data(), whole[i].data(), whole[i].size());
+    support::NpyArray array = support::npyFromFloat32(primary.wholeShapes[i], values.data());
     if (!ctx.checkNotAnInput(path, error) || !support::writeNpy(path, array, error))
       return ctx.fail(error);
   }
@@ -1426,6 +1595,8 @@ int SeedRun::checkRanksAgree() {
     return 0;
   std::vector<uint8_t> bytes;
   for (size_t i = 0; i < primary.stateNames.size(); ++i) {
+    if (primary.sharded[i])
+      continue; // each rank's own slice
     size_t at = bytes.size();
     bytes.resize(at + primary.stateBytes[i]);
     if (mixprec::Status s = primary.step.session.readState(
@@ -1446,8 +1617,10 @@ int SeedRun::checkRanksAgree() {
     return ctx.fail(model + ": the ranks' states differ after step " +
                     std::to_string(state.stepsDone) + " (FNV-1a 64: rank 0 " + hex(all[0]) +
                     differ + "): the ranks did not take the same steps");
-  ctx.print("states identical on " + std::to_string(ctx.world) + " ranks (FNV-1a 64 " +
-            hex(all[0]) + ")");
+  ctx.print(
+      std::string(primary.anySharded ? "replicated states" : "states") + " identical on " +
+      std::to_string(ctx.world) + " ranks (FNV-1a 64 " + hex(all[0]) + ")" +
+      (primary.anySharded ? "; the optimizer state is sharded, each rank's slice its own" : ""));
   return 0;
 }
 
@@ -1463,16 +1636,16 @@ void SeedRun::printSummary() {
       format("%.1f", stepsRun ? 100.0 * (stepsRun - skippedTotal) / stepsRun : 0.0) + "%), " +
       std::to_string(skippedTotal) + " skipped; last loss " + num(out.lastLoss);
   if (ctx.world > 1 && ctx.active) {
-    // The communication share: the all-reduce steps' time, waiting for the
-    // slowest rank included, of the steps' time.
+    // The communication share: the all-reduce (and, sharded, all-gather)
+    // steps' time, waiting for the slowest rank included, of the steps' time.
     const Collective::Traffic now = ctx.active->traffic();
     const double seconds = now.seconds - trafficAtStart.seconds;
-    summary += "; all-reduce (" + ctx.active->name() + ") " +
-               std::to_string(now.calls - trafficAtStart.calls) + " calls, " +
-               bytesText(now.bytes - trafficAtStart.bytes) + " per rank, " +
-               format("%.2f", seconds) + " s (" +
-               format("%.1f", result.stepSeconds > 0 ? 100 * seconds / result.stepSeconds : 0.0) +
-               "% of the step time)";
+    summary +=
+        std::string(primary.anySharded ? "; all-reduce and all-gather (" : "; all-reduce (") +
+        ctx.active->name() + ") " + std::to_string(now.calls - trafficAtStart.calls) + " calls, " +
+        bytesText(now.bytes - trafficAtStart.bytes) + " per rank, " + format("%.2f", seconds) +
+        " s (" + format("%.1f", result.stepSeconds > 0 ? 100 * seconds / result.stepSeconds : 0.0) +
+        "% of the step time)";
   }
   if (compare)
     summary += "; " + compare->label + ": last loss " + num(out.compareLastLoss.value_or(NAN)) +
@@ -2240,14 +2413,15 @@ std::string npyFileNameFor(const std::string &name) {
 }
 
 std::string serializeFacts(const StepFacts &f) {
-  std::string text = "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " +
-                     lossName(f.loss) + "\nclasses " + std::to_string(f.classes) + "\naccumulate " +
-                     std::to_string(f.accumulate) + "\nbatch " + std::to_string(f.batch) +
-                     "\neval_batch " + std::to_string(f.evalBatch) + "\neval_output " +
-                     f.evalOutput + "\nmodel " + f.model + "\nmodel_fingerprint " +
-                     f.modelFingerprint + "\nprecision_options " + f.precisionOptions +
-                     "\nprecision " + f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " +
-                     exact(f.minScale) + "\n" + (f.dataParallel ? "data_parallel 1\n" : "");
+  std::string text =
+      "mixprec-train-modules " + std::to_string(kFactsVersion) + "\nloss " + lossName(f.loss) +
+      "\nclasses " + std::to_string(f.classes) + "\naccumulate " + std::to_string(f.accumulate) +
+      "\nbatch " + std::to_string(f.batch) + "\neval_batch " + std::to_string(f.evalBatch) +
+      "\neval_output " + f.evalOutput + "\nmodel " + f.model + "\nmodel_fingerprint " +
+      f.modelFingerprint + "\nprecision_options " + f.precisionOptions + "\nprecision " +
+      f.precisionName + "\nscaling " + f.scaling + "\nmin_scale " + exact(f.minScale) + "\n" +
+      (f.dataParallel ? "data_parallel 1\n" : "") +
+      (f.shardWorld > 0 ? "shard_world " + std::to_string(f.shardWorld) + "\n" : std::string());
   // The last line: FNV-1a 64 of every byte before it.
   return text + "checksum " + format("%016llx", static_cast<unsigned long long>(
                                                     runtime::fnv1a64(text.data(), text.size()))) +
@@ -2335,6 +2509,9 @@ std::string parseFacts(const std::string &text, StepFacts &f) {
     } else if (key == "data_parallel") {
       f.dataParallel = value == "1";
       bad = value != "0" && value != "1";
+    } else if (key == "shard_world") {
+      bad = !parseInteger(value, f.shardWorld) || f.shardWorld < 1 ||
+            f.shardWorld > (int64_t(1) << 20);
     } else {
       return "its line '" + key + "' is not one trainer.txt has";
     }

@@ -135,6 +135,10 @@ struct StepFacts {
   /// The step averages its gradients across ranks (all_reduce steps:
   /// TrainingOptions::dataParallel); a job of more than one rank needs it.
   bool dataParallel = false;
+  /// The ranks the step's sharded optimizer state is for
+  /// (TrainingOptions::shardOptimizer; 0: not sharded). The job must have
+  /// as many.
+  int64_t shardWorld = 0;
 };
 
 /// The name labels (or MSE's targets) go by in messages and the step.

@@ -27,6 +27,16 @@ with one process:
   kill       rank 1 SIGKILLed mid-run: the job ends non-zero within 60 s, the
              launcher's message names rank 1, the last checkpoint is intact
              and resumes on one process (which says the global batch stays).
+  zero       --shard-optimizer (ZeRO stage 1), AdamW, 2 ranks: the losses,
+             grad norms and final states equal the unsharded 2-rank run's
+             bit for bit (bound 1e-6) at fp32, bf16 and fp16; the optimizer
+             state per rank is half the whole; the checkpoint is the
+             unsharded run's byte for byte; a sharded run resumes from an
+             unsharded checkpoint and an unsharded one from a sharded
+             checkpoint, each ending where the uninterrupted run ends; saved
+             modules (--world 2) run under mixprec-train-run --ranks 2 as
+             mixprec train does, and refuse one process. 3 ranks (slices
+             zero-padded): sharded = unsharded bit for bit.
   gpt        the GPT-style block (attention, layer norm, tied embeddings),
              fp32, SGD: 2 ranks x --batch 2 against one process accumulating
              2 micro-batches of 2 (its export's batch is fixed) within 1e-5.
@@ -41,6 +51,7 @@ Exit status 77 (skipped) when mpirun or the MPI plugin is missing.
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -53,7 +64,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_e2e import Tally, describe_failure  # noqa: E402
 from run_train import read_csv, read_states  # noqa: E402
 
-CHECKS = ["single", "equal", "overflow", "clip", "saved", "refuse", "kill", "gpt"]
+CHECKS = ["single", "equal", "overflow", "clip", "saved", "refuse", "kill", "zero", "gpt"]
 REL = 1e-5
 STEPS = 20
 
@@ -82,9 +93,9 @@ class Runner:
         self.y = os.path.join(ex, "y_train.npy")
         self.tally = Tally()
 
-    def base(self, x=None):
+    def base(self, x=None, lr="0.1"):
         return [self.args.mixprec, "train", self.model, "--data", "x=" + (x or self.x),
-                "--labels", self.y, "--backend", "cpu", "--lr", "0.1", "--log-every", "5"]
+                "--labels", self.y, "--backend", "cpu", "--lr", lr, "--log-every", "5"]
 
     def run(self, argv, ranks=1, timeout=None):
         if ranks > 1:
@@ -321,6 +332,100 @@ def check_kill(r, work):
                                                                                    err)))
 
 
+def same_states(a, b):
+    sa, sb = read_states(a), read_states(b)
+    return sorted(sa) == sorted(sb) and all(sa[k].tobytes() == sb[k].tobytes() for k in sa)
+
+
+def check_zero(r, work):
+    adamw = ["--optimizer", "adamw", "--weight-decay", "0.01", "--batch", "16"]
+    for p in ["fp32", "bf16", "fp16"]:
+        runs = {}
+        for tag, extra in [("plain", []), ("zero", ["--shard-optimizer"])]:
+            d = os.path.join(work, f"zero-{p}-{tag}")
+            out = r.ok_run(f"zero {p} {tag}", r.base(lr="0.01") + adamw + [
+                "--precision", p, "--steps", str(STEPS), "--csv", d + ".csv", "--state-dir", d,
+                "--checkpoint", d + ".ckpt"] + extra, 2)
+            if out is None:
+                return
+            runs[tag] = (d, out)
+        (a, _), (b, out) = runs["plain"], runs["zero"]
+        compare_runs(r, f"zero {p}: sharded = unsharded, 2 ranks (loss, grad norm, states)",
+                     a, a + ".csv", b, b + ".csv", 1e-6, ("loss", "grad_norm", "loss_scale"))
+        bitwise = open(a + ".csv").read() == open(b + ".csv").read() and same_states(a, b)
+        r.tally.report(bitwise, f"zero {p}: bit for bit, CSV and states")
+        with open(a + ".ckpt", "rb") as f, open(b + ".ckpt", "rb") as g:
+            same_ckpt = f.read() == g.read()
+        r.tally.report(same_ckpt, f"zero {p}: the sharded run's checkpoint is the unsharded "
+                       "run's, byte for byte")
+        m = re.search(r"optimizer state sharded over 2 ranks: (\d+) bytes per rank .* of (\d+)",
+                      out)
+        mine, whole = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        r.tally.report(m is not None and whole > 0 and 2 * mine == whole,
+                       f"zero {p}: optimizer state per rank halved",
+                       f"{mine} of {whole} bytes" if m else "no optimizer-state line:\n" + out)
+        r.tally.report(hash_line(out.replace("replicated states", "states")),
+                       f"zero {p}: the replicated states are identical on both ranks")
+
+    # 3 ranks: slices with padding (a bias of 10 is 3 slices of 4).
+    runs = {}
+    for tag, extra in [("plain", []), ("zero", ["--shard-optimizer"])]:
+        d = os.path.join(work, f"zero3-{tag}")
+        if r.ok_run(f"zero 3 ranks {tag}", r.base(lr="0.01") + adamw + [
+                "--precision", "bf16", "--steps", "10", "--csv", d + ".csv", "--state-dir", d,
+                "--checkpoint", d + ".ckpt"] + extra, 3) is None:
+            return
+        runs[tag] = d
+    a, b = runs["plain"], runs["zero"]
+    with open(a + ".ckpt", "rb") as f, open(b + ".ckpt", "rb") as g:
+        same_ckpt = f.read() == g.read()
+    r.tally.report(open(a + ".csv").read() == open(b + ".csv").read() and same_states(a, b) and
+                   same_ckpt, "zero bf16, 3 ranks (padded slices): sharded = unsharded, CSV, "
+                   "states and checkpoint bit for bit")
+
+    # Checkpoints resume either way: 10 steps, a checkpoint, 10 more.
+    full = os.path.join(work, "zero-bf16-plain")
+    for first, then in [("--shard-optimizer", None), (None, "--shard-optimizer")]:
+        tag = "sharded -> unsharded" if first else "unsharded -> sharded"
+        ck = os.path.join(work, f"zero-resume-{bool(first)}.ckpt")
+        d = os.path.join(work, f"zero-resume-{bool(first)}")
+        common = r.base(lr="0.01") + adamw + ["--precision", "bf16"]
+        if r.ok_run(f"zero resume {tag}: first half", common + [
+                "--steps", "10", "--checkpoint", ck] + ([first] if first else []), 2) is None:
+            return
+        out = r.ok_run(f"zero resume {tag}: second half", common + [
+            "--steps", str(STEPS), "--resume", ck, "--state-dir", d] + ([then] if then else []),
+            2)
+        if out is None:
+            return
+        ok = f"resumed from {ck} after step 10" in out and same_states(full, d)
+        r.tally.report(ok, f"zero: a checkpoint resumes {tag}, ending where the uninterrupted "
+                       "run ends (bit for bit)")
+
+    # Saved modules, compiled for 2 ranks.
+    folder = os.path.join(work, "zero-saved")
+    if r.ok_run("zero: --save-modules --shard-optimizer --world 2", r.base(lr="0.01") + adamw + [
+            "--precision", "bf16", "--save-modules", folder, "--shard-optimizer", "--world",
+            "2"]) is None:
+        return
+    a, b = os.path.join(work, "zero-saved-train"), os.path.join(work, "zero-saved-run")
+    out = r.ok_run("zero saved: mixprec train --ranks 2", r.base(lr="0.01") + adamw + [
+        "--precision", "bf16", "--steps", "10", "--state-dir", a, "--ranks", "2",
+        "--shard-optimizer"])
+    out2 = r.ok_run("zero saved: mixprec-train-run --ranks 2", [
+        r.args.train_run, folder, "--data", "x=" + r.x, "--labels", r.y, "--backend", "cpu",
+        "--steps", "10", "--state-dir", b, "--ranks", "2"])
+    if out is None or out2 is None:
+        return
+    r.tally.report(same_states(a, b), "zero saved: mixprec-train-run --ranks 2 = mixprec train "
+                   "--ranks 2 --shard-optimizer, bit for bit")
+    argv, rc, out, err = r.run([r.args.train_run, folder, "--data", "x=" + r.x, "--labels", r.y,
+                                "--backend", "cpu", "--steps", "5"], timeout=120)
+    ok = rc == 2 and "sharded over 2 ranks" in err
+    r.tally.report(ok, "zero saved: one process refuses a step sharded over 2 ranks, naming why",
+                   "" if ok else describe_failure(argv, rc, out, err))
+
+
 def check_gpt(r, work):
     models = r.args.models
     if not models:
@@ -371,7 +476,7 @@ def main(argv=None):
     r = Runner(args)
     checks = {"single": check_single, "equal": check_equal, "overflow": check_overflow,
               "clip": check_clip, "saved": check_saved, "refuse": check_refuse,
-              "kill": check_kill, "gpt": check_gpt}
+              "kill": check_kill, "zero": check_zero, "gpt": check_gpt}
     for name in args.k:
         checks[name](r, args.work)
     print(f"{r.tally.passed} passed, {r.tally.failed} failed")

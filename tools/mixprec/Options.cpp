@@ -698,6 +698,16 @@ cl::opt<std::string> allreduceDTypeOpt(
 cl::opt<double, false, FiniteParser> bucketMBOpt(
     "bucket-mb", cl::desc("Most MB of gradients per all-reduce (25)"), cl::init(25.0),
     cl::value_desc("X"), cl::sub(trainCommand));
+cl::opt<bool> shardOptimizerOpt(
+    "shard-optimizer",
+    cl::desc("ZeRO stage 1: each rank keeps and updates its 1/N slice of the optimizer state "
+             "(momentum, AdamW's moments); the updated master weights are all-gathered"),
+    cl::ValueDisallowed, cl::sub(trainCommand));
+cl::opt<long long, false, CountParser<1>> worldOpt(
+    "world",
+    cl::desc("The ranks --shard-optimizer compiles for outside a job (--save-modules; under "
+             "mpirun or --ranks: the job's)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(trainCommand));
 cl::opt<long long, false, CountParser<1>> ranksOpt(
     "ranks", cl::desc("Run as a data-parallel job of N processes on this machine (mpirun)"),
     cl::init(0), cl::value_desc("N"), cl::sub(trainCommand));
@@ -1074,6 +1084,8 @@ const TrainSettings &train() {
     o.dataParallel = dataParallelOpt;
     o.allreduceDType = allreduceDTypeOpt;
     o.bucketMB = bucketMBOpt;
+    o.shardOptimizer = shardOptimizerOpt;
+    t.world = worldOpt;
     t.ranks = ranksOpt;
     t.collectiveTimeout = collectiveTimeoutOpt;
     t.data = namedFiles(dataOpt);

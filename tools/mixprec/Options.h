@@ -119,6 +119,9 @@ struct TrainSettings {
   std::string saveModules;
   /// --ranks N: run as a job of N processes under mpirun (0: as launched).
   int64_t ranks = 0;
+  /// --world N: the ranks a step with sharded optimizer state is compiled
+  /// for when this process is not a rank of a job (--save-modules).
+  int64_t world = 0;
   /// --collective-timeout: seconds a collective waits for the other ranks.
   double collectiveTimeout = 300;
 };

@@ -76,6 +76,18 @@ int runTrain() {
     config.collective = collective.get();
     config.step.dataParallel = true;
   }
+  // Sharded optimizer state: compiled for the job's ranks (or --world's).
+  const int64_t jobWorld = collective ? collective->worldSize() : 1;
+  if (t.world > 0 && !config.step.shardOptimizer)
+    return usageError("train: --world is the ranks --shard-optimizer compiles for; give both");
+  if (t.world > 0 && collective && t.world != jobWorld)
+    return usageError("train: --world " + std::to_string(t.world) +
+                      ", but this is a rank of a job of " + std::to_string(jobWorld) +
+                      ": give one or the other");
+  if (config.step.shardOptimizer) {
+    config.step.dataParallel = true;
+    config.step.world = t.world > 0 ? t.world : jobWorld;
+  }
   const int rank = collective ? collective->rank() : 0;
 
   compiler::TrainEvents events;

@@ -447,6 +447,17 @@ public:
     return copyBack(what, out, staging, total);
   }
 
+  /// The session's device buffers, on its stream.
+  std::string gatherBuffers(const void *in, void *out, size_t bytes, void *stream) override {
+    std::string what = "all_gather of " + std::to_string(bytes) + " bytes per rank";
+    if (std::string refused = usable(what); !refused.empty())
+      return refused;
+    if (bytes == 0)
+      return "";
+    CUstream s = static_cast<CUstream>(stream);
+    return complete(what, s, nccl.ncclAllGather(in, out, bytes, ncclUint8, comm, s));
+  }
+
   std::string barrier() override {
     if (bootstrap)
       return bootstrap->barrier();
