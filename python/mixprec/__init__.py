@@ -491,7 +491,7 @@ _TRAIN_OPTIONS = {
     "growth_interval", "hysteresis", "accumulate", "batch", "steps", "epochs", "log_every",
     "eval_every", "checkpoint_every", "max_skipped_in_a_row", "seed", "shuffle", "frozen",
     "seeds", "compare_every", "metrics", "report", "fp32_samples_per_s", "reinit", "world",
-    "data_parallel", "allreduce_dtype", "bucket_mb", "collective_timeout"}
+    "data_parallel", "allreduce_dtype", "bucket_mb", "collective_timeout", "shard_optimizer"}
 
 
 class TrainResult(dict):
@@ -541,7 +541,8 @@ def train(model, data, labels=None, test_data=None, test_labels=None, precision=
         and writes; world=N checks that the launcher started N ranks),
         allreduce_dtype ("fp32", "bf16", "fp16"), bucket_mb,
         collective_timeout (s), data_parallel=True (a step compiled for it
-        in one process); any other keyword is a precision
+        in one process), shard_optimizer=True (ZeRO stage 1: each rank
+        keeps and updates its slice of the optimizer state); any other keyword is a precision
         option (fp8_scaling="current", fp8_amax_history=16, keep_io_types=...).
     Returns a TrainResult; raises TrainingError when the loss scale could
     not recover, CompileError / InvalidArgumentError / IoError otherwise."""

@@ -444,6 +444,10 @@ Failure train(const TrainRequest &r, const std::function<void(const std::string 
     c.collectiveTimeout = r.collectiveTimeout;
     o.dataParallel = true;
   }
+  if (r.shardOptimizer) {
+    o.shardOptimizer = o.dataParallel = true;
+    o.world = launch.worldSize;
+  }
   c.precision = &options;
   c.batch = r.batch;
   c.loop = r.loop;

@@ -119,6 +119,8 @@ struct TrainRequest {
   /// dtype and buckets, and the collectives' timeout.
   int64_t world = 0;
   bool dataParallel = false;
+  /// shard_optimizer=True: ZeRO stage 1 over the job's ranks.
+  bool shardOptimizer = false;
   std::string allreduceDType = "fp32";
   double bucketMB = 25, collectiveTimeout = 300;
 };

@@ -657,6 +657,12 @@ void setTrainOption(TrainRequest &r, const std::string &key, nb::handle value) {
     r.dataParallel = nb::cast<bool>(value);
     return;
   }
+  if (key == "shard_optimizer") {
+    if (!isBool())
+      wrong("True or False");
+    r.shardOptimizer = nb::cast<bool>(value);
+    return;
+  }
   if (key == "allreduce_dtype")
     return str(r.allreduceDType);
   if (key == "bucket_mb")

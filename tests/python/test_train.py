@@ -174,14 +174,16 @@ def test_issue28_resuming_at_another_precision_names_the_precisions(digits, tmp_
 
 # Data parallelism (issue 26): mixprec.train in each rank of an mpirun job.
 DP_SCRIPT = r'''
+import json
 import sys
 import numpy as np
 import mixprec
 digits, out, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+extra = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 x = np.load(digits + "/x_train.npy")
 y = np.load(digits + "/y_train.npy")
 r = mixprec.train(digits + "/mlp.onnx", {"x": x}, y, precision="bf16", batch=16, steps=10,
-                  lr=0.1, backend="cpu", state_dir=out, world=world, verbose=False)
+                  lr=0.1, backend="cpu", state_dir=out, world=world, verbose=False, **extra)
 print("steps", r.steps, "last_loss", r.last_loss)
 '''
 
@@ -222,3 +224,31 @@ def test_data_parallel_under_mpirun_is_the_clis(cli, tmp_path):
         mixprec.train(MODEL, {"x": np.load(os.path.join(DIGITS, "x_train.npy"))},
                       np.load(os.path.join(DIGITS, "y_train.npy")), world=2, steps=1,
                       backend="cpu", verbose=False)
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not found (openmpi-bin)")
+@pytest.mark.skipif("LD_PRELOAD" in os.environ,
+                    reason="the sanitizer build preloads ASan into python; mpirun's ranks are "
+                           "checked by e2e_data_parallel in C++")
+def test_sharded_optimizer_under_mpirun_is_the_clis(cli, tmp_path):
+    """shard_optimizer=True under mpirun (momentum: each rank keeps half of
+    the momentum buffers) equals `mixprec train --ranks 2
+    --shard-optimizer` bit for bit, and the unsharded run too."""
+    script = tmp_path / "dp.py"
+    script.write_text(DP_SCRIPT)
+    py = tmp_path / "py"
+    p = subprocess.run(["mpirun", "-np", "2", sys.executable, str(script), DIGITS, str(py), "2",
+                        '{"shard_optimizer": true, "momentum": 0.9}'],
+                       capture_output=True, text=True, env=mpi_env(), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    for tag, extra in [("cli", ["--shard-optimizer"]), ("plain", [])]:
+        c = tmp_path / tag
+        subprocess.run([cli, "train", MODEL, "--data", "x=" + os.path.join(DIGITS, "x_train.npy"),
+                        "--labels", os.path.join(DIGITS, "y_train.npy"), "--precision", "bf16",
+                        "--batch", "16", "--steps", "10", "--lr", "0.1", "--momentum", "0.9",
+                        "--backend", "cpu", "--state-dir", str(c), "--ranks", "2"] + extra,
+                       check=True, stdout=subprocess.DEVNULL, env=mpi_env(), timeout=300)
+        names = sorted(os.listdir(c))
+        assert names == sorted(os.listdir(py)) and "fc1.weight.momentum_buffer.npy" in names
+        for name in names:
+            assert np.load(py / name).tobytes() == np.load(c / name).tobytes(), (tag, name)
