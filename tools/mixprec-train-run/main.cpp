@@ -51,7 +51,8 @@ reports them); `mixprec report-run CSV --metrics FILE.json -o run.html` draws
 the run. Data parallelism: `mpirun -np N mixprec-train-run DIR ...` (or
 --ranks N, which starts mpirun itself) trains on N processes, each on its
 slice of every global batch of N x the step's batch; the step must have been
-saved with `mixprec train --save-modules DIR --data-parallel`; rank 0 prints
+saved with `mixprec train --save-modules DIR --data-parallel` (or
+--shard-optimizer --world N: then the job must have N ranks); rank 0 prints
 and writes; a rank waits at most --collective-timeout seconds (300) for the
 others.
 Exit status: 0, 1 errors, 2 usage errors, 5 when the loss scale cannot recover.

@@ -215,7 +215,10 @@ buckets (--bucket-mb, in --allreduce-dtype) before unscaling, the
 overflow check and clipping, so every rank takes the same skip-or-step
 decision and keeps the same state (compared by hash at the end); rank 0
 prints and writes the files. A rank that fails ends the job; a rank that
-waits longer than --collective-timeout seconds fails.)"},
+waits longer than --collective-timeout seconds fails. --shard-optimizer
+(ZeRO stage 1) keeps each rank's 1/N slice of the optimizer state and
+all-gathers the updated master weights: the same bits as unsharded, and
+checkpoints that resume either way.)"},
     {Command::ReportRun, "report-run",
      R"(mixprec report-run CSV... [--metrics FILE.json] -o FILE.html)",
      R"(Draw a training run as one self-contained HTML page (inline SVG and
