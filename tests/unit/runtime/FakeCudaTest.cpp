@@ -14,6 +14,7 @@
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 
@@ -699,6 +700,165 @@ TEST(FakeCuda, AllReduceOnDeviceBuffersOrThroughTheHost) {
     ASSERT_OK(session.setCollective(nullptr));
     EXPECT_EQ(runOn(session, {6}, g, 0), g);
   }
+}
+
+/// For a job of `world` ranks: x [world*3] f32 -> rank_slice "slice" -> xs
+/// [3] (output 0), p [3] f32 -> all_gather "gather" -> pa [world*3] (output
+/// 1); both on the host in the module (no Routine.cuda), which the CUDA
+/// backend runs on the device all the same.
+ModuleBuilder shardModule(int64_t world) {
+  ModuleBuilder b;
+  const int x = b.input("x", fb::DType::F32, {world * 3});
+  const int p = b.input("p", fb::DType::F32, {3});
+  const int xs = b.activation("xs", fb::DType::F32, {3});
+  const int pa = b.activation("pa", fb::DType::F32, {world * 3});
+  fb::ShardOptionsT options;
+  options.world = world;
+  fb::RoutineOptionsUnion u;
+  u.Set(options);
+  b.routine({"slice", "rank_slice", {x}, {xs}, u});
+  b.routine({"gather", "all_gather", {p}, {pa}, u});
+  b.output(xs);
+  b.output(pa);
+  b.cuda = program(90);
+  return b;
+}
+
+/// Rank `rank` of 2 whose other rank sent 100, 101, ...; records the
+/// pointers, the count and the stream it was given, and what `send` held.
+/// Device memory is host memory on the fake driver, so it can read `send`
+/// and write `recv` either way.
+struct TwoRankGather {
+  struct Call {
+    const void *send;
+    void *recv;
+    size_t count;
+    mixprec_dtype_t dtype;
+    void *stream;
+    std::vector<float> sent;
+  };
+  std::vector<Call> calls;
+  int rank = 1;
+  static int allReduce(void *, void *, size_t, mixprec_dtype_t, mixprec_reduce_op_t, void *, char *,
+                       size_t) {
+    return 1; // never called here
+  }
+  static int allGather(void *context, const void *send, void *recv, size_t count,
+                       mixprec_dtype_t dtype, void *stream, char *, size_t) {
+    auto *self = static_cast<TwoRankGather *>(context);
+    const float *in = static_cast<const float *>(send);
+    self->calls.push_back({send, recv, count, dtype, stream, std::vector<float>(in, in + count)});
+    float *out = static_cast<float *>(recv);
+    for (int r = 0; r < 2; ++r)
+      for (size_t i = 0; i < count; ++i)
+        out[r * count + i] = r == self->rank ? in[i] : static_cast<float>(100 + i);
+    return 0;
+  }
+  mixprec_collective_t table(bool device) {
+    mixprec_collective_t c{};
+    c.struct_size = sizeof c;
+    c.context = this;
+    c.rank = rank;
+    c.world_size = 2;
+    c.device_buffers = device ? 1 : 0;
+    c.all_reduce = &TwoRankGather::allReduce;
+    c.all_gather = &TwoRankGather::allGather;
+    return c;
+  }
+};
+
+TEST(FakeCuda, ShardedStepsOnDeviceBuffersOrThroughTheHost) {
+  Module module;
+  ASSERT_OK(loadBuilt(shardModule(2).build(), module));
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> p = {10, 11, 12};
+  for (bool device : {true, false}) {
+    SCOPED_TRACE(device ? "device buffers" : "host buffers");
+    Session session;
+    ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CUDA));
+    // The outputs in device buffers: pa, with its bytes to itself, is
+    // written in place, so a device collective's recv is this buffer.
+    Buffer slice, gathered;
+    ASSERT_OK(Buffer::create(session, 12, slice));
+    ASSERT_OK(Buffer::create(session, 24, gathered));
+    ASSERT_OK(session.bindOutputBuffer(0, slice));
+    ASSERT_OK(session.bindOutputBuffer(1, gathered));
+    ASSERT_OK(session.bindInput("x", {6}, x.data()));
+    ASSERT_OK(session.bindInput("p", {3}, p.data()));
+
+    // Without a collective: a job of one process, not of two.
+    EXPECT_TRUE(failsWith(session.run(), MIXPREC_FAILED_PRECONDITION,
+                          "routine #0 'slice' (rank_slice): the step was compiled for a job of 2 "
+                          "ranks (sharded optimizer state); this session's is one process "
+                          "without a collective"));
+
+    TwoRankGather world;
+    mixprec_collective_t c = world.table(device);
+    ASSERT_OK(session.setCollective(&c));
+    ASSERT_OK(session.run());
+    std::vector<float> got(3);
+    ASSERT_OK(slice.copyToHost(got.data(), 12));
+    EXPECT_EQ(got, (std::vector<float>{4, 5, 6})); // rank 1's slice
+    got.resize(6);
+    ASSERT_OK(gathered.copyToHost(got.data(), 24));
+    EXPECT_EQ(got, (std::vector<float>{100, 101, 102, 10, 11, 12}));
+    ASSERT_EQ(world.calls.size(), 1u);
+    const TwoRankGather::Call &call = world.calls[0];
+    EXPECT_EQ(call.count, 3u);
+    EXPECT_EQ(call.dtype, MIXPREC_DTYPE_F32);
+    EXPECT_EQ(call.sent, p);
+    EXPECT_NE(call.send, static_cast<const void *>(p.data()));
+    if (device) {
+      // A device collective (NCCL) gets device pointers and the stream.
+      EXPECT_EQ(call.stream, session.stream());
+      EXPECT_NE(call.stream, nullptr);
+      EXPECT_EQ(reinterpret_cast<uint64_t>(call.recv), gathered.deviceAddress());
+    } else {
+      // A host one (MPI) host copies, no stream; the result goes back to
+      // the device.
+      EXPECT_EQ(call.stream, nullptr);
+      EXPECT_NE(reinterpret_cast<uint64_t>(call.recv), gathered.deviceAddress());
+    }
+
+    // Rank 0: the first slice, its part first.
+    TwoRankGather first;
+    first.rank = 0;
+    c = first.table(device);
+    ASSERT_OK(session.setCollective(&c));
+    ASSERT_OK(session.run());
+    got.resize(3);
+    ASSERT_OK(slice.copyToHost(got.data(), 12));
+    EXPECT_EQ(got, (std::vector<float>{1, 2, 3}));
+    got.resize(6);
+    ASSERT_OK(gathered.copyToHost(got.data(), 24));
+    EXPECT_EQ(got, (std::vector<float>{10, 11, 12, 100, 101, 102}));
+    EXPECT_EQ(first.calls.size(), 1u);
+
+    // The first version of the table (no all_gather): the step says why.
+    TwoRankGather old;
+    c = old.table(device);
+    c.struct_size = offsetof(mixprec_collective_t, all_gather);
+    ASSERT_OK(session.setCollective(&c));
+    EXPECT_TRUE(failsWith(session.run(), MIXPREC_FAILED_PRECONDITION,
+                          "routine #1 'gather' (all_gather): the session's collective has no "
+                          "all_gather"));
+    EXPECT_TRUE(old.calls.empty());
+  }
+
+  // A job of one rank without a collective: both steps copy on the device.
+  Module single;
+  ASSERT_OK(loadBuilt(shardModule(1).build(), single));
+  Session session;
+  ASSERT_OK(Session::create(single, session, MIXPREC_BACKEND_CUDA));
+  const std::vector<float> x1 = {7, 8, 9};
+  ASSERT_OK(session.bindInput("x", {3}, x1.data()));
+  ASSERT_OK(session.bindInput("p", {3}, p.data()));
+  ASSERT_OK(session.run());
+  std::vector<float> out;
+  ASSERT_OK(session.copyOutput(0, out));
+  EXPECT_EQ(out, x1);
+  ASSERT_OK(session.copyOutput(1, out));
+  EXPECT_EQ(out, p);
 }
 
 } // namespace

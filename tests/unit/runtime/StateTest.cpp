@@ -22,9 +22,11 @@
 #include <filesystem>
 #include <fstream>
 #include <signal.h>
+#include <string>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -359,6 +361,357 @@ TEST_F(StateTest, KilledWhileWritingACheckpointLeavesThePreviousOne) {
   ASSERT_OK(session.loadCheckpoint(path.c_str(), blob, sizeof(blob), blobBytes));
   EXPECT_EQ(std::string(blob, blobBytes), "one");
   EXPECT_EQ(state(session), saved);
+}
+
+//===----------------------------------------------------------------------===//
+// The checkpoint C API without a session (mixprec_checkpoint_write and
+// mixprec_checkpoint_read_states): an application that keeps part of a
+// state itself (a rank's slice of a sharded optimizer state) writes the
+// whole; what it writes loads into a session of the module, reads back as
+// written, and is the same file the session would have saved.
+//===----------------------------------------------------------------------===//
+
+/// A state of the API's form for `name`, `dtype`, `dims` and `data`, with
+/// the element count and byte size of that shape.
+mixprec_checkpoint_state_t apiState(const char *name, mixprec_dtype_t dtype,
+                                    const std::vector<int64_t> &dims, const void *data) {
+  mixprec_checkpoint_state_t state{};
+  state.info.name = name;
+  state.info.dtype = dtype;
+  state.info.rank = dims.size();
+  state.info.dims = dims.data();
+  size_t elements = 1;
+  for (int64_t d : dims)
+    elements *= static_cast<size_t>(d);
+  state.info.element_count = elements;
+  state.info.byte_size = elements * mixprec_dtype_size(dtype);
+  state.data = data;
+  return state;
+}
+
+/// What read_states gave for one state, copied.
+struct SeenState {
+  std::string name;
+  mixprec_dtype_t dtype;
+  std::vector<int64_t> dims;
+  size_t elementCount, byteSize;
+  std::vector<uint8_t> bytes;
+};
+
+/// Every state of `path`, in order; the status of the reading to `status`.
+std::vector<SeenState> readStates(const std::string &path, Status &status) {
+  std::vector<SeenState> seen;
+  status = Session::readCheckpointStates(path.c_str(), [&](const mixprec_checkpoint_state_t &s) {
+    const auto *bytes = static_cast<const uint8_t *>(s.data);
+    seen.push_back({s.info.name, s.info.dtype,
+                    std::vector<int64_t>(s.info.dims, s.info.dims + s.info.rank),
+                    s.info.element_count, s.info.byte_size,
+                    std::vector<uint8_t>(bytes, bytes + s.info.byte_size)});
+    return true;
+  });
+  return seen;
+}
+
+template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
+  const auto *p = reinterpret_cast<const uint8_t *>(v.data());
+  return std::vector<uint8_t>(p, p + v.size() * sizeof(T));
+}
+
+TEST_F(StateTest, CheckpointWrittenWithTheModulesStatesLoads) {
+  ASSERT_EQ(module.stateCount(), 1u);
+  mixprec_tensor_info_t info;
+  ASSERT_OK(module.stateInfo(0, info));
+  ASSERT_STREQ(info.name, "s");
+  const std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+  ASSERT_EQ(dims, (std::vector<int64_t>{4}));
+
+  const std::vector<float> values = {9.0f, -1.5f, 0.25f, 7.0f};
+  const mixprec_checkpoint_state_t whole = apiState("s", MIXPREC_DTYPE_F32, dims, values.data());
+  const std::string path = dir + "/whole.ckpt";
+  const char blob[] = "step=42";
+  ASSERT_OK(Session::writeCheckpoint(path.c_str(), &whole, 1, blob, sizeof(blob)));
+
+  char back[16] = {};
+  size_t backBytes = 0;
+  ASSERT_OK(session.loadCheckpoint(path.c_str(), back, sizeof(back), backBytes));
+  EXPECT_EQ(backBytes, sizeof(blob));
+  EXPECT_STREQ(back, blob);
+  EXPECT_EQ(state(session), values);
+  // And the session runs on from it: s = s * 0.5 + x (x = 0.5, -1, 2, 0).
+  run(session);
+  EXPECT_EQ(state(session), (std::vector<float>{5.0f, -1.75f, 2.125f, 3.5f}));
+
+  // Another shape, dtype or name, or one state more: another model's, refused
+  // with the state unchanged.
+  const std::string bad = dir + "/bad.ckpt";
+  const std::vector<int64_t> square = {2, 2};
+  mixprec_checkpoint_state_t other = apiState("s", MIXPREC_DTYPE_F32, square, values.data());
+  ASSERT_OK(Session::writeCheckpoint(bad.c_str(), &other, 1));
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT,
+                "state 's' is f32 [2,2], the module's is f32 [4] (a checkpoint of another model)");
+  const std::vector<uint16_t> halves(4, 0x3C00);
+  other = apiState("s", MIXPREC_DTYPE_F16, dims, halves.data());
+  ASSERT_OK(Session::writeCheckpoint(bad.c_str(), &other, 1));
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT,
+                "state 's' is f16 [4], the module's is f32");
+  other = apiState("t", MIXPREC_DTYPE_F32, dims, values.data());
+  ASSERT_OK(Session::writeCheckpoint(bad.c_str(), &other, 1));
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT,
+                "it has no state 's' (a checkpoint of another model)");
+  const mixprec_checkpoint_state_t two[2] = {
+      whole, apiState("extra", MIXPREC_DTYPE_F32, dims, values.data())};
+  ASSERT_OK(Session::writeCheckpoint(bad.c_str(), two, 2));
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT,
+                "it has 2 states, the module 1 (a checkpoint of another model)");
+}
+
+/// Two states, a [2] and b [2,3], each halved every run; out = sum(a + x).
+constexpr const char *kTwoStates = R"(
+func.func @main(%a: tensor<2xf32> {mp.name = "a", mp.state = "a",
+                       mp.state_init = dense<[1.0, 2.0]> : tensor<2xf32>},
+    %b: tensor<2x3xf32> {mp.name = "b", mp.state = "b",
+                       mp.state_init = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>},
+    %x: tensor<2xf32> {mp.name = "x"})
+    -> (tensor<1xf32> {mp.name = "out"}, tensor<2xf32> {mp.state_update = "a"},
+        tensor<2x3xf32> {mp.state_update = "b"}) {
+  %h2 = mp.constant dense<0.5> : tensor<2xf32>
+  %h6 = mp.constant dense<0.5> : tensor<2x3xf32>
+  %na = mp.mul %a, %h2 : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %nb = mp.mul %b, %h6 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %s = mp.add %a, %x : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+  %out = mp.reduce_sum %s {axes = array<i64: 0>} : tensor<2xf32> -> tensor<1xf32>
+  return %out, %na, %nb : tensor<1xf32>, tensor<2xf32>, tensor<2x3xf32>
+}
+)";
+
+TEST_F(StateTest, CheckpointWriteTakesTheModulesStatesInOrder) {
+  Module two = compile(kTwoStates);
+  ASSERT_TRUE(two.valid());
+  ASSERT_EQ(two.stateCount(), 2u);
+  Session on;
+  ASSERT_OK(Session::create(two, on, MIXPREC_BACKEND_CPU));
+  // The module's states in its order, with data of their sizes.
+  const std::vector<float> a = {-3, 0.5f}, b = {10, 20, 30, 40, 50, 60};
+  std::vector<mixprec_checkpoint_state_t> states;
+  std::vector<std::vector<int64_t>> dims(2);
+  for (size_t i = 0; i < 2; ++i) {
+    mixprec_tensor_info_t info;
+    ASSERT_OK(two.stateInfo(i, info));
+    dims[i].assign(info.dims, info.dims + info.rank);
+    const bool isA = std::string(info.name) == "a";
+    states.push_back(apiState(isA ? "a" : "b", info.dtype, dims[i], isA ? a.data() : b.data()));
+  }
+  const std::string path = dir + "/two.ckpt";
+  ASSERT_OK(Session::writeCheckpoint(path.c_str(), states.data(), 2));
+  ASSERT_OK(on.loadCheckpoint(path.c_str()));
+  std::vector<float> got(2);
+  ASSERT_OK(on.readState("a", got.data(), 8));
+  EXPECT_EQ(got, a);
+  got.resize(6);
+  ASSERT_OK(on.readState("b", got.data(), 24));
+  EXPECT_EQ(got, b);
+  // The same states the other way round: another fingerprint, refused.
+  std::swap(states[0], states[1]);
+  ASSERT_OK(Session::writeCheckpoint(path.c_str(), states.data(), 2));
+  ASSERT_OK(on.resetState());
+  Status s = on.loadCheckpoint(path.c_str());
+  EXPECT_EQ(s.code(), MIXPREC_INVALID_ARGUMENT) << s.message();
+  EXPECT_NE(std::string(s.message()).find("its state fingerprint differs from the module's"),
+            std::string::npos)
+      << s.message();
+  got.resize(2);
+  ASSERT_OK(on.readState("a", got.data(), 8));
+  EXPECT_EQ(got, (std::vector<float>{1, 2}));
+}
+
+TEST_F(StateTest, CheckpointWriteIsTheFileTheSessionSaves) {
+  // A state that is not the initial one, and a blob; then none.
+  run(session);
+  const std::vector<float> now = state(session);
+  ASSERT_NE(now, (std::vector<float>{1, 2, 3, 4}));
+  const std::vector<int64_t> dims = {4};
+  const mixprec_checkpoint_state_t s = apiState("s", MIXPREC_DTYPE_F32, dims, now.data());
+  const std::string saved = dir + "/saved.ckpt", written = dir + "/written.ckpt";
+  const char blob[] = "epoch 3, rng 0xdeadbeef";
+  ASSERT_OK(session.saveCheckpoint(saved.c_str(), blob, sizeof(blob)));
+  ASSERT_OK(Session::writeCheckpoint(written.c_str(), &s, 1, blob, sizeof(blob)));
+  const std::vector<char> a = readAll(saved), b = readAll(written);
+  ASSERT_GT(a.size(), 16u + 4 * 4 + sizeof(blob));
+  EXPECT_TRUE(a == b) << a.size() << " bytes saved, " << b.size() << " written";
+  ASSERT_OK(session.saveCheckpoint(saved.c_str()));
+  ASSERT_OK(Session::writeCheckpoint(written.c_str(), &s, 1));
+  EXPECT_TRUE(readAll(saved) == readAll(written));
+  // Another value: another file.
+  const std::vector<float> other = {now[0], now[1], now[2], now[3] + 1};
+  const mixprec_checkpoint_state_t changed = apiState("s", MIXPREC_DTYPE_F32, dims, other.data());
+  ASSERT_OK(Session::writeCheckpoint(written.c_str(), &changed, 1));
+  EXPECT_FALSE(readAll(saved) == readAll(written));
+}
+
+TEST_F(StateTest, CheckpointReadStatesGivesBackWhatWasWritten) {
+  const std::vector<float> alpha = {1, -2, 3.5f, 0, 1e-3f, -7};
+  const std::vector<uint16_t> beta = {0x3F80, 0xC000, 0x7F80, 0x0001}; // bf16 1, -2, inf, tiny
+  const std::vector<int64_t> gamma = {-1234567890123};
+  const std::vector<int64_t> alphaDims = {2, 3}, betaDims = {4}, gammaDims = {}, emptyDims = {0, 5};
+  const mixprec_checkpoint_state_t states[4] = {
+      apiState("alpha", MIXPREC_DTYPE_F32, alphaDims, alpha.data()),
+      apiState("beta", MIXPREC_DTYPE_BF16, betaDims, beta.data()),
+      apiState("gamma", MIXPREC_DTYPE_I64, gammaDims, gamma.data()),
+      apiState("empty", MIXPREC_DTYPE_F16, emptyDims, nullptr)};
+  const std::string path = dir + "/states.ckpt";
+  const std::string blob = "user record";
+  ASSERT_OK(Session::writeCheckpoint(path.c_str(), states, 4, blob.data(), blob.size()));
+
+  Status status;
+  const std::vector<SeenState> seen = readStates(path, status);
+  ASSERT_TRUE(status.ok()) << status.codeName() << ": " << status.message();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].name, "alpha");
+  EXPECT_EQ(seen[0].dtype, MIXPREC_DTYPE_F32);
+  EXPECT_EQ(seen[0].dims, alphaDims);
+  EXPECT_EQ(seen[0].elementCount, 6u);
+  EXPECT_EQ(seen[0].byteSize, 24u);
+  EXPECT_EQ(seen[0].bytes, bytesOf(alpha));
+  EXPECT_EQ(seen[1].name, "beta");
+  EXPECT_EQ(seen[1].dtype, MIXPREC_DTYPE_BF16);
+  EXPECT_EQ(seen[1].dims, betaDims);
+  EXPECT_EQ(seen[1].elementCount, 4u);
+  EXPECT_EQ(seen[1].byteSize, 8u);
+  EXPECT_EQ(seen[1].bytes, bytesOf(beta));
+  EXPECT_EQ(seen[2].name, "gamma");
+  EXPECT_EQ(seen[2].dtype, MIXPREC_DTYPE_I64);
+  EXPECT_EQ(seen[2].dims, gammaDims);
+  EXPECT_EQ(seen[2].elementCount, 1u);
+  EXPECT_EQ(seen[2].byteSize, 8u);
+  EXPECT_EQ(seen[2].bytes, bytesOf(gamma));
+  EXPECT_EQ(seen[3].name, "empty");
+  EXPECT_EQ(seen[3].dtype, MIXPREC_DTYPE_F16);
+  EXPECT_EQ(seen[3].dims, emptyDims);
+  EXPECT_EQ(seen[3].elementCount, 0u);
+  EXPECT_EQ(seen[3].byteSize, 0u);
+  char back[32] = {};
+  size_t backBytes = 0;
+  ASSERT_OK(Session::readCheckpointUserBlob(path.c_str(), back, sizeof(back), backBytes));
+  EXPECT_EQ(std::string(back, backBytes), blob);
+
+  // A visit that returns non-zero stops the reading there.
+  struct Stop {
+    std::vector<std::string> names;
+    static int visit(void *context, const mixprec_checkpoint_state_t *state) {
+      auto *self = static_cast<Stop *>(context);
+      self->names.push_back(state->info.name);
+      return self->names.size() == 2 ? 7 : 0;
+    }
+  } stop;
+  Status stopped(mixprec_checkpoint_read_states(path.c_str(), &Stop::visit, &stop));
+  EXPECT_EQ(stopped.code(), MIXPREC_EXECUTION_ERROR);
+  EXPECT_NE(std::string(stopped.message())
+                .find("checkpoint '" + path + "': reading it stopped at state 'beta'"),
+            std::string::npos)
+      << stopped.message();
+  EXPECT_EQ(stop.names, (std::vector<std::string>{"alpha", "beta"}));
+  // The C++ form: false stops.
+  size_t visited = 0;
+  Status first = Session::readCheckpointStates(
+      path.c_str(), [&](const mixprec_checkpoint_state_t &) { return ++visited < 1; });
+  EXPECT_EQ(first.code(), MIXPREC_EXECUTION_ERROR);
+  EXPECT_NE(std::string(first.message()).find("stopped at state 'alpha'"), std::string::npos)
+      << first.message();
+  EXPECT_EQ(visited, 1u);
+
+  // A file the session saved reads back as its state.
+  run(session);
+  const std::vector<float> now = state(session);
+  const std::string saved = dir + "/saved.ckpt";
+  ASSERT_OK(session.saveCheckpoint(saved.c_str()));
+  const std::vector<SeenState> one = readStates(saved, status);
+  ASSERT_TRUE(status.ok()) << status.codeName() << ": " << status.message();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].name, "s");
+  EXPECT_EQ(one[0].dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(one[0].bytes, bytesOf(now));
+
+  // No states at all: a blob alone.
+  const std::string empty = dir + "/empty.ckpt";
+  ASSERT_OK(Session::writeCheckpoint(empty.c_str(), nullptr, 0, "x", 1));
+  EXPECT_TRUE(readStates(empty, status).empty());
+  ASSERT_TRUE(status.ok()) << status.codeName() << ": " << status.message();
+
+  // Bad files: as loading them.
+  std::vector<char> bytes = readAll(path);
+  bytes[bytes.size() / 2] ^= 0x10;
+  const std::string bad = dir + "/bad.ckpt";
+  writeAll(bad, bytes);
+  EXPECT_TRUE(readStates(bad, status).empty());
+  EXPECT_EQ(status.code(), MIXPREC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(status.message()).find("checksum mismatch"), std::string::npos)
+      << status.message();
+  readStates(dir + "/missing.ckpt", status);
+  EXPECT_EQ(status.code(), MIXPREC_IO_ERROR);
+  EXPECT_EQ(Status(mixprec_checkpoint_read_states(path.c_str(), nullptr, nullptr)).code(),
+            MIXPREC_INVALID_ARGUMENT);
+  EXPECT_EQ(Status(mixprec_checkpoint_read_states(nullptr, &Stop::visit, &stop)).code(),
+            MIXPREC_INVALID_ARGUMENT);
+}
+
+TEST_F(StateTest, CheckpointWriteRefusesBadStates) {
+  const std::string path = dir + "/refused.ckpt";
+  const std::vector<float> values = {1, 2, 3, 4};
+  const std::vector<int64_t> dims = {4};
+  auto expectInvalid = [&](const std::vector<mixprec_checkpoint_state_t> &states,
+                           const std::string &fragment) {
+    Status s = Session::writeCheckpoint(path.c_str(), states.data(), states.size());
+    EXPECT_EQ(s.code(), MIXPREC_INVALID_ARGUMENT) << fragment << ": " << s.message();
+    EXPECT_NE(std::string(s.message()).find(fragment), std::string::npos) << s.message();
+    EXPECT_FALSE(std::filesystem::exists(path)) << fragment;
+  };
+  const mixprec_checkpoint_state_t good = apiState("s", MIXPREC_DTYPE_F32, dims, values.data());
+  mixprec_checkpoint_state_t s = good;
+  s.info.name = nullptr;
+  expectInvalid({good, s}, "checkpoint_write: state #1 has no name");
+  s.info.name = "";
+  expectInvalid({s}, "checkpoint_write: state #0 has no name");
+  expectInvalid({good, good}, "checkpoint_write: state #1: two states are named 's'");
+  s = good;
+  s.info.dtype = 8;
+  expectInvalid({s}, "state #0 's' has an unknown dtype 8");
+  s.info.dtype = -1;
+  expectInvalid({s}, "state #0 's' has an unknown dtype -1");
+  s = good;
+  s.info.element_count = 5;
+  expectInvalid({s}, "state #0 's': element_count 5 and byte_size 16 must be the shape's (4, 16)");
+  s = good;
+  s.info.byte_size = 8;
+  expectInvalid({s}, "state #0 's': element_count 4 and byte_size 8 must be the shape's (4, 16)");
+  s = good;
+  s.info.dtype = MIXPREC_DTYPE_F16; // 4 elements of f16 are 8 bytes, not 16
+  expectInvalid({s}, "element_count 4 and byte_size 16 must be the shape's (4, 8)");
+  s = good;
+  s.data = nullptr;
+  expectInvalid({s}, "state #0 's': element_count 4 and byte_size 16 must be the shape's (4, 16)");
+  s = good;
+  s.info.dims = nullptr;
+  expectInvalid({s}, "state #0 's': rank 1 (at most 8, with dims)");
+  const std::vector<int64_t> nine(9, 1);
+  s = apiState("s", MIXPREC_DTYPE_F32, nine, values.data());
+  expectInvalid({s}, "state #0 's': rank 9 (at most 8, with dims)");
+  const std::vector<int64_t> negative = {-4};
+  s = apiState("s", MIXPREC_DTYPE_F32, negative, values.data());
+  expectInvalid({s}, "state #0 's': a dim out of range");
+  // NULL arguments.
+  EXPECT_EQ(Status(mixprec_checkpoint_write(nullptr, &good, 1, nullptr, 0)).code(),
+            MIXPREC_INVALID_ARGUMENT);
+  EXPECT_EQ(Status(mixprec_checkpoint_write(path.c_str(), nullptr, 1, nullptr, 0)).code(),
+            MIXPREC_INVALID_ARGUMENT);
+  EXPECT_EQ(Status(mixprec_checkpoint_write(path.c_str(), &good, 1, nullptr, 3)).code(),
+            MIXPREC_INVALID_ARGUMENT);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // A folder that does not exist: an I/O error.
+  Status io = Session::writeCheckpoint((dir + "/no/such/dir.ckpt").c_str(), &good, 1);
+  EXPECT_EQ(io.code(), MIXPREC_IO_ERROR) << io.message();
+  // The good one is written.
+  ASSERT_OK(Session::writeCheckpoint(path.c_str(), &good, 1));
+  EXPECT_TRUE(std::filesystem::exists(path));
 }
 
 } // namespace
