@@ -457,9 +457,12 @@ struct Run {
     double accuracy() const { return counted ? double(correct) / counted : NAN; }
   };
 
-  /// Evaluates the model as trained on the test set. False with `error`.
-  bool evaluate(const StepFacts &facts, const std::vector<Column> &test, Evaluation &result,
-                std::string &error) {
+  /// Evaluates the model as trained on the test set. In a job of several
+  /// ranks (`collective`) rank r scores the evaluation batches r, r + N,
+  /// ..., and the ranks' sums are gathered and added in rank order, so every
+  /// rank gets the same result for 1/N of the work. False with `error`.
+  bool evaluate(const StepFacts &facts, const std::vector<Column> &test, Collective *collective,
+                Evaluation &result, std::string &error) {
     // The eval module's states are the trained params: copy them by name.
     for (size_t i = 0; i < eval->module.stateCount(); ++i) {
       mixprec_tensor_info_t info;
@@ -484,7 +487,11 @@ struct Run {
     mixprec_tensor_info_t out;
     eval->module.outputInfo(evalOutput, out);
     const int64_t classes = facts.classes;
-    for (int64_t first = 0; first < rows; first += evalBatch) {
+    const int64_t rank = collective ? collective->rank() : 0;
+    const int64_t world = collective ? collective->worldSize() : 1;
+    for (int64_t first = 0, index = 0; first < rows; first += evalBatch, ++index) {
+      if (index % world != rank)
+        continue;
       int64_t valid = std::min(evalBatch, rows - first);
       ++batches;
       for (size_t i = 0; i < dataColumns; ++i) {
@@ -537,6 +544,24 @@ struct Run {
             lossSum += row[0];
           break;
         }
+      }
+    }
+    if (world > 1) {
+      // Every rank's sums, added in rank order: the same bits everywhere.
+      struct Sums {
+        double loss;
+        int64_t counted, correct, batches;
+      } mine{lossSum, counted, correct, batches};
+      std::vector<Sums> all(static_cast<size_t>(world));
+      if (std::string why = collective->allGather(&mine, all.data(), sizeof mine); !why.empty())
+        return error = "gathering the ranks' evaluation sums: " + why, false;
+      lossSum = 0;
+      counted = correct = batches = 0;
+      for (const Sums &s : all) {
+        lossSum += s.loss;
+        counted += s.counted;
+        correct += s.correct;
+        batches += s.batches;
       }
     }
     result = Evaluation();
@@ -1277,7 +1302,7 @@ bool SeedRun::evaluate(int64_t step, TrainStepRecord &record, std::string &cells
     if (!run)
       continue;
     Run::Evaluation e;
-    if (!run->evaluate(facts, in.test, e, error))
+    if (!run->evaluate(facts, in.test, ctx.collective, e, error))
       return ctx.fail(model + ": evaluation: " + error), false;
     line += (run == &primary ? std::string() : "  |  " + run->label + ":") + " test loss " +
             num(e.loss);
@@ -2345,6 +2370,29 @@ std::unique_ptr<Collective> joinLaunchedJob(double timeoutSeconds, std::string &
     error = "rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.worldSize) +
             " (" + launch.launcher + "): " + error;
   return collective;
+}
+
+JobStart startJob(int64_t ranks, const std::vector<std::string> &args, double timeoutSeconds) {
+  JobStart job;
+  const LaunchInfo launch = launchInfo();
+  if (ranks > 0 && launch.worldSize == 1) {
+    std::string error;
+    const int rc = runAsRanks(ranks, args, error);
+    if (rc < 0)
+      job.error = "--ranks " + std::to_string(ranks) + ": " + error;
+    else
+      job.spawnedExit = rc;
+    return job;
+  }
+  if (ranks > 0 && ranks != launch.worldSize) {
+    job.usage = true;
+    job.error = "--ranks " + std::to_string(ranks) + ", but this is a rank of a job of " +
+                std::to_string(launch.worldSize) + " (" + launch.launcher +
+                "): give one or the other";
+    return job;
+  }
+  job.collective = joinLaunchedJob(timeoutSeconds, job.error);
+  return job;
 }
 
 int runAsRanks(int64_t ranks, const std::vector<std::string> &args, std::string &error) {

@@ -282,6 +282,21 @@ std::unique_ptr<Collective> joinLaunchedJob(double timeoutSeconds, std::string &
 /// when mpirun cannot be started.
 int runAsRanks(int64_t ranks, const std::vector<std::string> &args, std::string &error);
 
+/// How a front end's process takes part in a data-parallel job (`mixprec
+/// train`, `mixprec-train-run`): `--ranks N` (0: not given) outside a
+/// launcher starts the job (runAsRanks) and this process only waits for it;
+/// under a launcher `--ranks` must be its world size; a rank joins the job.
+struct JobStart {
+  /// >= 0: the job --ranks started ended with this status; exit with it.
+  int spawnedExit = -1;
+  /// The job this process is a rank of (null: one process).
+  std::unique_ptr<Collective> collective;
+  /// Not empty: no job (`usage`: the arguments disagree with the launcher).
+  std::string error;
+  bool usage = false;
+};
+JobStart startJob(int64_t ranks, const std::vector<std::string> &args, double timeoutSeconds);
+
 /// Whether a state of a training step is a trained parameter's FP32 master
 /// (not the optimizer's, the step count, loss-scale or FP8 scaling state),
 /// by the names buildTrainingStep gives (passes/Training/TrainingStep.h).

@@ -37,6 +37,10 @@ with one process:
              modules (--world 2) run under mixprec-train-run --ranks 2 as
              mixprec train does, and refuse one process. 3 ranks (slices
              zero-padded): sharded = unsharded bit for bit.
+  eval       a test set of 1440 rows (two evaluation batches: rank r scores
+             batches r, r + 2, ...; the sums gathered): every evaluation's
+             test loss and accuracy equal one process's (1e-5), every row
+             counted once.
   gpt        the GPT-style block (attention, layer norm, tied embeddings),
              fp32, SGD: 2 ranks x --batch 2 against one process accumulating
              2 micro-batches of 2 (its export's batch is fixed) within 1e-5.
@@ -64,7 +68,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_e2e import Tally, describe_failure  # noqa: E402
 from run_train import read_csv, read_states  # noqa: E402
 
-CHECKS = ["single", "equal", "overflow", "clip", "saved", "refuse", "kill", "zero", "gpt"]
+CHECKS = ["single", "equal", "overflow", "clip", "saved", "refuse", "kill", "zero", "eval",
+          "gpt"]
 REL = 1e-5
 STEPS = 20
 
@@ -426,6 +431,32 @@ def check_zero(r, work):
                    "" if ok else describe_failure(argv, rc, out, err))
 
 
+def check_eval(r, work):
+    ex = r.args.example
+    xt = np.tile(np.load(os.path.join(ex, "x_test.npy")), (4, 1))
+    yt = np.tile(np.load(os.path.join(ex, "y_test.npy")), 4)
+    xp, yp = os.path.join(work, "eval-x.npy"), os.path.join(work, "eval-y.npy")
+    np.save(xp, xt)
+    np.save(yp, yt)
+    outs, rows = {}, {}
+    for ranks, batch in [(1, 32), (2, 16)]:
+        c = os.path.join(work, f"eval-{ranks}.csv")
+        out = r.ok_run(f"eval {ranks} ranks", r.base() + [
+            "--precision", "fp32", "--batch", str(batch), "--steps", "20", "--eval-every", "10",
+            "--test-data", "x=" + xp, "--test-labels", yp, "--csv", c], ranks)
+        if out is None:
+            return
+        outs[ranks] = out
+        rows[ranks] = [x for x in read_csv(c) if x["test_loss"]]
+    ok = len(rows[1]) == len(rows[2]) == 2 and all(
+        abs(float(a[k]) - float(b[k])) <= 1e-5 * abs(float(a[k]))
+        for a, b in zip(rows[1], rows[2]) for k in ("test_loss", "test_accuracy"))
+    counted = f"/{len(yt)})" in outs[2]
+    r.tally.report(ok and counted, "eval: 2 ranks share the evaluation batches; test loss and "
+                   f"accuracy = one process's (1e-5), all {len(yt)} rows counted",
+                   "" if ok and counted else outs[2])
+
+
 def check_gpt(r, work):
     models = r.args.models
     if not models:
@@ -476,7 +507,7 @@ def main(argv=None):
     r = Runner(args)
     checks = {"single": check_single, "equal": check_equal, "overflow": check_overflow,
               "clip": check_clip, "saved": check_saved, "refuse": check_refuse,
-              "kill": check_kill, "zero": check_zero, "gpt": check_gpt}
+              "kill": check_kill, "zero": check_zero, "eval": check_eval, "gpt": check_gpt}
     for name in args.k:
         checks[name](r, args.work)
     print(f"{r.tally.passed} passed, {r.tally.failed} failed")

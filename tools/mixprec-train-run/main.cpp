@@ -207,25 +207,18 @@ int main(int argc, char **argv) {
     return usage("no training data: give --data NAME=FILE.npy for each graph input");
 
   // Data parallelism: a rank of the job mpirun started (or --ranks starts).
-  const trainer::LaunchInfo launch = trainer::launchInfo();
-  if (cl.ranks > 0 && launch.worldSize == 1) {
-    std::string error;
-    int rc = trainer::runAsRanks(cl.ranks, std::vector<std::string>(argv, argv + argc), error);
-    if (rc < 0)
-      std::fprintf(stderr, "mixprec-train-run: error: --ranks: %s\n", error.c_str());
-    return rc < 0 ? trainer::kTrainError : rc;
-  }
-  if (cl.ranks > 0 && cl.ranks != launch.worldSize)
-    return usage("--ranks " + std::to_string(cl.ranks) + ", but this is a rank of a job of " +
-                 std::to_string(launch.worldSize) + ": give one or the other");
-  std::string joinError;
-  std::unique_ptr<trainer::Collective> collective =
-      trainer::joinLaunchedJob(cl.collectiveTimeout, joinError);
-  if (!joinError.empty()) {
+  trainer::JobStart job = trainer::startJob(cl.ranks, std::vector<std::string>(argv, argv + argc),
+                                            cl.collectiveTimeout);
+  if (job.spawnedExit >= 0)
+    return job.spawnedExit;
+  if (job.usage)
+    return usage(job.error);
+  if (!job.error.empty()) {
     std::fprintf(stderr, "mixprec-train-run: error: %s\n",
-                 common::escapeControls(joinError).c_str());
+                 common::escapeControls(job.error).c_str());
     return trainer::kTrainError;
   }
+  std::unique_ptr<trainer::Collective> collective = std::move(job.collective);
 
   trainer::LoopInputs in;
   in.collective = collective.get();

@@ -20,12 +20,6 @@
 namespace mixprec::tools {
 
 /// --ranks N outside a launcher: this command again, as N ranks.
-static int spawnRanks(int64_t ranks) {
-  std::string error;
-  int rc = trainer::runAsRanks(ranks, commandLine(), error);
-  return rc < 0 ? fail("train: --ranks " + std::to_string(ranks) + ": " + error) : rc;
-}
-
 int runTrain() {
   const opts::TrainSettings &t = opts::train();
   if (opts::backend() == Backend::Interpreter)
@@ -57,20 +51,14 @@ int runTrain() {
   config.arch = opts::arch();
 
   // Data parallelism: a rank of the job mpirun started (or --ranks starts).
-  const trainer::LaunchInfo launch = trainer::launchInfo();
-  if (t.ranks > 0 && launch.worldSize == 1)
-    return spawnRanks(t.ranks);
-  if (t.ranks > 0 && t.ranks != launch.worldSize)
-    return usageError("train: --ranks " + std::to_string(t.ranks) +
-                      ", but this is a rank of a "
-                      "job of " +
-                      std::to_string(launch.worldSize) + " (" + launch.launcher +
-                      "): give one or the other");
-  std::string error;
-  std::unique_ptr<trainer::Collective> collective =
-      trainer::joinLaunchedJob(t.collectiveTimeout, error);
-  if (!error.empty())
-    return fail("train: " + error);
+  trainer::JobStart job = trainer::startJob(t.ranks, commandLine(), t.collectiveTimeout);
+  if (job.spawnedExit >= 0)
+    return job.spawnedExit;
+  if (job.usage)
+    return usageError("train: " + job.error);
+  if (!job.error.empty())
+    return fail("train: " + job.error);
+  std::unique_ptr<trainer::Collective> collective = std::move(job.collective);
   config.collectiveTimeout = t.collectiveTimeout;
   if (collective) {
     config.collective = collective.get();

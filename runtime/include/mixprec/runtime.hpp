@@ -24,7 +24,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -290,11 +289,11 @@ public:
   }
   /// mixprec_checkpoint_read_states with a callable taking the state
   /// (returning false stops the reading).
-  template <typename F> static Status readCheckpointStates(const char *path, F &&visit) {
+  template <typename F> static Status readCheckpointStates(const char *path, F visit) {
     return Status(mixprec_checkpoint_read_states(
         path,
         [](void *context, const mixprec_checkpoint_state_t *state) -> int {
-          return (*static_cast<std::remove_reference_t<F> *>(context))(*state) ? 0 : 1;
+          return (*static_cast<F *>(context))(*state) ? 0 : 1;
         },
         &visit));
   }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "common/numerics/BlockScaling.h"
+#include "tests/unit/FloatBits.h"
 
 #include "llvm/ADT/APFloat.h"
 
@@ -23,17 +24,8 @@ using num::Format;
 
 namespace {
 
-float fromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof(f));
-  return f;
-}
-
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof(b));
-  return b;
-}
+using mixprec::test::bitsOf;
+float fromBits(uint32_t b) { return mixprec::test::floatOf(b); }
 
 /// Whether `s` is a power of two (normal or subnormal float).
 bool isPowerOfTwo(float s) {

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/numerics/Rounding.h"
+#include "tests/unit/FloatBits.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -71,16 +72,8 @@ constexpr size_t kUniformRandom = 10'000'000;
 constexpr size_t kFocusedRandom = 4'000'000;
 constexpr uint32_t kSeed = 0x6d697870u; // "mixp"
 
-uint32_t bitsOf(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
-float floatOf(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
+using mixprec::test::bitsOf;
+using mixprec::test::floatOf;
 
 unsigned widthOf(Format f) { return unsigned(formatBytes(f)) * 8; }
 

@@ -1,5 +1,6 @@
 //===- Tf32Test.cpp - TF32 rounding against APFloat ------------------------===//
 #include "common/numerics/Rounding.h"
+#include "tests/unit/FloatBits.h"
 
 #include "llvm/ADT/APFloat.h"
 
@@ -22,17 +23,8 @@ float referenceTf32(float x) {
   return v.convertToFloat();
 }
 
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof(b));
-  return b;
-}
-
-float fromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof(f));
-  return f;
-}
+using mixprec::test::bitsOf;
+float fromBits(uint32_t b) { return mixprec::test::floatOf(b); }
 
 TEST(Tf32, MatchesApFloatTiesAwayOnRandomAndBoundaryInputs) {
   std::mt19937 rng(7);

@@ -3,6 +3,7 @@
 #define MIXPREC_TESTS_UNIT_RUNTIME_TESTUTIL_H
 
 #include "mixprec/runtime.hpp"
+#include "tests/unit/FloatBits.h"
 #include "tests/unit/runtime/ModuleBuilder.h"
 
 #include <gtest/gtest.h>
@@ -46,11 +47,7 @@ inline void openCpu(const BuiltModule &built, Module &module, Session &session) 
   ASSERT_OK(Session::create(module, session, MIXPREC_BACKEND_CPU));
 }
 
-inline uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
+using mixprec::test::bitsOf;
 
 /// Element-by-element bit equality of two float vectors, reporting the first
 /// difference.

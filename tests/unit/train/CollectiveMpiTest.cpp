@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "common/numerics/Rounding.h"
+#include "tests/unit/FloatBits.h"
 #include "train/Collective.h"
 
 #include <signal.h>
@@ -57,16 +58,8 @@ void ok(const std::string &error, const std::string &what) {
   check(error.empty(), what + ": " + error);
 }
 
-uint32_t bitsOf(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
-float floatOf(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
+using mixprec::test::bitsOf;
+using mixprec::test::floatOf;
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
