@@ -5,6 +5,17 @@
 
 namespace mixprec::runtime {
 
+Status Backend::collectiveResult(const std::string &opName, int rc, char *error,
+                                 size_t size) const {
+  if (rc == 0)
+    return okStatus();
+  error[size - 1] = 0;
+  return Status(MIXPREC_EXECUTION_ERROR, opName + ": the collective failed on rank " +
+                                             std::to_string(collective.rank) + " of " +
+                                             std::to_string(collective.world_size) + ": " +
+                                             (error[0] ? error : "no message"));
+}
+
 Status Backend::allReduceInPlace(const std::string &opName, void *data, size_t count,
                                  mixprec_dtype_t dtype, int64_t reduction, void *stream) const {
   if (!hasCollective || collective.world_size <= 1 || count == 0)
@@ -13,13 +24,7 @@ Status Backend::allReduceInPlace(const std::string &opName, void *data, size_t c
   int rc = collective.all_reduce(collective.context, data, count, dtype,
                                  static_cast<mixprec_reduce_op_t>(reduction), stream, error,
                                  sizeof error);
-  if (rc == 0)
-    return okStatus();
-  error[sizeof error - 1] = 0;
-  return Status(MIXPREC_EXECUTION_ERROR, opName + ": the collective failed on rank " +
-                                             std::to_string(collective.rank) + " of " +
-                                             std::to_string(collective.world_size) + ": " +
-                                             (error[0] ? error : "no message"));
+  return collectiveResult(opName, rc, error, sizeof error);
 }
 
 /// The world a step compiled for `world` ranks runs in, or the error.
@@ -58,13 +63,7 @@ Status Backend::allGather(const std::string &opName, int64_t world, const void *
   char error[512] = {0};
   int rc = collective.all_gather(collective.context, send, recv, count, dtype, stream, error,
                                  sizeof error);
-  if (rc == 0)
-    return okStatus();
-  error[sizeof error - 1] = 0;
-  return Status(MIXPREC_EXECUTION_ERROR, opName + ": the collective failed on rank " +
-                                             std::to_string(collective.rank) + " of " +
-                                             std::to_string(collective.world_size) + ": " +
-                                             (error[0] ? error : "no message"));
+  return collectiveResult(opName, rc, error, sizeof error);
 }
 
 } // namespace mixprec::runtime

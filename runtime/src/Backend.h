@@ -112,6 +112,10 @@ protected:
                    size_t count, mixprec_dtype_t dtype, void *stream,
                    const std::function<Status()> &copy) const;
 
+  /// A collective callback's return `rc` as a status naming the step, the
+  /// rank and the message it wrote into `error` (`size` bytes).
+  Status collectiveResult(const std::string &opName, int rc, char *error, size_t size) const;
+
   mixprec_collective_t collective{};
   bool hasCollective = false;
 };

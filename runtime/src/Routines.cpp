@@ -157,6 +157,7 @@ private:
   Status fp8Scale();
   Status allReduce();
   Status shard();
+  Status collectiveDTypes() const;
   Status indexTensor(const TensorDesc &t) const;
   Status numericTensor(const TensorDesc &t, const char *role) const;
   Status gatherElements();
@@ -901,6 +902,18 @@ Status RoutineVerifier::fp8Scale() {
   return okStatus();
 }
 
+/// The collectives' routines: an f32, f16 or bf16 input and an output of
+/// its dtype.
+Status RoutineVerifier::collectiveDTypes() const {
+  const schema::DType d = in(0).dtype;
+  if (d != schema::DType::F32 && d != schema::DType::F16 && d != schema::DType::BF16)
+    return fail("input '" + in(0).name + "' is " + dtypeName(d) + ", not f32, f16 or bf16");
+  if (result().dtype != d)
+    return fail("output '" + result().name + "' is " + dtypeName(result().dtype) +
+                ", the input is " + dtypeName(d));
+  return okStatus();
+}
+
 /// all_reduce: one f32, f16 or bf16 input and an output of its dtype and shape.
 Status RoutineVerifier::allReduce() {
   if (Status s = operands(1, 1, 1); !s.ok())
@@ -909,12 +922,8 @@ Status RoutineVerifier::allReduce() {
   if (out.reduction < 0 || out.reduction > 2)
     return fail("reduction " + std::to_string(out.reduction) +
                 " out of range (0 sum, 1 mean, 2 max)");
-  const schema::DType d = in(0).dtype;
-  if (d != schema::DType::F32 && d != schema::DType::F16 && d != schema::DType::BF16)
-    return fail("input '" + in(0).name + "' is " + dtypeName(d) + ", not f32, f16 or bf16");
-  if (result().dtype != d)
-    return fail("output '" + result().name + "' is " + dtypeName(result().dtype) +
-                ", the input is " + dtypeName(d));
+  if (Status s = collectiveDTypes(); !s.ok())
+    return s;
   return sameShape(in(0), result());
 }
 
@@ -926,12 +935,8 @@ Status RoutineVerifier::shard() {
   out.world = options<schema::ShardOptions>().world();
   if (out.world < 1 || out.world > (int64_t(1) << 20))
     return fail("world " + std::to_string(out.world) + " out of range [1, 2^20]");
-  const schema::DType d = in(0).dtype;
-  if (d != schema::DType::F32 && d != schema::DType::F16 && d != schema::DType::BF16)
-    return fail("input '" + in(0).name + "' is " + dtypeName(d) + ", not f32, f16 or bf16");
-  if (result().dtype != d)
-    return fail("output '" + result().name + "' is " + dtypeName(result().dtype) +
-                ", the input is " + dtypeName(d));
+  if (Status s = collectiveDTypes(); !s.ok())
+    return s;
   const bool gather = out.kind == RoutineKind::AllGather;
   const TensorDesc &whole = gather ? result() : in(0);
   const TensorDesc &part = gather ? in(0) : result();
