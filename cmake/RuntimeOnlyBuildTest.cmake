@@ -1,6 +1,6 @@
 # ctest runtime_only_build: the runtime-only configuration (RuntimeOnly.cmake)
 # configures, builds and passes its tests as on a GPU machine with no LLVM,
-# MLIR, ONNX, protobuf, FlatBuffers, OpenBLAS, GoogleTest or CUDA toolkit:
+# MLIR, ONNX, protobuf, FlatBuffers, OpenBLAS, oneDNN, GoogleTest or CUDA toolkit:
 # those packages are disabled, FlatBuffers and the CUDA headers come from
 # this build's runtime-deps folder, and no compiled file may have read a
 # header of the disabled packages (ninja's dependency log says which it read),
@@ -13,7 +13,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/TestScriptHelpers.cmake)
 mixprec_require_vars(SOURCE_DIR WORK_DIR DEPS C_COMPILER CXX_COMPILER NINJA READELF)
 
 set(disabled "")
-foreach(package MLIR LLVM ONNX Protobuf FlatBuffers BLAS GTest CUDAToolkit)
+foreach(package MLIR LLVM ONNX Protobuf FlatBuffers BLAS dnnl GTest CUDAToolkit)
   list(APPEND disabled -DCMAKE_DISABLE_FIND_PACKAGE_${package}=ON)
 endforeach()
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -23,7 +23,8 @@ run_checked(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR} -G Ninja
             -DMIXPREC_RUNTIME_ONLY=ON -DMIXPREC_RUNTIME_DEPS=${DEPS} ${disabled})
 foreach(expected "FlatBuffers headers and the module schema from ${DEPS}"
                  "CUDA headers from ${DEPS}/cuda-include"
-                 "no OpenBLAS; the CPU backend's GEMMs use PortableSgemm")
+                 "no OpenBLAS; the CPU backend's GEMMs use PortableSgemm"
+                 "runtime-only: no oneDNN (libdnnl-dev): every GEMM step takes the sgemm path")
   string(FIND "${output}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "configure output lacks '${expected}':\n${output}")
@@ -50,14 +51,14 @@ foreach(header ${headers})
   if(header MATCHES "^/usr/lib/llvm-[0-9]+/lib/clang/[0-9]+/include/")
     continue()
   endif()
-  if(header MATCHES "^/usr/(lib|include)/llvm|^/usr/include/(mlir|onnx|google|gtest|flatbuffers)/|openblas|^/usr/local/cuda")
+  if(header MATCHES "^/usr/(lib|include)/llvm|^/usr/include/(mlir|onnx|google|gtest|flatbuffers|oneapi)/|^/usr/include/dnnl|openblas|^/usr/local/cuda")
     message(FATAL_ERROR "the runtime-only build read ${header}")
   endif()
 endforeach()
 message(STATUS "${count} header reads, none from LLVM, MLIR, ONNX, protobuf, GoogleTest, "
-               "the system FlatBuffers, OpenBLAS or the CUDA toolkit")
+               "the system FlatBuffers, OpenBLAS, oneDNN or the CUDA toolkit")
 
 mixprec_needed_libraries(${READELF} ${WORK_DIR}/runtime/libmixprec_runtime.so needed)
-if(needed MATCHES "LLVM|MLIR|openblas|gfortran|flatbuffers")
+if(needed MATCHES "LLVM|MLIR|openblas|gfortran|flatbuffers|dnnl")
   message(FATAL_ERROR "runtime-only libmixprec_runtime.so NEEDED: ${needed}")
 endif()

@@ -9,7 +9,7 @@ APT_PKGS=(
   libzstd-dev libcurl4-openssl-dev libedit-dev
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libopenblas-dev libgtest-dev libgmock-dev
+  libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev
   clang-19 libclang-rt-19-dev chromium-headless-shell
   libopenmpi-dev openmpi-bin
 )

@@ -126,10 +126,13 @@ struct BackendOptions {
   /// CUDA: capture the launch sequence into a CUDA graph and replay it
   /// (when every step can be captured); false: launch step by step.
   bool cudaGraphs = true;
+  /// CPU: plan the GEMM steps on oneDNN and pack their weights (false for
+  /// the CUDA backend's host half, which runs routine steps only).
+  bool cpuGemms = true;
 };
 
 /// The CPU backend: the plan's arena in host memory, kernels from their
-/// expression programs, GEMMs on OpenBLAS, routine ops on the reference
+/// expression programs, GEMMs on oneDNN or OpenBLAS, routine ops on the reference
 /// kernels, with every rounding point of the plan.
 Status createCpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options,
                         std::unique_ptr<Backend> &out);

@@ -80,6 +80,10 @@ Status CpuBackend::prepare() {
   rowValue.assign(longest, 0.0f);
   amaxValue.assign(longest, 0.0f);
 
+  // GEMM steps on oneDNN where it takes them, their weights packed now.
+  if (options.cpuGemms)
+    if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
+      return s;
   // 32-bit BLAS: refuse now what cpu::detail::sgemm could not pass on.
   for (const GemmDesc &g : module->gemms()) {
     const bool tall = g.batch == 1 || (g.strideB == 0 && g.strideA == g.m * g.k);

@@ -30,10 +30,11 @@
 #ifndef MIXPREC_RUNTIME_CPU_CPUBACKEND_H
 #define MIXPREC_RUNTIME_CPU_CPUBACKEND_H
 
+#include "common/numerics/Rounding.h"
+#include "runtime/kernels/Indexing.h"
 #include "runtime/src/Backend.h"
 #include "runtime/src/Routines.h"
-#include "runtime/kernels/Indexing.h"
-#include "common/numerics/Rounding.h"
+#include "runtime/src/backends/cpu/CpuDnnl.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -191,6 +192,13 @@ public:
   /// Where tensor `t` lives on the host (the arena, or the module's constant).
   uint8_t *hostTensor(int32_t t) { return tensorData(t); }
 
+  /// The GEMM steps' engines, for tests and the session's description:
+  /// oneDNN's (weights packed at load) and the constant weights the
+  /// OpenBLAS path decoded to FP32 in runs so far (each run decodes them
+  /// again: what the oneDNN path avoids).
+  const DnnlGemms &dnnlGemms() const { return dnnl; }
+  int64_t weightDecodesInRuns() const { return weightDecodes; }
+
 private:
   /// A run of a piece: `length` consecutive points of one row run, whose
   /// first point sits at element `base[a]` of access a.
@@ -218,6 +226,7 @@ private:
   Status evalPiece(const KernelPlan &plan, int32_t pass, const std::vector<Segment> &segments,
                    const std::vector<int64_t> &segmentBase, int64_t count);
   Status runGemm(const GemmDesc &g);
+  Status runBlasGemm(const GemmDesc &g, float *acc, const float *bias);
   Status runRoutine(const RoutineOp &op);
   Status runDataMovement(const RoutineOp &op);
   Status runFloatRoutine(const RoutineOp &op);
@@ -244,6 +253,8 @@ private:
   /// attention_grad's operands 5 and 6 and the gradients a call does not
   /// write, attention's output when the call writes the log-sum-exp.
   Scratch scratch[12];
+  DnnlGemms dnnl;
+  int64_t weightDecodes = 0;
   alignas(64) uint8_t emptyTensor[64] = {};
 };
 

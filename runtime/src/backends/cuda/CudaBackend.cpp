@@ -383,7 +383,9 @@ Status CudaBackend::prepareHostSteps() {
   hostSteps = hostRoutineSteps(*module);
   if (hostSteps.empty())
     return okStatus();
-  host = std::make_unique<CpuBackend>(module, options);
+  BackendOptions hostOptions = options;
+  hostOptions.cpuGemms = false; // its GEMMs run on cuBLASLt
+  host = std::make_unique<CpuBackend>(module, hostOptions);
   if (Status s = host->prepare(); !s.ok())
     return s.withContext("CUDA backend: the host half of the routine steps: ");
   return okStatus();

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The CPU backend as a fast path (issue 27): module time on oneDNN against
+the OpenBLAS path and onnxruntime, side by side in one run, 1 and 2 threads.
+
+Usage:
+    bench/cpu_fast_path.py --mixprec build/bin/mixprec --model DIR [--model DIR ...]
+        [--precisions fp32 bf16 fp8] [--threads 1 2] [--repeat N] [--json OUT]
+
+Each DIR holds model.onnx (the layout of tests/e2e/gen_models.py and
+bench/gen_bench_models.py). Per model and precision the script compiles
+the module once (`mixprec compile --precision P`), then per thread count T
+(OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = T) times `mixprec run M.mpk
+--backend cpu --repeat N --time` (the median of N runs after the load)
+with the GEMM steps on oneDNN (the default) and on the OpenBLAS path
+(MIXPREC_CPU_GEMM=openblas), and onnxruntime on the FP32 model
+(bench/ort_time.py: graph optimizations on, intra_op_num_threads = T).
+Prints a Markdown table: the times, mixprec/onnxruntime, and each
+precision's time against the model's own FP32 time on oneDNN.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_mixprec(mixprec, module, threads, gemm, repeat):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    if gemm == "openblas":
+        env["MIXPREC_CPU_GEMM"] = "openblas"
+    else:
+        env.pop("MIXPREC_CPU_GEMM", None)
+    p = subprocess.run([mixprec, "run", module, "--backend", "cpu", "--repeat", str(repeat),
+                        "--time"], capture_output=True, text=True, env=env, timeout=1200)
+    if p.returncode != 0:
+        raise RuntimeError(f"mixprec run {module}: exit {p.returncode}: {p.stderr[-2000:]}")
+    line = [x for x in p.stderr.splitlines() if x.startswith("{")][-1]
+    return json.loads(line)["run_ms_median"]
+
+
+def run_ort(model, threads, repeat):
+    inputs = os.path.join(os.path.dirname(model), "inputs")
+    cmd = [sys.executable, os.path.join(HERE, "ort_time.py"), model, "--repeat", str(repeat)]
+    if os.path.isdir(inputs):
+        cmd += ["--inputs-dir", inputs]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    if p.returncode != 0:
+        raise RuntimeError(f"ort_time.py {model}: {p.stderr[-2000:]}")
+    r = json.loads(p.stdout)
+    # ort_time.py times 1 thread and its default (one per core: 2 here).
+    return r["single_thread_median_ms"] if threads == 1 else r["default_threads_median_ms"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mixprec", required=True)
+    ap.add_argument("--model", action="append", required=True, help="a folder with model.onnx")
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16", "fp8"])
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for folder in args.model:
+            name = os.path.basename(os.path.normpath(folder))
+            model = os.path.join(folder, "model.onnx")
+            ort = {t: run_ort(model, t, args.repeat) for t in args.threads}
+            fp32 = {}
+            for precision in args.precisions:
+                module = os.path.join(work, f"{name}_{precision}.mpk")
+                p = subprocess.run([args.mixprec, "compile", model, "--precision", precision,
+                                    "-o", module], capture_output=True, text=True)
+                if p.returncode != 0:
+                    print(f"skip {name} {precision}: {p.stderr.strip()[-300:]}", file=sys.stderr)
+                    continue
+                for t in args.threads:
+                    dnnl = run_mixprec(args.mixprec, module, t, "dnnl", args.repeat)
+                    blas = run_mixprec(args.mixprec, module, t, "openblas", args.repeat)
+                    if precision == "fp32":
+                        fp32[t] = dnnl
+                    rows.append({"model": name, "precision": precision, "threads": t,
+                                 "onednn_ms": dnnl, "openblas_ms": blas,
+                                 "onnxruntime_fp32_ms": ort[t],
+                                 "vs_onnxruntime": dnnl / ort[t],
+                                 "vs_own_fp32": dnnl / fp32[t] if t in fp32 else None})
+    print("| model | precision | threads | oneDNN path ms | OpenBLAS path ms | onnxruntime FP32 ms "
+          "| oneDNN / onnxruntime | / own FP32 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        own = f"{r['vs_own_fp32']:.2f}x" if r["vs_own_fp32"] is not None else "-"
+        print(f"| {r['model']} | {r['precision']} | {r['threads']} | {r['onednn_ms']:.3f} | "
+              f"{r['openblas_ms']:.3f} | {r['onnxruntime_fp32_ms']:.3f} | "
+              f"{r['vs_onnxruntime']:.2f}x | {own} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,355 @@
+//===- CpuDnnl.cpp - GEMM steps on oneDNN's matmul ------------------------===//
+//
+// CpuDnnl.h says what runs here and how it rounds. oneDNN's C API (no
+// exceptions: the runtime builds without them); one engine and stream per
+// session, one matmul primitive per GEMM step, created when the session is.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuDnnl.h"
+
+#if MIXPREC_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include "common/numerics/Rounding.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace mixprec::runtime {
+
+#if MIXPREC_HAVE_DNNL
+
+namespace {
+
+/// The oneDNN data type of a stored dtype, or undef.
+dnnl_data_type_t dnnlType(schema::DType d) {
+  switch (d) {
+  case schema::DType::F32:
+    return dnnl_f32;
+  case schema::DType::BF16:
+    return dnnl_bf16;
+  case schema::DType::F16:
+    return dnnl_f16;
+  default:
+    return dnnl_data_type_undef;
+  }
+}
+
+std::string statusText(dnnl_status_t s) {
+  switch (s) {
+  case dnnl_out_of_memory:
+    return "out of memory";
+  case dnnl_invalid_arguments:
+    return "invalid arguments";
+  case dnnl_unimplemented:
+    return "no implementation for this CPU";
+  default:
+    return "oneDNN status " + std::to_string(int(s));
+  }
+}
+
+namespace num = mixprec::numerics;
+
+/// One GEMM step's primitive and, for a constant weight, its packed copy.
+struct Plan {
+  bool ok = false;
+  std::string reason;
+  dnnl_primitive_t matmul = nullptr;
+  dnnl_memory_desc_t src{}, weights{}, dst{};
+  /// The weight in the primitive's layout (a constant), else empty.
+  void *packed = nullptr;
+  /// The dtype the primitive takes: the operands', or the one they are
+  /// widened to exactly first (FP8 to BF16, FP16 to FP32 where the CPU has
+  /// no FP16 matmul).
+  schema::DType computeType = schema::DType::F32;
+  /// Activations widened per run (the weight's widened copy is packed).
+  std::vector<uint8_t> wideA, wideB;
+  int64_t elementsA = 0, elementsB = 0;
+};
+
+/// Widens `n` values of `from` at `in` to `to` (BF16 or FP32), exactly.
+void widen(schema::DType from, schema::DType to, const void *in, int64_t n, void *out) {
+  const num::Format f = from == schema::DType::F16        ? num::Format::F16
+                        : from == schema::DType::F8E4M3FN ? num::Format::F8E4M3FN
+                                                          : num::Format::F8E5M2;
+  if (f == num::Format::F16) {
+    num::decodeArray(f, in, static_cast<float *>(out), static_cast<size_t>(n));
+    return;
+  }
+  // FP8 -> BF16: a table of the 256 codes (every FP8 value is a BF16 value).
+  uint16_t table[256];
+  for (int c = 0; c < 256; ++c)
+    table[c] = num::floatToBF16(num::decode(f, uint32_t(c)));
+  const auto *codes = static_cast<const uint8_t *>(in);
+  auto *wide = static_cast<uint16_t *>(out);
+  for (int64_t i = 0; i < n; ++i)
+    wide[i] = table[codes[i]];
+  (void)to;
+}
+
+} // namespace
+
+struct DnnlGemms::Impl {
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  std::vector<Plan> plans;
+  int64_t packsAtLoad = 0;
+
+  ~Impl() {
+    for (Plan &p : plans) {
+      if (p.matmul)
+        dnnl_primitive_destroy(p.matmul);
+      std::free(p.packed);
+    }
+    if (stream)
+      dnnl_stream_destroy(stream);
+    if (engine)
+      dnnl_engine_destroy(engine);
+  }
+
+  /// Runs `primitive` with `args` (memory objects over the given handles)
+  /// and waits for it.
+  dnnl_status_t
+  execute(dnnl_primitive_t primitive,
+          const std::vector<std::pair<int, std::pair<const dnnl_memory_desc_t *, void *>>> &args) {
+    std::vector<dnnl_memory_t> memories;
+    std::vector<dnnl_exec_arg_t> exec;
+    dnnl_status_t s = dnnl_success;
+    for (const auto &[arg, mem] : args) {
+      dnnl_memory_t m = nullptr;
+      if ((s = dnnl_memory_create(&m, mem.first, engine, mem.second)) != dnnl_success)
+        break;
+      memories.push_back(m);
+      exec.push_back({arg, m});
+    }
+    if (s == dnnl_success)
+      s = dnnl_primitive_execute(primitive, stream, int(exec.size()), exec.data());
+    if (s == dnnl_success)
+      s = dnnl_stream_wait(stream);
+    for (dnnl_memory_t m : memories)
+      dnnl_memory_destroy(m);
+    return s;
+  }
+
+  /// Plans step `g`; false (with p.reason) when oneDNN does not take it.
+  bool plan(const LoadedModule &module, const GemmDesc &g,
+            const std::function<const uint8_t *(int32_t)> &constant, Plan &p,
+            bool widenF16 = false) {
+    const TensorDesc &a = module.tensors()[g.a], &b = module.tensors()[g.b];
+    if (g.tf32)
+      return p.reason = "TF32-rounded operands", false;
+    const bool fp8 = [](schema::DType d) {
+      return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2;
+    }(a.dtype);
+    const bool fp8b = b.dtype == schema::DType::F8E4M3FN || b.dtype == schema::DType::F8E5M2;
+    if (a.dtype != b.dtype && !(fp8 && fp8b))
+      return p.reason = "operands of two dtypes", false;
+    // FP8 (E4M3 and E5M2 may meet) through BF16, which holds every value.
+    p.computeType = fp8 ? schema::DType::BF16 : widenF16 ? schema::DType::F32 : a.dtype;
+    const dnnl_data_type_t type = dnnlType(p.computeType);
+    if (type == dnnl_data_type_undef)
+      return p.reason = std::string("operands of dtype ") + dtypeName(a.dtype), false;
+    const bool tall = g.batch == 1 || (g.strideB == 0 && g.strideA == g.m * g.k);
+    const bool batched =
+        !tall && g.strideA == g.m * g.k && g.strideB == g.k * g.n && g.strideOut == g.m * g.n;
+    if (!tall && !batched)
+      return p.reason = "strided batches", false;
+    const int64_t m = g.m, n = g.n, k = g.k;
+    if (tall) {
+      const dnnl_dims_t srcDims = {g.batch * m, k}, srcStrides = {k, 1};
+      const dnnl_dims_t weiDims = {k, n};
+      const dnnl_dims_t weiStrides = {g.transB ? 1 : n, g.transB ? k : 1};
+      const dnnl_dims_t dstDims = {g.batch * m, n}, dstStrides = {n, 1};
+      dnnl_memory_desc_init_by_strides(&p.src, 2, srcDims, type, srcStrides);
+      dnnl_memory_desc_init_by_strides(&p.weights, 2, weiDims, type, weiStrides);
+      dnnl_memory_desc_init_by_strides(&p.dst, 2, dstDims, dnnl_f32, dstStrides);
+    } else {
+      const dnnl_dims_t srcDims = {g.batch, m, k}, srcStrides = {m * k, k, 1};
+      const dnnl_dims_t weiDims = {g.batch, k, n};
+      const dnnl_dims_t weiStrides = {k * n, g.transB ? 1 : n, g.transB ? k : 1};
+      const dnnl_dims_t dstDims = {g.batch, m, n}, dstStrides = {m * n, n, 1};
+      dnnl_memory_desc_init_by_strides(&p.src, 3, srcDims, type, srcStrides);
+      dnnl_memory_desc_init_by_strides(&p.weights, 3, weiDims, type, weiStrides);
+      dnnl_memory_desc_init_by_strides(&p.dst, 3, dstDims, dnnl_f32, dstStrides);
+    }
+    // A constant weight: the primitive picks its layout, packed once here.
+    const bool packWeight = b.isConstant() && tall;
+    dnnl_memory_desc_t weightsAny = p.weights;
+    if (packWeight) {
+      const dnnl_dims_t weiDims = {k, n};
+      dnnl_memory_desc_init_by_tag(&weightsAny, 2, weiDims, type, dnnl_format_tag_any);
+    }
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t s = dnnl_matmul_desc_init(&desc, &p.src, &weightsAny, nullptr, &p.dst);
+    dnnl_primitive_desc_t pd = nullptr;
+    if (s == dnnl_success)
+      s = dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr);
+    if (s == dnnl_unimplemented && p.computeType == schema::DType::F16) {
+      // No FP16 matmul on this CPU (it needs AVX512-FP16): FP16 widened to
+      // FP32, exactly (its products are exact in FP32 as well).
+      p.computeType = schema::DType::F32;
+      return plan(module, g, constant, p, /*widenF16=*/true);
+    }
+    if (s != dnnl_success)
+      return p.reason = "oneDNN's matmul: " + statusText(s), false;
+    const dnnl_memory_desc_t chosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    s = dnnl_primitive_create(&p.matmul, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (s != dnnl_success)
+      return p.reason = "oneDNN's matmul: " + statusText(s), false;
+    p.elementsA = a.elements;
+    p.elementsB = b.elements;
+    const size_t wideBytes = p.computeType == schema::DType::F32 ? 4 : 2;
+    const bool widened = p.computeType != a.dtype;
+    if (widened)
+      p.wideA.resize(static_cast<size_t>(a.elements) * wideBytes);
+    if (packWeight) {
+      const uint8_t *data = constant(g.b);
+      std::vector<uint8_t> wide;
+      if (b.dtype != p.computeType) { // widened once, here, then packed
+        wide.resize(static_cast<size_t>(b.elements) * wideBytes);
+        widen(b.dtype, p.computeType, data, b.elements, wide.data());
+        data = wide.data();
+      }
+      if (!packConstant(p, chosen, data))
+        return false;
+      p.weights = chosen;
+    } else if (b.dtype != p.computeType) {
+      p.wideB.resize(static_cast<size_t>(b.elements) * wideBytes);
+    }
+    return p.ok = true;
+  }
+
+  /// Reorders the constant weight at `data` (p.weights' plain layout) into
+  /// `packed` (the primitive's); false with p.reason.
+  bool packConstant(Plan &p, const dnnl_memory_desc_t &packed, const uint8_t *data) {
+    const size_t bytes = dnnl_memory_desc_get_size(&packed);
+    if (posix_memalign(&p.packed, 64, bytes ? bytes : 64) != 0) {
+      p.packed = nullptr;
+      return p.reason = "cannot allocate its packed weight", false;
+    }
+    dnnl_primitive_desc_t rpd = nullptr;
+    dnnl_status_t s =
+        dnnl_reorder_primitive_desc_create(&rpd, &p.weights, engine, &packed, engine, nullptr);
+    dnnl_primitive_t reorder = nullptr;
+    if (s == dnnl_success)
+      s = dnnl_primitive_create(&reorder, rpd);
+    if (rpd)
+      dnnl_primitive_desc_destroy(rpd);
+    if (s == dnnl_success)
+      s = execute(reorder, {{DNNL_ARG_FROM, {&p.weights, const_cast<uint8_t *>(data)}},
+                            {DNNL_ARG_TO, {&packed, p.packed}}});
+    if (reorder)
+      dnnl_primitive_destroy(reorder);
+    if (s != dnnl_success)
+      return p.reason = "packing its weight: " + statusText(s), false;
+    ++packsAtLoad;
+    return true;
+  }
+};
+
+DnnlGemms::DnnlGemms() : impl(std::make_unique<Impl>()) {}
+DnnlGemms::~DnnlGemms() = default;
+
+bool DnnlGemms::available() { return true; }
+
+std::string DnnlGemms::isa() {
+  switch (dnnl_get_effective_cpu_isa()) {
+  case dnnl_cpu_isa_avx512_core_amx:
+    return "avx512_core_amx";
+  case dnnl_cpu_isa_avx512_core_bf16:
+    return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_vnni:
+    return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core:
+    return "avx512_core";
+  case dnnl_cpu_isa_avx2:
+    return "avx2";
+  default:
+    return "sse41 or other";
+  }
+}
+
+Status DnnlGemms::prepare(const LoadedModule &module,
+                          const std::function<const uint8_t *(int32_t)> &constant) {
+  Impl &d = *impl;
+  d.plans.assign(module.gemms().size(), Plan());
+  if (d.plans.empty())
+    return okStatus();
+  if (const char *off = std::getenv("MIXPREC_CPU_GEMM"); off && std::strcmp(off, "openblas") == 0) {
+    for (Plan &p : d.plans)
+      p.reason = "MIXPREC_CPU_GEMM=openblas";
+    return okStatus();
+  }
+  if (dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success ||
+      dnnl_stream_create(&d.stream, d.engine, dnnl_stream_default_flags) != dnnl_success) {
+    for (Plan &p : d.plans)
+      p.reason = "oneDNN's CPU engine did not start";
+    return okStatus();
+  }
+  for (size_t i = 0; i < d.plans.size(); ++i)
+    if (!d.plan(module, module.gemms()[i], constant, d.plans[i]) &&
+        d.plans[i].reason.rfind("cannot allocate", 0) == 0)
+      return Status(MIXPREC_OUT_OF_MEMORY,
+                    module.gemms()[i].name + ": oneDNN: " + d.plans[i].reason);
+  return okStatus();
+}
+
+bool DnnlGemms::handles(size_t index) const {
+  return index < impl->plans.size() && impl->plans[index].ok;
+}
+
+std::string DnnlGemms::reason(size_t index) const {
+  return index < impl->plans.size() ? impl->plans[index].reason : "no such step";
+}
+
+Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, schema::DType aType,
+                      schema::DType bType) {
+  Impl &d = *impl;
+  Plan &p = d.plans[index];
+  // Activations in a dtype the primitive does not take: widened (exact).
+  if (!p.wideA.empty()) {
+    widen(aType, p.computeType, a, p.elementsA, p.wideA.data());
+    a = p.wideA.data();
+  }
+  if (!p.packed && !p.wideB.empty()) {
+    widen(bType, p.computeType, b, p.elementsB, p.wideB.data());
+    b = p.wideB.data();
+  }
+  void *weights = p.packed ? p.packed : const_cast<void *>(b);
+  dnnl_status_t s = d.execute(p.matmul, {{DNNL_ARG_SRC, {&p.src, const_cast<void *>(a)}},
+                                         {DNNL_ARG_WEIGHTS, {&p.weights, weights}},
+                                         {DNNL_ARG_DST, {&p.dst, acc}}});
+  if (s != dnnl_success)
+    return Status(MIXPREC_EXECUTION_ERROR, "oneDNN's matmul failed: " + statusText(s));
+  return okStatus();
+}
+
+int64_t DnnlGemms::packsAtLoad() const { return impl->packsAtLoad; }
+
+#else // !MIXPREC_HAVE_DNNL
+
+struct DnnlGemms::Impl {
+  size_t steps = 0;
+};
+
+DnnlGemms::DnnlGemms() : impl(std::make_unique<Impl>()) {}
+DnnlGemms::~DnnlGemms() = default;
+bool DnnlGemms::available() { return false; }
+std::string DnnlGemms::isa() { return ""; }
+Status DnnlGemms::prepare(const LoadedModule &module,
+                          const std::function<const uint8_t *(int32_t)> &) {
+  impl->steps = module.gemms().size();
+  return okStatus();
+}
+bool DnnlGemms::handles(size_t) const { return false; }
+std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
+Status DnnlGemms::run(size_t, const void *, const void *, float *, schema::DType, schema::DType) {
+  return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
+}
+int64_t DnnlGemms::packsAtLoad() const { return 0; }
+
+#endif // MIXPREC_HAVE_DNNL
+
+} // namespace mixprec::runtime

@@ -1,0 +1,87 @@
+//===- CpuDnnl.h - the CPU backend's GEMM steps on oneDNN -------*- C++ -*-===//
+//
+// The CPU backend's fast path for GEMM steps (issue 27): oneDNN's matmul,
+// whose JIT picks the kernel for the CPU it runs on (AMX, AVX512-BF16,
+// AVX-512, AVX2), on the operands as stored (FP32, BF16, FP16; no decode to
+// FP32 per run), with FP32 accumulation and an FP32 result that the CPU
+// backend's epilogue (bias, activation, the one rounding to the output's
+// dtype) then takes. A weight that is a module constant is packed once,
+// when the session is created, into the blocked layout the primitive
+// prefers; nothing is decoded or packed per run.
+//
+// Numerics: products of FP32, BF16 or FP16 operands and their FP32 sums,
+// in oneDNN's order (blocked over k; not the interpreter's left-to-right
+// order, so results agree with it within the usual GEMM bound, not bit for
+// bit; the order does not change from run to run). On AVX512-BF16 and AMX
+// the BF16 dot-product instructions treat subnormal BF16 inputs and FP32
+// partial sums as zero (VDPBF16PS, TDPBF16PS: DAZ/FTZ by definition).
+//
+// FP8 operands (E4M3, E5M2, per-tensor scales applied after) are widened to
+// BF16, which holds every FP8 value: a constant FP8 weight once, at load (2
+// bytes per weight where FP8 stores 1), an activation per run; FP16
+// operands on a CPU without an FP16 matmul (AVX512-FP16) likewise to FP32
+// (4 bytes per weight). Products of the widened values are the products of
+// the stored ones, exactly.
+//
+// Not here (the OpenBLAS path takes them): TF32-rounded steps, operands of
+// two dtypes (FP8 E4M3 with E5M2 excepted), strided batches.
+// A runtime built without oneDNN (MIXPREC_HAVE_DNNL unset: the runtime-only
+// build without libdnnl) runs every GEMM step on OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CPU_CPUDNNL_H
+#define MIXPREC_RUNTIME_CPU_CPUDNNL_H
+
+#include "runtime/src/Module.h"
+#include "runtime/src/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixprec::runtime {
+
+/// The GEMM steps of one CPU session on oneDNN.
+class DnnlGemms {
+public:
+  DnnlGemms();
+  ~DnnlGemms();
+  DnnlGemms(const DnnlGemms &) = delete;
+  DnnlGemms &operator=(const DnnlGemms &) = delete;
+
+  /// Whether this runtime has oneDNN, and the ISA its JIT uses here
+  /// ("avx512_core_bf16", ...; "" without oneDNN).
+  static bool available();
+  static std::string isa();
+
+  /// Plans each GEMM step of `module` that oneDNN runs (see the file
+  /// comment) and packs its constant weight (`constant(t)`: the bytes of
+  /// constant tensor t). A step it does not take keeps `reason(i)` and runs
+  /// on OpenBLAS; only an allocation failure is an error.
+  Status prepare(const LoadedModule &module,
+                 const std::function<const uint8_t *(int32_t)> &constant);
+
+  /// Whether GEMM step `index` runs here.
+  bool handles(size_t index) const;
+  /// Why it does not ("" when it does).
+  std::string reason(size_t index) const;
+
+  /// Runs GEMM step `index`: `a` and `b` at their tensors' host addresses
+  /// (b unused when packed at load), the FP32 products' sums into `acc`
+  /// (batch x m x n, row-major).
+  Status run(size_t index, const void *a, const void *b, float *acc, schema::DType aType,
+             schema::DType bType);
+
+  /// Weights packed when the session was created.
+  int64_t packsAtLoad() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace mixprec::runtime
+
+#endif // MIXPREC_RUNTIME_CPU_CPUDNNL_H

@@ -1,0 +1,381 @@
+//===- CpuDnnlTest.cpp - the CPU backend's GEMM steps on oneDNN -----------===//
+//
+// Issue 27: GEMM steps run on oneDNN's matmul with the operands as stored
+// and a constant weight packed once, when the session is created. Checked
+// here: which steps oneDNN takes (and why not the others); FP32, BF16 and
+// batched results against an FP64 reference of the stored operands within
+// the GEMM bound (oneDNN sums in its own order); the bias and ReLU
+// epilogue; every element written; the same bits on every run; one pack
+// per constant weight at load and no decode in runs (the OpenBLAS path,
+// MIXPREC_CPU_GEMM=openblas, decodes the BF16 weight to FP32 in every run:
+// what the pack saves).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuBackend.h"
+#include "tests/unit/runtime/ModuleBuilder.h"
+
+#include "common/numerics/Rounding.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mixprec::testing {
+namespace {
+
+namespace rt = mixprec::runtime;
+namespace num = mixprec::numerics;
+
+std::vector<float> randomValues(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+num::Format formatOf(fb::DType dtype) {
+  switch (dtype) {
+  case fb::DType::BF16:
+    return num::Format::BF16;
+  case fb::DType::F16:
+    return num::Format::F16;
+  case fb::DType::F8E4M3FN:
+    return num::Format::F8E4M3FN;
+  case fb::DType::F8E5M2:
+    return num::Format::F8E5M2;
+  default:
+    return num::Format::F32;
+  }
+}
+
+/// The values as `dtype` stores them (rounded to nearest even).
+std::vector<float> stored(fb::DType dtype, std::vector<float> v) {
+  for (float &x : v)
+    x = num::roundTo(formatOf(dtype), x);
+  return v;
+}
+
+/// Encodes floats as `dtype` little-endian bytes.
+std::vector<uint8_t> bytesOf(fb::DType dtype, const std::vector<float> &v) {
+  std::vector<uint8_t> out;
+  const num::Format f = formatOf(dtype);
+  const size_t width = num::formatBytes(f);
+  for (float x : v) {
+    const uint32_t bits = num::encode(f, x);
+    for (size_t i = 0; i < width; ++i)
+      out.push_back(uint8_t(bits >> (8 * i)));
+  }
+  return out;
+}
+
+/// y = relu?(x . W^T / (sx sw) + bias) of one GEMM step, x [m, k] an
+/// input, W [n, k] a constant (transB) or an input; operands of `dtype`
+/// (FP8: with the scales sx, sw), output F32.
+struct LinearCase {
+  fb::DType dtype = fb::DType::BF16;
+  int64_t m = 37, n = 50, k = 96;
+  bool constantWeight = true, bias = true, relu = true;
+  float scaleX = 1.0f, scaleW = 1.0f; ///< FP8 only
+  bool fp8() const { return dtype == fb::DType::F8E4M3FN || dtype == fb::DType::F8E5M2; }
+};
+
+struct Built {
+  std::shared_ptr<const rt::LoadedModule> module;
+  std::vector<float> x, w, b; // as stored
+};
+
+Built buildLinear(const LinearCase &c) {
+  Built out;
+  out.x = stored(c.dtype, randomValues(size_t(c.m * c.k), 1));
+  out.w = stored(c.dtype, randomValues(size_t(c.n * c.k), 2));
+  out.b = randomValues(size_t(c.n), 3);
+  ModuleBuilder mb;
+  GemmSpec g;
+  g.name = "fc";
+  g.m = c.m;
+  g.n = c.n;
+  g.k = c.k;
+  g.transB = true;
+  g.strideA = c.m * c.k;
+  g.strideB = c.n * c.k;
+  g.strideOut = c.m * c.n;
+  g.a = mb.input("x", c.dtype, {c.m, c.k});
+  g.b = c.constantWeight ? mb.constantFloats("w", c.dtype, {c.n, c.k}, out.w)
+                         : mb.input("w", c.dtype, {c.n, c.k});
+  g.out = mb.activation("y", fb::DType::F32, {c.m, c.n});
+  if (c.fp8()) {
+    g.aScale = mb.constantFloats("sx", fb::DType::F32, {}, {c.scaleX});
+    g.bScale = mb.constantFloats("sw", fb::DType::F32, {}, {c.scaleW});
+  }
+  if (c.bias) {
+    g.bias = mb.constantFloats("b", fb::DType::F32, {c.n}, out.b);
+    g.epilogue = c.relu ? fb::Epilogue::BiasRelu : fb::Epilogue::Bias;
+  } else if (c.relu) {
+    g.epilogue = fb::Epilogue::Relu;
+  }
+  mb.output(g.out);
+  mb.gemm(g);
+  BuiltModule built = mb.build();
+  rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                              rt::LoadOptions{}, out.module);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return out;
+}
+
+/// The FP64 reference and the bound of each element: k * 2^-23 * sum |x w|
+/// (FP32 accumulation in any order) plus the bias's rounding.
+void reference(const LinearCase &c, const Built &b, std::vector<double> &ref,
+               std::vector<double> &bound) {
+  ref.assign(size_t(c.m * c.n), 0.0);
+  bound.assign(ref.size(), 0.0);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        const double t = double(b.x[i * c.k + p]) * double(b.w[j * c.k + p]);
+        sum += t;
+        mag += std::fabs(t);
+      }
+      const double factor = 1.0 / (double(c.scaleX) * double(c.scaleW));
+      sum *= factor;
+      mag *= factor;
+      if (c.bias)
+        sum += b.b[j];
+      if (c.relu)
+        sum = std::max(sum, 0.0);
+      ref[i * c.n + j] = sum;
+      bound[i * c.n + j] = double(c.k + 4) * std::ldexp(mag + std::fabs(sum), -23);
+    }
+}
+
+/// Runs `b`'s module on a CPU backend `runs` times; the output each time.
+std::vector<std::vector<float>> runCpu(const LinearCase &c, const Built &b, int runs,
+                                       std::unique_ptr<rt::Backend> &backend) {
+  rt::Status s = rt::createCpuBackend(b.module, {}, backend);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<std::vector<float>> outs;
+  if (!s.ok())
+    return outs;
+  const std::vector<uint8_t> x = bytesOf(c.dtype, b.x), w = bytesOf(c.dtype, b.w);
+  const auto &tensors = b.module->tensors();
+  for (int r = 0; r < runs; ++r) {
+    for (uint32_t t : b.module->inputs())
+      EXPECT_TRUE(
+          backend->setInput(t, tensors[t].name == "x" ? x.data() : w.data(), tensors[t].bytes)
+              .ok());
+    s = backend->launch({});
+    if (s.ok())
+      s = backend->wait();
+    EXPECT_TRUE(s.ok()) << s.message();
+    const void *data = nullptr;
+    uint32_t y = 0;
+    for (uint32_t t = 0; t < tensors.size(); ++t)
+      if (tensors[t].name == "y")
+        y = t;
+    EXPECT_TRUE(backend->readTensor(y, &data).ok());
+    const auto *f = static_cast<const float *>(data);
+    outs.emplace_back(f, f + c.m * c.n);
+  }
+  return outs;
+}
+
+void expectWithinBound(const LinearCase &c, const Built &b, const std::vector<float> &got) {
+  std::vector<double> ref, bound;
+  reference(c, b, ref, bound);
+  ASSERT_EQ(got.size(), ref.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(double(got[i]) - ref[i]) <= bound[i]))
+      if (++bad <= 3)
+        ADD_FAILURE() << "element " << i << ": " << got[i] << " vs " << ref[i] << " (bound "
+                      << bound[i] << ")";
+  EXPECT_EQ(bad, 0u);
+}
+
+rt::CpuBackend &cpuOf(std::unique_ptr<rt::Backend> &b) {
+  return *static_cast<rt::CpuBackend *>(b.get());
+}
+
+class CpuDnnl : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!rt::DnnlGemms::available())
+      GTEST_SKIP() << "this runtime was built without oneDNN (apt-get install libdnnl-dev)";
+    unsetenv("MIXPREC_CPU_GEMM");
+  }
+  void TearDown() override { unsetenv("MIXPREC_CPU_GEMM"); }
+};
+
+TEST_F(CpuDnnl, Bf16LinearWithAPackedWeightWithinTheGemmBound) {
+  LinearCase c;
+  Built b = buildLinear(c);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, 3, backend);
+  ASSERT_EQ(outs.size(), 3u);
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
+  EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
+  expectWithinBound(c, b, outs[0]);
+  // The same bits on every run.
+  EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
+  EXPECT_EQ(std::memcmp(outs[0].data(), outs[2].data(), outs[0].size() * 4), 0);
+}
+
+TEST_F(CpuDnnl, TheOpenBlasPathDecodesTheWeightInEveryRun) {
+  setenv("MIXPREC_CPU_GEMM", "openblas", 1);
+  LinearCase c;
+  Built b = buildLinear(c);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, 3, backend);
+  ASSERT_EQ(outs.size(), 3u);
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_FALSE(cpu.dnnlGemms().handles(0));
+  EXPECT_EQ(cpu.dnnlGemms().reason(0), "MIXPREC_CPU_GEMM=openblas");
+  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 0);
+  EXPECT_EQ(cpu.weightDecodesInRuns(), 3);
+  expectWithinBound(c, b, outs[0]);
+}
+
+TEST_F(CpuDnnl, Fp32AndAnInputWeightWithoutEpilogue) {
+  LinearCase c;
+  c.dtype = fb::DType::F32;
+  c.constantWeight = false;
+  c.bias = c.relu = false;
+  c.m = 64, c.n = 33, c.k = 129;
+  Built b = buildLinear(c);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, 1, backend);
+  ASSERT_EQ(outs.size(), 1u);
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 0); // an input: nothing to pack
+  expectWithinBound(c, b, outs[0]);
+}
+
+TEST_F(CpuDnnl, Fp8WeightsWidenedToBf16OnceAtLoad) {
+  // E4M3 operands with per-tensor scales: the weight widened (exactly) to
+  // BF16 and packed at load; the activation widened per run.
+  for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+    LinearCase c;
+    c.dtype = dtype;
+    c.scaleX = 4.0f;
+    c.scaleW = 0.5f;
+    Built b = buildLinear(c);
+    std::unique_ptr<rt::Backend> backend;
+    auto outs = runCpu(c, b, 2, backend);
+    ASSERT_EQ(outs.size(), 2u);
+    rt::CpuBackend &cpu = cpuOf(backend);
+    EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+    EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
+    EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
+    expectWithinBound(c, b, outs[0]);
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
+  }
+}
+
+TEST_F(CpuDnnl, Fp16NativeOrWidenedToFp32) {
+  // FP16 runs on oneDNN's FP16 matmul where the CPU has AVX512-FP16, else
+  // widened to FP32 (exact): oneDNN either way, no decode in runs.
+  LinearCase c;
+  c.dtype = fb::DType::F16;
+  Built b = buildLinear(c);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, 2, backend);
+  ASSERT_EQ(outs.size(), 2u);
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
+  EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
+  expectWithinBound(c, b, outs[0]);
+}
+
+TEST_F(CpuDnnl, StepsItDoesNotTakeSayWhy) {
+  // TF32-rounded operands stay on OpenBLAS (oneDNN does not round to TF32).
+  ModuleBuilder mb;
+  GemmSpec g;
+  g.name = "tf32";
+  g.m = 4, g.n = 4, g.k = 4;
+  g.strideA = 16, g.strideB = 16, g.strideOut = 16;
+  g.tf32 = true;
+  g.a = mb.input("a", fb::DType::F32, {4, 4});
+  g.b = mb.input("b", fb::DType::F32, {4, 4});
+  g.out = mb.activation("o", fb::DType::F32, {4, 4});
+  mb.output(g.out);
+  mb.gemm(g);
+  // Operands of two dtypes.
+  GemmSpec h = g;
+  h.name = "mixed";
+  h.tf32 = false;
+  h.a = mb.input("a16", fb::DType::BF16, {4, 4});
+  h.out = mb.activation("o2", fb::DType::F32, {4, 4});
+  mb.output(h.out);
+  mb.gemm(h);
+  BuiltModule built = mb.build();
+  std::shared_ptr<const rt::LoadedModule> module;
+  ASSERT_TRUE(rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                           rt::LoadOptions{}, module)
+                  .ok());
+  std::unique_ptr<rt::Backend> backend;
+  ASSERT_TRUE(rt::createCpuBackend(module, {}, backend).ok());
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_FALSE(cpu.dnnlGemms().handles(0));
+  EXPECT_EQ(cpu.dnnlGemms().reason(0), "TF32-rounded operands");
+  EXPECT_FALSE(cpu.dnnlGemms().handles(1));
+  EXPECT_EQ(cpu.dnnlGemms().reason(1), "operands of two dtypes");
+}
+
+TEST_F(CpuDnnl, BatchedBf16WithinTheGemmBound) {
+  // Two [m, k] x [k, n] products of their own (strides dense): a 3-D matmul.
+  const int64_t batch = 3, m = 9, n = 17, k = 40;
+  std::vector<float> a = stored(fb::DType::BF16, randomValues(size_t(batch * m * k), 4));
+  std::vector<float> w = stored(fb::DType::BF16, randomValues(size_t(batch * k * n), 5));
+  ModuleBuilder mb;
+  GemmSpec g;
+  g.name = "bmm";
+  g.m = m, g.n = n, g.k = k, g.batch = batch;
+  g.strideA = m * k, g.strideB = k * n, g.strideOut = m * n;
+  g.a = mb.input("a", fb::DType::BF16, {batch, m, k});
+  g.b = mb.input("b", fb::DType::BF16, {batch, k, n});
+  g.out = mb.activation("o", fb::DType::F32, {batch, m, n});
+  mb.output(g.out);
+  mb.gemm(g);
+  BuiltModule built = mb.build();
+  std::shared_ptr<const rt::LoadedModule> module;
+  ASSERT_TRUE(rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                           rt::LoadOptions{}, module)
+                  .ok());
+  std::unique_ptr<rt::Backend> backend;
+  ASSERT_TRUE(rt::createCpuBackend(module, {}, backend).ok());
+  EXPECT_TRUE(cpuOf(backend).dnnlGemms().handles(0)) << cpuOf(backend).dnnlGemms().reason(0);
+  const std::vector<uint8_t> ab = bytesOf(fb::DType::BF16, a), wb = bytesOf(fb::DType::BF16, w);
+  ASSERT_TRUE(backend->setInput(uint32_t(g.a), ab.data(), ab.size()).ok());
+  ASSERT_TRUE(backend->setInput(uint32_t(g.b), wb.data(), wb.size()).ok());
+  ASSERT_TRUE(backend->launch({}).ok());
+  const void *data = nullptr;
+  ASSERT_TRUE(backend->readTensor(uint32_t(g.out), &data).ok());
+  const auto *got = static_cast<const float *>(data);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, mag = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double x = double(a[(t * m + i) * k + p]) * double(w[(t * k + p) * n + j]);
+          sum += x;
+          mag += std::fabs(x);
+        }
+        const double bound = double(k + 1) * std::ldexp(mag, -23);
+        EXPECT_LE(std::fabs(got[(t * m + i) * n + j] - sum), bound)
+            << "batch " << t << " (" << i << ", " << j << ")";
+      }
+}
+
+} // namespace
+} // namespace mixprec::testing
