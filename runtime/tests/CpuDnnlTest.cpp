@@ -203,6 +203,27 @@ rt::CpuBackend &cpuOf(std::unique_ptr<rt::Backend> &b) {
   return *static_cast<rt::CpuBackend *>(b.get());
 }
 
+/// Runs case `c` `runs` times on a CPU backend and checks: oneDNN takes
+/// the step (or, `onDnnl` false, leaves it with `reason`), `packs` weights
+/// packed at load, `decodes` weight decodes in the runs, the first result
+/// within the GEMM bound, every run's bits the first's.
+void checkLinear(const LinearCase &c, int runs, bool onDnnl, int64_t packs, int64_t decodes,
+                 const std::string &reason = "") {
+  Built b = buildLinear(c);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, runs, backend);
+  ASSERT_EQ(outs.size(), size_t(runs));
+  rt::CpuBackend &cpu = cpuOf(backend);
+  EXPECT_EQ(cpu.dnnlGemms().handles(0), onDnnl) << cpu.dnnlGemms().reason(0);
+  if (!onDnnl)
+    EXPECT_EQ(cpu.dnnlGemms().reason(0), reason);
+  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), packs);
+  EXPECT_EQ(cpu.weightDecodesInRuns(), decodes);
+  expectWithinBound(c, b, outs[0]);
+  for (int r = 1; r < runs; ++r)
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[r].data(), outs[0].size() * 4), 0) << "run " << r;
+}
+
 class CpuDnnl : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -214,34 +235,12 @@ protected:
 };
 
 TEST_F(CpuDnnl, Bf16LinearWithAPackedWeightWithinTheGemmBound) {
-  LinearCase c;
-  Built b = buildLinear(c);
-  std::unique_ptr<rt::Backend> backend;
-  auto outs = runCpu(c, b, 3, backend);
-  ASSERT_EQ(outs.size(), 3u);
-  rt::CpuBackend &cpu = cpuOf(backend);
-  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
-  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
-  EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
-  expectWithinBound(c, b, outs[0]);
-  // The same bits on every run.
-  EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
-  EXPECT_EQ(std::memcmp(outs[0].data(), outs[2].data(), outs[0].size() * 4), 0);
+  checkLinear(LinearCase(), 3, true, /*packs=*/1, /*decodes=*/0);
 }
 
 TEST_F(CpuDnnl, TheOpenBlasPathDecodesTheWeightInEveryRun) {
   setenv("MIXPREC_CPU_GEMM", "openblas", 1);
-  LinearCase c;
-  Built b = buildLinear(c);
-  std::unique_ptr<rt::Backend> backend;
-  auto outs = runCpu(c, b, 3, backend);
-  ASSERT_EQ(outs.size(), 3u);
-  rt::CpuBackend &cpu = cpuOf(backend);
-  EXPECT_FALSE(cpu.dnnlGemms().handles(0));
-  EXPECT_EQ(cpu.dnnlGemms().reason(0), "MIXPREC_CPU_GEMM=openblas");
-  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 0);
-  EXPECT_EQ(cpu.weightDecodesInRuns(), 3);
-  expectWithinBound(c, b, outs[0]);
+  checkLinear(LinearCase(), 3, false, /*packs=*/0, /*decodes=*/3, "MIXPREC_CPU_GEMM=openblas");
 }
 
 TEST_F(CpuDnnl, Fp32AndAnInputWeightWithoutEpilogue) {
@@ -250,34 +249,18 @@ TEST_F(CpuDnnl, Fp32AndAnInputWeightWithoutEpilogue) {
   c.constantWeight = false;
   c.bias = c.relu = false;
   c.m = 64, c.n = 33, c.k = 129;
-  Built b = buildLinear(c);
-  std::unique_ptr<rt::Backend> backend;
-  auto outs = runCpu(c, b, 1, backend);
-  ASSERT_EQ(outs.size(), 1u);
-  rt::CpuBackend &cpu = cpuOf(backend);
-  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
-  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 0); // an input: nothing to pack
-  expectWithinBound(c, b, outs[0]);
+  checkLinear(c, 1, true, /*packs=*/0, /*decodes=*/0); // an input: nothing to pack
 }
 
 TEST_F(CpuDnnl, Fp8WeightsWidenedToBf16OnceAtLoad) {
-  // E4M3 operands with per-tensor scales: the weight widened (exactly) to
+  // FP8 operands with per-tensor scales: the weight widened (exactly) to
   // BF16 and packed at load; the activation widened per run.
   for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
     LinearCase c;
     c.dtype = dtype;
     c.scaleX = 4.0f;
     c.scaleW = 0.5f;
-    Built b = buildLinear(c);
-    std::unique_ptr<rt::Backend> backend;
-    auto outs = runCpu(c, b, 2, backend);
-    ASSERT_EQ(outs.size(), 2u);
-    rt::CpuBackend &cpu = cpuOf(backend);
-    EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
-    EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
-    EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
-    expectWithinBound(c, b, outs[0]);
-    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
+    checkLinear(c, 2, true, /*packs=*/1, /*decodes=*/0);
   }
 }
 
@@ -286,15 +269,7 @@ TEST_F(CpuDnnl, Fp16NativeOrWidenedToFp32) {
   // widened to FP32 (exact): oneDNN either way, no decode in runs.
   LinearCase c;
   c.dtype = fb::DType::F16;
-  Built b = buildLinear(c);
-  std::unique_ptr<rt::Backend> backend;
-  auto outs = runCpu(c, b, 2, backend);
-  ASSERT_EQ(outs.size(), 2u);
-  rt::CpuBackend &cpu = cpuOf(backend);
-  EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
-  EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), 1);
-  EXPECT_EQ(cpu.weightDecodesInRuns(), 0);
-  expectWithinBound(c, b, outs[0]);
+  checkLinear(c, 2, true, /*packs=*/1, /*decodes=*/0);
 }
 
 TEST_F(CpuDnnl, StepsItDoesNotTakeSayWhy) {
