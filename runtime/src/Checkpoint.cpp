@@ -258,13 +258,8 @@ Status readCheckpointStates(const std::string &path,
                                                   "' has an unknown dtype " +
                                                   std::to_string(s.dtype));
     const auto dtype = static_cast<schema::DType>(s.dtype);
-    uint64_t elements = 1;
-    bool fits = true;
-    for (int64_t d : s.shape) {
-      fits = fits && d >= 0 && (d == 0 || elements <= (uint64_t(1) << 48) / uint64_t(d));
-      elements = fits ? elements * uint64_t(d) : 0;
-    }
-    if (!fits || elements * dtypeSize(dtype) != s.size)
+    int64_t elements = 0;
+    if (!shapeElements(s.shape, elements) || uint64_t(elements) * dtypeSize(dtype) != s.size)
       return Status(MIXPREC_INVALID_ARGUMENT,
                     "checkpoint '" + path + "': state '" + s.name + "' holds " +
                         std::to_string(s.size) + " bytes, not its shape's " + formatShape(s.shape));

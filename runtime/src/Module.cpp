@@ -118,16 +118,6 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-namespace {
-
-std::string hex64(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
-  return buf;
-}
-
-/// Element count of a shape, or false when a dim is negative or the count
-/// exceeds kMaxElements.
 bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements) {
   elements = 1;
   bool empty = false;
@@ -142,6 +132,14 @@ bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements) {
   if (empty)
     elements = 0;
   return true;
+}
+
+namespace {
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+  return buf;
 }
 
 /// The shape stored in a flatbuffers vector (null = rank 0).

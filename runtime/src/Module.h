@@ -62,6 +62,9 @@ private:
 size_t dtypeSize(schema::DType dtype);
 /// "f32", "bf16", ... (the C API's names).
 const char *dtypeName(schema::DType dtype);
+/// Element count of a shape, or false when a dim is negative or the count
+/// exceeds kMaxElements.
+bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements);
 /// Whether the dtype holds floating-point values.
 bool isFloatDType(schema::DType dtype);
 /// "[2,3,4]".

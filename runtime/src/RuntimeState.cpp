@@ -133,14 +133,12 @@ mixprec_status_t mixprec_checkpoint_write(const char *path,
       return invalidArgument(which + " '" + name + "': rank " + std::to_string(info.rank) +
                              " (at most 8, with dims)");
     std::vector<int64_t> shape(info.dims, info.dims + info.rank);
-    uint64_t elements = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || (d > 0 && elements > (uint64_t(1) << 48) / uint64_t(d)))
-        return invalidArgument(which + " '" + name + "': a dim out of range");
-      elements *= uint64_t(d);
-    }
-    const uint64_t bytes = elements * mixprec_dtype_size(info.dtype);
-    if (info.element_count != elements || info.byte_size != bytes || (bytes && !states[i].data))
+    int64_t elements = 0;
+    if (!rt::shapeElements(shape, elements))
+      return invalidArgument(which + " '" + name + "': a dim out of range");
+    const uint64_t bytes = uint64_t(elements) * mixprec_dtype_size(info.dtype);
+    if (info.element_count != size_t(elements) || info.byte_size != bytes ||
+        (bytes && !states[i].data))
       return invalidArgument(
           which + " '" + name + "': element_count " + std::to_string(info.element_count) +
           " and byte_size " + std::to_string(info.byte_size) + " must be the shape's (" +
