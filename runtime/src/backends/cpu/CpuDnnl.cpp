@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuDnnl.h"
+#include "runtime/src/backends/cpu/CpuBackend.h"
 
 #if MIXPREC_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -13,6 +14,7 @@
 
 #include "common/numerics/Rounding.h"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,43 +51,50 @@ std::string statusText(dnnl_status_t s) {
   }
 }
 
-namespace num = mixprec::numerics;
-
-/// One GEMM step's primitive and, for a constant weight, its packed copy.
+/// One GEMM step's primitive, its memory objects (their data handles set
+/// per run) and, for a constant weight, its packed copy.
 struct Plan {
   bool ok = false;
   std::string reason;
   dnnl_primitive_t matmul = nullptr;
   dnnl_memory_desc_t src{}, weights{}, dst{};
+  dnnl_memory_t srcMemory = nullptr, weightsMemory = nullptr, dstMemory = nullptr;
   /// The weight in the primitive's layout (a constant), else empty.
   void *packed = nullptr;
-  /// The dtype the primitive takes: the operands', or the one they are
-  /// widened to exactly first (FP8 to BF16, FP16 to FP32 where the CPU has
-  /// no FP16 matmul).
+  /// The operands' dtypes, and the dtype the primitive takes: theirs, or
+  /// the one they are widened to exactly first (FP8 to BF16, FP16 to FP32
+  /// where the CPU has no FP16 matmul).
+  schema::DType aType = schema::DType::F32, bType = schema::DType::F32;
   schema::DType computeType = schema::DType::F32;
   /// Activations widened per run (the weight's widened copy is packed).
   std::vector<uint8_t> wideA, wideB;
   int64_t elementsA = 0, elementsB = 0;
 };
 
-/// Widens `n` values of `from` at `in` to `to` (BF16 or FP32), exactly.
-void widen(schema::DType from, schema::DType to, const void *in, int64_t n, void *out) {
-  const num::Format f = from == schema::DType::F16        ? num::Format::F16
-                        : from == schema::DType::F8E4M3FN ? num::Format::F8E4M3FN
-                                                          : num::Format::F8E5M2;
+bool isFp8(schema::DType d) { return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2; }
+
+/// Widens `n` values of `from` (FP16 to FP32, FP8 to BF16) at `in`, exactly.
+void widen(schema::DType from, const void *in, int64_t n, void *out) {
+  const num::Format f = formatOf(from);
   if (f == num::Format::F16) {
     num::decodeArray(f, in, static_cast<float *>(out), static_cast<size_t>(n));
     return;
   }
-  // FP8 -> BF16: a table of the 256 codes (every FP8 value is a BF16 value).
-  uint16_t table[256];
-  for (int c = 0; c < 256; ++c)
-    table[c] = num::floatToBF16(num::decode(f, uint32_t(c)));
+  // FP8 -> BF16: a table of the 256 codes of each format, made once (every
+  // FP8 value is a BF16 value).
+  static const auto tables = [] {
+    std::array<std::array<uint16_t, 256>, 2> t;
+    for (int c = 0; c < 256; ++c) {
+      t[0][c] = num::floatToBF16(num::decode(num::Format::F8E4M3FN, uint32_t(c)));
+      t[1][c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
+    }
+    return t;
+  }();
+  const uint16_t *table = tables[f == num::Format::F8E4M3FN ? 0 : 1].data();
   const auto *codes = static_cast<const uint8_t *>(in);
   auto *wide = static_cast<uint16_t *>(out);
   for (int64_t i = 0; i < n; ++i)
     wide[i] = table[codes[i]];
-  (void)to;
 }
 
 } // namespace
@@ -100,6 +109,9 @@ struct DnnlGemms::Impl {
     for (Plan &p : plans) {
       if (p.matmul)
         dnnl_primitive_destroy(p.matmul);
+      for (dnnl_memory_t m : {p.srcMemory, p.weightsMemory, p.dstMemory})
+        if (m)
+          dnnl_memory_destroy(m);
       std::free(p.packed);
     }
     if (stream)
@@ -109,7 +121,7 @@ struct DnnlGemms::Impl {
   }
 
   /// Runs `primitive` with `args` (memory objects over the given handles)
-  /// and waits for it.
+  /// and waits for it: the packing at load.
   dnnl_status_t
   execute(dnnl_primitive_t primitive,
           const std::vector<std::pair<int, std::pair<const dnnl_memory_desc_t *, void *>>> &args) {
@@ -139,12 +151,11 @@ struct DnnlGemms::Impl {
     const TensorDesc &a = module.tensors()[g.a], &b = module.tensors()[g.b];
     if (g.tf32)
       return p.reason = "TF32-rounded operands", false;
-    const bool fp8 = [](schema::DType d) {
-      return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2;
-    }(a.dtype);
-    const bool fp8b = b.dtype == schema::DType::F8E4M3FN || b.dtype == schema::DType::F8E5M2;
-    if (a.dtype != b.dtype && !(fp8 && fp8b))
+    const bool fp8 = isFp8(a.dtype);
+    if (a.dtype != b.dtype && !(fp8 && isFp8(b.dtype)))
       return p.reason = "operands of two dtypes", false;
+    p.aType = a.dtype;
+    p.bType = b.dtype;
     // FP8 (E4M3 and E5M2 may meet) through BF16, which holds every value.
     p.computeType = fp8 ? schema::DType::BF16 : widenF16 ? schema::DType::F32 : a.dtype;
     const dnnl_data_type_t type = dnnlType(p.computeType);
@@ -188,7 +199,6 @@ struct DnnlGemms::Impl {
     if (s == dnnl_unimplemented && p.computeType == schema::DType::F16) {
       // No FP16 matmul on this CPU (it needs AVX512-FP16): FP16 widened to
       // FP32, exactly (its products are exact in FP32 as well).
-      p.computeType = schema::DType::F32;
       return plan(module, g, constant, p, /*widenF16=*/true);
     }
     if (s != dnnl_success)
@@ -209,7 +219,7 @@ struct DnnlGemms::Impl {
       std::vector<uint8_t> wide;
       if (b.dtype != p.computeType) { // widened once, here, then packed
         wide.resize(static_cast<size_t>(b.elements) * wideBytes);
-        widen(b.dtype, p.computeType, data, b.elements, wide.data());
+        widen(b.dtype, data, b.elements, wide.data());
         data = wide.data();
       }
       if (!packConstant(p, chosen, data))
@@ -218,6 +228,12 @@ struct DnnlGemms::Impl {
     } else if (b.dtype != p.computeType) {
       p.wideB.resize(static_cast<size_t>(b.elements) * wideBytes);
     }
+    // The memory objects, once; runs set their data handles.
+    if (dnnl_memory_create(&p.srcMemory, &p.src, engine, DNNL_MEMORY_NONE) != dnnl_success ||
+        dnnl_memory_create(&p.weightsMemory, &p.weights, engine, DNNL_MEMORY_NONE) !=
+            dnnl_success ||
+        dnnl_memory_create(&p.dstMemory, &p.dst, engine, DNNL_MEMORY_NONE) != dnnl_success)
+      return p.reason = "cannot create its memory objects", false;
     return p.ok = true;
   }
 
@@ -254,23 +270,6 @@ DnnlGemms::~DnnlGemms() = default;
 
 bool DnnlGemms::available() { return true; }
 
-std::string DnnlGemms::isa() {
-  switch (dnnl_get_effective_cpu_isa()) {
-  case dnnl_cpu_isa_avx512_core_amx:
-    return "avx512_core_amx";
-  case dnnl_cpu_isa_avx512_core_bf16:
-    return "avx512_core_bf16";
-  case dnnl_cpu_isa_avx512_core_vnni:
-    return "avx512_core_vnni";
-  case dnnl_cpu_isa_avx512_core:
-    return "avx512_core";
-  case dnnl_cpu_isa_avx2:
-    return "avx2";
-  default:
-    return "sse41 or other";
-  }
-}
-
 Status DnnlGemms::prepare(const LoadedModule &module,
                           const std::function<const uint8_t *(int32_t)> &constant) {
   Impl &d = *impl;
@@ -304,23 +303,31 @@ std::string DnnlGemms::reason(size_t index) const {
   return index < impl->plans.size() ? impl->plans[index].reason : "no such step";
 }
 
-Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, schema::DType aType,
-                      schema::DType bType) {
+Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
   if (!p.wideA.empty()) {
-    widen(aType, p.computeType, a, p.elementsA, p.wideA.data());
+    widen(p.aType, a, p.elementsA, p.wideA.data());
     a = p.wideA.data();
   }
   if (!p.packed && !p.wideB.empty()) {
-    widen(bType, p.computeType, b, p.elementsB, p.wideB.data());
+    widen(p.bType, b, p.elementsB, p.wideB.data());
     b = p.wideB.data();
   }
   void *weights = p.packed ? p.packed : const_cast<void *>(b);
-  dnnl_status_t s = d.execute(p.matmul, {{DNNL_ARG_SRC, {&p.src, const_cast<void *>(a)}},
-                                         {DNNL_ARG_WEIGHTS, {&p.weights, weights}},
-                                         {DNNL_ARG_DST, {&p.dst, acc}}});
+  dnnl_status_t s = dnnl_memory_set_data_handle(p.srcMemory, const_cast<void *>(a));
+  if (s == dnnl_success)
+    s = dnnl_memory_set_data_handle(p.weightsMemory, weights);
+  if (s == dnnl_success)
+    s = dnnl_memory_set_data_handle(p.dstMemory, acc);
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, p.srcMemory},
+                                  {DNNL_ARG_WEIGHTS, p.weightsMemory},
+                                  {DNNL_ARG_DST, p.dstMemory}};
+  if (s == dnnl_success)
+    s = dnnl_primitive_execute(p.matmul, d.stream, 3, args);
+  if (s == dnnl_success)
+    s = dnnl_stream_wait(d.stream);
   if (s != dnnl_success)
     return Status(MIXPREC_EXECUTION_ERROR, "oneDNN's matmul failed: " + statusText(s));
   return okStatus();
@@ -330,22 +337,17 @@ int64_t DnnlGemms::packsAtLoad() const { return impl->packsAtLoad; }
 
 #else // !MIXPREC_HAVE_DNNL
 
-struct DnnlGemms::Impl {
-  size_t steps = 0;
-};
+struct DnnlGemms::Impl {};
 
 DnnlGemms::DnnlGemms() : impl(std::make_unique<Impl>()) {}
 DnnlGemms::~DnnlGemms() = default;
 bool DnnlGemms::available() { return false; }
-std::string DnnlGemms::isa() { return ""; }
-Status DnnlGemms::prepare(const LoadedModule &module,
-                          const std::function<const uint8_t *(int32_t)> &) {
-  impl->steps = module.gemms().size();
+Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_t *(int32_t)> &) {
   return okStatus();
 }
 bool DnnlGemms::handles(size_t) const { return false; }
 std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
-Status DnnlGemms::run(size_t, const void *, const void *, float *, schema::DType, schema::DType) {
+Status DnnlGemms::run(size_t, const void *, const void *, float *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }

@@ -51,10 +51,8 @@ public:
   DnnlGemms(const DnnlGemms &) = delete;
   DnnlGemms &operator=(const DnnlGemms &) = delete;
 
-  /// Whether this runtime has oneDNN, and the ISA its JIT uses here
-  /// ("avx512_core_bf16", ...; "" without oneDNN).
+  /// Whether this runtime has oneDNN.
   static bool available();
-  static std::string isa();
 
   /// Plans each GEMM step of `module` that oneDNN runs (see the file
   /// comment) and packs its constant weight (`constant(t)`: the bytes of
@@ -71,8 +69,7 @@ public:
   /// Runs GEMM step `index`: `a` and `b` at their tensors' host addresses
   /// (b unused when packed at load), the FP32 products' sums into `acc`
   /// (batch x m x n, row-major).
-  Status run(size_t index, const void *a, const void *b, float *acc, schema::DType aType,
-             schema::DType bType);
+  Status run(size_t index, const void *a, const void *b, float *acc);
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;

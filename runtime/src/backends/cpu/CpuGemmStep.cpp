@@ -46,9 +46,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     return outOfMemory(g.name, module->tensors()[g.bias].elements * 4);
   // oneDNN: the products' sums, then the bias added (as after FP8 scaling).
   if (onDnnl)
-    if (Status s = dnnl.run(index, tensorData(g.a), tensorData(g.b), acc,
-                            module->tensors()[g.a].dtype, module->tensors()[g.b].dtype);
-        !s.ok())
+    if (Status s = dnnl.run(index, tensorData(g.a), tensorData(g.b), acc); !s.ok())
       return s.withContext(g.name + ": ");
   if (!onDnnl)
     if (Status s = runBlasGemm(g, acc, scaled ? nullptr : bias); !s.ok())
