@@ -331,6 +331,14 @@ public:
   Value pow(Value x, Value y) { return gb.binary<graph::PowOp>(x, y); }
   Value greaterEq(Value x, Value y) { return gb.compare<graph::GreaterOrEqualOp>(x, y); }
   Value lessEq(Value x, Value y) { return gb.compare<graph::LessOrEqualOp>(x, y); }
+  /// Elements [from, from + length) of the FP32 vector `v` (`v` itself
+  /// when that is all of it).
+  Value part(Value v, int64_t from, int64_t length) {
+    if (from == 0 && length == cast<RankedTensorType>(v.getType()).getDimSize(0))
+      return v;
+    auto type = RankedTensorType::get({length}, b.getF32Type());
+    return b.create<graph::SliceOp>(gb.loc, type, v, ArrayRef<int64_t>{from}, ArrayRef<int64_t>{1});
+  }
 
   OpBuilder &b;
   GraphBuilder gb;
@@ -512,6 +520,22 @@ void inlineGradients(StepBuilder &sb, func::FuncOp forward, func::FuncOp gradFn,
   }
 }
 
+/// The buckets of a collective: [first, last) ranges in order, each of at
+/// least one item, then of as many more as keep its bytes within
+/// `capBytes` (PyTorch DDP's bucket_cap_mb).
+SmallVector<std::pair<size_t, size_t>> bucketsOf(ArrayRef<double> bytes, double capBytes) {
+  SmallVector<std::pair<size_t, size_t>> buckets;
+  for (size_t first = 0; first < bytes.size();) {
+    size_t last = first + 1;
+    double total = bytes[first];
+    while (last < bytes.size() && total + bytes[last] <= capBytes)
+      total += bytes[last++];
+    buckets.push_back({first, last});
+    first = last;
+  }
+  return buckets;
+}
+
 /// Sharding: this rank's slice of `full` flattened (zero-padded to world
 /// slices).
 Value rankSlice(StepBuilder &sb, Value full) {
@@ -534,21 +558,14 @@ void gatherMasters(StepBuilder &sb, StepStates &st, ArrayRef<Value> shards) {
   GraphBuilder &gb = sb.gb;
   OpBuilder &b = sb.b;
   const int64_t world = sb.o.world;
-  const double capBytes = sb.o.bucketMB * 1024.0 * 1024.0;
   auto lengthOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
-  auto slice = [&](Value v, int64_t from, int64_t length) -> Value {
-    if (from == 0 && length == lengthOf(v))
-      return v;
-    auto type = RankedTensorType::get({length}, b.getF32Type());
-    return b.create<graph::SliceOp>(gb.loc, type, v, ArrayRef<int64_t>{from}, ArrayRef<int64_t>{1});
-  };
-  size_t first = 0;
-  while (first < shards.size()) {
-    size_t last = first + 1;
-    int64_t total = lengthOf(shards[first]);
-    while (last < shards.size() &&
-           double(total + lengthOf(shards[last])) * 4.0 * double(world) <= capBytes)
-      total += lengthOf(shards[last++]);
+  SmallVector<double> bytes; // gathered: world x the slice, FP32
+  for (Value v : shards)
+    bytes.push_back(double(lengthOf(v)) * 4.0 * double(world));
+  for (auto [first, last] : bucketsOf(bytes, sb.o.bucketMB * 1024.0 * 1024.0)) {
+    int64_t total = 0;
+    for (size_t i = first; i < last; ++i)
+      total += lengthOf(shards[i]);
     Value mine = last - first > 1
                      ? gb.concat(SmallVector<Value>(shards.slice(first, last - first)), 0)
                      : shards[first];
@@ -568,10 +585,9 @@ void gatherMasters(StepBuilder &sb, StepStates &st, ArrayRef<Value> shards) {
       }
       State &master = st.states[i];
       const int64_t n = cast<RankedTensorType>(master.init.getType()).getNumElements();
-      master.next = gb.reshape(slice(whole, 0, n), graph::shapeOf(master.current));
+      master.next = gb.reshape(sb.part(whole, 0, n), graph::shapeOf(master.current));
       offset += s;
     }
-    first = last;
   }
 }
 
@@ -712,17 +728,10 @@ void allReduceGradients(StepBuilder &sb, SmallVector<Value> &grads, const Traini
               : o.allreduceDType == "fp16" ? Type(b.getF16Type())
                                            : Type(b.getF32Type());
   const int64_t elementBytes = wire.getIntOrFloatBitWidth() / 8;
-  const double capBytes = o.bucketMB * 1024.0 * 1024.0;
-  auto bytesOf = [&](Value g) {
-    return double(cast<RankedTensorType>(g.getType()).getNumElements()) * elementBytes;
-  };
-  size_t first = 0;
-  while (first < grads.size()) {
-    // [first, last): at least one gradient, then as many as fit.
-    size_t last = first + 1;
-    double bytes = bytesOf(grads[first]);
-    while (last < grads.size() && bytes + bytesOf(grads[last]) <= capBytes)
-      bytes += bytesOf(grads[last++]);
+  SmallVector<double> bytes;
+  for (Value g : grads)
+    bytes.push_back(double(cast<RankedTensorType>(g.getType()).getNumElements()) * elementBytes);
+  for (auto [first, last] : bucketsOf(bytes, o.bucketMB * 1024.0 * 1024.0)) {
     SmallVector<Value> flat;
     SmallVector<int64_t> sizes;
     for (size_t i = first; i < last; ++i) {
@@ -738,16 +747,10 @@ void allReduceGradients(StepBuilder &sb, SmallVector<Value> &grads, const Traini
     reduced.getDefiningOp()->setAttr(GraphDialect::kPinnedPrecisionAttr, TypeAttr::get(wire));
     int64_t offset = 0;
     for (size_t i = first; i < last; ++i) {
-      Value part = reduced;
-      if (last - first > 1) {
-        auto type = RankedTensorType::get({sizes[i - first]}, b.getF32Type());
-        part = b.create<graph::SliceOp>(gb.loc, type, reduced, ArrayRef<int64_t>{offset},
-                                        ArrayRef<int64_t>{1});
-      }
+      Value part = sb.part(reduced, offset, sizes[i - first]);
       offset += sizes[i - first];
       grads[i] = gb.reshape(part, graph::shapeOf(grads[i]));
     }
-    first = last;
   }
 }
 
