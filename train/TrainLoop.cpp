@@ -316,12 +316,10 @@ struct Run {
   std::vector<std::string> stateNames;
   std::vector<size_t> stateBytes;
   /// Optimizer-state sharding (StepFacts::shardWorld): which states are
-  /// this rank's slice of a whole (its parameter's shape, `wholeShapes`),
-  /// and whether any is.
+  /// this rank's slice of a whole (its parameter's shape, `wholeShapes`).
   std::vector<bool> sharded;
   std::vector<std::vector<int64_t>> wholeShapes;
   std::vector<mixprec_dtype_t> stateTypes;
-  bool anySharded = false;
 
   // Evaluation.
   std::optional<Loaded> eval;
@@ -365,7 +363,7 @@ struct Run {
       if (it == stateNames.end())
         return ctx.fail(facts.model + ": the step's state '" + stateNames[i] +
                         "' is sharded, but it has no state '" + param + "' it is a slice of");
-      sharded[i] = anySharded = true;
+      sharded[i] = true;
       wholeShapes[i] = wholeShapes[size_t(it - stateNames.begin())];
     }
     if (test.empty())
@@ -404,13 +402,19 @@ struct Run {
   float gradNorm() const { return scalarOutput(step.session, normIndex); }
   float lossScale() const { return scalarOutput(step.session, scaleIndex); }
 
-  /// The elements of state i's whole tensor (its own, when not sharded).
+  /// Whether any state is a slice.
+  bool anySharded() const {
+    return std::find(sharded.begin(), sharded.end(), true) != sharded.end();
+  }
+  /// The elements and bytes of state i's whole tensor (its own, when not
+  /// sharded).
   size_t wholeElements(size_t i) const {
     size_t n = 1;
     for (int64_t d : wholeShapes[i])
       n *= static_cast<size_t>(d);
     return n;
   }
+  size_t wholeBytes(size_t i) const { return wholeElements(i) * mixprec_dtype_size(stateTypes[i]); }
 
   /// Every state whole, in order: a sharded one gathered from every rank
   /// (collective: the ranks' slices in rank order, the padding dropped), so
@@ -436,7 +440,7 @@ struct Run {
       else if (std::string why = collective->allGather(mine.data(), all.data(), mine.size());
                !why.empty())
         return error = "gathering the optimizer state '" + stateNames[i] + "': " + why, false;
-      all.resize(wholeElements(i) * mixprec_dtype_size(stateTypes[i]));
+      all.resize(wholeBytes(i));
       out[i] = std::move(all);
     }
     return true;
@@ -1141,7 +1145,7 @@ int SeedRun::resume() {
     return mismatch("precision options", "'" + saved.precision + "'",
                     "'" + state.precision + "'");
   }
-  if (primary.anySharded) {
+  if (primary.anySharded()) {
     if (int rc = loadIntoShards())
       return rc;
   } else if (mixprec::Status s = primary.step.session.loadCheckpoint(t.resume.c_str(), blob.data(),
@@ -1165,7 +1169,7 @@ int SeedRun::resume() {
 
 /// Writes --checkpoint; false after failing ctx.
 bool SeedRun::saveCheckpoint() {
-  if (primary.anySharded)
+  if (primary.anySharded())
     return saveGatheredCheckpoint();
   if (!ctx.writes())
     return true;
@@ -1242,11 +1246,12 @@ int SeedRun::loadIntoShards() {
       });
   if (!s.ok())
     return ctx.fail(t.resume + ": cannot resume from it: " + (why.empty() ? s.message() : why));
-  for (size_t i = 0; i < found.size(); ++i)
-    if (found[i].size() != primary.stateBytes[i] || count != found.size())
-      return ctx.fail(t.resume + ": cannot resume from it: it has " + std::to_string(count) +
-                      " states, not the step's " + std::to_string(found.size()) +
-                      " (a checkpoint of another model or optimizer)");
+  if (count != found.size() ||
+      !std::equal(found.begin(), found.end(), primary.stateBytes.begin(),
+                  [](const std::vector<uint8_t> &f, size_t bytes) { return f.size() == bytes; }))
+    return ctx.fail(t.resume + ": cannot resume from it: it has " + std::to_string(count) +
+                    " states, not the step's " + std::to_string(found.size()) +
+                    " (a checkpoint of another model or optimizer)");
   for (size_t i = 0; i < found.size(); ++i)
     if (mixprec::Status w = primary.step.session.writeState(primary.stateNames[i].c_str(),
                                                             found[i].data(), found[i].size());
@@ -1271,13 +1276,13 @@ void SeedRun::printStart() {
                                 ".." + std::to_string(t.seed + t.seeds - 1) + ")"
                           : std::string()) +
               (in.origin.empty() ? "" : "; " + in.origin));
-  if (seedIndex == 0 && primary.anySharded) {
+  if (seedIndex == 0 && primary.anySharded()) {
     // What sharding saves: the optimizer state this rank keeps.
     double mine = 0, whole = 0;
     for (size_t i = 0; i < primary.stateNames.size(); ++i)
       if (isOptimizerState(primary.stateNames[i])) {
         mine += double(primary.stateBytes[i]);
-        whole += double(primary.wholeElements(i) * mixprec_dtype_size(primary.stateTypes[i]));
+        whole += double(primary.wholeBytes(i));
       }
     ctx.print("optimizer state sharded over " + std::to_string(ctx.world) +
               " ranks: " + std::to_string(int64_t(mine)) + " bytes per rank (" + bytesText(mine) +
@@ -1643,9 +1648,9 @@ int SeedRun::checkRanksAgree() {
                     std::to_string(state.stepsDone) + " (FNV-1a 64: rank 0 " + hex(all[0]) +
                     differ + "): the ranks did not take the same steps");
   ctx.print(
-      std::string(primary.anySharded ? "replicated states" : "states") + " identical on " +
+      std::string(primary.anySharded() ? "replicated states" : "states") + " identical on " +
       std::to_string(ctx.world) + " ranks (FNV-1a 64 " + hex(all[0]) + ")" +
-      (primary.anySharded ? "; the optimizer state is sharded, each rank's slice its own" : ""));
+      (primary.anySharded() ? "; the optimizer state is sharded, each rank's slice its own" : ""));
   return 0;
 }
 
@@ -1666,7 +1671,7 @@ void SeedRun::printSummary() {
     const Collective::Traffic now = ctx.active->traffic();
     const double seconds = now.seconds - trafficAtStart.seconds;
     summary +=
-        std::string(primary.anySharded ? "; all-reduce and all-gather (" : "; all-reduce (") +
+        std::string(primary.anySharded() ? "; all-reduce and all-gather (" : "; all-reduce (") +
         ctx.active->name() + ") " + std::to_string(now.calls - trafficAtStart.calls) + " calls, " +
         bytesText(now.bytes - trafficAtStart.bytes) + " per rank, " + format("%.2f", seconds) +
         " s (" + format("%.1f", result.stepSeconds > 0 ? 100 * seconds / result.stepSeconds : 0.0) +
