@@ -40,32 +40,17 @@ std::vector<float> randomValues(size_t n, uint32_t seed, float lo = -2.0f, float
   return v;
 }
 
-num::Format formatOf(fb::DType dtype) {
-  switch (dtype) {
-  case fb::DType::BF16:
-    return num::Format::BF16;
-  case fb::DType::F16:
-    return num::Format::F16;
-  case fb::DType::F8E4M3FN:
-    return num::Format::F8E4M3FN;
-  case fb::DType::F8E5M2:
-    return num::Format::F8E5M2;
-  default:
-    return num::Format::F32;
-  }
-}
-
 /// The values as `dtype` stores them (rounded to nearest even).
 std::vector<float> stored(fb::DType dtype, std::vector<float> v) {
   for (float &x : v)
-    x = num::roundTo(formatOf(dtype), x);
+    x = num::roundTo(rt::formatOf(dtype), x);
   return v;
 }
 
 /// Encodes floats as `dtype` little-endian bytes.
 std::vector<uint8_t> bytesOf(fb::DType dtype, const std::vector<float> &v) {
   std::vector<uint8_t> out;
-  const num::Format f = formatOf(dtype);
+  const num::Format f = rt::formatOf(dtype);
   const size_t width = num::formatBytes(f);
   for (float x : v) {
     const uint32_t bits = num::encode(f, x);
