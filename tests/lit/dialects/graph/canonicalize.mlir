@@ -183,3 +183,104 @@ func.func @reshape$constants() -> (tensor<2x2xi64>, tensor<2x2xf32>) {
   %1 = mp.reshape %f : tensor<4xf32> -> tensor<2x2xf32>
   return %0, %1 : tensor<2x2xi64>, tensor<2x2xf32>
 }
+
+// -----
+
+// GELU (tanh form) as the legacy exporter writes Hugging Face's gelu_new:
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * pow(x, 3)))) is one
+// mp.gelu approximate tanh with the product's name.
+// CHECK-LABEL: func.func @gelu$tanh_pow
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[G:.*]] = mp.gelu %[[X]] approximate tanh : tensor<4x8xf32>
+// LOC: mp.gelu {{.*}} loc(#[[ACT:.*]])
+// LOC: #[[ACT]] = loc("act/Mul_3")
+// CHECK-NEXT: return %[[G]]
+func.func @gelu$tanh_pow(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = mp.constant dense<5.000000e-01> : tensor<f32>
+  %three = mp.constant dense<3.000000e+00> : tensor<f32>
+  %c = mp.constant dense<4.471500e-02> : tensor<f32>
+  %k = mp.constant dense<0.797884583> : tensor<f32>
+  %one = mp.constant dense<1.000000e+00> : tensor<f32>
+  %0 = mp.mul %half, %x : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = mp.pow %x, %three : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %2 = mp.mul %c, %1 : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %3 = mp.add %x, %2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %4 = mp.mul %k, %3 : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %5 = mp.tanh %4 : tensor<4x8xf32>
+  %6 = mp.add %one, %5 : tensor<f32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %7 = mp.mul %0, %6 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32> loc("act/Mul_3")
+  return %7 : tensor<4x8xf32>
+}
+
+// -----
+
+// The cube as x * (x * x), the products grouped the other way.
+// CHECK-LABEL: func.func @gelu$tanh_cube
+// CHECK-NEXT: mp.gelu %{{.*}} approximate tanh
+// CHECK-NEXT: return
+func.func @gelu$tanh_cube(%x: tensor<16xbf16>) -> tensor<16xbf16> {
+  %half = mp.constant dense<5.000000e-01> : tensor<bf16>
+  %c = mp.constant dense<4.471500e-02> : tensor<bf16>
+  %k = mp.constant dense<0.797884583> : tensor<bf16>
+  %one = mp.constant dense<1.000000e+00> : tensor<bf16>
+  %sq = mp.mul %x, %x : tensor<16xbf16>, tensor<16xbf16> -> tensor<16xbf16>
+  %cube = mp.mul %x, %sq : tensor<16xbf16>, tensor<16xbf16> -> tensor<16xbf16>
+  %2 = mp.mul %cube, %c : tensor<16xbf16>, tensor<bf16> -> tensor<16xbf16>
+  %3 = mp.add %2, %x : tensor<16xbf16>, tensor<16xbf16> -> tensor<16xbf16>
+  %4 = mp.mul %3, %k : tensor<16xbf16>, tensor<bf16> -> tensor<16xbf16>
+  %5 = mp.tanh %4 : tensor<16xbf16>
+  %6 = mp.add %5, %one : tensor<16xbf16>, tensor<bf16> -> tensor<16xbf16>
+  %7 = mp.mul %x, %6 : tensor<16xbf16>, tensor<16xbf16> -> tensor<16xbf16>
+  %8 = mp.mul %7, %half : tensor<16xbf16>, tensor<bf16> -> tensor<16xbf16>
+  return %8 : tensor<16xbf16>
+}
+
+// -----
+
+// GELU (erf form) as BERT's exports write it: x * 0.5 * (1 + erf(x / sqrt 2)).
+// CHECK-LABEL: func.func @gelu$erf
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: %[[G:.*]] = mp.gelu %[[X]] : tensor<2x3xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @gelu$erf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %half = mp.constant dense<5.000000e-01> : tensor<f32>
+  %sqrt2 = mp.constant dense<1.41421354> : tensor<f32>
+  %one = mp.constant dense<1.000000e+00> : tensor<f32>
+  %0 = mp.div %x, %sqrt2 : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %1 = mp.erf %0 : tensor<2x3xf32>
+  %2 = mp.add %1, %one : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %3 = mp.mul %x, %2 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %4 = mp.mul %3, %half : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}
+
+// -----
+
+// Not GELU: another constant (0.6), a value read elsewhere (the tanh), or
+// the erf of another value stay as they are.
+// CHECK-LABEL: func.func @gelu$not
+// CHECK-NOT: mp.gelu
+// CHECK: return
+func.func @gelu$not(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %half = mp.constant dense<5.000000e-01> : tensor<f32>
+  %other = mp.constant dense<6.000000e-01> : tensor<f32>
+  %sqrt2 = mp.constant dense<1.41421354> : tensor<f32>
+  %one = mp.constant dense<1.000000e+00> : tensor<f32>
+  %0 = mp.div %x, %sqrt2 : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %1 = mp.erf %0 : tensor<2x3xf32>
+  %2 = mp.add %1, %one : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %3 = mp.mul %x, %2 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %4 = mp.mul %3, %other : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %10 = mp.div %y, %sqrt2 : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %11 = mp.erf %10 : tensor<2x3xf32>
+  %12 = mp.add %11, %one : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %13 = mp.mul %x, %12 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %14 = mp.mul %13, %half : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %20 = mp.div %x, %sqrt2 : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %21 = mp.erf %20 : tensor<2x3xf32>
+  %22 = mp.add %21, %one : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %23 = mp.mul %x, %22 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %24 = mp.mul %23, %half : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %25 = mp.add %24, %21 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %4, %14, %25 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
