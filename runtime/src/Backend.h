@@ -126,9 +126,13 @@ struct BackendOptions {
   /// CUDA: capture the launch sequence into a CUDA graph and replay it
   /// (when every step can be captured); false: launch step by step.
   bool cudaGraphs = true;
-  /// CPU: plan the GEMM steps on oneDNN and pack their weights (false for
-  /// the CUDA backend's host half, which runs routine steps only).
+  /// CPU: plan the GEMM steps and convolution routines on oneDNN and pack
+  /// their weights (false for the CUDA backend's host half, which runs
+  /// routine steps only, all on the reference kernels).
   bool cpuGemms = true;
+  /// CPU: threads for the element-wise and reduction kernels, the caller's
+  /// included; 0: ThreadPool::defaultThreads().
+  int numThreads = 0;
 };
 
 /// The CPU backend: the plan's arena in host memory, kernels from their

@@ -95,6 +95,13 @@ mixprec_status_t mixprec_session_create(mixprec_module_t module,
     backendOptions.maxMemoryBytes = options->max_memory_bytes;
   if (options && MIXPREC_HAS_FIELD(mixprec_session_options_t, options, disable_cuda_graphs))
     backendOptions.cudaGraphs = options->disable_cuda_graphs == 0;
+  if (options && MIXPREC_HAS_FIELD(mixprec_session_options_t, options, num_threads)) {
+    if (options->num_threads < 0 || options->num_threads > 1024)
+      return invalidArgument("mixprec_session_create: num_threads " +
+                             std::to_string(options->num_threads) +
+                             " is out of range (0 for the default, or 1 to 1024)");
+    backendOptions.numThreads = options->num_threads;
+  }
 
   std::unique_ptr<Backend> instance;
   Status s;

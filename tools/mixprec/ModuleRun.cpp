@@ -5,8 +5,9 @@
 // outputs.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/mixprec/Commands.h"
 #include "tools/mixprec/CliCommon.h"
+#include "tools/mixprec/Commands.h"
+#include "tools/mixprec/Options.h"
 
 #include "codegen/ModuleWriter.h"
 
@@ -123,6 +124,7 @@ int runCompiledModule(const std::string &path, const std::string &displayName,
   mixprec_session_options_t options;
   mixprec_session_options_init(&options);
   options.backend = backend;
+  options.num_threads = opts::threads();
   mixprec_session_t session = nullptr;
   if (std::string e = takeError(mixprec_session_create(module, &options, &session)); !e.empty()) {
     mixprec_module_release(module);

@@ -51,8 +51,8 @@ agree and one name must get one size. `run` takes the shapes of the
 inputs it is given.)"},
     {Command::Run, "run",
      R"(mixprec run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--seed N]
-            [--repeat N] [--time] [--backend interpreter|cpu|cuda|auto] [--precision P]
-            [--shape NAME=DIMS]...)",
+            [--repeat N] [--time] [--threads N] [--backend interpreter|cpu|cuda|auto]
+            [--precision P] [--shape NAME=DIMS]...)",
      R"(Run MODEL and write NAME.npy per graph output NAME into DIR (default:
 .); every byte of NAME outside [A-Za-z0-9_.-], and a leading '.', is
 written as %XX, so distinct names give distinct files ("a/b" ->
@@ -73,7 +73,8 @@ interpreter, 0/1 on the runtime; bools 0/1) from the seed (an integer
 in [0, 2^64-1], default 0). Inputs take the array dtypes of their
 kind: float16/32/64 for floats, int8/uint8/int32/int64 for integers
 (exact), bool (or uint8) for bools. --repeat runs N times; --time
-prints load and run times (JSON) to stderr.)"},
+prints load and run times (JSON) to stderr. --threads sets the CPU
+backend's threads (results are the same bits for any count).)"},
     {Command::Compile, "compile",
      R"(mixprec compile MODEL [--precision fp32|tf32|bf16|fp16|fp8] [--calibrate NAME=FILE.npy]...
                 [--policy FILE.json] [--keep-fp32 TYPE|GLOB[,...]]... [--force GLOB:DTYPE]...
@@ -104,8 +105,7 @@ if given, is checked; the source is the same for every architecture);
 mpk-mlir is an error. --calibrate runs the FP32 graph on the given
 inputs first and moves ops whose values would overflow or underflow
 FP16.)"},
-    {Command::Report, "report",
-     R"(mixprec report MODEL [compile options] [--graph] [--json FILE])",
+    {Command::Report, "report", R"(mixprec report MODEL [compile options] [--graph] [--json FILE])",
      R"(Print the precision plan: a header line, a table with one row per op
 in program order (constants left out; casts are rows of class "cast",
 FP8 amax/fp8_scale/quantize/dequantize rows of class "scaling")
@@ -467,6 +467,12 @@ cl::opt<int, false, IntegerInRangeParser<1, 100000>> repeatOpt(
     "repeat", cl::desc("Run N times (with --time: median and minimum)"), cl::init(1),
     cl::value_desc("N"),
     cl::sub(runCommand));
+
+cl::opt<int, false, IntegerInRangeParser<0, 1024>> threadsOpt(
+    "threads",
+    cl::desc("CPU backend: threads for its kernels, the same results for any count (0: "
+             "MIXPREC_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs; GEMMs follow it too)"),
+    cl::init(0), cl::value_desc("N"), cl::sub(runCommand));
 
 cl::opt<bool> timeOpt("time", cl::desc("Print load and run times (JSON) to stderr"),
                       cl::ValueDisallowed, cl::sub(runCommand));
@@ -1053,6 +1059,7 @@ uint64_t seed() { return seedOpt; }
 double tolerance() { return toleranceOpt; }
 const std::string &outputDir() { return outputDirOpt; }
 int repeat() { return repeatOpt; }
+int threads() { return threadsOpt; }
 bool time() { return timeOpt; }
 Backend backend() { return backendOpt; }
 

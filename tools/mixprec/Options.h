@@ -97,6 +97,8 @@ double tolerance();
 /// run's --output-dir, --repeat, --time, --backend.
 const std::string &outputDir();
 int repeat();
+/// run's --threads: the CPU session's num_threads (0: its default).
+int threads();
 bool time();
 Backend backend();
 /// The name of a backend, as --backend takes it ("" for Default).

@@ -216,9 +216,17 @@ typedef struct mixprec_session_options_t {
    * environment variable MIXPREC_CUDA_GRAPHS=0 does the same for every
    * session). Sessions with routine steps run on the host never capture. */
   int32_t disable_cuda_graphs;
+  /* CPU backend: threads for its element-wise, reduction and attention
+   * kernels, the calling thread included; results are the same bits for
+   * any count. 0 (the default): MIXPREC_NUM_THREADS, else OMP_NUM_THREADS,
+   * else the CPUs the process may run on. GEMMs and convolutions run on
+   * oneDNN's OpenMP threads, which follow OMP_NUM_THREADS (or, when
+   * num_threads is set, that count for the runs' calling thread). */
+  int32_t num_threads;
 } mixprec_session_options_t;
 
-#define MIXPREC_SESSION_OPTIONS_INIT {sizeof(mixprec_session_options_t), MIXPREC_BACKEND_AUTO, 0, 0}
+#define MIXPREC_SESSION_OPTIONS_INIT                                                               \
+  { sizeof(mixprec_session_options_t), MIXPREC_BACKEND_AUTO, 0, 0, 0 }
 MIXPREC_API void mixprec_session_options_init(mixprec_session_options_t *options);
 
 /* MIXPREC_NO_DEVICE when CUDA is asked for and no GPU is found (the message

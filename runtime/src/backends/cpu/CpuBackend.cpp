@@ -10,7 +10,12 @@
 #include "runtime/kernels/HostMemory.h"
 #include "runtime/kernels/Kernels.h"
 
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 
 namespace mixprec::runtime {
 
@@ -21,11 +26,29 @@ Status outOfMemory(const std::string &what, int64_t bytes) {
 
 Status CpuBackend::prepare() {
   const uint64_t arenaBytes = module->arenaBytesNeeded();
-  // The largest scratch buffer that is not a copy of a tensor: im2col.
+  // oneDNN's primitives run on OpenMP threads (Debian's libdnnl uses
+  // libgomp) and size their work for the count when they are made: an
+  // explicit count applies to them too, set for the calling thread before
+  // they are made and before each run.
+  if (options.numThreads > 0) {
+    ompSetNumThreads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    if (ompSetNumThreads)
+      ompSetNumThreads(options.numThreads);
+  }
+  // Convolutions on oneDNN where it takes them, their weights packed now:
+  // their buffers (layouts, scratchpad) count below instead of im2col. The
+  // packed weights, like the GEMMs', are not counted.
+  if (options.cpuGemms)
+    if (Status s = dnnlConvs.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
+      return s;
+  // The largest scratch buffer that is not a copy of a tensor: the
+  // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
-  for (const RoutineOp &op : module->routines()) {
+  for (size_t i = 0; i < module->routines().size(); ++i) {
+    const RoutineOp &op = module->routines()[i];
     const bool transposed = op.kind == RoutineKind::ConvTranspose;
-    if (op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv && !transposed)
+    if ((op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv && !transposed) ||
+        dnnlConvs.handles(i))
       continue;
     const auto &ws = module->tensors()[op.inputs[1]].shape;
     const auto &xs = module->tensors()[op.inputs[0]].shape;
@@ -47,12 +70,13 @@ Status CpuBackend::prepare() {
                     op.name + ": the im2col buffer or GEMM exceeds the CPU backend's limits");
     im2colBytes = std::max<uint64_t>(im2colBytes, static_cast<uint64_t>(floats) * 4);
   }
+  im2colBytes += dnnlConvs.workspaceBytes();
   if (options.maxMemoryBytes && (arenaBytes > options.maxMemoryBytes ||
                                  im2colBytes > options.maxMemoryBytes - arenaBytes))
     return Status(MIXPREC_OUT_OF_MEMORY,
                   "CPU backend: the module needs a " + std::to_string(arenaBytes) +
                       "-byte arena and " + std::to_string(im2colBytes) +
-                      " bytes of im2col scratch, beyond the session's max_memory_bytes (" +
+                      " bytes of convolution scratch, beyond the session's max_memory_bytes (" +
                       std::to_string(options.maxMemoryBytes) + ")");
   // The interpreter's rule for its live tensors (cpu::fitsInMemory): refused
   // up front, not killed after touching overcommitted pages.
@@ -60,7 +84,7 @@ Status CpuBackend::prepare() {
     return Status(MIXPREC_OUT_OF_MEMORY,
                   "CPU backend: the module needs a " + std::to_string(arenaBytes) +
                       "-byte arena and " + std::to_string(im2colBytes) +
-                      " bytes of im2col scratch, more than " + cpu::describeUsableMemory());
+                      " bytes of convolution scratch, more than " + cpu::describeUsableMemory());
   if (!arena.allocate(arenaBytes))
     return Status(MIXPREC_OUT_OF_MEMORY, "CPU backend: cannot allocate the " +
                                              std::to_string(arenaBytes) + "-byte arena");
@@ -76,9 +100,16 @@ Status CpuBackend::prepare() {
   }
   // Registers stay below ~32 MB even for the longest program allowed.
   pieceCapacity = longest <= 4096 ? 512 : 128;
-  registers.assign(longest * pieceCapacity, 0.0f);
-  rowValue.assign(longest, 0.0f);
-  amaxValue.assign(longest, 0.0f);
+  pool = std::make_unique<ThreadPool>(options.numThreads > 0 ? options.numThreads
+                                                             : ThreadPool::defaultThreads());
+  workers.resize(pool->size());
+  if (const char *points = std::getenv("MIXPREC_CPU_PARALLEL_POINTS"))
+    parallelPoints = std::max<int64_t>(std::atoll(points), 1);
+  for (Worker &w : workers) {
+    w.registers.assign(longest * pieceCapacity, 0.0f);
+    w.rowValue.assign(longest, 0.0f);
+    w.amaxValue.assign(longest, 0.0f);
+  }
 
   // GEMM steps on oneDNN where it takes them, their weights packed now.
   if (options.cpuGemms)
@@ -91,6 +122,28 @@ Status CpuBackend::prepare() {
     if (rows > INT_MAX || g.n > INT_MAX || g.k > INT_MAX)
       return Status(MIXPREC_UNIMPLEMENTED,
                     g.name + ": dimensions beyond the CPU backend's 32-bit BLAS limit");
+  }
+  if (const char *on = std::getenv("MIXPREC_CPU_PROFILE"); on && *on && std::strcmp(on, "0")) {
+    const auto *steps = module->root().steps();
+    for (size_t i = 0; steps && i < steps->size(); ++i) {
+      const schema::Step *step = steps->Get(i);
+      std::string name;
+      switch (step->kind()) {
+      case schema::StepKind::Kernel:
+        name = kernels[step->index()].name;
+        break;
+      case schema::StepKind::Gemm:
+        name = module->gemms()[step->index()].name +
+               (options.cpuGemms && dnnl.handles(step->index())
+                    ? " (oneDNN)"
+                    : " (OpenBLAS: " + dnnl.reason(step->index()) + ")");
+        break;
+      case schema::StepKind::Routine:
+        name = module->routines()[step->index()].name;
+        break;
+      }
+      profile.push_back(StepTime{name, 0.0});
+    }
   }
   return okStatus();
 }
@@ -180,10 +233,36 @@ Status CpuBackend::launch(const Bindings &bindings) {
   return okStatus();
 }
 
+CpuBackend::~CpuBackend() {
+  if (profile.empty())
+    return;
+  // MIXPREC_CPU_PROFILE: the steps by total time, each with its share.
+  double total = 0;
+  std::vector<size_t> order(profile.size());
+  for (size_t i = 0; i < profile.size(); ++i) {
+    order[i] = i;
+    total += profile[i].seconds;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return profile[a].seconds > profile[b].seconds; });
+  std::fprintf(stderr, "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs of %zu steps\n",
+               threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size());
+  for (size_t i : order)
+    std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
+                 profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),
+                 total > 0 ? 100.0 * profile[i].seconds / total : 0.0, i, profile[i].name.c_str());
+}
+
 Status CpuBackend::runSteps() {
+  if (ompSetNumThreads)
+    ompSetNumThreads(options.numThreads);
   const auto *steps = module->root().steps();
+  const bool profiling = !profile.empty();
+  profileRuns += profiling;
   for (size_t i = 0; steps && i < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i);
+    const auto start =
+        profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s;
     switch (step->kind()) {
     case schema::StepKind::Kernel:
@@ -198,6 +277,9 @@ Status CpuBackend::runSteps() {
     }
     if (!s.ok())
       return s.withContext("step #" + std::to_string(i) + ": ");
+    if (profiling)
+      profile[i].seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return okStatus();
 }

@@ -16,7 +16,9 @@
 //    cuBLASLt does. The epilogue runs in FP32 (Gelu is the tanh form, as
 //    CUBLASLT_EPILOGUE_GELU and --mp-fuse agree); one rounding to the
 //    output.
-//  - Routines decode to FP32, run the reference kernel, round once.
+//  - Routines decode to FP32, run the reference kernel, round once;
+//    convolutions oneDNN takes (CpuDnnl.h) sum its FP32 products of the
+//    operands as stored instead, then round once.
 //
 // The pieces, one file each:
 //   CpuBackend.cpp        the session: arena, kernel plans, the step loop
@@ -31,14 +33,17 @@
 #define MIXPREC_RUNTIME_CPU_CPUBACKEND_H
 
 #include "common/numerics/Rounding.h"
+#include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Indexing.h"
 #include "runtime/src/Backend.h"
 #include "runtime/src/Routines.h"
+#include "runtime/src/ThreadPool.h"
 #include "runtime/src/backends/cpu/CpuDnnl.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,7 +83,16 @@ inline num::RoundOptions storeOptions(schema::DType dtype) {
 /// aborting (the runtime is built without exceptions).
 class Scratch {
 public:
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  Scratch(Scratch &&other) noexcept : data_(other.data_), capacity_(other.capacity_) {
+    other.data_ = nullptr;
+    other.capacity_ = 0;
+  }
   ~Scratch() { std::free(data_); }
+  /// The buffer as the last floats()/bytes() call left it.
+  float *data() { return static_cast<float *>(data_); }
   float *floats(int64_t count) { return static_cast<float *>(bytes(count * sizeof(float))); }
   void *bytes(int64_t size) {
     size_t want = static_cast<size_t>(std::max<int64_t>(size, 1));
@@ -163,6 +177,12 @@ struct KernelPlan {
   /// needed[p][j]: instruction j is evaluated in pass p (the last pass,
   /// index reductionPasses, runs the Stores).
   std::vector<std::vector<uint8_t>> needed;
+  /// Its points may run on several threads: every Store writes each element
+  /// at most once, and no access reads memory a Store writes other than the
+  /// element the same point stores (else the kernel runs on one thread, in
+  /// order). Rows (with row reductions) or slices of the one row (without)
+  /// are then independent.
+  bool parallel = false;
 };
 
 /// Prepares kernel `index` of a verified module.
@@ -177,6 +197,7 @@ class CpuBackend final : public Backend {
 public:
   CpuBackend(std::shared_ptr<const LoadedModule> module, const BackendOptions &options)
       : module(std::move(module)), options(options) {}
+  ~CpuBackend() override;
 
   Status prepare();
   mixprec_backend_t kind() const override { return MIXPREC_BACKEND_CPU; }
@@ -198,6 +219,13 @@ public:
   /// again: what the oneDNN path avoids).
   const DnnlGemms &dnnlGemms() const { return dnnl; }
   int64_t weightDecodesInRuns() const { return weightDecodes; }
+  /// The convolution routines on oneDNN (CpuDnnl.h): their weights are
+  /// packed at load and never decoded in runs.
+  const DnnlConvs &dnnlConvolutions() const { return dnnlConvs; }
+  /// Threads the session's kernels run on (the caller's included).
+  int threads() const { return pool ? pool->size() : 1; }
+  /// Kernel runs so far that were split over the threads.
+  int64_t parallelKernelRuns() const { return parallelRuns; }
 
 private:
   /// A run of a piece: `length` consecutive points of one row run, whose
@@ -205,6 +233,17 @@ private:
   struct Segment {
     int64_t length = 0;
     int64_t position = 0; ///< index of its first point in the registers
+  };
+  /// What one thread evaluates kernels with.
+  struct Worker {
+    /// pieceCapacity floats per instruction of the longest program.
+    std::vector<float> registers;
+    std::vector<float> rowValue;  ///< per instruction: row reductions' values
+    std::vector<float> amaxValue; ///< per instruction: Amax accumulators
+    std::vector<Segment> segments;
+    std::vector<int64_t> segmentBase; ///< [segment * accesses + access]
+    std::vector<int64_t> runIndex, runBase;
+    Scratch attention; ///< the blocked attention kernel's tiles
   };
 
   uint8_t *tensorData(int32_t t) {
@@ -222,12 +261,16 @@ private:
 
   Status runSteps();
   Status runKernel(const KernelPlan &plan);
-  Status runRow(const KernelPlan &plan, const std::vector<int64_t> &outerBase);
-  Status evalPiece(const KernelPlan &plan, int32_t pass, const std::vector<Segment> &segments,
-                   const std::vector<int64_t> &segmentBase, int64_t count);
+  Status runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow);
+  Status runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
+                int64_t firstSlice, int64_t endSlice);
+  Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count);
   Status runGemm(const GemmDesc &g);
   Status runBlasGemm(const GemmDesc &g, float *acc, const float *bias);
   Status runRoutine(const RoutineOp &op);
+  Status runAttention(const RoutineOp &op, const float *q, const float *k, const float *v,
+                      const float *bias, const std::array<int64_t, 4> &biasStrides,
+                      const cpu::AttentionParams &p, float *out, float *lse);
   Status runDataMovement(const RoutineOp &op);
   Status runFloatRoutine(const RoutineOp &op);
   Status runIndexRoutine(const RoutineOp &op);
@@ -242,19 +285,34 @@ private:
   BackendOptions options;
   AlignedBytes arena;
   std::vector<KernelPlan> kernels;
-  /// Register file shared by all kernels: pieceCapacity floats per
-  /// instruction of the longest program.
-  std::vector<float> registers;
   int64_t pieceCapacity = 512;
-  std::vector<float> rowValue;   ///< per instruction: row reductions' values
-  std::vector<float> amaxValue;  ///< per instruction: Amax accumulators
+  /// Threads for kernels (and routines that split their work); workers[w]
+  /// is worker w's state.
+  std::unique_ptr<ThreadPool> pool;
+  std::vector<Worker> workers;
+  /// Below this many points a kernel runs on the calling thread alone
+  /// (starting the threads costs more than the work): 16384, or
+  /// MIXPREC_CPU_PARALLEL_POINTS (tests set 1 to split every kernel).
+  int64_t parallelPoints = 16384;
+  /// OpenMP's omp_set_num_threads when the session sets a thread count.
+  void (*ompSetNumThreads)(int) = nullptr;
   std::vector<const uint8_t *> accessData; ///< per access of the running kernel
   /// scratch[0..4]: decoded operands by position; [5]: results; [6..11]:
   /// attention_grad's operands 5 and 6 and the gradients a call does not
   /// write, attention's output when the call writes the log-sum-exp.
   Scratch scratch[12];
   DnnlGemms dnnl;
+  DnnlConvs dnnlConvs;
   int64_t weightDecodes = 0;
+  int64_t parallelRuns = 0;
+  /// MIXPREC_CPU_PROFILE set (and not "0"): each step's time in runs,
+  /// printed to stderr by the destructor, slowest first.
+  struct StepTime {
+    std::string name;
+    double seconds = 0;
+  };
+  std::vector<StepTime> profile;
+  int64_t profileRuns = 0;
   alignas(64) uint8_t emptyTensor[64] = {};
 };
 

@@ -1,4 +1,4 @@
-//===- CpuDnnl.h - the CPU backend's GEMM steps on oneDNN -------*- C++ -*-===//
+//===- CpuDnnl.h - CPU GEMMs and convolutions on oneDNN ---------*- C++ -*-===//
 //
 // The CPU backend's fast path for GEMM steps (issue 27): oneDNN's matmul,
 // whose JIT picks the kernel for the CPU it runs on (AMX, AVX512-BF16,
@@ -27,6 +27,20 @@
 // two dtypes (FP8 E4M3 with E5M2 excepted), strided batches.
 // A runtime built without oneDNN (MIXPREC_HAVE_DNNL unset: the runtime-only
 // build without libdnnl) runs every GEMM step on OpenBLAS.
+//
+// Convolutions (conv2d and conv routines, 1 to 3 spatial dims; DnnlConvs,
+// CpuDnnlConv.cpp) run on oneDNN's direct convolution the same way: src
+// and a constant weight as stored (FP32, BF16; FP16 widened to FP32 where
+// the CPU has no FP16 convolution, FP8 to BF16, operands of two dtypes to
+// FP32, all exactly), the weight packed once at load, the bias decoded to
+// FP32 (once, when a constant), FP32 accumulation and an FP32 result that
+// the routine step then rounds once to the output's dtype. Groups,
+// strides, asymmetric pads and dilations as the routine gives them.
+// Numerics as for GEMMs: sums of exact products in oneDNN's order (the
+// bias added last, where the reference kernel starts from it), the same
+// order in every run; the BF16 instructions' DAZ/FTZ as above. Not here
+// (the reference kernel, cpu::conv, takes them): conv_transpose, TF32-
+// rounded routines, weights that are not module constants, empty tensors.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_CPU_CPUDNNL_H
@@ -73,6 +87,49 @@ public:
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+/// The convolution routines of one CPU session on oneDNN (the file
+/// comment says which). Indexed by routine: every other routine, and a
+/// convolution oneDNN does not take, has a reason and runs on the
+/// reference kernel.
+class DnnlConvs {
+public:
+  DnnlConvs();
+  ~DnnlConvs();
+  DnnlConvs(const DnnlConvs &) = delete;
+  DnnlConvs &operator=(const DnnlConvs &) = delete;
+
+  /// Plans each convolution routine of `module` that oneDNN runs, packs its
+  /// weight and decodes its constant bias (`constant(t)`: the bytes of
+  /// constant tensor t), and allocates the buffers its runs use. A routine
+  /// it does not take keeps `reason(i)`; only an allocation failure is an
+  /// error.
+  Status prepare(const LoadedModule &module,
+                 const std::function<const uint8_t *(int32_t)> &constant);
+
+  /// Whether routine `index` runs here.
+  bool handles(size_t index) const;
+  /// Why it does not ("" when it does).
+  std::string reason(size_t index) const;
+  /// oneDNN's name for the implementation it runs ("" when none).
+  std::string implementation(size_t index) const;
+
+  /// Runs convolution routine `index`: `src` and `bias` at their tensors'
+  /// host addresses (bias null when absent, unused when a constant), the
+  /// FP32 result into `dst` (the output's shape, row-major).
+  Status run(size_t index, const void *src, const void *bias, float *dst);
+
+  /// Weights packed when the session was created.
+  int64_t packsAtLoad() const;
+  /// Host memory the planned convolutions' runs use beyond the arena: the
+  /// operands in oneDNN's layouts, widened activations and the scratchpad
+  /// (not the packed weights, which stand in for the constants).
+  uint64_t workspaceBytes() const;
 
 private:
   struct Impl;

@@ -10,6 +10,7 @@
 #include "runtime/format/KernelProgram.h"
 #include "runtime/kernels/Kernels.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace mixprec::runtime {
@@ -39,6 +40,70 @@ static void mergeDims(std::vector<int64_t> &dims, std::vector<std::vector<int64_
   }
   dims = std::move(outDims);
   strides = std::move(outStrides);
+}
+
+/// Whether a walk of `dims` at `strides` visits each element at most once:
+/// with the dims sorted by stride, each stride passes the farthest element
+/// the smaller ones reach.
+static bool injective(const std::vector<int64_t> &dims, const std::vector<int64_t> &strides) {
+  std::vector<std::pair<int64_t, int64_t>> walk; // (|stride|, extent)
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] <= 1)
+      continue;
+    if (strides[d] == 0)
+      return false;
+    walk.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], dims[d]);
+  }
+  std::sort(walk.begin(), walk.end());
+  int64_t reach = 0;
+  for (const auto &[stride, extent] : walk) {
+    if (stride <= reach)
+      return false;
+    reach += stride * (extent - 1);
+  }
+  return true;
+}
+
+/// KernelPlan::parallel for a merged plan: each Store (but an Amax's,
+/// written once after the run) writing distinct elements per unit, and any access whose tensor
+/// shares bytes with a Store's the same tensor walked the same way, so a
+/// point reads only the elements it writes itself.
+static bool parallelSafe(const LoadedModule &module, const KernelPlan &plan) {
+  // With row reductions a row is one unit, on one thread: a Store that does
+  // not walk a row dim (a row's sum, say) writes its element once per point
+  // of the row, which is fine; distinct rows must write distinct elements.
+  const bool rowUnits = plan.reductionPasses > 0;
+  auto walk = [&](const KernelPlan::Access &a) {
+    std::vector<int64_t> dims = plan.outerDims, strides = a.outerStrides;
+    for (size_t d = 0; d < plan.rowDims.size(); ++d)
+      if (!rowUnits || a.rowStrides[d] != 0) {
+        dims.push_back(plan.rowDims[d]);
+        strides.push_back(a.rowStrides[d]);
+      }
+    return std::make_pair(dims, strides);
+  };
+  auto sharesBytes = [&](int32_t x, int32_t y) {
+    const TensorDesc &a = module.tensors()[x], &b = module.tensors()[y];
+    if (a.isConstant() || b.isConstant() || a.bytes == 0 || b.bytes == 0)
+      return false;
+    return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+  };
+  for (const KernelPlan::Inst &store : plan.program) {
+    if (store.op != OpCode::Store || plan.program[store.operand[0]].op == OpCode::Amax)
+      continue;
+    const KernelPlan::Access &s = plan.accesses[store.access];
+    const auto [dims, strides] = walk(s);
+    if (!injective(dims, strides))
+      return false;
+    for (const KernelPlan::Access &other : plan.accesses) {
+      if (&other == &s || !sharesBytes(s.tensor, other.tensor))
+        continue;
+      if (other.tensor != s.tensor || other.outerStrides != s.outerStrides ||
+          other.rowStrides != s.rowStrides)
+        return false;
+    }
+  }
+  return true;
 }
 
 KernelPlan planKernel(const LoadedModule &module, size_t index) {
@@ -161,6 +226,7 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
         need[inst.operand[o]] = 1;
     }
   }
+  plan.parallel = parallelSafe(module, plan);
   return plan;
 }
 

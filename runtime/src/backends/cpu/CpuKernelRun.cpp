@@ -160,27 +160,67 @@ bool roundsResult(const KernelPlan::Inst &inst, int32_t pass) {
   }
 }
 
+/// The offsets of row `row` (row-major over `dims`) in each access.
+void rowBase(const std::vector<int64_t> &dims, int64_t row,
+             const std::vector<const std::vector<int64_t> *> &strides, std::vector<int64_t> &base) {
+  std::fill(base.begin(), base.end(), 0);
+  for (size_t d = dims.size(); d-- > 0;) {
+    const int64_t i = row % dims[d];
+    row /= dims[d];
+    for (size_t a = 0; a < base.size(); ++a)
+      base[a] += i * (*strides[a])[d];
+  }
+}
+
+/// NaN when either is, else the larger: the Amax merge, which gives the
+/// same value in any order.
+float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+
 } // namespace
 
 Status CpuBackend::runKernel(const KernelPlan &plan) {
   const size_t numAccess = plan.accesses.size();
   accessData.resize(numAccess);
-  std::vector<const std::vector<int64_t> *> outerStrides(numAccess);
-  for (size_t a = 0; a < numAccess; ++a) {
+  for (size_t a = 0; a < numAccess; ++a)
     accessData[a] = tensorData(plan.accesses[a].tensor);
-    outerStrides[a] = &plan.accesses[a].outerStrides;
-  }
-  for (size_t j = 0; j < plan.program.size(); ++j)
-    amaxValue[j] = 0.0f;
+  for (Worker &w : workers)
+    std::fill(w.amaxValue.begin(), w.amaxValue.begin() + plan.program.size(), 0.0f);
 
-  // Each point of the outer (non-row) dims is one row. An empty space runs
-  // none (and its accesses were not bounds-checked, having none).
-  std::vector<int64_t> index(plan.outerDims.size(), 0), base(numAccess, 0);
+  // Each point of the outer (non-row) dims is one row; a kernel without row
+  // reductions has a single row (CpuKernelPlan.cpp), whose slices of
+  // pieceCapacity points are then the units of work instead. An empty space
+  // runs none (and its accesses were not bounds-checked, having none).
   if (!plan.empty) {
-    do {
-      if (Status s = runRow(plan, base); !s.ok())
+    int64_t rows = 1, rowPoints = 1;
+    for (int64_t d : plan.outerDims)
+      rows *= d;
+    for (int64_t d : plan.rowDims)
+      rowPoints *= d;
+    const bool splitRows = plan.reductionPasses > 0;
+    const int64_t runLength = plan.rowDims.empty() ? 1 : plan.rowDims.back();
+    const int64_t slicesPerRun = (runLength + pieceCapacity - 1) / pieceCapacity;
+    const int64_t slices = rowPoints / runLength * slicesPerRun;
+    const int64_t units = splitRows ? rows : slices;
+    const int threads = pool->size();
+    if (threads == 1 || !plan.parallel || rows * rowPoints < parallelPoints || units < 2) {
+      if (Status s = runRows(plan, workers[0], 0, rows); !s.ok())
         return s.withContext(plan.name + ": ");
-    } while (advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides));
+    } else {
+      // Contiguous units per chunk, a few chunks per thread; each chunk's
+      // results depend on its units alone.
+      const int64_t chunks = std::min<int64_t>(units, int64_t(threads) * 4);
+      ++parallelRuns;
+      std::vector<Status> status(chunks);
+      pool->run(chunks, [&](int64_t chunk, int worker) {
+        const int64_t first = units * chunk / chunks, end = units * (chunk + 1) / chunks;
+        Worker &w = workers[worker];
+        status[chunk] = splitRows ? runRows(plan, w, first, end)
+                                  : runRow(plan, w, std::vector<int64_t>(numAccess, 0), first, end);
+      });
+      for (const Status &s : status)
+        if (!s.ok())
+          return Status(s).withContext(plan.name + ": ");
+    }
   }
 
   // An Amax is known only now; its Stores (all strides 0) write element 0.
@@ -188,10 +228,13 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
     const KernelPlan::Inst &inst = plan.program[j];
     if (inst.op != OpCode::Store || plan.program[inst.operand[0]].op != OpCode::Amax)
       continue;
+    float amax = 0.0f;
+    for (const Worker &w : workers)
+      amax = mergeAmax(amax, w.amaxValue[inst.operand[0]]);
     const KernelPlan::Access &access = plan.accesses[inst.access];
     float bad = 0.0f;
-    if (!storeRun(access.dtype, const_cast<uint8_t *>(accessData[inst.access]), 0, 0, 1,
-                  &amaxValue[inst.operand[0]], bad))
+    if (!storeRun(access.dtype, const_cast<uint8_t *>(accessData[inst.access]), 0, 0, 1, &amax,
+                  bad))
       return Status(MIXPREC_EXECUTION_ERROR,
                     plan.name + ": instruction #" + std::to_string(j) + " (Store) cannot store " +
                         std::to_string(bad) + " in the " + dtypeName(access.dtype) + " tensor '" +
@@ -200,13 +243,42 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
   return okStatus();
 }
 
-/// Evaluates every pass of one row, in pieces of up to pieceCapacity points
-/// made of whole runs of the innermost row dim, or slices of a long run.
-Status CpuBackend::runRow(const KernelPlan &plan, const std::vector<int64_t> &outerBase) {
+/// Rows [firstRow, endRow), each whole, in order.
+Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow) {
+  const size_t numAccess = plan.accesses.size();
+  std::vector<const std::vector<int64_t> *> outerStrides(numAccess);
+  for (size_t a = 0; a < numAccess; ++a)
+    outerStrides[a] = &plan.accesses[a].outerStrides;
+  const int64_t runLength = plan.rowDims.empty() ? 1 : plan.rowDims.back();
+  const int64_t slicesPerRun = (runLength + pieceCapacity - 1) / pieceCapacity;
+  int64_t rowPoints = 1;
+  for (int64_t d : plan.rowDims)
+    rowPoints *= d;
+  const int64_t slices = rowPoints / runLength * slicesPerRun;
+  std::vector<int64_t> index(plan.outerDims.size(), 0), base(numAccess, 0);
+  for (size_t d = plan.outerDims.size(), row = firstRow; d-- > 0; row /= plan.outerDims[d])
+    index[d] = static_cast<int64_t>(row) % plan.outerDims[d];
+  rowBase(plan.outerDims, firstRow, outerStrides, base);
+  for (int64_t row = firstRow; row < endRow; ++row) {
+    if (Status s = runRow(plan, w, base, 0, slices); !s.ok())
+      return s;
+    advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides);
+  }
+  return okStatus();
+}
+
+/// Evaluates every pass of slices [firstSlice, endSlice) of one row (the
+/// whole row when the kernel has row reductions), in pieces of up to
+/// pieceCapacity points made of whole runs of the innermost row dim, or
+/// slices of a long run: slice s is the (s % slicesPerRun)-th piece-long
+/// part of run s / slicesPerRun.
+Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
+                          int64_t firstSlice, int64_t endSlice) {
   const size_t numAccess = plan.accesses.size();
   const size_t rowRank = plan.rowDims.size();
   const int64_t runLength = rowRank ? plan.rowDims.back() : 1;
   const int64_t sliceLength = std::min(runLength, pieceCapacity);
+  const int64_t slicesPerRun = (runLength + sliceLength - 1) / sliceLength;
   const size_t runRank = rowRank ? rowRank - 1 : 0;
   std::vector<const std::vector<int64_t> *> rowStrides(numAccess);
   std::vector<int64_t> innerStride(numAccess, 0);
@@ -215,51 +287,59 @@ Status CpuBackend::runRow(const KernelPlan &plan, const std::vector<int64_t> &ou
     innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
   }
 
-  std::vector<Segment> segments;
-  std::vector<int64_t> segmentBase; // [segment * numAccess + access]
-  std::vector<int64_t> runIndex(runRank), runBase(numAccess);
+  w.runIndex.resize(runRank);
+  w.runBase.resize(numAccess);
   for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {
     for (size_t j = 0; j < plan.program.size(); ++j) {
       const KernelPlan::Inst &inst = plan.program[j];
       if (isRowReduction(inst.op) && inst.pass == pass)
-        rowValue[j] = inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
+        w.rowValue[j] = inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
     }
-    std::fill(runIndex.begin(), runIndex.end(), 0);
-    runBase = outerBase;
-    segments.clear();
-    segmentBase.clear();
+    // Where the first slice's run starts.
+    rowBase(std::vector<int64_t>(plan.rowDims.begin(), plan.rowDims.begin() + runRank),
+            firstSlice / slicesPerRun, rowStrides, w.runBase);
+    for (size_t a = 0; a < numAccess; ++a)
+      w.runBase[a] += outerBase[a];
+    for (size_t d = runRank, run = firstSlice / slicesPerRun; d-- > 0; run /= plan.rowDims[d])
+      w.runIndex[d] = static_cast<int64_t>(run) % plan.rowDims[d];
+    int64_t start = firstSlice % slicesPerRun * sliceLength;
+    w.segments.clear();
+    w.segmentBase.clear();
     int64_t count = 0;
-    do {
-      for (int64_t start = 0; start < runLength; start += sliceLength) {
-        const int64_t length = std::min(sliceLength, runLength - start);
-        if (count + length > pieceCapacity) {
-          if (Status s = evalPiece(plan, pass, segments, segmentBase, count); !s.ok())
-            return s;
-          segments.clear();
-          segmentBase.clear();
-          count = 0;
-        }
-        segments.push_back(Segment{length, count});
-        for (size_t a = 0; a < numAccess; ++a)
-          segmentBase.push_back(runBase[a] + start * innerStride[a]);
-        count += length;
+    for (int64_t slice = firstSlice; slice < endSlice; ++slice) {
+      const int64_t length = std::min(sliceLength, runLength - start);
+      if (count + length > pieceCapacity) {
+        if (Status s = evalPiece(plan, w, pass, count); !s.ok())
+          return s;
+        w.segments.clear();
+        w.segmentBase.clear();
+        count = 0;
       }
-    } while (advance(plan.rowDims, runRank, runIndex, runBase, rowStrides));
+      w.segments.push_back(Segment{length, count});
+      for (size_t a = 0; a < numAccess; ++a)
+        w.segmentBase.push_back(w.runBase[a] + start * innerStride[a]);
+      count += length;
+      start += sliceLength;
+      if (start >= runLength) {
+        start = 0;
+        advance(plan.rowDims, runRank, w.runIndex, w.runBase, rowStrides);
+      }
+    }
     if (count > 0)
-      if (Status s = evalPiece(plan, pass, segments, segmentBase, count); !s.ok())
+      if (Status s = evalPiece(plan, w, pass, count); !s.ok())
         return s;
   }
   return okStatus();
 }
 
 /// Runs the instructions of pass `pass` over `count` points.
-Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
-                             const std::vector<Segment> &segments,
-                             const std::vector<int64_t> &segmentBase, int64_t count) {
+Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count) {
+  const std::vector<Segment> &segments = w.segments;
+  const std::vector<int64_t> &segmentBase = w.segmentBase;
   const std::vector<uint8_t> &need = plan.needed[pass];
   const size_t numAccess = plan.accesses.size();
   const int64_t n = count;
-  auto reg = [&](int32_t j) { return registers.data() + static_cast<size_t>(j) * pieceCapacity; };
+  auto reg = [&](int32_t j) { return w.registers.data() + static_cast<size_t>(j) * pieceCapacity; };
 
   for (size_t jj = 0; jj < plan.program.size(); ++jj) {
     if (!need[jj])
@@ -317,28 +397,28 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, int32_t pass,
     case OpCode::RowSum:
     case OpCode::RowMax:
       if (inst.pass != pass) {
-        std::fill(r, r + n, rowValue[j]);
+        std::fill(r, r + n, w.rowValue[j]);
         break;
       }
       // Sequential FP32 accumulation, in row order across pieces.
       if (inst.op == OpCode::RowSum) {
-        float acc = rowValue[j];
+        float acc = w.rowValue[j];
         for (int64_t i = 0; i < n; ++i)
           acc += a[i];
-        rowValue[j] = acc;
+        w.rowValue[j] = acc;
       } else {
-        float acc = rowValue[j];
+        float acc = w.rowValue[j];
         for (int64_t i = 0; i < n; ++i)
           acc = (a[i] > acc || a[i] != a[i]) ? a[i] : acc;
-        rowValue[j] = acc;
+        w.rowValue[j] = acc;
       }
       break;
     case OpCode::Amax: {
       // NaN propagates, as the interpreter's amax does.
-      float acc = amaxValue[j];
+      float acc = w.amaxValue[j];
       for (int64_t i = 0; i < n; ++i)
         acc = std::isnan(a[i]) || std::isnan(acc) ? NAN : std::max(acc, std::fabs(a[i]));
-      amaxValue[j] = acc;
+      w.amaxValue[j] = acc;
       break;
     }
     default: // the scalar functions' instructions (the verifier knows every opcode)

@@ -2,7 +2,9 @@
 //
 // Data movement copies raw elements of any dtype; float routines decode
 // their inputs to FP32, run the reference kernel the interpreter runs
-// (runtime/kernels/Kernels.h) and round the result once.
+// (runtime/kernels/Kernels.h) and round the result once. Convolutions
+// oneDNN takes (CpuDnnl.h) skip the decode: oneDNN's FP32 result of the
+// operands as stored, then the same one rounding.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -10,6 +12,7 @@
 #include "common/numerics/BlockScaling.h"
 #include "runtime/format/CudaErrorRecord.h"
 #include "runtime/kernels/Attention.h"
+#include "runtime/kernels/AttentionBlocked.h"
 #include "runtime/kernels/Indexing.h"
 #include "runtime/kernels/IntElementwise.h"
 #include "runtime/kernels/Kernels.h"
@@ -326,6 +329,20 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   float *result = scratch[5].floats(y.elements);
   if (!result)
     return outOfMemory(op.name, y.elements * 4);
+  // A convolution on oneDNN (CpuDnnl.h): the operands as stored, its weight
+  // packed at load; the FP32 result rounded once, as below. An FP32 output
+  // that shares no bytes with the operands takes the result directly (the
+  // rounding to FP32 is the copy storeFloats would make).
+  if (const size_t index = static_cast<size_t>(&op - module->routines().data());
+      dnnlConvs.handles(index)) {
+    const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output) &&
+                        !(present(2) && overlaps(op.inputs[2], op.output));
+    float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
+    const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
+    if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst); !s.ok())
+      return s.withContext(op.name + ": ");
+    return direct ? okStatus() : storeFloats(op, result);
+  }
   const float *x = input(0);
   if (!x)
     return outOfMemory(op.name, tensors[op.inputs[0]].elements * 4);
@@ -491,22 +508,44 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
                              g[1], g[2]);
       break;
     }
-    if (!op.writesLse) {
-      cpu::attention(x, in[1], in[2], bias, biasStrides, p, result, static_cast<float *>(nullptr));
-      break;
+    // The forward on the blocked kernel (online softmax, AttentionBlocked.h
+    // says how far from the reference), its (batch, head, 32 query rows)
+    // units split over the session's threads.
+    float *out = result, *lse = nullptr;
+    if (op.writesLse) {
+      // The log-sum-exp call computes the output too (into scratch).
+      const int64_t outElements = p.batch * p.heads * p.seqQ * p.valueDim;
+      out = scratch[9].floats(outElements);
+      lse = result;
+      if (!out)
+        return outOfMemory(op.name, outElements * 4);
     }
-    // The log-sum-exp call computes the output too (into scratch).
-    const int64_t outElements = p.batch * p.heads * p.seqQ * p.valueDim;
-    float *outScratch = scratch[9].floats(outElements);
-    if (!outScratch)
-      return outOfMemory(op.name, outElements * 4);
-    cpu::attention(x, in[1], in[2], bias, biasStrides, p, outScratch, result);
+    if (Status s = runAttention(op, x, in[1], in[2], bias, biasStrides, p, out, lse); !s.ok())
+      return s;
     break;
   }
   default:
     return Status(MIXPREC_INTERNAL, op.name + ": not a float routine");
   }
   return storeFloats(op, result);
+}
+
+Status CpuBackend::runAttention(const RoutineOp &op, const float *q, const float *k, const float *v,
+                                const float *bias, const std::array<int64_t, 4> &biasStrides,
+                                const cpu::AttentionParams &p, float *out, float *lse) {
+  const int64_t units = cpu::attentionBlockedUnits(p);
+  const size_t floats = cpu::attentionBlockedScratchFloats(p);
+  const int threads = static_cast<int>(std::min<int64_t>(pool->size(), units));
+  for (int w = 0; w < threads; ++w)
+    if (!workers[w].attention.floats(static_cast<int64_t>(floats)))
+      return outOfMemory(op.name, static_cast<int64_t>(floats) * 4);
+  // Contiguous units per chunk; a unit's rows depend on that unit alone.
+  const int64_t chunks = threads > 1 ? std::min<int64_t>(units, int64_t(threads) * 4) : 1;
+  pool->run(chunks, [&](int64_t chunk, int worker) {
+    cpu::attentionBlocked(q, k, v, bias, biasStrides, p, out, lse, units * chunk / chunks,
+                          units * (chunk + 1) / chunks, workers[worker].attention.data());
+  });
+  return okStatus();
 }
 
 } // namespace mixprec::runtime

@@ -385,6 +385,7 @@ Status CudaBackend::prepareHostSteps() {
     return okStatus();
   BackendOptions hostOptions = options;
   hostOptions.cpuGemms = false; // its GEMMs run on cuBLASLt
+  hostOptions.numThreads = 1;   // routine steps only: no kernel runs there
   host = std::make_unique<CpuBackend>(module, hostOptions);
   if (Status s = host->prepare(); !s.ok())
     return s.withContext("CUDA backend: the host half of the routine steps: ");

@@ -1,0 +1,491 @@
+//===- CpuDnnlConvTest.cpp - the CPU backend's convolutions on oneDNN -----===//
+//
+// Issue 27: conv2d and conv routines run on oneDNN's direct convolution
+// with the operands as stored and a constant weight packed once, when the
+// session is created. Checked here: which routines oneDNN takes (and why
+// not the others); FP32, BF16, FP16 and FP8 convolutions in 1 to 3
+// spatial dims with groups (depthwise too), strides, asymmetric pads,
+// dilations and a bias, against an FP64 reference of the stored operands
+// within the bound of FP32 accumulation in any order,
+//   |got - ref| <= (K + 4) * 2^-23 * (sum |x w| + |b| + |ref|)
+// (K products per output, the bias one more term), plus half an ulp of the
+// output's dtype for the one rounding to it (2^-8 relative for BF16); the
+// same bits on every run; one pack per constant weight at load and no
+// weight decoded in runs (the reference path, MIXPREC_CPU_GEMM=openblas,
+// decodes a BF16 weight and bias in every run: what the pack saves).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/backends/cpu/CpuBackend.h"
+#include "tests/unit/runtime/ModuleBuilder.h"
+
+#include "common/numerics/Rounding.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mixprec::testing {
+namespace {
+
+namespace rt = mixprec::runtime;
+namespace num = mixprec::numerics;
+
+/// `n` values uniform in [-2, 2] as `dtype` stores them (nearest even).
+std::vector<float> storedRandom(fb::DType dtype, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = num::roundTo(rt::formatOf(dtype), u(rng));
+  return v;
+}
+
+/// Floats as `dtype`'s little-endian bytes.
+std::vector<uint8_t> bytesOf(fb::DType dtype, const std::vector<float> &v) {
+  std::vector<uint8_t> out;
+  const num::Format f = rt::formatOf(dtype);
+  const size_t width = num::formatBytes(f);
+  for (float x : v) {
+    const uint32_t bits = num::encode(f, x);
+    for (size_t i = 0; i < width; ++i)
+      out.push_back(uint8_t(bits >> (8 * i)));
+  }
+  return out;
+}
+
+/// One convolution routine: y = conv(x, w) + b over `spatial` dims, x an
+/// input [n, c, in...], w [m, c/groups, kernel...] a constant (or an
+/// input), b [m] a constant (or an input, or none).
+struct ConvCase {
+  std::string opType = "conv2d"; ///< conv2d (2-D) or conv (1 to 3-D)
+  fb::DType x = fb::DType::F32, w = fb::DType::F32, b = fb::DType::F32, y = fb::DType::F32;
+  int64_t n = 2, c = 6, m = 8, groups = 2;
+  Shape in = {11, 9}, kernel = {3, 3}, strides = {2, 1}, dilations = {1, 2};
+  Shape pads = {1, 0, 2, 1}; ///< begins, then ends
+  bool bias = true, constantWeight = true, constantBias = true, tf32 = false;
+
+  size_t dims() const { return in.size(); }
+  Shape outSpatial() const {
+    Shape o;
+    for (size_t s = 0; s < dims(); ++s)
+      o.push_back((in[s] + pads[s] + pads[dims() + s] - ((kernel[s] - 1) * dilations[s] + 1)) /
+                      strides[s] +
+                  1);
+    return o;
+  }
+  Shape xShape() const { return concat({n, c}, in); }
+  Shape wShape() const { return concat({m, c / groups}, kernel); }
+  Shape yShape() const { return concat({n, m}, outSpatial()); }
+  static Shape concat(Shape a, const Shape &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+};
+
+int64_t elements(const Shape &s) {
+  int64_t e = 1;
+  for (int64_t d : s)
+    e *= d;
+  return e;
+}
+
+struct Built {
+  std::shared_ptr<const rt::LoadedModule> module;
+  std::vector<float> x, w, b; // as stored
+  int32_t xt = -1, wt = -1, bt = -1, yt = -1;
+};
+
+/// Appends case `c`'s routine (and its tensors, named after `tag`) to `mb`.
+void addConv(ModuleBuilder &mb, const ConvCase &c, Built &out, const std::string &tag = "") {
+  out.x = storedRandom(c.x, size_t(elements(c.xShape())), 1);
+  out.w = storedRandom(c.w, size_t(elements(c.wShape())), 2);
+  out.b = storedRandom(c.b, size_t(c.m), 3);
+  out.xt = mb.input("x" + tag, c.x, c.xShape());
+  out.wt = c.constantWeight ? mb.constantFloats("w" + tag, c.w, c.wShape(), out.w)
+                            : mb.input("w" + tag, c.w, c.wShape());
+  std::vector<int32_t> inputs = {out.xt, out.wt};
+  if (c.bias) {
+    out.bt = c.constantBias ? mb.constantFloats("b" + tag, c.b, {c.m}, out.b)
+                            : mb.input("b" + tag, c.b, {c.m});
+    inputs.push_back(out.bt);
+  }
+  out.yt = mb.activation("y" + tag, c.y, c.yShape());
+  mb.output(out.yt);
+  if (c.opType == "conv2d") {
+    fb::RoutineOptionsUnion o = conv2dOptions(c.strides, c.pads, c.dilations, c.groups);
+    o.AsConv2dOptions()->tf32 = c.tf32;
+    mb.routine({"conv" + tag, "conv2d", inputs, {out.yt}, std::move(o)});
+    return;
+  }
+  fb::ConvOptionsT o;
+  o.strides = c.strides;
+  o.pads = c.pads;
+  o.dilations = c.dilations;
+  o.groups = c.groups;
+  o.tf32 = c.tf32;
+  mb.routine({"conv" + tag, c.opType, inputs, {out.yt}, fb::RoutineOptionsUnion()});
+  mb.routines.back().options.Set(o);
+}
+
+std::shared_ptr<const rt::LoadedModule> load(ModuleBuilder &mb) {
+  BuiltModule built = mb.build();
+  std::shared_ptr<const rt::LoadedModule> module;
+  rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                              rt::LoadOptions{}, module);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return module;
+}
+
+Built buildConv(const ConvCase &c) {
+  ModuleBuilder mb;
+  Built out;
+  addConv(mb, c, out);
+  out.module = load(mb);
+  return out;
+}
+
+/// The FP64 reference of `c` on the stored operands and each element's
+/// bound (the file comment's).
+void reference(const ConvCase &c, const Built &b, std::vector<double> &ref,
+               std::vector<double> &bound) {
+  const Shape os = c.outSpatial();
+  const size_t dims = c.dims();
+  const int64_t plane = elements(os), taps = elements(c.kernel), inPlane = elements(c.in);
+  const int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  const int64_t products = cg * taps;
+  ref.assign(size_t(c.n * c.m * plane), 0.0);
+  bound.assign(ref.size(), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t m = 0; m < c.m; ++m)
+      for (int64_t o = 0; o < plane; ++o) {
+        // Output position o's coordinates, row-major.
+        Shape at(dims);
+        for (size_t s = dims, rest = size_t(o); s-- > 0; rest /= size_t(os[s]))
+          at[s] = int64_t(rest % size_t(os[s]));
+        double sum = c.bias ? b.b[m] : 0.0, mag = std::fabs(sum);
+        const int64_t group = m / mg;
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t t = 0; t < taps; ++t) {
+            int64_t inIndex = 0, rest = t;
+            bool inside = true;
+            Shape tap(dims);
+            for (size_t s = dims; s-- > 0; rest /= c.kernel[s])
+              tap[s] = rest % c.kernel[s];
+            for (size_t s = 0; s < dims; ++s) {
+              const int64_t i = at[s] * c.strides[s] - c.pads[s] + tap[s] * c.dilations[s];
+              inside = inside && i >= 0 && i < c.in[s];
+              inIndex = inIndex * c.in[s] + i;
+            }
+            if (!inside)
+              continue;
+            const double xv = b.x[size_t((n * c.c + group * cg + ci) * inPlane + inIndex)];
+            const double wv = b.w[size_t((m * cg + ci) * taps + t)];
+            sum += xv * wv;
+            mag += std::fabs(xv * wv);
+          }
+        const size_t i = size_t((n * c.m + m) * plane + o);
+        ref[i] = sum;
+        bound[i] = double(products + 4) * std::ldexp(mag + std::fabs(sum), -23);
+        if (c.y != fb::DType::F32) // the one rounding to the output's dtype
+          bound[i] += std::ldexp(std::fabs(sum) + bound[i], c.y == fb::DType::BF16  ? -8
+                                                            : c.y == fb::DType::F16 ? -11
+                                                                                    : -3);
+      }
+}
+
+rt::CpuBackend &cpuOf(std::unique_ptr<rt::Backend> &b) {
+  return *static_cast<rt::CpuBackend *>(b.get());
+}
+
+/// Runs `b`'s module `runs` times on `backend` (made here); the output of
+/// routine tensors `y` each time, as floats.
+std::vector<std::vector<float>> runCpu(const ConvCase &c, const Built &b, int runs,
+                                       std::unique_ptr<rt::Backend> &backend,
+                                       const rt::BackendOptions &options = {}) {
+  std::vector<std::vector<float>> outs;
+  rt::Status s = rt::createCpuBackend(b.module, options, backend);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok())
+    return outs;
+  const auto &tensors = b.module->tensors();
+  const std::vector<uint8_t> x = bytesOf(c.x, b.x), w = bytesOf(c.w, b.w), bias = bytesOf(c.b, b.b);
+  for (int r = 0; r < runs; ++r) {
+    EXPECT_TRUE(backend->setInput(uint32_t(b.xt), x.data(), x.size()).ok());
+    if (!c.constantWeight) {
+      EXPECT_TRUE(backend->setInput(uint32_t(b.wt), w.data(), w.size()).ok());
+    }
+    if (c.bias && !c.constantBias) {
+      EXPECT_TRUE(backend->setInput(uint32_t(b.bt), bias.data(), bias.size()).ok());
+    }
+    s = backend->launch({});
+    EXPECT_TRUE(s.ok()) << s.message();
+    const void *data = nullptr;
+    EXPECT_TRUE(backend->readTensor(uint32_t(b.yt), &data).ok());
+    const rt::TensorDesc &y = tensors[b.yt];
+    std::vector<float> got(size_t(y.elements));
+    num::decodeArray(rt::formatOf(y.dtype), data, got.data(), got.size());
+    outs.push_back(std::move(got));
+  }
+  return outs;
+}
+
+void expectWithinBound(const ConvCase &c, const Built &b, const std::vector<float> &got) {
+  std::vector<double> ref, bound;
+  reference(c, b, ref, bound);
+  ASSERT_EQ(got.size(), ref.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(double(got[i]) - ref[i]) <= bound[i]) && ++bad <= 3)
+      ADD_FAILURE() << "element " << i << ": " << got[i] << " vs " << ref[i] << " (bound "
+                    << bound[i] << ")";
+  EXPECT_EQ(bad, 0u);
+}
+
+/// Runs case `c` three times and checks: oneDNN takes the routine (or,
+/// `onDnnl` false, leaves it with `reason`), `packs` weights packed at
+/// load, `decodes` constant decodes in the runs, the first result within
+/// the bound, every run's bits the first's.
+void checkConv(const ConvCase &c, bool onDnnl, int64_t packs, int64_t decodes,
+               const std::string &reason = "") {
+  const int runs = 3;
+  Built b = buildConv(c);
+  ASSERT_TRUE(b.module);
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, runs, backend);
+  ASSERT_EQ(outs.size(), size_t(runs));
+  rt::CpuBackend &cpu = cpuOf(backend);
+  const rt::DnnlConvs &convs = cpu.dnnlConvolutions();
+  EXPECT_EQ(convs.handles(0), onDnnl) << convs.reason(0);
+  EXPECT_EQ(convs.reason(0), reason);
+  if (onDnnl) {
+    EXPECT_NE(convs.implementation(0), "");
+    std::printf("  oneDNN's %s\n", convs.implementation(0).c_str());
+  }
+  EXPECT_EQ(convs.packsAtLoad(), packs);
+  EXPECT_EQ(cpu.weightDecodesInRuns(), decodes);
+  expectWithinBound(c, b, outs[0]);
+  for (int r = 1; r < runs; ++r)
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[r].data(), outs[0].size() * 4), 0) << "run " << r;
+}
+
+class CpuDnnlConv : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!rt::DnnlGemms::available())
+      GTEST_SKIP() << "this runtime was built without oneDNN (apt-get install libdnnl-dev)";
+    unsetenv("MIXPREC_CPU_GEMM");
+  }
+  void TearDown() override { unsetenv("MIXPREC_CPU_GEMM"); }
+};
+
+TEST_F(CpuDnnlConv, Fp32GroupsStrideAsymmetricPadsDilationBias) {
+  checkConv(ConvCase(), true, /*packs=*/1, /*decodes=*/0);
+}
+
+TEST_F(CpuDnnlConv, Bf16AsTheCompilerEmitsIt) {
+  // BF16 x, w and bias, a BF16 output (the one rounding after FP32 sums):
+  // a 3x3 stride-2 conv, then a depthwise one (groups = channels).
+  ConvCase c;
+  c.x = c.w = c.b = c.y = fb::DType::BF16;
+  c.n = 1, c.c = 16, c.m = 32, c.groups = 1;
+  c.in = {14, 15}, c.strides = {2, 2}, c.pads = {1, 1, 1, 1}, c.dilations = {1, 1};
+  checkConv(c, true, 1, 0);
+  c.m = c.groups = 16;
+  c.strides = {1, 1}, c.dilations = {2, 2}, c.pads = {2, 1, 0, 2};
+  checkConv(c, true, 1, 0);
+}
+
+TEST_F(CpuDnnlConv, Bf16ToAnFp32OutputWithAnInputBias) {
+  // The bias an activation in BF16: decoded to FP32 per run (not a weight).
+  ConvCase c;
+  c.x = c.w = c.b = fb::DType::BF16;
+  c.constantBias = false;
+  c.kernel = {1, 1}, c.pads = {0, 0, 0, 0}, c.dilations = {1, 1}, c.strides = {1, 1};
+  checkConv(c, true, 1, 0);
+}
+
+TEST_F(CpuDnnlConv, OneAndThreeSpatialDims) {
+  ConvCase c;
+  c.opType = "conv";
+  c.in = {23}, c.kernel = {4}, c.strides = {2}, c.dilations = {3}, c.pads = {2, 1};
+  checkConv(c, true, 1, 0);
+  c.x = c.w = c.b = fb::DType::BF16;
+  c.n = 1, c.c = 4, c.m = 6, c.groups = 2;
+  c.in = {5, 6, 7}, c.kernel = {3, 2, 3}, c.strides = {1, 2, 1}, c.dilations = {1, 1, 2};
+  c.pads = {1, 0, 2, 1, 1, 0};
+  checkConv(c, true, 1, 0);
+}
+
+TEST_F(CpuDnnlConv, ConvolutionsOfOneLayoutShareItsBuffers) {
+  // Two 8-channel convolutions of one shape (channels padded to oneDNN's
+  // block of 16), a third of another: the first two share their blocked
+  // src and dst buffers, whose padding must stay zero run after run.
+  ModuleBuilder mb;
+  ConvCase c;
+  c.n = 1, c.c = c.m = 8, c.groups = 1;
+  c.in = {12, 12}, c.strides = {1, 1}, c.dilations = {1, 1}, c.pads = {1, 1, 1, 1};
+  ConvCase other = c;
+  other.c = 24, other.m = 40, other.in = {9, 10};
+  const ConvCase cases[] = {c, c, other};
+  Built built[3];
+  for (int i = 0; i < 3; ++i)
+    addConv(mb, cases[i], built[i], std::to_string(i));
+  std::shared_ptr<const rt::LoadedModule> module = load(mb);
+  ASSERT_TRUE(module);
+  std::unique_ptr<rt::Backend> backend;
+  ASSERT_TRUE(rt::createCpuBackend(module, {}, backend).ok());
+  const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(convs.handles(i)) << convs.reason(i);
+    std::printf("  oneDNN's %s\n", convs.implementation(i).c_str());
+  }
+  EXPECT_EQ(convs.packsAtLoad(), 3);
+  std::vector<float> first[3];
+  for (int run = 0; run < 3; ++run) {
+    for (int i = 0; i < 3; ++i) {
+      // A different x per conv and per run: stale values would show.
+      std::vector<float> x = storedRandom(cases[i].x, built[i].x.size(), 10 * run + i);
+      built[i].x = x;
+      const std::vector<uint8_t> bytes = bytesOf(cases[i].x, x);
+      ASSERT_TRUE(backend->setInput(uint32_t(built[i].xt), bytes.data(), bytes.size()).ok());
+    }
+    ASSERT_TRUE(backend->launch({}).ok());
+    for (int i = 0; i < 3; ++i) {
+      const void *data = nullptr;
+      ASSERT_TRUE(backend->readTensor(uint32_t(built[i].yt), &data).ok());
+      const auto *y = static_cast<const float *>(data);
+      expectWithinBound(cases[i], built[i], std::vector<float>(y, y + elements(cases[i].yShape())));
+    }
+  }
+  EXPECT_EQ(cpuOf(backend).weightDecodesInRuns(), 0);
+}
+
+TEST_F(CpuDnnlConv, Fp16Fp8AndTwoDtypesWidenedExactly) {
+  // FP16 on oneDNN's FP16 convolution where the CPU has one, else widened
+  // to FP32; FP8 (no scales: a conv routine has none, its values are the
+  // codes' values) widened to BF16; an FP32 x with a BF16 weight to FP32.
+  // The weight once at load, x per run: no weight decoded in runs.
+  ConvCase c;
+  c.x = c.w = c.b = fb::DType::F16;
+  checkConv(c, true, 1, 0);
+  for (fb::DType d : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+    c.x = c.w = d;
+    c.b = fb::DType::F32;
+    checkConv(c, true, 1, 0);
+  }
+  c.x = fb::DType::F32, c.w = fb::DType::BF16;
+  checkConv(c, true, 1, 0);
+}
+
+TEST_F(CpuDnnlConv, TheReferencePathDecodesTheWeightInEveryRun) {
+  // MIXPREC_CPU_GEMM=openblas: the reference kernel, the BF16 weight and
+  // bias decoded to FP32 in each of the 3 runs.
+  setenv("MIXPREC_CPU_GEMM", "openblas", 1);
+  ConvCase c;
+  c.x = c.w = c.b = fb::DType::BF16;
+  checkConv(c, false, /*packs=*/0, /*decodes=*/6, "MIXPREC_CPU_GEMM=openblas");
+}
+
+TEST_F(CpuDnnlConv, RoutinesItDoesNotTakeSayWhy) {
+  // A TF32-rounded conv, one whose weight is an input, a conv_transpose
+  // and a routine that is no convolution, beside one it takes; all run.
+  ModuleBuilder mb;
+  ConvCase c;
+  c.x = c.w = c.b = fb::DType::BF16;
+  Built taken, tf32, inputWeight;
+  addConv(mb, c, taken, "0");
+  ConvCase t = c;
+  t.x = t.w = t.b = fb::DType::F32;
+  t.tf32 = true;
+  addConv(mb, t, tf32, "1");
+  ConvCase i = c;
+  i.constantWeight = false;
+  addConv(mb, i, inputWeight, "2");
+  const int s = mb.input("s", fb::DType::F32, {1, 2, 5});
+  const int wt = mb.constantFloats("wt", fb::DType::F32, {2, 3, 3}, std::vector<float>(18, 1));
+  const int up = mb.activation("up", fb::DType::F32, {1, 3, 12});
+  fb::ConvOptionsT ct; // 2 * (5 - 1) + 1 + 3 = 12
+  ct.strides = {2};
+  ct.pads = {0, 0};
+  ct.dilations = {1};
+  ct.output_padding = {1};
+  mb.routine({"up", "conv_transpose", {s, wt}, {up}, fb::RoutineOptionsUnion()});
+  mb.routines.back().options.Set(ct);
+  const int soft = mb.activation("soft", fb::DType::F32, {1, 3, 12});
+  mb.routine({"soft", "softmax", {up}, {soft}, axisOptions(2)});
+  mb.output(soft);
+  std::shared_ptr<const rt::LoadedModule> module = load(mb);
+  ASSERT_TRUE(module);
+  std::unique_ptr<rt::Backend> backend;
+  ASSERT_TRUE(rt::createCpuBackend(module, {}, backend).ok());
+  const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
+  EXPECT_TRUE(convs.handles(0)) << convs.reason(0);
+  EXPECT_EQ(convs.reason(0), "");
+  const std::pair<size_t, const char *> refused[] = {
+      {1, "TF32-rounded operands"},
+      {2, "a weight that is not a module constant"},
+      {3, "conv_transpose runs on the reference kernel"},
+      {4, "not a convolution"}};
+  for (const auto &[index, why] : refused) {
+    EXPECT_FALSE(convs.handles(index)) << index;
+    EXPECT_EQ(convs.reason(index), why) << index;
+  }
+  EXPECT_EQ(convs.packsAtLoad(), 1);
+  // Routine 2's weight, an input: the reference path, and still right.
+  std::vector<uint8_t> zeros(1 << 16, 0);
+  for (uint32_t in : module->inputs())
+    ASSERT_TRUE(backend->setInput(in, zeros.data(), module->tensors()[in].bytes).ok());
+  const std::vector<uint8_t> x = bytesOf(i.x, inputWeight.x), w = bytesOf(i.w, inputWeight.w);
+  ASSERT_TRUE(backend->setInput(uint32_t(inputWeight.xt), x.data(), x.size()).ok());
+  ASSERT_TRUE(backend->setInput(uint32_t(inputWeight.wt), w.data(), w.size()).ok());
+  ASSERT_TRUE(backend->launch({}).ok());
+  const void *data = nullptr;
+  ASSERT_TRUE(backend->readTensor(uint32_t(inputWeight.yt), &data).ok());
+  const auto *y = static_cast<const float *>(data);
+  expectWithinBound(i, inputWeight, std::vector<float>(y, y + elements(i.yShape())));
+}
+
+TEST_F(CpuDnnlConv, TheCudaBackendsHostHalfPlansNothing) {
+  // BackendOptions::cpuGemms off: no oneDNN, no pack, the reference path.
+  ConvCase c;
+  Built b = buildConv(c);
+  ASSERT_TRUE(b.module);
+  rt::BackendOptions options;
+  options.cpuGemms = false;
+  std::unique_ptr<rt::Backend> backend;
+  auto outs = runCpu(c, b, 1, backend, options);
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_FALSE(cpuOf(backend).dnnlConvolutions().handles(0));
+  EXPECT_EQ(cpuOf(backend).dnnlConvolutions().packsAtLoad(), 0);
+  expectWithinBound(c, b, outs[0]);
+}
+
+TEST_F(CpuDnnlConv, ItsBuffersCountAgainstTheMemoryLimit) {
+  // A limit that fits the arena but not oneDNN's buffers (src and dst in
+  // its blocked layout): refused at load, as im2col would be.
+  ConvCase c;
+  c.c = 32, c.m = 32, c.groups = 1, c.in = {20, 20};
+  Built b = buildConv(c);
+  ASSERT_TRUE(b.module);
+  std::unique_ptr<rt::Backend> backend;
+  ASSERT_TRUE(rt::createCpuBackend(b.module, {}, backend).ok());
+  const uint64_t workspace = cpuOf(backend).dnnlConvolutions().workspaceBytes();
+  ASSERT_TRUE(cpuOf(backend).dnnlConvolutions().handles(0));
+  EXPECT_GT(workspace, 0u);
+  rt::BackendOptions options;
+  options.maxMemoryBytes = b.module->arenaBytesNeeded() + workspace - 1;
+  std::unique_ptr<rt::Backend> refused;
+  rt::Status s = rt::createCpuBackend(b.module, options, refused);
+  EXPECT_EQ(s.code(), MIXPREC_OUT_OF_MEMORY) << s.message();
+  options.maxMemoryBytes += 1;
+  EXPECT_TRUE(rt::createCpuBackend(b.module, options, refused).ok());
+}
+
+} // namespace
+} // namespace mixprec::testing
