@@ -321,10 +321,96 @@ void convTransposeT(const T *in, const Shape &is, const T *w, const Shape &ws,
 }
 
 /// maxPool() in T.
+/// forEachWindow for 2-D pooling, without its per-window bookkeeping (the
+/// CPU backend's ResNet-18 max pool took 14 ms of a 31 ms run through it):
+/// fn(plane input, row start, row taps [lo, hi), column start, column taps
+/// [lo, hi), flat output index) for every output position, in the same
+/// order; the taps are forEachTap's, row-major.
+template <typename T, typename Fn>
+void forEachWindow2d(const Shape &is, const Window &win, const Shape &os, Fn fn, const T *in) {
+  const int64_t planes = is[0] * is[1], height = is[2], width = is[3];
+  const int64_t outHeight = os[2], outWidth = os[3];
+  std::vector<int64_t> startW(outWidth), loW(outWidth), hiW(outWidth);
+  for (int64_t ow = 0; ow < outWidth; ++ow) {
+    startW[ow] = ow * win.strides[1] - win.pads[1];
+    validRange(startW[ow], win.dilations[1], win.kernel[1], width, &loW[ow], &hiW[ow]);
+  }
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oh = 0; oh < outHeight; ++oh) {
+      const int64_t startH = oh * win.strides[0] - win.pads[0];
+      int64_t loH = 0, hiH = 0;
+      validRange(startH, win.dilations[0], win.kernel[0], height, &loH, &hiH);
+      for (int64_t ow = 0; ow < outWidth; ++ow)
+        fn(in + p * height * width, startH, loH, hiH, startW[ow], loW[ow], hiW[ow],
+           (p * outHeight + oh) * outWidth + ow);
+    }
+}
+
+/// maxPoolT for 2-D windows without indices. Per output: the first tap,
+/// then each later one (row-major) that is larger or the first NaN (a NaN
+/// then stays): maxPoolT's rule and order. The columns whose window lies
+/// inside the row are done together, tap by tap (a loop over columns the
+/// compiler keeps free of branches); the edge columns one by one.
+template <typename T>
+void maxPool2dDirect(const T *in, const Shape &is, const Window &win, T *out, const Shape &os) {
+  const int64_t width = is[3], outWidth = os[3];
+  const int64_t sw = win.strides[1], dh = win.dilations[0], dw = win.dilations[1];
+  const int64_t kw = win.kernel[1];
+  // Columns [first, last) have every horizontal tap inside the row.
+  int64_t first = 0, last = 0;
+  for (int64_t ow = 0; ow < outWidth; ++ow) {
+    const int64_t start = ow * sw - win.pads[1];
+    const bool inside = start >= 0 && start + (kw - 1) * dw < width;
+    if (inside && last == first)
+      first = ow, last = ow + 1;
+    else if (inside && last == ow)
+      last = ow + 1;
+  }
+  auto update = [](T &mx, T v) { mx = (v > mx || (v != v && mx == mx)) ? v : mx; };
+  forEachWindow2d(
+      is, win, os,
+      [&](const T *x, int64_t startH, int64_t loH, int64_t hiH, int64_t startW, int64_t loW,
+          int64_t hiW, int64_t at) {
+        const int64_t ow = at % outWidth;
+        if (ow >= first && ow < last && hiH > loH) {
+          if (ow != first)
+            return; // done with the row's inside columns
+          T *o = out + at;
+          const int64_t n = last - first;
+          const T *base = x + startW;
+          for (int64_t j = 0; j < n; ++j)
+            o[j] = base[(startH + loH * dh) * width + j * sw];
+          for (int64_t kh = loH; kh < hiH; ++kh) {
+            const T *row = base + (startH + kh * dh) * width;
+            for (int64_t t = kh == loH ? 1 : 0; t < kw; ++t)
+              for (int64_t j = 0; j < n; ++j)
+                update(o[j], row[j * sw + t * dw]);
+          }
+          return;
+        }
+        if (loH >= hiH || loW >= hiW) {
+          out[at] = -std::numeric_limits<T>::infinity();
+          return;
+        }
+        T mx = x[(startH + loH * dh) * width + startW + loW * dw];
+        for (int64_t kh = loH; kh < hiH; ++kh) {
+          const T *row = x + (startH + kh * dh) * width + startW;
+          for (int64_t t = kh == loH ? loW + 1 : loW; t < hiW; ++t)
+            update(mx, row[t * dw]);
+        }
+        out[at] = mx;
+      },
+      in);
+}
+
 template <typename T>
 void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
              const Shape &os, int64_t *indices, bool columnMajor) {
   const size_t dims = is.size() - 2;
+  if (dims == 2 && !indices) {
+    maxPool2dDirect(in, is, win, out, os);
+    return;
+  }
   const int64_t *spatial = is.data() + 2;
   std::vector<int64_t> best(dims, 0);
   forEachWindow(is, win, os, [&](const T *x, const WindowTaps &t, std::vector<int64_t> &coord,
@@ -362,6 +448,27 @@ void avgPoolT(const T *in, const Shape &is, const Window &win, bool countInclude
              T *out, const Shape &os) {
   const size_t dims = is.size() - 2;
   const int64_t *spatial = is.data() + 2;
+  if (dims == 2) {
+    const int64_t height = is[2], width = is[3], dh = win.dilations[0], dw = win.dilations[1];
+    forEachWindow2d(
+        is, win, os,
+        [&](const T *x, int64_t startH, int64_t loH, int64_t hiH, int64_t startW, int64_t loW,
+            int64_t hiW, int64_t at) {
+          // The generic path's sum, in its order, and its divisor.
+          T sum = T(0);
+          for (int64_t kh = loH; kh < hiH; ++kh) {
+            const T *row = x + (startH + kh * dh) * width + startW;
+            for (int64_t kw = loW; kw < hiW; ++kw)
+              sum += row[kw * dw];
+          }
+          const int64_t valid = (hiH - loH) * (hiW - loW);
+          const int64_t padded = paddedTaps(startH, win.kernel[0], dh, height, win.pads[2]) *
+                                 paddedTaps(startW, win.kernel[1], dw, width, win.pads[3]);
+          out[at] = valid == 0 ? T(0) : sum / static_cast<T>(countIncludePad ? padded : valid);
+        },
+        in);
+    return;
+  }
   forEachWindow(is, win, os, [&](const T *x, const WindowTaps &t, std::vector<int64_t> &coord,
                                  int64_t at) {
     T sum = T(0);

@@ -3,6 +3,7 @@
 #include "tests/unit/cpu/TestUtil.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mixprec::runtime::cpu;
@@ -272,6 +273,47 @@ TEST(AvgPoolNd, CountIncludePadDilationsAndCeilMode) {
       EXPECT_TRUE(allClose(y, ref, 1e-5, 1e-6))
           << shapeStr(is) << " include_pad " << includePad;
     }
+}
+
+// 2-D max and average pooling take a direct path (forEachWindow2d) unless
+// indices are asked for; it must give the generic N-D path's bits: the same
+// taps in the same order, NaN propagation, divisors. The generic path runs
+// the same window as 3-D with a trailing dim of 1.
+TEST(Pool2d, DirectPathIsTheGenericPathBitForBit) {
+  uint32_t seed = 601;
+  std::vector<PoolNdCase> cases = {
+      {{112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false}, // ResNet's max pool
+      {{9, 10}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},
+      {{9, 10}, {3, 2}, {2, 3}, {1, 0, 2, 1}, {2, 1}, true},
+      {{4, 17}, {4, 5}, {3, 4}, {2, 2, 2, 2}, {1, 3}, true},
+      {{1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}};
+  for (const PoolNdCase &c : poolCases())
+    if (c.in.size() == 2)
+      cases.push_back(c);
+  for (const PoolNdCase &c : cases) {
+    const Shape is = withNC(2, 3, c.in), os = poolOut(c, 2, 3);
+    Shape is3 = is, os3 = os;
+    is3.push_back(1);
+    os3.push_back(1);
+    const Window w2{c.kernel, c.strides, c.pads, c.dil};
+    const Window w3{{c.kernel[0], c.kernel[1], 1},
+                    {c.strides[0], c.strides[1], 1},
+                    {c.pads[0], c.pads[1], 0, c.pads[2], c.pads[3], 0},
+                    {c.dil[0], c.dil[1], 1}};
+    std::vector<float> x = randomFloats(count(is), -3, 3, seed++);
+    x[x.size() / 3] = NAN;
+    x[x.size() / 2] = -INFINITY;
+    std::vector<float> y2(count(os)), y3(count(os));
+    maxPool(x.data(), is, w2, y2.data(), os, nullptr, false);
+    maxPool(x.data(), is3, w3, y3.data(), os3, nullptr, false);
+    EXPECT_EQ(std::memcmp(y2.data(), y3.data(), y2.size() * 4), 0) << "max " << shapeStr(is);
+    for (bool includePad : {false, true}) {
+      avgPool(x.data(), is, w2, includePad, y2.data(), os);
+      avgPool(x.data(), is3, w3, includePad, y3.data(), os3);
+      EXPECT_EQ(std::memcmp(y2.data(), y3.data(), y2.size() * 4), 0)
+          << "avg " << shapeStr(is) << " include_pad " << includePad;
+    }
+  }
 }
 
 TEST(ConvTransposeNd, OnnxExample) {
