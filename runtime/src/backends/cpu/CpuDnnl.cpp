@@ -8,9 +8,7 @@
 #include "runtime/src/backends/cpu/CpuDnnl.h"
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
-#if MIXPREC_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#endif
+#include "runtime/src/backends/cpu/CpuDnnlCommon.h"
 
 #include "common/numerics/Rounding.h"
 
@@ -24,32 +22,10 @@ namespace mixprec::runtime {
 
 namespace {
 
-/// The oneDNN data type of a stored dtype, or undef.
-dnnl_data_type_t dnnlType(schema::DType d) {
-  switch (d) {
-  case schema::DType::F32:
-    return dnnl_f32;
-  case schema::DType::BF16:
-    return dnnl_bf16;
-  case schema::DType::F16:
-    return dnnl_f16;
-  default:
-    return dnnl_data_type_undef;
-  }
-}
-
-std::string statusText(dnnl_status_t s) {
-  switch (s) {
-  case dnnl_out_of_memory:
-    return "out of memory";
-  case dnnl_invalid_arguments:
-    return "invalid arguments";
-  case dnnl_unimplemented:
-    return "no implementation for this CPU";
-  default:
-    return "oneDNN status " + std::to_string(int(s));
-  }
-}
+using dnnl::isFp8;
+using dnnl::statusText;
+using dnnl::typeOf;
+using dnnl::widen;
 
 /// One GEMM step's primitive, its memory objects (their data handles set
 /// per run) and, for a constant weight, its packed copy.
@@ -70,32 +46,6 @@ struct Plan {
   std::vector<uint8_t> wideA, wideB;
   int64_t elementsA = 0, elementsB = 0;
 };
-
-bool isFp8(schema::DType d) { return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2; }
-
-/// Widens `n` values of `from` (FP16 to FP32, FP8 to BF16) at `in`, exactly.
-void widen(schema::DType from, const void *in, int64_t n, void *out) {
-  const num::Format f = formatOf(from);
-  if (f == num::Format::F16) {
-    num::decodeArray(f, in, static_cast<float *>(out), static_cast<size_t>(n));
-    return;
-  }
-  // FP8 -> BF16: a table of the 256 codes of each format, made once (every
-  // FP8 value is a BF16 value).
-  static const auto tables = [] {
-    std::array<std::array<uint16_t, 256>, 2> t;
-    for (int c = 0; c < 256; ++c) {
-      t[0][c] = num::floatToBF16(num::decode(num::Format::F8E4M3FN, uint32_t(c)));
-      t[1][c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
-    }
-    return t;
-  }();
-  const uint16_t *table = tables[f == num::Format::F8E4M3FN ? 0 : 1].data();
-  const auto *codes = static_cast<const uint8_t *>(in);
-  auto *wide = static_cast<uint16_t *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    wide[i] = table[codes[i]];
-}
 
 } // namespace
 
@@ -158,7 +108,7 @@ struct DnnlGemms::Impl {
     p.bType = b.dtype;
     // FP8 (E4M3 and E5M2 may meet) through BF16, which holds every value.
     p.computeType = fp8 ? schema::DType::BF16 : widenF16 ? schema::DType::F32 : a.dtype;
-    const dnnl_data_type_t type = dnnlType(p.computeType);
+    const dnnl_data_type_t type = typeOf(p.computeType);
     if (type == dnnl_data_type_undef)
       return p.reason = std::string("operands of dtype ") + dtypeName(a.dtype), false;
     const bool tall = g.batch == 1 || (g.strideB == 0 && g.strideA == g.m * g.k);
@@ -219,7 +169,7 @@ struct DnnlGemms::Impl {
       std::vector<uint8_t> wide;
       if (b.dtype != p.computeType) { // widened once, here, then packed
         wide.resize(static_cast<size_t>(b.elements) * wideBytes);
-        widen(b.dtype, data, b.elements, wide.data());
+        widen(b.dtype, p.computeType, data, b.elements, wide.data());
         data = wide.data();
       }
       if (!packConstant(p, chosen, data))
@@ -308,11 +258,11 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc) {
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
   if (!p.wideA.empty()) {
-    widen(p.aType, a, p.elementsA, p.wideA.data());
+    widen(p.aType, p.computeType, a, p.elementsA, p.wideA.data());
     a = p.wideA.data();
   }
   if (!p.packed && !p.wideB.empty()) {
-    widen(p.bType, b, p.elementsB, p.wideB.data());
+    widen(p.bType, p.computeType, b, p.elementsB, p.wideB.data());
     b = p.wideB.data();
   }
   void *weights = p.packed ? p.packed : const_cast<void *>(b);

@@ -28,10 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 #include "runtime/src/backends/cpu/CpuDnnl.h"
-
-#if MIXPREC_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#endif
+#include "runtime/src/backends/cpu/CpuDnnlCommon.h"
 
 #include "common/numerics/Rounding.h"
 
@@ -47,35 +44,10 @@ namespace {
 
 using schema::DType;
 
-/// The oneDNN data type of a dtype a convolution takes, or undef.
-dnnl_data_type_t dnnlType(DType d) {
-  switch (d) {
-  case DType::F32:
-    return dnnl_f32;
-  case DType::BF16:
-    return dnnl_bf16;
-  case DType::F16:
-    return dnnl_f16;
-  default:
-    return dnnl_data_type_undef;
-  }
-}
-
-/// A oneDNN status in words.
-std::string statusText(dnnl_status_t s) {
-  switch (s) {
-  case dnnl_out_of_memory:
-    return "out of memory";
-  case dnnl_invalid_arguments:
-    return "invalid arguments";
-  case dnnl_unimplemented:
-    return "no implementation for this CPU";
-  default:
-    return "oneDNN status " + std::to_string(int(s));
-  }
-}
-
-bool isFp8(DType d) { return d == DType::F8E4M3FN || d == DType::F8E5M2; }
+using dnnl::isFp8;
+using dnnl::statusText;
+using dnnl::typeOf;
+using dnnl::widen;
 
 /// The dtype oneDNN takes a stored dtype in without rounding: itself, BF16
 /// for FP8 (every FP8 value is a BF16 value), FP32 for FP16 where the CPU
@@ -84,29 +56,6 @@ DType exactType(DType d, bool widenF16) {
   if (isFp8(d))
     return DType::BF16;
   return d == DType::F16 && widenF16 ? DType::F32 : d;
-}
-
-/// Widens `n` values of `from` at `in` to `to` (FP32, or BF16 from FP8),
-/// exactly.
-void widen(DType from, DType to, const void *in, int64_t n, void *out) {
-  if (to == DType::F32) {
-    num::decodeArray(formatOf(from), in, static_cast<float *>(out), static_cast<size_t>(n));
-    return;
-  }
-  // FP8 -> BF16: a table of the 256 codes of each format, made once.
-  static const auto tables = [] {
-    std::array<std::array<uint16_t, 256>, 2> t;
-    for (int c = 0; c < 256; ++c) {
-      t[0][c] = num::floatToBF16(num::decode(num::Format::F8E4M3FN, uint32_t(c)));
-      t[1][c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
-    }
-    return t;
-  }();
-  const uint16_t *table = tables[from == DType::F8E4M3FN ? 0 : 1].data();
-  const auto *codes = static_cast<const uint8_t *>(in);
-  auto *wide = static_cast<uint16_t *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    wide[i] = table[codes[i]];
 }
 
 /// A dense row-major memory descriptor of `dims` in `type`.
@@ -280,7 +229,7 @@ struct DnnlConvs::Impl {
     p.srcType = x.dtype;
     const DType xType = exactType(x.dtype, widenF16), wType = exactType(w.dtype, widenF16);
     p.computeType = xType == wType ? xType : DType::F32;
-    const dnnl_data_type_t type = dnnlType(p.computeType);
+    const dnnl_data_type_t type = typeOf(p.computeType);
     if (type == dnnl_data_type_undef)
       return p.reason = std::string("operands of dtype ") + dtypeName(x.dtype), false;
 

@@ -1,0 +1,83 @@
+//===- CpuDnnlCommon.h - what the oneDNN GEMM and conv steps share -*- C++ -*-===//
+//
+// For CpuDnnl.cpp and CpuDnnlConv.cpp only, and only where the runtime has
+// oneDNN (MIXPREC_HAVE_DNNL): dtypes to oneDNN's, its statuses in words, and
+// the exact widening of FP8 (to BF16) and FP16 (to FP32) operands.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CPU_CPUDNNLCOMMON_H
+#define MIXPREC_RUNTIME_CPU_CPUDNNLCOMMON_H
+
+#if MIXPREC_HAVE_DNNL
+
+#include "runtime/src/backends/cpu/CpuBackend.h"
+
+#include "common/numerics/Rounding.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <array>
+#include <string>
+
+namespace mixprec::runtime::dnnl {
+
+/// The oneDNN data type of a stored dtype, or undef.
+inline dnnl_data_type_t typeOf(schema::DType d) {
+  switch (d) {
+  case schema::DType::F32:
+    return dnnl_f32;
+  case schema::DType::BF16:
+    return dnnl_bf16;
+  case schema::DType::F16:
+    return dnnl_f16;
+  default:
+    return dnnl_data_type_undef;
+  }
+}
+
+/// A oneDNN status in words.
+inline std::string statusText(dnnl_status_t s) {
+  switch (s) {
+  case dnnl_out_of_memory:
+    return "out of memory";
+  case dnnl_invalid_arguments:
+    return "invalid arguments";
+  case dnnl_unimplemented:
+    return "no implementation for this CPU";
+  default:
+    return "oneDNN status " + std::to_string(int(s));
+  }
+}
+
+inline bool isFp8(schema::DType d) {
+  return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2;
+}
+
+/// Widens `n` values of `from` at `in` to `to`, exactly: FP16 (or any
+/// narrow float) to FP32, FP8 to BF16 (every FP8 value is a BF16 value,
+/// through a table of each format's 256 codes, made once).
+inline void widen(schema::DType from, schema::DType to, const void *in, int64_t n, void *out) {
+  if (to == schema::DType::F32) {
+    num::decodeArray(formatOf(from), in, static_cast<float *>(out), static_cast<size_t>(n));
+    return;
+  }
+  static const auto tables = [] {
+    std::array<std::array<uint16_t, 256>, 2> t;
+    for (int c = 0; c < 256; ++c) {
+      t[0][c] = num::floatToBF16(num::decode(num::Format::F8E4M3FN, uint32_t(c)));
+      t[1][c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
+    }
+    return t;
+  }();
+  const uint16_t *table = tables[from == schema::DType::F8E4M3FN ? 0 : 1].data();
+  const auto *codes = static_cast<const uint8_t *>(in);
+  auto *wide = static_cast<uint16_t *>(out);
+  for (int64_t i = 0; i < n; ++i)
+    wide[i] = table[codes[i]];
+}
+
+} // namespace mixprec::runtime::dnnl
+
+#endif // MIXPREC_HAVE_DNNL
+
+#endif // MIXPREC_RUNTIME_CPU_CPUDNNLCOMMON_H
