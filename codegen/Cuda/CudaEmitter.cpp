@@ -730,7 +730,19 @@ __device__ __forceinline__ float mp_sigmoid(float x) {
   const float e = expf(x);
   return e / (1.0f + e);
 }
-__device__ __forceinline__ float mp_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+// GELU (erf form) as 0.5 x erfc(-x / sqrt 2): no cancellation as erf nears
+// -1 (with 1 + erff(z), one ulp of erff at x = -2.5 is 13 ulps of the
+// result); the argument's rounding is corrected to first order (z + dz is
+// -x / sqrt 2 within 2^-47, erfc(z + dz) = erfc(z) - 2/sqrt(pi) e^(-z^2)
+// dz), since erfc's tail multiplies a relative error of z by 2 z^2.
+__device__ __forceinline__ float mp_gelu_erf(float x) {
+  const float z = -x * 0.70710678118654752440f;
+  // No correction for an infinite x (its dz is NaN): erfcf(-+inf) is exact.
+  const float dz = x - x == 0.0f ? fmaf(-x, 0.70710678118654752440f, -z) + -x * 1.2101617e-08f
+                                 : 0.0f;
+  const float e = fmaf(-1.12837916709551257390f * expf(-z * z), dz, erfcf(z));
+  return 0.5f * x * e;
+}
 __device__ __forceinline__ float mp_gelu_tanh(float x) {
   const float u2 = 1.59576912160573071176f * (x + 0.044715f * x * x * x);
   return x / (1.0f + expf(-u2));

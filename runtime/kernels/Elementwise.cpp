@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - Shape helpers, binary/unary ops, Where -----------===//
 
+#include "runtime/kernels/Erf.h"
 #include "runtime/kernels/Kernels.h"
 #include "runtime/kernels/StridedLoop.h"
 
@@ -200,7 +201,12 @@ template <typename T> void unaryT(UnaryOp op, const T *in, T *out, int64_t n) {
     // `x < 0 ? 0 : x` keeps NaN, like onnxruntime's max(x, 0).
     return unaryLoop([](T x) { return x < T(0) ? T(0) : x; }, in, out, n);
   case UnaryOp::GeluErf:
-    return unaryLoop(geluErf<T>, in, out, n);
+    // FP32: Erf.h's erf, vectorised (the C library's erff runs one value at
+    // a time); FP64 (the interpreter's reference mode): std::erf.
+    if constexpr (std::is_same_v<T, float>)
+      return geluErfArray(in, out, n);
+    else
+      return unaryLoop(geluErf<T>, in, out, n);
   case UnaryOp::GeluTanh:
     return unaryLoop(geluTanh<T>, in, out, n);
   case UnaryOp::Tanh:
@@ -218,7 +224,10 @@ template <typename T> void unaryT(UnaryOp op, const T *in, T *out, int64_t n) {
   case UnaryOp::Rsqrt:
     return unaryLoop([](T x) { return T(1) / std::sqrt(x); }, in, out, n);
   case UnaryOp::Erf:
-    return unaryLoop([](T x) { return std::erf(x); }, in, out, n);
+    if constexpr (std::is_same_v<T, float>)
+      return erfArray(in, out, n);
+    else
+      return unaryLoop([](T x) { return std::erf(x); }, in, out, n);
   case UnaryOp::Reciprocal:
     return unaryLoop([](T x) { return T(1) / x; }, in, out, n);
   }

@@ -1,0 +1,143 @@
+//===- Erf.cpp - erf of floats, vectorised, within half an ulp ------------===//
+//
+// Erf.h says how and how accurately. The coefficients come from
+// bench/erf_coefficients.py (mpmath, 50 digits, printed to 17).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/Erf.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MIXPREC_ERF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MIXPREC_ERF_CLONES
+#endif
+
+namespace mixprec::runtime::cpu {
+namespace {
+
+/// erf(x) = x * sum_n kTaylor[n] x^(2n), |x| <= 1.
+constexpr double kTaylor[17] = {
+    1.1283791670955126,    -3.7612638903183752e-1,  1.1283791670955126e-1,  -2.6866170645131252e-2,
+    5.2239776254421878e-3, -8.5483270234508528e-4,  1.2055332981789664e-4,  -1.4925650358406251e-5,
+    1.6462114365889247e-6, -1.6365844691234924e-7,  1.4807192815879217e-8,  -1.2290555301717927e-9,
+    9.422759064650411e-11, -6.7113668551641104e-12, 4.4632242632864773e-13, -2.7835162072109214e-14,
+    1.6342614095367152e-15};
+
+/// erfc(u) exp(u^2) = sum_j kChebyshev[j] T_j((2u - 5) / 3), u in [1, 4].
+constexpr double kChebyshev[24] = {
+    2.4442575284923573e-1,   -1.3589862891594599e-1,  3.563511414853497e-2,
+    -8.8840986182224904e-3,  2.1184239975531773e-3,   -4.8539876408003705e-4,
+    1.0727375453771771e-4,   -2.2936634481904863e-5,  4.7568746915755546e-6,
+    -9.5899448326627695e-7,  1.8829006882958967e-7,   -3.6063206621430912e-8,
+    6.7476020519374553e-9,   -1.234907042333986e-9,   2.213150119337267e-10,
+    -3.887955444797808e-11,  6.7013882532739994e-12,  -1.1342374260996386e-12,
+    1.8865559199095147e-13,  -3.0857804703524322e-14, 4.9667089574315614e-15,
+    -7.8710622067463138e-16, 1.2282530525789326e-16,  -1.8481242502952081e-17};
+
+/// e^y for y in [-17, 0]: y = k ln2 + r (k the nearest integer to y/ln2,
+/// found by adding 1.5 * 2^52, whose low bits then hold it; ln2 in two
+/// parts so that k * ln2hi is exact), e^r by its Taylor series to r^13
+/// (|r| <= ln2/2: the rest is below 2^-60), times 2^k made in the exponent.
+inline double expNonPositive(double y) {
+  constexpr double kShifter = 6755399441055744.0; // 1.5 * 2^52
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
+  const double t = y * kLog2e + kShifter;
+  const double k = t - kShifter;
+  const double r = (y - k * kLn2Hi) - k * kLn2Lo;
+  double p = 1.0 / 6227020800.0; // 1/13!
+  constexpr double kInverseFactorials[13] = {1.0,
+                                             1.0,
+                                             1.0 / 2,
+                                             1.0 / 6,
+                                             1.0 / 24,
+                                             1.0 / 120,
+                                             1.0 / 720,
+                                             1.0 / 5040,
+                                             1.0 / 40320,
+                                             1.0 / 362880,
+                                             1.0 / 3628800,
+                                             1.0 / 39916800,
+                                             1.0 / 479001600};
+#pragma GCC unroll 16
+  for (int n = 12; n >= 0; --n)
+    p = p * r + kInverseFactorials[n];
+  uint64_t bits;
+  std::memcpy(&bits, &t, sizeof(bits));
+  const uint64_t scaleBits = (bits + 1023) << 52; // k + 1023 in [998, 1023]
+  double scale;
+  std::memcpy(&scale, &scaleBits, sizeof(scale));
+  return p * scale;
+}
+
+/// erf(z) for |z| <= 1 (the Taylor series; any z, to be selected or not).
+inline double erfSmall(double z) {
+  const double z2 = z * z;
+  double p = kTaylor[16];
+#pragma GCC unroll 16
+  for (int n = 15; n >= 0; --n)
+    p = p * z2 + kTaylor[n];
+  return z * p;
+}
+
+/// erfc(u) for 1 < u < 4 (u is clamped to [1, 4], so that every step
+/// stays finite for values that will not be selected).
+inline double erfcMiddle(double u) {
+  u = std::min(std::max(u, 1.0), 4.0);
+  const double t = (2.0 * u - 5.0) / 3.0;
+  double b1 = 0.0, b2 = 0.0;
+#pragma GCC unroll 24
+  for (int j = 23; j >= 1; --j) {
+    const double b0 = 2.0 * t * b1 - b2 + kChebyshev[j];
+    b2 = b1;
+    b1 = b0;
+  }
+  return expNonPositive(-(u * u)) * (t * b1 - b2 + kChebyshev[0]);
+}
+
+inline float erfOne(float xf) {
+  const double x = xf;
+  const double ax = std::fabs(x);
+  const double small = erfSmall(x);
+  const double large = 1.0 - erfcMiddle(ax);
+  const double magnitude = ax <= 1.0 ? std::fabs(small) : ax < 4.0 ? large : 1.0;
+  const double result = std::copysign(magnitude, x);
+  return static_cast<float>(x != x ? x : result);
+}
+
+/// 0.5 x (1 + erf(x / sqrt 2)) in double, rounded once: for x / sqrt 2 <
+/// -1 as 0.5 x erfc(|x| / sqrt 2), whose erfc has no cancellation (1 +
+/// erf(z) near z = -4 keeps no significant bit of an FP32 erf); beyond
+/// |x / sqrt 2| = 4, x (x > 0) or -0 (x < 0: |gelu| < 2^-24 there).
+inline float geluErfOne(float xf) {
+  const double x = xf;
+  const double z = x * 0.70710678118654752440;
+  const double az = std::fabs(z);
+  const double erfc = erfcMiddle(az);
+  const double cdf = az <= 1.0  ? 1.0 + erfSmall(z)
+                     : az < 4.0 ? (z < 0.0 ? erfc : 2.0 - erfc)
+                                : (z < 0.0 ? 0.0 : 2.0);
+  return static_cast<float>(x != x ? x : 0.5 * x * cdf);
+}
+
+} // namespace
+
+float erfFloat(float x) { return erfOne(x); }
+
+MIXPREC_ERF_CLONES void erfArray(const float *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = erfOne(in[i]);
+}
+
+float geluErfFloat(float x) { return geluErfOne(x); }
+
+MIXPREC_ERF_CLONES void geluErfArray(const float *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = geluErfOne(in[i]);
+}
+
+} // namespace mixprec::runtime::cpu

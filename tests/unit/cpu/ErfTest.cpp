@@ -1,0 +1,136 @@
+// Erf.h's erf of floats: within half an ulp of erf (plus 2^-40 relative)
+// over a sweep of every 251st FP32 bit pattern and the special values; the
+// array forms the same bits as the scalar one; GeluErf within half an ulp
+// of GELU; and the C library's erff within one ulp of it (the function it
+// replaced).
+#include "runtime/kernels/Erf.h"
+#include "runtime/kernels/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+using namespace mixprec::runtime::cpu;
+
+namespace {
+
+float floatOf(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+/// The FP32 spacing at |v| (subnormals 2^-149).
+double spacingAt(double v) {
+  const double a = std::fabs(v);
+  if (a < std::ldexp(1.0, -126))
+    return std::ldexp(1.0, -149);
+  return std::ldexp(1.0, std::ilogb(a) - 23);
+}
+
+/// Every 251st bit pattern (both signs, NaNs skipped) plus the edges of
+/// the formula's pieces and the special values.
+std::vector<float> sweep() {
+  std::vector<float> xs;
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 251) {
+    const float x = floatOf(static_cast<uint32_t>(b));
+    if (!std::isnan(x))
+      xs.push_back(x);
+  }
+  for (float edge : {0.0f, 1.0f, 4.0f, 3.9f, 3.92f, 1e-30f, 1e-45f, 0.5f, 2.0f})
+    for (float x : {edge, std::nextafter(edge, 0.0f), std::nextafter(edge, 10.0f)}) {
+      xs.push_back(x);
+      xs.push_back(-x);
+    }
+  xs.push_back(std::numeric_limits<float>::infinity());
+  xs.push_back(-std::numeric_limits<float>::infinity());
+  return xs;
+}
+
+TEST(Erf, WithinHalfAnUlpOfErf) {
+  const std::vector<float> xs = sweep();
+  std::vector<float> ys(xs.size());
+  erfArray(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  int64_t failures = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double ref = std::erf(static_cast<double>(xs[i])); // within 1 ulp of double
+    const double err = std::fabs(static_cast<double>(ys[i]) - ref);
+    const double bound = 0.5 * spacingAt(ref) + std::ldexp(std::fabs(ref), -40);
+    worst = std::max(worst, err / spacingAt(ref));
+    if (!(err <= bound) && failures++ < 10)
+      ADD_FAILURE() << "erf(" << xs[i] << ") = " << ys[i] << ", erf in double " << ref;
+    // The array form is the scalar one, bit for bit.
+    if (bitsOf(ys[i]) != bitsOf(erfFloat(xs[i])) && failures++ < 10)
+      ADD_FAILURE() << "erfArray and erfFloat differ at " << xs[i];
+  }
+  EXPECT_EQ(failures, 0);
+  std::printf("erf: %zu values, worst %.4f ulp\n", xs.size(), worst);
+}
+
+TEST(Erf, SpecialValues) {
+  EXPECT_EQ(bitsOf(erfFloat(-0.0f)), bitsOf(-0.0f));
+  EXPECT_EQ(erfFloat(0.0f), 0.0f);
+  EXPECT_EQ(erfFloat(INFINITY), 1.0f);
+  EXPECT_EQ(erfFloat(-INFINITY), -1.0f);
+  EXPECT_EQ(erfFloat(4.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(erfFloat(NAN)));
+  // The smallest subnormal: 2/sqrt(pi) * 2^-149 rounds to 2^-149.
+  EXPECT_EQ(erfFloat(std::ldexp(1.0f, -149)), std::ldexp(1.0f, -149));
+}
+
+TEST(Erf, CLibraryErffWithinOneUlp) {
+  // The function it replaced: glibc's erff agrees to one ulp.
+  const std::vector<float> xs = sweep();
+  for (float x : xs) {
+    const float mine = erfFloat(x), libc = std::erf(x);
+    ASSERT_LE(std::fabs(static_cast<double>(mine) - libc), spacingAt(mine) * 1.0001) << x;
+  }
+}
+
+TEST(Erf, GeluErfWithinHalfAnUlp) {
+  // Against 0.5 x erfc(-x / sqrt 2) in double (std::erfc: no cancellation).
+  const std::vector<float> xs = sweep();
+  std::vector<float> ys(xs.size()), viaUnary(xs.size());
+  geluErfArray(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  unary(UnaryOp::GeluErf, xs.data(), viaUnary.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  int64_t failures = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    if (std::isinf(x))
+      continue; // below
+    const double ref = 0.5 * x * std::erfc(-x * 0.70710678118654752440);
+    const double err = std::fabs(static_cast<double>(ys[i]) - ref);
+    // Below -4 sqrt 2 the result is -0: |GELU| < 2^-24 there.
+    const double bound = x < -4 * std::sqrt(2.0)
+                             ? std::ldexp(1.0, -24)
+                             : 0.5 * spacingAt(ref) + std::ldexp(std::fabs(ref), -40);
+    if (x >= -4 * std::sqrt(2.0))
+      worst = std::max(worst, err / spacingAt(ref));
+    if (!(err <= bound) && failures++ < 10)
+      ADD_FAILURE() << "gelu(" << xs[i] << ") = " << ys[i] << ", in double " << ref;
+    if (bitsOf(ys[i]) != bitsOf(geluErfFloat(xs[i])) && failures++ < 10)
+      ADD_FAILURE() << "geluErfArray and geluErfFloat differ at " << xs[i];
+    if (bitsOf(viaUnary[i]) != bitsOf(ys[i]) && failures++ < 10)
+      ADD_FAILURE() << "unary(GeluErf) is not geluErfArray at " << xs[i];
+  }
+  EXPECT_EQ(failures, 0);
+  std::printf("gelu_erf: %zu values, worst %.4f ulp\n", xs.size(), worst);
+  EXPECT_TRUE(std::isnan(geluErfFloat(NAN)));
+  EXPECT_EQ(geluErfFloat(INFINITY), INFINITY);
+  // -inf * 0, as the formula in FP32 and FP64 (the interpreter) gives.
+  EXPECT_TRUE(std::isnan(geluErfFloat(-INFINITY)));
+}
+
+} // namespace
