@@ -4,7 +4,10 @@ the given gen_models.py directories and each precision, compile to .mpk and
 run it on the CPU backend with its kernels on 1 thread and on 2 and 3 with
 MIXPREC_CPU_PARALLEL_POINTS=1 (every kernel with two or more units of work
 split over the threads, the smallest included), and with --threads 2 (the
-CLI's session option); every output must be the same bytes. Element-wise kernels, row reductions
+CLI's session option); every output must be the same bytes. And, from
+MIXPREC_CPU_PROFILE's report, no constant (weight, bias, norm parameter)
+may be decoded in a run of a module whose GEMMs all run on oneDNN: they are
+packed or decoded when the session is created. Element-wise kernels, row reductions
 and Amax (FP8 modules) compute each point, row or slice alone, so the split
 may not change a bit.
 
@@ -19,9 +22,27 @@ reason; every model must compile at fp32. Prints one line per check, then
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
+
+
+def decodes_in_runs(mixprec, module, out):
+    """(constants decoded in runs, whether every GEMM runs on oneDNN) from
+    MIXPREC_CPU_PROFILE's report of two runs."""
+    env = dict(os.environ, MIXPREC_CPU_PROFILE="1")
+    os.makedirs(out)
+    p = subprocess.run([mixprec, "run", module, "--backend", "cpu", "--repeat", "2",
+                        "--output-dir", out], capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"mixprec run {module} (profile): exit {p.returncode}: "
+                           f"{p.stderr.strip()[-500:]}")
+    head = [x for x in p.stderr.splitlines() if x.startswith("mixprec CPU profile:")]
+    if not head:
+        raise RuntimeError("no MIXPREC_CPU_PROFILE report")
+    decodes = int(re.search(r"(\d+) constant\(s\) decoded in runs", head[0]).group(1))
+    return decodes, "(OpenBLAS" not in p.stderr
 
 
 def run(mixprec, module, out, threads, split, flag=False):
@@ -86,11 +107,19 @@ def main():
                             if many != one:
                                 diff = [k for k in one if many.get(k) != one[k]]
                                 raise RuntimeError(f"{what}: outputs differ: {diff}")
+                        decodes, all_dnnl = decodes_in_runs(args.mixprec, module,
+                                                            os.path.join(work, tag + " profile"))
+                        if all_dnnl and decodes:
+                            raise RuntimeError(f"{decodes} constants decoded in 2 runs with "
+                                               "every GEMM on oneDNN")
                     except RuntimeError as e:
                         print(f"FAIL {tag}: {e}")
                         failed += 1
                         continue
-                    print(f"ok   {tag}: {len(one)} outputs, the same bytes on 1, 2 and 3 threads")
+                    note = ("no constant decoded in runs" if all_dnnl else
+                            f"{decodes} constant decodes in 2 runs (GEMMs on OpenBLAS)")
+                    print(f"ok   {tag}: {len(one)} outputs, the same bytes on 1, 2 and 3 threads; "
+                          f"{note}")
                     passed += 1
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0

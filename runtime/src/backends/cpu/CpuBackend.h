@@ -45,6 +45,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mixprec::runtime {
@@ -305,6 +306,10 @@ private:
   DnnlConvs dnnlConvs;
   int64_t weightDecodes = 0;
   int64_t parallelRuns = 0;
+  /// Constants of a dtype other than FP32 that GEMM biases and routines
+  /// read, decoded to FP32 once at load (the GEMM operands the OpenBLAS
+  /// path takes are not: their decode per run is that path's cost).
+  std::unordered_map<int32_t, std::vector<float>> decodedConstants;
   /// MIXPREC_CPU_PROFILE set (and not "0"): each step's time in runs,
   /// printed to stderr by the destructor, slowest first.
   struct StepTime {

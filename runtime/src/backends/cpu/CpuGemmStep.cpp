@@ -16,13 +16,16 @@ namespace mixprec::runtime {
 
 using schema::DType;
 
-/// The tensor as FP32: in place for f32 data, else decoded into `scratch`.
+/// The tensor as FP32: in place for f32 data, the copy decoded at load for
+/// a constant GEMM bias or routine operand, else decoded into `scratch`.
 /// Null only when scratch memory runs out.
 const float *CpuBackend::floatOperand(int32_t tensor, Scratch &s) {
   const TensorDesc &d = module->tensors()[tensor];
   const uint8_t *data = tensorData(tensor);
   if (d.dtype == DType::F32)
     return reinterpret_cast<const float *>(data);
+  if (auto it = decodedConstants.find(tensor); it != decodedConstants.end())
+    return it->second.data();
   weightDecodes += d.isConstant();
   float *out = s.floats(d.elements);
   if (out)
