@@ -202,7 +202,9 @@ void runUnits(const Problem &pr, Result &r, bool withLse, int64_t begin, int64_t
 }
 
 bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // (memcmp of empty vectors' null data is undefined behaviour.)
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 /// The header's bound, element by element, against the double reference.

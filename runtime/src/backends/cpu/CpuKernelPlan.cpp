@@ -55,11 +55,13 @@ static bool injective(const std::vector<int64_t> &dims, const std::vector<int64_
     walk.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], dims[d]);
   }
   std::sort(walk.begin(), walk.end());
-  int64_t reach = 0;
+  int64_t reach = 0, span = 0;
   for (const auto &[stride, extent] : walk) {
-    if (stride <= reach)
+    // Overflowing offsets (a forged module's strides): not known to be
+    // distinct, so not split.
+    if (stride <= reach || __builtin_mul_overflow(stride, extent - 1, &span) ||
+        __builtin_add_overflow(reach, span, &reach))
       return false;
-    reach += stride * (extent - 1);
   }
   return true;
 }
