@@ -118,10 +118,14 @@ inline float geluErfOne(float xf) {
   const double z = x * 0.70710678118654752440;
   const double az = std::fabs(z);
   const double erfc = erfcMiddle(az);
-  const double cdf = az <= 1.0  ? 1.0 + erfSmall(z)
-                     : az < 4.0 ? (z < 0.0 ? erfc : 2.0 - erfc)
-                                : (z < 0.0 ? 0.0 : 2.0);
-  return static_cast<float>(x != x ? x : 0.5 * x * cdf);
+  // Selects one at a time (the loop then vectorises).
+  const bool negative = z < 0.0;
+  const double middle = negative ? erfc : 2.0 - erfc;
+  const double far = negative ? 0.0 : 2.0;
+  const double outer = az < 4.0 ? middle : far;
+  const double cdf = az <= 1.0 ? 1.0 + erfSmall(z) : outer;
+  const double gelu = 0.5 * x * cdf;
+  return static_cast<float>(x != x ? x : gelu);
 }
 
 } // namespace
