@@ -46,15 +46,6 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
-/// The value of a splat float constant, or nullopt.
-std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// Whether the constant bool `mask` keeps exactly key j <= i + seqK - seqQ
 /// for query i, at every broadcast index (`keep` false: the mask marks the
 /// masked keys instead).
@@ -97,10 +88,10 @@ Value peelScales(Value v, Match &m) {
   while (auto mul = v.getDefiningOp<graph::MulOp>()) {
     if (!mul->hasOneUse())
       break;
-    std::optional<double> c = splatValue(mul.getRhs());
+    std::optional<double> c = graph::splatFloatValue(mul.getRhs());
     Value other = mul.getLhs();
     if (!c) {
-      c = splatValue(mul.getLhs());
+      c = graph::splatFloatValue(mul.getLhs());
       other = mul.getRhs();
     }
     if (!c || shapeOf(other) != shapeOf(mul.getOutput()))
@@ -154,10 +145,10 @@ bool matchScores(Value s, ArrayRef<int64_t> scores, bool scaledAfterBias, Match 
     return true;
   }
   if (auto mul = dyn_cast<graph::MulOp>(def)) {
-    std::optional<double> c = splatValue(mul.getRhs());
+    std::optional<double> c = graph::splatFloatValue(mul.getRhs());
     Value other = mul.getLhs();
     if (!c) {
-      c = splatValue(mul.getLhs());
+      c = graph::splatFloatValue(mul.getLhs());
       other = mul.getRhs();
     }
     if (!c)
@@ -167,7 +158,7 @@ bool matchScores(Value s, ArrayRef<int64_t> scores, bool scaledAfterBias, Match 
     return matchScores(other, scores, true, m);
   }
   if (auto div = dyn_cast<graph::DivOp>(def)) {
-    std::optional<double> c = splatValue(div.getRhs());
+    std::optional<double> c = graph::splatFloatValue(div.getRhs());
     if (!c || *c == 0.0)
       return false;
     m.scale /= *c;
@@ -195,7 +186,7 @@ bool matchScores(Value s, ArrayRef<int64_t> scores, bool scaledAfterBias, Match 
     // s) masks them.
     for (bool keep : {true, false}) {
       Value chain = keep ? where.getLhs() : where.getRhs();
-      std::optional<double> fill = splatValue(keep ? where.getRhs() : where.getLhs());
+      std::optional<double> fill = graph::splatFloatValue(keep ? where.getRhs() : where.getLhs());
       if (m.causal || !fill || *fill > -1e4 ||
           !isCausalMask(where.getCondition(), seqQ, seqK, keep))
         continue;
@@ -222,7 +213,7 @@ std::optional<Match> matchAttention(graph::MatmulOp pv) {
   // SDPA's guard: where(is_nan(p), 0, p).
   if (auto guard = probs.getDefiningOp<graph::WhereOp>()) {
     auto isNan = guard.getCondition().getDefiningOp<graph::IsNaNOp>();
-    std::optional<double> zero = splatValue(guard.getLhs());
+    std::optional<double> zero = graph::splatFloatValue(guard.getLhs());
     if (!isNan || !zero || *zero != 0.0 || isNan.getInput() != guard.getRhs() ||
         !guard->hasOneUse() || !isNan->hasOneUse())
       return std::nullopt;

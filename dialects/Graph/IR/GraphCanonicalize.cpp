@@ -36,15 +36,6 @@ struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
   }
 };
 
-/// The value of a splat float constant, or nullopt.
-std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// Whether a constant exported in FP32 (or FP16/BF16) is meant to be
 /// `exact`: within a few FP16 ulps, so that 0.7978845608 or 0.79788456
 /// both mean sqrt(2/pi).
@@ -89,7 +80,7 @@ struct MulToGelu : OpRewritePattern<MulOp> {
     SmallVector<Value> work = {mul.getLhs(), mul.getRhs()};
     while (!work.empty()) {
       Value v = work.pop_back_val();
-      if (std::optional<double> c = splatValue(v)) {
+      if (std::optional<double> c = splatFloatValue(v)) {
         constant *= *c;
         continue;
       }
@@ -127,9 +118,9 @@ private:
     auto add = v.getDefiningOp<AddOp>();
     if (!add || !add->hasOneUse() || add.getType() != x.getType())
       return std::nullopt;
-    Value t = near(splatValue(add.getLhs()), 1.0)   ? add.getRhs()
-              : near(splatValue(add.getRhs()), 1.0) ? add.getLhs()
-                                                    : Value();
+    Value t = near(splatFloatValue(add.getLhs()), 1.0)   ? add.getRhs()
+              : near(splatFloatValue(add.getRhs()), 1.0) ? add.getLhs()
+                                                         : Value();
     if (!t || !t.hasOneUse())
       return std::nullopt;
     SmallVector<Operation *> ops = {add};
@@ -153,13 +144,13 @@ private:
     if (!v.hasOneUse())
       return false;
     if (auto div = v.getDefiningOp<DivOp>()) {
-      if (div.getLhs() != x || !near(splatValue(div.getRhs()), 1.0 / k))
+      if (div.getLhs() != x || !near(splatFloatValue(div.getRhs()), 1.0 / k))
         return false;
       ops.push_back(div);
       return true;
     }
     auto pair = operandsOf(v.getDefiningOp(), [&](Value a) { return a == x; });
-    if (!pair || !near(splatValue(pair->second), k))
+    if (!pair || !near(splatFloatValue(pair->second), k))
       return false;
     ops.push_back(v.getDefiningOp());
     return true;
@@ -169,8 +160,8 @@ private:
   static bool matchTanhArgument(Value x, Value v, SmallVector<Operation *> &ops) {
     if (!v.hasOneUse())
       return false;
-    auto scaled = operandsOf(v.getDefiningOp(),
-                             [](Value a) { return near(splatValue(a), std::sqrt(2.0 / M_PI)); });
+    auto scaled = operandsOf(
+        v.getDefiningOp(), [](Value a) { return near(splatFloatValue(a), std::sqrt(2.0 / M_PI)); });
     if (!scaled || !scaled->second.hasOneUse())
       return false;
     ops.push_back(v.getDefiningOp());
@@ -181,14 +172,14 @@ private:
     if (!cubic || !cubic.hasOneUse())
       return false;
     ops.push_back(sum);
-    auto term =
-        operandsOf(cubic.getDefiningOp(), [](Value a) { return near(splatValue(a), 0.044715); });
+    auto term = operandsOf(cubic.getDefiningOp(),
+                           [](Value a) { return near(splatFloatValue(a), 0.044715); });
     if (!term || !term->second.hasOneUse())
       return false;
     ops.push_back(cubic.getDefiningOp());
     Value cube = term->second;
     if (auto pow = cube.getDefiningOp<PowOp>()) {
-      std::optional<double> e = splatValue(pow.getRhs());
+      std::optional<double> e = splatFloatValue(pow.getRhs());
       if (pow.getLhs() != x || !e || *e != 3.0)
         return false;
       ops.push_back(pow);
@@ -227,6 +218,14 @@ struct MergeDuplicateCasts : OpRewritePattern<CastOp> {
 };
 
 } // namespace
+
+std::optional<double> splatFloatValue(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
+      !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
 
 void CastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<MergeDuplicateCasts>(context);

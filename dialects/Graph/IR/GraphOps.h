@@ -12,6 +12,8 @@
 
 #include "dialects/Graph/IR/GraphInterfaces.h"
 
+#include <optional>
+
 #include "dialects/Graph/IR/GraphDialect.h.inc"
 
 #define GET_OP_CLASSES
@@ -25,6 +27,9 @@ mlir::Value stripViews(mlir::Value v);
 /// weight has an FP8 form; one of two activations (attention's) stays in
 /// the wider type, as Transformer Engine does.
 bool isWeightLike(mlir::Value v);
+/// The value of a splat float constant (every element one value), or
+/// nullopt.
+std::optional<double> splatFloatValue(mlir::Value v);
 } // namespace mixprec::graph
 
 #endif // MIXPREC_DIALECTS_GRAPH_IR_GRAPHOPS_H

@@ -1,9 +1,13 @@
 // RUN: mixprec-opt --mp-fuse --mp-lower-to-kernels %s | mixprec-translate --mpk-to-cuda | FileCheck %s
 // GELU then a cast to FP16, fused: a grid-stride element-wise kernel with
-// the CPU backend's erf GELU in FP32 and __float2half_rn at the cast.
+// GELU as 0.5 x erfc(-x / sqrt 2) in FP32 (its argument's rounding
+// corrected) and __float2half_rn at the cast.
 // CHECK: __device__ __forceinline__ float mp_round_f16(float x) { return __half2float(__float2half_rn(x)); }
 // CHECK: template <typename T, int V> struct alignas(sizeof(T) * V) mp_pack { T v[V]; };
-// CHECK: __device__ __forceinline__ float mp_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+// CHECK: __device__ __forceinline__ float mp_gelu_erf(float x) {
+// CHECK-NEXT: const float z = -x * 0.70710678118654752440f;
+// CHECK: const float e = fmaf(-1.12837916709551257390f * expf(-z * z), dz, erfcf(z));
+// CHECK-NEXT: return 0.5f * x * e;
 
 // Rows of 8 elements: each thread takes 4 consecutive ones (the widest
 // access, f32, moves 16 bytes; the f16 store 8), one pack load and one

@@ -5,6 +5,7 @@
 // replaced).
 #include "runtime/kernels/Erf.h"
 #include "runtime/kernels/Kernels.h"
+#include "tests/unit/FloatBits.h"
 
 #include <gtest/gtest.h>
 
@@ -18,17 +19,8 @@ using namespace mixprec::runtime::cpu;
 
 namespace {
 
-float floatOf(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint32_t bitsOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
+using mixprec::test::bitsOf;
+using mixprec::test::floatOf;
 
 /// The FP32 spacing at |v| (subnormals 2^-149).
 double spacingAt(double v) {
