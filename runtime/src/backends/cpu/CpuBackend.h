@@ -9,24 +9,35 @@
 //  - Kernels compute in FP32 registers and round once per Store (and per
 //    Cast/Quantize) with numerics::encode, round-to-nearest-even, FP8
 //    saturating. Unary math calls cpu::unary, so it is the interpreter's.
-//  - GEMMs decode operands to FP32 (exact), round them to TF32 when asked,
+//  - GEMMs run on oneDNN (CpuDnnl.h: operands as stored, constant weights
+//    packed at load, FP32 sums in its order) or, for what it does not
+//    take, decode operands to FP32 (exact), round them to TF32 when asked,
 //    and run cpu::detail::sgemm with the same call structure as
 //    cpu::linear/cpu::matmul (bias prefilled, beta = 1). FP8 GEMMs multiply
 //    the accumulator by (1/a_scale)*(1/b_scale) and then add the bias, as
 //    cuBLASLt does. The epilogue runs in FP32 (Gelu is the tanh form, as
 //    CUBLASLT_EPILOGUE_GELU and --mp-fuse agree); one rounding to the
 //    output.
-//  - Routines decode to FP32, run the reference kernel, round once;
-//    convolutions oneDNN takes (CpuDnnl.h) sum its FP32 products of the
-//    operands as stored instead, then round once.
+//  - Routines decode to FP32 (constants once, at load), run the reference
+//    kernel, round once; convolutions oneDNN takes (CpuDnnl.h) sum its
+//    FP32 products of the operands as stored instead, and attention's
+//    forward runs the blocked kernel (runtime/kernels/AttentionBlocked.h,
+//    within its documented bound of the reference), then round once.
+//  - Threads (ThreadPool.h): a kernel's rows, or slices of its one row,
+//    and attention's units split over the session's threads; each unit's
+//    results depend on it alone, Amax merges as a max: the same bits for
+//    any thread count.
 //
 // The pieces, one file each:
 //   CpuBackend.cpp        the session: arena, kernel plans, the step loop
 //   CpuElementAccess.cpp  reading and writing elements in storage dtypes
 //   CpuKernelPlan.cpp     a kernel's program prepared for execution
 //   CpuKernelRun.cpp      the expression-program interpreter
-//   CpuGemmStep.cpp       GEMM steps on OpenBLAS
+//   CpuGemmStep.cpp       GEMM steps (oneDNN's or OpenBLAS)
 //   CpuRoutineStep.cpp    routine routines on the reference kernels
+//   CpuDnnl.cpp           GEMMs on oneDNN's matmul
+//   CpuDnnlConv.cpp       convolutions on oneDNN
+//   CpuDnnlCommon.h       what those two share
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_CPU_CPUBACKEND_H
