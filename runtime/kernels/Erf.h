@@ -3,9 +3,11 @@
 // The error function of FP32 values, and GELU's erf form, for the
 // reference kernels' Erf and GeluErf (runtime/kernels/Elementwise.cpp): the
 // interpreter and the CPU backend both call them, so they agree bit for
-// bit. It replaces the C
-// library's erff, which runs one value at a time (4 ns each here: BERT's
-// GELU spent 1.7 ms per layer in it) and is itself up to 1 ulp off.
+// bit. They replace the C library's erff (up to 1 ulp off, and GELU's
+// 0.5 x (1 + erff(x / sqrt 2)), which loses every bit as erf nears -1) with
+// results within half an ulp. Speed: about glibc's (3.8 ns a value
+// vectorised, in double; BERT-base's GELU kernels 1.8 ms a layer either
+// way on this 2-core EPYC).
 //
 // How: in double, then rounded once to FP32.
 //   |x| <= 1:     x * sum_{n<=16} c_n x^(2n), erf's Taylor series,
