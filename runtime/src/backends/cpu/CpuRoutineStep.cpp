@@ -536,8 +536,9 @@ Status CpuBackend::runAttention(const RoutineOp &op, const float *q, const float
   const int64_t units = cpu::attentionBlockedUnits(p);
   const size_t floats = cpu::attentionBlockedScratchFloats(p);
   const int threads = static_cast<int>(std::min<int64_t>(pool->size(), units));
-  for (int w = 0; w < threads; ++w)
-    if (!workers[w].attention.floats(static_cast<int64_t>(floats)))
+  // Every worker's: whichever of the pool's threads takes a chunk runs it.
+  for (Worker &w : workers)
+    if (!w.attention.floats(static_cast<int64_t>(floats)))
       return outOfMemory(op.name, static_cast<int64_t>(floats) * 4);
   // Contiguous units per chunk; a unit's rows depend on that unit alone.
   const int64_t chunks = threads > 1 ? std::min<int64_t>(units, int64_t(threads) * 4) : 1;
