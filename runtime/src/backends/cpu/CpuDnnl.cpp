@@ -226,9 +226,9 @@ Status DnnlGemms::prepare(const LoadedModule &module,
   d.plans.assign(module.gemms().size(), Plan());
   if (d.plans.empty())
     return okStatus();
-  if (const char *off = std::getenv("MIXPREC_CPU_GEMM"); off && std::strcmp(off, "openblas") == 0) {
+  if (const char *why = dnnl::offByEnvironment()) {
     for (Plan &p : d.plans)
-      p.reason = "MIXPREC_CPU_GEMM=openblas";
+      p.reason = why;
     return okStatus();
   }
   if (dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success ||

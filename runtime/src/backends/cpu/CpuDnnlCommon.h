@@ -17,6 +17,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace mixprec::runtime::dnnl {
@@ -47,6 +49,13 @@ inline std::string statusText(dnnl_status_t s) {
   default:
     return "oneDNN status " + std::to_string(int(s));
   }
+}
+
+/// MIXPREC_CPU_GEMM=openblas: GEMMs and convolutions both stay on the
+/// reference path (the benchmark's comparison); the reason they give.
+inline const char *offByEnvironment() {
+  const char *off = std::getenv("MIXPREC_CPU_GEMM");
+  return off && std::strcmp(off, "openblas") == 0 ? "MIXPREC_CPU_GEMM=openblas" : nullptr;
 }
 
 inline bool isFp8(schema::DType d) {

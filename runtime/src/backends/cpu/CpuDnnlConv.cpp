@@ -446,8 +446,8 @@ Status DnnlConvs::prepare(const LoadedModule &module,
     return okStatus();
   };
   // The same switch as the GEMM steps: the reference path for everything.
-  if (const char *off = std::getenv("MIXPREC_CPU_GEMM"); off && std::strcmp(off, "openblas") == 0)
-    return refuseAll("MIXPREC_CPU_GEMM=openblas");
+  if (const char *why = dnnl::offByEnvironment())
+    return refuseAll(why);
   if (dnnl_engine_create(&d.engine, dnnl_cpu, 0) != dnnl_success ||
       dnnl_stream_create(&d.stream, d.engine, dnnl_stream_default_flags) != dnnl_success ||
       dnnl_primitive_attr_create(&d.attr) != dnnl_success ||
