@@ -83,24 +83,6 @@ Type fp8GemmFormat(Operation *op) {
   return precision.getValue();
 }
 
-/// Whether a GEMM operand gets its scale at compile time under static
-/// scaling: a dense constant (quantized from its own amax) or the result
-/// of an op with calibration evidence.
-bool hasStaticScale(Value v) {
-  if (auto constant = v.getDefiningOp<graph::ConstantOp>())
-    if (isa<DenseElementsAttr>(constant.getValue()))
-      return true;
-  Operation *producer = v.getDefiningOp();
-  return producer && producer->hasAttr(GraphDialect::kCalibAmaxAttr);
-}
-
-/// Whether FP8 GEMM `gemm` cannot be scaled as `scaling` asks: under
-/// static scaling, an operand without a compile-time scale.
-bool needsMissingCalibration(Operation *gemm, Fp8Scaling scaling) {
-  return scaling == Fp8Scaling::Static &&
-         !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
-}
-
 /// The static shape of a ranked tensor value.
 std::vector<int64_t> shapeOf(Value v) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
@@ -193,6 +175,28 @@ QuantizedSource quantizedSource(Value v) {
       }
     return source;
   }
+}
+
+/// Whether a GEMM operand gets its scale at compile time under static
+/// scaling: a dense constant (quantized from its own amax) or a value
+/// whose quantized source (quantizedSource: past exact widenings and 2-D
+/// transposes, where quantizeSource reads the calibration) is the result of
+/// an op with calibration evidence. (Checking the operand itself refused
+/// GPT-2's c_proj, whose FP8 input is a widening cast of a calibrated
+/// reshape: the cast came after calibration.)
+bool hasStaticScale(Value v) {
+  if (auto constant = v.getDefiningOp<graph::ConstantOp>())
+    if (isa<DenseElementsAttr>(constant.getValue()))
+      return true;
+  Operation *producer = quantizedSource(v).value.getDefiningOp();
+  return producer && producer->hasAttr(GraphDialect::kCalibAmaxAttr);
+}
+
+/// Whether FP8 GEMM `gemm` cannot be scaled as `scaling` asks: under
+/// static scaling, an operand without a compile-time scale.
+bool needsMissingCalibration(Operation *gemm, Fp8Scaling scaling) {
+  return scaling == Fp8Scaling::Static &&
+         !(hasStaticScale(gemm->getOperand(0)) && hasStaticScale(gemm->getOperand(1)));
 }
 
 /// The name of operand `index` of a GEMM, for state names: the op's name
