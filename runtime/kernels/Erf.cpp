@@ -128,6 +128,67 @@ inline float geluErfOne(float xf) {
   return static_cast<float>(x != x ? x : gelu);
 }
 
+/// GELU's FP32 pieces (bench/gelu_coefficients.py): Phi(x) = 1/2 + x
+/// P(x^2) for |x| <= 1/2, and S(u) = Phi(-u) exp(u^2/2) on [1/2, 2], [2,
+/// 4], [4, 6] in v = u - 1, 3, 5, its constant term as hi + lo.
+constexpr float kPhiSmall[6] = {0.3989423f,     -0.06649038f,   0.009973556f,
+                                -0.0011873108f, 0.00011529948f, -8.959376e-06f};
+constexpr float kMills[3][11] = {
+    {0.2615783f, -1.8670958e-10f, -0.13736399f, 0.06210719f, -0.025085595f, 0.009254721f,
+     -0.0031656732f, 0.0010183372f, -0.00031169932f, 8.43214e-05f, -1.3905529e-05f},
+    {0.12151395f, 6.183427e-10f, -0.034400437f, 0.009156316f, -0.0023104895f, 0.00055625505f,
+     -0.00012837884f, 2.8398048e-05f, -6.0946527e-06f, 1.4037582e-06f, -2.8150617e-07f},
+    {0.0769193f, 2.633243e-09f, -0.014345756f, 0.0025952635f, -0.00045647903f, 7.8218116e-05f,
+     -1.3078865e-05f, 2.1344108e-06f, -3.4135633e-07f, 5.676034e-08f, -8.703114e-09f}};
+
+/// GELU in FP32 arithmetic (Erf.h gives the bound): every step an FMA or
+/// one rounding, selects instead of branches (the loop vectorises).
+inline float geluErfFastOne(float x) {
+  const float u = std::min(std::fabs(x), 6.0f);
+  // |x| <= 1/2: Phi = 1/2 + x P(x^2).
+  const float w = x * x;
+  float p = kPhiSmall[5];
+#pragma GCC unroll 8
+  for (int j = 4; j >= 0; --j)
+    p = std::fma(p, w, kPhiSmall[j]);
+  const float phiSmall = std::fma(x, p, 0.5f);
+  // Otherwise Q = Phi(-u) = exp(-u^2/2) S(u); v = u - c is exact.
+  const bool first = u < 2.0f, second = u < 4.0f;
+  const float v = u - (first ? 1.0f : second ? 3.0f : 5.0f);
+  auto mills = [&](int j) { return first ? kMills[0][j] : second ? kMills[1][j] : kMills[2][j]; };
+  float s = mills(10);
+#pragma GCC unroll 10
+  for (int j = 9; j >= 2; --j)
+    s = std::fma(s, v, mills(j));
+  s = std::fma(s, v, mills(1)) + mills(0);
+  // exp(-u^2/2): u^2 = hi + lo exactly; hi/2 = k ln2 - r' (k found by
+  // adding 1.5 * 2^23, whose low bits then hold it; ln2 in two parts,
+  // FMAs), r = r' - lo/2 in [-0.35, 0.35], e^r by its Taylor series to r^7
+  // (the rest below 2^-27), 2^-k made in the exponent bits.
+  const float hi = u * u, lo = std::fma(u, u, -hi);
+  const float h = 0.5f * hi;
+  constexpr float kShifter = 12582912.0f; // 1.5 * 2^23
+  const float t = std::fma(h, 1.44269504f, kShifter);
+  const float k = t - kShifter;
+  const float r = -std::fma(-k, 1.42860677e-6f, std::fma(-k, 0.693145752f, h)) - 0.5f * lo;
+  float e = 1.0f / 5040;
+  constexpr float kInverseFactorials[7] = {1.0f,      1.0f,       0.5f,      1.0f / 6,
+                                           1.0f / 24, 1.0f / 120, 1.0f / 720};
+#pragma GCC unroll 8
+  for (int j = 6; j >= 0; --j)
+    e = std::fma(e, r, kInverseFactorials[j]);
+  int32_t tBits;
+  std::memcpy(&tBits, &t, sizeof(tBits));
+  const int32_t scaleBits = (127 - (tBits - 0x4B400000)) << 23; // k in [0, 26]
+  float scale;
+  std::memcpy(&scale, &scaleBits, sizeof(scale));
+  const float q = (e * s) * scale;
+  const float phi = u <= 0.5f ? phiSmall : x < 0.0f ? q : 1.0f - q;
+  // Below -4 sqrt 2, -0 as the double form (x * 0: NaN for -inf).
+  const float gelu = x < -5.65685415f ? x * 0.0f : x * phi;
+  return x != x ? x : gelu;
+}
+
 } // namespace
 
 float erfFloat(float x) { return erfOne(x); }
@@ -137,9 +198,16 @@ MIXPREC_ERF_CLONES void erfArray(const float *in, float *out, int64_t n) {
     out[i] = erfOne(in[i]);
 }
 
-float geluErfFloat(float x) { return geluErfOne(x); }
+float geluErfFloat(float x) { return geluErfFastOne(x); }
 
 MIXPREC_ERF_CLONES void geluErfArray(const float *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = geluErfFastOne(in[i]);
+}
+
+float geluErfAccurate(float x) { return geluErfOne(x); }
+
+MIXPREC_ERF_CLONES void geluErfAccurateArray(const float *in, float *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = geluErfOne(in[i]);
 }
