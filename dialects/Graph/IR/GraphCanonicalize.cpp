@@ -12,6 +12,15 @@ using namespace mlir;
 namespace mixprec::graph {
 namespace {
 
+/// Gives `to`, which computes what `from` did, `from`'s calibration
+/// evidence (its result's amax and underflow share): a graph calibrated
+/// before canonicalization keeps static FP8 scales for it.
+void keepCalibration(Operation *from, Operation *to) {
+  for (StringRef name : {GraphDialect::kCalibAmaxAttr, GraphDialect::kCalibUnderflowAttr})
+    if (Attribute a = from->getAttr(name))
+      to->setAttr(name, a);
+}
+
 /// mp.mul %x, (mp.sigmoid %x) (either operand order), the form exporters
 /// write for SiLU, becomes mp.silu %x: one kernel op, one rounding, and the
 /// name a reader and a policy file can use. Only when nothing broadcasts
@@ -28,7 +37,7 @@ struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
         continue;
       // The silu takes the product's location (its node name): that is the
       // value a reader looks for. `mul` is gone after this call.
-      rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x);
+      keepCalibration(mul, rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x));
       rewriter.eraseOp(sigmoid);
       return success();
     }
@@ -100,7 +109,7 @@ struct MulToGelu : OpRewritePattern<MulOp> {
       std::optional<GeluApproximation> form = matchOnePlus(x, onePlus, absorbed);
       if (!form)
         continue;
-      rewriter.replaceOpWithNewOp<GeluOp>(mul, mul.getType(), x, *form);
+      keepCalibration(mul, rewriter.replaceOpWithNewOp<GeluOp>(mul, mul.getType(), x, *form));
       // Readers first: each absorbed op's value is read only by the next.
       for (Operation *op : absorbed)
         if (op->use_empty())

@@ -34,3 +34,23 @@ func.func @fp8$static_past_transpose(%x: tensor<2x4xf32>) -> tensor<4x3xbf16> {
   %0 = mp.matmul %t, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
   return %0 : tensor<4x3xbf16>
 }
+
+// -----
+
+// A calibrated value is quantized before the reshape between it and the
+// GEMM (amax and quantize commute with a reshape): the quantize can then
+// fuse into the value's producer; the FP8 copy is reshaped.
+// CHECK-LABEL: func.func @fp8$static_before_reshape
+// CHECK: %[[R:.*]] = mp.relu
+// CHECK: %[[S:.*]] = mp.constant dense<5.600000e+01> : tensor<f32>
+// CHECK: %[[Q:.*]] = mp.quantize %[[R]], %[[S]] : (tensor<1x4x2xbf16>, tensor<f32>) -> tensor<1x4x2xf8E4M3FN>
+// CHECK: %[[QR:.*]] = mp.reshape %[[Q]] : tensor<1x4x2xf8E4M3FN> -> tensor<4x2xf8E4M3FN>
+// CHECK: mp.scaled_linear %[[QR]]
+func.func @fp8$static_before_reshape(%x: tensor<1x4x2xbf16>) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %r = mp.relu %x {mp.calib_amax = 8.0 : f32} : tensor<1x4x2xbf16>
+  %s = mp.reshape %r : tensor<1x4x2xbf16> -> tensor<4x2xbf16>
+  %c = mp.cast %s : tensor<4x2xbf16> -> tensor<4x2xf32>
+  %0 = mp.matmul %c, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}

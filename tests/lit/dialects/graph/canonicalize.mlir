@@ -238,9 +238,11 @@ func.func @gelu$tanh_cube(%x: tensor<16xbf16>) -> tensor<16xbf16> {
 // -----
 
 // GELU (erf form) as BERT's exports write it: x * 0.5 * (1 + erf(x / sqrt 2)).
+// The product's calibration evidence stays with the GELU (static FP8
+// scales for the GEMM that reads it).
 // CHECK-LABEL: func.func @gelu$erf
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
-// CHECK-NEXT: %[[G:.*]] = mp.gelu %[[X]] : tensor<2x3xf32>
+// CHECK-NEXT: %[[G:.*]] = mp.gelu %[[X]] {mp.calib_amax = 3.000000e+00 : f32, mp.calib_underflow = 0.000000e+00 : f32} : tensor<2x3xf32>
 // CHECK-NEXT: return %[[G]]
 func.func @gelu$erf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %half = mp.constant dense<5.000000e-01> : tensor<f32>
@@ -250,7 +252,7 @@ func.func @gelu$erf(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %1 = mp.erf %0 : tensor<2x3xf32>
   %2 = mp.add %1, %one : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
   %3 = mp.mul %x, %2 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
-  %4 = mp.mul %3, %half : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %4 = mp.mul %3, %half {mp.calib_amax = 3.0 : f32, mp.calib_underflow = 0.0 : f32} : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
   return %4 : tensor<2x3xf32>
 }
 
