@@ -12,7 +12,9 @@
 // output's dtype for the one rounding to it (2^-8 relative for BF16); the
 // same bits on every run; one pack per constant weight at load and no
 // weight decoded in runs (the reference path, MIXPREC_CPU_GEMM=openblas,
-// decodes a BF16 weight and bias in every run: what the pack saves).
+// decodes a BF16 weight and bias in every run: what the pack saves);
+// the ReLU and residual kernels after a convolution computed in its step
+// with the bits they give as kernels (CpuConvFusion.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -26,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -364,6 +367,119 @@ TEST_F(CpuDnnlConv, ConvolutionsOfOneLayoutShareItsBuffers) {
     }
   }
   EXPECT_EQ(cpuOf(backend).weightDecodesInRuns(), 0);
+}
+
+/// A ResNet block's steps: r1 = relu(conv_a(x)), h = relu(conv_b(r1)),
+/// out = relu(conv_c(h) + r1), then y4 = conv_d(out) and r4 = relu(y4),
+/// y4 also a graph output (its ReLU kernel stays a kernel). `inPlace`:
+/// out takes r1's bytes (the arena planner's in-place reuse: the addend
+/// is then already where the sum post-op reads it).
+struct Block {
+  std::shared_ptr<const rt::LoadedModule> module;
+  int32_t x = -1;
+};
+
+Block buildBlock(bool inPlace) {
+  ModuleBuilder mb;
+  Block b;
+  const int64_t c = 16, h = 10;
+  const Shape shape = {1, c, h, h};
+  b.x = mb.input("x", fb::DType::F32, shape);
+  auto conv = [&](const std::string &name, int32_t in, uint32_t seed) {
+    const int32_t w = mb.constantFloats(name + ".w", fb::DType::F32, {c, c, 3, 3},
+                                        storedRandom(fb::DType::F32, size_t(c * c * 9), seed));
+    const int32_t bias = mb.constantFloats(name + ".b", fb::DType::F32, {c},
+                                           storedRandom(fb::DType::F32, size_t(c), seed + 1));
+    const int32_t y = mb.activation(name + ".y", fb::DType::F32, shape);
+    mb.routine(
+        {name, "conv2d", {in, w, bias}, {y}, conv2dOptions({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+    return y;
+  };
+  const Shape unit = {c * h * h, h * h, h, 1};
+  auto relu = [&](const std::string &name, int32_t in, int32_t addend) {
+    const int32_t y = mb.activation(name, fb::DType::F32, shape);
+    KernelSpec &k = mb.kernel(name, shape, 0);
+    int v = k.load(in, unit);
+    if (addend >= 0)
+      v = k.binary(fb::OpCode::Add, k.load(addend, unit), v);
+    k.store(y, k.unary(fb::OpCode::Relu, v), unit, fb::DType::F32);
+    return y;
+  };
+  const int32_t r1 = relu("r1", conv("a", b.x, 1), -1);
+  const int32_t hidden = relu("h", conv("b", r1, 3), -1);
+  const int32_t out = relu("out", conv("c", hidden, 5), r1);
+  const int32_t y4 = conv("d", out, 7);
+  const int32_t r4 = relu("r4", y4, -1);
+  mb.output(out);
+  mb.output(y4);
+  mb.output(r4);
+  if (inPlace) {
+    mb.build(); // the offsets, then out onto r1's bytes
+    mb.tensors[out].offset = mb.tensors[r1].offset;
+    BuiltModule built = mb.build(/*keepOffsets=*/true);
+    rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                                rt::LoadOptions{}, b.module);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return b;
+  }
+  b.module = load(mb);
+  return b;
+}
+
+/// Runs `b` with x = `x`; the outputs' floats (by tensor) and the fused
+/// epilogues' count.
+std::map<int32_t, std::vector<float>> runBlock(const Block &b, const std::vector<float> &x,
+                                               int64_t &fused) {
+  std::map<int32_t, std::vector<float>> out;
+  std::unique_ptr<rt::Backend> backend;
+  rt::Status s = rt::createCpuBackend(b.module, {}, backend);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok())
+    return out;
+  fused = cpuOf(backend).fusedConvEpilogues();
+  EXPECT_TRUE(backend->setInput(uint32_t(b.x), x.data(), x.size() * 4).ok());
+  s = backend->launch({});
+  EXPECT_TRUE(s.ok()) << s.message();
+  for (uint32_t t : b.module->outputs()) {
+    const void *data = nullptr;
+    EXPECT_TRUE(backend->readTensor(t, &data).ok());
+    const auto *f = static_cast<const float *>(data);
+    out[int32_t(t)].assign(f, f + b.module->tensors()[t].elements);
+  }
+  return out;
+}
+
+TEST_F(CpuDnnlConv, ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
+  // CpuConvFusion.cpp: the kernels relu(conv) and relu(conv + r1) right
+  // after a oneDNN convolution run in its step (oneDNN's sum post-op, then
+  // the kernel's own ReLU), giving the bits the kernels give; not where
+  // the convolution's output is read elsewhere (y4, a graph output). A NaN
+  // and an infinity in x (NaNs reach the ReLU: it keeps them).
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "out in r1's bytes" : "out in bytes of its own");
+    Block b = buildBlock(inPlace);
+    ASSERT_TRUE(b.module);
+    std::vector<float> x = storedRandom(fb::DType::F32, size_t(16 * 10 * 10), 7);
+    x[17] = NAN;
+    x[250] = INFINITY;
+    int64_t fused = -1, unfusedCount = -1;
+    auto got = runBlock(b, x, fused);
+    setenv("MIXPREC_CPU_CONV_FUSION", "0", 1);
+    auto want = runBlock(b, x, unfusedCount);
+    unsetenv("MIXPREC_CPU_CONV_FUSION");
+    EXPECT_EQ(fused, 3);
+    EXPECT_EQ(unfusedCount, 0);
+    ASSERT_EQ(got.size(), want.size());
+    size_t nans = 0;
+    for (auto &[t, values] : want) {
+      ASSERT_EQ(got[t].size(), values.size());
+      EXPECT_EQ(std::memcmp(got[t].data(), values.data(), values.size() * 4), 0)
+          << b.module->tensors()[t].name;
+      for (float v : values)
+        nans += std::isnan(v);
+    }
+    EXPECT_GT(nans, 0u); // the NaN went through the ReLUs
+  }
 }
 
 TEST_F(CpuDnnlConv, Fp16Fp8AndTwoDtypesWidenedExactly) {

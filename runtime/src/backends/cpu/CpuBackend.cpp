@@ -38,9 +38,35 @@ Status CpuBackend::prepare() {
   // Convolutions on oneDNN where it takes them, their weights packed now:
   // their buffers (layouts, scratchpad) count below instead of im2col. The
   // packed weights, like the GEMMs', are not counted.
-  if (options.cpuGemms)
-    if (Status s = dnnlConvs.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
+  // (The kernels are planned first: a convolution may compute the kernel
+  // after it, CpuConvFusion.cpp.)
+  size_t longest = 0;
+  const auto *list = module->root().kernels();
+  for (size_t i = 0; list && i < list->size(); ++i) {
+    kernels.push_back(planKernel(*module, i));
+    longest = std::max(longest, kernels.back().program.size());
+  }
+  const auto *steps = module->root().steps();
+  fusedSteps.assign(steps ? steps->size() : 0, 0);
+  if (options.cpuGemms) {
+    std::vector<ConvEpilogue> epilogues = findConvEpilogues(*module, kernels);
+    std::vector<uint8_t> sums(epilogues.size(), 0);
+    for (size_t i = 0; i < epilogues.size(); ++i)
+      sums[i] = epilogues[i].kernelStep >= 0 && epilogues[i].addend >= 0;
+    if (Status s = dnnlConvs.prepare(
+            *module, [&](int32_t t) { return tensorData(t); }, sums);
+        !s.ok())
       return s;
+    // The epilogues of the convolutions oneDNN runs (with the addition,
+    // where there is one).
+    convEpilogues.assign(epilogues.size(), ConvEpilogue());
+    for (size_t i = 0; i < epilogues.size(); ++i)
+      if (epilogues[i].kernelStep >= 0 && dnnlConvs.handles(i) &&
+          (epilogues[i].addend < 0 || dnnlConvs.addsAddend(i))) {
+        convEpilogues[i] = epilogues[i];
+        fusedSteps[static_cast<size_t>(epilogues[i].kernelStep)] = 1;
+      }
+  }
   // The largest scratch buffer that is not a copy of a tensor: the
   // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
@@ -92,12 +118,6 @@ Status CpuBackend::prepare() {
   // deterministic.
   std::memset(arena.data(), 0, arenaBytes);
 
-  size_t longest = 0;
-  const auto *list = module->root().kernels();
-  for (size_t i = 0; list && i < list->size(); ++i) {
-    kernels.push_back(planKernel(*module, i));
-    longest = std::max(longest, kernels.back().program.size());
-  }
   // Registers stay below ~32 MB even for the longest program allowed.
   pieceCapacity = longest <= 4096 ? 512 : 128;
   pool = std::make_unique<ThreadPool>(options.numThreads > 0 ? options.numThreads
@@ -145,13 +165,12 @@ Status CpuBackend::prepare() {
         if (t >= 0)
           decodeOnce(t);
   if (const char *on = std::getenv("MIXPREC_CPU_PROFILE"); on && *on && std::strcmp(on, "0")) {
-    const auto *steps = module->root().steps();
     for (size_t i = 0; steps && i < steps->size(); ++i) {
       const schema::Step *step = steps->Get(i);
       std::string name;
       switch (step->kind()) {
       case schema::StepKind::Kernel:
-        name = kernels[step->index()].name;
+        name = kernels[step->index()].name + (fusedSteps[i] ? " (in the convolution before)" : "");
         break;
       case schema::StepKind::Gemm:
         name = module->gemms()[step->index()].name +
@@ -161,6 +180,8 @@ Status CpuBackend::prepare() {
         break;
       case schema::StepKind::Routine:
         name = module->routines()[step->index()].name;
+        if (step->index() < convEpilogues.size() && convEpilogues[step->index()].kernelStep >= 0)
+          name += convEpilogues[step->index()].addend >= 0 ? " + add + relu" : " + relu";
         break;
       }
       profile.push_back(StepTime{name, 0.0});
@@ -285,6 +306,8 @@ Status CpuBackend::runSteps() {
   const bool profiling = !profile.empty();
   profileRuns += profiling;
   for (size_t i = 0; steps && i < steps->size(); ++i) {
+    if (fusedSteps[i])
+      continue; // computed by the convolution before it
     const schema::Step *step = steps->Get(i);
     const auto start =
         profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();

@@ -37,6 +37,7 @@
 //   CpuRoutineStep.cpp    routine routines on the reference kernels
 //   CpuDnnl.cpp           GEMMs on oneDNN's matmul
 //   CpuDnnlConv.cpp       convolutions on oneDNN
+//   CpuConvFusion.cpp     the kernels after them they compute
 //   CpuDnnlCommon.h       what those two share
 //
 //===----------------------------------------------------------------------===//
@@ -200,6 +201,20 @@ struct KernelPlan {
 /// Prepares kernel `index` of a verified module.
 KernelPlan planKernel(const LoadedModule &module, size_t index);
 
+/// A kernel step a convolution routine computes (CpuConvFusion.cpp says
+/// which): relu(conv) or relu(conv + addend), written to the kernel's
+/// output.
+struct ConvEpilogue {
+  int64_t kernelStep = -1; ///< the step it replaces; -1: none
+  int32_t addend = -1;     ///< -1: relu(conv)
+  int32_t output = -1;     ///< the kernel's output tensor
+};
+
+/// Per routine of `module`: the kernel step after it that it can compute
+/// (kernelStep -1 where none), `kernels` being the module's kernel plans.
+std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
+                                            const std::vector<KernelPlan> &kernels);
+
 //===----------------------------------------------------------------------===//
 // The backend (CpuBackend.cpp; its steps in CpuKernelRun.cpp,
 // CpuGemmStep.cpp and CpuRoutineStep.cpp)
@@ -234,6 +249,11 @@ public:
   /// The convolution routines on oneDNN (CpuDnnl.h): their weights are
   /// packed at load and never decoded in runs.
   const DnnlConvs &dnnlConvolutions() const { return dnnlConvs; }
+  /// Kernel steps the oneDNN convolutions before them compute
+  /// (CpuConvFusion.cpp).
+  int64_t fusedConvEpilogues() const {
+    return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(1));
+  }
   /// Threads the session's kernels run on (the caller's included).
   int threads() const { return pool ? pool->size() : 1; }
   /// Kernel runs so far that were split over the threads.
@@ -315,6 +335,10 @@ private:
   Scratch scratch[12];
   DnnlGemms dnnl;
   DnnlConvs dnnlConvs;
+  /// Per routine: the kernel step a oneDNN convolution computes (none
+  /// where kernelStep is -1); per step: whether a convolution computed it.
+  std::vector<ConvEpilogue> convEpilogues;
+  std::vector<uint8_t> fusedSteps;
   int64_t weightDecodes = 0;
   int64_t parallelRuns = 0;
   /// Constants of a dtype other than FP32 that GEMM biases and routines

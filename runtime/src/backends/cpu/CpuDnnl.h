@@ -109,11 +109,23 @@ public:
   /// constant tensor t), and allocates the buffers its runs use. A routine
   /// it does not take keeps `reason(i)`; only an allocation failure is an
   /// error.
+  /// `sums[i]` (where set): routine i's result is to be added to a tensor
+  /// of its shape (a fused addition, CpuConvFusion.cpp), by oneDNN's sum
+  /// post-op: the result, rounded to FP32 with the bias, plus the addend,
+  /// rounded once, as the kernel's FP32 Add would. Where oneDNN refuses
+  /// that, the routine is planned without it (addsAddend false).
   Status prepare(const LoadedModule &module,
-                 const std::function<const uint8_t *(int32_t)> &constant);
+                 const std::function<const uint8_t *(int32_t)> &constant,
+                 const std::vector<uint8_t> &sums = {});
 
   /// Whether routine `index` runs here.
   bool handles(size_t index) const;
+  /// Whether it adds an addend to its result (prepare's `sums`).
+  bool addsAddend(size_t index) const;
+  /// Whether run() writes dst only after reading src, bias and addend
+  /// (its result goes through oneDNN's layout: dst may then share bytes
+  /// with them).
+  bool writesDstLast(size_t index) const;
   /// Why it does not ("" when it does).
   std::string reason(size_t index) const;
   /// oneDNN's name for the implementation it runs ("" when none).
@@ -122,7 +134,11 @@ public:
   /// Runs convolution routine `index`: `src` and `bias` at their tensors'
   /// host addresses (bias null when absent, unused when a constant), the
   /// FP32 result into `dst` (the output's shape, row-major).
-  Status run(size_t index, const void *src, const void *bias, float *dst);
+  /// `addend` (FP32, the output's shape; null unless addsAddend) is added
+  /// to the result; dst may share bytes with it, and with src and bias
+  /// where writesDstLast.
+  Status run(size_t index, const void *src, const void *bias, float *dst,
+             const float *addend = nullptr);
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;

@@ -9,7 +9,10 @@
 // move values). Runs set the operands' data handles and execute; nothing
 // is decoded or packed per run but an activation in a dtype the primitive
 // does not take (FP8, FP16 without an FP16 convolution, the narrower of
-// two dtypes; widened exactly) and a bias that is not a constant.
+// two dtypes; widened exactly) and a bias that is not a constant. A fused
+// addition (CpuConvFusion.cpp) is oneDNN's sum post-op over the addend
+// put in dst first (reordered into the blocked dst, or copied into a plain
+// one): one FP32 addition after the bias, as the kernel made it.
 //
 // Layouts: the primitive picks src, weight and dst layouts (format any):
 // on AVX-512 blocked or channels-last ones (nChw16c, nhwc), whose JIT
@@ -94,11 +97,16 @@ struct Plan {
   DType srcType = DType::F32, computeType = DType::F32, biasType = DType::F32;
   int64_t srcElements = 0;
   bool bias = false, constantBias = false;
+  /// The result is added to what dst holds first (oneDNN's sum post-op):
+  /// a fused addend, put there by `addendIn` (dst in a blocked layout) or
+  /// copied (plain).
+  bool sum = false;
   /// The layout changes (null: none) and the convolution, in run order.
-  Call toBlocked, conv, toPlain;
+  Call toBlocked, addendIn, conv, toPlain;
   /// Memory over the caller's src (or its widened copy) and dst, plain;
   /// the bias (its own values when a constant); the scratchpads.
-  dnnl_memory_t userSrc = nullptr, userDst = nullptr, biasMemory = nullptr;
+  dnnl_memory_t userSrc = nullptr, userDst = nullptr, biasMemory = nullptr, userAddend = nullptr;
+  int64_t dstElements = 0;
   std::vector<dnnl_memory_t> owned;
   /// The packed weight; the bias in FP32.
   void *packed = nullptr;
@@ -148,7 +156,7 @@ struct DnnlConvs::Impl {
 
   /// Destroys what p holds, keeping its reason.
   static void release(Plan &p) {
-    for (Call *c : {&p.toBlocked, &p.conv, &p.toPlain})
+    for (Call *c : {&p.toBlocked, &p.addendIn, &p.conv, &p.toPlain})
       if (c->primitive)
         dnnl_primitive_destroy(c->primitive);
     for (dnnl_memory_t m : p.owned)
@@ -203,9 +211,10 @@ struct DnnlConvs::Impl {
     return make(call, pd);
   }
 
-  /// Plans routine `op`; false (with p.reason) when oneDNN does not take it.
+  /// Plans routine `op` (adding its result to what dst holds when `sum`);
+  /// false (with p.reason) when oneDNN does not take it.
   bool plan(const LoadedModule &module, const RoutineOp &op,
-            const std::function<const uint8_t *(int32_t)> &constant, Plan &p,
+            const std::function<const uint8_t *(int32_t)> &constant, Plan &p, bool sum,
             bool widenF16 = false) {
     if (op.kind == RoutineKind::ConvTranspose)
       return p.reason = "conv_transpose runs on the reference kernel", false;
@@ -258,11 +267,26 @@ struct DnnlConvs::Impl {
     dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(
         &desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &weightsAny,
         p.bias ? &bias : nullptr, &dstAny, strides, dilates, padL, padR);
+    // The fused addend: oneDNN's sum post-op, dst = conv + 1 * dst, one
+    // FP32 addition of the result as the kernel's Add makes.
+    dnnl_primitive_attr_t convAttr = attr;
+    if (sum) {
+      dnnl_post_ops_t ops = nullptr;
+      if (dnnl_primitive_attr_clone(&convAttr, attr) != dnnl_success)
+        return p.reason = "oneDNN: cannot copy its attributes", false;
+      if (dnnl_post_ops_create(&ops) == dnnl_success) {
+        if (dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success)
+          s = dnnl_primitive_attr_set_post_ops(convAttr, ops);
+        dnnl_post_ops_destroy(ops);
+      }
+    }
     dnnl_primitive_desc_t pd = nullptr;
     if (s == dnnl_success)
-      s = dnnl_primitive_desc_create(&pd, &desc, attr, engine, nullptr);
+      s = dnnl_primitive_desc_create(&pd, &desc, convAttr, engine, nullptr);
+    if (convAttr != attr)
+      dnnl_primitive_attr_destroy(convAttr);
     if (s == dnnl_unimplemented && p.computeType == DType::F16)
-      return plan(module, op, constant, p, /*widenF16=*/true);
+      return plan(module, op, constant, p, sum, /*widenF16=*/true);
     if (s != dnnl_success)
       return p.reason = "oneDNN's convolution: " + statusText(s), false;
     const char *info = nullptr;
@@ -306,6 +330,8 @@ struct DnnlConvs::Impl {
                          static_cast<size_t>(m));
     }
     p.srcElements = x.elements;
+    p.dstElements = y.elements;
+    p.sum = sum;
     if (x.dtype != p.computeType)
       p.wideSrcBytes = static_cast<size_t>(x.elements) * wideBytes;
     return layouts(p, src, srcChosen, dst, dstChosen, weightsChosen, bias) && (p.ok = true);
@@ -365,18 +391,22 @@ struct DnnlConvs::Impl {
         return p.reason = "cannot allocate its dst in oneDNN's layout", false;
       if (!reorder(p.toPlain, dstChosen, dst))
         return p.reason = "oneDNN cannot reorder its dst", false;
+      if (p.sum && !reorder(p.addendIn, dst, dstChosen))
+        return p.reason = "oneDNN cannot reorder its addend", false;
     }
     // Objects over buffers held here get their handles now (oneDNN zeroes
     // a blocked layout's padding then); the caller's, per run.
     p.userSrc = memory(p, src, DNNL_MEMORY_NONE);
     p.userDst = memory(p, dst, DNNL_MEMORY_NONE);
+    if (p.sum && dstBlocked)
+      p.userAddend = memory(p, dst, DNNL_MEMORY_NONE);
     dnnl_memory_t convSrc = srcBlocked ? memory(p, srcChosen, blockedSrc) : p.userSrc;
     dnnl_memory_t convDst = dstBlocked ? memory(p, dstChosen, blockedDst) : p.userDst;
     dnnl_memory_t weightsMemory = memory(p, weights, p.packed);
     if (p.bias)
       p.biasMemory = memory(p, bias, p.constantBias ? p.biasValues.data() : DNNL_MEMORY_NONE);
     if (!p.userSrc || !p.userDst || !convSrc || !convDst || !weightsMemory ||
-        (p.bias && !p.biasMemory))
+        (p.bias && !p.biasMemory) || (p.sum && dstBlocked && !p.userAddend))
       return p.reason = "cannot create its memory objects", false;
     if (srcBlocked)
       p.toBlocked.args = {{DNNL_ARG_FROM, p.userSrc}, {DNNL_ARG_TO, convSrc}};
@@ -386,6 +416,8 @@ struct DnnlConvs::Impl {
       p.conv.args.push_back({DNNL_ARG_BIAS, p.biasMemory});
     if (dstBlocked)
       p.toPlain.args = {{DNNL_ARG_FROM, convDst}, {DNNL_ARG_TO, p.userDst}};
+    if (p.sum && dstBlocked)
+      p.addendIn.args = {{DNNL_ARG_FROM, p.userAddend}, {DNNL_ARG_TO, convDst}};
     return true;
   }
 
@@ -396,14 +428,14 @@ struct DnnlConvs::Impl {
       if (!p.ok)
         continue;
       wideSrcBytes = std::max(wideSrcBytes, p.wideSrcBytes);
-      for (Call *c : {&p.toBlocked, &p.conv, &p.toPlain})
+      for (Call *c : {&p.toBlocked, &p.addendIn, &p.conv, &p.toPlain})
         scratchpadBytes = std::max(scratchpadBytes, c->scratchpadBytes);
     }
     if ((wideSrcBytes && !(wideSrc = alignedAlloc(wideSrcBytes))) ||
         (scratchpadBytes && !(scratchpad = alignedAlloc(scratchpadBytes))))
       return false;
     for (Plan &p : plans)
-      for (Call *c : {&p.toBlocked, &p.conv, &p.toPlain})
+      for (Call *c : {&p.toBlocked, &p.addendIn, &p.conv, &p.toPlain})
         if (p.ok && c->primitive && c->scratchpadBytes) {
           dnnl_memory_t m = memory(p, c->scratchpad, scratchpad);
           if (!m)
@@ -424,7 +456,8 @@ DnnlConvs::DnnlConvs() : impl(std::make_unique<Impl>()) {}
 DnnlConvs::~DnnlConvs() = default;
 
 Status DnnlConvs::prepare(const LoadedModule &module,
-                          const std::function<const uint8_t *(int32_t)> &constant) {
+                          const std::function<const uint8_t *(int32_t)> &constant,
+                          const std::vector<uint8_t> &sums) {
   Impl &d = *impl;
   const std::vector<RoutineOp> &routines = module.routines();
   d.plans.assign(routines.size(), Plan());
@@ -455,8 +488,17 @@ Status DnnlConvs::prepare(const LoadedModule &module,
     return refuseAll("oneDNN's CPU engine did not start");
   for (size_t i = 0; i < routines.size(); ++i) {
     Plan &p = d.plans[i];
-    if (!p.reason.empty() || d.plan(module, routines[i], constant, p))
+    const bool sum = i < sums.size() && sums[i];
+    if (!p.reason.empty() || d.plan(module, routines[i], constant, p, sum))
       continue;
+    // Refused with the addition: planned without it (addsAddend false:
+    // the kernel after it runs the addition).
+    if (sum && p.reason.rfind("cannot allocate", 0) != 0) {
+      Impl::release(p);
+      p.reason.clear();
+      if (d.plan(module, routines[i], constant, p, false))
+        continue;
+    }
     Impl::release(p);
     if (p.reason.rfind("cannot allocate", 0) == 0)
       return Status(MIXPREC_OUT_OF_MEMORY, routines[i].name + ": oneDNN: " + p.reason);
@@ -480,9 +522,19 @@ std::string DnnlConvs::implementation(size_t index) const {
   return handles(index) ? impl->plans[index].implementation : "";
 }
 
-Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *dst) {
+bool DnnlConvs::addsAddend(size_t index) const { return handles(index) && impl->plans[index].sum; }
+
+bool DnnlConvs::writesDstLast(size_t index) const {
+  return handles(index) && impl->plans[index].toPlain.primitive;
+}
+
+Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *dst,
+                      const float *addend) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
+  if (p.sum != (addend != nullptr))
+    return Status(MIXPREC_INTERNAL, "oneDNN's convolution: an addend where the plan has none, "
+                                    "or none where it has one");
   // An activation in a dtype the primitive does not take: widened (exact).
   if (p.wideSrcBytes) {
     widen(p.srcType, p.computeType, src, p.srcElements, d.wideSrc);
@@ -499,7 +551,15 @@ Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *ds
     }
     s = dnnl_memory_set_data_handle(p.biasMemory, values);
   }
-  for (const Call *c : {&p.toBlocked, &p.conv, &p.toPlain})
+  // The addend where the sum post-op reads dst: in oneDNN's layout
+  // (addendIn), or copied into the plain dst (in place: nothing to copy).
+  if (s == dnnl_success && p.sum) {
+    if (p.userAddend)
+      s = dnnl_memory_set_data_handle(p.userAddend, const_cast<float *>(addend));
+    else if (addend != dst)
+      std::memmove(dst, addend, static_cast<size_t>(p.dstElements) * sizeof(float));
+  }
+  for (const Call *c : {&p.toBlocked, &p.addendIn, &p.conv, &p.toPlain})
     if (s == dnnl_success)
       s = d.execute(*c);
   if (s == dnnl_success)
@@ -524,13 +584,16 @@ struct DnnlConvs::Impl {};
 
 DnnlConvs::DnnlConvs() : impl(std::make_unique<Impl>()) {}
 DnnlConvs::~DnnlConvs() = default;
-Status DnnlConvs::prepare(const LoadedModule &, const std::function<const uint8_t *(int32_t)> &) {
+Status DnnlConvs::prepare(const LoadedModule &, const std::function<const uint8_t *(int32_t)> &,
+                          const std::vector<uint8_t> &) {
   return okStatus();
 }
+bool DnnlConvs::addsAddend(size_t) const { return false; }
+bool DnnlConvs::writesDstLast(size_t) const { return false; }
 bool DnnlConvs::handles(size_t) const { return false; }
 std::string DnnlConvs::reason(size_t) const { return "this runtime was built without oneDNN"; }
 std::string DnnlConvs::implementation(size_t) const { return ""; }
-Status DnnlConvs::run(size_t, const void *, const void *, float *) {
+Status DnnlConvs::run(size_t, const void *, const void *, float *, const float *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlConvs::packsAtLoad() const { return 0; }

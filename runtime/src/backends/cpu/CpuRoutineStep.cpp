@@ -335,6 +335,42 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   // rounding to FP32 is the copy storeFloats would make).
   if (const size_t index = static_cast<size_t>(&op - module->routines().data());
       dnnlConvs.handles(index)) {
+    // With the kernel after it (CpuConvFusion.cpp): into that kernel's
+    // output, the addend added by oneDNN, then the kernel's ReLU in place.
+    // Where that output shares bytes with an operand (the arena reuses a
+    // dead input's) and oneDNN writes it while reading them (a plain dst),
+    // through the result buffer.
+    if (index < convEpilogues.size() && convEpilogues[index].kernelStep >= 0) {
+      const ConvEpilogue &e = convEpilogues[index];
+      const TensorDesc &o = tensors[e.output];
+      float *out = reinterpret_cast<float *>(tensorData(e.output));
+      const bool clash =
+          overlaps(op.inputs[0], e.output) || (present(2) && overlaps(op.inputs[2], e.output));
+      const bool direct = !clash || dnnlConvs.writesDstLast(index);
+      const float *addend =
+          e.addend >= 0 ? reinterpret_cast<const float *>(tensorData(e.addend)) : nullptr;
+      const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
+      if (Status s =
+              dnnlConvs.run(index, tensorData(op.inputs[0]), bias, direct ? out : result, addend);
+          !s.ok())
+        return s.withContext(op.name + ": ");
+      // The copy and the ReLU in slices over the threads (element-wise:
+      // the same bits for any count).
+      constexpr int64_t kSlice = 1 << 15;
+      const int64_t slices = (o.elements + kSlice - 1) / kSlice;
+      auto slice = [&](int64_t i, int) {
+        const int64_t begin = i * kSlice, n = std::min(kSlice, o.elements - begin);
+        if (!direct)
+          std::memcpy(out + begin, result + begin, static_cast<size_t>(n) * sizeof(float));
+        cpu::unary(cpu::UnaryOp::Relu, out + begin, out + begin, n);
+      };
+      if (slices > 1 && pool->size() > 1 && o.elements >= parallelPoints)
+        pool->run(slices, slice);
+      else
+        for (int64_t i = 0; i < slices; ++i)
+          slice(i, 0);
+      return okStatus();
+    }
     const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output) &&
                         !(present(2) && overlaps(op.inputs[2], op.output));
     float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
