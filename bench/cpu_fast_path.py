@@ -4,7 +4,7 @@ the OpenBLAS path and onnxruntime, side by side in one run, 1 and 2 threads.
 
 Usage:
     bench/cpu_fast_path.py --mixprec build/bin/mixprec --model DIR [--model DIR ...]
-        [--precisions fp32 bf16 fp8] [--threads 1 2] [--repeat N] [--json OUT]
+        [--precisions fp32 bf16 fp8 fp8-static] [--threads 1 2] [--repeat N] [--json OUT]
 
 Each DIR holds model.onnx and optionally inputs/NAME.npy (the layout of
 tests/e2e/gen_models.py, bench/gen_bench_models.py, bench/make_resnet18.py,
@@ -19,7 +19,9 @@ with the GEMM steps on oneDNN (the default) and on the OpenBLAS path
 (MIXPREC_CPU_GEMM=openblas), and onnxruntime on the FP32 model
 (bench/ort_time.py: graph optimizations on, intra_op_num_threads = T).
 Prints a Markdown table: the times, mixprec/onnxruntime, and each
-precision's time against the model's own FP32 time on oneDNN.
+precision's time against the model's own FP32 time on oneDNN. fp8-static
+is FP8 with calibrated scales (--fp8-scaling static, calibrated on the
+folder's inputs); fp8 is the default, scales from each run's amax.
 """
 
 import argparse
@@ -96,8 +98,19 @@ def main():
             fp32 = {}
             for precision in args.precisions:
                 module = os.path.join(work, f"{name}_{precision}.mpk")
-                p = subprocess.run([args.mixprec, "compile", model, "--precision", precision,
-                                    "-o", module], capture_output=True, text=True)
+                options = ["--precision", precision]
+                if precision == "fp8-static":
+                    # Calibrated FP8 scales (no amax kernels at run time),
+                    # calibrated on the inputs the model runs on.
+                    calibrate = [x.replace("--input=", "--calibrate=")
+                                 for x in model_inputs(folder)]
+                    if not calibrate:
+                        print(f"skip {name} fp8-static: no inputs/ to calibrate on",
+                              file=sys.stderr)
+                        continue
+                    options = ["--precision", "fp8", "--fp8-scaling", "static", *calibrate]
+                p = subprocess.run([args.mixprec, "compile", model, *options, "-o", module],
+                                   capture_output=True, text=True)
                 if p.returncode != 0:
                     print(f"skip {name} {precision}: {p.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
