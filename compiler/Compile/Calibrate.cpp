@@ -53,12 +53,34 @@ LogicalResult calibrate(func::FuncOp func, ArrayRef<std::vector<HostTensor>> inp
       return emitError(UnknownLoc::get(func.getContext()))
              << "calibration input set " << i << ": " << error;
   Builder b(func.getContext());
+  auto attrsOf = [&](const RangeStats &s) {
+    return std::pair(
+        b.getNamedAttr(GraphDialect::kCalibAmaxAttr, b.getF32FloatAttr(static_cast<float>(s.amax))),
+        b.getNamedAttr(GraphDialect::kCalibUnderflowAttr,
+                       b.getF32FloatAttr(s.nonZero ? static_cast<float>(s.belowFp16Normal) /
+                                                         static_cast<float>(s.nonZero)
+                                                   : 0.0f)));
+  };
   for (auto &[op, s] : stats) {
-    op->setAttr(GraphDialect::kCalibAmaxAttr, b.getF32FloatAttr(static_cast<float>(s.amax)));
-    op->setAttr(GraphDialect::kCalibUnderflowAttr,
-                b.getF32FloatAttr(s.nonZero ? static_cast<float>(s.belowFp16Normal) /
-                                                  static_cast<float>(s.nonZero)
-                                            : 0.0f));
+    auto [amax, underflow] = attrsOf(s);
+    op->setAttr(amax.getName(), amax.getValue());
+    op->setAttr(underflow.getName(), underflow.getValue());
+  }
+  // The graph's float inputs too (an FP8 GEMM may read one directly: its
+  // static scale comes from here), as argument attributes.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    RangeStats s;
+    bool seen = false;
+    for (const std::vector<HostTensor> &set : inputSets)
+      if (i < set.size() && set[i].kind == HostTensor::Kind::Float) {
+        accumulate(s, set[i].floats);
+        seen = true;
+      }
+    if (!seen)
+      continue;
+    auto [amax, underflow] = attrsOf(s);
+    func.setArgAttr(i, amax.getName(), amax.getValue());
+    func.setArgAttr(i, underflow.getName(), underflow.getValue());
   }
   return success();
 }

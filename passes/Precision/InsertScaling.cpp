@@ -177,11 +177,19 @@ QuantizedSource quantizedSource(Value v) {
   }
 }
 
-/// Whether `v` is the result of an op with calibration evidence.
-bool isCalibrated(Value v) {
-  Operation *producer = v.getDefiningOp();
-  return producer && producer->hasAttr(GraphDialect::kCalibAmaxAttr);
+/// The calibrated amax of `v` (an op's result, or a graph input), or null.
+FloatAttr calibratedAmax(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    // A graph input: calibrate() puts its amax on the argument.
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return func && arg.getOwner()->isEntryBlock()
+               ? func.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), GraphDialect::kCalibAmaxAttr)
+               : nullptr;
+  }
+  return v.getDefiningOp()->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr);
 }
+
+bool isCalibrated(Value v) { return static_cast<bool>(calibratedAmax(v)); }
 
 /// A calibrated value's per-tensor FP8 copy is made before the reshapes
 /// between it and the GEMM (each past exact widenings, no transposes):
@@ -487,9 +495,7 @@ private:
     Block *argumentBlock = insertAfterSource(b, source);
     Location loc = user->getLoc();
     auto fp8Type = cast<RankedTensorType>(source.getType()).clone(format);
-    Operation *producer = source.getDefiningOp();
-    auto calibrated =
-        producer ? producer->getAttrOfType<FloatAttr>(GraphDialect::kCalibAmaxAttr) : nullptr;
+    FloatAttr calibrated = calibratedAmax(source);
     Value scale;
     if (calibrated && options.scaling != Fp8Scaling::Current) {
       scale = scalarConstant(b, loc,

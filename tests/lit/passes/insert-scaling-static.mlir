@@ -54,3 +54,18 @@ func.func @fp8$static_before_reshape(%x: tensor<1x4x2xbf16>) -> tensor<4x3xbf16>
   %0 = mp.matmul %c, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
   return %0 : tensor<4x3xbf16>
 }
+
+// -----
+
+// A graph input read by an FP8 GEMM: its calibrated amax is an argument
+// attribute (calibrate() puts it there).
+// CHECK-LABEL: func.func @fp8$static_graph_input
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32> {mp.calib_amax = 8.000000e+00 : f32})
+// CHECK-NOT: mp.amax
+// CHECK: %[[S:.*]] = mp.constant dense<5.600000e+01> : tensor<f32>
+// CHECK: mp.quantize %[[X]], %[[S]]
+func.func @fp8$static_graph_input(%x: tensor<4x2xf32> {mp.calib_amax = 8.0 : f32}) -> tensor<4x3xbf16> {
+  %w = mp.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %0 = mp.matmul %x, %w {acc_type = f32, mp.precision = f8E4M3FN} : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}
