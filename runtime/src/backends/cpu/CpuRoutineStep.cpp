@@ -402,12 +402,37 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   }
   case RoutineKind::MaxPool2d:
   case RoutineKind::MaxPool:
-    cpu::maxPool(x, shapeOf(0), op.window, result, y.shape);
-    break;
   case RoutineKind::AvgPool2d:
-  case RoutineKind::AvgPool:
-    cpu::avgPool(x, shapeOf(0), op.window, op.countIncludePad, result, y.shape);
+  case RoutineKind::AvgPool: {
+    // Planes (batch x channels) in chunks over the threads: each output
+    // depends on its plane alone, so the bits are one thread's.
+    const cpu::Shape &is = shapeOf(0);
+    const int64_t planes = is[0] * is[1];
+    const int64_t inPlane = tensors[op.inputs[0]].elements / std::max<int64_t>(planes, 1);
+    const int64_t outPlane = y.elements / std::max<int64_t>(planes, 1);
+    const bool max = op.kind == RoutineKind::MaxPool2d || op.kind == RoutineKind::MaxPool;
+    const int64_t chunks = pool->size() > 1 && y.elements >= parallelPoints
+                               ? std::min<int64_t>(planes, 4 * pool->size())
+                               : 1;
+    auto chunk = [&](int64_t c, int) {
+      const int64_t first = planes * c / chunks, end = planes * (c + 1) / chunks;
+      if (first == end)
+        return;
+      cpu::Shape part = is, outPart = y.shape;
+      part[0] = outPart[0] = 1;
+      part[1] = outPart[1] = end - first;
+      if (max)
+        cpu::maxPool(x + first * inPlane, part, op.window, result + first * outPlane, outPart);
+      else
+        cpu::avgPool(x + first * inPlane, part, op.window, op.countIncludePad,
+                     result + first * outPlane, outPart);
+    };
+    if (chunks > 1)
+      pool->run(chunks, chunk);
+    else
+      chunk(0, 0);
     break;
+  }
   case RoutineKind::Softmax:
     cpu::softmax(x, shapeOf(0), op.axis, result);
     break;
