@@ -275,6 +275,13 @@ private:
     std::vector<Segment> segments;
     std::vector<int64_t> segmentBase; ///< [segment * accesses + access]
     std::vector<int64_t> runIndex, runBase;
+    /// runRow's per-row state, kept to spare allocations: the accesses'
+    /// row strides, innermost strides, the row dims but the innermost; the
+    /// registers valid across passes of a one-piece row, its point count.
+    std::vector<const std::vector<int64_t> *> rowStrides;
+    std::vector<int64_t> innerStride, runDims;
+    std::vector<uint8_t> kept;
+    int64_t pieceCount = 0;
     Scratch attention; ///< the blocked attention kernel's tiles
   };
 
@@ -296,7 +303,10 @@ private:
   Status runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow);
   Status runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
                 int64_t firstSlice, int64_t endSlice);
-  Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count);
+  /// `kept` (null: none): per instruction, whether its register already
+  /// holds its value for this piece (skipped), set for what it computes.
+  Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,
+                   uint8_t *kept = nullptr);
   Status runGemm(const GemmDesc &g);
   Status runBlasGemm(const GemmDesc &g, float *acc, const float *bias);
   Status runRoutine(const RoutineOp &op);

@@ -280,24 +280,38 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   const int64_t sliceLength = std::min(runLength, pieceCapacity);
   const int64_t slicesPerRun = (runLength + sliceLength - 1) / sliceLength;
   const size_t runRank = rowRank ? rowRank - 1 : 0;
-  std::vector<const std::vector<int64_t> *> rowStrides(numAccess);
-  std::vector<int64_t> innerStride(numAccess, 0);
+  // (The worker's vectors: no allocation per row once they have grown.)
+  w.rowStrides.resize(numAccess);
+  w.innerStride.resize(numAccess);
   for (size_t a = 0; a < numAccess; ++a) {
-    rowStrides[a] = &plan.accesses[a].rowStrides;
-    innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
+    w.rowStrides[a] = &plan.accesses[a].rowStrides;
+    w.innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
   }
-
+  w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
   w.runIndex.resize(runRank);
   w.runBase.resize(numAccess);
+  // A row that is one piece (a row reduction's row of up to pieceCapacity
+  // points): its segments are the same in every pass, and a value computed
+  // in an earlier pass is still in its register (`kept`), so each pass
+  // evaluates only what it adds.
+  const bool onePiece = plan.reductionPasses > 0 &&
+                        (endSlice - firstSlice) * sliceLength <= pieceCapacity &&
+                        (slicesPerRun == 1 || endSlice - firstSlice == 1);
+  if (onePiece)
+    w.kept.assign(plan.program.size(), 0);
   for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {
     for (size_t j = 0; j < plan.program.size(); ++j) {
       const KernelPlan::Inst &inst = plan.program[j];
       if (isRowReduction(inst.op) && inst.pass == pass)
         w.rowValue[j] = inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
     }
+    if (onePiece && pass > 0) {
+      if (Status s = evalPiece(plan, w, pass, w.pieceCount, w.kept.data()); !s.ok())
+        return s;
+      continue;
+    }
     // Where the first slice's run starts.
-    rowBase(std::vector<int64_t>(plan.rowDims.begin(), plan.rowDims.begin() + runRank),
-            firstSlice / slicesPerRun, rowStrides, w.runBase);
+    rowBase(w.runDims, firstSlice / slicesPerRun, w.rowStrides, w.runBase);
     for (size_t a = 0; a < numAccess; ++a)
       w.runBase[a] += outerBase[a];
     for (size_t d = runRank, run = firstSlice / slicesPerRun; d-- > 0; run /= plan.rowDims[d])
@@ -317,23 +331,25 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
       }
       w.segments.push_back(Segment{length, count});
       for (size_t a = 0; a < numAccess; ++a)
-        w.segmentBase.push_back(w.runBase[a] + start * innerStride[a]);
+        w.segmentBase.push_back(w.runBase[a] + start * w.innerStride[a]);
       count += length;
       start += sliceLength;
       if (start >= runLength) {
         start = 0;
-        advance(plan.rowDims, runRank, w.runIndex, w.runBase, rowStrides);
+        advance(plan.rowDims, runRank, w.runIndex, w.runBase, w.rowStrides);
       }
     }
+    w.pieceCount = count;
     if (count > 0)
-      if (Status s = evalPiece(plan, w, pass, count); !s.ok())
+      if (Status s = evalPiece(plan, w, pass, count, onePiece ? w.kept.data() : nullptr); !s.ok())
         return s;
   }
   return okStatus();
 }
 
 /// Runs the instructions of pass `pass` over `count` points.
-Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count) {
+Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,
+                             uint8_t *kept) {
   const std::vector<Segment> &segments = w.segments;
   const std::vector<int64_t> &segmentBase = w.segmentBase;
   const std::vector<uint8_t> &need = plan.needed[pass];
@@ -342,10 +358,16 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
   auto reg = [&](int32_t j) { return w.registers.data() + static_cast<size_t>(j) * pieceCapacity; };
 
   for (size_t jj = 0; jj < plan.program.size(); ++jj) {
-    if (!need[jj])
+    if (!need[jj] || (kept && kept[jj]))
       continue;
     const int32_t j = static_cast<int32_t>(jj);
     const KernelPlan::Inst &inst = plan.program[j];
+    // Its register holds its value for the later passes of this piece: not
+    // a Store or an Amax (effects), nor a row reduction in the pass that
+    // accumulates it (its register is filled in the passes after).
+    if (kept)
+      kept[jj] = inst.op != OpCode::Store && inst.op != OpCode::Amax &&
+                 !(isRowReduction(inst.op) && inst.pass == pass);
     float *r = reg(j);
     const float *a = reg(inst.operand[0]);
     const float *b = reg(inst.operand[1]);
