@@ -120,13 +120,25 @@ Status CpuBackend::prepare() {
 
   // Registers stay below ~32 MB even for the longest program allowed.
   pieceCapacity = longest <= 4096 ? 512 : 128;
+  // Rows of row-reduction kernels (LayerNorm's 768, softmax's) in one piece
+  // where they fit 4096 points and the registers stay within 32 MB.
+  rowCapacity = pieceCapacity;
+  for (const KernelPlan &k : kernels)
+    if (k.reductionPasses > 0) {
+      int64_t points = 1;
+      for (int64_t d : k.rowDims)
+        points *= d;
+      if (points <= 4096 && int64_t(longest) * ((points + 63) / 64 * 64) * 4 <= (32 << 20))
+        rowCapacity = std::max(rowCapacity, (points + 63) / 64 * 64);
+    }
+  registerStride = std::max(pieceCapacity, rowCapacity);
   pool = std::make_unique<ThreadPool>(options.numThreads > 0 ? options.numThreads
                                                              : ThreadPool::defaultThreads());
   workers.resize(pool->size());
   if (const char *points = std::getenv("MIXPREC_CPU_PARALLEL_POINTS"))
     parallelPoints = std::max<int64_t>(std::atoll(points), 1);
   for (Worker &w : workers) {
-    w.registers.assign(longest * pieceCapacity, 0.0f);
+    w.registers.assign(longest * registerStride, 0.0f);
     w.rowValue.assign(longest, 0.0f);
     w.amaxValue.assign(longest, 0.0f);
   }

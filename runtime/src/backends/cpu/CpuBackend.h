@@ -268,7 +268,7 @@ private:
   };
   /// What one thread evaluates kernels with.
   struct Worker {
-    /// pieceCapacity floats per instruction of the longest program.
+    /// registerStride floats per instruction of the longest program.
     std::vector<float> registers;
     std::vector<float> rowValue;  ///< per instruction: row reductions' values
     std::vector<float> amaxValue; ///< per instruction: Amax accumulators
@@ -328,6 +328,13 @@ private:
   AlignedBytes arena;
   std::vector<KernelPlan> kernels;
   int64_t pieceCapacity = 512;
+  /// Points in a piece of a kernel with row reductions: its rows up to 4096
+  /// points fit one (runRow then keeps values across passes); at least
+  /// pieceCapacity. Registers are registerStride floats apart.
+  int64_t rowCapacity = 512, registerStride = 512;
+  int64_t capacityOf(const KernelPlan &plan) const {
+    return plan.reductionPasses > 0 ? rowCapacity : pieceCapacity;
+  }
   /// Threads for kernels (and routines that split their work); workers[w]
   /// is worker w's state.
   std::unique_ptr<ThreadPool> pool;

@@ -198,7 +198,8 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
       rowPoints *= d;
     const bool splitRows = plan.reductionPasses > 0;
     const int64_t runLength = plan.rowDims.empty() ? 1 : plan.rowDims.back();
-    const int64_t slicesPerRun = (runLength + pieceCapacity - 1) / pieceCapacity;
+    const int64_t capacity = capacityOf(plan);
+    const int64_t slicesPerRun = (runLength + capacity - 1) / capacity;
     const int64_t slices = rowPoints / runLength * slicesPerRun;
     const int64_t units = splitRows ? rows : slices;
     const int threads = pool->size();
@@ -250,7 +251,8 @@ Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, 
   for (size_t a = 0; a < numAccess; ++a)
     outerStrides[a] = &plan.accesses[a].outerStrides;
   const int64_t runLength = plan.rowDims.empty() ? 1 : plan.rowDims.back();
-  const int64_t slicesPerRun = (runLength + pieceCapacity - 1) / pieceCapacity;
+  const int64_t capacity = capacityOf(plan);
+  const int64_t slicesPerRun = (runLength + capacity - 1) / capacity;
   int64_t rowPoints = 1;
   for (int64_t d : plan.rowDims)
     rowPoints *= d;
@@ -269,7 +271,7 @@ Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, 
 
 /// Evaluates every pass of slices [firstSlice, endSlice) of one row (the
 /// whole row when the kernel has row reductions), in pieces of up to
-/// pieceCapacity points made of whole runs of the innermost row dim, or
+/// capacityOf(plan) points made of whole runs of the innermost row dim, or
 /// slices of a long run: slice s is the (s % slicesPerRun)-th piece-long
 /// part of run s / slicesPerRun.
 Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
@@ -277,7 +279,8 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   const size_t numAccess = plan.accesses.size();
   const size_t rowRank = plan.rowDims.size();
   const int64_t runLength = rowRank ? plan.rowDims.back() : 1;
-  const int64_t sliceLength = std::min(runLength, pieceCapacity);
+  const int64_t capacity = capacityOf(plan);
+  const int64_t sliceLength = std::min(runLength, capacity);
   const int64_t slicesPerRun = (runLength + sliceLength - 1) / sliceLength;
   const size_t runRank = rowRank ? rowRank - 1 : 0;
   // (The worker's vectors: no allocation per row once they have grown.)
@@ -290,12 +293,12 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
   w.runIndex.resize(runRank);
   w.runBase.resize(numAccess);
-  // A row that is one piece (a row reduction's row of up to pieceCapacity
+  // A row that is one piece (a row reduction's row of up to rowCapacity
   // points): its segments are the same in every pass, and a value computed
   // in an earlier pass is still in its register (`kept`), so each pass
   // evaluates only what it adds.
   const bool onePiece = plan.reductionPasses > 0 &&
-                        (endSlice - firstSlice) * sliceLength <= pieceCapacity &&
+                        (endSlice - firstSlice) * sliceLength <= capacity &&
                         (slicesPerRun == 1 || endSlice - firstSlice == 1);
   if (onePiece)
     w.kept.assign(plan.program.size(), 0);
@@ -322,7 +325,7 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
     int64_t count = 0;
     for (int64_t slice = firstSlice; slice < endSlice; ++slice) {
       const int64_t length = std::min(sliceLength, runLength - start);
-      if (count + length > pieceCapacity) {
+      if (count + length > capacity) {
         if (Status s = evalPiece(plan, w, pass, count); !s.ok())
           return s;
         w.segments.clear();
@@ -355,7 +358,9 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
   const std::vector<uint8_t> &need = plan.needed[pass];
   const size_t numAccess = plan.accesses.size();
   const int64_t n = count;
-  auto reg = [&](int32_t j) { return w.registers.data() + static_cast<size_t>(j) * pieceCapacity; };
+  auto reg = [&](int32_t j) {
+    return w.registers.data() + static_cast<size_t>(j) * registerStride;
+  };
 
   for (size_t jj = 0; jj < plan.program.size(); ++jj) {
     if (!need[jj] || (kept && kept[jj]))
