@@ -177,9 +177,10 @@ inline float geluErfFastOne(float x) {
 #pragma GCC unroll 8
   for (int j = 6; j >= 0; --j)
     e = std::fma(e, r, kInverseFactorials[j]);
-  int32_t tBits;
+  // k in [0, 26] (unsigned: a NaN x, whose result is x, makes any bits).
+  uint32_t tBits;
   std::memcpy(&tBits, &t, sizeof(tBits));
-  const int32_t scaleBits = (127 - (tBits - 0x4B400000)) << 23; // k in [0, 26]
+  const uint32_t scaleBits = (127u - (tBits - 0x4B400000u)) << 23;
   float scale;
   std::memcpy(&scale, &scaleBits, sizeof(scale));
   const float q = (e * s) * scale;

@@ -36,8 +36,10 @@ struct MulOfSigmoidToSilu : OpRewritePattern<MulOp> {
           x.getType() != mul.getType())
         continue;
       // The silu takes the product's location (its node name): that is the
-      // value a reader looks for. `mul` is gone after this call.
-      keepCalibration(mul, rewriter.replaceOpWithNewOp<SiluOp>(mul, mul.getType(), x));
+      // value a reader looks for.
+      auto silu = rewriter.create<SiluOp>(mul.getLoc(), mul.getType(), x);
+      keepCalibration(mul, silu); // before `mul` is gone
+      rewriter.replaceOp(mul, silu);
       rewriter.eraseOp(sigmoid);
       return success();
     }
@@ -109,7 +111,9 @@ struct MulToGelu : OpRewritePattern<MulOp> {
       std::optional<GeluApproximation> form = matchOnePlus(x, onePlus, absorbed);
       if (!form)
         continue;
-      keepCalibration(mul, rewriter.replaceOpWithNewOp<GeluOp>(mul, mul.getType(), x, *form));
+      auto gelu = rewriter.create<GeluOp>(mul.getLoc(), mul.getType(), x, *form);
+      keepCalibration(mul, gelu); // before `mul` is gone
+      rewriter.replaceOp(mul, gelu);
       // Readers first: each absorbed op's value is read only by the next.
       for (Operation *op : absorbed)
         if (op->use_empty())
