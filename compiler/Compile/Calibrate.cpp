@@ -53,18 +53,14 @@ LogicalResult calibrate(func::FuncOp func, ArrayRef<std::vector<HostTensor>> inp
       return emitError(UnknownLoc::get(func.getContext()))
              << "calibration input set " << i << ": " << error;
   Builder b(func.getContext());
-  auto attrsOf = [&](const RangeStats &s) {
-    return std::pair(
-        b.getNamedAttr(GraphDialect::kCalibAmaxAttr, b.getF32FloatAttr(static_cast<float>(s.amax))),
-        b.getNamedAttr(GraphDialect::kCalibUnderflowAttr,
-                       b.getF32FloatAttr(s.nonZero ? static_cast<float>(s.belowFp16Normal) /
-                                                         static_cast<float>(s.nonZero)
-                                                   : 0.0f)));
+  auto amaxOf = [&](const RangeStats &s) { return b.getF32FloatAttr(static_cast<float>(s.amax)); };
+  auto underflowOf = [&](const RangeStats &s) {
+    return b.getF32FloatAttr(
+        s.nonZero ? static_cast<float>(s.belowFp16Normal) / static_cast<float>(s.nonZero) : 0.0f);
   };
   for (auto &[op, s] : stats) {
-    auto [amax, underflow] = attrsOf(s);
-    op->setAttr(amax.getName(), amax.getValue());
-    op->setAttr(underflow.getName(), underflow.getValue());
+    op->setAttr(GraphDialect::kCalibAmaxAttr, amaxOf(s));
+    op->setAttr(GraphDialect::kCalibUnderflowAttr, underflowOf(s));
   }
   // The graph's float inputs too (an FP8 GEMM may read one directly: its
   // static scale comes from here), as argument attributes.
@@ -78,9 +74,8 @@ LogicalResult calibrate(func::FuncOp func, ArrayRef<std::vector<HostTensor>> inp
       }
     if (!seen)
       continue;
-    auto [amax, underflow] = attrsOf(s);
-    func.setArgAttr(i, amax.getName(), amax.getValue());
-    func.setArgAttr(i, underflow.getName(), underflow.getValue());
+    func.setArgAttr(i, GraphDialect::kCalibAmaxAttr, amaxOf(s));
+    func.setArgAttr(i, GraphDialect::kCalibUnderflowAttr, underflowOf(s));
   }
   return success();
 }

@@ -201,6 +201,13 @@ struct KernelPlan {
 /// Prepares kernel `index` of a verified module.
 KernelPlan planKernel(const LoadedModule &module, size_t index);
 
+/// Whether activations a and b share arena bytes (constants never do).
+inline bool sharesBytes(const TensorDesc &a, const TensorDesc &b) {
+  if (a.isConstant() || b.isConstant() || a.bytes == 0 || b.bytes == 0)
+    return false;
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
 /// A kernel step a convolution routine computes (CpuConvFusion.cpp says
 /// which): relu(conv) or relu(conv + addend), written to the kernel's
 /// output.
@@ -292,10 +299,7 @@ private:
     return arena.data() + d.offset;
   }
   bool overlaps(int32_t a, int32_t b) const {
-    const TensorDesc &x = module->tensors()[a], &y = module->tensors()[b];
-    if (x.isConstant() || y.isConstant() || x.bytes == 0 || y.bytes == 0)
-      return false;
-    return x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+    return sharesBytes(module->tensors()[a], module->tensors()[b]);
   }
 
   Status runSteps();

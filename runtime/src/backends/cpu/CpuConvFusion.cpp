@@ -73,13 +73,6 @@ std::vector<StepTensors> tensorsOfSteps(const LoadedModule &module,
   return out;
 }
 
-/// Whether activations a and b share bytes.
-bool overlap(const TensorDesc &a, const TensorDesc &b) {
-  if (a.isConstant() || b.isConstant() || a.bytes == 0 || b.bytes == 0)
-    return false;
-  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-}
-
 /// Whether the bytes of activation `t` after step `from` are read only as
 /// `t` by step `reader` until steps' writes have covered them all (the
 /// arena planner reuses them piece by piece), and are no module output or

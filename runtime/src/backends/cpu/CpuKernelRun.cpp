@@ -297,9 +297,8 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   // points): its segments are the same in every pass, and a value computed
   // in an earlier pass is still in its register (`kept`), so each pass
   // evaluates only what it adds.
-  const bool onePiece = plan.reductionPasses > 0 &&
-                        (endSlice - firstSlice) * sliceLength <= capacity &&
-                        (slicesPerRun == 1 || endSlice - firstSlice == 1);
+  const bool onePiece = plan.reductionPasses > 0 && endSlice > firstSlice &&
+                        (endSlice - firstSlice) * sliceLength <= capacity;
   if (onePiece)
     w.kept.assign(plan.program.size(), 0);
   for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {

@@ -355,20 +355,15 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
           !s.ok())
         return s.withContext(op.name + ": ");
       // The copy and the ReLU in slices over the threads (element-wise:
-      // the same bits for any count).
+      // the same bits for any count); one slice below parallelPoints.
       constexpr int64_t kSlice = 1 << 15;
-      const int64_t slices = (o.elements + kSlice - 1) / kSlice;
-      auto slice = [&](int64_t i, int) {
-        const int64_t begin = i * kSlice, n = std::min(kSlice, o.elements - begin);
+      const int64_t slice = o.elements >= parallelPoints ? kSlice : o.elements;
+      pool->run((o.elements + slice - 1) / std::max<int64_t>(slice, 1), [&](int64_t i, int) {
+        const int64_t begin = i * slice, n = std::min(slice, o.elements - begin);
         if (!direct)
           std::memcpy(out + begin, result + begin, static_cast<size_t>(n) * sizeof(float));
         cpu::unary(cpu::UnaryOp::Relu, out + begin, out + begin, n);
-      };
-      if (slices > 1 && pool->size() > 1 && o.elements >= parallelPoints)
-        pool->run(slices, slice);
-      else
-        for (int64_t i = 0; i < slices; ++i)
-          slice(i, 0);
+      });
       return okStatus();
     }
     const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output) &&
@@ -427,10 +422,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
         cpu::avgPool(x + first * inPlane, part, op.window, op.countIncludePad,
                      result + first * outPlane, outPart);
     };
-    if (chunks > 1)
-      pool->run(chunks, chunk);
-    else
-      chunk(0, 0);
+    pool->run(chunks, chunk); // (one chunk: on this thread)
     break;
   }
   case RoutineKind::Softmax:
