@@ -1,6 +1,7 @@
 //===- Elementwise.cpp - Shape helpers, binary/unary ops, Where -----------===//
 
 #include "runtime/kernels/Erf.h"
+#include "runtime/kernels/Exp.h"
 #include "runtime/kernels/Kernels.h"
 #include "runtime/kernels/StridedLoop.h"
 
@@ -208,15 +209,29 @@ template <typename T> void unaryT(UnaryOp op, const T *in, T *out, int64_t n) {
     else
       return unaryLoop(geluErf<T>, in, out, n);
   case UnaryOp::GeluTanh:
-    return unaryLoop(geluTanh<T>, in, out, n);
+    // FP32: Exp.h's exponential, vectorised (the C library's expf runs one
+    // value at a time); FP64: std::exp. The same formulas.
+    if constexpr (std::is_same_v<T, float>)
+      return geluTanhArray(in, out, n);
+    else
+      return unaryLoop(geluTanh<T>, in, out, n);
   case UnaryOp::Tanh:
     return unaryLoop([](T x) { return std::tanh(x); }, in, out, n);
   case UnaryOp::Sigmoid:
-    return unaryLoop(sigmoid<T>, in, out, n);
+    if constexpr (std::is_same_v<T, float>)
+      return sigmoidArray(in, out, n);
+    else
+      return unaryLoop(sigmoid<T>, in, out, n);
   case UnaryOp::Silu:
-    return unaryLoop([](T x) { return x * sigmoid(x); }, in, out, n);
+    if constexpr (std::is_same_v<T, float>)
+      return siluArray(in, out, n);
+    else
+      return unaryLoop([](T x) { return x * sigmoid(x); }, in, out, n);
   case UnaryOp::Exp:
-    return unaryLoop([](T x) { return std::exp(x); }, in, out, n);
+    if constexpr (std::is_same_v<T, float>)
+      return expArray(in, out, n);
+    else
+      return unaryLoop([](T x) { return std::exp(x); }, in, out, n);
   case UnaryOp::Log:
     return unaryLoop([](T x) { return std::log(x); }, in, out, n);
   case UnaryOp::Sqrt:

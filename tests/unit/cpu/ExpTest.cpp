@@ -1,0 +1,199 @@
+// Exp.h's e^x of floats: for every FP32 input (every 31st under a
+// sanitizer) within one ulp of e^x in double rounded to FP32 (the
+// correctly rounded result but where e^x lies next to a rounding boundary),
+// NaN exactly for NaN, and the same bits as the C library's expf for
+// nearly every input (the function it replaced); the special values; the
+// scalar and array forms the same bits; unary(Exp/Sigmoid/Silu/GeluTanh)
+// the FP32 formulas on it, within two ulps of the same formulas on expf.
+#include "runtime/kernels/Exp.h"
+#include "runtime/kernels/Kernels.h"
+#include "tests/unit/FloatBits.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace mixprec::runtime::cpu;
+
+namespace {
+
+using mixprec::test::bitsOf;
+using mixprec::test::floatOf;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr uint64_t kStride = 31;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+constexpr uint64_t kStride = 31;
+#else
+constexpr uint64_t kStride = 1;
+#endif
+#else
+constexpr uint64_t kStride = 1;
+#endif
+
+/// How many FP32 values lie between a and b (both finite or equal infs):
+/// the distance of their ordered bit patterns.
+int64_t ulpsApart(float a, float b) {
+  auto ordered = [](float v) {
+    const int64_t bits = bitsOf(v);
+    return bits & 0x80000000 ? -(bits & 0x7fffffff) : bits;
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+TEST(Exp, EveryInputWithinOneUlpOfTheRoundedDouble) {
+  struct Result {
+    uint64_t values = 0, sameAsDouble = 0, sampled = 0, sameAsExpf = 0, failures = 0;
+    std::vector<std::string> messages;
+  };
+  auto check = [](uint64_t begin, uint64_t end, Result &res) {
+    constexpr size_t kChunk = 1 << 16;
+    std::vector<float> xs(kChunk), ys(kChunk);
+    for (uint64_t b = begin; b < end;) {
+      size_t n = 0;
+      for (; n < kChunk && b < end; ++n, b += kStride)
+        xs[n] = floatOf(static_cast<uint32_t>(b));
+      expArray(xs.data(), ys.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        ++res.values;
+        const float x = xs[i], y = ys[i];
+        // e^x rounds to 0 below -104, overflows above 89 and rounds to 1
+        // for |x| < 2^-26 (the C library takes longest over these).
+        const float ref = x < -104.0f               ? 0.0f
+                          : x > 89.0f               ? std::numeric_limits<float>::infinity()
+                          : std::fabs(x) < 0x1p-26f ? 1.0f
+                                                    : static_cast<float>(std::exp(double(x)));
+        std::string why;
+        if (std::isnan(x) || std::isnan(y)) {
+          if (!(std::isnan(x) && std::isnan(y)))
+            why = "NaN differs";
+        } else if (bitsOf(y) == bitsOf(ref)) {
+          ++res.sameAsDouble;
+        } else if (std::isinf(y) != std::isinf(ref) || ulpsApart(y, ref) > 1) {
+          why = "more than one ulp off";
+        }
+        if (i % 61 == 0) {
+          res.sampled += !std::isnan(x);
+          res.sameAsExpf += !std::isnan(x) && bitsOf(y) == bitsOf(std::exp(x));
+          if (bitsOf(y) != bitsOf(expFloat(x)))
+            why = "expArray and expFloat differ";
+        }
+        if (!why.empty() && res.failures++ < 10)
+          res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
+                                 std::to_string(bitsOf(x)) + "): " + std::to_string(y) +
+                                 ", double " + std::to_string(ref));
+      }
+    }
+  };
+  constexpr uint64_t kAll = 1ull << 32, kHalf = (kAll / 2 / kStride) * kStride;
+  Result low, high;
+  std::thread other(check, 0, kHalf, std::ref(low));
+  check(kHalf, kAll, high);
+  other.join();
+  for (const Result *r : {&low, &high})
+    for (const std::string &m : r->messages)
+      ADD_FAILURE() << m;
+  EXPECT_EQ(low.failures + high.failures, 0u);
+  const double values = static_cast<double>(low.values + high.values);
+  const uint64_t nans = 2 * ((1u << 23) - 1) / kStride;
+  const double sameAsDouble = static_cast<double>(low.sameAsDouble + high.sameAsDouble);
+  const double sampled = static_cast<double>(low.sampled + high.sampled);
+  const double sameAsExpf = static_cast<double>(low.sameAsExpf + high.sameAsExpf);
+  std::printf("exp (FP32): %.0f values (stride %llu); the same bits as e^x in double rounded: "
+              "all but %.0f; as the C library's expf: %.4f%% of every 61st\n",
+              values, static_cast<unsigned long long>(kStride), values - nans - sameAsDouble,
+              100.0 * sameAsExpf / sampled);
+  // Only inputs whose e^x lies within ~2^-50 relative of a rounding
+  // boundary may differ: a handful in 2^32.
+  EXPECT_LT(values - nans - sameAsDouble, 1e-6 * values);
+}
+
+TEST(Exp, SpecialValues) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(expFloat(0.0f), 1.0f);
+  EXPECT_EQ(expFloat(-0.0f), 1.0f);
+  EXPECT_EQ(expFloat(kInf), kInf);
+  EXPECT_EQ(bitsOf(expFloat(-kInf)), 0u);
+  EXPECT_TRUE(std::isnan(expFloat(std::numeric_limits<float>::quiet_NaN())));
+  // The largest input below overflow, and the first above it.
+  EXPECT_EQ(expFloat(88.7228317f), 3.40279851e38f);
+  EXPECT_EQ(expFloat(88.7228394f), kInf);
+  EXPECT_EQ(expFloat(1000.0f), kInf);
+  // Subnormal results, rounded once: the smallest subnormal at ln(2^-149)
+  // and 0 below half of it.
+  EXPECT_EQ(expFloat(-103.278931f), std::ldexp(1.0f, -149));
+  EXPECT_EQ(bitsOf(expFloat(-103.972084f)), 0u);
+  EXPECT_EQ(expFloat(-100.0f), static_cast<float>(std::exp(-100.0)));
+  EXPECT_EQ(expFloat(-87.5f), static_cast<float>(std::exp(-87.5)));
+  EXPECT_EQ(expFloat(1.0f), 2.71828183f);
+}
+
+/// The FP32 formulas of Exp.h over an exponential `e`.
+float sigmoidWith(float x, const std::function<float(float)> &e) {
+  const float v = e(-std::fabs(x));
+  return x >= 0.0f ? 1.0f / (1.0f + v) : v / (1.0f + v);
+}
+float geluTanhWith(float x, const std::function<float(float)> &e) {
+  const float u2 = 1.59576912160573071176f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + e(-u2));
+}
+
+TEST(Exp, UnaryOpsAreTheFormulasOnIt) {
+  // Every 4099th bit pattern, both signs, NaNs included.
+  std::vector<float> xs;
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 4099)
+    xs.push_back(floatOf(static_cast<uint32_t>(b)));
+  for (float x : {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 88.0f, -88.0f, 1e-30f, -1e-30f})
+    xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> ys(xs.size());
+  auto ours = [](float v) { return expFloat(v); };
+  auto libc = [](float v) { return std::exp(v); };
+  struct Case {
+    UnaryOp op;
+    std::function<float(float, const std::function<float(float)> &)> formula;
+  };
+  const Case cases[] = {
+      {UnaryOp::Exp, [](float x, const std::function<float(float)> &e) { return e(x); }},
+      {UnaryOp::Sigmoid, sigmoidWith},
+      {UnaryOp::Silu,
+       [](float x, const std::function<float(float)> &e) { return x * sigmoidWith(x, e); }},
+      {UnaryOp::GeluTanh, geluTanhWith},
+  };
+  for (const Case &c : cases) {
+    unary(c.op, xs.data(), ys.data(), n);
+    int64_t differFromLibc = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float want = c.formula(xs[i], ours), old = c.formula(xs[i], libc);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(ys[i])) << "op " << int(c.op) << " at " << xs[i];
+        continue;
+      }
+      ASSERT_EQ(bitsOf(ys[i]), bitsOf(want)) << "op " << int(c.op) << " at " << xs[i];
+      // Where expf is one ulp off, 1 + e moves by at most one ulp and the
+      // quotient (and silu's product) by at most two.
+      if (bitsOf(want) != bitsOf(old)) {
+        ++differFromLibc;
+        EXPECT_LE(ulpsApart(want, old), 2) << "op " << int(c.op) << " at " << xs[i];
+      }
+    }
+    EXPECT_LT(differFromLibc, n / 10000) << "op " << int(c.op);
+  }
+  // In place.
+  std::vector<float> inPlace = xs;
+  unary(UnaryOp::GeluTanh, inPlace.data(), inPlace.data(), n);
+  unary(UnaryOp::GeluTanh, xs.data(), ys.data(), n);
+  EXPECT_EQ(std::memcmp(inPlace.data(), ys.data(), ys.size() * sizeof(float)), 0);
+}
+
+} // namespace
