@@ -41,7 +41,7 @@
 // Function multiversioning needs GNU ifunc (ELF + glibc) and x86-64.
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&            \
     !defined(MIXPREC_NUMERICS_NO_MULTIVERSION)
-#define MIXPREC_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#define MIXPREC_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define MIXPREC_MULTIVERSION
 #endif
@@ -645,6 +645,34 @@ void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t
     for (size_t i = 0; i < count; ++i)
       out[start + i] = std::isfinite(in[start + i]) ? scaled[i]
                                                     : std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+MIXPREC_MULTIVERSION void widenE4M3FNToBF16(const uint8_t *__restrict in, uint16_t *__restrict out,
+                                            size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t c = in[i], a = c & 0x7fu;
+    // Normals: the exponent rebiased (7 -> 127), the 3 mantissa bits on top
+    // of BF16's 7. Subnormals a * 2^-9 (a in 1..7): 2^-9, 2^-8 or 2^-7
+    // times 1.m, built by hand; 0 stays 0.
+    const uint16_t normal = static_cast<uint16_t>((a << 4) + 0x3c00u);
+    const uint16_t sub = a >= 4u   ? static_cast<uint16_t>(0x3c00u | ((a - 4u) << 5))
+                         : a >= 2u ? static_cast<uint16_t>(0x3b80u | ((a - 2u) << 6))
+                         : a == 1u ? uint16_t(0x3b00u)
+                                   : uint16_t(0);
+    uint16_t v = a >= 8u ? normal : sub;
+    v = a == 0x7fu ? uint16_t(0x7ff0u) : v; // floatToBF16(NaN), sign below
+    out[i] = static_cast<uint16_t>(v | ((c & 0x80u) << 8));
+  }
+}
+
+MIXPREC_MULTIVERSION void scaleForQuantize(const float *in, const float *scale, float *out,
+                                           size_t n) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (size_t i = 0; i < n; ++i) {
+    const float x = in[i], s = scale[i];
+    out[i] = std::fabs(x) <= kMax && std::fabs(s) <= kMax ? x * s
+                                                          : std::numeric_limits<float>::quiet_NaN();
   }
 }
 

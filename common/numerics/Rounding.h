@@ -99,6 +99,11 @@ void encodeArray(Format f, const float *in, void *out, size_t n,
                  RoundOptions o = {});
 /// Reads n elements of formatBytes(f) bytes. `in` and `out` must not overlap.
 void decodeArray(Format f, const void *in, float *out, size_t n);
+/// E4M3FN bit patterns widened to BF16 bit patterns (exact: every E4M3FN
+/// value is a BF16 value; NaN as floatToBF16 of the decoded NaN), n of
+/// them, in 16-bit lanes without a table (the CPU backend widens FP8 GEMM
+/// operands per run).
+void widenE4M3FNToBF16(const uint8_t *in, uint16_t *out, size_t n);
 
 // ---- TF32 (a GEMM compute mode, not a storage format) ----------------------
 /// Rounds to TF32 (10 mantissa bits, float32 range) to nearest with ties
@@ -129,6 +134,12 @@ double fp8ScaleExact(Format f, double amax, int64_t margin);
 float quantizeFp8(Format f, float x, float scale);
 /// out[i] = quantizeFp8(f, in[i], scale). in == out is allowed.
 void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t n);
+/// quantizeFp8's value before its rounding: out[i] = in[i] * scale[i], NaN
+/// where either is not finite. Encoding it saturating (encodeArray with
+/// saturate) gives the bytes of quantizeFp8's result: where a quantized
+/// value is only stored, the CPU backend rounds it once, in the encode.
+/// in == out and scale == out are allowed.
+void scaleForQuantize(const float *in, const float *scale, float *out, size_t n);
 
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);

@@ -125,4 +125,70 @@ TEST(Fp8Quantize, SaturatesFiniteValuesOnly) {
   EXPECT_TRUE(std::isnan(out[3]) && std::isnan(out[600]) && std::isnan(out[999]));
 }
 
+TEST(Fp8Quantize, ScaledThenEncodedSaturatingGivesTheQuantizedBytes) {
+  // The CPU backend stores FP8 values with a saturating encode; where the
+  // value is a quantize's, scaleForQuantize then that encode (one rounding)
+  // gives the bytes of quantizeFp8Array then that encode, for every 997th
+  // FP32 bit pattern (NaNs, infs and subnormals included) and scales from
+  // tiny to non-finite, in place too.
+  using mixprec::numerics::encodeArray;
+  using mixprec::numerics::Format;
+  using mixprec::numerics::quantizeFp8Array;
+  using mixprec::numerics::RoundOptions;
+  using mixprec::numerics::scaleForQuantize;
+  std::vector<float> in;
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 997) {
+    float x;
+    const uint32_t bits = static_cast<uint32_t>(b);
+    std::memcpy(&x, &bits, sizeof x);
+    in.push_back(x);
+  }
+  RoundOptions saturating;
+  saturating.saturate = true;
+  for (Format f : {Format::F8E4M3FN, Format::F8E5M2})
+    for (float scale : {1.0f, 1.5f, 448.0f / 3.0f, 1e-30f, 3e38f, 0.0f, INFINITY, NAN}) {
+      std::vector<float> quantized(in.size()), scaled = in, scales(in.size(), scale);
+      quantizeFp8Array(f, in.data(), scale, quantized.data(), in.size());
+      std::vector<uint8_t> want(in.size()), got(in.size());
+      encodeArray(f, quantized.data(), want.data(), in.size(), saturating);
+      scaleForQuantize(scaled.data(), scales.data(), scaled.data(), in.size());
+      encodeArray(f, scaled.data(), got.data(), in.size(), saturating);
+      size_t differ = 0;
+      for (size_t i = 0; i < in.size(); ++i)
+        if (got[i] != want[i] && differ++ < 5)
+          ADD_FAILURE() << "format " << int(f) << ", scale " << scale << ", x = " << in[i] << ": "
+                        << int(got[i]) << " instead of " << int(want[i]);
+      EXPECT_EQ(differ, 0u) << "format " << int(f) << ", scale " << scale;
+    }
+}
+
+TEST(Fp8Widen, E4M3FNToBF16IsExactForEveryCode) {
+  // All 256 codes, at every offset of a vector's lanes (lengths 1..300),
+  // against floatToBF16 of the decoded value.
+  using mixprec::numerics::decode;
+  using mixprec::numerics::floatToBF16;
+  using mixprec::numerics::Format;
+  using mixprec::numerics::widenE4M3FNToBF16;
+  std::vector<uint8_t> codes(300);
+  for (size_t i = 0; i < codes.size(); ++i)
+    codes[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (size_t n = 1; n <= codes.size(); ++n) {
+    std::vector<uint16_t> wide(n);
+    widenE4M3FNToBF16(codes.data(), wide.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(wide[i], floatToBF16(decode(Format::F8E4M3FN, codes[i])))
+          << "code " << int(codes[i]) << " (length " << n << ")";
+  }
+  std::vector<uint8_t> all(256);
+  for (int c = 0; c < 256; ++c)
+    all[c] = static_cast<uint8_t>(c);
+  std::vector<uint16_t> wide(256);
+  widenE4M3FNToBF16(all.data(), wide.data(), 256);
+  EXPECT_EQ(wide[0x7e], 0x43e0); // 448
+  EXPECT_EQ(wide[0x01], 0x3b00); // 2^-9
+  EXPECT_EQ(wide[0x80], 0x8000); // -0
+  for (int c = 0; c < 256; ++c)
+    EXPECT_EQ(wide[c], floatToBF16(decode(Format::F8E4M3FN, static_cast<uint32_t>(c)))) << c;
+}
+
 } // namespace

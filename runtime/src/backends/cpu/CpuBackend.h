@@ -178,6 +178,10 @@ struct KernelPlan {
     float value = 0.0f;
     schema::DType dtype = schema::DType::F32;
     int32_t pass = 0;    ///< RowSum/RowMax: the pass that accumulates them
+    /// Quantize whose one user is a Store to its dtype: it only scales (NaN
+    /// for a non-finite value or scale) and the Store's saturating encode
+    /// rounds, the same bytes as rounding twice.
+    bool scaleOnly = false;
   };
 
   std::string name;

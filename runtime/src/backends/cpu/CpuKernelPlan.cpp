@@ -190,6 +190,20 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     plan.accesses[a].rowStrides = rowStrides[a];
   }
 
+  // A Quantize stored as it is, and used by nothing else, is rounded by its
+  // Store's encode alone (both saturate: the same bytes, one pass fewer).
+  std::vector<int32_t> uses(length, 0);
+  for (size_t j = 0; j < length; ++j)
+    for (int o = 0; o < operandCount(plan.program[j].op); ++o)
+      ++uses[plan.program[j].operand[o]];
+  for (KernelPlan::Inst &store : plan.program) {
+    if (store.op != OpCode::Store)
+      continue;
+    KernelPlan::Inst &value = plan.program[store.operand[0]];
+    value.scaleOnly = value.op == OpCode::Quantize && uses[store.operand[0]] == 1 &&
+                      value.dtype == plan.accesses[store.access].dtype;
+  }
+
   // level[j]: how many nested row reductions j's value depends on. A row
   // reduction of a level-L operand is accumulated in pass L.
   std::vector<int32_t> level(length, 0);

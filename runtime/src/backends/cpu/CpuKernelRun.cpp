@@ -409,6 +409,10 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
       roundRegisters(inst.dtype, a, r, n);
       break;
     case OpCode::Quantize: {
+      if (inst.scaleOnly) { // rounded by its Store (saturating)
+        num::scaleForQuantize(a, b, r, static_cast<size_t>(n));
+        break;
+      }
       // As the interpreter: finite values saturate, an inf or NaN (or a NaN
       // scale) is NaN. The scale is one value, broadcast.
       const bool oneScale = std::all_of(b, b + n, [&](float s) { return bitsEqual(s, b[0]); });
