@@ -40,7 +40,13 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   const TensorDesc &outDesc = module->tensors()[g.out];
   const size_t index = static_cast<size_t>(&g - module->gemms().data());
   const bool onDnnl = dnnl.handles(index);
-  float *acc = scratch[2].floats(g.batch * mn);
+  // An FP32 output, one block and apart from the operands, is the
+  // accumulator itself: no copy at the end.
+  uint8_t *out = tensorData(g.out);
+  const bool inPlace = outDesc.dtype == DType::F32 && (g.batch == 1 || g.strideOut == mn) &&
+                       !overlaps(g.out, g.a) && !overlaps(g.out, g.b) &&
+                       (g.bias == -1 || !overlaps(g.out, g.bias));
+  float *acc = inPlace ? reinterpret_cast<float *>(out) : scratch[2].floats(g.batch * mn);
   if (!acc)
     return outOfMemory(g.name, (g.batch * mn) * 4);
   const bool scaled = g.aScale != -1;
@@ -55,25 +61,57 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     if (Status s = runBlasGemm(g, acc, scaled ? nullptr : bias); !s.ok())
       return s;
   const int64_t total = g.batch * mn;
-  if (scaled) {
-    const float scaleA = *reinterpret_cast<const float *>(tensorData(g.aScale));
-    const float scaleB = *reinterpret_cast<const float *>(tensorData(g.bScale));
-    const float factor = (1.0f / scaleA) * (1.0f / scaleB);
-    for (int64_t i = 0; i < total; ++i)
-      acc[i] *= factor;
+  const float factor = scaled ? (1.0f / *reinterpret_cast<const float *>(tensorData(g.aScale))) *
+                                    (1.0f / *reinterpret_cast<const float *>(tensorData(g.bScale)))
+                              : 1.0f;
+  const bool addBias = bias && (scaled || onDnnl); // else already in acc
+  const cpu::Shape *biasShape = addBias ? &module->tensors()[g.bias].shape : nullptr;
+  const bool rowBias = addBias && !biasShape->empty() && biasShape->back() == g.n &&
+                       !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
+                       cpu::numElements(*biasShape) == g.n;
+  if (addBias && !rowBias) {
+    // A bias of another shape: scale, bias, ReLU, GELU and the rounding to
+    // the output's dtype, each a pass over the whole, on this thread.
+    if (scaled)
+      for (int64_t i = 0; i < total; ++i)
+        acc[i] *= factor;
+    cpu::binary(cpu::BinaryOp::Add, acc, g.biasTarget, bias, *biasShape, acc, g.biasTarget);
+    if (g.relu)
+      cpu::unary(cpu::UnaryOp::Relu, acc, acc, total);
+    if (g.gelu)
+      cpu::unary(cpu::UnaryOp::GeluTanh, acc, acc, total);
+    for (int64_t i = 0; i < g.batch && !inPlace; ++i) {
+      float bad = 0.0f;
+      storeRun(outDesc.dtype, out, i * g.strideOut, 1, mn, acc + i * mn, bad); // float dtype
+    }
+    return okStatus();
   }
-  if (bias && (scaled || onDnnl))
-    cpu::binary(cpu::BinaryOp::Add, acc, g.biasTarget, bias, module->tensors()[g.bias].shape, acc,
-                g.biasTarget);
-  if (g.relu)
-    cpu::unary(cpu::UnaryOp::Relu, acc, acc, total);
-  if (g.gelu) // cuBLASLt's GELU epilogue is the tanh approximation
-    cpu::unary(cpu::UnaryOp::GeluTanh, acc, acc, total);
-  uint8_t *out = tensorData(g.out);
-  for (int64_t i = 0; i < g.batch; ++i) {
-    float bad = 0.0f;
-    storeRun(outDesc.dtype, out, i * g.strideOut, 1, mn, acc + i * mn, bad); // float dtype
-  }
+  // Else the same steps row by row (each row's in the same order: the same
+  // bits), the rows in chunks over the threads.
+  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu)
+    return okStatus();
+  const int64_t rows = g.batch * g.m;
+  const int64_t chunks =
+      pool->size() > 1 && total >= parallelPoints ? std::min<int64_t>(rows, 4 * pool->size()) : 1;
+  pool->run(chunks, [&](int64_t c, int) {
+    for (int64_t r = rows * c / chunks, end = rows * (c + 1) / chunks; r < end; ++r) {
+      float *row = acc + r * g.n;
+      if (scaled)
+        for (int64_t j = 0; j < g.n; ++j)
+          row[j] *= factor;
+      if (addBias)
+        for (int64_t j = 0; j < g.n; ++j)
+          row[j] += bias[j];
+      if (g.relu)
+        cpu::unary(cpu::UnaryOp::Relu, row, row, g.n);
+      if (g.gelu) // cuBLASLt's GELU epilogue is the tanh approximation
+        cpu::unary(cpu::UnaryOp::GeluTanh, row, row, g.n);
+      float bad = 0.0f;
+      if (!inPlace)
+        storeRun(outDesc.dtype, out, (r / g.m) * g.strideOut + (r % g.m) * g.n, 1, g.n, row,
+                 bad); // float dtype
+    }
+  });
   return okStatus();
 }
 
