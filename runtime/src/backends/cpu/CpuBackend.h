@@ -182,6 +182,11 @@ struct KernelPlan {
     /// for a non-finite value or scale) and the Store's saturating encode
     /// rounds, the same bytes as rounding twice.
     bool scaleOnly = false;
+    /// Its value is the same at every point of a piece (a constant, a
+    /// Load with row strides 0, a row reduction read after its pass, or a
+    /// pure function of such values: LayerNorm's mean, variance and rsqrt):
+    /// computed at one point and broadcast.
+    bool uniform = false;
   };
 
   std::string name;

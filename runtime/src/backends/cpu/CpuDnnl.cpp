@@ -12,6 +12,7 @@
 
 #include "common/numerics/Rounding.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +43,11 @@ struct Plan {
   /// where the CPU has no FP16 matmul).
   schema::DType aType = schema::DType::F32, bType = schema::DType::F32;
   schema::DType computeType = schema::DType::F32;
-  /// Activations widened per run (the weight's widened copy is packed).
-  std::vector<uint8_t> wideA, wideB;
+  /// Bytes of the operands widened per run (the weight's widened copy is
+  /// packed): 0 for an operand taken as it is. They are widened into the
+  /// buffers all plans share (runs are one at a time), which the previous
+  /// GEMM's widening left in the cache.
+  size_t wideBytesA = 0, wideBytesB = 0;
   int64_t elementsA = 0, elementsB = 0;
 };
 
@@ -53,6 +57,8 @@ struct DnnlGemms::Impl {
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   std::vector<Plan> plans;
+  /// Where operands are widened per run (Plan::wideBytesA/B), shared.
+  std::vector<uint8_t> wideA, wideB;
   int64_t packsAtLoad = 0;
 
   ~Impl() {
@@ -163,7 +169,7 @@ struct DnnlGemms::Impl {
     const size_t wideBytes = p.computeType == schema::DType::F32 ? 4 : 2;
     const bool widened = p.computeType != a.dtype;
     if (widened)
-      p.wideA.resize(static_cast<size_t>(a.elements) * wideBytes);
+      p.wideBytesA = static_cast<size_t>(a.elements) * wideBytes;
     if (packWeight) {
       const uint8_t *data = constant(g.b);
       std::vector<uint8_t> wide;
@@ -176,7 +182,7 @@ struct DnnlGemms::Impl {
         return false;
       p.weights = chosen;
     } else if (b.dtype != p.computeType) {
-      p.wideB.resize(static_cast<size_t>(b.elements) * wideBytes);
+      p.wideBytesB = static_cast<size_t>(b.elements) * wideBytes;
     }
     // The memory objects, once; runs set their data handles.
     if (dnnl_memory_create(&p.srcMemory, &p.src, engine, DNNL_MEMORY_NONE) != dnnl_success ||
@@ -242,6 +248,13 @@ Status DnnlGemms::prepare(const LoadedModule &module,
         d.plans[i].reason.rfind("cannot allocate", 0) == 0)
       return Status(MIXPREC_OUT_OF_MEMORY,
                     module.gemms()[i].name + ": oneDNN: " + d.plans[i].reason);
+  size_t wideA = 0, wideB = 0;
+  for (const Plan &p : d.plans) {
+    wideA = std::max(wideA, p.wideBytesA);
+    wideB = std::max(wideB, p.wideBytesB);
+  }
+  d.wideA.resize(wideA);
+  d.wideB.resize(wideB);
   return okStatus();
 }
 
@@ -257,13 +270,13 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
-  if (!p.wideA.empty()) {
-    widen(p.aType, p.computeType, a, p.elementsA, p.wideA.data());
-    a = p.wideA.data();
+  if (p.wideBytesA) {
+    widen(p.aType, p.computeType, a, p.elementsA, d.wideA.data());
+    a = d.wideA.data();
   }
-  if (!p.packed && !p.wideB.empty()) {
-    widen(p.bType, p.computeType, b, p.elementsB, p.wideB.data());
-    b = p.wideB.data();
+  if (!p.packed && p.wideBytesB) {
+    widen(p.bType, p.computeType, b, p.elementsB, d.wideB.data());
+    b = d.wideB.data();
   }
   void *weights = p.packed ? p.packed : const_cast<void *>(b);
   dnnl_status_t s = dnnl_memory_set_data_handle(p.srcMemory, const_cast<void *>(a));

@@ -190,6 +190,33 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     plan.accesses[a].rowStrides = rowStrides[a];
   }
 
+  // The values the same at every point of a row (every instruction but
+  // Store and Amax is a pure function of its operands).
+  for (size_t j = 0; j < length; ++j) {
+    KernelPlan::Inst &inst = plan.program[j];
+    switch (inst.op) {
+    case OpCode::Store:
+    case OpCode::Amax:
+      break;
+    case OpCode::Const:
+    case OpCode::RowSum: // (read only in the passes after its own)
+    case OpCode::RowMax:
+      inst.uniform = true;
+      break;
+    case OpCode::Load: {
+      const std::vector<int64_t> &strides = plan.accesses[inst.access].rowStrides;
+      inst.uniform = std::all_of(strides.begin(), strides.end(), [](int64_t s) { return s == 0; });
+      break;
+    }
+    default: {
+      inst.uniform = true;
+      for (int o = 0; o < operandCount(inst.op); ++o)
+        inst.uniform = inst.uniform && plan.program[inst.operand[o]].uniform;
+      break;
+    }
+    }
+  }
+
   // A Quantize stored as it is, and used by nothing else, is rounded by its
   // Store's encode alone (both saturate: the same bytes, one pass fewer).
   std::vector<int32_t> uses(length, 0);

@@ -356,7 +356,6 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
   const std::vector<int64_t> &segmentBase = w.segmentBase;
   const std::vector<uint8_t> &need = plan.needed[pass];
   const size_t numAccess = plan.accesses.size();
-  const int64_t n = count;
   auto reg = [&](int32_t j) {
     return w.registers.data() + static_cast<size_t>(j) * registerStride;
   };
@@ -372,6 +371,10 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
     if (kept)
       kept[jj] = inst.op != OpCode::Store && inst.op != OpCode::Amax &&
                  !(isRowReduction(inst.op) && inst.pass == pass);
+    // A value the same at every point is computed at the first and
+    // broadcast (a row reduction in its own pass accumulates instead).
+    const bool atOne = inst.uniform && count > 1 && !(isRowReduction(inst.op) && inst.pass == pass);
+    const int64_t n = atOne ? 1 : count;
     float *r = reg(j);
     const float *a = reg(inst.operand[0]);
     const float *b = reg(inst.operand[1]);
@@ -380,6 +383,10 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
     case OpCode::Load: {
       const KernelPlan::Access &access = plan.accesses[inst.access];
       const int64_t stride = access.rowStrides.empty() ? 0 : access.rowStrides.back();
+      if (atOne) { // every row stride 0: each segment starts at this element
+        loadRun(access.dtype, accessData[inst.access], segmentBase[inst.access], 0, 1, r);
+        break;
+      }
       for (size_t s = 0; s < segments.size(); ++s)
         loadRun(access.dtype, accessData[inst.access], segmentBase[s * numAccess + inst.access],
                 stride, segments[s].length, r + segments[s].position);
@@ -457,6 +464,8 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
     }
     if (roundsResult(inst, pass))
       roundRegisters(inst.dtype, r, r, n);
+    if (atOne)
+      std::fill(r + 1, r + count, r[0]);
   }
   return okStatus();
 }
