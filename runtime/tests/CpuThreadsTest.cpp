@@ -226,6 +226,67 @@ TEST_F(CpuThreads, ABroadcastStoreStaysOnOneThread) {
   EXPECT_EQ(static_cast<rt::CpuBackend *>(backend.get())->parallelKernelRuns(), 0);
 }
 
+TEST_F(CpuThreads, ShortRowsShareAPieceWithTheReferenceBits) {
+  // A LayerNorm-like kernel over rows of 4 x 6 points (two row dims: four
+  // runs a row), 37 rows: several rows a piece, each row's sums sequential
+  // in its own order, the per-row values (mean, variance, 1/sqrt, the
+  // row's own scale s[r], a scalar load varying by row) computed at each
+  // row's first point and spread over it. The bits of the FP32 formula
+  // step by step, on 1 and 3 threads.
+  constexpr int64_t kR = 37, kA = 4, kB = 6, kC = kA * kB;
+  ModuleBuilder mb;
+  const int x = mb.input("x", fb::DType::F32, {kR, kA, kB});
+  const int scale = mb.input("s", fb::DType::F32, {kR});
+  const int y = mb.activation("y", fb::DType::F32, {kR, kA, kB});
+  {
+    KernelSpec &k = mb.kernel("norm", {kR, kA, kB}, 2);
+    const int v = k.load(x, {kC, kB, 1});
+    const int inverse = k.constant(1.0f / kC);
+    const int mean = k.binary(Op::Mul, k.unary(Op::RowSum, v), inverse);
+    const int d = k.binary(Op::Sub, v, mean);
+    const int var = k.binary(Op::Mul, k.unary(Op::RowSum, k.binary(Op::Mul, d, d)), inverse);
+    const int rs = k.unary(Op::Rsqrt, k.binary(Op::Add, var, k.constant(1e-5f)));
+    const int out = k.binary(Op::Mul, k.binary(Op::Mul, d, rs), k.load(scale, {1, 0, 0}));
+    k.store(y, out, {kC, kB, 1}, fb::DType::F32);
+  }
+  mb.output(y);
+  BuiltModule built = mb.build();
+  std::shared_ptr<const rt::LoadedModule> module;
+  ASSERT_TRUE(rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                           rt::LoadOptions{}, module)
+                  .ok());
+  std::vector<float> xs = randomValues(size_t(kR * kC), 7), ss = randomValues(size_t(kR), 8);
+  std::vector<float> want(xs.size());
+  for (int64_t r = 0; r < kR; ++r) {
+    const float *row = xs.data() + r * kC;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < kC; ++i)
+      sum += row[i];
+    const float mean = sum * (1.0f / kC);
+    float squares = 0.0f;
+    for (int64_t i = 0; i < kC; ++i) {
+      const float d = row[i] - mean;
+      squares += d * d;
+    }
+    const float rs = 1.0f / std::sqrt(squares * (1.0f / kC) + 1e-5f);
+    for (int64_t i = 0; i < kC; ++i)
+      want[r * kC + i] = ((row[i] - mean) * rs) * ss[r];
+  }
+  setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+  for (int threads : {1, 3}) {
+    rt::BackendOptions options;
+    options.numThreads = threads;
+    std::unique_ptr<rt::Backend> backend;
+    ASSERT_TRUE(rt::createCpuBackend(module, options, backend).ok());
+    ASSERT_TRUE(backend->setInput(module->inputs()[0], xs.data(), xs.size() * 4).ok());
+    ASSERT_TRUE(backend->setInput(module->inputs()[1], ss.data(), ss.size() * 4).ok());
+    ASSERT_TRUE(backend->launch({}).ok());
+    const void *data = nullptr;
+    ASSERT_TRUE(backend->readTensor(module->outputs()[0], &data).ok());
+    EXPECT_EQ(std::memcmp(data, want.data(), want.size() * 4), 0) << threads << " thread(s)";
+  }
+}
+
 TEST(CpuThreadPool, RunsEveryChunkOnceOnValidWorkers) {
   for (int size : {1, 2, 5}) {
     rt::ThreadPool pool(size);

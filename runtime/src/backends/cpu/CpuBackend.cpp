@@ -139,7 +139,8 @@ Status CpuBackend::prepare() {
     parallelPoints = std::max<int64_t>(std::atoll(points), 1);
   for (Worker &w : workers) {
     w.registers.assign(longest * registerStride, 0.0f);
-    w.rowValue.assign(longest, 0.0f);
+    w.rowValue.assign(longest * kMaxGroupRows, 0.0f);
+    w.gathered.assign(4 * kMaxGroupRows, 0.0f);
     w.amaxValue.assign(longest, 0.0f);
   }
 

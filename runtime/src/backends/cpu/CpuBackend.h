@@ -298,6 +298,14 @@ private:
     std::vector<int64_t> innerStride, runDims;
     std::vector<uint8_t> kept;
     int64_t pieceCount = 0;
+    /// The rows of the piece (runRowGroup: short rows, several a piece)
+    /// and the points of each; rowValue holds kMaxGroupRows values per
+    /// instruction, one per row of the piece.
+    int64_t groupRows = 1, groupRowPoints = 0;
+    std::vector<int64_t> groupBase; ///< [row * accesses + access]
+    /// A uniform instruction's operands and result at each row's first
+    /// point: 4 x kMaxGroupRows floats.
+    std::vector<float> gathered;
     Scratch attention; ///< the blocked attention kernel's tiles
   };
 
@@ -316,6 +324,11 @@ private:
   Status runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow);
   Status runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
                 int64_t firstSlice, int64_t endSlice);
+  /// Whole rows of a row-reduction kernel whose rows are short, several to
+  /// a piece: w.groupRows rows at w.groupBase.
+  Status runRowGroup(const KernelPlan &plan, Worker &w);
+  /// At most this many rows a piece.
+  static constexpr int64_t kMaxGroupRows = 64;
   /// `kept` (null: none): per instruction, whether its register already
   /// holds its value for this piece (skipped), set for what it computes.
   Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,

@@ -14,6 +14,16 @@
 #include <cmath>
 #include <limits>
 
+// The instruction loops compiled for AVX-512 and AVX2 too (the runtime is
+// built for the baseline x86-64, SSE2), the loader picking one through an
+// ifunc. This file is built with -ffp-contract=off: no clone fuses a
+// multiply and an add, so every clone gives the interpreter's bits.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__clang__)
+#define MIXPREC_KERNEL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define MIXPREC_KERNEL_CLONES
+#endif
+
 namespace mixprec::runtime {
 
 using schema::DType;
@@ -64,8 +74,8 @@ void map3(F f, const float *a, const float *b, const float *c, float *r, int64_t
 /// Runs the instruction of a scalar function's opcode over `n` points, as
 /// runtime/format/ScalarFns.def's eval column says; false for any other
 /// opcode.
-bool runScalarFunction(OpCode op, const float *a, const float *b, const float *c, float *r,
-                       int64_t n) {
+MIXPREC_KERNEL_CLONES bool runScalarFunction(OpCode op, const float *a, const float *b,
+                                             const float *c, float *r, int64_t n) {
   switch (op) {
 #define MP_SCALAR_FN(Name, mnemonic, value, arity, opcode, cuda, cudaUlp, eval, ...)               \
   case OpCode::Name:                                                                               \
@@ -261,10 +271,33 @@ Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, 
   for (size_t d = plan.outerDims.size(), row = firstRow; d-- > 0; row /= plan.outerDims[d])
     index[d] = static_cast<int64_t>(row) % plan.outerDims[d];
   rowBase(plan.outerDims, firstRow, outerStrides, base);
-  for (int64_t row = firstRow; row < endRow; ++row) {
+  // Rows of at most half a piece (a row reduction's, whole: runLength fits
+  // the capacity): several to a piece, so that each instruction runs once
+  // for them all (the encoder's LayerNorm rows of 64 points: 8 a piece).
+  const int64_t group =
+      plan.reductionPasses > 0 && runLength <= capacity && 2 * rowPoints <= capacity
+          ? std::min(capacity / rowPoints, kMaxGroupRows)
+          : 1;
+  w.groupRows = 1;
+  for (int64_t row = firstRow; row < endRow;) {
+    if (group > 1) {
+      w.groupRows = std::min(group, endRow - row);
+      w.groupRowPoints = rowPoints;
+      w.groupBase.clear();
+      for (int64_t g = 0; g < w.groupRows; ++g, ++row) {
+        w.groupBase.insert(w.groupBase.end(), base.begin(), base.end());
+        advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides);
+      }
+      Status s = runRowGroup(plan, w);
+      w.groupRows = 1;
+      if (!s.ok())
+        return s;
+      continue;
+    }
     if (Status s = runRow(plan, w, base, 0, slices); !s.ok())
       return s;
     advance(plan.outerDims, plan.outerDims.size(), index, base, outerStrides);
+    ++row;
   }
   return okStatus();
 }
@@ -305,7 +338,8 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
     for (size_t j = 0; j < plan.program.size(); ++j) {
       const KernelPlan::Inst &inst = plan.program[j];
       if (isRowReduction(inst.op) && inst.pass == pass)
-        w.rowValue[j] = inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
+        w.rowValue[j * kMaxGroupRows] =
+            inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
     }
     if (onePiece && pass > 0) {
       if (Status s = evalPiece(plan, w, pass, w.pieceCount, w.kept.data()); !s.ok())
@@ -349,9 +383,53 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   return okStatus();
 }
 
+Status CpuBackend::runRowGroup(const KernelPlan &plan, Worker &w) {
+  const size_t numAccess = plan.accesses.size();
+  const size_t rowRank = plan.rowDims.size();
+  const int64_t runLength = rowRank ? plan.rowDims.back() : 1;
+  const size_t runRank = rowRank ? rowRank - 1 : 0;
+  const int64_t rows = w.groupRows, rowPoints = w.groupRowPoints;
+  // Each row's runs of the innermost dim, one segment each, row after row.
+  w.rowStrides.resize(numAccess);
+  w.innerStride.resize(numAccess);
+  for (size_t a = 0; a < numAccess; ++a) {
+    w.rowStrides[a] = &plan.accesses[a].rowStrides;
+    w.innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
+  }
+  w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
+  w.runIndex.assign(runRank, 0);
+  w.runBase.resize(numAccess);
+  w.segments.clear();
+  w.segmentBase.clear();
+  for (int64_t g = 0; g < rows; ++g) {
+    std::fill(w.runBase.begin(), w.runBase.end(), 0);
+    std::fill(w.runIndex.begin(), w.runIndex.end(), 0);
+    for (int64_t position = g * rowPoints; position < (g + 1) * rowPoints; position += runLength) {
+      w.segments.push_back(Segment{runLength, position});
+      for (size_t a = 0; a < numAccess; ++a)
+        w.segmentBase.push_back(w.groupBase[g * numAccess + a] + w.runBase[a]);
+      advance(w.runDims, runRank, w.runIndex, w.runBase, w.rowStrides);
+    }
+  }
+  const int64_t count = rows * rowPoints;
+  w.pieceCount = count;
+  w.kept.assign(plan.program.size(), 0);
+  for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {
+    for (size_t j = 0; j < plan.program.size(); ++j) {
+      const KernelPlan::Inst &inst = plan.program[j];
+      if (isRowReduction(inst.op) && inst.pass == pass)
+        std::fill_n(w.rowValue.begin() + j * kMaxGroupRows, rows,
+                    inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity());
+    }
+    if (Status s = evalPiece(plan, w, pass, count, w.kept.data()); !s.ok())
+      return s;
+  }
+  return okStatus();
+}
+
 /// Runs the instructions of pass `pass` over `count` points.
-Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,
-                             uint8_t *kept) {
+MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass,
+                                                   int64_t count, uint8_t *kept) {
   const std::vector<Segment> &segments = w.segments;
   const std::vector<int64_t> &segmentBase = w.segmentBase;
   const std::vector<uint8_t> &need = plan.needed[pass];
@@ -373,18 +451,36 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
                  !(isRowReduction(inst.op) && inst.pass == pass);
     // A value the same at every point is computed at the first and
     // broadcast (a row reduction in its own pass accumulates instead).
-    const bool atOne = inst.uniform && count > 1 && !(isRowReduction(inst.op) && inst.pass == pass);
-    const int64_t n = atOne ? 1 : count;
-    float *r = reg(j);
+    // (A piece of several rows: at each row's first point, the operands'
+    // values there gathered, the results spread over their rows.)
+    const int64_t rows = w.groupRows, rowPoints = rows > 1 ? w.groupRowPoints : count;
+    const bool atOne =
+        inst.uniform && count > rows && !(isRowReduction(inst.op) && inst.pass == pass);
+    const int64_t n = atOne ? rows : count;
+    float *const out = reg(j);
+    float *r = out;
     const float *a = reg(inst.operand[0]);
     const float *b = reg(inst.operand[1]);
     const float *c = reg(inst.operand[2]);
+    if (atOne && rows > 1) {
+      float *g = w.gathered.data();
+      for (int o = 0; o < operandCount(inst.op); ++o)
+        for (int64_t row = 0; row < rows; ++row)
+          g[o * kMaxGroupRows + row] = reg(inst.operand[o])[row * rowPoints];
+      a = g;
+      b = g + kMaxGroupRows;
+      c = g + 2 * kMaxGroupRows;
+      r = g + 3 * kMaxGroupRows;
+    }
     switch (inst.op) {
     case OpCode::Load: {
       const KernelPlan::Access &access = plan.accesses[inst.access];
       const int64_t stride = access.rowStrides.empty() ? 0 : access.rowStrides.back();
-      if (atOne) { // every row stride 0: each segment starts at this element
-        loadRun(access.dtype, accessData[inst.access], segmentBase[inst.access], 0, 1, r);
+      if (atOne) { // every row stride 0: each of a row's segments starts here
+        const size_t perRow = segments.size() / static_cast<size_t>(rows);
+        for (int64_t row = 0; row < rows; ++row)
+          loadRun(access.dtype, accessData[inst.access],
+                  segmentBase[row * perRow * numAccess + inst.access], 0, 1, r + row);
         break;
       }
       for (size_t s = 0; s < segments.size(); ++s)
@@ -432,24 +528,31 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
       break;
     }
     case OpCode::RowSum:
-    case OpCode::RowMax:
+    case OpCode::RowMax: {
+      // One value per row of the piece (w.groupRows rows of w.groupRowPoints
+      // points; a piece of one row, or part of one, holds one).
+      const int64_t span = n / rows; // (1 where at each row's first point)
+      float *value = w.rowValue.data() + static_cast<size_t>(j) * kMaxGroupRows;
       if (inst.pass != pass) {
-        std::fill(r, r + n, w.rowValue[j]);
+        for (int64_t g = 0; g < rows; ++g)
+          std::fill(r + g * span, r + (g + 1) * span, value[g]);
         break;
       }
       // Sequential FP32 accumulation, in row order across pieces.
-      if (inst.op == OpCode::RowSum) {
-        float acc = w.rowValue[j];
-        for (int64_t i = 0; i < n; ++i)
-          acc += a[i];
-        w.rowValue[j] = acc;
-      } else {
-        float acc = w.rowValue[j];
-        for (int64_t i = 0; i < n; ++i)
-          acc = (a[i] > acc || a[i] != a[i]) ? a[i] : acc;
-        w.rowValue[j] = acc;
+      for (int64_t g = 0; g < rows; ++g) {
+        const float *x = a + g * span;
+        float acc = value[g];
+        if (inst.op == OpCode::RowSum) {
+          for (int64_t i = 0; i < span; ++i)
+            acc += x[i];
+        } else {
+          for (int64_t i = 0; i < span; ++i)
+            acc = (x[i] > acc || x[i] != x[i]) ? x[i] : acc;
+        }
+        value[g] = acc;
       }
       break;
+    }
     case OpCode::Amax: {
       // NaN propagates, as the interpreter's amax does.
       float acc = w.amaxValue[j];
@@ -465,7 +568,10 @@ Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, in
     if (roundsResult(inst, pass))
       roundRegisters(inst.dtype, r, r, n);
     if (atOne)
-      std::fill(r + 1, r + count, r[0]);
+      for (int64_t row = 0; row < rows; ++row) {
+        const float value = r[row];
+        std::fill(out + row * rowPoints, out + (row + 1) * rowPoints, value);
+      }
   }
   return okStatus();
 }
