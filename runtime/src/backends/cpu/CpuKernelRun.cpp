@@ -2,7 +2,9 @@
 //
 // A kernel runs row by row over its outer dims; each row is evaluated in
 // pieces of up to pieceCapacity points held in registers (one array per
-// instruction), one pass per level of nested row reduction.
+// instruction), one pass per level of nested row reduction. Short rows of
+// a row-reduction kernel share a piece; a value the same at every point of
+// a row (KernelPlan::Inst::uniform) is computed once a row.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -271,13 +273,12 @@ Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, 
   for (size_t d = plan.outerDims.size(), row = firstRow; d-- > 0; row /= plan.outerDims[d])
     index[d] = static_cast<int64_t>(row) % plan.outerDims[d];
   rowBase(plan.outerDims, firstRow, outerStrides, base);
-  // Rows of at most half a piece (a row reduction's, whole: runLength fits
-  // the capacity): several to a piece, so that each instruction runs once
-  // for them all (the encoder's LayerNorm rows of 64 points: 8 a piece).
-  const int64_t group =
-      plan.reductionPasses > 0 && runLength <= capacity && 2 * rowPoints <= capacity
-          ? std::min(capacity / rowPoints, kMaxGroupRows)
-          : 1;
+  // Rows of at most half a piece: several to a piece, so that each
+  // instruction runs once for them all (the encoder's LayerNorm rows of 64
+  // points: 8 a piece).
+  const int64_t group = plan.reductionPasses > 0 && 2 * rowPoints <= capacity
+                            ? std::min(capacity / rowPoints, kMaxGroupRows)
+                            : 1;
   w.groupRows = 1;
   for (int64_t row = firstRow; row < endRow;) {
     if (group > 1) {
@@ -434,6 +435,9 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
   const std::vector<int64_t> &segmentBase = w.segmentBase;
   const std::vector<uint8_t> &need = plan.needed[pass];
   const size_t numAccess = plan.accesses.size();
+  // The rows of the piece: several whole rows (runRowGroup), or one row or
+  // part of one.
+  const int64_t rows = w.groupRows, rowPoints = rows > 1 ? w.groupRowPoints : count;
   auto reg = [&](int32_t j) {
     return w.registers.data() + static_cast<size_t>(j) * registerStride;
   };
@@ -449,11 +453,10 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
     if (kept)
       kept[jj] = inst.op != OpCode::Store && inst.op != OpCode::Amax &&
                  !(isRowReduction(inst.op) && inst.pass == pass);
-    // A value the same at every point is computed at the first and
-    // broadcast (a row reduction in its own pass accumulates instead).
-    // (A piece of several rows: at each row's first point, the operands'
-    // values there gathered, the results spread over their rows.)
-    const int64_t rows = w.groupRows, rowPoints = rows > 1 ? w.groupRowPoints : count;
+    // A value the same at every point of a row is computed at the row's
+    // first point and spread over the row (a row reduction in its own pass
+    // accumulates instead); in a piece of several rows, from the operands'
+    // values gathered at each row's first point.
     const bool atOne =
         inst.uniform && count > rows && !(isRowReduction(inst.op) && inst.pass == pass);
     const int64_t n = atOne ? rows : count;
@@ -529,8 +532,7 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
     }
     case OpCode::RowSum:
     case OpCode::RowMax: {
-      // One value per row of the piece (w.groupRows rows of w.groupRowPoints
-      // points; a piece of one row, or part of one, holds one).
+      // One value per row of the piece.
       const int64_t span = n / rows; // (1 where at each row's first point)
       float *value = w.rowValue.data() + static_cast<size_t>(j) * kMaxGroupRows;
       if (inst.pass != pass) {
