@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/Erf.h"
+#include "runtime/kernels/ExpDouble.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,41 +39,8 @@ constexpr double kChebyshev[24] = {
     1.8865559199095147e-13,  -3.0857804703524322e-14, 4.9667089574315614e-15,
     -7.8710622067463138e-16, 1.2282530525789326e-16,  -1.8481242502952081e-17};
 
-/// e^y for y in [-17, 0]: y = k ln2 + r (k the nearest integer to y/ln2,
-/// found by adding 1.5 * 2^52, whose low bits then hold it; ln2 in two
-/// parts so that k * ln2hi is exact), e^r by its Taylor series to r^13
-/// (|r| <= ln2/2: the rest is below 2^-60), times 2^k made in the exponent.
-inline double expNonPositive(double y) {
-  constexpr double kShifter = 6755399441055744.0; // 1.5 * 2^52
-  constexpr double kLog2e = 1.4426950408889634;
-  constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
-  const double t = y * kLog2e + kShifter;
-  const double k = t - kShifter;
-  const double r = (y - k * kLn2Hi) - k * kLn2Lo;
-  double p = 1.0 / 6227020800.0; // 1/13!
-  constexpr double kInverseFactorials[13] = {1.0,
-                                             1.0,
-                                             1.0 / 2,
-                                             1.0 / 6,
-                                             1.0 / 24,
-                                             1.0 / 120,
-                                             1.0 / 720,
-                                             1.0 / 5040,
-                                             1.0 / 40320,
-                                             1.0 / 362880,
-                                             1.0 / 3628800,
-                                             1.0 / 39916800,
-                                             1.0 / 479001600};
-#pragma GCC unroll 16
-  for (int n = 12; n >= 0; --n)
-    p = p * r + kInverseFactorials[n];
-  uint64_t bits;
-  std::memcpy(&bits, &t, sizeof(bits));
-  const uint64_t scaleBits = (bits + 1023) << 52; // k + 1023 in [998, 1023]
-  double scale;
-  std::memcpy(&scale, &scaleBits, sizeof(scale));
-  return p * scale;
-}
+/// e^y for y in [-17, 0] (ExpDouble.h).
+inline double expNonPositive(double y) { return detail::expInRange(y); }
 
 /// erf(z) for |z| <= 1 (the Taylor series; any z, to be selected or not).
 inline double erfSmall(double z) {

@@ -324,6 +324,7 @@ private:
   Status runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow);
   Status runRow(const KernelPlan &plan, Worker &w, const std::vector<int64_t> &outerBase,
                 int64_t firstSlice, int64_t endSlice);
+  void prepareRuns(const KernelPlan &plan, Worker &w);
   /// Whole rows of a row-reduction kernel whose rows are short, several to
   /// a piece: w.groupRows rows at w.groupBase.
   Status runRowGroup(const KernelPlan &plan, Worker &w);

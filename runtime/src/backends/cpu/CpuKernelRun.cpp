@@ -303,6 +303,24 @@ Status CpuBackend::runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, 
   return okStatus();
 }
 
+/// The worker's view of the row dims' runs (the accesses' row and
+/// innermost strides, the row dims but the innermost), for runRow and
+/// runRowGroup; the worker's vectors allocate nothing once grown.
+void CpuBackend::prepareRuns(const KernelPlan &plan, Worker &w) {
+  const size_t numAccess = plan.accesses.size();
+  const size_t rowRank = plan.rowDims.size();
+  const size_t runRank = rowRank ? rowRank - 1 : 0;
+  w.rowStrides.resize(numAccess);
+  w.innerStride.resize(numAccess);
+  for (size_t a = 0; a < numAccess; ++a) {
+    w.rowStrides[a] = &plan.accesses[a].rowStrides;
+    w.innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
+  }
+  w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
+  w.runIndex.resize(runRank);
+  w.runBase.resize(numAccess);
+}
+
 /// Evaluates every pass of slices [firstSlice, endSlice) of one row (the
 /// whole row when the kernel has row reductions), in pieces of up to
 /// capacityOf(plan) points made of whole runs of the innermost row dim, or
@@ -317,16 +335,7 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   const int64_t sliceLength = std::min(runLength, capacity);
   const int64_t slicesPerRun = (runLength + sliceLength - 1) / sliceLength;
   const size_t runRank = rowRank ? rowRank - 1 : 0;
-  // (The worker's vectors: no allocation per row once they have grown.)
-  w.rowStrides.resize(numAccess);
-  w.innerStride.resize(numAccess);
-  for (size_t a = 0; a < numAccess; ++a) {
-    w.rowStrides[a] = &plan.accesses[a].rowStrides;
-    w.innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
-  }
-  w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
-  w.runIndex.resize(runRank);
-  w.runBase.resize(numAccess);
+  prepareRuns(plan, w);
   // A row that is one piece (a row reduction's row of up to rowCapacity
   // points): its segments are the same in every pass, and a value computed
   // in an earlier pass is still in its register (`kept`), so each pass
@@ -391,15 +400,7 @@ Status CpuBackend::runRowGroup(const KernelPlan &plan, Worker &w) {
   const size_t runRank = rowRank ? rowRank - 1 : 0;
   const int64_t rows = w.groupRows, rowPoints = w.groupRowPoints;
   // Each row's runs of the innermost dim, one segment each, row after row.
-  w.rowStrides.resize(numAccess);
-  w.innerStride.resize(numAccess);
-  for (size_t a = 0; a < numAccess; ++a) {
-    w.rowStrides[a] = &plan.accesses[a].rowStrides;
-    w.innerStride[a] = rowRank ? plan.accesses[a].rowStrides.back() : 0;
-  }
-  w.runDims.assign(plan.rowDims.begin(), plan.rowDims.begin() + runRank);
-  w.runIndex.assign(runRank, 0);
-  w.runBase.resize(numAccess);
+  prepareRuns(plan, w);
   w.segments.clear();
   w.segmentBase.clear();
   for (int64_t g = 0; g < rows; ++g) {
