@@ -7,6 +7,7 @@
 #include "runtime/kernels/Erf.h"
 #include "runtime/kernels/Kernels.h"
 #include "tests/unit/FloatBits.h"
+#include "tests/unit/cpu/EveryFloat.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace mixprec::runtime::cpu;
@@ -24,6 +24,9 @@ namespace {
 
 using mixprec::test::bitsOf;
 using mixprec::test::floatOf;
+using mixprec::test::forEveryFloat;
+using mixprec::test::kEveryFloatBlock;
+using mixprec::test::kEveryFloatStride;
 
 /// The FP32 spacing at |v| (subnormals 2^-149).
 double spacingAt(double v) {
@@ -132,60 +135,46 @@ TEST(Erf, GeluErfWithinThreeUlpsOfTheAccurateOne) {
   // geluErfArray within 3 ulps of geluErfAccurateArray, NaN exactly where
   // it is NaN, -0 where it is -0; the scalar form (every 61st) and
   // unary(GeluErf) (the sweep) the same bits as the array form.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  constexpr uint64_t kStride = 31;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-  constexpr uint64_t kStride = 31;
-#else
-  constexpr uint64_t kStride = 1;
-#endif
-#else
-  constexpr uint64_t kStride = 1;
-#endif
-  struct Result {
+  struct alignas(64) Result { // (one cache line each: two threads count)
     double worst = 0;
     float worstAt = 0;
     uint64_t values = 0, sameBits = 0, failures = 0;
     std::vector<std::string> messages;
   };
-  auto check = [](uint64_t begin, uint64_t end, Result &res) {
-    constexpr size_t kChunk = 1 << 16;
-    std::vector<float> xs(kChunk), fast(kChunk), accurate(kChunk);
-    for (uint64_t b = begin; b < end;) {
-      size_t n = 0;
-      for (; n < kChunk && b < end; ++n, b += kStride)
-        xs[n] = floatOf(static_cast<uint32_t>(b));
-      geluErfArray(xs.data(), fast.data(), static_cast<int64_t>(n));
-      geluErfAccurateArray(xs.data(), accurate.data(), static_cast<int64_t>(n));
-      for (size_t i = 0; i < n; ++i) {
-        ++res.values;
-        const float x = xs[i], y = fast[i], ref = accurate[i];
-        std::string why;
-        if (bitsOf(y) == bitsOf(ref)) {
-          ++res.sameBits;
-        } else if (std::isnan(ref) || std::isnan(y) || ref == 0.0f) {
-          why = "NaN or zero differs";
-        } else if (const double off = ulpsOff(y, ref); off > 3.0) {
-          why = "more than 3 ulps off";
-        } else if (off > res.worst) {
-          res.worst = off;
-          res.worstAt = x;
-        }
-        if (i % 61 == 0 && bitsOf(y) != bitsOf(geluErfFloat(x)))
-          why = "geluErfArray and geluErfFloat differ";
-        if (!why.empty() && res.failures++ < 10)
-          res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
-                                 std::to_string(bitsOf(x)) + "): " + std::to_string(y) +
-                                 ", accurate " + std::to_string(ref));
+  Result results[2];
+  std::vector<float> fast[2], accurate[2];
+  for (int part : {0, 1}) {
+    fast[part].resize(kEveryFloatBlock);
+    accurate[part].resize(kEveryFloatBlock);
+  }
+  forEveryFloat([&](const float *xs, size_t n, int part) {
+    Result &res = results[part];
+    float *ys = fast[part].data(), *refs = accurate[part].data();
+    geluErfArray(xs, ys, static_cast<int64_t>(n));
+    geluErfAccurateArray(xs, refs, static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      ++res.values;
+      const float x = xs[i], y = ys[i], ref = refs[i];
+      std::string why;
+      if (bitsOf(y) == bitsOf(ref)) {
+        ++res.sameBits;
+      } else if (std::isnan(ref) || std::isnan(y) || ref == 0.0f) {
+        why = "NaN or zero differs";
+      } else if (const double off = ulpsOff(y, ref); off > 3.0) {
+        why = "more than 3 ulps off";
+      } else if (off > res.worst) {
+        res.worst = off;
+        res.worstAt = x;
       }
+      if (i % 61 == 0 && bitsOf(y) != bitsOf(geluErfFloat(x)))
+        why = "geluErfArray and geluErfFloat differ";
+      if (!why.empty() && res.failures++ < 10)
+        res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
+                               std::to_string(bitsOf(x)) + "): " + std::to_string(y) +
+                               ", accurate " + std::to_string(ref));
     }
-  };
-  constexpr uint64_t kAll = 1ull << 32, kHalf = (kAll / 2 / kStride) * kStride;
-  Result low, high;
-  std::thread other(check, 0, kHalf, std::ref(low));
-  check(kHalf, kAll, high);
-  other.join();
+  });
+  const Result &low = results[0], &high = results[1];
   for (const Result *r : {&low, &high})
     for (const std::string &m : r->messages)
       ADD_FAILURE() << m;
@@ -194,7 +183,7 @@ TEST(Erf, GeluErfWithinThreeUlpsOfTheAccurateOne) {
   std::printf("gelu_erf (FP32): %llu values (stride %llu), %.2f%% the same bits as the "
               "accurate one, worst %.4f ulp at %.9g\n",
               static_cast<unsigned long long>(low.values + high.values),
-              static_cast<unsigned long long>(kStride),
+              static_cast<unsigned long long>(kEveryFloatStride),
               100.0 * static_cast<double>(low.sameBits + high.sameBits) /
                   static_cast<double>(low.values + high.values),
               worse.worst, worse.worstAt);

@@ -8,6 +8,7 @@
 #include "runtime/kernels/Exp.h"
 #include "runtime/kernels/Kernels.h"
 #include "tests/unit/FloatBits.h"
+#include "tests/unit/cpu/EveryFloat.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,6 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace mixprec::runtime::cpu;
@@ -27,18 +27,9 @@ namespace {
 
 using mixprec::test::bitsOf;
 using mixprec::test::floatOf;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr uint64_t kStride = 31;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-constexpr uint64_t kStride = 31;
-#else
-constexpr uint64_t kStride = 1;
-#endif
-#else
-constexpr uint64_t kStride = 1;
-#endif
+using mixprec::test::forEveryFloat;
+using mixprec::test::kEveryFloatBlock;
+using mixprec::test::kEveryFloatStride;
 
 /// How many FP32 values lie between a and b (both finite or equal infs):
 /// the distance of their ordered bit patterns.
@@ -52,67 +43,62 @@ int64_t ulpsApart(float a, float b) {
 }
 
 TEST(Exp, EveryInputWithinOneUlpOfTheRoundedDouble) {
-  struct Result {
-    uint64_t values = 0, sameAsDouble = 0, sampled = 0, sameAsExpf = 0, failures = 0;
+  struct alignas(64) Result { // (one cache line each: two threads count)
+    uint64_t values = 0, nans = 0, sameAsDouble = 0, sampled = 0, sameAsExpf = 0, failures = 0;
     std::vector<std::string> messages;
   };
-  auto check = [](uint64_t begin, uint64_t end, Result &res) {
-    constexpr size_t kChunk = 1 << 16;
-    std::vector<float> xs(kChunk), ys(kChunk);
-    for (uint64_t b = begin; b < end;) {
-      size_t n = 0;
-      for (; n < kChunk && b < end; ++n, b += kStride)
-        xs[n] = floatOf(static_cast<uint32_t>(b));
-      expArray(xs.data(), ys.data(), static_cast<int64_t>(n));
-      for (size_t i = 0; i < n; ++i) {
-        ++res.values;
-        const float x = xs[i], y = ys[i];
-        // e^x rounds to 0 below -104, overflows above 89 and rounds to 1
-        // for |x| < 2^-26 (the C library takes longest over these).
-        const float ref = x < -104.0f               ? 0.0f
-                          : x > 89.0f               ? std::numeric_limits<float>::infinity()
-                          : std::fabs(x) < 0x1p-26f ? 1.0f
-                                                    : static_cast<float>(std::exp(double(x)));
-        std::string why;
-        if (std::isnan(x) || std::isnan(y)) {
-          if (!(std::isnan(x) && std::isnan(y)))
-            why = "NaN differs";
-        } else if (bitsOf(y) == bitsOf(ref)) {
-          ++res.sameAsDouble;
-        } else if (std::isinf(y) != std::isinf(ref) || ulpsApart(y, ref) > 1) {
-          why = "more than one ulp off";
-        }
-        if (i % 61 == 0) {
-          res.sampled += !std::isnan(x);
-          res.sameAsExpf += !std::isnan(x) && bitsOf(y) == bitsOf(std::exp(x));
-          if (bitsOf(y) != bitsOf(expFloat(x)))
-            why = "expArray and expFloat differ";
-        }
-        if (!why.empty() && res.failures++ < 10)
-          res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
-                                 std::to_string(bitsOf(x)) + "): " + std::to_string(y) +
-                                 ", double " + std::to_string(ref));
+  Result results[2];
+  std::vector<float> ys[2] = {std::vector<float>(kEveryFloatBlock),
+                              std::vector<float>(kEveryFloatBlock)};
+  forEveryFloat([&](const float *xs, size_t n, int part) {
+    Result &res = results[part];
+    float *out = ys[part].data();
+    expArray(xs, out, static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      ++res.values;
+      const float x = xs[i], y = out[i];
+      // e^x rounds to 0 below -104, overflows above 89 and rounds to 1
+      // for |x| < 2^-26 (the C library takes longest over these).
+      const float ref = x < -104.0f               ? 0.0f
+                        : x > 89.0f               ? std::numeric_limits<float>::infinity()
+                        : std::fabs(x) < 0x1p-26f ? 1.0f
+                                                  : static_cast<float>(std::exp(double(x)));
+      std::string why;
+      if (std::isnan(x) || std::isnan(y)) {
+        res.nans += std::isnan(x);
+        if (!(std::isnan(x) && std::isnan(y)))
+          why = "NaN differs";
+      } else if (bitsOf(y) == bitsOf(ref)) {
+        ++res.sameAsDouble;
+      } else if (std::isinf(y) != std::isinf(ref) || ulpsApart(y, ref) > 1) {
+        why = "more than one ulp off";
       }
+      if (i % 61 == 0) {
+        res.sampled += !std::isnan(x);
+        res.sameAsExpf += !std::isnan(x) && bitsOf(y) == bitsOf(std::exp(x));
+        if (bitsOf(y) != bitsOf(expFloat(x)))
+          why = "expArray and expFloat differ";
+      }
+      if (!why.empty() && res.failures++ < 10)
+        res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
+                               std::to_string(bitsOf(x)) + "): " + std::to_string(y) + ", double " +
+                               std::to_string(ref));
     }
-  };
-  constexpr uint64_t kAll = 1ull << 32, kHalf = (kAll / 2 / kStride) * kStride;
-  Result low, high;
-  std::thread other(check, 0, kHalf, std::ref(low));
-  check(kHalf, kAll, high);
-  other.join();
+  });
+  const Result &low = results[0], &high = results[1];
   for (const Result *r : {&low, &high})
     for (const std::string &m : r->messages)
       ADD_FAILURE() << m;
   EXPECT_EQ(low.failures + high.failures, 0u);
   const double values = static_cast<double>(low.values + high.values);
-  const uint64_t nans = 2 * ((1u << 23) - 1) / kStride;
+  const double nans = static_cast<double>(low.nans + high.nans);
   const double sameAsDouble = static_cast<double>(low.sameAsDouble + high.sameAsDouble);
   const double sampled = static_cast<double>(low.sampled + high.sampled);
   const double sameAsExpf = static_cast<double>(low.sameAsExpf + high.sameAsExpf);
   std::printf("exp (FP32): %.0f values (stride %llu); the same bits as e^x in double rounded: "
               "all but %.0f; as the C library's expf: %.4f%% of every 61st\n",
-              values, static_cast<unsigned long long>(kStride), values - nans - sameAsDouble,
-              100.0 * sameAsExpf / sampled);
+              values, static_cast<unsigned long long>(kEveryFloatStride),
+              values - nans - sameAsDouble, 100.0 * sameAsExpf / sampled);
   // Only inputs whose e^x lies within ~2^-50 relative of a rounding
   // boundary may differ: a handful in 2^32.
   EXPECT_LT(values - nans - sameAsDouble, 1e-6 * values);

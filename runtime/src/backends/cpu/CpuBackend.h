@@ -182,10 +182,10 @@ struct KernelPlan {
     /// for a non-finite value or scale) and the Store's saturating encode
     /// rounds, the same bytes as rounding twice.
     bool scaleOnly = false;
-    /// Its value is the same at every point of a piece (a constant, a
-    /// Load with row strides 0, a row reduction read after its pass, or a
-    /// pure function of such values: LayerNorm's mean, variance and rsqrt):
-    /// computed at one point and broadcast.
+    /// Its value is the same at every point of a row (a constant, a Load
+    /// with row strides 0, a row reduction read after its pass, or a pure
+    /// function of such values: LayerNorm's mean, variance and rsqrt):
+    /// computed at each row's first point and spread over the row.
     bool uniform = false;
   };
 
