@@ -402,6 +402,23 @@ void maxPool2dDirect(const T *in, const Shape &is, const Window &win, T *out, co
       in);
 }
 
+// The channel loops of the channels-last max pool compiled for AVX-512 and
+// AVX2 too (the runtime is built for baseline x86-64): compares and
+// selects only, so every clone gives the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__clang__)
+#define MIXPREC_POOL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define MIXPREC_POOL_CLONES
+#endif
+
+/// mx[c] takes v[c] where maxPoolT's rule says: larger, or the first NaN.
+MIXPREC_POOL_CLONES void maxUpdateChannels(float *mx, const float *v, int64_t channels) {
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = mx[c], x = v[c];
+    mx[c] = (x > m || (x != x && m == m)) ? x : m;
+  }
+}
+
 template <typename T>
 void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
              const Shape &os, int64_t *indices, bool columnMajor) {
@@ -440,6 +457,48 @@ void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
     indices[at] = (x - in) + (found ? flat : 0);
   }, in);
 }
+
+} // namespace
+
+void maxPool2dChannelsLast(const float *in, const Shape &is, const Window &win, float *out,
+                           const Shape &os, bool channelsLastOut, int64_t firstRow,
+                           int64_t endRow) {
+  assert(is.size() == 4 && os.size() == 4 && win.kernel.size() == 2);
+  const int64_t channels = is[1], height = is[2], width = is[3];
+  const int64_t outHeight = os[2], outWidth = os[3];
+  const int64_t dh = win.dilations[0], dw = win.dilations[1];
+  std::vector<float> plain(channelsLastOut ? 0 : static_cast<size_t>(channels));
+  for (int64_t row = firstRow; row < endRow; ++row) {
+    const int64_t n = row / outHeight, oh = row % outHeight;
+    const int64_t startH = oh * win.strides[0] - win.pads[0];
+    int64_t loH = 0, hiH = 0;
+    validRange(startH, dh, win.kernel[0], height, &loH, &hiH);
+    const float *image = in + n * height * width * channels;
+    for (int64_t ow = 0; ow < outWidth; ++ow) {
+      const int64_t startW = ow * win.strides[1] - win.pads[1];
+      int64_t loW = 0, hiW = 0;
+      validRange(startW, dw, win.kernel[1], width, &loW, &hiW);
+      float *mx = channelsLastOut ? out + (row * outWidth + ow) * channels : plain.data();
+      auto tap = [&](int64_t kh, int64_t kw) {
+        return image + ((startH + kh * dh) * width + startW + kw * dw) * channels;
+      };
+      if (loH >= hiH || loW >= hiW) {
+        std::fill(mx, mx + channels, -std::numeric_limits<float>::infinity());
+      } else {
+        // The first tap, then each later one in row-major order.
+        std::copy(tap(loH, loW), tap(loH, loW) + channels, mx);
+        for (int64_t kh = loH; kh < hiH; ++kh)
+          for (int64_t kw = kh == loH ? loW + 1 : loW; kw < hiW; ++kw)
+            maxUpdateChannels(mx, tap(kh, kw), channels);
+      }
+      if (!channelsLastOut)
+        for (int64_t c = 0; c < channels; ++c)
+          out[((n * channels + c) * outHeight + oh) * outWidth + ow] = mx[c];
+    }
+  }
+}
+
+namespace {
 
 /// avgPool() in T.
 template <typename T>

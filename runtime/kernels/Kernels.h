@@ -343,6 +343,16 @@ void maxPool(const float *in, const Shape &is, const Window &win, float *out,
 void maxPool(const double *in, const Shape &is, const Window &win, double *out,
              const Shape &os, int64_t *indices = nullptr, bool columnMajor = false);
 
+/// maxPool() for a 2-D window over `in` stored channels-last: the logical
+/// [N, C, H, W] of `is` laid out as [N, H, W, C] (oneDNN's nhwc). Each
+/// output takes the same taps in the same order under maxPool's rule (the
+/// first tap, then each later one that is larger or the first NaN; -inf
+/// for a window with no in-bounds tap), all channels of a position at once:
+/// maxPool's bits. Writes output rows [firstRow, endRow) of the N x OH
+/// rows, channels-last when `channelsLastOut`, else in the plain layout.
+void maxPool2dChannelsLast(const float *in, const Shape &is, const Window &win, float *out,
+                           const Shape &os, bool channelsLastOut, int64_t firstRow, int64_t endRow);
+
 /// ONNX AveragePool, N-D, with avgPool2d's divisor rule per dim.
 void avgPool(const float *in, const Shape &is, const Window &win, bool countIncludePad,
              float *out, const Shape &os);

@@ -14,7 +14,9 @@
 // weight decoded in runs (the reference path, MIXPREC_CPU_GEMM=openblas,
 // decodes a BF16 weight and bias in every run: what the pack saves);
 // the ReLU and residual kernels after a convolution computed in its step
-// with the bits they give as kernels (CpuConvFusion.cpp).
+// with the bits they give as kernels, and the activations between
+// convolutions kept in oneDNN's channels-last layout with the bits of the
+// plain one (CpuConvFusion.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -479,6 +481,128 @@ TEST_F(CpuDnnlConv, ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
         nans += std::isnan(v);
     }
     EXPECT_GT(nans, 0u); // the NaN went through the ReLUs
+  }
+}
+
+/// A small ResNet stem and block in `dtype`, 64 channels (oneDNN picks
+/// nhwc on AVX-512): r1 = relu(conv_a(x)), p = max_pool(r1), h =
+/// relu(conv_b(p)), out = relu(conv_c(h) + p), y = conv_d(out), e = y + out
+/// (an element-wise kernel the convolution does not compute), z =
+/// conv_e(e), the output. At FP32 the ReLU and residual kernels run in the
+/// convolutions; at BF16 they stay kernels between them.
+std::shared_ptr<const rt::LoadedModule> buildStem(fb::DType dtype, int32_t &x) {
+  ModuleBuilder mb;
+  const int64_t c = 64, h = 12;
+  const Shape big = {1, c, h, h}, small = {1, c, h / 2, h / 2};
+  x = mb.input("x", dtype, big);
+  uint32_t seed = 11;
+  auto conv = [&](const std::string &name, int32_t in, const Shape &shape) {
+    const int32_t w = mb.constantFloats(name + ".w", dtype, {c, c, 3, 3},
+                                        storedRandom(dtype, size_t(c * c * 9), seed++));
+    const int32_t bias =
+        mb.constantFloats(name + ".b", dtype, {c}, storedRandom(dtype, size_t(c), seed++));
+    const int32_t y = mb.activation(name + ".y", dtype, shape);
+    mb.routine(
+        {name, "conv2d", {in, w, bias}, {y}, conv2dOptions({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+    return y;
+  };
+  auto kernel = [&](const std::string &name, int32_t a, int32_t b, bool relu, const Shape &shape) {
+    const int32_t y = mb.activation(name, dtype, shape);
+    const Shape unit = {shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1};
+    KernelSpec &k = mb.kernel(name, shape, 0);
+    int v = k.load(a, unit);
+    if (b >= 0)
+      v = k.binary(fb::OpCode::Add, k.load(b, unit), v);
+    if (relu)
+      v = k.unary(fb::OpCode::Relu, v);
+    k.store(y, v, unit, dtype);
+    return y;
+  };
+  const int32_t r1 = kernel("r1", conv("a", x, big), -1, true, big);
+  const int32_t p = mb.activation("p", dtype, small);
+  mb.routine({"pool", "max_pool2d", {r1}, {p}, pool2dOptions({3, 3}, {2, 2}, {1, 1, 1, 1})});
+  const int32_t hidden = kernel("h", conv("b", p, small), -1, true, small);
+  const int32_t out = kernel("out", conv("c", hidden, small), p, true, small);
+  const int32_t e = kernel("e", conv("d", out, small), out, false, small);
+  mb.output(conv("e", e, small));
+  return load(mb);
+}
+
+TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBits) {
+  // CpuConvFusion.cpp: every activation between the convolutions (r1, p,
+  // h, out, y, e; at BF16 the convolutions' outputs before their kernels)
+  // kept in nhwc, none reordered; the output z and the input x plain. The
+  // bits of the plain layout (MIXPREC_CPU_CHANNELS_LAST=0) for 1 and 2
+  // threads, every kernel split (MIXPREC_CPU_PARALLEL_POINTS=1), for finite
+  // x with signed zeros, and for x with a NaN and an infinity (which five
+  // 3x3 convolutions spread over nearly all of z).
+  for (fb::DType dtype : {fb::DType::F32, fb::DType::BF16}) {
+    SCOPED_TRACE(dtype == fb::DType::F32 ? "f32" : "bf16");
+    int32_t x = -1;
+    std::shared_ptr<const rt::LoadedModule> module = buildStem(dtype, x);
+    ASSERT_TRUE(module);
+    const num::Format f = rt::formatOf(dtype);
+    const size_t width = num::formatBytes(f);
+    for (bool special : {false, true}) {
+      SCOPED_TRACE(special ? "NaN and inf in x" : "finite x");
+      std::vector<float> values = storedRandom(dtype, size_t(64 * 12 * 12), 5);
+      for (size_t i = 400; i < 700; ++i)
+        values[i] = i % 2 ? -0.0f : 0.0f;
+      if (special) {
+        values[17] = NAN;
+        values[300] = INFINITY;
+      }
+      const std::vector<uint8_t> bytes = bytesOf(dtype, values);
+      auto run = [&](int threads, int64_t &kept) {
+        std::unique_ptr<rt::Backend> backend;
+        rt::BackendOptions options;
+        options.numThreads = threads;
+        rt::Status s = rt::createCpuBackend(module, options, backend);
+        EXPECT_TRUE(s.ok()) << s.message();
+        if (!s.ok())
+          return std::vector<uint8_t>();
+        kept = cpuOf(backend).channelsLastTensors();
+        std::vector<uint8_t> got;
+        for (int repeat = 0; repeat < 2; ++repeat) {
+          EXPECT_TRUE(backend->setInput(uint32_t(x), bytes.data(), bytes.size()).ok());
+          s = backend->launch({});
+          EXPECT_TRUE(s.ok()) << s.message();
+          const uint32_t z = module->outputs()[0];
+          const void *data = nullptr;
+          EXPECT_TRUE(backend->readTensor(z, &data).ok());
+          const auto *b = static_cast<const uint8_t *>(data);
+          std::vector<uint8_t> now(b, b + module->tensors()[z].bytes);
+          if (repeat)
+            EXPECT_EQ(now, got) << "a second run differs";
+          got = now;
+        }
+        return got;
+      };
+      int64_t kept = -1, plainKept = -1;
+      setenv("MIXPREC_CPU_CHANNELS_LAST", "0", 1);
+      const std::vector<uint8_t> want = run(1, plainKept);
+      unsetenv("MIXPREC_CPU_CHANNELS_LAST");
+      EXPECT_EQ(plainKept, 0);
+      setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+      for (int threads : {1, 2}) {
+        const std::vector<uint8_t> got = run(threads, kept);
+        // BF16: the convolutions' own outputs too (their kernels stay).
+        EXPECT_EQ(kept, dtype == fb::DType::F32 ? 6 : 9) << "r1, p, h, out, y and e";
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_TRUE(got == want) << threads << " thread(s): not the plain layout's bits";
+      }
+      unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+      size_t nans = 0;
+      for (size_t i = 0; i + width <= want.size(); i += width) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, want.data() + i, width);
+        nans += std::isnan(num::decode(f, bits));
+      }
+      if (special)
+        EXPECT_GT(nans, 0u); // the NaN went through every step
+      else
+        EXPECT_EQ(nans, 0u);
+    }
   }
 }
 

@@ -275,11 +275,11 @@ TEST(AvgPoolNd, CountIncludePadDilationsAndCeilMode) {
     }
 }
 
-// 2-D max and average pooling take a direct path (forEachWindow2d; the
-// max pool's stride-2 taps in vector lanes) unless indices are asked for;
-// it must give the generic N-D path's bits: the same taps in the same
-// order (ties of -0 and +0 included), NaN propagation, divisors. The generic path runs
-// the same window as 3-D with a trailing dim of 1.
+// 2-D max and average pooling take a direct path (forEachWindow2d) unless
+// indices are asked for; it must give the generic N-D path's bits: the
+// same taps in the same order (ties of -0 and +0 included), NaN
+// propagation, divisors. The generic path runs the same window as 3-D with
+// a trailing dim of 1.
 TEST(Pool2d, DirectPathIsTheGenericPathBitForBit) {
   uint32_t seed = 601;
   std::vector<PoolNdCase> cases = {
@@ -318,6 +318,57 @@ TEST(Pool2d, DirectPathIsTheGenericPathBitForBit) {
           << "avg " << shapeStr(is) << " include_pad " << includePad;
     }
   }
+}
+
+// The max pool over a channels-last input (the CPU backend's path between
+// oneDNN convolutions kept in nhwc): every output the same taps in the same
+// order, so maxPool's bits, written channels-last or plain, for any split
+// of the output rows; channel counts off the vector width.
+TEST(Pool2d, ChannelsLastIsTheDirectPathBitForBit) {
+  uint32_t seed = 907;
+  const std::vector<PoolNdCase> cases = {
+      {{112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false}, // ResNet's max pool
+      {{9, 10}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},
+      {{9, 10}, {3, 2}, {2, 3}, {1, 0, 2, 1}, {2, 1}, true},
+      {{4, 17}, {4, 5}, {3, 4}, {2, 2, 2, 2}, {1, 3}, true},
+      {{3, 3}, {2, 2}, {3, 3}, {0, 0, 3, 3}, {1, 1}, true}, // windows all padding: -inf
+      {{1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}};
+  for (const PoolNdCase &c : cases)
+    for (int64_t channels : {1, 19, 64}) {
+      const int64_t n = c.in[0] == 112 ? 1 : 2;
+      const Shape is = withNC(n, channels, c.in), os = poolOut(c, n, channels);
+      const Window w{c.kernel, c.strides, c.pads, c.dil};
+      std::vector<float> x = randomFloats(count(is), -3, 3, seed++);
+      for (size_t i = 0; i < std::min<size_t>(x.size() / 4, 700); ++i)
+        x[i] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? 0.0f : -1.0f;
+      x[x.size() / 3] = NAN;
+      x[x.size() / 2] = -INFINITY;
+      x[x.size() - 1] = INFINITY;
+      std::vector<float> want(count(os));
+      maxPool(x.data(), is, w, want.data(), os, nullptr, false);
+      // x and the expected output as [N, H, W, C].
+      const int64_t plane = is[2] * is[3], outPlane = os[2] * os[3];
+      std::vector<float> xl(x.size()), wantLast(want.size());
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          for (int64_t p = 0; p < plane; ++p)
+            xl[(b * plane + p) * channels + ch] = x[(b * channels + ch) * plane + p];
+          for (int64_t p = 0; p < outPlane; ++p)
+            wantLast[(b * outPlane + p) * channels + ch] = want[(b * channels + ch) * outPlane + p];
+        }
+      const int64_t rows = n * os[2];
+      for (bool lastOut : {true, false})
+        for (int64_t parts : {int64_t(1), int64_t(3)}) {
+          std::vector<float> got(want.size(), 42.0f);
+          for (int64_t i = 0; i < parts; ++i)
+            maxPool2dChannelsLast(xl.data(), is, w, got.data(), os, lastOut, rows * i / parts,
+                                  rows * (i + 1) / parts);
+          const std::vector<float> &expect = lastOut ? wantLast : want;
+          EXPECT_EQ(std::memcmp(got.data(), expect.data(), got.size() * 4), 0)
+              << shapeStr(is) << (lastOut ? " channels-last" : " plain") << " out, " << parts
+              << " part(s)";
+        }
+    }
 }
 
 TEST(ConvTransposeNd, OnnxExample) {

@@ -231,6 +231,15 @@ struct ConvEpilogue {
 std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels);
 
+/// Per tensor of `module`: whether it is kept in oneDNN's channels-last
+/// layout between the steps around the convolutions oneDNN runs
+/// (CpuConvFusion.cpp says when), `epilogues` being the kernels those
+/// convolutions compute.
+std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
+                                      const std::vector<KernelPlan> &kernels,
+                                      const std::vector<ConvEpilogue> &epilogues,
+                                      const DnnlConvs &convs);
+
 //===----------------------------------------------------------------------===//
 // The backend (CpuBackend.cpp; its steps in CpuKernelRun.cpp,
 // CpuGemmStep.cpp and CpuRoutineStep.cpp)
@@ -269,6 +278,11 @@ public:
   /// (CpuConvFusion.cpp).
   int64_t fusedConvEpilogues() const {
     return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(1));
+  }
+  /// Activations kept in oneDNN's channels-last layout between steps
+  /// (findChannelsLast).
+  int64_t channelsLastTensors() const {
+    return std::count(channelsLast.begin(), channelsLast.end(), uint8_t(1));
   }
   /// Threads the session's kernels run on (the caller's included).
   int threads() const { return pool ? pool->size() : 1; }
@@ -383,6 +397,8 @@ private:
   /// where kernelStep is -1); per step: whether a convolution computed it.
   std::vector<ConvEpilogue> convEpilogues;
   std::vector<uint8_t> fusedSteps;
+  /// Per tensor: kept channels-last (findChannelsLast).
+  std::vector<uint8_t> channelsLast;
   int64_t weightDecodes = 0;
   int64_t parallelRuns = 0;
   /// Constants of a dtype other than FP32 that GEMM biases and routines
@@ -397,6 +413,7 @@ private:
   };
   std::vector<StepTime> profile;
   int64_t profileRuns = 0;
+  bool warmedUp = false;
   alignas(64) uint8_t emptyTensor[64] = {};
 };
 

@@ -1,4 +1,4 @@
-//===- CpuConvFusion.cpp - kernels a oneDNN convolution computes ----------===//
+//===- CpuConvFusion.cpp - kernels and layouts around oneDNN convolutions -===//
 //
 // A convolution's output is often read once, by the very next step: a
 // kernel computing relu(conv) or relu(conv + residual) (every ResNet
@@ -16,6 +16,25 @@
 // convolution's operands, the arena planner's reuse of a dead input, and
 // oneDNN would write it while reading them, the step writes a buffer and
 // copies.) MIXPREC_CPU_CONV_FUSION=0 turns it off (tests compare the two).
+//
+// Between convolutions, activations stay in oneDNN's channels-last layout
+// (findChannelsLast): a oneDNN convolution on AVX-512 reads and writes nhwc,
+// and reordering every src from the arena's NCHW and every dst back costs
+// two passes over each activation (ResNet-18: ~0.1 ms a convolution, its
+// max pool 7x onnxruntime's on NCHW planes). An activation is kept
+// channels-last, in its own arena bytes (the layout has no padding), when
+// every step that writes or reads it can take it so: a oneDNN convolution
+// whose primitive writes (reads) nhwc, as its dst, its src or the addend of
+// its sum post-op; the max pool (cpu::maxPool2dChannelsLast: the same taps
+// in the same order, all channels of a position at once); an element-wise
+// kernel (no row reduction, every access one contiguous run of the same
+// shape or a broadcast scalar: kernels compute from loaded values alone, so
+// a permutation of the points permutes the results), which keeps all the
+// tensors it walks in one layout. Not a module input, output or state, and
+// its bytes read as no other tensor while it lives. The bits are the plain
+// layout's: reorders move values, and every step computes each element
+// from the same elements as before. MIXPREC_CPU_CHANNELS_LAST=0 turns it
+// off (tests compare the two).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -74,11 +93,11 @@ std::vector<StepTensors> tensorsOfSteps(const LoadedModule &module,
 }
 
 /// Whether the bytes of activation `t` after step `from` are read only as
-/// `t` by step `reader` until steps' writes have covered them all (the
-/// arena planner reuses them piece by piece), and are no module output or
-/// state.
+/// `t` by step `reader` (by any step when `anyReader`) until steps' writes
+/// have covered them all (the arena planner reuses them piece by piece),
+/// and are no module output or state.
 bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &steps, int32_t t,
-                size_t from, size_t reader) {
+                size_t from, size_t reader, bool anyReader = false) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   const TensorDesc &d = tensors[t];
   // The byte ranges of t not yet overwritten, [begin, end).
@@ -93,7 +112,7 @@ bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &step
   };
   for (size_t s = from + 1; s < steps.size() && !live.empty(); ++s) {
     for (int32_t r : steps[s].reads)
-      if ((r == t || touches(tensors[r])) && !(s == reader && r == t))
+      if ((r == t || touches(tensors[r])) && !((s == reader || anyReader) && r == t))
         return false;
     for (int32_t w : steps[s].writes) {
       const TensorDesc &x = tensors[w];
@@ -167,7 +186,176 @@ bool matchEpilogue(const LoadedModule &module, const KernelPlan &k, int32_t conv
   return true;
 }
 
+/// How many steps run each routine and each kernel.
+void countSteps(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
+                std::vector<int> &routineSteps, std::vector<int> &kernelSteps) {
+  routineSteps.assign(module.routines().size(), 0);
+  kernelSteps.assign(kernels.size(), 0);
+  const auto *steps = module.root().steps();
+  for (size_t i = 0; steps && i < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i);
+    if (step->kind() == schema::StepKind::Routine)
+      ++routineSteps[step->index()];
+    else if (step->kind() == schema::StepKind::Kernel)
+      ++kernelSteps[step->index()];
+  }
+}
+
+/// Union-find over tensors.
+struct Classes {
+  std::vector<int32_t> parent;
+  explicit Classes(size_t n) : parent(n) {
+    for (size_t i = 0; i < n; ++i)
+      parent[i] = static_cast<int32_t>(i);
+  }
+  int32_t find(int32_t t) {
+    while (parent[t] != t)
+      t = parent[t] = parent[parent[t]];
+    return t;
+  }
+  void join(int32_t a, int32_t b) { parent[find(a)] = find(b); }
+};
+
+/// Whether kernel `k` is element-wise over contiguous tensors: one merged
+/// dim, no row reduction, every access walking it with stride 1 or 0.
+bool elementWise(const KernelPlan &k) {
+  if (k.empty || k.reductionPasses > 0 || !k.outerDims.empty() || k.rowDims.size() != 1)
+    return false;
+  for (const KernelPlan::Access &a : k.accesses)
+    if (a.rowStrides.size() != 1 || (a.rowStrides[0] != 1 && a.rowStrides[0] != 0))
+      return false;
+  return true;
+}
+
 } // namespace
+
+std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
+                                      const std::vector<KernelPlan> &kernels,
+                                      const std::vector<ConvEpilogue> &epilogues,
+                                      const DnnlConvs &convs) {
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  std::vector<uint8_t> last(tensors.size(), 0);
+  if (const char *on = std::getenv("MIXPREC_CPU_CHANNELS_LAST"); on && !std::strcmp(on, "0"))
+    return last;
+  const auto *steps = module.root().steps();
+  if (!steps || tensors.empty())
+    return last;
+  const std::vector<RoutineOp> &routines = module.routines();
+  // What each step reads and writes, a fused epilogue's kernel step folded
+  // into its convolution's: the convolution writes the kernel's output and
+  // reads its addend.
+  std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
+  std::vector<uint8_t> fused(access.size(), 0);
+  std::vector<int> routineSteps, kernelSteps;
+  countSteps(module, kernels, routineSteps, kernelSteps);
+  auto produced = [&](size_t r) {
+    return r < epilogues.size() && epilogues[r].kernelStep >= 0 ? epilogues[r].output
+                                                                : routines[r].output;
+  };
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i);
+    const size_t r = step->index();
+    if (step->kind() != schema::StepKind::Routine || r >= epilogues.size() ||
+        epilogues[r].kernelStep < 0)
+      continue;
+    const auto k = static_cast<size_t>(epilogues[r].kernelStep);
+    access[i].writes = {epilogues[r].output};
+    if (epilogues[r].addend >= 0)
+      access[i].reads.push_back(epilogues[r].addend);
+    access[k] = StepTensors();
+    fused[k] = 1;
+  }
+
+  // Per tensor: a step writes it that can write it channels-last
+  // (candidate), and some reader or writer cannot (veto). Per class of
+  // tensors that must share a layout, the verdict.
+  std::vector<uint8_t> candidate(tensors.size(), 0), veto(tensors.size(), 0);
+  Classes classes(tensors.size());
+  // Max pools: output channels-last only if the input is.
+  std::vector<std::pair<int32_t, int32_t>> pools;
+  auto isFloat = [&](int32_t t) {
+    const DType d = tensors[t].dtype;
+    return d == DType::F32 || d == DType::BF16 || d == DType::F16 || d == DType::F8E4M3FN ||
+           d == DType::F8E5M2;
+  };
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i);
+    const size_t index = step->index();
+    if (fused[i])
+      continue;
+    if (step->kind() == schema::StepKind::Routine) {
+      const RoutineOp &op = routines[index];
+      const bool once = routineSteps[index] == 1;
+      if (once && convs.handles(index)) {
+        const int32_t out = produced(index);
+        candidate[out] = convs.dstChannelsLast(index) && isFloat(out);
+        if (!convs.srcChannelsLast(index))
+          veto[op.inputs[0]] = 1;
+        for (size_t j = 1; j < op.inputs.size(); ++j) // weight, bias
+          if (op.inputs[j] >= 0)
+            veto[op.inputs[j]] = 1;
+        if (index < epilogues.size() && epilogues[index].addend >= 0)
+          classes.join(epilogues[index].addend, out);
+        continue;
+      }
+      const bool pool = op.kind == RoutineKind::MaxPool2d ||
+                        (op.kind == RoutineKind::MaxPool && op.window.kernel.size() == 2);
+      if (once && pool && isFloat(op.inputs[0]) && isFloat(op.output)) {
+        candidate[op.output] = 1;
+        pools.push_back({op.inputs[0], op.output});
+        continue;
+      }
+    } else if (step->kind() == schema::StepKind::Kernel && kernelSteps[index] == 1 &&
+               elementWise(kernels[index])) {
+      // Every tensor it walks in one layout; its outputs written in it.
+      const KernelPlan &k = kernels[index];
+      int32_t first = -1;
+      for (const KernelPlan::Access &a : k.accesses) {
+        if (a.rowStrides[0] == 0)
+          continue;
+        if (first >= 0 && tensors[a.tensor].shape != tensors[first].shape)
+          veto[a.tensor] = veto[first] = 1;
+        if (first >= 0)
+          classes.join(a.tensor, first);
+        first = a.tensor;
+      }
+      for (int32_t t : access[i].writes)
+        candidate[t] = 1;
+      continue;
+    }
+    for (int32_t t : access[i].reads)
+      veto[t] = 1;
+    for (int32_t t : access[i].writes)
+      veto[t] = 1;
+  }
+  // A candidate's bytes read as no other tensor while it lives (and as it
+  // only while all of them are its), no module output or state.
+  for (size_t i = 0; i < steps->size(); ++i)
+    for (int32_t t : access[i].writes) {
+      const size_t rank = tensors[t].shape.size();
+      if (!candidate[t] || veto[t] || rank < 3 || rank > 5 || tensors[t].elements == 0 ||
+          !readOnlyBy(module, access, t, i, SIZE_MAX, /*anyReader=*/true))
+        veto[t] = 1;
+    }
+  for (uint32_t t : module.inputs())
+    veto[t] = 1;
+  // The verdict per class, then the max pools' rule until nothing changes.
+  std::vector<uint8_t> ok(tensors.size(), 1);
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (!candidate[t] || veto[t] || tensors[t].isConstant())
+      ok[classes.find(static_cast<int32_t>(t))] = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto &[in, out] : pools)
+      if (ok[classes.find(out)] && !ok[classes.find(in)]) {
+        ok[classes.find(out)] = 0;
+        changed = true;
+      }
+  }
+  for (size_t t = 0; t < tensors.size(); ++t)
+    last[t] = candidate[t] && ok[classes.find(static_cast<int32_t>(t))];
+  return last;
+}
 
 std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels) {
@@ -180,14 +368,8 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
   const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
   const std::vector<TensorDesc> &tensors = module.tensors();
   // A routine or kernel run by more than one step is left alone.
-  std::vector<int> routineSteps(module.routines().size(), 0), kernelSteps(kernels.size(), 0);
-  for (size_t i = 0; i < steps->size(); ++i) {
-    const schema::Step *step = steps->Get(i);
-    if (step->kind() == schema::StepKind::Routine)
-      ++routineSteps[step->index()];
-    else if (step->kind() == schema::StepKind::Kernel)
-      ++kernelSteps[step->index()];
-  }
+  std::vector<int> routineSteps, kernelSteps;
+  countSteps(module, kernels, routineSteps, kernelSteps);
   for (size_t i = 0; i + 1 < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
     if (step->kind() != schema::StepKind::Routine || next->kind() != schema::StepKind::Kernel)

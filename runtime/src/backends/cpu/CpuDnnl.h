@@ -126,6 +126,15 @@ public:
   /// (its result goes through oneDNN's layout: dst may then share bytes
   /// with them).
   bool writesDstLast(size_t index) const;
+  /// Whether its primitive reads src (writes dst) in the channels-last
+  /// layout of its shape (nwc, nhwc, ndhwc: the plain bytes permuted, no
+  /// padding), which the plain tensors are reordered into (out of) per run.
+  bool srcChannelsLast(size_t index) const;
+  bool dstChannelsLast(size_t index) const;
+  /// From now on run() takes src (dst, and the addend) of routine `index`
+  /// in that layout, where the primitive's is: no reorder, the primitive
+  /// reads (writes) the caller's bytes.
+  void keepChannelsLast(size_t index, bool src, bool dst);
   /// Why it does not ("" when it does).
   std::string reason(size_t index) const;
   /// oneDNN's name for the implementation it runs ("" when none).
@@ -133,7 +142,8 @@ public:
 
   /// Runs convolution routine `index`: `src` and `bias` at their tensors'
   /// host addresses (bias null when absent, unused when a constant), the
-  /// FP32 result into `dst` (the output's shape, row-major).
+  /// FP32 result into `dst` (the output's shape, row-major, or
+  /// channels-last as keepChannelsLast says; src likewise).
   /// `addend` (FP32, the output's shape; null unless addsAddend) is added
   /// to the result; dst may share bytes with it, and with src and bias
   /// where writesDstLast.

@@ -103,6 +103,14 @@ struct Plan {
   bool sum = false;
   /// The layout changes (null: none) and the convolution, in run order.
   Call toBlocked, addendIn, conv, toPlain;
+  /// The primitive's src (dst) layout is the channels-last one of its
+  /// shape: the plain bytes permuted, no padding.
+  bool srcChannelsLast = false, dstChannelsLast = false;
+  /// Runs take src (dst and the addend) in that layout (keepChannelsLast):
+  /// the primitive reads (writes) the caller's bytes, no reorder.
+  bool srcKept = false, dstKept = false;
+  /// The primitive's src and dst memory objects.
+  dnnl_memory_t convSrc = nullptr, convDst = nullptr;
   /// Memory over the caller's src (or its widened copy) and dst, plain;
   /// the bias (its own values when a constant); the scratchpads.
   dnnl_memory_t userSrc = nullptr, userDst = nullptr, biasMemory = nullptr, userAddend = nullptr;
@@ -379,6 +387,8 @@ struct DnnlConvs::Impl {
                const dnnl_memory_desc_t &weights, const dnnl_memory_desc_t &bias) {
     const bool srcBlocked = !dnnl_memory_desc_equal(&src, &srcChosen);
     const bool dstBlocked = !dnnl_memory_desc_equal(&dst, &dstChosen);
+    p.srcChannelsLast = srcBlocked && isChannelsLast(srcChosen);
+    p.dstChannelsLast = dstBlocked && isChannelsLast(dstChosen);
     void *blockedSrc = nullptr, *blockedDst = nullptr;
     if (srcBlocked) {
       if (!(blockedSrc = blockedBuffer(srcChosen, false)))
@@ -400,8 +410,8 @@ struct DnnlConvs::Impl {
     p.userDst = memory(p, dst, DNNL_MEMORY_NONE);
     if (p.sum && dstBlocked)
       p.userAddend = memory(p, dst, DNNL_MEMORY_NONE);
-    dnnl_memory_t convSrc = srcBlocked ? memory(p, srcChosen, blockedSrc) : p.userSrc;
-    dnnl_memory_t convDst = dstBlocked ? memory(p, dstChosen, blockedDst) : p.userDst;
+    dnnl_memory_t convSrc = p.convSrc = srcBlocked ? memory(p, srcChosen, blockedSrc) : p.userSrc;
+    dnnl_memory_t convDst = p.convDst = dstBlocked ? memory(p, dstChosen, blockedDst) : p.userDst;
     dnnl_memory_t weightsMemory = memory(p, weights, p.packed);
     if (p.bias)
       p.biasMemory = memory(p, bias, p.constantBias ? p.biasValues.data() : DNNL_MEMORY_NONE);
@@ -443,6 +453,20 @@ struct DnnlConvs::Impl {
           c->args.push_back({DNNL_ARG_SCRATCHPAD, m});
         }
     return true;
+  }
+
+  /// Whether `md` is the channels-last layout (nwc, nhwc, ndhwc) of its
+  /// dims and type.
+  static bool isChannelsLast(const dnnl_memory_desc_t &md) {
+    const dnnl_format_tag_t tag = md.ndims == 3   ? dnnl_nwc
+                                  : md.ndims == 4 ? dnnl_nhwc
+                                  : md.ndims == 5 ? dnnl_ndhwc
+                                                  : dnnl_format_tag_undef;
+    dnnl_memory_desc_t last;
+    return tag != dnnl_format_tag_undef &&
+           dnnl_memory_desc_init_by_tag(&last, md.ndims, md.dims, md.data_type, tag) ==
+               dnnl_success &&
+           dnnl_memory_desc_equal(&last, &md);
   }
 
   dnnl_status_t execute(const Call &c) {
@@ -525,7 +549,23 @@ std::string DnnlConvs::implementation(size_t index) const {
 bool DnnlConvs::addsAddend(size_t index) const { return handles(index) && impl->plans[index].sum; }
 
 bool DnnlConvs::writesDstLast(size_t index) const {
-  return handles(index) && impl->plans[index].toPlain.primitive;
+  return handles(index) && impl->plans[index].toPlain.primitive && !impl->plans[index].dstKept;
+}
+
+bool DnnlConvs::srcChannelsLast(size_t index) const {
+  return handles(index) && impl->plans[index].srcChannelsLast;
+}
+
+bool DnnlConvs::dstChannelsLast(size_t index) const {
+  return handles(index) && impl->plans[index].dstChannelsLast;
+}
+
+void DnnlConvs::keepChannelsLast(size_t index, bool src, bool dst) {
+  if (!handles(index))
+    return;
+  Plan &p = impl->plans[index];
+  p.srcKept = src && p.srcChannelsLast;
+  p.dstKept = dst && p.dstChannelsLast;
 }
 
 Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *dst,
@@ -540,9 +580,12 @@ Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *ds
     widen(p.srcType, p.computeType, src, p.srcElements, d.wideSrc);
     src = d.wideSrc;
   }
-  dnnl_status_t s = dnnl_memory_set_data_handle(p.userSrc, const_cast<void *>(src));
+  // Kept channels-last: the primitive's own objects over the caller's
+  // bytes (the shared blocked buffers stay the others').
+  dnnl_status_t s =
+      dnnl_memory_set_data_handle(p.srcKept ? p.convSrc : p.userSrc, const_cast<void *>(src));
   if (s == dnnl_success)
-    s = dnnl_memory_set_data_handle(p.userDst, dst);
+    s = dnnl_memory_set_data_handle(p.dstKept ? p.convDst : p.userDst, dst);
   if (s == dnnl_success && p.bias && !p.constantBias) {
     void *values = const_cast<void *>(bias);
     if (p.biasType != DType::F32) {
@@ -551,15 +594,19 @@ Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *ds
     }
     s = dnnl_memory_set_data_handle(p.biasMemory, values);
   }
-  // The addend where the sum post-op reads dst: in oneDNN's layout
-  // (addendIn), or copied into the plain dst (in place: nothing to copy).
+  // The addend where the sum post-op reads dst: reordered into oneDNN's
+  // layout (addendIn), or copied into a dst in the caller's bytes, plain or
+  // kept channels-last as the addend is (in place: nothing to copy).
   if (s == dnnl_success && p.sum) {
-    if (p.userAddend)
+    if (p.userAddend && !p.dstKept)
       s = dnnl_memory_set_data_handle(p.userAddend, const_cast<float *>(addend));
     else if (addend != dst)
       std::memmove(dst, addend, static_cast<size_t>(p.dstElements) * sizeof(float));
   }
-  for (const Call *c : {&p.toBlocked, &p.addendIn, &p.conv, &p.toPlain})
+  const Call none;
+  for (const Call *c : std::initializer_list<const Call *>{p.srcKept ? &none : &p.toBlocked,
+                                                           p.dstKept ? &none : &p.addendIn, &p.conv,
+                                                           p.dstKept ? &none : &p.toPlain})
     if (s == dnnl_success)
       s = d.execute(*c);
   if (s == dnnl_success)
@@ -590,6 +637,9 @@ Status DnnlConvs::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlConvs::addsAddend(size_t) const { return false; }
 bool DnnlConvs::writesDstLast(size_t) const { return false; }
+bool DnnlConvs::srcChannelsLast(size_t) const { return false; }
+bool DnnlConvs::dstChannelsLast(size_t) const { return false; }
+void DnnlConvs::keepChannelsLast(size_t, bool, bool) {}
 bool DnnlConvs::handles(size_t) const { return false; }
 std::string DnnlConvs::reason(size_t) const { return "this runtime was built without oneDNN"; }
 std::string DnnlConvs::implementation(size_t) const { return ""; }

@@ -406,6 +406,24 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     const int64_t inPlane = tensors[op.inputs[0]].elements / std::max<int64_t>(planes, 1);
     const int64_t outPlane = y.elements / std::max<int64_t>(planes, 1);
     const bool max = op.kind == RoutineKind::MaxPool2d || op.kind == RoutineKind::MaxPool;
+    if (max && channelsLast[op.inputs[0]]) {
+      // Between convolutions kept channels-last (CpuConvFusion.cpp): rows
+      // of output positions, all channels at once, into an FP32 output
+      // directly; the output channels-last too where it is kept so.
+      const int64_t rows = is[0] * y.shape[2];
+      const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output);
+      float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
+      const int64_t parts = pool->size() > 1 && y.elements >= parallelPoints
+                                ? std::min<int64_t>(rows, 4 * pool->size())
+                                : 1;
+      pool->run(parts, [&](int64_t i, int) {
+        cpu::maxPool2dChannelsLast(x, is, op.window, dst, y.shape, channelsLast[op.output] != 0,
+                                   rows * i / parts, rows * (i + 1) / parts);
+      });
+      if (direct)
+        return okStatus();
+      break;
+    }
     const int64_t chunks = pool->size() > 1 && y.elements >= parallelPoints
                                ? std::min<int64_t>(planes, 4 * pool->size())
                                : 1;
