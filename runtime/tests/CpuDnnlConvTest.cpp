@@ -572,8 +572,9 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
           EXPECT_TRUE(backend->readTensor(z, &data).ok());
           const auto *b = static_cast<const uint8_t *>(data);
           std::vector<uint8_t> now(b, b + module->tensors()[z].bytes);
-          if (repeat)
+          if (repeat) {
             EXPECT_EQ(now, got) << "a second run differs";
+          }
           got = now;
         }
         return got;

@@ -200,8 +200,9 @@ void checkLinear(const LinearCase &c, int runs, bool onDnnl, int64_t packs, int6
   ASSERT_EQ(outs.size(), size_t(runs));
   rt::CpuBackend &cpu = cpuOf(backend);
   EXPECT_EQ(cpu.dnnlGemms().handles(0), onDnnl) << cpu.dnnlGemms().reason(0);
-  if (!onDnnl)
+  if (!onDnnl) {
     EXPECT_EQ(cpu.dnnlGemms().reason(0), reason);
+  }
   EXPECT_EQ(cpu.dnnlGemms().packsAtLoad(), packs);
   EXPECT_EQ(cpu.weightDecodesInRuns(), decodes);
   expectWithinBound(c, b, outs[0]);

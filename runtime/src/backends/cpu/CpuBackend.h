@@ -333,6 +333,21 @@ private:
     return sharesBytes(module->tensors()[a], module->tensors()[b]);
   }
 
+  /// fn(begin, count) over [0, elements) in slices of 2^15 on the
+  /// session's threads (one call on this thread below parallelPoints):
+  /// for element-wise work, whose bytes do not depend on the split.
+  template <typename Fn> void forSlices(int64_t elements, Fn &&fn) {
+    constexpr int64_t kSlice = int64_t(1) << 15;
+    if (!pool || pool->size() < 2 || elements < parallelPoints || elements <= kSlice) {
+      if (elements > 0)
+        fn(int64_t(0), elements);
+      return;
+    }
+    pool->run((elements + kSlice - 1) / kSlice, [&](int64_t i, int) {
+      const int64_t begin = i * kSlice;
+      fn(begin, std::min(kSlice, elements - begin));
+    });
+  }
   Status runSteps();
   Status runKernel(const KernelPlan &plan);
   Status runRows(const KernelPlan &plan, Worker &w, int64_t firstRow, int64_t endRow);

@@ -28,8 +28,9 @@ const float *CpuBackend::floatOperand(int32_t tensor, Scratch &s) {
     return it->second.data();
   weightDecodes += d.isConstant();
   float *out = s.floats(d.elements);
-  if (out)
-    loadRun(d.dtype, data, 0, 1, d.elements, out);
+  if (out) // exact, element by element: slices over the threads
+    forSlices(d.elements,
+              [&](int64_t begin, int64_t n) { loadRun(d.dtype, data, begin, 1, n, out + begin); });
   return out;
 }
 

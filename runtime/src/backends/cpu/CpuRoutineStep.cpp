@@ -25,8 +25,13 @@ using schema::DType;
 
 Status CpuBackend::storeFloats(const RoutineOp &op, const float *values) {
   const TensorDesc &d = module->tensors()[op.output];
-  float bad = 0.0f;
-  storeRun(d.dtype, tensorData(op.output), 0, 1, d.elements, values, bad); // float dtype
+  uint8_t *out = tensorData(op.output);
+  // One rounding per element (a float dtype): slices over the threads give
+  // the same bytes.
+  forSlices(d.elements, [&](int64_t begin, int64_t n) {
+    float bad = 0.0f;
+    storeRun(d.dtype, out, begin, 1, n, values + begin, bad);
+  });
   return okStatus();
 }
 
@@ -355,11 +360,8 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
           !s.ok())
         return s.withContext(op.name + ": ");
       // The copy and the ReLU in slices over the threads (element-wise:
-      // the same bits for any count); one slice below parallelPoints.
-      constexpr int64_t kSlice = 1 << 15;
-      const int64_t slice = o.elements >= parallelPoints ? kSlice : o.elements;
-      pool->run((o.elements + slice - 1) / std::max<int64_t>(slice, 1), [&](int64_t i, int) {
-        const int64_t begin = i * slice, n = std::min(slice, o.elements - begin);
+      // the same bits for any count).
+      forSlices(o.elements, [&](int64_t begin, int64_t n) {
         if (!direct)
           std::memcpy(out + begin, result + begin, static_cast<size_t>(n) * sizeof(float));
         cpu::unary(cpu::UnaryOp::Relu, out + begin, out + begin, n);
