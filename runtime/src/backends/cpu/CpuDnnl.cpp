@@ -266,12 +266,26 @@ std::string DnnlGemms::reason(size_t index) const {
   return index < impl->plans.size() ? impl->plans[index].reason : "no such step";
 }
 
-Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc) {
+int64_t DnnlGemms::wideElementsA(size_t index) const {
+  return handles(index) && impl->plans[index].wideBytesA ? impl->plans[index].elementsA : 0;
+}
+
+void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count) {
+  Impl &d = *impl;
+  const Plan &p = d.plans[index];
+  const size_t from = num::formatBytes(formatOf(p.aType)),
+               to = p.computeType == schema::DType::F32 ? 4 : 2;
+  widen(p.aType, p.computeType, static_cast<const uint8_t *>(a) + begin * from, count,
+        d.wideA.data() + begin * to);
+}
+
+Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, bool aWidened) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
   if (p.wideBytesA) {
-    widen(p.aType, p.computeType, a, p.elementsA, d.wideA.data());
+    if (!aWidened)
+      widen(p.aType, p.computeType, a, p.elementsA, d.wideA.data());
     a = d.wideA.data();
   }
   if (!p.packed && p.wideBytesB) {
@@ -310,9 +324,11 @@ Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlGemms::handles(size_t) const { return false; }
 std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
-Status DnnlGemms::run(size_t, const void *, const void *, float *) {
+Status DnnlGemms::run(size_t, const void *, const void *, float *, bool) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
+int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }
+void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 int64_t DnnlGemms::packsAtLoad() const { return 0; }
 
 #endif // MIXPREC_HAVE_DNNL

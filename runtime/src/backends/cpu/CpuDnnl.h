@@ -82,8 +82,16 @@ public:
 
   /// Runs GEMM step `index`: `a` and `b` at their tensors' host addresses
   /// (b unused when packed at load), the FP32 products' sums into `acc`
-  /// (batch x m x n, row-major).
-  Status run(size_t index, const void *a, const void *b, float *acc);
+  /// (batch x m x n, row-major). `aWidened`: the caller widened all of a
+  /// already (widenA), a is not read.
+  Status run(size_t index, const void *a, const void *b, float *acc, bool aWidened = false);
+
+  /// Elements of GEMM step `index`'s A that run() widens first (an
+  /// activation of a dtype the primitive does not take; 0: none).
+  int64_t wideElementsA(size_t index) const;
+  /// Widens elements [begin, begin + count) of A at `a` into the buffer
+  /// run() reads (exact; for the caller to split over its threads).
+  void widenA(size_t index, const void *a, int64_t begin, int64_t count);
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;

@@ -55,9 +55,15 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   if (g.bias != -1 && !(bias = floatOperand(g.bias, scratch[3])))
     return outOfMemory(g.name, module->tensors()[g.bias].elements * 4);
   // oneDNN: the products' sums, then the bias added (as after FP8 scaling).
-  if (onDnnl)
-    if (Status s = dnnl.run(index, tensorData(g.a), tensorData(g.b), acc); !s.ok())
+  // An A it widens (FP8 to BF16, exact) widened first, in slices over the
+  // threads.
+  if (onDnnl) {
+    const int64_t wide = dnnl.wideElementsA(index);
+    const uint8_t *a = tensorData(g.a);
+    forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });
+    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, wide > 0); !s.ok())
       return s.withContext(g.name + ": ");
+  }
   if (!onDnnl)
     if (Status s = runBlasGemm(g, acc, scaled ? nullptr : bias); !s.ok())
       return s;
