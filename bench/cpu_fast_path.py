@@ -14,7 +14,8 @@ the module once (`mixprec compile --precision P`), then per thread count T
 (`--threads T`, and OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = T) times
 `mixprec run M.mpk --backend cpu --repeat N --time` with DIR/inputs/*.npy
 as its inputs where the folder has them (the median of N runs after the
-load; with --rounds R the lowest of R such medians, onnxruntime's too)
+load; with --rounds R the lowest of R such medians, onnxruntime's too,
+the rounds interleaved: every configuration once per round)
 with the GEMM steps on oneDNN (the default) and on the OpenBLAS path
 (MIXPREC_CPU_GEMM=openblas), and onnxruntime on the FP32 model
 (bench/ort_time.py: graph optimizations on, intra_op_num_threads = T).
@@ -82,20 +83,24 @@ def main():
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=1,
-                    help="time each configuration R times (separate processes) and keep the "
-                         "lowest median: a 2-core VM's neighbours move single medians by 2x")
+                    help="time every configuration R times, round after round (separate "
+                         "processes), and keep the lowest median: a 2-core VM's neighbours "
+                         "move single medians by 2x")
     ap.add_argument("--paths", nargs="+", default=["dnnl", "openblas"],
                     help="GEMM paths to time (the OpenBLAS one is slow on large models)")
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as work:
+        # Every module compiled first, then the rounds, each timing every
+        # configuration once (onnxruntime's too): a burst of load from the
+        # VM's neighbours then hits one round of everything, not all the
+        # rounds of one configuration; each figure is its lowest median.
+        plans = []  # (name, folder, model, [(precision, module)])
         for folder in args.model:
             name = os.path.basename(os.path.normpath(folder))
             model = os.path.join(folder, "model.onnx")
-            ort = {t: min(run_ort(model, t, args.repeat) for _ in range(args.rounds))
-                   for t in args.threads}
-            fp32 = {}
+            modules = []
             for precision in args.precisions:
                 module = os.path.join(work, f"{name}_{precision}.mpk")
                 options = ["--precision", precision]
@@ -114,21 +119,39 @@ def main():
                 if p.returncode != 0:
                     print(f"skip {name} {precision}: {p.stderr.strip()[-300:]}", file=sys.stderr)
                     continue
+                modules.append((precision, module))
+            plans.append((name, folder, model, modules))
+        outputs = os.path.join(work, "outputs")
+        os.makedirs(outputs, exist_ok=True)
+        best = {}
+
+        def keep(key, value):
+            best[key] = min(best.get(key, value), value)
+
+        for _ in range(args.rounds):
+            for name, folder, model, modules in plans:
                 inputs = model_inputs(folder)
-                outputs = os.path.join(work, "outputs")
-                os.makedirs(outputs, exist_ok=True)
                 for t in args.threads:
-                    dnnl = min(run_mixprec(args.mixprec, module, t, "dnnl", args.repeat, inputs,
-                                           outputs) for _ in range(args.rounds))
-                    blas = (min(run_mixprec(args.mixprec, module, t, "openblas", args.repeat,
-                                            inputs, outputs) for _ in range(args.rounds))
-                            if "openblas" in args.paths else None)
+                    keep((name, "ort", t), run_ort(model, t, args.repeat))
+                for precision, module in modules:
+                    for t in args.threads:
+                        for path in args.paths:
+                            keep((name, precision, t, path),
+                                 run_mixprec(args.mixprec, module, t, path, args.repeat, inputs,
+                                             outputs))
+        for name, folder, model, modules in plans:
+            fp32 = {}
+            for precision, module in modules:
+                for t in args.threads:
+                    dnnl = best[(name, precision, t, "dnnl")]
+                    blas = best.get((name, precision, t, "openblas"))
+                    ort = best[(name, "ort", t)]
                     if precision == "fp32":
                         fp32[t] = dnnl
                     rows.append({"model": name, "precision": precision, "threads": t,
                                  "onednn_ms": dnnl, "openblas_ms": blas,
-                                 "onnxruntime_fp32_ms": ort[t],
-                                 "vs_onnxruntime": dnnl / ort[t],
+                                 "onnxruntime_fp32_ms": ort,
+                                 "vs_onnxruntime": dnnl / ort,
                                  "vs_own_fp32": dnnl / fp32[t] if t in fp32 else None})
     print("| model | precision | threads | oneDNN path ms | OpenBLAS path ms | onnxruntime FP32 ms "
           "| oneDNN / onnxruntime | / own FP32 |")
