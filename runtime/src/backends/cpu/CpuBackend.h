@@ -333,6 +333,14 @@ private:
     return sharesBytes(module->tensors()[a], module->tensors()[b]);
   }
 
+  /// Chunks to split `units` independent units of work (rows, planes)
+  /// covering `elements` values into: up to 4 per thread, one (run on this
+  /// thread) below parallelPoints.
+  int64_t chunksOf(int64_t units, int64_t elements) const {
+    return pool->size() > 1 && elements >= parallelPoints
+               ? std::min<int64_t>(units, 4 * int64_t(pool->size()))
+               : 1;
+  }
   /// fn(begin, count) over [0, elements) in slices of 2^15 on the
   /// session's threads (one call on this thread below parallelPoints):
   /// for element-wise work, whose bytes do not depend on the split.

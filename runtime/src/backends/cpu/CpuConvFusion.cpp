@@ -273,11 +273,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
   Classes classes(tensors.size());
   // Max pools: output channels-last only if the input is.
   std::vector<std::pair<int32_t, int32_t>> pools;
-  auto isFloat = [&](int32_t t) {
-    const DType d = tensors[t].dtype;
-    return d == DType::F32 || d == DType::BF16 || d == DType::F16 || d == DType::F8E4M3FN ||
-           d == DType::F8E5M2;
-  };
+  auto isFloat = [&](int32_t t) { return isFloatDType(tensors[t].dtype); };
   for (size_t i = 0; i < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i);
     const size_t index = step->index();

@@ -98,8 +98,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   if (inPlace && !scaled && !addBias && !g.relu && !g.gelu)
     return okStatus();
   const int64_t rows = g.batch * g.m;
-  const int64_t chunks =
-      pool->size() > 1 && total >= parallelPoints ? std::min<int64_t>(rows, 4 * pool->size()) : 1;
+  const int64_t chunks = chunksOf(rows, total);
   pool->run(chunks, [&](int64_t c, int) {
     for (int64_t r = rows * c / chunks, end = rows * (c + 1) / chunks; r < end; ++r) {
       float *row = acc + r * g.n;

@@ -415,9 +415,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       const int64_t rows = is[0] * y.shape[2];
       const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output);
       float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
-      const int64_t parts = pool->size() > 1 && y.elements >= parallelPoints
-                                ? std::min<int64_t>(rows, 4 * pool->size())
-                                : 1;
+      const int64_t parts = chunksOf(rows, y.elements);
       pool->run(parts, [&](int64_t i, int) {
         cpu::maxPool2dChannelsLast(x, is, op.window, dst, y.shape, channelsLast[op.output] != 0,
                                    rows * i / parts, rows * (i + 1) / parts);
@@ -426,9 +424,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
         return okStatus();
       break;
     }
-    const int64_t chunks = pool->size() > 1 && y.elements >= parallelPoints
-                               ? std::min<int64_t>(planes, 4 * pool->size())
-                               : 1;
+    const int64_t chunks = chunksOf(planes, y.elements);
     auto chunk = [&](int64_t c, int) {
       const int64_t first = planes * c / chunks, end = planes * (c + 1) / chunks;
       if (first == end)
