@@ -9,10 +9,12 @@ APT_PKGS=(
   libzstd-dev libcurl4-openssl-dev libedit-dev
   flatbuffers-compiler libflatbuffers-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev libgmock-dev
   clang-19 libclang-rt-19-dev chromium-headless-shell
   libopenmpi-dev openmpi-bin
 )
+# ocl-icd-opencl-dev: Debian's libdnnl-dev only recommends it, but its CMake
+# config (built with the OpenCL GPU runtime) fails without it.
 # nanobind and scikit-build-core build the Python package (python/), pytest tests it.
 PIP_PKGS=(lit numpy onnx onnxruntime ml_dtypes nanobind scikit-build-core pytest)
 

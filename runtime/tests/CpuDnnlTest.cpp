@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -336,6 +337,111 @@ TEST_F(CpuDnnl, BatchedBf16WithinTheGemmBound) {
         EXPECT_LE(std::fabs(got[(t * m + i) * n + j] - sum), bound)
             << "batch " << t << " (" << i << ", " << j << ")";
       }
+}
+
+TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
+  // findWideFp8: x quantized by a kernel to the FP8 xq, which two GEMMs
+  // read, one through xv (a view: xq's bytes and dtype); z quantized too,
+  // but a kernel reads it back: kept FP8. The wide path (the kernels store
+  // xq as BF16, no widening before the GEMMs) gives the bits of the FP8
+  // path (MIXPREC_CPU_WIDE_FP8=0) for 1 and 2 threads, every kernel split,
+  // with NaN, infinities, signed zeros, values that saturate and FP8
+  // subnormals in x.
+  for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+    SCOPED_TRACE(dtype == fb::DType::F8E4M3FN ? "e4m3" : "e5m2");
+    const int64_t m = 33, n = 40, k = 96;
+    std::vector<float> x = randomValues(size_t(m * k), 7, -40.0f, 40.0f);
+    x[3] = NAN, x[5] = INFINITY, x[6] = -INFINITY, x[9] = 0.0f, x[10] = -0.0f;
+    x[11] = 1e6f, x[12] = -1e6f, x[13] = 1e-4f, x[14] = -3e-5f;
+    const std::vector<float> w = stored(dtype, randomValues(size_t(n * k), 8));
+    ModuleBuilder mb;
+    const int xin = mb.input("x", fb::DType::F32, {m, k});
+    const int scale = mb.constantFloats("sx", fb::DType::F32, {}, {0.25f});
+    const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {2.0f});
+    const int wt = mb.constantFloats("w", dtype, {n, k}, w);
+    const int xq = mb.activation("xq", dtype, {m, k});
+    const int z = mb.activation("z", dtype, {m, k});
+    const int zr = mb.activation("zr", fb::DType::F32, {m, k});
+    {
+      KernelSpec &q = mb.kernel("quantize", {m, k}, 0);
+      const int v = q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype);
+      q.store(xq, v, {k, 1}, dtype);
+      q.store(z, v, {k, 1}, dtype);
+    }
+    const int xv = mb.activation("xv", dtype, {m, k});
+    const int y = mb.activation("y", fb::DType::F32, {m, n});
+    const int y2 = mb.activation("y2", fb::DType::F32, {m, n});
+    const int y3 = mb.activation("y3", fb::DType::F32, {m, n});
+    auto gemm = [&](const std::string &name, int a, int out) {
+      GemmSpec g;
+      g.name = name;
+      g.m = m, g.n = n, g.k = k;
+      g.transB = true;
+      g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
+      g.a = a, g.b = wt, g.out = out;
+      g.aScale = scale, g.bScale = sw;
+      mb.gemm(g);
+      mb.output(out);
+    };
+    gemm("fc", xq, y);
+    gemm("fc_view", xv, y2);
+    gemm("fc_z", z, y3);
+    {
+      KernelSpec &r = mb.kernel("read_z", {m, k}, 0);
+      r.store(zr, r.load(z, {k, 1}), {k, 1}, fb::DType::F32);
+    }
+    mb.output(zr);
+    mb.build(); // offsets assigned; then xv laid over xq
+    mb.tensors[size_t(xv)].offset = mb.tensors[size_t(xq)].offset;
+    BuiltModule built = mb.build(/*keepOffsets=*/true);
+    std::shared_ptr<const rt::LoadedModule> module;
+    rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                                rt::LoadOptions{}, module);
+    ASSERT_TRUE(s.ok()) << s.message();
+    auto run = [&](int threads, int64_t &wide) {
+      std::unique_ptr<rt::Backend> backend;
+      rt::BackendOptions options;
+      options.numThreads = threads;
+      rt::Status st = rt::createCpuBackend(module, options, backend);
+      EXPECT_TRUE(st.ok()) << st.message();
+      std::vector<uint8_t> got;
+      if (!st.ok())
+        return got;
+      wide = cpuOf(backend).wideFp8Tensors();
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        EXPECT_TRUE(backend->setInput(uint32_t(xin), x.data(), x.size() * 4).ok());
+        st = backend->launch({});
+        EXPECT_TRUE(st.ok()) << st.message();
+        std::vector<uint8_t> now;
+        for (uint32_t o : module->outputs()) {
+          const void *data = nullptr;
+          EXPECT_TRUE(backend->readTensor(o, &data).ok());
+          const auto *b = static_cast<const uint8_t *>(data);
+          now.insert(now.end(), b, b + module->tensors()[o].bytes);
+        }
+        if (repeat) {
+          EXPECT_EQ(now, got) << "a second run differs";
+        }
+        got = now;
+      }
+      return got;
+    };
+    int64_t wide = -1, plainWide = -1;
+    setenv("MIXPREC_CPU_WIDE_FP8", "0", 1);
+    const std::vector<uint8_t> want = run(1, plainWide);
+    unsetenv("MIXPREC_CPU_WIDE_FP8");
+    EXPECT_EQ(plainWide, 0);
+    setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+    for (int threads : {1, 2}) {
+      const std::vector<uint8_t> got = run(threads, wide);
+      EXPECT_EQ(wide, 2) << "xq and its view xv; not z";
+      EXPECT_TRUE(got == want) << threads << " thread(s): not the FP8 path's bits";
+    }
+    unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+    // The outputs hold something: y is no copy of zeros.
+    const float *y0 = reinterpret_cast<const float *>(want.data());
+    EXPECT_TRUE(std::any_of(y0, y0 + m * n, [](float v) { return v != 0.0f; }));
+  }
 }
 
 } // namespace

@@ -157,6 +157,22 @@ Status CpuBackend::prepare() {
   if (options.cpuGemms)
     if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
       return s;
+  // FP8 activations only those GEMMs read, stored as BF16 by the kernels
+  // that write them: where the session's memory allows (else as FP8).
+  wideFp8 = options.cpuGemms ? findWideFp8(*module, kernels, fusedSteps, dnnl) : WideFp8();
+  wideFp8.offset.resize(module->tensors().size(), -1);
+  const uint64_t wideBytes = static_cast<uint64_t>(wideFp8.bytes);
+  const bool wideFits =
+      !options.maxMemoryBytes || arenaBytes + im2colBytes + wideBytes <= options.maxMemoryBytes;
+  if (wideBytes && (!wideFits || !cpu::fitsInMemory(arenaBytes + wideBytes, im2colBytes) ||
+                    !wideBuffer.allocate(wideBytes)))
+    wideFp8 = WideFp8{std::vector<int64_t>(module->tensors().size(), -1), 0};
+  if (wideFp8.bytes) {
+    std::memset(wideBuffer.data(), 0, wideFp8.bytes);
+    for (KernelPlan &k : kernels)
+      for (KernelPlan::Access &a : k.accesses)
+        a.wide = wideFp8.offset[a.tensor] >= 0;
+  }
   // 32-bit BLAS: refuse now what cpu::detail::sgemm could not pass on.
   for (const GemmDesc &g : module->gemms()) {
     const bool tall = g.batch == 1 || (g.strideB == 0 && g.strideA == g.m * g.k);
@@ -313,11 +329,12 @@ CpuBackend::~CpuBackend() {
                "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
-               "activation(s) kept channels-last\n",
+               "activation(s) kept channels-last, %lld FP8 activation(s) stored as BF16\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
-               static_cast<long long>(channelsLastTensors()));
+               static_cast<long long>(channelsLastTensors()),
+               static_cast<long long>(wideFp8Tensors()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -1,4 +1,4 @@
-//===- CpuConvFusion.cpp - kernels and layouts around oneDNN convolutions -===//
+//===- CpuConvFusion.cpp - kernels and layouts around oneDNN steps --------===//
 //
 // A convolution's output is often read once, by the very next step: a
 // kernel computing relu(conv) or relu(conv + residual) (every ResNet
@@ -35,6 +35,21 @@
 // layout's: reorders move values, and every step computes each element
 // from the same elements as before. MIXPREC_CPU_CHANNELS_LAST=0 turns it
 // off (tests compare the two).
+//
+// FP8 activations stored as BF16 (findWideFp8): this CPU path has no FP8
+// products, so a oneDNN GEMM widens an FP8 A to BF16 (exactly) before
+// every run: the kernel before it wrote one byte a value, the widening
+// reads them back and writes two. Where only kernels write an FP8
+// activation (its Stores) and only such GEMMs read it (as A, or through a
+// view: a reshape, the same bytes and dtype, which no step writes), and
+// its bytes are read as nothing else while it lives and are no module
+// input, output or state, the kernels store each value rounded to the FP8
+// dtype exactly as before (saturating) and write its BF16 bits to a buffer
+// of its own, which the GEMMs read as they are: one pass less, the same
+// bits by construction. The buffer (two bytes a value) is laid out as the
+// arena is, by the steps in which each lives; where the session's memory
+// limit has no room for it, the tensors stay FP8. MIXPREC_CPU_WIDE_FP8=0
+// turns it off (tests compare the two).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -95,13 +110,21 @@ std::vector<StepTensors> tensorsOfSteps(const LoadedModule &module,
 /// Whether the bytes of activation `t` after step `from` are read only as
 /// `t` by step `reader` (by any step when `anyReader`) until steps' writes
 /// have covered them all (the arena planner reuses them piece by piece),
-/// and are no module output or state.
+/// and are no module output or state. `views` (findWideFp8): reads of an
+/// exact view of t (its bytes and dtype, all of them still t's) allowed
+/// too, and the views listed.
 bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &steps, int32_t t,
-                size_t from, size_t reader, bool anyReader = false) {
+                size_t from, size_t reader, bool anyReader = false,
+                std::vector<int32_t> *views = nullptr) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   const TensorDesc &d = tensors[t];
   // The byte ranges of t not yet overwritten, [begin, end).
   std::vector<std::pair<uint64_t, uint64_t>> live = {{d.offset, d.offset + d.bytes}};
+  auto isView = [&](int32_t r) {
+    const TensorDesc &x = tensors[r];
+    return views && x.offset == d.offset && x.bytes == d.bytes && x.dtype == d.dtype &&
+           live.size() == 1 && live[0].first == d.offset && live[0].second == d.offset + d.bytes;
+  };
   auto touches = [&](const TensorDesc &x) {
     if (x.isConstant() || x.bytes == 0)
       return false;
@@ -111,9 +134,14 @@ bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &step
     return false;
   };
   for (size_t s = from + 1; s < steps.size() && !live.empty(); ++s) {
-    for (int32_t r : steps[s].reads)
+    for (int32_t r : steps[s].reads) {
+      if (r != t && touches(tensors[r]) && isView(r)) {
+        views->push_back(r);
+        continue;
+      }
       if ((r == t || touches(tensors[r])) && !((s == reader || anyReader) && r == t))
         return false;
+    }
     for (int32_t w : steps[s].writes) {
       const TensorDesc &x = tensors[w];
       if (x.isConstant() || x.bytes == 0)
@@ -385,6 +413,116 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
       continue;
     out[step->index()] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output};
   }
+  return out;
+}
+
+WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
+                    const std::vector<uint8_t> &fused, const DnnlGemms &gemms) {
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  WideFp8 out;
+  out.offset.assign(tensors.size(), -1);
+  if (const char *on = std::getenv("MIXPREC_CPU_WIDE_FP8"); on && !std::strcmp(on, "0"))
+    return out;
+  const auto *steps = module.root().steps();
+  if (!steps || tensors.empty())
+    return out;
+  const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
+  const size_t n = tensors.size();
+  // Per tensor: every step that touches it may (ok: a kernel storing it,
+  // a oneDNN GEMM widening it as A), and which do.
+  std::vector<uint8_t> ok(n, 0), stored(n, 0), read(n, 0);
+  for (size_t t = 0; t < n; ++t)
+    ok[t] = (tensors[t].dtype == DType::F8E4M3FN || tensors[t].dtype == DType::F8E5M2) &&
+            !tensors[t].isConstant() && tensors[t].bytes > 0;
+  for (uint32_t t : module.inputs())
+    ok[t] = 0;
+  std::vector<std::pair<int64_t, int64_t>> live(n, {INT64_MAX, -1}); // first, last step
+  for (size_t i = 0; i < access.size(); ++i) {
+    for (const std::vector<int32_t> *list : {&access[i].reads, &access[i].writes})
+      for (int32_t t : *list)
+        live[t] = {std::min<int64_t>(live[t].first, i), std::max<int64_t>(live[t].second, i)};
+    const schema::Step *step = steps->Get(i);
+    const size_t index = step->index();
+    if (step->kind() == schema::StepKind::Kernel && !fused[i]) {
+      const KernelPlan &k = kernels[index];
+      for (const KernelPlan::Inst &inst : k.program)
+        if (inst.op == OpCode::Load)
+          ok[k.accesses[inst.access].tensor] = 0;
+        else if (inst.op == OpCode::Store)
+          stored[k.accesses[inst.access].tensor] = 1;
+      continue;
+    }
+    if (step->kind() == schema::StepKind::Gemm && gemms.wideElementsA(index) > 0) {
+      const GemmDesc &g = module.gemms()[index];
+      read[g.a] = 1;
+      for (int32_t t : {g.b, g.bias, g.aScale, g.bScale, g.out})
+        if (t >= 0)
+          ok[t] = 0;
+      continue;
+    }
+    for (const std::vector<int32_t> *list : {&access[i].reads, &access[i].writes})
+      for (int32_t t : *list)
+        ok[t] = 0;
+  }
+  // A stored tensor's bytes, after each step that writes it, read only as
+  // it or as an exact view of it (a reshape, which no step writes and only
+  // such GEMMs read) until overwritten, and no module output or state.
+  std::vector<int32_t> owner(n, -1); // a view's tensor
+  std::vector<uint8_t> wide(n, 0);
+  for (size_t t = 0; t < n; ++t)
+    wide[t] = ok[t] && stored[t];
+  for (size_t i = 0; i < access.size(); ++i)
+    for (int32_t t : access[i].writes) {
+      std::vector<int32_t> views;
+      if (!wide[t] || !readOnlyBy(module, access, t, i, SIZE_MAX, /*anyReader=*/true, &views)) {
+        wide[t] = 0;
+        continue;
+      }
+      for (int32_t v : views) {
+        if (!ok[v] || stored[v] || (owner[v] >= 0 && owner[v] != t)) {
+          wide[t] = 0; // and a view of two tensors: neither
+          if (owner[v] >= 0)
+            wide[owner[v]] = 0;
+        }
+        owner[v] = t;
+      }
+    }
+  // Each wide tensor and its views, live from its first step to their last,
+  // placed in the wide buffer at the lowest 64-aligned offset no group live
+  // at the same time occupies.
+  struct Group {
+    int32_t tensor;
+    int64_t first, last, bytes, offset = -1;
+  };
+  std::vector<Group> groups;
+  for (size_t t = 0; t < n; ++t)
+    if (wide[t]) {
+      Group g{static_cast<int32_t>(t), live[t].first, live[t].second,
+              (tensors[t].elements * 2 + 63) / 64 * 64};
+      for (size_t v = 0; v < n; ++v)
+        if (owner[v] == static_cast<int32_t>(t))
+          g.last = std::max(g.last, live[v].second);
+      groups.push_back(g);
+    }
+  for (Group &g : groups) {
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (const Group &h : groups)
+      if (h.offset >= 0 && h.first <= g.last && g.first <= h.last)
+        taken.push_back({h.offset, h.offset + h.bytes});
+    std::sort(taken.begin(), taken.end());
+    int64_t at = 0;
+    for (const auto &[begin, end] : taken)
+      if (at + g.bytes <= begin)
+        break;
+      else
+        at = std::max(at, end);
+    g.offset = at;
+    out.bytes = std::max(out.bytes, at + g.bytes);
+    out.offset[g.tensor] = at;
+  }
+  for (size_t v = 0; v < n; ++v)
+    if (owner[v] >= 0 && wide[owner[v]])
+      out.offset[v] = out.offset[owner[v]];
   return out;
 }
 

@@ -279,14 +279,16 @@ void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count
         d.wideA.data() + begin * to);
 }
 
-Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, bool aWidened) {
+const void *DnnlGemms::widenedA() const { return impl->wideA.data(); }
+
+Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, const void *aWide) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
   if (p.wideBytesA) {
-    if (!aWidened)
+    if (!aWide)
       widen(p.aType, p.computeType, a, p.elementsA, d.wideA.data());
-    a = d.wideA.data();
+    a = aWide ? aWide : d.wideA.data();
   }
   if (!p.packed && p.wideBytesB) {
     widen(p.bType, p.computeType, b, p.elementsB, d.wideB.data());
@@ -324,11 +326,12 @@ Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlGemms::handles(size_t) const { return false; }
 std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
-Status DnnlGemms::run(size_t, const void *, const void *, float *, bool) {
+Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }
 void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
+const void *DnnlGemms::widenedA() const { return nullptr; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }
 
 #endif // MIXPREC_HAVE_DNNL

@@ -82,16 +82,19 @@ public:
 
   /// Runs GEMM step `index`: `a` and `b` at their tensors' host addresses
   /// (b unused when packed at load), the FP32 products' sums into `acc`
-  /// (batch x m x n, row-major). `aWidened`: the caller widened all of a
-  /// already (widenA), a is not read.
-  Status run(size_t index, const void *a, const void *b, float *acc, bool aWidened = false);
+  /// (batch x m x n, row-major). `aWide` (where A is widened): A's values
+  /// widened already (widenA into widenedA(), or an FP8 tensor stored as
+  /// BF16, findWideFp8), a is not read; null: run() widens a itself.
+  Status run(size_t index, const void *a, const void *b, float *acc, const void *aWide = nullptr);
 
   /// Elements of GEMM step `index`'s A that run() widens first (an
   /// activation of a dtype the primitive does not take; 0: none).
   int64_t wideElementsA(size_t index) const;
-  /// Widens elements [begin, begin + count) of A at `a` into the buffer
-  /// run() reads (exact; for the caller to split over its threads).
+  /// Widens elements [begin, begin + count) of A at `a` into widenedA()
+  /// (exact; for the caller to split over its threads).
   void widenA(size_t index, const void *a, int64_t begin, int64_t count);
+  /// Where widenA writes (one buffer for all steps).
+  const void *widenedA() const;
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;

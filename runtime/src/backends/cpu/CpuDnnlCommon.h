@@ -16,7 +16,6 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -63,29 +62,14 @@ inline bool isFp8(schema::DType d) {
 }
 
 /// Widens `n` values of `from` at `in` to `to`, exactly: FP16 (or any
-/// narrow float) to FP32, FP8 to BF16 (every FP8 value is a BF16 value:
-/// E4M3FN in vector lanes, E5M2 through a table of its 256 codes, made
-/// once).
+/// narrow float) to FP32, FP8 to BF16 (widenFp8ToBf16: every FP8 value is
+/// a BF16 value).
 inline void widen(schema::DType from, schema::DType to, const void *in, int64_t n, void *out) {
   if (to == schema::DType::F32) {
     num::decodeArray(formatOf(from), in, static_cast<float *>(out), static_cast<size_t>(n));
     return;
   }
-  if (from == schema::DType::F8E4M3FN) {
-    num::widenE4M3FNToBF16(static_cast<const uint8_t *>(in), static_cast<uint16_t *>(out),
-                           static_cast<size_t>(n));
-    return;
-  }
-  static const auto table = [] {
-    std::array<uint16_t, 256> t;
-    for (int c = 0; c < 256; ++c)
-      t[c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
-    return t;
-  }();
-  const auto *codes = static_cast<const uint8_t *>(in);
-  auto *wide = static_cast<uint16_t *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    wide[i] = table[codes[i]];
+  widenFp8ToBf16(from, static_cast<const uint8_t *>(in), static_cast<uint16_t *>(out), n);
 }
 
 } // namespace mixprec::runtime::dnnl

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -142,6 +143,46 @@ bool storeRun(DType dtype, uint8_t *base, int64_t offset, int64_t stride, int64_
   }
   }
   return true;
+}
+
+void widenFp8ToBf16(DType dtype, const uint8_t *in, uint16_t *out, int64_t n) {
+  if (dtype == DType::F8E4M3FN) { // in vector lanes
+    num::widenE4M3FNToBF16(in, out, static_cast<size_t>(n));
+    return;
+  }
+  static const auto table = [] { // E5M2: its 256 codes, made once
+    std::array<uint16_t, 256> t;
+    for (int c = 0; c < 256; ++c)
+      t[c] = num::floatToBF16(num::decode(num::Format::F8E5M2, uint32_t(c)));
+    return t;
+  }();
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = table[in[i]];
+}
+
+void storeRunFp8AsBf16(DType dtype, uint8_t *base, int64_t offset, int64_t stride, int64_t n,
+                       const float *in) {
+  if (stride == 0 && n > 1) { // only the last write stays
+    in += n - 1;
+    n = 1;
+  }
+  uint16_t *out = reinterpret_cast<uint16_t *>(base) + offset;
+  // Encoded as storeRun encodes (the same codes), in pieces that stay in
+  // L1, then widened.
+  constexpr int64_t kPiece = 512;
+  uint8_t codes[kPiece];
+  for (int64_t begin = 0; begin < n; begin += kPiece) {
+    const int64_t m = std::min(kPiece, n - begin);
+    encodeRun(dtype, in + begin, codes, 1, m);
+    if (stride == 1) {
+      widenFp8ToBf16(dtype, codes, out + begin, m);
+    } else {
+      uint16_t wide[kPiece];
+      widenFp8ToBf16(dtype, codes, wide, m);
+      for (int64_t i = 0; i < m; ++i)
+        out[(begin + i) * stride] = wide[i];
+    }
+  }
 }
 
 } // namespace mixprec::runtime

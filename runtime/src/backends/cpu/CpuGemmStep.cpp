@@ -56,12 +56,18 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     return outOfMemory(g.name, module->tensors()[g.bias].elements * 4);
   // oneDNN: the products' sums, then the bias added (as after FP8 scaling).
   // An A it widens (FP8 to BF16, exact) widened first, in slices over the
-  // threads.
+  // threads, unless the kernel that wrote it stored it widened.
   if (onDnnl) {
     const int64_t wide = dnnl.wideElementsA(index);
     const uint8_t *a = tensorData(g.a);
-    forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });
-    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, wide > 0); !s.ok())
+    const void *aWide = nullptr;
+    if (wide > 0 && wideFp8.offset[g.a] >= 0) {
+      aWide = wideData(g.a);
+    } else if (wide > 0) {
+      forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });
+      aWide = dnnl.widenedA();
+    }
+    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, aWide); !s.ok())
       return s.withContext(g.name + ": ");
   }
   if (!onDnnl)

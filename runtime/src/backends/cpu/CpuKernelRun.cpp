@@ -184,6 +184,16 @@ void rowBase(const std::vector<int64_t> &dims, int64_t row,
   }
 }
 
+/// storeRun to the access's tensor (storeRunFp8AsBf16 where it is stored
+/// wide).
+bool storeAccess(const KernelPlan::Access &access, uint8_t *base, int64_t offset, int64_t stride,
+                 int64_t n, const float *in, float &bad) {
+  if (!access.wide)
+    return storeRun(access.dtype, base, offset, stride, n, in, bad);
+  storeRunFp8AsBf16(access.dtype, base, offset, stride, n, in);
+  return true;
+}
+
 /// NaN when either is, else the larger: the Amax merge, which gives the
 /// same value in any order.
 float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
@@ -194,7 +204,8 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
   const size_t numAccess = plan.accesses.size();
   accessData.resize(numAccess);
   for (size_t a = 0; a < numAccess; ++a)
-    accessData[a] = tensorData(plan.accesses[a].tensor);
+    accessData[a] = plan.accesses[a].wide ? wideData(plan.accesses[a].tensor)
+                                          : tensorData(plan.accesses[a].tensor);
   for (Worker &w : workers)
     std::fill(w.amaxValue.begin(), w.amaxValue.begin() + plan.program.size(), 0.0f);
 
@@ -246,8 +257,7 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
       amax = mergeAmax(amax, w.amaxValue[inst.operand[0]]);
     const KernelPlan::Access &access = plan.accesses[inst.access];
     float bad = 0.0f;
-    if (!storeRun(access.dtype, const_cast<uint8_t *>(accessData[inst.access]), 0, 0, 1, &amax,
-                  bad))
+    if (!storeAccess(access, const_cast<uint8_t *>(accessData[inst.access]), 0, 0, 1, &amax, bad))
       return Status(MIXPREC_EXECUTION_ERROR,
                     plan.name + ": instruction #" + std::to_string(j) + " (Store) cannot store " +
                         std::to_string(bad) + " in the " + dtypeName(access.dtype) + " tensor '" +
@@ -499,9 +509,9 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
         break; // written once the kernel has finished
       for (size_t s = 0; s < segments.size(); ++s) {
         float bad = 0.0f;
-        if (!storeRun(access.dtype, const_cast<uint8_t *>(accessData[inst.access]),
-                      segmentBase[s * numAccess + inst.access], stride, segments[s].length,
-                      a + segments[s].position, bad))
+        if (!storeAccess(access, const_cast<uint8_t *>(accessData[inst.access]),
+                         segmentBase[s * numAccess + inst.access], stride, segments[s].length,
+                         a + segments[s].position, bad))
           return Status(MIXPREC_EXECUTION_ERROR,
                         "instruction #" + std::to_string(j) + " (Store) cannot store " +
                             std::to_string(bad) + " in the " + dtypeName(access.dtype) +
