@@ -347,101 +347,133 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
   // path (MIXPREC_CPU_WIDE_FP8=0) for 1 and 2 threads, every kernel split,
   // with NaN, infinities, signed zeros, values that saturate and FP8
   // subnormals in x.
-  for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
-    SCOPED_TRACE(dtype == fb::DType::F8E4M3FN ? "e4m3" : "e5m2");
-    const int64_t m = 33, n = 40, k = 96;
-    std::vector<float> x = randomValues(size_t(m * k), 7, -40.0f, 40.0f);
-    x[3] = NAN, x[5] = INFINITY, x[6] = -INFINITY, x[9] = 0.0f, x[10] = -0.0f;
-    x[11] = 1e6f, x[12] = -1e6f, x[13] = 1e-4f, x[14] = -3e-5f;
-    const std::vector<float> w = stored(dtype, randomValues(size_t(n * k), 8));
-    ModuleBuilder mb;
-    const int xin = mb.input("x", fb::DType::F32, {m, k});
-    const int scale = mb.constantFloats("sx", fb::DType::F32, {}, {0.25f});
-    const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {2.0f});
-    const int wt = mb.constantFloats("w", dtype, {n, k}, w);
-    const int xq = mb.activation("xq", dtype, {m, k});
-    const int z = mb.activation("z", dtype, {m, k});
-    const int zr = mb.activation("zr", fb::DType::F32, {m, k});
-    {
-      KernelSpec &q = mb.kernel("quantize", {m, k}, 0);
-      const int v = q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype);
-      q.store(xq, v, {k, 1}, dtype);
-      q.store(z, v, {k, 1}, dtype);
-    }
-    const int xv = mb.activation("xv", dtype, {m, k});
-    const int y = mb.activation("y", fb::DType::F32, {m, n});
-    const int y2 = mb.activation("y2", fb::DType::F32, {m, n});
-    const int y3 = mb.activation("y3", fb::DType::F32, {m, n});
-    auto gemm = [&](const std::string &name, int a, int out) {
-      GemmSpec g;
-      g.name = name;
-      g.m = m, g.n = n, g.k = k;
-      g.transB = true;
-      g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
-      g.a = a, g.b = wt, g.out = out;
-      g.aScale = scale, g.bScale = sw;
-      mb.gemm(g);
-      mb.output(out);
-    };
-    gemm("fc", xq, y);
-    gemm("fc_view", xv, y2);
-    gemm("fc_z", z, y3);
-    {
-      KernelSpec &r = mb.kernel("read_z", {m, k}, 0);
-      r.store(zr, r.load(z, {k, 1}), {k, 1}, fb::DType::F32);
-    }
-    mb.output(zr);
-    mb.build(); // offsets assigned; then xv laid over xq
-    mb.tensors[size_t(xv)].offset = mb.tensors[size_t(xq)].offset;
-    BuiltModule built = mb.build(/*keepOffsets=*/true);
-    std::shared_ptr<const rt::LoadedModule> module;
-    rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
-                                                rt::LoadOptions{}, module);
-    ASSERT_TRUE(s.ok()) << s.message();
-    auto run = [&](int threads, int64_t &wide) {
-      std::unique_ptr<rt::Backend> backend;
-      rt::BackendOptions options;
-      options.numThreads = threads;
-      rt::Status st = rt::createCpuBackend(module, options, backend);
-      EXPECT_TRUE(st.ok()) << st.message();
-      std::vector<uint8_t> got;
-      if (!st.ok())
-        return got;
-      wide = cpuOf(backend).wideFp8Tensors();
-      for (int repeat = 0; repeat < 2; ++repeat) {
-        EXPECT_TRUE(backend->setInput(uint32_t(xin), x.data(), x.size() * 4).ok());
-        st = backend->launch({});
-        EXPECT_TRUE(st.ok()) << st.message();
-        std::vector<uint8_t> now;
-        for (uint32_t o : module->outputs()) {
-          const void *data = nullptr;
-          EXPECT_TRUE(backend->readTensor(o, &data).ok());
-          const auto *b = static_cast<const uint8_t *>(data);
-          now.insert(now.end(), b, b + module->tensors()[o].bytes);
-        }
-        if (repeat) {
-          EXPECT_EQ(now, got) << "a second run differs";
-        }
-        got = now;
+  // On BF16 kernels (MIXPREC_CPU_BF16=native, where the CPU has them: xq
+  // stored as BF16) and on FP32 ones (fp32: as FP32).
+  for (const char *bf16 : {"native", "fp32"})
+    for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+      if (!std::strcmp(bf16, "native") && !__builtin_cpu_supports("avx512bf16"))
+        continue;
+      setenv("MIXPREC_CPU_BF16", bf16, 1);
+      SCOPED_TRACE(std::string(bf16) + (dtype == fb::DType::F8E4M3FN ? " e4m3" : " e5m2"));
+      const int64_t m = 33, n = 40, k = 96;
+      std::vector<float> x = randomValues(size_t(m * k), 7, -40.0f, 40.0f);
+      x[3] = NAN, x[5] = INFINITY, x[6] = -INFINITY, x[9] = 0.0f, x[10] = -0.0f;
+      x[11] = 1e6f, x[12] = -1e6f, x[13] = 1e-4f, x[14] = -3e-5f;
+      const std::vector<float> w = stored(dtype, randomValues(size_t(n * k), 8));
+      ModuleBuilder mb;
+      const int xin = mb.input("x", fb::DType::F32, {m, k});
+      const int scale = mb.constantFloats("sx", fb::DType::F32, {}, {0.25f});
+      const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {2.0f});
+      const int wt = mb.constantFloats("w", dtype, {n, k}, w);
+      const int xq = mb.activation("xq", dtype, {m, k});
+      const int z = mb.activation("z", dtype, {m, k});
+      const int zr = mb.activation("zr", fb::DType::F32, {m, k});
+      {
+        KernelSpec &q = mb.kernel("quantize", {m, k}, 0);
+        const int v = q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype);
+        q.store(xq, v, {k, 1}, dtype);
+        q.store(z, v, {k, 1}, dtype);
       }
-      return got;
-    };
-    int64_t wide = -1, plainWide = -1;
-    setenv("MIXPREC_CPU_WIDE_FP8", "0", 1);
-    const std::vector<uint8_t> want = run(1, plainWide);
-    unsetenv("MIXPREC_CPU_WIDE_FP8");
-    EXPECT_EQ(plainWide, 0);
-    setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
-    for (int threads : {1, 2}) {
-      const std::vector<uint8_t> got = run(threads, wide);
-      EXPECT_EQ(wide, 2) << "xq and its view xv; not z";
-      EXPECT_TRUE(got == want) << threads << " thread(s): not the FP8 path's bits";
+      const int xv = mb.activation("xv", dtype, {m, k});
+      const int y = mb.activation("y", fb::DType::F32, {m, n});
+      const int y2 = mb.activation("y2", fb::DType::F32, {m, n});
+      const int y3 = mb.activation("y3", fb::DType::F32, {m, n});
+      auto gemm = [&](const std::string &name, int a, int out) {
+        GemmSpec g;
+        g.name = name;
+        g.m = m, g.n = n, g.k = k;
+        g.transB = true;
+        g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
+        g.a = a, g.b = wt, g.out = out;
+        g.aScale = scale, g.bScale = sw;
+        mb.gemm(g);
+        mb.output(out);
+      };
+      gemm("fc", xq, y);
+      gemm("fc_view", xv, y2);
+      gemm("fc_z", z, y3);
+      {
+        KernelSpec &r = mb.kernel("read_z", {m, k}, 0);
+        r.store(zr, r.load(z, {k, 1}), {k, 1}, fb::DType::F32);
+      }
+      mb.output(zr);
+      mb.build(); // offsets assigned; then xv laid over xq
+      mb.tensors[size_t(xv)].offset = mb.tensors[size_t(xq)].offset;
+      BuiltModule built = mb.build(/*keepOffsets=*/true);
+      std::shared_ptr<const rt::LoadedModule> module;
+      rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                                  rt::LoadOptions{}, module);
+      ASSERT_TRUE(s.ok()) << s.message();
+      auto run = [&](int threads, int64_t &wide) {
+        std::unique_ptr<rt::Backend> backend;
+        rt::BackendOptions options;
+        options.numThreads = threads;
+        rt::Status st = rt::createCpuBackend(module, options, backend);
+        EXPECT_TRUE(st.ok()) << st.message();
+        std::vector<uint8_t> got;
+        if (!st.ok())
+          return got;
+        wide = cpuOf(backend).wideFp8Tensors();
+        EXPECT_TRUE(cpuOf(backend).dnnlGemms().handles(0));
+        EXPECT_EQ(cpuOf(backend).dnnlGemms().wideTypeA(0),
+                  std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
+        for (int repeat = 0; repeat < 2; ++repeat) {
+          EXPECT_TRUE(backend->setInput(uint32_t(xin), x.data(), x.size() * 4).ok());
+          st = backend->launch({});
+          EXPECT_TRUE(st.ok()) << st.message();
+          std::vector<uint8_t> now;
+          for (uint32_t o : module->outputs()) {
+            const void *data = nullptr;
+            EXPECT_TRUE(backend->readTensor(o, &data).ok());
+            const auto *b = static_cast<const uint8_t *>(data);
+            now.insert(now.end(), b, b + module->tensors()[o].bytes);
+          }
+          if (repeat) {
+            EXPECT_EQ(now, got) << "a second run differs";
+          }
+          got = now;
+        }
+        return got;
+      };
+      int64_t wide = -1, plainWide = -1;
+      setenv("MIXPREC_CPU_WIDE_FP8", "0", 1);
+      const std::vector<uint8_t> want = run(1, plainWide);
+      unsetenv("MIXPREC_CPU_WIDE_FP8");
+      EXPECT_EQ(plainWide, 0);
+      setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+      for (int threads : {1, 2}) {
+        const std::vector<uint8_t> got = run(threads, wide);
+        EXPECT_EQ(wide, 2) << "xq and its view xv; not z";
+        EXPECT_TRUE(got == want) << threads << " thread(s): not the FP8 path's bits";
+      }
+      unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+      // The outputs hold something: y is no copy of zeros.
+      const float *y0 = reinterpret_cast<const float *>(want.data());
+      EXPECT_TRUE(std::any_of(y0, y0 + m * n, [](float v) { return v != 0.0f; }));
+      unsetenv("MIXPREC_CPU_BF16");
     }
-    unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
-    // The outputs hold something: y is no copy of zeros.
-    const float *y0 = reinterpret_cast<const float *>(want.data());
-    EXPECT_TRUE(std::any_of(y0, y0 + m * n, [](float v) { return v != 0.0f; }));
-  }
+}
+
+TEST_F(CpuDnnl, Bf16AndFp8OnBf16OrFp32KernelsWithinTheGemmBound) {
+  // dnnl::bf16Native: BF16 and FP8 operands on oneDNN's BF16 kernels, or
+  // widened to FP32 for its FP32 ones where those are faster: either way
+  // oneDNN, the weight packed once, nothing decoded in runs, the GEMM
+  // bound.
+  for (const char *bf16 : {"native", "fp32"})
+    for (fb::DType dtype : {fb::DType::BF16, fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+      if (!std::strcmp(bf16, "native") && !__builtin_cpu_supports("avx512bf16"))
+        continue;
+      setenv("MIXPREC_CPU_BF16", bf16, 1);
+      SCOPED_TRACE(std::string(bf16) + " " + rt::dtypeName(dtype));
+      LinearCase c;
+      c.dtype = dtype;
+      if (c.fp8()) {
+        c.scaleX = 4.0f;
+        c.scaleW = 0.5f;
+      }
+      checkLinear(c, 2, true, /*packs=*/1, /*decodes=*/0);
+    }
+  unsetenv("MIXPREC_CPU_BF16");
 }
 
 } // namespace

@@ -157,7 +157,7 @@ Status CpuBackend::prepare() {
   if (options.cpuGemms)
     if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
       return s;
-  // FP8 activations only those GEMMs read, stored as BF16 by the kernels
+  // FP8 activations only those GEMMs read, stored widened by the kernels
   // that write them: where the session's memory allows (else as FP8).
   wideFp8 = options.cpuGemms ? findWideFp8(*module, kernels, fusedSteps, dnnl) : WideFp8();
   wideFp8.offset.resize(module->tensors().size(), -1);
@@ -166,12 +166,13 @@ Status CpuBackend::prepare() {
       !options.maxMemoryBytes || arenaBytes + im2colBytes + wideBytes <= options.maxMemoryBytes;
   if (wideBytes && (!wideFits || !cpu::fitsInMemory(arenaBytes + wideBytes, im2colBytes) ||
                     !wideBuffer.allocate(wideBytes)))
-    wideFp8 = WideFp8{std::vector<int64_t>(module->tensors().size(), -1), 0};
+    wideFp8 = WideFp8{std::vector<int64_t>(module->tensors().size(), -1), {}, 0};
   if (wideFp8.bytes) {
     std::memset(wideBuffer.data(), 0, wideFp8.bytes);
     for (KernelPlan &k : kernels)
       for (KernelPlan::Access &a : k.accesses)
-        a.wide = wideFp8.offset[a.tensor] >= 0;
+        if ((a.wide = wideFp8.offset[a.tensor] >= 0))
+          a.wideType = wideFp8.type[a.tensor];
   }
   // 32-bit BLAS: refuse now what cpu::detail::sgemm could not pass on.
   for (const GemmDesc &g : module->gemms()) {
@@ -329,7 +330,7 @@ CpuBackend::~CpuBackend() {
                "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
-               "activation(s) kept channels-last, %lld FP8 activation(s) stored as BF16\n",
+               "activation(s) kept channels-last, %lld FP8 activation(s) stored widened\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),

@@ -4,8 +4,8 @@
 // stored in its dtype's bytes (f32 as float, f16/bf16 as uint16, FP8 as
 // uint8, i64/i32, bool as 0/1 bytes), so a narrow tensor only ever holds
 // values of its dtype. (FP8 activations that only oneDNN GEMMs read live
-// in a buffer of their own instead, as the BF16 bits of their FP8 values:
-// findWideFp8.)
+// in a buffer of their own instead, their FP8 values stored as BF16 or
+// FP32: findWideFp8.)
 //
 // Numerics (DESIGN.md "Numerics rules"), matching compiler/Interpreter:
 //  - Kernels compute in FP32 registers and round once per Store (and per
@@ -165,11 +165,11 @@ bool storeRun(schema::DType dtype, uint8_t *base, int64_t offset, int64_t stride
 /// their values, exactly (BF16 holds every FP8 value).
 void widenFp8ToBf16(schema::DType dtype, const uint8_t *in, uint16_t *out, int64_t n);
 
-/// storeRun to an FP8 tensor stored as BF16 (findWideFp8): each float
-/// rounded to FP8 `dtype` as storeRun rounds it (saturating), its value
-/// written as BF16 to `base[offset + i*stride]` (uint16 elements).
-void storeRunFp8AsBf16(schema::DType dtype, uint8_t *base, int64_t offset, int64_t stride,
-                       int64_t n, const float *in);
+/// storeRun to an FP8 tensor stored wide (findWideFp8): each float rounded
+/// to FP8 `dtype` as storeRun rounds it (saturating), its value written in
+/// `wide` (BF16, F32) to `base[offset + i*stride]`.
+void storeRunFp8Wide(schema::DType dtype, schema::DType wide, uint8_t *base, int64_t offset,
+                     int64_t stride, int64_t n, const float *in);
 
 //===----------------------------------------------------------------------===//
 // Kernel plans (CpuKernelPlan.cpp)
@@ -183,9 +183,11 @@ struct KernelPlan {
     int32_t tensor = 0;
     schema::DType dtype = schema::DType::F32;
     std::vector<int64_t> outerStrides, rowStrides; ///< per merged dim
-    /// An FP8 tensor stored as BF16 (findWideFp8): a Store rounds to the
-    /// FP8 dtype and writes the value's BF16 bits.
+    /// An FP8 tensor stored wide (findWideFp8): a Store rounds to the FP8
+    /// dtype and writes the value in this dtype (BF16, F32); F32 here for
+    /// every other access (not wide).
     bool wide = false;
+    schema::DType wideType = schema::DType::F32;
   };
   struct Inst {
     schema::OpCode op = schema::OpCode::Const;
@@ -256,11 +258,13 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
                                       const std::vector<ConvEpilogue> &epilogues,
                                       const DnnlConvs &convs);
 
-/// Where FP8 activations are stored as BF16 instead (findWideFp8): per
+/// Where FP8 activations are stored wide instead (findWideFp8): per
 /// tensor, its byte offset in the session's wide buffer (-1: in the arena,
-/// as FP8), and the buffer's size.
+/// as FP8) and the dtype it is stored in there (BF16, F32), and the
+/// buffer's size.
 struct WideFp8 {
   std::vector<int64_t> offset;
+  std::vector<schema::DType> type;
   int64_t bytes = 0;
   int64_t count() const {
     return std::count_if(offset.begin(), offset.end(), [](int64_t o) { return o >= 0; });
@@ -268,7 +272,7 @@ struct WideFp8 {
 };
 
 /// Finds the FP8 activations that only kernels write and only oneDNN GEMMs
-/// read as their A, which widen them to BF16 before every product
+/// read as their A, which widen them (to BF16 or FP32) before every product
 /// (CpuConvFusion.cpp says when and why), and places them in a buffer of
 /// their own. `fused`: per step, computed by the convolution before it.
 WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
@@ -318,7 +322,7 @@ public:
   int64_t channelsLastTensors() const {
     return std::count(channelsLast.begin(), channelsLast.end(), uint8_t(1));
   }
-  /// FP8 activations stored as BF16 for the GEMMs that read them
+  /// FP8 activations stored widened for the GEMMs that read them
   /// (findWideFp8).
   int64_t wideFp8Tensors() const { return wideFp8.count(); }
   /// Threads the session's kernels run on (the caller's included).
@@ -366,7 +370,7 @@ private:
       return d.constantData ? const_cast<uint8_t *>(d.constantData) : emptyTensor;
     return arena.data() + d.offset;
   }
-  /// Where an FP8 tensor stored as BF16 lives (wideFp8.offset[t] >= 0).
+  /// Where an FP8 tensor stored wide lives (wideFp8.offset[t] >= 0).
   uint8_t *wideData(int32_t t) { return wideBuffer.data() + wideFp8.offset[t]; }
   bool overlaps(int32_t a, int32_t b) const {
     return sharesBytes(module->tensors()[a], module->tensors()[b]);
@@ -461,7 +465,7 @@ private:
   std::vector<uint8_t> fusedSteps;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;
-  /// FP8 activations stored as BF16 (findWideFp8), in wideBuffer.
+  /// FP8 activations stored wide (findWideFp8), in wideBuffer.
   WideFp8 wideFp8;
   AlignedBytes wideBuffer;
   int64_t weightDecodes = 0;

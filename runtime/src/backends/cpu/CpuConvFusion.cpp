@@ -36,19 +36,20 @@
 // from the same elements as before. MIXPREC_CPU_CHANNELS_LAST=0 turns it
 // off (tests compare the two).
 //
-// FP8 activations stored as BF16 (findWideFp8): this CPU path has no FP8
-// products, so a oneDNN GEMM widens an FP8 A to BF16 (exactly) before
-// every run: the kernel before it wrote one byte a value, the widening
-// reads them back and writes two. Where only kernels write an FP8
-// activation (its Stores) and only such GEMMs read it (as A, or through a
-// view: a reshape, the same bytes and dtype, which no step writes), and
-// its bytes are read as nothing else while it lives and are no module
-// input, output or state, the kernels store each value rounded to the FP8
-// dtype exactly as before (saturating) and write its BF16 bits to a buffer
-// of its own, which the GEMMs read as they are: one pass less, the same
-// bits by construction. The buffer (two bytes a value) is laid out as the
-// arena is, by the steps in which each lives; where the session's memory
-// limit has no room for it, the tensors stay FP8. MIXPREC_CPU_WIDE_FP8=0
+// FP8 activations stored wide (findWideFp8): this CPU path has no FP8
+// products, so a oneDNN GEMM widens an FP8 A (exactly) to the dtype its
+// kernel computes in, BF16 or FP32 (CpuDnnl.h), before every run: the
+// kernel before it wrote one byte a value, the widening reads them back
+// and writes two or four. Where only kernels write an FP8 activation (its
+// Stores) and only such GEMMs read it (as A, or through a view: a
+// reshape, the same bytes and dtype, which no step writes), and its bytes
+// are read as nothing else while it lives and are no module input, output
+// or state, the kernels store each value rounded to the FP8 dtype exactly
+// as before (saturating) and write it widened to a buffer of its own,
+// which the GEMMs read as it is: one pass less, the same bits by
+// construction. The buffer is laid out as the arena is, by the steps in
+// which each lives; where the session's memory limit has no room for it,
+// the tensors stay FP8. MIXPREC_CPU_WIDE_FP8=0
 // turns it off (tests compare the two).
 //
 //===----------------------------------------------------------------------===//
@@ -431,6 +432,7 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
   // Per tensor: every step that touches it may (ok: a kernel storing it,
   // a oneDNN GEMM widening it as A), and which do.
   std::vector<uint8_t> ok(n, 0), stored(n, 0), read(n, 0);
+  out.type.assign(n, DType::F32); // what its GEMMs widen it to
   for (size_t t = 0; t < n; ++t)
     ok[t] = (tensors[t].dtype == DType::F8E4M3FN || tensors[t].dtype == DType::F8E5M2) &&
             !tensors[t].isConstant() && tensors[t].bytes > 0;
@@ -454,7 +456,11 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
     }
     if (step->kind() == schema::StepKind::Gemm && gemms.wideElementsA(index) > 0) {
       const GemmDesc &g = module.gemms()[index];
+      const DType type = gemms.wideTypeA(index);
+      if (read[g.a] && out.type[g.a] != type)
+        ok[g.a] = 0; // GEMMs that widen it to two dtypes
       read[g.a] = 1;
+      out.type[g.a] = type;
       for (int32_t t : {g.b, g.bias, g.aScale, g.bScale, g.out})
         if (t >= 0)
           ok[t] = 0;
@@ -497,8 +503,22 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
   std::vector<Group> groups;
   for (size_t t = 0; t < n; ++t)
     if (wide[t]) {
+      // Read as itself or as views only, which must agree on the dtype.
+      DType type = read[t] ? out.type[t] : DType::BF16;
+      bool first = !read[t];
+      for (size_t v = 0; v < n; ++v)
+        if (owner[v] == static_cast<int32_t>(t)) {
+          if (!first && out.type[v] != type)
+            wide[t] = 0;
+          type = out.type[v];
+          first = false;
+        }
+      if (!wide[t])
+        continue;
+      out.type[t] = type;
+      const int64_t width = type == DType::F32 ? 4 : 2;
       Group g{static_cast<int32_t>(t), live[t].first, live[t].second,
-              (tensors[t].elements * 2 + 63) / 64 * 64};
+              (tensors[t].elements * width + 63) / 64 * 64};
       for (size_t v = 0; v < n; ++v)
         if (owner[v] == static_cast<int32_t>(t))
           g.last = std::max(g.last, live[v].second);

@@ -12,8 +12,11 @@
 
 #include "common/numerics/Rounding.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,6 +26,7 @@ namespace mixprec::runtime {
 
 namespace {
 
+using dnnl::exactType;
 using dnnl::isFp8;
 using dnnl::statusText;
 using dnnl::typeOf;
@@ -51,7 +55,67 @@ struct Plan {
   int64_t elementsA = 0, elementsB = 0;
 };
 
+/// Instructions per second of 12 independent chains of VDPBF16PS (bf16
+/// true) or VFMADD231PS on zmm registers: their throughput.
+__attribute__((target("avx512f,avx512bf16"))) double throughput(bool bf16) {
+  __m512 acc[12];
+  for (__m512 &a : acc)
+    a = _mm512_setzero_ps();
+  const __m512 x = _mm512_set1_ps(1e-3f);
+  const __m512bh xb = (__m512bh)_mm512_set1_epi16(0x3a83);
+  constexpr long kIters = 20000;
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < kIters; ++i) {
+    if (bf16) {
+#pragma GCC unroll 12
+      for (int j = 0; j < 12; ++j)
+        acc[j] = _mm512_dpbf16_ps(acc[j], xb, xb);
+    } else {
+#pragma GCC unroll 12
+      for (int j = 0; j < 12; ++j)
+        acc[j] = _mm512_fmadd_ps(x, x, acc[j]);
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  alignas(64) float lanes[16];
+  volatile float sink = 0.0f; // keeps the chains
+  for (__m512 &a : acc) {
+    _mm512_store_ps(lanes, a);
+    sink = sink + lanes[0];
+  }
+  return kIters * 12.0 / std::max(s, 1e-9);
+}
+
+bool probeBf16() {
+  if ((dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx)
+    return true;
+  if (!__builtin_cpu_supports("avx512bf16"))
+    return false;
+  // A VDPBF16PS does 32 products, a VFMADD231PS 16: BF16 pays where it
+  // issues at more than half the rate (best of three, alternating, so that
+  // a preemption hits both; ~1 ms in all). Measured: 2x the FMA's flops on
+  // an AMD EPYC (Zen 4), half of them on a Xeon with AVX512-FP16 and no
+  // AMX enabled.
+  double bf = 0, fma = 0;
+  for (int r = 0; r < 3; ++r) {
+    bf = std::max(bf, throughput(true));
+    fma = std::max(fma, throughput(false));
+  }
+  return 2.0 * bf >= 1.25 * fma;
+}
+
 } // namespace
+
+bool dnnl::bf16Native() {
+  if (const char *how = std::getenv("MIXPREC_CPU_BF16")) { // read each time: tests set it
+    if (!std::strcmp(how, "native"))
+      return true;
+    if (!std::strcmp(how, "fp32"))
+      return false;
+  }
+  static const bool native = probeBf16();
+  return native;
+}
 
 struct DnnlGemms::Impl {
   dnnl_engine_t engine = nullptr;
@@ -112,8 +176,9 @@ struct DnnlGemms::Impl {
       return p.reason = "operands of two dtypes", false;
     p.aType = a.dtype;
     p.bType = b.dtype;
-    // FP8 (E4M3 and E5M2 may meet) through BF16, which holds every value.
-    p.computeType = fp8 ? schema::DType::BF16 : widenF16 ? schema::DType::F32 : a.dtype;
+    // FP8 (E4M3 and E5M2 may meet) through BF16, which holds every value
+    // (or FP32, where BF16 kernels do not pay).
+    p.computeType = exactType(a.dtype, widenF16);
     const dnnl_data_type_t type = typeOf(p.computeType);
     if (type == dnnl_data_type_undef)
       return p.reason = std::string("operands of dtype ") + dtypeName(a.dtype), false;
@@ -270,6 +335,8 @@ int64_t DnnlGemms::wideElementsA(size_t index) const {
   return handles(index) && impl->plans[index].wideBytesA ? impl->plans[index].elementsA : 0;
 }
 
+schema::DType DnnlGemms::wideTypeA(size_t index) const { return impl->plans[index].computeType; }
+
 void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count) {
   Impl &d = *impl;
   const Plan &p = d.plans[index];
@@ -330,6 +397,7 @@ Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *)
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }
+schema::DType DnnlGemms::wideTypeA(size_t) const { return schema::DType::F32; }
 void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 const void *DnnlGemms::widenedA() const { return nullptr; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }

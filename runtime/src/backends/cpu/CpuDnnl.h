@@ -21,7 +21,13 @@
 // bytes per weight where FP8 stores 1), an activation per run; FP16
 // operands on a CPU without an FP16 matmul (AVX512-FP16) likewise to FP32
 // (4 bytes per weight). Products of the widened values are the products of
-// the stored ones, exactly.
+// the stored ones, exactly. BF16 and FP8 operands go to FP32 instead (4
+// bytes per weight) where the CPU's BF16 kernels would be slower than its
+// FP32 ones (dnnl::bf16Native, CpuDnnlCommon.h: no AMX, and VDPBF16PS at
+// half the FMA's rate or less; a probe of the two instructions once per
+// process, or MIXPREC_CPU_BF16=native|fp32): the same exact products,
+// summed in FP32 without the BF16 instructions' DAZ/FTZ. Convolutions
+// (CpuDnnlConv.cpp) follow the same rule.
 //
 // Not here (the OpenBLAS path takes them): TF32-rounded steps, operands of
 // two dtypes (FP8 E4M3 with E5M2 excepted), strided batches.
@@ -90,6 +96,8 @@ public:
   /// Elements of GEMM step `index`'s A that run() widens first (an
   /// activation of a dtype the primitive does not take; 0: none).
   int64_t wideElementsA(size_t index) const;
+  /// The dtype it widens A to (BF16, FP32; where wideElementsA > 0).
+  schema::DType wideTypeA(size_t index) const;
   /// Widens elements [begin, begin + count) of A at `a` into widenedA()
   /// (exact; for the caller to split over its threads).
   void widenA(size_t index, const void *a, int64_t begin, int64_t count);

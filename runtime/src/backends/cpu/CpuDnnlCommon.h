@@ -61,6 +61,24 @@ inline bool isFp8(schema::DType d) {
   return d == schema::DType::F8E4M3FN || d == schema::DType::F8E5M2;
 }
 
+/// Whether BF16 operands (and FP8 ones, through BF16) run on oneDNN's BF16
+/// kernels on this CPU, else widened to FP32 (exactly) for its FP32 ones:
+/// BF16 where the CPU has AMX, or AVX512-BF16 dot products that outrun its
+/// FP32 FMAs (measured once per process, CpuDnnl.cpp: on some CPUs
+/// VDPBF16PS runs at half the FMA's rate, making BF16 GEMMs 2x slower
+/// than FP32 ones). MIXPREC_CPU_BF16=native or fp32 decides instead.
+bool bf16Native();
+
+/// The dtype oneDNN takes a stored dtype in without rounding: itself; BF16
+/// for FP8 (every FP8 value is a BF16 value); FP32 for BF16 and FP8 where
+/// BF16 kernels do not pay (bf16Native), and for FP16 where the CPU has no
+/// FP16 kernel (`widenF16`).
+inline schema::DType exactType(schema::DType d, bool widenF16) {
+  if (isFp8(d) || d == schema::DType::BF16)
+    return bf16Native() ? schema::DType::BF16 : schema::DType::F32;
+  return d == schema::DType::F16 && widenF16 ? schema::DType::F32 : d;
+}
+
 /// Widens `n` values of `from` at `in` to `to`, exactly: FP16 (or any
 /// narrow float) to FP32, FP8 to BF16 (widenFp8ToBf16: every FP8 value is
 /// a BF16 value).

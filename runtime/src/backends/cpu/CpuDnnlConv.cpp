@@ -47,19 +47,11 @@ namespace {
 
 using schema::DType;
 
+using dnnl::exactType;
 using dnnl::isFp8;
 using dnnl::statusText;
 using dnnl::typeOf;
 using dnnl::widen;
-
-/// The dtype oneDNN takes a stored dtype in without rounding: itself, BF16
-/// for FP8 (every FP8 value is a BF16 value), FP32 for FP16 where the CPU
-/// has no FP16 convolution.
-DType exactType(DType d, bool widenF16) {
-  if (isFp8(d))
-    return DType::BF16;
-  return d == DType::F16 && widenF16 ? DType::F32 : d;
-}
 
 /// A dense row-major memory descriptor of `dims` in `type`.
 dnnl_memory_desc_t plainDesc(const std::vector<int64_t> &dims, dnnl_data_type_t type) {

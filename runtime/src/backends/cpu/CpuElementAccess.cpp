@@ -160,27 +160,32 @@ void widenFp8ToBf16(DType dtype, const uint8_t *in, uint16_t *out, int64_t n) {
     out[i] = table[in[i]];
 }
 
-void storeRunFp8AsBf16(DType dtype, uint8_t *base, int64_t offset, int64_t stride, int64_t n,
-                       const float *in) {
+void storeRunFp8Wide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_t stride,
+                     int64_t n, const float *in) {
   if (stride == 0 && n > 1) { // only the last write stays
     in += n - 1;
     n = 1;
   }
-  uint16_t *out = reinterpret_cast<uint16_t *>(base) + offset;
   // Encoded as storeRun encodes (the same codes), in pieces that stay in
-  // L1, then widened.
+  // L1, then widened exactly.
   constexpr int64_t kPiece = 512;
   uint8_t codes[kPiece];
+  alignas(64) float values[kPiece];
+  uint16_t *halves = reinterpret_cast<uint16_t *>(base) + offset;
+  float *floats = reinterpret_cast<float *>(base) + offset;
   for (int64_t begin = 0; begin < n; begin += kPiece) {
     const int64_t m = std::min(kPiece, n - begin);
     encodeRun(dtype, in + begin, codes, 1, m);
-    if (stride == 1) {
-      widenFp8ToBf16(dtype, codes, out + begin, m);
+    if (wide == DType::F32) {
+      float *to = stride == 1 ? floats + begin : values;
+      num::decodeArray(formatOf(dtype), codes, to, static_cast<size_t>(m));
+      for (int64_t i = 0; stride != 1 && i < m; ++i)
+        floats[(begin + i) * stride] = values[i];
     } else {
-      uint16_t wide[kPiece];
-      widenFp8ToBf16(dtype, codes, wide, m);
-      for (int64_t i = 0; i < m; ++i)
-        out[(begin + i) * stride] = wide[i];
+      uint16_t *to = stride == 1 ? halves + begin : reinterpret_cast<uint16_t *>(values);
+      widenFp8ToBf16(dtype, codes, to, m);
+      for (int64_t i = 0; stride != 1 && i < m; ++i)
+        halves[(begin + i) * stride] = to[i];
     }
   }
 }
