@@ -216,7 +216,12 @@ template <typename T> void unaryT(UnaryOp op, const T *in, T *out, int64_t n) {
     else
       return unaryLoop(geluTanh<T>, in, out, n);
   case UnaryOp::Tanh:
-    return unaryLoop([](T x) { return std::tanh(x); }, in, out, n);
+    // FP32: on Exp.h's exponential, vectorised (the C library's tanhf runs
+    // one value at a time, ~20 ns each); FP64: std::tanh.
+    if constexpr (std::is_same_v<T, float>)
+      return tanhArray(in, out, n);
+    else
+      return unaryLoop([](T x) { return std::tanh(x); }, in, out, n);
   case UnaryOp::Sigmoid:
     if constexpr (std::is_same_v<T, float>)
       return sigmoidArray(in, out, n);

@@ -45,9 +45,31 @@ inline float geluTanhOne(float x) {
   return x / (1.0f + expOne(-u2));
 }
 
+inline float tanhOne(float xf) {
+  // In double, rounded once: an odd Taylor series below 2^-5 (the next
+  // term is under 2^-57 of the result), (1 - e) / (1 + e) with e = e^-2|x|
+  // above (1 - e >= 0.06: a few units of 2^-53), the sign put back. A NaN
+  // passes through; +-inf gives +-1 (e^-2|x| clamped to e^-104).
+  const double x = xf, a = std::fabs(x), x2 = x * x;
+  const double e = detail::expInRange(std::max(-2.0 * a, -104.0));
+  const double big = (1.0 - e) / (1.0 + e);
+  const double small =
+      a *
+      (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0)))));
+  const float t = static_cast<float>(std::copysign(a < 0x1p-5 ? small : big, x));
+  return xf != xf ? xf : t;
+}
+
 } // namespace
 
 float expFloat(float x) { return expOne(x); }
+
+float tanhFloat(float x) { return tanhOne(x); }
+
+MIXPREC_EXP_CLONES void tanhArray(const float *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = tanhOne(in[i]);
+}
 
 MIXPREC_EXP_CLONES void expArray(const float *in, float *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)

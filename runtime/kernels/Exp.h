@@ -1,7 +1,7 @@
 //===- Exp.h - e^x of floats, vectorised, and the functions built on it -*- C++ -*-===//
 //
 // The exponential of FP32 values for the reference kernels' Exp, Sigmoid,
-// Silu and GeluTanh (runtime/kernels/Elementwise.cpp; the interpreter's
+// Silu, GeluTanh and Tanh (runtime/kernels/Elementwise.cpp; the interpreter's
 // FP32 mode and the CPU backend both call them, so they agree bit for
 // bit). They replace the C library's expf, which runs one value at a time:
 // GPT-2's GELU kernels spent ~3 ns a value in it.
@@ -49,6 +49,14 @@ void siluArray(const float *in, float *out, int64_t n);
 
 /// GELU's tanh form as x / (1 + e^-2u); in == out allowed.
 void geluTanhArray(const float *in, float *out, int64_t n);
+
+/// tanh(x) rounded to FP32: in double (an odd series below 2^-5, else
+/// (1 - e) / (1 + e) with e = e^-2|x| from the same exponential), rounded
+/// once; as accurate as expFloat (TanhTest: every FP32 input).
+float tanhFloat(float x);
+
+/// out[i] = tanhFloat(in[i]); in == out allowed.
+void tanhArray(const float *in, float *out, int64_t n);
 
 } // namespace mixprec::runtime::cpu
 

@@ -339,26 +339,29 @@ TEST_F(CpuDnnl, BatchedBf16WithinTheGemmBound) {
       }
 }
 
-TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
-  // findWideFp8: x quantized by a kernel to the FP8 xq, which two GEMMs
-  // read, one through xv (a view: xq's bytes and dtype); z quantized too,
-  // but a kernel reads it back: kept FP8. The wide path (the kernels store
-  // xq as BF16, no widening before the GEMMs) gives the bits of the FP8
-  // path (MIXPREC_CPU_WIDE_FP8=0) for 1 and 2 threads, every kernel split,
-  // with NaN, infinities, signed zeros, values that saturate and FP8
-  // subnormals in x.
-  // On BF16 kernels (MIXPREC_CPU_BF16=native, where the CPU has them: xq
-  // stored as BF16) and on FP32 ones (fp32: as FP32).
+TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
+  // findWideStorage: x quantized (FP8) or rounded (BF16, FP16) by a kernel
+  // to xq, which two GEMMs read, one through xv (a view: xq's bytes and
+  // dtype); z the same, but a kernel reads it back: kept narrow. Where the
+  // GEMMs widen their A, the wide path (the kernels store xq widened, no
+  // widening pass before the GEMMs) gives the bits of the narrow one
+  // (MIXPREC_CPU_WIDE_STORE=0) for 1 and 2 threads, every kernel split,
+  // with NaN, infinities, signed zeros, values that saturate or overflow
+  // and subnormals in x. On BF16 kernels (MIXPREC_CPU_BF16=native, where
+  // the CPU has them: FP8 stored as BF16, BF16 not widened) and on FP32
+  // ones (fp32: all stored as FP32).
   for (const char *bf16 : {"native", "fp32"})
-    for (fb::DType dtype : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+    for (fb::DType dtype :
+         {fb::DType::F8E4M3FN, fb::DType::F8E5M2, fb::DType::BF16, fb::DType::F16}) {
       if (!std::strcmp(bf16, "native") && !__builtin_cpu_supports("avx512bf16"))
         continue;
       setenv("MIXPREC_CPU_BF16", bf16, 1);
-      SCOPED_TRACE(std::string(bf16) + (dtype == fb::DType::F8E4M3FN ? " e4m3" : " e5m2"));
+      SCOPED_TRACE(std::string(bf16) + " " + rt::dtypeName(dtype));
+      const bool fp8 = dtype == fb::DType::F8E4M3FN || dtype == fb::DType::F8E5M2;
       const int64_t m = 33, n = 40, k = 96;
       std::vector<float> x = randomValues(size_t(m * k), 7, -40.0f, 40.0f);
       x[3] = NAN, x[5] = INFINITY, x[6] = -INFINITY, x[9] = 0.0f, x[10] = -0.0f;
-      x[11] = 1e6f, x[12] = -1e6f, x[13] = 1e-4f, x[14] = -3e-5f;
+      x[11] = 1e6f, x[12] = -1e6f, x[13] = 1e-4f, x[14] = -3e-5f, x[15] = 1e-41f;
       const std::vector<float> w = stored(dtype, randomValues(size_t(n * k), 8));
       ModuleBuilder mb;
       const int xin = mb.input("x", fb::DType::F32, {m, k});
@@ -370,7 +373,8 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
       const int zr = mb.activation("zr", fb::DType::F32, {m, k});
       {
         KernelSpec &q = mb.kernel("quantize", {m, k}, 0);
-        const int v = q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype);
+        const int v = fp8 ? q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype)
+                          : q.load(xin, {k, 1}); // rounded by the stores
         q.store(xq, v, {k, 1}, dtype);
         q.store(z, v, {k, 1}, dtype);
       }
@@ -385,7 +389,8 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
         g.transB = true;
         g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
         g.a = a, g.b = wt, g.out = out;
-        g.aScale = scale, g.bScale = sw;
+        if (fp8)
+          g.aScale = scale, g.bScale = sw;
         mb.gemm(g);
         mb.output(out);
       };
@@ -404,6 +409,7 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
       rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
                                                   rt::LoadOptions{}, module);
       ASSERT_TRUE(s.ok()) << s.message();
+      bool widened = false;
       auto run = [&](int threads, int64_t &wide) {
         std::unique_ptr<rt::Backend> backend;
         rt::BackendOptions options;
@@ -413,10 +419,13 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
         std::vector<uint8_t> got;
         if (!st.ok())
           return got;
-        wide = cpuOf(backend).wideFp8Tensors();
+        wide = cpuOf(backend).wideTensors();
         EXPECT_TRUE(cpuOf(backend).dnnlGemms().handles(0));
-        EXPECT_EQ(cpuOf(backend).dnnlGemms().wideTypeA(0),
-                  std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
+        widened = cpuOf(backend).dnnlGemms().computeType(0) != dtype;
+        if (dtype != fb::DType::F16) { // FP16: the CPU decides
+          EXPECT_EQ(cpuOf(backend).dnnlGemms().computeType(0),
+                    std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
+        }
         for (int repeat = 0; repeat < 2; ++repeat) {
           EXPECT_TRUE(backend->setInput(uint32_t(xin), x.data(), x.size() * 4).ok());
           st = backend->launch({});
@@ -436,15 +445,15 @@ TEST_F(CpuDnnl, Fp8ActivationsOnlyGemmsReadAreStoredAsBf16WithTheSameBits) {
         return got;
       };
       int64_t wide = -1, plainWide = -1;
-      setenv("MIXPREC_CPU_WIDE_FP8", "0", 1);
+      setenv("MIXPREC_CPU_WIDE_STORE", "0", 1);
       const std::vector<uint8_t> want = run(1, plainWide);
-      unsetenv("MIXPREC_CPU_WIDE_FP8");
+      unsetenv("MIXPREC_CPU_WIDE_STORE");
       EXPECT_EQ(plainWide, 0);
       setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
       for (int threads : {1, 2}) {
         const std::vector<uint8_t> got = run(threads, wide);
-        EXPECT_EQ(wide, 2) << "xq and its view xv; not z";
-        EXPECT_TRUE(got == want) << threads << " thread(s): not the FP8 path's bits";
+        EXPECT_EQ(wide, widened ? 2 : 0) << "xq and its view xv; not z";
+        EXPECT_TRUE(got == want) << threads << " thread(s): not the narrow path's bits";
       }
       unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
       // The outputs hold something: y is no copy of zeros.

@@ -4,7 +4,8 @@
 // NaN exactly for NaN, and the same bits as the C library's expf for
 // nearly every input (the function it replaced); the special values; the
 // scalar and array forms the same bits; unary(Exp/Sigmoid/Silu/GeluTanh)
-// the FP32 formulas on it, within two ulps of the same formulas on expf.
+// the FP32 formulas on it, within two ulps of the same formulas on expf;
+// tanh on the same exponential, every FP32 input against tanh in double.
 #include "runtime/kernels/Exp.h"
 #include "runtime/kernels/Kernels.h"
 #include "tests/unit/FloatBits.h"
@@ -183,3 +184,58 @@ TEST(Exp, UnaryOpsAreTheFormulasOnIt) {
 }
 
 } // namespace
+
+// Tanh (Exp.h's tanhFloat, on the same exponential): every FP32 input
+// (every 31st under a sanitizer) within one ulp of tanh in double rounded
+// to FP32, NaN exactly for NaN, odd (-0 for -0); unary(Tanh) is tanhArray.
+TEST(Tanh, EveryInputWithinOneUlpOfTheRoundedDouble) {
+  struct alignas(64) Result {
+    uint64_t values = 0, nans = 0, sameAsDouble = 0, failures = 0;
+    std::vector<std::string> messages;
+  };
+  Result results[2];
+  std::vector<float> ys[2] = {std::vector<float>(kEveryFloatBlock),
+                              std::vector<float>(kEveryFloatBlock)};
+  forEveryFloat([&](const float *xs, size_t n, int part) {
+    Result &res = results[part];
+    float *out = ys[part].data();
+    unary(UnaryOp::Tanh, xs, out, static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      ++res.values;
+      const float x = xs[i], y = out[i];
+      const float ref = static_cast<float>(std::tanh(double(x)));
+      std::string why;
+      if (std::isnan(x) || std::isnan(y)) {
+        res.nans += std::isnan(x);
+        if (!(std::isnan(x) && std::isnan(y)))
+          why = "NaN differs";
+      } else if (bitsOf(y) == bitsOf(ref)) {
+        ++res.sameAsDouble;
+      } else if (ulpsApart(y, ref) > 1 || std::signbit(y) != std::signbit(ref)) {
+        why = "more than one ulp off";
+      }
+      if (i % 61 == 0 && bitsOf(y) != bitsOf(tanhFloat(x)) && !std::isnan(x))
+        why = "tanhArray and tanhFloat differ";
+      if (!why.empty() && res.failures++ < 10)
+        res.messages.push_back(why + " at x = " + std::to_string(x) + " (bits " +
+                               std::to_string(bitsOf(x)) + "): " + std::to_string(y) + ", double " +
+                               std::to_string(ref));
+    }
+  });
+  for (const Result &r : results)
+    for (const std::string &m : r.messages)
+      ADD_FAILURE() << m;
+  EXPECT_EQ(results[0].failures + results[1].failures, 0u);
+  const double values = static_cast<double>(results[0].values + results[1].values);
+  const double off =
+      values - static_cast<double>(results[0].nans + results[1].nans + results[0].sameAsDouble +
+                                   results[1].sameAsDouble);
+  std::printf("tanh (FP32): %.0f values (stride %llu); the same bits as tanh in double rounded: "
+              "all but %.0f\n",
+              values, static_cast<unsigned long long>(kEveryFloatStride), off);
+  EXPECT_LT(off, 1e-6 * values);
+  EXPECT_EQ(bitsOf(tanhFloat(-0.0f)), bitsOf(-0.0f));
+  EXPECT_EQ(tanhFloat(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_EQ(tanhFloat(-std::numeric_limits<float>::infinity()), -1.0f);
+  EXPECT_EQ(tanhFloat(1e-30f), 1e-30f);
+}

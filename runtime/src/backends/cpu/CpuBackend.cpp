@@ -158,21 +158,25 @@ Status CpuBackend::prepare() {
     if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
       return s;
   // FP8 activations only those GEMMs read, stored widened by the kernels
-  // that write them: where the session's memory allows (else as FP8).
-  wideFp8 = options.cpuGemms ? findWideFp8(*module, kernels, fusedSteps, dnnl) : WideFp8();
-  wideFp8.offset.resize(module->tensors().size(), -1);
-  const uint64_t wideBytes = static_cast<uint64_t>(wideFp8.bytes);
+  // that write them: where that takes no more than the arena again and the
+  // session's memory allows (else as FP8; a training step's activations
+  // saved for its backward GEMMs would take up to 4x their FP8 bytes).
+  wideStore =
+      options.cpuGemms ? findWideStorage(*module, kernels, fusedSteps, dnnl) : WideStorage();
+  wideStore.offset.resize(module->tensors().size(), -1);
+  const uint64_t wideBytes = static_cast<uint64_t>(wideStore.bytes);
   const bool wideFits =
-      !options.maxMemoryBytes || arenaBytes + im2colBytes + wideBytes <= options.maxMemoryBytes;
+      wideBytes <= arenaBytes &&
+      (!options.maxMemoryBytes || arenaBytes + im2colBytes + wideBytes <= options.maxMemoryBytes);
   if (wideBytes && (!wideFits || !cpu::fitsInMemory(arenaBytes + wideBytes, im2colBytes) ||
                     !wideBuffer.allocate(wideBytes)))
-    wideFp8 = WideFp8{std::vector<int64_t>(module->tensors().size(), -1), {}, 0};
-  if (wideFp8.bytes) {
-    std::memset(wideBuffer.data(), 0, wideFp8.bytes);
+    wideStore = WideStorage{std::vector<int64_t>(module->tensors().size(), -1), {}, 0};
+  if (wideStore.bytes) {
+    std::memset(wideBuffer.data(), 0, wideStore.bytes);
     for (KernelPlan &k : kernels)
       for (KernelPlan::Access &a : k.accesses)
-        if ((a.wide = wideFp8.offset[a.tensor] >= 0))
-          a.wideType = wideFp8.type[a.tensor];
+        if ((a.wide = wideStore.offset[a.tensor] >= 0))
+          a.wideType = wideStore.type[a.tensor];
   }
   // 32-bit BLAS: refuse now what cpu::detail::sgemm could not pass on.
   for (const GemmDesc &g : module->gemms()) {
@@ -214,7 +218,7 @@ Status CpuBackend::prepare() {
       case schema::StepKind::Gemm:
         name = module->gemms()[step->index()].name +
                (options.cpuGemms && dnnl.handles(step->index())
-                    ? " (oneDNN)"
+                    ? std::string(" (oneDNN, ") + dtypeName(dnnl.computeType(step->index())) + ")"
                     : " (OpenBLAS: " + dnnl.reason(step->index()) + ")");
         break;
       case schema::StepKind::Routine:
@@ -335,7 +339,7 @@ CpuBackend::~CpuBackend() {
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
                static_cast<long long>(channelsLastTensors()),
-               static_cast<long long>(wideFp8Tensors()));
+               static_cast<long long>(wideTensors()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -3,9 +3,9 @@
 // Memory: one 256-aligned arena as the memory plan lays it out; every value
 // stored in its dtype's bytes (f32 as float, f16/bf16 as uint16, FP8 as
 // uint8, i64/i32, bool as 0/1 bytes), so a narrow tensor only ever holds
-// values of its dtype. (FP8 activations that only oneDNN GEMMs read live
-// in a buffer of their own instead, their FP8 values stored as BF16 or
-// FP32: findWideFp8.)
+// values of its dtype. (Narrow activations that only oneDNN GEMMs read,
+// which widen them, live in a buffer of their own instead, their values
+// stored in the GEMMs' dtype: findWideStorage.)
 //
 // Numerics (DESIGN.md "Numerics rules"), matching compiler/Interpreter:
 //  - Kernels compute in FP32 registers and round once per Store (and per
@@ -165,11 +165,11 @@ bool storeRun(schema::DType dtype, uint8_t *base, int64_t offset, int64_t stride
 /// their values, exactly (BF16 holds every FP8 value).
 void widenFp8ToBf16(schema::DType dtype, const uint8_t *in, uint16_t *out, int64_t n);
 
-/// storeRun to an FP8 tensor stored wide (findWideFp8): each float rounded
-/// to FP8 `dtype` as storeRun rounds it (saturating), its value written in
-/// `wide` (BF16, F32) to `base[offset + i*stride]`.
-void storeRunFp8Wide(schema::DType dtype, schema::DType wide, uint8_t *base, int64_t offset,
-                     int64_t stride, int64_t n, const float *in);
+/// storeRun to a tensor stored wide (findWideStorage): each float rounded
+/// to `dtype` (FP8, BF16, FP16) as storeRun rounds it, its value written in
+/// `wide` (BF16 for FP8, F32) to `base[offset + i*stride]`.
+void storeRunWide(schema::DType dtype, schema::DType wide, uint8_t *base, int64_t offset,
+                  int64_t stride, int64_t n, const float *in);
 
 //===----------------------------------------------------------------------===//
 // Kernel plans (CpuKernelPlan.cpp)
@@ -183,9 +183,9 @@ struct KernelPlan {
     int32_t tensor = 0;
     schema::DType dtype = schema::DType::F32;
     std::vector<int64_t> outerStrides, rowStrides; ///< per merged dim
-    /// An FP8 tensor stored wide (findWideFp8): a Store rounds to the FP8
-    /// dtype and writes the value in this dtype (BF16, F32); F32 here for
-    /// every other access (not wide).
+    /// A tensor stored wide (findWideStorage): a Store rounds to its dtype
+    /// and writes the value in this one (BF16, F32); F32 for every other
+    /// access (not wide).
     bool wide = false;
     schema::DType wideType = schema::DType::F32;
   };
@@ -258,11 +258,11 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
                                       const std::vector<ConvEpilogue> &epilogues,
                                       const DnnlConvs &convs);
 
-/// Where FP8 activations are stored wide instead (findWideFp8): per
+/// Where narrow activations are stored wide instead (findWideStorage): per
 /// tensor, its byte offset in the session's wide buffer (-1: in the arena,
-/// as FP8) and the dtype it is stored in there (BF16, F32), and the
+/// in its dtype) and the dtype it is stored in there (BF16, F32), and the
 /// buffer's size.
-struct WideFp8 {
+struct WideStorage {
   std::vector<int64_t> offset;
   std::vector<schema::DType> type;
   int64_t bytes = 0;
@@ -271,12 +271,13 @@ struct WideFp8 {
   }
 };
 
-/// Finds the FP8 activations that only kernels write and only oneDNN GEMMs
-/// read as their A, which widen them (to BF16 or FP32) before every product
+/// Finds the narrow activations (FP8, BF16, FP16) that only kernels write
+/// and only oneDNN GEMMs read as their A, which widen them (FP8 to BF16 or
+/// FP32, BF16 and FP16 to FP32) before every product
 /// (CpuConvFusion.cpp says when and why), and places them in a buffer of
 /// their own. `fused`: per step, computed by the convolution before it.
-WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
-                    const std::vector<uint8_t> &fused, const DnnlGemms &gemms);
+WideStorage findWideStorage(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
+                            const std::vector<uint8_t> &fused, const DnnlGemms &gemms);
 
 //===----------------------------------------------------------------------===//
 // The backend (CpuBackend.cpp; its steps in CpuKernelRun.cpp,
@@ -322,9 +323,9 @@ public:
   int64_t channelsLastTensors() const {
     return std::count(channelsLast.begin(), channelsLast.end(), uint8_t(1));
   }
-  /// FP8 activations stored widened for the GEMMs that read them
-  /// (findWideFp8).
-  int64_t wideFp8Tensors() const { return wideFp8.count(); }
+  /// Narrow activations stored widened for the GEMMs that read them
+  /// (findWideStorage).
+  int64_t wideTensors() const { return wideStore.count(); }
   /// Threads the session's kernels run on (the caller's included).
   int threads() const { return pool ? pool->size() : 1; }
   /// Kernel runs so far that were split over the threads.
@@ -370,8 +371,8 @@ private:
       return d.constantData ? const_cast<uint8_t *>(d.constantData) : emptyTensor;
     return arena.data() + d.offset;
   }
-  /// Where an FP8 tensor stored wide lives (wideFp8.offset[t] >= 0).
-  uint8_t *wideData(int32_t t) { return wideBuffer.data() + wideFp8.offset[t]; }
+  /// Where a tensor stored wide lives (wideStore.offset[t] >= 0).
+  uint8_t *wideData(int32_t t) { return wideBuffer.data() + wideStore.offset[t]; }
   bool overlaps(int32_t a, int32_t b) const {
     return sharesBytes(module->tensors()[a], module->tensors()[b]);
   }
@@ -465,8 +466,8 @@ private:
   std::vector<uint8_t> fusedSteps;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;
-  /// FP8 activations stored wide (findWideFp8), in wideBuffer.
-  WideFp8 wideFp8;
+  /// Narrow activations stored wide (findWideStorage), in wideBuffer.
+  WideStorage wideStore;
   AlignedBytes wideBuffer;
   int64_t weightDecodes = 0;
   int64_t parallelRuns = 0;

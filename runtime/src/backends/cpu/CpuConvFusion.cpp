@@ -36,21 +36,22 @@
 // from the same elements as before. MIXPREC_CPU_CHANNELS_LAST=0 turns it
 // off (tests compare the two).
 //
-// FP8 activations stored wide (findWideFp8): this CPU path has no FP8
-// products, so a oneDNN GEMM widens an FP8 A (exactly) to the dtype its
-// kernel computes in, BF16 or FP32 (CpuDnnl.h), before every run: the
-// kernel before it wrote one byte a value, the widening reads them back
-// and writes two or four. Where only kernels write an FP8 activation (its
-// Stores) and only such GEMMs read it (as A, or through a view: a
-// reshape, the same bytes and dtype, which no step writes), and its bytes
-// are read as nothing else while it lives and are no module input, output
-// or state, the kernels store each value rounded to the FP8 dtype exactly
-// as before (saturating) and write it widened to a buffer of its own,
-// which the GEMMs read as it is: one pass less, the same bits by
-// construction. The buffer is laid out as the arena is, by the steps in
-// which each lives; where the session's memory limit has no room for it,
-// the tensors stay FP8. MIXPREC_CPU_WIDE_FP8=0
-// turns it off (tests compare the two).
+// Narrow activations stored wide (findWideStorage): a oneDNN GEMM widens
+// an A its kernel does not take (exactly) to the dtype it computes in
+// (CpuDnnl.h: FP8 to BF16, or FP8, BF16 and FP16 to FP32 where the CPU's
+// BF16 or FP16 kernels do not pay) before every run: the kernel before it
+// wrote one or two bytes a value, the widening reads them back and writes
+// two or four. Where only kernels write such an activation (its Stores)
+// and only such GEMMs read it (as A, or through a view: a reshape, the
+// same bytes and dtype, which no step writes), and its bytes are read as
+// nothing else while it lives and are no module input, output or state,
+// the kernels round each value to its dtype exactly as before (FP8
+// saturating) and write it widened to a buffer of its own, which the
+// GEMMs read as it is: one pass less, the same bits by construction. The
+// buffer is laid out as the arena is, by the steps in which each lives;
+// where it would be larger than the arena, or the session's memory limit
+// has no room for it, the tensors stay in the arena.
+// MIXPREC_CPU_WIDE_STORE=0 turns it off (tests compare the two).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -111,7 +112,7 @@ std::vector<StepTensors> tensorsOfSteps(const LoadedModule &module,
 /// Whether the bytes of activation `t` after step `from` are read only as
 /// `t` by step `reader` (by any step when `anyReader`) until steps' writes
 /// have covered them all (the arena planner reuses them piece by piece),
-/// and are no module output or state. `views` (findWideFp8): reads of an
+/// and are no module output or state. `views` (findWideStorage): reads of an
 /// exact view of t (its bytes and dtype, all of them still t's) allowed
 /// too, and the views listed.
 bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &steps, int32_t t,
@@ -417,12 +418,12 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
   return out;
 }
 
-WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
-                    const std::vector<uint8_t> &fused, const DnnlGemms &gemms) {
+WideStorage findWideStorage(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
+                            const std::vector<uint8_t> &fused, const DnnlGemms &gemms) {
   const std::vector<TensorDesc> &tensors = module.tensors();
-  WideFp8 out;
+  WideStorage out;
   out.offset.assign(tensors.size(), -1);
-  if (const char *on = std::getenv("MIXPREC_CPU_WIDE_FP8"); on && !std::strcmp(on, "0"))
+  if (const char *on = std::getenv("MIXPREC_CPU_WIDE_STORE"); on && !std::strcmp(on, "0"))
     return out;
   const auto *steps = module.root().steps();
   if (!steps || tensors.empty())
@@ -434,7 +435,7 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
   std::vector<uint8_t> ok(n, 0), stored(n, 0), read(n, 0);
   out.type.assign(n, DType::F32); // what its GEMMs widen it to
   for (size_t t = 0; t < n; ++t)
-    ok[t] = (tensors[t].dtype == DType::F8E4M3FN || tensors[t].dtype == DType::F8E5M2) &&
+    ok[t] = tensors[t].dtype != DType::F32 && isFloatDType(tensors[t].dtype) &&
             !tensors[t].isConstant() && tensors[t].bytes > 0;
   for (uint32_t t : module.inputs())
     ok[t] = 0;
@@ -456,7 +457,7 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
     }
     if (step->kind() == schema::StepKind::Gemm && gemms.wideElementsA(index) > 0) {
       const GemmDesc &g = module.gemms()[index];
-      const DType type = gemms.wideTypeA(index);
+      const DType type = gemms.computeType(index);
       if (read[g.a] && out.type[g.a] != type)
         ok[g.a] = 0; // GEMMs that widen it to two dtypes
       read[g.a] = 1;
@@ -503,8 +504,9 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
   std::vector<Group> groups;
   for (size_t t = 0; t < n; ++t)
     if (wide[t]) {
-      // Read as itself or as views only, which must agree on the dtype.
-      DType type = read[t] ? out.type[t] : DType::BF16;
+      // Read as itself or as views, which must agree on the dtype (and
+      // read at all).
+      DType type = out.type[t];
       bool first = !read[t];
       for (size_t v = 0; v < n; ++v)
         if (owner[v] == static_cast<int32_t>(t)) {
@@ -513,8 +515,10 @@ WideFp8 findWideFp8(const LoadedModule &module, const std::vector<KernelPlan> &k
           type = out.type[v];
           first = false;
         }
-      if (!wide[t])
+      if (first || !wide[t]) {
+        wide[t] = 0;
         continue;
+      }
       out.type[t] = type;
       const int64_t width = type == DType::F32 ? 4 : 2;
       Group g{static_cast<int32_t>(t), live[t].first, live[t].second,

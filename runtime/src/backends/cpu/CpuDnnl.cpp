@@ -12,7 +12,9 @@
 
 #include "common/numerics/Rounding.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -43,8 +45,9 @@ struct Plan {
   /// The weight in the primitive's layout (a constant), else empty.
   void *packed = nullptr;
   /// The operands' dtypes, and the dtype the primitive takes: theirs, or
-  /// the one they are widened to exactly first (FP8 to BF16, FP16 to FP32
-  /// where the CPU has no FP16 matmul).
+  /// the one they are widened to exactly first (dnnl::exactType: FP8 to
+  /// BF16, or BF16 and FP8 to FP32 where BF16 kernels do not pay; FP16 to
+  /// FP32 where the CPU has no FP16 matmul).
   schema::DType aType = schema::DType::F32, bType = schema::DType::F32;
   schema::DType computeType = schema::DType::F32;
   /// Bytes of the operands widened per run (the weight's widened copy is
@@ -55,6 +58,7 @@ struct Plan {
   int64_t elementsA = 0, elementsB = 0;
 };
 
+#if defined(__x86_64__)
 /// Instructions per second of 12 independent chains of VDPBF16PS (bf16
 /// true) or VFMADD231PS on zmm registers: their throughput.
 __attribute__((target("avx512f,avx512bf16"))) double throughput(bool bf16) {
@@ -103,6 +107,9 @@ bool probeBf16() {
   }
   return 2.0 * bf >= 1.25 * fma;
 }
+#else
+bool probeBf16() { return false; } // oneDNN's BF16 kernels here are its x86 ones
+#endif
 
 } // namespace
 
@@ -335,7 +342,7 @@ int64_t DnnlGemms::wideElementsA(size_t index) const {
   return handles(index) && impl->plans[index].wideBytesA ? impl->plans[index].elementsA : 0;
 }
 
-schema::DType DnnlGemms::wideTypeA(size_t index) const { return impl->plans[index].computeType; }
+schema::DType DnnlGemms::computeType(size_t index) const { return impl->plans[index].computeType; }
 
 void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count) {
   Impl &d = *impl;
@@ -397,7 +404,7 @@ Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *)
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }
-schema::DType DnnlGemms::wideTypeA(size_t) const { return schema::DType::F32; }
+schema::DType DnnlGemms::computeType(size_t) const { return schema::DType::F32; }
 void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 const void *DnnlGemms::widenedA() const { return nullptr; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }

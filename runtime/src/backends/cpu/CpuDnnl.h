@@ -90,14 +90,15 @@ public:
   /// (b unused when packed at load), the FP32 products' sums into `acc`
   /// (batch x m x n, row-major). `aWide` (where A is widened): A's values
   /// widened already (widenA into widenedA(), or an FP8 tensor stored as
-  /// BF16, findWideFp8), a is not read; null: run() widens a itself.
+  /// BF16, findWideStorage), a is not read; null: run() widens a itself.
   Status run(size_t index, const void *a, const void *b, float *acc, const void *aWide = nullptr);
 
   /// Elements of GEMM step `index`'s A that run() widens first (an
   /// activation of a dtype the primitive does not take; 0: none).
   int64_t wideElementsA(size_t index) const;
-  /// The dtype it widens A to (BF16, FP32; where wideElementsA > 0).
-  schema::DType wideTypeA(size_t index) const;
+  /// The dtype its primitive takes the operands in (FP32, BF16, FP16):
+  /// what an A of wideElementsA > 0 is widened to.
+  schema::DType computeType(size_t index) const;
   /// Widens elements [begin, begin + count) of A at `a` into widenedA()
   /// (exact; for the caller to split over its threads).
   void widenA(size_t index, const void *a, int64_t begin, int64_t count);

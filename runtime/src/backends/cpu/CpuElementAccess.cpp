@@ -160,8 +160,8 @@ void widenFp8ToBf16(DType dtype, const uint8_t *in, uint16_t *out, int64_t n) {
     out[i] = table[in[i]];
 }
 
-void storeRunFp8Wide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_t stride,
-                     int64_t n, const float *in) {
+void storeRunWide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_t stride, int64_t n,
+                  const float *in) {
   if (stride == 0 && n > 1) { // only the last write stays
     in += n - 1;
     n = 1;
@@ -169,13 +169,18 @@ void storeRunFp8Wide(DType dtype, DType wide, uint8_t *base, int64_t offset, int
   // Encoded as storeRun encodes (the same codes), in pieces that stay in
   // L1, then widened exactly.
   constexpr int64_t kPiece = 512;
-  uint8_t codes[kPiece];
+  const bool byte = dtype == DType::F8E4M3FN || dtype == DType::F8E5M2;
+  uint16_t codes16[kPiece];
+  uint8_t *codes = reinterpret_cast<uint8_t *>(codes16);
   alignas(64) float values[kPiece];
   uint16_t *halves = reinterpret_cast<uint16_t *>(base) + offset;
   float *floats = reinterpret_cast<float *>(base) + offset;
   for (int64_t begin = 0; begin < n; begin += kPiece) {
     const int64_t m = std::min(kPiece, n - begin);
-    encodeRun(dtype, in + begin, codes, 1, m);
+    if (byte)
+      encodeRun(dtype, in + begin, codes, 1, m);
+    else
+      encodeRun(dtype, in + begin, codes16, 1, m);
     if (wide == DType::F32) {
       float *to = stride == 1 ? floats + begin : values;
       num::decodeArray(formatOf(dtype), codes, to, static_cast<size_t>(m));

@@ -61,7 +61,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     const int64_t wide = dnnl.wideElementsA(index);
     const uint8_t *a = tensorData(g.a);
     const void *aWide = nullptr;
-    if (wide > 0 && wideFp8.offset[g.a] >= 0) {
+    if (wide > 0 && wideStore.offset[g.a] >= 0) {
       aWide = wideData(g.a);
     } else if (wide > 0) {
       forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });

@@ -184,13 +184,13 @@ void rowBase(const std::vector<int64_t> &dims, int64_t row,
   }
 }
 
-/// storeRun to the access's tensor (storeRunFp8Wide where it is stored
+/// storeRun to the access's tensor (storeRunWide where it is stored
 /// wide).
 bool storeAccess(const KernelPlan::Access &access, uint8_t *base, int64_t offset, int64_t stride,
                  int64_t n, const float *in, float &bad) {
   if (!access.wide)
     return storeRun(access.dtype, base, offset, stride, n, in, bad);
-  storeRunFp8Wide(access.dtype, access.wideType, base, offset, stride, n, in);
+  storeRunWide(access.dtype, access.wideType, base, offset, stride, n, in);
   return true;
 }
 
