@@ -173,6 +173,7 @@ void storeRunWide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_
   uint16_t codes16[kPiece];
   uint8_t *codes = reinterpret_cast<uint8_t *>(codes16);
   alignas(64) float values[kPiece];
+  uint16_t bits[kPiece];
   uint16_t *halves = reinterpret_cast<uint16_t *>(base) + offset;
   float *floats = reinterpret_cast<float *>(base) + offset;
   for (int64_t begin = 0; begin < n; begin += kPiece) {
@@ -187,7 +188,7 @@ void storeRunWide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_
       for (int64_t i = 0; stride != 1 && i < m; ++i)
         floats[(begin + i) * stride] = values[i];
     } else {
-      uint16_t *to = stride == 1 ? halves + begin : reinterpret_cast<uint16_t *>(values);
+      uint16_t *to = stride == 1 ? halves + begin : bits;
       widenFp8ToBf16(dtype, codes, to, m);
       for (int64_t i = 0; stride != 1 && i < m; ++i)
         halves[(begin + i) * stride] = to[i];
