@@ -342,7 +342,8 @@ TEST_F(CpuDnnl, BatchedBf16WithinTheGemmBound) {
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
   // findWideStorage: x quantized (FP8) or rounded (BF16, FP16) by a kernel
   // to xq, which two GEMMs read, one through xv (a view: xq's bytes and
-  // dtype); z the same, but a kernel reads it back: kept narrow. Where the
+  // dtype), and to xt, transposed (strided stores), which a GEMM reads; z
+  // the same, but a kernel reads it back: kept narrow. Where the
   // GEMMs widen their A, the wide path (the kernels store xq widened, no
   // widening pass before the GEMMs) gives the bits of the narrow one
   // (MIXPREC_CPU_WIDE_STORE=0) for 1 and 2 threads, every kernel split,
@@ -371,32 +372,38 @@ TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
       const int xq = mb.activation("xq", dtype, {m, k});
       const int z = mb.activation("z", dtype, {m, k});
       const int zr = mb.activation("zr", fb::DType::F32, {m, k});
+      const int xt = mb.activation("xt", dtype, {k, m}); // x transposed: strided stores
+      const std::vector<float> w2 = stored(dtype, randomValues(size_t(n * m), 9));
+      const int wt2 = mb.constantFloats("w2", dtype, {n, m}, w2);
       {
         KernelSpec &q = mb.kernel("quantize", {m, k}, 0);
         const int v = fp8 ? q.quantize(q.load(xin, {k, 1}), q.load(scale, {0, 0}), dtype)
                           : q.load(xin, {k, 1}); // rounded by the stores
         q.store(xq, v, {k, 1}, dtype);
         q.store(z, v, {k, 1}, dtype);
+        q.store(xt, v, {1, m}, dtype);
       }
       const int xv = mb.activation("xv", dtype, {m, k});
       const int y = mb.activation("y", fb::DType::F32, {m, n});
       const int y2 = mb.activation("y2", fb::DType::F32, {m, n});
       const int y3 = mb.activation("y3", fb::DType::F32, {m, n});
-      auto gemm = [&](const std::string &name, int a, int out) {
+      auto gemm = [&](const std::string &name, int a, int out, int b, int64_t rows, int64_t inner) {
         GemmSpec g;
         g.name = name;
-        g.m = m, g.n = n, g.k = k;
+        g.m = rows, g.n = n, g.k = inner;
         g.transB = true;
-        g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
-        g.a = a, g.b = wt, g.out = out;
+        g.strideA = rows * inner, g.strideB = n * inner, g.strideOut = rows * n;
+        g.a = a, g.b = b, g.out = out;
         if (fp8)
           g.aScale = scale, g.bScale = sw;
         mb.gemm(g);
         mb.output(out);
       };
-      gemm("fc", xq, y);
-      gemm("fc_view", xv, y2);
-      gemm("fc_z", z, y3);
+      const int yt = mb.activation("yt", fb::DType::F32, {k, n});
+      gemm("fc", xq, y, wt, m, k);
+      gemm("fc_view", xv, y2, wt, m, k);
+      gemm("fc_z", z, y3, wt, m, k);
+      gemm("fc_t", xt, yt, wt2, k, m);
       {
         KernelSpec &r = mb.kernel("read_z", {m, k}, 0);
         r.store(zr, r.load(z, {k, 1}), {k, 1}, fb::DType::F32);
@@ -452,7 +459,7 @@ TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
       setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
       for (int threads : {1, 2}) {
         const std::vector<uint8_t> got = run(threads, wide);
-        EXPECT_EQ(wide, widened ? 2 : 0) << "xq and its view xv; not z";
+        EXPECT_EQ(wide, widened ? 3 : 0) << "xq, its view xv and xt; not z";
         EXPECT_TRUE(got == want) << threads << " thread(s): not the narrow path's bits";
       }
       unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
