@@ -12,13 +12,8 @@
 
 #include "common/numerics/Rounding.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -58,58 +53,22 @@ struct Plan {
   int64_t elementsA = 0, elementsB = 0;
 };
 
-#if defined(__x86_64__)
-/// Instructions per second of 12 independent chains of VDPBF16PS (bf16
-/// true) or VFMADD231PS on zmm registers: their throughput.
-__attribute__((target("avx512f,avx512bf16"))) double throughput(bool bf16) {
-  __m512 acc[12];
-  for (__m512 &a : acc)
-    a = _mm512_setzero_ps();
-  const __m512 x = _mm512_set1_ps(1e-3f);
-  const __m512bh xb = (__m512bh)_mm512_set1_epi16(0x3a83);
-  constexpr long kIters = 20000;
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < kIters; ++i) {
-    if (bf16) {
-#pragma GCC unroll 12
-      for (int j = 0; j < 12; ++j)
-        acc[j] = _mm512_dpbf16_ps(acc[j], xb, xb);
-    } else {
-#pragma GCC unroll 12
-      for (int j = 0; j < 12; ++j)
-        acc[j] = _mm512_fmadd_ps(x, x, acc[j]);
-    }
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  alignas(64) float lanes[16];
-  volatile float sink = 0.0f; // keeps the chains
-  for (__m512 &a : acc) {
-    _mm512_store_ps(lanes, a);
-    sink = sink + lanes[0];
-  }
-  return kIters * 12.0 / std::max(s, 1e-9);
-}
-
-bool probeBf16() {
+/// dnnl::bf16Native's rule, from what the CPU is (never from a timing: two
+/// processes of one job must take the same kernels, or their sums' order
+/// and so their bits differ): BF16 kernels where oneDNN finds AMX, and
+/// with AVX512-BF16 alone on AMD's CPUs (Zen 4 and later: VDPBF16PS at the
+/// FMA's instruction rate, twice its flops; measured on an EPYC), not on
+/// Intel's (a Xeon with AVX512-FP16 and no AMX enabled ran it at a quarter
+/// of the FMA's rate, half its flops: build/bench/cpu_matmul_bench).
+bool bf16PaysHere() {
   if ((dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx)
     return true;
-  if (!__builtin_cpu_supports("avx512bf16"))
-    return false;
-  // A VDPBF16PS does 32 products, a VFMADD231PS 16: BF16 pays where it
-  // issues at more than half the rate (best of three, alternating, so that
-  // a preemption hits both; ~1 ms in all). Measured: 2x the FMA's flops on
-  // an AMD EPYC (Zen 4), half of them on a Xeon with AVX512-FP16 and no
-  // AMX enabled.
-  double bf = 0, fma = 0;
-  for (int r = 0; r < 3; ++r) {
-    bf = std::max(bf, throughput(true));
-    fma = std::max(fma, throughput(false));
-  }
-  return 2.0 * bf >= 1.25 * fma;
-}
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
 #else
-bool probeBf16() { return false; } // oneDNN's BF16 kernels here are its x86 ones
+  return false;
 #endif
+}
 
 } // namespace
 
@@ -120,7 +79,7 @@ bool dnnl::bf16Native() {
     if (!std::strcmp(how, "fp32"))
       return false;
   }
-  static const bool native = probeBf16();
+  static const bool native = bf16PaysHere();
   return native;
 }
 

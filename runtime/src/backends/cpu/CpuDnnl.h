@@ -23,9 +23,9 @@
 // (4 bytes per weight). Products of the widened values are the products of
 // the stored ones, exactly. BF16 and FP8 operands go to FP32 instead (4
 // bytes per weight) where the CPU's BF16 kernels would be slower than its
-// FP32 ones (dnnl::bf16Native, CpuDnnlCommon.h: no AMX, and VDPBF16PS at
-// half the FMA's rate or less; a probe of the two instructions once per
-// process, or MIXPREC_CPU_BF16=native|fp32): the same exact products,
+// FP32 ones (dnnl::bf16Native, CpuDnnlCommon.h: no AMX, and not AMD's
+// AVX512-BF16, whose VDPBF16PS outruns the FMA; MIXPREC_CPU_BF16=native|
+// fp32 decides instead): the same exact products,
 // summed in FP32 without the BF16 instructions' DAZ/FTZ. Convolutions
 // (CpuDnnlConv.cpp) follow the same rule.
 //

@@ -64,9 +64,10 @@ inline bool isFp8(schema::DType d) {
 /// Whether BF16 operands (and FP8 ones, through BF16) run on oneDNN's BF16
 /// kernels on this CPU, else widened to FP32 (exactly) for its FP32 ones:
 /// BF16 where the CPU has AMX, or AVX512-BF16 dot products that outrun its
-/// FP32 FMAs (measured once per process, CpuDnnl.cpp: on some CPUs
-/// VDPBF16PS runs at half the FMA's rate, making BF16 GEMMs 2x slower
-/// than FP32 ones). MIXPREC_CPU_BF16=native or fp32 decides instead.
+/// FP32 FMAs (AMD's; on an Intel Xeon without AMX VDPBF16PS ran at half the
+/// FMA's flops, making BF16 GEMMs 2x slower than FP32 ones), decided from
+/// what the CPU is (CpuDnnl.cpp), the same in every process.
+/// MIXPREC_CPU_BF16=native or fp32 decides instead.
 bool bf16Native();
 
 /// The dtype oneDNN takes a stored dtype in without rounding: itself; BF16
