@@ -157,9 +157,9 @@ Status CpuBackend::prepare() {
   if (options.cpuGemms)
     if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
       return s;
-  // FP8 activations only those GEMMs read, stored widened by the kernels
+  // Narrow activations only those GEMMs read, stored widened by the kernels
   // that write them: where that takes no more than the arena again and the
-  // session's memory allows (else as FP8; a training step's activations
+  // session's memory allows (else narrow; a training step's activations
   // saved for its backward GEMMs would take up to 4x their FP8 bytes).
   wideStore =
       options.cpuGemms ? findWideStorage(*module, kernels, fusedSteps, dnnl) : WideStorage();
@@ -334,7 +334,7 @@ CpuBackend::~CpuBackend() {
                "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
-               "activation(s) kept channels-last, %lld FP8 activation(s) stored widened\n",
+               "activation(s) kept channels-last, %lld narrow activation(s) stored widened\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
