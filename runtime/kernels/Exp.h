@@ -10,16 +10,17 @@
 // (beyond, e^x rounds to 0 or overflows to inf either way), x = k ln2 + r
 // with k the nearest integer to x / ln2 (found by adding 1.5 * 2^52, whose
 // low bits then hold it; ln2 in two parts so that k ln2hi is exact), e^r
-// by its Taylor series to r^13 (|r| <= ln2/2: the rest is below 2^-60),
-// times 2^k made in the exponent bits (k in [-150, 129]: a normal double;
-// FP32 subnormal results are rounded once, by the conversion). Each double
-// step is a few units of 2^-53, so the FP32 result is the correctly rounded
-// e^x but where e^x lies within ~2^-50 relative of a rounding boundary
-// between two floats (it is then one of the two nearest). ExpTest checks
-// every FP32 input against e^x in double rounded to FP32 (Release: all
-// 2^32; sanitizer builds every 31st): within one ulp, NaN for NaN, 0 and
-// inf at the ends. Built with -ffp-contract=off: the AVX-512, AVX2 and
-// baseline code give the same bits.
+// by its Taylor series to r^13 in fused multiply-adds (|r| <= ln2/2: the
+// rest is below 2^-60), times 2^k made in the exponent bits (k in [-150,
+// 129]: a normal double; FP32 subnormal results are rounded once, by the
+// conversion). Each double step is a few units of 2^-53, so the FP32
+// result is the correctly rounded e^x but where e^x lies within ~2^-50
+// relative of a rounding boundary between two floats (it is then one of
+// the two nearest). ExpTest checks every FP32 input against e^x in double
+// rounded to FP32 (Release: all 2^32; sanitizer builds every 31st): within
+// one ulp, NaN for NaN, 0 and inf at the ends. Built with
+// -ffp-contract=off (the fused steps are std::fma calls): the AVX-512,
+// AVX2 and baseline code give the same bits.
 //
 // The functions on it keep their FP32 formulas (the float steps as
 // before, only the exponential changed): sigmoid(x) = 1 / (1 + e) for x >=
