@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -187,6 +188,52 @@ void expectWithinBound(const LinearCase &c, const Built &b, const std::vector<fl
 
 rt::CpuBackend &cpuOf(std::unique_ptr<rt::Backend> &b) {
   return *static_cast<rt::CpuBackend *>(b.get());
+}
+
+/// Every output's bytes, in order, after a run of `module` on a new CPU
+/// backend with `threads` threads and `inputs` (tensor, values) bound; the
+/// module runs twice and the second run must give the first's bytes.
+/// `inspect` (if any) sees the backend before the runs.
+std::vector<uint8_t> outputBytes(const std::shared_ptr<const rt::LoadedModule> &module, int threads,
+                                 const std::vector<std::pair<int, std::vector<float>>> &inputs,
+                                 const std::function<void(rt::CpuBackend &)> &inspect = {}) {
+  std::unique_ptr<rt::Backend> backend;
+  rt::BackendOptions options;
+  options.numThreads = threads;
+  rt::Status st = rt::createCpuBackend(module, options, backend);
+  EXPECT_TRUE(st.ok()) << st.message();
+  std::vector<uint8_t> got;
+  if (!st.ok())
+    return got;
+  if (inspect)
+    inspect(cpuOf(backend));
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    for (const auto &[tensor, values] : inputs)
+      EXPECT_TRUE(backend->setInput(uint32_t(tensor), values.data(), values.size() * 4).ok());
+    st = backend->launch({});
+    EXPECT_TRUE(st.ok()) << st.message();
+    std::vector<uint8_t> now;
+    for (uint32_t o : module->outputs()) {
+      const void *data = nullptr;
+      EXPECT_TRUE(backend->readTensor(o, &data).ok());
+      const auto *b = static_cast<const uint8_t *>(data);
+      now.insert(now.end(), b, b + module->tensors()[o].bytes);
+    }
+    if (repeat) {
+      EXPECT_EQ(now, got) << "a second run differs";
+    }
+    got = now;
+  }
+  return got;
+}
+
+/// Loads a built module; fails the test on error.
+std::shared_ptr<const rt::LoadedModule> load(const BuiltModule &built) {
+  std::shared_ptr<const rt::LoadedModule> module;
+  rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                              rt::LoadOptions{}, module);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return module;
 }
 
 /// Runs case `c` `runs` times on a CPU backend and checks: oneDNN takes
@@ -411,45 +458,19 @@ TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
       mb.output(zr);
       mb.build(); // offsets assigned; then xv laid over xq
       mb.tensors[size_t(xv)].offset = mb.tensors[size_t(xq)].offset;
-      BuiltModule built = mb.build(/*keepOffsets=*/true);
-      std::shared_ptr<const rt::LoadedModule> module;
-      rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
-                                                  rt::LoadOptions{}, module);
-      ASSERT_TRUE(s.ok()) << s.message();
+      const std::shared_ptr<const rt::LoadedModule> module = load(mb.build(/*keepOffsets=*/true));
+      ASSERT_TRUE(module);
       bool widened = false;
       auto run = [&](int threads, int64_t &wide) {
-        std::unique_ptr<rt::Backend> backend;
-        rt::BackendOptions options;
-        options.numThreads = threads;
-        rt::Status st = rt::createCpuBackend(module, options, backend);
-        EXPECT_TRUE(st.ok()) << st.message();
-        std::vector<uint8_t> got;
-        if (!st.ok())
-          return got;
-        wide = cpuOf(backend).wideTensors();
-        EXPECT_TRUE(cpuOf(backend).dnnlGemms().handles(0));
-        widened = cpuOf(backend).dnnlGemms().computeType(0) != dtype;
-        if (dtype != fb::DType::F16) { // FP16: the CPU decides
-          EXPECT_EQ(cpuOf(backend).dnnlGemms().computeType(0),
-                    std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
-        }
-        for (int repeat = 0; repeat < 2; ++repeat) {
-          EXPECT_TRUE(backend->setInput(uint32_t(xin), x.data(), x.size() * 4).ok());
-          st = backend->launch({});
-          EXPECT_TRUE(st.ok()) << st.message();
-          std::vector<uint8_t> now;
-          for (uint32_t o : module->outputs()) {
-            const void *data = nullptr;
-            EXPECT_TRUE(backend->readTensor(o, &data).ok());
-            const auto *b = static_cast<const uint8_t *>(data);
-            now.insert(now.end(), b, b + module->tensors()[o].bytes);
+        return outputBytes(module, threads, {{xin, x}}, [&](rt::CpuBackend &cpu) {
+          wide = cpu.wideTensors();
+          EXPECT_TRUE(cpu.dnnlGemms().handles(0));
+          widened = cpu.dnnlGemms().computeType(0) != dtype;
+          if (dtype != fb::DType::F16) { // FP16: the CPU decides
+            EXPECT_EQ(cpu.dnnlGemms().computeType(0),
+                      std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
           }
-          if (repeat) {
-            EXPECT_EQ(now, got) << "a second run differs";
-          }
-          got = now;
-        }
-        return got;
+        });
       };
       int64_t wide = -1, plainWide = -1;
       setenv("MIXPREC_CPU_WIDE_STORE", "0", 1);
@@ -490,6 +511,108 @@ TEST_F(CpuDnnl, Bf16AndFp8OnBf16OrFp32KernelsWithinTheGemmBound) {
       checkLinear(c, 2, true, /*packs=*/1, /*decodes=*/0);
     }
   unsetenv("MIXPREC_CPU_BF16");
+}
+
+TEST_F(CpuDnnl, Fp8QuantizeAfterAGemmInItsEpilogueWithTheSameBits) {
+  // findGemmQuantizes: h = gelu(x . W1^T + b1) (BF16, F16 or F32), then a
+  // kernel quantizing h to FP8 (scale a constant, or a scalar tensor as
+  // dynamic scaling computes), read by a second GEMM as A (stored wide
+  // where that GEMM widens it) and, in one variant, an output too (then
+  // narrow). Computed in the
+  // first GEMM's epilogue, the bits of the two steps
+  // (MIXPREC_CPU_GEMM_QUANTIZE=0), with NaN, infinities and values that
+  // saturate in h, on 1 and 2 threads.
+  for (fb::DType hType : {fb::DType::BF16, fb::DType::F16, fb::DType::F32})
+    for (fb::DType q : {fb::DType::F8E4M3FN, fb::DType::F8E5M2})
+      for (bool tensorScale : {false, true})
+        for (bool hqOut : {true, false}) {
+          SCOPED_TRACE(std::string(rt::dtypeName(hType)) + " -> " + rt::dtypeName(q) +
+                       (tensorScale ? ", scale tensor" : ", constant scale") +
+                       (hqOut ? ", hq an output" : ", hq read by fc2 only"));
+          const int64_t m = 37, k = 64, n = 80, n2 = 24;
+          std::vector<float> x = randomValues(size_t(m * k), 11, -3.0f, 3.0f);
+          x[5] = NAN, x[2 * k + 1] = INFINITY, x[4 * k] = -INFINITY; // rows 0, 2, 4
+          for (int64_t j = 0; j < k; ++j) {
+            x[6 * k + j] = 3e2f; // row 6: beyond E4M3's largest (scaled)
+            x[8 * k + j] = 3e4f; // row 8: beyond E5M2's (FP16's: inf)
+          }
+          ModuleBuilder mb;
+          const int xin = mb.input("x", fb::DType::F32, {m, k});
+          const int w1 =
+              mb.constantFloats("w1", fb::DType::F32, {n, k}, randomValues(size_t(n * k), 12));
+          const int b1 = mb.constantFloats("b1", fb::DType::F32, {n}, randomValues(size_t(n), 13));
+          const int w2 =
+              mb.constantFloats("w2", q, {n2, n}, stored(q, randomValues(size_t(n2 * n), 14)));
+          const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {2.0f});
+          const int sIn = mb.input("s", fb::DType::F32, {});
+          const int h = mb.activation("h", hType, {m, n});
+          const int hq = mb.activation("hq", q, {m, n});
+          const int y = mb.activation("y", fb::DType::F32, {m, n2});
+          GemmSpec g1;
+          g1.name = "fc1";
+          g1.m = m, g1.n = n, g1.k = k, g1.transB = true;
+          g1.strideA = m * k, g1.strideB = n * k, g1.strideOut = m * n;
+          g1.a = xin, g1.b = w1, g1.bias = b1, g1.out = h;
+          g1.epilogue = fb::Epilogue::BiasGelu;
+          mb.gemm(g1);
+          {
+            KernelSpec &kq = mb.kernel("quantize_h", {m, n}, 0);
+            const int scale = tensorScale ? kq.load(sIn, {0, 0}) : kq.constant(0.75f);
+            kq.store(hq, kq.quantize(kq.load(h, {n, 1}), scale, q), {n, 1}, q);
+          }
+          GemmSpec g2;
+          g2.name = "fc2";
+          g2.m = m, g2.n = n2, g2.k = n, g2.transB = true;
+          g2.strideA = m * n, g2.strideB = n2 * n, g2.strideOut = m * n2;
+          g2.a = hq, g2.b = w2, g2.out = y, g2.aScale = sIn, g2.bScale = sw;
+          mb.gemm(g2);
+          mb.output(y);
+          if (hqOut)
+            mb.output(hq);
+          const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+          ASSERT_TRUE(module);
+          const std::vector<std::pair<int, std::vector<float>>> inputs = {{xin, x}, {sIn, {0.75f}}};
+          setenv("MIXPREC_CPU_GEMM_QUANTIZE", "0", 1);
+          const std::vector<uint8_t> want = outputBytes(module, 1, inputs, [](rt::CpuBackend &cpu) {
+            EXPECT_EQ(cpu.fusedGemmQuantizes(), 0);
+          });
+          unsetenv("MIXPREC_CPU_GEMM_QUANTIZE");
+          setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+          for (int threads : {1, 2}) {
+            const std::vector<uint8_t> got =
+                outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
+                  EXPECT_EQ(cpu.fusedGemmQuantizes(), 1);
+                  EXPECT_TRUE(cpu.dnnlGemms().handles(1));
+                  // Stored wide where fc2 widens it, unless an output.
+                  const bool widens = cpu.dnnlGemms().computeType(1) != q;
+                  EXPECT_EQ(cpu.wideTensors(), !hqOut && widens ? 1 : 0);
+                });
+            EXPECT_TRUE(got == want) << threads << " thread(s): not the two steps' bits";
+          }
+          unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+          if (!hqOut)
+            continue;
+          // hq holds NaN (row 0), the largest finite FP8 (saturated: row 6
+          // for E4M3, row 8 for E5M2 but from an FP16 h, which is inf there)
+          // and other values.
+          const uint8_t *hqBytes = want.data() + m * n2 * 4;
+          const num::Format format =
+              q == fb::DType::F8E4M3FN ? num::Format::F8E4M3FN : num::Format::F8E5M2;
+          std::vector<float> values(size_t(m * n));
+          for (size_t i = 0; i < values.size(); ++i)
+            values[i] = num::decode(format, hqBytes[i]);
+          EXPECT_TRUE(
+              std::any_of(values.begin(), values.begin() + n, [](float v) { return v != v; }));
+          const float largest = q == fb::DType::F8E4M3FN ? 448.0f : 57344.0f;
+          const int64_t row = q == fb::DType::F8E4M3FN ? 6 : 8;
+          if (q == fb::DType::F8E4M3FN || hType != fb::DType::F16) {
+            EXPECT_TRUE(std::any_of(values.begin() + row * n, values.begin() + (row + 1) * n,
+                                    [&](float v) { return std::fabs(v) == largest; }));
+          }
+          EXPECT_GT(std::count_if(values.begin(), values.end(),
+                                  [](float v) { return v != 0.0f && std::isfinite(v); }),
+                    m * n / 2);
+        }
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 #include "tests/unit/runtime/ModuleBuilder.h"
+#include "tests/unit/runtime/RowSumOrder.h"
 
 #include <gtest/gtest.h>
 
@@ -228,11 +229,10 @@ TEST_F(CpuThreads, ABroadcastStoreStaysOnOneThread) {
 
 TEST_F(CpuThreads, ShortRowsShareAPieceWithTheReferenceBits) {
   // A LayerNorm-like kernel over rows of 4 x 6 points (two row dims: four
-  // runs a row), 37 rows: several rows a piece, each row's sums sequential
-  // in its own order, the per-row values (mean, variance, 1/sqrt, the
-  // row's own scale s[r], a scalar load varying by row) computed at each
-  // row's first point and spread over it. The bits of the FP32 formula
-  // step by step, on 1 and 3 threads.
+  // runs a row), 37 rows: several rows a piece, each row's sums in the
+  // RowSum order (tests/unit/runtime/RowSumOrder.h), the per-row values (mean, variance, 1/sqrt,
+  // the row's own scale s[r], a scalar load varying by row) computed at each row's first point and
+  // spread over it. The bits of the FP32 formula step by step, on 1 and 3 threads.
   constexpr int64_t kR = 37, kA = 4, kB = 6, kC = kA * kB;
   ModuleBuilder mb;
   const int x = mb.input("x", fb::DType::F32, {kR, kA, kB});
@@ -259,15 +259,12 @@ TEST_F(CpuThreads, ShortRowsShareAPieceWithTheReferenceBits) {
   std::vector<float> want(xs.size());
   for (int64_t r = 0; r < kR; ++r) {
     const float *row = xs.data() + r * kC;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < kC; ++i)
-      sum += row[i];
+    const float sum = rowSumInLanes(kC, [&](int64_t i) { return row[i]; });
     const float mean = sum * (1.0f / kC);
-    float squares = 0.0f;
-    for (int64_t i = 0; i < kC; ++i) {
+    const float squares = rowSumInLanes(kC, [&](int64_t i) {
       const float d = row[i] - mean;
-      squares += d * d;
-    }
+      return d * d;
+    });
     const float rs = 1.0f / std::sqrt(squares * (1.0f / kC) + 1e-5f);
     for (int64_t i = 0; i < kC; ++i)
       want[r * kC + i] = ((row[i] - mean) * rs) * ss[r];

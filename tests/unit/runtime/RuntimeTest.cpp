@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "common/numerics/Rounding.h"
 #include "runtime/kernels/Kernels.h"
+#include "tests/unit/runtime/RowSumOrder.h"
 #include "tests/unit/runtime/TestModules.h"
 #include "tests/unit/runtime/TestUtil.h"
 
@@ -360,12 +361,10 @@ TEST(CpuBackend, BatchedGemmWithBroadcastOperand) {
 // Kernels: iteration spaces, rows, reductions
 //===----------------------------------------------------------------------===//
 
-/// Sequential FP32 sum, the kernel's RowSum order.
-float sequentialSum(const std::vector<float> &v, size_t begin, size_t count, size_t stride) {
-  float acc = 0.0f;
-  for (size_t i = 0; i < count; ++i)
-    acc += v[begin + i * stride];
-  return acc;
+/// v[begin], v[begin + stride], ... summed in the kernels' RowSum order.
+float rowSum(const std::vector<float> &v, size_t begin, size_t count, size_t stride) {
+  return rowSumInLanes(static_cast<int64_t>(count),
+                       [&](int64_t p) { return v[begin + static_cast<size_t>(p) * stride]; });
 }
 
 TEST(CpuBackend, PermutedIterationSpaceReducesALeadingAxis) {
@@ -385,8 +384,44 @@ TEST(CpuBackend, PermutedIterationSpaceReducesALeadingAxis) {
   ASSERT_OK(session.run());
   std::vector<float> want(c);
   for (int64_t j = 0; j < c; ++j)
-    want[j] = sequentialSum(x, j, r, c);
+    want[j] = rowSum(x, j, r, c);
   EXPECT_TRUE(bitEqual(copyOut(session, 0), want));
+}
+
+TEST(CpuBackend, RowReductionsKeepTheirLanesAcrossPieces) {
+  // Rows of 3 runs of 4099 points, each run one point short of its
+  // tensor's (stride 4100: the row dims do not merge): longer than a
+  // piece, so a row is cut into slices of whole-run parts whose pieces
+  // start at row positions that are not multiples of the 16 lanes. The
+  // sums' bits are the lane order's; the max is the max, and a NaN in a
+  // row gives NaN.
+  const int64_t rows = 2, runs = 3, len = 4099, pitch = len + 1, points = runs * len;
+  std::vector<float> x = seededFloats(rows * runs * pitch, 83, -3, 3);
+  x[runs * pitch + 5000] = std::numeric_limits<float>::quiet_NaN(); // row 1
+  x[1234] = 9.0f;                                                   // row 0's max
+  ModuleBuilder b;
+  const int in = b.input("x", fb::DType::F32, {rows, runs, pitch});
+  const int sums = b.activation("sums", fb::DType::F32, {rows});
+  const int maxes = b.activation("maxes", fb::DType::F32, {rows});
+  KernelSpec &k = b.kernel("reduce", {rows, runs, len}, 2);
+  const int v = k.load(in, {runs * pitch, pitch, 1});
+  k.store(sums, k.unary(fb::OpCode::RowSum, v), {1, 0, 0}, fb::DType::F32);
+  k.store(maxes, k.unary(fb::OpCode::RowMax, v), {1, 0, 0}, fb::DType::F32);
+  b.output(sums);
+  b.output(maxes);
+  Module module;
+  Session session;
+  openCpu(b.build(), module, session);
+  ASSERT_OK(session.bindInput("x", {rows, runs, pitch}, x.data()));
+  ASSERT_OK(session.run());
+  std::vector<float> want(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    want[r] =
+        rowSumInLanes(points, [&](int64_t p) { return x[(r * runs + p / len) * pitch + p % len]; });
+  EXPECT_TRUE(bitEqual(copyOut(session, 0), want));
+  const std::vector<float> got = copyOut(session, 1);
+  EXPECT_EQ(got[0], 9.0f);
+  EXPECT_TRUE(std::isnan(got[1]));
 }
 
 TEST(CpuBackend, LongRowsSpanSeveralPieces) {
@@ -417,16 +452,14 @@ TEST(CpuBackend, LongRowsSpanSeveralPieces) {
   const std::vector<float> got = copyOut(session, 0);
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-6f * std::max(1.0f, want[i] * 1e3f)) << i;
-  // The row sums, exactly: exp of (x - max) summed in order.
+  // The row sums, exactly: exp of (x - max) summed in the RowSum order,
+  // its lanes carried from piece to piece.
   std::vector<float> sumWant(rows);
   for (int64_t r = 0; r < rows; ++r) {
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < len; ++i)
       mx = std::max(mx, x[r * len + i]);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < len; ++i)
-      acc += std::exp(x[r * len + i] - mx);
-    sumWant[r] = acc;
+    sumWant[r] = rowSumInLanes(len, [&](int64_t i) { return std::exp(x[r * len + i] - mx); });
   }
   EXPECT_TRUE(bitEqual(copyOut(session, 1), sumWant));
 }
@@ -523,10 +556,8 @@ TEST(CpuBackend, BroadcastReductionLargerThanEveryTensor) {
   ASSERT_OK(session.bindInput("a", {n, 1}, a.data()));
   ASSERT_OK(session.bindInput("b", {1, m}, bv.data()));
   ASSERT_OK(session.run());
-  float want = 0.0f; // sequential FP32, in row order
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j)
-      want += a[i] + bv[j];
+  // FP32, in the RowSum order over the row's n * m points.
+  const float want = rowSumInLanes(n * m, [&](int64_t p) { return a[p / m] + bv[p % m]; });
   EXPECT_TRUE(bitEqual(copyOut(session, 0), {want}));
 }
 

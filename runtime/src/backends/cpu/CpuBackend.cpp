@@ -76,6 +76,12 @@ Status CpuBackend::prepare() {
       }
   }
   channelsLast.resize(module->tensors().size(), 0);
+  // FP8 quantize kernels computed by the GEMM before them (fusedSteps 2).
+  gemmQuantizes = options.cpuGemms ? findGemmQuantizes(*module, kernels)
+                                   : std::vector<GemmQuantize>(module->gemms().size());
+  for (const GemmQuantize &q : gemmQuantizes)
+    if (q.kernelStep >= 0)
+      fusedSteps[static_cast<size_t>(q.kernelStep)] = 2;
   // The largest scratch buffer that is not a copy of a tensor: the
   // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
@@ -149,6 +155,8 @@ Status CpuBackend::prepare() {
   for (Worker &w : workers) {
     w.registers.assign(longest * registerStride, 0.0f);
     w.rowValue.assign(longest * kMaxGroupRows, 0.0f);
+    w.rowLanes.assign(longest * kMaxGroupRows * kReductionLanes, 0.0f);
+    w.rowPosition.assign(longest * kMaxGroupRows, 0);
     w.gathered.assign(4 * kMaxGroupRows, 0.0f);
     w.amaxValue.assign(longest, 0.0f);
   }
@@ -161,8 +169,13 @@ Status CpuBackend::prepare() {
   // that write them: where that takes no more than the arena again and the
   // session's memory allows (else narrow; a training step's activations
   // saved for its backward GEMMs would take up to 4x their FP8 bytes).
+  // (A quantize kernel in its GEMM's epilogue stores its output all the
+  // same, wide where that is.)
+  std::vector<uint8_t> inConvolution(fusedSteps.size());
+  for (size_t i = 0; i < fusedSteps.size(); ++i)
+    inConvolution[i] = fusedSteps[i] == 1;
   wideStore =
-      options.cpuGemms ? findWideStorage(*module, kernels, fusedSteps, dnnl) : WideStorage();
+      options.cpuGemms ? findWideStorage(*module, kernels, inConvolution, dnnl) : WideStorage();
   wideStore.offset.resize(module->tensors().size(), -1);
   const uint64_t wideBytes = static_cast<uint64_t>(wideStore.bytes);
   const bool wideFits =
@@ -213,7 +226,9 @@ Status CpuBackend::prepare() {
       std::string name;
       switch (step->kind()) {
       case schema::StepKind::Kernel:
-        name = kernels[step->index()].name + (fusedSteps[i] ? " (in the convolution before)" : "");
+        name = kernels[step->index()].name + (fusedSteps[i] == 1   ? " (in the convolution before)"
+                                              : fusedSteps[i] == 2 ? " (in the GEMM before)"
+                                                                   : "");
         break;
       case schema::StepKind::Gemm:
         name = module->gemms()[step->index()].name +
@@ -334,12 +349,13 @@ CpuBackend::~CpuBackend() {
                "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
-               "activation(s) kept channels-last, %lld narrow activation(s) stored widened\n",
+               "activation(s) kept channels-last, %lld narrow activation(s) stored widened, "
+               "%lld quantize kernel(s) in their GEMM's epilogue\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
-               static_cast<long long>(channelsLastTensors()),
-               static_cast<long long>(wideTensors()));
+               static_cast<long long>(channelsLastTensors()), static_cast<long long>(wideTensors()),
+               static_cast<long long>(fusedGemmQuantizes()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),
@@ -357,7 +373,7 @@ Status CpuBackend::runSteps() {
   profileRuns += profiling;
   for (size_t i = 0; steps && i < steps->size(); ++i) {
     if (fusedSteps[i])
-      continue; // computed by the convolution before it
+      continue; // computed by the convolution or GEMM before it
     const schema::Step *step = steps->Get(i);
     const auto start =
         profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();

@@ -205,6 +205,11 @@ struct KernelPlan {
     /// function of such values: LayerNorm's mean, variance and rsqrt):
     /// computed at each row's first point and spread over the row.
     bool uniform = false;
+    /// A uniform value some instruction reads at every point (one not
+    /// uniform, or a row reduction accumulating it): spread over its rows;
+    /// else it is kept at each row's first point only (LayerNorm's sums,
+    /// variance and epsilon feed only other row values).
+    bool spread = false;
   };
 
   std::string name;
@@ -258,6 +263,22 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
                                       const std::vector<ConvEpilogue> &epilogues,
                                       const DnnlConvs &convs);
 
+/// A GEMM's output quantized to FP8 by the kernel step right after it,
+/// which the GEMM's epilogue computes instead (CpuConvFusion.cpp says
+/// when).
+struct GemmQuantize {
+  int64_t kernelStep = -1;                       ///< the step it replaces; -1: none
+  int32_t output = -1;                           ///< the kernel's FP8 output tensor
+  int32_t scale = -1;                            ///< the scale's (scalar, FP32) tensor; -1: `value`
+  float value = 0.0f;                            ///< the scale, a constant
+  schema::DType dtype = schema::DType::F8E4M3FN; ///< the output's
+};
+
+/// Per GEMM of `module`: the quantize kernel after it that its epilogue
+/// can compute (kernelStep -1 where none).
+std::vector<GemmQuantize> findGemmQuantizes(const LoadedModule &module,
+                                            const std::vector<KernelPlan> &kernels);
+
 /// Where narrow activations are stored wide instead (findWideStorage): per
 /// tensor, its byte offset in the session's wide buffer (-1: in the arena,
 /// in its dtype) and the dtype it is stored in there (BF16, F32), and the
@@ -283,6 +304,16 @@ WideStorage findWideStorage(const LoadedModule &module, const std::vector<Kernel
 // The backend (CpuBackend.cpp; its steps in CpuKernelRun.cpp,
 // CpuGemmStep.cpp and CpuRoutineStep.cpp)
 //===----------------------------------------------------------------------===//
+
+/// Row reductions (RowSum, RowMax) accumulate in FP32 lanes: the point at
+/// position p of its row (row-major over the row dims, across pieces)
+/// goes to lane p % kReductionLanes, each lane in point order, and the
+/// lanes are combined as a tree (lane l with l + 8, then + 4, + 2, + 1).
+/// A fixed order, so the same bits on every CPU, in every clone (AVX-512,
+/// AVX2, baseline) and for any thread count (a row is never split), and
+/// one the compiler keeps in vector registers: a sequential sum of a
+/// 768-point LayerNorm row waited on 768 dependent adds.
+inline constexpr int64_t kReductionLanes = 16;
 
 class CpuBackend final : public Backend {
 public:
@@ -318,6 +349,11 @@ public:
   int64_t fusedConvEpilogues() const {
     return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(1));
   }
+  /// Quantize kernels computed in the epilogue of the GEMM before them
+  /// (findGemmQuantizes).
+  int64_t fusedGemmQuantizes() const {
+    return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(2));
+  }
   /// Activations kept in oneDNN's channels-last layout between steps
   /// (findChannelsLast).
   int64_t channelsLastTensors() const {
@@ -343,6 +379,10 @@ private:
     /// registerStride floats per instruction of the longest program.
     std::vector<float> registers;
     std::vector<float> rowValue;  ///< per instruction: row reductions' values
+    /// Per instruction and row of a piece: a row reduction's lanes and the
+    /// row position of the next point it takes.
+    std::vector<float> rowLanes;
+    std::vector<int64_t> rowPosition;
     std::vector<float> amaxValue; ///< per instruction: Amax accumulators
     std::vector<Segment> segments;
     std::vector<int64_t> segmentBase; ///< [segment * accesses + access]
@@ -411,6 +451,8 @@ private:
   Status runRowGroup(const KernelPlan &plan, Worker &w);
   /// At most this many rows a piece.
   static constexpr int64_t kMaxGroupRows = 64;
+  void startReductions(const KernelPlan &plan, Worker &w, int32_t pass, int64_t rows);
+  void finishReductions(const KernelPlan &plan, Worker &w, int32_t pass, int64_t rows);
   /// `kept` (null: none): per instruction, whether its register already
   /// holds its value for this piece (skipped), set for what it computes.
   Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,
@@ -461,8 +503,11 @@ private:
   DnnlGemms dnnl;
   DnnlConvs dnnlConvs;
   /// Per routine: the kernel step a oneDNN convolution computes (none
-  /// where kernelStep is -1); per step: whether a convolution computed it.
+  /// where kernelStep is -1); per GEMM: the quantize kernel step its
+  /// epilogue computes (findGemmQuantizes); per step: whether a
+  /// convolution (1) or a GEMM (2) computed it.
   std::vector<ConvEpilogue> convEpilogues;
+  std::vector<GemmQuantize> gemmQuantizes;
   std::vector<uint8_t> fusedSteps;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;

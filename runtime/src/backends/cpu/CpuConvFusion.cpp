@@ -53,6 +53,17 @@
 // has no room for it, the tensors stay in the arena.
 // MIXPREC_CPU_WIDE_STORE=0 turns it off (tests compare the two).
 //
+// A GEMM's output quantized to FP8 by the very next step (findGemmQuantizes:
+// the kernel exactly Load, Const or scalar Load, Quantize, Store over the
+// GEMM output's contiguous elements; the FP8 operand of the next GEMM in
+// FP8 recipes) is quantized in the GEMM's epilogue (CpuGemmStep.cpp) as each
+// row leaves it: the row rounded to the GEMM output's dtype, as its store
+// would, then quantized by the function the kernel's Quantize calls and
+// stored (wide where the FP8 tensor is stored wide), and the kernel step
+// skipped. The GEMM output, read by nothing else, is not written: one pass
+// over it and a step fewer, the same bits by construction.
+// MIXPREC_CPU_GEMM_QUANTIZE=0 turns it off (tests compare the two).
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
@@ -216,19 +227,34 @@ bool matchEpilogue(const LoadedModule &module, const KernelPlan &k, int32_t conv
   return true;
 }
 
-/// How many steps run each routine and each kernel.
-void countSteps(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
-                std::vector<int> &routineSteps, std::vector<int> &kernelSteps) {
-  routineSteps.assign(module.routines().size(), 0);
-  kernelSteps.assign(kernels.size(), 0);
-  const auto *steps = module.root().steps();
-  for (size_t i = 0; steps && i < steps->size(); ++i) {
-    const schema::Step *step = steps->Get(i);
-    if (step->kind() == schema::StepKind::Routine)
-      ++routineSteps[step->index()];
-    else if (step->kind() == schema::StepKind::Kernel)
-      ++kernelSteps[step->index()];
+/// How many steps run each routine, each kernel and each GEMM.
+struct StepCounts {
+  std::vector<int> routines, kernels, gemms;
+  StepCounts(const LoadedModule &module, const std::vector<KernelPlan> &kernelPlans)
+      : routines(module.routines().size(), 0), kernels(kernelPlans.size(), 0),
+        gemms(module.gemms().size(), 0) {
+    const auto *steps = module.root().steps();
+    for (size_t i = 0; steps && i < steps->size(); ++i) {
+      const schema::Step *step = steps->Get(i);
+      switch (step->kind()) {
+      case schema::StepKind::Routine:
+        ++routines[step->index()];
+        break;
+      case schema::StepKind::Kernel:
+        ++kernels[step->index()];
+        break;
+      case schema::StepKind::Gemm:
+        ++gemms[step->index()];
+        break;
+      }
+    }
   }
+};
+
+/// Whether environment variable `name` is "0" (an analysis turned off).
+bool turnedOff(const char *name) {
+  const char *value = std::getenv(name);
+  return value && !std::strcmp(value, "0");
 }
 
 /// Union-find over tensors.
@@ -265,7 +291,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
                                       const DnnlConvs &convs) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   std::vector<uint8_t> last(tensors.size(), 0);
-  if (const char *on = std::getenv("MIXPREC_CPU_CHANNELS_LAST"); on && !std::strcmp(on, "0"))
+  if (turnedOff("MIXPREC_CPU_CHANNELS_LAST"))
     return last;
   const auto *steps = module.root().steps();
   if (!steps || tensors.empty())
@@ -276,8 +302,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
   // reads its addend.
   std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
   std::vector<uint8_t> fused(access.size(), 0);
-  std::vector<int> routineSteps, kernelSteps;
-  countSteps(module, kernels, routineSteps, kernelSteps);
+  const StepCounts counts(module, kernels);
   auto produced = [&](size_t r) {
     return r < epilogues.size() && epilogues[r].kernelStep >= 0 ? epilogues[r].output
                                                                 : routines[r].output;
@@ -311,7 +336,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
       continue;
     if (step->kind() == schema::StepKind::Routine) {
       const RoutineOp &op = routines[index];
-      const bool once = routineSteps[index] == 1;
+      const bool once = counts.routines[index] == 1;
       if (once && convs.handles(index)) {
         const int32_t out = produced(index);
         candidate[out] = convs.dstChannelsLast(index) && isFloat(out);
@@ -331,7 +356,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
         pools.push_back({op.inputs[0], op.output});
         continue;
       }
-    } else if (step->kind() == schema::StepKind::Kernel && kernelSteps[index] == 1 &&
+    } else if (step->kind() == schema::StepKind::Kernel && counts.kernels[index] == 1 &&
                elementWise(kernels[index])) {
       // Every tensor it walks in one layout; its outputs written in it.
       const KernelPlan &k = kernels[index];
@@ -386,7 +411,7 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
 std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels) {
   std::vector<ConvEpilogue> out(module.routines().size());
-  if (const char *on = std::getenv("MIXPREC_CPU_CONV_FUSION"); on && !std::strcmp(on, "0"))
+  if (turnedOff("MIXPREC_CPU_CONV_FUSION"))
     return out;
   const auto *steps = module.root().steps();
   if (!steps)
@@ -394,15 +419,14 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
   const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
   const std::vector<TensorDesc> &tensors = module.tensors();
   // A routine or kernel run by more than one step is left alone.
-  std::vector<int> routineSteps, kernelSteps;
-  countSteps(module, kernels, routineSteps, kernelSteps);
+  const StepCounts counts(module, kernels);
   for (size_t i = 0; i + 1 < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
     if (step->kind() != schema::StepKind::Routine || next->kind() != schema::StepKind::Kernel)
       continue;
     const RoutineOp &op = module.routines()[step->index()];
     if ((op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv) ||
-        routineSteps[step->index()] != 1 || kernelSteps[next->index()] != 1)
+        counts.routines[step->index()] != 1 || counts.kernels[next->index()] != 1)
       continue;
     const int32_t conv = op.output;
     int32_t addend = -1, output = -1;
@@ -418,12 +442,71 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
   return out;
 }
 
+std::vector<GemmQuantize> findGemmQuantizes(const LoadedModule &module,
+                                            const std::vector<KernelPlan> &kernels) {
+  std::vector<GemmQuantize> out(module.gemms().size());
+  if (turnedOff("MIXPREC_CPU_GEMM_QUANTIZE"))
+    return out;
+  const auto *steps = module.root().steps();
+  if (!steps)
+    return out;
+  const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const StepCounts counts(module, kernels);
+  for (size_t i = 0; i + 1 < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
+    if (step->kind() != schema::StepKind::Gemm || next->kind() != schema::StepKind::Kernel ||
+        counts.gemms[step->index()] != 1 || counts.kernels[next->index()] != 1)
+      continue;
+    const GemmDesc &g = module.gemms()[step->index()];
+    const KernelPlan &k = kernels[next->index()];
+    if (g.batch != 1 && g.strideOut != g.m * g.n) // one block of rows
+      continue;
+    const std::vector<KernelPlan::Inst> &p = k.program;
+    // Store(Quantize(Load(g.out), scale)) and nothing else, over one run of
+    // the GEMM output's elements.
+    if (!elementWise(k) || k.rowDims[0] != tensors[g.out].elements || p.size() != 4 ||
+        p[3].op != OpCode::Store)
+      continue;
+    const KernelPlan::Inst &quantize = p[static_cast<size_t>(p[3].operand[0])];
+    if (quantize.op != OpCode::Quantize)
+      continue;
+    const KernelPlan::Inst &value = p[static_cast<size_t>(quantize.operand[0])];
+    const KernelPlan::Inst &scale = p[static_cast<size_t>(quantize.operand[1])];
+    if (value.op != OpCode::Load)
+      continue;
+    const KernelPlan::Access &load = k.accesses[value.access], &store = k.accesses[p[3].access];
+    if (load.tensor != g.out || load.rowStrides[0] != 1 || store.rowStrides[0] != 1 ||
+        load.dtype != tensors[g.out].dtype || store.dtype != quantize.dtype ||
+        tensors[store.tensor].elements != tensors[g.out].elements ||
+        sharesBytes(tensors[store.tensor], tensors[g.out]))
+      continue;
+    GemmQuantize q;
+    if (scale.op == OpCode::Const) {
+      q.value = scale.value;
+    } else if (scale.op == OpCode::Load && k.accesses[scale.access].rowStrides[0] == 0 &&
+               k.accesses[scale.access].dtype == DType::F32 &&
+               tensors[k.accesses[scale.access].tensor].elements == 1) {
+      q.scale = k.accesses[scale.access].tensor;
+    } else {
+      continue;
+    }
+    if (!readOnlyBy(module, access, g.out, i, i + 1))
+      continue;
+    q.kernelStep = static_cast<int64_t>(i + 1);
+    q.output = store.tensor;
+    q.dtype = store.dtype;
+    out[step->index()] = q;
+  }
+  return out;
+}
+
 WideStorage findWideStorage(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
                             const std::vector<uint8_t> &fused, const DnnlGemms &gemms) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   WideStorage out;
   out.offset.assign(tensors.size(), -1);
-  if (const char *on = std::getenv("MIXPREC_CPU_WIDE_STORE"); on && !std::strcmp(on, "0"))
+  if (turnedOff("MIXPREC_CPU_WIDE_STORE"))
     return out;
   const auto *steps = module.root().steps();
   if (!steps || tensors.empty())

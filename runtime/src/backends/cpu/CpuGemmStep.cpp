@@ -4,7 +4,8 @@
 // (CpuDnnl.h), where it takes the step; else the operands decoded to FP32
 // (TF32-rounded when the step asks) and one sgemm call per step or per
 // batch element. Then the FP8 dequantization, bias and epilogue in FP32,
-// and one rounding to the output's dtype.
+// and one rounding to the output's dtype (then the FP8 quantization of the
+// kernel after it, where findGemmQuantizes gave it the step).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -78,6 +79,31 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
                                     (1.0f / *reinterpret_cast<const float *>(tensorData(g.bScale)))
                               : 1.0f;
   const bool addBias = bias && (scaled || onDnnl); // else already in acc
+  // The quantize kernel after it (findGemmQuantizes): elements [first,
+  // first + n) of the output, in FP32, rounded to the output's dtype as
+  // its store would, quantized as the kernel's Quantize and stored to the
+  // kernel's output (wide where that is stored wide); the output itself is
+  // read by nothing else and not written.
+  const GemmQuantize *quantize =
+      index < gemmQuantizes.size() && gemmQuantizes[index].kernelStep >= 0 ? &gemmQuantizes[index]
+                                                                           : nullptr;
+  const float quantizeScale = !quantize ? 0.0f
+                              : quantize->scale == -1
+                                  ? quantize->value
+                                  : *reinterpret_cast<const float *>(tensorData(quantize->scale));
+  auto quantizeOut = [&](float *values, int64_t first, int64_t n) {
+    if (outDesc.dtype != DType::F32)
+      num::roundArray(formatOf(outDesc.dtype), values, values, static_cast<size_t>(n),
+                      storeOptions(outDesc.dtype));
+    num::quantizeFp8Array(formatOf(quantize->dtype), values, quantizeScale, values, n);
+    if (wideStore.offset[quantize->output] >= 0) {
+      storeRunWide(quantize->dtype, wideStore.type[quantize->output], wideData(quantize->output),
+                   first, 1, n, values);
+    } else {
+      float bad = 0.0f; // (an FP8 dtype takes any value)
+      storeRun(quantize->dtype, tensorData(quantize->output), first, 1, n, values, bad);
+    }
+  };
   const cpu::Shape *biasShape = addBias ? &module->tensors()[g.bias].shape : nullptr;
   const bool rowBias = addBias && !biasShape->empty() && biasShape->back() == g.n &&
                        !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
@@ -93,6 +119,10 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       cpu::unary(cpu::UnaryOp::Relu, acc, acc, total);
     if (g.gelu)
       cpu::unary(cpu::UnaryOp::GeluTanh, acc, acc, total);
+    if (quantize) { // (one block: findGemmQuantizes)
+      quantizeOut(acc, 0, total);
+      return okStatus();
+    }
     for (int64_t i = 0; i < g.batch && !inPlace; ++i) {
       float bad = 0.0f;
       storeRun(outDesc.dtype, out, i * g.strideOut, 1, mn, acc + i * mn, bad); // float dtype
@@ -101,7 +131,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   }
   // Else the same steps row by row (each row's in the same order: the same
   // bits), the rows in chunks over the threads.
-  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu)
+  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu && !quantize)
     return okStatus();
   const int64_t rows = g.batch * g.m;
   const int64_t chunks = chunksOf(rows, total);
@@ -118,6 +148,10 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
         cpu::unary(cpu::UnaryOp::Relu, row, row, g.n);
       if (g.gelu) // cuBLASLt's GELU epilogue is the tanh approximation
         cpu::unary(cpu::UnaryOp::GeluTanh, row, row, g.n);
+      if (quantize) {
+        quantizeOut(row, r * g.n, g.n);
+        continue;
+      }
       float bad = 0.0f;
       if (!inPlace)
         storeRun(outDesc.dtype, out, (r / g.m) * g.strideOut + (r % g.m) * g.n, 1, g.n, row,

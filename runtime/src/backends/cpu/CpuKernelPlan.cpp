@@ -217,6 +217,12 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     }
   }
 
+  // Uniform values read at every point are spread over their rows.
+  for (const KernelPlan::Inst &user : plan.program)
+    for (int o = 0; o < operandCount(user.op); ++o)
+      if (!user.uniform || isRowReduction(user.op))
+        plan.program[user.operand[o]].spread = true;
+
   // A Quantize stored as it is, and used by nothing else, is rounded by its
   // Store's encode alone (both saturate: the same bytes, one pass fewer).
   std::vector<int32_t> uses(length, 0);

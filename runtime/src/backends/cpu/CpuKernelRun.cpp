@@ -14,6 +14,7 @@
 #include "runtime/kernels/ScalarFunctions.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 // The instruction loops compiled for AVX-512 and AVX2 too (the runtime is
@@ -198,6 +199,78 @@ bool storeAccess(const KernelPlan::Access &access, uint8_t *base, int64_t offset
 /// same value in any order.
 float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
 
+/// RowMax's step: x where it is larger or NaN, else acc (a NaN stays).
+inline float maxStep(float acc, float x) { return (x > acc || x != x) ? x : acc; }
+
+/// kReductionLanes floats, one vector (GCC's vector extension: each clone
+/// its own registers, an element-wise operation the same bits in all).
+using LaneVector = float __attribute__((vector_size(kReductionLanes * sizeof(float))));
+
+/// The kReductionLanes floats at p (a macro: an inline function returning
+/// the vector would have the baseline clone's ABI).
+#define MIXPREC_LOAD_LANES(v, p) std::memcpy(&(v), (p), sizeof(LaneVector))
+
+/// Adds (RowSum) or max-merges (RowMax) points x[0, n), at positions
+/// [offset, offset + n) of their row, into the row's lanes: the point at
+/// position p goes to lane p % kReductionLanes, each lane in point order
+/// (kReductionLanes says why).
+template <bool Sum>
+MIXPREC_KERNEL_CLONES void accumulateLanes(const float *x, int64_t n, int64_t offset,
+                                           float *lanes) {
+  constexpr int64_t L = kReductionLanes;
+  auto step = [](float a, float v) { return Sum ? a + v : maxStep(a, v); };
+  int64_t i = 0;
+  for (; i < n && (offset + i) % L != 0; ++i)
+    lanes[(offset + i) % L] = step(lanes[(offset + i) % L], x[i]);
+  LaneVector acc;
+  MIXPREC_LOAD_LANES(acc, lanes);
+  for (; i + L <= n; i += L) {
+    LaneVector v;
+    MIXPREC_LOAD_LANES(v, x + i);
+    if constexpr (Sum)
+      acc += v;
+    else
+      acc = (v > acc || v != v) ? v : acc;
+  }
+  std::memcpy(lanes, &acc, sizeof(acc));
+  for (; i < n; ++i)
+    lanes[(offset + i) % L] = step(lanes[(offset + i) % L], x[i]);
+}
+
+/// The lanes' value: lane l combined with lane l + 8, then + 4, + 2, + 1.
+template <bool Sum> float combineLanes(const float *lanes) {
+  constexpr int64_t L = kReductionLanes;
+  float acc[L];
+  std::copy(lanes, lanes + L, acc);
+  for (int64_t width = L / 2; width > 0; width /= 2)
+    for (int64_t l = 0; l < width; ++l)
+      acc[l] = Sum ? acc[l] + acc[l + width] : maxStep(acc[l], acc[l + width]);
+  return acc[0];
+}
+
+/// The largest |x[i]| merged into `amax` (NaN if any is): in lanes, the
+/// same value in any order.
+MIXPREC_KERNEL_CLONES float amaxOf(const float *x, int64_t n, float amax) {
+  constexpr int64_t L = kReductionLanes;
+  LaneVector acc = {}, nan = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    LaneVector v;
+    MIXPREC_LOAD_LANES(v, x + i);
+    const LaneVector magnitude = v < 0 ? -v : v; // -0 and 0 alike to max
+    nan = v != v ? v : nan;
+    acc = magnitude > acc ? magnitude : acc;
+  }
+  bool anyNan = false;
+  for (int64_t l = 0; l < L; ++l) {
+    anyNan |= nan[l] != nan[l];
+    amax = mergeAmax(amax, acc[l]);
+  }
+  for (; i < n; ++i)
+    amax = mergeAmax(amax, std::fabs(x[i]));
+  return anyNan ? NAN : amax;
+}
+
 } // namespace
 
 Status CpuBackend::runKernel(const KernelPlan &plan) {
@@ -355,15 +428,11 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
   if (onePiece)
     w.kept.assign(plan.program.size(), 0);
   for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {
-    for (size_t j = 0; j < plan.program.size(); ++j) {
-      const KernelPlan::Inst &inst = plan.program[j];
-      if (isRowReduction(inst.op) && inst.pass == pass)
-        w.rowValue[j * kMaxGroupRows] =
-            inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
-    }
+    startReductions(plan, w, pass, 1);
     if (onePiece && pass > 0) {
       if (Status s = evalPiece(plan, w, pass, w.pieceCount, w.kept.data()); !s.ok())
         return s;
+      finishReductions(plan, w, pass, 1);
       continue;
     }
     // Where the first slice's run starts.
@@ -399,8 +468,40 @@ Status CpuBackend::runRow(const KernelPlan &plan, Worker &w, const std::vector<i
     if (count > 0)
       if (Status s = evalPiece(plan, w, pass, count, onePiece ? w.kept.data() : nullptr); !s.ok())
         return s;
+    finishReductions(plan, w, pass, 1);
   }
   return okStatus();
+}
+
+/// Sets the lanes of pass `pass`'s row reductions, for `rows` rows, to
+/// their identity (RowSum 0, RowMax -inf), at row position 0.
+void CpuBackend::startReductions(const KernelPlan &plan, Worker &w, int32_t pass, int64_t rows) {
+  for (size_t j = 0; j < plan.program.size(); ++j) {
+    const KernelPlan::Inst &inst = plan.program[j];
+    if (!isRowReduction(inst.op) || inst.pass != pass)
+      continue;
+    const float identity =
+        inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity();
+    const size_t slot = j * kMaxGroupRows;
+    std::fill_n(w.rowLanes.begin() + slot * kReductionLanes, rows * kReductionLanes, identity);
+    std::fill_n(w.rowPosition.begin() + slot, rows, 0);
+  }
+}
+
+/// Combines the lanes of pass `pass`'s row reductions into their values,
+/// which the later passes read.
+void CpuBackend::finishReductions(const KernelPlan &plan, Worker &w, int32_t pass, int64_t rows) {
+  for (size_t j = 0; j < plan.program.size(); ++j) {
+    const KernelPlan::Inst &inst = plan.program[j];
+    if (!isRowReduction(inst.op) || inst.pass != pass)
+      continue;
+    for (int64_t g = 0; g < rows; ++g) {
+      const size_t slot = j * kMaxGroupRows + g;
+      const float *lanes = w.rowLanes.data() + slot * kReductionLanes;
+      w.rowValue[slot] =
+          inst.op == OpCode::RowSum ? combineLanes<true>(lanes) : combineLanes<false>(lanes);
+    }
+  }
 }
 
 Status CpuBackend::runRowGroup(const KernelPlan &plan, Worker &w) {
@@ -427,14 +528,10 @@ Status CpuBackend::runRowGroup(const KernelPlan &plan, Worker &w) {
   w.pieceCount = count;
   w.kept.assign(plan.program.size(), 0);
   for (int32_t pass = 0; pass <= plan.reductionPasses; ++pass) {
-    for (size_t j = 0; j < plan.program.size(); ++j) {
-      const KernelPlan::Inst &inst = plan.program[j];
-      if (isRowReduction(inst.op) && inst.pass == pass)
-        std::fill_n(w.rowValue.begin() + j * kMaxGroupRows, rows,
-                    inst.op == OpCode::RowSum ? 0.0f : -std::numeric_limits<float>::infinity());
-    }
+    startReductions(plan, w, pass, rows);
     if (Status s = evalPiece(plan, w, pass, count, w.kept.data()); !s.ok())
       return s;
+    finishReductions(plan, w, pass, rows);
   }
   return okStatus();
 }
@@ -551,27 +648,22 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
           std::fill(r + g * span, r + (g + 1) * span, value[g]);
         break;
       }
-      // Sequential FP32 accumulation, in row order across pieces.
+      // FP32 lanes, in row order across pieces (finishReductions combines
+      // them into `value` once the pass has seen the whole row).
       for (int64_t g = 0; g < rows; ++g) {
-        const float *x = a + g * span;
-        float acc = value[g];
-        if (inst.op == OpCode::RowSum) {
-          for (int64_t i = 0; i < span; ++i)
-            acc += x[i];
-        } else {
-          for (int64_t i = 0; i < span; ++i)
-            acc = (x[i] > acc || x[i] != x[i]) ? x[i] : acc;
-        }
-        value[g] = acc;
+        const size_t slot = static_cast<size_t>(j) * kMaxGroupRows + g;
+        float *lanes = w.rowLanes.data() + slot * kReductionLanes;
+        if (inst.op == OpCode::RowSum)
+          accumulateLanes<true>(a + g * span, span, w.rowPosition[slot], lanes);
+        else
+          accumulateLanes<false>(a + g * span, span, w.rowPosition[slot], lanes);
+        w.rowPosition[slot] += span;
       }
       break;
     }
     case OpCode::Amax: {
       // NaN propagates, as the interpreter's amax does.
-      float acc = w.amaxValue[j];
-      for (int64_t i = 0; i < n; ++i)
-        acc = std::isnan(a[i]) || std::isnan(acc) ? NAN : std::max(acc, std::fabs(a[i]));
-      w.amaxValue[j] = acc;
+      w.amaxValue[j] = amaxOf(a, n, w.amaxValue[j]);
       break;
     }
     default: // the scalar functions' instructions (the verifier knows every opcode)
@@ -583,7 +675,10 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
     if (atOne)
       for (int64_t row = 0; row < rows; ++row) {
         const float value = r[row];
-        std::fill(out + row * rowPoints, out + (row + 1) * rowPoints, value);
+        if (inst.spread)
+          std::fill(out + row * rowPoints, out + (row + 1) * rowPoints, value);
+        else
+          out[row * rowPoints] = value;
       }
   }
   return okStatus();
