@@ -669,14 +669,24 @@ MIXPREC_MULTIVERSION void widenE4M3FNToBF16(const uint8_t *__restrict in, uint16
   }
 }
 
+namespace {
+/// x * s, NaN where either is not finite (a NaN fails both tests).
+inline float scaledForQuantize(float x, float s) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  return std::fabs(x) <= kMax && std::fabs(s) <= kMax ? x * s
+                                                      : std::numeric_limits<float>::quiet_NaN();
+}
+} // namespace
+
 MIXPREC_MULTIVERSION void scaleForQuantize(const float *in, const float *scale, float *out,
                                            size_t n) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  for (size_t i = 0; i < n; ++i) {
-    const float x = in[i], s = scale[i];
-    out[i] = std::fabs(x) <= kMax && std::fabs(s) <= kMax ? x * s
-                                                          : std::numeric_limits<float>::quiet_NaN();
-  }
+  for (size_t i = 0; i < n; ++i)
+    out[i] = scaledForQuantize(in[i], scale[i]);
+}
+
+MIXPREC_MULTIVERSION void scaleForQuantize(const float *in, float scale, float *out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = scaledForQuantize(in[i], scale);
 }
 
 } // namespace numerics

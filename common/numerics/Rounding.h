@@ -140,6 +140,8 @@ void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t
 /// value is only stored, the CPU backend rounds it once, in the encode.
 /// in == out and scale == out are allowed.
 void scaleForQuantize(const float *in, const float *scale, float *out, size_t n);
+/// scaleForQuantize with one scale for all n values; in == out allowed.
+void scaleForQuantize(const float *in, float scale, float *out, size_t n);
 
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);

@@ -130,7 +130,7 @@ TEST(Fp8Quantize, ScaledThenEncodedSaturatingGivesTheQuantizedBytes) {
   // value is a quantize's, scaleForQuantize then that encode (one rounding)
   // gives the bytes of quantizeFp8Array then that encode, for every 997th
   // FP32 bit pattern (NaNs, infs and subnormals included) and scales from
-  // tiny to non-finite, in place too.
+  // tiny to non-finite, per value (in place) and one for all.
   using mixprec::numerics::encodeArray;
   using mixprec::numerics::Format;
   using mixprec::numerics::quantizeFp8Array;
@@ -151,14 +151,20 @@ TEST(Fp8Quantize, ScaledThenEncodedSaturatingGivesTheQuantizedBytes) {
       quantizeFp8Array(f, in.data(), scale, quantized.data(), in.size());
       std::vector<uint8_t> want(in.size()), got(in.size());
       encodeArray(f, quantized.data(), want.data(), in.size(), saturating);
+      // Per-value scales, and one scale for all (out of place).
+      std::vector<float> scaledOnce(in.size());
       scaleForQuantize(scaled.data(), scales.data(), scaled.data(), in.size());
-      encodeArray(f, scaled.data(), got.data(), in.size(), saturating);
-      size_t differ = 0;
-      for (size_t i = 0; i < in.size(); ++i)
-        if (got[i] != want[i] && differ++ < 5)
-          ADD_FAILURE() << "format " << int(f) << ", scale " << scale << ", x = " << in[i] << ": "
-                        << int(got[i]) << " instead of " << int(want[i]);
-      EXPECT_EQ(differ, 0u) << "format " << int(f) << ", scale " << scale;
+      scaleForQuantize(in.data(), scale, scaledOnce.data(), in.size());
+      for (const std::vector<float> *form : {&scaled, &scaledOnce}) {
+        encodeArray(f, form->data(), got.data(), in.size(), saturating);
+        size_t differ = 0;
+        for (size_t i = 0; i < in.size(); ++i)
+          if (got[i] != want[i] && differ++ < 5)
+            ADD_FAILURE() << "format " << int(f) << ", scale " << scale << ", x = " << in[i] << ": "
+                          << int(got[i]) << " instead of " << int(want[i]);
+        EXPECT_EQ(differ, 0u) << "format " << int(f) << ", scale " << scale
+                              << (form == &scaled ? ", per value" : ", one for all");
+      }
     }
 }
 

@@ -155,6 +155,7 @@ Status CpuBackend::prepare() {
   for (Worker &w : workers) {
     w.registers.assign(longest * registerStride, 0.0f);
     w.rowValue.assign(longest * kMaxGroupRows, 0.0f);
+    w.values.assign(longest, nullptr);
     w.rowLanes.assign(longest * kMaxGroupRows * kReductionLanes, 0.0f);
     w.rowPosition.assign(longest * kMaxGroupRows, 0);
     w.gathered.assign(4 * kMaxGroupRows, 0.0f);

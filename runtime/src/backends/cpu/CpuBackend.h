@@ -210,6 +210,10 @@ struct KernelPlan {
     /// else it is kept at each row's first point only (LayerNorm's sums,
     /// variance and epsilon feed only other row values).
     bool spread = false;
+    /// A Load of FP32 values no Store of the kernel can overwrite: where a
+    /// piece's points lie in memory as in its register, the instructions
+    /// read them in place (no copy).
+    bool direct = false;
   };
 
   std::string name;
@@ -379,6 +383,10 @@ private:
     /// registerStride floats per instruction of the longest program.
     std::vector<float> registers;
     std::vector<float> rowValue;  ///< per instruction: row reductions' values
+    /// Per instruction: where its values for the piece are (its register,
+    /// or the tensor itself for a direct Load, or its operand's for a Cast
+    /// to FP32).
+    std::vector<const float *> values;
     /// Per instruction and row of a piece: a row reduction's lanes and the
     /// row position of the next point it takes.
     std::vector<float> rowLanes;

@@ -95,7 +95,9 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     if (outDesc.dtype != DType::F32)
       num::roundArray(formatOf(outDesc.dtype), values, values, static_cast<size_t>(n),
                       storeOptions(outDesc.dtype));
-    num::quantizeFp8Array(formatOf(quantize->dtype), values, quantizeScale, values, n);
+    // Scaled, then rounded once by the saturating encode: the bytes of
+    // quantizeFp8 (as the kernel's Quantize stores them).
+    num::scaleForQuantize(values, quantizeScale, values, static_cast<size_t>(n));
     if (wideStore.offset[quantize->output] >= 0) {
       storeRunWide(quantize->dtype, wideStore.type[quantize->output], wideData(quantize->output),
                    first, 1, n, values);

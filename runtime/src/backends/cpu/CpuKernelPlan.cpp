@@ -217,6 +217,18 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     }
   }
 
+  // FP32 Loads whose tensor no Store of the kernel writes (no bytes in
+  // common) are read in place.
+  for (KernelPlan::Inst &load : plan.program) {
+    if (load.op != OpCode::Load || plan.accesses[load.access].dtype != schema::DType::F32)
+      continue;
+    const TensorDesc &loaded = module.tensors()[plan.accesses[load.access].tensor];
+    load.direct = std::none_of(plan.program.begin(), plan.program.end(), [&](const auto &store) {
+      return store.op == OpCode::Store &&
+             sharesBytes(loaded, module.tensors()[plan.accesses[store.access].tensor]);
+    });
+  }
+
   // Uniform values read at every point are spread over their rows.
   for (const KernelPlan::Inst &user : plan.program)
     for (int o = 0; o < operandCount(user.op); ++o)

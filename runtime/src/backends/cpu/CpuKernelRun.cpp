@@ -570,14 +570,16 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
     const int64_t n = atOne ? rows : count;
     float *const out = reg(j);
     float *r = out;
-    const float *a = reg(inst.operand[0]);
-    const float *b = reg(inst.operand[1]);
-    const float *c = reg(inst.operand[2]);
+    w.values[jj] = out;
+    const int operands = operandCount(inst.op);
+    const float *a = operands > 0 ? w.values[inst.operand[0]] : nullptr;
+    const float *b = operands > 1 ? w.values[inst.operand[1]] : nullptr;
+    const float *c = operands > 2 ? w.values[inst.operand[2]] : nullptr;
     if (atOne && rows > 1) {
       float *g = w.gathered.data();
-      for (int o = 0; o < operandCount(inst.op); ++o)
+      for (int o = 0; o < operands; ++o)
         for (int64_t row = 0; row < rows; ++row)
-          g[o * kMaxGroupRows + row] = reg(inst.operand[o])[row * rowPoints];
+          g[o * kMaxGroupRows + row] = w.values[inst.operand[o]][row * rowPoints];
       a = g;
       b = g + kMaxGroupRows;
       c = g + 2 * kMaxGroupRows;
@@ -593,6 +595,18 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
           loadRun(access.dtype, accessData[inst.access],
                   segmentBase[row * perRow * numAccess + inst.access], 0, 1, r + row);
         break;
+      }
+      // FP32 values laid out in memory as in the register, which no Store
+      // of the kernel can overwrite: read where they are.
+      if (inst.direct && stride == 1) {
+        const int64_t first = segmentBase[inst.access];
+        bool inPlace = true;
+        for (size_t s = 1; s < segments.size() && inPlace; ++s)
+          inPlace = segmentBase[s * numAccess + inst.access] == first + segments[s].position;
+        if (inPlace && segments[0].position == 0) {
+          w.values[jj] = reinterpret_cast<const float *>(accessData[inst.access]) + first;
+          break;
+        }
       }
       for (size_t s = 0; s < segments.size(); ++s)
         loadRun(access.dtype, accessData[inst.access], segmentBase[s * numAccess + inst.access],
@@ -620,6 +634,11 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
       std::fill(r, r + n, inst.value);
       break;
     case OpCode::Cast:
+      // To FP32: the operand's values (of its dtype) as they are.
+      if (inst.dtype == DType::F32 && !atOne) {
+        w.values[jj] = a;
+        break;
+      }
       roundRegisters(inst.dtype, a, r, n);
       break;
     case OpCode::Quantize: {
