@@ -257,6 +257,23 @@ bool turnedOff(const char *name) {
   return value && !std::strcmp(value, "0");
 }
 
+/// Calls fn(i, index, kernel) for each step i of `kind` (a routine or a
+/// GEMM: its index) right before a kernel step (kernel `kernel`), both run
+/// by those steps alone: the steps that may compute the kernel after them.
+template <typename Fn>
+void forEachStepBeforeAKernel(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
+                              schema::StepKind kind, Fn fn) {
+  const auto *steps = module.root().steps();
+  const StepCounts counts(module, kernels);
+  const std::vector<int> &runs = kind == schema::StepKind::Gemm ? counts.gemms : counts.routines;
+  for (size_t i = 0; steps && i + 1 < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
+    if (step->kind() == kind && next->kind() == schema::StepKind::Kernel &&
+        runs[step->index()] == 1 && counts.kernels[next->index()] == 1)
+      fn(i, step->index(), next->index());
+  }
+}
+
 /// Union-find over tensors.
 struct Classes {
   std::vector<int32_t> parent;
@@ -413,91 +430,85 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
   std::vector<ConvEpilogue> out(module.routines().size());
   if (turnedOff("MIXPREC_CPU_CONV_FUSION"))
     return out;
-  const auto *steps = module.root().steps();
-  if (!steps)
-    return out;
   const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
   const std::vector<TensorDesc> &tensors = module.tensors();
-  // A routine or kernel run by more than one step is left alone.
-  const StepCounts counts(module, kernels);
-  for (size_t i = 0; i + 1 < steps->size(); ++i) {
-    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
-    if (step->kind() != schema::StepKind::Routine || next->kind() != schema::StepKind::Kernel)
-      continue;
-    const RoutineOp &op = module.routines()[step->index()];
-    if ((op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv) ||
-        counts.routines[step->index()] != 1 || counts.kernels[next->index()] != 1)
-      continue;
-    const int32_t conv = op.output;
-    int32_t addend = -1, output = -1;
-    if (tensors[conv].dtype != DType::F32 ||
-        !matchEpilogue(module, kernels[next->index()], conv, addend, output) ||
-        !readOnlyBy(module, access, conv, i, i + 1))
-      continue;
-    if (tensors[output].elements != tensors[conv].elements ||
-        (addend >= 0 && tensors[addend].elements != tensors[conv].elements))
-      continue;
-    out[step->index()] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output};
-  }
+  forEachStepBeforeAKernel(
+      module, kernels, schema::StepKind::Routine, [&](size_t i, size_t routine, size_t kernel) {
+        const RoutineOp &op = module.routines()[routine];
+        if (op.kind != RoutineKind::Conv2d && op.kind != RoutineKind::Conv)
+          return;
+        const int32_t conv = op.output;
+        int32_t addend = -1, output = -1;
+        if (tensors[conv].dtype != DType::F32 ||
+            !matchEpilogue(module, kernels[kernel], conv, addend, output) ||
+            !readOnlyBy(module, access, conv, i, i + 1))
+          return;
+        if (tensors[output].elements != tensors[conv].elements ||
+            (addend >= 0 && tensors[addend].elements != tensors[conv].elements))
+          return;
+        out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output};
+      });
   return out;
 }
+
+namespace {
+
+/// Whether kernel `k` is exactly Store(Quantize(Load(g.out), scale)) over
+/// the contiguous elements of GEMM g's output (one block of rows), the
+/// scale a constant or a scalar FP32 tensor, storing to a tensor apart
+/// from g.out: then `q` gets its output, dtype and scale.
+bool matchQuantize(const LoadedModule &module, const KernelPlan &k, const GemmDesc &g,
+                   GemmQuantize &q) {
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const std::vector<KernelPlan::Inst> &p = k.program;
+  if ((g.batch != 1 && g.strideOut != g.m * g.n) || !elementWise(k) ||
+      k.rowDims[0] != tensors[g.out].elements || p.size() != 4 || p[3].op != OpCode::Store)
+    return false;
+  const KernelPlan::Inst &quantize = p[static_cast<size_t>(p[3].operand[0])];
+  if (quantize.op != OpCode::Quantize)
+    return false;
+  const KernelPlan::Inst &value = p[static_cast<size_t>(quantize.operand[0])];
+  const KernelPlan::Inst &scale = p[static_cast<size_t>(quantize.operand[1])];
+  if (value.op != OpCode::Load)
+    return false;
+  const KernelPlan::Access &load = k.accesses[value.access], &store = k.accesses[p[3].access];
+  if (load.tensor != g.out || load.rowStrides[0] != 1 || store.rowStrides[0] != 1 ||
+      load.dtype != tensors[g.out].dtype || store.dtype != quantize.dtype ||
+      tensors[store.tensor].elements != tensors[g.out].elements ||
+      sharesBytes(tensors[store.tensor], tensors[g.out]))
+    return false;
+  if (scale.op == OpCode::Const) {
+    q.value = scale.value;
+  } else if (scale.op == OpCode::Load && k.accesses[scale.access].rowStrides[0] == 0 &&
+             k.accesses[scale.access].dtype == DType::F32 &&
+             tensors[k.accesses[scale.access].tensor].elements == 1) {
+    q.scale = k.accesses[scale.access].tensor;
+  } else {
+    return false;
+  }
+  q.output = store.tensor;
+  q.dtype = store.dtype;
+  return true;
+}
+
+} // namespace
 
 std::vector<GemmQuantize> findGemmQuantizes(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels) {
   std::vector<GemmQuantize> out(module.gemms().size());
   if (turnedOff("MIXPREC_CPU_GEMM_QUANTIZE"))
     return out;
-  const auto *steps = module.root().steps();
-  if (!steps)
-    return out;
   const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
-  const std::vector<TensorDesc> &tensors = module.tensors();
-  const StepCounts counts(module, kernels);
-  for (size_t i = 0; i + 1 < steps->size(); ++i) {
-    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
-    if (step->kind() != schema::StepKind::Gemm || next->kind() != schema::StepKind::Kernel ||
-        counts.gemms[step->index()] != 1 || counts.kernels[next->index()] != 1)
-      continue;
-    const GemmDesc &g = module.gemms()[step->index()];
-    const KernelPlan &k = kernels[next->index()];
-    if (g.batch != 1 && g.strideOut != g.m * g.n) // one block of rows
-      continue;
-    const std::vector<KernelPlan::Inst> &p = k.program;
-    // Store(Quantize(Load(g.out), scale)) and nothing else, over one run of
-    // the GEMM output's elements.
-    if (!elementWise(k) || k.rowDims[0] != tensors[g.out].elements || p.size() != 4 ||
-        p[3].op != OpCode::Store)
-      continue;
-    const KernelPlan::Inst &quantize = p[static_cast<size_t>(p[3].operand[0])];
-    if (quantize.op != OpCode::Quantize)
-      continue;
-    const KernelPlan::Inst &value = p[static_cast<size_t>(quantize.operand[0])];
-    const KernelPlan::Inst &scale = p[static_cast<size_t>(quantize.operand[1])];
-    if (value.op != OpCode::Load)
-      continue;
-    const KernelPlan::Access &load = k.accesses[value.access], &store = k.accesses[p[3].access];
-    if (load.tensor != g.out || load.rowStrides[0] != 1 || store.rowStrides[0] != 1 ||
-        load.dtype != tensors[g.out].dtype || store.dtype != quantize.dtype ||
-        tensors[store.tensor].elements != tensors[g.out].elements ||
-        sharesBytes(tensors[store.tensor], tensors[g.out]))
-      continue;
-    GemmQuantize q;
-    if (scale.op == OpCode::Const) {
-      q.value = scale.value;
-    } else if (scale.op == OpCode::Load && k.accesses[scale.access].rowStrides[0] == 0 &&
-               k.accesses[scale.access].dtype == DType::F32 &&
-               tensors[k.accesses[scale.access].tensor].elements == 1) {
-      q.scale = k.accesses[scale.access].tensor;
-    } else {
-      continue;
-    }
-    if (!readOnlyBy(module, access, g.out, i, i + 1))
-      continue;
-    q.kernelStep = static_cast<int64_t>(i + 1);
-    q.output = store.tensor;
-    q.dtype = store.dtype;
-    out[step->index()] = q;
-  }
+  forEachStepBeforeAKernel(module, kernels, schema::StepKind::Gemm,
+                           [&](size_t i, size_t gemm, size_t kernel) {
+                             const GemmDesc &g = module.gemms()[gemm];
+                             GemmQuantize q;
+                             if (!matchQuantize(module, kernels[kernel], g, q) ||
+                                 !readOnlyBy(module, access, g.out, i, i + 1))
+                               return;
+                             q.kernelStep = static_cast<int64_t>(i + 1);
+                             out[gemm] = q;
+                           });
   return out;
 }
 
