@@ -47,7 +47,7 @@ Status CpuBackend::prepare() {
     longest = std::max(longest, kernels.back().program.size());
   }
   const auto *steps = module->root().steps();
-  fusedSteps.assign(steps ? steps->size() : 0, 0);
+  fusedSteps.assign(steps ? steps->size() : 0, FusedInto::None);
   if (options.cpuGemms) {
     std::vector<ConvEpilogue> epilogues = findConvEpilogues(*module, kernels);
     std::vector<uint8_t> sums(epilogues.size(), 0);
@@ -64,7 +64,7 @@ Status CpuBackend::prepare() {
       if (epilogues[i].kernelStep >= 0 && dnnlConvs.handles(i) &&
           (epilogues[i].addend < 0 || dnnlConvs.addsAddend(i))) {
         convEpilogues[i] = epilogues[i];
-        fusedSteps[static_cast<size_t>(epilogues[i].kernelStep)] = 1;
+        fusedSteps[static_cast<size_t>(epilogues[i].kernelStep)] = FusedInto::Convolution;
       }
     // Activations between them in oneDNN's channels-last layout.
     channelsLast = findChannelsLast(*module, kernels, convEpilogues, dnnlConvs);
@@ -76,12 +76,12 @@ Status CpuBackend::prepare() {
       }
   }
   channelsLast.resize(module->tensors().size(), 0);
-  // FP8 quantize kernels computed by the GEMM before them (fusedSteps 2).
+  // FP8 quantize kernels computed by the GEMM before them.
   gemmQuantizes = options.cpuGemms ? findGemmQuantizes(*module, kernels)
                                    : std::vector<GemmQuantize>(module->gemms().size());
   for (const GemmQuantize &q : gemmQuantizes)
     if (q.kernelStep >= 0)
-      fusedSteps[static_cast<size_t>(q.kernelStep)] = 2;
+      fusedSteps[static_cast<size_t>(q.kernelStep)] = FusedInto::Gemm;
   // The largest scratch buffer that is not a copy of a tensor: the
   // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
@@ -174,7 +174,7 @@ Status CpuBackend::prepare() {
   // same, wide where that is.)
   std::vector<uint8_t> inConvolution(fusedSteps.size());
   for (size_t i = 0; i < fusedSteps.size(); ++i)
-    inConvolution[i] = fusedSteps[i] == 1;
+    inConvolution[i] = fusedSteps[i] == FusedInto::Convolution;
   wideStore =
       options.cpuGemms ? findWideStorage(*module, kernels, inConvolution, dnnl) : WideStorage();
   wideStore.offset.resize(module->tensors().size(), -1);
@@ -227,9 +227,10 @@ Status CpuBackend::prepare() {
       std::string name;
       switch (step->kind()) {
       case schema::StepKind::Kernel:
-        name = kernels[step->index()].name + (fusedSteps[i] == 1   ? " (in the convolution before)"
-                                              : fusedSteps[i] == 2 ? " (in the GEMM before)"
-                                                                   : "");
+        name = kernels[step->index()].name +
+               (fusedSteps[i] == FusedInto::Convolution ? " (in the convolution before)"
+                : fusedSteps[i] == FusedInto::Gemm      ? " (in the GEMM before)"
+                                                        : "");
         break;
       case schema::StepKind::Gemm:
         name = module->gemms()[step->index()].name +
@@ -373,7 +374,7 @@ Status CpuBackend::runSteps() {
   warmedUp = true;
   profileRuns += profiling;
   for (size_t i = 0; steps && i < steps->size(); ++i) {
-    if (fusedSteps[i])
+    if (fusedSteps[i] != FusedInto::None)
       continue; // computed by the convolution or GEMM before it
     const schema::Step *step = steps->Get(i);
     const auto start =

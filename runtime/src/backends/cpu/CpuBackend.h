@@ -351,12 +351,12 @@ public:
   /// Kernel steps the oneDNN convolutions before them compute
   /// (CpuConvFusion.cpp).
   int64_t fusedConvEpilogues() const {
-    return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(1));
+    return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::Convolution);
   }
   /// Quantize kernels computed in the epilogue of the GEMM before them
   /// (findGemmQuantizes).
   int64_t fusedGemmQuantizes() const {
-    return std::count(fusedSteps.begin(), fusedSteps.end(), uint8_t(2));
+    return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::Gemm);
   }
   /// Activations kept in oneDNN's channels-last layout between steps
   /// (findChannelsLast).
@@ -512,11 +512,12 @@ private:
   DnnlConvs dnnlConvs;
   /// Per routine: the kernel step a oneDNN convolution computes (none
   /// where kernelStep is -1); per GEMM: the quantize kernel step its
-  /// epilogue computes (findGemmQuantizes); per step: whether a
-  /// convolution (1) or a GEMM (2) computed it.
+  /// epilogue computes (findGemmQuantizes); per step: the step before it
+  /// that computes it, if one does.
   std::vector<ConvEpilogue> convEpilogues;
   std::vector<GemmQuantize> gemmQuantizes;
-  std::vector<uint8_t> fusedSteps;
+  enum class FusedInto : uint8_t { None, Convolution, Gemm };
+  std::vector<FusedInto> fusedSteps;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;
   /// Narrow activations stored wide (findWideStorage), in wideBuffer.
