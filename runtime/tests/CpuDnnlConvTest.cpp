@@ -371,20 +371,33 @@ TEST_F(CpuDnnlConv, ConvolutionsOfOneLayoutShareItsBuffers) {
   EXPECT_EQ(cpuOf(backend).weightDecodesInRuns(), 0);
 }
 
+/// Where buildBlock puts the residual kernel's output `out`.
+enum class OutBytes {
+  Own,                ///< bytes of its own
+  Addend,             ///< r1's (in place: the addend already where the sum reads it)
+  ConvSrc,            ///< h's, conv_c's src (the arena reuses a dead input's), out no
+                      ///< graph output: oneDNN cannot write it while reading h, so
+                      ///< the sum goes into r1's bytes (r1 dies there) and the ReLU
+                      ///< copies it to out
+  ConvSrcAddendLives, ///< as ConvSrc, r1 read by conv_e after out's kernel:
+                      ///< through a buffer of the backend's
+};
+
 /// A ResNet block's steps: r1 = relu(conv_a(x)), h = relu(conv_b(r1)),
 /// out = relu(conv_c(h) + r1), then y4 = conv_d(out) and r4 = relu(y4),
-/// y4 also a graph output (its ReLU kernel stays a kernel). `inPlace`:
-/// out takes r1's bytes (the arena planner's in-place reuse: the addend
-/// is then already where the sum post-op reads it).
+/// y4 also a graph output (its ReLU kernel stays a kernel); `place` says
+/// where out lives.
 struct Block {
   std::shared_ptr<const rt::LoadedModule> module;
   int32_t x = -1;
 };
 
-Block buildBlock(bool inPlace) {
+Block buildBlock(OutBytes place) {
   ModuleBuilder mb;
   Block b;
-  const int64_t c = 16, h = 10;
+  // 64 channels: oneDNN picks nhwc on AVX-512 (the activations kept so,
+  // oneDNN writing dst while it reads src), blocked layouts elsewhere.
+  const int64_t c = 64, h = 10;
   const Shape shape = {1, c, h, h};
   b.x = mb.input("x", fb::DType::F32, shape);
   auto conv = [&](const std::string &name, int32_t in, uint32_t seed) {
@@ -412,12 +425,18 @@ Block buildBlock(bool inPlace) {
   const int32_t out = relu("out", conv("c", hidden, 5), r1);
   const int32_t y4 = conv("d", out, 7);
   const int32_t r4 = relu("r4", y4, -1);
-  mb.output(out);
+  // out a graph output (plain), or read by conv_d alone (kept
+  // channels-last where oneDNN picks it, with r1, the addend); r1 read
+  // after out's kernel by one more convolution.
+  if (place == OutBytes::Own || place == OutBytes::Addend)
+    mb.output(out);
   mb.output(y4);
   mb.output(r4);
-  if (inPlace) {
-    mb.build(); // the offsets, then out onto r1's bytes
-    mb.tensors[out].offset = mb.tensors[r1].offset;
+  if (place == OutBytes::ConvSrcAddendLives)
+    mb.output(conv("e", r1, 9));
+  if (place != OutBytes::Own) {
+    mb.build(); // the offsets, then out onto r1's or h's bytes
+    mb.tensors[out].offset = mb.tensors[place == OutBytes::Addend ? r1 : hidden].offset;
     BuiltModule built = mb.build(/*keepOffsets=*/true);
     rt::Status s = rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
                                                 rt::LoadOptions{}, b.module);
@@ -457,11 +476,12 @@ TEST_F(CpuDnnlConv, ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
   // the kernel's own ReLU), giving the bits the kernels give; not where
   // the convolution's output is read elsewhere (y4, a graph output). A NaN
   // and an infinity in x (NaNs reach the ReLU: it keeps them).
-  for (bool inPlace : {false, true}) {
-    SCOPED_TRACE(inPlace ? "out in r1's bytes" : "out in bytes of its own");
-    Block b = buildBlock(inPlace);
+  for (OutBytes place :
+       {OutBytes::Own, OutBytes::Addend, OutBytes::ConvSrc, OutBytes::ConvSrcAddendLives}) {
+    SCOPED_TRACE("out's bytes: " + std::to_string(static_cast<int>(place)));
+    Block b = buildBlock(place);
     ASSERT_TRUE(b.module);
-    std::vector<float> x = storedRandom(fb::DType::F32, size_t(16 * 10 * 10), 7);
+    std::vector<float> x = storedRandom(fb::DType::F32, size_t(64 * 10 * 10), 7);
     x[17] = NAN;
     x[250] = INFINITY;
     int64_t fused = -1, unfusedCount = -1;

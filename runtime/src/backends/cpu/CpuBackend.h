@@ -251,6 +251,9 @@ struct ConvEpilogue {
   int64_t kernelStep = -1; ///< the step it replaces; -1: none
   int32_t addend = -1;     ///< -1: relu(conv)
   int32_t output = -1;     ///< the kernel's output tensor
+  /// No step after the kernel reads the addend's bytes, which are no module
+  /// input, output or state: the convolution may add into them in place.
+  bool addendDies = false;
 };
 
 /// Per routine of `module`: the kernel step after it that it can compute

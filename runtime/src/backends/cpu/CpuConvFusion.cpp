@@ -446,7 +446,10 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
         if (tensors[output].elements != tensors[conv].elements ||
             (addend >= 0 && tensors[addend].elements != tensors[conv].elements))
           return;
-        out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output};
+        bool dies = addend >= 0 && readOnlyBy(module, access, addend, i + 1, SIZE_MAX);
+        for (uint32_t t : module.inputs())
+          dies &= !sharesBytes(tensors[t], tensors[addend]);
+        out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output, dies};
       });
   return out;
 }

@@ -344,7 +344,10 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     // output, the addend added by oneDNN, then the kernel's ReLU in place.
     // Where that output shares bytes with an operand (the arena reuses a
     // dead input's) and oneDNN writes it while reading them (a plain dst),
-    // through the result buffer.
+    // elsewhere first: into the addend's own bytes where it dies here and
+    // shares none with the operands (the sum in place: no copy of the
+    // addend into dst), else through the result buffer; then the ReLU
+    // copies it to the output.
     if (index < convEpilogues.size() && convEpilogues[index].kernelStep >= 0) {
       const ConvEpilogue &e = convEpilogues[index];
       const TensorDesc &o = tensors[e.output];
@@ -352,19 +355,17 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       const bool clash =
           overlaps(op.inputs[0], e.output) || (present(2) && overlaps(op.inputs[2], e.output));
       const bool direct = !clash || dnnlConvs.writesDstLast(index);
-      const float *addend =
-          e.addend >= 0 ? reinterpret_cast<const float *>(tensorData(e.addend)) : nullptr;
+      float *addend = e.addend >= 0 ? reinterpret_cast<float *>(tensorData(e.addend)) : nullptr;
+      const bool intoAddend = !direct && e.addendDies && !overlaps(op.inputs[0], e.addend) &&
+                              !(present(2) && overlaps(op.inputs[2], e.addend));
+      float *dst = direct ? out : intoAddend ? addend : result;
       const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
-      if (Status s =
-              dnnlConvs.run(index, tensorData(op.inputs[0]), bias, direct ? out : result, addend);
-          !s.ok())
+      if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst, addend); !s.ok())
         return s.withContext(op.name + ": ");
-      // The copy and the ReLU in slices over the threads (element-wise:
+      // The ReLU (and the copy) in slices over the threads (element-wise:
       // the same bits for any count).
       forSlices(o.elements, [&](int64_t begin, int64_t n) {
-        if (!direct)
-          std::memcpy(out + begin, result + begin, static_cast<size_t>(n) * sizeof(float));
-        cpu::unary(cpu::UnaryOp::Relu, out + begin, out + begin, n);
+        cpu::unary(cpu::UnaryOp::Relu, dst + begin, out + begin, n);
       });
       return okStatus();
     }
