@@ -8,6 +8,7 @@
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -166,33 +167,31 @@ void storeRunWide(DType dtype, DType wide, uint8_t *base, int64_t offset, int64_
     in += n - 1;
     n = 1;
   }
-  // Encoded as storeRun encodes (the same codes), in pieces that stay in
-  // L1, then widened exactly.
+  // FP32 wide: rounded as storeRun encodes, to the value its code decodes
+  // to (numerics::roundArray, decode(encode(x)) in one pass: the same
+  // bits). BF16 wide (FP8 only): encoded as storeRun encodes (the same
+  // codes), in pieces that stay in L1, then widened exactly.
   constexpr int64_t kPiece = 512;
-  const bool byte = dtype == DType::F8E4M3FN || dtype == DType::F8E5M2;
-  uint16_t codes16[kPiece];
-  uint8_t *codes = reinterpret_cast<uint8_t *>(codes16);
   alignas(64) float values[kPiece];
+  uint8_t codes[kPiece];
   uint16_t bits[kPiece];
   uint16_t *halves = reinterpret_cast<uint16_t *>(base) + offset;
   float *floats = reinterpret_cast<float *>(base) + offset;
   for (int64_t begin = 0; begin < n; begin += kPiece) {
     const int64_t m = std::min(kPiece, n - begin);
-    if (byte)
-      encodeRun(dtype, in + begin, codes, 1, m);
-    else
-      encodeRun(dtype, in + begin, codes16, 1, m);
     if (wide == DType::F32) {
       float *to = stride == 1 ? floats + begin : values;
-      num::decodeArray(formatOf(dtype), codes, to, static_cast<size_t>(m));
+      num::roundArray(formatOf(dtype), in + begin, to, static_cast<size_t>(m), storeOptions(dtype));
       for (int64_t i = 0; stride != 1 && i < m; ++i)
         floats[(begin + i) * stride] = values[i];
-    } else {
-      uint16_t *to = stride == 1 ? halves + begin : bits;
-      widenFp8ToBf16(dtype, codes, to, m);
-      for (int64_t i = 0; stride != 1 && i < m; ++i)
-        halves[(begin + i) * stride] = to[i];
+      continue;
     }
+    assert(dtype == DType::F8E4M3FN || dtype == DType::F8E5M2);
+    encodeRun(dtype, in + begin, codes, 1, m);
+    uint16_t *to = stride == 1 ? halves + begin : bits;
+    widenFp8ToBf16(dtype, codes, to, m);
+    for (int64_t i = 0; stride != 1 && i < m; ++i)
+      halves[(begin + i) * stride] = to[i];
   }
 }
 
