@@ -271,10 +271,36 @@ MIXPREC_ALWAYS_INLINE void roundF16Loop(const float *in, float *out, size_t n) {
 }
 template <bool Sat, bool Ftz>
 MIXPREC_ALWAYS_INLINE void roundE5M2Loop(const float *in, float *out, size_t n) {
-  // E5M2 is the top byte of an F16, so the arithmetic F16 decoder applies
-  // and keeps the loop free of table lookups.
-  for (size_t i = 0; i < n; ++i)
-    out[i] = floatOf(decodeF16Bits(encodeNarrow<E5M2, Sat, Ftz>(bitsOf(in[i])) << 8));
+  // encodeNarrow<E5M2>'s value as a float32, as roundE4M3FNLoop computes
+  // E4M3FN's: normal results keep 2 mantissa bits in place, subnormal ones
+  // are q * 2^-16 (q in [0, 4]); overflow gives +-inf (+-57344 saturating),
+  // a NaN its encoding's value (the top payload bit kept, quiet; one
+  // positive NaN saturating).
+  static_assert(E5M2::M == 2 && E5M2::Bias == 15 && E5M2::SatNaN == 0x7fu, "");
+  constexpr uint32_t kMax = kE5M2Table.bits[E5M2::MaxEnc];
+  constexpr uint32_t kSatNaN = kE5M2Table.bits[E5M2::SatNaN];
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = bitsOf(in[i]);
+    uint32_t a = bits & 0x7fffffffu;
+    if (Ftz) // DAZ: float32 subnormal inputs count as zero.
+      a = a < kF32MinNormal ? 0u : a;
+    const uint32_t nrm = (a + 0xfffffu + ((a >> 21) & 1u)) & 0xffe00000u;
+    // Below 2^-14 (exponent field <= 112) the significand's unit is 2^-16
+    // after a shift of 134 - exponent, at least 22; clamped to [1, 31].
+    int32_t k = 134 - int32_t(a >> 23);
+    k = k < 1 ? 1 : k > 31 ? 31 : k;
+    const uint32_t sig = (a & 0x007fffffu) | 0x00800000u;
+    uint32_t q = (sig + ((1u << (k - 1)) - 1u) + ((sig >> k) & 1u)) >> k;
+    if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
+      q = q < 4u ? 0u : q;
+    const uint32_t sub = bitsOf(float(int32_t(q)) * 0x1p-16f);
+    uint32_t v = a < E5M2::MinNormalBits ? sub : nrm;
+    v = a >= E5M2::OvfBits ? (Sat ? kMax : kF32Inf) : v;
+    const bool nan = a > kF32Inf;
+    v = nan ? (Sat ? kSatNaN : (kF32Inf | 0x00400000u | (a & 0x00200000u))) : v;
+    const uint32_t sign = (Sat && nan) ? 0u : (bits & 0x80000000u);
+    out[i] = floatOf(v | sign);
+  }
 }
 template <bool Sat, bool Ftz>
 MIXPREC_ALWAYS_INLINE void roundBF16Loop(const float *in, float *out, size_t n) {
