@@ -615,5 +615,88 @@ TEST_F(CpuDnnl, Fp8QuantizeAfterAGemmInItsEpilogueWithTheSameBits) {
         }
 }
 
+TEST_F(CpuDnnl, AmaxAfterAGemmInItsEpilogueWithTheSameBits) {
+  // findGemmAmaxes: h = x . W1^T (+ b1, GELU) in BF16, F16 or F32, then a
+  // kernel taking amax(h) into a scalar (current scaling's amax), both
+  // outputs, h also read by a second GEMM. Computed in the GEMM's
+  // epilogue: the bits of the two steps (MIXPREC_CPU_GEMM_AMAX=0), with
+  // finite values only, with values beyond FP16's range (inf in an FP16 h,
+  // the largest BF16 value there otherwise) and with a NaN, on 1 and 2
+  // threads; the FP32 GEMM without epilogue writes h in place.
+  enum class Data { Finite, Large, NaN };
+  for (fb::DType hType : {fb::DType::BF16, fb::DType::F16, fb::DType::F32})
+    for (bool epilogue : {true, false})
+      for (Data data : {Data::Finite, Data::Large, Data::NaN}) {
+        SCOPED_TRACE(std::string(rt::dtypeName(hType)) + (epilogue ? ", bias + GELU" : "") +
+                     ", data " + std::to_string(static_cast<int>(data)));
+        const int64_t m = 37, k = 64, n = 80, n2 = 24;
+        std::vector<float> x = randomValues(size_t(m * k), 21, -3.0f, 3.0f);
+        if (data == Data::Large)
+          for (int64_t j = 0; j < k; ++j)
+            x[9 * k + j] = 3e4f; // row 9
+        if (data == Data::NaN)
+          x[20 * k + 3] = NAN; // row 20
+        ModuleBuilder mb;
+        const int xin = mb.input("x", fb::DType::F32, {m, k});
+        const int w1 =
+            mb.constantFloats("w1", fb::DType::F32, {n, k}, randomValues(size_t(n * k), 22));
+        const int b1 = mb.constantFloats("b1", fb::DType::F32, {n}, randomValues(size_t(n), 23));
+        const int w2 =
+            mb.constantFloats("w2", fb::DType::F32, {n2, n}, randomValues(size_t(n2 * n), 24));
+        const int h = mb.activation("h", hType, {m, n});
+        const int a = mb.activation("amax_h", fb::DType::F32, {});
+        const int y = mb.activation("y", fb::DType::F32, {m, n2});
+        GemmSpec g1;
+        g1.name = "fc1";
+        g1.m = m, g1.n = n, g1.k = k, g1.transB = true;
+        g1.strideA = m * k, g1.strideB = n * k, g1.strideOut = m * n;
+        g1.a = xin, g1.b = w1, g1.out = h;
+        if (epilogue)
+          g1.bias = b1, g1.epilogue = fb::Epilogue::BiasGelu;
+        mb.gemm(g1);
+        {
+          KernelSpec &ka = mb.kernel("amax_h", {m, n}, 0);
+          ka.store(a, ka.unary(fb::OpCode::Amax, ka.load(h, {n, 1})), {0, 0}, fb::DType::F32);
+        }
+        GemmSpec g2;
+        g2.name = "fc2";
+        g2.m = m, g2.n = n2, g2.k = n, g2.transB = true;
+        g2.strideA = m * n, g2.strideB = n2 * n, g2.strideOut = m * n2;
+        g2.a = h, g2.b = w2, g2.out = y;
+        mb.gemm(g2);
+        mb.output(a);
+        mb.output(h);
+        mb.output(y);
+        const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+        ASSERT_TRUE(module);
+        const std::vector<std::pair<int, std::vector<float>>> inputs = {{xin, x}};
+        setenv("MIXPREC_CPU_GEMM_AMAX", "0", 1);
+        const std::vector<uint8_t> want = outputBytes(
+            module, 1, inputs, [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedGemmAmaxes(), 0); });
+        unsetenv("MIXPREC_CPU_GEMM_AMAX");
+        setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+        for (int threads : {1, 2}) {
+          const std::vector<uint8_t> got =
+              outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
+                EXPECT_EQ(cpu.fusedGemmAmaxes(), 1);
+                EXPECT_TRUE(cpu.dnnlGemms().handles(0));
+              });
+          EXPECT_TRUE(got == want) << threads << " thread(s): not the two steps' bits";
+        }
+        unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+        // The amax the kernel took: NaN, inf (FP16) or large, else finite.
+        float amax = 0.0f;
+        std::memcpy(&amax, want.data(), 4);
+        if (data == Data::NaN)
+          EXPECT_TRUE(std::isnan(amax)) << amax;
+        else if (data == Data::Large && hType == fb::DType::F16)
+          EXPECT_TRUE(std::isinf(amax)) << amax;
+        else if (data == Data::Large)
+          EXPECT_GT(amax, 65504.0f);
+        else
+          EXPECT_TRUE(std::isfinite(amax) && amax > 1.0f) << amax;
+      }
+}
+
 } // namespace
 } // namespace mixprec::testing

@@ -82,6 +82,12 @@ Status CpuBackend::prepare() {
   for (const GemmQuantize &q : gemmQuantizes)
     if (q.kernelStep >= 0)
       fusedSteps[static_cast<size_t>(q.kernelStep)] = FusedInto::Gemm;
+  // Amax kernels computed by the GEMM before them.
+  gemmAmaxes = options.cpuGemms ? findGemmAmaxes(*module, kernels)
+                                : std::vector<GemmAmax>(module->gemms().size());
+  for (const GemmAmax &a : gemmAmaxes)
+    if (a.kernelStep >= 0)
+      fusedSteps[static_cast<size_t>(a.kernelStep)] = FusedInto::GemmAmax;
   // The largest scratch buffer that is not a copy of a tensor: the
   // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
@@ -229,7 +235,7 @@ Status CpuBackend::prepare() {
       case schema::StepKind::Kernel:
         name = kernels[step->index()].name +
                (fusedSteps[i] == FusedInto::Convolution ? " (in the convolution before)"
-                : fusedSteps[i] == FusedInto::Gemm      ? " (in the GEMM before)"
+                : fusedSteps[i] != FusedInto::None      ? " (in the GEMM before)"
                                                         : "");
         break;
       case schema::StepKind::Gemm:
@@ -352,12 +358,13 @@ CpuBackend::~CpuBackend() {
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
                "activation(s) kept channels-last, %lld narrow activation(s) stored widened, "
-               "%lld quantize kernel(s) in their GEMM's epilogue\n",
+               "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
                static_cast<long long>(channelsLastTensors()), static_cast<long long>(wideTensors()),
-               static_cast<long long>(fusedGemmQuantizes()));
+               static_cast<long long>(fusedGemmQuantizes()),
+               static_cast<long long>(fusedGemmAmaxes()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -286,6 +286,27 @@ struct GemmQuantize {
 std::vector<GemmQuantize> findGemmQuantizes(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels);
 
+/// A GEMM output's amax taken by the kernel step right after it (the FP8
+/// recipes' current scaling), which the GEMM's epilogue computes instead
+/// (CpuConvFusion.cpp says when).
+struct GemmAmax {
+  int64_t kernelStep = -1; ///< the step it replaces; -1: none
+  int32_t output = -1;     ///< the kernel's scalar FP32 output tensor
+};
+
+/// Per GEMM of `module`: the amax kernel after it that its epilogue can
+/// compute (kernelStep -1 where none).
+std::vector<GemmAmax> findGemmAmaxes(const LoadedModule &module,
+                                     const std::vector<KernelPlan> &kernels);
+
+/// NaN when either is, else the larger: the Amax merge, which gives the
+/// same value in any order.
+float mergeAmax(float x, float y);
+
+/// The largest |x[i]| merged into `amax` (NaN if any is), as a kernel's
+/// Amax instruction takes it: the same value in any order.
+float amaxOf(const float *x, int64_t n, float amax);
+
 /// Where narrow activations are stored wide instead (findWideStorage): per
 /// tensor, its byte offset in the session's wide buffer (-1: in the arena,
 /// in its dtype) and the dtype it is stored in there (BF16, F32), and the
@@ -360,6 +381,11 @@ public:
   /// (findGemmQuantizes).
   int64_t fusedGemmQuantizes() const {
     return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::Gemm);
+  }
+  /// Amax kernels computed in the epilogue of the GEMM before them
+  /// (findGemmAmaxes).
+  int64_t fusedGemmAmaxes() const {
+    return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::GemmAmax);
   }
   /// Activations kept in oneDNN's channels-last layout between steps
   /// (findChannelsLast).
@@ -519,7 +545,10 @@ private:
   /// that computes it, if one does.
   std::vector<ConvEpilogue> convEpilogues;
   std::vector<GemmQuantize> gemmQuantizes;
-  enum class FusedInto : uint8_t { None, Convolution, Gemm };
+  /// Per GEMM: the amax kernel after it that its epilogue computes
+  /// (findGemmAmaxes).
+  std::vector<GemmAmax> gemmAmaxes;
+  enum class FusedInto : uint8_t { None, Convolution, Gemm, GemmAmax };
   std::vector<FusedInto> fusedSteps;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;

@@ -53,6 +53,18 @@
 // has no room for it, the tensors stay in the arena.
 // MIXPREC_CPU_WIDE_STORE=0 turns it off (tests compare the two).
 //
+// A GEMM output's amax taken by the very next step (findGemmAmaxes: the
+// kernel exactly Load, Amax, Store to a scalar FP32 tensor, over the GEMM
+// output's contiguous elements in its dtype; current scaling's amax in
+// the FP8 recipes) is taken in the GEMM's epilogue (CpuGemmStep.cpp) over
+// the rows as they are stored, and the kernel step skipped: the GEMM
+// output is still written (the quantize after it reads it), one pass over
+// it and a step fewer. The same value by construction: the amax of the
+// FP32 rows, merged in any order (a max), then rounded to the output's
+// dtype as its store rounds each value (rounding is monotonic and odd, so
+// the largest magnitude stored is the largest one rounded; a NaN stays).
+// MIXPREC_CPU_GEMM_AMAX=0 turns it off (tests compare the two).
+//
 // A GEMM's output quantized to FP8 by the very next step (findGemmQuantizes:
 // the kernel exactly Load, Const or scalar Load, Quantize, Store over the
 // GEMM output's contiguous elements; the FP8 operand of the next GEMM in
@@ -494,7 +506,43 @@ bool matchQuantize(const LoadedModule &module, const KernelPlan &k, const GemmDe
   return true;
 }
 
+/// Whether kernel `k` is exactly Store(Amax(Load(g.out))) over the
+/// contiguous elements of GEMM g's output (one block of rows), read in its
+/// dtype, the amax stored to a scalar FP32 tensor apart from g.out: then
+/// `amax` gets that tensor.
+bool matchAmax(const LoadedModule &module, const KernelPlan &k, const GemmDesc &g, int32_t &amax) {
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const std::vector<KernelPlan::Inst> &p = k.program;
+  if ((g.batch != 1 && g.strideOut != g.m * g.n) || !elementWise(k) ||
+      k.rowDims[0] != tensors[g.out].elements || p.size() != 3 || p[0].op != OpCode::Load ||
+      p[1].op != OpCode::Amax || p[1].operand[0] != 0 || p[2].op != OpCode::Store ||
+      p[2].operand[0] != 1)
+    return false;
+  const KernelPlan::Access &load = k.accesses[p[0].access], &store = k.accesses[p[2].access];
+  if (load.tensor != g.out || load.rowStrides[0] != 1 || load.wide ||
+      load.dtype != tensors[g.out].dtype || store.rowStrides[0] != 0 || store.wide ||
+      store.dtype != DType::F32 || tensors[store.tensor].dtype != DType::F32 ||
+      tensors[store.tensor].elements != 1 || sharesBytes(tensors[store.tensor], tensors[g.out]))
+    return false;
+  amax = store.tensor;
+  return true;
+}
+
 } // namespace
+
+std::vector<GemmAmax> findGemmAmaxes(const LoadedModule &module,
+                                     const std::vector<KernelPlan> &kernels) {
+  std::vector<GemmAmax> out(module.gemms().size());
+  if (turnedOff("MIXPREC_CPU_GEMM_AMAX"))
+    return out;
+  forEachStepBeforeAKernel(module, kernels, schema::StepKind::Gemm,
+                           [&](size_t i, size_t gemm, size_t kernel) {
+                             int32_t amax = -1;
+                             if (matchAmax(module, kernels[kernel], module.gemms()[gemm], amax))
+                               out[gemm] = GemmAmax{static_cast<int64_t>(i + 1), amax};
+                           });
+  return out;
+}
 
 std::vector<GemmQuantize> findGemmQuantizes(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels) {

@@ -5,13 +5,16 @@
 // (TF32-rounded when the step asks) and one sgemm call per step or per
 // batch element. Then the FP8 dequantization, bias and epilogue in FP32,
 // and one rounding to the output's dtype (then the FP8 quantization of the
-// kernel after it, where findGemmQuantizes gave it the step).
+// kernel after it, where findGemmQuantizes gave it the step, or the amax
+// the kernel after it takes, where findGemmAmaxes did).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
 #include "runtime/kernels/Gemm.h"
 #include "runtime/kernels/Kernels.h"
+
+#include <cstring>
 
 namespace mixprec::runtime {
 
@@ -106,6 +109,16 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       storeRun(quantize->dtype, tensorData(quantize->output), first, 1, n, values, bad);
     }
   };
+  // The amax kernel after it (findGemmAmaxes): the amax of the FP32
+  // values, rounded to the output's dtype as its store rounds them (the
+  // largest stored magnitude), to the kernel's scalar output.
+  const GemmAmax *amax =
+      index < gemmAmaxes.size() && gemmAmaxes[index].kernelStep >= 0 ? &gemmAmaxes[index] : nullptr;
+  auto storeAmax = [&](float value) {
+    if (outDesc.dtype != DType::F32)
+      value = num::roundTo(formatOf(outDesc.dtype), value, storeOptions(outDesc.dtype));
+    std::memcpy(tensorData(amax->output), &value, sizeof value);
+  };
   const cpu::Shape *biasShape = addBias ? &module->tensors()[g.bias].shape : nullptr;
   const bool rowBias = addBias && !biasShape->empty() && biasShape->back() == g.n &&
                        !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
@@ -125,6 +138,8 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       quantizeOut(acc, 0, total);
       return okStatus();
     }
+    if (amax) // (one block: findGemmAmaxes)
+      storeAmax(amaxOf(acc, total, 0.0f));
     for (int64_t i = 0; i < g.batch && !inPlace; ++i) {
       float bad = 0.0f;
       storeRun(outDesc.dtype, out, i * g.strideOut, 1, mn, acc + i * mn, bad); // float dtype
@@ -133,10 +148,11 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   }
   // Else the same steps row by row (each row's in the same order: the same
   // bits), the rows in chunks over the threads.
-  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu && !quantize)
+  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu && !quantize && !amax)
     return okStatus();
   const int64_t rows = g.batch * g.m;
   const int64_t chunks = chunksOf(rows, total);
+  std::vector<float> chunkAmax(amax ? chunks : 0, 0.0f);
   pool->run(chunks, [&](int64_t c, int) {
     for (int64_t r = rows * c / chunks, end = rows * (c + 1) / chunks; r < end; ++r) {
       float *row = acc + r * g.n;
@@ -154,12 +170,20 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
         quantizeOut(row, r * g.n, g.n);
         continue;
       }
+      if (amax)
+        chunkAmax[c] = amaxOf(row, g.n, chunkAmax[c]);
       float bad = 0.0f;
       if (!inPlace)
         storeRun(outDesc.dtype, out, (r / g.m) * g.strideOut + (r % g.m) * g.n, 1, g.n, row,
                  bad); // float dtype
     }
   });
+  if (amax) {
+    float value = 0.0f;
+    for (float a : chunkAmax)
+      value = mergeAmax(value, a);
+    storeAmax(value);
+  }
   return okStatus();
 }
 

@@ -195,10 +195,6 @@ bool storeAccess(const KernelPlan::Access &access, uint8_t *base, int64_t offset
   return true;
 }
 
-/// NaN when either is, else the larger: the Amax merge, which gives the
-/// same value in any order.
-float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
-
 /// RowMax's step: x where it is larger or NaN, else acc (a NaN stays).
 inline float maxStep(float acc, float x) { return (x > acc || x != x) ? x : acc; }
 
@@ -248,8 +244,11 @@ template <bool Sum> float combineLanes(const float *lanes) {
   return acc[0];
 }
 
-/// The largest |x[i]| merged into `amax` (NaN if any is): in lanes, the
-/// same value in any order.
+} // namespace
+
+float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+
+// In lanes: the same value in any order.
 MIXPREC_KERNEL_CLONES float amaxOf(const float *x, int64_t n, float amax) {
   constexpr int64_t L = kReductionLanes;
   LaneVector acc = {}, nan = {};
@@ -270,8 +269,6 @@ MIXPREC_KERNEL_CLONES float amaxOf(const float *x, int64_t n, float amax) {
     amax = mergeAmax(amax, std::fabs(x[i]));
   return anyNan ? NAN : amax;
 }
-
-} // namespace
 
 Status CpuBackend::runKernel(const KernelPlan &plan) {
   const size_t numAccess = plan.accesses.size();
