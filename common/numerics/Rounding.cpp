@@ -270,78 +270,63 @@ MIXPREC_ALWAYS_INLINE void roundF16Loop(const float *in, float *out, size_t n) {
     out[i] = floatOf(decodeF16Bits(encodeNarrow<F16, Sat, Ftz>(bitsOf(in[i]))));
 }
 template <bool Sat, bool Ftz>
-MIXPREC_ALWAYS_INLINE void roundE5M2Loop(const float *in, float *out, size_t n) {
-  // encodeNarrow<E5M2>'s value as a float32, as roundE4M3FNLoop computes
-  // E4M3FN's: normal results keep 2 mantissa bits in place, subnormal ones
-  // are q * 2^-16 (q in [0, 4]); overflow gives +-inf (+-57344 saturating),
-  // a NaN its encoding's value (the top payload bit kept, quiet; one
-  // positive NaN saturating).
-  static_assert(E5M2::M == 2 && E5M2::Bias == 15 && E5M2::SatNaN == 0x7fu, "");
-  constexpr uint32_t kMax = kE5M2Table.bits[E5M2::MaxEnc];
-  constexpr uint32_t kSatNaN = kE5M2Table.bits[E5M2::SatNaN];
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = bitsOf(in[i]);
-    uint32_t a = bits & 0x7fffffffu;
-    if (Ftz) // DAZ: float32 subnormal inputs count as zero.
-      a = a < kF32MinNormal ? 0u : a;
-    const uint32_t nrm = (a + 0xfffffu + ((a >> 21) & 1u)) & 0xffe00000u;
-    // Below 2^-14 (exponent field <= 112) the significand's unit is 2^-16
-    // after a shift of 134 - exponent, at least 22; clamped to [1, 31].
-    int32_t k = 134 - int32_t(a >> 23);
-    k = k < 1 ? 1 : k > 31 ? 31 : k;
-    const uint32_t sig = (a & 0x007fffffu) | 0x00800000u;
-    uint32_t q = (sig + ((1u << (k - 1)) - 1u) + ((sig >> k) & 1u)) >> k;
-    if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
-      q = q < 4u ? 0u : q;
-    const uint32_t sub = bitsOf(float(int32_t(q)) * 0x1p-16f);
-    uint32_t v = a < E5M2::MinNormalBits ? sub : nrm;
-    v = a >= E5M2::OvfBits ? (Sat ? kMax : kF32Inf) : v;
-    const bool nan = a > kF32Inf;
-    v = nan ? (Sat ? kSatNaN : (kF32Inf | 0x00400000u | (a & 0x00200000u))) : v;
-    const uint32_t sign = (Sat && nan) ? 0u : (bits & 0x80000000u);
-    out[i] = floatOf(v | sign);
-  }
-}
-template <bool Sat, bool Ftz>
 MIXPREC_ALWAYS_INLINE void roundBF16Loop(const float *in, float *out, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out[i] = floatOf(decodeBF16Bits(encodeBF16<Sat, Ftz>(bitsOf(in[i]))));
 }
-template <bool Sat, bool Ftz>
-MIXPREC_ALWAYS_INLINE void roundE4M3FNLoop(const float *in, float *out, size_t n) {
-  // encodeNarrow<E4M3FN>'s value, computed as a float32 without the byte:
-  // normal results keep 3 of float32's mantissa bits (the rounding is the
-  // encoder's, on the float32 bits in place); subnormal ones are q * 2^-9,
-  // q in [0, 8] the significand shifted right to nearest even (exact
-  // integer and power-of-two arithmetic, so no rounding mode or FTZ/DAZ
-  // setting reaches it); overflow, inf and NaN as the encoder maps them.
-  // (Was encode, then decode: half the speed.)
-  static_assert(E4M3FN::M == 3 && E4M3FN::Bias == 7 && E4M3FN::SatNaN == 0x7fu, "");
-  constexpr uint32_t kMax = kE4M3FNTable.bits[E4M3FN::MaxEnc];
-  constexpr uint32_t kNaN = kE4M3FNTable.bits[0x7f];
+/// encodeNarrow<F>'s value for an FP8 format F (its decoded code in
+/// `table`), computed as a float32 without the byte: normal results keep
+/// F::M of float32's mantissa bits (the encoder's rounding, on the float32
+/// bits in place; a carry is the next binade's value); subnormal ones are
+/// q units of 2^(1 - Bias - M), q in [0, 2^M] the significand shifted right
+/// to nearest even (exact integer and power-of-two arithmetic, so no
+/// rounding mode or FTZ/DAZ setting reaches it); overflow, inf and NaN as
+/// the encoder maps them (a NaN as its code decodes: the top payload bits
+/// kept and quiet with an inf, E4M3FN's one NaN without; one positive NaN
+/// saturating). Twice as fast as encoding, then decoding.
+template <class F, bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundFp8Loop(const Fp8Table &table, const float *in, float *out,
+                                        size_t n) {
+  constexpr uint32_t S = F::Shift;
+  constexpr uint32_t kHalfBelow = (1u << (S - 1)) - 1u, kKept = ~((1u << S) - 1u);
+  // Below F's min normal (exponent field <= 127 - Bias) the significand's
+  // unit is 2^(1 - Bias - M) after a right shift of 151 - Bias - M minus
+  // the exponent field, clamped to [1, 31] (normal lanes compute it too,
+  // unused; tiny ones shift out to 0).
+  constexpr int32_t kShiftBase = int32_t(151u - F::Bias - F::M);
+  const float unit = floatOf((128u - F::Bias - F::M) << 23);
+  const uint32_t overflow = Sat ? table.bits[F::MaxEnc] : table.bits[F::OvfEnc];
   for (size_t i = 0; i < n; ++i) {
     const uint32_t bits = bitsOf(in[i]);
     uint32_t a = bits & 0x7fffffffu;
     if (Ftz) // DAZ: float32 subnormal inputs count as zero.
       a = a < kF32MinNormal ? 0u : a;
-    const uint32_t nrm = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;
-    // Below 2^-6 (exponent field <= 120) the significand's unit is 2^-9
-    // after a shift of 141 - exponent, at least 21; clamped to [1, 31]
-    // (normal lanes compute it too, unused; tiny ones shift out to 0).
-    int32_t k = 141 - int32_t(a >> 23);
+    const uint32_t nrm = (a + kHalfBelow + ((a >> S) & 1u)) & kKept;
+    int32_t k = kShiftBase - int32_t(a >> 23);
     k = k < 1 ? 1 : k > 31 ? 31 : k;
     const uint32_t sig = (a & 0x007fffffu) | 0x00800000u;
     uint32_t q = (sig + ((1u << (k - 1)) - 1u) + ((sig >> k) & 1u)) >> k;
     if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
-      q = q < 8u ? 0u : q;
-    const uint32_t sub = bitsOf(float(int32_t(q)) * 0x1p-9f);
-    uint32_t v = a < E4M3FN::MinNormalBits ? sub : nrm;
-    v = a >= E4M3FN::OvfBits ? (Sat ? kMax : kNaN) : v;
+      q = q < (1u << F::M) ? 0u : q;
+    const uint32_t sub = bitsOf(float(int32_t(q)) * unit);
+    uint32_t v = a < F::MinNormalBits ? sub : nrm;
+    v = a >= F::OvfBits ? overflow : v;
     const bool nan = a > kF32Inf;
-    v = nan ? kNaN : v;
+    const uint32_t nanValue = Sat ? table.bits[F::SatNaN]
+                                  : (F::HasInf ? (kF32Inf | kF32QuietBit | (a & (F::MantMask << S)))
+                                               : table.bits[F::OvfEnc]);
+    v = nan ? nanValue : v;
     const uint32_t sign = (Sat && nan) ? 0u : (bits & 0x80000000u);
     out[i] = floatOf(v | sign);
   }
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundE4M3FNLoop(const float *in, float *out, size_t n) {
+  roundFp8Loop<E4M3FN, Sat, Ftz>(kE4M3FNTable, in, out, n);
+}
+template <bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundE5M2Loop(const float *in, float *out, size_t n) {
+  roundFp8Loop<E5M2, Sat, Ftz>(kE5M2Table, in, out, n);
 }
 
 #define MIXPREC_DISPATCH_OPTS(LOOP, ...)                                        \
