@@ -227,6 +227,27 @@ std::vector<uint8_t> outputBytes(const std::shared_ptr<const rt::LoadedModule> &
   return got;
 }
 
+/// The outputs' bytes with the CPU backend's switch `off` set to 0 (one
+/// thread, `offCheck` inspecting that backend), after checking that 1 and
+/// 2 threads with it on (every kernel split, `onCheck` inspecting each
+/// backend) give the same bytes.
+std::vector<uint8_t>
+expectSameBytesAsWithout(const char *off, const std::shared_ptr<const rt::LoadedModule> &module,
+                         const std::vector<std::pair<int, std::vector<float>>> &inputs,
+                         const std::function<void(rt::CpuBackend &)> &offCheck,
+                         const std::function<void(rt::CpuBackend &)> &onCheck) {
+  setenv(off, "0", 1);
+  const std::vector<uint8_t> want = outputBytes(module, 1, inputs, offCheck);
+  unsetenv(off);
+  setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
+  for (int threads : {1, 2}) {
+    const std::vector<uint8_t> got = outputBytes(module, threads, inputs, onCheck);
+    EXPECT_TRUE(got == want) << threads << " thread(s): not the bytes without " << off;
+  }
+  unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+  return want;
+}
+
 /// Loads a built module; fails the test on error.
 std::shared_ptr<const rt::LoadedModule> load(const BuiltModule &built) {
   std::shared_ptr<const rt::LoadedModule> module;
@@ -461,29 +482,24 @@ TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
       const std::shared_ptr<const rt::LoadedModule> module = load(mb.build(/*keepOffsets=*/true));
       ASSERT_TRUE(module);
       bool widened = false;
-      auto run = [&](int threads, int64_t &wide) {
-        return outputBytes(module, threads, {{xin, x}}, [&](rt::CpuBackend &cpu) {
-          wide = cpu.wideTensors();
-          EXPECT_TRUE(cpu.dnnlGemms().handles(0));
-          widened = cpu.dnnlGemms().computeType(0) != dtype;
-          if (dtype != fb::DType::F16) { // FP16: the CPU decides
-            EXPECT_EQ(cpu.dnnlGemms().computeType(0),
-                      std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
-          }
-        });
+      auto checkGemm = [&](rt::CpuBackend &cpu) {
+        EXPECT_TRUE(cpu.dnnlGemms().handles(0));
+        widened = cpu.dnnlGemms().computeType(0) != dtype;
+        if (dtype != fb::DType::F16) { // FP16: the CPU decides
+          EXPECT_EQ(cpu.dnnlGemms().computeType(0),
+                    std::strcmp(bf16, "native") ? fb::DType::F32 : fb::DType::BF16);
+        }
       };
-      int64_t wide = -1, plainWide = -1;
-      setenv("MIXPREC_CPU_WIDE_STORE", "0", 1);
-      const std::vector<uint8_t> want = run(1, plainWide);
-      unsetenv("MIXPREC_CPU_WIDE_STORE");
-      EXPECT_EQ(plainWide, 0);
-      setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
-      for (int threads : {1, 2}) {
-        const std::vector<uint8_t> got = run(threads, wide);
-        EXPECT_EQ(wide, widened ? 3 : 0) << "xq, its view xv and xt; not z";
-        EXPECT_TRUE(got == want) << threads << " thread(s): not the narrow path's bits";
-      }
-      unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+      const std::vector<uint8_t> want = expectSameBytesAsWithout(
+          "MIXPREC_CPU_WIDE_STORE", module, {{xin, x}},
+          [&](rt::CpuBackend &cpu) {
+            checkGemm(cpu);
+            EXPECT_EQ(cpu.wideTensors(), 0);
+          },
+          [&](rt::CpuBackend &cpu) {
+            checkGemm(cpu);
+            EXPECT_EQ(cpu.wideTensors(), widened ? 3 : 0) << "xq, its view xv and xt; not z";
+          });
       // The outputs hold something: y is no copy of zeros.
       const float *y0 = reinterpret_cast<const float *>(want.data());
       EXPECT_TRUE(std::any_of(y0, y0 + m * n, [](float v) { return v != 0.0f; }));
@@ -572,24 +588,16 @@ TEST_F(CpuDnnl, Fp8QuantizeAfterAGemmInItsEpilogueWithTheSameBits) {
           const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
           ASSERT_TRUE(module);
           const std::vector<std::pair<int, std::vector<float>>> inputs = {{xin, x}, {sIn, {0.75f}}};
-          setenv("MIXPREC_CPU_GEMM_QUANTIZE", "0", 1);
-          const std::vector<uint8_t> want = outputBytes(module, 1, inputs, [](rt::CpuBackend &cpu) {
-            EXPECT_EQ(cpu.fusedGemmQuantizes(), 0);
-          });
-          unsetenv("MIXPREC_CPU_GEMM_QUANTIZE");
-          setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
-          for (int threads : {1, 2}) {
-            const std::vector<uint8_t> got =
-                outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
-                  EXPECT_EQ(cpu.fusedGemmQuantizes(), 1);
-                  EXPECT_TRUE(cpu.dnnlGemms().handles(1));
-                  // Stored wide where fc2 widens it, unless an output.
-                  const bool widens = cpu.dnnlGemms().computeType(1) != q;
-                  EXPECT_EQ(cpu.wideTensors(), !hqOut && widens ? 1 : 0);
-                });
-            EXPECT_TRUE(got == want) << threads << " thread(s): not the two steps' bits";
-          }
-          unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+          const std::vector<uint8_t> want = expectSameBytesAsWithout(
+              "MIXPREC_CPU_GEMM_QUANTIZE", module, inputs,
+              [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedGemmQuantizes(), 0); },
+              [&](rt::CpuBackend &cpu) {
+                EXPECT_EQ(cpu.fusedGemmQuantizes(), 1);
+                EXPECT_TRUE(cpu.dnnlGemms().handles(1));
+                // Stored wide where fc2 widens it, unless an output.
+                const bool widens = cpu.dnnlGemms().computeType(1) != q;
+                EXPECT_EQ(cpu.wideTensors(), !hqOut && widens ? 1 : 0);
+              });
           if (!hqOut)
             continue;
           // hq holds NaN (row 0), the largest finite FP8 (saturated: row 6
@@ -670,20 +678,13 @@ TEST_F(CpuDnnl, AmaxAfterAGemmInItsEpilogueWithTheSameBits) {
         const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
         ASSERT_TRUE(module);
         const std::vector<std::pair<int, std::vector<float>>> inputs = {{xin, x}};
-        setenv("MIXPREC_CPU_GEMM_AMAX", "0", 1);
-        const std::vector<uint8_t> want = outputBytes(
-            module, 1, inputs, [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedGemmAmaxes(), 0); });
-        unsetenv("MIXPREC_CPU_GEMM_AMAX");
-        setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
-        for (int threads : {1, 2}) {
-          const std::vector<uint8_t> got =
-              outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
-                EXPECT_EQ(cpu.fusedGemmAmaxes(), 1);
-                EXPECT_TRUE(cpu.dnnlGemms().handles(0));
-              });
-          EXPECT_TRUE(got == want) << threads << " thread(s): not the two steps' bits";
-        }
-        unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+        const std::vector<uint8_t> want = expectSameBytesAsWithout(
+            "MIXPREC_CPU_GEMM_AMAX", module, inputs,
+            [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedGemmAmaxes(), 0); },
+            [](rt::CpuBackend &cpu) {
+              EXPECT_EQ(cpu.fusedGemmAmaxes(), 1);
+              EXPECT_TRUE(cpu.dnnlGemms().handles(0));
+            });
         // The amax the kernel took: NaN, inf (FP16) or large, else finite.
         float amax = 0.0f;
         std::memcpy(&amax, want.data(), 4);
