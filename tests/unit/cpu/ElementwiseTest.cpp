@@ -1,6 +1,9 @@
 #include "tests/unit/cpu/TestUtil.h"
 
+#include <cstring>
+#include <iterator>
 #include <limits>
+#include <vector>
 
 using namespace mixprec::runtime::cpu;
 using namespace mixprec::runtime::cpu::testing;
@@ -206,6 +209,31 @@ TEST(Unary, GeluTanhNoNaNForLargeInputs) {
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_EQ(y[2], 1e4f);
   EXPECT_EQ(y[3], 1e20f);
+}
+
+TEST(Unary, ReluInVectorLanesGivesTheScalarBits) {
+  // reluArray's clones (AVX-512, AVX2, baseline) against `x < 0 ? 0 : x`
+  // bit for bit: NaNs of both signs with payloads, +-0, +-inf, subnormals,
+  // at every lane position and in the loop's tail, in place and not.
+  const uint32_t specials[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x80000000u, 0x00000000u,
+                               0x7f800000u, 0xff800000u, 0x80000001u, 0x00000001u, 0xbf800000u,
+                               0x3f800000u, 0xc2f00000u, 0x7f7fffffu, 0xff7fffffu};
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint32_t bits =
+        i % 3 == 0 ? specials[(i / 3) % std::size(specials)] : uint32_t(i * 2654435761u);
+    std::memcpy(&x[i], &bits, 4);
+  }
+  for (int64_t n : {int64_t(1000), int64_t(37), int64_t(5)}) {
+    std::vector<float> y(static_cast<size_t>(n)), inPlace(x.begin(), x.begin() + n);
+    unary(UnaryOp::Relu, x.data(), y.data(), n);
+    unary(UnaryOp::Relu, inPlace.data(), inPlace.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = x[size_t(i)] < 0.0f ? 0.0f : x[size_t(i)];
+      EXPECT_EQ(std::memcmp(&y[size_t(i)], &want, 4), 0) << i;
+      EXPECT_EQ(std::memcmp(&inPlace[size_t(i)], &want, 4), 0) << i;
+    }
+  }
 }
 
 TEST(Unary, ReluKeepsNaNAndInPlace) {
