@@ -460,7 +460,7 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
           return;
         bool dies = addend >= 0 && readOnlyBy(module, access, addend, i + 1, SIZE_MAX);
         for (uint32_t t : module.inputs())
-          dies &= !sharesBytes(tensors[t], tensors[addend]);
+          dies = dies && !sharesBytes(tensors[t], tensors[addend]);
         out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output, dies};
       });
   return out;
