@@ -468,6 +468,17 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
 
 namespace {
 
+/// Whether element-wise kernel `k` walks GEMM g's whole output as one run
+/// (g one block of rows) and `load` reads it there, contiguous, in its
+/// dtype: what a kernel the GEMM's epilogue computes instead must read.
+bool readsGemmOutput(const LoadedModule &module, const KernelPlan &k, const GemmDesc &g,
+                     const KernelPlan::Access &load) {
+  const TensorDesc &out = module.tensors()[g.out];
+  return (g.batch == 1 || g.strideOut == g.m * g.n) && elementWise(k) &&
+         k.rowDims[0] == out.elements && load.tensor == g.out && load.rowStrides[0] == 1 &&
+         !load.wide && load.dtype == out.dtype;
+}
+
 /// Whether kernel `k` is exactly Store(Quantize(Load(g.out), scale)) over
 /// the contiguous elements of GEMM g's output (one block of rows), the
 /// scale a constant or a scalar FP32 tensor, storing to a tensor apart
@@ -476,8 +487,7 @@ bool matchQuantize(const LoadedModule &module, const KernelPlan &k, const GemmDe
                    GemmQuantize &q) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   const std::vector<KernelPlan::Inst> &p = k.program;
-  if ((g.batch != 1 && g.strideOut != g.m * g.n) || !elementWise(k) ||
-      k.rowDims[0] != tensors[g.out].elements || p.size() != 4 || p[3].op != OpCode::Store)
+  if (p.size() != 4 || p[3].op != OpCode::Store)
     return false;
   const KernelPlan::Inst &quantize = p[static_cast<size_t>(p[3].operand[0])];
   if (quantize.op != OpCode::Quantize)
@@ -486,10 +496,9 @@ bool matchQuantize(const LoadedModule &module, const KernelPlan &k, const GemmDe
   const KernelPlan::Inst &scale = p[static_cast<size_t>(quantize.operand[1])];
   if (value.op != OpCode::Load)
     return false;
-  const KernelPlan::Access &load = k.accesses[value.access], &store = k.accesses[p[3].access];
-  if (load.tensor != g.out || load.rowStrides[0] != 1 || store.rowStrides[0] != 1 ||
-      load.dtype != tensors[g.out].dtype || store.dtype != quantize.dtype ||
-      tensors[store.tensor].elements != tensors[g.out].elements ||
+  const KernelPlan::Access &store = k.accesses[p[3].access];
+  if (!readsGemmOutput(module, k, g, k.accesses[value.access]) || store.rowStrides[0] != 1 ||
+      store.dtype != quantize.dtype || tensors[store.tensor].elements != tensors[g.out].elements ||
       sharesBytes(tensors[store.tensor], tensors[g.out]))
     return false;
   if (scale.op == OpCode::Const) {
@@ -513,15 +522,12 @@ bool matchQuantize(const LoadedModule &module, const KernelPlan &k, const GemmDe
 bool matchAmax(const LoadedModule &module, const KernelPlan &k, const GemmDesc &g, int32_t &amax) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   const std::vector<KernelPlan::Inst> &p = k.program;
-  if ((g.batch != 1 && g.strideOut != g.m * g.n) || !elementWise(k) ||
-      k.rowDims[0] != tensors[g.out].elements || p.size() != 3 || p[0].op != OpCode::Load ||
-      p[1].op != OpCode::Amax || p[1].operand[0] != 0 || p[2].op != OpCode::Store ||
-      p[2].operand[0] != 1)
+  if (p.size() != 3 || p[0].op != OpCode::Load || p[1].op != OpCode::Amax || p[1].operand[0] != 0 ||
+      p[2].op != OpCode::Store || p[2].operand[0] != 1)
     return false;
-  const KernelPlan::Access &load = k.accesses[p[0].access], &store = k.accesses[p[2].access];
-  if (load.tensor != g.out || load.rowStrides[0] != 1 || load.wide ||
-      load.dtype != tensors[g.out].dtype || store.rowStrides[0] != 0 || store.wide ||
-      store.dtype != DType::F32 || tensors[store.tensor].dtype != DType::F32 ||
+  const KernelPlan::Access &store = k.accesses[p[2].access];
+  if (!readsGemmOutput(module, k, g, k.accesses[p[0].access]) || store.rowStrides[0] != 0 ||
+      store.wide || store.dtype != DType::F32 || tensors[store.tensor].dtype != DType::F32 ||
       tensors[store.tensor].elements != 1 || sharesBytes(tensors[store.tensor], tensors[g.out]))
     return false;
   amax = store.tensor;
