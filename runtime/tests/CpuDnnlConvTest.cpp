@@ -627,6 +627,115 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
   }
 }
 
+/// x -> conv (64 channels, 3x3; half of the biases -1e4: channels whose
+/// every value is negative) -> r = relu -> p = max_pool2d 3x3 stride 2
+/// pad 1, p an output; r too where `reluIsOutput`.
+std::shared_ptr<const rt::LoadedModule> buildReluPool(bool reluIsOutput, int32_t &x) {
+  ModuleBuilder mb;
+  const int64_t c = 64, h = 12;
+  const Shape big = {1, c, h, h}, small = {1, c, h / 2, h / 2};
+  x = mb.input("x", fb::DType::F32, big);
+  std::vector<float> bias = storedRandom(fb::DType::F32, size_t(c), 2);
+  for (size_t i = 0; i < bias.size(); i += 2)
+    bias[i] = -1e4f;
+  const int32_t w = mb.constantFloats("a.w", fb::DType::F32, {c, c, 3, 3},
+                                      storedRandom(fb::DType::F32, size_t(c * c * 9), 1));
+  const int32_t b = mb.constantFloats("a.b", fb::DType::F32, {c}, bias);
+  const int32_t y = mb.activation("a.y", fb::DType::F32, big);
+  mb.routine({"a", "conv2d", {x, w, b}, {y}, conv2dOptions({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  const int32_t r = mb.activation("r", fb::DType::F32, big);
+  KernelSpec &k = mb.kernel("r", big, 0);
+  k.store(r, k.unary(fb::OpCode::Relu, k.load(y, {c * h * h, h * h, h, 1})),
+          {c * h * h, h * h, h, 1}, fb::DType::F32);
+  const int32_t p = mb.activation("p", fb::DType::F32, small);
+  mb.routine({"pool", "max_pool2d", {r}, {p}, pool2dOptions({3, 3}, {2, 2}, {1, 1, 1, 1})});
+  mb.output(p);
+  if (reluIsOutput)
+    mb.output(r);
+  return load(mb);
+}
+
+TEST_F(CpuDnnlConv, AReluBeforeAMaxPoolRunsInThePoolWithTheSameBits) {
+  // CpuConvFusion.cpp: relu(conv) read only by a max pool: the pool applies
+  // the ReLU to its output, the convolution none. The bits of the ReLU
+  // before the pool (MIXPREC_CPU_POOL_RELU=0): the pool's output a module
+  // output (plain, the convolution's nhwc: the ReLU after the whole pool),
+  // or read by the next convolutions (buildStem: nhwc, the ReLU per chunk
+  // of rows), or nothing kept channels-last (the planes' path); 1 and 2
+  // threads; x with a NaN, +-inf and signed zeros, channels all negative
+  // (every window's largest value < 0). Not where the ReLU's output is also
+  // a module output.
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which == 0   ? "pool output a module output"
+                 : which == 1 ? "r also an output"
+                              : "buildStem");
+    int32_t x = -1;
+    std::shared_ptr<const rt::LoadedModule> module =
+        which == 2 ? buildStem(fb::DType::F32, x) : buildReluPool(which == 1, x);
+    ASSERT_TRUE(module);
+    std::vector<float> values = storedRandom(fb::DType::F32, size_t(64 * 12 * 12), 9);
+    for (size_t i = 400; i < 500; ++i)
+      values[i] = i % 2 ? -0.0f : 0.0f;
+    values[17] = NAN;
+    values[300] = INFINITY;
+    values[1000] = -INFINITY;
+    auto run = [&](int threads, int64_t &inPools) {
+      std::unique_ptr<rt::Backend> backend;
+      rt::BackendOptions options;
+      options.numThreads = threads;
+      rt::Status s = rt::createCpuBackend(module, options, backend);
+      EXPECT_TRUE(s.ok()) << s.message();
+      std::vector<uint8_t> got;
+      if (!s.ok())
+        return got;
+      inPools = cpuOf(backend).reluInPools();
+      EXPECT_TRUE(backend->setInput(uint32_t(x), values.data(), values.size() * 4).ok());
+      s = backend->launch({});
+      EXPECT_TRUE(s.ok()) << s.message();
+      for (uint32_t t : module->outputs()) {
+        const void *data = nullptr;
+        EXPECT_TRUE(backend->readTensor(t, &data).ok());
+        const auto *b = static_cast<const uint8_t *>(data);
+        got.insert(got.end(), b, b + module->tensors()[t].bytes);
+      }
+      return got;
+    };
+    for (bool plain : {false, true}) {
+      SCOPED_TRACE(plain ? "MIXPREC_CPU_CHANNELS_LAST=0" : "channels-last");
+      if (plain)
+        setenv("MIXPREC_CPU_CHANNELS_LAST", "0", 1);
+      int64_t off = -1;
+      setenv("MIXPREC_CPU_POOL_RELU", "0", 1);
+      const std::vector<uint8_t> want = run(1, off);
+      unsetenv("MIXPREC_CPU_POOL_RELU");
+      EXPECT_EQ(off, 0);
+      for (int threads : {1, 2}) {
+        int64_t inPools = -1;
+        const std::vector<uint8_t> got = run(threads, inPools);
+        EXPECT_EQ(inPools, which == 1 ? 0 : 1);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_TRUE(got == want) << threads << " thread(s): not the bits of the ReLU first";
+      }
+      unsetenv("MIXPREC_CPU_CHANNELS_LAST");
+      if (which == 2)
+        continue;
+      // p: NaNs (the NaN went through), +0s (most windows of the negative
+      // channels: all but those the NaN and infinities reach), no negative
+      // value and no -0.
+      std::vector<float> p(want.size() / 4 > 64 * 36 ? 64 * 36 : want.size() / 4);
+      std::memcpy(p.data(), want.data(), p.size() * 4);
+      size_t nans = 0, zeros = 0;
+      for (float v : p) {
+        nans += std::isnan(v);
+        zeros += v == 0.0f && !std::signbit(v);
+        EXPECT_FALSE(std::signbit(v) && !std::isnan(v)) << v;
+      }
+      EXPECT_GT(nans, 0u);
+      EXPECT_GE(zeros, 32u * 36u / 2);
+    }
+  }
+}
+
 TEST_F(CpuDnnlConv, Fp16Fp8AndTwoDtypesWidenedExactly) {
   // FP16 on oneDNN's FP16 convolution where the CPU has one, else widened
   // to FP32; FP8 (no scales: a conv routine has none, its values are the

@@ -66,6 +66,10 @@ Status CpuBackend::prepare() {
         convEpilogues[i] = epilogues[i];
         fusedSteps[static_cast<size_t>(epilogues[i].kernelStep)] = FusedInto::Convolution;
       }
+    poolRelus.assign(epilogues.size(), 0);
+    for (const ConvEpilogue &e : convEpilogues)
+      if (e.reluInPool >= 0)
+        poolRelus[static_cast<size_t>(e.reluInPool)] = 1;
     // Activations between them in oneDNN's channels-last layout.
     channelsLast = findChannelsLast(*module, kernels, convEpilogues, dnnlConvs);
     for (size_t i = 0; i < module->routines().size(); ++i)
@@ -76,6 +80,7 @@ Status CpuBackend::prepare() {
       }
   }
   channelsLast.resize(module->tensors().size(), 0);
+  poolRelus.resize(module->routines().size(), 0);
   // FP8 quantize kernels computed by the GEMM before them.
   gemmQuantizes = options.cpuGemms ? findGemmQuantizes(*module, kernels)
                                    : std::vector<GemmQuantize>(module->gemms().size());
@@ -248,6 +253,10 @@ Status CpuBackend::prepare() {
         name = module->routines()[step->index()].name;
         if (step->index() < convEpilogues.size() && convEpilogues[step->index()].kernelStep >= 0)
           name += convEpilogues[step->index()].addend >= 0 ? " + add + relu" : " + relu";
+        if (convEpilogues.size() > step->index() && convEpilogues[step->index()].reluInPool >= 0)
+          name += " (in the max pool after)";
+        if (poolRelus[step->index()])
+          name += " + relu";
         break;
       }
       profile.push_back(StepTime{name, 0.0});

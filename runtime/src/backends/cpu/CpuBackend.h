@@ -254,6 +254,10 @@ struct ConvEpilogue {
   /// No step after the kernel reads the addend's bytes, which are no module
   /// input, output or state: the convolution may add into them in place.
   bool addendDies = false;
+  /// The max pool routine right after the kernel, its output's only
+  /// reader, that applies the ReLU to its own output instead (relu and max
+  /// commute); -1: the convolution applies it.
+  int32_t reluInPool = -1;
 };
 
 /// Per routine of `module`: the kernel step after it that it can compute
@@ -387,6 +391,9 @@ public:
   int64_t fusedGemmAmaxes() const {
     return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::GemmAmax);
   }
+  /// Max pools that apply the ReLU of the convolution before them
+  /// (CpuConvFusion.cpp).
+  int64_t reluInPools() const { return std::count(poolRelus.begin(), poolRelus.end(), uint8_t(1)); }
   /// Activations kept in oneDNN's channels-last layout between steps
   /// (findChannelsLast).
   int64_t channelsLastTensors() const {
@@ -550,6 +557,9 @@ private:
   std::vector<GemmAmax> gemmAmaxes;
   enum class FusedInto : uint8_t { None, Convolution, Gemm, GemmAmax };
   std::vector<FusedInto> fusedSteps;
+  /// Per routine: a max pool applying the ReLU of the convolution before
+  /// it to its output (ConvEpilogue::reluInPool).
+  std::vector<uint8_t> poolRelus;
   /// Per tensor: kept channels-last (findChannelsLast).
   std::vector<uint8_t> channelsLast;
   /// Narrow activations stored wide (findWideStorage), in wideBuffer.

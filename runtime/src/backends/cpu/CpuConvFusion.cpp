@@ -16,6 +16,14 @@
 // convolution's operands, the arena planner's reuse of a dead input, and
 // oneDNN would write it while reading them, the step writes a buffer and
 // copies.) MIXPREC_CPU_CONV_FUSION=0 turns it off (tests compare the two).
+// Where a max pool is that output's only reader (ResNet's stem: relu(conv1)
+// then a 3x3 max pool), the pool applies the ReLU to its own output
+// instead (poolTakingRelu): ReLU is monotonic, so relu(max) equals
+// max(relu) bit for bit (NaN taps: the first NaN either way, which ReLU
+// keeps; a largest tap <= 0, -0 included: +0 either way), and the pass
+// runs over the pooled values, a quarter of the convolution's with a 3x3
+// stride-2 pool. Not for max_pool_indices (the argmax of ReLU'd taps
+// differs). MIXPREC_CPU_POOL_RELU=0 turns it off (tests compare the two).
 //
 // Between convolutions, activations stay in oneDNN's channels-last layout
 // (findChannelsLast): a oneDNN convolution on AVX-512 reads and writes nhwc,
@@ -437,6 +445,29 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
   return last;
 }
 
+namespace {
+
+/// The max pool routine that step `at` runs, if it may apply the ReLU of
+/// the kernel before it, whose output `relu` it pools (and nothing else
+/// reads), to its own output instead; -1 if not.
+int32_t poolTakingRelu(const LoadedModule &module, const std::vector<StepTensors> &access,
+                       const StepCounts &counts, size_t at, int32_t relu) {
+  const auto *steps = module.root().steps();
+  if (turnedOff("MIXPREC_CPU_POOL_RELU") || at >= steps->size() ||
+      steps->Get(at)->kind() != schema::StepKind::Routine)
+    return -1;
+  const size_t index = steps->Get(at)->index();
+  const RoutineOp &op = module.routines()[index];
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const bool max = op.kind == RoutineKind::MaxPool2d || op.kind == RoutineKind::MaxPool;
+  if (!max || counts.routines[index] != 1 || op.inputs.size() != 1 || op.inputs[0] != relu ||
+      tensors[op.output].dtype != DType::F32 || !readOnlyBy(module, access, relu, at - 1, at))
+    return -1;
+  return static_cast<int32_t>(index);
+}
+
+} // namespace
+
 std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels) {
   std::vector<ConvEpilogue> out(module.routines().size());
@@ -444,6 +475,7 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
     return out;
   const std::vector<StepTensors> access = tensorsOfSteps(module, kernels);
   const std::vector<TensorDesc> &tensors = module.tensors();
+  const StepCounts counts(module, kernels);
   forEachStepBeforeAKernel(
       module, kernels, schema::StepKind::Routine, [&](size_t i, size_t routine, size_t kernel) {
         const RoutineOp &op = module.routines()[routine];
@@ -462,6 +494,7 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
         for (uint32_t t : module.inputs())
           dies = dies && !sharesBytes(tensors[t], tensors[addend]);
         out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output, dies};
+        out[routine].reluInPool = poolTakingRelu(module, access, counts, i + 2, output);
       });
   return out;
 }

@@ -338,8 +338,8 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   // packed at load; the FP32 result rounded once, as below. An FP32 output
   // that shares no bytes with the operands takes the result directly (the
   // rounding to FP32 is the copy storeFloats would make).
-  if (const size_t index = static_cast<size_t>(&op - module->routines().data());
-      dnnlConvs.handles(index)) {
+  const size_t index = static_cast<size_t>(&op - module->routines().data());
+  if (dnnlConvs.handles(index)) {
     // With the kernel after it (CpuConvFusion.cpp): into that kernel's
     // output, the addend added by oneDNN, then the kernel's ReLU in place.
     // Where that output shares bytes with an operand (the arena reuses a
@@ -363,9 +363,15 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst, addend); !s.ok())
         return s.withContext(op.name + ": ");
       // The ReLU (and the copy) in slices over the threads (element-wise:
-      // the same bits for any count).
+      // the same bits for any count); only the copy where the max pool after
+      // applies the ReLU.
+      if (e.reluInPool >= 0 && dst == out)
+        return okStatus();
       forSlices(o.elements, [&](int64_t begin, int64_t n) {
-        cpu::unary(cpu::UnaryOp::Relu, dst + begin, out + begin, n);
+        if (e.reluInPool >= 0)
+          std::memcpy(out + begin, dst + begin, static_cast<size_t>(n) * 4);
+        else
+          cpu::unary(cpu::UnaryOp::Relu, dst + begin, out + begin, n);
       });
       return okStatus();
     }
@@ -409,6 +415,15 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     const int64_t inPlane = tensors[op.inputs[0]].elements / std::max<int64_t>(planes, 1);
     const int64_t outPlane = y.elements / std::max<int64_t>(planes, 1);
     const bool max = op.kind == RoutineKind::MaxPool2d || op.kind == RoutineKind::MaxPool;
+    // The ReLU of the convolution before (ConvEpilogue::reluInPool) over
+    // the pooled values: relu(max) is max(relu) bit for bit (a NaN, the
+    // first in the taps' order, stays; a largest value <= 0 gives +0 either
+    // way), over a quarter of the values.
+    const bool relu = poolRelus[index] != 0;
+    auto reluOf = [&](float *values, int64_t n) {
+      if (relu)
+        cpu::unary(cpu::UnaryOp::Relu, values, values, n);
+    };
     if (max && channelsLast[op.inputs[0]]) {
       // Between convolutions kept channels-last (CpuConvFusion.cpp): rows
       // of output positions, all channels at once, into an FP32 output
@@ -416,11 +431,17 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       const int64_t rows = is[0] * y.shape[2];
       const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output);
       float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
-      const int64_t parts = chunksOf(rows, y.elements);
+      const bool lastOut = channelsLast[op.output] != 0;
+      const int64_t parts = chunksOf(rows, y.elements),
+                    row = y.elements / std::max<int64_t>(rows, 1);
       pool->run(parts, [&](int64_t i, int) {
-        cpu::maxPool2dChannelsLast(x, is, op.window, dst, y.shape, channelsLast[op.output] != 0,
-                                   rows * i / parts, rows * (i + 1) / parts);
+        const int64_t first = rows * i / parts, end = rows * (i + 1) / parts;
+        cpu::maxPool2dChannelsLast(x, is, op.window, dst, y.shape, lastOut, first, end);
+        if (lastOut) // the rows just written, while in cache
+          reluOf(dst + first * row, (end - first) * row);
       });
+      if (!lastOut)
+        forSlices(y.elements, [&](int64_t begin, int64_t n) { reluOf(dst + begin, n); });
       if (direct)
         return okStatus();
       break;
@@ -433,9 +454,10 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       cpu::Shape part = is, outPart = y.shape;
       part[0] = outPart[0] = 1;
       part[1] = outPart[1] = end - first;
-      if (max)
+      if (max) {
         cpu::maxPool(x + first * inPlane, part, op.window, result + first * outPlane, outPart);
-      else
+        reluOf(result + first * outPlane, (end - first) * outPlane);
+      } else
         cpu::avgPool(x + first * inPlane, part, op.window, op.countIncludePad,
                      result + first * outPlane, outPart);
     };
