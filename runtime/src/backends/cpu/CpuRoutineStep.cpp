@@ -419,7 +419,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
     // the pooled values: relu(max) is max(relu) bit for bit (a NaN, the
     // first in the taps' order, stays; a largest value <= 0 gives +0 either
     // way), over a quarter of the values.
-    const bool relu = poolRelus[index] != 0;
+    const bool relu = index < poolRelus.size() && poolRelus[index] != 0;
     auto reluOf = [&](float *values, int64_t n) {
       if (relu)
         cpu::unary(cpu::UnaryOp::Relu, values, values, n);
