@@ -440,7 +440,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
         if (lastOut) // the rows just written, while in cache
           reluOf(dst + first * row, (end - first) * row);
       });
-      if (!lastOut)
+      if (relu && !lastOut)
         forSlices(y.elements, [&](int64_t begin, int64_t n) { reluOf(dst + begin, n); });
       if (direct)
         return okStatus();
