@@ -285,8 +285,7 @@ MIXPREC_ALWAYS_INLINE void roundBF16Loop(const float *in, float *out, size_t n) 
 /// kept and quiet with an inf, E4M3FN's one NaN without; one positive NaN
 /// saturating). Twice as fast as encoding, then decoding.
 template <class F, bool Sat, bool Ftz>
-MIXPREC_ALWAYS_INLINE void roundFp8Loop(const Fp8Table &table, const float *in, float *out,
-                                        size_t n) {
+MIXPREC_ALWAYS_INLINE uint32_t roundFp8Bits(const Fp8Table &table, uint32_t bits) {
   constexpr uint32_t S = F::Shift;
   constexpr uint32_t kHalfBelow = (1u << (S - 1)) - 1u, kKept = ~((1u << S) - 1u);
   // Below F's min normal (exponent field <= 127 - Bias) the significand's
@@ -296,29 +295,32 @@ MIXPREC_ALWAYS_INLINE void roundFp8Loop(const Fp8Table &table, const float *in, 
   constexpr int32_t kShiftBase = int32_t(151u - F::Bias - F::M);
   const float unit = floatOf((128u - F::Bias - F::M) << 23);
   const uint32_t overflow = Sat ? table.bits[F::MaxEnc] : table.bits[F::OvfEnc];
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = bitsOf(in[i]);
-    uint32_t a = bits & 0x7fffffffu;
-    if (Ftz) // DAZ: float32 subnormal inputs count as zero.
-      a = a < kF32MinNormal ? 0u : a;
-    const uint32_t nrm = (a + kHalfBelow + ((a >> S) & 1u)) & kKept;
-    int32_t k = kShiftBase - int32_t(a >> 23);
-    k = k < 1 ? 1 : k > 31 ? 31 : k;
-    const uint32_t sig = (a & 0x007fffffu) | 0x00800000u;
-    uint32_t q = (sig + ((1u << (k - 1)) - 1u) + ((sig >> k) & 1u)) >> k;
-    if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
-      q = q < (1u << F::M) ? 0u : q;
-    const uint32_t sub = bitsOf(float(int32_t(q)) * unit);
-    uint32_t v = a < F::MinNormalBits ? sub : nrm;
-    v = a >= F::OvfBits ? overflow : v;
-    const bool nan = a > kF32Inf;
-    const uint32_t nanValue = Sat ? table.bits[F::SatNaN]
-                                  : (F::HasInf ? (kF32Inf | kF32QuietBit | (a & (F::MantMask << S)))
-                                               : table.bits[F::OvfEnc]);
-    v = nan ? nanValue : v;
-    const uint32_t sign = (Sat && nan) ? 0u : (bits & 0x80000000u);
-    out[i] = floatOf(v | sign);
-  }
+  uint32_t a = bits & 0x7fffffffu;
+  if (Ftz) // DAZ: float32 subnormal inputs count as zero.
+    a = a < kF32MinNormal ? 0u : a;
+  const uint32_t nrm = (a + kHalfBelow + ((a >> S) & 1u)) & kKept;
+  int32_t k = kShiftBase - int32_t(a >> 23);
+  k = k < 1 ? 1 : k > 31 ? 31 : k;
+  const uint32_t sig = (a & 0x007fffffu) | 0x00800000u;
+  uint32_t q = (sig + ((1u << (k - 1)) - 1u) + ((sig >> k) & 1u)) >> k;
+  if (Ftz) // FTZ after rounding: only results that stay subnormal flush.
+    q = q < (1u << F::M) ? 0u : q;
+  const uint32_t sub = bitsOf(float(int32_t(q)) * unit);
+  uint32_t v = a < F::MinNormalBits ? sub : nrm;
+  v = a >= F::OvfBits ? overflow : v;
+  const bool nan = a > kF32Inf;
+  const uint32_t nanValue = Sat ? table.bits[F::SatNaN]
+                                : (F::HasInf ? (kF32Inf | kF32QuietBit | (a & (F::MantMask << S)))
+                                             : table.bits[F::OvfEnc]);
+  v = nan ? nanValue : v;
+  const uint32_t sign = (Sat && nan) ? 0u : (bits & 0x80000000u);
+  return v | sign;
+}
+template <class F, bool Sat, bool Ftz>
+MIXPREC_ALWAYS_INLINE void roundFp8Loop(const Fp8Table &table, const float *in, float *out,
+                                        size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = floatOf(roundFp8Bits<F, Sat, Ftz>(table, bitsOf(in[i])));
 }
 template <bool Sat, bool Ftz>
 MIXPREC_ALWAYS_INLINE void roundE4M3FNLoop(const float *in, float *out, size_t n) {
@@ -720,6 +722,67 @@ MIXPREC_MULTIVERSION void scaleForQuantize(const float *in, const float *scale, 
 MIXPREC_MULTIVERSION void scaleForQuantize(const float *in, float scale, float *out, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out[i] = scaledForQuantize(in[i], scale);
+}
+
+namespace {
+/// quantizeFp8Store's loop for format F, source Src and storage To: each
+/// value decoded, scaled (scaledForQuantize), then encoded saturating
+/// (encodeNarrow), or rounded to that code's value (roundFp8Bits: its
+/// float32 bits; BF16: their top half, exact, a NaN included), in one pass.
+template <class F, Format Src, Fp8Storage To>
+MIXPREC_ALWAYS_INLINE void quantizeStoreLoop(const Fp8Table &table, const void *in, float scale,
+                                             void *out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float x;
+    if constexpr (Src == Format::F32)
+      x = static_cast<const float *>(in)[i];
+    else if constexpr (Src == Format::BF16)
+      x = floatOf(decodeBF16Bits(static_cast<const uint16_t *>(in)[i]));
+    else
+      x = floatOf(decodeF16Bits(static_cast<const uint16_t *>(in)[i]));
+    const uint32_t bits = bitsOf(scaledForQuantize(x, scale));
+    if constexpr (To == Fp8Storage::Codes)
+      static_cast<uint8_t *>(out)[i] = uint8_t(encodeNarrow<F, true, false>(bits));
+    else if constexpr (To == Fp8Storage::WideF32)
+      static_cast<uint32_t *>(out)[i] = roundFp8Bits<F, true, false>(table, bits);
+    else
+      static_cast<uint16_t *>(out)[i] = uint16_t(roundFp8Bits<F, true, false>(table, bits) >> 16);
+  }
+}
+
+template <class F, Format Src>
+MIXPREC_ALWAYS_INLINE void quantizeStoreTo(const Fp8Table &table, const void *in, float scale,
+                                           Fp8Storage to, void *out, size_t n) {
+  switch (to) {
+  case Fp8Storage::Codes:
+    return quantizeStoreLoop<F, Src, Fp8Storage::Codes>(table, in, scale, out, n);
+  case Fp8Storage::WideF32:
+    return quantizeStoreLoop<F, Src, Fp8Storage::WideF32>(table, in, scale, out, n);
+  case Fp8Storage::WideBF16:
+    return quantizeStoreLoop<F, Src, Fp8Storage::WideBF16>(table, in, scale, out, n);
+  }
+}
+
+template <class F>
+MIXPREC_ALWAYS_INLINE void quantizeStoreFrom(const Fp8Table &table, Format src, const void *in,
+                                             float scale, Fp8Storage to, void *out, size_t n) {
+  switch (src) {
+  case Format::BF16:
+    return quantizeStoreTo<F, Format::BF16>(table, in, scale, to, out, n);
+  case Format::F16:
+    return quantizeStoreTo<F, Format::F16>(table, in, scale, to, out, n);
+  default:
+    return quantizeStoreTo<F, Format::F32>(table, in, scale, to, out, n);
+  }
+}
+} // namespace
+
+MIXPREC_MULTIVERSION void quantizeFp8Store(Format f, Format src, const void *in, float scale,
+                                           Fp8Storage to, void *out, size_t n) {
+  if (f == Format::F8E5M2)
+    quantizeStoreFrom<E5M2>(kE5M2Table, src, in, scale, to, out, n);
+  else
+    quantizeStoreFrom<E4M3FN>(kE4M3FNTable, src, in, scale, to, out, n);
 }
 
 } // namespace numerics

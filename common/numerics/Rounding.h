@@ -142,6 +142,18 @@ void quantizeFp8Array(Format f, const float *in, float scale, float *out, size_t
 void scaleForQuantize(const float *in, const float *scale, float *out, size_t n);
 /// scaleForQuantize with one scale for all n values; in == out allowed.
 void scaleForQuantize(const float *in, float scale, float *out, size_t n);
+/// How quantizeFp8Store writes each value: its FP8 code (one byte), or
+/// that code's value widened exactly to FP32 or BF16 (the CPU backend's
+/// FP8 activations stored wide for its GEMMs).
+enum class Fp8Storage { Codes, WideF32, WideBF16 };
+/// A quantize with one scale for all n values, stored, in one pass: the
+/// values at `in` (F32, BF16 or F16 elements as `src` says), scaled as
+/// scaleForQuantize does, then encoded to F8E4M3FN or F8E5M2 `f`
+/// saturating; the bytes encodeArray (saturate) writes, or the bits of the
+/// decoded code as FP32 (roundArray saturating) or as BF16 (floatToBF16 of
+/// it, exact). `in` and `out` must not overlap.
+void quantizeFp8Store(Format f, Format src, const void *in, float scale, Fp8Storage to, void *out,
+                      size_t n);
 
 // ---- Format facts ----------------------------------------------------------
 size_t formatBytes(Format f);

@@ -699,5 +699,104 @@ TEST_F(CpuDnnl, AmaxAfterAGemmInItsEpilogueWithTheSameBits) {
       }
 }
 
+TEST_F(CpuDnnl, AQuantizeOnlyStoredIsStoredInOnePassWithTheSameBits) {
+  // KernelPlan::Inst::fusedQuantize: a quantize by a scalar scale tensor
+  // (current scaling's), only stored, written by numerics::quantizeFp8Store
+  // in one pass: straight from h, the tensor it loads (F32, BF16 or F16),
+  // into hq, an output (FP8 codes); from a computed value, 2h + 1, into hw,
+  // read by a GEMM only (stored wide, as BF16 or FP32 as oneDNN takes
+  // it); not where the store is strided (ht, transposed). The bits of the
+  // separate steps (MIXPREC_CPU_QUANTIZE_STORE=0), for scales that round,
+  // saturate and are NaN, with NaN, infinities, signed zeros and
+  // subnormals in h, on 1 and 2 threads, rows that span pieces.
+  for (const char *bf16 : {"native", "fp32"})
+    for (fb::DType hType : {fb::DType::F32, fb::DType::BF16, fb::DType::F16})
+      for (fb::DType q : {fb::DType::F8E4M3FN, fb::DType::F8E5M2}) {
+        if (!std::strcmp(bf16, "native") && !__builtin_cpu_supports("avx512bf16"))
+          continue;
+        setenv("MIXPREC_CPU_BF16", bf16, 1);
+        const int64_t m = 29, k = 700, n = 16;
+        std::vector<float> x = randomValues(size_t(m * k), 31, -30.0f, 30.0f);
+        x[1] = NAN, x[k + 2] = INFINITY, x[2 * k + 3] = -INFINITY, x[3 * k] = -0.0f;
+        x[4 * k + 5] = 1e-3f, x[5 * k + 6] = -2e-4f, x[6 * k + 7] = 1e-41f, x[7 * k + 8] = 7e4f;
+        ModuleBuilder mb;
+        const int xin = mb.input("x", fb::DType::F32, {m, k});
+        const int sIn = mb.input("s", fb::DType::F32, {});
+        int h = xin;
+        if (hType != fb::DType::F32) {
+          h = mb.activation("h", hType, {m, k});
+          KernelSpec &kr = mb.kernel("round_h", {m, k}, 0);
+          kr.store(h, kr.load(xin, {k, 1}), {k, 1}, hType);
+        }
+        const int hq = mb.activation("hq", q, {m, k});
+        const int hw = mb.activation("hw", q, {m, k});
+        const int ht = mb.activation("ht", q, {k, m});
+        {
+          KernelSpec &kq = mb.kernel("quantize_h", {m, k}, 0);
+          kq.store(hq, kq.quantize(kq.load(h, {k, 1}), kq.load(sIn, {0, 0}), q), {k, 1}, q);
+        }
+        {
+          KernelSpec &kw = mb.kernel("quantize_2h_plus_1", {m, k}, 0);
+          const int v = kw.binary(fb::OpCode::Add,
+                                  kw.binary(fb::OpCode::Mul, kw.load(h, {k, 1}), kw.constant(2.0f)),
+                                  kw.constant(1.0f));
+          kw.store(hw, kw.quantize(v, kw.load(sIn, {0, 0}), q), {k, 1}, q);
+        }
+        {
+          KernelSpec &kt = mb.kernel("quantize_h_transposed", {m, k}, 0);
+          kt.store(ht, kt.quantize(kt.load(h, {k, 1}), kt.load(sIn, {0, 0}), q), {1, m}, q);
+        }
+        const int w = mb.constantFloats("w", q, {n, k}, stored(q, randomValues(size_t(n * k), 32)));
+        const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {0.5f});
+        const int y = mb.activation("y", fb::DType::F32, {m, n});
+        GemmSpec g;
+        g.name = "fc";
+        g.m = m, g.n = n, g.k = k, g.transB = true;
+        g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
+        g.a = hw, g.b = w, g.out = y, g.aScale = sIn, g.bScale = sw;
+        mb.gemm(g);
+        mb.output(hq);
+        mb.output(ht);
+        mb.output(y);
+        const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+        ASSERT_TRUE(module);
+        for (float scale : {0.75f, 40.0f, NAN}) {
+          SCOPED_TRACE(std::string(bf16) + " " + rt::dtypeName(hType) + " -> " + rt::dtypeName(q) +
+                       ", scale " + std::to_string(scale));
+          const std::vector<uint8_t> want = expectSameBytesAsWithout(
+              "MIXPREC_CPU_QUANTIZE_STORE", module, {{xin, x}, {sIn, {scale}}},
+              [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.quantizeStores(), 0); },
+              [&](rt::CpuBackend &cpu) {
+                EXPECT_EQ(cpu.quantizeStores(), 2) << "hq and hw, not ht";
+                EXPECT_TRUE(cpu.dnnlGemms().handles(0));
+                EXPECT_EQ(cpu.wideTensors(), cpu.dnnlGemms().computeType(0) != q ? 1 : 0);
+              });
+          // hq holds NaN (all of it for a NaN scale), +-max finite where the
+          // scale saturates, and other values.
+          const num::Format format =
+              q == fb::DType::F8E4M3FN ? num::Format::F8E4M3FN : num::Format::F8E5M2;
+          const float largest = q == fb::DType::F8E4M3FN ? 448.0f : 57344.0f;
+          int64_t nans = 0, saturated = 0, finite = 0;
+          for (int64_t i = 0; i < m * k; ++i) {
+            const float v = num::decode(format, want[size_t(i)]);
+            nans += v != v;
+            saturated += std::fabs(v) == largest;
+            finite += std::isfinite(v) && v != 0.0f;
+          }
+          if (scale != scale) {
+            EXPECT_EQ(nans, m * k);
+          } else {
+            // NaN, +-inf, and 7e4 where FP16 makes it inf.
+            EXPECT_EQ(nans, hType == fb::DType::F16 ? 4 : 3);
+            EXPECT_GT(finite, m * k / 2);
+            if (scale == 40.0f && q == fb::DType::F8E4M3FN) {
+              EXPECT_GT(saturated, 0);
+            }
+          }
+        }
+        unsetenv("MIXPREC_CPU_BF16");
+      }
+}
+
 } // namespace
 } // namespace mixprec::testing

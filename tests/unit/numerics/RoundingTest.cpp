@@ -705,6 +705,63 @@ TEST(Arrays, MatchScalarForms) {
               checked);
 }
 
+TEST(Arrays, QuantizeFp8StoreMatchesScaleThenEncode) {
+  // The CPU backend's one-pass quantize-and-store against the scalar steps
+  // it fuses: the value decoded from its source format, times the scale
+  // (NaN where either is not finite), encoded saturating; stored as the
+  // code, its decoded value, or that value's BF16 bits (floatToBF16). Every
+  // BF16 and F16 bit pattern and the float32 inputs of MatchScalarForms,
+  // scales from tiny to non-finite, at unaligned starts and odd lengths.
+  std::vector<uint16_t> every16(65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    every16[b] = uint16_t(b);
+  const std::vector<float> f32 = arrayInputs();
+  RoundOptions saturating;
+  saturating.saturate = true;
+  const float kScales[] = {1.0f,  1.5f, 448.0f / 3.0f, 0x1p-20f, 1e-30f,
+                           3e38f, 0.0f, -2.0f,         INFINITY, NAN};
+  size_t checked = 0;
+  for (Format f : {Format::F8E4M3FN, Format::F8E5M2})
+    for (Format src : {Format::BF16, Format::F16, Format::F32})
+      for (Fp8Storage to : {Fp8Storage::Codes, Fp8Storage::WideF32, Fp8Storage::WideBF16})
+        for (float scale : kScales) {
+          SCOPED_TRACE(std::string(formatName(f)) + " from " + formatName(src) + " to " +
+                       std::to_string(int(to)) + ", scale " + std::to_string(scale));
+          const bool wide16 = src != Format::F32;
+          const size_t n = wide16 ? every16.size() : f32.size();
+          const void *in = wide16 ? static_cast<const void *>(every16.data()) : f32.data();
+          const size_t inBytes = wide16 ? 2 : 4;
+          const size_t outBytes = to == Fp8Storage::Codes ? 1 : to == Fp8Storage::WideF32 ? 4 : 2;
+          const bool offsets = scale == 1.5f;
+          for (size_t start : offsets ? std::vector<size_t>{0, 1, 3} : std::vector<size_t>{0}) {
+            std::vector<uint8_t> out(n * outBytes + 64, 0xa5);
+            const size_t len = n - start - (start == 1 ? 7 : 0);
+            quantizeFp8Store(f, src, static_cast<const uint8_t *>(in) + start * inBytes, scale, to,
+                             out.data() + start * outBytes, len);
+            Mismatches m{"quantizeFp8Store"};
+            for (size_t i = start; i < start + len; ++i) {
+              const float x = wide16 ? decode(src, every16[i]) : f32[i];
+              const float scaled = std::isfinite(x) && std::isfinite(scale) ? x * scale : NAN;
+              const uint32_t code = encode(f, scaled, saturating);
+              const uint32_t want = to == Fp8Storage::Codes     ? code
+                                    : to == Fp8Storage::WideF32 ? bitsOf(decode(f, code))
+                                                                : floatToBF16(decode(f, code));
+              uint32_t got = 0;
+              std::memcpy(&got, out.data() + i * outBytes, outBytes);
+              if (got != want)
+                m.add(wide16 ? every16[i] : bitsOf(f32[i]), got, want);
+            }
+            EXPECT_NO_MISMATCH(m);
+            // Nothing written past the end.
+            for (size_t i = (start + len) * outBytes; i < out.size(); ++i)
+              ASSERT_EQ(out[i], 0xa5) << "byte " << i << " after " << start + len << " values";
+            checked += len;
+          }
+        }
+  std::printf("[ numerics ] quantizeFp8Store: %zu values checked against the scalar steps\n",
+              checked);
+}
+
 #if defined(MIXPREC_HAVE_MXCSR)
 TEST(Arrays, IndependentOfFloatingPointEnvironment) {
   // A process built with -ffast-math runs with FTZ|DAZ set, and user code may

@@ -367,13 +367,14 @@ CpuBackend::~CpuBackend() {
                "counted) of %zu steps; %lld "
                "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
                "activation(s) kept channels-last, %lld narrow activation(s) stored widened, "
-               "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue\n",
+               "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue, %lld quantize(s) "
+               "stored in one pass\n",
                threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
                static_cast<long long>(weightDecodes),
                static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
                static_cast<long long>(channelsLastTensors()), static_cast<long long>(wideTensors()),
                static_cast<long long>(fusedGemmQuantizes()),
-               static_cast<long long>(fusedGemmAmaxes()));
+               static_cast<long long>(fusedGemmAmaxes()), static_cast<long long>(quantizeStores()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -200,6 +200,13 @@ struct KernelPlan {
     /// for a non-finite value or scale) and the Store's saturating encode
     /// rounds, the same bytes as rounding twice.
     bool scaleOnly = false;
+    /// A Store of a scaleOnly Quantize by one scale for the whole kernel,
+    /// written in one pass (numerics::quantizeFp8Store) from the Quantize's
+    /// value operand, the scale read from access `scaleAccess`; from the
+    /// tensor of access `quantizeLoad` where that is not -1 (that operand's
+    /// Load, which then never runs, like the Quantize).
+    bool fusedQuantize = false;
+    int32_t scaleAccess = -1, quantizeLoad = -1;
     /// Its value is the same at every point of a row (a constant, a Load
     /// with row strides 0, a row reduction read after its pass, or a pure
     /// function of such values: LayerNorm's mean, variance and rsqrt):
@@ -391,6 +398,15 @@ public:
   int64_t fusedGemmAmaxes() const {
     return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::GemmAmax);
   }
+  /// Quantizes scaled, rounded and stored in one pass by their kernel's
+  /// Store (KernelPlan::Inst::fusedQuantize).
+  int64_t quantizeStores() const {
+    int64_t n = 0;
+    for (const KernelPlan &k : kernels)
+      for (const KernelPlan::Inst &inst : k.program)
+        n += inst.fusedQuantize;
+    return n;
+  }
   /// Max pools that apply the ReLU of the convolution before them
   /// (CpuConvFusion.cpp).
   int64_t reluInPools() const { return std::count(poolRelus.begin(), poolRelus.end(), uint8_t(1)); }
@@ -501,6 +517,9 @@ private:
   /// holds its value for this piece (skipped), set for what it computes.
   Status evalPiece(const KernelPlan &plan, Worker &w, int32_t pass, int64_t count,
                    uint8_t *kept = nullptr);
+  void storeQuantized(const KernelPlan &plan, const KernelPlan::Inst &store, const float *values,
+                      const std::vector<Segment> &segments,
+                      const std::vector<int64_t> &segmentBase);
   Status runGemm(const GemmDesc &g);
   Status runBlasGemm(const GemmDesc &g, float *acc, const float *bias);
   Status runRoutine(const RoutineOp &op);

@@ -11,6 +11,8 @@
 #include "runtime/kernels/Kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace mixprec::runtime {
@@ -249,6 +251,47 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
                       value.dtype == plan.accesses[store.access].dtype;
   }
 
+  // Such a Store of values scaled by one scale for the whole kernel (a
+  // Load with every stride 0), both walking their innermost dim with stride
+  // 1: scaled, rounded and written in one pass (numerics::quantizeFp8Store),
+  // from the Quantize operand's register, or straight from that operand's
+  // Load where nothing else reads it and its tensor shares no bytes with
+  // the Store's. The Quantize (and that Load) never run, nor the scale's
+  // Load where nothing else reads it.
+  auto innermostUnit = [&](const KernelPlan::Access &a) {
+    return !a.rowStrides.empty() && a.rowStrides.back() == 1;
+  };
+  auto everyStrideZero = [&](const KernelPlan::Access &a) {
+    auto zero = [](int64_t s) { return s == 0; };
+    return std::all_of(a.outerStrides.begin(), a.outerStrides.end(), zero) &&
+           std::all_of(a.rowStrides.begin(), a.rowStrides.end(), zero);
+  };
+  // MIXPREC_CPU_QUANTIZE_STORE=0 turns it off (tests compare the two).
+  const char *fuse = std::getenv("MIXPREC_CPU_QUANTIZE_STORE");
+  for (KernelPlan::Inst &store : plan.program) {
+    if ((fuse && !std::strcmp(fuse, "0")) || store.op != OpCode::Store ||
+        !plan.program[store.operand[0]].scaleOnly || plan.program[store.operand[0]].uniform ||
+        !innermostUnit(plan.accesses[store.access]))
+      continue;
+    const KernelPlan::Inst &quantize = plan.program[store.operand[0]];
+    const KernelPlan::Inst &scale = plan.program[quantize.operand[1]];
+    if (scale.op != OpCode::Load || !everyStrideZero(plan.accesses[scale.access]))
+      continue;
+    store.fusedQuantize = true;
+    store.scaleAccess = scale.access;
+    const KernelPlan::Inst &value = plan.program[quantize.operand[0]];
+    if (value.op != OpCode::Load || uses[quantize.operand[0]] != 1)
+      continue;
+    const KernelPlan::Access &loaded = plan.accesses[value.access];
+    const schema::DType dtype = loaded.dtype;
+    if ((dtype == schema::DType::F32 || dtype == schema::DType::BF16 ||
+         dtype == schema::DType::F16) &&
+        innermostUnit(loaded) &&
+        !sharesBytes(module.tensors()[loaded.tensor],
+                     module.tensors()[plan.accesses[store.access].tensor]))
+      store.quantizeLoad = value.access;
+  }
+
   // level[j]: how many nested row reductions j's value depends on. A row
   // reduction of a level-L operand is accumulated in pass L.
   std::vector<int32_t> level(length, 0);
@@ -282,6 +325,11 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
         continue;
       if (isRowReduction(inst.op) && inst.pass != p)
         continue; // known value: filled, not recomputed
+      if (inst.fusedQuantize) { // reads the Quantize's operand alone, or memory
+        if (inst.quantizeLoad < 0)
+          need[plan.program[inst.operand[0]].operand[0]] = 1;
+        continue;
+      }
       const int count = operandCount(inst.op);
       for (int o = 0; o < count; ++o)
         need[inst.operand[o]] = 1;

@@ -533,6 +533,46 @@ Status CpuBackend::runRowGroup(const KernelPlan &plan, Worker &w) {
   return okStatus();
 }
 
+/// A fused quantize Store (KernelPlan::Inst::fusedQuantize): each segment
+/// scaled, rounded and written in one pass, from the tensor of the
+/// operand's Load, or from `values` (the operand's register).
+void CpuBackend::storeQuantized(const KernelPlan &plan, const KernelPlan::Inst &store,
+                                const float *values, const std::vector<Segment> &segments,
+                                const std::vector<int64_t> &segmentBase) {
+  const size_t numAccess = plan.accesses.size();
+  const KernelPlan::Access &scaleAccess = plan.accesses[store.scaleAccess];
+  float scale = 0.0f;
+  loadRun(scaleAccess.dtype, accessData[store.scaleAccess], 0, 0, 1, &scale);
+  const KernelPlan::Access &out = plan.accesses[store.access];
+  const num::Format format = formatOf(out.dtype);
+  const num::Fp8Storage to = !out.wide                    ? num::Fp8Storage::Codes
+                             : out.wideType == DType::F32 ? num::Fp8Storage::WideF32
+                                                          : num::Fp8Storage::WideBF16;
+  const size_t outBytes = !out.wide ? 1 : out.wideType == DType::F32 ? 4 : 2;
+  uint8_t *outData = const_cast<uint8_t *>(accessData[store.access]);
+  // The source: a Load's tensor (in its own dtype, or the wide one it is
+  // stored in), or the register's FP32 values.
+  num::Format from = num::Format::F32;
+  size_t inBytes = 4;
+  const uint8_t *inData = nullptr;
+  if (store.quantizeLoad >= 0) {
+    const KernelPlan::Access &in = plan.accesses[store.quantizeLoad];
+    const DType dtype = in.wide ? in.wideType : in.dtype;
+    from = formatOf(dtype);
+    inBytes = num::formatBytes(from);
+    inData = accessData[store.quantizeLoad];
+  }
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const void *source =
+        inData ? static_cast<const void *>(
+                     inData + segmentBase[s * numAccess + store.quantizeLoad] * inBytes)
+               : static_cast<const void *>(values + segments[s].position);
+    num::quantizeFp8Store(format, from, source, scale, to,
+                          outData + segmentBase[s * numAccess + store.access] * outBytes,
+                          static_cast<size_t>(segments[s].length));
+  }
+}
+
 /// Runs the instructions of pass `pass` over `count` points.
 MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worker &w, int32_t pass,
                                                    int64_t count, uint8_t *kept) {
@@ -615,6 +655,11 @@ MIXPREC_KERNEL_CLONES Status CpuBackend::evalPiece(const KernelPlan &plan, Worke
       const int64_t stride = access.rowStrides.empty() ? 0 : access.rowStrides.back();
       if (plan.program[inst.operand[0]].op == OpCode::Amax)
         break; // written once the kernel has finished
+      if (inst.fusedQuantize) {
+        storeQuantized(plan, inst, w.values[plan.program[inst.operand[0]].operand[0]], segments,
+                       segmentBase);
+        break;
+      }
       for (size_t s = 0; s < segments.size(); ++s) {
         float bad = 0.0f;
         if (!storeAccess(access, const_cast<uint8_t *>(accessData[inst.access]),
