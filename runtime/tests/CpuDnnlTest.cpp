@@ -798,5 +798,78 @@ TEST_F(CpuDnnl, AQuantizeOnlyStoredIsStoredInOnePassWithTheSameBits) {
       }
 }
 
+TEST(CpuKernelAmax, AnAmaxKernelAfterTheKernelStoringItsTensorRunsThereWithTheSameBits) {
+  // findKernelAmaxes: amax(h) into a scalar (current scaling's amax), the
+  // step right after the kernel that stores h, taken by that kernel from
+  // the values it stores: h a LayerNorm-like kernel's output (rows, row
+  // sums; cast to h's dtype), h2 an element-wise one stored transposed;
+  // h3 stores an FP32 value into h's dtype (rounded by the store): not
+  // taken but where h3 is FP32. The bits of the separate steps
+  // (MIXPREC_CPU_KERNEL_AMAX=0), finite, with a NaN, with infinities, on
+  // 1 and 2 threads.
+  using Op = fb::OpCode;
+  for (fb::DType hType : {fb::DType::F32, fb::DType::BF16, fb::DType::F16})
+    for (int data = 0; data < 3; ++data) {
+      SCOPED_TRACE(std::string(rt::dtypeName(hType)) + ", data " + std::to_string(data));
+      const int64_t m = 23, k = 300;
+      std::vector<float> x = randomValues(size_t(m * k), 41, -5.0f, 5.0f);
+      if (data == 1)
+        x[7 * k + 11] = NAN;
+      if (data == 2)
+        x[3 * k + 1] = INFINITY, x[9 * k] = -INFINITY;
+      ModuleBuilder mb;
+      const int xin = mb.input("x", fb::DType::F32, {m, k});
+      const int h = mb.activation("h", hType, {m, k});
+      const int h2 = mb.activation("h2", hType, {k, m});
+      const int h3 = mb.activation("h3", hType, {m, k});
+      const int a = mb.activation("a", fb::DType::F32, {});
+      const int a2 = mb.activation("a2", fb::DType::F32, {});
+      const int a3 = mb.activation("a3", fb::DType::F32, {});
+      auto amaxKernel = [&](const std::string &name, int t, int out, int64_t rows, int64_t cols) {
+        KernelSpec &ka = mb.kernel(name, {rows, cols}, 0);
+        ka.store(out, ka.unary(Op::Amax, ka.load(t, {cols, 1})), {0, 0}, fb::DType::F32);
+      };
+      {
+        KernelSpec &kn = mb.kernel("norm", {m, k}, 1);
+        const int v = kn.load(xin, {k, 1});
+        const int mean = kn.binary(Op::Mul, kn.unary(Op::RowSum, v), kn.constant(1.0f / k));
+        const int d = kn.binary(Op::Mul, kn.binary(Op::Sub, v, mean), kn.constant(3.0f));
+        kn.store(h, kn.cast(d, hType), {k, 1}, hType);
+      }
+      amaxKernel("amax_h", h, a, m, k);
+      {
+        KernelSpec &kt = mb.kernel("scale_t", {m, k}, 0);
+        const int v = kt.binary(Op::Mul, kt.load(xin, {k, 1}), kt.constant(-7.0f));
+        kt.store(h2, kt.cast(v, hType), {1, m}, hType);
+      }
+      amaxKernel("amax_h2", h2, a2, k, m);
+      {
+        KernelSpec &kf = mb.kernel("f32_into_h3", {m, k}, 0);
+        kf.store(h3, kf.binary(Op::Add, kf.load(xin, {k, 1}), kf.constant(0.1f)), {k, 1}, hType);
+      }
+      amaxKernel("amax_h3", h3, a3, m, k);
+      for (int out : {a, a2, a3, h, h2, h3})
+        mb.output(out);
+      const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+      ASSERT_TRUE(module);
+      const int64_t taken = hType == fb::DType::F32 ? 3 : 2;
+      const std::vector<uint8_t> want = expectSameBytesAsWithout(
+          "MIXPREC_CPU_KERNEL_AMAX", module, {{xin, x}},
+          [](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedKernelAmaxes(), 0); },
+          [&](rt::CpuBackend &cpu) { EXPECT_EQ(cpu.fusedKernelAmaxes(), taken); });
+      // The amaxes: NaN, inf or finite and large.
+      for (int i = 0; i < 3; ++i) {
+        float amax = 0.0f;
+        std::memcpy(&amax, want.data() + 4 * i, 4);
+        if (data == 1 || (data == 2 && i == 0)) // norm's row with an inf: inf - inf
+          EXPECT_TRUE(std::isnan(amax)) << i;
+        else if (data == 2)
+          EXPECT_TRUE(std::isinf(amax)) << i;
+        else
+          EXPECT_TRUE(std::isfinite(amax) && amax > 4.0f) << i << ": " << amax;
+      }
+    }
+}
+
 } // namespace
 } // namespace mixprec::testing

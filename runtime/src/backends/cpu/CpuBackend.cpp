@@ -93,6 +93,18 @@ Status CpuBackend::prepare() {
   for (const GemmAmax &a : gemmAmaxes)
     if (a.kernelStep >= 0)
       fusedSteps[static_cast<size_t>(a.kernelStep)] = FusedInto::GemmAmax;
+  // Amax kernels taken by the kernel before them (a program grows by an
+  // Amax and its Store).
+  {
+    std::vector<uint8_t> taken(fusedSteps.size());
+    for (size_t i = 0; i < fusedSteps.size(); ++i)
+      taken[i] = fusedSteps[i] != FusedInto::None;
+    for (const KernelAmax &a : findKernelAmaxes(*module, kernels, taken)) {
+      addAmax(kernels[static_cast<size_t>(a.kernel)], a.store, a.output);
+      fusedSteps[static_cast<size_t>(a.amaxStep)] = FusedInto::KernelAmax;
+      longest = std::max(longest, kernels[static_cast<size_t>(a.kernel)].program.size());
+    }
+  }
   // The largest scratch buffer that is not a copy of a tensor: the
   // reference convolutions' im2col, plus oneDNN's convolution buffers.
   uint64_t im2colBytes = 0;
@@ -239,9 +251,10 @@ Status CpuBackend::prepare() {
       switch (step->kind()) {
       case schema::StepKind::Kernel:
         name = kernels[step->index()].name +
-               (fusedSteps[i] == FusedInto::Convolution ? " (in the convolution before)"
-                : fusedSteps[i] != FusedInto::None      ? " (in the GEMM before)"
-                                                        : "");
+               (fusedSteps[i] == FusedInto::Convolution  ? " (in the convolution before)"
+                : fusedSteps[i] == FusedInto::KernelAmax ? " (in the kernel before)"
+                : fusedSteps[i] != FusedInto::None       ? " (in the GEMM before)"
+                                                         : "");
         break;
       case schema::StepKind::Gemm:
         name = module->gemms()[step->index()].name +

@@ -310,6 +310,30 @@ struct GemmAmax {
 std::vector<GemmAmax> findGemmAmaxes(const LoadedModule &module,
                                      const std::vector<KernelPlan> &kernels);
 
+/// An amax kernel (current scaling's: one tensor's amax into a scalar) run
+/// right after the kernel that stores that tensor, which takes the amax of
+/// what it stores instead (findKernelAmaxes, addAmax).
+struct KernelAmax {
+  int64_t amaxStep = -1; ///< the amax kernel's step, which no longer runs
+  int32_t kernel = -1;   ///< the kernel that takes it
+  int32_t store = -1;    ///< that kernel's Store of the tensor
+  int32_t output = -1;   ///< the scalar FP32 tensor the amax is stored in
+};
+
+/// The amax kernels the kernel steps before them can take
+/// (CpuConvFusion.cpp says when), neither step in `fused`.
+std::vector<KernelAmax> findKernelAmaxes(const LoadedModule &module,
+                                         const std::vector<KernelPlan> &kernels,
+                                         const std::vector<uint8_t> &fused);
+
+/// Adds an Amax of what Store `store` of `plan` stores, stored in the FP32
+/// scalar `tensor` once the kernel has run (a KernelAmax).
+void addAmax(KernelPlan &plan, int32_t store, int32_t tensor);
+
+/// Whether access `a` of `plan` visits `elements` distinct elements, one
+/// per point of the plan's space (a Store that writes all of its tensor).
+bool coversOnce(const KernelPlan &plan, const KernelPlan::Access &a, int64_t elements);
+
 /// NaN when either is, else the larger: the Amax merge, which gives the
 /// same value in any order.
 float mergeAmax(float x, float y);
@@ -406,6 +430,10 @@ public:
       for (const KernelPlan::Inst &inst : k.program)
         n += inst.fusedQuantize;
     return n;
+  }
+  /// Amax kernels taken by the kernel before them (findKernelAmaxes).
+  int64_t fusedKernelAmaxes() const {
+    return std::count(fusedSteps.begin(), fusedSteps.end(), FusedInto::KernelAmax);
   }
   /// Max pools that apply the ReLU of the convolution before them
   /// (CpuConvFusion.cpp).
@@ -574,7 +602,7 @@ private:
   /// Per GEMM: the amax kernel after it that its epilogue computes
   /// (findGemmAmaxes).
   std::vector<GemmAmax> gemmAmaxes;
-  enum class FusedInto : uint8_t { None, Convolution, Gemm, GemmAmax };
+  enum class FusedInto : uint8_t { None, Convolution, Gemm, GemmAmax, KernelAmax };
   std::vector<FusedInto> fusedSteps;
   /// Per routine: a max pool applying the ReLU of the convolution before
   /// it to its output (ConvEpilogue::reluInPool).

@@ -73,6 +73,18 @@
 // the largest magnitude stored is the largest one rounded; a NaN stays).
 // MIXPREC_CPU_GEMM_AMAX=0 turns it off (tests compare the two).
 //
+// The same amax after a kernel that stores the tensor (findKernelAmaxes:
+// the current-scaling amax of a LayerNorm's or a residual add's output)
+// is taken by that kernel: its program grows by an Amax of the value its
+// Store writes and a Store of the amax after the run (addAmax), and the
+// amax step is skipped. Where that Store writes all of the tensor once (a
+// walk of the kernel's space that covers its elements injectively) and
+// its value already has the tensor's dtype (its register holds the stored
+// values: not a Quantize the Store rounds), the same value by
+// construction. The kernel may read the amax's bytes (it is written once
+// they are all read) but not write them. MIXPREC_CPU_KERNEL_AMAX=0 turns
+// it off (tests compare the two).
+//
 // A GEMM's output quantized to FP8 by the very next step (findGemmQuantizes:
 // the kernel exactly Load, Const or scalar Load, Quantize, Store over the
 // GEMM output's contiguous elements; the FP8 operand of the next GEMM in
@@ -580,6 +592,70 @@ std::vector<GemmAmax> findGemmAmaxes(const LoadedModule &module,
                              if (matchAmax(module, kernels[kernel], module.gemms()[gemm], amax))
                                out[gemm] = GemmAmax{static_cast<int64_t>(i + 1), amax};
                            });
+  return out;
+}
+
+std::vector<KernelAmax> findKernelAmaxes(const LoadedModule &module,
+                                         const std::vector<KernelPlan> &kernels,
+                                         const std::vector<uint8_t> &fused) {
+  std::vector<KernelAmax> out;
+  const auto *steps = module.root().steps();
+  if (turnedOff("MIXPREC_CPU_KERNEL_AMAX") || !steps)
+    return out;
+  const std::vector<TensorDesc> &tensors = module.tensors();
+  const StepCounts counts(module, kernels);
+  for (size_t i = 0; i + 1 < steps->size(); ++i) {
+    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
+    if (step->kind() != schema::StepKind::Kernel || next->kind() != schema::StepKind::Kernel ||
+        counts.kernels[step->index()] != 1 || counts.kernels[next->index()] != 1 || fused[i] ||
+        fused[i + 1])
+      continue;
+    // The amax kernel: all of h, contiguous, into a scalar FP32 tensor that
+    // is not h's.
+    const KernelPlan &k = kernels[next->index()];
+    const std::vector<KernelPlan::Inst> &p = k.program;
+    if (k.empty || p.size() != 3 || p[0].op != OpCode::Load || p[1].op != OpCode::Amax ||
+        p[1].operand[0] != 0 || p[2].op != OpCode::Store || p[2].operand[0] != 1)
+      continue;
+    const KernelPlan::Access &load = k.accesses[p[0].access], &store = k.accesses[p[2].access];
+    const TensorDesc &h = tensors[load.tensor], &amax = tensors[store.tensor];
+    const bool scalarOut = std::all_of(store.rowStrides.begin(), store.rowStrides.end(),
+                                       [](int64_t s) { return s == 0; }) &&
+                           std::all_of(store.outerStrides.begin(), store.outerStrides.end(),
+                                       [](int64_t s) { return s == 0; });
+    if (!scalarOut || store.wide || amax.dtype != DType::F32 || amax.elements != 1 ||
+        !coversOnce(k, load, h.elements) || sharesBytes(h, amax) ||
+        (h.dtype != DType::F32 && h.dtype != DType::BF16 && h.dtype != DType::F16))
+      continue;
+    // The kernel before: one Store of h, writing all of it, of a value of
+    // h's dtype (its register holds the stored values), and no Store that
+    // shares bytes with the amax's tensor (its Loads may: the amax is
+    // written once they have all been read).
+    const KernelPlan &before = kernels[step->index()];
+    int32_t hStore = -1;
+    bool clear = true;
+    for (size_t j = 0; j < before.program.size(); ++j) {
+      const KernelPlan::Inst &inst = before.program[j];
+      if (inst.op != OpCode::Store)
+        continue;
+      const int32_t t = before.accesses[inst.access].tensor;
+      if (t == load.tensor) {
+        clear = clear && hStore < 0;
+        hStore = static_cast<int32_t>(j);
+      } else if (t == store.tensor || sharesBytes(tensors[t], amax)) {
+        clear = false;
+      }
+    }
+    if (!clear || hStore < 0)
+      continue;
+    const KernelPlan::Inst &value = before.program[before.program[hStore].operand[0]];
+    const KernelPlan::Access &written = before.accesses[before.program[hStore].access];
+    if (value.dtype != h.dtype || value.scaleOnly || written.wide ||
+        !coversOnce(before, written, h.elements))
+      continue;
+    out.push_back(KernelAmax{static_cast<int64_t>(i + 1), static_cast<int32_t>(step->index()),
+                             hStore, store.tensor});
+  }
   return out;
 }
 

@@ -110,6 +110,43 @@ static bool parallelSafe(const LoadedModule &module, const KernelPlan &plan) {
   return true;
 }
 
+bool coversOnce(const KernelPlan &plan, const KernelPlan::Access &a, int64_t elements) {
+  if (plan.empty || a.outerStrides.size() != plan.outerDims.size() ||
+      a.rowStrides.size() != plan.rowDims.size())
+    return false;
+  std::vector<int64_t> dims = plan.outerDims, strides = a.outerStrides;
+  dims.insert(dims.end(), plan.rowDims.begin(), plan.rowDims.end());
+  strides.insert(strides.end(), a.rowStrides.begin(), a.rowStrides.end());
+  int64_t points = 1;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(points, d, &points))
+      return false;
+  return points == elements && injective(dims, strides);
+}
+
+void addAmax(KernelPlan &plan, int32_t store, int32_t tensor) {
+  KernelPlan::Access access;
+  access.tensor = tensor;
+  access.outerStrides.assign(plan.outerDims.size(), 0);
+  access.rowStrides.assign(plan.rowDims.size(), 0);
+  plan.accesses.push_back(access);
+  KernelPlan::Inst amax;
+  amax.op = OpCode::Amax;
+  amax.operand[0] = plan.program[store].operand[0];
+  plan.program.push_back(amax);
+  KernelPlan::Inst out;
+  out.op = OpCode::Store;
+  out.operand[0] = static_cast<int32_t>(plan.program.size() - 1);
+  out.access = static_cast<int32_t>(plan.accesses.size() - 1);
+  plan.program.push_back(out);
+  // Taken in the last pass (with the Stores), from the stored value's
+  // register; the Store writes it once the kernel has run.
+  for (std::vector<uint8_t> &need : plan.needed)
+    need.resize(plan.program.size(), 0);
+  plan.needed.back()[plan.program.size() - 2] = 1;
+  plan.needed.back()[plan.program.size() - 1] = 1;
+}
+
 KernelPlan planKernel(const LoadedModule &module, size_t index) {
   const schema::Kernel &kernel = *module.root().kernels()->Get(index);
   KernelPlan plan;
