@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define MIXPREC_EXP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -36,13 +38,48 @@ inline float sigmoidOne(float x) {
   return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
+/// e^t in FP32 arithmetic for GELU's tanh form (Exp.h): t clamped to
+/// [-104, 89]; t = k ln2 + r, k the nearest integer to t / ln2 (found by
+/// adding 1.5 * 2^23, whose low bits then hold it; ln2 in two parts, FMAs),
+/// |r| <= ln2/2 + a little, e^r by its Taylor series to r^7 (the rest below
+/// 2^-27 relative) in FMAs, times 2^k as two normal powers of two (k in
+/// [-150, 129]: the second product rounds once, to a subnormal or inf
+/// where e^t is one). A NaN t gives a NaN.
+inline float expForGelu(float tf) {
+  const float t = std::min(std::max(tf, -104.0f), 89.0f);
+  constexpr float kShifter = 12582912.0f; // 1.5 * 2^23
+  const float shifted = std::fma(t, 1.44269504f, kShifter);
+  const float k = shifted - kShifter;
+  const float r = std::fma(-k, 1.42860677e-6f, std::fma(-k, 0.693145752f, t));
+  constexpr float kInverseFactorials[8] = {1.0f,      1.0f,       0.5f,       1.0f / 6,
+                                           1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+  float p = kInverseFactorials[7];
+#pragma GCC unroll 8
+  for (int j = 6; j >= 0; --j)
+    p = std::fma(p, r, kInverseFactorials[j]);
+  // k from the shifted value's low bits (two's complement), split in two
+  // halves each in [-75, 65] (any bits for a NaN t, whose p is NaN).
+  uint32_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  const int32_t ki = static_cast<int32_t>(bits - 0x4B400000u);
+  const int32_t k1 = ki / 2, k2 = ki - k1;
+  const uint32_t s1 = static_cast<uint32_t>(k1 + 127) << 23, s2 = static_cast<uint32_t>(k2 + 127)
+                                                                  << 23;
+  float scale1, scale2;
+  std::memcpy(&scale1, &s1, sizeof(scale1));
+  std::memcpy(&scale2, &s2, sizeof(scale2));
+  return (p * scale1) * scale2;
+}
+
 inline float geluTanhOne(float x) {
   // 0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u)) exactly. The sigmoid form avoids
   // the cancellation in 1 + tanh(u) for negative x and saturates cleanly
-  // (x / inf = -0 for very negative x).
+  // (x / inf = -0 for very negative x). The exponential in FP32 arithmetic
+  // (expForGelu; Exp.h gives the bound).
   constexpr float kTwoSqrt2OverPi = 1.59576912160573071176f;
   const float u2 = kTwoSqrt2OverPi * (x + 0.044715f * x * x * x);
-  return x / (1.0f + expOne(-u2));
+  const float gelu = x / (1.0f + expForGelu(-u2));
+  return x != x ? x : gelu;
 }
 
 inline float tanhOne(float xf) {
@@ -65,6 +102,8 @@ inline float tanhOne(float xf) {
 float expFloat(float x) { return expOne(x); }
 
 float tanhFloat(float x) { return tanhOne(x); }
+
+float geluTanhFloat(float x) { return geluTanhOne(x); }
 
 MIXPREC_EXP_CLONES void tanhArray(const float *in, float *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
