@@ -139,12 +139,7 @@ inline float geluErfFastOne(float x) {
   const float t = std::fma(h, 1.44269504f, kShifter);
   const float k = t - kShifter;
   const float r = -std::fma(-k, 1.42860677e-6f, std::fma(-k, 0.693145752f, h)) - 0.5f * lo;
-  float e = 1.0f / 5040;
-  constexpr float kInverseFactorials[7] = {1.0f,      1.0f,       0.5f,      1.0f / 6,
-                                           1.0f / 24, 1.0f / 120, 1.0f / 720};
-#pragma GCC unroll 8
-  for (int j = 6; j >= 0; --j)
-    e = std::fma(e, r, kInverseFactorials[j]);
+  const float e = detail::expReducedFloat(r);
   // k in [0, 26] (unsigned: a NaN x, whose result is x, makes any bits).
   uint32_t tBits;
   std::memcpy(&tBits, &t, sizeof(tBits));

@@ -51,12 +51,7 @@ inline float expForGelu(float tf) {
   const float shifted = std::fma(t, 1.44269504f, kShifter);
   const float k = shifted - kShifter;
   const float r = std::fma(-k, 1.42860677e-6f, std::fma(-k, 0.693145752f, t));
-  constexpr float kInverseFactorials[8] = {1.0f,      1.0f,       0.5f,       1.0f / 6,
-                                           1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
-  float p = kInverseFactorials[7];
-#pragma GCC unroll 8
-  for (int j = 6; j >= 0; --j)
-    p = std::fma(p, r, kInverseFactorials[j]);
+  const float p = detail::expReducedFloat(r);
   // k from the shifted value's low bits (two's complement), split in two
   // halves each in [-75, 65] (any bits for a NaN t, whose p is NaN).
   uint32_t bits;

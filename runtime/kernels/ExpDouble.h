@@ -2,9 +2,9 @@
 //
 // The exponential Exp.cpp (e^x of floats) and Erf.cpp (erfc's e^-x^2)
 // build on: a few units of 2^-53 relative, branch-free (their loops
-// vectorise). Include it only in files built as those are (-O3
-// -fno-trapping-math -ffp-contract=off, runtime/kernels/CMakeLists.txt):
-// the same bits from their AVX-512, AVX2 and baseline code.
+// vectorise); and the FP32 series their GELU forms use. Include it only in files built as those are
+// (-O3 -fno-trapping-math -ffp-contract=off, runtime/kernels/CMakeLists.txt): the same bits from
+// their AVX-512, AVX2 and baseline code.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_KERNELS_EXPDOUBLE_H
@@ -60,6 +60,20 @@ inline double expInRange(double x) {
   double scale;
   std::memcpy(&scale, &scaleBits, sizeof(scale));
   return p * scale;
+}
+
+/// e^r for a reduced FP32 r (|r| <= ln2/2 and a little) by its Taylor
+/// series to r^7 in FMAs (the rest below 2^-27 relative): the FP32
+/// exponentials of GELU's erf form (Erf.cpp) and tanh form (Exp.cpp) after
+/// their range reductions.
+inline float expReducedFloat(float r) {
+  constexpr float kInverseFactorials[8] = {1.0f,      1.0f,       0.5f,       1.0f / 6,
+                                           1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+  float p = kInverseFactorials[7];
+#pragma GCC unroll 8
+  for (int j = 6; j >= 0; --j)
+    p = std::fma(p, r, kInverseFactorials[j]);
+  return p;
 }
 
 } // namespace mixprec::runtime::cpu::detail

@@ -248,6 +248,17 @@ expectSameBytesAsWithout(const char *off, const std::shared_ptr<const rt::Loaded
   return want;
 }
 
+/// A linear layer's GEMM: out [m, n] = a [m, k] . b^T, b stored [n, k].
+GemmSpec linearGemm(const std::string &name, int a, int b, int out, int64_t m, int64_t n,
+                    int64_t k) {
+  GemmSpec g;
+  g.name = name;
+  g.m = m, g.n = n, g.k = k, g.transB = true;
+  g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
+  g.a = a, g.b = b, g.out = out;
+  return g;
+}
+
 /// Loads a built module; fails the test on error.
 std::shared_ptr<const rt::LoadedModule> load(const BuiltModule &built) {
   std::shared_ptr<const rt::LoadedModule> module;
@@ -564,23 +575,16 @@ TEST_F(CpuDnnl, Fp8QuantizeAfterAGemmInItsEpilogueWithTheSameBits) {
           const int h = mb.activation("h", hType, {m, n});
           const int hq = mb.activation("hq", q, {m, n});
           const int y = mb.activation("y", fb::DType::F32, {m, n2});
-          GemmSpec g1;
-          g1.name = "fc1";
-          g1.m = m, g1.n = n, g1.k = k, g1.transB = true;
-          g1.strideA = m * k, g1.strideB = n * k, g1.strideOut = m * n;
-          g1.a = xin, g1.b = w1, g1.bias = b1, g1.out = h;
-          g1.epilogue = fb::Epilogue::BiasGelu;
+          GemmSpec g1 = linearGemm("fc1", xin, w1, h, m, n, k);
+          g1.bias = b1, g1.epilogue = fb::Epilogue::BiasGelu;
           mb.gemm(g1);
           {
             KernelSpec &kq = mb.kernel("quantize_h", {m, n}, 0);
             const int scale = tensorScale ? kq.load(sIn, {0, 0}) : kq.constant(0.75f);
             kq.store(hq, kq.quantize(kq.load(h, {n, 1}), scale, q), {n, 1}, q);
           }
-          GemmSpec g2;
-          g2.name = "fc2";
-          g2.m = m, g2.n = n2, g2.k = n, g2.transB = true;
-          g2.strideA = m * n, g2.strideB = n2 * n, g2.strideOut = m * n2;
-          g2.a = hq, g2.b = w2, g2.out = y, g2.aScale = sIn, g2.bScale = sw;
+          GemmSpec g2 = linearGemm("fc2", hq, w2, y, m, n2, n);
+          g2.aScale = sIn, g2.bScale = sw;
           mb.gemm(g2);
           mb.output(y);
           if (hqOut)
@@ -654,11 +658,7 @@ TEST_F(CpuDnnl, AmaxAfterAGemmInItsEpilogueWithTheSameBits) {
         const int h = mb.activation("h", hType, {m, n});
         const int a = mb.activation("amax_h", fb::DType::F32, {});
         const int y = mb.activation("y", fb::DType::F32, {m, n2});
-        GemmSpec g1;
-        g1.name = "fc1";
-        g1.m = m, g1.n = n, g1.k = k, g1.transB = true;
-        g1.strideA = m * k, g1.strideB = n * k, g1.strideOut = m * n;
-        g1.a = xin, g1.b = w1, g1.out = h;
+        GemmSpec g1 = linearGemm("fc1", xin, w1, h, m, n, k);
         if (epilogue)
           g1.bias = b1, g1.epilogue = fb::Epilogue::BiasGelu;
         mb.gemm(g1);
@@ -666,12 +666,7 @@ TEST_F(CpuDnnl, AmaxAfterAGemmInItsEpilogueWithTheSameBits) {
           KernelSpec &ka = mb.kernel("amax_h", {m, n}, 0);
           ka.store(a, ka.unary(fb::OpCode::Amax, ka.load(h, {n, 1})), {0, 0}, fb::DType::F32);
         }
-        GemmSpec g2;
-        g2.name = "fc2";
-        g2.m = m, g2.n = n2, g2.k = n, g2.transB = true;
-        g2.strideA = m * n, g2.strideB = n2 * n, g2.strideOut = m * n2;
-        g2.a = h, g2.b = w2, g2.out = y;
-        mb.gemm(g2);
+        mb.gemm(linearGemm("fc2", h, w2, y, m, n2, n));
         mb.output(a);
         mb.output(h);
         mb.output(y);
@@ -749,11 +744,8 @@ TEST_F(CpuDnnl, AQuantizeOnlyStoredIsStoredInOnePassWithTheSameBits) {
         const int w = mb.constantFloats("w", q, {n, k}, stored(q, randomValues(size_t(n * k), 32)));
         const int sw = mb.constantFloats("sw", fb::DType::F32, {}, {0.5f});
         const int y = mb.activation("y", fb::DType::F32, {m, n});
-        GemmSpec g;
-        g.name = "fc";
-        g.m = m, g.n = n, g.k = k, g.transB = true;
-        g.strideA = m * k, g.strideB = n * k, g.strideOut = m * n;
-        g.a = hw, g.b = w, g.out = y, g.aScale = sIn, g.bScale = sw;
+        GemmSpec g = linearGemm("fc", hw, w, y, m, n, k);
+        g.aScale = sIn, g.bScale = sw;
         mb.gemm(g);
         mb.output(hq);
         mb.output(ht);

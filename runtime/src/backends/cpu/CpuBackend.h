@@ -334,6 +334,13 @@ void addAmax(KernelPlan &plan, int32_t store, int32_t tensor);
 /// per point of the plan's space (a Store that writes all of its tensor).
 bool coversOnce(const KernelPlan &plan, const KernelPlan::Access &a, int64_t elements);
 
+/// Whether access `a` reads or writes one element at every point (every
+/// outer and row stride 0: a scalar tensor, or a tensor's first element).
+bool allStridesZero(const KernelPlan::Access &a);
+
+/// Whether environment variable `name` is "0" (an analysis turned off).
+bool turnedOff(const char *name);
+
 /// NaN when either is, else the larger: the Amax merge, which gives the
 /// same value in any order.
 float mergeAmax(float x, float y);

@@ -107,6 +107,11 @@ namespace mixprec::runtime {
 using schema::DType;
 using schema::OpCode;
 
+bool turnedOff(const char *name) {
+  const char *value = std::getenv(name);
+  return value && !std::strcmp(value, "0");
+}
+
 namespace {
 
 /// The tensors a step reads and writes.
@@ -283,21 +288,18 @@ struct StepCounts {
   }
 };
 
-/// Whether environment variable `name` is "0" (an analysis turned off).
-bool turnedOff(const char *name) {
-  const char *value = std::getenv(name);
-  return value && !std::strcmp(value, "0");
-}
-
-/// Calls fn(i, index, kernel) for each step i of `kind` (a routine or a
-/// GEMM: its index) right before a kernel step (kernel `kernel`), both run
-/// by those steps alone: the steps that may compute the kernel after them.
+/// Calls fn(i, index, kernel) for each step i of `kind` (a routine, a GEMM
+/// or a kernel: its index) right before a kernel step (kernel `kernel`),
+/// both run by those steps alone: the steps that may compute the kernel
+/// after them.
 template <typename Fn>
 void forEachStepBeforeAKernel(const LoadedModule &module, const std::vector<KernelPlan> &kernels,
                               schema::StepKind kind, Fn fn) {
   const auto *steps = module.root().steps();
   const StepCounts counts(module, kernels);
-  const std::vector<int> &runs = kind == schema::StepKind::Gemm ? counts.gemms : counts.routines;
+  const std::vector<int> &runs = kind == schema::StepKind::Gemm     ? counts.gemms
+                                 : kind == schema::StepKind::Kernel ? counts.kernels
+                                                                    : counts.routines;
   for (size_t i = 0; steps && i + 1 < steps->size(); ++i) {
     const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
     if (step->kind() == kind && next->kind() == schema::StepKind::Kernel &&
@@ -599,63 +601,55 @@ std::vector<KernelAmax> findKernelAmaxes(const LoadedModule &module,
                                          const std::vector<KernelPlan> &kernels,
                                          const std::vector<uint8_t> &fused) {
   std::vector<KernelAmax> out;
-  const auto *steps = module.root().steps();
-  if (turnedOff("MIXPREC_CPU_KERNEL_AMAX") || !steps)
+  if (turnedOff("MIXPREC_CPU_KERNEL_AMAX"))
     return out;
   const std::vector<TensorDesc> &tensors = module.tensors();
-  const StepCounts counts(module, kernels);
-  for (size_t i = 0; i + 1 < steps->size(); ++i) {
-    const schema::Step *step = steps->Get(i), *next = steps->Get(i + 1);
-    if (step->kind() != schema::StepKind::Kernel || next->kind() != schema::StepKind::Kernel ||
-        counts.kernels[step->index()] != 1 || counts.kernels[next->index()] != 1 || fused[i] ||
-        fused[i + 1])
-      continue;
-    // The amax kernel: all of h, contiguous, into a scalar FP32 tensor that
-    // is not h's.
-    const KernelPlan &k = kernels[next->index()];
-    const std::vector<KernelPlan::Inst> &p = k.program;
-    if (k.empty || p.size() != 3 || p[0].op != OpCode::Load || p[1].op != OpCode::Amax ||
-        p[1].operand[0] != 0 || p[2].op != OpCode::Store || p[2].operand[0] != 1)
-      continue;
-    const KernelPlan::Access &load = k.accesses[p[0].access], &store = k.accesses[p[2].access];
-    const TensorDesc &h = tensors[load.tensor], &amax = tensors[store.tensor];
-    const bool scalarOut = std::all_of(store.rowStrides.begin(), store.rowStrides.end(),
-                                       [](int64_t s) { return s == 0; }) &&
-                           std::all_of(store.outerStrides.begin(), store.outerStrides.end(),
-                                       [](int64_t s) { return s == 0; });
-    if (!scalarOut || store.wide || amax.dtype != DType::F32 || amax.elements != 1 ||
-        !coversOnce(k, load, h.elements) || sharesBytes(h, amax) ||
-        (h.dtype != DType::F32 && h.dtype != DType::BF16 && h.dtype != DType::F16))
-      continue;
-    // The kernel before: one Store of h, writing all of it, of a value of
-    // h's dtype (its register holds the stored values), and no Store that
-    // shares bytes with the amax's tensor (its Loads may: the amax is
-    // written once they have all been read).
-    const KernelPlan &before = kernels[step->index()];
-    int32_t hStore = -1;
-    bool clear = true;
-    for (size_t j = 0; j < before.program.size(); ++j) {
-      const KernelPlan::Inst &inst = before.program[j];
-      if (inst.op != OpCode::Store)
-        continue;
-      const int32_t t = before.accesses[inst.access].tensor;
-      if (t == load.tensor) {
-        clear = clear && hStore < 0;
-        hStore = static_cast<int32_t>(j);
-      } else if (t == store.tensor || sharesBytes(tensors[t], amax)) {
-        clear = false;
-      }
-    }
-    if (!clear || hStore < 0)
-      continue;
-    const KernelPlan::Inst &value = before.program[before.program[hStore].operand[0]];
-    const KernelPlan::Access &written = before.accesses[before.program[hStore].access];
-    if (value.dtype != h.dtype || value.scaleOnly || written.wide ||
-        !coversOnce(before, written, h.elements))
-      continue;
-    out.push_back(KernelAmax{static_cast<int64_t>(i + 1), static_cast<int32_t>(step->index()),
-                             hStore, store.tensor});
-  }
+  forEachStepBeforeAKernel(
+      module, kernels, schema::StepKind::Kernel, [&](size_t i, size_t kernel, size_t amaxKernel) {
+        if (fused[i] || fused[i + 1])
+          return;
+        // The amax kernel: all of h, contiguous, into a scalar FP32 tensor that
+        // is not h's.
+        const KernelPlan &k = kernels[amaxKernel];
+        const std::vector<KernelPlan::Inst> &p = k.program;
+        if (k.empty || p.size() != 3 || p[0].op != OpCode::Load || p[1].op != OpCode::Amax ||
+            p[1].operand[0] != 0 || p[2].op != OpCode::Store || p[2].operand[0] != 1)
+          return;
+        const KernelPlan::Access &load = k.accesses[p[0].access], &store = k.accesses[p[2].access];
+        const TensorDesc &h = tensors[load.tensor], &amax = tensors[store.tensor];
+        if (!allStridesZero(store) || store.wide || amax.dtype != DType::F32 ||
+            amax.elements != 1 || !coversOnce(k, load, h.elements) || sharesBytes(h, amax) ||
+            (h.dtype != DType::F32 && h.dtype != DType::BF16 && h.dtype != DType::F16))
+          return;
+        // The kernel before: one Store of h, writing all of it, of a value of
+        // h's dtype (its register holds the stored values), and no Store that
+        // shares bytes with the amax's tensor (its Loads may: the amax is
+        // written once they have all been read).
+        const KernelPlan &before = kernels[kernel];
+        int32_t hStore = -1;
+        bool clear = true;
+        for (size_t j = 0; j < before.program.size(); ++j) {
+          const KernelPlan::Inst &inst = before.program[j];
+          if (inst.op != OpCode::Store)
+            continue;
+          const int32_t t = before.accesses[inst.access].tensor;
+          if (t == load.tensor) {
+            clear = clear && hStore < 0;
+            hStore = static_cast<int32_t>(j);
+          } else if (t == store.tensor || sharesBytes(tensors[t], amax)) {
+            clear = false;
+          }
+        }
+        if (!clear || hStore < 0)
+          return;
+        const KernelPlan::Inst &value = before.program[before.program[hStore].operand[0]];
+        const KernelPlan::Access &written = before.accesses[before.program[hStore].access];
+        if (value.dtype != h.dtype || value.scaleOnly || written.wide ||
+            !coversOnce(before, written, h.elements))
+          return;
+        out.push_back(KernelAmax{static_cast<int64_t>(i + 1), static_cast<int32_t>(kernel), hStore,
+                                 store.tensor});
+      });
   return out;
 }
 

@@ -11,8 +11,6 @@
 #include "runtime/kernels/Kernels.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 
 namespace mixprec::runtime {
@@ -122,6 +120,12 @@ bool coversOnce(const KernelPlan &plan, const KernelPlan::Access &a, int64_t ele
     if (__builtin_mul_overflow(points, d, &points))
       return false;
   return points == elements && injective(dims, strides);
+}
+
+bool allStridesZero(const KernelPlan::Access &a) {
+  auto zero = [](int64_t s) { return s == 0; };
+  return std::all_of(a.outerStrides.begin(), a.outerStrides.end(), zero) &&
+         std::all_of(a.rowStrides.begin(), a.rowStrides.end(), zero);
 }
 
 void addAmax(KernelPlan &plan, int32_t store, int32_t tensor) {
@@ -298,21 +302,15 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
   auto innermostUnit = [&](const KernelPlan::Access &a) {
     return !a.rowStrides.empty() && a.rowStrides.back() == 1;
   };
-  auto everyStrideZero = [&](const KernelPlan::Access &a) {
-    auto zero = [](int64_t s) { return s == 0; };
-    return std::all_of(a.outerStrides.begin(), a.outerStrides.end(), zero) &&
-           std::all_of(a.rowStrides.begin(), a.rowStrides.end(), zero);
-  };
   // MIXPREC_CPU_QUANTIZE_STORE=0 turns it off (tests compare the two).
-  const char *fuse = std::getenv("MIXPREC_CPU_QUANTIZE_STORE");
+  const bool fuseQuantizes = !turnedOff("MIXPREC_CPU_QUANTIZE_STORE");
   for (KernelPlan::Inst &store : plan.program) {
-    if ((fuse && !std::strcmp(fuse, "0")) || store.op != OpCode::Store ||
-        !plan.program[store.operand[0]].scaleOnly || plan.program[store.operand[0]].uniform ||
-        !innermostUnit(plan.accesses[store.access]))
+    if (!fuseQuantizes || store.op != OpCode::Store || !plan.program[store.operand[0]].scaleOnly ||
+        plan.program[store.operand[0]].uniform || !innermostUnit(plan.accesses[store.access]))
       continue;
     const KernelPlan::Inst &quantize = plan.program[store.operand[0]];
     const KernelPlan::Inst &scale = plan.program[quantize.operand[1]];
-    if (scale.op != OpCode::Load || !everyStrideZero(plan.accesses[scale.access]))
+    if (scale.op != OpCode::Load || !allStridesZero(plan.accesses[scale.access]))
       continue;
     store.fusedQuantize = true;
     store.scaleAccess = scale.access;

@@ -548,7 +548,7 @@ void CpuBackend::storeQuantized(const KernelPlan &plan, const KernelPlan::Inst &
   const num::Fp8Storage to = !out.wide                    ? num::Fp8Storage::Codes
                              : out.wideType == DType::F32 ? num::Fp8Storage::WideF32
                                                           : num::Fp8Storage::WideBF16;
-  const size_t outBytes = !out.wide ? 1 : out.wideType == DType::F32 ? 4 : 2;
+  const size_t outBytes = num::formatBytes(formatOf(out.wide ? out.wideType : out.dtype));
   uint8_t *outData = const_cast<uint8_t *>(accessData[store.access]);
   // The source: a Load's tensor (in its own dtype, or the wide one it is
   // stored in), or the register's FP32 values.
