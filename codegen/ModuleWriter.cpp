@@ -717,8 +717,11 @@ void Writer::finishModule(const std::vector<PrecisionEntry> &precision,
   }
   fb::Offset<sc::SideFile> side = 0;
   if (!sideFile.empty())
+    // XXH64 for readers that know it (the check at every load); FNV-1a 64
+    // as well, for the readers before it.
     side = sc::CreateSideFile(fbb, fbb.CreateString(sideFileName), sideFile.size(),
-                              runtime::fnv1a64(sideFile.data(), sideFile.size()));
+                              runtime::fnv1a64(sideFile.data(), sideFile.size()),
+                              runtime::xxh64(sideFile.data(), sideFile.size()));
 
   auto arena = func->getAttrOfType<IntegerAttr>(kernel::KernelDialect::kArenaBytesAttr);
   auto total = func->getAttrOfType<IntegerAttr>(kernel::KernelDialect::kBufferBytesAttr);

@@ -12,7 +12,7 @@
 //                                       and the input values it was
 //                                       specialised to, if any
 // The key is everything the module depends on: mixprec's version, the
-// model file's bytes (FNV-1a 64 and size), the precision options, the
+// model file's bytes (XXH64 and size), the precision options, the
 // --shape values and the shapes of the --input arrays, and the CUDA
 // architecture the module's code is for (or none). The .key file is
 // written last, so an entry without one is incomplete and unused. An entry
@@ -70,7 +70,8 @@ bool jitCacheCommit(const JitCacheEntry &entry, const std::vector<std::string> &
 /// The fingerprint of an input's values (ValueStamps).
 std::string valueStamp(const std::vector<int64_t> &values);
 
-/// FNV-1a 64 and size of a file's bytes as "HASH:SIZE"; false on a read error.
+/// XXH64 and size of a file's bytes as "xxh64 HASH:SIZE"; false on a read
+/// error.
 bool fileFingerprint(const std::string &path, std::string &out, std::string &error);
 
 } // namespace mixprec::tools

@@ -339,7 +339,12 @@ BuiltModule ModuleBuilder::build(bool keepOffsets) {
     side = fb::CreateSideFile(
         fbb, fbb.CreateString(sideFilePath), built.sideFile.size(),
         sideFileHash ? *sideFileHash
-                     : runtime::fnv1a64(built.sideFile.data(), built.sideFile.size()));
+                     : runtime::fnv1a64(built.sideFile.data(), built.sideFile.size()),
+        omitSideFileXxh64
+            ? flatbuffers::Optional<uint64_t>(flatbuffers::nullopt)
+            : flatbuffers::Optional<uint64_t>(
+                  sideFileXxh64 ? *sideFileXxh64
+                                : runtime::xxh64(built.sideFile.data(), built.sideFile.size())));
 
   auto producer = fbb.CreateString("mixprec tests");
   auto inputsOffset = fbb.CreateVector(inputs);

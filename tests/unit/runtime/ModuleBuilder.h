@@ -170,6 +170,8 @@ public:
   std::string sideFilePath = "weights.bin";
   std::optional<uint64_t> arenaBytes;   ///< default: end of the last activation
   std::optional<uint64_t> sideFileHash; ///< default: the real FNV-1a
+  std::optional<uint64_t> sideFileXxh64; ///< default: the real XXH64, as codegen writes
+  bool omitSideFileXxh64 = false;        ///< as a writer before SideFile.xxh64
 };
 
 /// Writes bytes to a file; false on failure.

@@ -90,8 +90,45 @@ TEST_F(SideFileTest, WrongHash) {
   Module module;
   Status s = load(module);
   EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
-  EXPECT_NE(std::string(s.message()).find("FNV-1a 64"), std::string::npos) << s.message();
+  EXPECT_NE(std::string(s.message()).find("XXH64"), std::string::npos) << s.message();
   EXPECT_NE(std::string(s.message()).find("weights.bin"), std::string::npos) << s.message();
+}
+
+// A module from a writer before SideFile.xxh64 is checked by FNV-1a 64.
+TEST_F(SideFileTest, WithoutXxh64TheFnvIsChecked) {
+  ModuleBuilder b = mlpBuilder(true);
+  b.omitSideFileXxh64 = true;
+  BuiltModule old = b.build();
+  ASSERT_EQ(old.sideFile, built.sideFile);
+  ASSERT_TRUE(writeFile(modulePath, old.module));
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", old.sideFile));
+  Module module;
+  ASSERT_OK(load(module));
+  std::vector<uint8_t> altered = old.sideFile;
+  altered[altered.size() / 3] ^= 0x01;
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", altered));
+  Module refused;
+  Status s = load(refused);
+  EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
+  EXPECT_NE(std::string(s.message()).find("FNV-1a 64"), std::string::npos) << s.message();
+}
+
+// Where SideFile.xxh64 is present it decides: a wrong FNV-1a beside the
+// right XXH64 loads, the right FNV-1a beside a wrong XXH64 does not.
+TEST_F(SideFileTest, Xxh64DecidesWherePresent) {
+  ASSERT_TRUE(writeFile(dir + "/weights.bin", built.sideFile));
+  ModuleBuilder wrongFnv = mlpBuilder(true);
+  wrongFnv.sideFileHash = 0x0123456789abcdefull;
+  ASSERT_TRUE(writeFile(modulePath, wrongFnv.build().module));
+  Module module;
+  ASSERT_OK(load(module));
+  ModuleBuilder wrongXxh = mlpBuilder(true);
+  wrongXxh.sideFileXxh64 = runtime::xxh64(built.sideFile.data(), built.sideFile.size()) ^ 1u;
+  ASSERT_TRUE(writeFile(modulePath, wrongXxh.build().module));
+  Module refused;
+  Status s = load(refused);
+  EXPECT_EQ(s.code(), MIXPREC_SIDE_FILE_ERROR);
+  EXPECT_NE(std::string(s.message()).find("XXH64"), std::string::npos) << s.message();
 }
 
 TEST_F(SideFileTest, DirectoryAndBytesFromOptions) {
