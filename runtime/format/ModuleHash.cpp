@@ -3,6 +3,7 @@
 
 #include "runtime/schema/module_generated.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace mixprec::runtime {
@@ -42,29 +43,39 @@ inline uint64_t xxhRound(uint64_t acc, uint64_t lane) {
 inline uint64_t xxhMerge(uint64_t h, uint64_t acc) {
   return (h ^ xxhRound(0, acc)) * kXxhP1 + kXxhP4;
 }
-} // namespace
 
-uint64_t xxh64(const void *data, size_t size, uint64_t seed) {
-  const auto *p = static_cast<const uint8_t *>(data);
-  const uint8_t *const end = p + size;
+/// The four lanes' start.
+inline void xxhInit(uint64_t v[4], uint64_t seed) {
+  v[0] = seed + kXxhP1 + kXxhP2;
+  v[1] = seed + kXxhP2;
+  v[2] = seed;
+  v[3] = seed - kXxhP1;
+}
+/// Runs every whole 32-byte stripe from p on; returns where the rest starts.
+inline const uint8_t *xxhStripes(uint64_t v[4], const uint8_t *p, const uint8_t *end) {
+  uint64_t v1 = v[0], v2 = v[1], v3 = v[2], v4 = v[3];
+  for (; end - p >= 32; p += 32) {
+    v1 = xxhRound(v1, load64(p));
+    v2 = xxhRound(v2, load64(p + 8));
+    v3 = xxhRound(v3, load64(p + 16));
+    v4 = xxhRound(v4, load64(p + 24));
+  }
+  v[0] = v1, v[1] = v2, v[2] = v3, v[3] = v4;
+  return p;
+}
+/// The digest of `total` bytes: the lanes (used when total >= 32), then the
+/// bytes after the last whole stripe, [p, end).
+uint64_t xxhFinish(const uint64_t v[4], uint64_t seed, uint64_t total, const uint8_t *p,
+                   const uint8_t *end) {
   uint64_t h;
-  if (size >= 32) {
-    uint64_t v1 = seed + kXxhP1 + kXxhP2, v2 = seed + kXxhP2, v3 = seed, v4 = seed - kXxhP1;
-    for (; end - p >= 32; p += 32) {
-      v1 = xxhRound(v1, load64(p));
-      v2 = xxhRound(v2, load64(p + 8));
-      v3 = xxhRound(v3, load64(p + 16));
-      v4 = xxhRound(v4, load64(p + 24));
-    }
-    h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-    h = xxhMerge(h, v1);
-    h = xxhMerge(h, v2);
-    h = xxhMerge(h, v3);
-    h = xxhMerge(h, v4);
+  if (total >= 32) {
+    h = rotl64(v[0], 1) + rotl64(v[1], 7) + rotl64(v[2], 12) + rotl64(v[3], 18);
+    for (int i = 0; i < 4; ++i)
+      h = xxhMerge(h, v[i]);
   } else {
     h = seed + kXxhP5;
   }
-  h += static_cast<uint64_t>(size);
+  h += total;
   for (; end - p >= 8; p += 8)
     h = rotl64(h ^ xxhRound(0, load64(p)), 27) * kXxhP1 + kXxhP4;
   if (end - p >= 4) {
@@ -79,6 +90,44 @@ uint64_t xxh64(const void *data, size_t size, uint64_t seed) {
   h *= kXxhP3;
   h ^= h >> 32;
   return h;
+}
+} // namespace
+
+uint64_t xxh64(const void *data, size_t size, uint64_t seed) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  const uint8_t *const end = p + size;
+  uint64_t v[4];
+  xxhInit(v, seed);
+  p = xxhStripes(v, p, end);
+  return xxhFinish(v, seed, size, p, end);
+}
+
+Xxh64Stream::Xxh64Stream(uint64_t seed) : seed_(seed) { xxhInit(lanes_, seed); }
+
+void Xxh64Stream::update(const void *data, size_t size) {
+  if (size == 0)
+    return;
+  const auto *p = static_cast<const uint8_t *>(data);
+  const uint8_t *const end = p + size;
+  total_ += size;
+  if (pending_) { // fill the partial stripe first
+    const size_t take = std::min(size, sizeof(stripe_) - pending_);
+    std::memcpy(stripe_ + pending_, p, take);
+    pending_ += take;
+    p += take;
+    if (pending_ < sizeof(stripe_))
+      return;
+    xxhStripes(lanes_, stripe_, stripe_ + sizeof(stripe_));
+    pending_ = 0;
+  }
+  p = xxhStripes(lanes_, p, end);
+  pending_ = static_cast<size_t>(end - p);
+  if (pending_)
+    std::memcpy(stripe_, p, pending_);
+}
+
+uint64_t Xxh64Stream::digest() const {
+  return xxhFinish(lanes_, seed_, total_, stripe_, stripe_ + pending_);
 }
 
 uint64_t moduleContentHash(const uint8_t *data, size_t size, size_t fieldOffset) {

@@ -28,6 +28,22 @@ uint64_t fnv1a64(const void *data, size_t size, uint64_t hash = kFnv1a64Offset);
 /// does ~0.8 (a side file of hundreds of MB is checked at every load).
 uint64_t xxh64(const void *data, size_t size, uint64_t seed = 0);
 
+/// XXH64 over bytes given in pieces: update() any number of times, then
+/// digest() is xxh64() of their concatenation (checkpoints, written state by
+/// state).
+class Xxh64Stream {
+public:
+  explicit Xxh64Stream(uint64_t seed = 0);
+  void update(const void *data, size_t size);
+  uint64_t digest() const;
+
+private:
+  uint64_t seed_, lanes_[4];
+  uint64_t total_ = 0;
+  uint8_t stripe_[32]; ///< a partial stripe's bytes, `pending_` of them
+  size_t pending_ = 0;
+};
+
 /// What a writer stores in Module.content_hash before sealing: any non-zero
 /// value makes FlatBuffers keep the field (a 0 equals the default and would
 /// be omitted, leaving nowhere to write the hash).

@@ -17,7 +17,8 @@
 //     dims                    i64 x rank
 //     byte size, bytes        u64, the tensor's bytes in its dtype
 //   user blob size, blob      u64, bytes
-//   checksum                  u64: FNV-1a 64 of every byte before it
+//   checksum                  u64: XXH64 (seed 0) of every byte before it
+//                             (version 1: FNV-1a 64; still read)
 //
 // Loading checks the whole file (magic, version, checksum, that its states
 // are the session's by name, dtype and shape) before writing any state, so
@@ -37,9 +38,11 @@
 
 namespace mixprec::runtime {
 
-/// The checkpoint format version this runtime writes and reads; newer
-/// files are refused (UNSUPPORTED_VERSION).
-constexpr uint32_t kCheckpointVersion = 1;
+/// The checkpoint format version this runtime writes and the newest it
+/// reads; newer files are refused (UNSUPPORTED_VERSION). Version 2
+/// (2026-12-06) changed only the checksum (FNV-1a 64 -> XXH64); version 1
+/// files load as before.
+constexpr uint32_t kCheckpointVersion = 2;
 
 /// What identifies a module's state layout: FNV-1a 64 of each state's name,
 /// dtype and shape, in order. Two modules share checkpoints exactly when

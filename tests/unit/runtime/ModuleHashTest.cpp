@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -290,6 +291,36 @@ TEST(ModuleHash, Xxh64MatchesTheReferenceImplementation) {
   EXPECT_EQ(runtime::xxh64("abc", 3), 0x44bc2cf5ad770999ull);
   const std::string fox = "The quick brown fox jumps over the lazy dog";
   EXPECT_EQ(runtime::xxh64(fox.data(), fox.size()), 0x0b242d361fda71bcull);
+}
+
+TEST(ModuleHash, Xxh64StreamIsTheOneShotHashOfThePieces) {
+  // Every way to cut 0..100 bytes in two, three-way cuts of 1000 bytes, and
+  // a long run of small odd pieces: the one-shot hash of the whole.
+  const std::vector<uint8_t> data = pattern(5000);
+  for (size_t n = 0; n <= 100; ++n)
+    for (size_t cut = 0; cut <= n; ++cut) {
+      runtime::Xxh64Stream stream(7);
+      stream.update(data.data(), cut);
+      stream.update(data.data() + cut, n - cut);
+      ASSERT_EQ(stream.digest(), runtime::xxh64(data.data(), n, 7)) << n << " cut at " << cut;
+    }
+  for (size_t a = 0; a < 1000; a += 7)
+    for (size_t b = a; b < 1000; b += 31) {
+      runtime::Xxh64Stream stream;
+      stream.update(data.data(), a);
+      stream.update(data.data() + a, b - a);
+      stream.update(data.data() + b, 1000 - b);
+      ASSERT_EQ(stream.digest(), runtime::xxh64(data.data(), 1000)) << a << ", " << b;
+    }
+  runtime::Xxh64Stream stream;
+  size_t at = 0;
+  for (size_t piece = 1; at < data.size(); piece = piece % 37 + 3) {
+    const size_t take = std::min(piece, data.size() - at);
+    stream.update(data.data() + at, take);
+    at += take;
+  }
+  EXPECT_EQ(stream.digest(), runtime::xxh64(data.data(), data.size()));
+  EXPECT_EQ(runtime::Xxh64Stream().digest(), 0xef46db3751d8e999ull);
 }
 
 TEST(ModuleHash, Xxh64SeesEveryByte) {

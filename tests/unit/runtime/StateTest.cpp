@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile/Compile.h"
 #include "mixprec/runtime.hpp"
+#include "runtime/format/ModuleHash.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -302,10 +303,37 @@ TEST_F(StateTest, BadCheckpointsAreRefusedAndChangeNothing) {
 
   // A newer format version.
   std::vector<char> bytes = good;
-  bytes[8] = 2;
+  bytes[8] = 3;
   writeAll(bad, bytes);
   expectRefused(session, bad, MIXPREC_UNSUPPORTED_VERSION,
-                "format version 2 is newer than this runtime reads (version 1)");
+                "format version 3 is newer than this runtime reads (version 2)");
+
+  // Version 1 (FNV-1a 64 checksum, the rest the same) still loads, and is
+  // checked by its own checksum: the version 2 file relabelled fails it.
+  ASSERT_EQ(good[8], 2);
+  bytes = good;
+  bytes[8] = 1;
+  writeAll(bad, bytes);
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT, "checksum mismatch");
+  const uint64_t fnv = mixprec::runtime::fnv1a64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &fnv, 8);
+  const std::string v1 = dir + "/v1.ckpt";
+  writeAll(v1, bytes);
+  {
+    size_t v1Blob = 0;
+    char blob[3];
+    ASSERT_OK(session.loadCheckpoint(v1.c_str(), blob, 3, v1Blob));
+    EXPECT_EQ(std::string(blob, 3), "abc");
+  }
+  bytes[bytes.size() / 2] ^= 0x40;
+  writeAll(bad, bytes);
+  expectRefused(session, bad, MIXPREC_INVALID_ARGUMENT, "checksum mismatch");
+  // The version 2 checksum is XXH64 of the bytes before it.
+  {
+    uint64_t stored = 0;
+    std::memcpy(&stored, good.data() + good.size() - 8, 8);
+    EXPECT_EQ(stored, mixprec::runtime::xxh64(good.data(), good.size() - 8));
+  }
 
   // Truncated anywhere, or one byte changed.
   for (size_t size : {size_t(0), size_t(7), size_t(12), good.size() / 2, good.size() - 1}) {
