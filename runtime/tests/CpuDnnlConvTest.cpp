@@ -1,7 +1,9 @@
 //===- CpuDnnlConvTest.cpp - the CPU backend's convolutions on oneDNN -----===//
 //
 // Issue 27: conv2d and conv routines run on oneDNN's direct convolution
-// with the operands as stored and a constant weight packed once, when the
+// (FP32 3x3 stride-1 ones on Winograd F(2x2, 3x3), within its own bound,
+// winogradBound) with the operands as stored and a constant weight packed
+// once, when the
 // session is created. Checked here: which routines oneDNN takes (and why
 // not the others); FP32, BF16, FP16 and FP8 convolutions in 1 to 3
 // spatial dims with groups (depthwise too), strides, asymmetric pads,
@@ -26,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -286,11 +289,137 @@ protected:
       GTEST_SKIP() << "this runtime was built without oneDNN (apt-get install libdnnl-dev)";
     unsetenv("MIXPREC_CPU_GEMM");
   }
-  void TearDown() override { unsetenv("MIXPREC_CPU_GEMM"); }
+  void TearDown() override {
+    unsetenv("MIXPREC_CPU_GEMM");
+    unsetenv("MIXPREC_CPU_WINOGRAD");
+  }
 };
 
 TEST_F(CpuDnnlConv, Fp32GroupsStrideAsymmetricPadsDilationBias) {
   checkConv(ConvCase(), true, /*packs=*/1, /*decodes=*/0);
+}
+
+/// Winograd F(2x2, 3x3)'s bound (CpuDnnl.h) for a 3x3 stride-1 FP32 case:
+/// each output element of tile position (i%2, j%2),
+///   |got - ref| <= (C + 10) * 2^-23 * (W + |b| + |ref|),
+///   W = sum over channels of |A^T| ((|G| |g| |G^T|) * (|B^T| |d| |B|)) |A|,
+/// g the channel's 3x3 filter, d the 4x4 input tile (zeros outside x) the
+/// element's 2x2 output tile reads: first-order error of the transforms
+/// (two levels of additions each, G's halves exact), the elementwise
+/// products summed over C channels and the output transform, with room
+/// for oneDNN's own association of those sums.
+void winogradBound(const ConvCase &c, const Built &b, std::vector<double> &ref,
+                   std::vector<double> &bound) {
+  std::vector<double> directBound;
+  reference(c, b, ref, directBound);
+  static const double kG[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, .5, .5}, {0, 0, 1}};
+  static const double kBT[4][4] = {{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}};
+  static const double kAT[2][4] = {{1, 1, 1, 0}, {0, 1, 1, 1}}; // |entries|
+  const Shape os = c.outSpatial();
+  const int64_t oh = os[0], ow = os[1], ih = c.in[0], iw = c.in[1];
+  bound.assign(ref.size(), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t m = 0; m < c.m; ++m)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double mt[4][4] = {};
+          for (int64_t ci = 0; ci < c.c; ++ci) {
+            double u[4][4] = {}, v[4][4] = {}, gu[4][3] = {}, dv[4][4] = {};
+            const float *g = &b.w[size_t((m * c.c + ci) * 9)];
+            for (int a = 0; a < 4; ++a)
+              for (int l = 0; l < 3; ++l)
+                for (int k = 0; k < 3; ++k)
+                  gu[a][l] += kG[a][k] * std::fabs(double(g[k * 3 + l]));
+            for (int a = 0; a < 4; ++a)
+              for (int e = 0; e < 4; ++e)
+                for (int l = 0; l < 3; ++l)
+                  u[a][e] += gu[a][l] * kG[e][l];
+            const int64_t r0 = i - i % 2 - c.pads[0], s0 = j - j % 2 - c.pads[1];
+            double d[4][4] = {};
+            for (int r = 0; r < 4; ++r)
+              for (int q = 0; q < 4; ++q) {
+                const int64_t y = r0 + r, x = s0 + q;
+                if (y >= 0 && y < ih && x >= 0 && x < iw)
+                  d[r][q] = std::fabs(double(b.x[size_t(((n * c.c + ci) * ih + y) * iw + x)]));
+              }
+            for (int a = 0; a < 4; ++a)
+              for (int q = 0; q < 4; ++q)
+                for (int r = 0; r < 4; ++r)
+                  dv[a][q] += kBT[a][r] * d[r][q];
+            for (int a = 0; a < 4; ++a)
+              for (int e = 0; e < 4; ++e)
+                for (int q = 0; q < 4; ++q)
+                  v[a][e] += dv[a][q] * kBT[e][q];
+            for (int a = 0; a < 4; ++a)
+              for (int e = 0; e < 4; ++e)
+                mt[a][e] += u[a][e] * v[a][e];
+          }
+          double w = 0;
+          for (int a = 0; a < 4; ++a)
+            for (int e = 0; e < 4; ++e)
+              w += kAT[i % 2][a] * mt[a][e] * kAT[j % 2][e];
+          const size_t at = size_t(((n * c.m + m) * oh + i) * ow + j);
+          bound[at] =
+              double(c.c + 10) *
+              std::ldexp(w + (c.bias ? std::fabs(double(b.b[m])) : 0.0) + std::fabs(ref[at]), -23);
+        }
+}
+
+TEST_F(CpuDnnlConv, Fp32ThreeByThreeStrideOneRunsOnWinogradWithinItsBound) {
+  // FP32 3x3 stride-1 convolutions (ResNet's) on oneDNN's Winograd F(2x2,
+  // 3x3): within winogradBound (odd output sizes: partial tiles; pads 1
+  // and 0), the same bits in every run and for 1 and 2 threads;
+  // MIXPREC_CPU_WINOGRAD=0 plans the direct algorithm.
+  for (int64_t pad : {1, 0}) {
+    SCOPED_TRACE("pads " + std::to_string(pad));
+    ConvCase c;
+    c.n = 1, c.c = 32, c.m = 16, c.groups = 1;
+    c.in = {9, 11}, c.strides = {1, 1}, c.dilations = {1, 1}, c.pads = {pad, pad, pad, pad};
+    Built b = buildConv(c);
+    ASSERT_TRUE(b.module);
+    std::vector<double> ref, bound, directBound;
+    winogradBound(c, b, ref, bound);
+    reference(c, b, ref, directBound);
+    std::vector<float> first;
+    for (int threads : {1, 2}) {
+      std::unique_ptr<rt::Backend> backend;
+      rt::BackendOptions options;
+      options.numThreads = threads;
+      auto outs = runCpu(c, b, 2, backend, options);
+      ASSERT_EQ(outs.size(), 2u);
+      const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
+      ASSERT_TRUE(convs.handles(0)) << convs.reason(0);
+      EXPECT_NE(convs.implementation(0).find("wino_2x3"), std::string::npos)
+          << convs.implementation(0);
+      EXPECT_EQ(outs[0], outs[1]) << "a second run differs";
+      if (threads == 1) {
+        first = outs[0];
+        size_t bad = 0;
+        double worst = 0, worstDirect = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          const double err = std::fabs(double(first[i]) - ref[i]);
+          worst = std::max(worst, err / bound[i]);
+          worstDirect = std::max(worstDirect, err / directBound[i]);
+          if (!(err <= bound[i]) && ++bad <= 3)
+            ADD_FAILURE() << "element " << i << ": " << first[i] << " vs " << ref[i] << " (bound "
+                          << bound[i] << ")";
+        }
+        EXPECT_EQ(bad, 0u);
+        std::printf("  %s: worst error %.3f of the Winograd bound, %.3f of the direct one\n",
+                    convs.implementation(0).c_str(), worst, worstDirect);
+      } else {
+        EXPECT_EQ(outs[0], first) << "2 threads: not the bits of 1";
+      }
+    }
+    setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
+    std::unique_ptr<rt::Backend> direct;
+    auto outs = runCpu(c, b, 1, direct);
+    unsetenv("MIXPREC_CPU_WINOGRAD");
+    ASSERT_EQ(outs.size(), 1u);
+    const rt::DnnlConvs &convs = cpuOf(direct).dnnlConvolutions();
+    EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos) << convs.implementation(0);
+    expectWithinBound(c, b, outs[0]);
+  }
 }
 
 TEST_F(CpuDnnlConv, Bf16AsTheCompilerEmitsIt) {
@@ -600,6 +729,9 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
         return got;
       };
       int64_t kept = -1, plainKept = -1;
+      // The direct algorithm, whose layout is channels-last (Winograd's
+      // is blocked: nothing kept).
+      setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
       setenv("MIXPREC_CPU_CHANNELS_LAST", "0", 1);
       const std::vector<uint8_t> want = run(1, plainKept);
       unsetenv("MIXPREC_CPU_CHANNELS_LAST");
@@ -613,6 +745,7 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
         EXPECT_TRUE(got == want) << threads << " thread(s): not the plain layout's bits";
       }
       unsetenv("MIXPREC_CPU_PARALLEL_POINTS");
+      unsetenv("MIXPREC_CPU_WINOGRAD");
       size_t nans = 0;
       for (size_t i = 0; i + width <= want.size(); i += width) {
         uint32_t bits = 0;

@@ -44,7 +44,18 @@
 // strides, asymmetric pads and dilations as the routine gives them.
 // Numerics as for GEMMs: sums of exact products in oneDNN's order (the
 // bias added last, where the reference kernel starts from it), the same
-// order in every run; the BF16 instructions' DAZ/FTZ as above. Not here
+// order in every run; the BF16 instructions' DAZ/FTZ as above. FP32 3x3
+// stride-1 one-group 2-D convolutions run on Winograd F(2x2, 3x3)
+// (oneDNN's jit_fp32_wino_2x3, where it takes the shape; any other
+// Winograd variant is refused for the direct algorithm): the input tile's
+// transform B^T d B and the output's A^T M A only add and subtract, the
+// filter's G g G^T adds halves (exact scalings), the transformed products
+// are summed over the C channels in FP32; first-order, each output is
+// within (C + 10) * 2^-23 * (W + |bias| + |y|) of the exact result, W =
+// sum over channels of |A^T| ((|G||g||G^T|) * (|B^T||d||B|)) |A| at the
+// element's position in its 2x2 tile (CpuDnnlConvTest checks it; observed
+// errors are the direct algorithm's order). MIXPREC_CPU_WINOGRAD=0 plans
+// every convolution on the direct algorithm. Not here
 // (the reference kernel, cpu::conv, takes them): conv_transpose, TF32-
 // rounded routines, weights that are not module constants, empty tensors.
 //

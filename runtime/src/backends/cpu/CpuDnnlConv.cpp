@@ -2,8 +2,9 @@
 //
 // CpuDnnl.h says which convolutions run here and how they round. One
 // engine and stream per session (beside the GEMMs'); per convolution, made
-// when the session is: the primitive (direct algorithm: no Winograd, whose
-// transforms round differently), its weight packed into the layout the
+// when the session is: the primitive (the direct algorithm, or for FP32
+// 3x3 stride-1 convolutions Winograd F(2x2, 3x3) where oneDNN has it:
+// CpuDnnl.h says how that rounds), its weight packed into the layout the
 // primitive picked, and the layout changes of src and dst where that
 // layout is not the arena's plain NCHW (reorder primitives, exact: they
 // move values). Runs set the operands' data handles and execute; nothing
@@ -86,6 +87,8 @@ struct Call {
 struct Plan {
   bool ok = false;
   std::string reason, implementation;
+  /// On Winograd F(2x2, 3x3) (oneDNN's jit_fp32_wino_2x3), not direct.
+  bool winograd = false;
   DType srcType = DType::F32, computeType = DType::F32, biasType = DType::F32;
   int64_t srcElements = 0;
   bool bias = false, constantBias = false;
@@ -211,6 +214,19 @@ struct DnnlConvs::Impl {
     return make(call, pd);
   }
 
+  /// Winograd F(2x2, 3x3) may take `op`: FP32 operands, two spatial dims,
+  /// a 3x3 kernel, stride and dilation 1, one group, unless
+  /// MIXPREC_CPU_WINOGRAD=0.
+  static bool winogradEligible(const RoutineOp &op, const TensorDesc &w, dnnl_data_type_t type) {
+    if (turnedOff("MIXPREC_CPU_WINOGRAD") || type != dnnl_f32 || w.shape.size() != 4 ||
+        w.shape[2] != 3 || w.shape[3] != 3 || op.groups != 1)
+      return false;
+    for (size_t s = 0; s < 2; ++s)
+      if (op.window.strides[s] != 1 || op.window.dilations[s] != 1)
+        return false;
+    return true;
+  }
+
   /// Plans routine `op` (adding its result to what dst holds when `sum`);
   /// false (with p.reason) when oneDNN does not take it.
   bool plan(const LoadedModule &module, const RoutineOp &op,
@@ -263,26 +279,48 @@ struct DnnlConvs::Impl {
       padL[s] = op.window.pads[s];
       padR[s] = op.window.pads[dims + s];
     }
-    dnnl_convolution_desc_t desc;
-    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(
-        &desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny, &weightsAny,
-        p.bias ? &bias : nullptr, &dstAny, strides, dilates, padL, padR);
     // The fused addend: oneDNN's sum post-op, dst = conv + 1 * dst, one
     // FP32 addition of the result as the kernel's Add makes.
     dnnl_primitive_attr_t convAttr = attr;
+    dnnl_status_t s = dnnl_success;
     if (sum) {
       dnnl_post_ops_t ops = nullptr;
       if (dnnl_primitive_attr_clone(&convAttr, attr) != dnnl_success)
         return p.reason = "oneDNN: cannot copy its attributes", false;
-      if (dnnl_post_ops_create(&ops) == dnnl_success) {
-        if (dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success)
+      s = dnnl_post_ops_create(&ops);
+      if (s == dnnl_success) {
+        s = dnnl_post_ops_append_sum(ops, 1.0f);
+        if (s == dnnl_success)
           s = dnnl_primitive_attr_set_post_ops(convAttr, ops);
         dnnl_post_ops_destroy(ops);
       }
     }
+    auto create = [&](dnnl_alg_kind_t algorithm, dnnl_primitive_desc_t &out) {
+      dnnl_convolution_desc_t desc;
+      dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(
+          &desc, dnnl_forward_inference, algorithm, &srcAny, &weightsAny, p.bias ? &bias : nullptr,
+          &dstAny, strides, dilates, padL, padR);
+      return st == dnnl_success ? dnnl_primitive_desc_create(&out, &desc, convAttr, engine, nullptr)
+                                : st;
+    };
     dnnl_primitive_desc_t pd = nullptr;
-    if (s == dnnl_success)
-      s = dnnl_primitive_desc_create(&pd, &desc, convAttr, engine, nullptr);
+    // FP32 3x3 stride-1 convolutions on Winograd F(2x2, 3x3) where oneDNN
+    // has it (CpuDnnl.h: its rounding and bound); anything else, or another
+    // Winograd variant, on the direct algorithm.
+    p.winograd = false;
+    if (s == dnnl_success && winogradEligible(op, w, type) &&
+        create(dnnl_convolution_winograd, pd) == dnnl_success) {
+      const char *info = nullptr;
+      p.winograd =
+          dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success &&
+          info && std::strstr(info, "wino_2x3");
+      if (!p.winograd) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = nullptr;
+      }
+    }
+    if (s == dnnl_success && !p.winograd)
+      s = create(dnnl_convolution_direct, pd);
     if (convAttr != attr)
       dnnl_primitive_attr_destroy(convAttr);
     if (s == dnnl_unimplemented && p.computeType == DType::F16)
