@@ -619,11 +619,13 @@ TrainingOptions::Scaling defaultScaling(passes::Precision precision) {
                                               : TrainingOptions::Scaling::None;
 }
 
-bool fileFingerprint(const std::string &path, std::string &out, std::string &error) {
+bool fileFingerprint(const std::string &path, std::string &out, std::string &error, bool xxh64) {
   std::string bytes;
   if (!common::readRegularFile(path, bytes, error))
     return false;
-  out = llvm::utohexstr(runtime::fnv1a64(bytes.data(), bytes.size()), /*LowerCase=*/true) + ":" +
+  const uint64_t hash = xxh64 ? runtime::xxh64(bytes.data(), bytes.size())
+                              : runtime::fnv1a64(bytes.data(), bytes.size());
+  out = std::string(xxh64 ? "xxh64 " : "") + llvm::utohexstr(hash, /*LowerCase=*/true) + ":" +
         std::to_string(bytes.size());
   return true;
 }

@@ -307,11 +307,9 @@ TEST_F(CpuDnnlConv, Fp32GroupsStrideAsymmetricPadsDilationBias) {
 /// element's 2x2 output tile reads: first-order error of the transforms
 /// (two levels of additions each, G's halves exact), the elementwise
 /// products summed over C channels and the output transform, with room
-/// for oneDNN's own association of those sums.
-void winogradBound(const ConvCase &c, const Built &b, std::vector<double> &ref,
+/// for oneDNN's own association of those sums. `ref`: reference()'s.
+void winogradBound(const ConvCase &c, const Built &b, const std::vector<double> &ref,
                    std::vector<double> &bound) {
-  std::vector<double> directBound;
-  reference(c, b, ref, directBound);
   static const double kG[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, .5, .5}, {0, 0, 1}};
   static const double kBT[4][4] = {{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}};
   static const double kAT[2][4] = {{1, 1, 1, 0}, {0, 1, 1, 1}}; // |entries|
@@ -378,8 +376,8 @@ TEST_F(CpuDnnlConv, Fp32ThreeByThreeStrideOneRunsOnWinogradWithinItsBound) {
     Built b = buildConv(c);
     ASSERT_TRUE(b.module);
     std::vector<double> ref, bound, directBound;
-    winogradBound(c, b, ref, bound);
     reference(c, b, ref, directBound);
+    winogradBound(c, b, ref, bound);
     std::vector<float> first;
     for (int threads : {1, 2}) {
       std::unique_ptr<rt::Backend> backend;
@@ -391,6 +389,7 @@ TEST_F(CpuDnnlConv, Fp32ThreeByThreeStrideOneRunsOnWinogradWithinItsBound) {
       ASSERT_TRUE(convs.handles(0)) << convs.reason(0);
       EXPECT_NE(convs.implementation(0).find("wino_2x3"), std::string::npos)
           << convs.implementation(0);
+      EXPECT_TRUE(convs.winograd(0));
       EXPECT_EQ(outs[0], outs[1]) << "a second run differs";
       if (threads == 1) {
         first = outs[0];
@@ -418,6 +417,7 @@ TEST_F(CpuDnnlConv, Fp32ThreeByThreeStrideOneRunsOnWinogradWithinItsBound) {
     ASSERT_EQ(outs.size(), 1u);
     const rt::DnnlConvs &convs = cpuOf(direct).dnnlConvolutions();
     EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos) << convs.implementation(0);
+    EXPECT_FALSE(convs.winograd(0));
     expectWithinBound(c, b, outs[0]);
   }
 }

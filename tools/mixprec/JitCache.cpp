@@ -1,6 +1,8 @@
 //===- JitCache.cpp - modules `mixprec run` compiled, kept on disk --------===//
 #include "tools/mixprec/JitCache.h"
 
+#include "compiler/Train/Trainer.h"
+
 #include "codegen/Cuda/KernelCache.h"
 #include "common/FileIO.h"
 #include "mixprec/runtime.h"
@@ -30,15 +32,10 @@ constexpr const char *kFilesHeader = "--- files ---\n";
 } // namespace
 
 bool fileFingerprint(const std::string &path, std::string &out, std::string &error) {
-  // XXH64, not the trainer's FNV-1a fingerprint (compiler::fileFingerprint,
-  // which training checkpoints record): every run reads the whole model
-  // through it, and FNV-1a's byte chain took 0.65 s for 500 MB.
-  std::string bytes;
-  if (!common::readRegularFile(path, bytes, error))
-    return false;
-  out = "xxh64 " + llvm::utohexstr(runtime::xxh64(bytes.data(), bytes.size()), /*LowerCase=*/true) +
-        ":" + std::to_string(bytes.size());
-  return true;
+  // XXH64, not the FNV-1a fingerprint training checkpoints record: every
+  // run reads the whole model through it, and FNV-1a's byte chain took
+  // 0.65 s for 500 MB.
+  return compiler::fileFingerprint(path, out, error, /*xxh64=*/true);
 }
 
 bool jitCacheEntry(const std::string &keyText, JitCacheEntry &entry, std::string &why) {

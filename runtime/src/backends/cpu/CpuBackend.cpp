@@ -266,8 +266,7 @@ Status CpuBackend::prepare() {
         name = module->routines()[step->index()].name;
         if (step->index() < convEpilogues.size() && convEpilogues[step->index()].kernelStep >= 0)
           name += convEpilogues[step->index()].addend >= 0 ? " + add + relu" : " + relu";
-        if (dnnlConvs.handles(step->index()) &&
-            dnnlConvs.implementation(step->index()).find("wino") != std::string::npos)
+        if (dnnlConvs.winograd(step->index()))
           name += " on Winograd F(2x2,3x3)";
         if (convEpilogues.size() > step->index() && convEpilogues[step->index()].reluInPool >= 0)
           name += " (in the max pool after)";

@@ -170,6 +170,8 @@ public:
   std::string reason(size_t index) const;
   /// oneDNN's name for the implementation it runs ("" when none).
   std::string implementation(size_t index) const;
+  /// Whether it runs on Winograd F(2x2, 3x3) (false when not here).
+  bool winograd(size_t index) const;
 
   /// Runs convolution routine `index`: `src` and `bias` at their tensors'
   /// host addresses (bias null when absent, unused when a constant), the

@@ -576,6 +576,10 @@ std::string DnnlConvs::implementation(size_t index) const {
   return handles(index) ? impl->plans[index].implementation : "";
 }
 
+bool DnnlConvs::winograd(size_t index) const {
+  return handles(index) && impl->plans[index].winograd;
+}
+
 bool DnnlConvs::addsAddend(size_t index) const { return handles(index) && impl->plans[index].sum; }
 
 bool DnnlConvs::writesDstLast(size_t index) const {
@@ -673,6 +677,7 @@ void DnnlConvs::keepChannelsLast(size_t, bool, bool) {}
 bool DnnlConvs::handles(size_t) const { return false; }
 std::string DnnlConvs::reason(size_t) const { return "this runtime was built without oneDNN"; }
 std::string DnnlConvs::implementation(size_t) const { return ""; }
+bool DnnlConvs::winograd(size_t) const { return false; }
 Status DnnlConvs::run(size_t, const void *, const void *, float *, const float *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
