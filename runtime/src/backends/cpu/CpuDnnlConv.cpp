@@ -227,6 +227,21 @@ struct DnnlConvs::Impl {
     return true;
   }
 
+  /// Whether implementation `impl`'s sum post-op adds the addend to the
+  /// finished result (the products' sum plus the bias), one FP32 addition,
+  /// as the kernel's Add does after an unfused convolution: brgconv (the
+  /// brgemm kernel's post-ops run on its finished accumulators) and
+  /// jit_fp32_wino_2x3 (after the output transform and the bias), both
+  /// checked bit for bit against the unfused kernels (CpuDnnlConvTest,
+  /// ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits). Not the
+  /// AVX2 direct kernel (jit:avx2): it starts its accumulators from the
+  /// addend plus the bias and adds the products to them (other bits: seen
+  /// on an AMD EPYC, 2026-12-06), nor the GEMM-based ones (the addend goes
+  /// into the GEMM's beta, before the bias); any other, unchecked, neither.
+  static bool sumAfterAccumulation(const std::string &impl) {
+    return impl.rfind("brg", 0) == 0 || impl.find("wino_2x3") != std::string::npos;
+  }
+
   /// Plans routine `op` (adding its result to what dst holds when `sum`);
   /// false (with p.reason) when oneDNN does not take it.
   bool plan(const LoadedModule &module, const RoutineOp &op,
@@ -330,6 +345,12 @@ struct DnnlConvs::Impl {
     const char *info = nullptr;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success && info)
       p.implementation = info;
+    if (sum && !sumAfterAccumulation(p.implementation)) {
+      dnnl_primitive_desc_destroy(pd);
+      return p.reason =
+                 "oneDNN's " + p.implementation + " adds the addend before it sums the products",
+             false;
+    }
     if (p.implementation.rfind("ref", 0) == 0) {
       // oneDNN's naive loops: no faster than im2col + SGEMM, and not the
       // interpreter's order.
