@@ -418,6 +418,77 @@ TEST_F(CpuDnnl, BatchedBf16WithinTheGemmBound) {
       }
 }
 
+TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
+  // Shapes where oneDNN's GEMM-based matmul (AVX2: gemm:jit) splits k over
+  // its threads when m and n are small (other bits at 2 or 3 threads than
+  // at 1, before the tiles): each runs in one-thread tiles fixed by its
+  // shape (DnnlGemms::tiles), so 1, 2 and 3 threads give the same bytes.
+  // A constant (packed) weight, an input weight, and a batched product;
+  // within the GEMM bound too.
+  struct Shape3 {
+    int64_t batch, m, n, k;
+    bool constantWeight;
+  };
+  for (const Shape3 &sh :
+       {Shape3{1, 8, 64, 4096, true}, Shape3{1, 33, 40, 96, false}, Shape3{1, 300, 600, 64, true},
+        Shape3{2, 8, 64, 4096, false}, Shape3{4, 16, 16, 2048, false}}) {
+    SCOPED_TRACE(std::to_string(sh.batch) + " x " + std::to_string(sh.m) + "x" +
+                 std::to_string(sh.n) + "x" + std::to_string(sh.k));
+    const int64_t batch = sh.batch, m = sh.m, n = sh.n, k = sh.k;
+    const std::vector<float> a = randomValues(size_t(batch * m * k), 4);
+    const std::vector<float> w = randomValues(size_t(batch * k * n), 5);
+    ModuleBuilder mb;
+    GemmSpec g;
+    g.name = "mm";
+    g.m = m, g.n = n, g.k = k, g.batch = batch;
+    g.strideA = m * k, g.strideB = batch > 1 ? k * n : 0, g.strideOut = m * n;
+    g.a = mb.input("a", fb::DType::F32, {batch, m, k});
+    g.b = sh.constantWeight ? mb.constantFloats("w", fb::DType::F32, {k, n}, w)
+                            : mb.input("w", fb::DType::F32, {batch, k, n});
+    g.out = mb.activation("o", fb::DType::F32, {batch, m, n});
+    mb.output(g.out);
+    mb.gemm(g);
+    BuiltModule built = mb.build();
+    std::shared_ptr<const rt::LoadedModule> module;
+    ASSERT_TRUE(rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
+                                             rt::LoadOptions{}, module)
+                    .ok());
+    std::vector<std::pair<int, std::vector<float>>> inputs = {{g.a, a}};
+    if (!sh.constantWeight)
+      inputs.push_back({g.b, w});
+    std::vector<uint8_t> first;
+    for (int threads : {1, 2, 3}) {
+      const std::vector<uint8_t> got =
+          outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
+            EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+            if (threads == 1)
+              std::printf("  %lld tile(s)\n", static_cast<long long>(cpu.dnnlGemms().tiles(0)));
+          });
+      if (threads == 1)
+        first = got;
+      else
+        EXPECT_TRUE(got == first) << threads << " threads: not the bytes of 1";
+    }
+    ASSERT_EQ(first.size(), size_t(batch * m * n * 4));
+    const auto *got = reinterpret_cast<const float *>(first.data());
+    size_t bad = 0;
+    for (int64_t t = 0; t < batch; ++t)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0, mag = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const int64_t wAt = (sh.constantWeight ? 0 : t * k * n) + p * n + j;
+            const double x = double(a[(t * m + i) * k + p]) * double(w[wAt]);
+            sum += x;
+            mag += std::fabs(x);
+          }
+          if (!(std::fabs(got[(t * m + i) * n + j] - sum) <= double(k + 1) * std::ldexp(mag, -23)))
+            ++bad;
+        }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
   // findWideStorage: x quantized (FP8) or rounded (BF16, FP16) by a kernel
   // to xq, which two GEMMs read, one through xv (a view: xq's bytes and

@@ -187,7 +187,9 @@ Status CpuBackend::prepare() {
 
   // GEMM steps on oneDNN where it takes them, their weights packed now.
   if (options.cpuGemms)
-    if (Status s = dnnl.prepare(*module, [&](int32_t t) { return tensorData(t); }); !s.ok())
+    if (Status s = dnnl.prepare(
+            *module, [&](int32_t t) { return tensorData(t); }, pool.get());
+        !s.ok())
       return s;
   // Narrow activations only those GEMMs read, stored widened by the kernels
   // that write them: where that takes no more than the arena again and the

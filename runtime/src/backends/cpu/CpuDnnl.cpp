@@ -12,8 +12,11 @@
 
 #include "common/numerics/Rounding.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +31,33 @@ using dnnl::isFp8;
 using dnnl::statusText;
 using dnnl::typeOf;
 using dnnl::widen;
+
+/// A tile of a GEMM step run as its own single-threaded matmul (Plan::
+/// tiles): the primitive of its shape, its memory objects and its
+/// operands' offsets (elements) from A's, B's and the output's bases.
+struct Tile {
+  int shape = 0;
+  int64_t a = 0, b = 0, out = 0;
+  dnnl_memory_t src = nullptr, weights = nullptr, dst = nullptr;
+};
+
+/// The tile sizes of a tiled GEMM: a function of the problem's shape alone
+/// (never of the thread count), so every output element is summed by the
+/// same single-threaded call, in the same order, for any thread count.
+constexpr int64_t kTileRows = 256, kTileCols = 256;
+
+/// OpenMP's thread count for the calling thread (oneDNN's threads follow
+/// it): omp_get_max_threads / omp_set_num_threads where the process has
+/// OpenMP (oneDNN's), else nothing.
+int ompMaxThreads() {
+  static auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return get ? get() : 1;
+}
+void ompSetThreads(int n) {
+  static auto set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set)
+    set(n);
+}
 
 /// One GEMM step's primitive, its memory objects (their data handles set
 /// per run) and, for a constant weight, its packed copy.
@@ -51,6 +81,16 @@ struct Plan {
   /// GEMM's widening left in the cache.
   size_t wideBytesA = 0, wideBytesB = 0;
   int64_t elementsA = 0, elementsB = 0;
+  /// Tiled (oneDNN's GEMM-based matmul, "gemm:jit": its threading splits
+  /// k when m and n are small, and the partial sums' order then follows
+  /// the thread count: other bits at 2 threads than at 1, seen on AVX2):
+  /// the output in tiles of at most kTileRows x kTileCols per batch entry,
+  /// each a one-thread matmul of its own (over all of k), spread over the
+  /// session's threads. matmul is null then; shapes[w][s] is worker w's
+  /// primitive for tile shape s (each primitive runs on one worker only).
+  bool tiled = false;
+  std::vector<std::vector<dnnl_primitive_t>> shapes;
+  std::vector<Tile> tiles;
 };
 
 /// dnnl::bf16Native's rule, from what the CPU is (never from a timing: two
@@ -90,6 +130,9 @@ struct DnnlGemms::Impl {
   /// Where operands are widened per run (Plan::wideBytesA/B), shared.
   std::vector<uint8_t> wideA, wideB;
   int64_t packsAtLoad = 0;
+  /// The session's threads (tiled plans run on them), and a stream each.
+  ThreadPool *pool = nullptr;
+  std::vector<dnnl_stream_t> workerStreams;
 
   ~Impl() {
     for (Plan &p : plans) {
@@ -98,8 +141,19 @@ struct DnnlGemms::Impl {
       for (dnnl_memory_t m : {p.srcMemory, p.weightsMemory, p.dstMemory})
         if (m)
           dnnl_memory_destroy(m);
+      for (auto &worker : p.shapes)
+        for (dnnl_primitive_t prim : worker)
+          if (prim)
+            dnnl_primitive_destroy(prim);
+      for (Tile &t : p.tiles)
+        for (dnnl_memory_t m : {t.src, t.weights, t.dst})
+          if (m)
+            dnnl_memory_destroy(m);
       std::free(p.packed);
     }
+    for (dnnl_stream_t st : workerStreams)
+      if (st)
+        dnnl_stream_destroy(st);
     if (stream)
       dnnl_stream_destroy(stream);
     if (engine)
@@ -191,7 +245,12 @@ struct DnnlGemms::Impl {
     if (s != dnnl_success)
       return p.reason = "oneDNN's matmul: " + statusText(s), false;
     const dnnl_memory_desc_t chosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    s = dnnl_primitive_create(&p.matmul, pd);
+    const char *info = nullptr;
+    p.tiled = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success &&
+              info && std::strncmp(info, "gemm:", 5) == 0 &&
+              (!packWeight || plainStrides(chosen, nullptr));
+    if (!p.tiled)
+      s = dnnl_primitive_create(&p.matmul, pd);
     dnnl_primitive_desc_destroy(pd);
     if (s != dnnl_success)
       return p.reason = "oneDNN's matmul: " + statusText(s), false;
@@ -215,6 +274,9 @@ struct DnnlGemms::Impl {
     } else if (b.dtype != p.computeType) {
       p.wideBytesB = static_cast<size_t>(b.elements) * wideBytes;
     }
+    if (p.tiled)
+      return planTiles(g, type, p) ? (p.ok = true)
+                                   : (p.reason = "oneDNN's matmul: cannot plan its tiles", false);
     // The memory objects, once; runs set their data handles.
     if (dnnl_memory_create(&p.srcMemory, &p.src, engine, DNNL_MEMORY_NONE) != dnnl_success ||
         dnnl_memory_create(&p.weightsMemory, &p.weights, engine, DNNL_MEMORY_NONE) !=
@@ -222,6 +284,93 @@ struct DnnlGemms::Impl {
         dnnl_memory_create(&p.dstMemory, &p.dst, engine, DNNL_MEMORY_NONE) != dnnl_success)
       return p.reason = "cannot create its memory objects", false;
     return p.ok = true;
+  }
+
+  /// Whether `md` is a plain strided 2-D layout (no blocks), its strides
+  /// into `strides` (if given).
+  static bool plainStrides(const dnnl_memory_desc_t &md, dnnl_dim_t *strides) {
+    if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.format_desc.blocking.inner_nblks != 0)
+      return false;
+    if (strides)
+      strides[0] = md.format_desc.blocking.strides[0],
+      strides[1] = md.format_desc.blocking.strides[1];
+    return true;
+  }
+
+  /// p's tiles (Plan::tiled): per batch entry (or the batch as rows, when
+  /// tall), rows in tiles of kTileRows and columns of kTileCols, each tile
+  /// shape's primitive made once per worker with OpenMP at one thread (the
+  /// GEMM driver reads the count when it runs too: run() sets it there),
+  /// each tile's memory objects over the full operands' strides.
+  bool planTiles(const GemmDesc &g, dnnl_data_type_t type, Plan &p) {
+    const bool tall = p.src.ndims == 2;
+    const int64_t rows = tall ? g.batch * g.m : g.m, cols = g.n, k = g.k;
+    const int64_t batches = tall ? 1 : g.batch;
+    dnnl_dim_t weightStrides[2] = {0, 0};
+    if (tall) {
+      if (!plainStrides(p.weights, weightStrides))
+        return false;
+    } else {
+      weightStrides[0] = p.weights.format_desc.blocking.strides[1];
+      weightStrides[1] = p.weights.format_desc.blocking.strides[2];
+    }
+    auto tileOf = [](int64_t extent, int64_t tile) {
+      return extent <= tile + tile / 2 ? extent : tile;
+    };
+    const int64_t tileRows = tileOf(rows, kTileRows), tileCols = tileOf(cols, kTileCols);
+    // Shapes: (full or last rows) x (full or last columns).
+    std::vector<std::pair<int64_t, int64_t>> shapeDims;
+    std::vector<std::array<dnnl_memory_desc_t, 3>> descs;
+    auto shapeIndex = [&](int64_t r, int64_t c) {
+      for (size_t i = 0; i < shapeDims.size(); ++i)
+        if (shapeDims[i] == std::make_pair(r, c))
+          return int(i);
+      shapeDims.push_back({r, c});
+      std::array<dnnl_memory_desc_t, 3> d;
+      const dnnl_dims_t srcDims = {r, k}, srcStrides = {k, 1};
+      const dnnl_dims_t weiDims = {k, c}, weiStrides = {weightStrides[0], weightStrides[1]};
+      const dnnl_dims_t dstDims = {r, c}, dstStrides = {cols, 1};
+      dnnl_memory_desc_init_by_strides(&d[0], 2, srcDims, type, srcStrides);
+      dnnl_memory_desc_init_by_strides(&d[1], 2, weiDims, type, weiStrides);
+      dnnl_memory_desc_init_by_strides(&d[2], 2, dstDims, dnnl_f32, dstStrides);
+      descs.push_back(d);
+      return int(shapeDims.size() - 1);
+    };
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t r0 = 0; r0 < rows; r0 += tileRows)
+        for (int64_t c0 = 0; c0 < cols; c0 += tileCols) {
+          Tile t;
+          t.shape = shapeIndex(std::min(tileRows, rows - r0), std::min(tileCols, cols - c0));
+          t.a = b * (tall ? 0 : g.strideA) + r0 * k;
+          t.b = b * (tall ? 0 : g.strideB) + c0 * weightStrides[1];
+          t.out = b * (tall ? 0 : g.strideOut) + r0 * cols + c0;
+          const auto &d = descs[size_t(t.shape)];
+          if (dnnl_memory_create(&t.src, &d[0], engine, DNNL_MEMORY_NONE) != dnnl_success ||
+              dnnl_memory_create(&t.weights, &d[1], engine, DNNL_MEMORY_NONE) != dnnl_success ||
+              dnnl_memory_create(&t.dst, &d[2], engine, DNNL_MEMORY_NONE) != dnnl_success) {
+            p.tiles.push_back(t);
+            return false;
+          }
+          p.tiles.push_back(t);
+        }
+    const int workers = pool ? pool->size() : 1;
+    const int before = ompMaxThreads();
+    ompSetThreads(1);
+    bool ok = true;
+    p.shapes.assign(size_t(workers), std::vector<dnnl_primitive_t>(descs.size(), nullptr));
+    for (int w = 0; w < workers && ok; ++w)
+      for (size_t i = 0; i < descs.size() && ok; ++i) {
+        dnnl_matmul_desc_t desc;
+        dnnl_primitive_desc_t pd = nullptr;
+        ok = dnnl_matmul_desc_init(&desc, &descs[i][0], &descs[i][1], nullptr, &descs[i][2]) ==
+                 dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr) == dnnl_success &&
+             dnnl_primitive_create(&p.shapes[size_t(w)][i], pd) == dnnl_success;
+        if (pd)
+          dnnl_primitive_desc_destroy(pd);
+      }
+    ompSetThreads(before);
+    return ok;
   }
 
   /// Reorders the constant weight at `data` (p.weights' plain layout) into
@@ -258,8 +407,10 @@ DnnlGemms::~DnnlGemms() = default;
 bool DnnlGemms::available() { return true; }
 
 Status DnnlGemms::prepare(const LoadedModule &module,
-                          const std::function<const uint8_t *(int32_t)> &constant) {
+                          const std::function<const uint8_t *(int32_t)> &constant,
+                          ThreadPool *pool) {
   Impl &d = *impl;
+  d.pool = pool;
   d.plans.assign(module.gemms().size(), Plan());
   if (d.plans.empty())
     return okStatus();
@@ -274,6 +425,13 @@ Status DnnlGemms::prepare(const LoadedModule &module,
       p.reason = "oneDNN's CPU engine did not start";
     return okStatus();
   }
+  d.workerStreams.assign(size_t(pool ? pool->size() : 1), nullptr);
+  for (dnnl_stream_t &st : d.workerStreams)
+    if (dnnl_stream_create(&st, d.engine, dnnl_stream_default_flags) != dnnl_success) {
+      for (Plan &p : d.plans)
+        p.reason = "oneDNN's CPU engine did not start";
+      return okStatus();
+    }
   for (size_t i = 0; i < d.plans.size(); ++i)
     if (!d.plan(module, module.gemms()[i], constant, d.plans[i]) &&
         d.plans[i].reason.rfind("cannot allocate", 0) == 0)
@@ -328,6 +486,40 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
     b = d.wideB.data();
   }
   void *weights = p.packed ? p.packed : const_cast<void *>(b);
+  if (p.tiled) {
+    const size_t width = p.computeType == schema::DType::F32 ? 4 : 2;
+    std::atomic<int> failed{dnnl_success};
+    auto tile = [&](int64_t i, int worker) {
+      Tile &t = p.tiles[size_t(i)];
+      ompSetThreads(1); // oneDNN's GEMM driver: this tile on this thread alone
+      dnnl_status_t st = dnnl_memory_set_data_handle(
+          t.src, const_cast<uint8_t *>(static_cast<const uint8_t *>(a)) + t.a * width);
+      if (st == dnnl_success)
+        st = dnnl_memory_set_data_handle(t.weights, static_cast<uint8_t *>(weights) + t.b * width);
+      if (st == dnnl_success)
+        st = dnnl_memory_set_data_handle(t.dst, acc + t.out);
+      const dnnl_exec_arg_t args[] = {
+          {DNNL_ARG_SRC, t.src}, {DNNL_ARG_WEIGHTS, t.weights}, {DNNL_ARG_DST, t.dst}};
+      dnnl_stream_t stream = d.workerStreams[size_t(worker)];
+      if (st == dnnl_success)
+        st = dnnl_primitive_execute(p.shapes[size_t(worker)][size_t(t.shape)], stream, 3, args);
+      if (st == dnnl_success)
+        st = dnnl_stream_wait(stream);
+      if (st != dnnl_success)
+        failed = st;
+    };
+    const int before = ompMaxThreads();
+    if (d.pool && d.pool->size() > 1 && p.tiles.size() > 1)
+      d.pool->run(int64_t(p.tiles.size()), tile);
+    else
+      for (size_t i = 0; i < p.tiles.size(); ++i)
+        tile(int64_t(i), 0);
+    ompSetThreads(before);
+    if (failed != dnnl_success)
+      return Status(MIXPREC_EXECUTION_ERROR,
+                    "oneDNN's matmul failed: " + statusText(dnnl_status_t(failed.load())));
+    return okStatus();
+  }
   dnnl_status_t s = dnnl_memory_set_data_handle(p.srcMemory, const_cast<void *>(a));
   if (s == dnnl_success)
     s = dnnl_memory_set_data_handle(p.weightsMemory, weights);
@@ -345,6 +537,10 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
   return okStatus();
 }
 
+int64_t DnnlGemms::tiles(size_t index) const {
+  return handles(index) && impl->plans[index].tiled ? int64_t(impl->plans[index].tiles.size()) : 0;
+}
+
 int64_t DnnlGemms::packsAtLoad() const { return impl->packsAtLoad; }
 
 #else // !MIXPREC_HAVE_DNNL
@@ -354,7 +550,8 @@ struct DnnlGemms::Impl {};
 DnnlGemms::DnnlGemms() : impl(std::make_unique<Impl>()) {}
 DnnlGemms::~DnnlGemms() = default;
 bool DnnlGemms::available() { return false; }
-Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_t *(int32_t)> &) {
+Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_t *(int32_t)> &,
+                          ThreadPool *) {
   return okStatus();
 }
 bool DnnlGemms::handles(size_t) const { return false; }
@@ -366,6 +563,7 @@ int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }
 schema::DType DnnlGemms::computeType(size_t) const { return schema::DType::F32; }
 void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 const void *DnnlGemms::widenedA() const { return nullptr; }
+int64_t DnnlGemms::tiles(size_t) const { return 0; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }
 
 #endif // MIXPREC_HAVE_DNNL

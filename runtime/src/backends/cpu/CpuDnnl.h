@@ -12,7 +12,12 @@
 // Numerics: products of FP32, BF16 or FP16 operands and their FP32 sums,
 // in oneDNN's order (blocked over k; not the interpreter's left-to-right
 // order, so results agree with it within the usual GEMM bound, not bit for
-// bit; the order does not change from run to run). On AVX512-BF16 and AMX
+// bit; the order does not change from run to run, nor with the thread
+// count: where oneDNN's matmul is its GEMM-based one ("gemm:jit", AVX2 and
+// older CPUs), whose threading splits k when m and n are small and so sums
+// in an order that follows the thread count, the step runs in tiles of at
+// most 256 x 256 outputs fixed by its shape, each a one-thread matmul over
+// all of k, spread over the session's threads). On AVX512-BF16 and AMX
 // the BF16 dot-product instructions treat subnormal BF16 inputs and FP32
 // partial sums as zero (VDPBF16PS, TDPBF16PS: DAZ/FTZ by definition).
 //
@@ -74,6 +79,8 @@
 
 namespace mixprec::runtime {
 
+class ThreadPool;
+
 /// The GEMM steps of one CPU session on oneDNN.
 class DnnlGemms {
 public:
@@ -89,8 +96,12 @@ public:
   /// comment) and packs its constant weight (`constant(t)`: the bytes of
   /// constant tensor t). A step it does not take keeps `reason(i)` and runs
   /// on OpenBLAS; only an allocation failure is an error.
+  /// `pool`: the session's threads, on which the GEMMs oneDNN runs on its
+  /// GEMM-based matmul are split in tiles (CpuDnnl.cpp, Plan::tiled); null:
+  /// one thread.
   Status prepare(const LoadedModule &module,
-                 const std::function<const uint8_t *(int32_t)> &constant);
+                 const std::function<const uint8_t *(int32_t)> &constant,
+                 ThreadPool *pool = nullptr);
 
   /// Whether GEMM step `index` runs here.
   bool handles(size_t index) const;
@@ -115,6 +126,10 @@ public:
   void widenA(size_t index, const void *a, int64_t begin, int64_t count);
   /// Where widenA writes (one buffer for all steps).
   const void *widenedA() const;
+
+  /// The one-thread tiles GEMM step `index` runs in (CpuDnnl.cpp,
+  /// Plan::tiled: oneDNN's GEMM-based matmul), 0 when it runs as one call.
+  int64_t tiles(size_t index) const;
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;
