@@ -636,6 +636,16 @@ Block buildBlock(OutBytes place) {
   return b;
 }
 
+/// The index of `module`'s routine called `name` (RoutineOp::name is
+/// "routine #I 'NAME' (OP)"); fails the test where there is none.
+size_t routineNamed(const rt::LoadedModule &module, const std::string &name) {
+  for (size_t r = 0; r < module.routines().size(); ++r)
+    if (module.routines()[r].name.find("'" + name + "'") != std::string::npos)
+      return r;
+  ADD_FAILURE() << "no routine '" << name << "'";
+  return module.routines().size();
+}
+
 /// Runs `b` with x = `x`; the outputs' floats (by tensor) and the fused
 /// epilogues' count.
 std::map<int32_t, std::vector<float>> runBlock(const Block &b, const std::vector<float> &x,
@@ -648,9 +658,7 @@ std::map<int32_t, std::vector<float>> runBlock(const Block &b, const std::vector
     return out;
   fused = cpuOf(backend).fusedConvEpilogues();
   if (residualSum) // conv_c's sum post-op (the residual r1 added in it)
-    for (size_t r = 0; r < b.module->routines().size(); ++r)
-      if (b.module->routines()[r].name == "c")
-        *residualSum = cpuOf(backend).dnnlConvolutions().addsAddend(r);
+    *residualSum = cpuOf(backend).dnnlConvolutions().addsAddend(routineNamed(*b.module, "c"));
   EXPECT_TRUE(backend->setInput(uint32_t(b.x), x.data(), x.size() * 4).ok());
   s = backend->launch({});
   EXPECT_TRUE(s.ok()) << s.message();
@@ -774,7 +782,8 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
         values[300] = INFINITY;
       }
       const std::vector<uint8_t> bytes = bytesOf(dtype, values);
-      bool nhwc = false; // oneDNN's convolutions take nhwc here (AVX-512), not nChw8c (AVX2)
+      uint8_t layout = 0; // conv_a's dst: nhwc on AVX-512, nChw8c on AVX2
+      bool residualKernel = false;
       auto run = [&](int threads, int64_t &kept) {
         std::unique_ptr<rt::Backend> backend;
         rt::BackendOptions options;
@@ -783,8 +792,10 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
         EXPECT_TRUE(s.ok()) << s.message();
         if (!s.ok())
           return std::vector<uint8_t>();
-        kept = cpuOf(backend).channelsLastTensors();
-        nhwc = cpuOf(backend).dnnlConvolutions().dstChannelsLast(0); // conv_a
+        kept = cpuOf(backend).keptLayoutTensors();
+        layout = cpuOf(backend).dnnlConvolutions().dstLayout(0); // conv_a
+        residualKernel = // conv_c's residual added by the kernel after it
+            !cpuOf(backend).dnnlConvolutions().addsAddend(routineNamed(*module, "c"));
         std::vector<uint8_t> got;
         for (int repeat = 0; repeat < 2; ++repeat) {
           EXPECT_TRUE(backend->setInput(uint32_t(x), bytes.data(), bytes.size()).ok());
@@ -803,8 +814,8 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
         return got;
       };
       int64_t kept = -1, plainKept = -1;
-      // The direct algorithm, whose layout is channels-last (Winograd's
-      // is blocked: nothing kept).
+      // The direct algorithm (nhwc on AVX-512, where Winograd would take
+      // nChw16c; nChw8c on AVX2).
       setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
       setenv("MIXPREC_CPU_CHANNELS_LAST", "0", 1);
       const std::vector<uint8_t> want = run(1, plainKept);
@@ -814,13 +825,20 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
       for (int threads : {1, 2}) {
         const std::vector<uint8_t> got = run(threads, kept);
         // BF16: the convolutions' own outputs too (their kernels stay).
-        // Where oneDNN's convolutions take a blocked layout (nChw8c on
-        // AVX2), nothing is kept: every convolution reorders (the same
-        // bits either way).
+        // Kept in oneDNN's channels-last layout on AVX-512, in channel
+        // blocks of 8 on AVX2 (nChw8c: the max pool reads it as C/8 images
+        // of 8 channels); the same bits as the plain layout either way.
         if (__builtin_cpu_supports("avx512f")) {
-          EXPECT_TRUE(nhwc) << "AVX-512: oneDNN's convolutions are expected to take nhwc";
+          EXPECT_EQ(layout, rt::kChannelsLast) << "AVX-512: oneDNN's convolutions take nhwc";
+        } else if (__builtin_cpu_supports("avx2")) {
+          EXPECT_EQ(layout, 8) << "AVX2: oneDNN's convolutions take nChw8c";
         }
-        EXPECT_EQ(kept, !nhwc ? 0 : dtype == fb::DType::F32 ? 6 : 9) << "r1, p, h, out, y and e";
+        // (At FP32 conv_c's own output too where the kernel after it adds
+        // the residual: AVX2, CpuDnnlConv.cpp's sumAfterAccumulation.)
+        EXPECT_EQ(kept, layout == 0                ? 0
+                        : dtype == fb::DType::BF16 ? 9
+                                                   : 6 + int(residualKernel))
+            << "r1, p, h, out, y and e";
         ASSERT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want) << threads << " thread(s): not the plain layout's bits";
       }

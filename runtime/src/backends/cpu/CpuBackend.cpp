@@ -70,13 +70,13 @@ Status CpuBackend::prepare() {
     for (const ConvEpilogue &e : convEpilogues)
       if (e.reluInPool >= 0)
         poolRelus[static_cast<size_t>(e.reluInPool)] = 1;
-    // Activations between them in oneDNN's channels-last layout.
-    channelsLast = findChannelsLast(*module, kernels, convEpilogues, dnnlConvs);
+    // Activations between them in the layouts of oneDNN's convolutions.
+    channelsLast = findKeptLayouts(*module, kernels, convEpilogues, dnnlConvs);
     for (size_t i = 0; i < module->routines().size(); ++i)
       if (dnnlConvs.handles(i)) {
         const RoutineOp &op = module->routines()[i];
         const int32_t out = convEpilogues[i].kernelStep >= 0 ? convEpilogues[i].output : op.output;
-        dnnlConvs.keepChannelsLast(i, channelsLast[op.inputs[0]], channelsLast[out]);
+        dnnlConvs.keepLayouts(i, channelsLast[op.inputs[0]] != 0, channelsLast[out] != 0);
       }
   }
   channelsLast.resize(module->tensors().size(), 0);
@@ -379,19 +379,20 @@ CpuBackend::~CpuBackend() {
   }
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return profile[a].seconds > profile[b].seconds; });
-  std::fprintf(stderr,
-               "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
-               "counted) of %zu steps; %lld "
-               "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
-               "activation(s) kept channels-last, %lld narrow activation(s) stored widened, "
-               "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue, %lld quantize(s) "
-               "stored in one pass\n",
-               threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
-               static_cast<long long>(weightDecodes),
-               static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
-               static_cast<long long>(channelsLastTensors()), static_cast<long long>(wideTensors()),
-               static_cast<long long>(fusedGemmQuantizes()),
-               static_cast<long long>(fusedGemmAmaxes()), static_cast<long long>(quantizeStores()));
+  std::fprintf(
+      stderr,
+      "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
+      "counted) of %zu steps; %lld "
+      "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
+      "activation(s) kept in a convolution's layout, %lld narrow activation(s) stored widened, "
+      "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue, %lld quantize(s) "
+      "stored in one pass\n",
+      threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
+      static_cast<long long>(weightDecodes),
+      static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
+      static_cast<long long>(keptLayoutTensors()), static_cast<long long>(wideTensors()),
+      static_cast<long long>(fusedGemmQuantizes()), static_cast<long long>(fusedGemmAmaxes()),
+      static_cast<long long>(quantizeStores()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -272,14 +272,14 @@ struct ConvEpilogue {
 std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
                                             const std::vector<KernelPlan> &kernels);
 
-/// Per tensor of `module`: whether it is kept in oneDNN's channels-last
-/// layout between the steps around the convolutions oneDNN runs
-/// (CpuConvFusion.cpp says when), `epilogues` being the kernels those
-/// convolutions compute.
-std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
-                                      const std::vector<KernelPlan> &kernels,
-                                      const std::vector<ConvEpilogue> &epilogues,
-                                      const DnnlConvs &convs);
+/// Per tensor of `module`: the layout of oneDNN's convolutions it is kept
+/// in between the steps around them (CpuConvFusion.cpp says when; 0: the
+/// plain one, kChannelsLast, or the channel block 8 or 16: DnnlConvs::
+/// srcLayout), `epilogues` being the kernels those convolutions compute.
+std::vector<uint8_t> findKeptLayouts(const LoadedModule &module,
+                                     const std::vector<KernelPlan> &kernels,
+                                     const std::vector<ConvEpilogue> &epilogues,
+                                     const DnnlConvs &convs);
 
 /// A GEMM's output quantized to FP8 by the kernel step right after it,
 /// which the GEMM's epilogue computes instead (CpuConvFusion.cpp says
@@ -445,10 +445,11 @@ public:
   /// Max pools that apply the ReLU of the convolution before them
   /// (CpuConvFusion.cpp).
   int64_t reluInPools() const { return std::count(poolRelus.begin(), poolRelus.end(), uint8_t(1)); }
-  /// Activations kept in oneDNN's channels-last layout between steps
-  /// (findChannelsLast).
-  int64_t channelsLastTensors() const {
-    return std::count(channelsLast.begin(), channelsLast.end(), uint8_t(1));
+  /// Activations kept in a layout of oneDNN's convolutions between steps
+  /// (findKeptLayouts): channels-last or channel-blocked.
+  int64_t keptLayoutTensors() const {
+    return static_cast<int64_t>(channelsLast.size()) -
+           std::count(channelsLast.begin(), channelsLast.end(), uint8_t(0));
   }
   /// Narrow activations stored widened for the GEMMs that read them
   /// (findWideStorage).
@@ -614,7 +615,7 @@ private:
   /// Per routine: a max pool applying the ReLU of the convolution before
   /// it to its output (ConvEpilogue::reluInPool).
   std::vector<uint8_t> poolRelus;
-  /// Per tensor: kept channels-last (findChannelsLast).
+  /// Per tensor: the layout it is kept in (findKeptLayouts; 0: plain).
   std::vector<uint8_t> channelsLast;
   /// Narrow activations stored wide (findWideStorage), in wideBuffer.
   WideStorage wideStore;

@@ -336,10 +336,10 @@ bool elementWise(const KernelPlan &k) {
 
 } // namespace
 
-std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
-                                      const std::vector<KernelPlan> &kernels,
-                                      const std::vector<ConvEpilogue> &epilogues,
-                                      const DnnlConvs &convs) {
+std::vector<uint8_t> findKeptLayouts(const LoadedModule &module,
+                                     const std::vector<KernelPlan> &kernels,
+                                     const std::vector<ConvEpilogue> &epilogues,
+                                     const DnnlConvs &convs) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   std::vector<uint8_t> last(tensors.size(), 0);
   if (turnedOff("MIXPREC_CPU_CHANNELS_LAST"))
@@ -376,6 +376,13 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
   // (candidate), and some reader or writer cannot (veto). Per class of
   // tensors that must share a layout, the verdict.
   std::vector<uint8_t> candidate(tensors.size(), 0), veto(tensors.size(), 0);
+  // The layout a convolution writes (reads) the tensor in (0: none asked).
+  std::vector<uint8_t> wants(tensors.size(), 0);
+  auto want = [&](int32_t t, uint8_t layout) {
+    if (wants[t] && wants[t] != layout)
+      veto[t] = 1; // two convolutions, two layouts
+    wants[t] = layout;
+  };
   Classes classes(tensors.size());
   // Max pools: output channels-last only if the input is.
   std::vector<std::pair<int32_t, int32_t>> pools;
@@ -390,9 +397,13 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
       const bool once = counts.routines[index] == 1;
       if (once && convs.handles(index)) {
         const int32_t out = produced(index);
-        candidate[out] = convs.dstChannelsLast(index) && isFloat(out);
-        if (!convs.srcChannelsLast(index))
+        candidate[out] = convs.dstLayout(index) != 0 && isFloat(out);
+        if (candidate[out])
+          want(out, convs.dstLayout(index));
+        if (convs.srcLayout(index) == 0)
           veto[op.inputs[0]] = 1;
+        else
+          want(op.inputs[0], convs.srcLayout(index));
         for (size_t j = 1; j < op.inputs.size(); ++j) // weight, bias
           if (op.inputs[j] >= 0)
             veto[op.inputs[j]] = 1;
@@ -441,21 +452,39 @@ std::vector<uint8_t> findChannelsLast(const LoadedModule &module,
     }
   for (uint32_t t : module.inputs())
     veto[t] = 1;
-  // The verdict per class, then the max pools' rule until nothing changes.
-  std::vector<uint8_t> ok(tensors.size(), 1);
-  for (size_t t = 0; t < tensors.size(); ++t)
+  // The verdict per class, and its one layout: the convolutions' (two
+  // layouts in a class: kept in neither); then the max pools' rule (the
+  // output in the input's layout, or plain) until nothing changes. A class
+  // no convolution asks a layout of takes its pool input's, else none.
+  std::vector<uint8_t> ok(tensors.size(), 1), layout(tensors.size(), 0);
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const int32_t c = classes.find(static_cast<int32_t>(t));
     if (!candidate[t] || veto[t] || tensors[t].isConstant())
-      ok[classes.find(static_cast<int32_t>(t))] = 0;
+      ok[c] = 0;
+    if (wants[t] && layout[c] && layout[c] != wants[t])
+      ok[c] = 0;
+    if (wants[t])
+      layout[c] = wants[t];
+  }
   for (bool changed = true; changed;) {
     changed = false;
-    for (const auto &[in, out] : pools)
-      if (ok[classes.find(out)] && !ok[classes.find(in)]) {
-        ok[classes.find(out)] = 0;
+    for (const auto &[in, out] : pools) {
+      const int32_t i = classes.find(in), o = classes.find(out);
+      if (!ok[o])
+        continue;
+      if (ok[i] && !layout[o]) {
+        layout[o] = layout[i];
+        changed = true;
+      } else if (!ok[i] || layout[o] != layout[i]) {
+        ok[o] = 0;
         changed = true;
       }
+    }
   }
-  for (size_t t = 0; t < tensors.size(); ++t)
-    last[t] = candidate[t] && ok[classes.find(static_cast<int32_t>(t))];
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const int32_t c = classes.find(static_cast<int32_t>(t));
+    last[t] = candidate[t] && ok[c] ? layout[c] : 0;
+  }
   return last;
 }
 

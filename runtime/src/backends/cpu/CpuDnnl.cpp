@@ -44,7 +44,7 @@ struct Tile {
 /// The tile sizes of a tiled GEMM: a function of the problem's shape alone
 /// (never of the thread count), so every output element is summed by the
 /// same single-threaded call, in the same order, for any thread count.
-constexpr int64_t kTileRows = 256, kTileCols = 256;
+constexpr int64_t kTileRows = 256, kTileCols = 384;
 
 /// OpenMP's thread count for the calling thread (oneDNN's threads follow
 /// it): omp_get_max_threads / omp_set_num_threads where the process has
@@ -244,11 +244,19 @@ struct DnnlGemms::Impl {
     }
     if (s != dnnl_success)
       return p.reason = "oneDNN's matmul: " + statusText(s), false;
-    const dnnl_memory_desc_t chosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t chosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const char *info = nullptr;
     p.tiled = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success &&
               info && std::strncmp(info, "gemm:", 5) == 0 &&
               (!packWeight || plainStrides(chosen, nullptr));
+    if (p.tiled && packWeight) {
+      // The GEMM-based matmul takes any plain layout; packed column by
+      // column (each output's k weights contiguous, "ba"): as fast or
+      // faster than row by row on an AVX2 EPYC, and never the 2.5x slower
+      // case of rows 3072 floats apart (128 x 768 x 3072: 19 ms vs 7).
+      const dnnl_dims_t weiDims = {k, n}, columns = {1, k};
+      dnnl_memory_desc_init_by_strides(&chosen, 2, weiDims, type, columns);
+    }
     if (!p.tiled)
       s = dnnl_primitive_create(&p.matmul, pd);
     dnnl_primitive_desc_destroy(pd);

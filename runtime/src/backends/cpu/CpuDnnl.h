@@ -16,7 +16,7 @@
 // count: where oneDNN's matmul is its GEMM-based one ("gemm:jit", AVX2 and
 // older CPUs), whose threading splits k when m and n are small and so sums
 // in an order that follows the thread count, the step runs in tiles of at
-// most 256 x 256 outputs fixed by its shape, each a one-thread matmul over
+// most 256 x 384 outputs fixed by its shape, each a one-thread matmul over
 // all of k, spread over the session's threads). On AVX512-BF16 and AMX
 // the BF16 dot-product instructions treat subnormal BF16 inputs and FP32
 // partial sums as zero (VDPBF16PS, TDPBF16PS: DAZ/FTZ by definition).
@@ -143,6 +143,10 @@ private:
 /// comment says which). Indexed by routine: every other routine, and a
 /// convolution oneDNN does not take, has a reason and runs on the
 /// reference kernel.
+/// DnnlConvs::srcLayout's code for the channels-last layout (the others
+/// are the channel block, 8 or 16).
+constexpr uint8_t kChannelsLast = 1;
+
 class DnnlConvs {
 public:
   DnnlConvs();
@@ -172,15 +176,18 @@ public:
   /// (its result goes through oneDNN's layout: dst may then share bytes
   /// with them).
   bool writesDstLast(size_t index) const;
-  /// Whether its primitive reads src (writes dst) in the channels-last
-  /// layout of its shape (nwc, nhwc, ndhwc: the plain bytes permuted, no
-  /// padding), which the plain tensors are reordered into (out of) per run.
-  bool srcChannelsLast(size_t index) const;
-  bool dstChannelsLast(size_t index) const;
+  /// The layout its primitive reads src (writes dst) in, where that is a
+  /// permutation of the plain bytes (no padding), which the plain tensors
+  /// are reordered into (out of) per run: kChannelsLast (nwc, nhwc,
+  /// ndhwc), or 8 or 16 (channels in blocks of that many, innermost:
+  /// nChw8c, nChw16c; AVX2 and Winograd take these), C a multiple of the
+  /// block; 0 for any other layout, or the plain one.
+  uint8_t srcLayout(size_t index) const;
+  uint8_t dstLayout(size_t index) const;
   /// From now on run() takes src (dst, and the addend) of routine `index`
-  /// in that layout, where the primitive's is: no reorder, the primitive
-  /// reads (writes) the caller's bytes.
-  void keepChannelsLast(size_t index, bool src, bool dst);
+  /// in that layout, where it has one: no reorder, the primitive reads
+  /// (writes) the caller's bytes.
+  void keepLayouts(size_t index, bool src, bool dst);
   /// Why it does not ("" when it does).
   std::string reason(size_t index) const;
   /// oneDNN's name for the implementation it runs ("" when none).
@@ -191,7 +198,7 @@ public:
   /// Runs convolution routine `index`: `src` and `bias` at their tensors'
   /// host addresses (bias null when absent, unused when a constant), the
   /// FP32 result into `dst` (the output's shape, row-major, or
-  /// channels-last as keepChannelsLast says; src likewise).
+  /// in its kept layout as keepLayouts says; src likewise).
   /// `addend` (FP32, the output's shape; null unless addsAddend) is added
   /// to the result; dst may share bytes with it, and with src and bias
   /// where writesDstLast.

@@ -98,9 +98,12 @@ struct Plan {
   bool sum = false;
   /// The layout changes (null: none) and the convolution, in run order.
   Call toBlocked, addendIn, conv, toPlain;
-  /// The primitive's src (dst) layout is the channels-last one of its
-  /// shape: the plain bytes permuted, no padding.
-  bool srcChannelsLast = false, dstChannelsLast = false;
+  /// The primitive's src (dst) layout where it is a permutation of the
+  /// plain bytes (no padding), which activations may keep between steps
+  /// (DnnlConvs::srcLayout): kChannelsLast (nhwc), 8 or 16 (channels in
+  /// blocks of 8 or 16, nChw8c / nChw16c, C a multiple of the block); 0
+  /// otherwise.
+  uint8_t srcLayout = 0, dstLayout = 0;
   /// Runs take src (dst and the addend) in that layout (keepChannelsLast):
   /// the primitive reads (writes) the caller's bytes, no reorder.
   bool srcKept = false, dstKept = false;
@@ -438,8 +441,8 @@ struct DnnlConvs::Impl {
                const dnnl_memory_desc_t &weights, const dnnl_memory_desc_t &bias) {
     const bool srcBlocked = !dnnl_memory_desc_equal(&src, &srcChosen);
     const bool dstBlocked = !dnnl_memory_desc_equal(&dst, &dstChosen);
-    p.srcChannelsLast = srcBlocked && isChannelsLast(srcChosen);
-    p.dstChannelsLast = dstBlocked && isChannelsLast(dstChosen);
+    p.srcLayout = srcBlocked ? keepableLayout(srcChosen) : 0;
+    p.dstLayout = dstBlocked ? keepableLayout(dstChosen) : 0;
     void *blockedSrc = nullptr, *blockedDst = nullptr;
     if (srcBlocked) {
       if (!(blockedSrc = blockedBuffer(srcChosen, false)))
@@ -506,18 +509,35 @@ struct DnnlConvs::Impl {
     return true;
   }
 
-  /// Whether `md` is the channels-last layout (nwc, nhwc, ndhwc) of its
-  /// dims and type.
-  static bool isChannelsLast(const dnnl_memory_desc_t &md) {
-    const dnnl_format_tag_t tag = md.ndims == 3   ? dnnl_nwc
-                                  : md.ndims == 4 ? dnnl_nhwc
-                                  : md.ndims == 5 ? dnnl_ndhwc
-                                                  : dnnl_format_tag_undef;
-    dnnl_memory_desc_t last;
-    return tag != dnnl_format_tag_undef &&
-           dnnl_memory_desc_init_by_tag(&last, md.ndims, md.dims, md.data_type, tag) ==
-               dnnl_success &&
-           dnnl_memory_desc_equal(&last, &md);
+  /// `md`'s layout code (Plan::srcLayout): the channels-last layout (nwc,
+  /// nhwc, ndhwc) of its dims and type, or channels in blocks of 8 or 16
+  /// (aBc8b, aBcd8b, aBcde8b and the 16s) where the channels are a
+  /// multiple of the block (no padding: the plain bytes permuted); 0 for
+  /// anything else.
+  static uint8_t keepableLayout(const dnnl_memory_desc_t &md) {
+    const int d = md.ndims;
+    if (d < 3 || d > 5)
+      return 0;
+    auto is = [&](dnnl_format_tag_t tag) {
+      dnnl_memory_desc_t want;
+      return dnnl_memory_desc_init_by_tag(&want, d, md.dims, md.data_type, tag) == dnnl_success &&
+             dnnl_memory_desc_equal(&want, &md);
+    };
+    if (is(d == 3 ? dnnl_nwc : d == 4 ? dnnl_nhwc : dnnl_ndhwc))
+      return kChannelsLast;
+    for (int block : {8, 16}) {
+      if (md.dims[1] % block != 0)
+        continue;
+      const dnnl_format_tag_t tag = block == 8 ? (d == 3   ? dnnl_aBc8b
+                                                  : d == 4 ? dnnl_aBcd8b
+                                                           : dnnl_aBcde8b)
+                                               : (d == 3   ? dnnl_aBc16b
+                                                  : d == 4 ? dnnl_aBcd16b
+                                                           : dnnl_aBcde16b);
+      if (is(tag))
+        return uint8_t(block);
+    }
+    return 0;
   }
 
   dnnl_status_t execute(const Call &c) {
@@ -607,20 +627,20 @@ bool DnnlConvs::writesDstLast(size_t index) const {
   return handles(index) && impl->plans[index].toPlain.primitive && !impl->plans[index].dstKept;
 }
 
-bool DnnlConvs::srcChannelsLast(size_t index) const {
-  return handles(index) && impl->plans[index].srcChannelsLast;
+uint8_t DnnlConvs::srcLayout(size_t index) const {
+  return handles(index) ? impl->plans[index].srcLayout : 0;
 }
 
-bool DnnlConvs::dstChannelsLast(size_t index) const {
-  return handles(index) && impl->plans[index].dstChannelsLast;
+uint8_t DnnlConvs::dstLayout(size_t index) const {
+  return handles(index) ? impl->plans[index].dstLayout : 0;
 }
 
-void DnnlConvs::keepChannelsLast(size_t index, bool src, bool dst) {
+void DnnlConvs::keepLayouts(size_t index, bool src, bool dst) {
   if (!handles(index))
     return;
   Plan &p = impl->plans[index];
-  p.srcKept = src && p.srcChannelsLast;
-  p.dstKept = dst && p.dstChannelsLast;
+  p.srcKept = src && p.srcLayout != 0;
+  p.dstKept = dst && p.dstLayout != 0;
 }
 
 Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *dst,
@@ -692,9 +712,9 @@ Status DnnlConvs::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlConvs::addsAddend(size_t) const { return false; }
 bool DnnlConvs::writesDstLast(size_t) const { return false; }
-bool DnnlConvs::srcChannelsLast(size_t) const { return false; }
-bool DnnlConvs::dstChannelsLast(size_t) const { return false; }
-void DnnlConvs::keepChannelsLast(size_t, bool, bool) {}
+uint8_t DnnlConvs::srcLayout(size_t) const { return 0; }
+uint8_t DnnlConvs::dstLayout(size_t) const { return 0; }
+void DnnlConvs::keepLayouts(size_t, bool, bool) {}
 bool DnnlConvs::handles(size_t) const { return false; }
 std::string DnnlConvs::reason(size_t) const { return "this runtime was built without oneDNN"; }
 std::string DnnlConvs::implementation(size_t) const { return ""; }

@@ -424,11 +424,19 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       if (relu)
         cpu::unary(cpu::UnaryOp::Relu, values, values, n);
     };
-    if (max && channelsLast[op.inputs[0]]) {
+    if (const uint8_t kept = channelsLast[op.inputs[0]]; max && kept) {
       // Between convolutions kept channels-last (CpuConvFusion.cpp): rows
       // of output positions, all channels at once, into an FP32 output
-      // directly; the output channels-last too where it is kept so.
-      const int64_t rows = is[0] * y.shape[2];
+      // directly; the output in that layout too where it is kept so (else
+      // plain). Channels in blocks of B ([N, C/B, H, W, B]) are N C/B
+      // channels-last images of B channels, and the plain layout of those
+      // is the plain layout of the whole.
+      cpu::Shape viewIn = is, viewOut = y.shape;
+      if (kept != kChannelsLast) {
+        viewIn = {is[0] * (is[1] / kept), kept, is[2], is[3]};
+        viewOut = {y.shape[0] * (y.shape[1] / kept), kept, y.shape[2], y.shape[3]};
+      }
+      const int64_t rows = viewIn[0] * viewOut[2];
       const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output);
       float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
       const bool lastOut = channelsLast[op.output] != 0;
@@ -436,7 +444,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
                     row = y.elements / std::max<int64_t>(rows, 1);
       pool->run(parts, [&](int64_t i, int) {
         const int64_t first = rows * i / parts, end = rows * (i + 1) / parts;
-        cpu::maxPool2dChannelsLast(x, is, op.window, dst, y.shape, lastOut, first, end);
+        cpu::maxPool2dChannelsLast(x, viewIn, op.window, dst, viewOut, lastOut, first, end);
         if (lastOut) // the rows just written, while in cache
           reluOf(dst + first * row, (end - first) * row);
       });
