@@ -25,16 +25,21 @@
 // stride-2 pool. Not for max_pool_indices (the argmax of ReLU'd taps
 // differs). MIXPREC_CPU_POOL_RELU=0 turns it off (tests compare the two).
 //
-// Between convolutions, activations stay in oneDNN's channels-last layout
-// (findChannelsLast): a oneDNN convolution on AVX-512 reads and writes nhwc,
-// and reordering every src from the arena's NCHW and every dst back costs
-// two passes over each activation (ResNet-18: ~0.1 ms a convolution, its
-// max pool 7x onnxruntime's on NCHW planes). An activation is kept
-// channels-last, in its own arena bytes (the layout has no padding), when
-// every step that writes or reads it can take it so: a oneDNN convolution
-// whose primitive writes (reads) nhwc, as its dst, its src or the addend of
-// its sum post-op; the max pool (cpu::maxPool2dChannelsLast: the same taps
-// in the same order, all channels of a position at once); an element-wise
+// Between convolutions, activations stay in the layout of oneDNN's
+// convolutions (findKeptLayouts): a oneDNN convolution on AVX-512 reads and
+// writes nhwc, on AVX2 (and Winograd's) channels in blocks of 8 (16),
+// nChw8c (nChw16c), and reordering every src from the arena's NCHW and
+// every dst back costs two passes over each activation (ResNet-18: ~0.1 ms
+// a convolution, its max pool 7x onnxruntime's on NCHW planes). An
+// activation is kept in such a layout, in its own arena bytes (nhwc, and
+// a blocked layout whose block divides the channels, have no padding: the
+// plain bytes permuted), when every step that writes or reads it can take
+// it so, all in one layout: a oneDNN convolution whose primitive writes
+// (reads) it, as its dst, its src or the addend of its sum post-op; the
+// max pool (cpu::maxPool2dChannelsLast: the same taps in the same order,
+// all channels of a position at once; a blocked tensor [N, C/B, H, W, B]
+// is N C/B channels-last images of B channels, its output in the input's
+// layout or plain); an element-wise
 // kernel (no row reduction, every access one contiguous run of the same
 // shape or a broadcast scalar: kernels compute from loaded values alone, so
 // a permutation of the points permutes the results), which keeps all the
