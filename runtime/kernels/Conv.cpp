@@ -466,12 +466,6 @@ void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
 
 namespace {
 
-/// maxPool2dChannelsLast's rows for `Fixed` channels (0: is[1], at run
-/// time): with a fixed count (8 and 16, the channel blocks of oneDNN's
-/// layouts) a position's maxima stay in registers and each tap is a few
-/// vector instructions, where a loop over a run-time count cost its
-/// set-up and alias checks per tap (ResNet-18's max pool over nChw8c: 1.1
-/// ms). The same compares and selects in the same order either way.
 /// maxUpdateChannels for 8 channels, as one vector of 8 (GCC's vector
 /// extension: one AVX register, or two SSE ones): the same rule lane by
 /// lane, written as masks (a loop of 8 became scalar branches).
@@ -484,6 +478,12 @@ namespace {
   std::memcpy(mx, &take, sizeof take);
 }
 
+/// maxPool2dChannelsLast's rows for `Fixed` channels (0: is[1], at run
+/// time): with a fixed count (8 and 16, the channel blocks of oneDNN's
+/// layouts) a position's maxima stay in registers and each tap is a few
+/// vector instructions, where a loop over a run-time count cost its
+/// set-up and alias checks per tap (ResNet-18's max pool over nChw8c: 1.1
+/// ms). The same compares and selects in the same order either way.
 template <int Fixed>
 [[gnu::always_inline]] inline void maxPoolRows(const float *in, const Shape &is, const Window &win,
                                                float *out, const Shape &os, bool channelsLastOut,

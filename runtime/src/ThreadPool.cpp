@@ -1,6 +1,7 @@
 //===- ThreadPool.cpp - the CPU backend's worker threads ------------------===//
 #include "runtime/src/ThreadPool.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 #ifdef MIXPREC_HAVE_OPENMP
 #include <omp.h>
@@ -27,6 +28,17 @@ int threadsFromEnv(const char *name) {
 }
 
 } // namespace
+
+int ThreadPool::openMpThreads() {
+  static auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return get ? get() : 1;
+}
+
+void ThreadPool::setOpenMpThreads(int threads) {
+  static auto set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set)
+    set(threads);
+}
 
 int ThreadPool::defaultThreads() {
   if (int n = threadsFromEnv("MIXPREC_NUM_THREADS"))

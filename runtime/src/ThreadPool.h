@@ -58,6 +58,13 @@ public:
   /// process may run on.
   static int defaultThreads();
 
+  /// OpenMP's thread count for the calling thread, which oneDNN's and
+  /// OpenBLAS's threads follow: omp_get_max_threads / omp_set_num_threads,
+  /// looked up in the process (Debian's oneDNN and OpenBLAS bring libgomp
+  /// even where this pool does not use it); 1 / nothing without OpenMP.
+  static int openMpThreads();
+  static void setOpenMpThreads(int threads);
+
 private:
   static void *threadMain(void *self);
   void work(int worker);

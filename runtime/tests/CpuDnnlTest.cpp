@@ -448,11 +448,8 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
     g.out = mb.activation("o", fb::DType::F32, {batch, m, n});
     mb.output(g.out);
     mb.gemm(g);
-    BuiltModule built = mb.build();
-    std::shared_ptr<const rt::LoadedModule> module;
-    ASSERT_TRUE(rt::LoadedModule::loadMemory(built.module.data(), built.module.size(),
-                                             rt::LoadOptions{}, module)
-                    .ok());
+    const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+    ASSERT_TRUE(module);
     std::vector<std::pair<int, std::vector<float>>> inputs = {{g.a, a}};
     if (!sh.constantWeight)
       inputs.push_back({g.b, w});

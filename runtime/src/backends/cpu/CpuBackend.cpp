@@ -10,8 +10,6 @@
 #include "runtime/kernels/HostMemory.h"
 #include "runtime/kernels/Kernels.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -30,11 +28,8 @@ Status CpuBackend::prepare() {
   // libgomp) and size their work for the count when they are made: an
   // explicit count applies to them too, set for the calling thread before
   // they are made and before each run.
-  if (options.numThreads > 0) {
-    ompSetNumThreads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-    if (ompSetNumThreads)
-      ompSetNumThreads(options.numThreads);
-  }
+  if (options.numThreads > 0)
+    ThreadPool::setOpenMpThreads(options.numThreads);
   // Convolutions on oneDNN where it takes them, their weights packed now:
   // their buffers (layouts, scratchpad) count below instead of im2col. The
   // packed weights, like the GEMMs', are not counted.
@@ -71,15 +66,15 @@ Status CpuBackend::prepare() {
       if (e.reluInPool >= 0)
         poolRelus[static_cast<size_t>(e.reluInPool)] = 1;
     // Activations between them in the layouts of oneDNN's convolutions.
-    channelsLast = findKeptLayouts(*module, kernels, convEpilogues, dnnlConvs);
+    keptLayouts = findKeptLayouts(*module, kernels, convEpilogues, dnnlConvs);
     for (size_t i = 0; i < module->routines().size(); ++i)
       if (dnnlConvs.handles(i)) {
         const RoutineOp &op = module->routines()[i];
         const int32_t out = convEpilogues[i].kernelStep >= 0 ? convEpilogues[i].output : op.output;
-        dnnlConvs.keepLayouts(i, channelsLast[op.inputs[0]] != 0, channelsLast[out] != 0);
+        dnnlConvs.keepLayouts(i, keptLayouts[op.inputs[0]] != 0, keptLayouts[out] != 0);
       }
   }
-  channelsLast.resize(module->tensors().size(), 0);
+  keptLayouts.resize(module->tensors().size(), 0);
   poolRelus.resize(module->routines().size(), 0);
   // FP8 quantize kernels computed by the GEMM before them.
   gemmQuantizes = options.cpuGemms ? findGemmQuantizes(*module, kernels)
@@ -400,8 +395,8 @@ CpuBackend::~CpuBackend() {
 }
 
 Status CpuBackend::runSteps() {
-  if (ompSetNumThreads)
-    ompSetNumThreads(options.numThreads);
+  if (options.numThreads > 0)
+    ThreadPool::setOpenMpThreads(options.numThreads);
   const auto *steps = module->root().steps();
   // The first run is not profiled: it pays for oneDNN's kernels compiled
   // on first use and the first touch of the session's buffers.

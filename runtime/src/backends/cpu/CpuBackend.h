@@ -448,8 +448,8 @@ public:
   /// Activations kept in a layout of oneDNN's convolutions between steps
   /// (findKeptLayouts): channels-last or channel-blocked.
   int64_t keptLayoutTensors() const {
-    return static_cast<int64_t>(channelsLast.size()) -
-           std::count(channelsLast.begin(), channelsLast.end(), uint8_t(0));
+    return static_cast<int64_t>(keptLayouts.size()) -
+           std::count(keptLayouts.begin(), keptLayouts.end(), uint8_t(0));
   }
   /// Narrow activations stored widened for the GEMMs that read them
   /// (findWideStorage).
@@ -592,8 +592,6 @@ private:
   /// (starting the threads costs more than the work): 16384, or
   /// MIXPREC_CPU_PARALLEL_POINTS (tests set 1 to split every kernel).
   int64_t parallelPoints = 16384;
-  /// OpenMP's omp_set_num_threads when the session sets a thread count.
-  void (*ompSetNumThreads)(int) = nullptr;
   std::vector<const uint8_t *> accessData; ///< per access of the running kernel
   /// scratch[0..4]: decoded operands by position; [5]: results; [6..11]:
   /// attention_grad's operands 5 and 6 and the gradients a call does not
@@ -616,7 +614,7 @@ private:
   /// it to its output (ConvEpilogue::reluInPool).
   std::vector<uint8_t> poolRelus;
   /// Per tensor: the layout it is kept in (findKeptLayouts; 0: plain).
-  std::vector<uint8_t> channelsLast;
+  std::vector<uint8_t> keptLayouts;
   /// Narrow activations stored wide (findWideStorage), in wideBuffer.
   WideStorage wideStore;
   AlignedBytes wideBuffer;

@@ -8,11 +8,10 @@
 #include "runtime/src/backends/cpu/CpuDnnl.h"
 #include "runtime/src/backends/cpu/CpuBackend.h"
 
+#include "runtime/src/ThreadPool.h"
 #include "runtime/src/backends/cpu/CpuDnnlCommon.h"
 
 #include "common/numerics/Rounding.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -45,19 +44,6 @@ struct Tile {
 /// (never of the thread count), so every output element is summed by the
 /// same single-threaded call, in the same order, for any thread count.
 constexpr int64_t kTileRows = 256, kTileCols = 384;
-
-/// OpenMP's thread count for the calling thread (oneDNN's threads follow
-/// it): omp_get_max_threads / omp_set_num_threads where the process has
-/// OpenMP (oneDNN's), else nothing.
-int ompMaxThreads() {
-  static auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  return get ? get() : 1;
-}
-void ompSetThreads(int n) {
-  static auto set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set)
-    set(n);
-}
 
 /// One GEMM step's primitive, its memory objects (their data handles set
 /// per run) and, for a constant weight, its packed copy.
@@ -362,8 +348,8 @@ struct DnnlGemms::Impl {
           p.tiles.push_back(t);
         }
     const int workers = pool ? pool->size() : 1;
-    const int before = ompMaxThreads();
-    ompSetThreads(1);
+    const int before = ThreadPool::openMpThreads();
+    ThreadPool::setOpenMpThreads(1);
     bool ok = true;
     p.shapes.assign(size_t(workers), std::vector<dnnl_primitive_t>(descs.size(), nullptr));
     for (int w = 0; w < workers && ok; ++w)
@@ -377,7 +363,7 @@ struct DnnlGemms::Impl {
         if (pd)
           dnnl_primitive_desc_destroy(pd);
       }
-    ompSetThreads(before);
+    ThreadPool::setOpenMpThreads(before);
     return ok;
   }
 
@@ -499,7 +485,7 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
     std::atomic<int> failed{dnnl_success};
     auto tile = [&](int64_t i, int worker) {
       Tile &t = p.tiles[size_t(i)];
-      ompSetThreads(1); // oneDNN's GEMM driver: this tile on this thread alone
+      ThreadPool::setOpenMpThreads(1); // oneDNN's GEMM driver: this tile on this thread alone
       dnnl_status_t st = dnnl_memory_set_data_handle(
           t.src, const_cast<uint8_t *>(static_cast<const uint8_t *>(a)) + t.a * width);
       if (st == dnnl_success)
@@ -516,13 +502,13 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
       if (st != dnnl_success)
         failed = st;
     };
-    const int before = ompMaxThreads();
-    if (d.pool && d.pool->size() > 1 && p.tiles.size() > 1)
+    const int before = ThreadPool::openMpThreads();
+    if (d.pool) // (one worker or one tile: on the calling thread)
       d.pool->run(int64_t(p.tiles.size()), tile);
     else
       for (size_t i = 0; i < p.tiles.size(); ++i)
         tile(int64_t(i), 0);
-    ompSetThreads(before);
+    ThreadPool::setOpenMpThreads(before);
     if (failed != dnnl_success)
       return Status(MIXPREC_EXECUTION_ERROR,
                     "oneDNN's matmul failed: " + statusText(dnnl_status_t(failed.load())));

@@ -424,7 +424,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       if (relu)
         cpu::unary(cpu::UnaryOp::Relu, values, values, n);
     };
-    if (const uint8_t kept = channelsLast[op.inputs[0]]; max && kept) {
+    if (const uint8_t kept = keptLayouts[op.inputs[0]]; max && kept) {
       // Between convolutions kept channels-last (CpuConvFusion.cpp): rows
       // of output positions, all channels at once, into an FP32 output
       // directly; the output in that layout too where it is kept so (else
@@ -439,7 +439,7 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       const int64_t rows = viewIn[0] * viewOut[2];
       const bool direct = y.dtype == DType::F32 && !overlaps(op.inputs[0], op.output);
       float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
-      const bool lastOut = channelsLast[op.output] != 0;
+      const bool lastOut = keptLayouts[op.output] != 0;
       const int64_t parts = chunksOf(rows, y.elements),
                     row = y.elements / std::max<int64_t>(rows, 1);
       pool->run(parts, [&](int64_t i, int) {
