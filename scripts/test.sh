@@ -6,12 +6,22 @@
 # the run. Arguments go to both ctest runs (e.g. -R pattern).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time, for the CI log (CI's budget is 45 minutes).
+phase_start=$SECONDS
+phase() {
+  echo "==== test.sh: $1 took $((SECONDS - phase_start)) s"
+  phase_start=$SECONDS
+}
 bash scripts/setup.sh
+phase setup
 bash scripts/build.sh
+phase "Release build"
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j"$(nproc)" "$@")
+phase "Release tests"
 
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 BUILD_DIR=$ASAN_BUILD_DIR bash scripts/build.sh --sanitize
+phase "ASan+UBSan build"
 # Reports go to files, which are checked after the run: a test that expects a
 # command to fail (lit's `not`, an error-case script) would otherwise count a
 # sanitizer abort as the failure it wanted.
@@ -22,6 +32,7 @@ status=0
 (cd "$ASAN_BUILD_DIR" &&
   ASAN_OPTIONS=log_path=$reports/report UBSAN_OPTIONS=log_path=$reports/report \
     ctest --output-on-failure -j"$(nproc)" "$@") || status=$?
+phase "ASan+UBSan tests"
 if compgen -G "$reports/*" >/dev/null; then
   for report in "$reports"/*; do
     echo "==== sanitizer report $report"

@@ -111,7 +111,15 @@ std::string firstError(const std::string &log, const std::string &folder) {
 /// The host compiler's command line for `wrapper` into `library`.
 std::vector<std::string> compileCommand(const std::string &wrapper, const std::string &library,
                                         const CompileOptions &options) {
-  std::vector<std::string> argv = {MIXPREC_CUDA_SHIM_CXX, "-std=c++17", "-O1", "-fPIC", "-shared",
+  // A sanitizer build compiles at -O0: clang -O1 took 280 s on one attention
+  // program with ASan and UBSan (the object-size check most of it) and over
+  // 2 minutes on an FP16 one with no sanitizer at all; at -O0 3 s, and the
+  // attention cases ran in 125 s where 4 of them had taken 15 minutes.
+  std::vector<std::string> argv = {MIXPREC_CUDA_SHIM_CXX,
+                                   "-std=c++17",
+                                   MIXPREC_CUDA_SHIM_SANITIZE ? "-O0" : "-O1",
+                                   "-fPIC",
+                                   "-shared",
                                    "-fvisibility=hidden"};
   // The GPU rounds a*b+c twice unless the source asks for an FMA; CUDA code
   // reads a bf16 buffer through a uint4 pointer.

@@ -2,8 +2,9 @@
 //
 // cuda_kernels_check FILE.mlir...: emits the CUDA C++ of every mpk.kernel
 // and every routine with a CUDA form (CudaRoutines.h) in each planned mpk
-// file (mixprec compile --emit mpk-mlir) and compiles each
-// kernel with NVRTC for sm_80 and sm_90 with ptxas's resource report. Fails
+// file (mixprec compile --emit mpk-mlir) and compiles them with NVRTC for
+// sm_80 and sm_90 with ptxas's resource report: a file's kernels as one
+// program, then, if that fails, each kernel alone. Fails
 // (exit 1, one line per problem) when NVRTC rejects a kernel (its error names
 // the kernel and the source line), when ptxas reports spills, a stack frame
 // or local memory, or when it reports nothing to check. No GPU is needed.
@@ -76,6 +77,42 @@ int checkKernel(const std::string &file, const mixprec::codegen::CudaKernel &ker
   return problems;
 }
 
+/// Whether the one program of every kernel in `kernels` (the form `mixprec
+/// compile --arch` gives NVRTC) compiles for `sm` with ptxas reporting each
+/// entry function, with no spills, stack frame or local memory; else why not.
+/// One NVRTC call parses the prelude and the CUDA headers once for all of
+/// them (a call per kernel took 2-3x longer); on a failure the caller
+/// compiles each kernel alone, which names the kernel at fault.
+bool programPasses(const std::vector<mixprec::codegen::CudaKernel> &kernels, int sm,
+                   std::string &why) {
+  mixprec::codegen::NvrtcOptions options;
+  options.smVersion = sm;
+  options.extraOptions = mixprec::codegen::cudaEmitterNvrtcOptions();
+  options.extraOptions.push_back("--ptxas-options=-v");
+  mixprec::codegen::NvrtcResult result;
+  if (!mixprec::codegen::compileWithNvrtc(
+          "program.cu", mixprec::codegen::cudaProgramSource(kernels), options, result, why))
+    return false;
+  size_t entries = 0;
+  for (size_t at = 0; (at = result.log.find("Compiling entry function", at)) != std::string::npos;
+       ++at)
+    ++entries;
+  int64_t spills = 0, stack = 0, lmem = 0;
+  ptxasUsage(result.log, {"lmem"}, lmem);
+  if (entries != kernels.size() ||
+      !ptxasUsage(result.log, {"spill stores", "spill loads"}, spills) ||
+      !ptxasUsage(result.log, {"stack frame"}, stack)) {
+    why = "ptxas reported " + std::to_string(entries) + " entry functions for " +
+          std::to_string(kernels.size()) + " kernels";
+    return false;
+  }
+  if (spills || stack || lmem) {
+    why = "spills, a stack frame or local memory";
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -111,10 +148,22 @@ int main(int argc, char **argv) {
       for (auto &routine : mixprec::codegen::emitCudaRoutines(func))
         if (routine)
           emitted.push_back(std::move(*routine));
-      for (const auto &kernel : emitted) {
-        ++kernels;
-        for (int sm : {80, 90})
-          problems += checkKernel(argv[i], kernel, sm);
+      kernels += static_cast<int>(emitted.size());
+      for (int sm : {80, 90}) {
+        std::string why;
+        if (emitted.empty() || programPasses(emitted, sm, why))
+          continue;
+        int alone = 0;
+        for (const auto &kernel : emitted)
+          alone += checkKernel(argv[i], kernel, sm);
+        if (alone == 0) {
+          std::fprintf(stderr,
+                       "%s (sm_%d): the program of its %zu kernels fails (%s), though "
+                       "each kernel alone passes\n",
+                       argv[i], sm, emitted.size(), why.c_str());
+          alone = 1;
+        }
+        problems += alone;
       }
     }
   }

@@ -130,7 +130,7 @@ double ulpsOff(float y, float ref) {
 }
 
 TEST(Erf, GeluErfWithinThreeUlpsOfTheAccurateOne) {
-  // Every FP32 bit pattern (every 31st under a sanitizer: a Release build
+  // Every FP32 bit pattern (every 257th under a sanitizer: a Release build
   // takes ~15 s on two cores, most of it geluErfAccurate), on two threads:
   // geluErfArray within 3 ulps of geluErfAccurateArray, NaN exactly where
   // it is NaN, -0 where it is -0; the scalar form (every 61st) and

@@ -1,4 +1,4 @@
-// Exp.h's e^x of floats: for every FP32 input (every 31st under a
+// Exp.h's e^x of floats: for every FP32 input (every 257th under a
 // sanitizer) within one ulp of e^x in double rounded to FP32 (the
 // correctly rounded result but where e^x lies next to a rounding boundary),
 // NaN exactly for NaN, and the same bits as the C library's expf for
@@ -184,7 +184,7 @@ TEST(Exp, UnaryOpsAreTheFormulasOnIt) {
 TEST(Exp, GeluTanhEveryInputAsCloseToTheFormulaAsOnExpFloat) {
   // geluTanhArray (its e^-2u in FP32 arithmetic) against the formula
   // x / (1 + e^-2u) in double from the same FP32 2u, rounded once: every
-  // FP32 input (every 31st under a sanitizer) within two ulps of it, or no
+  // FP32 input (every 257th under a sanitizer) within two ulps of it, or no
   // further than the same FP32 formula on expFloat (the correctly rounded
   // exponential but next to a rounding boundary; the function before this
   // one) is: where the result is subnormal or 1 + e overflows, the FP32
@@ -259,7 +259,7 @@ TEST(Exp, GeluTanhEveryInputAsCloseToTheFormulaAsOnExpFloat) {
 } // namespace
 
 // Tanh (Exp.h's tanhFloat, on the same exponential): every FP32 input
-// (every 31st under a sanitizer) within one ulp of tanh in double rounded
+// (every 257th under a sanitizer) within one ulp of tanh in double rounded
 // to FP32, NaN exactly for NaN, odd (-0 for -0); unary(Tanh) is tanhArray.
 TEST(Tanh, EveryInputWithinOneUlpOfTheRoundedDouble) {
   struct alignas(64) Result {
