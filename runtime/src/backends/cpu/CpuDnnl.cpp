@@ -44,6 +44,8 @@ struct Tile {
 /// (never of the thread count), so every output element is summed by the
 /// same single-threaded call, in the same order, for any thread count.
 constexpr int64_t kTileRows = 256, kTileCols = 384;
+/// The rows of a tile whose weight is packed at load (Impl::planTiles).
+constexpr int64_t kPackedTileRows = 64;
 
 /// One GEMM step's primitive, its memory objects (their data handles set
 /// per run) and, for a constant weight, its packed copy.
@@ -70,9 +72,9 @@ struct Plan {
   /// Tiled (oneDNN's GEMM-based matmul, "gemm:jit": its threading splits
   /// k when m and n are small, and the partial sums' order then follows
   /// the thread count: other bits at 2 threads than at 1, seen on AVX2):
-  /// the output in tiles of at most kTileRows x kTileCols per batch entry,
-  /// each a one-thread matmul of its own (over all of k), spread over the
-  /// session's threads. matmul is null then; shapes[w][s] is worker w's
+  /// the output in tiles of at most kTileRows (kPackedTileRows with a
+  /// packed weight) x kTileCols per batch entry, each a one-thread matmul of
+  /// its own (over all of k), spread over the session's threads. matmul is null then; shapes[w][s] is worker w's
   /// primitive for tile shape s (each primitive runs on one worker only).
   bool tiled = false;
   std::vector<std::vector<dnnl_primitive_t>> shapes;
@@ -296,12 +298,16 @@ struct DnnlGemms::Impl {
   /// shape's primitive made once per worker with OpenMP at one thread (the
   /// GEMM driver reads the count when it runs too: run() sets it there),
   /// each tile's memory objects over the full operands' strides. A constant
-  /// weight (`packFrom`, p.weights' plain layout, tall only) is packed here
-  /// by column tiles: each tile's k x c block contiguous, row by row, its
-  /// rows packedLd(c) apart. On an AVX2 EPYC (gemm:jit, one thread) that
-  /// took 6-10% less time than the whole weight row by row or column by
-  /// column for every GPT-2 shape (64 x 768 x 3072: 3.28 ms vs 3.57 column
-  /// by column, 6.9 row by row, its rows 12 KB apart).
+  /// weight (`packFrom`, p.weights' plain layout, tall only) is packed here,
+  /// each column tile's k x c block contiguous, row by row (its rows
+  /// packedLd(c) apart), and its tiles have kPackedTileRows rows. On an AVX2
+  /// EPYC (gemm:jit, one thread, 384-column tiles) row by row took 6-27%
+  /// less time than column by column with 8-64 rows (64 x 768 x 3072: 3.24
+  /// ms vs 3.49; 32 x 2048 x 2048: 3.26 vs 4.01; but 8 x 4096 x 4096: 9.1
+  /// vs 8.1) and 3-8% more with 80-256 rows (128 x 768 x 3072: 7.5 vs 6.9,
+  /// so two tiles of 64 rows, 6.5, beat one of 128); the whole weight row by
+  /// row (rows 3072 floats apart) was up to 2.3x slower. BERT's 12 layers
+  /// (128 rows) at one thread: 294 -> 281 ms.
   bool planTiles(const GemmDesc &g, dnnl_data_type_t type, Plan &p,
                  const uint8_t *packFrom = nullptr) {
     const bool tall = p.src.ndims == 2;
@@ -318,7 +324,8 @@ struct DnnlGemms::Impl {
     auto tileOf = [](int64_t extent, int64_t tile) {
       return extent <= tile + tile / 2 ? extent : tile;
     };
-    const int64_t tileRows = tileOf(rows, kTileRows), tileCols = tileOf(cols, kTileCols);
+    const int64_t tileRows = packFrom ? std::min(rows, kPackedTileRows) : tileOf(rows, kTileRows);
+    const int64_t tileCols = tileOf(cols, kTileCols);
     const int64_t width = type == dnnl_f32 ? 4 : 2;
     // A packed tile's row stride: its width, one cache line more where rows
     // would be a multiple of 2 KB apart (512 floats: 35% slower than 384).
