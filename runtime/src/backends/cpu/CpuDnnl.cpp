@@ -74,8 +74,9 @@ struct Plan {
   /// the thread count: other bits at 2 threads than at 1, seen on AVX2):
   /// the output in tiles of at most kTileRows (kPackedTileRows with a
   /// packed weight) x kTileCols per batch entry, each a one-thread matmul of
-  /// its own (over all of k), spread over the session's threads. matmul is null then; shapes[w][s] is worker w's
-  /// primitive for tile shape s (each primitive runs on one worker only).
+  /// its own (over all of k), spread over the session's threads. matmul is
+  /// null then; shapes[w][s] is worker w's primitive for tile shape s (each
+  /// primitive runs on one worker only).
   bool tiled = false;
   std::vector<std::vector<dnnl_primitive_t>> shapes;
   std::vector<Tile> tiles;
