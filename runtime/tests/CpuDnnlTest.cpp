@@ -424,14 +424,17 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
   // at 1, before the tiles): each runs in one-thread tiles fixed by its
   // shape (DnnlGemms::tiles), so 1, 2 and 3 threads give the same bytes.
   // A constant (packed) weight, an input weight, and a batched product;
-  // within the GEMM bound too.
+  // within the GEMM bound too. Packed weights: tiles of 64 rows and 384
+  // columns with partial ones (300 x 600), and 512 columns, whose packed
+  // rows are a cache line longer (DnnlGemms::Impl::planTiles).
   struct Shape3 {
     int64_t batch, m, n, k;
     bool constantWeight;
   };
   for (const Shape3 &sh :
        {Shape3{1, 8, 64, 4096, true}, Shape3{1, 33, 40, 96, false}, Shape3{1, 300, 600, 64, true},
-        Shape3{2, 8, 64, 4096, false}, Shape3{4, 16, 16, 2048, false}}) {
+        Shape3{1, 70, 512, 48, true}, Shape3{2, 8, 64, 4096, false},
+        Shape3{4, 16, 16, 2048, false}}) {
     SCOPED_TRACE(std::to_string(sh.batch) + " x " + std::to_string(sh.m) + "x" +
                  std::to_string(sh.n) + "x" + std::to_string(sh.k));
     const int64_t batch = sh.batch, m = sh.m, n = sh.n, k = sh.k;
