@@ -332,9 +332,13 @@ TEST(Pool2d, ChannelsLastIsTheDirectPathBitForBit) {
       {{9, 10}, {3, 2}, {2, 3}, {1, 0, 2, 1}, {2, 1}, true},
       {{4, 17}, {4, 5}, {3, 4}, {2, 2, 2, 2}, {1, 3}, true},
       {{3, 3}, {2, 2}, {3, 3}, {0, 0, 3, 3}, {1, 1}, true}, // windows all padding: -inf
-      {{1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false}};
+      {{1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},
+      // Rows of whole windows four positions at a time (8 and 16 channels),
+      // dilated, and the positions left over at each end.
+      {{9, 31}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+      {{10, 40}, {2, 3}, {2, 3}, {0, 2, 1, 0}, {2, 2}, false}};
   for (const PoolNdCase &c : cases)
-    for (int64_t channels : {1, 19, 64}) {
+    for (int64_t channels : {1, 8, 16, 19, 64}) {
       const int64_t n = c.in[0] == 112 ? 1 : 2;
       const Shape is = withNC(n, channels, c.in), os = poolOut(c, n, channels);
       const Window w{c.kernel, c.strides, c.pads, c.dil};
