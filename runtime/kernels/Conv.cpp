@@ -478,12 +478,6 @@ namespace {
   std::memcpy(mx, &take, sizeof take);
 }
 
-/// maxPool2dChannelsLast's rows for `Fixed` channels (0: is[1], at run
-/// time): with a fixed count (8 and 16, the channel blocks of oneDNN's
-/// layouts) a position's maxima stay in registers and each tap is a few
-/// vector instructions, where a loop over a run-time count cost its
-/// set-up and alias checks per tap (ResNet-18's max pool over nChw8c: 1.1
-/// ms). The same compares and selects in the same order either way.
 /// Four neighbouring positions of maxPoolRows (`Fixed` channels, whole
 /// windows): the first of `at`'s taps, then each later one in row-major
 /// order, as there, but the four positions' compares interleaved: one
@@ -513,6 +507,12 @@ template <int Fixed>
   }
 }
 
+/// maxPool2dChannelsLast's rows for `Fixed` channels (0: is[1], at run
+/// time): with a fixed count (8 and 16, the channel blocks of oneDNN's
+/// layouts) a position's maxima stay in registers and each tap is a few
+/// vector instructions, where a loop over a run-time count cost its
+/// set-up and alias checks per tap (ResNet-18's max pool over nChw8c: 1.1
+/// ms). The same compares and selects in the same order either way.
 template <int Fixed>
 [[gnu::always_inline]] inline void maxPoolRows(const float *in, const Shape &is, const Window &win,
                                                float *out, const Shape &os, bool channelsLastOut,

@@ -638,7 +638,7 @@ Status CpuBackend::runAttention(const RoutineOp &op, const float *q, const float
   // Its multiply-adds: under 64 x parallelPoints (about 50 us on one core)
   // on the calling thread alone. The e2e encoder's (2 x 4 heads, 16
   // queries and keys, head dim 16: 65536) took 13 us on one thread and 46
-  // on two (an AVX2 EPYC VM: waking the other thread cost the difference).
+  // on two (an AVX2 EPYC VM: the parallel region cost more than it split).
   const int64_t work = p.batch * p.heads * p.seqQ * p.seqK * (p.headDim + p.valueDim);
   const int threads =
       work < 64 * parallelPoints ? 1 : static_cast<int>(std::min<int64_t>(pool->size(), units));
