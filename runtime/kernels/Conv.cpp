@@ -466,16 +466,24 @@ void maxPoolT(const T *in, const Shape &is, const Window &win, T *out,
 
 namespace {
 
-/// maxUpdateChannels for 8 channels, as one vector of 8 (GCC's vector
-/// extension: one AVX register, or two SSE ones): the same rule lane by
-/// lane, written as masks (a loop of 8 became scalar branches).
+/// 8 channels as one vector (GCC's vector extension: one AVX register, or
+/// two SSE ones).
+typedef float Vec8 __attribute__((vector_size(32)));
+
+/// maxUpdateChannels' rule lane by lane, written as masks (a loop of 8
+/// became scalar branches): m takes x where x is larger, or the first NaN.
+/// (By reference: a vector returned by value warns of the non-AVX ABI.)
+[[gnu::always_inline]] inline void maxRule8(Vec8 &m, const Vec8 &x) {
+  m = x > m || (x != x && m == m) ? x : m;
+}
+
+/// maxUpdateChannels for 8 channels.
 [[gnu::always_inline]] inline void maxUpdate8(float *mx, const float *v) {
-  typedef float Vec __attribute__((vector_size(32)));
-  Vec m, x;
+  Vec8 m, x;
   std::memcpy(&m, mx, sizeof m);
   std::memcpy(&x, v, sizeof x);
-  const Vec take = x > m || (x != x && m == m) ? x : m;
-  std::memcpy(mx, &take, sizeof take);
+  maxRule8(m, x);
+  std::memcpy(mx, &m, sizeof m);
 }
 
 /// Four neighbouring positions of maxPoolRows (`Fixed` channels, whole
@@ -488,22 +496,21 @@ template <int Fixed>
 [[gnu::always_inline]] inline void maxPoolFour(const float *at, int64_t step, int64_t kernelH,
                                                int64_t kernelW, int64_t rowStep, int64_t tapStep,
                                                float *out) {
-  typedef float Vec __attribute__((vector_size(32)));
   for (int c = 0; c < Fixed; c += 8) {
-    Vec m[4];
+    Vec8 m[4];
     for (int j = 0; j < 4; ++j)
-      std::memcpy(&m[j], at + j * step + c, sizeof(Vec));
+      std::memcpy(&m[j], at + j * step + c, sizeof(Vec8));
     for (int64_t kh = 0; kh < kernelH; ++kh)
       for (int64_t kw = kh == 0 ? 1 : 0; kw < kernelW; ++kw) {
         const float *tap = at + kh * rowStep + kw * tapStep + c;
         for (int j = 0; j < 4; ++j) {
-          Vec x;
-          std::memcpy(&x, tap + j * step, sizeof(Vec));
-          m[j] = x > m[j] || (x != x && m[j] == m[j]) ? x : m[j];
+          Vec8 x;
+          std::memcpy(&x, tap + j * step, sizeof(Vec8));
+          maxRule8(m[j], x);
         }
       }
     for (int j = 0; j < 4; ++j)
-      std::memcpy(out + j * Fixed + c, &m[j], sizeof(Vec));
+      std::memcpy(out + j * Fixed + c, &m[j], sizeof(Vec8));
   }
 }
 

@@ -45,30 +45,42 @@ bool ptxasUsage(const std::string &log, const std::vector<std::string> &keys, in
   return seen;
 }
 
-/// Compiles one kernel for `sm`; prints and counts each problem.
-int checkKernel(const std::string &file, const mixprec::codegen::CudaKernel &kernel, int sm) {
+/// The emitter's NVRTC options for `sm`, with ptxas's resource report.
+mixprec::codegen::NvrtcOptions checkOptions(int sm) {
   mixprec::codegen::NvrtcOptions options;
   options.smVersion = sm;
   options.extraOptions = mixprec::codegen::cudaEmitterNvrtcOptions();
   options.extraOptions.push_back("--ptxas-options=-v");
+  return options;
+}
+
+/// The bytes spilled (stores and loads), of stack frame and of local
+/// memory in ptxas's -v `log`; false when it reports no spills or no stack
+/// frame at all.
+bool resourceUsage(const std::string &log, int64_t &spills, int64_t &stack, int64_t &lmem) {
+  ptxasUsage(log, {"lmem"}, lmem);
+  return ptxasUsage(log, {"spill stores", "spill loads"}, spills) &&
+         ptxasUsage(log, {"stack frame"}, stack);
+}
+
+/// Compiles one kernel for `sm`; prints and counts each problem.
+int checkKernel(const std::string &file, const mixprec::codegen::CudaKernel &kernel, int sm) {
   mixprec::codegen::NvrtcResult result;
   std::string error;
   const std::string where = file + ": " + kernel.name + " (sm_" + std::to_string(sm) + ")";
   if (!mixprec::codegen::compileWithNvrtc(kernel.name + ".cu",
                                           mixprec::codegen::cudaPrelude() + kernel.source,
-                                          options, result, error)) {
+                                          checkOptions(sm), result, error)) {
     std::fprintf(stderr, "%s: %s\n", where.c_str(), error.c_str());
     return 1;
   }
   int problems = 0;
   int64_t spills = 0, stack = 0, lmem = 0;
-  if (!ptxasUsage(result.log, {"spill stores", "spill loads"}, spills) ||
-      !ptxasUsage(result.log, {"stack frame"}, stack)) {
+  if (!resourceUsage(result.log, spills, stack, lmem)) {
     std::fprintf(stderr, "%s: ptxas reported no resource usage; log:\n%s\n", where.c_str(),
                  result.log.c_str());
     return 1;
   }
-  ptxasUsage(result.log, {"lmem"}, lmem);
   if (spills || stack || lmem) {
     std::fprintf(stderr, "%s: %lld bytes spilled, %lld bytes stack frame, %lld bytes lmem\n",
                  where.c_str(), (long long)spills, (long long)stack, (long long)lmem);
@@ -85,23 +97,17 @@ int checkKernel(const std::string &file, const mixprec::codegen::CudaKernel &ker
 /// compiles each kernel alone, which names the kernel at fault.
 bool programPasses(const std::vector<mixprec::codegen::CudaKernel> &kernels, int sm,
                    std::string &why) {
-  mixprec::codegen::NvrtcOptions options;
-  options.smVersion = sm;
-  options.extraOptions = mixprec::codegen::cudaEmitterNvrtcOptions();
-  options.extraOptions.push_back("--ptxas-options=-v");
   mixprec::codegen::NvrtcResult result;
-  if (!mixprec::codegen::compileWithNvrtc(
-          "program.cu", mixprec::codegen::cudaProgramSource(kernels), options, result, why))
+  if (!mixprec::codegen::compileWithNvrtc("program.cu",
+                                          mixprec::codegen::cudaProgramSource(kernels),
+                                          checkOptions(sm), result, why))
     return false;
   size_t entries = 0;
   for (size_t at = 0; (at = result.log.find("Compiling entry function", at)) != std::string::npos;
        ++at)
     ++entries;
   int64_t spills = 0, stack = 0, lmem = 0;
-  ptxasUsage(result.log, {"lmem"}, lmem);
-  if (entries != kernels.size() ||
-      !ptxasUsage(result.log, {"spill stores", "spill loads"}, spills) ||
-      !ptxasUsage(result.log, {"stack frame"}, stack)) {
+  if (!resourceUsage(result.log, spills, stack, lmem) || entries != kernels.size()) {
     why = "ptxas reported " + std::to_string(entries) + " entry functions for " +
           std::to_string(kernels.size()) + " kernels";
     return false;
