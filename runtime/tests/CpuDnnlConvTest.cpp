@@ -21,6 +21,7 @@
 // plain one (CpuConvFusion.cpp).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/kernels/Winograd.h"
 #include "runtime/src/backends/cpu/CpuBackend.h"
 #include "tests/unit/runtime/ModuleBuilder.h"
 
@@ -408,78 +409,113 @@ void winogradBound(const ConvCase &c, const Built &b, const std::vector<double> 
 }
 
 TEST_F(CpuDnnlConv, Fp32ThreeByThreeStrideOneRunsOnWinogradWithinItsBound) {
-  // FP32 3x3 stride-1 convolutions (ResNet's) on oneDNN's Winograd F(2x2,
-  // 3x3): within winogradBound (odd output sizes: partial tiles; pads 1
-  // and 0), the same bits in every run and for 1 and 2 threads;
-  // MIXPREC_CPU_WINOGRAD=0 plans the direct algorithm.
-  for (int64_t pad : {1, 0}) {
-    SCOPED_TRACE("pads " + std::to_string(pad));
-    ConvCase c;
-    c.n = 1, c.c = 32, c.m = 16, c.groups = 1;
-    c.in = {9, 11}, c.strides = {1, 1}, c.dilations = {1, 1}, c.pads = {pad, pad, pad, pad};
-    Built b = buildConv(c);
-    ASSERT_TRUE(b.module);
-    std::vector<double> ref, bound, directBound;
-    reference(c, b, ref, directBound);
-    winogradBound(c, b, ref, bound);
-    // The backend takes Winograd exactly where oneDNN offers F(2x2, 3x3)
-    // for this shape (AVX-512 CPUs); elsewhere (AVX2) the direct algorithm.
-    const std::string native = oneDnnWinograd(c);
-    const bool offered = native.find("wino_2x3") != std::string::npos;
-    if (!offered)
-      std::printf("  oneDNN offers no Winograd F(2x2, 3x3) on this CPU (%s): the direct "
-                  "algorithm, checked within its bound\n",
-                  native.empty() ? "no Winograd implementation" : native.c_str());
-    std::vector<float> first;
-    for (int threads : {1, 2}) {
-      std::unique_ptr<rt::Backend> backend;
-      rt::BackendOptions options;
-      options.numThreads = threads;
-      auto outs = runCpu(c, b, 2, backend, options);
-      ASSERT_EQ(outs.size(), 2u);
-      const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
-      ASSERT_TRUE(convs.handles(0)) << convs.reason(0);
-      if (offered) {
-        EXPECT_NE(convs.implementation(0).find("wino_2x3"), std::string::npos)
-            << convs.implementation(0);
-        EXPECT_TRUE(convs.winograd(0));
-      } else { // no F(2x2, 3x3) here: the direct algorithm, within its bound
-        EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos)
-            << convs.implementation(0);
-        EXPECT_FALSE(convs.winograd(0));
-        if (threads == 1)
-          expectWithinBound(c, b, outs[0]);
-      }
-      EXPECT_EQ(outs[0], outs[1]) << "a second run differs";
-      if (threads == 1) {
-        first = outs[0];
-        size_t bad = 0;
-        double worst = 0, worstDirect = 0;
-        for (size_t i = 0; i < ref.size(); ++i) {
-          const double err = std::fabs(double(first[i]) - ref[i]);
-          worst = std::max(worst, err / bound[i]);
-          worstDirect = std::max(worstDirect, err / directBound[i]);
-          if (!(err <= bound[i]) && ++bad <= 3)
-            ADD_FAILURE() << "element " << i << ": " << first[i] << " vs " << ref[i] << " (bound "
-                          << bound[i] << ")";
+  // FP32 3x3 stride-1 convolutions (ResNet's) on Winograd F(2x2, 3x3):
+  // oneDNN's where it offers it (AVX-512), else mixprec's own (Winograd.h,
+  // AVX2; MIXPREC_CPU_WINOGRAD=own takes it even where oneDNN has one):
+  // within winogradBound (odd output sizes: partial tiles; symmetric and
+  // asymmetric pads 0 to 2; two images; 8 output channels, less than the
+  // own kernel's block of 16), the same bits in every run and for 1 and 2
+  // threads; MIXPREC_CPU_WINOGRAD=0 plans the direct algorithm.
+  struct Shape3x3 {
+    int64_t n, c, m;
+    Shape in, pads;
+  };
+  const Shape3x3 shapes[] = {{1, 32, 16, {9, 11}, {1, 1, 1, 1}},
+                             {1, 32, 16, {9, 11}, {0, 0, 0, 0}},
+                             {2, 8, 24, {7, 6}, {2, 0, 1, 2}},
+                             {1, 16, 8, {5, 5}, {0, 2, 2, 0}}};
+  for (const Shape3x3 &shape : shapes)
+    for (const char *mode : {"", "own"}) {
+      ConvCase c;
+      c.n = shape.n, c.c = shape.c, c.m = shape.m, c.groups = 1;
+      c.in = shape.in, c.strides = {1, 1}, c.dilations = {1, 1}, c.pads = shape.pads;
+      SCOPED_TRACE("n " + std::to_string(c.n) + ", c " + std::to_string(c.c) + ", m " +
+                   std::to_string(c.m) + ", pads " + std::to_string(c.pads[0]) +
+                   std::to_string(c.pads[1]) + std::to_string(c.pads[2]) +
+                   std::to_string(c.pads[3]) + (*mode ? ", MIXPREC_CPU_WINOGRAD=own" : ""));
+      Built b = buildConv(c);
+      ASSERT_TRUE(b.module);
+      std::vector<double> ref, bound, directBound;
+      reference(c, b, ref, directBound);
+      winogradBound(c, b, ref, bound);
+      // oneDNN's F(2x2, 3x3) exactly where it offers it for this shape
+      // (AVX-512 CPUs) unless the own kernel is asked first; else the own
+      // kernel where this CPU runs it (AVX2); else the direct algorithm.
+      const std::string native = oneDnnWinograd(c);
+      const bool offered = native.find("wino_2x3") != std::string::npos && !*mode;
+      const bool own = !offered && rt::cpu::winogradAvailable();
+      if (!offered && !own)
+        std::printf("  no Winograd F(2x2, 3x3) on this CPU (oneDNN: %s; no AVX2): the direct "
+                    "algorithm, checked within its bound\n",
+                    native.empty() ? "no Winograd implementation" : native.c_str());
+      if (*mode)
+        setenv("MIXPREC_CPU_WINOGRAD", mode, 1);
+      std::vector<float> first;
+      for (int threads : {1, 2}) {
+        std::unique_ptr<rt::Backend> backend;
+        rt::BackendOptions options;
+        options.numThreads = threads;
+        auto outs = runCpu(c, b, 2, backend, options);
+        ASSERT_EQ(outs.size(), 2u);
+        const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
+        ASSERT_TRUE(convs.handles(0)) << convs.reason(0);
+        if (offered) {
+          EXPECT_NE(convs.implementation(0).find("wino_2x3"), std::string::npos)
+              << convs.implementation(0);
+          EXPECT_TRUE(convs.winograd(0));
+        } else if (own) {
+          EXPECT_EQ(convs.implementation(0), "mixprec:winograd_2x3:avx2");
+          EXPECT_TRUE(convs.winograd(0));
+          EXPECT_EQ(convs.packsAtLoad(), 1); // U = G g G^T, once
+        } else { // no F(2x2, 3x3) here: the direct algorithm, within its bound
+          EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos)
+              << convs.implementation(0);
+          EXPECT_FALSE(convs.winograd(0));
+          if (threads == 1)
+            expectWithinBound(c, b, outs[0]);
         }
-        EXPECT_EQ(bad, 0u);
-        std::printf("  %s: worst error %.3f of the Winograd bound, %.3f of the direct one\n",
-                    convs.implementation(0).c_str(), worst, worstDirect);
-      } else {
-        EXPECT_EQ(outs[0], first) << "2 threads: not the bits of 1";
+        EXPECT_EQ(outs[0], outs[1]) << "a second run differs";
+        if (threads == 1) {
+          first = outs[0];
+          size_t bad = 0;
+          double worst = 0, worstDirect = 0;
+          for (size_t i = 0; i < ref.size(); ++i) {
+            const double err = std::fabs(double(first[i]) - ref[i]);
+            worst = std::max(worst, err / bound[i]);
+            worstDirect = std::max(worstDirect, err / directBound[i]);
+            if (!(err <= bound[i]) && ++bad <= 3)
+              ADD_FAILURE() << "element " << i << ": " << first[i] << " vs " << ref[i] << " (bound "
+                            << bound[i] << ")";
+          }
+          EXPECT_EQ(bad, 0u);
+          std::printf("  %s: worst error %.3f of the Winograd bound, %.3f of the direct one\n",
+                      convs.implementation(0).c_str(), worst, worstDirect);
+        } else {
+          EXPECT_EQ(outs[0], first) << "2 threads: not the bits of 1";
+        }
       }
+      if (own) {
+        // The own kernel one row of tiles at a time (each tile computed
+        // alone: the bits of one band), on 2 threads.
+        setenv("MIXPREC_CPU_WINOGRAD_BAND_BYTES", "1", 1);
+        std::unique_ptr<rt::Backend> banded;
+        rt::BackendOptions options;
+        options.numThreads = 2;
+        auto outs = runCpu(c, b, 1, banded, options);
+        unsetenv("MIXPREC_CPU_WINOGRAD_BAND_BYTES");
+        ASSERT_EQ(outs.size(), 1u);
+        EXPECT_EQ(outs[0], first) << "one-row bands: not the bits of one band";
+      }
+      setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
+      std::unique_ptr<rt::Backend> direct;
+      auto outs = runCpu(c, b, 1, direct);
+      unsetenv("MIXPREC_CPU_WINOGRAD");
+      ASSERT_EQ(outs.size(), 1u);
+      const rt::DnnlConvs &convs = cpuOf(direct).dnnlConvolutions();
+      EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos) << convs.implementation(0);
+      EXPECT_FALSE(convs.winograd(0));
+      expectWithinBound(c, b, outs[0]);
     }
-    setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
-    std::unique_ptr<rt::Backend> direct;
-    auto outs = runCpu(c, b, 1, direct);
-    unsetenv("MIXPREC_CPU_WINOGRAD");
-    ASSERT_EQ(outs.size(), 1u);
-    const rt::DnnlConvs &convs = cpuOf(direct).dnnlConvolutions();
-    EXPECT_EQ(convs.implementation(0).find("wino"), std::string::npos) << convs.implementation(0);
-    EXPECT_FALSE(convs.winograd(0));
-    expectWithinBound(c, b, outs[0]);
-  }
 }
 
 TEST_F(CpuDnnlConv, Bf16AsTheCompilerEmitsIt) {
@@ -692,11 +728,12 @@ TEST_F(CpuDnnlConv, ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
     auto want = runBlock(b, x, unfusedCount);
     unsetenv("MIXPREC_CPU_CONV_FUSION");
     // relu(conv_c + r1) in conv_c's step where its implementation adds the
-    // addend to the finished result (brgconv on AVX-512); on AVX2 oneDNN's
-    // direct kernel starts from the addend (other bits), so the kernel
-    // adds it: the two ReLU-only epilogues then.
-    if (__builtin_cpu_supports("avx512f")) {
-      EXPECT_TRUE(residualSum) << "conv_c without its sum post-op on AVX-512";
+    // addend to the finished result (oneDNN's Winograd or brgconv on
+    // AVX-512, the own Winograd kernel on AVX2, which applies the ReLU too);
+    // oneDNN's AVX2 direct kernel starts from the addend (other bits), so
+    // where it runs the kernel adds it: the two ReLU-only epilogues then.
+    if (__builtin_cpu_supports("avx512f") || rt::cpu::winogradAvailable()) {
+      EXPECT_TRUE(residualSum) << "conv_c without its sum post-op";
     }
     EXPECT_EQ(fused, residualSum ? 3 : 2);
     EXPECT_EQ(unfusedCount, 0);

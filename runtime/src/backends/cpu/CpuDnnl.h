@@ -51,16 +51,20 @@
 // bias added last, where the reference kernel starts from it), the same
 // order in every run; the BF16 instructions' DAZ/FTZ as above. FP32 3x3
 // stride-1 one-group 2-D convolutions run on Winograd F(2x2, 3x3)
-// (oneDNN's jit_fp32_wino_2x3, where it takes the shape; any other
-// Winograd variant is refused for the direct algorithm): the input tile's
+// (oneDNN's jit_fp32_wino_2x3, where it takes the shape, on AVX-512; any
+// other Winograd variant is refused; where oneDNN has none, on AVX2 CPUs,
+// mixprec's own kernel, runtime/kernels/Winograd.h, on activations in
+// channel blocks of 8, C and M multiples of 8, pads up to 2): the input tile's
 // transform B^T d B and the output's A^T M A only add and subtract, the
 // filter's G g G^T adds halves (exact scalings), the transformed products
 // are summed over the C channels in FP32; first-order, each output is
 // within (C + 10) * 2^-23 * (W + |bias| + |y|) of the exact result, W =
 // sum over channels of |A^T| ((|G||g||G^T|) * (|B^T||d||B|)) |A| at the
 // element's position in its 2x2 tile (CpuDnnlConvTest checks it; observed
-// errors are the direct algorithm's order). MIXPREC_CPU_WINOGRAD=0 plans
-// every convolution on the direct algorithm. Not here
+// errors are the direct algorithm's order). An infinite input may give NaN
+// where the direct algorithm gives an infinity (the transforms subtract).
+// MIXPREC_CPU_WINOGRAD=0 plans every convolution on the direct algorithm,
+// =own the own kernel even where oneDNN has one (tests). Not here
 // (the reference kernel, cpu::conv, takes them): conv_transpose, TF32-
 // rounded routines, weights that are not module constants, empty tensors.
 //
@@ -172,6 +176,9 @@ public:
   bool handles(size_t index) const;
   /// Whether it adds an addend to its result (prepare's `sums`).
   bool addsAddend(size_t index) const;
+  /// Whether run() can apply a ReLU to its result (the own Winograd
+  /// kernel's output transform).
+  bool appliesRelu(size_t index) const;
   /// Whether run() writes dst only after reading src, bias and addend
   /// (its result goes through oneDNN's layout: dst may then share bytes
   /// with them).
@@ -202,8 +209,12 @@ public:
   /// `addend` (FP32, the output's shape; null unless addsAddend) is added
   /// to the result; dst may share bytes with it, and with src and bias
   /// where writesDstLast.
+  /// `pool`: the session's threads, over which a convolution on the own
+  /// Winograd kernel (Winograd.h) runs (oneDNN's primitives run on its own
+  /// OpenMP threads); null: one thread. `relu` (only where appliesRelu):
+  /// x < 0 ? 0 : x of each result as it is stored (cpu::unary's Relu).
   Status run(size_t index, const void *src, const void *bias, float *dst,
-             const float *addend = nullptr);
+             const float *addend = nullptr, ThreadPool *pool = nullptr, bool relu = false);
 
   /// Weights packed when the session was created.
   int64_t packsAtLoad() const;

@@ -5,7 +5,11 @@
 // when the session is: the primitive (the direct algorithm, or for FP32
 // 3x3 stride-1 convolutions Winograd F(2x2, 3x3) where oneDNN has it:
 // CpuDnnl.h says how that rounds), its weight packed into the layout the
-// primitive picked, and the layout changes of src and dst where that
+// primitive picked (or, where oneDNN has no Winograd kernel, AVX2, the own
+// one, Winograd.h: no primitive, its weight transformed once, src and dst
+// in channel blocks of 8, run over the session's threads; it adds the
+// addend and applies a ReLU as it stores the result), and the layout
+// changes of src and dst where that
 // layout is not the arena's plain NCHW (reorder primitives, exact: they
 // move values). Runs set the operands' data handles and execute; nothing
 // is decoded or packed per run but an activation in a dtype the primitive
@@ -27,7 +31,10 @@
 // channels). All of it is allocated here, counted in workspaceBytes() and
 // checked against the session's memory limit with the reference path's
 // im2col; the packed weights are not (as for GEMMs: they stand in for the
-// constants, widened FP8 ones at twice the bytes).
+// constants, widened FP8 ones at twice the bytes; the own Winograd
+// kernel's U at 16/9 of them, 32/9 where M is 8 more than a multiple of
+// 16). The own kernel's V and M (16 floats per 2x2 tile and channel in
+// and out: 4x the input and the output) are its scratchpad.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/backends/cpu/CpuBackend.h"
@@ -35,7 +42,10 @@
 #include "runtime/src/backends/cpu/CpuDnnlCommon.h"
 
 #include "common/numerics/Rounding.h"
+#include "runtime/kernels/Winograd.h"
+#include "runtime/src/ThreadPool.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +84,10 @@ void *alignedAlloc(size_t bytes) {
   return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : nullptr;
 }
 
+/// The bytes of V and M the own Winograd kernel works on at a time
+/// (ownBand).
+constexpr int64_t kOwnBandBytes = int64_t(4) << 20;
+
 /// A primitive and the memory objects of its arguments.
 struct Call {
   dnnl_primitive_t primitive = nullptr;
@@ -87,8 +101,19 @@ struct Call {
 struct Plan {
   bool ok = false;
   std::string reason, implementation;
-  /// On Winograd F(2x2, 3x3) (oneDNN's jit_fp32_wino_2x3), not direct.
+  /// On Winograd F(2x2, 3x3) (oneDNN's jit_fp32_wino_2x3, or `own`), not
+  /// direct.
   bool winograd = false;
+  /// On mixprec's own Winograd kernel (cpu::winograd*, Winograd.h), not a
+  /// oneDNN primitive: `conv` has no primitive, its scratchpad bytes are
+  /// V's and M's, `packed` holds U.
+  bool own = false;
+  /// Its shape for one image and a band of at most shape.bandTileRows rows
+  /// of tiles (ownBand), run `images` times per band, `pieces` bands in all.
+  cpu::WinogradShape shape;
+  int64_t images = 1, pieces = 1;
+  /// The buffers of src and dst in the primitive's layout (null: plain).
+  void *blockedSrc = nullptr, *blockedDst = nullptr;
   DType srcType = DType::F32, computeType = DType::F32, biasType = DType::F32;
   int64_t srcElements = 0;
   bool bias = false, constantBias = false;
@@ -219,7 +244,8 @@ struct DnnlConvs::Impl {
 
   /// Winograd F(2x2, 3x3) may take `op`: FP32 operands, two spatial dims,
   /// a 3x3 kernel, stride and dilation 1, one group, unless
-  /// MIXPREC_CPU_WINOGRAD=0.
+  /// MIXPREC_CPU_WINOGRAD=0 (=own: the own kernel, Winograd.h, even where
+  /// oneDNN has one).
   static bool winogradEligible(const RoutineOp &op, const TensorDesc &w, dnnl_data_type_t type) {
     if (turnedOff("MIXPREC_CPU_WINOGRAD") || type != dnnl_f32 || w.shape.size() != 4 ||
         w.shape[2] != 3 || w.shape[3] != 3 || op.groups != 1)
@@ -228,6 +254,42 @@ struct DnnlConvs::Impl {
       if (op.window.strides[s] != 1 || op.window.dilations[s] != 1)
         return false;
     return true;
+  }
+
+  /// Whether mixprec's own Winograd kernel (Winograd.h) takes `op` (one
+  /// winogradEligible already): this CPU runs it, two spatial dims, FP32
+  /// src, channels in multiples of 8, pads up to 2; sets its shape.
+  static bool ownWinograd(const RoutineOp &op, const TensorDesc &x, const TensorDesc &y,
+                          cpu::WinogradShape &shape) {
+    if (!cpu::winogradAvailable() || x.shape.size() != 4 || x.dtype != DType::F32)
+      return false;
+    shape.n = x.shape[0];
+    shape.c = x.shape[1];
+    shape.h = x.shape[2];
+    shape.w = x.shape[3];
+    shape.k = y.shape[1];
+    shape.ho = y.shape[2];
+    shape.wo = y.shape[3];
+    shape.padTop = op.window.pads[0];
+    shape.padLeft = op.window.pads[1];
+    return cpu::winogradTakes(shape);
+  }
+
+  /// The rows of tiles of the own kernel's bands: V and M of a band within
+  /// kOwnBandBytes, or MIXPREC_CPU_WINOGRAD_BAND_BYTES (tests: a band's
+  /// tiles are computed alone, so any band gives the same bits), at least
+  /// one row.
+  static int64_t ownBand(const cpu::WinogradShape &shape) {
+    const int64_t rowBytes = 16 * (shape.c + shape.paddedK()) * shape.tileCols() * 4;
+    int64_t budget = kOwnBandBytes;
+    if (const char *bytes = std::getenv("MIXPREC_CPU_WINOGRAD_BAND_BYTES"))
+      budget = std::atoll(bytes);
+    return std::clamp<int64_t>(budget / rowBytes, 1, shape.tileRows());
+  }
+
+  /// Where M starts in the own kernel's scratchpad (floats; V before it).
+  static size_t ownProductOffset(const cpu::WinogradShape &shape) {
+    return (cpu::winogradInputFloats(shape) + 15) / 16 * 16;
   }
 
   /// Whether implementation `impl`'s sum post-op adds the addend to the
@@ -323,11 +385,16 @@ struct DnnlConvs::Impl {
     };
     dnnl_primitive_desc_t pd = nullptr;
     // FP32 3x3 stride-1 convolutions on Winograd F(2x2, 3x3) where oneDNN
-    // has it (CpuDnnl.h: its rounding and bound); anything else, or another
-    // Winograd variant, on the direct algorithm.
-    p.winograd = false;
-    if (s == dnnl_success && winogradEligible(op, w, type) &&
-        create(dnnl_convolution_winograd, pd) == dnnl_success) {
+    // has it (CpuDnnl.h: its rounding and bound), else (AVX2: oneDNN's is
+    // AVX-512's) on mixprec's own where it takes the shape (Winograd.h: the
+    // same formulation and bound); anything else, or another Winograd
+    // variant, on the direct algorithm.
+    p.winograd = p.own = false;
+    const bool wino = s == dnnl_success && winogradEligible(op, w, type);
+    const char *how = std::getenv("MIXPREC_CPU_WINOGRAD");
+    if (wino && how && !std::strcmp(how, "own")) // the own kernel first (tests)
+      p.winograd = p.own = ownWinograd(op, x, y, p.shape);
+    if (wino && !p.winograd && create(dnnl_convolution_winograd, pd) == dnnl_success) {
       const char *info = nullptr;
       p.winograd =
           dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success &&
@@ -337,6 +404,10 @@ struct DnnlConvs::Impl {
         pd = nullptr;
       }
     }
+    if (wino && !p.winograd)
+      p.winograd = p.own = ownWinograd(op, x, y, p.shape);
+    if (p.own)
+      p.implementation = "mixprec:winograd_2x3:avx2";
     if (s == dnnl_success && !p.winograd)
       s = create(dnnl_convolution_direct, pd);
     if (convAttr != attr)
@@ -345,28 +416,43 @@ struct DnnlConvs::Impl {
       return plan(module, op, constant, p, sum, /*widenF16=*/true);
     if (s != dnnl_success)
       return p.reason = "oneDNN's convolution: " + statusText(s), false;
-    const char *info = nullptr;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success && info)
-      p.implementation = info;
-    if (sum && !sumAfterAccumulation(p.implementation)) {
-      dnnl_primitive_desc_destroy(pd);
-      return p.reason =
-                 "oneDNN's " + p.implementation + " adds the addend before it sums the products",
-             false;
+    dnnl_memory_desc_t srcChosen, weightsChosen = weights, dstChosen;
+    if (p.own) {
+      // One image and band at a time (V and M of at most kOwnBandBytes;
+      // ownBand); src and dst in channel blocks of 8; V and M in the
+      // scratchpad (M from a 64-byte boundary).
+      p.images = p.shape.n;
+      p.shape.n = 1;
+      p.shape.bandTileRows = ownBand(p.shape);
+      p.pieces =
+          p.images * ((p.shape.tileRows() + p.shape.bandTileRows - 1) / p.shape.bandTileRows);
+      dnnl_memory_desc_init_by_tag(&srcChosen, 4, src.dims, dnnl_f32, dnnl_nChw8c);
+      dnnl_memory_desc_init_by_tag(&dstChosen, 4, dst.dims, dnnl_f32, dnnl_nChw8c);
+      p.conv.scratchpadBytes =
+          (ownProductOffset(p.shape) + cpu::winogradProductFloats(p.shape)) * sizeof(float);
+    } else {
+      const char *info = nullptr;
+      if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) == dnnl_success && info)
+        p.implementation = info;
+      if (sum && !sumAfterAccumulation(p.implementation)) {
+        dnnl_primitive_desc_destroy(pd);
+        return p.reason =
+                   "oneDNN's " + p.implementation + " adds the addend before it sums the products",
+               false;
+      }
+      if (p.implementation.rfind("ref", 0) == 0) {
+        // oneDNN's naive loops: no faster than im2col + SGEMM, and not the
+        // interpreter's order.
+        dnnl_primitive_desc_destroy(pd);
+        return p.reason = "oneDNN has only its reference implementation (" + p.implementation + ")",
+               false;
+      }
+      srcChosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+      weightsChosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+      dstChosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+      if (!make(p.conv, pd))
+        return p.reason = "oneDNN's convolution: cannot create its primitive", false;
     }
-    if (p.implementation.rfind("ref", 0) == 0) {
-      // oneDNN's naive loops: no faster than im2col + SGEMM, and not the
-      // interpreter's order.
-      dnnl_primitive_desc_destroy(pd);
-      return p.reason = "oneDNN has only its reference implementation (" + p.implementation + ")",
-             false;
-    }
-    const dnnl_memory_desc_t srcChosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const dnnl_memory_desc_t weightsChosen =
-        *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    const dnnl_memory_desc_t dstChosen = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    if (!make(p.conv, pd))
-      return p.reason = "oneDNN's convolution: cannot create its primitive", false;
 
     // The weight, widened once if need be, packed into the chosen layout.
     const uint8_t *data = constant(op.inputs[1]);
@@ -377,8 +463,16 @@ struct DnnlConvs::Impl {
       widen(w.dtype, p.computeType, data, w.elements, wide.data());
       data = wide.data();
     }
-    if (!pack(p, weights, weightsChosen, data))
+    if (p.own) {
+      // U = G g G^T, once (counted as a pack).
+      if (!(p.packed = alignedAlloc(cpu::winogradWeightFloats(p.shape) * sizeof(float))))
+        return p.reason = "cannot allocate its packed weight", false;
+      cpu::winogradTransformWeight(p.shape, reinterpret_cast<const float *>(data),
+                                   static_cast<float *>(p.packed));
+      ++packsAtLoad;
+    } else if (!pack(p, weights, weightsChosen, data)) {
       return false;
+    }
     // The bias in FP32: decoded now when a constant, else per run unless
     // stored in FP32.
     if (p.bias) {
@@ -466,18 +560,22 @@ struct DnnlConvs::Impl {
       p.userAddend = memory(p, dst, DNNL_MEMORY_NONE);
     dnnl_memory_t convSrc = p.convSrc = srcBlocked ? memory(p, srcChosen, blockedSrc) : p.userSrc;
     dnnl_memory_t convDst = p.convDst = dstBlocked ? memory(p, dstChosen, blockedDst) : p.userDst;
-    dnnl_memory_t weightsMemory = memory(p, weights, p.packed);
+    p.blockedSrc = blockedSrc;
+    p.blockedDst = blockedDst;
+    dnnl_memory_t weightsMemory = p.own ? nullptr : memory(p, weights, p.packed);
     if (p.bias)
       p.biasMemory = memory(p, bias, p.constantBias ? p.biasValues.data() : DNNL_MEMORY_NONE);
-    if (!p.userSrc || !p.userDst || !convSrc || !convDst || !weightsMemory ||
+    if (!p.userSrc || !p.userDst || !convSrc || !convDst || (!p.own && !weightsMemory) ||
         (p.bias && !p.biasMemory) || (p.sum && dstBlocked && !p.userAddend))
       return p.reason = "cannot create its memory objects", false;
     if (srcBlocked)
       p.toBlocked.args = {{DNNL_ARG_FROM, p.userSrc}, {DNNL_ARG_TO, convSrc}};
-    p.conv.args = {
-        {DNNL_ARG_SRC, convSrc}, {DNNL_ARG_WEIGHTS, weightsMemory}, {DNNL_ARG_DST, convDst}};
-    if (p.bias)
-      p.conv.args.push_back({DNNL_ARG_BIAS, p.biasMemory});
+    if (!p.own) {
+      p.conv.args = {
+          {DNNL_ARG_SRC, convSrc}, {DNNL_ARG_WEIGHTS, weightsMemory}, {DNNL_ARG_DST, convDst}};
+      if (p.bias)
+        p.conv.args.push_back({DNNL_ARG_BIAS, p.biasMemory});
+    }
     if (dstBlocked)
       p.toPlain.args = {{DNNL_ARG_FROM, convDst}, {DNNL_ARG_TO, p.userDst}};
     if (p.sum && dstBlocked)
@@ -538,6 +636,84 @@ struct DnnlConvs::Impl {
         return uint8_t(block);
     }
     return 0;
+  }
+
+  /// Runs p on the own Winograd kernel: src reordered into its blocked
+  /// buffer unless kept, the addend read where it is kept (dst in the
+  /// caller's bytes) or reordered into the blocked dst, the three phases
+  /// over `pool`'s threads, dst reordered out unless kept. Handles of
+  /// userSrc, userDst set by the caller.
+  dnnl_status_t runOwn(const Plan &p, const void *src, const float *bias, float *dst,
+                       const float *addend, bool relu, ThreadPool *pool) {
+    dnnl_status_t s = dnnl_success;
+    if (!p.srcKept) {
+      s = execute(p.toBlocked);
+      src = p.blockedSrc;
+    }
+    float *out = p.dstKept ? dst : static_cast<float *>(p.blockedDst);
+    if (p.sum && !p.dstKept) {
+      if (s == dnnl_success)
+        s = dnnl_memory_set_data_handle(p.userAddend, const_cast<float *>(addend));
+      if (s == dnnl_success)
+        s = execute(p.addendIn);
+      addend = out;
+    }
+    if (s == dnnl_success)
+      s = dnnl_stream_wait(stream);
+    if (s != dnnl_success)
+      return s;
+    // Image by image, band by band of tile rows (p.shape: one band's).
+    // Kept, the addend in dst's layout: bytes partly shared with dst (not
+    // the same tensor) are copied into it first, once src is read where
+    // that is before dst is written (one band: dst may share bytes with
+    // src), else before (writesDstLast false: dst shares none).
+    const size_t bytes = static_cast<size_t>(p.dstElements) * sizeof(float);
+    const auto *a = reinterpret_cast<const uint8_t *>(addend);
+    const auto *o = reinterpret_cast<const uint8_t *>(out);
+    const bool copyAddend = p.sum && addend != out && a < o + bytes && o < a + bytes;
+    if (copyAddend && p.pieces > 1) {
+      std::memmove(out, addend, bytes);
+      addend = out;
+    }
+    float *v = static_cast<float *>(scratchpad), *m = v + ownProductOffset(p.shape);
+    const int64_t images = p.images, rows = p.shape.tileRows();
+    const int64_t inElements = p.srcElements / images, outElements = p.dstElements / images;
+    for (int64_t image = 0; image < images; ++image)
+      for (int64_t row = 0; row < rows; row += p.shape.bandTileRows) {
+        cpu::WinogradShape shape = p.shape;
+        shape.firstTileRow = row;
+        shape.bandTileRows = std::min(p.shape.bandTileRows, rows - row);
+        const float *x = static_cast<const float *>(src) + image * inElements;
+        phase(pool, cpu::winogradInputUnits(shape),
+              [&](int64_t b, int64_t e) { cpu::winogradInput(shape, x, v, b, e); });
+        if (copyAddend && p.pieces == 1) {
+          std::memmove(out, addend, bytes);
+          addend = out;
+        }
+        phase(pool, cpu::winogradMultiplyUnits(shape), [&](int64_t b, int64_t e) {
+          cpu::winogradMultiply(shape, v, static_cast<const float *>(p.packed), m, b, e);
+        });
+        float *y = out + image * outElements;
+        const float *add = p.sum ? addend + image * outElements : nullptr;
+        phase(pool, cpu::winogradOutputUnits(shape), [&](int64_t b, int64_t e) {
+          cpu::winogradOutput(shape, m, bias, add, relu, y, b, e);
+        });
+      }
+    if (!p.dstKept)
+      s = execute(p.toPlain);
+    return s == dnnl_success ? dnnl_stream_wait(stream) : s;
+  }
+
+  /// fn(begin, end) over [0, units) in ranges spread over `pool`'s threads
+  /// (each unit's result is the same in any range).
+  template <typename Fn> static void phase(ThreadPool *pool, int64_t units, const Fn &fn) {
+    const int workers = pool ? pool->size() : 1;
+    if (workers < 2 || units < 2) {
+      fn(int64_t(0), units);
+      return;
+    }
+    const int64_t chunks = std::min<int64_t>(units, 4 * int64_t(workers));
+    pool->run(chunks, [&](int64_t i, int) { fn(units * i / chunks, units * (i + 1) / chunks); });
   }
 
   dnnl_status_t execute(const Call &c) {
@@ -623,8 +799,18 @@ bool DnnlConvs::winograd(size_t index) const {
 
 bool DnnlConvs::addsAddend(size_t index) const { return handles(index) && impl->plans[index].sum; }
 
+bool DnnlConvs::appliesRelu(size_t index) const { return handles(index) && impl->plans[index].own; }
+
 bool DnnlConvs::writesDstLast(size_t index) const {
-  return handles(index) && impl->plans[index].toPlain.primitive && !impl->plans[index].dstKept;
+  if (!handles(index))
+    return false;
+  const Plan &p = impl->plans[index];
+  // The own Winograd kernel reads all of src before it writes dst (phase
+  // 1, then 3) where it runs in one piece (ownBand), but the bias while it
+  // writes, unless its own copy.
+  if (p.own)
+    return p.pieces == 1 && (!p.bias || p.constantBias || p.biasType != DType::F32);
+  return p.toPlain.primitive && !p.dstKept;
 }
 
 uint8_t DnnlConvs::srcLayout(size_t index) const {
@@ -644,12 +830,14 @@ void DnnlConvs::keepLayouts(size_t index, bool src, bool dst) {
 }
 
 Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *dst,
-                      const float *addend) {
+                      const float *addend, ThreadPool *pool, bool relu) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   if (p.sum != (addend != nullptr))
     return Status(MIXPREC_INTERNAL, "oneDNN's convolution: an addend where the plan has none, "
                                     "or none where it has one");
+  if (relu && !p.own)
+    return Status(MIXPREC_INTERNAL, "oneDNN's convolution: a ReLU it does not apply");
   // An activation in a dtype the primitive does not take: widened (exact).
   if (p.wideSrcBytes) {
     widen(p.srcType, p.computeType, src, p.srcElements, d.wideSrc);
@@ -661,13 +849,23 @@ Status DnnlConvs::run(size_t index, const void *src, const void *bias, float *ds
       dnnl_memory_set_data_handle(p.srcKept ? p.convSrc : p.userSrc, const_cast<void *>(src));
   if (s == dnnl_success)
     s = dnnl_memory_set_data_handle(p.dstKept ? p.convDst : p.userDst, dst);
+  const float *biasValues = p.bias ? p.biasValues.data() : nullptr;
   if (s == dnnl_success && p.bias && !p.constantBias) {
     void *values = const_cast<void *>(bias);
     if (p.biasType != DType::F32) {
       num::decodeArray(formatOf(p.biasType), bias, p.biasValues.data(), p.biasValues.size());
       values = p.biasValues.data();
     }
+    biasValues = static_cast<const float *>(values);
     s = dnnl_memory_set_data_handle(p.biasMemory, values);
+  }
+  if (p.own) {
+    if (s == dnnl_success)
+      s = d.runOwn(p, src, biasValues, dst, addend, relu, pool);
+    if (s != dnnl_success)
+      return Status(MIXPREC_EXECUTION_ERROR,
+                    "oneDNN's reorder around the Winograd kernel failed: " + statusText(s));
+    return okStatus();
   }
   // The addend where the sum post-op reads dst: reordered into oneDNN's
   // layout (addendIn), or copied into a dst in the caller's bytes, plain or
@@ -719,7 +917,9 @@ bool DnnlConvs::handles(size_t) const { return false; }
 std::string DnnlConvs::reason(size_t) const { return "this runtime was built without oneDNN"; }
 std::string DnnlConvs::implementation(size_t) const { return ""; }
 bool DnnlConvs::winograd(size_t) const { return false; }
-Status DnnlConvs::run(size_t, const void *, const void *, float *, const float *) {
+bool DnnlConvs::appliesRelu(size_t) const { return false; }
+Status DnnlConvs::run(size_t, const void *, const void *, float *, const float *, ThreadPool *,
+                      bool) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlConvs::packsAtLoad() const { return 0; }

@@ -360,15 +360,21 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
                               !(present(2) && overlaps(op.inputs[2], e.addend));
       float *dst = direct ? out : intoAddend ? addend : result;
       const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
-      if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst, addend); !s.ok())
+      // The ReLU as the convolution stores its result where it can
+      // (appliesRelu: the same function per element).
+      const bool relu = e.reluInPool < 0 && dnnlConvs.appliesRelu(index);
+      if (Status s =
+              dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst, addend, pool.get(), relu);
+          !s.ok())
         return s.withContext(op.name + ": ");
       // The ReLU (and the copy) in slices over the threads (element-wise:
       // the same bits for any count); only the copy where the max pool after
-      // applies the ReLU.
-      if (e.reluInPool >= 0 && dst == out)
+      // or the convolution applies the ReLU.
+      const bool reluDone = e.reluInPool >= 0 || relu;
+      if (reluDone && dst == out)
         return okStatus();
       forSlices(o.elements, [&](int64_t begin, int64_t n) {
-        if (e.reluInPool >= 0)
+        if (reluDone)
           std::memcpy(out + begin, dst + begin, static_cast<size_t>(n) * 4);
         else
           cpu::unary(cpu::UnaryOp::Relu, dst + begin, out + begin, n);
@@ -379,7 +385,8 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
                         !(present(2) && overlaps(op.inputs[2], op.output));
     float *dst = direct ? reinterpret_cast<float *>(tensorData(op.output)) : result;
     const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
-    if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst); !s.ok())
+    if (Status s = dnnlConvs.run(index, tensorData(op.inputs[0]), bias, dst, nullptr, pool.get());
+        !s.ok())
       return s.withContext(op.name + ": ");
     return direct ? okStatus() : storeFloats(op, result);
   }
