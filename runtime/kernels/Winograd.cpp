@@ -7,7 +7,7 @@
 //   block the multiply streams, one row of 16 per input channel.
 // The multiply keeps a 6 x 16 block of M in twelve registers (six tiles,
 // two vectors of eight output channels), one fused multiply-add per
-// register per input channel: the textbook AVX2 GEMM micro-kernel.
+// register per input channel (Avx2Microkernel.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/Winograd.h"
@@ -16,8 +16,8 @@
 #include <cstring>
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#define MIXPREC_WINOGRAD_ISA __attribute__((target("avx2,fma")))
+#include "runtime/kernels/Avx2Microkernel.h"
+#define MIXPREC_WINOGRAD_ISA MIXPREC_AVX2_FMA
 #endif
 
 namespace mixprec::runtime::cpu {
@@ -115,43 +115,6 @@ void winogradInput(const WinogradShape &s, const float *src, float *v, int64_t b
   }
 }
 
-namespace {
-
-/// M rows [t0, t0 + R) x 16 output channels: a (rows of V, c apart), b (the
-/// c x 16 block of U), out (rows of M, ld apart).
-template <int R>
-MIXPREC_WINOGRAD_ISA inline void multiplyRows(const float *a, const float *b, float *out, int64_t c,
-                                              int64_t ld) {
-  // Twelve named accumulators (an array of them GCC keeps in memory, storing
-  // it every channel); rows past R unused.
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t i = 0; i < c; ++i) {
-    const __m256 w0 = _mm256_loadu_ps(b + i * 16), w1 = _mm256_loadu_ps(b + i * 16 + 8);
-#define MIXPREC_WINOGRAD_ROW(r)                                                                    \
-  if constexpr (R > r) {                                                                           \
-    const __m256 x = _mm256_broadcast_ss(a + r * c + i);                                           \
-    c##r##0 = _mm256_fmadd_ps(x, w0, c##r##0);                                                     \
-    c##r##1 = _mm256_fmadd_ps(x, w1, c##r##1);                                                     \
-  }
-    MIXPREC_WINOGRAD_ROW(0)
-    MIXPREC_WINOGRAD_ROW(1)
-    MIXPREC_WINOGRAD_ROW(2)
-    MIXPREC_WINOGRAD_ROW(3)
-    MIXPREC_WINOGRAD_ROW(4)
-    MIXPREC_WINOGRAD_ROW(5)
-#undef MIXPREC_WINOGRAD_ROW
-  }
-  const __m256 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                             {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(out + r * ld, rows[r][0]);
-    _mm256_storeu_ps(out + r * ld + 8, rows[r][1]);
-  }
-}
-
-} // namespace
-
 void winogradMultiply(const WinogradShape &s, const float *v, const float *u, float *m,
                       int64_t begin, int64_t end) MIXPREC_WINOGRAD_ISA;
 void winogradMultiply(const WinogradShape &s, const float *v, const float *u, float *m,
@@ -162,13 +125,9 @@ void winogradMultiply(const WinogradShape &s, const float *v, const float *u, fl
     const float *a = v + xi * tiles * s.c;
     const float *b = u + (xi * blocks + kb) * s.c * 16;
     float *out = m + xi * tiles * kp + kb * 16;
-    // Six tiles at a time, then the rest.
-    using Rows = void (*)(const float *, const float *, float *, int64_t, int64_t);
-    static const Rows kRows[7] = {nullptr,         multiplyRows<1>, multiplyRows<2>,
-                                  multiplyRows<3>, multiplyRows<4>, multiplyRows<5>,
-                                  multiplyRows<6>};
     for (int64_t t = 0; t < tiles; t += 6)
-      kRows[std::min<int64_t>(6, tiles - t)](a + t * s.c, b, out + t * kp, s.c, kp);
+      avx2::multiplyRows(int(std::min<int64_t>(6, tiles - t)), a + t * s.c, s.c, b, s.c,
+                         out + t * kp, kp, /*accumulate=*/false, 16);
   }
 }
 

@@ -11,6 +11,7 @@
 // what the pack saves).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/kernels/PackedGemm.h"
 #include "runtime/src/backends/cpu/CpuBackend.h"
 #include "tests/unit/runtime/ModuleBuilder.h"
 
@@ -297,7 +298,10 @@ protected:
       GTEST_SKIP() << "this runtime was built without oneDNN (apt-get install libdnnl-dev)";
     unsetenv("MIXPREC_CPU_GEMM");
   }
-  void TearDown() override { unsetenv("MIXPREC_CPU_GEMM"); }
+  void TearDown() override {
+    unsetenv("MIXPREC_CPU_GEMM");
+    unsetenv("MIXPREC_CPU_OWN_GEMM");
+  }
 };
 
 TEST_F(CpuDnnl, Bf16LinearWithAPackedWeightWithinTheGemmBound) {
@@ -426,67 +430,90 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
   // A constant (packed) weight, an input weight, and a batched product;
   // within the GEMM bound too. Packed weights: tiles of 64 rows and 384
   // columns with partial ones (300 x 600), and 512 columns, whose packed
-  // rows are a cache line longer (DnnlGemms::Impl::planTiles).
+  // rows are a cache line longer (DnnlGemms::Impl::planTiles). On AVX2 a
+  // packed FP32 weight of 6 rows or more runs on the own packed GEMM
+  // (PackedGemm.h; MIXPREC_CPU_OWN_GEMM=0: oneDNN's tiles, checked too):
+  // partial panels of 16 columns (40, 600, 50), partial blocks of 6 rows
+  // (33, 7), k past its depth of 4096 (4100: a second pass continuing the
+  // sums), a transposed weight, k 1.
   struct Shape3 {
     int64_t batch, m, n, k;
-    bool constantWeight;
+    bool constantWeight, transB = false;
   };
   for (const Shape3 &sh :
        {Shape3{1, 8, 64, 4096, true}, Shape3{1, 33, 40, 96, false}, Shape3{1, 300, 600, 64, true},
-        Shape3{1, 70, 512, 48, true}, Shape3{2, 8, 64, 4096, false},
-        Shape3{4, 16, 16, 2048, false}}) {
-    SCOPED_TRACE(std::to_string(sh.batch) + " x " + std::to_string(sh.m) + "x" +
-                 std::to_string(sh.n) + "x" + std::to_string(sh.k));
-    const int64_t batch = sh.batch, m = sh.m, n = sh.n, k = sh.k;
-    const std::vector<float> a = randomValues(size_t(batch * m * k), 4);
-    const std::vector<float> w = randomValues(size_t(batch * k * n), 5);
-    ModuleBuilder mb;
-    GemmSpec g;
-    g.name = "mm";
-    g.m = m, g.n = n, g.k = k, g.batch = batch;
-    g.strideA = m * k, g.strideB = batch > 1 ? k * n : 0, g.strideOut = m * n;
-    g.a = mb.input("a", fb::DType::F32, {batch, m, k});
-    g.b = sh.constantWeight ? mb.constantFloats("w", fb::DType::F32, {k, n}, w)
-                            : mb.input("w", fb::DType::F32, {batch, k, n});
-    g.out = mb.activation("o", fb::DType::F32, {batch, m, n});
-    mb.output(g.out);
-    mb.gemm(g);
-    const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
-    ASSERT_TRUE(module);
-    std::vector<std::pair<int, std::vector<float>>> inputs = {{g.a, a}};
-    if (!sh.constantWeight)
-      inputs.push_back({g.b, w});
-    std::vector<uint8_t> first;
-    for (int threads : {1, 2, 3}) {
-      const std::vector<uint8_t> got =
-          outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
-            EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
-            if (threads == 1)
-              std::printf("  %lld tile(s)\n", static_cast<long long>(cpu.dnnlGemms().tiles(0)));
-          });
-      if (threads == 1)
-        first = got;
-      else
-        EXPECT_TRUE(got == first) << threads << " threads: not the bytes of 1";
-    }
-    ASSERT_EQ(first.size(), size_t(batch * m * n * 4));
-    const auto *got = reinterpret_cast<const float *>(first.data());
-    size_t bad = 0;
-    for (int64_t t = 0; t < batch; ++t)
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double sum = 0, mag = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            const int64_t wAt = (sh.constantWeight ? 0 : t * k * n) + p * n + j;
-            const double x = double(a[(t * m + i) * k + p]) * double(w[wAt]);
-            sum += x;
-            mag += std::fabs(x);
+        Shape3{1, 70, 512, 48, true}, Shape3{2, 8, 64, 4096, false}, Shape3{4, 16, 16, 2048, false},
+        Shape3{1, 33, 40, 96, true}, Shape3{1, 7, 50, 4100, true, true}, Shape3{1, 6, 16, 1, true}})
+    for (const char *own : {"", "0"}) {
+      SCOPED_TRACE(std::to_string(sh.batch) + " x " + std::to_string(sh.m) + "x" +
+                   std::to_string(sh.n) + "x" + std::to_string(sh.k) + (sh.transB ? " (B^T)" : "") +
+                   (*own ? ", MIXPREC_CPU_OWN_GEMM=0" : ""));
+      if (!sh.constantWeight && *own)
+        continue;
+      if (*own)
+        setenv("MIXPREC_CPU_OWN_GEMM", own, 1);
+      const int64_t batch = sh.batch, m = sh.m, n = sh.n, k = sh.k;
+      const std::vector<float> a = randomValues(size_t(batch * m * k), 4);
+      const std::vector<float> w = randomValues(size_t(batch * k * n), 5);
+      ModuleBuilder mb;
+      GemmSpec g;
+      g.name = "mm";
+      g.m = m, g.n = n, g.k = k, g.batch = batch, g.transB = sh.transB;
+      g.strideA = m * k, g.strideB = batch > 1 ? k * n : 0, g.strideOut = m * n;
+      g.a = mb.input("a", fb::DType::F32, {batch, m, k});
+      // (B^T: w's values read as [n, k].)
+      g.b = sh.constantWeight
+                ? mb.constantFloats("w", fb::DType::F32, sh.transB ? Shape{n, k} : Shape{k, n}, w)
+                : mb.input("w", fb::DType::F32, {batch, k, n});
+      g.out = mb.activation("o", fb::DType::F32, {batch, m, n});
+      mb.output(g.out);
+      mb.gemm(g);
+      const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+      ASSERT_TRUE(module);
+      std::vector<std::pair<int, std::vector<float>>> inputs = {{g.a, a}};
+      if (!sh.constantWeight)
+        inputs.push_back({g.b, w});
+      std::vector<uint8_t> first;
+      for (int threads : {1, 2, 3}) {
+        const std::vector<uint8_t> got =
+            outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
+              EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
+              const bool ownKernel = cpu.dnnlGemms().ownKernel(0);
+              if (*own || !sh.constantWeight || batch * m < 6) {
+                EXPECT_FALSE(ownKernel);
+              } else if (!__builtin_cpu_supports("avx512f") && rt::cpu::packedGemmAvailable()) {
+                EXPECT_TRUE(ownKernel) << "AVX2: a packed FP32 weight on the own GEMM";
+              }
+              if (threads == 1)
+                std::printf("  %lld tile(s)%s\n", static_cast<long long>(cpu.dnnlGemms().tiles(0)),
+                            ownKernel ? " of the own packed GEMM" : "");
+            });
+        if (threads == 1)
+          first = got;
+        else
+          EXPECT_TRUE(got == first) << threads << " threads: not the bytes of 1";
+      }
+      ASSERT_EQ(first.size(), size_t(batch * m * n * 4));
+      const auto *got = reinterpret_cast<const float *>(first.data());
+      size_t bad = 0;
+      for (int64_t t = 0; t < batch; ++t)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = 0, mag = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const int64_t wAt =
+                  (sh.constantWeight ? 0 : t * k * n) + (sh.transB ? j * k + p : p * n + j);
+              const double x = double(a[(t * m + i) * k + p]) * double(w[wAt]);
+              sum += x;
+              mag += std::fabs(x);
+            }
+            if (!(std::fabs(got[(t * m + i) * n + j] - sum) <=
+                  double(k + 1) * std::ldexp(mag, -23)))
+              ++bad;
           }
-          if (!(std::fabs(got[(t * m + i) * n + j] - sum) <= double(k + 1) * std::ldexp(mag, -23)))
-            ++bad;
-        }
-    EXPECT_EQ(bad, 0u);
-  }
+      EXPECT_EQ(bad, 0u);
+      unsetenv("MIXPREC_CPU_OWN_GEMM");
+    }
 }
 
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {

@@ -12,6 +12,7 @@
 #include "runtime/src/backends/cpu/CpuDnnlCommon.h"
 
 #include "common/numerics/Rounding.h"
+#include "runtime/kernels/PackedGemm.h"
 
 #include <algorithm>
 #include <array>
@@ -80,6 +81,17 @@ struct Plan {
   bool tiled = false;
   std::vector<std::vector<dnnl_primitive_t>> shapes;
   std::vector<Tile> tiles;
+  /// Tiled, on the own packed GEMM (cpu::packedGemm, PackedGemm.h) instead
+  /// of oneDNN's: an FP32 constant weight packed in its panels (`packed`),
+  /// at least 6 rows, on AVX2 (what makes oneDNN's matmul gemm:jit), unless
+  /// MIXPREC_CPU_OWN_GEMM=0. The tiles are the rows [r0, r1) x columns
+  /// [c0, c1) of each `own` entry (no primitives, no memory objects).
+  bool own = false;
+  struct OwnTile {
+    int64_t r0, r1, c0, c1;
+  };
+  std::vector<OwnTile> ownTiles;
+  int64_t k = 0, n = 0;
 };
 
 /// dnnl::bf16Native's rule, from what the CPU is (never from a timing: two
@@ -266,6 +278,9 @@ struct DnnlGemms::Impl {
     } else if (b.dtype != p.computeType) {
       p.wideBytesB = static_cast<size_t>(b.elements) * wideBytes;
     }
+    if (p.tiled && packFrom && type == dnnl_f32 && g.batch * g.m >= 6 &&
+        cpu::packedGemmAvailable() && !turnedOff("MIXPREC_CPU_OWN_GEMM"))
+      return planOwn(g, p, packFrom);
     if (p.tiled) {
       if (!planTiles(g, type, p, packFrom)) {
         if (p.reason.empty())
@@ -411,6 +426,32 @@ struct DnnlGemms::Impl {
     return ok;
   }
 
+  /// Plans tall step g on the own packed GEMM (Plan::own): its FP32
+  /// constant weight at `packFrom` (p.weights' plain layout) packed into
+  /// panels, its output in tiles of kPackedTileRows rows and kTileCols
+  /// columns (as oneDNN's tiles; each sums all of k) for the threads.
+  bool planOwn(const GemmDesc &g, Plan &p, const uint8_t *packFrom) {
+    dnnl_dim_t strides[2] = {0, 0};
+    if (!plainStrides(p.weights, strides))
+      return p.reason = "an unexpected weight layout", false;
+    const int64_t rows = g.batch * g.m;
+    p.k = g.k;
+    p.n = g.n;
+    if (posix_memalign(&p.packed, 64, cpu::packedGemmWeightFloats(p.k, p.n) * sizeof(float)) != 0) {
+      p.packed = nullptr;
+      return p.reason = "cannot allocate its packed weight", false;
+    }
+    cpu::packGemmWeight(reinterpret_cast<const float *>(packFrom), p.k, p.n, strides[0], strides[1],
+                        static_cast<float *>(p.packed));
+    ++packsAtLoad;
+    const int64_t tileCols = p.n <= kTileCols + kTileCols / 2 ? p.n : kTileCols;
+    for (int64_t r0 = 0; r0 < rows; r0 += kPackedTileRows)
+      for (int64_t c0 = 0; c0 < p.n; c0 += tileCols)
+        p.ownTiles.push_back(
+            {r0, std::min(rows, r0 + kPackedTileRows), c0, std::min(p.n, c0 + tileCols)});
+    return p.own = p.ok = true;
+  }
+
   /// Reorders the constant weight at `data` (p.weights' plain layout) into
   /// `packed` (the primitive's); false with p.reason.
   bool packConstant(Plan &p, const dnnl_memory_desc_t &packed, const uint8_t *data) {
@@ -531,6 +572,20 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
     b = d.wideB.data();
   }
   void *weights = p.packed ? p.packed : const_cast<void *>(b);
+  if (p.own) {
+    const auto *x = static_cast<const float *>(a);
+    const auto *w = static_cast<const float *>(p.packed);
+    auto tile = [&](int64_t i, int) {
+      const Plan::OwnTile &t = p.ownTiles[size_t(i)];
+      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1);
+    };
+    if (d.pool) // (one worker or one tile: on the calling thread)
+      d.pool->run(int64_t(p.ownTiles.size()), tile);
+    else
+      for (size_t i = 0; i < p.ownTiles.size(); ++i)
+        tile(int64_t(i), 0);
+    return okStatus();
+  }
   if (p.tiled) {
     const size_t width = p.computeType == schema::DType::F32 ? 4 : 2;
     std::atomic<int> failed{dnnl_success};
@@ -583,8 +638,13 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
 }
 
 int64_t DnnlGemms::tiles(size_t index) const {
-  return handles(index) && impl->plans[index].tiled ? int64_t(impl->plans[index].tiles.size()) : 0;
+  if (!handles(index))
+    return 0;
+  const Plan &p = impl->plans[index];
+  return p.own ? int64_t(p.ownTiles.size()) : p.tiled ? int64_t(p.tiles.size()) : 0;
 }
+
+bool DnnlGemms::ownKernel(size_t index) const { return handles(index) && impl->plans[index].own; }
 
 int64_t DnnlGemms::packsAtLoad() const { return impl->packsAtLoad; }
 
@@ -610,6 +670,7 @@ void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 const void *DnnlGemms::widenedA() const { return nullptr; }
 int64_t DnnlGemms::tiles(size_t) const { return 0; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }
+bool DnnlGemms::ownKernel(size_t) const { return false; }
 
 #endif // MIXPREC_HAVE_DNNL
 

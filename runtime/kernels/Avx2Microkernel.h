@@ -1,0 +1,101 @@
+//===- Avx2Microkernel.h - the AVX2 6 x 16 FP32 multiply-add block -*- C++ -*-===//
+//
+// Internal to the kernels that include it (Winograd.cpp, PackedGemm.cpp):
+// an R x 16 block of C (R <= 6 rows, two vectors of 8 columns each) kept in
+// twelve registers over k steps, one fused multiply-add per register per
+// step, each row's value broadcast from A, the 16 columns of B loaded from
+// a panel of 16 floats per step: the textbook AVX2 GEMM micro-kernel. Each
+// element of C is summed in k order, starting from 0 or (`accumulate`)
+// from the value C holds, so blocks of k summed one after another give the
+// bits of one block. x86-64 only; the caller checks the CPU (AVX2, FMA).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MIXPREC_RUNTIME_CPU_AVX2MICROKERNEL_H
+#define MIXPREC_RUNTIME_CPU_AVX2MICROKERNEL_H
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#define MIXPREC_AVX2_FMA __attribute__((target("avx2,fma")))
+
+namespace mixprec::runtime::cpu::avx2 {
+
+/// C[r][j] (+)= sum over i < k of a[r * lda + i] * b[i * 16 + j], for
+/// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
+/// ldc apart.
+template <int R>
+MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k,
+                                           float *c, int64_t ldc, bool accumulate, int cols) {
+  static_assert(R >= 1 && R <= 6, "one to six rows");
+  // Twelve named accumulators (an array of them GCC keeps in memory,
+  // storing it every step); rows past R unused.
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (accumulate) {
+    float rows[6][16] = {};
+    for (int r = 0; r < R; ++r)
+      std::memcpy(rows[r], c + r * ldc, size_t(cols) * sizeof(float));
+#define MIXPREC_AVX2_LOAD_ROW(r)                                                                   \
+  if constexpr (R > r) {                                                                           \
+    c##r##0 = _mm256_loadu_ps(rows[r]);                                                            \
+    c##r##1 = _mm256_loadu_ps(rows[r] + 8);                                                        \
+  }
+    MIXPREC_AVX2_LOAD_ROW(0)
+    MIXPREC_AVX2_LOAD_ROW(1)
+    MIXPREC_AVX2_LOAD_ROW(2)
+    MIXPREC_AVX2_LOAD_ROW(3)
+    MIXPREC_AVX2_LOAD_ROW(4)
+    MIXPREC_AVX2_LOAD_ROW(5)
+#undef MIXPREC_AVX2_LOAD_ROW
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const __m256 w0 = _mm256_loadu_ps(b + i * 16), w1 = _mm256_loadu_ps(b + i * 16 + 8);
+#define MIXPREC_AVX2_ROW(r)                                                                        \
+  if constexpr (R > r) {                                                                           \
+    const __m256 x = _mm256_broadcast_ss(a + r * lda + i);                                         \
+    c##r##0 = _mm256_fmadd_ps(x, w0, c##r##0);                                                     \
+    c##r##1 = _mm256_fmadd_ps(x, w1, c##r##1);                                                     \
+  }
+    MIXPREC_AVX2_ROW(0)
+    MIXPREC_AVX2_ROW(1)
+    MIXPREC_AVX2_ROW(2)
+    MIXPREC_AVX2_ROW(3)
+    MIXPREC_AVX2_ROW(4)
+    MIXPREC_AVX2_ROW(5)
+#undef MIXPREC_AVX2_ROW
+  }
+  const __m256 out[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int r = 0; r < R; ++r) {
+    if (cols == 16) {
+      _mm256_storeu_ps(c + r * ldc, out[r][0]);
+      _mm256_storeu_ps(c + r * ldc + 8, out[r][1]);
+    } else {
+      float row[16];
+      _mm256_storeu_ps(row, out[r][0]);
+      _mm256_storeu_ps(row + 8, out[r][1]);
+      std::memcpy(c + r * ldc, row, size_t(cols) * sizeof(float));
+    }
+  }
+}
+
+/// multiplyBlock for `rows` rows, 1 to 6 (a table of the six).
+MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda, const float *b,
+                                          int64_t k, float *c, int64_t ldc, bool accumulate,
+                                          int cols) {
+  using Block =
+      void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool, int);
+  static const Block kBlocks[7] = {nullptr,          multiplyBlock<1>, multiplyBlock<2>,
+                                   multiplyBlock<3>, multiplyBlock<4>, multiplyBlock<5>,
+                                   multiplyBlock<6>};
+  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols);
+}
+
+} // namespace mixprec::runtime::cpu::avx2
+
+#endif // __x86_64__
+
+#endif // MIXPREC_RUNTIME_CPU_AVX2MICROKERNEL_H

@@ -1,0 +1,71 @@
+//===- PackedGemm.cpp - FP32 GEMM on a weight packed at load, AVX2 --------===//
+//
+// PackedGemm.h says what is computed. Loop order per call: k blocks of
+// kPackedGemmDepth, then 16-column panels, then blocks of six rows: one
+// panel's k block is read from the level-2 cache by every row block.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/kernels/PackedGemm.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include "runtime/kernels/Avx2Microkernel.h"
+#endif
+
+namespace mixprec::runtime::cpu {
+
+size_t packedGemmWeightFloats(int64_t k, int64_t n) {
+  return size_t(k) * size_t((n + kPackedGemmPanel - 1) / kPackedGemmPanel * kPackedGemmPanel);
+}
+
+void packGemmWeight(const float *b, int64_t k, int64_t n, int64_t strideK, int64_t strideN,
+                    float *packed) {
+  const int64_t panels = (n + kPackedGemmPanel - 1) / kPackedGemmPanel;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t i = 0; i < k; ++i) {
+      float *row = packed + (p * k + i) * kPackedGemmPanel;
+      for (int64_t j = 0; j < kPackedGemmPanel; ++j) {
+        const int64_t col = p * kPackedGemmPanel + j;
+        row[j] = col < n ? b[i * strideK + col * strideN] : 0.0f;
+      }
+    }
+}
+
+#if defined(__x86_64__)
+
+bool packedGemmAvailable() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
+                int64_t rowBegin, int64_t rowEnd, int64_t colBegin,
+                int64_t colEnd) MIXPREC_AVX2_FMA;
+void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
+                int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd) {
+  if (k == 0) { // an empty sum
+    for (int64_t r = rowBegin; r < rowEnd; ++r)
+      std::fill(c + r * n + colBegin, c + r * n + colEnd, 0.0f);
+    return;
+  }
+  for (int64_t i0 = 0; i0 < k; i0 += kPackedGemmDepth) {
+    const int64_t depth = std::min(kPackedGemmDepth, k - i0);
+    for (int64_t j0 = colBegin; j0 < colEnd; j0 += kPackedGemmPanel) {
+      const float *panel = packed + (j0 / kPackedGemmPanel * k + i0) * kPackedGemmPanel;
+      const int cols = int(std::min(kPackedGemmPanel, colEnd - j0));
+      for (int64_t r = rowBegin; r < rowEnd; r += 6)
+        avx2::multiplyRows(int(std::min<int64_t>(6, rowEnd - r)), a + r * k + i0, k, panel, depth,
+                           c + r * n + j0, n, /*accumulate=*/i0 > 0, cols);
+    }
+  }
+}
+
+#else // not x86-64: nothing here runs.
+
+bool packedGemmAvailable() { return false; }
+void packedGemm(const float *, const float *, float *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                int64_t) {}
+
+#endif
+
+} // namespace mixprec::runtime::cpu
