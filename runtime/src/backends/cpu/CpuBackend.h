@@ -239,6 +239,10 @@ struct KernelPlan {
   /// order). Rows (with row reductions) or slices of the one row (without)
   /// are then independent.
   bool parallel = false;
+  /// The cost of one point, about: 1 per instruction, 8 per transcendental
+  /// function (exp, erf, tanh, GELU...): a kernel of few points but a long
+  /// program is split over the threads too (CpuBackend::runKernel).
+  int64_t pointCost = 1;
 };
 
 /// Prepares kernel `index` of a verified module.
@@ -589,7 +593,8 @@ private:
   std::unique_ptr<ThreadPool> pool;
   std::vector<Worker> workers;
   /// Below this many points a kernel runs on the calling thread alone
-  /// (starting the threads costs more than the work): 16384, or
+  /// (starting the threads costs more than the work), unless its points
+  /// cost twice that (KernelPlan::pointCost): 16384, or
   /// MIXPREC_CPU_PARALLEL_POINTS (tests set 1 to split every kernel).
   int64_t parallelPoints = 16384;
   std::vector<const uint8_t *> accessData; ///< per access of the running kernel

@@ -47,6 +47,10 @@ struct Tile {
 constexpr int64_t kTileRows = 256, kTileCols = 384;
 /// The rows of a tile whose weight is packed at load (Impl::planTiles).
 constexpr int64_t kPackedTileRows = 64;
+/// The least multiply-adds of an own GEMM tile split for the threads
+/// (Impl::planOwn): about 3 us at one core's 90 GFLOP/s, beside 1-2 us
+/// per parallel loop (OpenMP, 2 threads, an EPYC VM).
+constexpr int64_t kOwnTileMacs = int64_t(1) << 17;
 
 /// One GEMM step's primitive, its memory objects (their data handles set
 /// per run) and, for a constant weight, its packed copy.
@@ -429,7 +433,8 @@ struct DnnlGemms::Impl {
   /// Plans tall step g on the own packed GEMM (Plan::own): its FP32
   /// constant weight at `packFrom` (p.weights' plain layout) packed into
   /// panels, its output in tiles of kPackedTileRows rows and kTileCols
-  /// columns (as oneDNN's tiles; each sums all of k) for the threads.
+  /// columns (as oneDNN's tiles; each sums all of k), or smaller ones
+  /// for the threads.
   bool planOwn(const GemmDesc &g, Plan &p, const uint8_t *packFrom) {
     dnnl_dim_t strides[2] = {0, 0};
     if (!plainStrides(p.weights, strides))
@@ -444,11 +449,25 @@ struct DnnlGemms::Impl {
     cpu::packGemmWeight(reinterpret_cast<const float *>(packFrom), p.k, p.n, strides[0], strides[1],
                         static_cast<float *>(p.packed));
     ++packsAtLoad;
-    const int64_t tileCols = p.n <= kTileCols + kTileCols / 2 ? p.n : kTileCols;
-    for (int64_t r0 = 0; r0 < rows; r0 += kPackedTileRows)
+    // Its sums do not depend on the tiles: where the grid gives fewer than
+    // two tiles per thread, narrower ones (16 columns, then 6 rows at a
+    // time), each of kOwnTileMacs multiply-adds or more.
+    int64_t tileCols = p.n <= kTileCols + kTileCols / 2 ? p.n : kTileCols;
+    int64_t tileRows = std::min(rows, kPackedTileRows);
+    const int64_t threads = pool ? pool->size() : 1, want = threads > 1 ? 2 * threads : 1;
+    auto count = [&](int64_t r, int64_t c) { return ((rows + r - 1) / r) * ((p.n + c - 1) / c); };
+    while (count(tileRows, tileCols) < want) {
+      const int64_t c = (tileCols / 2 + 15) / 16 * 16, r = (tileRows / 2 + 5) / 6 * 6;
+      if (tileCols >= 32 && c * tileRows * p.k >= kOwnTileMacs)
+        tileCols = c;
+      else if (tileRows >= 12 && tileCols * r * p.k >= kOwnTileMacs)
+        tileRows = r;
+      else
+        break;
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += tileRows)
       for (int64_t c0 = 0; c0 < p.n; c0 += tileCols)
-        p.ownTiles.push_back(
-            {r0, std::min(rows, r0 + kPackedTileRows), c0, std::min(p.n, c0 + tileCols)});
+        p.ownTiles.push_back({r0, std::min(rows, r0 + tileRows), c0, std::min(p.n, c0 + tileCols)});
     return p.own = p.ok = true;
   }
 

@@ -371,6 +371,32 @@ KernelPlan planKernel(const LoadedModule &module, size_t index) {
     }
   }
   plan.parallel = parallelSafe(module, plan);
+  plan.pointCost = 0;
+  for (const KernelPlan::Inst &inst : plan.program) {
+    switch (inst.op) {
+    case OpCode::Exp:
+    case OpCode::Log:
+    case OpCode::Tanh:
+    case OpCode::Sigmoid:
+    case OpCode::Erf:
+    case OpCode::GeluErf:
+    case OpCode::GeluTanh:
+    case OpCode::Pow:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Tan:
+    case OpCode::Atan:
+    case OpCode::Softplus:
+    case OpCode::Mish:
+    case OpCode::Elu:
+    case OpCode::Selu:
+    case OpCode::Fmod:
+      plan.pointCost += 8;
+      break;
+    default:
+      plan.pointCost += 1;
+    }
+  }
   return plan;
 }
 

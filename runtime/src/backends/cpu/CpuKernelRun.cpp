@@ -296,7 +296,9 @@ Status CpuBackend::runKernel(const KernelPlan &plan) {
     const int64_t slices = rowPoints / runLength * slicesPerRun;
     const int64_t units = splitRows ? rows : slices;
     const int threads = pool->size();
-    if (threads == 1 || !plan.parallel || rows * rowPoints < parallelPoints || units < 2) {
+    const int64_t points = rows * rowPoints;
+    const bool worthIt = points >= parallelPoints || points * plan.pointCost >= 2 * parallelPoints;
+    if (threads == 1 || !plan.parallel || !worthIt || units < 2) {
       if (Status s = runRows(plan, workers[0], 0, rows); !s.ok())
         return s.withContext(plan.name + ": ");
     } else {
