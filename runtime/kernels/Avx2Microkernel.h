@@ -94,6 +94,14 @@ MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda,
   kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols);
 }
 
+/// The rows of the next block of a walk over `left` more rows: six, but
+/// where the rest would leave a block of 1 to 3 rows (few registers: its
+/// sums wait on the multiply-add's latency) the last 7 to 9 as two blocks
+/// of 3 to 5. (Each element's sum is the same in any block.)
+inline int blockRows(int64_t left) {
+  return left >= 10 ? 6 : left > 6 ? int((left + 1) / 2) : int(left);
+}
+
 } // namespace mixprec::runtime::cpu::avx2
 
 #endif // __x86_64__

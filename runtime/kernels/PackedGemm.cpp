@@ -53,9 +53,11 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
     for (int64_t j0 = colBegin; j0 < colEnd; j0 += kPackedGemmPanel) {
       const float *panel = packed + (j0 / kPackedGemmPanel * k + i0) * kPackedGemmPanel;
       const int cols = int(std::min(kPackedGemmPanel, colEnd - j0));
-      for (int64_t r = rowBegin; r < rowEnd; r += 6)
-        avx2::multiplyRows(int(std::min<int64_t>(6, rowEnd - r)), a + r * k + i0, k, panel, depth,
-                           c + r * n + j0, n, /*accumulate=*/i0 > 0, cols);
+      for (int64_t r = rowBegin, rows = 0; r < rowEnd; r += rows) {
+        rows = avx2::blockRows(rowEnd - r);
+        avx2::multiplyRows(int(rows), a + r * k + i0, k, panel, depth, c + r * n + j0, n,
+                           /*accumulate=*/i0 > 0, cols);
+      }
     }
   }
 }

@@ -125,9 +125,11 @@ void winogradMultiply(const WinogradShape &s, const float *v, const float *u, fl
     const float *a = v + xi * tiles * s.c;
     const float *b = u + (xi * blocks + kb) * s.c * 16;
     float *out = m + xi * tiles * kp + kb * 16;
-    for (int64_t t = 0; t < tiles; t += 6)
-      avx2::multiplyRows(int(std::min<int64_t>(6, tiles - t)), a + t * s.c, s.c, b, s.c,
-                         out + t * kp, kp, /*accumulate=*/false, 16);
+    for (int64_t t = 0, rows = 0; t < tiles; t += rows) {
+      rows = avx2::blockRows(tiles - t);
+      avx2::multiplyRows(int(rows), a + t * s.c, s.c, b, s.c, out + t * kp, kp,
+                         /*accumulate=*/false, 16);
+    }
   }
 }
 
