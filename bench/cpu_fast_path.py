@@ -14,7 +14,9 @@ the module once (`mixprec compile --precision P`), then per thread count T
 (`--threads T`, and OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = T) times
 `mixprec run M.mpk --backend cpu --repeat N --time` with DIR/inputs/*.npy
 as its inputs where the folder has them (the median of N runs after the
-load; with --rounds R the lowest of R such medians, onnxruntime's too,
+load, N at least what fills --min-ms at onnxruntime's one-thread time,
+probed once per model: ten runs of a 0.1 ms model are mostly its
+warm-up; with --rounds R the lowest of R such medians, onnxruntime's too,
 the rounds interleaved: every configuration once per round)
 with the GEMM steps on oneDNN (the default) and on the OpenBLAS path
 (MIXPREC_CPU_GEMM=openblas), and onnxruntime on the FP32 model
@@ -27,6 +29,7 @@ folder's inputs); fp8 is the default, scales from each run's amax.
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -82,6 +85,9 @@ def main():
     ap.add_argument("--precisions", nargs="+", default=["fp32", "bf16", "fp8"])
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--min-ms", type=float, default=500.0,
+                    help="runs per timing: at least --repeat, and enough to fill this many "
+                         "milliseconds at onnxruntime's one-thread time (probed per model)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every configuration R times, round after round (separate "
                          "processes), and keep the lowest median: a 2-core VM's neighbours "
@@ -124,6 +130,11 @@ def main():
         outputs = os.path.join(work, "outputs")
         os.makedirs(outputs, exist_ok=True)
         best = {}
+        # Runs per timing, per model (both sides the same).
+        repeats = {}
+        for name, folder, model, modules in plans:
+            probe = run_ort(model, 1, 3)
+            repeats[name] = max(args.repeat, math.ceil(args.min_ms / max(probe, 1e-3)))
 
         def keep(key, value):
             best[key] = min(best.get(key, value), value)
@@ -132,13 +143,13 @@ def main():
             for name, folder, model, modules in plans:
                 inputs = model_inputs(folder)
                 for t in args.threads:
-                    keep((name, "ort", t), run_ort(model, t, args.repeat))
+                    keep((name, "ort", t), run_ort(model, t, repeats[name]))
                 for precision, module in modules:
                     for t in args.threads:
                         for path in args.paths:
                             keep((name, precision, t, path),
-                                 run_mixprec(args.mixprec, module, t, path, args.repeat, inputs,
-                                             outputs))
+                                 run_mixprec(args.mixprec, module, t, path, repeats[name],
+                                             inputs, outputs))
         for name, folder, model, modules in plans:
             fp32 = {}
             for precision, module in modules:
