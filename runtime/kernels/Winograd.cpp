@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #if defined(__x86_64__)
 #include "runtime/kernels/Avx2Microkernel.h"
@@ -49,6 +50,18 @@ int64_t winogradInputUnits(const WinogradShape &s) { return s.n * (s.c / 8) * s.
 int64_t winogradMultiplyUnits(const WinogradShape &s) { return 16 * (s.paddedK() / 16); }
 int64_t winogradOutputUnits(const WinogradShape &s) { return s.n * (s.k / 8) * s.bandRows(); }
 
+/// x rounded to the nearest float (ties to even), past the float range to
+/// an infinity, as an IEEE conversion does: spelled out, since C++ leaves
+/// a conversion beyond the largest finite float to the implementation.
+static float toFloat(double x) {
+  const double limit = 0x1.ffffffp+127; // halfway from FLT_MAX to 2^128
+  if (x >= limit)
+    return std::numeric_limits<float>::infinity();
+  if (x <= -limit)
+    return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(x);
+}
+
 void winogradTransformWeight(const WinogradShape &s, const float *g, float *u) {
   const int64_t blocks = s.paddedK() / 16;
   std::fill(u, u + winogradWeightFloats(s), 0.0f);
@@ -66,7 +79,7 @@ void winogradTransformWeight(const WinogradShape &s, const float *g, float *u) {
         for (int j = 0; j < 4; ++j) {
           const double x = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];
           const int64_t xi = i * 4 + j;
-          u[((xi * blocks + k / 16) * s.c + c) * 16 + k % 16] = static_cast<float>(x);
+          u[((xi * blocks + k / 16) * s.c + c) * 16 + k % 16] = toFloat(x);
         }
     }
 }
