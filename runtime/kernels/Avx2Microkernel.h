@@ -24,6 +24,9 @@
 
 namespace mixprec::runtime::cpu::avx2 {
 
+/// Whether this CPU runs the code here (AVX2 and FMA).
+inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
 /// C[r][j] (+)= sum over i < k of a[r * lda + i] * b[i * 16 + j], for
 /// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
 /// ldc apart.

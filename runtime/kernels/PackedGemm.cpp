@@ -34,9 +34,7 @@ void packGemmWeight(const float *b, int64_t k, int64_t n, int64_t strideK, int64
 
 #if defined(__x86_64__)
 
-bool packedGemmAvailable() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
+bool packedGemmAvailable() { return avx2::cpuRuns(); }
 
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
                 int64_t rowBegin, int64_t rowEnd, int64_t colBegin,

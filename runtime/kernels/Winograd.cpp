@@ -86,7 +86,7 @@ void winogradTransformWeight(const WinogradShape &s, const float *g, float *u) {
 
 #if defined(__x86_64__)
 
-bool winogradAvailable() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool winogradAvailable() { return avx2::cpuRuns(); }
 
 void winogradInput(const WinogradShape &s, const float *src, float *v, int64_t begin,
                    int64_t end) MIXPREC_WINOGRAD_ISA;
