@@ -29,10 +29,14 @@ inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_s
 
 /// C[r][j] (+)= sum over i < k of a[r * lda + i] * b[i * 16 + j], for
 /// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
-/// ldc apart.
+/// ldc apart. Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
+/// on are fetched into the level-2 cache, spread over the k steps (a
+/// caller's next panel of B: see PackedGemm.cpp); no effect on C.
 template <int R>
 MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k,
-                                           float *c, int64_t ldc, bool accumulate, int cols) {
+                                           float *c, int64_t ldc, bool accumulate, int cols,
+                                           const char *prefetch = nullptr,
+                                           int64_t prefetchLines = 0) {
   static_assert(R >= 1 && R <= 6, "one to six rows");
   // Twelve named accumulators (an array of them GCC keeps in memory,
   // storing it every step); rows past R unused.
@@ -55,22 +59,41 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
     MIXPREC_AVX2_LOAD_ROW(5)
 #undef MIXPREC_AVX2_LOAD_ROW
   }
-  for (int64_t i = 0; i < k; ++i) {
-    const __m256 w0 = _mm256_loadu_ps(b + i * 16), w1 = _mm256_loadu_ps(b + i * 16 + 8);
+  // One k step: C's R x 16 block += A's column i times B's row i.
 #define MIXPREC_AVX2_ROW(r)                                                                        \
   if constexpr (R > r) {                                                                           \
     const __m256 x = _mm256_broadcast_ss(a + r * lda + i);                                         \
     c##r##0 = _mm256_fmadd_ps(x, w0, c##r##0);                                                     \
     c##r##1 = _mm256_fmadd_ps(x, w1, c##r##1);                                                     \
   }
-    MIXPREC_AVX2_ROW(0)
-    MIXPREC_AVX2_ROW(1)
-    MIXPREC_AVX2_ROW(2)
-    MIXPREC_AVX2_ROW(3)
-    MIXPREC_AVX2_ROW(4)
-    MIXPREC_AVX2_ROW(5)
-#undef MIXPREC_AVX2_ROW
+#define MIXPREC_AVX2_STEP                                                                          \
+  {                                                                                                \
+    const __m256 w0 = _mm256_loadu_ps(b + i * 16), w1 = _mm256_loadu_ps(b + i * 16 + 8);           \
+    MIXPREC_AVX2_ROW(0)                                                                            \
+    MIXPREC_AVX2_ROW(1)                                                                            \
+    MIXPREC_AVX2_ROW(2)                                                                            \
+    MIXPREC_AVX2_ROW(3)                                                                            \
+    MIXPREC_AVX2_ROW(4)                                                                            \
+    MIXPREC_AVX2_ROW(5)                                                                            \
   }
+  int64_t i = 0;
+  if (prefetchLines > 0) {
+    // The lines in chunks of 8 k steps, as many a chunk as spreads them
+    // over all of k (one a chunk where they are fewer than the chunks).
+    constexpr int64_t kChunk = 8;
+    const int64_t chunks = k / kChunk;
+    const int64_t perChunk = chunks > 0 ? (prefetchLines + chunks - 1) / chunks : 0;
+    for (int64_t chunk = 0, line = 0; chunk < chunks; ++chunk) {
+      for (int64_t p = 0; p < perChunk && line < prefetchLines; ++p, ++line)
+        _mm_prefetch(prefetch + line * 64, _MM_HINT_T1);
+      for (const int64_t end = i + kChunk; i < end; ++i)
+        MIXPREC_AVX2_STEP
+    }
+  }
+  for (; i < k; ++i)
+    MIXPREC_AVX2_STEP
+#undef MIXPREC_AVX2_STEP
+#undef MIXPREC_AVX2_ROW
   const __m256 out[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (int r = 0; r < R; ++r) {
     if (cols == 16) {
@@ -88,13 +111,14 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
 /// multiplyBlock for `rows` rows, 1 to 6 (a table of the six).
 MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda, const float *b,
                                           int64_t k, float *c, int64_t ldc, bool accumulate,
-                                          int cols) {
-  using Block =
-      void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool, int);
+                                          int cols, const char *prefetch = nullptr,
+                                          int64_t prefetchLines = 0) {
+  using Block = void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool,
+                         int, const char *, int64_t);
   static const Block kBlocks[7] = {nullptr,          multiplyBlock<1>, multiplyBlock<2>,
                                    multiplyBlock<3>, multiplyBlock<4>, multiplyBlock<5>,
                                    multiplyBlock<6>};
-  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols);
+  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines);
 }
 
 /// The rows of the next block of a walk over `left` more rows: six, but

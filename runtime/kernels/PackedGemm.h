@@ -25,7 +25,11 @@ namespace mixprec::runtime::cpu {
 /// (up to 256 KB, which the level-2 cache holds while the rows go by): on an
 /// AVX2 EPYC (one thread, 64 x 384 tiles) all of k at once ran 64 x 768 x
 /// 3072 at 87-89 GFLOP/s and 64 x 3072 x 768 at 94, passes of 256 at 78 and
-/// 75-80 (each pass reloads C), oneDNN's sgemm at 77-82 and 71-75.
+/// 75-80 (each pass reloads C), oneDNN's sgemm at 77-82 and 71-75. (Those
+/// with the weight cached; with 200 MB of weights in turn, as a model reads
+/// them, 87-89 GFLOP/s without and 93-96 with the next panel fetched
+/// ahead, spread over the row blocks; 86 -> 92 for GPT-2's 64 x 768 x
+/// 50257 lm_head; the FMA's peak is 103 there.)
 constexpr int64_t kPackedGemmPanel = 16, kPackedGemmDepth = 4096;
 
 /// Whether this CPU runs packedGemm (AVX2 and FMA; x86-64 only).
