@@ -198,13 +198,16 @@ bool storeAccess(const KernelPlan::Access &access, uint8_t *base, int64_t offset
 /// RowMax's step: x where it is larger or NaN, else acc (a NaN stays).
 inline float maxStep(float acc, float x) { return (x > acc || x != x) ? x : acc; }
 
-/// kReductionLanes floats, one vector (GCC's vector extension: each clone
-/// its own registers, an element-wise operation the same bits in all).
-using LaneVector = float __attribute__((vector_size(kReductionLanes * sizeof(float))));
+/// Half of kReductionLanes floats, one vector (GCC's vector extension: each
+/// clone its own registers, an element-wise operation the same bits in
+/// all); the lanes are kept in two (GCC kept one vector of all 16 on the
+/// stack in the AVX2 clone, storing it whole and reloading it in halves
+/// every step: a store-forwarding stall each, 2 ns a point).
+using HalfLaneVector = float __attribute__((vector_size(kReductionLanes / 2 * sizeof(float))));
 
-/// The kReductionLanes floats at p (a macro: an inline function returning
-/// the vector would have the baseline clone's ABI).
-#define MIXPREC_LOAD_LANES(v, p) std::memcpy(&(v), (p), sizeof(LaneVector))
+/// The floats of vector v at p (a macro: an inline function returning the
+/// vector would have the baseline clone's ABI).
+#define MIXPREC_LOAD_LANES(v, p) std::memcpy(&(v), (p), sizeof(v))
 
 /// Adds (RowSum) or max-merges (RowMax) points x[0, n), at positions
 /// [offset, offset + n) of their row, into the row's lanes: the point at
@@ -218,17 +221,23 @@ MIXPREC_KERNEL_CLONES void accumulateLanes(const float *x, int64_t n, int64_t of
   int64_t i = 0;
   for (; i < n && (offset + i) % L != 0; ++i)
     lanes[(offset + i) % L] = step(lanes[(offset + i) % L], x[i]);
-  LaneVector acc;
-  MIXPREC_LOAD_LANES(acc, lanes);
+  HalfLaneVector low, high;
+  MIXPREC_LOAD_LANES(low, lanes);
+  MIXPREC_LOAD_LANES(high, lanes + L / 2);
   for (; i + L <= n; i += L) {
-    LaneVector v;
+    HalfLaneVector v, w;
     MIXPREC_LOAD_LANES(v, x + i);
-    if constexpr (Sum)
-      acc += v;
-    else
-      acc = (v > acc || v != v) ? v : acc;
+    MIXPREC_LOAD_LANES(w, x + i + L / 2);
+    if constexpr (Sum) {
+      low += v;
+      high += w;
+    } else {
+      low = (v > low || v != v) ? v : low;
+      high = (w > high || w != w) ? w : high;
+    }
   }
-  std::memcpy(lanes, &acc, sizeof(acc));
+  std::memcpy(lanes, &low, sizeof(low));
+  std::memcpy(lanes + L / 2, &high, sizeof(high));
   for (; i < n; ++i)
     lanes[(offset + i) % L] = step(lanes[(offset + i) % L], x[i]);
 }
@@ -250,21 +259,23 @@ float mergeAmax(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN 
 
 // In lanes: the same value in any order.
 MIXPREC_KERNEL_CLONES float amaxOf(const float *x, int64_t n, float amax) {
-  constexpr int64_t L = kReductionLanes;
-  LaneVector acc = {}, nan = {};
+  constexpr int64_t L = kReductionLanes / 2;
+  HalfLaneVector acc[2] = {}, nan[2] = {};
   int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    LaneVector v;
-    MIXPREC_LOAD_LANES(v, x + i);
-    const LaneVector magnitude = v < 0 ? -v : v; // -0 and 0 alike to max
-    nan = v != v ? v : nan;
-    acc = magnitude > acc ? magnitude : acc;
-  }
+  for (; i + 2 * L <= n; i += 2 * L)
+    for (int h = 0; h < 2; ++h) {
+      HalfLaneVector v;
+      MIXPREC_LOAD_LANES(v, x + i + h * L);
+      const HalfLaneVector magnitude = v < 0 ? -v : v; // -0 and 0 alike to max
+      nan[h] = v != v ? v : nan[h];
+      acc[h] = magnitude > acc[h] ? magnitude : acc[h];
+    }
   bool anyNan = false;
-  for (int64_t l = 0; l < L; ++l) {
-    anyNan |= nan[l] != nan[l];
-    amax = mergeAmax(amax, acc[l]);
-  }
+  for (int h = 0; h < 2; ++h)
+    for (int64_t l = 0; l < L; ++l) {
+      anyNan |= nan[h][l] != nan[h][l];
+      amax = mergeAmax(amax, acc[h][l]);
+    }
   for (; i < n; ++i)
     amax = mergeAmax(amax, std::fabs(x[i]));
   return anyNan ? NAN : amax;
