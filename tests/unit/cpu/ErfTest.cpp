@@ -134,7 +134,8 @@ TEST(Erf, GeluErfWithinThreeUlpsOfTheAccurateOne) {
   // takes ~15 s on two cores, most of it geluErfAccurate), on two threads:
   // geluErfArray within 3 ulps of geluErfAccurateArray, NaN exactly where
   // it is NaN, -0 where it is -0; the scalar form (every 61st) and
-  // unary(GeluErf) (the sweep) the same bits as the array form.
+  // unary(GeluErf) (the sweep) the same bits as the array form (on AVX2
+  // CPUs without AVX-512 its own intrinsics, Erf.cpp).
   struct alignas(64) Result { // (one cache line each: two threads count)
     double worst = 0;
     float worstAt = 0;
@@ -193,6 +194,25 @@ TEST(Erf, GeluErfWithinThreeUlpsOfTheAccurateOne) {
   unary(UnaryOp::GeluErf, xs.data(), viaUnary.data(), static_cast<int64_t>(xs.size()));
   EXPECT_EQ(std::memcmp(ys.data(), viaUnary.data(), ys.size() * sizeof(float)), 0)
       << "unary(GeluErf) is not geluErfArray";
+  // Every length up to 40 (the AVX2 form's two-vector, one-vector and
+  // scalar tails) over GELU's interval edges, the same bits as the scalar.
+  std::vector<float> edges;
+  for (float edge : {0.0f, 0.5f, 2.0f, 4.0f, 6.0f, 5.65685415f, 1e-30f, 1e-45f, 1e30f, INFINITY})
+    for (float x : {edge, std::nextafter(edge, 0.0f), std::nextafter(edge, 10.0f)}) {
+      edges.push_back(x);
+      edges.push_back(-x);
+    }
+  edges.push_back(NAN);
+  edges.push_back(-NAN);
+  for (size_t n = 0; n <= 40; ++n)
+    for (size_t start = 0; start + n <= edges.size(); start += 7) {
+      std::vector<float> out(n + 1, 42.0f);
+      geluErfArray(edges.data() + start, out.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i)
+        EXPECT_EQ(bitsOf(out[i]), bitsOf(geluErfFloat(edges[start + i])))
+            << "geluErfArray of " << n << " values at " << edges[start + i];
+      EXPECT_EQ(out[n], 42.0f) << "geluErfArray wrote past " << n << " values";
+    }
   EXPECT_TRUE(std::isnan(geluErfFloat(NAN)));
   EXPECT_EQ(geluErfFloat(INFINITY), INFINITY);
   // -inf * 0, as the formula in FP32 and FP64 (the interpreter) gives.
