@@ -31,12 +31,14 @@ inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_s
 /// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
 /// ldc apart. Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
 /// on are fetched into the level-2 cache, spread over the k steps (a
-/// caller's next panel of B: see PackedGemm.cpp); no effect on C.
+/// caller's next panel of B: see PackedGemm.cpp); no effect on C. `bias`
+/// (null: none; `cols` floats): bias[j] added to each row's sum once k is
+/// done (one FP32 addition, as a pass over C after would make).
 template <int R>
 MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k,
                                            float *c, int64_t ldc, bool accumulate, int cols,
                                            const char *prefetch = nullptr,
-                                           int64_t prefetchLines = 0) {
+                                           int64_t prefetchLines = 0, const float *bias = nullptr) {
   static_assert(R >= 1 && R <= 6, "one to six rows");
   // Twelve named accumulators (an array of them GCC keeps in memory,
   // storing it every step); rows past R unused.
@@ -94,6 +96,23 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
     MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_ROW
+  if (bias) {
+    float padded[16] = {};
+    std::memcpy(padded, bias, size_t(cols) * sizeof(float));
+    const __m256 b0 = _mm256_loadu_ps(padded), b1 = _mm256_loadu_ps(padded + 8);
+#define MIXPREC_AVX2_BIAS_ROW(r)                                                                   \
+  if constexpr (R > r) {                                                                           \
+    c##r##0 = _mm256_add_ps(c##r##0, b0);                                                          \
+    c##r##1 = _mm256_add_ps(c##r##1, b1);                                                          \
+  }
+    MIXPREC_AVX2_BIAS_ROW(0)
+    MIXPREC_AVX2_BIAS_ROW(1)
+    MIXPREC_AVX2_BIAS_ROW(2)
+    MIXPREC_AVX2_BIAS_ROW(3)
+    MIXPREC_AVX2_BIAS_ROW(4)
+    MIXPREC_AVX2_BIAS_ROW(5)
+#undef MIXPREC_AVX2_BIAS_ROW
+  }
   const __m256 out[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (int r = 0; r < R; ++r) {
     if (cols == 16) {
@@ -112,13 +131,13 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
 MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda, const float *b,
                                           int64_t k, float *c, int64_t ldc, bool accumulate,
                                           int cols, const char *prefetch = nullptr,
-                                          int64_t prefetchLines = 0) {
+                                          int64_t prefetchLines = 0, const float *bias = nullptr) {
   using Block = void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool,
-                         int, const char *, int64_t);
+                         int, const char *, int64_t, const float *);
   static const Block kBlocks[7] = {nullptr,          multiplyBlock<1>, multiplyBlock<2>,
                                    multiplyBlock<3>, multiplyBlock<4>, multiplyBlock<5>,
                                    multiplyBlock<6>};
-  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines);
+  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines, bias);
 }
 
 /// The rows of the next block of a walk over `left` more rows: six, but

@@ -37,13 +37,15 @@ void packGemmWeight(const float *b, int64_t k, int64_t n, int64_t strideK, int64
 bool packedGemmAvailable() { return avx2::cpuRuns(); }
 
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
-                int64_t rowBegin, int64_t rowEnd, int64_t colBegin,
-                int64_t colEnd) MIXPREC_AVX2_FMA;
+                int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd,
+                const float *bias) MIXPREC_AVX2_FMA;
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
-                int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd) {
-  if (k == 0) { // an empty sum
+                int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd,
+                const float *bias) {
+  if (k == 0) { // an empty sum (0, plus the bias)
     for (int64_t r = rowBegin; r < rowEnd; ++r)
-      std::fill(c + r * n + colBegin, c + r * n + colEnd, 0.0f);
+      for (int64_t j = colBegin; j < colEnd; ++j)
+        c[r * n + j] = bias ? 0.0f + bias[j] : 0.0f;
     return;
   }
   int64_t blocks = 0;
@@ -67,7 +69,8 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
         const int64_t from = next ? depth * block / blocks : 0;
         const int64_t to = next ? depth * (block + 1) / blocks : 0;
         avx2::multiplyRows(int(rows), a + r * k + i0, k, panel, depth, c + r * n + j0, n,
-                           /*accumulate=*/i0 > 0, cols, nextPanel + from * 64, to - from);
+                           /*accumulate=*/i0 > 0, cols, nextPanel + from * 64, to - from,
+                           bias && i0 + depth == k ? bias + j0 : nullptr);
       }
     }
   }
@@ -77,7 +80,7 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
 
 bool packedGemmAvailable() { return false; }
 void packedGemm(const float *, const float *, float *, int64_t, int64_t, int64_t, int64_t, int64_t,
-                int64_t) {}
+                int64_t, const float *) {}
 
 #endif
 

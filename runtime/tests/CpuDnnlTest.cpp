@@ -517,6 +517,75 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
     }
 }
 
+TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
+  // The own packed GEMM (PackedGemm.h) adds an FP32 row bias to each sum as
+  // it stores it (runGemm's epilogue then skips it): each output is the
+  // bias-free step's output plus bias[j] rounded once, for 1 and 2 threads,
+  // with partial panels and row blocks, k past one pass (4100: the bias in
+  // the last only), B^T, k 1, and biases -0, NaN, +-inf and large.
+  struct Shape3 {
+    int64_t m, n, k;
+    bool transB = false;
+  };
+  for (const Shape3 &sh : {Shape3{33, 40, 96}, Shape3{70, 512, 48}, Shape3{7, 50, 4100, true},
+                           Shape3{6, 16, 1}, Shape3{64, 768, 64}}) {
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k) +
+                 (sh.transB ? " (B^T)" : ""));
+    const int64_t m = sh.m, n = sh.n, k = sh.k;
+    const std::vector<float> a = randomValues(size_t(m * k), 6);
+    const std::vector<float> w = randomValues(size_t(k * n), 7);
+    std::vector<float> bias = randomValues(size_t(n), 8);
+    bias[0] = -0.0f;
+    bias[size_t(n) - 1] = NAN;
+    bias[size_t(n) / 2] = INFINITY;
+    bias[size_t(n) / 3] = -INFINITY;
+    bias[size_t(n) / 5] = 3e38f;
+    std::vector<uint8_t> outputs[2][2]; // [with bias][threads - 1]
+    for (bool withBias : {false, true}) {
+      ModuleBuilder mb;
+      GemmSpec g;
+      g.name = "mm";
+      g.m = m, g.n = n, g.k = k, g.batch = 1, g.transB = sh.transB;
+      g.strideA = m * k, g.strideB = 0, g.strideOut = m * n;
+      g.a = mb.input("a", fb::DType::F32, {m, k});
+      g.b = mb.constantFloats("w", fb::DType::F32, sh.transB ? Shape{n, k} : Shape{k, n}, w);
+      g.out = mb.activation("o", fb::DType::F32, {m, n});
+      if (withBias) {
+        g.bias = mb.constantFloats("b", fb::DType::F32, {n}, bias);
+        g.epilogue = fb::Epilogue::Bias;
+      }
+      mb.output(g.out);
+      mb.gemm(g);
+      const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+      ASSERT_TRUE(module);
+      for (int threads : {1, 2})
+        outputs[withBias][threads - 1] =
+            outputBytes(module, threads, {{g.a, a}}, [&](rt::CpuBackend &cpu) {
+              if (cpu.dnnlGemms().tiles(0) > 0 && rt::cpu::packedGemmAvailable()) {
+                EXPECT_TRUE(cpu.dnnlGemms().ownKernel(0));
+              }
+            });
+    }
+    for (int t = 0; t < 2; ++t) {
+      ASSERT_EQ(outputs[1][t].size(), size_t(m * n * 4));
+      ASSERT_EQ(outputs[0][t].size(), size_t(m * n * 4));
+      const auto *with = reinterpret_cast<const float *>(outputs[1][t].data());
+      const auto *without = reinterpret_cast<const float *>(outputs[0][t].data());
+      size_t bad = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const float want = without[i * n + j] + bias[size_t(j)];
+          if (std::memcmp(&want, &with[i * n + j], sizeof want) != 0 && bad++ < 5) {
+            ADD_FAILURE() << t + 1 << " thread(s), (" << i << ", " << j << "): " << with[i * n + j]
+                          << ", the sum plus the bias " << want;
+          }
+        }
+      EXPECT_EQ(bad, 0u);
+    }
+    EXPECT_TRUE(outputs[1][0] == outputs[1][1]) << "2 threads: not the bytes of 1";
+  }
+}
+
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
   // findWideStorage: x quantized (FP8) or rounded (BF16, FP16) by a kernel
   // to xq, which two GEMMs read, one through xv (a view: xq's bytes and

@@ -577,7 +577,8 @@ void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count
 
 const void *DnnlGemms::widenedA() const { return impl->wideA.data(); }
 
-Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, const void *aWide) {
+Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, const void *aWide,
+                      const float *bias) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
@@ -596,7 +597,7 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
     const auto *w = static_cast<const float *>(p.packed);
     auto tile = [&](int64_t i, int) {
       const Plan::OwnTile &t = p.ownTiles[size_t(i)];
-      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1);
+      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1, bias);
     };
     if (d.pool) // (one worker or one tile: on the calling thread)
       d.pool->run(int64_t(p.ownTiles.size()), tile);
@@ -680,7 +681,7 @@ Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlGemms::handles(size_t) const { return false; }
 std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
-Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *) {
+Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *, const float *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }

@@ -58,6 +58,13 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   const float *bias = nullptr;
   if (g.bias != -1 && !(bias = floatOperand(g.bias, scratch[3])))
     return outOfMemory(g.name, module->tensors()[g.bias].elements * 4);
+  const cpu::Shape *biasShape = bias ? &module->tensors()[g.bias].shape : nullptr;
+  const bool rowBias = bias && !biasShape->empty() && biasShape->back() == g.n &&
+                       !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
+                       cpu::numElements(*biasShape) == g.n;
+  // The own packed GEMM adds a row bias as it stores its sums (unscaled
+  // ones: FP8's factor comes first).
+  const bool biasInGemm = rowBias && !scaled && onDnnl && dnnl.ownKernel(index);
   // oneDNN: the products' sums, then the bias added (as after FP8 scaling).
   // An A it widens (FP8 to BF16, exact) widened first, in slices over the
   // threads, unless the kernel that wrote it stored it widened.
@@ -71,7 +78,8 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });
       aWide = dnnl.widenedA();
     }
-    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, aWide); !s.ok())
+    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, aWide, biasInGemm ? bias : nullptr);
+        !s.ok())
       return s.withContext(g.name + ": ");
   }
   if (!onDnnl)
@@ -81,7 +89,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   const float factor = scaled ? (1.0f / *reinterpret_cast<const float *>(tensorData(g.aScale))) *
                                     (1.0f / *reinterpret_cast<const float *>(tensorData(g.bScale)))
                               : 1.0f;
-  const bool addBias = bias && (scaled || onDnnl); // else already in acc
+  const bool addBias = bias && (scaled || onDnnl) && !biasInGemm; // else already in acc
   // The quantize kernel after it (findGemmQuantizes): elements [first,
   // first + n) of the output, in FP32, rounded to the output's dtype as
   // its store would, quantized as the kernel's Quantize and stored to the
@@ -119,10 +127,6 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       value = num::roundTo(formatOf(outDesc.dtype), value, storeOptions(outDesc.dtype));
     std::memcpy(tensorData(amax->output), &value, sizeof value);
   };
-  const cpu::Shape *biasShape = addBias ? &module->tensors()[g.bias].shape : nullptr;
-  const bool rowBias = addBias && !biasShape->empty() && biasShape->back() == g.n &&
-                       !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
-                       cpu::numElements(*biasShape) == g.n;
   if (addBias && !rowBias) {
     // A bias of another shape: scale, bias, ReLU, GELU and the rounding to
     // the output's dtype, each a pass over the whole, on this thread.
