@@ -62,15 +62,16 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
       // from memory by the first row block alone ran the GEMMs of a
       // model, whose weights are not cached, 7-10% slower (PackedGemm.h).
       const bool next = j0 + kPackedGemmPanel < n;
-      const char *nextPanel = reinterpret_cast<const char *>(panel + k * kPackedGemmPanel);
+      const char *nextPanel =
+          next ? reinterpret_cast<const char *>(panel + k * kPackedGemmPanel) : nullptr;
       int64_t block = 0;
       for (int64_t r = rowBegin, rows = 0; r < rowEnd; r += rows, ++block) {
         rows = avx2::blockRows(rowEnd - r);
         const int64_t from = next ? depth * block / blocks : 0;
         const int64_t to = next ? depth * (block + 1) / blocks : 0;
         avx2::multiplyRows(int(rows), a + r * k + i0, k, panel, depth, c + r * n + j0, n,
-                           /*accumulate=*/i0 > 0, cols, nextPanel + from * 64, to - from,
-                           bias && i0 + depth == k ? bias + j0 : nullptr);
+                           /*accumulate=*/i0 > 0, cols, next ? nextPanel + from * 64 : nullptr,
+                           to - from, bias && i0 + depth == k ? bias + j0 : nullptr);
       }
     }
   }

@@ -145,14 +145,15 @@ void winogradMultiply(const WinogradShape &s, const float *v, const float *u, fl
     // the level-2 cache meanwhile, a share per row block, as PackedGemm.cpp
     // does: the 7 x 7 layers' U (16.8 MB) comes from memory.
     const bool next = unit + 1 < 16 * blocks;
-    const char *nextPanel = reinterpret_cast<const char *>(b + s.c * 16);
+    const char *nextPanel = next ? reinterpret_cast<const char *>(b + s.c * 16) : nullptr;
     int64_t block = 0;
     for (int64_t t = 0, rows = 0; t < tiles; t += rows, ++block) {
       rows = avx2::blockRows(tiles - t);
       const int64_t from = next ? s.c * block / rowBlocks : 0;
       const int64_t to = next ? s.c * (block + 1) / rowBlocks : 0;
       avx2::multiplyRows(int(rows), a + t * s.c, s.c, b, s.c, out + t * kp, kp,
-                         /*accumulate=*/false, 16, nextPanel + from * 64, to - from);
+                         /*accumulate=*/false, 16, next ? nextPanel + from * 64 : nullptr,
+                         to - from);
     }
   }
 }
