@@ -1,6 +1,7 @@
 //===- Avx2Microkernel.h - the AVX2 6 x 16 FP32 multiply-add block -*- C++ -*-===//
 //
-// Internal to the kernels that include it (Winograd.cpp, PackedGemm.cpp):
+// Internal to the kernels that include it (Winograd.cpp, PackedGemm.cpp;
+// Erf.cpp for cpuRuns):
 // an R x 16 block of C (R <= 6 rows, two vectors of 8 columns each) kept in
 // twelve registers over k steps, one fused multiply-add per register per
 // step, each row's value broadcast from A, the 16 columns of B loaded from
@@ -30,8 +31,8 @@ inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_s
 /// C[r][j] (+)= sum over i < k of a[r * lda + i] * b[i * 16 + j], for
 /// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
 /// ldc apart. Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
-/// on are fetched into the level-2 cache, spread over the k steps (a
-/// caller's next panel of B: see PackedGemm.cpp); no effect on C. `bias`
+/// on are fetched into the level-2 cache, spread over the k steps (a share
+/// of the next panel of B: multiplyPanel); no effect on C. `bias`
 /// (null: none; `cols` floats): bias[j] added to each row's sum once k is
 /// done (one FP32 addition, as a pass over C after would make).
 template <int R>
@@ -146,6 +147,24 @@ MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda,
 /// of 3 to 5. (Each element's sum is the same in any block.)
 inline int blockRows(int64_t left) {
   return left >= 10 ? 6 : left > 6 ? int((left + 1) / 2) : int(left);
+}
+
+/// C's rows [0, rows) (ldc apart) for one panel of B, from A's (lda apart),
+/// block by block of blockRows rows (multiplyRows), while the `nextLines`
+/// 64-byte lines from `next` (the caller's next panel; null: none) are
+/// fetched into the level-2 cache, each block taking its rows' share: a
+/// panel read from memory by its first block alone made the GEMMs of a
+/// model, whose weights are not cached, 7-10% slower (PackedGemm.h).
+MIXPREC_AVX2_FMA inline void multiplyPanel(int64_t rows, const float *a, int64_t lda,
+                                           const float *b, int64_t k, float *c, int64_t ldc,
+                                           bool accumulate, int cols, const char *next,
+                                           int64_t nextLines, const float *bias = nullptr) {
+  for (int64_t r = 0, n = 0; r < rows; r += n) {
+    n = blockRows(rows - r);
+    const int64_t from = nextLines * r / rows, to = nextLines * (r + n) / rows;
+    multiplyRows(int(n), a + r * lda, lda, b, k, c + r * ldc, ldc, accumulate, cols,
+                 next ? next + from * 64 : nullptr, to - from, bias);
+  }
 }
 
 } // namespace mixprec::runtime::cpu::avx2

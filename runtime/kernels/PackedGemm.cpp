@@ -48,31 +48,19 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
         c[r * n + j] = bias ? 0.0f + bias[j] : 0.0f;
     return;
   }
-  int64_t blocks = 0;
-  for (int64_t r = rowBegin; r < rowEnd; r += avx2::blockRows(rowEnd - r))
-    ++blocks;
   for (int64_t i0 = 0; i0 < k; i0 += kPackedGemmDepth) {
     const int64_t depth = std::min(kPackedGemmDepth, k - i0);
     for (int64_t j0 = colBegin; j0 < colEnd; j0 += kPackedGemmPanel) {
       const float *panel = packed + (j0 / kPackedGemmPanel * k + i0) * kPackedGemmPanel;
       const int cols = int(std::min(kPackedGemmPanel, colEnd - j0));
       // The next panel's k block (one 64-byte line a k step), past this
-      // tile's columns too while the weight has one, is fetched into the
-      // level-2 cache meanwhile, a share of it per row block: a panel read
-      // from memory by the first row block alone ran the GEMMs of a
-      // model, whose weights are not cached, 7-10% slower (PackedGemm.h).
+      // tile's columns too while the weight has one, fetched meanwhile.
       const bool next = j0 + kPackedGemmPanel < n;
-      const char *nextPanel =
-          next ? reinterpret_cast<const char *>(panel + k * kPackedGemmPanel) : nullptr;
-      int64_t block = 0;
-      for (int64_t r = rowBegin, rows = 0; r < rowEnd; r += rows, ++block) {
-        rows = avx2::blockRows(rowEnd - r);
-        const int64_t from = next ? depth * block / blocks : 0;
-        const int64_t to = next ? depth * (block + 1) / blocks : 0;
-        avx2::multiplyRows(int(rows), a + r * k + i0, k, panel, depth, c + r * n + j0, n,
-                           /*accumulate=*/i0 > 0, cols, next ? nextPanel + from * 64 : nullptr,
-                           to - from, bias && i0 + depth == k ? bias + j0 : nullptr);
-      }
+      avx2::multiplyPanel(
+          rowEnd - rowBegin, a + rowBegin * k + i0, k, panel, depth, c + rowBegin * n + j0, n,
+          /*accumulate=*/i0 > 0, cols,
+          next ? reinterpret_cast<const char *>(panel + k * kPackedGemmPanel) : nullptr,
+          next ? depth : 0, bias && i0 + depth == k ? bias + j0 : nullptr);
     }
   }
 }

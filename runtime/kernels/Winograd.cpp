@@ -133,28 +133,17 @@ void winogradMultiply(const WinogradShape &s, const float *v, const float *u, fl
 void winogradMultiply(const WinogradShape &s, const float *v, const float *u, float *m,
                       int64_t begin, int64_t end) {
   const int64_t kp = s.paddedK(), blocks = kp / 16, tiles = s.tiles();
-  int64_t rowBlocks = 0;
-  for (int64_t t = 0; t < tiles; t += avx2::blockRows(tiles - t))
-    ++rowBlocks;
   for (int64_t unit = begin; unit < end; ++unit) {
     const int64_t xi = unit / blocks, kb = unit % blocks;
     const float *a = v + xi * tiles * s.c;
     const float *b = u + (xi * blocks + kb) * s.c * 16;
     float *out = m + xi * tiles * kp + kb * 16;
-    // U's next panel (the next unit's: s.c lines of 64 bytes) fetched into
-    // the level-2 cache meanwhile, a share per row block, as PackedGemm.cpp
-    // does: the 7 x 7 layers' U (16.8 MB) comes from memory.
+    // U's next panel (the next unit's: s.c lines of 64 bytes) fetched
+    // meanwhile: the 7 x 7 layers' U (16.8 MB) comes from memory.
     const bool next = unit + 1 < 16 * blocks;
-    const char *nextPanel = next ? reinterpret_cast<const char *>(b + s.c * 16) : nullptr;
-    int64_t block = 0;
-    for (int64_t t = 0, rows = 0; t < tiles; t += rows, ++block) {
-      rows = avx2::blockRows(tiles - t);
-      const int64_t from = next ? s.c * block / rowBlocks : 0;
-      const int64_t to = next ? s.c * (block + 1) / rowBlocks : 0;
-      avx2::multiplyRows(int(rows), a + t * s.c, s.c, b, s.c, out + t * kp, kp,
-                         /*accumulate=*/false, 16, next ? nextPanel + from * 64 : nullptr,
-                         to - from);
-    }
+    avx2::multiplyPanel(tiles, a, s.c, b, s.c, out, kp, /*accumulate=*/false, 16,
+                        next ? reinterpret_cast<const char *>(b + s.c * 16) : nullptr,
+                        next ? s.c : 0);
   }
 }
 
