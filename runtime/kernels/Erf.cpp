@@ -12,6 +12,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include "runtime/kernels/Avx2Microkernel.h" // (avx2::cpuRuns)
 #include <immintrin.h>
 #define MIXPREC_ERF_AVX2 1
 #endif
@@ -183,17 +184,14 @@ __attribute__((target("avx2,fma"))) void geluErfAvx2(const float *in, float *out
   const __m256 signBit = _mm256_set1_ps(-0.0f);
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   const __m256 shifter = _mm256_set1_ps(12582912.0f); // 1.5 * 2^23
-  auto fma = [](__m256 a, __m256 b, __m256 c) __attribute__((target("avx2,fma"))) {
-    return _mm256_fmadd_ps(a, b, c);
-  };
   auto gelu8 = [&](const __m256 x) __attribute__((target("avx2,fma"))) {
     // std::min(|x|, 6): 6 where 6 < |x|, else |x| (a NaN too).
     const __m256 u = _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_andnot_ps(signBit, x));
     const __m256 w = _mm256_mul_ps(x, x);
     __m256 p = _mm256_set1_ps(kPhiSmall[5]);
     for (int j = 4; j >= 0; --j)
-      p = fma(p, w, _mm256_set1_ps(kPhiSmall[j]));
-    const __m256 phiSmall = fma(x, p, half);
+      p = _mm256_fmadd_ps(p, w, _mm256_set1_ps(kPhiSmall[j]));
+    const __m256 phiSmall = _mm256_fmadd_ps(x, p, half);
     // The interval: 0 (u < 2), 1 (u < 4), else 2 (a NaN too).
     const __m256 first = _mm256_cmp_ps(u, _mm256_set1_ps(2.0f), _CMP_LT_OQ);
     const __m256 second = _mm256_cmp_ps(u, _mm256_set1_ps(4.0f), _CMP_LT_OQ);
@@ -206,21 +204,21 @@ __attribute__((target("avx2,fma"))) void geluErfAvx2(const float *in, float *out
     };
     __m256 s = mill(10);
     for (int j = 9; j >= 2; --j)
-      s = fma(s, v, mill(j));
-    s = _mm256_add_ps(fma(s, v, mill(1)), mill(0));
+      s = _mm256_fmadd_ps(s, v, mill(j));
+    s = _mm256_add_ps(_mm256_fmadd_ps(s, v, mill(1)), mill(0));
     const __m256 hi = _mm256_mul_ps(u, u);
     const __m256 lo = _mm256_fmsub_ps(u, u, hi); // fma(u, u, -hi)
     const __m256 h = _mm256_mul_ps(half, hi);
-    const __m256 t = fma(h, _mm256_set1_ps(1.44269504f), shifter);
+    const __m256 t = _mm256_fmadd_ps(h, _mm256_set1_ps(1.44269504f), shifter);
     const __m256 k = _mm256_sub_ps(t, shifter);
     const __m256 negK = _mm256_xor_ps(k, signBit);
-    const __m256 reduced =
-        fma(negK, _mm256_set1_ps(1.42860677e-6f), fma(negK, _mm256_set1_ps(0.693145752f), h));
+    const __m256 reduced = _mm256_fmadd_ps(negK, _mm256_set1_ps(1.42860677e-6f),
+                                           _mm256_fmadd_ps(negK, _mm256_set1_ps(0.693145752f), h));
     const __m256 r = _mm256_sub_ps(_mm256_xor_ps(reduced, signBit), _mm256_mul_ps(half, lo));
     // detail::expReducedFloat(r).
     __m256 e = _mm256_set1_ps(1.0f / 5040);
     for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
-      e = fma(e, r, _mm256_set1_ps(c));
+      e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(c));
     const __m256i scaleBits = _mm256_slli_epi32(
         _mm256_sub_epi32(_mm256_set1_epi32(127),
                          _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000))),
@@ -268,8 +266,7 @@ float geluErfFloat(float x) { return geluErfFastOne(x); }
 
 void geluErfArray(const float *in, float *out, int64_t n) {
 #if MIXPREC_ERF_AVX2
-  static const bool avx2Only = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                               !__builtin_cpu_supports("avx512f");
+  static const bool avx2Only = avx2::cpuRuns() && !__builtin_cpu_supports("avx512f");
   if (avx2Only)
     return geluErfAvx2(in, out, n);
 #endif
