@@ -45,6 +45,9 @@
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&            \
     !defined(MIXPREC_NUMERICS_NO_MULTIVERSION)
 #define MIXPREC_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+// quantizeFp8Store's AVX2 form (intrinsics, picked at run time).
+#define MIXPREC_QUANTIZE_AVX2 1
+#include <immintrin.h>
 #else
 #define MIXPREC_MULTIVERSION
 #endif
@@ -777,12 +780,146 @@ MIXPREC_ALWAYS_INLINE void quantizeStoreFrom(const Fp8Table &table, Format src, 
 }
 } // namespace
 
-MIXPREC_MULTIVERSION void quantizeFp8Store(Format f, Format src, const void *in, float scale,
-                                           Fp8Storage to, void *out, size_t n) {
+namespace {
+/// quantizeFp8Store with the generic loops.
+MIXPREC_MULTIVERSION void quantizeFp8StoreLoops(Format f, Format src, const void *in, float scale,
+                                                Fp8Storage to, void *out, size_t n) {
   if (f == Format::F8E5M2)
     quantizeStoreFrom<E5M2>(kE5M2Table, src, in, scale, to, out, n);
   else
     quantizeStoreFrom<E4M3FN>(kE4M3FNTable, src, in, scale, to, out, n);
+}
+
+#if defined(MIXPREC_QUANTIZE_AVX2)
+/// quantizeStoreLoop's steps for 8 values at a time, written with AVX2
+/// intrinsics: GCC's vectorisation of the generic loop (variable shifts for
+/// the subnormal range, selects for every case) took ~0.8 ns a value on a
+/// Zen 3 core, this ~0.15. Same bits by construction, step by step:
+/// - the scale: the same float multiply (a non-finite scale never gets
+///   here; a non-finite value is the NaN case);
+/// - normal range: the same integer rounding of the float32 bits in place;
+/// - below F's min normal: q = the magnitude times 2^(Bias + M - 1), exact
+///   (a power of two; products below FLT_MIN, which FTZ may flush, round
+///   to q = 0 either way), rounded to the nearest integer, ties to even, by
+///   vroundps with the rounding mode in its immediate (MXCSR's mode is not
+///   read), then times the unit back, exact: the integer shift's q;
+/// - overflow saturates to the max, a NaN is the one positive NaN.
+/// The tests compare every path with the generic loops (the portable
+/// library) and run it under every rounding mode.
+template <class F, Format Src, Fp8Storage To>
+__attribute__((target("avx2"))) void quantizeStoreAvx2(const Fp8Table &table, const void *in,
+                                                       float scale, void *out, size_t n) {
+  constexpr uint32_t S = F::Shift;
+  const __m256i absMask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i signMask = _mm256_set1_epi32(int(0x80000000u));
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i halfBelow = _mm256_set1_epi32(int((1u << (S - 1)) - 1u));
+  const __m256i kept = _mm256_set1_epi32(int(~((1u << S) - 1u)));
+  const __m256i finiteMax = _mm256_set1_epi32(0x7f7fffff);
+  const __m256i belowNormal = _mm256_set1_epi32(int(F::MinNormalBits - 1u));
+  const __m256i belowOverflow = _mm256_set1_epi32(int(F::OvfBits - 1u));
+  const __m256 toUnits =
+      _mm256_castsi256_ps(_mm256_set1_epi32(int((127u + F::Bias + F::M - 1u) << 23)));
+  const __m256 unit = _mm256_castsi256_ps(_mm256_set1_epi32(int((128u - F::Bias - F::M) << 23)));
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256i maxValue = _mm256_set1_epi32(int(table.bits[F::MaxEnc]));
+  const __m256i nanValue = _mm256_set1_epi32(int(table.bits[F::SatNaN]));
+  const __m256i rebias = _mm256_set1_epi32(int((127u - F::Bias) << 23));
+  const __m256i maxCode = _mm256_set1_epi32(int(F::MaxEnc));
+  const __m256i nanCode = _mm256_set1_epi32(int(F::SatNaN));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i xBits;
+    if constexpr (Src == Format::F32)
+      xBits =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const float *>(in) + i));
+    else // BF16: the top half of a float32 (a NaN's quiet bit does not matter: NaN below)
+      xBits =
+          _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(
+                                static_cast<const uint16_t *>(in) + i))),
+                            16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(xBits, absMask), finiteMax);
+    const __m256i y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(xBits), s));
+    const __m256i a = _mm256_and_si256(y, absMask);
+    const __m256i sign = _mm256_and_si256(y, signMask);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, S), one);
+    const __m256i nrm =
+        _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(a, halfBelow), lsb), kept);
+    const __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_castsi256_ps(a), toUnits),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i normal = _mm256_cmpgt_epi32(a, belowNormal);
+    const __m256i over = _mm256_cmpgt_epi32(a, belowOverflow);
+    if constexpr (To == Fp8Storage::Codes) {
+      __m256i c = _mm256_blendv_epi8(_mm256_cvttps_epi32(q),
+                                     _mm256_srli_epi32(_mm256_sub_epi32(nrm, rebias), S), normal);
+      c = _mm256_blendv_epi8(c, maxCode, over);
+      c = _mm256_or_si256(c, _mm256_srli_epi32(sign, 24));
+      c = _mm256_blendv_epi8(c, nanCode, nan);
+      const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(static_cast<uint8_t *>(out) + i),
+                       _mm_packus_epi16(w, w));
+    } else {
+      __m256i v = _mm256_blendv_epi8(_mm256_castps_si256(_mm256_mul_ps(q, unit)), nrm, normal);
+      v = _mm256_blendv_epi8(v, maxValue, over);
+      v = _mm256_or_si256(v, sign);
+      v = _mm256_blendv_epi8(v, nanValue, nan);
+      if constexpr (To == Fp8Storage::WideF32) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(static_cast<uint32_t *>(out) + i), v);
+      } else {
+        const __m256i h = _mm256_srli_epi32(v, 16);
+        _mm_storeu_si128(
+            reinterpret_cast<__m128i *>(static_cast<uint16_t *>(out) + i),
+            _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+      }
+    }
+  }
+  if (i < n) { // the last n % 8 values: the generic loop
+    const size_t inBytes = Src == Format::F32 ? 4 : 2;
+    const size_t outBytes = To == Fp8Storage::Codes ? 1 : To == Fp8Storage::WideF32 ? 4 : 2;
+    quantizeStoreLoop<F, Src, To>(table, static_cast<const uint8_t *>(in) + i * inBytes, scale,
+                                  static_cast<uint8_t *>(out) + i * outBytes, n - i);
+  }
+}
+
+template <class F, Format Src>
+void quantizeStoreAvx2To(const Fp8Table &table, const void *in, float scale, Fp8Storage to,
+                         void *out, size_t n) {
+  switch (to) {
+  case Fp8Storage::Codes:
+    return quantizeStoreAvx2<F, Src, Fp8Storage::Codes>(table, in, scale, out, n);
+  case Fp8Storage::WideF32:
+    return quantizeStoreAvx2<F, Src, Fp8Storage::WideF32>(table, in, scale, out, n);
+  case Fp8Storage::WideBF16:
+    return quantizeStoreAvx2<F, Src, Fp8Storage::WideBF16>(table, in, scale, out, n);
+  }
+}
+
+template <class F>
+void quantizeStoreAvx2From(const Fp8Table &table, Format src, const void *in, float scale,
+                           Fp8Storage to, void *out, size_t n) {
+  if (src == Format::BF16)
+    quantizeStoreAvx2To<F, Format::BF16>(table, in, scale, to, out, n);
+  else
+    quantizeStoreAvx2To<F, Format::F32>(table, in, scale, to, out, n);
+}
+#endif
+} // namespace
+
+void quantizeFp8Store(Format f, Format src, const void *in, float scale, Fp8Storage to, void *out,
+                      size_t n) {
+#if defined(MIXPREC_QUANTIZE_AVX2)
+  // F16 sources (whose decode the AVX2 form does not have) and a
+  // non-finite scale (every value NaN) take the generic loops.
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && (src == Format::F32 || src == Format::BF16) && std::isfinite(scale)) {
+    if (f == Format::F8E5M2)
+      quantizeStoreAvx2From<E5M2>(kE5M2Table, src, in, scale, to, out, n);
+    else
+      quantizeStoreAvx2From<E4M3FN>(kE4M3FNTable, src, in, scale, to, out, n);
+    return;
+  }
+#endif
+  quantizeFp8StoreLoops(f, src, in, scale, to, out, n);
 }
 
 } // namespace numerics

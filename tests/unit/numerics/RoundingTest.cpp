@@ -808,6 +808,45 @@ TEST(Arrays, IndependentOfFloatingPointEnvironment) {
   }
   _mm_setcsr(savedCsr);
 }
+
+TEST(Arrays, QuantizeFp8StoreIndependentOfFloatingPointEnvironment) {
+  // quantizeFp8Store rounds below FP8's min normal with vroundps on AVX2
+  // CPUs: the rounding mode must come from the instruction, not MXCSR. With
+  // scales 1 and 2 the product is exact or rounds to the same FP8 value in
+  // every mode (a float32 subnormal, flushed or not, quantizes to +-0; an
+  // overflow to inf or FLT_MAX saturates), so every result must match.
+  std::vector<uint16_t> every16(65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    every16[b] = uint16_t(b);
+  const std::vector<float> f32 = arrayInputs();
+  auto run = [&](Format f, Format src, Fp8Storage to, float scale) {
+    const bool bf16 = src == Format::BF16;
+    const size_t n = bf16 ? every16.size() : f32.size();
+    std::vector<uint32_t> out(n, 0);
+    quantizeFp8Store(f, src, bf16 ? static_cast<const void *>(every16.data()) : f32.data(), scale,
+                     to, out.data(), n);
+    return out;
+  };
+  const unsigned savedCsr = _mm_getcsr();
+  for (Format f : {Format::F8E4M3FN, Format::F8E5M2})
+    for (Format src : {Format::BF16, Format::F32})
+      for (Fp8Storage to : {Fp8Storage::Codes, Fp8Storage::WideF32, Fp8Storage::WideBF16})
+        for (float scale : {1.0f, 2.0f}) {
+          const std::vector<uint32_t> want = run(f, src, to, scale);
+          for (int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO})
+            for (unsigned flags : {0u, 0x8040u}) { // FTZ | DAZ
+              _mm_setcsr(savedCsr | flags);
+              std::fesetround(mode);
+              const std::vector<uint32_t> got = run(f, src, to, scale);
+              _mm_setcsr(savedCsr);
+              std::fesetround(FE_TONEAREST);
+              EXPECT_TRUE(got == want)
+                  << formatName(f) << " from " << formatName(src) << " to " << int(to) << ", scale "
+                  << scale << ", rounding mode " << mode << ", MXCSR flags " << flags;
+            }
+        }
+  _mm_setcsr(savedCsr);
+}
 #endif
 
 // ---- Optional: all 2^32 float32 inputs ------------------------------------------
