@@ -337,6 +337,7 @@ protected:
   void TearDown() override {
     unsetenv("MIXPREC_CPU_GEMM");
     unsetenv("MIXPREC_CPU_WINOGRAD");
+    unsetenv("MIXPREC_CPU_BF16");
   }
 };
 
@@ -529,6 +530,71 @@ TEST_F(CpuDnnlConv, Bf16AsTheCompilerEmitsIt) {
   c.m = c.groups = 16;
   c.strides = {1, 1}, c.dilations = {2, 2}, c.pads = {2, 1, 0, 2};
   checkConv(c, true, 1, 0);
+}
+
+TEST_F(CpuDnnlConv, Bf16WidenedToFp32RunsOnWinogradWithinItsBound) {
+  // Where BF16 operands are widened to FP32 (MIXPREC_CPU_BF16=fp32, the
+  // default without AMX), a 3x3 stride-1 convolution runs on the FP32
+  // Winograd F(2x2, 3x3) as an FP32 one does (the own kernel on AVX2,
+  // oneDNN's on AVX-512): within winogradBound of the stored operands'
+  // exact result, plus half a BF16 ulp for the one rounding of a BF16
+  // output; the same bits in every run and for 1 and 2 threads.
+  // MIXPREC_CPU_WINOGRAD=0: the direct algorithm, within its bound.
+  setenv("MIXPREC_CPU_BF16", "fp32", 1);
+  for (fb::DType y : {fb::DType::BF16, fb::DType::F32}) {
+    ConvCase c;
+    c.x = c.w = c.b = fb::DType::BF16;
+    c.y = y;
+    c.n = 2, c.c = 16, c.m = 24, c.groups = 1;
+    c.in = {9, 7}, c.strides = {1, 1}, c.dilations = {1, 1}, c.pads = {1, 0, 2, 1};
+    SCOPED_TRACE(y == fb::DType::BF16 ? "BF16 output" : "FP32 output");
+    Built b = buildConv(c);
+    ASSERT_TRUE(b.module);
+    std::vector<double> ref, bound, direct;
+    reference(c, b, ref, direct);
+    winogradBound(c, b, ref, bound);
+    if (y == fb::DType::BF16)
+      for (size_t i = 0; i < bound.size(); ++i)
+        bound[i] += std::ldexp(std::fabs(ref[i]) + bound[i], -8);
+    const bool offered = oneDnnWinograd(c).find("wino_2x3") != std::string::npos;
+    const bool own = !offered && rt::cpu::winogradAvailable();
+    std::vector<float> first;
+    for (int threads : {1, 2}) {
+      std::unique_ptr<rt::Backend> backend;
+      rt::BackendOptions options;
+      options.numThreads = threads;
+      auto outs = runCpu(c, b, 2, backend, options);
+      ASSERT_EQ(outs.size(), 2u);
+      const rt::DnnlConvs &convs = cpuOf(backend).dnnlConvolutions();
+      ASSERT_TRUE(convs.handles(0)) << convs.reason(0);
+      EXPECT_EQ(convs.winograd(0), offered || own) << convs.implementation(0);
+      if (own) {
+        EXPECT_EQ(convs.implementation(0), "mixprec:winograd_2x3:avx2");
+      }
+      EXPECT_EQ(cpuOf(backend).weightDecodesInRuns(), 0);
+      EXPECT_EQ(outs[0], outs[1]) << "a second run differs";
+      if (threads == 1) {
+        first = outs[0];
+        size_t bad = 0;
+        for (size_t i = 0; i < ref.size(); ++i)
+          if (!(std::fabs(double(first[i]) - ref[i]) <= bound[i]) && ++bad <= 3)
+            ADD_FAILURE() << "element " << i << ": " << first[i] << " vs " << ref[i] << " (bound "
+                          << bound[i] << ")";
+        EXPECT_EQ(bad, 0u);
+        std::printf("  %s\n", convs.implementation(0).c_str());
+      } else {
+        EXPECT_EQ(outs[0], first) << "2 threads: not the bits of 1";
+      }
+    }
+    setenv("MIXPREC_CPU_WINOGRAD", "0", 1);
+    std::unique_ptr<rt::Backend> backend;
+    auto outs = runCpu(c, b, 1, backend);
+    unsetenv("MIXPREC_CPU_WINOGRAD");
+    ASSERT_EQ(outs.size(), 1u);
+    EXPECT_FALSE(cpuOf(backend).dnnlConvolutions().winograd(0));
+    expectWithinBound(c, b, outs[0]);
+  }
+  unsetenv("MIXPREC_CPU_BF16");
 }
 
 TEST_F(CpuDnnlConv, Bf16ToAnFp32OutputWithAnInputBias) {

@@ -54,8 +54,10 @@
 // strides, asymmetric pads and dilations as the routine gives them.
 // Numerics as for GEMMs: sums of exact products in oneDNN's order (the
 // bias added last, where the reference kernel starts from it), the same
-// order in every run; the BF16 instructions' DAZ/FTZ as above. FP32 3x3
-// stride-1 one-group 2-D convolutions run on Winograd F(2x2, 3x3)
+// order in every run; the BF16 instructions' DAZ/FTZ as above. 3x3
+// stride-1 one-group 2-D convolutions computed in FP32 (FP32 operands, or
+// BF16 and FP8 ones widened to FP32 where the BF16 kernels do not pay: the
+// same exact values) run on Winograd F(2x2, 3x3)
 // (oneDNN's jit_fp32_wino_2x3, where it takes the shape, on AVX-512; any
 // other Winograd variant is refused; where oneDNN has none, on AVX2 CPUs,
 // mixprec's own kernel, runtime/kernels/Winograd.h, on activations in

@@ -2,8 +2,9 @@
 //
 // CpuDnnl.h says which convolutions run here and how they round. One
 // engine and stream per session (beside the GEMMs'); per convolution, made
-// when the session is: the primitive (the direct algorithm, or for FP32
-// 3x3 stride-1 convolutions Winograd F(2x2, 3x3) where oneDNN has it:
+// when the session is: the primitive (the direct algorithm, or for 3x3
+// stride-1 convolutions computed in FP32 (FP32 operands, or BF16 ones
+// widened) Winograd F(2x2, 3x3) where oneDNN has it:
 // CpuDnnl.h says how that rounds), its weight packed into the layout the
 // primitive picked (or, where oneDNN has no Winograd kernel, AVX2, the own
 // one, Winograd.h: no primitive, its weight transformed once, src and dst
@@ -242,7 +243,8 @@ struct DnnlConvs::Impl {
     return make(call, pd);
   }
 
-  /// Winograd F(2x2, 3x3) may take `op`: FP32 operands, two spatial dims,
+  /// Winograd F(2x2, 3x3) may take `op`: computed in FP32 (`type`: FP32
+  /// operands as stored, or BF16, FP8, FP16 ones widened), two spatial dims,
   /// a 3x3 kernel, stride and dilation 1, one group, unless
   /// MIXPREC_CPU_WINOGRAD=0 (=own: the own kernel, Winograd.h, even where
   /// oneDNN has one).
@@ -257,11 +259,12 @@ struct DnnlConvs::Impl {
   }
 
   /// Whether mixprec's own Winograd kernel (Winograd.h) takes `op` (one
-  /// winogradEligible already): this CPU runs it, two spatial dims, FP32
-  /// src, channels in multiples of 8, pads up to 2; sets its shape.
+  /// winogradEligible already: FP32 operands, as stored or widened
+  /// exactly): this CPU runs it, two spatial dims, channels in multiples
+  /// of 8, pads up to 2; sets its shape.
   static bool ownWinograd(const RoutineOp &op, const TensorDesc &x, const TensorDesc &y,
                           cpu::WinogradShape &shape) {
-    if (!cpu::winogradAvailable() || x.shape.size() != 4 || x.dtype != DType::F32)
+    if (!cpu::winogradAvailable() || x.shape.size() != 4)
       return false;
     shape.n = x.shape[0];
     shape.c = x.shape[1];
@@ -384,11 +387,12 @@ struct DnnlConvs::Impl {
                                 : st;
     };
     dnnl_primitive_desc_t pd = nullptr;
-    // FP32 3x3 stride-1 convolutions on Winograd F(2x2, 3x3) where oneDNN
-    // has it (CpuDnnl.h: its rounding and bound), else (AVX2: oneDNN's is
-    // AVX-512's) on mixprec's own where it takes the shape (Winograd.h: the
-    // same formulation and bound); anything else, or another Winograd
-    // variant, on the direct algorithm.
+    // 3x3 stride-1 convolutions computed in FP32 (as stored or widened: a
+    // BF16 ResNet-18 on AVX2 31 ms where the direct algorithm took 44) on
+    // Winograd F(2x2, 3x3) where oneDNN has it (CpuDnnl.h: its rounding and
+    // bound), else (AVX2: oneDNN's is AVX-512's) on mixprec's own where it
+    // takes the shape (Winograd.h: the same formulation and bound); anything
+    // else, or another Winograd variant, on the direct algorithm.
     p.winograd = p.own = false;
     const bool wino = s == dnnl_success && winogradEligible(op, w, type);
     const char *how = std::getenv("MIXPREC_CPU_WINOGRAD");
