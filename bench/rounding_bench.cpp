@@ -3,7 +3,10 @@
 // Single-threaded throughput, in millions of values per second, of
 // encodeArray (float32 -> format), decodeArray (format -> float32),
 // roundArray (float32 -> float32 as stored in the format) and of a loop over
-// the scalar encode(), for F16, BF16, F8E4M3FN and F8E5M2.
+// the scalar encode(), for F16, BF16, F8E4M3FN and F8E5M2; then of
+// quantizeFp8Store (the CPU backend's FP8 quantize: scaled, encoded
+// saturating and stored in one pass) from FP32 to FP8 codes and to their
+// values widened to FP32, and from BF16 to their values as BF16.
 //
 //   rounding_bench [--values N] [--buffer M] [--reps R] [--sat] [--ftz]
 //
@@ -131,6 +134,30 @@ int main(int argc, char **argv) {
     });
     std::printf("%-9s %12.0f %12.0f %12.0f %14.0f\n", formatName(f), total / tEnc / 1e6,
                 total / tDec / 1e6, total / tRound / 1e6, total / tScalar / 1e6);
+    std::fflush(stdout);
+  }
+  // quantizeFp8Store, scale 1.5, whatever --sat/--ftz say (it saturates).
+  std::printf("%-9s %12s %12s %12s   (M values/s, quantizeFp8Store)\n", "format", "f32->codes",
+              "f32->f32", "bf16->bf16");
+  for (Format f : {Format::F8E4M3FN, Format::F8E5M2}) {
+    const std::vector<float> in = makeInputs(f, buffer, 4321u + uint32_t(f));
+    std::vector<uint16_t> in16(buffer), out16(buffer);
+    encodeArray(Format::BF16, in.data(), in16.data(), buffer);
+    std::vector<unsigned char> codes(buffer);
+    std::vector<float> out(buffer);
+    auto time = [&](Format src, const void *from, Fp8Storage to, void *into, size_t bytes) {
+      const double t = bestSeconds(reps, [&] {
+        for (size_t p = 0; p < passes; ++p)
+          quantizeFp8Store(f, src, from, 1.5f, to, into, buffer);
+      });
+      sink += checksum(into, bytes);
+      return total / t / 1e6;
+    };
+    const double toCodes = time(Format::F32, in.data(), Fp8Storage::Codes, codes.data(), buffer);
+    const double toF32 = time(Format::F32, in.data(), Fp8Storage::WideF32, out.data(), buffer * 4);
+    const double toBf16 =
+        time(Format::BF16, in16.data(), Fp8Storage::WideBF16, out16.data(), buffer * 2);
+    std::printf("%-9s %12.0f %12.0f %12.0f\n", formatName(f), toCodes, toF32, toBf16);
     std::fflush(stdout);
   }
   gSink = sink;

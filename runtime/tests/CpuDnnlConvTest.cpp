@@ -683,32 +683,36 @@ struct Block {
   int32_t x = -1;
 };
 
-Block buildBlock(OutBytes place) {
+Block buildBlock(OutBytes place, fb::DType dtype = fb::DType::F32, bool narrowInsts = false) {
   ModuleBuilder mb;
   Block b;
   // 64 channels: oneDNN picks nhwc on AVX-512 (the activations kept so,
   // oneDNN writing dst while it reads src), blocked layouts elsewhere.
   const int64_t c = 64, h = 10;
   const Shape shape = {1, c, h, h};
-  b.x = mb.input("x", fb::DType::F32, shape);
+  b.x = mb.input("x", dtype, shape);
   auto conv = [&](const std::string &name, int32_t in, uint32_t seed) {
-    const int32_t w = mb.constantFloats(name + ".w", fb::DType::F32, {c, c, 3, 3},
-                                        storedRandom(fb::DType::F32, size_t(c * c * 9), seed));
-    const int32_t bias = mb.constantFloats(name + ".b", fb::DType::F32, {c},
-                                           storedRandom(fb::DType::F32, size_t(c), seed + 1));
-    const int32_t y = mb.activation(name + ".y", fb::DType::F32, shape);
+    const int32_t w = mb.constantFloats(name + ".w", dtype, {c, c, 3, 3},
+                                        storedRandom(dtype, size_t(c * c * 9), seed));
+    const int32_t bias =
+        mb.constantFloats(name + ".b", dtype, {c}, storedRandom(dtype, size_t(c), seed + 1));
+    const int32_t y = mb.activation(name + ".y", dtype, shape);
     mb.routine(
         {name, "conv2d", {in, w, bias}, {y}, conv2dOptions({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
     return y;
   };
   const Shape unit = {c * h * h, h * h, h, 1};
   auto relu = [&](const std::string &name, int32_t in, int32_t addend) {
-    const int32_t y = mb.activation(name, fb::DType::F32, shape);
+    const int32_t y = mb.activation(name, dtype, shape);
     KernelSpec &k = mb.kernel(name, shape, 0);
     int v = k.load(in, unit);
     if (addend >= 0)
       v = k.binary(fb::OpCode::Add, k.load(addend, unit), v);
-    k.store(y, k.unary(fb::OpCode::Relu, v), unit, fb::DType::F32);
+    v = k.unary(fb::OpCode::Relu, v);
+    if (narrowInsts) // the Add and Relu in the dtype (each result rounded), as the compiler emits
+      for (InstructionSpec &inst : k.program)
+        inst.dtype = dtype;
+    k.store(y, v, unit, dtype);
     return y;
   };
   const int32_t r1 = relu("r1", conv("a", b.x, 1), -1);
@@ -748,27 +752,32 @@ size_t routineNamed(const rt::LoadedModule &module, const std::string &name) {
   return module.routines().size();
 }
 
-/// Runs `b` with x = `x`; the outputs' floats (by tensor) and the fused
-/// epilogues' count.
-std::map<int32_t, std::vector<float>> runBlock(const Block &b, const std::vector<float> &x,
-                                               int64_t &fused, bool *residualSum = nullptr) {
-  std::map<int32_t, std::vector<float>> out;
+/// Runs `b` with x = `x` (stored as the module's x is) on `threads`
+/// threads; the outputs' bytes (by tensor) and the fused epilogues' count.
+std::map<int32_t, std::vector<uint8_t>> runBlock(const Block &b, const std::vector<float> &x,
+                                                 int64_t &fused, bool *residualSum = nullptr,
+                                                 int threads = 0) {
+  std::map<int32_t, std::vector<uint8_t>> out;
   std::unique_ptr<rt::Backend> backend;
-  rt::Status s = rt::createCpuBackend(b.module, {}, backend);
+  rt::BackendOptions options;
+  if (threads)
+    options.numThreads = threads;
+  rt::Status s = rt::createCpuBackend(b.module, options, backend);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok())
     return out;
   fused = cpuOf(backend).fusedConvEpilogues();
   if (residualSum) // conv_c's sum post-op (the residual r1 added in it)
     *residualSum = cpuOf(backend).dnnlConvolutions().addsAddend(routineNamed(*b.module, "c"));
-  EXPECT_TRUE(backend->setInput(uint32_t(b.x), x.data(), x.size() * 4).ok());
+  const std::vector<uint8_t> bytes = bytesOf(b.module->tensors()[b.x].dtype, x);
+  EXPECT_TRUE(backend->setInput(uint32_t(b.x), bytes.data(), bytes.size()).ok());
   s = backend->launch({});
   EXPECT_TRUE(s.ok()) << s.message();
   for (uint32_t t : b.module->outputs()) {
     const void *data = nullptr;
     EXPECT_TRUE(backend->readTensor(t, &data).ok());
-    const auto *f = static_cast<const float *>(data);
-    out[int32_t(t)].assign(f, f + b.module->tensors()[t].elements);
+    const auto *d = static_cast<const uint8_t *>(data);
+    out[int32_t(t)].assign(d, d + b.module->tensors()[t].bytes);
   }
   return out;
 }
@@ -805,23 +814,81 @@ TEST_F(CpuDnnlConv, ReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
     EXPECT_EQ(unfusedCount, 0);
     ASSERT_EQ(got.size(), want.size());
     size_t nans = 0;
-    for (auto &[t, values] : want) {
-      ASSERT_EQ(got[t].size(), values.size());
-      EXPECT_EQ(std::memcmp(got[t].data(), values.data(), values.size() * 4), 0)
-          << b.module->tensors()[t].name;
-      for (float v : values)
+    for (auto &[t, bytes] : want) {
+      EXPECT_TRUE(got[t] == bytes) << b.module->tensors()[t].name;
+      for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        float v;
+        std::memcpy(&v, bytes.data() + i, 4);
         nans += std::isnan(v);
+      }
     }
     EXPECT_GT(nans, 0u); // the NaN went through the ReLUs
   }
+}
+
+TEST_F(CpuDnnlConv, NarrowReluAndResidualKernelsRunInTheConvolutionWithTheSameBits) {
+  // The same block in BF16 and F16 (CpuConvFusion.cpp's narrow
+  // epilogues): relu(conv) and relu(conv + r1) computed in the
+  // convolution's step after it rounds its result (oneDNN adds nothing:
+  // the kernel adds the rounded values and rounds the sum), all three
+  // kernels, wherever out lives, with the bits of the kernels
+  // (MIXPREC_CPU_CONV_FUSION=0) on 1 and 2 threads, with the direct
+  // algorithm and Winograd, the kernels' Add and Relu in FP32 (the sum
+  // rounded once, by the Store, after the ReLU) or in the dtype (the sum
+  // rounded, then the ReLU): x with a NaN, an infinity, signed zeros and
+  // F16 subnormals.
+  for (fb::DType dtype : {fb::DType::BF16, fb::DType::F16})
+    for (bool narrowInsts : {false, true})
+      for (OutBytes place :
+           {OutBytes::Own, OutBytes::Addend, OutBytes::ConvSrc, OutBytes::ConvSrcAddendLives})
+        for (const char *winograd : {"0", ""}) {
+          SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + ", out's bytes: " +
+                       std::to_string(static_cast<int>(place)) + (*winograd ? ", direct" : "") +
+                       (narrowInsts ? ", instructions in the dtype" : ", FP32 instructions"));
+          Block b = buildBlock(place, dtype, narrowInsts);
+          ASSERT_TRUE(b.module);
+          std::vector<float> x = storedRandom(dtype, size_t(64 * 10 * 10), 9);
+          x[17] = NAN;
+          x[250] = INFINITY;
+          for (size_t i = 400; i < 440; ++i)
+            x[i] = i % 2 ? -0.0f : 0.0f;
+          for (size_t i = 500; i < 520; ++i) // an F16 subnormal, negative
+            x[i] = -std::ldexp(1.0f, -20);
+          if (*winograd)
+            setenv("MIXPREC_CPU_WINOGRAD", winograd, 1);
+          setenv("MIXPREC_CPU_CONV_FUSION", "0", 1);
+          int64_t unfusedCount = -1;
+          auto want = runBlock(b, x, unfusedCount);
+          unsetenv("MIXPREC_CPU_CONV_FUSION");
+          EXPECT_EQ(unfusedCount, 0);
+          for (int threads : {1, 2}) {
+            int64_t fused = -1;
+            auto got = runBlock(b, x, fused, nullptr, threads);
+            EXPECT_EQ(fused, 3) << "r1, h and out in their convolutions";
+            ASSERT_EQ(got.size(), want.size());
+            for (auto &[t, bytes] : want)
+              EXPECT_TRUE(got[t] == bytes)
+                  << b.module->tensors()[t].name << ", " << threads << " thread(s)";
+          }
+          unsetenv("MIXPREC_CPU_WINOGRAD");
+          size_t nans = 0;
+          const num::Format f = rt::formatOf(dtype);
+          for (auto &[t, bytes] : want)
+            for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+              uint16_t bits;
+              std::memcpy(&bits, bytes.data() + i, 2);
+              nans += std::isnan(num::decode(f, bits));
+            }
+          EXPECT_GT(nans, 0u); // the NaN went through the ReLUs
+        }
 }
 
 /// A small ResNet stem and block in `dtype`, 64 channels (oneDNN picks
 /// nhwc on AVX-512): r1 = relu(conv_a(x)), p = max_pool(r1), h =
 /// relu(conv_b(p)), out = relu(conv_c(h) + p), y = conv_d(out), e = y + out
 /// (an element-wise kernel the convolution does not compute), z =
-/// conv_e(e), the output. At FP32 the ReLU and residual kernels run in the
-/// convolutions; at BF16 they stay kernels between them.
+/// conv_e(e), the output. The ReLU and residual kernels run in the
+/// convolutions (at BF16 as narrow epilogues).
 std::shared_ptr<const rt::LoadedModule> buildStem(fb::DType dtype, int32_t &x) {
   ModuleBuilder mb;
   const int64_t c = 64, h = 12;
@@ -862,8 +929,7 @@ std::shared_ptr<const rt::LoadedModule> buildStem(fb::DType dtype, int32_t &x) {
 
 TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBits) {
   // CpuConvFusion.cpp: every activation between the convolutions (r1, p,
-  // h, out, y, e; at BF16 the convolutions' outputs before their kernels)
-  // kept in nhwc, none reordered; the output z and the input x plain. The
+  // h, out, y, e) kept in nhwc, none reordered; the output z and the input x plain. The
   // bits of the plain layout (MIXPREC_CPU_CHANNELS_LAST=0) for 1 and 2
   // threads, every kernel split (MIXPREC_CPU_PARALLEL_POINTS=1), for finite
   // x with signed zeros, and for x with a NaN and an infinity (which five
@@ -927,7 +993,6 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
       setenv("MIXPREC_CPU_PARALLEL_POINTS", "1", 1);
       for (int threads : {1, 2}) {
         const std::vector<uint8_t> got = run(threads, kept);
-        // BF16: the convolutions' own outputs too (their kernels stay).
         // Kept in oneDNN's channels-last layout on AVX-512, in channel
         // blocks of 8 on AVX2 (nChw8c: the max pool reads it as C/8 images
         // of 8 channels); the same bits as the plain layout either way.
@@ -937,9 +1002,10 @@ TEST_F(CpuDnnlConv, ActivationsBetweenConvolutionsStayChannelsLastWithTheSameBit
           EXPECT_EQ(layout, 8) << "AVX2: oneDNN's convolutions take nChw8c";
         }
         // (At FP32 conv_c's own output too where the kernel after it adds
-        // the residual: AVX2, CpuDnnlConv.cpp's sumAfterAccumulation.)
+        // the residual: AVX2, CpuDnnlConv.cpp's sumAfterAccumulation; at
+        // BF16 the convolution's step adds it, a narrow epilogue.)
         EXPECT_EQ(kept, layout == 0                ? 0
-                        : dtype == fb::DType::BF16 ? 9
+                        : dtype == fb::DType::BF16 ? 6
                                                    : 6 + int(residualKernel))
             << "r1, p, h, out, y and e";
         ASSERT_EQ(got.size(), want.size());

@@ -47,17 +47,18 @@ Status CpuBackend::prepare() {
     std::vector<ConvEpilogue> epilogues = findConvEpilogues(*module, kernels);
     std::vector<uint8_t> sums(epilogues.size(), 0);
     for (size_t i = 0; i < epilogues.size(); ++i)
-      sums[i] = epilogues[i].kernelStep >= 0 && epilogues[i].addend >= 0;
+      sums[i] = epilogues[i].kernelStep >= 0 && epilogues[i].addend >= 0 && !epilogues[i].narrow;
     if (Status s = dnnlConvs.prepare(
             *module, [&](int32_t t) { return tensorData(t); }, sums);
         !s.ok())
       return s;
     // The epilogues of the convolutions oneDNN runs (with the addition,
-    // where there is one).
+    // where there is one: oneDNN's, or the step's after a narrow output's
+    // rounding).
     convEpilogues.assign(epilogues.size(), ConvEpilogue());
     for (size_t i = 0; i < epilogues.size(); ++i)
       if (epilogues[i].kernelStep >= 0 && dnnlConvs.handles(i) &&
-          (epilogues[i].addend < 0 || dnnlConvs.addsAddend(i))) {
+          (epilogues[i].addend < 0 || epilogues[i].narrow || dnnlConvs.addsAddend(i))) {
         convEpilogues[i] = epilogues[i];
         fusedSteps[static_cast<size_t>(epilogues[i].kernelStep)] = FusedInto::Convolution;
       }

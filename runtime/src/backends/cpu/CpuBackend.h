@@ -269,6 +269,15 @@ struct ConvEpilogue {
   /// reader, that applies the ReLU to its own output instead (relu and max
   /// commute); -1: the convolution applies it.
   int32_t reluInPool = -1;
+  /// A BF16 or F16 convolution output (CpuConvFusion.cpp): the step rounds
+  /// the FP32 result to it, then computes the kernel's [Add and] Relu in
+  /// its dtype; oneDNN adds and applies nothing.
+  bool narrow = false;
+  /// The kernel's Add takes the addend as its first operand.
+  bool addendFirst = false;
+  /// The kernel's Add rounds its sum to the dtype (an instruction of it;
+  /// an FP32 one leaves the rounding to the Store, after the ReLU).
+  bool sumRounded = false;
 };
 
 /// Per routine of `module`: the kernel step after it that it can compute

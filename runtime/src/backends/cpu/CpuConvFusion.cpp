@@ -10,18 +10,21 @@
 // there were three, and the same bits by construction (the same FP32
 // roundings in the same order). Only where that holds: FP32 tensors; the
 // kernel exactly Load, [Load, Add,] Relu, Store over contiguous elements
-// of the convolution output's shape; that output read by nothing else, its
-// bytes by no other tensor (an alias) before they are overwritten, and no
-// module output or state. (Where the kernel's output shares bytes with the
-// convolution's operands, the arena planner's reuse of a dead input, and
-// oneDNN would write it while reading them, the step writes a buffer and
-// copies.) MIXPREC_CPU_CONV_FUSION=0 turns it off (tests compare the two).
-// Where a max pool is that output's only reader (ResNet's stem: relu(conv1)
-// then a 3x3 max pool), the pool applies the ReLU to its own output
-// instead (poolTakingRelu): ReLU is monotonic, so relu(max) equals
-// max(relu) bit for bit (NaN taps: the first NaN either way, which ReLU
-// keeps; a largest tap <= 0, -0 included: +0 either way), and the pass
-// runs over the pooled values, a quarter of the convolution's with a 3x3
+// of the convolution output's shape (or all of it in BF16 or F16, a
+// narrow epilogue: the step rounds the FP32 result to that dtype as it
+// would store it, then adds the addend itself, the kernel's operands in
+// its order, and rounds the sum as the kernel does, then the ReLU, and
+// stores what the kernel would: its bits by construction, one pass where
+// there were two, and no kernel step; oneDNN adds and applies nothing); that output read by nothing
+// else, its bytes by no other tensor (an alias) before they are overwritten, and no module output
+// or state. (Where the kernel's output shares bytes with the convolution's operands, the arena
+// planner's reuse of a dead input, and oneDNN would write it while reading them, the step writes a
+// buffer and copies.) MIXPREC_CPU_CONV_FUSION=0 turns it off (tests compare the two). Where a max
+// pool is that output's only reader (ResNet's stem: relu(conv1) then a 3x3 max pool), the pool
+// applies the ReLU to its own output instead (poolTakingRelu; its input and output of one dtype,
+// whose values the pool moves exactly): ReLU is monotonic, so relu(max) equals max(relu) bit for
+// bit (NaN taps: the first NaN either way, which ReLU keeps; a largest tap <= 0, -0 included: +0
+// either way), and the pass runs over the pooled values, a quarter of the convolution's with a 3x3
 // stride-2 pool. Not for max_pool_indices (the argmax of ReLU'd taps
 // differs). MIXPREC_CPU_POOL_RELU=0 turns it off (tests compare the two).
 //
@@ -230,17 +233,22 @@ bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &step
 /// stored to one FP32 tensor, every access walking the same contiguous
 /// elements; sets addend (-1: none) and output.
 bool matchEpilogue(const LoadedModule &module, const KernelPlan &k, int32_t conv, int32_t &addend,
-                   int32_t &output) {
+                   int32_t &output, bool &addendFirst, bool &sumRounded) {
   const std::vector<TensorDesc> &tensors = module.tensors();
   if (k.empty || !k.outerDims.empty() || k.rowDims.size() != 1 ||
       k.rowDims[0] != tensors[conv].elements)
     return false;
+  // Every access in the convolution output's dtype: FP32, or (a narrow
+  // epilogue) BF16 or F16; the instructions in FP32 or that dtype.
+  const DType dtype = tensors[conv].dtype;
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
+    return false;
   for (const KernelPlan::Access &a : k.accesses)
-    if (a.dtype != DType::F32 || a.rowStrides != std::vector<int64_t>{1})
+    if (a.dtype != dtype || a.wide || a.rowStrides != std::vector<int64_t>{1})
       return false;
   const std::vector<KernelPlan::Inst> &p = k.program;
   for (const KernelPlan::Inst &inst : p)
-    if (inst.dtype != DType::F32)
+    if (inst.dtype != dtype && inst.dtype != DType::F32)
       return false;
   auto loads = [&](size_t j, int32_t &tensor) {
     if (j >= p.size() || p[j].op != OpCode::Load)
@@ -266,6 +274,8 @@ bool matchEpilogue(const LoadedModule &module, const KernelPlan &k, int32_t conv
       !loads(static_cast<size_t>(p[x].operand[1]), b) || (a == conv) == (b == conv))
     return false;
   addend = a == conv ? b : a;
+  addendFirst = a != conv;
+  sumRounded = p[x].dtype != DType::F32;
   return true;
 }
 
@@ -509,7 +519,8 @@ int32_t poolTakingRelu(const LoadedModule &module, const std::vector<StepTensors
   const std::vector<TensorDesc> &tensors = module.tensors();
   const bool max = op.kind == RoutineKind::MaxPool2d || op.kind == RoutineKind::MaxPool;
   if (!max || counts.routines[index] != 1 || op.inputs.size() != 1 || op.inputs[0] != relu ||
-      tensors[op.output].dtype != DType::F32 || !readOnlyBy(module, access, relu, at - 1, at))
+      tensors[op.output].dtype != tensors[relu].dtype ||
+      !readOnlyBy(module, access, relu, at - 1, at))
     return -1;
   return static_cast<int32_t>(index);
 }
@@ -531,17 +542,28 @@ std::vector<ConvEpilogue> findConvEpilogues(const LoadedModule &module,
           return;
         const int32_t conv = op.output;
         int32_t addend = -1, output = -1;
-        if (tensors[conv].dtype != DType::F32 ||
-            !matchEpilogue(module, kernels[kernel], conv, addend, output) ||
+        bool addendFirst = false, sumRounded = false;
+        if (!matchEpilogue(module, kernels[kernel], conv, addend, output, addendFirst,
+                           sumRounded) ||
             !readOnlyBy(module, access, conv, i, i + 1))
           return;
         if (tensors[output].elements != tensors[conv].elements ||
             (addend >= 0 && tensors[addend].elements != tensors[conv].elements))
           return;
+        // Narrow: the step reads the addend and writes the output element by
+        // element, in slices over the threads: the same bytes or none shared.
+        const bool narrow = tensors[conv].dtype != DType::F32;
+        if (narrow && addend >= 0 && sharesBytes(tensors[addend], tensors[output]) &&
+            (tensors[addend].offset != tensors[output].offset ||
+             tensors[addend].bytes != tensors[output].bytes))
+          return;
         bool dies = addend >= 0 && readOnlyBy(module, access, addend, i + 1, SIZE_MAX);
         for (uint32_t t : module.inputs())
           dies = dies && !sharesBytes(tensors[t], tensors[addend]);
         out[routine] = ConvEpilogue{static_cast<int64_t>(i + 1), addend, output, dies};
+        out[routine].narrow = narrow;
+        out[routine].addendFirst = addendFirst;
+        out[routine].sumRounded = sumRounded;
         out[routine].reluInPool = poolTakingRelu(module, access, counts, i + 2, output);
       });
   return out;

@@ -340,6 +340,52 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
   // rounding to FP32 is the copy storeFloats would make).
   const size_t index = static_cast<size_t>(&op - module->routines().data());
   if (dnnlConvs.handles(index)) {
+    if (index < convEpilogues.size() && convEpilogues[index].kernelStep >= 0 &&
+        convEpilogues[index].narrow) {
+      // A BF16 or F16 output (CpuConvFusion.cpp): the FP32 result rounded
+      // to its dtype as the step stores it and the kernel loads it, then the
+      // kernel's instructions on it, each result rounded to that dtype
+      // where the kernel rounds it (a + b, the operands in the kernel's
+      // order, rounded where the Add is in that dtype; relu(v) of a value of
+      // the dtype is one), stored as the kernel stores it: the kernel's bits by construction, in
+      // one pass over the output (cache-sized pieces, slices over the threads).
+      const ConvEpilogue &e = convEpilogues[index];
+      const DType dtype = y.dtype;
+      const num::Format f = formatOf(dtype);
+      const bool reluHere = e.reluInPool < 0;
+      const void *bias = present(2) ? tensorData(op.inputs[2]) : nullptr;
+      if (Status s =
+              dnnlConvs.run(index, tensorData(op.inputs[0]), bias, result, nullptr, pool.get());
+          !s.ok())
+        return s.withContext(op.name + ": ");
+      uint8_t *out = tensorData(e.output);
+      const uint8_t *addend = e.addend >= 0 ? tensorData(e.addend) : nullptr;
+      forSlices(tensors[e.output].elements, [&](int64_t begin, int64_t n) {
+        constexpr int64_t kPiece = 512;
+        alignas(64) float v[kPiece], a[kPiece];
+        for (int64_t first = begin; first < begin + n; first += kPiece) {
+          const int64_t m = std::min(kPiece, begin + n - first);
+          const size_t count = static_cast<size_t>(m);
+          num::roundArray(f, result + first, v, count, storeOptions(dtype));
+          if (addend) {
+            loadRun(dtype, addend, first, 1, m, a);
+            if (e.addendFirst)
+              for (int64_t i = 0; i < m; ++i)
+                v[i] = a[i] + v[i];
+            else
+              for (int64_t i = 0; i < m; ++i)
+                v[i] = v[i] + a[i];
+            if (e.sumRounded)
+              num::roundArray(f, v, v, count, storeOptions(dtype));
+          }
+          if (reluHere)
+            cpu::unary(cpu::UnaryOp::Relu, v, v, m);
+          float bad = 0.0f;
+          storeRun(dtype, out, first, 1, m, v, bad);
+        }
+      });
+      return okStatus();
+    }
     // With the kernel after it (CpuConvFusion.cpp): into that kernel's
     // output, the addend added by oneDNN, then the kernel's ReLU in place.
     // Where that output shares bytes with an operand (the arena reuses a
