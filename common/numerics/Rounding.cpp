@@ -20,6 +20,12 @@
 // give the same bits (integer steps and exact float steps; the tests run
 // the machine's clone and the baseline library).
 //
+// quantizeFp8Store (the CPU backend's FP8 quantize) also has a form in AVX2
+// intrinsics, picked at run time: below FP8's min normal it rounds with
+// vroundps, whose rounding mode is its immediate (MXCSR's is not read), on
+// values whose FTZ/DAZ flushing cannot change the result; tests compare it
+// with the generic loops and run it under every rounding mode.
+//
 // FP8 decoding uses 256-entry tables computed at compile time; F16 decoding
 // is arithmetic (a 256 KiB table would not stay in L1). roundArray fuses
 // encode and decode per element with arithmetic decoders, which vectorise

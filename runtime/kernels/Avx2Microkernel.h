@@ -32,14 +32,16 @@ inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_s
 /// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
 /// ldc apart. Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
 /// on are fetched into the level-2 cache, spread over the k steps (a share
-/// of the next panel of B: multiplyPanel); no effect on C. `bias`
-/// (null: none; `cols` floats): bias[j] added to each row's sum once k is
-/// done (one FP32 addition, as a pass over C after would make).
+/// of the next panel of B: multiplyPanel); no effect on C. `scale` (null:
+/// none; one float), then `bias` (null: none; `cols` floats): each row's
+/// sum multiplied by *scale, then bias[j] added, once k is done (one FP32
+/// multiplication, one FP32 addition, as passes over C after would make:
+/// this file is built without contraction into fused multiply-adds).
 template <int R>
-MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k,
-                                           float *c, int64_t ldc, bool accumulate, int cols,
-                                           const char *prefetch = nullptr,
-                                           int64_t prefetchLines = 0, const float *bias = nullptr) {
+MIXPREC_AVX2_FMA inline void
+multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k, float *c, int64_t ldc,
+              bool accumulate, int cols, const char *prefetch = nullptr, int64_t prefetchLines = 0,
+              const float *bias = nullptr, const float *scale = nullptr) {
   static_assert(R >= 1 && R <= 6, "one to six rows");
   // Twelve named accumulators (an array of them GCC keeps in memory,
   // storing it every step); rows past R unused.
@@ -97,6 +99,21 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
     MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_ROW
+  if (scale) {
+    const __m256 f = _mm256_set1_ps(*scale);
+#define MIXPREC_AVX2_SCALE_ROW(r)                                                                  \
+  if constexpr (R > r) {                                                                           \
+    c##r##0 = _mm256_mul_ps(c##r##0, f);                                                           \
+    c##r##1 = _mm256_mul_ps(c##r##1, f);                                                           \
+  }
+    MIXPREC_AVX2_SCALE_ROW(0)
+    MIXPREC_AVX2_SCALE_ROW(1)
+    MIXPREC_AVX2_SCALE_ROW(2)
+    MIXPREC_AVX2_SCALE_ROW(3)
+    MIXPREC_AVX2_SCALE_ROW(4)
+    MIXPREC_AVX2_SCALE_ROW(5)
+#undef MIXPREC_AVX2_SCALE_ROW
+  }
   if (bias) {
     float padded[16] = {};
     std::memcpy(padded, bias, size_t(cols) * sizeof(float));
@@ -132,13 +149,14 @@ MIXPREC_AVX2_FMA inline void multiplyBlock(const float *a, int64_t lda, const fl
 MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda, const float *b,
                                           int64_t k, float *c, int64_t ldc, bool accumulate,
                                           int cols, const char *prefetch = nullptr,
-                                          int64_t prefetchLines = 0, const float *bias = nullptr) {
+                                          int64_t prefetchLines = 0, const float *bias = nullptr,
+                                          const float *scale = nullptr) {
   using Block = void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool,
-                         int, const char *, int64_t, const float *);
+                         int, const char *, int64_t, const float *, const float *);
   static const Block kBlocks[7] = {nullptr,          multiplyBlock<1>, multiplyBlock<2>,
                                    multiplyBlock<3>, multiplyBlock<4>, multiplyBlock<5>,
                                    multiplyBlock<6>};
-  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines, bias);
+  kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines, bias, scale);
 }
 
 /// The rows of the next block of a walk over `left` more rows: six, but
@@ -158,12 +176,13 @@ inline int blockRows(int64_t left) {
 MIXPREC_AVX2_FMA inline void multiplyPanel(int64_t rows, const float *a, int64_t lda,
                                            const float *b, int64_t k, float *c, int64_t ldc,
                                            bool accumulate, int cols, const char *next,
-                                           int64_t nextLines, const float *bias = nullptr) {
+                                           int64_t nextLines, const float *bias = nullptr,
+                                           const float *scale = nullptr) {
   for (int64_t r = 0, n = 0; r < rows; r += n) {
     n = blockRows(rows - r);
     const int64_t from = nextLines * r / rows, to = nextLines * (r + n) / rows;
     multiplyRows(int(n), a + r * lda, lda, b, k, c + r * ldc, ldc, accumulate, cols,
-                 next ? next + from * 64 : nullptr, to - from, bias);
+                 next ? next + from * 64 : nullptr, to - from, bias, scale);
   }
 }
 

@@ -38,14 +38,15 @@ bool packedGemmAvailable() { return avx2::cpuRuns(); }
 
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
                 int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd,
-                const float *bias) MIXPREC_AVX2_FMA;
+                const float *bias, const float *scale) MIXPREC_AVX2_FMA;
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
                 int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd,
-                const float *bias) {
-  if (k == 0) { // an empty sum (0, plus the bias)
+                const float *bias, const float *scale) {
+  if (k == 0) { // an empty sum (0, times the scale, plus the bias)
+    const float zero = scale ? 0.0f * *scale : 0.0f;
     for (int64_t r = rowBegin; r < rowEnd; ++r)
       for (int64_t j = colBegin; j < colEnd; ++j)
-        c[r * n + j] = bias ? 0.0f + bias[j] : 0.0f;
+        c[r * n + j] = bias ? zero + bias[j] : zero;
     return;
   }
   for (int64_t i0 = 0; i0 < k; i0 += kPackedGemmDepth) {
@@ -60,7 +61,8 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
           rowEnd - rowBegin, a + rowBegin * k + i0, k, panel, depth, c + rowBegin * n + j0, n,
           /*accumulate=*/i0 > 0, cols,
           next ? reinterpret_cast<const char *>(panel + k * kPackedGemmPanel) : nullptr,
-          next ? depth : 0, bias && i0 + depth == k ? bias + j0 : nullptr);
+          next ? depth : 0, bias && i0 + depth == k ? bias + j0 : nullptr,
+          i0 + depth == k ? scale : nullptr);
     }
   }
 }
@@ -69,7 +71,7 @@ void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_
 
 bool packedGemmAvailable() { return false; }
 void packedGemm(const float *, const float *, float *, int64_t, int64_t, int64_t, int64_t, int64_t,
-                int64_t, const float *) {}
+                int64_t, const float *, const float *) {}
 
 #endif
 

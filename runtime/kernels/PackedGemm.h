@@ -44,11 +44,12 @@ void packGemmWeight(const float *b, int64_t k, int64_t n, int64_t strideK, int64
 
 /// C[r][j] = sum over i of A[r][i] B[i][j] for rows [rowBegin, rowEnd) and
 /// columns [colBegin, colEnd) (colBegin a multiple of 16) of C [*, n],
-/// plus bias[j] where `bias` (n floats) is not null: added to the finished
-/// sum, the bits of a pass adding it after.
+/// times *scale where `scale` is not null, then plus bias[j] where `bias`
+/// (n floats) is not null: applied to the finished sum, the bits of passes
+/// applying them after (an FP8 step's factor, then its bias).
 void packedGemm(const float *a, const float *packed, float *c, int64_t k, int64_t n,
                 int64_t rowBegin, int64_t rowEnd, int64_t colBegin, int64_t colEnd,
-                const float *bias = nullptr);
+                const float *bias = nullptr, const float *scale = nullptr);
 
 } // namespace mixprec::runtime::cpu
 

@@ -586,6 +586,74 @@ TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
   }
 }
 
+TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
+  // An FP8 step's factor (1 / a's scale) * (1 / b's scale), then its row
+  // bias, applied by the own packed GEMM as it stores each finished sum
+  // (runGemm's epilogue skips both): each output is the unscaled,
+  // bias-free step's sum times the factor, then plus bias[j], each rounded
+  // once; for 1 and 2 threads, k past one pass (4100: both in the last
+  // only), k 1, a factor that rounds, and biases -0, NaN, +-inf and large.
+  // (Where oneDNN's kernels run the step, the passes do it: the same.)
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  const float scaleA = 3.0f, scaleB = 0.7f;
+  const float factor = (1.0f / scaleA) * (1.0f / scaleB);
+  for (const Shape3 &sh : {Shape3{33, 40, 96}, Shape3{7, 50, 4100}, Shape3{6, 16, 1}}) {
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
+    const int64_t m = sh.m, n = sh.n, k = sh.k;
+    const std::vector<float> a = randomValues(size_t(m * k), 16);
+    const std::vector<float> w = randomValues(size_t(k * n), 17);
+    std::vector<float> bias = randomValues(size_t(n), 18);
+    bias[0] = -0.0f;
+    bias[size_t(n) - 1] = NAN;
+    bias[size_t(n) / 2] = INFINITY;
+    bias[size_t(n) / 3] = -INFINITY;
+    bias[size_t(n) / 5] = 3e38f;
+    std::vector<uint8_t> outputs[2][2]; // [scaled with a bias][threads - 1]
+    for (bool scaled : {false, true}) {
+      ModuleBuilder mb;
+      GemmSpec g = linearGemm("mm", mb.constantFloats("a", fb::DType::F8E4M3FN, {m, k}, a),
+                              mb.constantFloats("w", fb::DType::F8E4M3FN, {n, k}, w),
+                              mb.activation("o", fb::DType::F32, {m, n}), m, n, k);
+      if (scaled) {
+        g.aScale = mb.constantFloats("sa", fb::DType::F32, {}, {scaleA});
+        g.bScale = mb.constantFloats("sb", fb::DType::F32, {}, {scaleB});
+        g.bias = mb.constantFloats("b", fb::DType::F32, {n}, bias);
+        g.epilogue = fb::Epilogue::Bias;
+      }
+      mb.output(g.out);
+      mb.gemm(g);
+      const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+      ASSERT_TRUE(module);
+      for (int threads : {1, 2})
+        outputs[scaled][threads - 1] = outputBytes(module, threads, {}, [&](rt::CpuBackend &cpu) {
+          if (rt::cpu::packedGemmAvailable() && !__builtin_cpu_supports("avx512bf16")) {
+            EXPECT_TRUE(cpu.dnnlGemms().ownKernel(0)) << "FP8 widened to FP32: the own GEMM";
+          }
+        });
+    }
+    for (int t = 0; t < 2; ++t) {
+      ASSERT_EQ(outputs[1][t].size(), size_t(m * n * 4));
+      ASSERT_EQ(outputs[0][t].size(), size_t(m * n * 4));
+      const auto *with = reinterpret_cast<const float *>(outputs[1][t].data());
+      const auto *without = reinterpret_cast<const float *>(outputs[0][t].data());
+      size_t bad = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float want = without[i * n + j] * factor;
+          want = want + bias[size_t(j)];
+          if (std::memcmp(&want, &with[i * n + j], sizeof want) != 0 && bad++ < 5) {
+            ADD_FAILURE() << t + 1 << " thread(s), (" << i << ", " << j << "): " << with[i * n + j]
+                          << ", the sum times the factor plus the bias " << want;
+          }
+        }
+      EXPECT_EQ(bad, 0u);
+    }
+    EXPECT_TRUE(outputs[1][0] == outputs[1][1]) << "2 threads: not the bytes of 1";
+  }
+}
+
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {
   // findWideStorage: x quantized (FP8) or rounded (BF16, FP16) by a kernel
   // to xq, which two GEMMs read, one through xv (a view: xq's bytes and

@@ -578,7 +578,7 @@ void DnnlGemms::widenA(size_t index, const void *a, int64_t begin, int64_t count
 const void *DnnlGemms::widenedA() const { return impl->wideA.data(); }
 
 Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, const void *aWide,
-                      const float *bias) {
+                      const float *bias, const float *scale) {
   Impl &d = *impl;
   Plan &p = d.plans[index];
   // Activations in a dtype the primitive does not take: widened (exact).
@@ -597,7 +597,7 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
     const auto *w = static_cast<const float *>(p.packed);
     auto tile = [&](int64_t i, int) {
       const Plan::OwnTile &t = p.ownTiles[size_t(i)];
-      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1, bias);
+      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1, bias, scale);
     };
     if (d.pool) // (one worker or one tile: on the calling thread)
       d.pool->run(int64_t(p.ownTiles.size()), tile);
@@ -681,7 +681,8 @@ Status DnnlGemms::prepare(const LoadedModule &, const std::function<const uint8_
 }
 bool DnnlGemms::handles(size_t) const { return false; }
 std::string DnnlGemms::reason(size_t) const { return "this runtime was built without oneDNN"; }
-Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *, const float *) {
+Status DnnlGemms::run(size_t, const void *, const void *, float *, const void *, const float *,
+                      const float *) {
   return Status(MIXPREC_INTERNAL, "oneDNN: not built in");
 }
 int64_t DnnlGemms::wideElementsA(size_t) const { return 0; }

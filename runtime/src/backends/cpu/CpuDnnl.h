@@ -124,10 +124,11 @@ public:
   /// (batch x m x n, row-major). `aWide` (where A is widened): A's values
   /// widened already (widenA into widenedA(), or an FP8 tensor stored as
   /// BF16, findWideStorage), a is not read; null: run() widens a itself.
-  /// `bias` (n floats, only where ownKernel): added to each row's finished
-  /// sums as they are stored (the bits of adding it after).
+  /// `scale` (one float), then `bias` (n floats), only where ownKernel:
+  /// each finished sum multiplied by *scale (an FP8 step's factor), then
+  /// bias[j] added, as they are stored (the bits of passes after).
   Status run(size_t index, const void *a, const void *b, float *acc, const void *aWide = nullptr,
-             const float *bias = nullptr);
+             const float *bias = nullptr, const float *scale = nullptr);
 
   /// Elements of GEMM step `index`'s A that run() widens first (an
   /// activation of a dtype the primitive does not take; 0: none).

@@ -62,9 +62,14 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   const bool rowBias = bias && !biasShape->empty() && biasShape->back() == g.n &&
                        !g.biasTarget.empty() && g.biasTarget.back() == g.n &&
                        cpu::numElements(*biasShape) == g.n;
-  // The own packed GEMM adds a row bias as it stores its sums (unscaled
-  // ones: FP8's factor comes first).
-  const bool biasInGemm = rowBias && !scaled && onDnnl && dnnl.ownKernel(index);
+  // The own packed GEMM applies FP8's factor, then adds a row bias, as it
+  // stores its sums (the order of the passes below).
+  const bool ownKernel = onDnnl && dnnl.ownKernel(index);
+  const bool scaleInGemm = scaled && ownKernel;
+  const bool biasInGemm = rowBias && ownKernel;
+  const float factor = scaled ? (1.0f / *reinterpret_cast<const float *>(tensorData(g.aScale))) *
+                                    (1.0f / *reinterpret_cast<const float *>(tensorData(g.bScale)))
+                              : 1.0f;
   // oneDNN: the products' sums, then the bias added (as after FP8 scaling).
   // An A it widens (FP8 to BF16, exact) widened first, in slices over the
   // threads, unless the kernel that wrote it stored it widened.
@@ -78,7 +83,8 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
       forSlices(wide, [&](int64_t begin, int64_t n) { dnnl.widenA(index, a, begin, n); });
       aWide = dnnl.widenedA();
     }
-    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, aWide, biasInGemm ? bias : nullptr);
+    if (Status s = dnnl.run(index, a, tensorData(g.b), acc, aWide, biasInGemm ? bias : nullptr,
+                            scaleInGemm ? &factor : nullptr);
         !s.ok())
       return s.withContext(g.name + ": ");
   }
@@ -86,9 +92,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
     if (Status s = runBlasGemm(g, acc, scaled ? nullptr : bias); !s.ok())
       return s;
   const int64_t total = g.batch * mn;
-  const float factor = scaled ? (1.0f / *reinterpret_cast<const float *>(tensorData(g.aScale))) *
-                                    (1.0f / *reinterpret_cast<const float *>(tensorData(g.bScale)))
-                              : 1.0f;
+  const bool scalePass = scaled && !scaleInGemm;                  // else applied in acc
   const bool addBias = bias && (scaled || onDnnl) && !biasInGemm; // else already in acc
   // The quantize kernel after it (findGemmQuantizes): elements [first,
   // first + n) of the output, in FP32, rounded to the output's dtype as
@@ -130,7 +134,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   if (addBias && !rowBias) {
     // A bias of another shape: scale, bias, ReLU, GELU and the rounding to
     // the output's dtype, each a pass over the whole, on this thread.
-    if (scaled)
+    if (scalePass)
       for (int64_t i = 0; i < total; ++i)
         acc[i] *= factor;
     cpu::binary(cpu::BinaryOp::Add, acc, g.biasTarget, bias, *biasShape, acc, g.biasTarget);
@@ -152,7 +156,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   }
   // Else the same steps row by row (each row's in the same order: the same
   // bits), the rows in chunks over the threads.
-  if (inPlace && !scaled && !addBias && !g.relu && !g.gelu && !quantize && !amax)
+  if (inPlace && !scalePass && !addBias && !g.relu && !g.gelu && !quantize && !amax)
     return okStatus();
   const int64_t rows = g.batch * g.m;
   const int64_t chunks = chunksOf(rows, total);
@@ -160,7 +164,7 @@ Status CpuBackend::runGemm(const GemmDesc &g) {
   pool->run(chunks, [&](int64_t c, int) {
     for (int64_t r = rows * c / chunks, end = rows * (c + 1) / chunks; r < end; ++r) {
       float *row = acc + r * g.n;
-      if (scaled)
+      if (scalePass)
         for (int64_t j = 0; j < g.n; ++j)
           row[j] *= factor;
       if (addBias)
