@@ -517,6 +517,17 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
     }
 }
 
+/// `n` random bias values with -0, NaN, +-inf and 3e38 among them.
+std::vector<float> biasWithSpecials(int64_t n, uint32_t seed) {
+  std::vector<float> bias = randomValues(size_t(n), seed);
+  bias[0] = -0.0f;
+  bias[size_t(n) - 1] = NAN;
+  bias[size_t(n) / 2] = INFINITY;
+  bias[size_t(n) / 3] = -INFINITY;
+  bias[size_t(n) / 5] = 3e38f;
+  return bias;
+}
+
 TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
   // The own packed GEMM (PackedGemm.h) adds an FP32 row bias to each sum as
   // it stores it (runGemm's epilogue then skips it): each output is the
@@ -534,12 +545,7 @@ TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
     const int64_t m = sh.m, n = sh.n, k = sh.k;
     const std::vector<float> a = randomValues(size_t(m * k), 6);
     const std::vector<float> w = randomValues(size_t(k * n), 7);
-    std::vector<float> bias = randomValues(size_t(n), 8);
-    bias[0] = -0.0f;
-    bias[size_t(n) - 1] = NAN;
-    bias[size_t(n) / 2] = INFINITY;
-    bias[size_t(n) / 3] = -INFINITY;
-    bias[size_t(n) / 5] = 3e38f;
+    const std::vector<float> bias = biasWithSpecials(n, 8);
     std::vector<uint8_t> outputs[2][2]; // [with bias][threads - 1]
     for (bool withBias : {false, true}) {
       ModuleBuilder mb;
@@ -604,12 +610,7 @@ TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
     const int64_t m = sh.m, n = sh.n, k = sh.k;
     const std::vector<float> a = randomValues(size_t(m * k), 16);
     const std::vector<float> w = randomValues(size_t(k * n), 17);
-    std::vector<float> bias = randomValues(size_t(n), 18);
-    bias[0] = -0.0f;
-    bias[size_t(n) - 1] = NAN;
-    bias[size_t(n) / 2] = INFINITY;
-    bias[size_t(n) / 3] = -INFINITY;
-    bias[size_t(n) / 5] = 3e38f;
+    const std::vector<float> bias = biasWithSpecials(n, 18);
     std::vector<uint8_t> outputs[2][2]; // [scaled with a bias][threads - 1]
     for (bool scaled : {false, true}) {
       ModuleBuilder mb;
