@@ -799,8 +799,9 @@ MIXPREC_MULTIVERSION void quantizeFp8StoreLoops(Format f, Format src, const void
 #if defined(MIXPREC_QUANTIZE_AVX2)
 /// quantizeStoreLoop's steps for 8 values at a time, written with AVX2
 /// intrinsics: GCC's vectorisation of the generic loop (variable shifts for
-/// the subnormal range, selects for every case) took ~0.8 ns a value on a
-/// Zen 3 core (8192 values from L1/L2), this 0.27. Same bits by construction, step by step:
+/// the subnormal range, selects for every case) took 0.96 ns a value on a
+/// Zen 3 core (8192 values from L1/L2), this 0.27. The same bits by
+/// construction, step by step:
 /// - the scale: the same float multiply (a non-finite scale never gets
 ///   here; a non-finite value is the NaN case);
 /// - normal range: the same integer rounding of the float32 bits in place;

@@ -1064,16 +1064,19 @@ TEST_F(CpuDnnlConv, AReluBeforeAMaxPoolRunsInThePoolWithTheSameBits) {
   // of rows), or nothing kept channels-last (the planes' path); 1 and 2
   // threads; x with a NaN, +-inf and signed zeros, channels all negative
   // (every window's largest value < 0). Not where the ReLU's output is also
-  // a module output.
-  for (int which = 0; which < 3; ++which) {
+  // a module output. buildStem in BF16 too (conv_a's narrow epilogue, the
+  // ReLU in the pool: BF16 values in and out, moved exactly).
+  for (int which = 0; which < 4; ++which) {
     SCOPED_TRACE(which == 0   ? "pool output a module output"
                  : which == 1 ? "r also an output"
-                              : "buildStem");
+                 : which == 2 ? "buildStem"
+                              : "buildStem, BF16");
     int32_t x = -1;
+    const fb::DType dtype = which == 3 ? fb::DType::BF16 : fb::DType::F32;
     std::shared_ptr<const rt::LoadedModule> module =
-        which == 2 ? buildStem(fb::DType::F32, x) : buildReluPool(which == 1, x);
+        which >= 2 ? buildStem(dtype, x) : buildReluPool(which == 1, x);
     ASSERT_TRUE(module);
-    std::vector<float> values = storedRandom(fb::DType::F32, size_t(64 * 12 * 12), 9);
+    std::vector<float> values = storedRandom(dtype, size_t(64 * 12 * 12), 9);
     for (size_t i = 400; i < 500; ++i)
       values[i] = i % 2 ? -0.0f : 0.0f;
     values[17] = NAN;
@@ -1089,7 +1092,8 @@ TEST_F(CpuDnnlConv, AReluBeforeAMaxPoolRunsInThePoolWithTheSameBits) {
       if (!s.ok())
         return got;
       inPools = cpuOf(backend).reluInPools();
-      EXPECT_TRUE(backend->setInput(uint32_t(x), values.data(), values.size() * 4).ok());
+      const std::vector<uint8_t> bytes = bytesOf(dtype, values);
+      EXPECT_TRUE(backend->setInput(uint32_t(x), bytes.data(), bytes.size()).ok());
       s = backend->launch({});
       EXPECT_TRUE(s.ok()) << s.message();
       for (uint32_t t : module->outputs()) {
@@ -1117,7 +1121,7 @@ TEST_F(CpuDnnlConv, AReluBeforeAMaxPoolRunsInThePoolWithTheSameBits) {
         EXPECT_TRUE(got == want) << threads << " thread(s): not the bits of the ReLU first";
       }
       unsetenv("MIXPREC_CPU_CHANNELS_LAST");
-      if (which == 2)
+      if (which >= 2)
         continue;
       // p: NaNs (the NaN went through), +0s (most windows of the negative
       // channels: all but those the NaN and infinities reach), no negative

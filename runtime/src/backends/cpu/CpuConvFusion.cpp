@@ -10,21 +10,28 @@
 // there were three, and the same bits by construction (the same FP32
 // roundings in the same order). Only where that holds: FP32 tensors; the
 // kernel exactly Load, [Load, Add,] Relu, Store over contiguous elements
-// of the convolution output's shape (or all of it in BF16 or F16, a
-// narrow epilogue: the step rounds the FP32 result to that dtype as it
-// would store it, then adds the addend itself, the kernel's operands in
-// its order, and rounds the sum as the kernel does, then the ReLU, and
-// stores what the kernel would: its bits by construction, one pass where
-// there were two, and no kernel step; oneDNN adds and applies nothing); that output read by nothing
-// else, its bytes by no other tensor (an alias) before they are overwritten, and no module output
-// or state. (Where the kernel's output shares bytes with the convolution's operands, the arena
-// planner's reuse of a dead input, and oneDNN would write it while reading them, the step writes a
-// buffer and copies.) MIXPREC_CPU_CONV_FUSION=0 turns it off (tests compare the two). Where a max
-// pool is that output's only reader (ResNet's stem: relu(conv1) then a 3x3 max pool), the pool
-// applies the ReLU to its own output instead (poolTakingRelu; its input and output of one dtype,
-// whose values the pool moves exactly): ReLU is monotonic, so relu(max) equals max(relu) bit for
-// bit (NaN taps: the first NaN either way, which ReLU keeps; a largest tap <= 0, -0 included: +0
-// either way), and the pass runs over the pooled values, a quarter of the convolution's with a 3x3
+// of the convolution output's shape; that output read by nothing else, its
+// bytes by no other tensor (an alias) before they are overwritten, and no
+// module output or state. (Where the kernel's output shares bytes with the
+// convolution's operands, the arena planner's reuse of a dead input, and
+// oneDNN would write it while reading them, the step writes a buffer and
+// copies.) A BF16 or F16 convolution output with such a kernel in its
+// dtype (every access; its instructions in that dtype or FP32) takes a
+// narrow epilogue instead: oneDNN adds and applies nothing (its sum
+// post-op would add before the rounding), the step rounds the FP32 result
+// to the dtype as it would store it, adds the addend itself (the kernel's
+// operands in its order, the sum rounded where the kernel's Add is in the
+// dtype), applies the ReLU and stores what the kernel stores: the
+// kernel's bits by construction, one pass where there were two (the
+// addend and the output the same bytes or none shared).
+// MIXPREC_CPU_CONV_FUSION=0 turns both off (tests compare).
+// Where a max pool is that output's only reader (ResNet's stem: relu(conv1)
+// then a 3x3 max pool), the pool applies the ReLU to its own output
+// instead (poolTakingRelu; its input and output of one dtype, whose values
+// it moves exactly): ReLU is monotonic, so relu(max) equals
+// max(relu) bit for bit (NaN taps: the first NaN either way, which ReLU
+// keeps; a largest tap <= 0, -0 included: +0 either way), and the pass
+// runs over the pooled values, a quarter of the convolution's with a 3x3
 // stride-2 pool. Not for max_pool_indices (the argmax of ReLU'd taps
 // differs). MIXPREC_CPU_POOL_RELU=0 turns it off (tests compare the two).
 //
