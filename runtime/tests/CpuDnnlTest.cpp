@@ -528,6 +528,30 @@ std::vector<float> biasWithSpecials(int64_t n, uint32_t seed) {
   return bias;
 }
 
+/// outputs[1][t] ([m, n] FP32, 1 and 2 threads) against want(the same
+/// element of outputs[0][t], its column) bit for bit, and the two thread
+/// counts' bytes alike; `what` names want in messages.
+void expectEachFrom(const std::vector<uint8_t> (&outputs)[2][2], int64_t m, int64_t n,
+                    const std::function<float(float, int64_t)> &want, const char *what) {
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_EQ(outputs[1][t].size(), size_t(m * n * 4));
+    ASSERT_EQ(outputs[0][t].size(), size_t(m * n * 4));
+    const auto *with = reinterpret_cast<const float *>(outputs[1][t].data());
+    const auto *without = reinterpret_cast<const float *>(outputs[0][t].data());
+    size_t bad = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float w = want(without[i * n + j], j);
+        if (std::memcmp(&w, &with[i * n + j], sizeof w) != 0 && bad++ < 5) {
+          ADD_FAILURE() << t + 1 << " thread(s), (" << i << ", " << j << "): " << with[i * n + j]
+                        << ", " << what << " " << w;
+        }
+      }
+    EXPECT_EQ(bad, 0u);
+  }
+  EXPECT_TRUE(outputs[1][0] == outputs[1][1]) << "2 threads: not the bytes of 1";
+}
+
 TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
   // The own packed GEMM (PackedGemm.h) adds an FP32 row bias to each sum as
   // it stores it (runGemm's epilogue then skips it): each output is the
@@ -572,23 +596,9 @@ TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
               }
             });
     }
-    for (int t = 0; t < 2; ++t) {
-      ASSERT_EQ(outputs[1][t].size(), size_t(m * n * 4));
-      ASSERT_EQ(outputs[0][t].size(), size_t(m * n * 4));
-      const auto *with = reinterpret_cast<const float *>(outputs[1][t].data());
-      const auto *without = reinterpret_cast<const float *>(outputs[0][t].data());
-      size_t bad = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          const float want = without[i * n + j] + bias[size_t(j)];
-          if (std::memcmp(&want, &with[i * n + j], sizeof want) != 0 && bad++ < 5) {
-            ADD_FAILURE() << t + 1 << " thread(s), (" << i << ", " << j << "): " << with[i * n + j]
-                          << ", the sum plus the bias " << want;
-          }
-        }
-      EXPECT_EQ(bad, 0u);
-    }
-    EXPECT_TRUE(outputs[1][0] == outputs[1][1]) << "2 threads: not the bytes of 1";
+    expectEachFrom(
+        outputs, m, n, [&](float sum, int64_t j) { return sum + bias[size_t(j)]; },
+        "the sum plus the bias");
   }
 }
 
@@ -634,24 +644,13 @@ TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
           }
         });
     }
-    for (int t = 0; t < 2; ++t) {
-      ASSERT_EQ(outputs[1][t].size(), size_t(m * n * 4));
-      ASSERT_EQ(outputs[0][t].size(), size_t(m * n * 4));
-      const auto *with = reinterpret_cast<const float *>(outputs[1][t].data());
-      const auto *without = reinterpret_cast<const float *>(outputs[0][t].data());
-      size_t bad = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          float want = without[i * n + j] * factor;
-          want = want + bias[size_t(j)];
-          if (std::memcmp(&want, &with[i * n + j], sizeof want) != 0 && bad++ < 5) {
-            ADD_FAILURE() << t + 1 << " thread(s), (" << i << ", " << j << "): " << with[i * n + j]
-                          << ", the sum times the factor plus the bias " << want;
-          }
-        }
-      EXPECT_EQ(bad, 0u);
-    }
-    EXPECT_TRUE(outputs[1][0] == outputs[1][1]) << "2 threads: not the bytes of 1";
+    expectEachFrom(
+        outputs, m, n,
+        [&](float sum, int64_t j) {
+          const float scaled = sum * factor; // then the bias: two roundings
+          return scaled + bias[size_t(j)];
+        },
+        "the sum times the factor plus the bias");
   }
 }
 

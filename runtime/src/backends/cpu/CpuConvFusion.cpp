@@ -237,8 +237,10 @@ bool readOnlyBy(const LoadedModule &module, const std::vector<StepTensors> &step
 }
 
 /// Whether kernel `k` is relu(Load conv) or relu(Load conv + Load addend)
-/// stored to one FP32 tensor, every access walking the same contiguous
-/// elements; sets addend (-1: none) and output.
+/// stored to one tensor, every access walking the same contiguous elements
+/// in conv's dtype (FP32, or BF16 / F16: a narrow epilogue); sets addend
+/// (-1: none), output, whether the Add takes the addend first and whether
+/// it rounds its sum to that dtype.
 bool matchEpilogue(const LoadedModule &module, const KernelPlan &k, int32_t conv, int32_t &addend,
                    int32_t &output, bool &addendFirst, bool &sumRounded) {
   const std::vector<TensorDesc> &tensors = module.tensors();

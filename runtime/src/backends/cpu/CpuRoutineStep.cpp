@@ -346,9 +346,10 @@ Status CpuBackend::runFloatRoutine(const RoutineOp &op) {
       // to its dtype as the step stores it and the kernel loads it, then the
       // kernel's instructions on it, each result rounded to that dtype
       // where the kernel rounds it (a + b, the operands in the kernel's
-      // order, rounded where the Add is in that dtype; relu(v) of a value of
-      // the dtype is one), stored as the kernel stores it: the kernel's bits by construction, in
-      // one pass over the output (cache-sized pieces, slices over the threads).
+      // order, rounded where the Add is in that dtype; relu(v) of a value
+      // of the dtype is one), stored as the kernel stores it: the kernel's
+      // bits by construction, in one pass over the output (cache-sized
+      // pieces, slices over the threads).
       const ConvEpilogue &e = convEpilogues[index];
       const DType dtype = y.dtype;
       const num::Format f = formatOf(dtype);
