@@ -8,7 +8,11 @@
 // a panel of 16 floats per step: the textbook AVX2 GEMM micro-kernel. Each
 // element of C is summed in k order, starting from 0 or (`accumulate`)
 // from the value C holds, so blocks of k summed one after another give the
-// bits of one block. x86-64 only; the caller checks the CPU (AVX2, FMA).
+// bits of one block. The panel may instead hold B's values as BF16 or FP16
+// (16 halves a step, Bf16Panel and F16Panel below), widened to FP32 in the
+// registers as each step loads them: exact, so the same products and sums,
+// the same bits, as a panel of the widened floats, with half the bytes to
+// read. x86-64 only; the caller checks the CPU (cpuRuns: AVX2, FMA, F16C).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_CPU_AVX2MICROKERNEL_H
@@ -21,27 +25,90 @@
 #include <cstdint>
 #include <cstring>
 
-#define MIXPREC_AVX2_FMA __attribute__((target("avx2,fma")))
+#define MIXPREC_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
 
 namespace mixprec::runtime::cpu::avx2 {
 
-/// Whether this CPU runs the code here (AVX2 and FMA).
-inline bool cpuRuns() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+/// Whether this CPU runs the code here (AVX2, FMA and F16C: every AVX2 CPU
+/// has F16C).
+inline bool cpuRuns() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
 
-/// C[r][j] (+)= sum over i < k of a[r * lda + i] * b[i * 16 + j], for
-/// r < R and j < cols (cols <= 16; C's other columns untouched), C's rows
-/// ldc apart. Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
+/// A panel of 16 FP32 columns a k step.
+struct F32Panel {
+  using Element = float;
+  MIXPREC_AVX2_FMA static void load(const float *row, __m256 &w0, __m256 &w1) {
+    w0 = _mm256_loadu_ps(row);
+    w1 = _mm256_loadu_ps(row + 8);
+  }
+};
+
+/// A panel of 16 BF16 columns a k step, in the order of kBf16PanelOrder: an
+/// FP32 value is its BF16 bits in the upper half, so unpacking the 16
+/// halves' low and high quarters of each 128-bit lane with zeros below
+/// gives columns 0-7 and 8-15.
+struct Bf16Panel {
+  using Element = uint16_t;
+  MIXPREC_AVX2_FMA static void load(const uint16_t *row, __m256 &w0, __m256 &w1) {
+    const __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row));
+    w0 = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), halves));
+    w1 = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), halves));
+  }
+};
+
+/// Bf16Panel's order: the column stored at position s of a k step.
+constexpr int kBf16PanelOrder[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
+
+/// A panel of 16 FP16 columns a k step, in column order (VCVTPH2PS: exact).
+struct F16Panel {
+  using Element = uint16_t;
+  MIXPREC_AVX2_FMA static void load(const uint16_t *row, __m256 &w0, __m256 &w1) {
+    w0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row)));
+    w1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 8)));
+  }
+};
+
+/// step(i) for i in [0, k), meanwhile fetching the `prefetchLines` 64-byte
+/// lines from `prefetch` on into the level-2 cache: in chunks of 8 steps,
+/// as many lines a chunk as spreads them over all of k (one a chunk where
+/// they are fewer than the chunks).
+template <typename Step>
+MIXPREC_AVX2_FMA inline __attribute__((always_inline)) void
+stepsFetching(int64_t k, const char *prefetch, int64_t prefetchLines, Step &&step) {
+  int64_t i = 0;
+  if (prefetchLines > 0) {
+    constexpr int64_t kChunk = 8;
+    const int64_t chunks = k / kChunk;
+    const int64_t perChunk = chunks > 0 ? (prefetchLines + chunks - 1) / chunks : 0;
+    for (int64_t chunk = 0, line = 0; chunk < chunks; ++chunk) {
+      for (int64_t p = 0; p < perChunk && line < prefetchLines; ++p, ++line)
+        _mm_prefetch(prefetch + line * 64, _MM_HINT_T1);
+      for (const int64_t end = i + kChunk; i < end; ++i)
+        step(i);
+    }
+  }
+  for (; i < k; ++i)
+    step(i);
+}
+
+/// C[r][j] (+)= sum over i < k of a[r * lda + i] * B[i][j], for r < R and
+/// j < cols (cols <= 16; C's other columns untouched), C's rows ldc apart;
+/// B's row i the 16 values of the Panel at b + i * 16 (F32Panel: b[i * 16 +
+/// j]). Meanwhile the `prefetchLines` 64-byte lines from `prefetch`
 /// on are fetched into the level-2 cache, spread over the k steps (a share
 /// of the next panel of B: multiplyPanel); no effect on C. `scale` (null:
 /// none; one float), then `bias` (null: none; `cols` floats): each row's
 /// sum multiplied by *scale, then bias[j] added, once k is done (one FP32
 /// multiplication, one FP32 addition, as passes over C after would make:
 /// this file is built without contraction into fused multiply-adds).
-template <int R>
+template <int R, typename Panel = F32Panel>
 MIXPREC_AVX2_FMA inline void
-multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k, float *c, int64_t ldc,
-              bool accumulate, int cols, const char *prefetch = nullptr, int64_t prefetchLines = 0,
-              const float *bias = nullptr, const float *scale = nullptr) {
+multiplyBlock(const float *a, int64_t lda, const typename Panel::Element *b, int64_t k, float *c,
+              int64_t ldc, bool accumulate, int cols, const char *prefetch = nullptr,
+              int64_t prefetchLines = 0, const float *bias = nullptr,
+              const float *scale = nullptr) {
   static_assert(R >= 1 && R <= 6, "one to six rows");
   // Twelve named accumulators (an array of them GCC keeps in memory,
   // storing it every step); rows past R unused.
@@ -73,7 +140,8 @@ multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k, float *c, 
   }
 #define MIXPREC_AVX2_STEP                                                                          \
   {                                                                                                \
-    const __m256 w0 = _mm256_loadu_ps(b + i * 16), w1 = _mm256_loadu_ps(b + i * 16 + 8);           \
+    __m256 w0, w1;                                                                                 \
+    Panel::load(b + i * 16, w0, w1);                                                               \
     MIXPREC_AVX2_ROW(0)                                                                            \
     MIXPREC_AVX2_ROW(1)                                                                            \
     MIXPREC_AVX2_ROW(2)                                                                            \
@@ -81,22 +149,9 @@ multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k, float *c, 
     MIXPREC_AVX2_ROW(4)                                                                            \
     MIXPREC_AVX2_ROW(5)                                                                            \
   }
-  int64_t i = 0;
-  if (prefetchLines > 0) {
-    // The lines in chunks of 8 k steps, as many a chunk as spreads them
-    // over all of k (one a chunk where they are fewer than the chunks).
-    constexpr int64_t kChunk = 8;
-    const int64_t chunks = k / kChunk;
-    const int64_t perChunk = chunks > 0 ? (prefetchLines + chunks - 1) / chunks : 0;
-    for (int64_t chunk = 0, line = 0; chunk < chunks; ++chunk) {
-      for (int64_t p = 0; p < perChunk && line < prefetchLines; ++p, ++line)
-        _mm_prefetch(prefetch + line * 64, _MM_HINT_T1);
-      for (const int64_t end = i + kChunk; i < end; ++i)
-        MIXPREC_AVX2_STEP
-    }
-  }
-  for (; i < k; ++i)
-    MIXPREC_AVX2_STEP
+  stepsFetching(k, prefetch, prefetchLines,
+                [&](int64_t i)
+                    __attribute__((always_inline, target("avx2,fma,f16c"))){MIXPREC_AVX2_STEP});
 #undef MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_ROW
   if (scale) {
@@ -146,17 +201,60 @@ multiplyBlock(const float *a, int64_t lda, const float *b, int64_t k, float *c, 
 }
 
 /// multiplyBlock for `rows` rows, 1 to 6 (a table of the six).
-MIXPREC_AVX2_FMA inline void multiplyRows(int rows, const float *a, int64_t lda, const float *b,
-                                          int64_t k, float *c, int64_t ldc, bool accumulate,
-                                          int cols, const char *prefetch = nullptr,
-                                          int64_t prefetchLines = 0, const float *bias = nullptr,
-                                          const float *scale = nullptr) {
-  using Block = void (*)(const float *, int64_t, const float *, int64_t, float *, int64_t, bool,
-                         int, const char *, int64_t, const float *, const float *);
-  static const Block kBlocks[7] = {nullptr,          multiplyBlock<1>, multiplyBlock<2>,
-                                   multiplyBlock<3>, multiplyBlock<4>, multiplyBlock<5>,
-                                   multiplyBlock<6>};
+template <typename Panel = F32Panel>
+MIXPREC_AVX2_FMA inline void
+multiplyRows(int rows, const float *a, int64_t lda, const typename Panel::Element *b, int64_t k,
+             float *c, int64_t ldc, bool accumulate, int cols, const char *prefetch = nullptr,
+             int64_t prefetchLines = 0, const float *bias = nullptr, const float *scale = nullptr) {
+  using Block = void (*)(const float *, int64_t, const typename Panel::Element *, int64_t, float *,
+                         int64_t, bool, int, const char *, int64_t, const float *, const float *);
+  static const Block kBlocks[7] = {nullptr,
+                                   multiplyBlock<1, Panel>,
+                                   multiplyBlock<2, Panel>,
+                                   multiplyBlock<3, Panel>,
+                                   multiplyBlock<4, Panel>,
+                                   multiplyBlock<5, Panel>,
+                                   multiplyBlock<6, Panel>};
   kBlocks[rows](a, lda, b, k, c, ldc, accumulate, cols, prefetch, prefetchLines, bias, scale);
+}
+
+/// One row of C against P whole panels side by side (columns 16 P), the
+/// panels `panelStride` elements apart: c[j] (+)= sum over i < k of a[i] *
+/// B[i][j], j < 16 P, then times *scale, plus bias[j], as multiplyBlock<1>
+/// computes each panel's 16 (the same bits). multiplyBlock<1> keeps two
+/// sums, each a chain of dependent multiply-adds (4 cycles each on Zen 3:
+/// a fourth of the FMA units' rate); 2 P chains here. The `prefetchLines`
+/// lines from `prefetch` are fetched meanwhile, as multiplyBlock's.
+template <int P, typename Panel = F32Panel>
+MIXPREC_AVX2_FMA inline void
+multiplyRowPanels(const float *a, const typename Panel::Element *b, int64_t panelStride, int64_t k,
+                  float *c, bool accumulate, const char *prefetch = nullptr,
+                  int64_t prefetchLines = 0, const float *bias = nullptr,
+                  const float *scale = nullptr) {
+  static_assert(P >= 1 && P <= 4, "one to four panels");
+  __m256 acc[P][2];
+  for (int q = 0; q < P; ++q)
+    for (int h = 0; h < 2; ++h)
+      acc[q][h] = accumulate ? _mm256_loadu_ps(c + 16 * q + 8 * h) : _mm256_setzero_ps();
+  auto step = [&](int64_t i) __attribute__((always_inline, target("avx2,fma,f16c"))) {
+    const __m256 x = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) {
+      __m256 w0, w1;
+      Panel::load(b + q * panelStride + i * 16, w0, w1);
+      acc[q][0] = _mm256_fmadd_ps(x, w0, acc[q][0]);
+      acc[q][1] = _mm256_fmadd_ps(x, w1, acc[q][1]);
+    }
+  };
+  stepsFetching(k, prefetch, prefetchLines, step);
+  for (int q = 0; q < P; ++q)
+    for (int h = 0; h < 2; ++h) {
+      if (scale)
+        acc[q][h] = _mm256_mul_ps(acc[q][h], _mm256_set1_ps(*scale));
+      if (bias)
+        acc[q][h] = _mm256_add_ps(acc[q][h], _mm256_loadu_ps(bias + 16 * q + 8 * h));
+      _mm256_storeu_ps(c + 16 * q + 8 * h, acc[q][h]);
+    }
 }
 
 /// The rows of the next block of a walk over `left` more rows: six, but
@@ -173,16 +271,16 @@ inline int blockRows(int64_t left) {
 /// fetched into the level-2 cache, each block taking its rows' share: a
 /// panel read from memory by its first block alone made the GEMMs of a
 /// model, whose weights are not cached, 7-10% slower (PackedGemm.h).
-MIXPREC_AVX2_FMA inline void multiplyPanel(int64_t rows, const float *a, int64_t lda,
-                                           const float *b, int64_t k, float *c, int64_t ldc,
-                                           bool accumulate, int cols, const char *next,
-                                           int64_t nextLines, const float *bias = nullptr,
-                                           const float *scale = nullptr) {
+template <typename Panel = F32Panel>
+MIXPREC_AVX2_FMA inline void
+multiplyPanel(int64_t rows, const float *a, int64_t lda, const typename Panel::Element *b,
+              int64_t k, float *c, int64_t ldc, bool accumulate, int cols, const char *next,
+              int64_t nextLines, const float *bias = nullptr, const float *scale = nullptr) {
   for (int64_t r = 0, n = 0; r < rows; r += n) {
     n = blockRows(rows - r);
     const int64_t from = nextLines * r / rows, to = nextLines * (r + n) / rows;
-    multiplyRows(int(n), a + r * lda, lda, b, k, c + r * ldc, ldc, accumulate, cols,
-                 next ? next + from * 64 : nullptr, to - from, bias, scale);
+    multiplyRows<Panel>(int(n), a + r * lda, lda, b, k, c + r * ldc, ldc, accumulate, cols,
+                        next ? next + from * 64 : nullptr, to - from, bias, scale);
   }
 }
 

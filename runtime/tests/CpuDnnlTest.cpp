@@ -608,14 +608,16 @@ TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
   // (runGemm's epilogue skips both): each output is the unscaled,
   // bias-free step's sum times the factor, then plus bias[j], each rounded
   // once; for 1 and 2 threads, k past one pass (4100: both in the last
-  // only), k 1, a factor that rounds, and biases -0, NaN, +-inf and large.
+  // only), k 1, one row (four panels at once: multiplyRowPanels), a factor
+  // that rounds, and biases -0, NaN, +-inf and large.
   // (Where oneDNN's kernels run the step, the passes do it: the same.)
   struct Shape3 {
     int64_t m, n, k;
   };
   const float scaleA = 3.0f, scaleB = 0.7f;
   const float factor = (1.0f / scaleA) * (1.0f / scaleB);
-  for (const Shape3 &sh : {Shape3{33, 40, 96}, Shape3{7, 50, 4100}, Shape3{6, 16, 1}}) {
+  for (const Shape3 &sh :
+       {Shape3{33, 40, 96}, Shape3{7, 50, 4100}, Shape3{6, 16, 1}, Shape3{1, 200, 4100}}) {
     SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
     const int64_t m = sh.m, n = sh.n, k = sh.k;
     const std::vector<float> a = randomValues(size_t(m * k), 16);
@@ -652,6 +654,85 @@ TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
         },
         "the sum times the factor plus the bias");
   }
+}
+
+TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder) {
+  // A BF16, FP8 (E4M3, E5M2) or FP16 constant weight whose GEMM runs on
+  // FP32 kernels (AVX2: oneDNN's gemm:jit) is packed for the own GEMM in
+  // BF16 (FP8's values are BF16 values) or FP16 panels, 2 bytes a value,
+  // at any row count (MIXPREC_CPU_NARROW_PANELS=0: FP32 panels, 6 rows or
+  // more): each output is then exactly the FP32 fused multiply-adds of the
+  // stored values in k order from 0, for 1 and 2 threads; one row walks
+  // four panels at once (multiplyRowPanels: 1 x 200 x 4100 also past the
+  // depth of 4096, 1 x 272 four groups and a panel), partial panels and
+  // row blocks. Elsewhere (oneDNN's own order) the GEMM bound.
+  struct Shape3 {
+    int64_t m, n, k;
+  };
+  for (fb::DType dtype : {fb::DType::BF16, fb::DType::F8E4M3FN, fb::DType::F8E5M2, fb::DType::F16})
+    for (const Shape3 &sh : {Shape3{1, 40, 96}, Shape3{1, 200, 4100}, Shape3{1, 272, 300},
+                             Shape3{3, 70, 48}, Shape3{33, 600, 64}, Shape3{5, 16, 1}})
+      for (const char *narrow : {"", "0"}) {
+        const int64_t m = sh.m, n = sh.n, k = sh.k;
+        SCOPED_TRACE(std::string(rt::dtypeName(dtype)) + " " + std::to_string(m) + "x" +
+                     std::to_string(n) + "x" + std::to_string(k) +
+                     (*narrow ? ", MIXPREC_CPU_NARROW_PANELS=0" : ""));
+        const std::vector<float> a = stored(dtype, randomValues(size_t(m * k), 21));
+        const std::vector<float> w = stored(dtype, randomValues(size_t(n * k), 22));
+        ModuleBuilder mb;
+        GemmSpec g = linearGemm("mm", mb.constantFloats("a", dtype, {m, k}, a),
+                                mb.constantFloats("w", dtype, {n, k}, w),
+                                mb.activation("o", fb::DType::F32, {m, n}), m, n, k);
+        mb.output(g.out);
+        mb.gemm(g);
+        const std::shared_ptr<const rt::LoadedModule> module = load(mb.build());
+        ASSERT_TRUE(module);
+        if (*narrow)
+          setenv("MIXPREC_CPU_NARROW_PANELS", narrow, 1);
+        bool own[2] = {false, false};
+        std::vector<uint8_t> outputs[2];
+        for (int threads : {1, 2})
+          outputs[threads - 1] = outputBytes(module, threads, {}, [&](rt::CpuBackend &cpu) {
+            const rt::DnnlGemms &gemms = cpu.dnnlGemms();
+            EXPECT_TRUE(gemms.handles(0)) << gemms.reason(0);
+            own[threads - 1] = gemms.ownKernel(0);
+            if (gemms.computeType(0) != fb::DType::F32 || gemms.tiles(0) == 0 ||
+                !rt::cpu::packedGemmAvailable())
+              return; // oneDNN's kernels in the stored dtype, or not gemm:jit
+            const bool narrowPanels = !*narrow;
+            EXPECT_EQ(gemms.ownKernel(0), narrowPanels || m >= 6);
+            if (!gemms.ownKernel(0))
+              return;
+            const fb::DType panels = !narrowPanels             ? fb::DType::F32
+                                     : dtype == fb::DType::F16 ? fb::DType::F16
+                                                               : fb::DType::BF16;
+            EXPECT_EQ(gemms.packedWeightType(0), panels);
+            EXPECT_EQ(gemms.packedBytes(),
+                      size_t(k * ((n + 15) / 16 * 16)) * (panels == fb::DType::F32 ? 4 : 2));
+          });
+        unsetenv("MIXPREC_CPU_NARROW_PANELS");
+        EXPECT_TRUE(outputs[1] == outputs[0]) << "2 threads: not the bytes of 1";
+        ASSERT_EQ(outputs[0].size(), size_t(m * n * 4));
+        const auto *got = reinterpret_cast<const float *>(outputs[0].data());
+        size_t bad = 0;
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            float fmas = 0.0f;
+            double sum = 0, mag = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              fmas = std::fma(a[size_t(r * k + i)], w[size_t(j * k + i)], fmas);
+              sum += double(a[size_t(r * k + i)]) * double(w[size_t(j * k + i)]);
+              mag += std::fabs(double(a[size_t(r * k + i)]) * double(w[size_t(j * k + i)]));
+            }
+            const float y = got[r * n + j];
+            const bool ok = own[0] ? std::memcmp(&y, &fmas, sizeof y) == 0
+                                   : std::fabs(y - sum) <= double(k + 1) * std::ldexp(mag, -23);
+            if (!ok && bad++ < 5)
+              ADD_FAILURE() << "(" << r << ", " << j << "): " << y << ", FMAs in k order " << fmas
+                            << (own[0] ? "" : " (oneDNN: beyond the GEMM bound)");
+          }
+        EXPECT_EQ(bad, 0u);
+      }
 }
 
 TEST_F(CpuDnnl, NarrowActivationsOnlyGemmsReadAreStoredWideWithTheSameBits) {

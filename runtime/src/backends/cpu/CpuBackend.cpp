@@ -255,10 +255,16 @@ Status CpuBackend::prepare() {
                                                          : "");
         break;
       case schema::StepKind::Gemm:
-        name = module->gemms()[step->index()].name +
-               (options.cpuGemms && dnnl.handles(step->index())
-                    ? std::string(" (oneDNN, ") + dtypeName(dnnl.computeType(step->index())) + ")"
-                    : " (OpenBLAS: " + dnnl.reason(step->index()) + ")");
+        name = module->gemms()[step->index()].name;
+        if (!options.cpuGemms || !dnnl.handles(step->index()))
+          name += " (OpenBLAS: " + dnnl.reason(step->index()) + ")";
+        else if (!dnnl.ownKernel(step->index()))
+          name += std::string(" (oneDNN, ") + dtypeName(dnnl.computeType(step->index())) + ")";
+        else if (dnnl.packedWeightType(step->index()) == schema::DType::F32)
+          name += " (own packed GEMM, f32)";
+        else
+          name += std::string(" (own packed GEMM, f32, ") +
+                  dtypeName(dnnl.packedWeightType(step->index())) + " weight)";
         break;
       case schema::StepKind::Routine:
         name = module->routines()[step->index()].name;
@@ -379,16 +385,16 @@ CpuBackend::~CpuBackend() {
       stderr,
       "mixprec CPU profile: %d thread(s), %.3f ms in %lld runs (the first not "
       "counted) of %zu steps; %lld "
-      "constant(s) decoded in runs, %lld weight(s) packed at load, %lld "
+      "constant(s) decoded in runs, %lld weight(s) packed at load (GEMMs' %.1f MiB), %lld "
       "activation(s) kept in a convolution's layout, %lld narrow activation(s) stored widened, "
       "%lld quantize and %lld amax kernel(s) in their GEMM's epilogue, %lld quantize(s) "
       "stored in one pass\n",
       threads(), total * 1e3, static_cast<long long>(profileRuns), profile.size(),
       static_cast<long long>(weightDecodes),
       static_cast<long long>(dnnl.packsAtLoad() + dnnlConvs.packsAtLoad()),
-      static_cast<long long>(keptLayoutTensors()), static_cast<long long>(wideTensors()),
-      static_cast<long long>(fusedGemmQuantizes()), static_cast<long long>(fusedGemmAmaxes()),
-      static_cast<long long>(quantizeStores()));
+      double(dnnl.packedBytes()) / (1 << 20), static_cast<long long>(keptLayoutTensors()),
+      static_cast<long long>(wideTensors()), static_cast<long long>(fusedGemmQuantizes()),
+      static_cast<long long>(fusedGemmAmaxes()), static_cast<long long>(quantizeStores()));
   for (size_t i : order)
     std::fprintf(stderr, "  %8.3f ms/run %5.1f%%  step #%zu %s\n",
                  profile[i].seconds * 1e3 / std::max<int64_t>(profileRuns, 1),

@@ -88,9 +88,16 @@ struct Plan {
   /// Tiled, on the own packed GEMM (cpu::packedGemm, PackedGemm.h) instead
   /// of oneDNN's: an FP32 constant weight packed in its panels (`packed`),
   /// at least 6 rows, on AVX2 (what makes oneDNN's matmul gemm:jit), unless
-  /// MIXPREC_CPU_OWN_GEMM=0. The tiles are the rows [r0, r1) x columns
-  /// [c0, c1) of each `own` entry (no primitives, no memory objects).
+  /// MIXPREC_CPU_OWN_GEMM=0; a BF16, FP8 or FP16 constant weight widened to
+  /// FP32 likewise at any row count, its panels in BF16 (FP8's values are
+  /// BF16 values) or FP16 (`ownFormat`; MIXPREC_CPU_NARROW_PANELS=0: FP32
+  /// panels, and 6 rows or more as for FP32): half the bytes, the same
+  /// bits. The tiles are the rows [r0, r1) x columns [c0, c1) of each `own`
+  /// entry (no primitives, no memory objects).
   bool own = false;
+  cpu::PackedFormat ownFormat = cpu::PackedFormat::F32;
+  /// Bytes of `packed`.
+  size_t packedBytes = 0;
   struct OwnTile {
     int64_t r0, r1, c0, c1;
   };
@@ -282,9 +289,19 @@ struct DnnlGemms::Impl {
     } else if (b.dtype != p.computeType) {
       p.wideBytesB = static_cast<size_t>(b.elements) * wideBytes;
     }
-    if (p.tiled && packFrom && type == dnnl_f32 && g.batch * g.m >= 6 &&
-        cpu::packedGemmAvailable() && !turnedOff("MIXPREC_CPU_OWN_GEMM"))
-      return planOwn(g, p, packFrom);
+    // A BF16, FP8 or FP16 weight widened to FP32 (the CPU's BF16 kernels do
+    // not pay, or it has no FP16 ones) is packed for the own GEMM in half
+    // the bytes (exact); with one to five rows too, where the GEMM reads
+    // its weight once (memory-bound: 2x as fast as FP32 panels).
+    const cpu::PackedFormat narrow = turnedOff("MIXPREC_CPU_NARROW_PANELS") ? cpu::PackedFormat::F32
+                                     : b.dtype == schema::DType::BF16 || isFp8(b.dtype)
+                                         ? cpu::PackedFormat::BF16
+                                     : b.dtype == schema::DType::F16 ? cpu::PackedFormat::F16
+                                                                     : cpu::PackedFormat::F32;
+    if (p.tiled && packFrom && type == dnnl_f32 &&
+        (g.batch * g.m >= 6 || narrow != cpu::PackedFormat::F32) && cpu::packedGemmAvailable() &&
+        !turnedOff("MIXPREC_CPU_OWN_GEMM"))
+      return planOwn(g, p, packFrom, narrow);
     if (p.tiled) {
       if (!planTiles(g, type, p, packFrom)) {
         if (p.reason.empty())
@@ -357,6 +374,7 @@ struct DnnlGemms::Impl {
         return false;
       const int64_t last = cols - (cols - 1) / tileCols * tileCols;
       const size_t bytes = size_t((packedAt(cols - last) + k * packedLd(last)) * width);
+      p.packedBytes = bytes;
       if (posix_memalign(&p.packed, 64, bytes) != 0) {
         p.packed = nullptr;
         return p.reason = "cannot allocate its packed weight", false;
@@ -430,24 +448,30 @@ struct DnnlGemms::Impl {
     return ok;
   }
 
-  /// Plans tall step g on the own packed GEMM (Plan::own): its FP32
-  /// constant weight at `packFrom` (p.weights' plain layout) packed into
-  /// panels, its output in tiles of kPackedTileRows rows and kTileCols
-  /// columns (as oneDNN's tiles; each sums all of k), or smaller ones
-  /// for the threads.
-  bool planOwn(const GemmDesc &g, Plan &p, const uint8_t *packFrom) {
+  /// Plans tall step g on the own packed GEMM (Plan::own): its constant
+  /// weight at `packFrom` (FP32, p.weights' plain layout) packed into
+  /// panels of `format` (FP32 where a value is not one of format's), its
+  /// output in tiles of kPackedTileRows rows and kTileCols columns (as
+  /// oneDNN's tiles; each sums all of k), or smaller ones for the threads.
+  bool planOwn(const GemmDesc &g, Plan &p, const uint8_t *packFrom, cpu::PackedFormat format) {
     dnnl_dim_t strides[2] = {0, 0};
     if (!plainStrides(p.weights, strides))
       return p.reason = "an unexpected weight layout", false;
     const int64_t rows = g.batch * g.m;
     p.k = g.k;
     p.n = g.n;
-    if (posix_memalign(&p.packed, 64, cpu::packedGemmWeightFloats(p.k, p.n) * sizeof(float)) != 0) {
-      p.packed = nullptr;
-      return p.reason = "cannot allocate its packed weight", false;
+    const auto *from = reinterpret_cast<const float *>(packFrom);
+    for (cpu::PackedFormat f : {format, cpu::PackedFormat::F32}) {
+      std::free(p.packed);
+      p.packedBytes = cpu::packedGemmWeightBytes(p.k, p.n, f);
+      if (posix_memalign(&p.packed, 64, std::max<size_t>(p.packedBytes, 64)) != 0) {
+        p.packed = nullptr;
+        return p.reason = "cannot allocate its packed weight", false;
+      }
+      p.ownFormat = f;
+      if (cpu::packGemmWeight(from, p.k, p.n, strides[0], strides[1], p.packed, f))
+        break; // (FP32 always packs)
     }
-    cpu::packGemmWeight(reinterpret_cast<const float *>(packFrom), p.k, p.n, strides[0], strides[1],
-                        static_cast<float *>(p.packed));
     ++packsAtLoad;
     // Its sums do not depend on the tiles: where the grid gives fewer than
     // two tiles per thread, narrower ones (16 columns, then 6 rows at a
@@ -475,6 +499,7 @@ struct DnnlGemms::Impl {
   /// `packed` (the primitive's); false with p.reason.
   bool packConstant(Plan &p, const dnnl_memory_desc_t &packed, const uint8_t *data) {
     const size_t bytes = dnnl_memory_desc_get_size(&packed);
+    p.packedBytes = bytes;
     if (posix_memalign(&p.packed, 64, bytes ? bytes : 64) != 0) {
       p.packed = nullptr;
       return p.reason = "cannot allocate its packed weight", false;
@@ -594,10 +619,9 @@ Status DnnlGemms::run(size_t index, const void *a, const void *b, float *acc, co
   void *weights = p.packed ? p.packed : const_cast<void *>(b);
   if (p.own) {
     const auto *x = static_cast<const float *>(a);
-    const auto *w = static_cast<const float *>(p.packed);
     auto tile = [&](int64_t i, int) {
       const Plan::OwnTile &t = p.ownTiles[size_t(i)];
-      cpu::packedGemm(x, w, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1, bias, scale);
+      cpu::packedGemm(x, p.packed, acc, p.k, p.n, t.r0, t.r1, t.c0, t.c1, bias, scale, p.ownFormat);
     };
     if (d.pool) // (one worker or one tile: on the calling thread)
       d.pool->run(int64_t(p.ownTiles.size()), tile);
@@ -666,7 +690,29 @@ int64_t DnnlGemms::tiles(size_t index) const {
 
 bool DnnlGemms::ownKernel(size_t index) const { return handles(index) && impl->plans[index].own; }
 
+schema::DType DnnlGemms::packedWeightType(size_t index) const {
+  if (!ownKernel(index))
+    return handles(index) ? computeType(index) : schema::DType::F32;
+  switch (impl->plans[index].ownFormat) {
+  case cpu::PackedFormat::BF16:
+    return schema::DType::BF16;
+  case cpu::PackedFormat::F16:
+    return schema::DType::F16;
+  case cpu::PackedFormat::F32:
+    break;
+  }
+  return schema::DType::F32;
+}
+
 int64_t DnnlGemms::packsAtLoad() const { return impl->packsAtLoad; }
+
+size_t DnnlGemms::packedBytes() const {
+  size_t bytes = 0;
+  for (const Plan &p : impl->plans)
+    if (p.packed)
+      bytes += p.packedBytes;
+  return bytes;
+}
 
 #else // !MIXPREC_HAVE_DNNL
 
@@ -691,7 +737,9 @@ void DnnlGemms::widenA(size_t, const void *, int64_t, int64_t) {}
 const void *DnnlGemms::widenedA() const { return nullptr; }
 int64_t DnnlGemms::tiles(size_t) const { return 0; }
 int64_t DnnlGemms::packsAtLoad() const { return 0; }
+size_t DnnlGemms::packedBytes() const { return 0; }
 bool DnnlGemms::ownKernel(size_t) const { return false; }
+schema::DType DnnlGemms::packedWeightType(size_t) const { return schema::DType::F32; }
 
 #endif // MIXPREC_HAVE_DNNL
 

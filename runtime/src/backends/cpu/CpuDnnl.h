@@ -22,7 +22,10 @@
 // load instead and runs on the own AVX2 GEMM, PackedGemm.h, in the same
 // tiles, each output summed in k order with fused multiply-adds: 5-15%
 // faster than gemm:jit on GPT-2's and BERT's shapes, MIXPREC_CPU_OWN_GEMM=0
-// turns it off). On AVX512-BF16 and AMX
+// turns it off; a BF16, FP8 or FP16 constant weight widened to FP32 goes
+// there at any row count, packed as BF16 or FP16, 2 bytes a value, widened
+// back in the registers: the same bits as FP32 panels, half the bytes to
+// read, MIXPREC_CPU_NARROW_PANELS=0 packs FP32). On AVX512-BF16 and AMX
 // the BF16 dot-product instructions treat subnormal BF16 inputs and FP32
 // partial sums as zero (VDPBF16PS, TDPBF16PS: DAZ/FTZ by definition).
 //
@@ -30,14 +33,14 @@
 // BF16, which holds every FP8 value: a constant FP8 weight once, at load (2
 // bytes per weight where FP8 stores 1), an activation per run; FP16
 // operands on a CPU without an FP16 matmul (AVX512-FP16) likewise to FP32
-// (4 bytes per weight). Products of the widened values are the products of
-// the stored ones, exactly. BF16 and FP8 operands go to FP32 instead (4
-// bytes per weight) where the CPU's BF16 kernels would be slower than its
-// FP32 ones (dnnl::bf16Native, CpuDnnlCommon.h: no AMX, and not AMD's
-// AVX512-BF16, whose VDPBF16PS outruns the FMA; MIXPREC_CPU_BF16=native|
-// fp32 decides instead): the same exact products,
-// summed in FP32 without the BF16 instructions' DAZ/FTZ. Convolutions
-// (CpuDnnlConv.cpp) follow the same rule.
+// (4 bytes per weight; 2 on the own GEMM). Products of the widened values
+// are the products of the stored ones, exactly. BF16 and FP8 operands go to
+// FP32 instead (4 bytes per weight; 2 on the own GEMM) where the CPU's BF16
+// kernels would be slower than its FP32 ones (dnnl::bf16Native,
+// CpuDnnlCommon.h: no AMX, and not AMD's AVX512-BF16, whose VDPBF16PS
+// outruns the FMA; MIXPREC_CPU_BF16=native|fp32 decides instead): the same
+// exact products, summed in FP32 without the BF16 instructions' DAZ/FTZ.
+// Convolutions (CpuDnnlConv.cpp) follow the same rule.
 //
 // Not here (the OpenBLAS path takes them): TF32-rounded steps, operands of
 // two dtypes (FP8 E4M3 with E5M2 excepted), strided batches.
@@ -149,9 +152,13 @@ public:
   /// Whether it runs on the own packed GEMM (PackedGemm.h; CpuDnnl.cpp,
   /// Plan::own) instead of oneDNN's matmul.
   bool ownKernel(size_t index) const;
+  /// The dtype its packed weight holds: the own GEMM's panels (FP32, or
+  /// BF16 or FP16 for a narrow weight widened to FP32), else computeType.
+  schema::DType packedWeightType(size_t index) const;
 
-  /// Weights packed when the session was created.
+  /// Weights packed when the session was created, and their bytes.
   int64_t packsAtLoad() const;
+  size_t packedBytes() const;
 
 private:
   struct Impl;
