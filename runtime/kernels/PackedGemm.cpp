@@ -78,7 +78,6 @@ MIXPREC_AVX2_FMA void multiplyPanels(const float *a, const typename Panel::Eleme
                                      const float *bias, const float *scale) {
   // A panel's 64-byte lines a k step: 1 (FP32) or 1/2.
   constexpr int64_t kStepBytes = kPackedGemmPanel * int64_t(sizeof(typename Panel::Element));
-  const int64_t panels = (n + kPackedGemmPanel - 1) / kPackedGemmPanel;
   for (int64_t i0 = 0; i0 < k; i0 += kPackedGemmDepth) {
     const int64_t depth = std::min(kPackedGemmDepth, k - i0);
     int64_t j0 = colBegin;
@@ -88,16 +87,13 @@ MIXPREC_AVX2_FMA void multiplyPanels(const float *a, const typename Panel::Eleme
     for (; rowEnd - rowBegin == 1 && j0 + kWide <= colEnd; j0 += kWide) {
       const typename Panel::Element *panel =
           packed + (j0 / kPackedGemmPanel * k + i0) * kPackedGemmPanel;
-      // The next four panels' k blocks (one run of lines where the block is
-      // all of k, else the first one's).
-      const int64_t after =
-          std::min<int64_t>(depth == k ? 4 : 1, panels - (j0 + kWide) / kPackedGemmPanel);
-      avx2::multiplyRowPanels<4, Panel>(
-          a + rowBegin * k + i0, panel, k * kPackedGemmPanel, depth, c + rowBegin * n + j0,
-          /*accumulate=*/i0 > 0,
-          after > 0 ? reinterpret_cast<const char *>(panel + 4 * k * kPackedGemmPanel) : nullptr,
-          after > 0 ? after * ((depth * kStepBytes + 63) / 64) : 0,
-          bias && i0 + depth == k ? bias + j0 : nullptr, i0 + depth == k ? scale : nullptr);
+      // No lines fetched ahead: the hardware's prefetchers follow the four
+      // panels' streams (fetching the next four panels too took 1 x 768 x
+      // 50257 from 7.4 to 9.2 ms at FP32, weights from memory).
+      avx2::multiplyRowPanels<4, Panel>(a + rowBegin * k + i0, panel, k * kPackedGemmPanel, depth,
+                                        c + rowBegin * n + j0, /*accumulate=*/i0 > 0, nullptr, 0,
+                                        bias && i0 + depth == k ? bias + j0 : nullptr,
+                                        i0 + depth == k ? scale : nullptr);
     }
     for (; j0 < colEnd; j0 += kPackedGemmPanel) {
       const typename Panel::Element *panel =

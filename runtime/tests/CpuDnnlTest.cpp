@@ -431,11 +431,11 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
   // within the GEMM bound too. Packed weights: tiles of 64 rows and 384
   // columns with partial ones (300 x 600), and 512 columns, whose packed
   // rows are a cache line longer (DnnlGemms::Impl::planTiles). On AVX2 a
-  // packed FP32 weight of 6 rows or more runs on the own packed GEMM
-  // (PackedGemm.h; MIXPREC_CPU_OWN_GEMM=0: oneDNN's tiles, checked too):
-  // partial panels of 16 columns (40, 600, 50), partial blocks of 6 rows
-  // (33, 7), k past its depth of 4096 (4100: a second pass continuing the
-  // sums), a transposed weight, k 1.
+  // packed FP32 weight runs on the own packed GEMM (PackedGemm.h;
+  // MIXPREC_CPU_OWN_GEMM=0: oneDNN's tiles, checked too): partial panels of
+  // 16 columns (40, 600, 50), partial blocks of 6 rows (33, 7), one and
+  // three rows (one row: four panels at once), k past its depth of 4096
+  // (4100: a second pass continuing the sums), a transposed weight, k 1.
   struct Shape3 {
     int64_t batch, m, n, k;
     bool constantWeight, transB = false;
@@ -443,7 +443,8 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
   for (const Shape3 &sh :
        {Shape3{1, 8, 64, 4096, true}, Shape3{1, 33, 40, 96, false}, Shape3{1, 300, 600, 64, true},
         Shape3{1, 70, 512, 48, true}, Shape3{2, 8, 64, 4096, false}, Shape3{4, 16, 16, 2048, false},
-        Shape3{1, 33, 40, 96, true}, Shape3{1, 7, 50, 4100, true, true}, Shape3{1, 6, 16, 1, true}})
+        Shape3{1, 33, 40, 96, true}, Shape3{1, 7, 50, 4100, true, true}, Shape3{1, 6, 16, 1, true},
+        Shape3{1, 1, 200, 4100, true}, Shape3{1, 3, 70, 48, true, true}})
     for (const char *own : {"", "0"}) {
       SCOPED_TRACE(std::to_string(sh.batch) + " x " + std::to_string(sh.m) + "x" +
                    std::to_string(sh.n) + "x" + std::to_string(sh.k) + (sh.transB ? " (B^T)" : "") +
@@ -479,7 +480,7 @@ TEST_F(CpuDnnl, Fp32GemmsGiveTheSameBitsForAnyThreadCount) {
             outputBytes(module, threads, inputs, [&](rt::CpuBackend &cpu) {
               EXPECT_TRUE(cpu.dnnlGemms().handles(0)) << cpu.dnnlGemms().reason(0);
               const bool ownKernel = cpu.dnnlGemms().ownKernel(0);
-              if (*own || !sh.constantWeight || batch * m < 6) {
+              if (*own || !sh.constantWeight) {
                 EXPECT_FALSE(ownKernel);
               } else if (cpu.dnnlGemms().tiles(0) > 0 && rt::cpu::packedGemmAvailable()) {
                 // oneDNN's matmul is its GEMM-based one (tiles: AVX2).
@@ -556,14 +557,15 @@ TEST_F(CpuDnnl, OwnGemmAddsARowBiasWithTheBitsOfAPassAfter) {
   // The own packed GEMM (PackedGemm.h) adds an FP32 row bias to each sum as
   // it stores it (runGemm's epilogue then skips it): each output is the
   // bias-free step's output plus bias[j] rounded once, for 1 and 2 threads,
-  // with partial panels and row blocks, k past one pass (4100: the bias in
-  // the last only), B^T, k 1, and biases -0, NaN, +-inf and large.
+  // with partial panels and row blocks, one row (four panels at once), k
+  // past one pass (4100: the bias in the last only), B^T, k 1, and biases
+  // -0, NaN, +-inf and large.
   struct Shape3 {
     int64_t m, n, k;
     bool transB = false;
   };
   for (const Shape3 &sh : {Shape3{33, 40, 96}, Shape3{70, 512, 48}, Shape3{7, 50, 4100, true},
-                           Shape3{6, 16, 1}, Shape3{64, 768, 64}}) {
+                           Shape3{6, 16, 1}, Shape3{64, 768, 64}, Shape3{1, 200, 4100}}) {
     SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k) +
                  (sh.transB ? " (B^T)" : ""));
     const int64_t m = sh.m, n = sh.n, k = sh.k;
@@ -659,10 +661,10 @@ TEST_F(CpuDnnl, OwnGemmAppliesAnFp8FactorThenABiasWithTheBitsOfPassesAfter) {
 TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder) {
   // A BF16, FP8 (E4M3, E5M2) or FP16 constant weight whose GEMM runs on
   // FP32 kernels (AVX2: oneDNN's gemm:jit) is packed for the own GEMM in
-  // BF16 (FP8's values are BF16 values) or FP16 panels, 2 bytes a value,
-  // at any row count (MIXPREC_CPU_NARROW_PANELS=0: FP32 panels, 6 rows or
-  // more): each output is then exactly the FP32 fused multiply-adds of the
-  // stored values in k order from 0, for 1 and 2 threads; one row walks
+  // BF16 (FP8's values are BF16 values) or FP16 panels, 2 bytes a value
+  // (MIXPREC_CPU_NARROW_PANELS=0: FP32 panels): either way each output is
+  // exactly the FP32 fused multiply-adds of the stored values in k order
+  // from 0, for 1 and 2 threads; one row walks
   // four panels at once (multiplyRowPanels: 1 x 200 x 4100 also past the
   // depth of 4096, 1 x 272 four groups and a panel), partial panels and
   // row blocks. Elsewhere (oneDNN's own order) the GEMM bound.
@@ -700,9 +702,7 @@ TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder
                 !rt::cpu::packedGemmAvailable())
               return; // oneDNN's kernels in the stored dtype, or not gemm:jit
             const bool narrowPanels = !*narrow;
-            EXPECT_EQ(gemms.ownKernel(0), narrowPanels || m >= 6);
-            if (!gemms.ownKernel(0))
-              return;
+            EXPECT_TRUE(gemms.ownKernel(0));
             const fb::DType panels = !narrowPanels             ? fb::DType::F32
                                      : dtype == fb::DType::F16 ? fb::DType::F16
                                                                : fb::DType::BF16;

@@ -86,14 +86,13 @@ struct Plan {
   std::vector<std::vector<dnnl_primitive_t>> shapes;
   std::vector<Tile> tiles;
   /// Tiled, on the own packed GEMM (cpu::packedGemm, PackedGemm.h) instead
-  /// of oneDNN's: an FP32 constant weight packed in its panels (`packed`),
-  /// at least 6 rows, on AVX2 (what makes oneDNN's matmul gemm:jit), unless
+  /// of oneDNN's: an FP32 constant weight packed in its panels (`packed`)
+  /// on AVX2 (what makes oneDNN's matmul gemm:jit), unless
   /// MIXPREC_CPU_OWN_GEMM=0; a BF16, FP8 or FP16 constant weight widened to
-  /// FP32 likewise at any row count, its panels in BF16 (FP8's values are
-  /// BF16 values) or FP16 (`ownFormat`; MIXPREC_CPU_NARROW_PANELS=0: FP32
-  /// panels, and 6 rows or more as for FP32): half the bytes, the same
-  /// bits. The tiles are the rows [r0, r1) x columns [c0, c1) of each `own`
-  /// entry (no primitives, no memory objects).
+  /// FP32 likewise, its panels in BF16 (FP8's values are BF16 values) or
+  /// FP16 (`ownFormat`; MIXPREC_CPU_NARROW_PANELS=0: FP32 panels): half the
+  /// bytes, the same bits. The tiles are the rows [r0, r1) x columns [c0,
+  /// c1) of each `own` entry (no primitives, no memory objects).
   bool own = false;
   cpu::PackedFormat ownFormat = cpu::PackedFormat::F32;
   /// Bytes of `packed`.
@@ -291,15 +290,14 @@ struct DnnlGemms::Impl {
     }
     // A BF16, FP8 or FP16 weight widened to FP32 (the CPU's BF16 kernels do
     // not pay, or it has no FP16 ones) is packed for the own GEMM in half
-    // the bytes (exact); with one to five rows too, where the GEMM reads
-    // its weight once (memory-bound: 2x as fast as FP32 panels).
+    // the bytes (exact): where the GEMM reads its weight once (a few rows)
+    // twice as fast as FP32 panels.
     const cpu::PackedFormat narrow = turnedOff("MIXPREC_CPU_NARROW_PANELS") ? cpu::PackedFormat::F32
                                      : b.dtype == schema::DType::BF16 || isFp8(b.dtype)
                                          ? cpu::PackedFormat::BF16
                                      : b.dtype == schema::DType::F16 ? cpu::PackedFormat::F16
                                                                      : cpu::PackedFormat::F32;
-    if (p.tiled && packFrom && type == dnnl_f32 &&
-        (g.batch * g.m >= 6 || narrow != cpu::PackedFormat::F32) && cpu::packedGemmAvailable() &&
+    if (p.tiled && packFrom && type == dnnl_f32 && cpu::packedGemmAvailable() &&
         !turnedOff("MIXPREC_CPU_OWN_GEMM"))
       return planOwn(g, p, packFrom, narrow);
     if (p.tiled) {

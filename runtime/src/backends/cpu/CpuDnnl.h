@@ -18,14 +18,14 @@
 // in an order that follows the thread count, the step runs in tiles of at
 // most 256 x 384 outputs fixed by its shape, each a one-thread matmul over
 // all of k, spread over the session's threads; there an FP32 constant
-// weight of a step of 6 rows or more is packed into 16-column panels at
-// load instead and runs on the own AVX2 GEMM, PackedGemm.h, in the same
-// tiles, each output summed in k order with fused multiply-adds: 5-15%
-// faster than gemm:jit on GPT-2's and BERT's shapes, MIXPREC_CPU_OWN_GEMM=0
-// turns it off; a BF16, FP8 or FP16 constant weight widened to FP32 goes
-// there at any row count, packed as BF16 or FP16, 2 bytes a value, widened
-// back in the registers: the same bits as FP32 panels, half the bytes to
-// read, MIXPREC_CPU_NARROW_PANELS=0 packs FP32). On AVX512-BF16 and AMX
+// weight is packed into 16-column panels at load instead and runs on the
+// own AVX2 GEMM, PackedGemm.h, in the same tiles, each output summed in k
+// order with fused multiply-adds: 5-15% faster than gemm:jit on GPT-2's
+// and BERT's shapes, about twice as fast with one to five rows,
+// MIXPREC_CPU_OWN_GEMM=0 turns it off; a BF16, FP8 or FP16 constant weight
+// widened to FP32 goes there too, packed as BF16 or FP16, 2 bytes a value,
+// widened back in the registers: the same bits as FP32 panels, half the
+// bytes to read, MIXPREC_CPU_NARROW_PANELS=0 packs FP32). On AVX512-BF16 and AMX
 // the BF16 dot-product instructions treat subnormal BF16 inputs and FP32
 // partial sums as zero (VDPBF16PS, TDPBF16PS: DAZ/FTZ by definition).
 //
