@@ -223,14 +223,13 @@ multiplyRows(int rows, const float *a, int64_t lda, const typename Panel::Elemen
 /// B[i][j], j < 16 P, then times *scale, plus bias[j], as multiplyBlock<1>
 /// computes each panel's 16 (the same bits). multiplyBlock<1> keeps two
 /// sums, each a chain of dependent multiply-adds (4 cycles each on Zen 3:
-/// a fourth of the FMA units' rate); 2 P chains here. The `prefetchLines`
-/// lines from `prefetch` are fetched meanwhile, as multiplyBlock's.
+/// a fourth of the FMA units' rate); 2 P chains here. No lines are fetched
+/// ahead (PackedGemm.cpp: the hardware follows the P streams).
 template <int P, typename Panel = F32Panel>
-MIXPREC_AVX2_FMA inline void
-multiplyRowPanels(const float *a, const typename Panel::Element *b, int64_t panelStride, int64_t k,
-                  float *c, bool accumulate, const char *prefetch = nullptr,
-                  int64_t prefetchLines = 0, const float *bias = nullptr,
-                  const float *scale = nullptr) {
+MIXPREC_AVX2_FMA inline void multiplyRowPanels(const float *a, const typename Panel::Element *b,
+                                               int64_t panelStride, int64_t k, float *c,
+                                               bool accumulate, const float *bias = nullptr,
+                                               const float *scale = nullptr) {
   static_assert(P >= 1 && P <= 4, "one to four panels");
   __m256 acc[P][2];
   for (int q = 0; q < P; ++q)
@@ -246,7 +245,7 @@ multiplyRowPanels(const float *a, const typename Panel::Element *b, int64_t pane
       acc[q][1] = _mm256_fmadd_ps(x, w1, acc[q][1]);
     }
   };
-  stepsFetching(k, prefetch, prefetchLines, step);
+  stepsFetching(k, nullptr, 0, step);
   for (int q = 0; q < P; ++q)
     for (int h = 0; h < 2; ++h) {
       if (scale)

@@ -91,7 +91,7 @@ MIXPREC_AVX2_FMA void multiplyPanels(const float *a, const typename Panel::Eleme
       // panels' streams (fetching the next four panels too took 1 x 768 x
       // 50257 from 7.4 to 9.2 ms at FP32, weights from memory).
       avx2::multiplyRowPanels<4, Panel>(a + rowBegin * k + i0, panel, k * kPackedGemmPanel, depth,
-                                        c + rowBegin * n + j0, /*accumulate=*/i0 > 0, nullptr, 0,
+                                        c + rowBegin * n + j0, /*accumulate=*/i0 > 0,
                                         bias && i0 + depth == k ? bias + j0 : nullptr,
                                         i0 + depth == k ? scale : nullptr);
     }

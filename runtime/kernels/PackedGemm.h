@@ -17,10 +17,12 @@
 // a value where FP32 takes 4, widened back in the registers as each k step
 // loads it (Avx2Microkernel.h): the same FP32 values, so the same bits as
 // FP32 panels, with half the bytes to read. What that buys, on an AVX2
-// EPYC (Zen 3, one thread, best of 15): 1 x 768 x 50257 (GPT-2's lm_head
-// for one token) 9.6 -> 4.6 ms, 1 x 768 x 3072 0.21 -> 0.18 ms (0.54 ->
-// 0.27 with the weight from memory), 64 x 768 x 3072 3.40 -> 3.40 ms
-// (compute-bound: the unpacking runs beside the multiply-adds).
+// EPYC (Zen 3, one thread, best of 15, before multiplyRowPanels): 1 x 768
+// x 50257 (GPT-2's lm_head for one token) 9.6 -> 4.6 ms, 1 x 768 x 3072
+// 0.21 -> 0.18 ms (0.54 -> 0.27 with the weight from memory), 64 x 768 x
+// 3072 3.40 -> 3.40 ms (compute-bound: the unpacking runs beside the
+// multiply-adds). One row of C walks four panels at once (eight sums in
+// flight where a 1 x 16 block keeps two).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MIXPREC_RUNTIME_CPU_PACKEDGEMM_H
