@@ -25,7 +25,10 @@
 #include <cstdint>
 #include <cstring>
 
-#define MIXPREC_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+// The instruction sets the code here takes (cpuRuns checks them), for
+// functions (MIXPREC_AVX2_FMA) and for the lambdas inlined into them.
+#define MIXPREC_AVX2_TARGET target("avx2,fma,f16c")
+#define MIXPREC_AVX2_FMA __attribute__((MIXPREC_AVX2_TARGET))
 
 namespace mixprec::runtime::cpu::avx2 {
 
@@ -149,9 +152,8 @@ multiplyBlock(const float *a, int64_t lda, const typename Panel::Element *b, int
     MIXPREC_AVX2_ROW(4)                                                                            \
     MIXPREC_AVX2_ROW(5)                                                                            \
   }
-  stepsFetching(k, prefetch, prefetchLines,
-                [&](int64_t i)
-                    __attribute__((always_inline, target("avx2,fma,f16c"))){MIXPREC_AVX2_STEP});
+  auto step = [&](int64_t i) __attribute__((always_inline, MIXPREC_AVX2_TARGET)){MIXPREC_AVX2_STEP};
+  stepsFetching(k, prefetch, prefetchLines, step);
 #undef MIXPREC_AVX2_STEP
 #undef MIXPREC_AVX2_ROW
   if (scale) {
@@ -235,7 +237,7 @@ MIXPREC_AVX2_FMA inline void multiplyRowPanels(const float *a, const typename Pa
   for (int q = 0; q < P; ++q)
     for (int h = 0; h < 2; ++h)
       acc[q][h] = accumulate ? _mm256_loadu_ps(c + 16 * q + 8 * h) : _mm256_setzero_ps();
-  auto step = [&](int64_t i) __attribute__((always_inline, target("avx2,fma,f16c"))) {
+  auto step = [&](int64_t i) __attribute__((always_inline, MIXPREC_AVX2_TARGET)) {
     const __m256 x = _mm256_broadcast_ss(a + i);
 #pragma GCC unroll 4
     for (int q = 0; q < P; ++q) {

@@ -55,9 +55,10 @@ size_t packedGemmWeightBytes(int64_t k, int64_t n, PackedFormat format = PackedF
 
 /// Packs B (element (i, j) at b[i * strideK + j * strideN]) into `packed`
 /// (packedGemmWeightBytes of it). BF16 and F16: false, `packed`
-/// unspecified, unless every value of B is a value of that format (NaNs
-/// included, as their FP32 widening gives them: a BF16's low 16 bits zero;
-/// an FP16 that converts back to the same FP32 bits).
+/// unspecified, unless every value of B is a value of that format, as its
+/// FP32 widening gives it back: BF16, its low 16 bits zero (NaNs too);
+/// FP16, one that converts back to the same FP32 bits, and no NaN
+/// (VCVTPH2PS quiets a signalling one, so its bits could differ).
 bool packGemmWeight(const float *b, int64_t k, int64_t n, int64_t strideK, int64_t strideN,
                     void *packed, PackedFormat format = PackedFormat::F32);
 

@@ -664,10 +664,10 @@ TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder
   // BF16 (FP8's values are BF16 values) or FP16 panels, 2 bytes a value
   // (MIXPREC_CPU_NARROW_PANELS=0: FP32 panels): either way each output is
   // exactly the FP32 fused multiply-adds of the stored values in k order
-  // from 0, for 1 and 2 threads; one row walks
-  // four panels at once (multiplyRowPanels: 1 x 200 x 4100 also past the
-  // depth of 4096, 1 x 272 four groups and a panel), partial panels and
-  // row blocks. Elsewhere (oneDNN's own order) the GEMM bound.
+  // from 0, for 1 and 2 threads; one row walks four panels at once
+  // (multiplyRowPanels: 1 x 200 x 4100 also past the depth of 4096, 1 x 272
+  // four groups and a panel), partial panels and row blocks. Elsewhere
+  // (oneDNN's own order) the GEMM bound.
   struct Shape3 {
     int64_t m, n, k;
   };
@@ -701,9 +701,8 @@ TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder
             if (gemms.computeType(0) != fb::DType::F32 || gemms.tiles(0) == 0 ||
                 !rt::cpu::packedGemmAvailable())
               return; // oneDNN's kernels in the stored dtype, or not gemm:jit
-            const bool narrowPanels = !*narrow;
             EXPECT_TRUE(gemms.ownKernel(0));
-            const fb::DType panels = !narrowPanels             ? fb::DType::F32
+            const fb::DType panels = *narrow                   ? fb::DType::F32
                                      : dtype == fb::DType::F16 ? fb::DType::F16
                                                                : fb::DType::BF16;
             EXPECT_EQ(gemms.packedWeightType(0), panels);
@@ -720,9 +719,10 @@ TEST_F(CpuDnnl, NarrowWeightsOnTheOwnGemmInHalfTheBytesWithTheBitsOfFmasInKOrder
             float fmas = 0.0f;
             double sum = 0, mag = 0;
             for (int64_t i = 0; i < k; ++i) {
-              fmas = std::fma(a[size_t(r * k + i)], w[size_t(j * k + i)], fmas);
-              sum += double(a[size_t(r * k + i)]) * double(w[size_t(j * k + i)]);
-              mag += std::fabs(double(a[size_t(r * k + i)]) * double(w[size_t(j * k + i)]));
+              const float av = a[size_t(r * k + i)], wv = w[size_t(j * k + i)];
+              fmas = std::fma(av, wv, fmas);
+              sum += double(av) * double(wv); // exact
+              mag += std::fabs(double(av) * double(wv));
             }
             const float y = got[r * n + j];
             const bool ok = own[0] ? std::memcmp(&y, &fmas, sizeof y) == 0
